@@ -1,0 +1,167 @@
+"""Input checks shared by every layer, with one message template.
+
+Every failure is a ``ValueError`` that names the argument, what was found, what was
+expected and, where it helps, how to fix it::
+
+    log_lik: found 3 NaN values (first at draw 12, obs 4); expected finite values or -inf.
+
+This module depends on NumPy only, so the array layer can use it without importing xarray.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "fail",
+    "as_draws_matrix",
+    "check_same_draws",
+    "check_log_lik_values",
+    "check_finite",
+    "check_chain_ids",
+    "check_positive_int",
+    "check_unique",
+]
+
+
+def fail(argument: str, found: str, expected: str, fix: str | None = None) -> ValueError:
+    """Build the ``ValueError`` used everywhere: argument, what was found, what was expected."""
+    message = f"{argument}: found {found}; expected {expected}."
+    if fix:
+        message += f" {fix}"
+    return ValueError(message)
+
+
+def as_draws_matrix(
+    values, argument: str, chain_ids=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``values`` as a float array of shape (n_draws, n_columns) and its chain ids.
+
+    Parameters
+    ----------
+    values : array_like of shape (n_draws, n_columns) or (n_chains, n_draws, n_columns)
+        Draws stacked over chains, or one row of draws per chain.
+    argument : str
+        Name of the argument, used in error messages.
+    chain_ids : array_like of shape (n_draws,), optional
+        Chain of each row of 2-D input. ``None`` means one chain. Not allowed with 3-D input,
+        whose first axis already gives the chains.
+
+    Returns
+    -------
+    matrix : ndarray of shape (n_draws_total, n_columns)
+    chain_ids : ndarray of shape (n_draws_total,), integer codes 0..n_chains-1
+    """
+    array = np.asarray(values, dtype=float)
+    if array.ndim == 3:
+        if chain_ids is not None:
+            raise fail(
+                "chain_ids",
+                "chain ids together with 3-D input",
+                "chain_ids only with 2-D (n_draws, n_columns) input",
+                "3-D input already has chains on its first axis.",
+            )
+        n_chains, n_draws, n_columns = array.shape
+        codes = np.repeat(np.arange(n_chains), n_draws)
+        return array.reshape(n_chains * n_draws, n_columns), codes
+    if array.ndim != 2:
+        raise fail(
+            argument,
+            f"an array with {array.ndim} dimensions, shape {array.shape}",
+            "shape (n_draws, n_columns) or (n_chains, n_draws, n_columns)",
+        )
+    codes = check_chain_ids(chain_ids, array.shape[0])
+    return array, codes
+
+
+def check_chain_ids(chain_ids, n_draws: int) -> np.ndarray:
+    """Integer chain codes 0..C-1 for ``n_draws`` rows; ``None`` gives a single chain."""
+    if chain_ids is None:
+        return np.zeros(n_draws, dtype=np.intp)
+    ids = np.asarray(chain_ids)
+    if ids.shape != (n_draws,):
+        raise fail(
+            "chain_ids",
+            f"shape {ids.shape}",
+            f"one chain id per draw, shape ({n_draws},)",
+        )
+    _, codes = np.unique(ids, return_inverse=True)
+    return codes.astype(np.intp)
+
+
+def check_same_draws(first: np.ndarray, second: np.ndarray, names: tuple[str, str]) -> None:
+    """Both matrices must hold the same number of draws (rows), at least two."""
+    if first.shape[0] != second.shape[0]:
+        raise fail(
+            names[1],
+            f"{second.shape[0]} draws while {names[0]} has {first.shape[0]}",
+            "the same posterior draws in both, row for row",
+            "Take both from the same fit, with the same thinning and warmup removed.",
+        )
+    if first.shape[0] < 2:
+        raise fail(
+            names[0],
+            f"{first.shape[0]} draw",
+            "at least 2 posterior draws",
+            "Covariances over the posterior need several draws (hundreds in practice).",
+        )
+
+
+def _first_position(mask: np.ndarray) -> str:
+    index = np.argwhere(mask)[0]
+    if mask.ndim == 2:
+        return f"draw {index[0]}, column {index[1]}"
+    return f"index {tuple(int(i) for i in index)}"
+
+
+def check_log_lik_values(log_lik: np.ndarray, argument: str = "log_lik") -> None:
+    """Log-likelihood values must be finite or -inf: NaN and +inf are errors."""
+    nan = np.isnan(log_lik)
+    if nan.any():
+        raise fail(
+            argument,
+            f"{int(nan.sum())} NaN value(s) (first at {_first_position(nan)})",
+            "finite values or -inf",
+            "A NaN log-likelihood usually means the model's generated quantities failed.",
+        )
+    posinf = np.isposinf(log_lik)
+    if posinf.any():
+        raise fail(
+            argument,
+            f"{int(posinf.sum())} +inf value(s) (first at {_first_position(posinf)})",
+            "finite values or -inf",
+            "A log density of +inf is a point mass; check the likelihood's scale parameters.",
+        )
+
+
+def check_finite(values: np.ndarray, argument: str) -> None:
+    """All values must be finite."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise fail(
+            argument,
+            f"{int(bad.sum())} non-finite value(s) (first at {_first_position(bad)})",
+            "finite values",
+        )
+
+
+def check_positive_int(value, argument: str, minimum: int = 1) -> int:
+    """An integer of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise fail(argument, repr(value), f"an integer >= {minimum}")
+    return int(value)
+
+
+def check_unique(labels: Sequence, argument: str) -> None:
+    """Labels (observation ids, quantity names) must not repeat."""
+    values, counts = np.unique(np.asarray(labels, dtype=object).astype(str), return_counts=True)
+    repeated = values[counts > 1]
+    if repeated.size:
+        shown = ", ".join(repr(v) for v in repeated[:5])
+        raise fail(
+            argument,
+            f"{repeated.size} repeated label(s): {shown}",
+            "each label once",
+        )

@@ -1,0 +1,76 @@
+"""Build a posterior container from a CmdStanPy fit or CmdStan output CSV files."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from bayesij._checks import fail
+from bayesij.adapters._stan_names import split_columns
+from bayesij.adapters.arrays import from_arrays
+from bayesij.posterior import Posterior
+
+__all__ = ["from_cmdstanpy"]
+
+
+def _is_paths(value) -> bool:
+    if isinstance(value, (str, os.PathLike)):
+        return True
+    return isinstance(value, (list, tuple)) and all(
+        isinstance(v, (str, os.PathLike)) for v in value
+    )
+
+
+def _read_csv(paths):
+    """A CmdStanMCMC object from CmdStan CSV files; cmdstanpy parses them without CmdStan."""
+    import cmdstanpy
+
+    files = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [
+        os.fspath(p) for p in paths
+    ]
+    missing = [f for f in files if not os.path.isfile(f)]
+    if missing:
+        raise fail("fit_or_csv_files", f"missing file(s) {missing}", "CmdStan output CSV files")
+    fit = cmdstanpy.from_csv(files)
+    if not isinstance(fit, cmdstanpy.CmdStanMCMC):
+        raise fail(
+            "fit_or_csv_files",
+            f"output of the {type(fit).__name__} method",
+            "CSV files written by CmdStan's 'sample' method",
+        )
+    return fit
+
+
+def from_cmdstanpy(fit_or_csv_files, log_lik="log_lik", quantities=None) -> Posterior:
+    """A posterior container from a CmdStanPy fit or CmdStan output CSV files.
+
+    Parameters
+    ----------
+    fit_or_csv_files : cmdstanpy.CmdStanMCMC, path or list of paths
+        A sampling fit, or the CSV files of its chains (one file per chain). CSV files are
+        parsed by CmdStanPy, which needs no CmdStan installation for that.
+    log_lik : str, default "log_lik"
+        Generated quantity holding the pointwise log-likelihood.
+    quantities : str or list of str, optional
+        Variables (``'beta'``) or elements (``'beta[1]'``). Default: every output column
+        except sampler diagnostics (names ending in ``__``) and ``log_lik``.
+
+    Returns
+    -------
+    Posterior
+        Observation ids are Stan's 1-based indices of ``log_lik`` (``'i,j'`` for arrays).
+        Warmup draws are left out.
+    """
+    fit = _read_csv(fit_or_csv_files) if _is_paths(fit_or_csv_files) else fit_or_csv_files
+    if not hasattr(fit, "draws") or not hasattr(fit, "column_names"):
+        raise fail(
+            "fit_or_csv_files",
+            f"a {type(fit).__name__}",
+            "a cmdstanpy.CmdStanMCMC fit or paths of CmdStan CSV files",
+        )
+    draws = np.moveaxis(np.asarray(fit.draws(concat_chains=False), dtype=float), 1, 0)
+    values, names, ll_values, obs = split_columns(
+        draws, list(fit.column_names), log_lik, quantities
+    )
+    return from_arrays(values, ll_values, quantity_names=names, obs_names=obs)

@@ -1,0 +1,151 @@
+"""Build a posterior container from an ArviZ ``InferenceData``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayesij._checks import fail
+from bayesij.adapters.arrays import element_names, from_arrays
+from bayesij.posterior import Posterior, base_name, select_names
+
+__all__ = ["from_inference_data", "flatten_variables"]
+
+SAMPLE_DIMS = ("chain", "draw")
+
+
+def _group(idata, name: str, fix: str):
+    if name not in getattr(idata, "groups", lambda: [])():
+        raise fail("idata", f"no {name!r} group (groups: {list(idata.groups())})",
+                   f"an InferenceData with a {name!r} group", fix)
+    return idata[name]
+
+
+def _variable_values(dataset, name: str) -> np.ndarray:
+    """Draws of one variable as (chain, draw, elements), elements row-major."""
+    array = dataset[name]
+    missing = [d for d in SAMPLE_DIMS if d not in array.dims]
+    if missing:
+        raise fail(name, f"dims {array.dims}", "dims starting with ('chain', 'draw')")
+    array = array.transpose(*SAMPLE_DIMS, ...)
+    return array.values.reshape(array.shape[0], array.shape[1], -1).astype(float)
+
+
+def flatten_variables(dataset, variables) -> tuple[np.ndarray, list[str]]:
+    """Stack variables of a posterior Dataset into (chain, draw, quantity) with Stan names.
+
+    Parameters
+    ----------
+    dataset : xarray.Dataset
+        With dims (chain, draw, ...) for each variable.
+    variables : list of str
+        Variable names to flatten (each element gets a name such as ``'Omega[1,2]'``).
+
+    Returns
+    -------
+    values : ndarray of shape (n_chains, n_draws, n_quantities)
+    names : list of str
+    """
+    blocks, names = [], []
+    for variable in variables:
+        array = dataset[variable]
+        shape = tuple(size for dim, size in array.sizes.items() if dim not in SAMPLE_DIMS)
+        blocks.append(_variable_values(dataset, variable))
+        names.extend(element_names(variable, shape))
+    return np.concatenate(blocks, axis=2), names
+
+
+def _obs_labels(array, variable: str, prefix: bool) -> list:
+    """Observation ids of a log-likelihood variable from its coordinates."""
+    obs_dims = [d for d in array.dims if d not in SAMPLE_DIMS]
+    if len(obs_dims) == 1:
+        dim = obs_dims[0]
+        values = array[dim].values if dim in array.coords else np.arange(array.sizes[dim])
+        labels = [v.item() if hasattr(v, "item") else v for v in values]
+    else:
+        grids = [array[d].values if d in array.coords else np.arange(array.sizes[d])
+                 for d in obs_dims]
+        labels = [",".join(str(g[i]) for g, i in zip(grids, index))
+                  for index in np.ndindex(*[len(g) for g in grids])]
+    if prefix:
+        labels = [f"{variable}[{label}]" for label in labels]
+    return labels
+
+
+def _log_lik(idata, log_lik) -> tuple[np.ndarray, list]:
+    group = _group(
+        idata, "log_likelihood",
+        "Store the pointwise log-likelihood when converting the fit (e.g. "
+        "az.from_cmdstanpy(fit, log_likelihood='log_lik')).",
+    )
+    available = list(group.data_vars)
+    if log_lik is None:
+        if len(available) != 1:
+            raise fail(
+                "log_lik",
+                f"{len(available)} log-likelihood variables {available}",
+                "the name of one of them, or a list of names to concatenate",
+            )
+        log_lik = available
+    names = [log_lik] if isinstance(log_lik, str) else list(log_lik)
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise fail("log_lik", f"unknown variable(s) {unknown}", f"names among {available}")
+    values = [_variable_values(group, n) for n in names]
+    labels = [lab for n in names for lab in _obs_labels(group[n], n, len(names) > 1)]
+    return np.concatenate(values, axis=2), labels
+
+
+def from_inference_data(idata, log_lik=None, quantities=None, groups=None) -> Posterior:
+    """A posterior container from an ArviZ ``InferenceData``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        With a ``posterior`` and a ``log_likelihood`` group over the same chains and draws.
+    log_lik : str or list of str, optional
+        Variable of the ``log_likelihood`` group. Needed when it holds several; a list
+        concatenates them, with observation ids ``'var[id]'``. A variable with several
+        observation dims is flattened row-major, with ids ``'i,j'`` from the coordinates.
+    quantities : str or list of str, optional
+        Posterior variables (``'beta'``: all its elements) or elements (``'beta[1]'``).
+        Default: every posterior variable. Array elements get Stan-style 1-based names
+        (``'Omega[1,2]'``), row-major.
+    groups : array_like of shape (n_obs,) or mapping, optional
+        Exchangeable unit of each observation.
+
+    Returns
+    -------
+    Posterior
+        Observation ids are the coordinate values of the observation dim.
+
+    Examples
+    --------
+    >>> import arviz as az  # doctest: +SKIP
+    >>> post = from_inference_data(az.load_arviz_data("centered_eight"))  # doctest: +SKIP
+    >>> post.quantity_names[:3]  # doctest: +SKIP
+    ['mu', 'theta[1]', 'theta[2]']
+    """
+    posterior = _group(idata, "posterior", "")
+    variables = list(posterior.data_vars)
+    if quantities is None:
+        wanted = variables
+    else:
+        requested = [quantities] if isinstance(quantities, str) else list(quantities)
+        wanted = [v for v in variables if v in {base_name(r) for r in requested}]
+        if not wanted:
+            select_names(variables, requested)  # raises with the list of variables
+    values, names = flatten_variables(posterior, wanted)
+    if quantities is not None:
+        keep = select_names(names, quantities)
+        values = values[:, :, [names.index(n) for n in keep]]
+        names = keep
+    log_lik_values, obs = _log_lik(idata, log_lik)
+    if log_lik_values.shape[:2] != values.shape[:2]:
+        raise fail(
+            "idata",
+            f"log_likelihood draws of shape {log_lik_values.shape[:2]} and posterior draws "
+            f"of shape {values.shape[:2]}",
+            "the same (chain, draw) in both groups",
+        )
+    return from_arrays(values, log_lik_values, quantity_names=names, obs_names=obs,
+                       groups=groups)

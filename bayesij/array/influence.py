@@ -1,0 +1,155 @@
+"""Bayesian influence scores psi = Cov_post(f, log p(x_n | theta)) and their Monte Carlo error."""
+
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from bayesij._checks import (
+    as_draws_matrix,
+    check_finite,
+    check_log_lik_values,
+    check_positive_int,
+    check_same_draws,
+    fail,
+)
+from bayesij.array.blocks import block_moments, draw_blocks, obs_chunks
+
+__all__ = ["InfluenceScores", "influence_scores", "sum_by_group", "prepare_draws"]
+
+
+class InfluenceScores(NamedTuple):
+    """Influence scores and their Monte Carlo standard errors.
+
+    Attributes
+    ----------
+    psi : ndarray of shape (n_quantities, n_obs)
+        ``Cov_post(f_k, l_n)``: the derivative of ``E_w[f_k]`` in the weight of unit ``n``.
+    mcse : ndarray of shape (n_quantities, n_obs)
+        Chain-aware Monte Carlo standard error of ``psi`` (batch means over blocks of draws).
+    """
+
+    psi: np.ndarray
+    mcse: np.ndarray
+
+
+def prepare_draws(quantities, log_lik, chain_ids=None):
+    """Check and reshape the two draw arrays to 2-D; return (f, l, chain codes).
+
+    Parameters
+    ----------
+    quantities : array_like of shape (n_draws, n_quantities) or (n_chains, n_draws, n_quantities)
+    log_lik : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+    chain_ids : array_like of shape (n_draws,), optional
+        Chains of the rows of 2-D input; ``None`` means one chain.
+    """
+    f, f_chains = as_draws_matrix(quantities, "quantities", chain_ids)
+    l, l_chains = as_draws_matrix(log_lik, "log_lik", chain_ids)
+    check_same_draws(f, l, ("quantities", "log_lik"))
+    if not np.array_equal(f_chains, l_chains):
+        raise fail(
+            "log_lik",
+            "a chain layout that differs from the one of quantities",
+            "the same chains and draws in both arrays",
+        )
+    check_finite(f, "quantities")
+    check_log_lik_values(l)
+    return f, l, f_chains
+
+
+def sum_by_group(log_lik: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Sum log-likelihood columns within groups: the log-likelihood of each group.
+
+    Parameters
+    ----------
+    log_lik : ndarray of shape (n_draws, n_obs)
+    codes : ndarray of shape (n_obs,)
+        Group code 0..n_groups-1 of each observation; every group must occur.
+    n_groups : int
+
+    Returns
+    -------
+    ndarray of shape (n_draws, n_groups)
+    """
+    order = np.argsort(codes, kind="stable")
+    starts = np.searchsorted(codes[order], np.arange(n_groups))
+    return np.add.reduceat(log_lik[:, order], starts, axis=1)
+
+
+def _impossible_columns(log_lik: np.ndarray) -> np.ndarray:
+    return np.isneginf(log_lik).any(axis=0)
+
+
+def influence_scores(
+    quantities, log_lik, chain_ids=None, *, n_blocks: int = 50
+) -> InfluenceScores:
+    """Bayesian influence scores with chain-aware Monte Carlo standard errors.
+
+    ``psi[k, n] = Cov_post(f_k, l_n)`` is the derivative of the posterior mean of ``f_k``
+    with respect to the weight ``w_n`` of observation ``n`` in ``sum_n w_n l_n``, at ``w = 1``:
+    ``E_w[f] ~ E[f] + sum_n psi_n (w_n - 1)``. Removing observation ``n`` changes the
+    posterior mean by about ``-psi_n``. The covariance is the sample mean of the series
+    ``(f_s - f_bar)(l_s - l_bar)`` over all draws (divisor ``n_draws``).
+
+    Parameters
+    ----------
+    quantities : array_like of shape (n_draws, n_quantities) or (n_chains, n_draws, n_quantities)
+        Draws of the quantities of interest.
+    log_lik : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+        Pointwise log-likelihood at the same draws. ``-inf`` is allowed: an observation
+        impossible under some draw has no finite influence, and its ``psi`` and ``mcse`` are
+        NaN (with a warning naming it).
+    chain_ids : array_like of shape (n_draws,), optional
+        Chain of each row for 2-D input; ``None`` treats the rows as one chain.
+    n_blocks : int, default 50
+        Total number of contiguous blocks of draws (split evenly over chains) for the batch
+        means estimate of the Monte Carlo error.
+
+    Returns
+    -------
+    InfluenceScores
+        ``psi`` and ``mcse``, each of shape (n_quantities, n_obs).
+
+    References
+    ----------
+    .. [1] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
+       variance. arXiv:2305.06466.
+    .. [2] Flegal, J. M. and Jones, G. L. (2010). Batch means and spectral variance estimators
+       in Markov chain Monte Carlo. Annals of Statistics 38(2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> theta = rng.normal(size=(1000, 1))
+    >>> log_lik = -0.5 * (np.array([0.0, 2.0]) - theta) ** 2
+    >>> scores = influence_scores(theta, log_lik)
+    >>> scores.psi.shape
+    (1, 2)
+    """
+    n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
+    f, l, chains = prepare_draws(quantities, log_lik, chain_ids)
+    blocks = draw_blocks(chains, n_blocks)
+    centred_f = f - f.mean(axis=0)
+    psi = np.empty((f.shape[1], l.shape[1]))
+    variance = np.empty_like(psi)
+    floats_per_obs = 2 * f.shape[0] + 3 * len(blocks) * f.shape[1]
+    for chunk in obs_chunks(l.shape[1], floats_per_obs):
+        columns = l[:, chunk]
+        moments = block_moments(centred_f, columns - columns.mean(axis=0), blocks)
+        psi[:, chunk] = moments.psi
+        variance[:, chunk] = moments.psi_variance()
+    impossible = _impossible_columns(l)
+    if impossible.any():
+        psi[:, impossible] = np.nan
+        variance[:, impossible] = np.nan
+        warnings.warn(
+            f"log_lik is -inf at some draws for {int(impossible.sum())} observation(s) "
+            f"(columns {np.flatnonzero(impossible)[:10].tolist()}); their influence is "
+            "undefined and reported as NaN.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return InfluenceScores(psi, np.sqrt(variance))

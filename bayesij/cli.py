@@ -1,0 +1,129 @@
+"""The ``bayesij`` command: ``bayesij demo`` and ``bayesij influence FILES...``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayesij.posterior import Posterior
+from bayesij.sensitivity import ij_covariance, influence
+
+__all__ = ["main", "influence_report", "load_posterior"]
+
+
+def most_influential(post: Posterior, top: int = 5) -> pd.DataFrame:
+    """The ``top`` units of largest |psi| for each quantity, with the predicted change.
+
+    ``change_if_removed = -psi`` is the first-order change of the posterior mean when the
+    unit is left out; ``change_in_sd`` divides it by the posterior sd.
+    """
+    scores = influence(post)
+    unit = scores["psi"].dims[1]
+    sd = post.quantities.std(dim=("chain", "draw"), ddof=1)
+    rows = []
+    for name in scores["quantity"].values:
+        psi = scores["psi"].sel(quantity=name).values
+        mcse = scores["mcse"].sel(quantity=name).values
+        order = np.argsort(-np.abs(np.nan_to_num(psi)))[:top]
+        scale = float(sd.sel(quantity=name))
+        for rank, i in enumerate(order, start=1):
+            rows.append({
+                "quantity": name, "rank": rank, unit: scores[unit].values[i],
+                "psi": psi[i], "mcse": mcse[i], "change_if_removed": -psi[i],
+                "change_in_sd": -psi[i] / scale if scale > 0 else np.nan,
+            })
+    return pd.DataFrame(rows).set_index(["quantity", "rank"])
+
+
+def influence_report(post: Posterior, top: int = 5) -> str:
+    """Text report: posterior summary, most influential units, IJ vs posterior sd."""
+    summary = pd.DataFrame({
+        "mean": post.quantities.mean(dim=("chain", "draw")).values,
+        "sd": post.quantities.std(dim=("chain", "draw"), ddof=1).values,
+    }, index=pd.Index(post.quantity_names, name="quantity"))
+    fmt = {"float_format": lambda v: f"{v:.4g}"}
+    return "\n\n".join([
+        repr(post),
+        "Posterior summary\n" + summary.to_string(**fmt),
+        f"Most influential units (top {top} by |psi| per quantity; "
+        "change_if_removed = -psi)\n" + most_influential(post, top).to_string(**fmt),
+        str(ij_covariance(post)),
+    ])
+
+
+def load_posterior(files: list[str], log_lik: str | None, quantities) -> Posterior:
+    """A container from CmdStan CSV files or one InferenceData netCDF file."""
+    paths = [Path(f) for f in files]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise ValueError(f"FILES: found missing file(s) {missing}; expected existing files.")
+    if len(paths) == 1 and paths[0].suffix in {".nc", ".netcdf", ".h5"}:
+        import arviz as az
+
+        from bayesij.adapters.inference_data import from_inference_data
+
+        idata = az.from_netcdf(paths[0])
+        return from_inference_data(idata, log_lik=log_lik, quantities=quantities)
+    if all(p.suffix == ".csv" for p in paths):
+        from bayesij.adapters.cmdstan import from_cmdstanpy
+
+        return from_cmdstanpy([str(p) for p in paths], log_lik=log_lik or "log_lik",
+                              quantities=quantities)
+    raise ValueError(
+        f"FILES: found {[p.name for p in paths]}; expected CmdStan CSV files (.csv) or one "
+        "InferenceData netCDF file (.nc)."
+    )
+
+
+def _run_demo(args) -> None:
+    from bayesij.demo import fit_demo
+
+    print("Fitting the demo regression with PyStan (the first run compiles the model, "
+          "about a minute)...", file=sys.stderr)
+    post, data = fit_demo()
+    print(f"Demo: linear regression of {data['N']} points; the last three "
+          f"(ids {data['N'] - 2}..{data['N']}) are high-leverage points far out in x.\n")
+    print(influence_report(post, top=args.top))
+
+
+def _run_influence(args) -> None:
+    post = load_posterior(args.files, args.log_lik, args.quantity)
+    print(influence_report(post, top=args.top))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bayesij", description="Audit Bayesian fits from their MCMC draws."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="fit a Stan regression with PyStan and audit it")
+    demo.add_argument("--top", type=int, default=5, help="units shown per quantity")
+    demo.set_defaults(run=_run_demo)
+    infl = commands.add_parser(
+        "influence", help="influence and IJ tables for CmdStan CSV files or a netCDF file"
+    )
+    infl.add_argument("files", nargs="+", help="CmdStan CSV files or one InferenceData .nc")
+    infl.add_argument("--log-lik", default=None, help="log-likelihood variable name")
+    infl.add_argument("--quantity", action="append", default=None,
+                      help="quantity (variable or element); repeat for several")
+    infl.add_argument("--top", type=int, default=5, help="units shown per quantity")
+    infl.set_defaults(run=_run_influence)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except ValueError as error:
+        print(f"bayesij: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
