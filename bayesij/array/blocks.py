@@ -80,19 +80,26 @@ class BlockMoments(NamedTuple):
 
     @property
     def psi(self) -> np.ndarray:
-        """Covariance over all draws, shape (n_quantities, n_obs)."""
-        return self.cross.sum(axis=0) / self.sizes.sum()
+        """Sample covariance over all draws (divisor ``S - 1``), shape (n_quantities, n_obs)."""
+        return self.cross.sum(axis=0) / (self.sizes.sum() - 1)
+
+    def block_errors(self) -> np.ndarray:
+        """Deviations of the block estimates from ``psi``, shape (n_blocks, K, n_obs).
+
+        Block ``b`` estimates the covariance by ``c P_b / n_b`` with ``c = S / (S - 1)``, so
+        that ``psi = sum_b a_b c P_b / n_b`` with block weights ``a_b = n_b / S``.
+        """
+        total = self.sizes.sum()
+        return self.cross * (total / (total - 1) / self.sizes)[:, None, None] - self.psi
+
+    def error_weights(self) -> np.ndarray:
+        """Batch-means weights ``B/(B-1) a_b^2``: ``Var(psi) ~ sum_b weight_b error_b^2``."""
+        n = self.sizes.size
+        return n / (n - 1) * (self.sizes / self.sizes.sum()) ** 2
 
     def psi_variance(self) -> np.ndarray:
-        """Batch-means estimate of the Monte Carlo variance of ``psi``.
-
-        With block weights ``a_b = n_b / S`` and block means ``m_b = P_b / n_b``,
-        ``psi = sum_b a_b m_b`` and ``Var(psi) ~ B/(B-1) sum_b a_b^2 (m_b - psi)^2``.
-        """
-        weights = self.sizes / self.sizes.sum()
-        deviation = self.cross / self.sizes[:, None, None] - self.psi
-        n = self.sizes.size
-        return n / (n - 1) * np.einsum("b,bkn->kn", weights**2, deviation**2)
+        """Batch-means estimate of the Monte Carlo variance of ``psi``, shape (K, n_obs)."""
+        return np.einsum("b,bkn->kn", self.error_weights(), self.block_errors() ** 2)
 
 
 def obs_chunks(n_obs: int, floats_per_obs: int) -> list[slice]:

@@ -90,8 +90,8 @@ def influence_scores(
     ``psi[k, n] = Cov_post(f_k, l_n)`` is the derivative of the posterior mean of ``f_k``
     with respect to the weight ``w_n`` of observation ``n`` in ``sum_n w_n l_n``, at ``w = 1``:
     ``E_w[f] ~ E[f] + sum_n psi_n (w_n - 1)``. Removing observation ``n`` changes the
-    posterior mean by about ``-psi_n``. The covariance is the sample mean of the series
-    ``(f_s - f_bar)(l_s - l_bar)`` over all draws (divisor ``n_draws``).
+    posterior mean by about ``-psi_n``. ``psi`` is the unbiased sample covariance over all
+    draws (divisor ``n_draws - 1``).
 
     Parameters
     ----------
@@ -138,9 +138,10 @@ def influence_scores(
     floats_per_obs = 2 * f.shape[0] + 3 * len(blocks) * f.shape[1]
     for chunk in obs_chunks(l.shape[1], floats_per_obs):
         columns = l[:, chunk]
-        moments = block_moments(centred_f, columns - columns.mean(axis=0), blocks)
-        psi[:, chunk] = moments.psi
-        variance[:, chunk] = moments.psi_variance()
+        with np.errstate(invalid="ignore"):  # -inf columns become NaN, reported below
+            moments = block_moments(centred_f, columns - columns.mean(axis=0), blocks)
+            psi[:, chunk] = moments.psi
+            variance[:, chunk] = moments.psi_variance()
     impossible = _impossible_columns(l)
     if impossible.any():
         psi[:, impossible] = np.nan

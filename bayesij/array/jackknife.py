@@ -54,7 +54,7 @@ class _Sums:
         psi = moments.psi
         self.psi1 += psi.sum(axis=1)
         self.psi2 += psi @ psi.T
-        errors = moments.cross / moments.sizes[:, None, None] - psi
+        errors = moments.block_errors()
         self.err1 += errors.sum(axis=2)
         self.err2 += np.matmul(errors, errors.transpose(0, 2, 1))
         boot = _bootstrap_psi(moments, counts)
@@ -73,7 +73,8 @@ def _bootstrap_psi(moments: BlockMoments, counts: np.ndarray) -> np.ndarray:
     cross = (counts @ moments.cross.reshape(n_blocks, k * n)).reshape(-1, k, n)
     mean_f = counts @ moments.sum_f / total[:, None]
     mean_l = counts @ moments.sum_l / total[:, None]
-    return cross / total[:, None, None] - mean_f[:, :, None] * mean_l[:, None, :]
+    covariance = cross / total[:, None, None] - mean_f[:, :, None] * mean_l[:, None, :]
+    return covariance * (total / (total - 1))[:, None, None]
 
 
 def _centred_outer(second: np.ndarray, first: np.ndarray, n: int) -> np.ndarray:
@@ -160,18 +161,17 @@ def ij_covariance(
     floats_per_obs = 2 * f.shape[0] + (4 * len(blocks) + 2 * n_boot) * f.shape[1]
     for chunk in obs_chunks(l.shape[1], floats_per_obs):
         columns = l[:, chunk]
-        sums.add(block_moments(centred_f, columns - columns.mean(axis=0), blocks), counts)
-    sizes = np.array([rows.size for rows in blocks], dtype=float)
-    return _assemble(sums, l.shape[1], centred_f, sizes)
+        moments = block_moments(centred_f, columns - columns.mean(axis=0), blocks)
+        sums.add(moments, counts)
+    return _assemble(sums, l.shape[1], centred_f, moments.error_weights())
 
 
 def _assemble(
-    sums: _Sums, n_obs: int, centred_f: np.ndarray, sizes: np.ndarray
+    sums: _Sums, n_obs: int, centred_f: np.ndarray, error_weights: np.ndarray
 ) -> IJArrays:
     covariance = _centred_outer(sums.psi2, sums.psi1, n_obs)
     per_block = _centred_outer(sums.err2, sums.err1, n_obs)
-    shares = sizes / sizes.sum()
-    noise = sizes.size / (sizes.size - 1) * np.einsum("b,bkj->kj", shares**2, per_block)
+    noise = np.einsum("b,bkj->kj", error_weights, per_block)
     boot = _centred_outer(sums.boot2, sums.boot1, n_obs)
     posterior = centred_f.T @ centred_f / (centred_f.shape[0] - 1)
     return IJArrays(

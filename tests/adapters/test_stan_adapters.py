@@ -1,0 +1,109 @@
+"""PyStan and CmdStan adapters on a real Stan fit."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+import bayesij
+from stan_csv import write_cmdstan_csv
+
+pytestmark = pytest.mark.stan
+
+
+def test_from_pystan_keeps_chains_draws_and_names(pystan_fit):
+    fit, data = pystan_fit
+    post = bayesij.from_pystan(fit)
+    assert post.quantity_names == ["alpha", "beta[1]", "beta[2]", "sigma"]
+    assert post.obs_names == list(range(1, data["N"] + 1))
+    assert (post.n_chains, post.log_lik.sizes["draw"]) == (3, 200)
+    # fit._draws is PyStan's own (column, draw, chain) storage: read it independently.
+    columns = list(fit.sample_and_sampler_param_names) + list(fit.constrained_param_names)
+    raw = np.asarray(fit._draws)
+    for name, column in [("beta[2]", "beta.2"), ("sigma", "sigma")]:
+        expected = raw[columns.index(column)].T  # (chain, draw)
+        np.testing.assert_array_equal(post.quantities.sel(quantity=name).values, expected)
+    np.testing.assert_array_equal(post.log_lik.sel(obs=7).values,
+                                  raw[columns.index("log_lik.7")].T)
+
+
+def test_log_lik_is_the_normal_density_of_the_data(pystan_fit):
+    fit, data = pystan_fit
+    post = bayesij.from_pystan(fit)
+    q = post.quantities
+    mu = q.sel(quantity="alpha").values[..., None] + (
+        q.sel(quantity="beta[1]").values[..., None] * data["X"][:, 0]
+        + q.sel(quantity="beta[2]").values[..., None] * data["X"][:, 1]
+    )
+    sigma = q.sel(quantity="sigma").values[..., None]
+    expected = -0.5 * ((data["y"] - mu) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+    np.testing.assert_allclose(post.log_lik.values, expected, rtol=1e-6, atol=1e-8)
+
+
+def test_from_pystan_selects_quantities(pystan_fit):
+    fit, _ = pystan_fit
+    assert bayesij.from_pystan(fit, quantities=["beta"]).quantity_names == ["beta[1]", "beta[2]"]
+    assert bayesij.from_pystan(fit, quantities="beta[2]").quantity_names == ["beta[2]"]
+    with pytest.raises(ValueError, match=r"quantities: found the unknown name 'gamma'"):
+        bayesij.from_pystan(fit, quantities=["gamma"])
+    with pytest.raises(ValueError, match=r"log_lik: found no variable named 'll'"):
+        bayesij.from_pystan(fit, log_lik="ll")
+
+
+def test_cmdstan_csv_files_read_without_cmdstan(pystan_fit, tmp_path):
+    fit, _ = pystan_fit
+    paths = write_cmdstan_csv(fit, tmp_path)
+    from_csv = bayesij.from_cmdstanpy([str(p) for p in paths])
+    from_fit = bayesij.from_pystan(fit)
+    assert from_csv.quantity_names == from_fit.quantity_names
+    assert from_csv.obs_names == from_fit.obs_names
+    np.testing.assert_allclose(from_csv.quantities.values, from_fit.quantities.values, rtol=1e-15)
+    np.testing.assert_allclose(from_csv.log_lik.values, from_fit.log_lik.values, rtol=1e-15)
+
+
+def test_cmdstanpy_fit_object(pystan_fit, tmp_path):
+    import cmdstanpy
+
+    fit, _ = pystan_fit
+    paths = write_cmdstan_csv(fit, tmp_path)
+    cmdstan_fit = cmdstanpy.from_csv([str(p) for p in paths])
+    assert isinstance(cmdstan_fit, cmdstanpy.CmdStanMCMC)
+    post = bayesij.from_cmdstanpy(cmdstan_fit, quantities=["alpha", "sigma"])
+    assert post.quantity_names == ["alpha", "sigma"]
+    np.testing.assert_allclose(post.quantities.sel(quantity="sigma").values,
+                               np.asarray(cmdstan_fit.draws(concat_chains=False))[
+                                   :, :, list(cmdstan_fit.column_names).index("sigma")].T)
+
+
+def test_missing_csv_file_is_named(tmp_path):
+    with pytest.raises(ValueError, match=r"fit_or_csv_files: found missing file"):
+        bayesij.from_cmdstanpy([str(tmp_path / "nope.csv")])
+
+
+def _cmdstan_installed() -> bool:
+    try:
+        import cmdstanpy
+
+        cmdstanpy.cmdstan_path()
+        return shutil.which("make") is not None
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _cmdstan_installed(),
+                    reason="CmdStan is not installed (cmdstanpy.cmdstan_path() fails); "
+                    "CmdStan CSV files are covered by the tests above")
+def test_real_cmdstanpy_sampling(tmp_path):
+    import cmdstanpy
+
+    from bayesij.stan_models import stan_code
+    from conftest import _linear_regression_data
+
+    source = tmp_path / "linear_regression.stan"
+    source.write_text(stan_code("linear_regression"))
+    model = cmdstanpy.CmdStanModel(stan_file=str(source))
+    data = _linear_regression_data()
+    fit = model.sample(data={k: np.asarray(v).tolist() for k, v in data.items()}, chains=2,
+                       iter_sampling=200, show_progress=False)
+    post = bayesij.from_cmdstanpy(fit)
+    assert post.n_obs == data["N"] and post.n_chains == 2

@@ -1,0 +1,39 @@
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from conjugate import ConjugateNormal, heteroskedastic_regression  # noqa: E402
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261120)
+
+
+@pytest.fixture(scope="session")
+def misspecified_regression():
+    """N = 1000 regression with x-dependent noise, fitted with noise sd 1 (misspecified)."""
+    X, y = heteroskedastic_regression(1000, np.random.default_rng(7))
+    return ConjugateNormal(X, y, sigma=1.0)
+
+
+def _linear_regression_data(n=30, seed=11):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = 0.5 + X @ np.array([1.0, -0.5]) + rng.normal(size=n)
+    return {"N": n, "K": 2, "X": X, "y": y, "weights": np.ones(n)}
+
+
+@pytest.fixture(scope="session")
+def pystan_fit():
+    """A real PyStan fit of stan_models/linear_regression.stan (compiled once, cached)."""
+    stan = pytest.importorskip("stan")
+    from bayesij.stan_models import stan_code
+
+    data = _linear_regression_data()
+    model = stan.build(stan_code("linear_regression"), data=data, random_seed=1)
+    return model.sample(num_chains=3, num_samples=200, num_warmup=300), data
