@@ -218,7 +218,7 @@ def _as_mapping(groups) -> dict | None:
             raise fail("groups", f"a DataArray with dims {groups.dims}", "dims ('obs',)")
         if "obs" not in groups.coords:
             return None
-        return dict(zip(groups["obs"].values, groups.values))
+        return dict(zip(groups["obs"].values, groups.values, strict=True))
     if isinstance(groups, Mapping) or callable(getattr(groups, "items", None)):
         return dict(groups.items())
     return None

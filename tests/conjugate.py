@@ -29,7 +29,8 @@ class ConjugateNormal:
         w = np.ones(self.n_obs) if weights is None else np.asarray(weights, float)
         precision = self.prior_precision + (self.X.T * w) @ self.X / self.sigma**2
         cov = np.linalg.inv(precision)
-        mean = cov @ (self.prior_precision @ self.prior_mean + (self.X.T * w) @ self.y / self.sigma**2)
+        shift = self.prior_precision @ self.prior_mean + (self.X.T * w) @ self.y / self.sigma**2
+        mean = cov @ shift
         return mean, cov
 
     def draws(self, n_draws, rng, weights=None):

@@ -64,7 +64,7 @@ def _obs_labels(array, variable: str, prefix: bool) -> list:
     else:
         grids = [array[d].values if d in array.coords else np.arange(array.sizes[d])
                  for d in obs_dims]
-        labels = [",".join(str(g[i]) for g, i in zip(grids, index))
+        labels = [",".join(str(g[i]) for g, i in zip(grids, index, strict=True))
                   for index in np.ndindex(*[len(g) for g in grids])]
     if prefix:
         labels = [f"{variable}[{label}]" for label in labels]

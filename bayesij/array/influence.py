@@ -79,7 +79,7 @@ def sum_by_group(log_lik: np.ndarray, codes: np.ndarray, n_groups: int) -> np.nd
 
 
 def _impossible_columns(log_lik: np.ndarray) -> np.ndarray:
-    return np.isneginf(log_lik).any(axis=0)
+    return np.asarray(np.isneginf(log_lik).any(axis=0))
 
 
 def influence_scores(

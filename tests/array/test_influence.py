@@ -135,5 +135,5 @@ def test_group_psi_is_sum_of_observation_psi(rng):
     codes = np.array([0, 0, 1, 1, 1, 2])
     grouped = influence_scores(f, sum_by_group(l, codes, 3)).psi
     single = influence_scores(f, l).psi
-    np.testing.assert_allclose(grouped, np.stack([single[:, codes == g].sum(1) for g in range(3)], 1),
-                               rtol=1e-12)
+    expected = np.stack([single[:, codes == g].sum(axis=1) for g in range(3)], axis=1)
+    np.testing.assert_allclose(grouped, expected, rtol=1e-12)

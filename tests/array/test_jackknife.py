@@ -85,7 +85,7 @@ def test_chunked_equals_whole(rng, monkeypatch):
     whole = ij_covariance(f, l, n_boot=20)
     monkeypatch.setattr(blocks, "CHUNK_BYTES", 8 * 1000)
     chunked = ij_covariance(f, l, n_boot=20)
-    for a, b in zip(whole, chunked):
+    for a, b in zip(whole, chunked, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10)
 
 

@@ -1,0 +1,83 @@
+"""The bayesij command: influence on CmdStan CSV and netCDF files, the demo, errors."""
+
+import subprocess
+import sys
+
+import arviz as az
+import pytest
+
+from bayesij import ij_covariance
+from bayesij.cli import main, most_influential
+from stan_csv import write_cmdstan_csv
+
+
+@pytest.mark.stan
+def test_influence_on_cmdstan_csv(pystan_fit, tmp_path, capsys):
+    fit, data = pystan_fit
+    paths = write_cmdstan_csv(fit, tmp_path)
+    assert main(["influence", *map(str, paths), "--quantity", "beta", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "2 quantities (beta[1], beta[2]), 30 observations" in out
+    assert "IJ bootstrap covariance over 30 observations (600 draws, 3 chain(s))" in out
+    influential = out.split("Most influential units")[1].split("IJ bootstrap")[0]
+    assert influential.count("beta[1]") == 1 and "beta[2]  1" in influential
+
+
+def test_influence_on_netcdf(tmp_path, capsys):
+    path = tmp_path / "eight.nc"
+    az.load_arviz_data("centered_eight").to_netcdf(str(path))
+    assert main(["influence", str(path), "--quantity", "mu", "--quantity", "tau"]) == 0
+    out = capsys.readouterr().out
+    assert "2 quantities (mu, tau), 8 observations" in out
+    assert "Choate" in out or "Deerfield" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["influence", "missing.csv"], "FILES: found missing file(s) ['missing.csv']"),
+        (["influence", "setup.cfg"], "expected CmdStan CSV files (.csv) or one"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "setup.cfg").write_text("[x]\n")
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_console_script_is_installed():
+    result = subprocess.run([sys.executable, "-m", "bayesij.cli", "--help"],
+                            capture_output=True, text=True, check=True)
+    assert "demo" in result.stdout and "influence" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def demo_fit():
+    pytest.importorskip("stan")
+    from bayesij.demo import fit_demo
+
+    return fit_demo()
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+def test_demo_fit_flags_the_three_high_leverage_points(demo_fit):
+    post, data = demo_fit
+    top = most_influential(post, top=3).loc["beta[1]"]
+    assert set(top["obs"]) == {data["N"] - 2, data["N"] - 1, data["N"]}
+    # Removing them is predicted to move the negative slope up by over a posterior sd each.
+    assert (top["change_in_sd"] > 0.5).all()
+    table = ij_covariance(post).table()
+    # The three points make the residuals heavy-tailed: IJ sd exceeds the posterior sd.
+    assert table.loc["beta[1]", "ij_sd"] > 1.3 * table.loc["beta[1]", "posterior_sd"]
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+def test_demo_command_prints_the_audit(capsys):
+    assert main(["demo", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    for section in ["Posterior summary", "Most influential units (top 3",
+                    "IJ bootstrap covariance over 80 observations (4000 draws, 4 chain(s))"]:
+        assert section in out

@@ -1,0 +1,63 @@
+"""The layers of DESIGN.md section 2: imports point downward, the array layer stays light."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import bayesij
+
+PACKAGE = Path(bayesij.__file__).parent
+
+
+def _loaded_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print(' '.join(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    return set(result.stdout.split())
+
+
+def test_array_layer_loads_neither_xarray_nor_pandas():
+    loaded = _loaded_after("import bayesij.array")
+    assert "numpy" in loaded
+    assert not {"xarray", "pandas", "arviz", "stan", "cmdstanpy"} & loaded
+
+
+def test_importing_bayesij_is_cheap():
+    loaded = _loaded_after("import bayesij")
+    assert not {"numpy", "xarray", "arviz", "stan", "cmdstanpy"} & loaded
+    loaded = _loaded_after("import bayesij; bayesij.ij_covariance")
+    assert not {"arviz", "stan", "cmdstanpy", "matplotlib"} & loaded
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_array_layer_imports_only_numpy_scipy_and_itself():
+    for path in (PACKAGE / "array").glob("*.py"):
+        for name in _imports(path):
+            top = name.split(".")[0]
+            assert top in {"numpy", "scipy", "typing", "warnings", "__future__", "math",
+                           "collections", "dataclasses", "bayesij"}, (path.name, name)
+            if top == "bayesij":
+                assert name.startswith(("bayesij.array", "bayesij._checks")), (path.name, name)
+
+
+def test_only_adapters_import_arviz_cmdstanpy_or_pystan():
+    allowed = {"adapters", "cli.py", "demo.py"}
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).parts[0]
+        heavy = {n.split(".")[0] for n in _imports(path)} & {"arviz", "cmdstanpy", "stan"}
+        assert not heavy or relative in allowed, (path, heavy)
+
+
+def test_public_api_resolves():
+    for name in bayesij.__all__:
+        assert getattr(bayesij, name) is not None
