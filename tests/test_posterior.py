@@ -46,7 +46,7 @@ def test_units_sum_the_log_lik_of_each_group(rng):
         (lambda f, l: (f[:1, :1], l[:1, :1]), r"quantities: found a single draw"),
         (lambda f, l: (np.where(np.arange(2) == 1, np.inf, f), l),
          r"quantities: found \d+ non-finite"),
-        (lambda f, l: (f[0, 0], l), r"quantities: found an array of shape \(2,\)"),
+        (lambda f, l: (f[0, 0], l), r"quantities: found an array with 1 dimensions, shape \(2,\)"),
     ],
 )
 def test_bad_draws(rng, change, message):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayesij._checks import check_chain_ids, fail
+from bayesij._checks import as_draws_matrix, fail
 from bayesij.posterior import Posterior
 
 __all__ = ["from_arrays", "element_names"]
@@ -27,22 +27,9 @@ def element_names(variable: str, shape: tuple[int, ...]) -> list[str]:
 def _by_chain(values, argument: str, chain_ids) -> np.ndarray:
     """Reshape draws to (n_chains, n_draws, n_columns)."""
     array = np.asarray(values, dtype=float)
-    if array.ndim == 3:
-        if chain_ids is not None:
-            raise fail(
-                "chain_ids",
-                "chain ids together with 3-D input",
-                "chain_ids only with 2-D (n_draws, n_columns) input",
-            )
+    if array.ndim == 3 and chain_ids is None:
         return array
-    if array.ndim != 2:
-        raise fail(
-            argument,
-            f"an array of shape {array.shape}",
-            "shape (n_draws, n_columns) or (n_chains, n_draws, n_columns)",
-            "For a single quantity or observation use x[:, None].",
-        )
-    codes = check_chain_ids(chain_ids, array.shape[0])
+    matrix, codes = as_draws_matrix(array, argument, chain_ids)
     counts = np.bincount(codes)
     if np.any(counts != counts[0]):
         raise fail(
@@ -51,7 +38,7 @@ def _by_chain(values, argument: str, chain_ids) -> np.ndarray:
             "the same number of draws in every chain",
         )
     order = np.argsort(codes, kind="stable")
-    return array[order].reshape(counts.size, counts[0], array.shape[1])
+    return matrix[order].reshape(counts.size, counts[0], matrix.shape[1])
 
 
 def _labels(names, size: int, default: list, argument: str) -> list:

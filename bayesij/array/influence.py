@@ -78,7 +78,8 @@ def sum_by_group(log_lik: np.ndarray, codes: np.ndarray, n_groups: int) -> np.nd
     return np.add.reduceat(log_lik[:, order], starts, axis=1)
 
 
-def _impossible_columns(log_lik: np.ndarray) -> np.ndarray:
+def impossible_columns(log_lik: np.ndarray) -> np.ndarray:
+    """Columns with -inf at some draw: observations impossible under part of the posterior."""
     return np.asarray(np.isneginf(log_lik).any(axis=0))
 
 
@@ -142,7 +143,7 @@ def influence_scores(
             moments = block_moments(centred_f, columns - columns.mean(axis=0), blocks)
             psi[:, chunk] = moments.psi
             variance[:, chunk] = moments.psi_variance()
-    impossible = _impossible_columns(l)
+    impossible = impossible_columns(l)
     if impossible.any():
         psi[:, impossible] = np.nan
         variance[:, impossible] = np.nan

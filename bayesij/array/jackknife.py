@@ -8,7 +8,7 @@ import numpy as np
 
 from bayesij._checks import check_positive_int, fail
 from bayesij.array.blocks import BlockMoments, block_moments, draw_blocks, obs_chunks
-from bayesij.array.influence import prepare_draws
+from bayesij.array.influence import impossible_columns, prepare_draws
 
 __all__ = ["IJArrays", "ij_covariance"]
 
@@ -143,7 +143,7 @@ def ij_covariance(
     n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
     n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
     f, l, chains = prepare_draws(quantities, log_lik, chain_ids)
-    impossible = np.isneginf(l).any(axis=0)
+    impossible = impossible_columns(l)
     if impossible.any():
         raise fail(
             "log_lik",

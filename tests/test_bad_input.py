@@ -1,0 +1,83 @@
+"""Every public entry point rejects the bad inputs of DESIGN.md section 6 with one template.
+
+The message names the argument, what was found and what was expected.
+"""
+
+import numpy as np
+import pytest
+
+import bayesij
+from bayesij import array
+
+
+def _draws(rng, n_draws=40, n_obs=5):
+    return rng.normal(size=(n_draws, 2)), rng.normal(size=(n_draws, n_obs))
+
+
+def _with(values, index, value):
+    values = values.copy()
+    values[index] = value
+    return values
+
+
+BAD_DRAWS = {
+    "nan in log_lik": (lambda f, l: (f, _with(l, (3, 1), np.nan)),
+                       r"log_lik: found 1 NaN value\(s\) \(first at draw 3, column 1\); "
+                       r"expected finite values or -inf"),
+    "+inf in log_lik": (lambda f, l: (f, _with(l, (0, 4), np.inf)),
+                        r"log_lik: found 1 \+inf value\(s\) .*; expected finite values or -inf"),
+    "mismatched draws": (lambda f, l: (f, l[:30]),
+                         r"log_lik: found 30 draws while quantities has 40; expected the same"),
+    "single draw": (lambda f, l: (f[:1], l[:1]),
+                    r"quantities: found 1 draw; expected at least 2 posterior draws"),
+    "nan in quantities": (lambda f, l: (_with(f, (2, 0), np.nan), l),
+                          r"quantities: found 1 non-finite value\(s\)"),
+    "1-D log_lik": (lambda f, l: (f, l[:, 0]),
+                    r"log_lik: found an array with 1 dimensions, shape \(40,\)"),
+}
+
+
+@pytest.mark.parametrize("function", [array.influence_scores, array.ij_covariance],
+                         ids=["influence_scores", "ij_covariance"])
+@pytest.mark.parametrize("case", sorted(BAD_DRAWS))
+def test_array_layer_rejects(function, case, rng):
+    change, message = BAD_DRAWS[case]
+    f, l = change(*_draws(rng))
+    with pytest.raises(ValueError, match=message):
+        function(f, l)
+
+
+@pytest.mark.parametrize("case", sorted(set(BAD_DRAWS) - {"single draw", "mismatched draws"}))
+def test_container_rejects(case, rng):
+    change, message = BAD_DRAWS[case]
+    f, l = change(*_draws(rng))
+    with pytest.raises(ValueError, match=message):
+        bayesij.from_arrays(f, l)
+
+
+def test_container_rejects_mismatched_and_single_draws(rng):
+    f, l = _draws(rng)
+    with pytest.raises(ValueError, match=r"log_lik: found 1 chains x 30 draws while quantities"):
+        bayesij.from_arrays(f, l[:30])
+    with pytest.raises(ValueError, match=r"quantities: found a single draw"):
+        bayesij.from_arrays(f[:1], l[:1])
+
+
+@pytest.mark.parametrize("function", [bayesij.influence, bayesij.ij_covariance],
+                         ids=["influence", "ij_covariance"])
+def test_labelled_functions_reject_bad_groups_and_names(function, rng):
+    post = bayesij.from_arrays(*_draws(rng), quantity_names=["a", "b"])
+    with pytest.raises(ValueError, match=r"groups: found shape \(4,\); expected one label"):
+        function(post, groups=[0, 0, 1, 1])
+    with pytest.raises(ValueError, match=r"groups: found no group for 2 of 5 observation"):
+        function(post, groups={0: "x", 1: "x", 2: "y"})
+    with pytest.raises(ValueError, match=r"quantities: found the unknown name 'c'; expected"):
+        function(post, quantities=["a", "c"])
+
+
+def test_chain_ids_checked(rng):
+    f, l = _draws(rng)
+    with pytest.raises(ValueError, match=r"chain_ids: found shape \(3,\); expected one chain id"):
+        array.influence_scores(f, l, chain_ids=[0, 1, 2])
+    with pytest.raises(ValueError, match=r"chain_ids: found chain ids together with 3-D input"):
+        array.influence_scores(f[None], l[None], chain_ids=np.zeros(40))
