@@ -20,6 +20,10 @@ _PUBLIC = {
     "influence": "bayesij.sensitivity",
     "ij_covariance": "bayesij.sensitivity",
     "IJCovariance": "bayesij.sensitivity",
+    "waic": "bayesij.information",
+    "WaicResult": "bayesij.information",
+    "dic": "bayesij.information",
+    "DicResult": "bayesij.information",
 }
 
 __all__ = sorted(_PUBLIC)

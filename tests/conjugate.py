@@ -63,3 +63,43 @@ def heteroskedastic_regression(n, rng, p=2, noise=lambda x: 0.5 + np.abs(x[:, 1]
     X = np.column_stack([np.ones(n), rng.normal(size=(n, p - 1))])
     y = X @ np.linspace(1.0, 2.0, p) + noise(X) * rng.normal(size=n)
     return X, y
+
+
+def exact_log_lik_cumulants(model: ConjugateNormal, weights=None):
+    """Exact posterior cumulants kappa_1..kappa_4 of each l_n, shape (4, n_obs).
+
+    With r_n = y_n - x_n beta ~ N(m_n, v_n) under the (weighted) posterior,
+    l_n = c - r_n^2 / (2 sigma^2) and r_n^2 / v_n is noncentral chi-square(1, m_n^2 / v_n),
+    whose j-th cumulant is 2^(j-1) (j-1)! (1 + j lambda).
+    """
+    mean, cov = model.posterior(weights)
+    m = model.y - model.X @ mean
+    v = np.einsum("ni,ij,nj->n", model.X, cov, model.X)
+    c = -np.log(model.sigma) - 0.5 * np.log(2 * np.pi)
+    scale = -1 / (2 * model.sigma**2)
+    kappas = [c + scale * (m**2 + v)]
+    for j, factorial in [(2, 1), (3, 2), (4, 6)]:
+        kappas.append(scale**j * v**j * 2 ** (j - 1) * factorial * (1 + j * m**2 / v))
+    return np.array(kappas)
+
+
+def exact_log_mean_exp(model: ConjugateNormal, alpha, weights=None):
+    """Exact log E[p(y_n | beta)^alpha] under the (weighted) posterior, shape (n_obs,)."""
+    mean, cov = model.posterior(weights)
+    m = model.y - model.X @ mean
+    v = np.einsum("ni,ij,nj->n", model.X, cov, model.X)
+    c = -np.log(model.sigma) - 0.5 * np.log(2 * np.pi)
+    t = alpha / (2 * model.sigma**2)
+    return alpha * c - 0.5 * np.log1p(2 * t * v) - t * m**2 / (1 + 2 * t * v)
+
+
+def exact_loo_log_predictive(model: ConjugateNormal):
+    """log p(y_n | y_-n) from the closed-form posterior without observation n, shape (n_obs,)."""
+    out = np.empty(model.n_obs)
+    for n in range(model.n_obs):
+        weights = np.ones(model.n_obs)
+        weights[n] = 0
+        mean, cov = model.posterior(weights)
+        var = model.sigma**2 + model.X[n] @ cov @ model.X[n]
+        out[n] = -0.5 * np.log(2 * np.pi * var) - 0.5 * (model.y[n] - model.X[n] @ mean) ** 2 / var
+    return out

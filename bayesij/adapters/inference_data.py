@@ -6,11 +6,10 @@ import numpy as np
 
 from bayesij._checks import fail
 from bayesij.adapters.arrays import element_names, from_arrays
+from bayesij.inputs import SAMPLE_DIMS, log_lik_variables, sample_values
 from bayesij.posterior import Posterior, base_name, select_names
 
 __all__ = ["from_inference_data", "flatten_variables"]
-
-SAMPLE_DIMS = ("chain", "draw")
 
 
 def _group(idata, name: str, fix: str):
@@ -18,16 +17,6 @@ def _group(idata, name: str, fix: str):
         raise fail("idata", f"no {name!r} group (groups: {list(idata.groups())})",
                    f"an InferenceData with a {name!r} group", fix)
     return idata[name]
-
-
-def _variable_values(dataset, name: str) -> np.ndarray:
-    """Draws of one variable as (chain, draw, elements), elements row-major."""
-    array = dataset[name]
-    missing = [d for d in SAMPLE_DIMS if d not in array.dims]
-    if missing:
-        raise fail(name, f"dims {array.dims}", "dims starting with ('chain', 'draw')")
-    array = array.transpose(*SAMPLE_DIMS, ...)
-    return array.values.reshape(array.shape[0], array.shape[1], -1).astype(float)
 
 
 def flatten_variables(dataset, variables) -> tuple[np.ndarray, list[str]]:
@@ -49,26 +38,9 @@ def flatten_variables(dataset, variables) -> tuple[np.ndarray, list[str]]:
     for variable in variables:
         array = dataset[variable]
         shape = tuple(size for dim, size in array.sizes.items() if dim not in SAMPLE_DIMS)
-        blocks.append(_variable_values(dataset, variable))
+        blocks.append(sample_values(dataset[variable], variable))
         names.extend(element_names(variable, shape))
     return np.concatenate(blocks, axis=2), names
-
-
-def _obs_labels(array, variable: str, prefix: bool) -> list:
-    """Observation ids of a log-likelihood variable from its coordinates."""
-    obs_dims = [d for d in array.dims if d not in SAMPLE_DIMS]
-    if len(obs_dims) == 1:
-        dim = obs_dims[0]
-        values = array[dim].values if dim in array.coords else np.arange(array.sizes[dim])
-        labels = [v.item() if hasattr(v, "item") else v for v in values]
-    else:
-        grids = [array[d].values if d in array.coords else np.arange(array.sizes[d])
-                 for d in obs_dims]
-        labels = [",".join(str(g[i]) for g, i in zip(grids, index, strict=True))
-                  for index in np.ndindex(*[len(g) for g in grids])]
-    if prefix:
-        labels = [f"{variable}[{label}]" for label in labels]
-    return labels
 
 
 def _log_lik(idata, log_lik) -> tuple[np.ndarray, list]:
@@ -77,22 +49,7 @@ def _log_lik(idata, log_lik) -> tuple[np.ndarray, list]:
         "Store the pointwise log-likelihood when converting the fit (e.g. "
         "az.from_cmdstanpy(fit, log_likelihood='log_lik')).",
     )
-    available = list(group.data_vars)
-    if log_lik is None:
-        if len(available) != 1:
-            raise fail(
-                "log_lik",
-                f"{len(available)} log-likelihood variables {available}",
-                "the name of one of them, or a list of names to concatenate",
-            )
-        log_lik = available
-    names = [log_lik] if isinstance(log_lik, str) else list(log_lik)
-    unknown = [n for n in names if n not in available]
-    if unknown:
-        raise fail("log_lik", f"unknown variable(s) {unknown}", f"names among {available}")
-    values = [_variable_values(group, n) for n in names]
-    labels = [lab for n in names for lab in _obs_labels(group[n], n, len(names) > 1)]
-    return np.concatenate(values, axis=2), labels
+    return log_lik_variables(group, log_lik)
 
 
 def from_inference_data(idata, log_lik=None, quantities=None, groups=None) -> Posterior:
