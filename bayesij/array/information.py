@@ -98,7 +98,7 @@ def log_lik_moments(log_lik) -> LogLikMoments:
         out[4, chunk] = (square**2).mean(axis=0)
     impossible = np.isneginf(matrix).any(axis=0)
     out[2:, impossible] = np.array([[np.inf], [np.nan], [np.inf]])
-    return LogLikMoments(*out, n_draws=n_draws)
+    return LogLikMoments(out[0], out[1], out[2], out[3], out[4], n_draws)
 
 
 def log_mean_exp(log_lik, alpha: float) -> np.ndarray:
