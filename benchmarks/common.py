@@ -1,0 +1,56 @@
+"""Shared pieces of the benchmarks: timing with peak memory, inputs, the report table."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+import warnings
+
+import numpy as np
+
+
+def measure(function, *args, **kwargs) -> tuple[float, float]:
+    """Seconds and tracemalloc peak (MiB) of one call; NumPy reports its buffers to it."""
+    tracemalloc.start()
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        function(*args, **kwargs)
+    seconds = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return seconds, peak / 2**20
+
+
+def regression_draws(n_obs: int, n_quantities: int = 10, seed: int = 0):
+    """4 chains x 1000 draws of quantities and an (4, 1000, n_obs) log-likelihood."""
+    rng = np.random.default_rng(seed)
+    f = rng.normal(size=(4, 1000, n_quantities))
+    log_lik = -0.5 * (rng.normal(size=(1, 1, n_obs)) - f[:, :, :1]) ** 2
+    log_lik += 0.1 * rng.normal(size=log_lik.shape)
+    return f, log_lik
+
+
+def log_sum_exp_pass(log_lik: np.ndarray) -> np.ndarray:
+    """The unit of cost of DESIGN.md section 5: one streaming log-sum-exp over draws."""
+    matrix = log_lik.reshape(-1, log_lik.shape[-1])
+    top = matrix.max(axis=0)
+    return top + np.log(np.exp(matrix - top).sum(axis=0))
+
+
+def inference_data(log_lik: np.ndarray):
+    import arviz as az
+
+    return az.from_dict(posterior={"m": log_lik[:, :, 0]}, log_likelihood={"y": log_lik})
+
+
+def report(n_obs: int, rows: dict, peer: str) -> None:
+    """Print seconds, peak memory and ratios to the log-sum-exp pass and to the peer."""
+    unit = rows["log-sum-exp pass"][0]
+    reference = rows.get(peer, (np.nan,))[0]
+    for what, (seconds, peak) in rows.items():
+        print(f"{n_obs:>7} {what:<30} {seconds:>8.2f} {peak:>9.0f} {seconds / unit:>7.1f} "
+              f"{reference / seconds:>10.1f}")
+
+
+HEADER = f"{'N':>7} {'what':<30} {'seconds':>8} {'peak MiB':>9} {'x lse':>7} {'speed-up':>10}"
