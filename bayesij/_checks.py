@@ -23,6 +23,8 @@ __all__ = [
     "check_chain_ids",
     "check_positive_int",
     "check_unique",
+    "column_slices",
+    "impossible_columns",
 ]
 
 
@@ -109,28 +111,46 @@ def check_same_draws(first: np.ndarray, second: np.ndarray, names: tuple[str, st
         )
 
 
-def _first_position(mask: np.ndarray) -> str:
-    index = np.argwhere(mask)[0]
-    if mask.ndim == 2:
-        return f"draw {index[0]}, column {index[1]}"
-    return f"index {tuple(int(i) for i in index)}"
+def column_slices(shape: tuple[int, ...], max_items: int = 2**23) -> list[slice]:
+    """Slices of the last axis so that each piece holds at most about ``max_items`` values."""
+    rows = int(np.prod(shape[:-1])) or 1
+    width = max(1, max_items // rows)
+    return [slice(start, start + width) for start in range(0, shape[-1], width)]
+
+
+def _count_where(values: np.ndarray, test) -> tuple[int, str]:
+    """How many entries pass ``test``, and where the first one is (in words).
+
+    Works on pieces of columns, so the temporary masks stay small for any matrix.
+    """
+    total, first = 0, ""
+    for piece in column_slices(values.shape):
+        mask = test(values[..., piece])
+        count = int(mask.sum())
+        if count and not first:
+            index = np.argwhere(mask)[0]
+            index[-1] += piece.start
+            first = (f"draw {index[0]}, column {index[1]}" if mask.ndim == 2
+                     else f"index {tuple(int(i) for i in index)}")
+        total += count
+    return total, first
 
 
 def check_log_lik_values(log_lik: np.ndarray, argument: str = "log_lik") -> None:
     """Log-likelihood values must be finite or -inf: NaN and +inf are errors."""
-    nan = np.isnan(log_lik)
-    if nan.any():
+    count, where = _count_where(log_lik, np.isnan)
+    if count:
         raise fail(
             argument,
-            f"{int(nan.sum())} NaN value(s) (first at {_first_position(nan)})",
+            f"{count} NaN value(s) (first at {where})",
             "finite values or -inf",
             "A NaN log-likelihood usually means the model's generated quantities failed.",
         )
-    posinf = np.isposinf(log_lik)
-    if posinf.any():
+    count, where = _count_where(log_lik, np.isposinf)
+    if count:
         raise fail(
             argument,
-            f"{int(posinf.sum())} +inf value(s) (first at {_first_position(posinf)})",
+            f"{count} +inf value(s) (first at {where})",
             "finite values or -inf",
             "A log density of +inf is a point mass; check the likelihood's scale parameters.",
         )
@@ -138,11 +158,11 @@ def check_log_lik_values(log_lik: np.ndarray, argument: str = "log_lik") -> None
 
 def check_finite(values: np.ndarray, argument: str) -> None:
     """All values must be finite."""
-    bad = ~np.isfinite(values)
-    if bad.any():
+    count, where = _count_where(values, lambda piece: ~np.isfinite(piece))
+    if count:
         raise fail(
             argument,
-            f"{int(bad.sum())} non-finite value(s) (first at {_first_position(bad)})",
+            f"{count} non-finite value(s) (first at {where})",
             "finite values",
         )
 
@@ -165,3 +185,11 @@ def check_unique(labels: Sequence, argument: str) -> None:
             f"{repeated.size} repeated label(s): {shown}",
             "each label once",
         )
+
+
+def impossible_columns(log_lik: np.ndarray) -> np.ndarray:
+    """Columns with -inf at some draw: observations impossible under part of the posterior."""
+    out = np.zeros(log_lik.shape[-1], dtype=bool)
+    for piece in column_slices(log_lik.shape):
+        out[piece] = np.isneginf(log_lik[..., piece]).reshape(-1, out[piece].size).any(axis=0)
+    return out

@@ -81,3 +81,19 @@ def test_chain_ids_checked(rng):
         array.influence_scores(f, l, chain_ids=[0, 1, 2])
     with pytest.raises(ValueError, match=r"chain_ids: found chain ids together with 3-D input"):
         array.influence_scores(f[None], l[None], chain_ids=np.zeros(40))
+
+
+def test_checks_report_the_right_position_when_working_in_pieces(monkeypatch):
+    from bayesij import _checks
+
+    slices = _checks.column_slices
+    monkeypatch.setattr(_checks, "column_slices", lambda shape: slices(shape, max_items=30))
+    assert len(_checks.column_slices((10, 100))) == 34
+    log_lik = np.zeros((10, 100))
+    log_lik[7, 95] = np.nan
+    log_lik[2, 96] = np.nan
+    with pytest.raises(ValueError, match=r"found 2 NaN value\(s\) \(first at draw 7, column 95\)"):
+        _checks.check_log_lik_values(log_lik)
+    log_lik[:] = 0
+    log_lik[4, 50] = -np.inf
+    assert np.flatnonzero(_checks.impossible_columns(log_lik)).tolist() == [50]

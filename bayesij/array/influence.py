@@ -14,10 +14,13 @@ from bayesij._checks import (
     check_positive_int,
     check_same_draws,
     fail,
+    impossible_columns,
 )
 from bayesij.array.blocks import block_moments, draw_blocks, obs_chunks
 
-__all__ = ["InfluenceScores", "influence_scores", "sum_by_group", "prepare_draws"]
+__all__ = [
+    "InfluenceScores", "influence_scores", "sum_by_group", "prepare_draws", "impossible_columns"
+]
 
 
 class InfluenceScores(NamedTuple):
@@ -76,11 +79,6 @@ def sum_by_group(log_lik: np.ndarray, codes: np.ndarray, n_groups: int) -> np.nd
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(n_groups))
     return np.add.reduceat(log_lik[:, order], starts, axis=1)
-
-
-def impossible_columns(log_lik: np.ndarray) -> np.ndarray:
-    """Columns with -inf at some draw: observations impossible under part of the posterior."""
-    return np.asarray(np.isneginf(log_lik).any(axis=0))
 
 
 def influence_scores(

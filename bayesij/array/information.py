@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
-from bayesij._checks import as_draws_matrix, check_log_lik_values, fail
+from bayesij._checks import as_draws_matrix, check_log_lik_values, fail, impossible_columns
 from bayesij.array.blocks import obs_chunks
 
 __all__ = [
@@ -96,7 +96,7 @@ def log_lik_moments(log_lik) -> LogLikMoments:
         out[2, chunk] = square.mean(axis=0)
         out[3, chunk] = (square * deviation).mean(axis=0)
         out[4, chunk] = (square**2).mean(axis=0)
-    impossible = np.isneginf(matrix).any(axis=0)
+    impossible = impossible_columns(matrix)
     out[2:, impossible] = np.array([[np.inf], [np.nan], [np.inf]])
     return LogLikMoments(out[0], out[1], out[2], out[3], out[4], n_draws)
 
@@ -185,7 +185,7 @@ def dic_terms(log_lik, log_lik_at_point=None) -> DicTerms:
        Analysis, 2nd ed., section 6.7.
     """
     matrix = _log_lik_matrix(log_lik)
-    if np.isneginf(matrix).any():
+    if impossible_columns(matrix).any():
         raise fail("log_lik", "-inf values", "finite values for DIC (its deviance is infinite)")
     total = matrix.sum(axis=1)
     mean_deviance = -2 * float(total.mean())
