@@ -9,6 +9,17 @@ import warnings
 import numpy as np
 
 
+def warm_up(*functions) -> None:
+    """Call each function once on a tiny input, so that import costs are not timed."""
+    _, log_lik = regression_draws(20)
+    idata = inference_data(log_lik)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for function in functions:
+            function(idata if getattr(function, "__module__", "").startswith("arviz")
+                     else log_lik)
+
+
 def measure(function, *args, **kwargs) -> tuple[float, float]:
     """Seconds and tracemalloc peak (MiB) of one call; NumPy reports its buffers to it."""
     tracemalloc.start()

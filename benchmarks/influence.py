@@ -14,7 +14,15 @@ from __future__ import annotations
 import argparse
 
 from bayesij.array import ij_covariance, influence_scores
-from common import HEADER, inference_data, log_sum_exp_pass, measure, regression_draws, report
+from common import (
+    HEADER,
+    inference_data,
+    log_sum_exp_pass,
+    measure,
+    regression_draws,
+    report,
+    warm_up,
+)
 
 
 def bare_covariance(f, log_lik):
@@ -28,6 +36,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--skip-arviz", action="store_true")
     args = parser.parse_args()
+    import arviz as az
+
+    warm_up(az.loo)
     print(HEADER)
     for n_obs in map(int, args.sizes.split(",")):
         f, log_lik = regression_draws(n_obs)
@@ -38,8 +49,6 @@ def main() -> None:
             "bayesij ij_covariance": measure(ij_covariance, f, log_lik),
         }
         if not args.skip_arviz:
-            import arviz as az
-
             idata = inference_data(log_lik)
             rows["arviz az.loo"] = measure(az.loo, idata, pointwise=True)
         report(n_obs, rows, "arviz az.loo")

@@ -8,11 +8,20 @@ row's. Run: ``python benchmarks/waic.py [--sizes 10000,100000]``.
 from __future__ import annotations
 
 import argparse
+import warnings
 
 import numpy as np
 
 import bayesij
-from common import HEADER, inference_data, log_sum_exp_pass, measure, regression_draws, report
+from common import (
+    HEADER,
+    inference_data,
+    log_sum_exp_pass,
+    measure,
+    regression_draws,
+    report,
+    warm_up,
+)
 
 
 def main() -> None:
@@ -21,6 +30,7 @@ def main() -> None:
     args = parser.parse_args()
     import arviz as az
 
+    warm_up(bayesij.waic, az.waic)
     print(HEADER)
     for n_obs in map(int, args.sizes.split(",")):
         _, log_lik = regression_draws(n_obs)
@@ -31,7 +41,9 @@ def main() -> None:
             "arviz az.waic": measure(az.waic, idata, pointwise=True),
         }
         report(n_obs, rows, "arviz az.waic")
-        ours, theirs = bayesij.waic(log_lik), az.waic(idata)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours, theirs = bayesij.waic(log_lik), az.waic(idata)
         print(f"{n_obs:>7} elpd_waic bayesij {ours.elpd_waic:.6f} arviz {theirs.elpd_waic:.6f} "
               f"(|diff| {abs(ours.elpd_waic - theirs.elpd_waic):.1e}); matrix "
               f"{log_lik.nbytes / 2**20:.0f} MiB")
