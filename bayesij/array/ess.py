@@ -1,0 +1,129 @@
+"""Relative efficiency of many columns of MCMC draws at once (as R loo's ``relative_eff``).
+
+R loo computes, for each observation, the effective sample size of ``exp(log_lik[, n])`` by
+Geyer's initial monotone sequence over chains (not split, not rank-normalised) and divides it
+by the number of draws. This module does the same for all observations together: the
+autocovariances by FFT of a chunk of columns, Geyer's truncation and monotone pairing as
+array operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayesij._checks import fail
+from bayesij.array.blocks import obs_chunks
+
+__all__ = ["relative_eff", "fft_next_good_size"]
+
+
+def fft_next_good_size(n: int) -> int:
+    """Smallest integer >= n whose only prime factors are 2, 3 and 5 (at least 2)."""
+    if n <= 2:
+        return 2
+    while True:
+        m = n
+        for factor in (2, 3, 5):
+            while m % factor == 0:
+                m //= factor
+        if m <= 1:
+            return n
+        n += 1
+
+
+def _autocovariance(draws: np.ndarray) -> np.ndarray:
+    """Autocovariances of each chain and column, shape (n_chains, n_draws, n_columns).
+
+    Normalised as R loo's ``autocovariance``: ``M / n^2`` times the lagged sums of products,
+    with ``M`` the FFT size before doubling (the biased estimate when ``M = n``).
+    """
+    n = draws.shape[1]
+    size = fft_next_good_size(n)
+    centred = draws - draws.mean(axis=1, keepdims=True)
+    spectrum = np.fft.rfft(centred, n=2 * size, axis=1)
+    sums = np.fft.irfft(spectrum.real**2 + spectrum.imag**2, n=2 * size, axis=1)[:, :n]
+    return sums * size / n**2
+
+
+def _geyer_tau(rho: np.ndarray, n_total: int) -> np.ndarray:
+    """Integrated autocorrelation time from autocorrelations (n_draws, n_columns), as R loo."""
+    n, n_columns = rho.shape
+    columns = np.arange(n_columns)
+    n_pairs = n // 2
+    pairs = rho[0 : 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]  # lags (2j, 2j + 1)
+    # Geyer's loop goes t = 2, 4, ... and stops after the first pair that is not positive,
+    # or once t >= n - 5.
+    t_values = 2 * np.arange(n_pairs)
+    stop = ~(pairs > 0) | (t_values >= n - 5)
+    stop[0] = ~(pairs[0] > 0)
+    first = np.argmax(stop, axis=0)
+    first[~stop.any(axis=0)] = n_pairs - 1
+    max_t = 2 * first
+    # Monotone: each pair before the stopping one is at most the previous (adjusted) pair.
+    adjusted = np.minimum.accumulate(np.where(np.isnan(pairs), np.inf, pairs), axis=0)
+    before_stop = np.arange(n_pairs)[:, None] < first[None, :]
+    body = np.where(before_stop, adjusted, 0.0).sum(axis=0)
+    last_even = rho[max_t, columns]
+    last_pair = pairs[first, columns]
+    last = np.where((last_even > 0) | (last_pair >= 0), last_even, 0.0)
+    tau = -1 + 2 * body + last
+    tau = np.where(max_t == 0, 2.0, tau)  # R's sum(rho[1:0]) when the first pair fails
+    return np.maximum(tau, 1 / np.log10(n_total))
+
+
+def relative_eff(values, chain_ids=None) -> np.ndarray:
+    """Relative effective sample size ``ESS / S`` of each column, as R loo's ``relative_eff``.
+
+    Parameters
+    ----------
+    values : array_like of shape (n_chains, n_draws, n_columns) or (n_draws, n_columns)
+        Draws; for PSIS-LOO, ``exp(log_lik)`` (any positive scaling per column gives the
+        same result). 2-D input is one chain unless ``chain_ids`` is given.
+    chain_ids : array_like of shape (n_draws,), optional
+        Chain of each row of 2-D input; every chain needs the same number of draws.
+
+    Returns
+    -------
+    ndarray of shape (n_columns,)
+        A column constant over all draws gets R loo's value 0.5.
+
+    References
+    ----------
+    .. [1] Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical Bayesian model evaluation
+       using leave-one-out cross-validation and WAIC. Statistics and Computing 27.
+    .. [2] Geyer, C. J. (1992). Practical Markov chain Monte Carlo. Statistical Science 7(4).
+    """
+    array = np.asarray(values, dtype=float)
+    if array.ndim == 2:
+        codes = np.zeros(array.shape[0], int) if chain_ids is None else np.unique(
+            np.asarray(chain_ids), return_inverse=True)[1]
+        counts = np.bincount(codes)
+        if np.any(counts != counts[0]):
+            raise fail("chain_ids", f"chains of unequal lengths {counts.tolist()}",
+                       "the same number of draws in every chain")
+        order = np.argsort(codes, kind="stable")
+        array = array[order].reshape(counts.size, counts[0], array.shape[1])
+    if array.ndim != 3:
+        raise fail("values", f"shape {array.shape}",
+                   "(n_chains, n_draws, n_columns) or (n_draws, n_columns)")
+    n_chains, n_draws, n_columns = array.shape
+    if n_draws < 4:
+        raise fail("values", f"{n_draws} draws per chain", "at least 4 draws per chain")
+    out = np.empty(n_columns)
+    for chunk in obs_chunks(n_columns, 6 * n_chains * n_draws):
+        out[chunk] = _relative_eff_chunk(array[:, :, chunk])
+    return out
+
+
+def _relative_eff_chunk(draws: np.ndarray) -> np.ndarray:
+    n_chains, n_draws, _ = draws.shape
+    acov = _autocovariance(draws)
+    mean_var = acov[:, 0].mean(axis=0) * n_draws / (n_draws - 1)
+    var_plus = mean_var * (n_draws - 1) / n_draws
+    if n_chains > 1:
+        var_plus = var_plus + draws.mean(axis=1).var(axis=0, ddof=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = 1 - (mean_var - acov.mean(axis=0)) / var_plus
+    rho[0] = 1.0
+    n_total = n_chains * n_draws
+    return n_total / _geyer_tau(rho, n_total) / n_total

@@ -1,0 +1,188 @@
+"""Pareto-smoothed importance sampling, vectorised across observations.
+
+For each column of log importance ratios (one observation in leave-one-out), as R loo and
+ArviZ do one column at a time:
+
+1. shift so that the largest ratio is 0;
+2. take the ``M`` largest ratios as the tail, ``M = ceil(min(S/5, 3 sqrt(S / r_eff)))``
+   (``floor`` in the PSIS paper, the posterior package and arviz-stats), the ``(M+1)``-th
+   largest as the cutoff — floored at ``log`` of the smallest normal float, as ArviZ does,
+   the tail then being the ratios above the floor (tied values are split by position, as
+   R loo does);
+3. fit a generalized Pareto distribution to ``exp(tail) - exp(cutoff)`` by Zhang and
+   Stephens' empirical Bayes method (grid of ``30 + floor(sqrt(M))`` points) with the weakly
+   informative prior ``k <- (M k + 5) / (M + 10)``;
+4. replace the tail by the fitted quantiles at ``(z - 1/2) / M``, ``z = 1..M``, in sorted
+   order; truncate at the largest raw weight (0); normalise.
+
+Here all columns of a chunk are done together: the top ``M_max + 1`` ratios come from one
+partial sort, tails of different lengths share one array (aligned at the largest value, the
+unused rows masked), and the grid search is one broadcast over grid points, tail draws and
+columns.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from bayesij._checks import fail
+
+__all__ = ["tail_length", "PsisChunk", "psis_chunk", "gpd_fit", "pareto_k_threshold"]
+
+#: Fewer tail draws than this and no generalized Pareto fit is made (k-hat = inf).
+MIN_TAIL = 5
+#: Log of the smallest normal float: the floor of the cutoff.
+LOG_TINY = float(np.log(np.finfo(float).tiny))
+
+
+def pareto_k_threshold(n_draws: int) -> float:
+    """The sample-size dependent k-hat threshold ``min(1 - 1/log10(S), 0.7)``."""
+    return float(min(1 - 1 / np.log10(n_draws), 0.7))
+
+
+def tail_length(n_draws: int, r_eff, rule: str = "ceil") -> np.ndarray:
+    """Tail lengths ``M = ceil|floor(min(0.2 S, 3 sqrt(S / r_eff)))`` per observation."""
+    if rule not in ("ceil", "floor"):
+        raise fail("tail_rule", repr(rule), "'ceil' (R loo <= 2.10, ArviZ 0.23) or 'floor'")
+    raw = np.minimum(0.2 * n_draws, 3 * np.sqrt(n_draws / np.asarray(r_eff, dtype=float)))
+    rounded = np.ceil(raw) if rule == "ceil" else np.floor(raw)
+    return np.minimum(rounded, n_draws - 1).astype(int)
+
+
+class GpdFit(NamedTuple):
+    """Generalized Pareto fits of many tails: shape ``k`` and scale ``sigma``, each (n_cols,)."""
+
+    k: np.ndarray
+    sigma: np.ndarray
+
+
+def gpd_fit(tails: np.ndarray, lengths: np.ndarray) -> GpdFit:
+    """Zhang-Stephens generalized Pareto fits with the weakly informative prior on k.
+
+    Parameters
+    ----------
+    tails : ndarray of shape (M_max, n_cols)
+        Exceedances sorted ascending down each column and aligned at the bottom: column
+        ``c`` uses rows ``M_max - lengths[c]`` to ``M_max - 1``; other rows are ignored.
+    lengths : ndarray of shape (n_cols,)
+        Tail length of each column (at least 5).
+
+    Returns
+    -------
+    GpdFit
+        ``k`` is inf where the fit fails (NaN).
+
+    References
+    ----------
+    .. [1] Zhang, J. and Stephens, M. A. (2009). A new and efficient estimation method for
+       the generalized Pareto distribution. Technometrics 51(3), 316-325.
+    .. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
+       smoothed importance sampling. JMLR 25(72).
+    """
+    m_max, n_cols = tails.shape
+    columns = np.arange(n_cols)
+    valid = np.arange(m_max)[:, None] >= (m_max - lengths)[None, :]
+    x = np.where(valid, tails, 0.0)  # log1p(-theta * 0) = 0: masked rows add nothing
+    largest = x[-1]
+    quartile = x[m_max - lengths + np.floor(lengths / 4 + 0.5).astype(int) - 1, columns]
+    grid_sizes = 30 + np.floor(np.sqrt(lengths)).astype(int)
+    j = np.arange(1, grid_sizes.max() + 1)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta = 1 / largest + (1 - np.sqrt(grid_sizes / (j - 0.5))) / 3 / quartile
+        mean_log = np.log1p(-theta[:, None, :] * x[None, :, :]).sum(axis=1) / lengths
+        profile = lengths * (np.log(-theta / mean_log) - mean_log - 1)
+    profile = np.where(j <= grid_sizes, profile, -np.inf)
+    top = np.max(profile, axis=0)
+    weights = np.exp(profile - top)
+    weights /= weights.sum(axis=0)
+    theta_hat = np.where(weights > 0, theta * weights, 0.0).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.log1p(-theta_hat * x).sum(axis=0) / lengths
+        sigma = -k / theta_hat
+    k = (lengths * k + 10 * 0.5) / (lengths + 10)
+    return GpdFit(np.where(np.isnan(k), np.inf, k), sigma)
+
+
+def _gpd_quantiles(lengths: np.ndarray, m_max: int, fit: GpdFit) -> np.ndarray:
+    """Fitted quantiles at ``(z - 1/2) / M`` aligned like the tails, shape (M_max, n_cols)."""
+    z = np.arange(m_max)[:, None] - (m_max - lengths)[None, :] + 1
+    p = (z - 0.5) / lengths
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        log_tail = np.log1p(-p)
+        tiny = np.abs(fit.k) < np.finfo(float).eps
+        quantile = np.where(tiny, -log_tail, np.expm1(-fit.k * log_tail) / fit.k) * fit.sigma
+    return np.where(fit.sigma > 0, quantile, np.nan)
+
+
+class PsisChunk(NamedTuple):
+    """PSIS of a chunk of columns.
+
+    Attributes
+    ----------
+    log_weights : ndarray of shape (n_draws, n_cols)
+        Smoothed and truncated log weights, shifted so the largest raw ratio is 0, not
+        normalised.
+    pareto_k : ndarray of shape (n_cols,)
+    tail_len : ndarray of shape (n_cols,)
+    """
+
+    log_weights: np.ndarray
+    pareto_k: np.ndarray
+    tail_len: np.ndarray
+
+
+def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray) -> PsisChunk:
+    """Pareto-smooth the log ratios of a chunk of columns.
+
+    Parameters
+    ----------
+    log_ratios : ndarray of shape (n_draws, n_cols)
+        Finite values (a column with ``-inf`` entries is handled by its finite part: those
+        draws keep weight 0).
+    tail_len : ndarray of shape (n_cols,)
+
+    Returns
+    -------
+    PsisChunk
+    """
+    n_draws, n_cols = log_ratios.shape
+    lw = log_ratios - log_ratios.max(axis=0)
+    m_max = int(tail_len.max())
+    k = np.full(n_cols, np.inf)
+    fitted = tail_len >= MIN_TAIL
+    if m_max < MIN_TAIL:
+        return PsisChunk(np.minimum(lw, 0.0), k, tail_len)
+    columns = np.arange(n_cols)
+    top = np.argpartition(lw, n_draws - m_max - 1, axis=0)[n_draws - m_max - 1 :]
+    values = lw[top, columns]
+    order = np.argsort(values, axis=0, kind="stable")
+    top = np.take_along_axis(top, order, axis=0)
+    values = np.take_along_axis(values, order, axis=0)  # ascending, largest last
+    cutoff = values[m_max - tail_len, columns]  # the (M+1)-th largest
+    tails = values[1:]
+    # Below the smallest normal float exp() underflows: as ArviZ, the cutoff is floored there
+    # and the tail is what lies above it (R loo would fit zeros and return k-hat = inf).
+    floored = cutoff < LOG_TINY
+    if floored.any():
+        cutoff = np.where(floored, LOG_TINY, cutoff)
+        tail_len = np.where(floored, (tails > LOG_TINY).sum(axis=0), tail_len)
+        fitted &= tail_len >= MIN_TAIL
+    spread = tails[-1] - tails[m_max - np.clip(tail_len, 1, m_max), columns]
+    fitted &= np.abs(spread) >= np.finfo(float).eps / 100  # R: all tail values equal
+    if fitted.any():
+        exp_cutoff = np.exp(cutoff[fitted])
+        fit = gpd_fit(np.exp(tails[:, fitted]) - exp_cutoff, tail_len[fitted])
+        k[fitted] = fit.k
+        smooth = np.flatnonzero(fitted)[np.isfinite(fit.k)]
+        finite = np.isfinite(fit.k)
+        quantiles = _gpd_quantiles(tail_len[smooth], m_max, GpdFit(fit.k[finite],
+                                                                   fit.sigma[finite]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            smoothed = np.log(quantiles + exp_cutoff[finite])
+        rows = np.arange(m_max)[:, None] >= (m_max - tail_len[smooth])[None, :]
+        draw_index = top[1:, smooth]
+        replace = np.where(rows, smoothed, lw[draw_index, smooth])
+        lw[draw_index, smooth] = replace
+    return PsisChunk(np.minimum(lw, 0.0), k, tail_len)
