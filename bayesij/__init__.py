@@ -24,6 +24,11 @@ _PUBLIC = {
     "WaicResult": "bayesij.information",
     "dic": "bayesij.information",
     "DicResult": "bayesij.information",
+    "loo": "bayesij.crossval",
+    "LooResult": "bayesij.crossval",
+    "loo_expectation": "bayesij.crossval",
+    "loo_pit": "bayesij.crossval",
+    "compare": "bayesij.crossval",
 }
 
 __all__ = sorted(_PUBLIC)

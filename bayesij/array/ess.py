@@ -54,7 +54,7 @@ def _geyer_tau(rho: np.ndarray, n_total: int) -> np.ndarray:
     # Geyer's loop goes t = 2, 4, ... and stops after the first pair that is not positive,
     # or once t >= n - 5.
     t_values = 2 * np.arange(n_pairs)
-    stop = ~(pairs > 0) | (t_values >= n - 5)
+    stop = ~(pairs > 0) | (t_values[:, None] >= n - 5)
     stop[0] = ~(pairs[0] > 0)
     first = np.argmax(stop, axis=0)
     first[~stop.any(axis=0)] = n_pairs - 1

@@ -14,17 +14,16 @@ Every method reports PSIS's ``pareto_k`` as the diagnostic of the importance rat
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import norm
 
-from bayesij._checks import as_draws_matrix, check_log_lik_values, fail
+from bayesij._checks import as_draws_matrix, check_log_lik_values, fail, impossible_columns
 from bayesij.array.blocks import obs_chunks
 from bayesij.array.ess import relative_eff
 from bayesij.array.information import log_lik_moments, logsumexp_columns
-from bayesij.array.psis import psis_chunk, tail_length
+from bayesij.array.psis import TIE_RULES, psis_chunk, tail_length
 
 __all__ = ["LooArrays", "loo_pointwise", "METHODS", "mcse_elpd"]
 
@@ -85,9 +84,9 @@ def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
 
 
 def _psis_chunk_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray,
-                     smooth: bool):
+                     smooth: bool, ties: str):
     """elpd, pareto_k, mcse and ess of a chunk; ``smooth=False`` gives plain IS."""
-    smoothed = psis_chunk(-log_lik, tail_len)
+    smoothed = psis_chunk(-log_lik, tail_len, ties)
     log_weights = smoothed.log_weights if smooth else -log_lik - (-log_lik).max(axis=0)
     weights, _, normaliser = _exp_and_lse(log_weights)
     weights /= weights.sum(axis=0)
@@ -124,14 +123,16 @@ def loo_pointwise(
     r_eff=None,
     chain_ids=None,
     tail_rule: str = "ceil",
+    ties: str = "above",
 ) -> LooArrays:
     """Pointwise approximate leave-one-out elpd from posterior draws, chunked over observations.
 
     Parameters
     ----------
     log_lik : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
-        Finite or ``-inf`` (an observation impossible under some draws: those draws get
-        importance weight 0 and the observation's estimate rests on the others).
+        Finite or ``-inf``. An observation impossible under some draw has an infinite
+        importance ratio there, so its importance-sampling estimate of ``p(x_n | x_-n)`` is
+        0: every method reports ``elpd = -inf``, ``p_loo = inf``, ``pareto_k = inf``.
     method : {"psis", "is", "ij", "cumulant"}, default "psis"
     r_eff : float or array_like of shape (n_obs,), optional
         Relative efficiency of ``exp(l_n)``; default: computed from the chains as R loo's
@@ -142,6 +143,9 @@ def loo_pointwise(
     tail_rule : {"ceil", "floor"}, default "ceil"
         Rounding of the tail length: "ceil" as R loo (<= 2.10) and ArviZ 0.23, "floor" as the
         PSIS paper, the posterior package and arviz-stats.
+    ties : {"above", "position"}, default "above"
+        Draws tied with the tail cutoff: left out of the tail as ArviZ, or kept by position
+        as R loo (see :func:`bayesij.array.psis.psis_chunk`).
 
     Returns
     -------
@@ -159,6 +163,8 @@ def loo_pointwise(
     """
     if method not in METHODS:
         raise fail("method", repr(method), f"one of {METHODS}")
+    if ties not in TIE_RULES:
+        raise fail("ties", repr(ties), "'above' (ArviZ) or 'position' (R loo)")
     array = np.asarray(log_lik, dtype=float)
     matrix, chains = as_draws_matrix(array, "log_lik", chain_ids)
     check_log_lik_values(matrix)
@@ -168,10 +174,13 @@ def loo_pointwise(
     r_eff = _r_eff(matrix, chains, r_eff)
     tail_len = tail_length(n_draws, r_eff, tail_rule)
     out = np.full((7, n_obs), np.nan)
+    impossible = impossible_columns(matrix)
     for chunk in obs_chunks(n_obs, 8 * n_draws + 50 * 250):
         columns = matrix[:, chunk]
+        if impossible[chunk].any():  # computed on a stand-in, then set to -inf below
+            columns = np.where(np.isneginf(columns), 0.0, columns)
         elpd, k, mcse, ess = _psis_chunk_elpd(columns, tail_len[chunk], r_eff[chunk],
-                                              smooth=method != "is")
+                                              smooth=method != "is", ties=ties)
         out[0, chunk], out[1, chunk] = logsumexp_columns(columns) - np.log(n_draws), k
         if method in ("psis", "is"):
             out[2, chunk], out[3, chunk], out[4, chunk] = elpd, mcse, ess
@@ -180,6 +189,10 @@ def loo_pointwise(
         else:
             out[2, chunk] = _cumulant_elpd(columns)
     lppd, pareto_k, elpd, mcse, ess = out[:5]
+    if impossible.any():
+        lppd[impossible] = logsumexp_columns(matrix[:, impossible]) - np.log(n_draws)
+        elpd[impossible], pareto_k[impossible] = -np.inf, np.inf
+        mcse[impossible], ess[impossible] = np.nan, np.nan
     return LooArrays(elpd, lppd - elpd, lppd, pareto_k, mcse, ess, r_eff, tail_len)
 
 
@@ -195,5 +208,3 @@ def _r_eff(matrix: np.ndarray, chains: np.ndarray, r_eff) -> np.ndarray:
     return values
 
 
-def _warn(message: str) -> None:
-    warnings.warn(message, UserWarning, stacklevel=3)

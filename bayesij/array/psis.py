@@ -7,8 +7,9 @@ ArviZ do one column at a time:
 2. take the ``M`` largest ratios as the tail, ``M = ceil(min(S/5, 3 sqrt(S / r_eff)))``
    (``floor`` in the PSIS paper, the posterior package and arviz-stats), the ``(M+1)``-th
    largest as the cutoff — floored at ``log`` of the smallest normal float, as ArviZ does,
-   the tail then being the ratios above the floor (tied values are split by position, as
-   R loo does);
+   the tail then being the ratios above the floor. Draws tied with the cutoff (repeated
+   MCMC draws) are left out of the tail as ArviZ does (``ties="above"``) or kept by sorted
+   position as R loo does (``ties="position"``);
 3. fit a generalized Pareto distribution to ``exp(tail) - exp(cutoff)`` by Zhang and
    Stephens' empirical Bayes method (grid of ``30 + floor(sqrt(M))`` points) with the weakly
    informative prior ``k <- (M k + 5) / (M + 10)``;
@@ -29,7 +30,9 @@ import numpy as np
 
 from bayesij._checks import fail
 
-__all__ = ["tail_length", "PsisChunk", "psis_chunk", "gpd_fit", "pareto_k_threshold"]
+__all__ = [
+    "tail_length", "PsisChunk", "psis_chunk", "gpd_fit", "pareto_k_threshold", "TIE_RULES"
+]
 
 #: Fewer tail draws than this and no generalized Pareto fit is made (k-hat = inf).
 MIN_TAIL = 5
@@ -133,7 +136,10 @@ class PsisChunk(NamedTuple):
     tail_len: np.ndarray
 
 
-def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray) -> PsisChunk:
+TIE_RULES = ("above", "position")
+
+
+def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above") -> PsisChunk:
     """Pareto-smooth the log ratios of a chunk of columns.
 
     Parameters
@@ -142,6 +148,10 @@ def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray) -> PsisChunk:
         Finite values (a column with ``-inf`` entries is handled by its finite part: those
         draws keep weight 0).
     tail_len : ndarray of shape (n_cols,)
+    ties : {"above", "position"}, default "above"
+        Which draws form the tail when some equal the cutoff (repeated MCMC draws):
+        "above" takes only those strictly above it, as ArviZ; "position" takes the ``M``
+        largest by sorted position, as R loo.
 
     Returns
     -------
@@ -165,9 +175,10 @@ def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray) -> PsisChunk:
     # Below the smallest normal float exp() underflows: as ArviZ, the cutoff is floored there
     # and the tail is what lies above it (R loo would fit zeros and return k-hat = inf).
     floored = cutoff < LOG_TINY
-    if floored.any():
-        cutoff = np.where(floored, LOG_TINY, cutoff)
-        tail_len = np.where(floored, (tails > LOG_TINY).sum(axis=0), tail_len)
+    cutoff = np.where(floored, LOG_TINY, cutoff)
+    if ties == "above" or floored.any():
+        above = np.minimum(tail_len, (tails > cutoff).sum(axis=0))
+        tail_len = np.where(floored | (ties == "above"), above, tail_len)
         fitted &= tail_len >= MIN_TAIL
     spread = tails[-1] - tails[m_max - np.clip(tail_len, 1, m_max), columns]
     fitted &= np.abs(spread) >= np.finfo(float).eps / 100  # R: all tail values equal

@@ -1,0 +1,431 @@
+"""Approximate leave-one-out cross-validation, labelled: loo, LOO expectations, LOO-PIT, compare."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from bayesij._checks import as_draws_matrix, check_finite, fail
+from bayesij.array import loo as loo_arrays
+from bayesij.array.blocks import obs_chunks
+from bayesij.array.information import logsumexp_columns
+from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
+from bayesij.inputs import log_lik_units
+
+__all__ = ["loo", "LooResult", "loo_expectation", "loo_pit", "compare"]
+
+#: Fewer draws than this and LOO estimates are too noisy to trust (a warning says so).
+MIN_DRAWS = 100
+
+
+def _standard_error(values: np.ndarray, ddof: int) -> float:
+    n = values.size
+    with np.errstate(invalid="ignore"):
+        return float(np.sqrt(n * values.var(ddof=ddof))) if n > ddof else np.nan
+
+
+@dataclass(frozen=True)
+class LooResult:
+    """Approximate leave-one-out cross-validation: estimates, pointwise values, diagnostics.
+
+    Attributes
+    ----------
+    pointwise : pandas.DataFrame
+        One row per unit: ``elpd_loo``, ``p_loo``, ``pareto_k``, ``mcse_elpd_loo``,
+        ``ess`` (PSIS effective sample size), ``r_eff``, ``lppd``.
+    method : str
+        ``"psis"``, ``"is"``, ``"ij"`` or ``"cumulant"``.
+    n_draws : int
+    tail_rule : str
+    ddof : int
+        SE convention: 0 as ArviZ (``sqrt(N var_n)``), 1 as R loo (``sqrt(N) sd_n``).
+    """
+
+    pointwise: pd.DataFrame
+    method: str
+    n_draws: int
+    tail_rule: str
+    ddof: int
+
+    @property
+    def elpd(self) -> float:
+        return float(self.pointwise["elpd_loo"].sum())
+
+    @property
+    def se(self) -> float:
+        return _standard_error(self.pointwise["elpd_loo"].to_numpy(), self.ddof)
+
+    @property
+    def p_loo(self) -> float:
+        return float(self.pointwise["p_loo"].sum())
+
+    @property
+    def looic(self) -> float:
+        return -2 * self.elpd
+
+    @property
+    def mcse(self) -> float:
+        """Monte Carlo SE of the total elpd, ``sqrt(sum_n mcse_n^2)``."""
+        return float(np.sqrt((self.pointwise["mcse_elpd_loo"] ** 2).sum()))
+
+    @property
+    def n_units(self) -> int:
+        return len(self.pointwise)
+
+    @property
+    def k_threshold(self) -> float:
+        """``min(1 - 1/log10(S), 0.7)``: above it the PSIS estimate is unreliable."""
+        return pareto_k_threshold(self.n_draws)
+
+    def estimates(self) -> pd.DataFrame:
+        """Estimate and SE of elpd_loo, p_loo and looic, as R loo's ``estimates``."""
+        se_p = _standard_error(self.pointwise["p_loo"].to_numpy(), self.ddof)
+        return pd.DataFrame(
+            {"Estimate": [self.elpd, self.p_loo, self.looic],
+             "SE": [self.se, se_p, 2 * self.se]},
+            index=["elpd_loo", "p_loo", "looic"],
+        )
+
+    def bad_k_ids(self, threshold: float | None = None) -> list:
+        """Units whose k-hat exceeds ``threshold`` (default: the sample-size threshold)."""
+        limit = self.k_threshold if threshold is None else threshold
+        return self.pointwise.index[self.pointwise["pareto_k"] > limit].tolist()
+
+    def pareto_k_table(self) -> pd.DataFrame:
+        """Counts of k-hat in (-inf, threshold], (threshold, 1], (1, inf) and their min ESS."""
+        k = self.pointwise["pareto_k"].to_numpy()
+        ess = self.pointwise["ess"].to_numpy()
+        good = self.k_threshold
+        bins = [(-np.inf, good, f"(-Inf, {good:.2g}]", "good"),
+                (good, 1.0, f"({good:.2g}, 1]", "bad"), (1.0, np.inf, "(1, Inf)", "very bad")]
+        rows = []
+        for low, high, label, word in bins:
+            inside = (k > low) & (k <= high)
+            rows.append({"interval": label, "label": word, "count": int(inside.sum()),
+                         "proportion": inside.mean(),
+                         "min_ess": np.min(ess[inside]) if inside.any() else np.nan})
+        return pd.DataFrame(rows).set_index("interval")
+
+    def __str__(self) -> str:
+        title = {"psis": "PSIS-LOO", "is": "IS-LOO", "ij": "IJ-LOO", "cumulant": "cumulant LOO"}
+        lines = [
+            f"Computed from {self.n_draws} by {self.n_units} log-likelihood matrix "
+            f"({title[self.method]}, SE with ddof={self.ddof})",
+            "",
+            self.estimates().to_string(float_format=lambda v: f"{v:.1f}"),
+        ]
+        if self.method in ("psis", "is"):
+            lines += ["------", f"Monte Carlo SE of elpd_loo is {self.mcse:.1f}."]
+        table = self.pareto_k_table()
+        table["proportion"] = (100 * table["proportion"]).map(lambda v: f"{v:.1f}%")
+        lines += ["", "Pareto k diagnostic values:", table.to_string()]
+        bad = self.bad_k_ids()
+        if bad:
+            lines.append(f"{len(bad)} unit(s) above k-hat {self.k_threshold:.2g}: "
+                         f"{bad[:10]}{' ...' if len(bad) > 10 else ''}")
+        return "\n".join(lines)
+
+
+def loo(
+    data,
+    method: str = "psis",
+    r_eff=None,
+    tail_rule: str = "ceil",
+    groups=None,
+    *,
+    ties: str = "above",
+    ddof: int = 0,
+    log_lik=None,
+) -> LooResult:
+    """Approximate leave-one-out cross-validation from posterior draws.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataArray or array_like
+        The pointwise log-likelihood: a container, an ``InferenceData`` (its
+        ``log_likelihood`` group), or an array of shape (n_draws, n_obs) (one chain) or
+        (n_chains, n_draws, n_obs).
+    method : {"psis", "is", "ij", "cumulant"}, default "psis"
+        Pareto-smoothed importance sampling; plain importance sampling (harmonic mean);
+        first-order infinitesimal jackknife ``log(E[p_n] - Cov(p_n, l_n))``; or the
+        cumulant expansion ``k1 - k2/2 + k3/6 - k4/24``. All report PSIS k-hat.
+    r_eff : float or array_like of shape (n_units,), optional
+        Relative efficiency of ``exp(l_n)``. Default: per unit from the chains, exactly as
+        R loo's ``relative_eff(exp(log_lik), chain_id)``. (ArviZ 0.23's default is one
+        number, the mean ESS of the posterior parameters over S; pass it to reproduce
+        ``az.loo``.)
+    tail_rule : {"ceil", "floor"}, default "ceil"
+        Tail length ``ceil`` or ``floor`` of ``min(S/5, 3 sqrt(S/r_eff))``: "ceil" equals
+        R loo (<= 2.10) and ArviZ 0.23, "floor" the PSIS paper, posterior and arviz-stats.
+    groups : array_like or mapping, optional
+        Leave-group-out: units are groups, with summed log-likelihoods.
+    ties : {"above", "position"}, default "above"
+        Draws tied with the tail cutoff (repeated MCMC draws, e.g. after divergences):
+        "above" leaves them out of the Pareto tail, as ArviZ; "position" keeps the ``M``
+        largest by sorted position, as R loo. Without ties the two are identical.
+    ddof : {0, 1}, default 0
+        SE convention: 0 as ArviZ ``sqrt(N var_n)``, 1 as R loo ``sqrt(N) sd_n``.
+    log_lik : str or list of str, optional
+        Log-likelihood variable of an ``InferenceData``.
+
+    Returns
+    -------
+    LooResult
+
+    Warns
+    -----
+    UserWarning
+        k-hat above ``min(1 - 1/log10 S, 0.7)``; constant log-likelihood columns (k-hat =
+        inf); fewer than 100 draws; an IJ estimate that is not a density (NaN).
+
+    Notes
+    -----
+    An observation with ``-inf`` log-likelihood at some draw (impossible there) has an
+    infinite importance ratio at that draw: its LOO predictive density is estimated as 0,
+    so ``elpd_loo = -inf``, ``p_loo = inf`` and ``pareto_k = inf``, with a warning.
+
+    References
+    ----------
+    .. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
+       smoothed importance sampling. JMLR 25(72).
+    .. [2] Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical Bayesian model evaluation
+       using leave-one-out cross-validation and WAIC. Statistics and Computing 27.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=50)
+    >>> mu = y.mean() + rng.normal(size=(4, 500, 1)) / np.sqrt(50)
+    >>> result = bayesij.loo(-0.5 * (y - mu) ** 2 - 0.5 * np.log(2 * np.pi))
+    >>> result.bad_k_ids()
+    []
+    """
+    if ddof not in (0, 1):
+        raise fail("ddof", repr(ddof), "0 (ArviZ) or 1 (R loo)")
+    values, units = log_lik_units(data, groups, log_lik)
+    n_draws = values.shape[0] * values.shape[1]
+    arrays = loo_arrays.loo_pointwise(values, method=method, r_eff=r_eff, tail_rule=tail_rule,
+                                      ties=ties)
+    pointwise = pd.DataFrame(
+        {"elpd_loo": arrays.elpd, "p_loo": arrays.p_loo, "pareto_k": arrays.pareto_k,
+         "mcse_elpd_loo": arrays.mcse, "ess": arrays.ess, "r_eff": arrays.r_eff,
+         "lppd": arrays.lppd},
+        index=pd.Index(units.values, name=units.dims[0]),
+    )
+    result = LooResult(pointwise, method, n_draws, tail_rule, ddof)
+    _warn_about(result, values)
+    return result
+
+
+def _warn_about(result: LooResult, values: np.ndarray) -> None:
+    matrix = values.reshape(-1, values.shape[2])
+    constant = np.flatnonzero(np.ptp(matrix, axis=0) == 0)
+    if constant.size:
+        _warn(f"{constant.size} unit(s) have a log-likelihood constant over all draws "
+              f"(positions {constant[:10].tolist()}): no Pareto fit, k-hat = inf.")
+    if result.n_draws < MIN_DRAWS:
+        _warn(f"Only {result.n_draws} draws (fewer than {MIN_DRAWS}): LOO estimates and "
+              "k-hat are unreliable.")
+    impossible = np.isneginf(result.pointwise["elpd_loo"].to_numpy())
+    if impossible.any():
+        _warn(f"{int(impossible.sum())} unit(s) have log-likelihood -inf at some draws "
+              f"(positions {np.flatnonzero(impossible)[:10].tolist()}): elpd_loo = -inf.")
+    bad = result.bad_k_ids()
+    if bad:
+        _warn(f"{len(bad)} of {result.n_units} units have Pareto k-hat above "
+              f"{result.k_threshold:.2g}: their LOO estimates are unreliable; refit without "
+              "them (bayesij.refit) or use a more robust method.")
+    if result.method == "ij" and result.pointwise["elpd_loo"].isna().any():
+        _warn("The IJ estimate of p(x_n | x_-n) is not positive for "
+              f"{int(result.pointwise['elpd_loo'].isna().sum())} unit(s): the linear "
+              "approximation fails there (elpd_loo is NaN).")
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=4)
+
+
+def _matching_draws(values, log_lik: np.ndarray, argument: str) -> np.ndarray:
+    """Values per draw and observation, shaped and checked like the log-likelihood matrix."""
+    array = np.asarray(values, dtype=float)
+    if array.ndim == 3:
+        array = array.reshape(-1, array.shape[2])
+    matrix, _ = as_draws_matrix(array, argument)
+    if matrix.shape != log_lik.shape:
+        raise fail(argument, f"shape {matrix.shape}",
+                   f"one value per draw and observation, shape {log_lik.shape}")
+    check_finite(matrix, argument)
+    return matrix
+
+
+def _normalised_weights(log_lik: np.ndarray, tail_len: np.ndarray):
+    """PSIS weights of leave-one-out for a chunk, normalised, shape (S, n_cols)."""
+    smoothed = psis_chunk(-log_lik, tail_len)
+    log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
+    return np.exp(log_weights)
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, prob: float) -> np.ndarray:
+    """R loo's weighted quantile (linear between cumulative weights), per column."""
+    order = np.argsort(values, axis=0, kind="stable")
+    x = np.take_along_axis(values, order, axis=0)
+    cumulative = np.cumsum(np.take_along_axis(weights, order, axis=0), axis=0)
+    cumulative /= cumulative[-1]
+    index = np.argmax(cumulative >= prob, axis=0)
+    columns = np.arange(values.shape[1])
+    previous = np.maximum(index - 1, 0)
+    x0, x1 = x[previous, columns], x[index, columns]
+    w0, w1 = cumulative[previous, columns], cumulative[index, columns]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        interpolated = x0 + (x1 - x0) * (prob - w0) / (w1 - w0)
+    return np.where(index == 0, x[0], interpolated)
+
+
+def loo_expectation(post, values, kind: str = "mean", prob=None, r_eff=None,
+                    tail_rule: str = "ceil", *, log_lik=None) -> pd.DataFrame:
+    """Leave-one-out expectations ``E[g | x_-n]`` of per-draw values, with their own k-hat.
+
+    Parameters
+    ----------
+    post : Posterior, InferenceData, DataArray or array_like
+        Source of the pointwise log-likelihood (as :func:`loo`).
+    values : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+        ``g`` at each draw for each observation, e.g. posterior predictive draws ``y_rep``.
+    kind : {"mean", "var", "sd", "quantile"}, default "mean"
+        ``var`` is the weighted variance ``sum_s w_s (g_s - mean)^2 / (1 - sum_s w_s^2)``
+        (as R loo >= 2.6; R loo 2.5.1's "variance" is the Monte Carlo variance of the mean).
+    prob : float, optional
+        Probability for ``kind="quantile"`` (weighted quantile as R loo).
+    r_eff, tail_rule
+        As :func:`loo`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``value`` and ``pareto_k``, one row per observation. k-hat is that of
+        ``sqrt(1 + g^2) r`` for the importance ratios ``r`` (R loo's ``E_loo`` diagnostic).
+
+    References
+    ----------
+    .. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
+       smoothed importance sampling. JMLR 25(72).
+    """
+    if kind not in ("mean", "var", "sd", "quantile"):
+        raise fail("kind", repr(kind), "'mean', 'var', 'sd' or 'quantile'")
+    if kind == "quantile" and not (isinstance(prob, (int, float)) and 0 < prob < 1):
+        raise fail("prob", repr(prob), "a probability strictly between 0 and 1 for quantiles")
+    ll, units = log_lik_units(post, None, log_lik)
+    r_eff = loo_arrays.loo_pointwise(ll, r_eff=r_eff, tail_rule=tail_rule).r_eff
+    matrix = ll.reshape(-1, ll.shape[2])
+    g = _matching_draws(values, matrix, "values")
+    tails = tail_length(matrix.shape[0], r_eff, tail_rule)
+    value, k = np.empty(matrix.shape[1]), np.empty(matrix.shape[1])
+    for chunk in obs_chunks(matrix.shape[1], 12 * matrix.shape[0]):
+        weights = _normalised_weights(matrix[:, chunk], tails[chunk])
+        h = g[:, chunk]
+        mean = (weights * h).sum(axis=0)
+        if kind == "mean":
+            value[chunk] = mean
+        elif kind == "quantile":
+            value[chunk] = _weighted_quantile(h, weights, float(prob))
+        else:
+            variance = (weights * (h - mean) ** 2).sum(axis=0) / (1 - (weights**2).sum(axis=0))
+            value[chunk] = variance if kind == "var" else np.sqrt(variance)
+        log_a = 0.5 * np.log1p(h**2) - matrix[:, chunk]
+        k[chunk] = psis_chunk(log_a, tails[chunk]).pareto_k
+    return pd.DataFrame({"value": value, "pareto_k": k},
+                        index=pd.Index(units.values, name=units.dims[0]))
+
+
+def loo_pit(post, y, y_rep, r_eff=None, tail_rule: str = "ceil", seed: int = 0,
+            *, log_lik=None) -> pd.Series:
+    """Leave-one-out probability integral transform ``P(y_rep_n <= y_n | x_-n)``.
+
+    Parameters
+    ----------
+    post : Posterior, InferenceData, DataArray or array_like
+        Source of the pointwise log-likelihood (as :func:`loo`).
+    y : array_like of shape (n_obs,)
+        Observed values.
+    y_rep : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+        Posterior predictive draws at the same draws.
+    seed : int, default 0
+        For ties ``y_rep == y`` (discrete data) the PIT is drawn uniformly between the
+        weights below and at ``y`` (randomised PIT, Czado, Gneiting and Held 2009), as R loo.
+
+    Returns
+    -------
+    pandas.Series
+        Values in [0, 1]; uniform when the model is calibrated.
+    """
+    ll, units = log_lik_units(post, None, log_lik)
+    r_eff = loo_arrays.loo_pointwise(ll, r_eff=r_eff, tail_rule=tail_rule).r_eff
+    matrix = ll.reshape(-1, ll.shape[2])
+    replicated = _matching_draws(y_rep, matrix, "y_rep")
+    observed = np.asarray(y, dtype=float)
+    if observed.shape != (matrix.shape[1],):
+        raise fail("y", f"shape {observed.shape}", f"one value per observation, "
+                   f"shape ({matrix.shape[1]},)")
+    check_finite(observed, "y")
+    tails = tail_length(matrix.shape[0], r_eff, tail_rule)
+    rng = np.random.default_rng(seed)
+    pit = np.empty(matrix.shape[1])
+    for chunk in obs_chunks(matrix.shape[1], 8 * matrix.shape[0]):
+        weights = _normalised_weights(matrix[:, chunk], tails[chunk])
+        below = (weights * (replicated[:, chunk] < observed[chunk])).sum(axis=0)
+        at = (weights * (replicated[:, chunk] == observed[chunk])).sum(axis=0)
+        pit[chunk] = below + at * np.where(at > 0, rng.uniform(size=at.size), 0.0)
+    return pd.Series(np.minimum(pit, 1.0), index=pd.Index(units.values, name=units.dims[0]),
+                     name="loo_pit")
+
+
+def compare(results: dict) -> pd.DataFrame:
+    """Compare models by elpd, in the layout of R ``loo_compare`` (best model first).
+
+    Parameters
+    ----------
+    results : dict of str to LooResult (or WaicResult)
+        Results of the models on the same units.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by model name, sorted by elpd: ``elpd_diff`` (to the best, <= 0) and
+        ``se_diff`` = ``sqrt(N) sd_n(elpd_n - elpd_best,n)`` with the results' ddof, then
+        each model's ``elpd``, ``se``, ``p`` and ``ic`` (-2 elpd).
+    """
+    if not isinstance(results, dict) or len(results) < 2:
+        raise fail("results", f"{type(results).__name__} of {len(results)} result(s)"
+                   if hasattr(results, "__len__") else repr(results),
+                   "a dict of at least two named LooResult or WaicResult objects")
+    pointwise = {}
+    for name, result in results.items():
+        column = "elpd_loo" if "elpd_loo" in result.pointwise else "elpd_waic"
+        pointwise[name] = result.pointwise[column]
+    lengths = {name: len(values) for name, values in pointwise.items()}
+    if len(set(lengths.values())) != 1:
+        raise fail("results", f"different numbers of units {lengths}",
+                   "results computed on the same units")
+    ddofs = {result.ddof for result in results.values()}
+    if len(ddofs) != 1:
+        raise fail("results", f"mixed SE conventions ddof={sorted(ddofs)}", "one convention")
+    ddof = ddofs.pop()
+    frame = pd.DataFrame({name: values.to_numpy() for name, values in pointwise.items()})
+    order = frame.sum().sort_values(ascending=False).index
+    best = frame[order[0]]
+    rows = []
+    for name in order:
+        result = results[name]
+        difference = frame[name] - best
+        rows.append({
+            "model": name, "elpd_diff": float(difference.sum()),
+            "se_diff": _standard_error(difference.to_numpy(), ddof),
+            "elpd": float(frame[name].sum()), "se": result.se,
+            "p": result.p_loo if hasattr(result, "p_loo") else result.p_waic,
+            "ic": -2 * float(frame[name].sum()),
+        })
+    return pd.DataFrame(rows).set_index("model")
