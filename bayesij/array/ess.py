@@ -14,7 +14,7 @@ import numpy as np
 from bayesij._checks import fail
 from bayesij.array.blocks import obs_chunks
 
-__all__ = ["relative_eff", "fft_next_good_size"]
+__all__ = ["relative_eff", "relative_eff_rows", "fft_next_good_size"]
 
 
 def fft_next_good_size(n: int) -> int:
@@ -32,16 +32,16 @@ def fft_next_good_size(n: int) -> int:
 
 
 def _autocovariance(draws: np.ndarray) -> np.ndarray:
-    """Autocovariances of each chain and column, shape (n_chains, n_draws, n_columns).
+    """Autocovariances along the last axis (draws of one chain), same shape as ``draws``.
 
     Normalised as R loo's ``autocovariance``: ``M / n^2`` times the lagged sums of products,
     with ``M`` the FFT size before doubling (the biased estimate when ``M = n``).
     """
-    n = draws.shape[1]
+    n = draws.shape[-1]
     size = fft_next_good_size(n)
-    centred = draws - draws.mean(axis=1, keepdims=True)
-    spectrum = np.fft.rfft(centred, n=2 * size, axis=1)
-    sums = np.fft.irfft(spectrum.real**2 + spectrum.imag**2, n=2 * size, axis=1)[:, :n]
+    centred = draws - draws.mean(axis=-1, keepdims=True)
+    spectrum = np.fft.rfft(centred, n=2 * size, axis=-1)
+    sums = np.fft.irfft(spectrum.real**2 + spectrum.imag**2, n=2 * size, axis=-1)[..., :n]
     return sums * size / n**2
 
 
@@ -111,19 +111,20 @@ def relative_eff(values, chain_ids=None) -> np.ndarray:
         raise fail("values", f"{n_draws} draws per chain", "at least 4 draws per chain")
     out = np.empty(n_columns)
     for chunk in obs_chunks(n_columns, 6 * n_chains * n_draws):
-        out[chunk] = _relative_eff_chunk(array[:, :, chunk])
+        out[chunk] = relative_eff_rows(np.ascontiguousarray(np.moveaxis(array[:, :, chunk], 2, 0)))
     return out
 
 
-def _relative_eff_chunk(draws: np.ndarray) -> np.ndarray:
-    n_chains, n_draws, _ = draws.shape
+def relative_eff_rows(draws: np.ndarray) -> np.ndarray:
+    """:func:`relative_eff` of rows: ``draws`` of shape (n_columns, n_chains, n_draws)."""
+    _, n_chains, n_draws = draws.shape
     acov = _autocovariance(draws)
-    mean_var = acov[:, 0].mean(axis=0) * n_draws / (n_draws - 1)
+    mean_var = acov[:, :, 0].mean(axis=1) * n_draws / (n_draws - 1)
     var_plus = mean_var * (n_draws - 1) / n_draws
     if n_chains > 1:
-        var_plus = var_plus + draws.mean(axis=1).var(axis=0, ddof=1)
+        var_plus = var_plus + draws.mean(axis=2).var(axis=1, ddof=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho = 1 - (mean_var - acov.mean(axis=0)) / var_plus
-    rho[0] = 1.0
+        rho = 1 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]
+    rho[:, 0] = 1.0
     n_total = n_chains * n_draws
-    return n_total / _geyer_tau(rho, n_total) / n_total
+    return n_total / _geyer_tau(np.ascontiguousarray(rho.T), n_total) / n_total

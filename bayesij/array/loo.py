@@ -14,20 +14,26 @@ Every method reports PSIS's ``pareto_k`` as the diagnostic of the importance rat
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import norm
 
-from bayesij._checks import as_draws_matrix, check_log_lik_values, fail, impossible_columns
+from bayesij._checks import as_draws_matrix, check_log_lik_values, fail
 from bayesij.array.blocks import obs_chunks
-from bayesij.array.ess import relative_eff
+from bayesij.array.ess import relative_eff_rows
 from bayesij.array.information import log_lik_moments, logsumexp_columns
-from bayesij.array.psis import TIE_RULES, psis_chunk, tail_length
+from bayesij.array.psis import TIE_RULES, psis_rows, tail_length
 
 __all__ = ["LooArrays", "loo_pointwise", "METHODS", "mcse_elpd"]
 
 METHODS = ("psis", "is", "ij", "cumulant")
+
+#: Threads working on chunks of observations at once (NumPy releases the GIL in the heavy
+#: operations); set BAYESIJ_THREADS to change it.
+THREADS = int(os.environ.get("BAYESIJ_THREADS", os.cpu_count() or 1))
 
 #: Blom's approximate normal order statistics used by R loo's MCSE of elpd.
 _BLOM = norm.ppf((np.arange(1, 1001) - 3 / 8) / (1000 - 2 * 3 / 8 + 1))
@@ -58,13 +64,13 @@ class LooArrays(NamedTuple):
     tail_len: np.ndarray
 
 
-def _exp_and_lse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``exp(values - top)``, ``top`` and ``log sum exp(values)`` of each column."""
-    top = values.max(axis=0)
+def _exp_and_lse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``exp(values - top)`` and ``log sum exp(values)`` of each row."""
+    top = values.max(axis=1, keepdims=True)
     top[~np.isfinite(top)] = 0.0
     scaled = np.exp(values - top)
     with np.errstate(divide="ignore"):
-        return scaled, top, np.log(scaled.sum(axis=0)) + top
+        return scaled, np.log(scaled.sum(axis=1)) + top[:, 0]
 
 
 def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
@@ -83,34 +89,40 @@ def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
     return np.sqrt(variance / r_eff)
 
 
-def _psis_chunk_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray,
-                     smooth: bool, ties: str):
-    """elpd, pareto_k, mcse and ess of a chunk; ``smooth=False`` gives plain IS."""
-    smoothed = psis_chunk(-log_lik, tail_len, ties)
-    log_weights = smoothed.log_weights if smooth else -log_lik - (-log_lik).max(axis=0)
-    weights, _, normaliser = _exp_and_lse(log_weights)
-    weights /= weights.sum(axis=0)
-    terms, top, lse = _exp_and_lse(log_lik + log_weights)
+def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smooth: bool,
+               ties: str):
+    """elpd, pareto_k, mcse and ess of rows (n_cols, n_draws); ``smooth=False``: plain IS."""
+    smoothed = psis_rows(-log_lik, tail_len, ties)
+    if smooth:
+        log_weights = smoothed.log_weights
+    else:
+        log_weights = -log_lik - (-log_lik).max(axis=1, keepdims=True)
+    weights, normaliser = _exp_and_lse(log_weights)
+    weights /= weights.sum(axis=1, keepdims=True)
+    log_weights += log_lik
+    terms, lse = _exp_and_lse(log_weights)
     elpd = lse - normaliser
-    # exp(l + lw_norm - elpd): the normalised contributions, summing to 1 in each column.
-    contributions = terms / terms.sum(axis=0)
-    relative_error = np.sqrt(((contributions - weights) ** 2).sum(axis=0))
-    ess = r_eff / (weights**2).sum(axis=0)
+    # exp(l + lw_norm - elpd): the normalised contributions, summing to 1 in each row.
+    terms /= terms.sum(axis=1, keepdims=True)
+    terms -= weights
+    relative_error = np.sqrt(np.einsum("ij,ij->i", terms, terms))
+    ess = r_eff / np.einsum("ij,ij->i", weights, weights)
     return elpd, smoothed.pareto_k, mcse_elpd(relative_error, r_eff), ess
 
 
 def _ij_elpd(log_lik: np.ndarray) -> np.ndarray:
-    """``log(E[p] - Cov(p, l))``, computed with ``p`` scaled by ``exp(-max l)``."""
-    scaled, top, _ = _exp_and_lse(log_lik)
-    mean = scaled.mean(axis=0)
-    covariance = ((scaled - mean) * (log_lik - log_lik.mean(axis=0))).sum(axis=0) / (
-        log_lik.shape[0] - 1)
+    """``log(E[p] - Cov(p, l))`` of rows, with ``p`` scaled by ``exp(-max l)``."""
+    scaled, _ = _exp_and_lse(log_lik)
+    top = log_lik.max(axis=1)
+    mean = scaled.mean(axis=1)
+    centred = log_lik - log_lik.mean(axis=1, keepdims=True)
+    covariance = np.einsum("ij,ij->i", scaled - mean[:, None], centred) / (log_lik.shape[1] - 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.log(mean - covariance) + top
 
 
 def _cumulant_elpd(log_lik: np.ndarray) -> np.ndarray:
-    moments = log_lik_moments(log_lik)
+    moments = log_lik_moments(log_lik.T)
     k2, k3 = moments.central2, moments.central3
     k4 = moments.central4 - 3 * k2**2
     return moments.mean - k2 / 2 + k3 / 6 - k4 / 24
@@ -165,46 +177,61 @@ def loo_pointwise(
         raise fail("method", repr(method), f"one of {METHODS}")
     if ties not in TIE_RULES:
         raise fail("ties", repr(ties), "'above' (ArviZ) or 'position' (R loo)")
-    array = np.asarray(log_lik, dtype=float)
-    matrix, chains = as_draws_matrix(array, "log_lik", chain_ids)
+    tail_length(2, 1.0, tail_rule)  # checks the rule
+    matrix, chains = as_draws_matrix(np.asarray(log_lik, dtype=float), "log_lik", chain_ids)
     check_log_lik_values(matrix)
     n_draws, n_obs = matrix.shape
     if n_draws < 2:
         raise fail("log_lik", f"{n_draws} draw", "at least 2 posterior draws")
-    r_eff = _r_eff(matrix, chains, r_eff)
-    tail_len = tail_length(n_draws, r_eff, tail_rule)
-    out = np.full((7, n_obs), np.nan)
-    impossible = impossible_columns(matrix)
-    for chunk in obs_chunks(n_obs, 8 * n_draws + 50 * 250):
-        columns = matrix[:, chunk]
-        if impossible[chunk].any():  # computed on a stand-in, then set to -inf below
-            columns = np.where(np.isneginf(columns), 0.0, columns)
-        elpd, k, mcse, ess = _psis_chunk_elpd(columns, tail_len[chunk], r_eff[chunk],
-                                              smooth=method != "is", ties=ties)
-        out[0, chunk], out[1, chunk] = logsumexp_columns(columns) - np.log(n_draws), k
-        if method in ("psis", "is"):
-            out[2, chunk], out[3, chunk], out[4, chunk] = elpd, mcse, ess
-        elif method == "ij":
-            out[2, chunk] = _ij_elpd(columns)
-        else:
-            out[2, chunk] = _cumulant_elpd(columns)
-    lppd, pareto_k, elpd, mcse, ess = out[:5]
-    if impossible.any():
-        lppd[impossible] = logsumexp_columns(matrix[:, impossible]) - np.log(n_draws)
-        elpd[impossible], pareto_k[impossible] = -np.inf, np.inf
-        mcse[impossible], ess[impossible] = np.nan, np.nan
-    return LooArrays(elpd, lppd - elpd, lppd, pareto_k, mcse, ess, r_eff, tail_len)
+    given = None if r_eff is None else _given_r_eff(r_eff, n_obs)
+    by_chain = _chain_layout(chains)
+    out = np.full((6, n_obs), np.nan)
+
+    def work(chunk: slice) -> None:
+        rows = np.ascontiguousarray(matrix[:, chunk].T)
+        impossible = np.isneginf(rows).any(axis=1)
+        if impossible.any():  # computed on a stand-in, then set to -inf
+            rows[np.isneginf(rows)] = 0.0
+        efficiency = given[chunk] if given is not None else _r_eff_rows(rows, by_chain)
+        tails = tail_length(n_draws, efficiency, tail_rule)
+        _, lse = _exp_and_lse(rows)
+        elpd, k, mcse, ess = _psis_elpd(rows, tails, efficiency, method != "is", ties)
+        if method in ("ij", "cumulant"):
+            elpd = _ij_elpd(rows) if method == "ij" else _cumulant_elpd(rows)
+            mcse = ess = np.full(rows.shape[0], np.nan)
+        out[:, chunk] = [lse - np.log(n_draws), k, elpd, mcse, ess, efficiency]
+        if impossible.any():
+            columns = np.arange(chunk.start, chunk.stop)[impossible]
+            out[0, columns] = logsumexp_columns(matrix[:, columns]) - np.log(n_draws)
+            out[1:5, columns] = np.array([[np.inf], [-np.inf], [np.nan], [np.nan]])
+
+    chunks = obs_chunks(n_obs, 10 * n_draws + 60 * 250)
+    with ThreadPoolExecutor(max_workers=min(THREADS, len(chunks))) as pool:
+        list(pool.map(work, chunks))
+    lppd, pareto_k, elpd, mcse, ess, efficiency = out
+    tail_len = tail_length(n_draws, efficiency, tail_rule)
+    return LooArrays(elpd, lppd - elpd, lppd, pareto_k, mcse, ess, efficiency, tail_len)
 
 
-def _r_eff(matrix: np.ndarray, chains: np.ndarray, r_eff) -> np.ndarray:
-    n_obs = matrix.shape[1]
-    if r_eff is None:
-        scaled = np.exp(matrix - matrix.max(axis=0))
-        return relative_eff(scaled, chains)
+def _chain_layout(chains: np.ndarray) -> tuple[np.ndarray, int]:
+    """Draw order grouping the chains, and the number of chains (equal lengths required)."""
+    counts = np.bincount(chains)
+    if np.any(counts != counts[0]):
+        raise fail("chain_ids", f"chains of unequal lengths {counts.tolist()}",
+                   "the same number of draws in every chain")
+    return np.argsort(chains, kind="stable"), counts.size
+
+
+def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray, int]) -> np.ndarray:
+    """R loo's relative efficiency of ``exp(l_n)`` for rows (n_cols, n_draws)."""
+    order, n_chains = by_chain
+    scaled = np.exp(rows - rows.max(axis=1, keepdims=True))[:, order]
+    return relative_eff_rows(scaled.reshape(rows.shape[0], n_chains, -1))
+
+
+def _given_r_eff(r_eff, n_obs: int) -> np.ndarray:
     values = np.broadcast_to(np.asarray(r_eff, dtype=float), (n_obs,)).copy()
     if not np.all((values > 0) & np.isfinite(values)):
         raise fail("r_eff", "values that are not finite and positive",
                    f"positive relative efficiencies, a scalar or shape ({n_obs},)")
     return values
-
-

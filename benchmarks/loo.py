@@ -1,0 +1,60 @@
+"""Speed and peak memory of PSIS-LOO: bayesij.loo against ArviZ's az.loo on the same input.
+
+S = 4000 draws (4 chains x 1000) by N observations. Both get the same scalar r_eff and the
+same tail rule ("ceil"), so they compute the same numbers (checked to 1e-10 here). bayesij's
+default (per-observation r_eff from the chains, as R loo) is timed as a separate row.
+"speed-up" is az.loo's time over each row's; peak memory is the tracemalloc peak.
+
+Run: ``python benchmarks/loo.py [--sizes 10000,100000]``. The target is a speed-up of at
+least 20 at N = 100000 with peak memory at most twice the log-likelihood matrix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import numpy as np
+
+import bayesij
+from common import (
+    HEADER,
+    inference_data,
+    log_sum_exp_pass,
+    measure,
+    regression_draws,
+    report,
+    warm_up,
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    args = parser.parse_args()
+    import arviz as az
+
+    warm_up(bayesij.loo, az.loo)
+    print(HEADER)
+    for n_obs in map(int, args.sizes.split(",")):
+        _, log_lik = regression_draws(n_obs)
+        idata = inference_data(log_lik)
+        rows = {
+            "log-sum-exp pass": measure(log_sum_exp_pass, log_lik),
+            "bayesij loo (r_eff = 0.9)": measure(bayesij.loo, log_lik, r_eff=0.9),
+            "bayesij loo (R-style r_eff)": measure(bayesij.loo, log_lik),
+            "arviz az.loo (reff = 0.9)": measure(az.loo, idata, pointwise=True, reff=0.9),
+        }
+        report(n_obs, rows, "arviz az.loo (reff = 0.9)")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours = bayesij.loo(log_lik, r_eff=0.9)
+            theirs = az.loo(idata, pointwise=True, reff=0.9)
+        difference = np.max(np.abs(ours.pointwise["elpd_loo"].to_numpy() - theirs.loo_i.values))
+        print(f"{n_obs:>7} max |elpd_loo_n difference| {difference:.1e}; log-lik matrix "
+              f"{log_lik.nbytes / 2**20:.0f} MiB")
+        del idata
+
+
+if __name__ == "__main__":
+    main()
