@@ -314,3 +314,27 @@ def test_bad_log_lik_and_values(rng):
         bayesij.loo_expectation(log_lik, rng.normal(size=(200, 4)), kind="quantile", prob=1.5)
     with pytest.raises(ValueError, match=r"y: found shape \(3,\); expected one value per"):
         bayesij.loo_pit(log_lik, np.zeros(3), rng.normal(size=(200, 4)))
+
+
+def test_one_thread_equals_many(monkeypatch):
+    from bayesij.array import loo as loo_module
+
+    log_lik = _heavy_tailed_draws(3, n_obs=700)
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 8 * 4000 * 200)
+    monkeypatch.setattr(loo_module, "THREADS", 4)
+    many = _quiet(bayesij.loo, log_lik)
+    monkeypatch.setattr(loo_module, "THREADS", 1)
+    one = _quiet(bayesij.loo, log_lik)
+    pd.testing.assert_frame_equal(many.pointwise, one.pointwise)
+
+
+def test_interleaved_chain_ids_give_the_same_r_eff():
+    from bayesij.array.loo import loo_pointwise
+
+    log_lik = _log_lik_csv("reference")  # (4, 250, 25)
+    interleaved = np.transpose(log_lik, (1, 0, 2)).reshape(1000, 25)
+    chains = np.tile(np.arange(4), 250)
+    a = loo_pointwise(log_lik)
+    b = loo_pointwise(interleaved, chain_ids=chains)
+    np.testing.assert_allclose(b.r_eff, a.r_eff, rtol=1e-12)
+    np.testing.assert_allclose(b.elpd, a.elpd, rtol=1e-12)

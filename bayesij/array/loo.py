@@ -91,23 +91,49 @@ def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
 
 def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smooth: bool,
                ties: str):
-    """elpd, pareto_k, mcse and ess of rows (n_cols, n_draws); ``smooth=False``: plain IS."""
-    smoothed = psis_rows(-log_lik, tail_len, ties)
+    """elpd, pareto_k, mcse and ess of rows (n_cols, n_draws); ``smooth=False``: plain IS.
+
+    Outside the smoothed tail, ``l_s + lw_s = min_s l_s`` for every draw, so the sums over
+    draws that elpd and its MCSE need split into that constant times the number of body
+    draws plus sums over the smoothed tail: only the weights need a full pass of exp.
+    """
+    psis = psis_rows(-log_lik, tail_len, ties)
+    n_cols, n_draws = log_lik.shape
+    rows = np.arange(n_cols)[:, None]
     if smooth:
-        log_weights = smoothed.log_weights
-    else:
-        log_weights = -log_lik - (-log_lik).max(axis=1, keepdims=True)
+        log_weights, tail = psis.log_weights, psis.smoothed
+    else:  # plain IS: the raw log ratios, no smoothed tail (PSIS gives only k-hat)
+        log_weights = log_lik.min(axis=1, keepdims=True) - log_lik
+        tail = np.full((n_cols, 0), -1)
+    in_tail = tail >= 0
+    draws = np.where(in_tail, tail, 0)
     weights, normaliser = _exp_and_lse(log_weights)
-    weights /= weights.sum(axis=1, keepdims=True)
-    log_weights += log_lik
-    terms, lse = _exp_and_lse(log_weights)
-    elpd = lse - normaliser
-    # exp(l + lw_norm - elpd): the normalised contributions, summing to 1 in each row.
-    terms /= terms.sum(axis=1, keepdims=True)
-    terms -= weights
-    relative_error = np.sqrt(np.einsum("ij,ij->i", terms, terms))
-    ess = r_eff / np.einsum("ij,ij->i", weights, weights)
-    return elpd, smoothed.pareto_k, mcse_elpd(relative_error, r_eff), ess
+    total = weights.sum(axis=1)
+    sum_w2 = np.einsum("ij,ij->i", weights, weights) / total**2
+    # Sums over the smoothed tail, and the constant of the body.
+    tail_lw = np.where(in_tail, log_weights[rows, draws], -np.inf)
+    tail_terms = np.where(in_tail, log_lik[rows, draws], 0.0) + tail_lw
+    n_body = n_draws - in_tail.sum(axis=1)
+    body = log_lik.min(axis=1)
+    with np.errstate(divide="ignore"):
+        lse_terms = np.logaddexp(np.log(n_body) + body, _logsumexp_rows(tail_terms))
+    elpd = lse_terms - normaliser
+    # MCSE: sum_s (c_s - w_s)^2 with c_s = exp(l_s + lw_s - lse_terms), w_s normalised.
+    c_body = np.exp(body - lse_terms)
+    w_tail = np.exp(tail_lw - normaliser[:, None])
+    c_tail = np.exp(tail_terms - lse_terms[:, None])
+    w_body_sum = 1 - w_tail.sum(axis=1)
+    w_body_sq = sum_w2 - (w_tail**2).sum(axis=1)
+    square = (n_body * c_body**2 - 2 * c_body * w_body_sum + w_body_sq
+              + ((c_tail - w_tail) ** 2).sum(axis=1))
+    relative_error = np.sqrt(np.maximum(square, 0.0))
+    return elpd, psis.pareto_k, mcse_elpd(relative_error, r_eff), r_eff / sum_w2
+
+
+def _logsumexp_rows(values: np.ndarray) -> np.ndarray:
+    _, lse = _exp_and_lse(values) if values.shape[1] else (None, np.full(values.shape[0],
+                                                                          -np.inf))
+    return lse
 
 
 def _ij_elpd(log_lik: np.ndarray) -> np.ndarray:

@@ -132,14 +132,18 @@ class PsisChunk(NamedTuple):
     ----------
     log_weights : ndarray of shape (n_draws, n_cols)
         Smoothed and truncated log weights, shifted so the largest raw ratio is 0, not
-        normalised.
+        normalised. Outside the smoothed tail they equal the shifted raw log ratios.
     pareto_k : ndarray of shape (n_cols,)
     tail_len : ndarray of shape (n_cols,)
+    smoothed : ndarray of shape (n_cols, M_max), optional
+        Draw indices whose weights were replaced by the smoothed tail, -1 where unused
+        (from :func:`psis_rows`).
     """
 
     log_weights: np.ndarray
     pareto_k: np.ndarray
     tail_len: np.ndarray
+    smoothed: np.ndarray | None = None
 
 
 TIE_RULES = ("above", "position")
@@ -164,7 +168,7 @@ def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above"
         ``log_weights`` of shape (n_draws, n_cols).
     """
     rows = psis_rows(np.ascontiguousarray(log_ratios.T), tail_len, ties)
-    return PsisChunk(rows.log_weights.T, rows.pareto_k, rows.tail_len)
+    return PsisChunk(rows.log_weights.T, rows.pareto_k, rows.tail_len, rows.smoothed)
 
 
 def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above") -> PsisChunk:
@@ -175,12 +179,13 @@ def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above")
     shape, modified in place of a copy of ``log_ratios``.
     """
     n_cols, n_draws = log_ratios.shape
-    lw = log_ratios - log_ratios.max(axis=1, keepdims=True)
+    lw = log_ratios - log_ratios.max(axis=1, keepdims=True)  # <= 0: no truncation needed
     m_max = int(tail_len.max())
     k = np.full(n_cols, np.inf)
     fitted = tail_len >= MIN_TAIL
+    smoothed_draws = np.full((n_cols, max(m_max, 0)), -1)
     if m_max < MIN_TAIL:
-        return PsisChunk(np.minimum(lw, 0.0, out=lw), k, tail_len)
+        return PsisChunk(lw, k, tail_len, smoothed_draws)
     rows = np.arange(n_cols)
     top = np.argpartition(lw, n_draws - m_max - 1, axis=1)[:, n_draws - m_max - 1 :]
     values = np.take_along_axis(lw, top, axis=1)
@@ -208,9 +213,10 @@ def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above")
         quantiles = _gpd_quantiles(tail_len[smooth], m_max,
                                    GpdFit(fit.k[finite], fit.sigma[finite]))
         with np.errstate(divide="ignore", invalid="ignore"):
-            smoothed = np.log(quantiles + exp_cutoff[finite])
-        in_tail = np.arange(m_max)[:, None] >= (m_max - tail_len[smooth])[None, :]
+            smoothed = np.minimum(np.log(quantiles + exp_cutoff[finite]), 0.0)  # truncate
+        in_tail = (np.arange(m_max)[:, None] >= (m_max - tail_len[smooth])[None, :]).T
         draws = top[smooth, 1:]  # (n_smooth, m_max)
         current = np.take_along_axis(lw[smooth], draws, axis=1)
-        lw[smooth[:, None], draws] = np.where(in_tail.T, smoothed.T, current)
-    return PsisChunk(np.minimum(lw, 0.0, out=lw), k, tail_len)
+        lw[smooth[:, None], draws] = np.where(in_tail, smoothed.T, current)
+        smoothed_draws[smooth] = np.where(in_tail, draws, -1)
+    return PsisChunk(lw, k, tail_len, smoothed_draws)
