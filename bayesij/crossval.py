@@ -11,7 +11,7 @@ import pandas as pd
 from bayesij._checks import as_draws_matrix, check_finite, fail
 from bayesij.array import loo as loo_arrays
 from bayesij.array.blocks import obs_chunks
-from bayesij.array.information import logsumexp_columns
+from bayesij.array.information import elpd_standard_error, logsumexp_columns
 from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
 from bayesij.inputs import log_lik_units
 
@@ -19,12 +19,6 @@ __all__ = ["loo", "LooResult", "loo_expectation", "loo_pit", "compare"]
 
 #: Fewer draws than this and LOO estimates are too noisy to trust (a warning says so).
 MIN_DRAWS = 100
-
-
-def _standard_error(values: np.ndarray, ddof: int) -> float:
-    n = values.size
-    with np.errstate(invalid="ignore"):
-        return float(np.sqrt(n * values.var(ddof=ddof))) if n > ddof else np.nan
 
 
 @dataclass(frozen=True)
@@ -56,7 +50,7 @@ class LooResult:
 
     @property
     def se(self) -> float:
-        return _standard_error(self.pointwise["elpd_loo"].to_numpy(), self.ddof)
+        return elpd_standard_error(self.pointwise["elpd_loo"].to_numpy(), self.ddof)
 
     @property
     def p_loo(self) -> float:
@@ -82,7 +76,7 @@ class LooResult:
 
     def estimates(self) -> pd.DataFrame:
         """Estimate and SE of elpd_loo, p_loo and looic, as R loo's ``estimates``."""
-        se_p = _standard_error(self.pointwise["p_loo"].to_numpy(), self.ddof)
+        se_p = elpd_standard_error(self.pointwise["p_loo"].to_numpy(), self.ddof)
         return pd.DataFrame(
             {"Estimate": [self.elpd, self.p_loo, self.looic],
              "SE": [self.se, se_p, 2 * self.se]},
@@ -423,7 +417,7 @@ def compare(results: dict) -> pd.DataFrame:
         difference = frame[name] - best
         rows.append({
             "model": name, "elpd_diff": float(difference.sum()),
-            "se_diff": _standard_error(difference.to_numpy(), ddof),
+            "se_diff": elpd_standard_error(difference.to_numpy(), ddof),
             "elpd": float(frame[name].sum()), "se": result.se,
             "p": result.p_loo if hasattr(result, "p_loo") else result.p_waic,
             "ic": -2 * float(frame[name].sum()),

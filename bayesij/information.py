@@ -10,6 +10,7 @@ import pandas as pd
 
 from bayesij._checks import fail
 from bayesij.array import information as info
+from bayesij.array.information import elpd_standard_error
 from bayesij.inputs import log_lik_units
 from bayesij.posterior import Posterior
 
@@ -19,13 +20,6 @@ __all__ = ["waic", "WaicResult", "dic", "DicResult"]
 P_WAIC_WARNING = 0.4
 #: Warn when |N x predicted CV - WAIC gap| exceeds this fraction of the SE of elpd_waic.
 GAP_WARNING = 0.25
-
-
-def _standard_error(pointwise: np.ndarray, ddof: int) -> float:
-    """sqrt(N) x sd of the pointwise values (divisor N - ddof)."""
-    n = pointwise.size
-    with np.errstate(invalid="ignore"):  # -inf terms (impossible observations) give NaN
-        return float(np.sqrt(n * pointwise.var(ddof=ddof))) if n > ddof else np.nan
 
 
 @dataclass(frozen=True)
@@ -101,7 +95,7 @@ class WaicResult:
 
     def estimates(self) -> pd.DataFrame:
         """Estimates and SEs of elpd_waic, p_waic and waic, as R loo's ``estimates``."""
-        se_p = _standard_error(self.pointwise["p_waic"].to_numpy(), self.ddof)
+        se_p = elpd_standard_error(self.pointwise["p_waic"].to_numpy(), self.ddof)
         return pd.DataFrame(
             {"Estimate": [self.elpd_waic, self.p_waic, self.waic],
              "SE": [self.se, se_p, 2 * self.se]},
@@ -194,7 +188,7 @@ def waic(data, beta: float = 1.0, groups=None, *, ddof: int = 0, log_lik=None) -
     result = WaicResult(
         elpd_waic=float(elpd.sum()),
         p_waic=float(variance.sum()),
-        se=_standard_error(elpd, ddof),
+        se=elpd_standard_error(elpd, ddof),
         pointwise=pointwise,
         btl=-float(moments.lppd.mean()),
         gtl=-float(moments.mean.mean()),

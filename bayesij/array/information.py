@@ -25,6 +25,7 @@ __all__ = [
     "log_lik_moments",
     "log_mean_exp",
     "logsumexp_columns",
+    "elpd_standard_error",
     "functional_cumulants",
     "predicted_cv_gap",
     "DicTerms",
@@ -53,6 +54,17 @@ class LogLikMoments(NamedTuple):
     def variance(self, ddof: int = 0) -> np.ndarray:
         """Var(l_n) with the given divisor ``n_draws - ddof``."""
         return self.central2 * self.n_draws / (self.n_draws - ddof)
+
+
+def elpd_standard_error(pointwise: np.ndarray, ddof: int) -> float:
+    """SE of a sum of pointwise elpd values: ``sqrt(N var_n)`` with divisor ``N - ddof``.
+
+    ``ddof=0`` is ArviZ's convention, ``ddof=1`` R loo's ``sqrt(N) sd_n``. NaN for too few
+    values; -inf entries (impossible observations) give NaN.
+    """
+    n = pointwise.size
+    with np.errstate(invalid="ignore"):
+        return float(np.sqrt(n * pointwise.var(ddof=ddof))) if n > ddof else np.nan
 
 
 def logsumexp_columns(values: np.ndarray) -> np.ndarray:

@@ -67,6 +67,21 @@ class GpdFit(NamedTuple):
     sigma: np.ndarray
 
 
+def _sum_log1p(theta: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``sum_i log1p(-theta[j, c] x[i, c])`` for each grid point j and column c, (m, n_cols).
+
+    One grid point at a time, in a reused buffer: the same numbers as broadcasting over
+    (grid, tail, column) at once, without its large temporaries (about twice as fast).
+    """
+    out = np.empty(theta.shape)
+    buffer = np.empty_like(x)
+    for j, row in enumerate(theta):
+        np.multiply(x, -row, out=buffer)
+        np.log1p(buffer, out=buffer)
+        buffer.sum(axis=0, out=out[j])
+    return out
+
+
 def gpd_fit(tails: np.ndarray, lengths: np.ndarray) -> GpdFit:
     """Zhang-Stephens generalized Pareto fits with the weakly informative prior on k.
 
@@ -100,7 +115,7 @@ def gpd_fit(tails: np.ndarray, lengths: np.ndarray) -> GpdFit:
     j = np.arange(1, grid_sizes.max() + 1)[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = 1 / largest + (1 - np.sqrt(grid_sizes / (j - 0.5))) / 3 / quartile
-        mean_log = np.log1p(-theta[:, None, :] * x[None, :, :]).sum(axis=1) / lengths
+        mean_log = _sum_log1p(theta, x) / lengths
         profile = lengths * (np.log(-theta / mean_log) - mean_log - 1)
     profile = np.where(j <= grid_sizes, profile, -np.inf)
     top = np.max(profile, axis=0)
