@@ -11,6 +11,7 @@ import pandas as pd
 from bayesij._checks import as_draws_matrix, check_finite, fail
 from bayesij.array import loo as loo_arrays
 from bayesij.array.blocks import obs_chunks
+from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.information import elpd_standard_error, logsumexp_columns
 from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
 from bayesij.inputs import log_lik_units
@@ -256,6 +257,13 @@ def _matching_draws(values, log_lik: np.ndarray, argument: str) -> np.ndarray:
     return matrix
 
 
+def _r_eff(log_lik: np.ndarray, r_eff) -> np.ndarray:
+    """Given relative efficiencies, checked, or R loo's from the chains of ``log_lik``."""
+    if r_eff is None:
+        return log_lik_relative_eff(log_lik)
+    return loo_arrays.checked_r_eff(r_eff, log_lik.shape[2])
+
+
 def _normalised_weights(log_lik: np.ndarray, tail_len: np.ndarray):
     """PSIS weights of leave-one-out for a chunk, normalised, shape (S, n_cols)."""
     smoothed = psis_chunk(-log_lik, tail_len)
@@ -313,7 +321,7 @@ def loo_expectation(post, values, kind: str = "mean", prob=None, r_eff=None,
     if kind == "quantile" and not (isinstance(prob, (int, float)) and 0 < prob < 1):
         raise fail("prob", repr(prob), "a probability strictly between 0 and 1 for quantiles")
     ll, units = log_lik_units(post, None, log_lik)
-    r_eff = loo_arrays.loo_pointwise(ll, r_eff=r_eff, tail_rule=tail_rule).r_eff
+    r_eff = _r_eff(ll, r_eff)
     matrix = ll.reshape(-1, ll.shape[2])
     g = _matching_draws(values, matrix, "values")
     tails = tail_length(matrix.shape[0], r_eff, tail_rule)
@@ -357,7 +365,7 @@ def loo_pit(post, y, y_rep, r_eff=None, tail_rule: str = "ceil", seed: int = 0,
         Values in [0, 1]; uniform when the model is calibrated.
     """
     ll, units = log_lik_units(post, None, log_lik)
-    r_eff = loo_arrays.loo_pointwise(ll, r_eff=r_eff, tail_rule=tail_rule).r_eff
+    r_eff = _r_eff(ll, r_eff)
     matrix = ll.reshape(-1, ll.shape[2])
     replicated = _matching_draws(y_rep, matrix, "y_rep")
     observed = np.asarray(y, dtype=float)

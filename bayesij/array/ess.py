@@ -14,7 +14,9 @@ import numpy as np
 from bayesij._checks import fail
 from bayesij.array.blocks import obs_chunks
 
-__all__ = ["relative_eff", "relative_eff_rows", "fft_next_good_size"]
+__all__ = [
+    "relative_eff", "relative_eff_rows", "log_lik_relative_eff", "exp_of_rows", "fft_next_good_size"
+]
 
 
 def fft_next_good_size(n: int) -> int:
@@ -113,6 +115,31 @@ def relative_eff(values, chain_ids=None) -> np.ndarray:
     for chunk in obs_chunks(n_columns, 6 * n_chains * n_draws):
         out[chunk] = relative_eff_rows(np.ascontiguousarray(np.moveaxis(array[:, :, chunk], 2, 0)))
     return out
+
+
+def log_lik_relative_eff(log_lik: np.ndarray) -> np.ndarray:
+    """R loo's relative efficiency of ``exp(log_lik)``, chunked, shape (n_obs,).
+
+    Parameters
+    ----------
+    log_lik : ndarray of shape (n_chains, n_draws, n_obs)
+        Each column is rescaled by its maximum before ``exp`` (ESS is scale-free), so large
+        log densities cannot overflow.
+    """
+    n_chains, n_draws, n_obs = log_lik.shape
+    out = np.empty(n_obs)
+    for chunk in obs_chunks(n_obs, 6 * n_chains * n_draws):
+        rows = np.ascontiguousarray(np.moveaxis(log_lik[:, :, chunk], 2, 0))
+        out[chunk] = relative_eff_rows(exp_of_rows(rows))
+    return out
+
+
+def exp_of_rows(log_values: np.ndarray) -> np.ndarray:
+    """``exp`` of each row (over its trailing axes) after subtracting the row's maximum."""
+    flat = log_values.reshape(log_values.shape[0], -1)
+    top = flat.max(axis=1)
+    top[~np.isfinite(top)] = 0.0
+    return np.exp(log_values - top.reshape((-1,) + (1,) * (log_values.ndim - 1)))
 
 
 def relative_eff_rows(draws: np.ndarray) -> np.ndarray:

@@ -23,11 +23,11 @@ from scipy.stats import norm
 
 from bayesij._checks import as_draws_matrix, check_log_lik_values, fail
 from bayesij.array.blocks import obs_chunks
-from bayesij.array.ess import relative_eff_rows
+from bayesij.array.ess import exp_of_rows, relative_eff_rows
 from bayesij.array.information import log_lik_moments, logsumexp_columns
 from bayesij.array.psis import TIE_RULES, psis_rows, tail_length
 
-__all__ = ["LooArrays", "loo_pointwise", "METHODS", "mcse_elpd"]
+__all__ = ["LooArrays", "loo_pointwise", "METHODS", "mcse_elpd", "checked_r_eff"]
 
 METHODS = ("psis", "is", "ij", "cumulant")
 
@@ -209,7 +209,7 @@ def loo_pointwise(
     n_draws, n_obs = matrix.shape
     if n_draws < 2:
         raise fail("log_lik", f"{n_draws} draw", "at least 2 posterior draws")
-    given = None if r_eff is None else _given_r_eff(r_eff, n_obs)
+    given = None if r_eff is None else checked_r_eff(r_eff, n_obs)
     by_chain = _chain_layout(chains)
     out = np.full((6, n_obs), np.nan)
 
@@ -251,11 +251,11 @@ def _chain_layout(chains: np.ndarray) -> tuple[np.ndarray, int]:
 def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray, int]) -> np.ndarray:
     """R loo's relative efficiency of ``exp(l_n)`` for rows (n_cols, n_draws)."""
     order, n_chains = by_chain
-    scaled = np.exp(rows - rows.max(axis=1, keepdims=True))[:, order]
-    return relative_eff_rows(scaled.reshape(rows.shape[0], n_chains, -1))
+    by_chains = rows[:, order].reshape(rows.shape[0], n_chains, -1)
+    return relative_eff_rows(exp_of_rows(by_chains))
 
 
-def _given_r_eff(r_eff, n_obs: int) -> np.ndarray:
+def checked_r_eff(r_eff, n_obs: int) -> np.ndarray:
     values = np.broadcast_to(np.asarray(r_eff, dtype=float), (n_obs,)).copy()
     if not np.all((values > 0) & np.isfinite(values)):
         raise fail("r_eff", "values that are not finite and positive",
