@@ -105,7 +105,7 @@ def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smo
     else:  # plain IS: the raw log ratios, no smoothed tail (PSIS gives only k-hat)
         log_weights = log_lik.min(axis=1, keepdims=True) - log_lik
         tail = np.full((n_cols, 0), -1)
-    in_tail = tail >= 0
+    in_tail = np.asarray(tail >= 0)
     draws = np.where(in_tail, tail, 0)
     weights, normaliser = _exp_and_lse(log_weights)
     total = weights.sum(axis=1)

@@ -150,15 +150,14 @@ class PsisChunk(NamedTuple):
         normalised. Outside the smoothed tail they equal the shifted raw log ratios.
     pareto_k : ndarray of shape (n_cols,)
     tail_len : ndarray of shape (n_cols,)
-    smoothed : ndarray of shape (n_cols, M_max), optional
-        Draw indices whose weights were replaced by the smoothed tail, -1 where unused
-        (from :func:`psis_rows`).
+    smoothed : ndarray of shape (n_cols, M_max)
+        Draw indices whose weights were replaced by the smoothed tail, -1 where unused.
     """
 
     log_weights: np.ndarray
     pareto_k: np.ndarray
     tail_len: np.ndarray
-    smoothed: np.ndarray | None = None
+    smoothed: np.ndarray
 
 
 TIE_RULES = ("above", "position")
