@@ -15,6 +15,7 @@ Every method reports PSIS's ``pareto_k`` as the diagnostic of the importance rat
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -22,7 +23,7 @@ import numpy as np
 from scipy.stats import norm
 
 from bayesij._checks import as_draws_matrix, check_log_lik_values, fail
-from bayesij.array.blocks import obs_chunks
+from bayesij.array.blocks import obs_chunks, transpose_columns
 from bayesij.array.ess import exp_of_rows, relative_eff_rows
 from bayesij.array.information import log_lik_moments, logsumexp_columns
 from bayesij.array.psis import TIE_RULES, psis_rows, tail_length
@@ -64,11 +65,13 @@ class LooArrays(NamedTuple):
     tail_len: np.ndarray
 
 
-def _exp_and_lse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``exp(values - top)`` and ``log sum exp(values)`` of each row."""
+def _exp_and_lse(values: np.ndarray, out: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``exp(values - top)`` (into ``out`` if given) and ``log sum exp(values)`` of each row."""
     top = values.max(axis=1, keepdims=True)
     top[~np.isfinite(top)] = 0.0
-    scaled = np.exp(values - top)
+    scaled = np.subtract(values, top, out=out)
+    np.exp(scaled, out=scaled)
     with np.errstate(divide="ignore"):
         return scaled, np.log(scaled.sum(axis=1)) + top[:, 0]
 
@@ -90,31 +93,36 @@ def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
 
 
 def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smooth: bool,
-               ties: str):
+               ties: str, scratch: tuple[np.ndarray, np.ndarray] | None = None):
     """elpd, pareto_k, mcse and ess of rows (n_cols, n_draws); ``smooth=False``: plain IS.
 
     Outside the smoothed tail, ``l_s + lw_s = min_s l_s`` for every draw, so the sums over
     draws that elpd and its MCSE need split into that constant times the number of body
     draws plus sums over the smoothed tail: only the weights need a full pass of exp.
+    ``scratch``: two arrays of at least the shape of ``log_lik`` to work in.
     """
-    psis = psis_rows(-log_lik, tail_len, ties)
     n_cols, n_draws = log_lik.shape
+    if scratch is None:
+        scratch = (np.empty_like(log_lik), np.empty_like(log_lik))
+    lw_buffer, exp_buffer = (array[:n_cols] for array in scratch)
+    body = log_lik.min(axis=1)
+    np.subtract(body[:, None], log_lik, out=lw_buffer)  # log ratios shifted to maximum 0
+    psis = psis_rows(lw_buffer, tail_len, ties, shifted=smooth)
     rows = np.arange(n_cols)[:, None]
     if smooth:
         log_weights, tail = psis.log_weights, psis.smoothed
     else:  # plain IS: the raw log ratios, no smoothed tail (PSIS gives only k-hat)
-        log_weights = log_lik.min(axis=1, keepdims=True) - log_lik
+        log_weights = lw_buffer
         tail = np.full((n_cols, 0), -1)
     in_tail = np.asarray(tail >= 0)
     draws = np.where(in_tail, tail, 0)
-    weights, normaliser = _exp_and_lse(log_weights)
+    weights, normaliser = _exp_and_lse(log_weights, out=exp_buffer)
     total = weights.sum(axis=1)
     sum_w2 = np.einsum("ij,ij->i", weights, weights) / total**2
     # Sums over the smoothed tail, and the constant of the body.
     tail_lw = np.where(in_tail, log_weights[rows, draws], -np.inf)
     tail_terms = np.where(in_tail, log_lik[rows, draws], 0.0) + tail_lw
     n_body = n_draws - in_tail.sum(axis=1)
-    body = log_lik.min(axis=1)
     with np.errstate(divide="ignore"):
         lse_terms = np.logaddexp(np.log(n_body) + body, _logsumexp_rows(tail_terms))
     elpd = lse_terms - normaliser
@@ -213,15 +221,22 @@ def loo_pointwise(
     by_chain = _chain_layout(chains)
     out = np.full((6, n_obs), np.nan)
 
+    chunks = obs_chunks(n_obs, 10 * n_draws + 60 * 250)
+    buffers = threading.local()
+
     def work(chunk: slice) -> None:
-        rows = np.ascontiguousarray(matrix[:, chunk].T)
+        if not hasattr(buffers, "rows"):  # reusable buffers, one set per thread
+            shape = (chunks[0].stop, n_draws)
+            buffers.rows, buffers.scratch = np.empty(shape), (np.empty(shape), np.empty(shape))
+        rows = transpose_columns(matrix, chunk, buffers.rows)
         impossible = np.isneginf(rows).any(axis=1)
         if impossible.any():  # computed on a stand-in, then set to -inf
             rows[np.isneginf(rows)] = 0.0
         efficiency = given[chunk] if given is not None else _r_eff_rows(rows, by_chain)
         tails = tail_length(n_draws, efficiency, tail_rule)
-        _, lse = _exp_and_lse(rows)
-        elpd, k, mcse, ess = _psis_elpd(rows, tails, efficiency, method != "is", ties)
+        _, lse = _exp_and_lse(rows, out=buffers.scratch[1][: rows.shape[0]])
+        elpd, k, mcse, ess = _psis_elpd(rows, tails, efficiency, method != "is", ties,
+                                        buffers.scratch)
         if method in ("ij", "cumulant"):
             elpd = _ij_elpd(rows) if method == "ij" else _cumulant_elpd(rows)
             mcse = ess = np.full(rows.shape[0], np.nan)
@@ -231,7 +246,6 @@ def loo_pointwise(
             out[0, columns] = logsumexp_columns(matrix[:, columns]) - np.log(n_draws)
             out[1:5, columns] = np.array([[np.inf], [-np.inf], [np.nan], [np.nan]])
 
-    chunks = obs_chunks(n_obs, 10 * n_draws + 60 * 250)
     with ThreadPoolExecutor(max_workers=min(THREADS, len(chunks))) as pool:
         list(pool.map(work, chunks))
     lppd, pareto_k, elpd, mcse, ess, efficiency = out

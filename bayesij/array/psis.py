@@ -185,15 +185,20 @@ def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above"
     return PsisChunk(rows.log_weights.T, rows.pareto_k, rows.tail_len, rows.smoothed)
 
 
-def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above") -> PsisChunk:
+def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above", *,
+              shifted: bool = False) -> PsisChunk:
     """As :func:`psis_chunk` with observations as rows: ``log_ratios`` (n_cols, n_draws).
 
     Working along rows keeps each observation's draws contiguous in memory, which makes the
-    partial sort and the reductions several times faster. Returns log weights of the same
-    shape, modified in place of a copy of ``log_ratios``.
+    partial sort and the reductions several times faster. With ``shifted=True`` the rows
+    already have maximum 0 and are smoothed in place (no copy); otherwise a shifted copy is
+    made.
     """
     n_cols, n_draws = log_ratios.shape
-    lw = log_ratios - log_ratios.max(axis=1, keepdims=True)  # <= 0: no truncation needed
+    if shifted:
+        lw = log_ratios
+    else:
+        lw = log_ratios - log_ratios.max(axis=1, keepdims=True)  # <= 0: no truncation needed
     m_max = int(tail_len.max())
     k = np.full(n_cols, np.inf)
     fitted = tail_len >= MIN_TAIL
