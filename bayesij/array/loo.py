@@ -83,12 +83,18 @@ def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
     ``log z`` over ``z > 0`` and divides by ``r_eff``. Here ``log z = log E + log1p(c q)``,
     so only ``c`` is needed and no density is exponentiated.
     """
-    shifted = 1 + relative_error[:, None] * _BLOM[None, :]
-    positive = shifted > 0
-    logs = np.log(np.where(positive, shifted, 1.0))
-    count = positive.sum(axis=1)
-    mean = np.where(positive, logs, 0.0).sum(axis=1) / count
-    variance = np.where(positive, (logs - mean[:, None]) ** 2, 0.0).sum(axis=1) / (count - 1)
+    variance = np.empty(relative_error.shape)
+    # Every z is positive while c * min(q) > -1: plain variance of log1p(c q).
+    simple = relative_error * -_BLOM[0] < 1
+    variance[simple] = np.log1p(relative_error[simple, None] * _BLOM).var(axis=1, ddof=1)
+    if not simple.all():
+        shifted = 1 + relative_error[~simple, None] * _BLOM[None, :]
+        positive = shifted > 0
+        logs = np.log(np.where(positive, shifted, 1.0))
+        count = positive.sum(axis=1)
+        mean = np.where(positive, logs, 0.0).sum(axis=1) / count
+        variance[~simple] = np.where(positive, (logs - mean[:, None]) ** 2, 0.0).sum(
+            axis=1) / (count - 1)
     return np.sqrt(variance / r_eff)
 
 
@@ -116,7 +122,11 @@ def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smo
         tail = np.full((n_cols, 0), -1)
     in_tail = np.asarray(tail >= 0)
     draws = np.where(in_tail, tail, 0)
-    weights, normaliser = _exp_and_lse(log_weights, out=exp_buffer)
+    # Log weights are <= 0 with the largest raw ratio at 0: exp cannot overflow, and the sum
+    # is at least the weight of that draw's neighbours in the body.
+    weights = np.exp(log_weights, out=exp_buffer)
+    with np.errstate(divide="ignore"):
+        normaliser = np.log(weights.sum(axis=1))
     total = weights.sum(axis=1)
     sum_w2 = np.einsum("ij,ij->i", weights, weights) / total**2
     # Sums over the smoothed tail, and the constant of the body.

@@ -137,3 +137,12 @@ def test_group_psi_is_sum_of_observation_psi(rng):
     single = influence_scores(f, l).psi
     expected = np.stack([single[:, codes == g].sum(axis=1) for g in range(3)], axis=1)
     np.testing.assert_allclose(grouped, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_draws, chunk", [(10, slice(0, 3)), (600, slice(5, 77)),
+                                            (1000, slice(250, 256))])
+def test_tiled_transpose_equals_numpy(rng, n_draws, chunk):
+    matrix = rng.normal(size=(n_draws, 100))
+    out = np.full((80, n_draws), np.nan)
+    rows = blocks.transpose_columns(matrix, chunk, out)
+    np.testing.assert_array_equal(rows, matrix[:, chunk].T)
