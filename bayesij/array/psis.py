@@ -235,7 +235,7 @@ def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above",
             smoothed = np.minimum(np.log(quantiles + exp_cutoff[finite]), 0.0)  # truncate
         in_tail = (np.arange(m_max)[:, None] >= (m_max - tail_len[smooth])[None, :]).T
         draws = top[smooth, 1:]  # (n_smooth, m_max)
-        current = np.take_along_axis(lw[smooth], draws, axis=1)
+        current = lw[smooth[:, None], draws]  # gathers only the tail draws
         lw[smooth[:, None], draws] = np.where(in_tail, smoothed.T, current)
         smoothed_draws[smooth] = np.where(in_tail, draws, -1)
     return PsisChunk(lw, k, tail_len, smoothed_draws)
