@@ -29,6 +29,8 @@ _PUBLIC = {
     "loo_expectation": "bayesij.crossval",
     "loo_pit": "bayesij.crossval",
     "compare": "bayesij.crossval",
+    "linearity": "bayesij.nonlinearity",
+    "LinearityResult": "bayesij.nonlinearity",
 }
 
 __all__ = sorted(_PUBLIC)

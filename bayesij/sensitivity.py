@@ -10,6 +10,7 @@ import xarray as xr
 
 from bayesij import array
 from bayesij._checks import fail
+from bayesij.nonlinearity import LinearityResult, linearity
 from bayesij.posterior import Posterior
 
 __all__ = ["influence", "ij_covariance", "IJCovariance"]
@@ -108,6 +109,9 @@ class IJCovariance:
     unit : str
         ``'obs'`` or ``'group'``.
     n_draws, n_chains : int
+    linearity : LinearityResult or None
+        The linearity diagnostic (``check_linearity=True``): whether the linear
+        approximation behind the IJ can be trusted for each quantity.
     """
 
     covariance: pd.DataFrame
@@ -118,6 +122,7 @@ class IJCovariance:
     unit: str
     n_draws: int
     n_chains: int
+    linearity: LinearityResult | None = None
 
     @property
     def variance(self) -> pd.Series:
@@ -170,6 +175,15 @@ class IJCovariance:
                 f"Monte Carlo noise dominates the IJ variance of {', '.join(map(str, noisy))} "
                 "(corrected variance below 2 MCSE): run more draws."
             )
+        if self.linearity is not None:
+            verdicts = self.linearity.verdict
+            for quantity in verdicts.index[verdicts != "reliable"]:
+                lines.append(
+                    f"Do not trust the IJ for {quantity}: the linear approximation is "
+                    f"{verdicts[quantity]} (nonlinearity index "
+                    f"{self.linearity.index[quantity]:.2g}); refit without units "
+                    f"{self.linearity.refit_first(quantity, 3)} first."
+                )
         return "\n".join(lines)
 
 
@@ -189,6 +203,7 @@ def ij_covariance(
     n_blocks: int = 50,
     n_boot: int = 200,
     seed: int = 0,
+    check_linearity: bool = False,
 ) -> IJCovariance:
     """Infinitesimal-jackknife estimate of the bootstrap covariance of posterior means.
 
@@ -211,6 +226,9 @@ def ij_covariance(
     n_boot : int, default 200
         Block-bootstrap replicates.
     seed : int, default 0
+    check_linearity : bool, default False
+        Also run :func:`bayesij.linearity` on the same units and attach its verdicts; the
+        result's text then says which quantities' IJ variances should not be trusted.
 
     Returns
     -------
@@ -249,4 +267,5 @@ def ij_covariance(
         unit=units.dims[0],
         n_draws=post.n_draws,
         n_chains=post.n_chains,
+        linearity=linearity(post, groups) if check_linearity else None,
     )

@@ -103,3 +103,23 @@ def exact_loo_log_predictive(model: ConjugateNormal):
         var = model.sigma**2 + model.X[n] @ cov @ model.X[n]
         out[n] = -0.5 * np.log(2 * np.pi * var) - 0.5 * (model.y[n] - model.X[n] @ mean) ** 2 / var
     return out
+
+
+def hierarchical_normal(n_groups, n_per_group, rng, sigma=1.0, tau=0.5, mu_sd=10.0):
+    """Varying intercepts y_gi ~ N(alpha_g, sigma^2), alpha_g ~ N(mu, tau^2), mu ~ N(0, mu_sd^2).
+
+    With sigma and tau known this is a normal linear model in (mu, alpha_1..alpha_G) with a
+    correlated Gaussian prior, so the posterior under any weights is closed form.
+    Returns the model and the group label of each observation.
+    """
+    groups = np.repeat(np.arange(n_groups), n_per_group)
+    alpha = rng.normal(0.0, 2 * tau, size=n_groups)
+    y = alpha[groups] + sigma * rng.normal(size=groups.size)
+    X = np.zeros((groups.size, 1 + n_groups))
+    X[np.arange(groups.size), 1 + groups] = 1.0
+    precision = np.zeros((1 + n_groups, 1 + n_groups))
+    precision[0, 0] = 1 / mu_sd**2 + n_groups / tau**2
+    precision[0, 1:] = precision[1:, 0] = -1 / tau**2
+    precision[1:, 1:] = np.eye(n_groups) / tau**2
+    model = ConjugateNormal(X, y, sigma=sigma, prior_cov=np.linalg.inv(precision))
+    return model, groups
