@@ -70,15 +70,35 @@ class GpdFit(NamedTuple):
 def _sum_log1p(theta: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``sum_i log1p(-theta[j, c] x[i, c])`` for each grid point j and column c, (m, n_cols).
 
-    One grid point at a time, in a reused buffer: the same numbers as broadcasting over
-    (grid, tail, column) at once, without its large temporaries (about twice as fast).
+    DESIGN section 5: the grid's sums of logs need far fewer logarithms. The tail is split
+    into four contiguous quarters whose factors ``1 - theta x`` are multiplied before one
+    ``log``: a quarter of the logarithms, one grid point at a time in reused buffers. The
+    rounding of ``1 - theta x`` costs about ``M eps`` in absolute terms, which matters only
+    where the sum itself is tiny (``theta`` near 0); there, and where a product leaves the
+    float range, the sum is formed term by term with ``log1p``.
     """
+    m_rows, n_cols = x.shape
+    quarter = -(-m_rows // 4)
+    padded = np.concatenate([np.zeros((4 * quarter - m_rows, n_cols)), x])
     out = np.empty(theta.shape)
-    buffer = np.empty_like(x)
-    for j, row in enumerate(theta):
-        np.multiply(x, -row, out=buffer)
-        np.log1p(buffer, out=buffer)
-        buffer.sum(axis=0, out=out[j])
+    factors = np.empty_like(padded)
+    product = np.empty((quarter, n_cols))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        for j, row in enumerate(theta):
+            np.multiply(padded, -row, out=factors)
+            factors += 1
+            np.multiply(factors[:quarter], factors[quarter : 2 * quarter], out=product)
+            product *= factors[2 * quarter : 3 * quarter]
+            product *= factors[3 * quarter :]
+            np.log(product, out=product)
+            product.sum(axis=0, out=out[j])
+    scale = np.abs(theta) * x.sum(axis=0) / np.maximum((x > 0).sum(axis=0), 1)
+    exact = ~np.isfinite(out) | (scale < 1e-2)
+    if exact.any():
+        grid, columns = np.nonzero(exact)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[grid, columns] = np.log1p(-theta[grid, columns][:, None] * x[:, columns].T).sum(
+                axis=1)
     return out
 
 
