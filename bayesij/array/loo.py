@@ -122,12 +122,11 @@ def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smo
         tail = np.full((n_cols, 0), -1)
     in_tail = np.asarray(tail >= 0)
     draws = np.where(in_tail, tail, 0)
-    # Log weights are <= 0 with the largest raw ratio at 0: exp cannot overflow, and the sum
-    # is at least the weight of that draw's neighbours in the body.
+    # Log weights are <= 0 (the largest raw ratio is shifted to 0 and smoothed values are
+    # truncated there), so exp cannot overflow.
     weights = np.exp(log_weights, out=exp_buffer)
-    with np.errstate(divide="ignore"):
-        normaliser = np.log(weights.sum(axis=1))
     total = weights.sum(axis=1)
+    normaliser = np.log(total)
     sum_w2 = np.einsum("ij,ij->i", weights, weights) / total**2
     # Sums over the smoothed tail, and the constant of the body.
     tail_lw = np.where(in_tail, log_weights[rows, draws], -np.inf)
