@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from bayesij.crossval import loo
 from bayesij.posterior import Posterior
 from bayesij.sensitivity import ij_covariance, influence
 
@@ -39,8 +41,21 @@ def most_influential(post: Posterior, top: int = 5) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["quantity", "rank"])
 
 
+def _loo_summary(post: Posterior) -> str:
+    """PSIS-LOO estimates and the units whose k-hat says LOO cannot be trusted there."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the report states the diagnostics itself
+        result = loo(post)
+    lines = ["PSIS-LOO", result.estimates().to_string(float_format=lambda v: f"{v:.4g}")]
+    bad = result.bad_k_ids()
+    lines.append(f"Pareto k-hat above {result.k_threshold:.2g} for {len(bad)} of "
+                 f"{result.n_units} units{': ' + str(bad[:10]) if bad else ''}")
+    return "\n".join(lines)
+
+
 def influence_report(post: Posterior, top: int = 5) -> str:
-    """Text report: posterior summary, most influential units, IJ vs posterior sd."""
+    """Text report: posterior summary, most influential units, IJ vs posterior sd (with the
+    linearity check), and PSIS-LOO with its k-hat diagnostics."""
     summary = pd.DataFrame({
         "mean": post.quantities.mean(dim=("chain", "draw")).values,
         "sd": post.quantities.std(dim=("chain", "draw"), ddof=1).values,
@@ -51,7 +66,8 @@ def influence_report(post: Posterior, top: int = 5) -> str:
         "Posterior summary\n" + summary.to_string(**fmt),
         f"Most influential units (top {top} by |psi| per quantity; "
         "change_if_removed = -psi)\n" + most_influential(post, top).to_string(**fmt),
-        str(ij_covariance(post)),
+        str(ij_covariance(post, check_linearity=True)),
+        _loo_summary(post),
     ])
 
 

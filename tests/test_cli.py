@@ -79,5 +79,6 @@ def test_demo_command_prints_the_audit(capsys):
     assert main(["demo", "--top", "3"]) == 0
     out = capsys.readouterr().out
     for section in ["Posterior summary", "Most influential units (top 3",
-                    "IJ bootstrap covariance over 80 observations (4000 draws, 4 chain(s))"]:
+                    "IJ bootstrap covariance over 80 observations (4000 draws, 4 chain(s))",
+                    "PSIS-LOO", "elpd_loo", "Pareto k-hat above 0.7 for"]:
         assert section in out
