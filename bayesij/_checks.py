@@ -17,6 +17,8 @@ import numpy as np
 __all__ = [
     "fail",
     "as_draws_matrix",
+    "as_chains",
+    "chain_order",
     "check_same_draws",
     "check_log_lik_values",
     "check_finite",
@@ -76,6 +78,22 @@ def as_draws_matrix(
         )
     codes = check_chain_ids(chain_ids, array.shape[0])
     return array, codes
+
+
+def chain_order(codes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Order of the draws that groups them by chain (keeping their order within a chain), and
+    the number of chains. Every chain must hold the same number of draws."""
+    counts = np.bincount(codes)
+    if np.any(counts != counts[0]):
+        raise fail("chain_ids", f"chains of unequal lengths {counts.tolist()}",
+                   "the same number of draws in every chain")
+    return np.argsort(codes, kind="stable"), counts.size
+
+
+def as_chains(matrix: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Draws (n_draws, n_columns) with chain codes as (n_chains, n_draws_per_chain, n_columns)."""
+    order, n_chains = chain_order(codes)
+    return matrix[order].reshape(n_chains, -1, matrix.shape[1])
 
 
 def check_chain_ids(chain_ids, n_draws: int) -> np.ndarray:

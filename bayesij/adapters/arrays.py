@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayesij._checks import as_draws_matrix, fail
+from bayesij._checks import as_chains, as_draws_matrix, fail
 from bayesij.posterior import Posterior
 
 __all__ = ["from_arrays", "element_names"]
@@ -29,16 +29,7 @@ def _by_chain(values, argument: str, chain_ids) -> np.ndarray:
     array = np.asarray(values, dtype=float)
     if array.ndim == 3 and chain_ids is None:
         return array
-    matrix, codes = as_draws_matrix(array, argument, chain_ids)
-    counts = np.bincount(codes)
-    if np.any(counts != counts[0]):
-        raise fail(
-            "chain_ids",
-            f"chains of unequal lengths {counts.tolist()}",
-            "the same number of draws in every chain",
-        )
-    order = np.argsort(codes, kind="stable")
-    return matrix[order].reshape(counts.size, counts[0], matrix.shape[1])
+    return as_chains(*as_draws_matrix(array, argument, chain_ids))
 
 
 def _labels(names, size: int, default: list, argument: str) -> list:

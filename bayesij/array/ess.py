@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij._checks import fail
+from bayesij._checks import as_chains, check_chain_ids, fail
 from bayesij.array.blocks import obs_chunks
 
 __all__ = [
@@ -97,14 +97,7 @@ def relative_eff(values, chain_ids=None) -> np.ndarray:
     """
     array = np.asarray(values, dtype=float)
     if array.ndim == 2:
-        codes = np.zeros(array.shape[0], int) if chain_ids is None else np.unique(
-            np.asarray(chain_ids), return_inverse=True)[1]
-        counts = np.bincount(codes)
-        if np.any(counts != counts[0]):
-            raise fail("chain_ids", f"chains of unequal lengths {counts.tolist()}",
-                       "the same number of draws in every chain")
-        order = np.argsort(codes, kind="stable")
-        array = array[order].reshape(counts.size, counts[0], array.shape[1])
+        array = as_chains(array, check_chain_ids(chain_ids, array.shape[0]))
     if array.ndim != 3:
         raise fail("values", f"shape {array.shape}",
                    "(n_chains, n_draws, n_columns) or (n_draws, n_columns)")

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.stats import norm
 
-from bayesij._checks import as_draws_matrix, check_log_lik_values, fail
+from bayesij._checks import as_draws_matrix, chain_order, check_log_lik_values, fail
 from bayesij.array.blocks import obs_chunks, transpose_columns
 from bayesij.array.ess import exp_of_rows, relative_eff_rows
 from bayesij.array.information import log_lik_moments, logsumexp_columns
@@ -227,7 +227,7 @@ def loo_pointwise(
     if n_draws < 2:
         raise fail("log_lik", f"{n_draws} draw", "at least 2 posterior draws")
     given = None if r_eff is None else checked_r_eff(r_eff, n_obs)
-    by_chain = _chain_layout(chains)
+    by_chain = chain_order(chains)
     out = np.full((6, n_obs), np.nan)
 
     chunks = obs_chunks(n_obs, 10 * n_draws + 60 * 250)
@@ -260,15 +260,6 @@ def loo_pointwise(
     lppd, pareto_k, elpd, mcse, ess, efficiency = out
     tail_len = tail_length(n_draws, efficiency, tail_rule)
     return LooArrays(elpd, lppd - elpd, lppd, pareto_k, mcse, ess, efficiency, tail_len)
-
-
-def _chain_layout(chains: np.ndarray) -> tuple[np.ndarray, int]:
-    """Draw order grouping the chains, and the number of chains (equal lengths required)."""
-    counts = np.bincount(chains)
-    if np.any(counts != counts[0]):
-        raise fail("chain_ids", f"chains of unequal lengths {counts.tolist()}",
-                   "the same number of draws in every chain")
-    return np.argsort(chains, kind="stable"), counts.size
 
 
 def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray, int]) -> np.ndarray:
