@@ -25,6 +25,7 @@ __all__ = [
     "log_lik_moments",
     "log_mean_exp",
     "logsumexp_columns",
+    "exp_and_logsumexp",
     "elpd_standard_error",
     "functional_cumulants",
     "predicted_cv_gap",
@@ -67,16 +68,28 @@ def elpd_standard_error(pointwise: np.ndarray, ddof: int) -> float:
         return float(np.sqrt(n * pointwise.var(ddof=ddof))) if n > ddof else np.nan
 
 
-def logsumexp_columns(values: np.ndarray) -> np.ndarray:
-    """``log sum_s exp(values[s, n])`` for each column, in one pass of exp.
+def exp_and_logsumexp(values: np.ndarray, out: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """``exp(values - top)`` and ``log sum exp(values)`` along the last axis.
 
-    Columns that are all ``-inf`` give ``-inf``. Faster than ``scipy.special.logsumexp``,
-    which handles weights, signs and arbitrary axes at a cost of several extra passes.
+    ``top`` is the maximum of each row (0 for rows that are all ``-inf``, which give
+    ``-inf``, as do empty rows); the exponentials go to ``out`` when given. One pass of exp,
+    faster than ``scipy.special.logsumexp``, which handles weights and signs at the cost of
+    extra passes.
     """
-    top = values.max(axis=0)
+    if values.shape[-1] == 0:
+        return values, np.full(values.shape[:-1], -np.inf)
+    top = values.max(axis=-1, keepdims=True)
     top[~np.isfinite(top)] = 0.0
+    scaled = np.subtract(values, top, out=out)
+    np.exp(scaled, out=scaled)
     with np.errstate(divide="ignore"):
-        return np.log(np.exp(values - top).sum(axis=0)) + top
+        return scaled, np.log(scaled.sum(axis=-1)) + top[..., 0]
+
+
+def logsumexp_columns(values: np.ndarray) -> np.ndarray:
+    """``log sum_s exp(values[s, n])`` for each column of (n_draws, n_cols) values."""
+    return exp_and_logsumexp(values.T)[1]
 
 
 def _log_lik_matrix(log_lik) -> np.ndarray:

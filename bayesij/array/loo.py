@@ -25,7 +25,7 @@ from scipy.stats import norm
 from bayesij._checks import as_draws_matrix, chain_order, check_log_lik_values, fail
 from bayesij.array.blocks import obs_chunks, transpose_columns
 from bayesij.array.ess import exp_of_rows, relative_eff_rows
-from bayesij.array.information import log_lik_moments, logsumexp_columns
+from bayesij.array.information import exp_and_logsumexp, log_lik_moments, logsumexp_columns
 from bayesij.array.psis import TIE_RULES, psis_rows, tail_length
 
 __all__ = ["LooArrays", "loo_pointwise", "METHODS", "mcse_elpd", "checked_r_eff"]
@@ -63,17 +63,6 @@ class LooArrays(NamedTuple):
     ess: np.ndarray
     r_eff: np.ndarray
     tail_len: np.ndarray
-
-
-def _exp_and_lse(values: np.ndarray, out: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """``exp(values - top)`` (into ``out`` if given) and ``log sum exp(values)`` of each row."""
-    top = values.max(axis=1, keepdims=True)
-    top[~np.isfinite(top)] = 0.0
-    scaled = np.subtract(values, top, out=out)
-    np.exp(scaled, out=scaled)
-    with np.errstate(divide="ignore"):
-        return scaled, np.log(scaled.sum(axis=1)) + top[:, 0]
 
 
 def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
@@ -133,7 +122,7 @@ def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smo
     tail_terms = np.where(in_tail, log_lik[rows, draws], 0.0) + tail_lw
     n_body = n_draws - in_tail.sum(axis=1)
     with np.errstate(divide="ignore"):
-        lse_terms = np.logaddexp(np.log(n_body) + body, _logsumexp_rows(tail_terms))
+        lse_terms = np.logaddexp(np.log(n_body) + body, exp_and_logsumexp(tail_terms)[1])
     elpd = lse_terms - normaliser
     # MCSE: sum_s (c_s - w_s)^2 with c_s = exp(l_s + lw_s - lse_terms), w_s normalised.
     c_body = np.exp(body - lse_terms)
@@ -147,15 +136,9 @@ def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smo
     return elpd, psis.pareto_k, mcse_elpd(relative_error, r_eff), r_eff / sum_w2
 
 
-def _logsumexp_rows(values: np.ndarray) -> np.ndarray:
-    _, lse = _exp_and_lse(values) if values.shape[1] else (None, np.full(values.shape[0],
-                                                                          -np.inf))
-    return lse
-
-
 def _ij_elpd(log_lik: np.ndarray) -> np.ndarray:
     """``log(E[p] - Cov(p, l))`` of rows, with ``p`` scaled by ``exp(-max l)``."""
-    scaled, _ = _exp_and_lse(log_lik)
+    scaled, _ = exp_and_logsumexp(log_lik)
     top = log_lik.max(axis=1)
     mean = scaled.mean(axis=1)
     centred = log_lik - log_lik.mean(axis=1, keepdims=True)
@@ -243,7 +226,7 @@ def loo_pointwise(
             rows[np.isneginf(rows)] = 0.0
         efficiency = given[chunk] if given is not None else _r_eff_rows(rows, by_chain)
         tails = tail_length(n_draws, efficiency, tail_rule)
-        _, lse = _exp_and_lse(rows, out=buffers.scratch[1][: rows.shape[0]])
+        _, lse = exp_and_logsumexp(rows, out=buffers.scratch[1][: rows.shape[0]])
         elpd, k, mcse, ess = _psis_elpd(rows, tails, efficiency, method != "is", ties,
                                         buffers.scratch)
         if method in ("ij", "cumulant"):
