@@ -177,7 +177,7 @@ def waic(data, beta: float = 1.0, groups=None, *, ddof: int = 0, log_lik=None) -
         raise fail("ddof", repr(ddof), "0 (ArviZ, Watanabe) or 1 (R loo)")
     values, units = log_lik_units(data, groups, log_lik)
     matrix = values.reshape(-1, values.shape[2])
-    moments = info.log_lik_moments(matrix)
+    moments = info.log_lik_moments(matrix, check=False)  # checked by log_lik_units
     variance = moments.variance(ddof)
     elpd = moments.lppd - beta * variance
     pointwise = pd.DataFrame(
@@ -193,8 +193,8 @@ def waic(data, beta: float = 1.0, groups=None, *, ddof: int = 0, log_lik=None) -
         btl=-float(moments.lppd.mean()),
         gtl=-float(moments.mean.mean()),
         cumulants=pd.Series(cumulants, index=["Y1", "Y2", "Y3", "Y4"]),
-        cv_loss=float(np.mean(info.log_mean_exp(matrix, -beta)
-                              - info.log_mean_exp(matrix, 1 - beta))),
+        cv_loss=float(np.mean(info.log_mean_exp(matrix, -beta, check=False)
+                              - info.log_mean_exp(matrix, 1 - beta, check=False))),
         predicted_cv_gap=info.predicted_cv_gap(cumulants, beta),
         beta=float(beta),
         ddof=ddof,
@@ -315,9 +315,8 @@ def dic(post, log_lik_at_point=None, point: str = "mean") -> DicResult:
     values = log_lik_at_point(estimate) if callable(log_lik_at_point) else log_lik_at_point
     matrix = post.log_lik.values.reshape(post.n_draws, post.n_obs)
     terms = info.dic_terms(matrix, values)
-    lppd = info.log_lik_moments(matrix).lppd
     return DicResult(
         p_d=terms.p_d, p_v=terms.p_v, mean_deviance=terms.mean_deviance,
-        deviance_at_point=terms.deviance_at_point, btl=-float(lppd.mean()),
+        deviance_at_point=terms.deviance_at_point, btl=terms.btl,
         n_obs=post.n_obs, point=estimate if values is not None else None,
     )

@@ -92,20 +92,24 @@ def logsumexp_columns(values: np.ndarray) -> np.ndarray:
     return exp_and_logsumexp(values.T)[1]
 
 
-def _log_lik_matrix(log_lik) -> np.ndarray:
+def _log_lik_matrix(log_lik, check: bool = True) -> np.ndarray:
     matrix, _ = as_draws_matrix(log_lik, "log_lik")
-    check_log_lik_values(matrix)
+    if check:
+        check_log_lik_values(matrix)
     if matrix.shape[0] < 2:
         raise fail("log_lik", f"{matrix.shape[0]} draw", "at least 2 posterior draws")
     return matrix
 
 
-def log_lik_moments(log_lik) -> LogLikMoments:
+def log_lik_moments(log_lik, *, check: bool = True) -> LogLikMoments:
     """One pass over the draws: lppd and central moments of each observation's log-likelihood.
 
     Parameters
     ----------
     log_lik : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+    check : bool, default True
+        Check the values (NaN, +inf, at least two draws); ``False`` for input that a
+        :class:`~bayesij.posterior.Posterior` or a caller has already checked.
 
     Returns
     -------
@@ -119,7 +123,7 @@ def log_lik_moments(log_lik) -> LogLikMoments:
     .. [1] Watanabe, S. (2010). Asymptotic equivalence of Bayes cross validation and widely
        applicable information criterion in singular learning theory. JMLR 11, 3571-3594.
     """
-    matrix = _log_lik_matrix(log_lik)
+    matrix = _log_lik_matrix(log_lik, check)
     n_draws, n_obs = matrix.shape
     out = np.empty((5, n_obs))
     for chunk in obs_chunks(n_obs, 3 * n_draws):
@@ -138,7 +142,7 @@ def log_lik_moments(log_lik) -> LogLikMoments:
     return LogLikMoments(out[0], out[1], out[2], out[3], out[4], n_draws)
 
 
-def log_mean_exp(log_lik, alpha: float) -> np.ndarray:
+def log_mean_exp(log_lik, alpha: float, *, check: bool = True) -> np.ndarray:
     """``log E[p(x_n | theta)^alpha]`` for each observation, shape (n_obs,).
 
     ``F(alpha)`` of Watanabe (2010) is the mean of this over observations.
@@ -147,8 +151,10 @@ def log_mean_exp(log_lik, alpha: float) -> np.ndarray:
     ----------
     log_lik : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
     alpha : float
+    check : bool, default True
+        As :func:`log_lik_moments`.
     """
-    matrix = _log_lik_matrix(log_lik)
+    matrix = _log_lik_matrix(log_lik, check)
     if not np.isfinite(alpha):
         raise fail("alpha", repr(alpha), "a finite number")
     if alpha == 0:
@@ -192,12 +198,15 @@ class DicTerms(NamedTuple):
     deviance_at_point : D(theta_hat), NaN when no plug-in log-likelihood was given.
     p_d : Spiegelhalter's ``E[D] - D(theta_hat) = 2 (log p(y|theta_hat) - E log p(y|theta))``.
     p_v : Gelman's ``Var(D) / 2 = 2 Var(sum_n l_n)`` (divisor n_draws - 1).
+    btl : Bayes training loss ``-(1/N) sum_n log E[p(x_n | theta)]``, the base of Watanabe's
+        per-observation DIC.
     """
 
     mean_deviance: float
     deviance_at_point: float
     p_d: float
     p_v: float
+    btl: float
 
 
 def dic_terms(log_lik, log_lik_at_point=None) -> DicTerms:
@@ -227,8 +236,9 @@ def dic_terms(log_lik, log_lik_at_point=None) -> DicTerms:
     total = matrix.sum(axis=1)
     mean_deviance = -2 * float(total.mean())
     p_v = 2 * float(total.var(ddof=1))
+    btl = -float(np.mean(logsumexp_columns(matrix) - np.log(matrix.shape[0])))
     if log_lik_at_point is None:
-        return DicTerms(mean_deviance, np.nan, np.nan, p_v)
+        return DicTerms(mean_deviance, np.nan, np.nan, p_v, btl)
     point = np.asarray(log_lik_at_point, dtype=float)
     if point.shape != (matrix.shape[1],):
         raise fail("log_lik_at_point", f"shape {point.shape}",
@@ -236,4 +246,5 @@ def dic_terms(log_lik, log_lik_at_point=None) -> DicTerms:
     if not np.all(np.isfinite(point)):
         raise fail("log_lik_at_point", "non-finite values", "finite log-likelihood values")
     deviance_at_point = -2 * float(point.sum())
-    return DicTerms(mean_deviance, deviance_at_point, mean_deviance - deviance_at_point, p_v)
+    return DicTerms(mean_deviance, deviance_at_point, mean_deviance - deviance_at_point, p_v,
+                    btl)
