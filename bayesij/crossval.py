@@ -14,7 +14,7 @@ from bayesij.array.blocks import obs_chunks
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.information import elpd_standard_error, logsumexp_columns
 from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
-from bayesij.inputs import log_lik_units
+from bayesij.inputs import log_lik_units, unit_index
 
 __all__ = ["loo", "LooResult", "loo_expectation", "loo_pit", "compare"]
 
@@ -209,7 +209,7 @@ def loo(
         {"elpd_loo": arrays.elpd, "p_loo": arrays.p_loo, "pareto_k": arrays.pareto_k,
          "mcse_elpd_loo": arrays.mcse, "ess": arrays.ess, "r_eff": arrays.r_eff,
          "lppd": arrays.lppd},
-        index=pd.Index(units.values, name=units.dims[0]),
+        index=unit_index(units),
     )
     result = LooResult(pointwise, method, n_draws, tail_rule, ddof)
     _warn_about(result, values)
@@ -264,11 +264,21 @@ def _r_eff(log_lik: np.ndarray, r_eff) -> np.ndarray:
     return loo_arrays.checked_r_eff(r_eff, log_lik.shape[2])
 
 
-def _normalised_weights(log_lik: np.ndarray, tail_len: np.ndarray):
-    """PSIS weights of leave-one-out for a chunk, normalised, shape (S, n_cols)."""
-    smoothed = psis_chunk(-log_lik, tail_len)
-    log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
-    return np.exp(log_weights)
+def _draws_beside_log_lik(post, values, argument, r_eff, tail_rule, log_lik):
+    """Log-likelihood matrix (S, N), per-draw ``values`` checked against it, the Pareto tail
+    lengths and the unit labels: what every LOO expectation starts from."""
+    ll, units = log_lik_units(post, None, log_lik)
+    matrix = ll.reshape(-1, ll.shape[2])
+    tails = tail_length(matrix.shape[0], _r_eff(ll, r_eff), tail_rule)
+    return matrix, _matching_draws(values, matrix, argument), tails, units
+
+
+def _loo_weights(matrix: np.ndarray, tails: np.ndarray, floats_per_obs: int):
+    """Chunks of observations and their normalised PSIS leave-one-out weights (S, n_cols)."""
+    for chunk in obs_chunks(matrix.shape[1], floats_per_obs * matrix.shape[0]):
+        smoothed = psis_chunk(-matrix[:, chunk], tails[chunk])
+        log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
+        yield chunk, np.exp(log_weights)
 
 
 def _weighted_quantile(values: np.ndarray, weights: np.ndarray, prob: float) -> np.ndarray:
@@ -320,14 +330,10 @@ def loo_expectation(post, values, kind: str = "mean", prob=None, r_eff=None,
         raise fail("kind", repr(kind), "'mean', 'var', 'sd' or 'quantile'")
     if kind == "quantile" and not (isinstance(prob, (int, float)) and 0 < prob < 1):
         raise fail("prob", repr(prob), "a probability strictly between 0 and 1 for quantiles")
-    ll, units = log_lik_units(post, None, log_lik)
-    r_eff = _r_eff(ll, r_eff)
-    matrix = ll.reshape(-1, ll.shape[2])
-    g = _matching_draws(values, matrix, "values")
-    tails = tail_length(matrix.shape[0], r_eff, tail_rule)
+    matrix, g, tails, units = _draws_beside_log_lik(post, values, "values", r_eff, tail_rule,
+                                                    log_lik)
     value, k = np.empty(matrix.shape[1]), np.empty(matrix.shape[1])
-    for chunk in obs_chunks(matrix.shape[1], 12 * matrix.shape[0]):
-        weights = _normalised_weights(matrix[:, chunk], tails[chunk])
+    for chunk, weights in _loo_weights(matrix, tails, 12):
         h = g[:, chunk]
         mean = (weights * h).sum(axis=0)
         if kind == "mean":
@@ -339,8 +345,7 @@ def loo_expectation(post, values, kind: str = "mean", prob=None, r_eff=None,
             value[chunk] = variance if kind == "var" else np.sqrt(variance)
         log_a = 0.5 * np.log1p(h**2) - matrix[:, chunk]
         k[chunk] = psis_chunk(log_a, tails[chunk]).pareto_k
-    return pd.DataFrame({"value": value, "pareto_k": k},
-                        index=pd.Index(units.values, name=units.dims[0]))
+    return pd.DataFrame({"value": value, "pareto_k": k}, index=unit_index(units))
 
 
 def loo_pit(post, y, y_rep, r_eff=None, tail_rule: str = "ceil", seed: int = 0,
@@ -364,25 +369,20 @@ def loo_pit(post, y, y_rep, r_eff=None, tail_rule: str = "ceil", seed: int = 0,
     pandas.Series
         Values in [0, 1]; uniform when the model is calibrated.
     """
-    ll, units = log_lik_units(post, None, log_lik)
-    r_eff = _r_eff(ll, r_eff)
-    matrix = ll.reshape(-1, ll.shape[2])
-    replicated = _matching_draws(y_rep, matrix, "y_rep")
+    matrix, replicated, tails, units = _draws_beside_log_lik(post, y_rep, "y_rep", r_eff,
+                                                             tail_rule, log_lik)
     observed = np.asarray(y, dtype=float)
     if observed.shape != (matrix.shape[1],):
         raise fail("y", f"shape {observed.shape}", f"one value per observation, "
                    f"shape ({matrix.shape[1]},)")
     check_finite(observed, "y")
-    tails = tail_length(matrix.shape[0], r_eff, tail_rule)
     rng = np.random.default_rng(seed)
     pit = np.empty(matrix.shape[1])
-    for chunk in obs_chunks(matrix.shape[1], 8 * matrix.shape[0]):
-        weights = _normalised_weights(matrix[:, chunk], tails[chunk])
+    for chunk, weights in _loo_weights(matrix, tails, 8):
         below = (weights * (replicated[:, chunk] < observed[chunk])).sum(axis=0)
         at = (weights * (replicated[:, chunk] == observed[chunk])).sum(axis=0)
         pit[chunk] = below + at * np.where(at > 0, rng.uniform(size=at.size), 0.0)
-    return pd.Series(np.minimum(pit, 1.0), index=pd.Index(units.values, name=units.dims[0]),
-                     name="loo_pit")
+    return pd.Series(np.minimum(pit, 1.0), index=unit_index(units), name="loo_pit")
 
 
 def compare(results: dict) -> pd.DataFrame:

@@ -11,7 +11,7 @@ import pandas as pd
 from bayesij._checks import fail
 from bayesij.array import information as info
 from bayesij.array.information import elpd_standard_error
-from bayesij.inputs import log_lik_units
+from bayesij.inputs import log_lik_units, unit_index
 from bayesij.posterior import Posterior
 
 __all__ = ["waic", "WaicResult", "dic", "DicResult"]
@@ -182,7 +182,7 @@ def waic(data, beta: float = 1.0, groups=None, *, ddof: int = 0, log_lik=None) -
     elpd = moments.lppd - beta * variance
     pointwise = pd.DataFrame(
         {"elpd_waic": elpd, "p_waic": variance},
-        index=pd.Index(units.values, name=units.dims[0]),
+        index=unit_index(units),
     )
     cumulants = info.functional_cumulants(moments)
     result = WaicResult(

@@ -8,12 +8,13 @@ A :class:`~bayesij.posterior.Posterior`, an ArviZ ``InferenceData`` (read as xar
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from bayesij._checks import as_draws_matrix, check_log_lik_values, fail
 from bayesij.posterior import Posterior
 
-__all__ = ["SAMPLE_DIMS", "sample_values", "log_lik_variables", "log_lik_units"]
+__all__ = ["SAMPLE_DIMS", "sample_values", "log_lik_variables", "log_lik_units", "unit_index"]
 
 SAMPLE_DIMS = ("chain", "draw")
 
@@ -125,3 +126,8 @@ def _log_lik_values(data, log_lik) -> tuple[np.ndarray, list]:
         raise fail("data", f"an array of shape {array.shape}",
                    "a log-likelihood of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)")
     return array, list(range(array.shape[2]))
+
+
+def unit_index(units: xr.DataArray) -> pd.Index:
+    """The unit labels from :func:`log_lik_units` as a pandas index named ``obs`` or ``group``."""
+    return pd.Index(units.values, name=units.dims[0])

@@ -10,6 +10,7 @@ import pandas as pd
 from bayesij._checks import fail
 from bayesij.array.linearity import leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
+from bayesij.inputs import unit_index
 from bayesij.posterior import Posterior
 
 __all__ = ["linearity", "LinearityResult", "RELIABLE_BELOW", "UNRELIABLE_ABOVE"]
@@ -141,7 +142,7 @@ def linearity(post, groups=None, *, quantities=None, r_eff=None,
     threshold = pareto_k_threshold(post.n_draws)
     index, used = nonlinearity_index(changes, threshold)
     names = pd.Index(post.quantity_names, name="quantity")
-    labels = pd.Index(units.values, name=units.dims[0])
+    labels = unit_index(units)
     return LinearityResult(
         delta_lin=pd.DataFrame(changes.delta_lin, index=names, columns=labels),
         delta_is=pd.DataFrame(changes.delta_is, index=names, columns=labels),
