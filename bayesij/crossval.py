@@ -212,13 +212,12 @@ def loo(
         index=unit_index(units),
     )
     result = LooResult(pointwise, method, n_draws, tail_rule, ddof)
-    _warn_about(result, values)
+    _warn_about(result, arrays.constant)
     return result
 
 
-def _warn_about(result: LooResult, values: np.ndarray) -> None:
-    matrix = values.reshape(-1, values.shape[2])
-    constant = np.flatnonzero(np.ptp(matrix, axis=0) == 0)
+def _warn_about(result: LooResult, constant_units: np.ndarray) -> None:
+    constant = np.flatnonzero(constant_units)
     if constant.size:
         _warn(f"{constant.size} unit(s) have a log-likelihood constant over all draws "
               f"(positions {constant[:10].tolist()}): no Pareto fit, k-hat = inf.")

@@ -53,6 +53,7 @@ class LooArrays(NamedTuple):
     ess : PSIS effective sample size ``r_eff / sum_s w_s^2`` (PSIS and IS only).
     r_eff : relative efficiency used for the tail length and the MCSE.
     tail_len : Pareto tail length.
+    constant : whether the log-likelihood is constant over all draws (no Pareto fit).
     """
 
     elpd: np.ndarray
@@ -63,6 +64,7 @@ class LooArrays(NamedTuple):
     ess: np.ndarray
     r_eff: np.ndarray
     tail_len: np.ndarray
+    constant: np.ndarray
 
 
 def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
@@ -211,7 +213,7 @@ def loo_pointwise(
         raise fail("log_lik", f"{n_draws} draw", "at least 2 posterior draws")
     given = None if r_eff is None else checked_r_eff(r_eff, n_obs)
     by_chain = chain_order(chains)
-    out = np.full((6, n_obs), np.nan)
+    out = np.full((7, n_obs), np.nan)
 
     chunks = obs_chunks(n_obs, 10 * n_draws + 60 * 250)
     buffers = threading.local()
@@ -232,7 +234,8 @@ def loo_pointwise(
         if method in ("ij", "cumulant"):
             elpd = _ij_elpd(rows) if method == "ij" else _cumulant_elpd(rows)
             mcse = ess = np.full(rows.shape[0], np.nan)
-        out[:, chunk] = [lse - np.log(n_draws), k, elpd, mcse, ess, efficiency]
+        constant = (rows == rows[:, :1]).all(axis=1)
+        out[:, chunk] = [lse - np.log(n_draws), k, elpd, mcse, ess, efficiency, constant]
         if impossible.any():
             columns = np.arange(chunk.start, chunk.stop)[impossible]
             out[0, columns] = logsumexp_columns(matrix[:, columns]) - np.log(n_draws)
@@ -240,9 +243,10 @@ def loo_pointwise(
 
     with ThreadPoolExecutor(max_workers=min(THREADS, len(chunks))) as pool:
         list(pool.map(work, chunks))
-    lppd, pareto_k, elpd, mcse, ess, efficiency = out
+    lppd, pareto_k, elpd, mcse, ess, efficiency, constant = out
     tail_len = tail_length(n_draws, efficiency, tail_rule)
-    return LooArrays(elpd, lppd - elpd, lppd, pareto_k, mcse, ess, efficiency, tail_len)
+    return LooArrays(elpd, lppd - elpd, lppd, pareto_k, mcse, ess, efficiency, tail_len,
+                     constant == 1)
 
 
 def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray, int]) -> np.ndarray:
