@@ -26,7 +26,7 @@ from bayesij._checks import as_draws_matrix, chain_order, check_log_lik_values, 
 from bayesij.array.blocks import obs_chunks, transpose_columns
 from bayesij.array.ess import exp_of_rows, relative_eff_rows
 from bayesij.array.information import exp_and_logsumexp, log_lik_moments, logsumexp_columns
-from bayesij.array.psis import TIE_RULES, psis_rows, tail_length
+from bayesij.array.psis import TIE_RULES, check_tail_rule, psis_rows, tail_length
 
 __all__ = ["LooArrays", "loo_pointwise", "METHODS", "mcse_elpd", "checked_r_eff"]
 
@@ -205,7 +205,7 @@ def loo_pointwise(
         raise fail("method", repr(method), f"one of {METHODS}")
     if ties not in TIE_RULES:
         raise fail("ties", repr(ties), "'above' (ArviZ) or 'position' (R loo)")
-    tail_length(2, 1.0, tail_rule)  # checks the rule
+    check_tail_rule(tail_rule)
     matrix, chains = as_draws_matrix(np.asarray(log_lik, dtype=float), "log_lik", chain_ids)
     check_log_lik_values(matrix)
     n_draws, n_obs = matrix.shape

@@ -32,6 +32,7 @@ from bayesij._checks import fail
 
 __all__ = [
     "tail_length",
+    "check_tail_rule",
     "PsisChunk",
     "psis_chunk",
     "psis_rows",
@@ -51,10 +52,15 @@ def pareto_k_threshold(n_draws: int) -> float:
     return float(min(1 - 1 / np.log10(n_draws), 0.7))
 
 
-def tail_length(n_draws: int, r_eff, rule: str = "ceil") -> np.ndarray:
-    """Tail lengths ``M = ceil|floor(min(0.2 S, 3 sqrt(S / r_eff)))`` per observation."""
+def check_tail_rule(rule: str) -> None:
+    """The tail rule must be "ceil" or "floor"."""
     if rule not in ("ceil", "floor"):
         raise fail("tail_rule", repr(rule), "'ceil' (R loo <= 2.10, ArviZ 0.23) or 'floor'")
+
+
+def tail_length(n_draws: int, r_eff, rule: str = "ceil") -> np.ndarray:
+    """Tail lengths ``M = ceil|floor(min(0.2 S, 3 sqrt(S / r_eff)))`` per observation."""
+    check_tail_rule(rule)
     raw = np.minimum(0.2 * n_draws, 3 * np.sqrt(n_draws / np.asarray(r_eff, dtype=float)))
     rounded = np.ceil(raw) if rule == "ceil" else np.floor(raw)
     return np.minimum(rounded, n_draws - 1).astype(int)
