@@ -112,13 +112,20 @@ def test_loo_expectations_equal_r_loo_e_loo():
     np.testing.assert_allclose(q90["value"], expected["q90"], rtol=1e-10)
 
 
-def test_loo_expectation_variance_is_the_weighted_variance(rng):
+def test_loo_expectation_mean_and_variance_from_arviz_weights():
+    """Weighted mean and variance sum w (g - mean)^2 / (1 - sum w^2), computed here from
+    ArviZ's own PSIS weights with the same r_eff."""
     log_lik = _log_lik_csv("reference")
     y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
-    var = bayesij.loo_expectation(log_lik, y_rep, kind="var")["value"].to_numpy()
-    sd = bayesij.loo_expectation(log_lik, y_rep, kind="sd")["value"].to_numpy()
-    np.testing.assert_allclose(sd, np.sqrt(var))
-    assert np.all((var > 0.5) & (var < 3))  # predictive variance ~ 1 + posterior variance
+    log_weights, _ = _quiet(az.psislw, -log_lik.reshape(-1, 25).T, reff=0.9)
+    w = np.exp(log_weights).T  # (draws, obs), normalised
+    mean = (w * y_rep).sum(axis=0)
+    variance = (w * (y_rep - mean) ** 2).sum(axis=0) / (1 - (w**2).sum(axis=0))
+    ours = {kind: bayesij.loo_expectation(log_lik, y_rep, kind=kind, r_eff=0.9)["value"]
+            for kind in ("mean", "var", "sd")}
+    np.testing.assert_allclose(ours["mean"], mean, rtol=1e-10)
+    np.testing.assert_allclose(ours["var"], variance, rtol=1e-10)
+    np.testing.assert_allclose(ours["sd"], np.sqrt(variance), rtol=1e-10)
 
 
 def test_loo_pit_equals_arviz(rng):

@@ -39,7 +39,7 @@ def test_matches_arviz_waic(name):
     np.testing.assert_allclose(_quiet(bayesij.waic, post).elpd_waic, ours.elpd_waic, rtol=1e-13)
 
 
-def test_arviz_warns_where_we_warn():
+def test_warns_when_a_pointwise_variance_exceeds_0_4():
     rng = np.random.default_rng(0)
     log_lik = rng.normal(scale=[0.1] * 9 + [1.0], size=(2, 500, 10))
     with pytest.warns(UserWarning, match=r"1 of 10 units have p_waic .* above 0.4"):
