@@ -192,7 +192,7 @@ class Posterior:
         values = self.log_lik.values
         if groups is None:
             return values, self.log_lik["obs"]
-        labels = self._group_labels(groups).values
+        labels = (groups if groups is self.groups else self._group_labels(groups)).values
         unique, codes = _unique_in_order(labels)
         n_chains, n_draws, n_obs = values.shape
         summed = sum_by_group(values.reshape(-1, n_obs), codes, unique.size)

@@ -212,7 +212,9 @@ def loo_pointwise(
     if n_draws < 2:
         raise fail("log_lik", f"{n_draws} draw", "at least 2 posterior draws")
     given = None if r_eff is None else checked_r_eff(r_eff, n_obs)
-    by_chain = chain_order(chains)
+    order, n_chains = chain_order(chains)
+    # Draws already grouped by chain (3-D input, stacked chains) need no reordering copy.
+    by_chain = (None if np.array_equal(order, np.arange(order.size)) else order, n_chains)
     out = np.full((7, n_obs), np.nan)
 
     chunks = obs_chunks(n_obs, 10 * n_draws + 60 * 250)
@@ -249,10 +251,11 @@ def loo_pointwise(
                      constant == 1)
 
 
-def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray, int]) -> np.ndarray:
+def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray | None, int]) -> np.ndarray:
     """R loo's relative efficiency of ``exp(l_n)`` for rows (n_cols, n_draws)."""
     order, n_chains = by_chain
-    by_chains = rows[:, order].reshape(rows.shape[0], n_chains, -1)
+    grouped = rows if order is None else rows[:, order]
+    by_chains = grouped.reshape(rows.shape[0], n_chains, -1)
     return relative_eff_rows(exp_of_rows(by_chains))
 
 
