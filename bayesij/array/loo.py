@@ -89,21 +89,22 @@ def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
     return np.sqrt(variance / r_eff)
 
 
-def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smooth: bool,
-               ties: str, scratch: tuple[np.ndarray, np.ndarray] | None = None):
-    """elpd, pareto_k, mcse and ess of rows (n_cols, n_draws); ``smooth=False``: plain IS.
+def _psis_elpd(log_lik: np.ndarray, body: np.ndarray, tail_len: np.ndarray,
+               r_eff: np.ndarray, smooth: bool, ties: str, scratch: tuple[np.ndarray, ...]):
+    """lppd, elpd, pareto_k, mcse and ess of rows (n_cols, n_draws); ``smooth=False``: IS.
 
-    Outside the smoothed tail, ``l_s + lw_s = min_s l_s`` for every draw, so the sums over
-    draws that elpd and its MCSE need split into that constant times the number of body
-    draws plus sums over the smoothed tail: only the weights need a full pass of exp.
-    ``scratch``: two arrays of at least the shape of ``log_lik`` to work in.
+    ``body`` is each row's minimum. The raw ratios ``exp(body - l_s)`` lie in (0, 1]: one
+    pass of exp gives both the weights (the smoothed tail is then overwritten) and, through
+    their reciprocals, lppd. Outside the smoothed tail ``l_s + lw_s = body`` for every draw,
+    so the sums over draws that elpd and its MCSE need split into that constant times the
+    number of body draws plus sums over the smoothed tail. ``scratch``: three arrays of at
+    least the shape of ``log_lik`` to work in.
     """
     n_cols, n_draws = log_lik.shape
-    if scratch is None:
-        scratch = (np.empty_like(log_lik), np.empty_like(log_lik))
-    lw_buffer, exp_buffer = (array[:n_cols] for array in scratch)
-    body = log_lik.min(axis=1)
+    lw_buffer, exp_buffer, spare = (array[:n_cols] for array in scratch)
     np.subtract(body[:, None], log_lik, out=lw_buffer)  # log ratios shifted to maximum 0
+    weights = np.exp(lw_buffer, out=exp_buffer)
+    lppd = _lppd_from_ratios(weights, body, log_lik, spare)
     psis = psis_rows(lw_buffer, tail_len, ties, shifted=smooth)
     rows = np.arange(n_cols)[:, None]
     if smooth:
@@ -113,14 +114,14 @@ def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smo
         tail = np.full((n_cols, 0), -1)
     in_tail = np.asarray(tail >= 0)
     draws = np.where(in_tail, tail, 0)
-    # Log weights are <= 0 (the largest raw ratio is shifted to 0 and smoothed values are
-    # truncated there), so exp cannot overflow.
-    weights = np.exp(log_weights, out=exp_buffer)
+    tail_lw = np.where(in_tail, log_weights[rows, draws], -np.inf)
+    tail_rows, tail_slots = np.nonzero(in_tail)
+    # Smoothed log weights are <= 0 (truncated at the largest raw ratio): no overflow.
+    weights[tail_rows, draws[tail_rows, tail_slots]] = np.exp(tail_lw[tail_rows, tail_slots])
     total = weights.sum(axis=1)
     normaliser = np.log(total)
     sum_w2 = np.einsum("ij,ij->i", weights, weights) / total**2
     # Sums over the smoothed tail, and the constant of the body.
-    tail_lw = np.where(in_tail, log_weights[rows, draws], -np.inf)
     tail_terms = np.where(in_tail, log_lik[rows, draws], 0.0) + tail_lw
     n_body = n_draws - in_tail.sum(axis=1)
     with np.errstate(divide="ignore"):
@@ -135,7 +136,24 @@ def _psis_elpd(log_lik: np.ndarray, tail_len: np.ndarray, r_eff: np.ndarray, smo
     square = (n_body * c_body**2 - 2 * c_body * w_body_sum + w_body_sq
               + ((c_tail - w_tail) ** 2).sum(axis=1))
     relative_error = np.sqrt(np.maximum(square, 0.0))
-    return elpd, psis.pareto_k, mcse_elpd(relative_error, r_eff), r_eff / sum_w2
+    return lppd, elpd, psis.pareto_k, mcse_elpd(relative_error, r_eff), r_eff / sum_w2
+
+
+def _lppd_from_ratios(ratios: np.ndarray, body: np.ndarray, log_lik: np.ndarray,
+                      spare: np.ndarray) -> np.ndarray:
+    """``log mean_s exp(l_s)`` from ``ratios = exp(body - l_s)``: ``body + log mean 1/r_s``.
+
+    A division is much cheaper than an exp. Rows whose ratios leave the normal float range
+    (a log-likelihood range above about 700) are done directly with a log-sum-exp.
+    """
+    np.divide(1.0, ratios, out=spare)
+    with np.errstate(over="ignore", divide="ignore"):
+        total = spare.sum(axis=1)
+        lppd = body + np.log(total) - np.log(ratios.shape[1])
+    wide = ~(total < 1e300)
+    if wide.any():
+        lppd[wide] = exp_and_logsumexp(log_lik[wide])[1] - np.log(ratios.shape[1])
+    return lppd
 
 
 def _ij_elpd(log_lik: np.ndarray) -> np.ndarray:
@@ -223,21 +241,23 @@ def loo_pointwise(
     def work(chunk: slice) -> None:
         if not hasattr(buffers, "rows"):  # reusable buffers, one set per thread
             shape = (chunks[0].stop, n_draws)
-            buffers.rows, buffers.scratch = np.empty(shape), (np.empty(shape), np.empty(shape))
+            buffers.rows = np.empty(shape)
+            buffers.scratch = (np.empty(shape), np.empty(shape), np.empty(shape))
         rows = transpose_columns(matrix, chunk, buffers.rows)
-        impossible = np.isneginf(rows).any(axis=1)
+        body = rows.min(axis=1)
+        impossible = body == -np.inf
         if impossible.any():  # computed on a stand-in, then set to -inf
             rows[np.isneginf(rows)] = 0.0
+            body = rows.min(axis=1)
         efficiency = given[chunk] if given is not None else _r_eff_rows(rows, by_chain)
         tails = tail_length(n_draws, efficiency, tail_rule)
-        _, lse = exp_and_logsumexp(rows, out=buffers.scratch[1][: rows.shape[0]])
-        elpd, k, mcse, ess = _psis_elpd(rows, tails, efficiency, method != "is", ties,
-                                        buffers.scratch)
+        lppd, elpd, k, mcse, ess = _psis_elpd(rows, body, tails, efficiency, method != "is",
+                                              ties, buffers.scratch)
         if method in ("ij", "cumulant"):
             elpd = _ij_elpd(rows) if method == "ij" else _cumulant_elpd(rows)
             mcse = ess = np.full(rows.shape[0], np.nan)
         constant = (rows == rows[:, :1]).all(axis=1)
-        out[:, chunk] = [lse - np.log(n_draws), k, elpd, mcse, ess, efficiency, constant]
+        out[:, chunk] = [lppd, k, elpd, mcse, ess, efficiency, constant]
         if impossible.any():
             columns = np.arange(chunk.start, chunk.stop)[impossible]
             out[0, columns] = logsumexp_columns(matrix[:, columns]) - np.log(n_draws)
