@@ -187,17 +187,28 @@ class Posterior:
         log_lik : ndarray of shape (n_chains, n_draws, n_units)
         labels : DataArray of dim ``obs`` or ``group``
         """
+        values = self.log_lik.values
+        codes, coord = self.unit_codes(groups)
+        if coord.dims == ("obs",):
+            return values, coord
+        n_chains, n_draws, n_obs = values.shape
+        summed = sum_by_group(values.reshape(-1, n_obs), codes, coord.size)
+        return summed.reshape(n_chains, n_draws, coord.size), coord
+
+    def unit_codes(self, groups=None) -> tuple[np.ndarray, xr.DataArray]:
+        """The unit (0-based code) of each observation and the unit labels.
+
+        Returns ``(codes, labels)``: codes of shape (n_obs,) and a DataArray of dim ``obs``
+        (no groups: every observation its own unit) or ``group`` (labels in order of
+        first appearance). ``groups`` defaults to the container's.
+        """
         if groups is None:
             groups = self.groups
-        values = self.log_lik.values
         if groups is None:
-            return values, self.log_lik["obs"]
+            return np.arange(self.n_obs), self.log_lik["obs"]
         labels = (groups if groups is self.groups else self._group_labels(groups)).values
         unique, codes = _unique_in_order(labels)
-        n_chains, n_draws, n_obs = values.shape
-        summed = sum_by_group(values.reshape(-1, n_obs), codes, unique.size)
-        coord = xr.DataArray(unique, dims=("group",), name="group")
-        return summed.reshape(n_chains, n_draws, unique.size), coord
+        return codes, xr.DataArray(unique, dims=("group",), name="group")
 
     def __repr__(self) -> str:
         names = self.quantity_names

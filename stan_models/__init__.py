@@ -7,7 +7,9 @@ the unweighted pointwise log-likelihood as ``vector[N] log_lik`` in generated qu
 
 from importlib import resources
 
-__all__ = ["stan_code", "available"]
+from bayesij.stan_models.examples import example_data
+
+__all__ = ["stan_code", "available", "example_data"]
 
 
 def available() -> list[str]:

@@ -1,4 +1,4 @@
-"""Closed-form ground truth: a normal linear model with known noise sd and a Gaussian prior.
+"""Closed-form ground truth for the tests, built on :class:`bayesij.refit.conjugate.ConjugateNormal`.
 
 Under observation weights w the posterior of beta is Gaussian with
 precision  P_w = V0^-1 + X^T W X / sigma^2  and mean  m_w = P_w^-1 (V0^-1 m0 + X^T W y / sigma^2),
@@ -9,53 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesij.refit.conjugate import ConjugateNormal
 
-class ConjugateNormal:
-    def __init__(self, X, y, sigma=1.0, prior_mean=None, prior_cov=None):
-        self.X = np.asarray(X, dtype=float)
-        self.y = np.asarray(y, dtype=float)
-        self.sigma = float(sigma)
-        p = self.X.shape[1]
-        self.prior_mean = np.zeros(p) if prior_mean is None else np.asarray(prior_mean, float)
-        self.prior_cov = 100.0 * np.eye(p) if prior_cov is None else np.asarray(prior_cov, float)
-        self.prior_precision = np.linalg.inv(self.prior_cov)
-
-    @property
-    def n_obs(self) -> int:
-        return self.y.size
-
-    def posterior(self, weights=None):
-        """Posterior mean (p,) and covariance (p, p) under weights (default all ones)."""
-        w = np.ones(self.n_obs) if weights is None else np.asarray(weights, float)
-        precision = self.prior_precision + (self.X.T * w) @ self.X / self.sigma**2
-        cov = np.linalg.inv(precision)
-        shift = self.prior_precision @ self.prior_mean + (self.X.T * w) @ self.y / self.sigma**2
-        mean = cov @ shift
-        return mean, cov
-
-    def draws(self, n_draws, rng, weights=None):
-        """Exact iid posterior draws, shape (n_draws, p)."""
-        mean, cov = self.posterior(weights)
-        return rng.multivariate_normal(mean, cov, size=n_draws)
-
-    def log_lik(self, beta):
-        """Pointwise log-likelihood, shape (n_draws, n_obs)."""
-        resid = self.y - beta @ self.X.T
-        return -0.5 * (resid / self.sigma) ** 2 - np.log(self.sigma) - 0.5 * np.log(2 * np.pi)
-
-    def influence(self):
-        """Exact d E_w[beta] / d w_n at w = 1, shape (p, n_obs)."""
-        mean, cov = self.posterior()
-        resid = self.y - self.X @ mean
-        return cov @ (self.X * resid[:, None]).T / self.sigma**2
-
-    def bootstrap_means(self, n_boot, rng):
-        """Posterior means under multinomial bootstrap weights, shape (n_boot, p)."""
-        weights = rng.multinomial(self.n_obs, np.full(self.n_obs, 1 / self.n_obs), size=n_boot)
-        xtwx = np.einsum("bn,ni,nj->bij", weights, self.X, self.X) / self.sigma**2
-        xtwy = weights @ (self.X * self.y[:, None]) / self.sigma**2
-        rhs = self.prior_precision @ self.prior_mean + xtwy
-        return np.linalg.solve(self.prior_precision + xtwx, rhs[..., None])[..., 0]
+__all__ = ["ConjugateNormal"]
 
 
 def heteroskedastic_regression(n, rng, p=2, noise=lambda x: 0.5 + np.abs(x[:, 1])):
@@ -99,9 +55,7 @@ def exact_loo_log_predictive(model: ConjugateNormal):
     for n in range(model.n_obs):
         weights = np.ones(model.n_obs)
         weights[n] = 0
-        mean, cov = model.posterior(weights)
-        var = model.sigma**2 + model.X[n] @ cov @ model.X[n]
-        out[n] = -0.5 * np.log(2 * np.pi * var) - 0.5 * (model.y[n] - model.X[n] @ mean) ** 2 / var
+        out[n] = model.log_predictive(weights, [n])[0]
     return out
 
 

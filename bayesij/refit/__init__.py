@@ -1,0 +1,43 @@
+"""Exact checks: refit the model under observation weights and compare with the
+approximations computed from the original draws.
+
+Backends (:mod:`bayesij.refit.backends`) refit; experiments (:func:`bootstrap`, :func:`loo`,
+:func:`kfold`, :func:`drop`) plan refits as resumable campaigns (a directory ``store``),
+run them sequentially, on local processes or on Dask, and return a :class:`RefitReport`.
+"""
+
+from bayesij.refit.backends import (
+    Backend,
+    CallableBackend,
+    CmdStanPyBackend,
+    ConjugateNormalBackend,
+    PyStanBackend,
+    RefitFailed,
+)
+from bayesij.refit.campaign import Task, run_campaign
+from bayesij.refit.experiments import bootstrap, drop, kfold, loo
+from bayesij.refit.report import RefitReport
+from bayesij.refit.scheduler import loo_priorities
+from bayesij.refit.splits import kfold_split_grouped, kfold_split_random, kfold_split_stratified
+from bayesij.refit.store import CampaignStore
+
+__all__ = [
+    "Backend",
+    "CallableBackend",
+    "CmdStanPyBackend",
+    "ConjugateNormalBackend",
+    "PyStanBackend",
+    "RefitFailed",
+    "Task",
+    "run_campaign",
+    "bootstrap",
+    "drop",
+    "kfold",
+    "loo",
+    "RefitReport",
+    "loo_priorities",
+    "kfold_split_grouped",
+    "kfold_split_random",
+    "kfold_split_stratified",
+    "CampaignStore",
+]

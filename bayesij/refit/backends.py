@@ -1,0 +1,259 @@
+"""Backends: refit a model under an observation-weight vector.
+
+``backend.fit(weights)`` returns a :class:`bayesij.Posterior` of the model fitted with the
+log-likelihood of observation ``n`` multiplied by ``weights[n]``: 0 deletes the observation,
+integer counts give a bootstrap replicate, all ones is the ordinary fit. A refit that cannot
+be trusted raises :class:`RefitFailed` with the reason; campaigns record it.
+
+Every backend is a plain picklable object (process pools and Dask workers receive a copy)
+and seeds each refit from its own seed and the weights, so repeating a refit repeats it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from typing import Callable
+
+import numpy as np
+
+from bayesij._checks import fail
+from bayesij.posterior import Posterior
+from bayesij.refit.conjugate import ConjugateNormal
+
+__all__ = [
+    "Backend",
+    "RefitFailed",
+    "ConjugateNormalBackend",
+    "CallableBackend",
+    "PyStanBackend",
+    "CmdStanPyBackend",
+    "refit_seed",
+]
+
+
+class RefitFailed(RuntimeError):
+    """A refit finished but cannot be used (too many divergent transitions, say)."""
+
+
+def refit_seed(seed: int, weights: np.ndarray) -> int:
+    """A 31-bit seed from the backend's seed and the weight vector (stable across runs)."""
+    digest = hashlib.sha256(np.ascontiguousarray(weights, dtype=float).tobytes())
+    digest.update(str(int(seed)).encode())
+    return int.from_bytes(digest.digest()[:4], "little") % (2**31 - 1)
+
+
+class Backend:
+    """Interface of a refit backend: ``n_obs`` and ``fit(weights) -> Posterior``."""
+
+    n_obs: int | None = None
+
+    def fit(self, weights: np.ndarray) -> Posterior:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def checked_weights(self, weights) -> np.ndarray:
+        """``weights`` as a float vector of non-negative finite values of the right length."""
+        values = np.asarray(weights, dtype=float)
+        if values.ndim != 1 or (self.n_obs is not None and values.size != self.n_obs):
+            raise fail("weights", f"shape {values.shape}",
+                       f"a vector of {self.n_obs} observation weights")
+        if not np.all(np.isfinite(values) & (values >= 0)):
+            raise fail("weights", "negative or non-finite values", "finite weights >= 0")
+        return values
+
+
+class ConjugateNormalBackend(Backend):
+    """Exact posteriors of a normal linear model with known noise sd (for ground truth).
+
+    Each fit draws ``draws`` independent samples (split into ``chains`` chains) from the
+    closed-form posterior under the weights; ``log_lik`` is the unweighted pointwise
+    log-likelihood and the quantities are ``beta[1]``, ..., ``beta[p]``.
+
+    Parameters
+    ----------
+    X : array_like of shape (n_obs, n_coef)
+    y : array_like of shape (n_obs,)
+    sigma : float
+        Known noise standard deviation.
+    prior_mean, prior_cov : array_like, optional
+        Gaussian prior of ``beta``; default mean 0, covariance ``100 I``.
+    draws : int, default 4000
+    chains : int, default 4
+    seed : int, default 0
+    """
+
+    def __init__(self, X, y, sigma=1.0, prior_mean=None, prior_cov=None, *, draws: int = 4000,
+                 chains: int = 4, seed: int = 0):
+        self.model = ConjugateNormal(X, y, sigma, prior_mean, prior_cov)
+        if draws % chains or draws < 2 * chains:
+            raise fail("draws", f"{draws} draws in {chains} chains",
+                       "a multiple of chains with at least 2 draws per chain")
+        self.draws, self.chains, self.seed = int(draws), int(chains), int(seed)
+        self.n_obs = self.model.n_obs
+
+    def fit(self, weights) -> Posterior:
+        from bayesij.adapters.arrays import from_arrays
+
+        w = self.checked_weights(weights)
+        rng = np.random.default_rng(refit_seed(self.seed, w))
+        beta = self.model.draws(self.draws, rng, w)
+        shape = (self.chains, self.draws // self.chains)
+        log_lik = self.model.log_lik(beta).reshape(*shape, self.n_obs)
+        names = [f"beta[{j + 1}]" for j in range(beta.shape[1])]
+        return from_arrays(beta.reshape(*shape, -1), log_lik, quantity_names=names)
+
+    def exact_means(self, weights) -> np.ndarray:
+        """The exact posterior mean of ``beta`` under ``weights`` (no Monte Carlo error)."""
+        return self.model.posterior(self.checked_weights(weights))[0]
+
+    def __repr__(self) -> str:
+        return (f"ConjugateNormalBackend(n_obs={self.n_obs}, draws={self.draws}, "
+                f"chains={self.chains}, seed={self.seed})")
+
+
+class CallableBackend(Backend):
+    """Any refit: ``fn(weights)`` returns a Posterior (or an ArviZ InferenceData).
+
+    ``fn`` must be picklable (a module-level function) for process pools and Dask; use
+    ``executor="sequential"`` for a lambda or closure.
+    """
+
+    def __init__(self, fn: Callable, n_obs: int | None = None):
+        if not callable(fn):
+            raise fail("fn", f"a {type(fn).__name__}", "a callable fn(weights) -> Posterior")
+        self.fn, self.n_obs = fn, n_obs
+
+    def fit(self, weights) -> Posterior:
+        result = self.fn(self.checked_weights(weights))
+        if not isinstance(result, Posterior) and hasattr(result, "log_likelihood"):
+            from bayesij.adapters.inference_data import from_inference_data
+
+            result = from_inference_data(result)
+        if not isinstance(result, Posterior):
+            raise fail("fn", f"a callable that returned a {type(result).__name__}",
+                       "a callable returning a bayesij.Posterior or an InferenceData")
+        return result
+
+    def __repr__(self) -> str:
+        return f"CallableBackend({getattr(self.fn, '__qualname__', self.fn)!r})"
+
+
+def _model_code(model: str) -> str:
+    """Stan code from code, a shipped model name or a path to a .stan file."""
+    from bayesij.stan_models import available, stan_code
+
+    if model in available():
+        return stan_code(model)
+    if model.endswith(".stan") and os.path.exists(model):
+        with open(model) as handle:
+            return handle.read()
+    if "model" not in model:
+        raise fail("model", repr(model[:60]),
+                   f"Stan code, a .stan file or one of the shipped models {available()}")
+    return model
+
+
+class _StanBackend(Backend):
+    """What the PyStan and CmdStanPy backends share: data, names, divergence check."""
+
+    def __init__(self, model: str, data: dict, weights: str = "weights",
+                 log_lik: str = "log_lik", quantities=None, *, seed: int = 0,
+                 max_divergent: float = 0.01, **sample_kwargs):
+        if not isinstance(data, dict):
+            raise fail("data", f"a {type(data).__name__}", "a dict of Stan data")
+        self.code = _model_code(model)
+        self.data = {key: value for key, value in data.items() if key != weights}
+        self.weights_name, self.log_lik, self.quantities = weights, log_lik, quantities
+        self.seed, self.max_divergent = int(seed), float(max_divergent)
+        self.sample_kwargs = sample_kwargs
+        self.n_obs = len(data[weights]) if weights in data else None
+
+    def _check_divergences(self, n_divergent: int, n_draws: int) -> None:
+        if n_divergent > self.max_divergent * n_draws:
+            raise RefitFailed(f"{n_divergent} divergent transitions in {n_draws} draws "
+                              f"(more than max_divergent = {self.max_divergent:g} of them)")
+
+    def _data(self, weights) -> dict:
+        return {**self.data, self.weights_name: self.checked_weights(weights)}
+
+
+class PyStanBackend(_StanBackend):
+    """Refits with PyStan 3 (installs from PyPI; compiles with the system compiler).
+
+    Parameters
+    ----------
+    model : str
+        Stan code, a path to a ``.stan`` file, or the name of a shipped model
+        (``bayesij.stan_models.available()``). The program must take the weights as data
+        and multiply each observation's log-likelihood by them.
+    data : dict
+        The Stan data; its ``weights`` entry (if any) is replaced at each refit.
+    weights : str, default "weights"
+        Name of the weight vector in the data block.
+    log_lik : str, default "log_lik"
+        Generated quantity with the pointwise log-likelihood.
+    quantities : str or list of str, optional
+        Quantities to keep (default: all but ``log_lik``).
+    seed : int, default 0
+    max_divergent : float, default 0.01
+        A refit with more divergent transitions than this fraction of its draws fails.
+    **sample_kwargs
+        Passed to ``model.sample`` (``num_chains``, ``num_samples``, ``num_warmup``, ...).
+
+    Notes
+    -----
+    PyStan compiles a program once and caches the build on disk; later refits only load it.
+    """
+
+    def fit(self, weights) -> Posterior:
+        import stan
+
+        from bayesij.adapters.pystan import from_pystan
+
+        data = self._data(weights)
+        model = stan.build(self.code, data=data, random_seed=refit_seed(self.seed, data[
+            self.weights_name]))
+        fit = model.sample(**self.sample_kwargs)
+        divergent = np.asarray(fit["divergent__"])
+        self._check_divergences(int(divergent.sum()), divergent.size)
+        return from_pystan(fit, log_lik=self.log_lik, quantities=self.quantities)
+
+    def __repr__(self) -> str:
+        return f"PyStanBackend(n_obs={self.n_obs}, sample_kwargs={self.sample_kwargs})"
+
+
+class CmdStanPyBackend(_StanBackend):
+    """Refits with CmdStanPy (needs CmdStan installed); same arguments as PyStanBackend.
+
+    ``sample_kwargs`` go to ``CmdStanModel.sample`` (``chains``, ``iter_sampling``, ...).
+    The program is compiled once per process.
+    """
+
+    _compiled: dict = {}
+
+    def _model(self):
+        import cmdstanpy
+
+        key = hashlib.sha256(self.code.encode()).hexdigest()[:16]
+        if key not in self._compiled:
+            folder = os.path.join(tempfile.gettempdir(), "bayesij-cmdstan")
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, f"model_{key}.stan")
+            with open(path, "w") as handle:
+                handle.write(self.code)
+            self._compiled[key] = cmdstanpy.CmdStanModel(stan_file=path)
+        return self._compiled[key]
+
+    def fit(self, weights) -> Posterior:
+        from bayesij.adapters.cmdstan import from_cmdstanpy
+
+        data = self._data(weights)
+        fit = self._model().sample(data=data, seed=refit_seed(self.seed, data[
+            self.weights_name]), show_progress=False, **self.sample_kwargs)
+        n_divergent = int(np.sum(fit.divergences)) if fit.divergences is not None else 0
+        self._check_divergences(n_divergent, fit.draws().shape[0] * fit.chains)
+        return from_cmdstanpy(fit, log_lik=self.log_lik, quantities=self.quantities)
+
+    def __repr__(self) -> str:
+        return f"CmdStanPyBackend(n_obs={self.n_obs}, sample_kwargs={self.sample_kwargs})"

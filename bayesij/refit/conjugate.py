@@ -1,0 +1,89 @@
+"""Closed-form ground truth: a normal linear model with known noise sd and a Gaussian prior.
+
+Under observation weights ``w`` the posterior of ``beta`` is Gaussian with precision
+``P_w = V0^-1 + X^T W X / sigma^2`` and mean ``m_w = P_w^-1 (V0^-1 m0 + X^T W y / sigma^2)``,
+so everything the estimators approximate (influence, bootstrap, leave-one-out, deleting a
+set) is exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayesij._checks import fail
+
+__all__ = ["ConjugateNormal"]
+
+
+class ConjugateNormal:
+    """Weighted Bayesian linear regression ``y ~ N(X beta, sigma^2)``, ``beta ~ N(m0, V0)``.
+
+    Parameters
+    ----------
+    X : array_like of shape (n_obs, n_coef)
+    y : array_like of shape (n_obs,)
+    sigma : float, default 1
+        Known noise standard deviation.
+    prior_mean : array_like of shape (n_coef,), optional
+        Default zeros.
+    prior_cov : array_like of shape (n_coef, n_coef), optional
+        Default ``100 I``.
+    """
+
+    def __init__(self, X, y, sigma=1.0, prior_mean=None, prior_cov=None):
+        self.X = np.atleast_2d(np.asarray(X, dtype=float))
+        self.y = np.asarray(y, dtype=float)
+        if self.X.shape[0] != self.y.shape[0] or self.y.ndim != 1:
+            raise fail("y", f"shape {self.y.shape} with X of shape {self.X.shape}",
+                       "a vector with one entry per row of X")
+        if not (np.isfinite(sigma) and sigma > 0):
+            raise fail("sigma", repr(sigma), "a finite positive noise standard deviation")
+        self.sigma = float(sigma)
+        p = self.X.shape[1]
+        self.prior_mean = np.zeros(p) if prior_mean is None else np.asarray(prior_mean, float)
+        self.prior_cov = 100.0 * np.eye(p) if prior_cov is None else np.asarray(prior_cov, float)
+        self.prior_precision = np.linalg.inv(self.prior_cov)
+
+    @property
+    def n_obs(self) -> int:
+        return self.y.size
+
+    def posterior(self, weights=None) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean (n_coef,) and covariance (n_coef, n_coef) under ``weights``."""
+        w = np.ones(self.n_obs) if weights is None else np.asarray(weights, float)
+        precision = self.prior_precision + (self.X.T * w) @ self.X / self.sigma**2
+        cov = np.linalg.inv(precision)
+        shift = self.prior_precision @ self.prior_mean + (self.X.T * w) @ self.y / self.sigma**2
+        return cov @ shift, cov
+
+    def draws(self, n_draws: int, rng, weights=None) -> np.ndarray:
+        """Exact independent posterior draws, shape (n_draws, n_coef)."""
+        mean, cov = self.posterior(weights)
+        return rng.multivariate_normal(mean, cov, size=n_draws)
+
+    def log_lik(self, beta: np.ndarray) -> np.ndarray:
+        """Pointwise log-likelihood of draws ``beta`` (n_draws, n_coef): (n_draws, n_obs)."""
+        resid = self.y - beta @ self.X.T
+        return -0.5 * (resid / self.sigma) ** 2 - np.log(self.sigma) - 0.5 * np.log(2 * np.pi)
+
+    def influence(self) -> np.ndarray:
+        """Exact ``d E_w[beta] / d w_n`` at ``w = 1``, shape (n_coef, n_obs)."""
+        mean, cov = self.posterior()
+        resid = self.y - self.X @ mean
+        return cov @ (self.X * resid[:, None]).T / self.sigma**2
+
+    def bootstrap_means(self, n_boot: int, rng) -> np.ndarray:
+        """Posterior means under multinomial bootstrap weights, shape (n_boot, n_coef)."""
+        weights = rng.multinomial(self.n_obs, np.full(self.n_obs, 1 / self.n_obs), size=n_boot)
+        xtwx = np.einsum("bn,ni,nj->bij", weights, self.X, self.X) / self.sigma**2
+        xtwy = weights @ (self.X * self.y[:, None]) / self.sigma**2
+        rhs = self.prior_precision @ self.prior_mean + xtwy
+        return np.linalg.solve(self.prior_precision + xtwx, rhs[..., None])[..., 0]
+
+    def log_predictive(self, weights, points) -> np.ndarray:
+        """Exact ``log p(y_n | data weighted by weights)`` for observations ``points``."""
+        mean, cov = self.posterior(weights)
+        x = self.X[points]
+        var = self.sigma**2 + np.einsum("ni,ij,nj->n", x, cov, x)
+        resid = self.y[points] - x @ mean
+        return -0.5 * np.log(2 * np.pi * var) - 0.5 * resid**2 / var

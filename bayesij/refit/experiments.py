@@ -1,0 +1,334 @@
+"""Exact checks: bootstrap, leave-one-out, K-fold and drop-a-set refits against the
+approximations bayesij computes from the original draws.
+
+Every experiment plans its refits as a campaign (see :mod:`bayesij.refit.campaign`): with
+``store=`` a directory, finished refits are written as they finish and calling the
+experiment again with the same arguments resumes it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from bayesij import array
+from bayesij._checks import check_positive_int, fail
+from bayesij.array.holdout import fold_elpd
+from bayesij.array.linearity import leave_out_changes
+from bayesij.array.psis import pareto_k_threshold
+from bayesij.crossval import loo as approximate_loo
+from bayesij.posterior import Posterior
+from bayesij.refit.campaign import Task, run_campaign
+from bayesij.refit.report import RefitReport, comparison_rows
+from bayesij.refit.scheduler import LooStopRule, loo_priorities
+from bayesij.refit.splits import kfold_split_random
+from bayesij.refit.summary import summarise
+from bayesij.sensitivity import ij_covariance
+
+__all__ = ["bootstrap", "loo", "kfold", "drop"]
+
+
+def _checked(post, backend) -> Posterior:
+    if not isinstance(post, Posterior):
+        raise fail("post", f"a {type(post).__name__}", "a bayesij.Posterior")
+    if not hasattr(backend, "fit"):
+        raise fail("backend", f"a {type(backend).__name__}",
+                   "a refit backend with fit(weights) (bayesij.refit.*Backend)")
+    n_obs = getattr(backend, "n_obs", None)
+    if n_obs is not None and n_obs != post.n_obs:
+        raise fail("backend", f"a model of {n_obs} observations",
+                   f"the {post.n_obs} observations of post")
+    return post
+
+
+def _failures(records: dict) -> pd.DataFrame:
+    failed = [(key, r["reason"]) for key, r in records.items() if r["status"] != "ok"]
+    return pd.DataFrame(failed, columns=["key", "reason"])
+
+
+def _ok(records: dict) -> dict:
+    return {key: r for key, r in records.items() if r["status"] == "ok"}
+
+
+def _quantity_columns(record: dict, names: list[str]) -> list[int]:
+    missing = [name for name in names if name not in record["quantities"]]
+    if missing:
+        raise fail("backend", f"refits without the quantities {missing[:5]}",
+                   "refits reporting every quantity of post")
+    return [record["quantities"].index(name) for name in names]
+
+
+def _campaign(tasks, backend, experiment, settings, store, executor, progress, **options):
+    return run_campaign(tasks, backend, experiment=experiment, settings=settings,
+                        store=store, executor=executor, progress=progress, **options)
+
+
+# --------------------------------------------------------------------------- bootstrap
+def bootstrap(post, backend, B: int, seed: int = 0, store=None, executor=None, *,
+              quantities=None, groups=None, progress: bool = True) -> RefitReport:
+    """Exact bootstrap of posterior means against the IJ covariance (and the posterior).
+
+    ``B`` refits under multinomial bootstrap counts of the units (observations, or the
+    groups of ``groups``: a cluster bootstrap). The exact bootstrap variance of each
+    posterior mean is the variance of the refit means less the mean squared Monte Carlo
+    error of those means (the noise each refit adds); its standard error is the sampling
+    error over ``B`` replicates. It is compared with the noise-corrected IJ variance (with
+    its block-bootstrap MCSE) and the posterior variance.
+
+    Returns
+    -------
+    RefitReport
+        Rows per quantity for methods ``'ij'`` and ``'posterior'``.
+
+    References
+    ----------
+    .. [1] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
+       variance. arXiv:2305.06466.
+    """
+    post = _checked(post, backend)
+    B = check_positive_int(B, "B", minimum=2)
+    if quantities is not None:
+        post = post.select(quantities)
+    codes, units = post.unit_codes(groups)
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(units.size, np.full(units.size, 1 / units.size), size=B)
+    tasks = [Task(f"boot-{b:05d}", counts[b][codes].astype(float)) for b in range(B)]
+    settings = {"B": B, "seed": seed, "units": int(units.size)}
+    records = _campaign(tasks, backend, "bootstrap", settings, store, executor, progress)
+    ok = list(_ok(records).values())
+    names = post.quantity_names
+    ij = ij_covariance(post, groups)
+    frames = [comparison_rows({"quantity": names}, "ij", ij.variance_corrected.to_numpy(),
+                              ij.mcse.to_numpy(), *_bootstrap_variance(ok, names)),
+              comparison_rows({"quantity": names}, "posterior",
+                              ij.posterior_variance.to_numpy(), np.nan,
+                              *_bootstrap_variance(ok, names))]
+    return RefitReport("bootstrap", pd.concat(frames, ignore_index=True), _failures(records),
+                       B, len(ok), {"replicates used": len(ok), "units": int(units.size)})
+
+
+def _bootstrap_variance(records: list[dict], names: list[str]):
+    """Noise-corrected variance of refit means and its standard error over replicates."""
+    if len(records) < 2:
+        return np.full(len(names), np.nan), np.full(len(names), np.nan)
+    columns = _quantity_columns(records[0], names)
+    means = np.array([np.asarray(r["mean"])[columns] for r in records])
+    noise = np.mean([np.asarray(r["mcse"])[columns] ** 2 for r in records], axis=0)
+    deviations = (means - means.mean(axis=0)) ** 2
+    n = len(records)
+    variance = deviations.sum(axis=0) / (n - 1) - noise
+    return variance, deviations.std(axis=0, ddof=1) / np.sqrt(n)
+
+
+# --------------------------------------------------------------------------- leave-one-out
+def _loo_approximations(post: Posterior) -> dict:
+    with warnings.catch_warnings():  # k-hat is reported in the comparison, not warned
+        warnings.simplefilter("ignore")
+        return {method: approximate_loo(post, method=method)
+                for method in ("psis", "ij", "cumulant")}
+
+
+def _loo_points(post, points, approx, budget, tolerance):
+    """Positions to refit, in order, and the stopping rule (scheduler) or None."""
+    if isinstance(points, str) and points == "all":
+        return np.arange(post.n_obs), None
+    if isinstance(points, str) and points == "auto":
+        budget = check_positive_int(budget, "budget")
+        psis = approx["psis"].pointwise
+        var_log_lik = post.log_lik.values.reshape(post.n_draws, -1).var(axis=0, ddof=1)
+        priorities = loo_priorities(psis["elpd_loo"], approx["ij"].pointwise["elpd_loo"],
+                                    psis["mcse_elpd_loo"], psis["pareto_k"], var_log_lik,
+                                    pareto_k_threshold(post.n_draws))
+        chosen = priorities.order[:budget]
+        tolerance = 0.1 * approx["psis"].se if tolerance is None else tolerance
+        keys = [_loo_key(post, n) for n in chosen]
+        return chosen, LooStopRule(priorities, psis["elpd_loo"], keys, chosen, tolerance)
+    positions = _positions(post.obs_names, points, "points")
+    return positions, None
+
+
+def _positions(names: list, labels, argument: str) -> np.ndarray:
+    index = {name: i for i, name in enumerate(names)}
+    labels = list(np.atleast_1d(np.asarray(labels, dtype=object)))
+    unknown = [label for label in labels if label not in index]
+    if unknown or not labels:
+        raise fail(argument, f"labels {unknown[:5]} not among the ids" if unknown else "none",
+                   "'all', 'auto' or a list of observation ids of post")
+    return np.array([index[label] for label in labels])
+
+
+def _loo_key(post: Posterior, n: int) -> str:
+    return f"loo-{post.obs_names[n]}"
+
+
+def loo(post, backend, points="auto", store=None, executor=None, *, budget: int = 10,
+        tolerance: float | None = None, progress: bool = True) -> RefitReport:
+    """Exact leave-one-out refits against PSIS-, IJ- and cumulant-LOO.
+
+    Parameters
+    ----------
+    post : Posterior
+    backend : refit backend
+    points : "auto", "all" or list of observation ids, default "auto"
+        "auto": the scheduler (:mod:`bayesij.refit.scheduler`) refits up to ``budget``
+        points in order of estimated PSIS error and stops early once the estimated
+        remaining error is below ``tolerance``.
+    store, executor : see :func:`bayesij.refit.campaign.run_campaign`
+    budget : int, default 10
+    tolerance : float, optional
+        In elpd units; default a tenth of the SE of elpd_loo.
+
+    Returns
+    -------
+    RefitReport
+        Rows per refitted point for methods ``'psis'``, ``'ij'``, ``'cumulant'`` (with
+        ``pareto_k``); ``summary`` has elpd_loo by PSIS and with the refitted points'
+        exact values put in (as R loo's ``reloo``).
+    """
+    post = _checked(post, backend)
+    approx = _loo_approximations(post)
+    positions, rule = _loo_points(post, points, approx, budget, tolerance)
+    tasks = []
+    for n in positions:
+        weights = np.ones(post.n_obs)
+        weights[n] = 0.0
+        tasks.append(Task(_loo_key(post, n), weights, (int(n),)))
+    settings = {"points": [str(post.obs_names[n]) for n in positions]}
+    records = _campaign(tasks, backend, "loo", settings, store, executor, progress,
+                        stop=rule)
+    ok = _ok(records)
+    done = np.array([n for n, task in zip(positions, tasks) if task.key in ok], dtype=int)
+    exact = np.array([ok[_loo_key(post, n)]["lpd"][0] for n in done])
+    exact_se = np.array([ok[_loo_key(post, n)]["lpd_mcse"][0] for n in done])
+    obs = [post.obs_names[n] for n in done]
+    psis = approx["psis"].pointwise
+    k = psis["pareto_k"].to_numpy()[done]
+    frames = []
+    for method, result in approx.items():
+        values = result.pointwise["elpd_loo"].to_numpy()[done]
+        se = result.pointwise["mcse_elpd_loo"].to_numpy()[done]
+        frames.append(comparison_rows({"obs": obs, "pareto_k": k}, method, values, se, exact,
+                                      exact_se))
+    corrected = psis["elpd_loo"].to_numpy().copy()
+    corrected[done] = exact
+    summary = {"elpd_loo (psis)": approx["psis"].elpd,
+               "elpd_loo with exact refits": float(corrected.sum()),
+               "points refitted": len(done)}
+    if rule is not None:
+        summary["estimated remaining error"] = rule.remaining if len(records) < len(
+            tasks) else float(np.sqrt(np.sum(np.delete(rule.error, done) ** 2)))
+        summary["stopped early"] = len(records) < len(tasks)
+    return RefitReport("loo", pd.concat(frames, ignore_index=True), _failures(records),
+                       len(tasks), len(done), summary)
+
+
+# --------------------------------------------------------------------------- K-fold
+def kfold(post, backend, K: int = 10, folds=None, store=None, executor=None, *,
+          seed: int = 0, progress: bool = True) -> RefitReport:
+    """Exact K-fold cross-validation against its PSIS and IJ approximations.
+
+    Each fold is refitted without its observations; ``log p(x_n | x_-F)`` of each held-out
+    observation is the log mean of its likelihood over the refit draws, summed per fold
+    (as R loo's ``kfold``). Approximations from the original draws: PSIS with weights
+    ``exp(-sum_{m in F} l_m)`` and the IJ (:func:`bayesij.array.holdout.fold_elpd`).
+
+    Parameters
+    ----------
+    K : int, default 10
+        Number of folds when ``folds`` is not given (random folds,
+        :func:`kfold_split_random` with ``seed``).
+    folds : array_like of shape (n_obs,), optional
+        The fold label of every observation (from the ``kfold_split_*`` functions or
+        your own).
+
+    Returns
+    -------
+    RefitReport
+        Rows per fold for methods ``'psis'`` and ``'ij'`` (with the fold's ``pareto_k``);
+        ``summary`` has the exact and approximate elpd_kfold totals.
+    """
+    post = _checked(post, backend)
+    labels = kfold_split_random(post.n_obs, K, seed) if folds is None else np.asarray(folds)
+    if labels.shape != (post.n_obs,):
+        raise fail("folds", f"shape {labels.shape}", f"a fold label for each of the "
+                   f"{post.n_obs} observations")
+    names, codes = np.unique(labels, return_inverse=True)
+    if names.size < 2:
+        raise fail("folds", f"{names.size} fold", "at least 2 folds")
+    tasks = [Task(f"fold-{name}", (codes != k).astype(float),
+                  tuple(np.flatnonzero(codes == k).tolist())) for k, name in enumerate(names)]
+    records = _campaign(tasks, backend, "kfold", {"folds": codes.tolist()}, store, executor,
+                        progress)
+    ok = _ok(records)
+    done = [k for k, task in enumerate(tasks) if task.key in ok]
+    exact = np.array([np.sum(ok[tasks[k].key]["lpd"]) for k in done])
+    exact_se = np.array([np.sqrt(np.sum(np.square(ok[tasks[k].key]["lpd_mcse"])))
+                         for k in done])
+    approx = fold_elpd(post.log_lik.values, codes)
+    index = {"fold": names[done], "pareto_k": approx.pareto_k[done]}
+    frames = [comparison_rows(index, method, np.bincount(codes, values,
+                                                         minlength=names.size)[done], np.nan,
+                              exact, exact_se)
+              for method, values in (("psis", approx.psis), ("ij", approx.ij))]
+    summary = {"elpd_kfold (exact)": float(exact.sum()), "elpd_kfold (psis)":
+               float(approx.psis.sum()), "elpd_kfold (ij)": float(approx.ij.sum()),
+               "folds": int(names.size)}
+    return RefitReport("kfold", pd.concat(frames, ignore_index=True), _failures(records),
+                       len(tasks), len(done), summary)
+
+
+# --------------------------------------------------------------------------- drop a set
+def drop(post, backend, ids, *, groups=None, quantities=None, store=None, executor=None,
+         progress: bool = True) -> RefitReport:
+    """The exact change of posterior means when the units ``ids`` are deleted.
+
+    Compared with the linear (IJ) prediction ``-sum psi`` and with importance reweighting
+    of the original draws by ``exp(-sum_{n in set} l_n)``, Pareto-smoothed (its k-hat in
+    ``summary``). This is how an influential set found by :func:`bayesij.amip` is verified.
+
+    Parameters
+    ----------
+    ids : list
+        Observation ids, or group labels when ``groups`` (or ``post.groups``) is set.
+
+    Returns
+    -------
+    RefitReport
+        Rows per quantity for methods ``'linear'`` and ``'reweighted'``; ``exact`` is the
+        change of the posterior mean (refit minus original), ``exact_se`` combines both
+        fits' Monte Carlo errors.
+    """
+    post = _checked(post, backend)
+    if quantities is not None:
+        post = post.select(quantities)
+    codes, units = post.unit_codes(groups)
+    chosen = _positions(units.values.tolist(), ids, "ids")
+    deleted = np.isin(codes, chosen)
+    task = Task("drop", (~deleted).astype(float))
+    records = _campaign([task], backend, "drop", {"ids": [str(i) for i in units.values[
+        chosen]]}, store, executor, progress)
+    names = post.quantity_names
+    before = summarise(post)
+    ok = _ok(records)
+    exact = exact_se = np.full(len(names), np.nan)
+    if ok:
+        after = ok["drop"]
+        columns = _quantity_columns(after, names)
+        exact = np.asarray(after["mean"])[columns] - np.asarray(before["mean"])
+        exact_se = np.hypot(np.asarray(after["mcse"])[columns], before["mcse"])
+    values = post.quantities.values
+    set_lik = post.log_lik.values[:, :, deleted].sum(axis=2, keepdims=True)
+    changes = leave_out_changes(values, set_lik)
+    scores = array.influence_scores(values, post.log_lik.values[:, :, deleted])
+    linear = -scores.psi.sum(axis=1)
+    linear_se = np.sqrt(np.sum(scores.mcse**2, axis=1))
+    frames = [comparison_rows({"quantity": names}, "linear", linear, linear_se, exact,
+                              exact_se),
+              comparison_rows({"quantity": names}, "reweighted", changes.delta_is[:, 0],
+                              np.nan, exact, exact_se)]
+    summary = {"units dropped": int(chosen.size), "observations dropped": int(deleted.sum()),
+               "pareto_k of the set": float(changes.pareto_k[0])}
+    return RefitReport("drop", pd.concat(frames, ignore_index=True), _failures(records), 1,
+                       len(ok), summary)

@@ -1,0 +1,137 @@
+"""Campaigns: stores that survive kills, failure records, executors (processes, Dask)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from refit_helpers import BACKEND, failing_fit, slow_fit
+
+from bayesij import refit
+from bayesij.refit.campaign import Task, run_campaign
+
+HERE = Path(__file__).parent
+
+
+def _post():
+    return BACKEND.fit(np.ones(BACKEND.n_obs))
+
+
+def _lines(store) -> list[dict]:
+    return [json.loads(line) for line in Path(store, "records.jsonl").read_text().splitlines()]
+
+
+def _started(log: Path) -> list[int]:
+    return [int(line.split()[0]) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.mark.parametrize("executor", ["sequential", "2"])
+def test_killed_campaign_resumes_with_exactly_the_planned_refits(tmp_path, monkeypatch,
+                                                                 executor):
+    store, log = tmp_path / "store", tmp_path / "calls.log"
+    env = {**os.environ, "BAYESIJ_TEST_LOG": str(log),
+           "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    args = [sys.executable, str(HERE / "campaign_script.py"), str(store)]
+    if executor != "sequential":
+        args.append(executor)
+    process = subprocess.Popen(args, env=env, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        records = store / "records.jsonl"
+        if records.exists() and len(records.read_text().splitlines()) >= 5:
+            break
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)  # the campaign and its worker processes
+    process.wait()
+    first = {record["key"] for record in _lines(store)}
+    assert 5 <= len(first) < BACKEND.n_obs, "killed mid-way"
+    with open(store / "records.jsonl", "a") as handle:  # a line cut short by the kill
+        handle.write('{"key": "loo-7", "stat')
+    started_before = len(_started(log))
+
+    monkeypatch.setenv("BAYESIJ_TEST_LOG", str(log))
+    monkeypatch.setenv("BAYESIJ_TEST_SLEEP", "0")
+    report = refit.loo(_post(), refit.CallableBackend(slow_fit, BACKEND.n_obs), points="all",
+                       store=store, executor="sequential", progress=False)
+    keys = [record["key"] for record in _lines(store)]
+    planned = {f"loo-{i}" for i in range(BACKEND.n_obs)}
+    assert sorted(keys) == sorted(planned), "each planned refit exactly once"
+    redone = {f"loo-{n}" for n in _started(log)[started_before:]}
+    assert not redone & first, "no finished refit is done again"
+    assert redone == planned - first
+    assert report.n_refits == BACKEND.n_obs and len(report.failures) == 0
+    assert set(report.table("psis")["obs"]) == set(range(BACKEND.n_obs))
+
+
+def test_failures_are_recorded_with_reasons_and_not_redone(tmp_path):
+    backend = refit.CallableBackend(failing_fit, BACKEND.n_obs)
+    post = _post()
+    report = refit.loo(post, backend, points=[0, 1, 2], store=tmp_path, executor="sequential",
+                       progress=False)
+    assert report.n_planned == 3 and report.n_refits == 2
+    assert report.failures["key"].tolist() == ["loo-0"]
+    assert "RefitFailed: 12 divergent transitions" in report.failures["reason"][0]
+    assert 0 not in set(report.table()["obs"])
+    assert "1 refits failed" in str(report)
+    again = refit.loo(post, backend, points=[0, 1, 2],
+                      store=tmp_path, executor="sequential", progress=False)
+    assert again.failures["key"].tolist() == ["loo-0"], "a failure is a finished refit"
+    assert len(_lines(tmp_path)) == 3
+
+
+def test_ordinary_exceptions_are_failures_too():
+    tasks = [Task("a", np.r_[1.0, 2.0, np.ones(BACKEND.n_obs - 2)]),
+             Task("b", np.ones(BACKEND.n_obs))]
+    records = run_campaign(tasks, refit.CallableBackend(failing_fit), experiment="x",
+                           settings={}, executor="sequential", progress=False)
+    assert records["a"]["status"] == "failed"
+    assert records["a"]["reason"] == "ZeroDivisionError: boom"
+    assert records["b"]["status"] == "ok"
+
+
+def test_a_store_refuses_a_different_plan(tmp_path):
+    post = _post()
+    refit.loo(post, BACKEND, points=[1, 2], store=tmp_path, executor="sequential",
+              progress=False)
+    with pytest.raises(ValueError, match="store: .*different settings"):
+        refit.loo(post, BACKEND, points=[1, 3], store=tmp_path, executor="sequential",
+                  progress=False)
+
+
+def test_process_pool_and_dask_give_the_sequential_records():
+    distributed = pytest.importorskip("distributed")
+    post = _post()
+    sequential = refit.bootstrap(post, BACKEND, B=6, executor="sequential", progress=False)
+    pooled = refit.bootstrap(post, BACKEND, B=6, progress=False)  # default: local processes
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            on_dask = refit.bootstrap(post, BACKEND, B=6, executor=client, progress=False)
+            by_address = refit.bootstrap(post, BACKEND, B=6, executor=cluster.scheduler_address,
+                                         progress=False)
+    for other in (pooled, on_dask, by_address):
+        np.testing.assert_allclose(other.table()["exact"], sequential.table()["exact"],
+                                   rtol=1e-12)
+
+
+def test_unpicklable_backend_is_refused_for_processes_but_runs_sequentially():
+    backend = refit.CallableBackend(lambda w: BACKEND.fit(w), BACKEND.n_obs)
+    with pytest.raises(ValueError, match="backend: .*cannot be pickled"):
+        refit.bootstrap(_post(), backend, B=2, progress=False)
+    assert refit.bootstrap(_post(), backend, B=2, executor="sequential",
+                           progress=False).n_refits == 2
+
+
+def test_bad_executor_and_backend():
+    with pytest.raises(ValueError, match="executor: found a list"):
+        refit.bootstrap(_post(), BACKEND, B=2, executor=[1], progress=False)
+    small = refit.ConjugateNormalBackend(np.ones((5, 1)), np.zeros(5))
+    with pytest.raises(ValueError, match="backend: found a model of 5 observations"):
+        refit.bootstrap(_post(), small, B=2, progress=False)
+    with pytest.raises(ValueError, match="weights: found negative"):
+        BACKEND.fit(-np.ones(BACKEND.n_obs))
