@@ -1,4 +1,4 @@
-"""Closed-form ground truth for the tests, built on :class:`bayesij.refit.conjugate.ConjugateNormal`.
+"""Closed-form ground truth for the tests, built on bayesij.refit.conjugate.ConjugateNormal.
 
 Under observation weights w the posterior of beta is Gaussian with
 precision  P_w = V0^-1 + X^T W X / sigma^2  and mean  m_w = P_w^-1 (V0^-1 m0 + X^T W y / sigma^2),

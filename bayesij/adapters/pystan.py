@@ -11,7 +11,7 @@ from bayesij.adapters._stan_names import split_columns
 from bayesij.adapters.arrays import element_names, from_arrays
 from bayesij.posterior import Posterior
 
-__all__ = ["from_pystan"]
+__all__ = ["from_pystan", "sample_pystan"]
 
 
 def _variable_draws(fit, name: str, n_warmup: int) -> tuple[np.ndarray, list[str]]:
@@ -56,3 +56,11 @@ def from_pystan(fit, log_lik="log_lik", quantities=None) -> Posterior:
     draws = np.concatenate(blocks, axis=2)
     values, names, ll_values, obs = split_columns(draws, columns, log_lik, quantities)
     return from_arrays(values, ll_values, quantity_names=names, obs_names=obs)
+
+
+def sample_pystan(code: str, data: dict, seed: int, **sample_kwargs):
+    """Build (cached by PyStan after the first compile) and sample a Stan program."""
+    import stan
+
+    model = stan.build(code, data=data, random_seed=seed)
+    return model.sample(**sample_kwargs)

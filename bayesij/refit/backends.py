@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -148,7 +147,7 @@ def _model_code(model: str) -> str:
     if model.endswith(".stan") and os.path.exists(model):
         with open(model) as handle:
             return handle.read()
-    if "model" not in model:
+    if "{" not in model:  # not a name, not a file, and no Stan blocks
         raise fail("model", repr(model[:60]),
                    f"Stan code, a .stan file or one of the shipped models {available()}")
     return model
@@ -204,17 +203,20 @@ class PyStanBackend(_StanBackend):
     Notes
     -----
     PyStan compiles a program once and caches the build on disk; later refits only load it.
+    Refits run one after another in the calling process (``process_pool_safe = False``):
+    PyStan already runs the chains of each refit in parallel processes, and its sampler
+    hangs when started from a process-pool worker. To spread refits over machines use
+    :class:`CmdStanPyBackend` on Dask.
     """
 
-    def fit(self, weights) -> Posterior:
-        import stan
+    process_pool_safe = False
 
-        from bayesij.adapters.pystan import from_pystan
+    def fit(self, weights) -> Posterior:
+        from bayesij.adapters.pystan import from_pystan, sample_pystan
 
         data = self._data(weights)
-        model = stan.build(self.code, data=data, random_seed=refit_seed(self.seed, data[
-            self.weights_name]))
-        fit = model.sample(**self.sample_kwargs)
+        fit = sample_pystan(self.code, data, refit_seed(self.seed, data[self.weights_name]),
+                            **self.sample_kwargs)
         divergent = np.asarray(fit["divergent__"])
         self._check_divergences(int(divergent.sum()), divergent.size)
         return from_pystan(fit, log_lik=self.log_lik, quantities=self.quantities)
@@ -230,27 +232,12 @@ class CmdStanPyBackend(_StanBackend):
     The program is compiled once per process.
     """
 
-    _compiled: dict = {}
-
-    def _model(self):
-        import cmdstanpy
-
-        key = hashlib.sha256(self.code.encode()).hexdigest()[:16]
-        if key not in self._compiled:
-            folder = os.path.join(tempfile.gettempdir(), "bayesij-cmdstan")
-            os.makedirs(folder, exist_ok=True)
-            path = os.path.join(folder, f"model_{key}.stan")
-            with open(path, "w") as handle:
-                handle.write(self.code)
-            self._compiled[key] = cmdstanpy.CmdStanModel(stan_file=path)
-        return self._compiled[key]
-
     def fit(self, weights) -> Posterior:
-        from bayesij.adapters.cmdstan import from_cmdstanpy
+        from bayesij.adapters.cmdstan import from_cmdstanpy, sample_cmdstanpy
 
         data = self._data(weights)
-        fit = self._model().sample(data=data, seed=refit_seed(self.seed, data[
-            self.weights_name]), show_progress=False, **self.sample_kwargs)
+        fit = sample_cmdstanpy(self.code, data, refit_seed(self.seed, data[self.weights_name]),
+                               **self.sample_kwargs)
         n_divergent = int(np.sum(fit.divergences)) if fit.divergences is not None else 0
         self._check_divergences(n_divergent, fit.draws().shape[0] * fit.chains)
         return from_cmdstanpy(fit, log_lik=self.log_lik, quantities=self.quantities)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
+import multiprocessing as mp
 import os
 import pickle
 import time
@@ -77,13 +78,23 @@ def _check_picklable(backend) -> None:
 
 def _results(executor, backend, tasks: list[Task]) -> Iterator[dict]:
     """Records of ``tasks`` in the order they finish, on the chosen executor."""
-    if executor == "sequential" or not tasks:
+    in_process = not getattr(backend, "process_pool_safe", True)
+    if executor == "sequential" or not tasks or (executor is None and in_process):
         yield from _sequential(backend, tasks)
         return
+    if in_process and (isinstance(executor, (int, cf.Executor))):
+        raise fail("executor", f"a local process pool for a {type(backend).__name__}",
+                   "executor=None or 'sequential' (refits in this process) or Dask",
+                   "PyStan runs its chains in parallel processes itself, and its sampler "
+                   "hangs in pool worker processes.")
     _check_picklable(backend)
     if executor is None or isinstance(executor, int):
         workers = min(len(tasks), executor or os.cpu_count() or 1)
-        with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+        # Fresh worker processes (forkserver/spawn), never forks of this one: Stan's
+        # interfaces run event loops and threads that do not survive a fork.
+        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method)
+                                    ) as pool:
             yield from _futures(pool.submit, cf.as_completed, backend, tasks)
     elif isinstance(executor, cf.Executor):
         yield from _futures(executor.submit, cf.as_completed, backend, tasks)

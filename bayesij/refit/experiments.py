@@ -199,7 +199,8 @@ def loo(post, backend, points="auto", store=None, executor=None, *, budget: int 
     records = _campaign(tasks, backend, "loo", settings, store, executor, progress,
                         stop=rule)
     ok = _ok(records)
-    done = np.array([n for n, task in zip(positions, tasks) if task.key in ok], dtype=int)
+    done = np.array([n for n, task in zip(positions, tasks, strict=True) if task.key in ok],
+                    dtype=int)
     exact = np.array([ok[_loo_key(post, n)]["lpd"][0] for n in done])
     exact_se = np.array([ok[_loo_key(post, n)]["lpd_mcse"][0] for n in done])
     obs = [post.obs_names[n] for n in done]

@@ -61,7 +61,7 @@ class LooStopRule:
         if not (np.isfinite(tolerance) and tolerance >= 0):
             raise fail("tolerance", repr(tolerance), "a finite value >= 0 (elpd units)")
         self.error, self.psis = priorities.error, np.asarray(psis_elpd, dtype=float)
-        self.position_of = dict(zip(keys, np.asarray(positions).tolist()))
+        self.position_of = dict(zip(keys, np.asarray(positions).tolist(), strict=True))
         self.tolerance = float(tolerance)
         self.remaining = np.inf
 

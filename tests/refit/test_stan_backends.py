@@ -1,0 +1,117 @@
+"""The shipped weighted Stan models and the Stan backends, compiled and sampled for real.
+
+PyStan compiles each program once (about a minute) and caches the build on disk.
+"""
+
+
+import numpy as np
+import pytest
+
+from bayesij import refit
+from bayesij.stan_models import available, example_data, stan_code
+
+stan = pytest.importorskip("stan")
+
+#: The parameters block of each shipped model (what log_prob takes).
+PARAMETERS = {
+    "eight_schools": ["mu", "tau", "eta"],
+    "linear_regression": ["alpha", "beta", "sigma"],
+    "logistic_regression": ["alpha", "beta"],
+    "negbin_regression": ["alpha", "beta", "phi"],
+    "poisson_gamma": ["gamma", "lambda"],
+    "poisson_regression": ["alpha", "beta"],
+    "varying_intercept": ["mu", "tau", "z", "beta", "sigma"],
+}
+
+
+def test_every_shipped_model_is_listed():
+    assert sorted(PARAMETERS) == available()
+
+
+def _draw(fit, names, s):
+    values = {}
+    for name in names:
+        column = np.asarray(fit[name])[..., s]
+        values[name] = float(column[0]) if name in ("mu", "tau", "sigma", "alpha", "phi",
+                                                    "gamma") else column.tolist()
+    return values
+
+
+@pytest.mark.parametrize("name", sorted(PARAMETERS))
+def test_model_samples_and_its_weights_multiply_the_pointwise_log_likelihood(name):
+    data = example_data(name, n=20, seed=1)
+    model = stan.build(stan_code(name), data=data, random_seed=1)
+    fit = model.sample(num_chains=1, num_samples=60, num_warmup=150)
+    log_lik = np.asarray(fit["log_lik"])
+    n_obs = data["weights"].size
+    assert log_lik.shape == (n_obs, 60) and np.all(np.isfinite(log_lik))
+    # The weighted target: log p_w(theta) = prior + sum_n w_n l_n(theta) + const, so for
+    # two weight vectors and two draws a, b the difference of differences is
+    # sum_n (w1_n - w2_n) (l_n(a) - l_n(b)).
+    weights = np.random.default_rng(2).uniform(0, 2, size=n_obs)
+    weights[:3] = [0.0, 1.0, 2.0]
+    reweighted = stan.build(stan_code(name), data={**data, "weights": weights}, random_seed=1)
+    a, b = _draw(fit, PARAMETERS[name], 5), _draw(fit, PARAMETERS[name], 40)
+    ua, ub = model.unconstrain_pars(a), model.unconstrain_pars(b)
+
+    def difference(u):
+        return (model.log_prob(u, adjust_transform=False)
+                - reweighted.log_prob(u, adjust_transform=False))
+
+    expected = np.sum((1 - weights) * (log_lik[:, 5] - log_lik[:, 40]))
+    assert difference(ua) - difference(ub) == pytest.approx(expected, rel=1e-6, abs=1e-6)
+
+
+def test_pystan_campaign_end_to_end(tmp_path):
+    data = example_data("linear_regression", n=25, seed=3)
+    backend = refit.PyStanBackend("linear_regression", data, quantities=["alpha", "beta"],
+                                  num_chains=2, num_samples=400, num_warmup=300)
+    post = backend.fit(np.ones(25))
+    assert post.n_obs == 25 and post.quantity_names == ["alpha", "beta[1]", "beta[2]"]
+    report = refit.loo(post, backend, points=[1, 2, 3], store=tmp_path, progress=False)
+    with pytest.raises(ValueError, match="executor: found a local process pool"):
+        refit.loo(post, backend, points=[1], executor=2, progress=False)
+    assert report.n_refits == 3 and len(report.failures) == 0
+    psis = report.table("psis")
+    # A well-behaved regression: PSIS-LOO within Monte Carlo error of the exact refits.
+    assert np.all(np.abs(psis["error"]) < 0.15), psis
+    assert np.all(np.abs(psis["z"]) < 4), psis
+    lines = (tmp_path / "records.jsonl").read_text().splitlines()
+    again = refit.loo(post, backend, points=[1, 2, 3], store=tmp_path, progress=False)
+    assert (tmp_path / "records.jsonl").read_text().splitlines() == lines  # nothing redone
+    np.testing.assert_array_equal(again.table()["exact"], report.table()["exact"])
+
+
+def test_divergent_refits_fail_with_the_count():
+    data = example_data("eight_schools")
+    backend = refit.PyStanBackend("eight_schools", data, max_divergent=-1.0, num_chains=1,
+                                  num_samples=50, num_warmup=50)
+    with pytest.raises(refit.RefitFailed, match="divergent transitions in 50 draws"):
+        backend.fit(np.ones(8))
+
+
+def _cmdstan_missing() -> str:
+    try:
+        import cmdstanpy
+
+        cmdstanpy.cmdstan_path()
+    except Exception as error:
+        return f"CmdStan is not installed ({type(error).__name__}); PyStan covers refits here"
+    return ""
+
+
+@pytest.mark.skipif(bool(_cmdstan_missing()), reason=_cmdstan_missing() or "installed")
+def test_cmdstanpy_backend_refits():
+    data = example_data("linear_regression", n=25, seed=3)
+    backend = refit.CmdStanPyBackend("linear_regression", data, chains=2, iter_sampling=300)
+    post = backend.fit(np.ones(25))
+    assert post.n_obs == 25
+    report = refit.loo(post, backend, points=[1], executor="sequential", progress=False)
+    assert np.abs(report.table("psis")["error"]).max() < 0.15
+
+
+def test_backend_arguments_are_checked():
+    with pytest.raises(ValueError, match="model: found 'no_such_model'"):
+        refit.PyStanBackend("no_such_model", {})
+    with pytest.raises(ValueError, match="data: found a list"):
+        refit.PyStanBackend("linear_regression", [])
