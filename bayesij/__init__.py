@@ -31,6 +31,8 @@ _PUBLIC = {
     "compare": "bayesij.crossval",
     "linearity": "bayesij.nonlinearity",
     "LinearityResult": "bayesij.nonlinearity",
+    "amip": "bayesij.influential",
+    "AmipResult": "bayesij.influential",
 }
 
 __all__ = sorted(_PUBLIC)

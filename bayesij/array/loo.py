@@ -38,6 +38,12 @@ THREADS = int(os.environ.get("BAYESIJ_THREADS", os.cpu_count() or 1))
 
 #: Blom's approximate normal order statistics used by R loo's MCSE of elpd.
 _BLOM = norm.ppf((np.arange(1, 1001) - 3 / 8) / (1000 - 2 * 3 / 8 + 1))
+#: Terms of the power series of ``log1p(c q)`` used for small ``c``, and the covariance
+#: (divisor n - 1) of the powers ``q^1..q^K`` of the Blom quantiles.
+_SERIES_TERMS = 24
+_POWER_COV = np.cov(_BLOM[:, None] ** np.arange(1, _SERIES_TERMS + 1), rowvar=False)
+#: Largest ``c`` for the series: ``c max|q| <= 0.3`` keeps the truncation below 1e-14.
+_SERIES_MAX = 0.3 / -_BLOM[0]
 
 
 class LooArrays(NamedTuple):
@@ -75,16 +81,23 @@ def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
     so only ``c`` is needed and no density is exponentiated.
     """
     variance = np.empty(relative_error.shape)
+    # Small c: var(log1p(c q)) = a^T Cov(q^j, q^k) a with a_k = (-1)^(k+1) c^k / k, the
+    # power series of log1p, without 1000 logarithms per observation.
+    series = relative_error <= _SERIES_MAX
+    powers = np.arange(1, _SERIES_TERMS + 1)
+    a = (-1.0) ** (powers + 1) * relative_error[series, None] ** powers / powers
+    variance[series] = np.einsum("ij,jk,ik->i", a, _POWER_COV, a)
     # Every z is positive while c * min(q) > -1: plain variance of log1p(c q).
-    simple = relative_error * -_BLOM[0] < 1
+    simple = ~series & (relative_error * -_BLOM[0] < 1)
     variance[simple] = np.log1p(relative_error[simple, None] * _BLOM).var(axis=1, ddof=1)
-    if not simple.all():
-        shifted = 1 + relative_error[~simple, None] * _BLOM[None, :]
+    wide = ~series & ~simple
+    if wide.any():
+        shifted = 1 + relative_error[wide, None] * _BLOM[None, :]
         positive = shifted > 0
         logs = np.log(np.where(positive, shifted, 1.0))
         count = positive.sum(axis=1)
         mean = np.where(positive, logs, 0.0).sum(axis=1) / count
-        variance[~simple] = np.where(positive, (logs - mean[:, None]) ** 2, 0.0).sum(
+        variance[wide] = np.where(positive, (logs - mean[:, None]) ** 2, 0.0).sum(
             axis=1) / (count - 1)
     return np.sqrt(variance / r_eff)
 
@@ -105,24 +118,22 @@ def _psis_elpd(log_lik: np.ndarray, body: np.ndarray, tail_len: np.ndarray,
     np.subtract(body[:, None], log_lik, out=lw_buffer)  # log ratios shifted to maximum 0
     weights = np.exp(lw_buffer, out=exp_buffer)
     lppd = _lppd_from_ratios(weights, body, log_lik, spare)
-    psis = psis_rows(lw_buffer, tail_len, ties, shifted=smooth)
-    rows = np.arange(n_cols)[:, None]
+    psis = psis_rows(lw_buffer, tail_len, ties, shifted=True, write_back=False)
     if smooth:
-        log_weights, tail = psis.log_weights, psis.smoothed
+        tail, tail_lw, tail_raw = psis.smoothed, psis.tail_smoothed, psis.tail_raw
     else:  # plain IS: the raw log ratios, no smoothed tail (PSIS gives only k-hat)
-        log_weights = lw_buffer
         tail = np.full((n_cols, 0), -1)
+        tail_lw = tail_raw = np.full((n_cols, 0), -np.inf)
     in_tail = np.asarray(tail >= 0)
-    draws = np.where(in_tail, tail, 0)
-    tail_lw = np.where(in_tail, log_weights[rows, draws], -np.inf)
     tail_rows, tail_slots = np.nonzero(in_tail)
     # Smoothed log weights are <= 0 (truncated at the largest raw ratio): no overflow.
-    weights[tail_rows, draws[tail_rows, tail_slots]] = np.exp(tail_lw[tail_rows, tail_slots])
+    weights.reshape(-1)[tail_rows * n_draws + tail[tail_rows, tail_slots]] = np.exp(
+        tail_lw[tail_rows, tail_slots])
     total = weights.sum(axis=1)
     normaliser = np.log(total)
     sum_w2 = np.einsum("ij,ij->i", weights, weights) / total**2
-    # Sums over the smoothed tail, and the constant of the body.
-    tail_terms = np.where(in_tail, log_lik[rows, draws], 0.0) + tail_lw
+    # Sums over the smoothed tail (l_s = body - raw log ratio), and the body's constant.
+    tail_terms = np.where(in_tail, body[:, None] - tail_raw, 0.0) + tail_lw
     n_body = n_draws - in_tail.sum(axis=1)
     with np.errstate(divide="ignore"):
         lse_terms = np.logaddexp(np.log(n_body) + body, exp_and_logsumexp(tail_terms)[1])

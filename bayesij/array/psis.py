@@ -178,12 +178,17 @@ class PsisChunk(NamedTuple):
     tail_len : ndarray of shape (n_cols,)
     smoothed : ndarray of shape (n_cols, M_max)
         Draw indices whose weights were replaced by the smoothed tail, -1 where unused.
+    tail_raw, tail_smoothed : ndarray of shape (n_cols, M_max)
+        The shifted raw log ratios at those draws and their smoothed values (-inf where
+        unused).
     """
 
     log_weights: np.ndarray
     pareto_k: np.ndarray
     tail_len: np.ndarray
     smoothed: np.ndarray
+    tail_raw: np.ndarray
+    tail_smoothed: np.ndarray
 
 
 TIE_RULES = ("above", "position")
@@ -208,17 +213,18 @@ def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above"
         ``log_weights`` of shape (n_draws, n_cols).
     """
     rows = psis_rows(np.ascontiguousarray(log_ratios.T), tail_len, ties)
-    return PsisChunk(rows.log_weights.T, rows.pareto_k, rows.tail_len, rows.smoothed)
+    return rows._replace(log_weights=rows.log_weights.T)
 
 
 def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above", *,
-              shifted: bool = False) -> PsisChunk:
+              shifted: bool = False, write_back: bool = True) -> PsisChunk:
     """As :func:`psis_chunk` with observations as rows: ``log_ratios`` (n_cols, n_draws).
 
     Working along rows keeps each observation's draws contiguous in memory, which makes the
     partial sort and the reductions several times faster. With ``shifted=True`` the rows
     already have maximum 0 and are smoothed in place (no copy); otherwise a shifted copy is
-    made.
+    made. With ``write_back=False`` the smoothed tail is only returned (``tail_smoothed``
+    at draws ``smoothed``) and ``log_weights`` stays the raw shifted log ratios.
     """
     n_cols, n_draws = log_ratios.shape
     if shifted:
@@ -230,8 +236,10 @@ def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above",
     k = np.full(n_cols, np.inf)
     fitted = tail_len >= MIN_TAIL
     smoothed_draws = np.full((n_cols, max(m_max, 0)), -1)
+    tail_raw = np.full((n_cols, max(m_max, 0)), -np.inf)
+    tail_smoothed = tail_raw.copy()
     if m_max < MIN_TAIL:
-        return PsisChunk(lw, k, tail_len, smoothed_draws)
+        return PsisChunk(lw, k, tail_len, smoothed_draws, tail_raw, tail_smoothed)
     rows = np.arange(n_cols)
     # Flat indices into lw (contiguous rows): faster than take_along_axis for small blocks.
     top = np.argpartition(lw, n_draws - m_max - 1, axis=1)[:, n_draws - m_max - 1 :]
@@ -265,7 +273,11 @@ def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above",
             smoothed = np.minimum(np.log(quantiles + exp_cutoff[finite]), 0.0)  # truncate
         in_tail = (np.arange(m_max)[:, None] >= (m_max - tail_len[smooth])[None, :]).T
         positions = top[smooth, 1:]  # flat indices (n_smooth, m_max)
-        flat[positions] = np.where(in_tail, smoothed.T, flat[positions])
+        raw = tails[:, smooth].T
+        if write_back:
+            flat[positions] = np.where(in_tail, smoothed.T, raw)
         draws = positions - smooth[:, None] * n_draws
         smoothed_draws[smooth] = np.where(in_tail, draws, -1)
-    return PsisChunk(lw, k, tail_len, smoothed_draws)
+        tail_raw[smooth] = np.where(in_tail, raw, -np.inf)
+        tail_smoothed[smooth] = np.where(in_tail, smoothed.T, -np.inf)
+    return PsisChunk(lw, k, tail_len, smoothed_draws, tail_raw, tail_smoothed)

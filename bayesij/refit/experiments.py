@@ -314,11 +314,14 @@ def drop(post, backend, ids, *, groups=None, quantities=None, store=None, execut
     before = summarise(post)
     ok = _ok(records)
     exact = exact_se = np.full(len(names), np.nan)
+    refit_moments: dict = {}
     if ok:
         after = ok["drop"]
         columns = _quantity_columns(after, names)
         exact = np.asarray(after["mean"])[columns] - np.asarray(before["mean"])
         exact_se = np.hypot(np.asarray(after["mcse"])[columns], before["mcse"])
+        refit_moments = {name: (after["mean"][c], after["sd"][c])
+                         for name, c in zip(names, columns, strict=True)}
     values = post.quantities.values
     set_lik = post.log_lik.values[:, :, deleted].sum(axis=2, keepdims=True)
     changes = leave_out_changes(values, set_lik)
@@ -330,6 +333,7 @@ def drop(post, backend, ids, *, groups=None, quantities=None, store=None, execut
               comparison_rows({"quantity": names}, "reweighted", changes.delta_is[:, 0],
                               np.nan, exact, exact_se)]
     summary = {"units dropped": int(chosen.size), "observations dropped": int(deleted.sum()),
-               "pareto_k of the set": float(changes.pareto_k[0])}
+               "pareto_k of the set": float(changes.pareto_k[0]),
+               "refit": refit_moments}
     return RefitReport("drop", pd.concat(frames, ignore_index=True), _failures(records), 1,
                        len(ok), summary)
