@@ -61,3 +61,24 @@ def test_only_adapters_import_arviz_cmdstanpy_or_pystan():
 def test_public_api_resolves():
     for name in bayesij.__all__:
         assert getattr(bayesij, name) is not None
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_labelled_layer_does_not_import_the_refit_layer_at_module_level():
+    # AmipResult.verify calls bayesij.refit lazily, the one call upward.
+    for path in PACKAGE.glob("*.py"):
+        if path.name in ("cli.py", "demo.py"):
+            continue
+        upward = {n for n in _module_level_imports(path) if n.startswith("bayesij.refit")}
+        assert not upward, (path.name, upward)
+    for path in (PACKAGE / "refit").glob("*.py"):
+        assert not {n for n in _imports(path) if n.startswith("bayesij.cli")}, path.name

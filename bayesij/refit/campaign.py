@@ -93,9 +93,15 @@ def _results(executor, backend, tasks: list[Task]) -> Iterator[dict]:
         # Fresh worker processes (forkserver/spawn), never forks of this one: Stan's
         # interfaces run event loops and threads that do not survive a fork.
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method)
-                                    ) as pool:
-            yield from _futures(pool.submit, cf.as_completed, backend, tasks)
+        try:
+            with cf.ProcessPoolExecutor(max_workers=workers,
+                                        mp_context=mp.get_context(method)) as pool:
+                yield from _futures(pool.submit, cf.as_completed, backend, tasks)
+        except cf.process.BrokenProcessPool as error:
+            raise RuntimeError(
+                "executor: a worker process died. In a script, run the campaign under "
+                "`if __name__ == '__main__':` (worker processes import the script), or pass "
+                "executor='sequential'. Finished refits are kept in the store.") from error
     elif isinstance(executor, cf.Executor):
         yield from _futures(executor.submit, cf.as_completed, backend, tasks)
     elif isinstance(executor, str) or type(executor).__module__.startswith("distributed"):

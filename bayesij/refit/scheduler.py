@@ -10,9 +10,9 @@ the Monte Carlo error of PSIS-LOO and the posterior variance of the point's log-
 
 (IJ undefined: the disagreement counts as Var(l_n)). Refits go in decreasing ``e_n``. After
 each round the observed errors ``|exact - psis|`` calibrate the estimates (factor
-``c = max(1, median(observed / e))`` once three refits are in) and the campaign stops when
-the estimated remaining error ``c sqrt(sum of e_n^2 over points not refitted)`` is below
-the tolerance, or the budget is spent.
+``c = max(1, median(observed / e))`` once three refits are in) and, after at least three
+refits, the campaign stops when the estimated remaining error ``c sqrt(sum of e_n^2 over
+points not refitted)`` is below the tolerance, or the budget is spent.
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ class LooStopRule:
         return max(1.0, float(np.median(ratios))) if len(ratios) >= 3 else 1.0
 
     def __call__(self, records: dict) -> bool:
+        if len(records) < min(3, len(self.position_of)):  # calibrate on a few refits first
+            return False
         done = np.zeros(self.error.size, dtype=bool)
         done[[self.position_of[key] for key in records]] = True
         factor = self.calibration(records)
