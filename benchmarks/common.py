@@ -20,17 +20,24 @@ def warm_up(*functions) -> None:
                      else log_lik)
 
 
-def measure(function, *args, **kwargs) -> tuple[float, float]:
-    """Seconds and tracemalloc peak (MiB) of one call; NumPy reports its buffers to it."""
+def timed(function, *args, **kwargs) -> tuple[float, float, object]:
+    """Seconds, tracemalloc peak (MiB) and result of one call; NumPy reports its buffers to
+    tracemalloc."""
     tracemalloc.start()
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        function(*args, **kwargs)
+        result = function(*args, **kwargs)
     seconds = time.perf_counter() - start
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return seconds, peak / 2**20
+    return seconds, peak / 2**20, result
+
+
+def measure(function, *args, **kwargs) -> tuple[float, float]:
+    """Seconds and tracemalloc peak (MiB) of one call."""
+    seconds, peak, _ = timed(function, *args, **kwargs)
+    return seconds, peak
 
 
 def regression_draws(n_obs: int, n_quantities: int = 10, seed: int = 0):
