@@ -33,6 +33,8 @@ _PUBLIC = {
     "LinearityResult": "bayesij.nonlinearity",
     "amip": "bayesij.influential",
     "AmipResult": "bayesij.influential",
+    "audit": "bayesij.model_audit",
+    "Audit": "bayesij.model_audit",
 }
 
 __all__ = sorted(_PUBLIC)

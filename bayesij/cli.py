@@ -1,4 +1,5 @@
-"""The ``bayesij`` command: ``bayesij demo`` and ``bayesij influence FILES...``."""
+"""The ``bayesij`` command: ``bayesij demo``, ``bayesij audit FILES...`` and
+``bayesij influence FILES...``."""
 
 from __future__ import annotations
 
@@ -103,7 +104,20 @@ def _run_demo(args) -> None:
     post, data = fit_demo()
     print(f"Demo: linear regression of {data['N']} points; the last three "
           f"(ids {data['N'] - 2}..{data['N']}) are high-leverage points far out in x.\n")
-    print(influence_report(post, top=args.top))
+    _print_audit(post, args.out)
+
+
+def _print_audit(post: Posterior, out: str | None) -> None:
+    from bayesij.model_audit import audit
+
+    result = audit(post)
+    print(result.to_markdown())
+    if out:
+        print(f"Report written to {result.to_html(out)}", file=sys.stderr)
+
+
+def _run_audit(args) -> None:
+    _print_audit(load_posterior(args.files, args.log_lik, args.quantity), args.out)
 
 
 def _run_influence(args) -> None:
@@ -117,8 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="fit a Stan regression with PyStan and audit it")
-    demo.add_argument("--top", type=int, default=5, help="units shown per quantity")
+    demo.add_argument("--out", default=None, help="also write the audit as this HTML file")
     demo.set_defaults(run=_run_demo)
+    aud = commands.add_parser(
+        "audit", help="audit CmdStan CSV files or an InferenceData netCDF file: summary, "
+        "tables, figures")
+    aud.add_argument("files", nargs="+", help="CmdStan CSV files or one InferenceData .nc")
+    aud.add_argument("--quantity", action="append", default=None,
+                     help="quantity (variable or element); repeat for several")
+    aud.add_argument("--log-lik", default=None, help="log-likelihood variable name")
+    aud.add_argument("--out", default=None, help="write a self-contained HTML report here")
+    aud.set_defaults(run=_run_audit)
     infl = commands.add_parser(
         "influence", help="influence and IJ tables for CmdStan CSV files or a netCDF file"
     )

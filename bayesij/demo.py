@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij.adapters.pystan import from_pystan
+from bayesij.adapters.pystan import from_pystan, sample_pystan
 from bayesij.posterior import Posterior
 from bayesij.stan_models import stan_code
 
@@ -32,9 +32,7 @@ def fit_demo(
 
     Returns the posterior container of ``alpha``, ``beta[1]`` and ``sigma`` and the data.
     """
-    import stan
-
     data = demo_data(n, seed)
-    model = stan.build(stan_code("linear_regression"), data=data, random_seed=seed)
-    fit = model.sample(num_chains=num_chains, num_samples=num_samples, num_warmup=1000)
+    fit = sample_pystan(stan_code("linear_regression"), data, seed, num_chains=num_chains,
+                        num_samples=num_samples, num_warmup=1000)
     return from_pystan(fit, quantities=["alpha", "beta", "sigma"]), data

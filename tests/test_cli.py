@@ -75,10 +75,28 @@ def test_demo_fit_flags_the_three_high_leverage_points(demo_fit):
 
 @pytest.mark.stan
 @pytest.mark.slow
-def test_demo_command_prints_the_audit(capsys):
-    assert main(["demo", "--top", "3"]) == 0
+def test_demo_command_prints_the_audit(capsys, tmp_path):
+    report = tmp_path / "demo.html"
+    assert main(["demo", "--out", str(report)]) == 0
     out = capsys.readouterr().out
-    for section in ["Posterior summary", "Most influential units (top 3",
-                    "IJ bootstrap covariance over 80 observations (4000 draws, 4 chain(s))",
-                    "PSIS-LOO", "elpd_loo", "Pareto k-hat above 0.7 for"]:
+    for section in ["# Model audit", "## Summary", "## Standard errors (posterior vs IJ)",
+                    "## Influential subsets (AMIP)", "## PSIS-LOO", "## Pareto k-hat"]:
         assert section in out
+    # The planted high-leverage points (ids 78-80) decide the sign of the slope.
+    assert "The sign of beta[1] depends on a handful of units" in out
+    page = report.read_text()
+    assert page.count("<img") >= 5 and "data:image/png;base64," in page
+
+
+@pytest.mark.stan
+def test_audit_command_on_cmdstan_csv_writes_html(pystan_fit, tmp_path, capsys):
+    fit, data = pystan_fit
+    paths = write_cmdstan_csv(fit, tmp_path)
+    out_file = tmp_path / "report.html"
+    assert main(["audit", *map(str, paths), "--quantity", "beta", "--out",
+                 str(out_file)]) == 0
+    out = capsys.readouterr().out
+    assert "## Summary" in out and "beta[1]" in out and "beta[2]" in out
+    assert "alpha" not in out.split("## Summary")[1].split("##")[0]
+    page = out_file.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("<img") >= 4

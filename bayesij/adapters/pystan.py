@@ -58,9 +58,25 @@ def from_pystan(fit, log_lik="log_lik", quantities=None) -> Posterior:
     return from_arrays(values, ll_values, quantity_names=names, obs_names=obs)
 
 
-def sample_pystan(code: str, data: dict, seed: int, **sample_kwargs):
-    """Build (cached by PyStan after the first compile) and sample a Stan program."""
+def _build_and_sample(code: str, data: dict, seed: int, sample_kwargs: dict):
     import stan
 
     model = stan.build(code, data=data, random_seed=seed)
     return model.sample(**sample_kwargs)
+
+
+def sample_pystan(code: str, data: dict, seed: int, **sample_kwargs):
+    """Build (cached by PyStan after the first compile) and sample a Stan program.
+
+    PyStan runs its own event loop; inside a running one (a Jupyter notebook) the work
+    goes to a thread of its own, so no ``nest_asyncio`` is needed.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _build_and_sample(code, data, seed, sample_kwargs)
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(_build_and_sample, code, data, seed, sample_kwargs).result()

@@ -1,0 +1,28 @@
+"""Every notebook in notebooks/ runs from top to bottom with small settings (its own cells
+assert what it demonstrates)."""
+
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_four_notebooks():
+    assert [p.name[:2] for p in NOTEBOOKS] == ["1_", "2_", "3_", "4_"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs(path, monkeypatch, tmp_path):
+    monkeypatch.setenv("BAYESIJ_NOTEBOOK_SAMPLES", "400")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    notebook = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    errors = [output for cell in notebook.cells if cell.cell_type == "code"
+              for output in cell.get("outputs", []) if output.get("output_type") == "error"]
+    assert not errors
