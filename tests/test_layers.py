@@ -30,9 +30,10 @@ def test_importing_bayesij_is_cheap():
     assert not {"arviz", "stan", "cmdstanpy", "matplotlib"} & loaded
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, module_level: bool = False) -> set[str]:
+    tree = ast.parse(path.read_text())
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in (tree.body if module_level else ast.walk(tree)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -63,22 +64,12 @@ def test_public_api_resolves():
         assert getattr(bayesij, name) is not None
 
 
-def _module_level_imports(path: Path) -> set[str]:
-    names = set()
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
-
-
 def test_labelled_layer_does_not_import_the_refit_layer_at_module_level():
     # AmipResult.verify calls bayesij.refit lazily, the one call upward.
     for path in PACKAGE.glob("*.py"):
         if path.name in ("cli.py", "demo.py"):
             continue
-        upward = {n for n in _module_level_imports(path) if n.startswith("bayesij.refit")}
+        upward = {n for n in _imports(path, module_level=True) if n.startswith("bayesij.refit")}
         assert not upward, (path.name, upward)
     for path in (PACKAGE / "refit").glob("*.py"):
         assert not {n for n in _imports(path) if n.startswith("bayesij.cli")}, path.name
