@@ -157,8 +157,8 @@ def _lppd_from_ratios(ratios: np.ndarray, body: np.ndarray, log_lik: np.ndarray,
     A division is much cheaper than an exp. Rows whose ratios leave the normal float range
     (a log-likelihood range above about 700) are done directly with a log-sum-exp.
     """
-    np.divide(1.0, ratios, out=spare)
-    with np.errstate(over="ignore", divide="ignore"):
+    with np.errstate(over="ignore", divide="ignore"):  # underflowed ratios: handled below
+        np.divide(1.0, ratios, out=spare)
         total = spare.sum(axis=1)
         lppd = body + np.log(total) - np.log(ratios.shape[1])
     wide = ~(total < 1e300)
