@@ -92,12 +92,8 @@ class AmipResult:
     original_value: float
     z: float
     drop_ids: list
-    n_drop: int
     n_units: int
-    prop_drop: float
-    reachable: bool
     predicted_change: float
-    predicted_value: float
     predicted_mean: float
     predicted_interval: tuple
     curve: pd.DataFrame
@@ -108,6 +104,22 @@ class AmipResult:
     groups: object = None
     post: Posterior | None = field(default=None, repr=False, compare=False)
     verification: dict | None = field(default=None)
+
+    @property
+    def reachable(self) -> bool:
+        return self.stopped == "reached"
+
+    @property
+    def n_drop(self) -> int:
+        return len(self.drop_ids)
+
+    @property
+    def prop_drop(self) -> float:
+        return self.n_drop / self.n_units if self.reachable else float("nan")
+
+    @property
+    def predicted_value(self) -> float:
+        return self.original_value + self.predicted_change
 
     def table(self) -> pd.DataFrame:
         """One row in the spirit of zaminfluence: target, metric, set size and predictions."""
@@ -196,10 +208,15 @@ def _check_arguments(post, quantity, target, alpha_max, z, method):
         raise fail("method", repr(method), f"one of {METHODS}")
 
 
-def _path(method, f, log_lik, goal, k_max, k_threshold):
+def _metric_influence(f, log_lik, goal):
+    """Influence of the goal's metric on every unit: one pass over the draws."""
+    return arrays.influence_scores(arrays.metric_draws(f, goal.sign, goal.z)[..., None],
+                                   log_lik)
+
+
+def _path(method, f, log_lik, goal, k_max, k_threshold, scores=None):
     if method == "linear":
-        scores = arrays.influence_scores(arrays.metric_draws(f, goal.sign, goal.z)[..., None],
-                                         log_lik)
+        scores = _metric_influence(f, log_lik, goal) if scores is None else scores
         return arrays.linear_path(scores.psi[0], goal.direction, goal.need, k_max,
                                   scores.mcse[0])
     return arrays.reweighted_path(f, log_lik, goal.sign, goal.z, goal.direction, goal.need,
@@ -259,8 +276,10 @@ def amip(post, quantity: str, target="sign", groups=None, alpha_max: float = 0.1
     k_max = max(1, int(np.floor(alpha_max * n_units)))
     goal = _goal(f, target, float(z))
     k_threshold = pareto_k_threshold(post.n_draws)
-    path = _path(method, f, log_lik, goal, k_max, k_threshold)
-    linear = _path("linear", f, log_lik, replace(goal, need=np.inf), k_max, k_threshold)
+    scores = _metric_influence(f, log_lik, goal)
+    path = _path(method, f, log_lik, goal, k_max, k_threshold, scores)
+    linear = _path("linear", f, log_lik, replace(goal, need=np.inf), k_max, k_threshold,
+                   scores)
     curve = pd.DataFrame({"n_drop": np.arange(linear.change.size), "linear": linear.change})
     if method == "reweighted":
         curve = curve.merge(pd.DataFrame({"n_drop": path.sizes, "reweighted": path.change,
@@ -270,11 +289,8 @@ def amip(post, quantity: str, target="sign", groups=None, alpha_max: float = 0.1
     mean_after, sd_after = _after(f, log_lik, path.order, method)
     result = AmipResult(
         quantity=quantity, target=target, metric=goal.metric, original_value=goal.value,
-        z=float(z), drop_ids=units.values[path.order].tolist(), n_drop=int(path.order.size),
-        n_units=int(n_units), prop_drop=(path.order.size / n_units
-                                         if path.stopped == "reached" else np.nan),
-        reachable=path.stopped == "reached", predicted_change=change,
-        predicted_value=goal.value + change, predicted_mean=mean_after,
+        z=float(z), drop_ids=units.values[path.order].tolist(), n_units=int(n_units),
+        predicted_change=change, predicted_mean=mean_after,
         predicted_interval=(mean_after - z * sd_after, mean_after + z * sd_after),
         curve=curve, method=method, stopped=path.stopped,
         monte_carlo=_split_check(method, f, log_lik, goal, k_max, k_threshold, path),
@@ -310,21 +326,18 @@ def _split_check(method, f, log_lik, goal, k_max, k_threshold, path) -> dict:
     chosen = _path(method, f_a, l_a, goal_a, max(1, path.order.size), k_threshold).order
     if chosen.size == 0:
         return {}
-    naive, _ = arrays.linear_set_change(f_a, l_a, chosen, goal.sign, goal.z)
     split, mcse = arrays.linear_set_change(f_b, l_b, chosen, goal.sign, goal.z)
     if method == "reweighted":
         naive = _reweighted_change(f_a, l_a, chosen, goal.sign, goal.z)
         split = _reweighted_change(f_b, l_b, chosen, goal.sign, goal.z)
+    else:
+        naive, _ = arrays.linear_set_change(f_a, l_a, chosen, goal.sign, goal.z)
     return {"how": how, "n_drop": int(chosen.size), "naive": naive, "split": split,
             "mcse": mcse, "interval": (split - 1.96 * mcse, split + 1.96 * mcse)}
 
 
 def _reweighted_change(f, log_lik, order, sign, z) -> float:
     flat = f.reshape(-1)
-    uniform = np.full(flat.size, 1 / flat.size)
-    before, _, _ = arrays.weighted_metric(flat, log_lik.reshape(flat.size, -1)[:, :0], uniform,
-                                       sign, z)
+    before = arrays.weighted_value(flat, np.full(flat.size, 1 / flat.size), sign, z)[0]
     weights, _ = arrays.set_weights(log_lik[:, :, order].sum(axis=2).reshape(-1), f.shape)
-    after, _, _ = arrays.weighted_metric(flat, log_lik.reshape(flat.size, -1)[:, :0], weights,
-                                      sign, z)
-    return after - before
+    return arrays.weighted_value(flat, weights, sign, z)[0] - before

@@ -14,9 +14,14 @@ import numpy as np
 import pandas as pd
 
 from bayesij._checks import fail
-from bayesij.crossval import LooResult, loo
-from bayesij.influential import AmipResult, amip
-from bayesij.information import WaicResult, waic
+
+# Aliased: audit() has arguments named loo, waic and amip.
+from bayesij.crossval import LooResult
+from bayesij.crossval import loo as compute_loo
+from bayesij.influential import AmipResult
+from bayesij.influential import amip as compute_amip
+from bayesij.information import WaicResult
+from bayesij.information import waic as compute_waic
 from bayesij.posterior import Posterior
 from bayesij.sensitivity import IJCovariance, ij_covariance, influence
 
@@ -281,28 +286,18 @@ def audit(post, quantities=None, targets=("sign", "significance"), loo: bool = T
             quantities=names,
             influence=influence(post, groups),
             ij=ij_covariance(post, groups, check_linearity=True),
-            loo=_loo(post, groups) if loo else None,
-            waic=_waic(post, groups) if waic else None,
+            loo=compute_loo(post, groups=groups) if loo else None,
+            waic=compute_waic(post, groups=groups) if waic else None,
             description=repr(post),
         )
         if amip:
             for q in names:
                 for t in targets:
-                    found = _amip(post, q, t, groups, method)
+                    found = compute_amip(post, q, target=t, groups=groups, method=method)
                     if found.stopped == "k-hat":
-                        found = _amip(post, q, t, groups, "linear")
+                        found = compute_amip(post, q, target=t, groups=groups,
+                                             method="linear")
                         result.linear_fallback.append((q, t))
                     result.amip[(q, t)] = found
     return result
 
-
-def _loo(post, groups):
-    return loo(post, groups=groups)
-
-
-def _waic(post, groups):
-    return waic(post, groups=groups)
-
-
-def _amip(post, quantity, target, groups, method):
-    return amip(post, quantity, target=target, groups=groups, method=method)

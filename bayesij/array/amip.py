@@ -21,6 +21,7 @@ from bayesij.array.influence import influence_scores
 from bayesij.array.psis import psis_chunk, tail_length
 
 __all__ = ["metric_draws", "AmipPath", "linear_path", "reweighted_path", "weighted_metric",
+           "weighted_value",
            "split_halves", "set_weights", "linear_set_change"]
 
 
@@ -98,14 +99,13 @@ def set_weights(set_lik: np.ndarray, chain_shape: tuple[int, int]) -> tuple[np.n
     return weights / weights.sum(), float(smoothed.pareto_k[0])
 
 
-def weighted_metric(f: np.ndarray, log_lik: np.ndarray, weights: np.ndarray, sign: int,
-                    z: float) -> tuple[float, np.ndarray, float]:
-    """The metric and its influence per unit under normalised draw weights.
+def weighted_value(f: np.ndarray, weights: np.ndarray, sign: int, z: float
+                   ) -> tuple[float, np.ndarray, float]:
+    """The metric under normalised draw weights, ``w (g* - g*_w)`` and the metric's MCSE.
 
-    ``f`` (S,), ``log_lik`` (S, U), ``weights`` (S,). Returns ``(g, phi, mcse)``: ``phi``
-    (U,) and the Monte Carlo standard error of ``g`` as a self-normalised
-    importance-sampling estimate, ``sqrt(sum_s w_s^2 (g*_s - g*_w)^2)`` (independent
-    draws; autocorrelated chains make it larger).
+    ``f`` and ``weights`` (S,). The MCSE is that of a self-normalised importance-sampling
+    estimate, ``sqrt(sum_s w_s^2 (g*_s - g*_w)^2)`` (independent draws; autocorrelated
+    chains make it larger).
     """
     mean = weights @ f
     centred = f - mean
@@ -114,9 +114,16 @@ def weighted_metric(f: np.ndarray, log_lik: np.ndarray, weights: np.ndarray, sig
         sd = np.sqrt(weights @ centred**2)
         value = mean + sign * z * sd
         g_star = f + sign * z * centred**2 / (2 * sd)
-    g_centred = g_star - weights @ g_star
-    mcse = float(np.sqrt(np.sum((weights * g_centred) ** 2)))
-    return float(value), (weights * g_centred) @ log_lik, mcse
+    weighted = weights * (g_star - weights @ g_star)
+    return float(value), weighted, float(np.sqrt(np.sum(weighted**2)))
+
+
+def weighted_metric(f: np.ndarray, log_lik: np.ndarray, weights: np.ndarray, sign: int,
+                    z: float) -> tuple[float, np.ndarray, float]:
+    """:func:`weighted_value` and the metric's influence per unit ``phi`` (U,) under the
+    weights: ``(g, phi, mcse)`` for ``log_lik`` of shape (S, U)."""
+    value, weighted, mcse = weighted_value(f, weights, sign, z)
+    return value, weighted @ log_lik, mcse
 
 
 def reweighted_path(f: np.ndarray, log_lik: np.ndarray, sign: int, z: float, direction: int,
@@ -135,7 +142,7 @@ def reweighted_path(f: np.ndarray, log_lik: np.ndarray, sign: int, z: float, dir
     chain_shape = f.shape
     flat_f, flat_l = f.reshape(-1), log_lik.reshape(f.size, -1)
     uniform = np.full(flat_f.size, 1 / flat_f.size)
-    base, _, _ = weighted_metric(flat_f, flat_l[:, :0], uniform, sign, z)
+    base = weighted_value(flat_f, uniform, sign, z)[0]
     chosen: list[int] = []
     changes, khats, sizes = [], [], []
     set_lik = np.zeros(flat_f.size)

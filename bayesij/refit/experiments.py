@@ -218,8 +218,8 @@ def loo(post, backend, points="auto", store=None, executor=None, *, budget: int 
                "elpd_loo with exact refits": float(corrected.sum()),
                "points refitted": len(done)}
     if rule is not None:
-        summary["estimated remaining error"] = rule.remaining if len(records) < len(
-            tasks) else float(np.sqrt(np.sum(np.delete(rule.error, done) ** 2)))
+        rule(records)  # brings rule.remaining up to date with every finished refit
+        summary["estimated remaining error"] = rule.remaining
         summary["stopped early"] = len(records) < len(tasks)
     return RefitReport("loo", pd.concat(frames, ignore_index=True), _failures(records),
                        len(tasks), len(done), summary)
