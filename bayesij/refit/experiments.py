@@ -13,7 +13,6 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from bayesij import array
 from bayesij._checks import check_positive_int, fail
 from bayesij.array.holdout import fold_elpd
 from bayesij.array.linearity import leave_out_changes
@@ -324,10 +323,10 @@ def drop(post, backend, ids, *, groups=None, quantities=None, store=None, execut
                          for name, c in zip(names, columns, strict=True)}
     values = post.quantities.values
     set_lik = post.log_lik.values[:, :, deleted].sum(axis=2, keepdims=True)
+    # The set's summed log-likelihood as one unit: -psi of it is -sum of the members' psi,
+    # and its batch-means MCSE accounts for their correlation.
     changes = leave_out_changes(values, set_lik)
-    scores = array.influence_scores(values, post.log_lik.values[:, :, deleted])
-    linear = -scores.psi.sum(axis=1)
-    linear_se = np.sqrt(np.sum(scores.mcse**2, axis=1))
+    linear, linear_se = changes.delta_lin[:, 0], changes.mcse_lin[:, 0]
     frames = [comparison_rows({"quantity": names}, "linear", linear, linear_se, exact,
                               exact_se),
               comparison_rows({"quantity": names}, "reweighted", changes.delta_is[:, 0],
