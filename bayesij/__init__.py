@@ -1,8 +1,9 @@
 """bayesij: audit Bayesian fits from the MCMC draws you already have.
 
-Influence scores, infinitesimal-jackknife bootstrap variances and (in later modules)
-approximate cross-validation, computed from posterior draws and the pointwise
-log-likelihood, without refitting.
+Influence scores, infinitesimal-jackknife bootstrap variances, approximate cross-validation,
+WAIC, DIC and influential subsets, computed from posterior draws and the pointwise
+log-likelihood without refitting, and checked against exact refits (``bayesij.refit``).
+The layers and where each estimator lives: ``docs/architecture.md``.
 
 Importing ``bayesij`` is cheap: the public names below load their modules on first use.
 """
@@ -12,35 +13,50 @@ from importlib import import_module
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "Posterior": "bayesij.posterior",
-    "from_arrays": "bayesij.adapters.arrays",
-    "from_inference_data": "bayesij.adapters.inference_data",
+    # data: the container and the one door
+    "Posterior": "bayesij.data.posterior",
+    "as_posterior": "bayesij.data.convert",
+    "from_arrays": "bayesij.data.arrays",
+    "from_inference_data": "bayesij.data.inference_data",
+    # adapters: Stan fits and files
     "from_cmdstanpy": "bayesij.adapters.cmdstan",
     "from_pystan": "bayesij.adapters.pystan",
-    "influence": "bayesij.sensitivity",
-    "ij_covariance": "bayesij.sensitivity",
-    "IJCovariance": "bayesij.sensitivity",
-    "waic": "bayesij.information",
-    "WaicResult": "bayesij.information",
-    "dic": "bayesij.information",
-    "DicResult": "bayesij.information",
-    "loo": "bayesij.crossval",
-    "LooResult": "bayesij.crossval",
-    "loo_expectation": "bayesij.crossval",
-    "loo_pit": "bayesij.crossval",
-    "compare": "bayesij.crossval",
-    "linearity": "bayesij.nonlinearity",
-    "LinearityResult": "bayesij.nonlinearity",
-    "amip": "bayesij.influential",
-    "AmipResult": "bayesij.influential",
-    "audit": "bayesij.model_audit",
-    "Audit": "bayesij.model_audit",
+    # stats: labelled estimators, one module each
+    "influence": "bayesij.stats.influence",
+    "ij_covariance": "bayesij.stats.jackknife",
+    "IJCovariance": "bayesij.stats.jackknife",
+    "linearity": "bayesij.stats.linearity",
+    "LinearityResult": "bayesij.stats.linearity",
+    "loo": "bayesij.stats.loo",
+    "LooResult": "bayesij.stats.loo",
+    "loo_expectation": "bayesij.stats.loo",
+    "loo_pit": "bayesij.stats.loo",
+    "compare": "bayesij.stats.compare",
+    "waic": "bayesij.stats.waic",
+    "WaicResult": "bayesij.stats.waic",
+    "generating_function": "bayesij.stats.waic",
+    "dic": "bayesij.stats.dic",
+    "DicResult": "bayesij.stats.dic",
+    "amip": "bayesij.stats.amip",
+    "AmipResult": "bayesij.stats.amip",
+    # report
+    "audit": "bayesij.report.audit",
+    "Audit": "bayesij.report.audit",
 }
+
+#: Subpackages reachable as attributes (``bayesij.refit.bootstrap(...)``), loaded on first use.
+_SUBPACKAGES = {
+    name: f"bayesij.{name}"
+    for name in ("array", "data", "adapters", "stats", "refit", "report", "stan_models")
+}
+_SUBPACKAGES["plots"] = "bayesij.report.plots"
 
 __all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return import_module(_SUBPACKAGES[name])
     if name in _PUBLIC:
         value = getattr(import_module(_PUBLIC[name]), name)
         globals()[name] = value
@@ -49,4 +65,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_SUBPACKAGES))

@@ -5,71 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+from bayesij.data.posterior import Posterior
 
-from bayesij.crossval import loo
-from bayesij.posterior import Posterior
-from bayesij.sensitivity import ij_covariance, influence
-
-__all__ = ["main", "influence_report", "load_posterior"]
-
-
-def most_influential(post: Posterior, top: int = 5) -> pd.DataFrame:
-    """The ``top`` units of largest |psi| for each quantity, with the predicted change.
-
-    ``change_if_removed = -psi`` is the first-order change of the posterior mean when the
-    unit is left out; ``change_in_sd`` divides it by the posterior sd.
-    """
-    scores = influence(post)
-    unit = scores["psi"].dims[1]
-    sd = post.quantities.std(dim=("chain", "draw"), ddof=1)
-    rows = []
-    for name in scores["quantity"].values:
-        psi = scores["psi"].sel(quantity=name).values
-        mcse = scores["mcse"].sel(quantity=name).values
-        order = np.argsort(-np.abs(np.nan_to_num(psi)))[:top]
-        scale = float(sd.sel(quantity=name))
-        for rank, i in enumerate(order, start=1):
-            rows.append({
-                "quantity": name, "rank": rank, unit: scores[unit].values[i],
-                "psi": psi[i], "mcse": mcse[i], "change_if_removed": -psi[i],
-                "change_in_sd": -psi[i] / scale if scale > 0 else np.nan,
-            })
-    return pd.DataFrame(rows).set_index(["quantity", "rank"])
-
-
-def _loo_summary(post: Posterior) -> str:
-    """PSIS-LOO estimates and the units whose k-hat says LOO cannot be trusted there."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the report states the diagnostics itself
-        result = loo(post)
-    lines = ["PSIS-LOO", result.estimates().to_string(float_format=lambda v: f"{v:.4g}")]
-    bad = result.bad_k_ids()
-    lines.append(f"Pareto k-hat above {result.k_threshold:.2g} for {len(bad)} of "
-                 f"{result.n_units} units{': ' + str(bad[:10]) if bad else ''}")
-    return "\n".join(lines)
-
-
-def influence_report(post: Posterior, top: int = 5) -> str:
-    """Text report: posterior summary, most influential units, IJ vs posterior sd (with the
-    linearity check), and PSIS-LOO with its k-hat diagnostics."""
-    summary = pd.DataFrame({
-        "mean": post.quantities.mean(dim=("chain", "draw")).values,
-        "sd": post.quantities.std(dim=("chain", "draw"), ddof=1).values,
-    }, index=pd.Index(post.quantity_names, name="quantity"))
-    fmt = {"float_format": lambda v: f"{v:.4g}"}
-    return "\n\n".join([
-        repr(post),
-        "Posterior summary\n" + summary.to_string(**fmt),
-        f"Most influential units (top {top} by |psi| per quantity; "
-        "change_if_removed = -psi)\n" + most_influential(post, top).to_string(**fmt),
-        str(ij_covariance(post, check_linearity=True)),
-        _loo_summary(post),
-    ])
+__all__ = ["main", "load_posterior"]
 
 
 def load_posterior(files: list[str], log_lik: str | None, quantities) -> Posterior:
@@ -81,15 +21,16 @@ def load_posterior(files: list[str], log_lik: str | None, quantities) -> Posteri
     if len(paths) == 1 and paths[0].suffix in {".nc", ".netcdf", ".h5"}:
         import arviz as az
 
-        from bayesij.adapters.inference_data import from_inference_data
+        from bayesij.data.inference_data import from_inference_data
 
         idata = az.from_netcdf(paths[0])
         return from_inference_data(idata, log_lik=log_lik, quantities=quantities)
     if all(p.suffix == ".csv" for p in paths):
         from bayesij.adapters.cmdstan import from_cmdstanpy
 
-        return from_cmdstanpy([str(p) for p in paths], log_lik=log_lik or "log_lik",
-                              quantities=quantities)
+        return from_cmdstanpy(
+            [str(p) for p in paths], log_lik=log_lik or "log_lik", quantities=quantities
+        )
     raise ValueError(
         f"FILES: found {[p.name for p in paths]}; expected CmdStan CSV files (.csv) or one "
         "InferenceData netCDF file (.nc)."
@@ -99,16 +40,21 @@ def load_posterior(files: list[str], log_lik: str | None, quantities) -> Posteri
 def _run_demo(args) -> None:
     from bayesij.demo import fit_demo
 
-    print("Fitting the demo regression with PyStan (the first run compiles the model, "
-          "about a minute)...", file=sys.stderr)
+    print(
+        "Fitting the demo regression with PyStan (the first run compiles the model, "
+        "about a minute)...",
+        file=sys.stderr,
+    )
     post, data = fit_demo()
-    print(f"Demo: linear regression of {data['N']} points; the last three "
-          f"(ids {data['N'] - 2}..{data['N']}) are high-leverage points far out in x.\n")
+    print(
+        f"Demo: linear regression of {data['N']} points; the last three "
+        f"(ids {data['N'] - 2}..{data['N']}) are high-leverage points far out in x.\n"
+    )
     _print_audit(post, args.out)
 
 
 def _print_audit(post: Posterior, out: str | None) -> None:
-    from bayesij.model_audit import audit
+    from bayesij.report.audit import audit
 
     result = audit(post)
     print(result.to_markdown())
@@ -122,6 +68,8 @@ def _run_audit(args) -> None:
 
 def _run_influence(args) -> None:
     post = load_posterior(args.files, args.log_lik, args.quantity)
+    from bayesij.report.text import influence_report
+
     print(influence_report(post, top=args.top))
 
 
@@ -134,11 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default=None, help="also write the audit as this HTML file")
     demo.set_defaults(run=_run_demo)
     aud = commands.add_parser(
-        "audit", help="audit CmdStan CSV files or an InferenceData netCDF file: summary, "
-        "tables, figures")
+        "audit",
+        help="audit CmdStan CSV files or an InferenceData netCDF file: summary, tables, figures",
+    )
     aud.add_argument("files", nargs="+", help="CmdStan CSV files or one InferenceData .nc")
-    aud.add_argument("--quantity", action="append", default=None,
-                     help="quantity (variable or element); repeat for several")
+    aud.add_argument(
+        "--quantity",
+        action="append",
+        default=None,
+        help="quantity (variable or element); repeat for several",
+    )
     aud.add_argument("--log-lik", default=None, help="log-likelihood variable name")
     aud.add_argument("--out", default=None, help="write a self-contained HTML report here")
     aud.set_defaults(run=_run_audit)
@@ -147,8 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     infl.add_argument("files", nargs="+", help="CmdStan CSV files or one InferenceData .nc")
     infl.add_argument("--log-lik", default=None, help="log-likelihood variable name")
-    infl.add_argument("--quantity", action="append", default=None,
-                      help="quantity (variable or element); repeat for several")
+    infl.add_argument(
+        "--quantity",
+        action="append",
+        default=None,
+        help="quantity (variable or element); repeat for several",
+    )
     infl.add_argument("--top", type=int, default=5, help="units shown per quantity")
     infl.set_defaults(run=_run_influence)
     return parser

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij.adapters.pystan import from_pystan, sample_pystan
-from bayesij.posterior import Posterior
+from bayesij.adapters.pystan import from_pystan
+from bayesij.data.posterior import Posterior
+from bayesij.refit.stan import sample_pystan
 from bayesij.stan_models import stan_code
 
 __all__ = ["demo_data", "fit_demo"]
@@ -33,6 +34,12 @@ def fit_demo(
     Returns the posterior container of ``alpha``, ``beta[1]`` and ``sigma`` and the data.
     """
     data = demo_data(n, seed)
-    fit = sample_pystan(stan_code("linear_regression"), data, seed, num_chains=num_chains,
-                        num_samples=num_samples, num_warmup=1000)
+    fit = sample_pystan(
+        stan_code("linear_regression"),
+        data,
+        seed,
+        num_chains=num_chains,
+        num_samples=num_samples,
+        num_warmup=1000,
+    )
     return from_pystan(fit, quantities=["alpha", "beta", "sigma"]), data

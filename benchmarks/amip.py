@@ -41,15 +41,18 @@ def main() -> None:
         for target in ("sign", "significance"):
             for method in ("linear", "reweighted"):
                 rows[f"amip {target} {method}"] = measure(
-                    bayesij.amip, post, "beta[2]", target=target, method=method)
+                    bayesij.amip, post, "beta[2]", target=target, method=method
+                )
         if not args.skip_arviz:
             import arviz as az
 
             rows["arviz az.loo"] = measure(az.loo, inference_data(log_lik), pointwise=True)
         report(n_obs, rows, "arviz az.loo")
         result = bayesij.amip(post, "beta[2]", target="sign")
-        print(f"{n_obs:>7} sign: {result.n_drop} units ({100 * result.prop_drop:.2f} %), "
-              f"stopped: {result.stopped}; log-lik matrix {log_lik.nbytes / 2**20:.0f} MiB")
+        print(
+            f"{n_obs:>7} sign: {result.n_drop} units ({100 * result.prop_drop:.2f} %), "
+            f"stopped: {result.stopped}; log-lik matrix {log_lik.nbytes / 2**20:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":

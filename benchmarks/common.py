@@ -16,8 +16,7 @@ def warm_up(*functions) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for function in functions:
-            function(idata if getattr(function, "__module__", "").startswith("arviz")
-                     else log_lik)
+            function(idata if getattr(function, "__module__", "").startswith("arviz") else log_lik)
 
 
 def timed(function, *args, **kwargs) -> tuple[float, float, object]:
@@ -67,8 +66,10 @@ def report(n_obs: int, rows: dict, peer: str) -> None:
     unit = rows["log-sum-exp pass"][0]
     reference = rows.get(peer, (np.nan,))[0]
     for what, (seconds, peak) in rows.items():
-        print(f"{n_obs:>7} {what:<30} {seconds:>8.2f} {peak:>9.0f} {seconds / unit:>7.1f} "
-              f"{reference / seconds:>10.1f}")
+        print(
+            f"{n_obs:>7} {what:<30} {seconds:>8.2f} {peak:>9.0f} {seconds / unit:>7.1f} "
+            f"{reference / seconds:>10.1f}"
+        )
 
 
 HEADER = f"{'N':>7} {'what':<30} {'seconds':>8} {'peak MiB':>9} {'x lse':>7} {'speed-up':>10}"

@@ -49,8 +49,10 @@ def main() -> None:
         }
         report(n_obs, rows, "arviz az.loo (reff = 0.9)")
         difference = np.max(np.abs(ours.pointwise["elpd_loo"].to_numpy() - theirs.loo_i.values))
-        print(f"{n_obs:>7} max |elpd_loo_n difference| {difference:.1e}; log-lik matrix "
-              f"{log_lik.nbytes / 2**20:.0f} MiB")
+        print(
+            f"{n_obs:>7} max |elpd_loo_n difference| {difference:.1e}; log-lik matrix "
+            f"{log_lik.nbytes / 2**20:.0f} MiB"
+        )
         del idata
 
 

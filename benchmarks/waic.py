@@ -44,9 +44,11 @@ def main() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ours, theirs = bayesij.waic(log_lik), az.waic(idata)
-        print(f"{n_obs:>7} elpd_waic bayesij {ours.elpd_waic:.6f} arviz {theirs.elpd_waic:.6f} "
-              f"(|diff| {abs(ours.elpd_waic - theirs.elpd_waic):.1e}); matrix "
-              f"{log_lik.nbytes / 2**20:.0f} MiB")
+        print(
+            f"{n_obs:>7} elpd_waic bayesij {ours.elpd_waic:.6f} arviz {theirs.elpd_waic:.6f} "
+            f"(|diff| {abs(ours.elpd_waic - theirs.elpd_waic):.1e}); matrix "
+            f"{log_lik.nbytes / 2**20:.0f} MiB"
+        )
         del idata
         np.testing.assert_allclose(ours.elpd_waic, theirs.elpd_waic, rtol=1e-10)
 

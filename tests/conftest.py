@@ -4,7 +4,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+# Helper modules shared by the tests (closed-form models, CmdStan CSV writer, refit
+# helpers) live in tests/helpers; reference data and the scripts that made them in
+# tests/reference. Neither holds tests, so pytest does not collect them.
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+collect_ignore = ["helpers", "reference"]
 
 from conjugate import ConjugateNormal, heteroskedastic_regression  # noqa: E402
 

@@ -21,24 +21,39 @@ def _with(values, index, value):
 
 
 BAD_DRAWS = {
-    "nan in log_lik": (lambda f, l: (f, _with(l, (3, 1), np.nan)),
-                       r"log_lik: found 1 NaN value\(s\) \(first at draw 3, column 1\); "
-                       r"expected finite values or -inf"),
-    "+inf in log_lik": (lambda f, l: (f, _with(l, (0, 4), np.inf)),
-                        r"log_lik: found 1 \+inf value\(s\) .*; expected finite values or -inf"),
-    "mismatched draws": (lambda f, l: (f, l[:30]),
-                         r"log_lik: found 30 draws while quantities has 40; expected the same"),
-    "single draw": (lambda f, l: (f[:1], l[:1]),
-                    r"quantities: found 1 draw; expected at least 2 posterior draws"),
-    "nan in quantities": (lambda f, l: (_with(f, (2, 0), np.nan), l),
-                          r"quantities: found 1 non-finite value\(s\)"),
-    "1-D log_lik": (lambda f, l: (f, l[:, 0]),
-                    r"log_lik: found an array with 1 dimensions, shape \(40,\)"),
+    "nan in log_lik": (
+        lambda f, l: (f, _with(l, (3, 1), np.nan)),
+        r"log_lik: found 1 NaN value\(s\) \(first at draw 3, column 1\); "
+        r"expected finite values or -inf",
+    ),
+    "+inf in log_lik": (
+        lambda f, l: (f, _with(l, (0, 4), np.inf)),
+        r"log_lik: found 1 \+inf value\(s\) .*; expected finite values or -inf",
+    ),
+    "mismatched draws": (
+        lambda f, l: (f, l[:30]),
+        r"log_lik: found 30 draws while quantities has 40; expected the same",
+    ),
+    "single draw": (
+        lambda f, l: (f[:1], l[:1]),
+        r"quantities: found 1 draw; expected at least 2 posterior draws",
+    ),
+    "nan in quantities": (
+        lambda f, l: (_with(f, (2, 0), np.nan), l),
+        r"quantities: found 1 non-finite value\(s\)",
+    ),
+    "1-D log_lik": (
+        lambda f, l: (f, l[:, 0]),
+        r"log_lik: found an array with 1 dimensions, shape \(40,\)",
+    ),
 }
 
 
-@pytest.mark.parametrize("function", [array.influence_scores, array.ij_covariance],
-                         ids=["influence_scores", "ij_covariance"])
+@pytest.mark.parametrize(
+    "function",
+    [array.influence_scores, array.ij_covariance],
+    ids=["influence_scores", "ij_covariance"],
+)
 @pytest.mark.parametrize("case", sorted(BAD_DRAWS))
 def test_array_layer_rejects(function, case, rng):
     change, message = BAD_DRAWS[case]
@@ -63,8 +78,9 @@ def test_container_rejects_mismatched_and_single_draws(rng):
         bayesij.from_arrays(f[:1], l[:1])
 
 
-@pytest.mark.parametrize("function", [bayesij.influence, bayesij.ij_covariance],
-                         ids=["influence", "ij_covariance"])
+@pytest.mark.parametrize(
+    "function", [bayesij.influence, bayesij.ij_covariance], ids=["influence", "ij_covariance"]
+)
 def test_labelled_functions_reject_bad_groups_and_names(function, rng):
     post = bayesij.from_arrays(*_draws(rng), quantity_names=["a", "b"])
     with pytest.raises(ValueError, match=r"groups: found shape \(4,\); expected one label"):
@@ -84,7 +100,7 @@ def test_chain_ids_checked(rng):
 
 
 def test_checks_report_the_right_position_when_working_in_pieces(monkeypatch):
-    from bayesij import _checks
+    from bayesij.array import checks as _checks
 
     slices = _checks.column_slices
     monkeypatch.setattr(_checks, "column_slices", lambda shape: slices(shape, max_items=30))

@@ -7,7 +7,8 @@ import arviz as az
 import pytest
 
 from bayesij import ij_covariance
-from bayesij.cli import main, most_influential
+from bayesij.cli import main
+from bayesij.report.text import most_influential
 from stan_csv import write_cmdstan_csv
 
 
@@ -47,8 +48,9 @@ def test_errors_are_one_line_and_exit_2(argv, message, capsys, tmp_path, monkeyp
 
 
 def test_console_script_is_installed():
-    result = subprocess.run([sys.executable, "-m", "bayesij.cli", "--help"],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "bayesij.cli", "--help"], capture_output=True, text=True, check=True
+    )
     assert "demo" in result.stdout and "influence" in result.stdout
 
 
@@ -79,8 +81,14 @@ def test_demo_command_prints_the_audit(capsys, tmp_path):
     report = tmp_path / "demo.html"
     assert main(["demo", "--out", str(report)]) == 0
     out = capsys.readouterr().out
-    for section in ["# Model audit", "## Summary", "## Standard errors (posterior vs IJ)",
-                    "## Influential subsets (AMIP)", "## PSIS-LOO", "## Pareto k-hat"]:
+    for section in [
+        "# Model audit",
+        "## Summary",
+        "## Standard errors (posterior vs IJ)",
+        "## Influential subsets (AMIP)",
+        "## PSIS-LOO",
+        "## Pareto k-hat",
+    ]:
         assert section in out
     # The planted high-leverage points (ids 78-80) decide the sign of the slope.
     assert "The sign of beta[1] depends on a handful of units" in out
@@ -93,8 +101,7 @@ def test_audit_command_on_cmdstan_csv_writes_html(pystan_fit, tmp_path, capsys):
     fit, data = pystan_fit
     paths = write_cmdstan_csv(fit, tmp_path)
     out_file = tmp_path / "report.html"
-    assert main(["audit", *map(str, paths), "--quantity", "beta", "--out",
-                 str(out_file)]) == 0
+    assert main(["audit", *map(str, paths), "--quantity", "beta", "--out", str(out_file)]) == 0
     out = capsys.readouterr().out
     assert "## Summary" in out and "beta[1]" in out and "beta[2]" in out
     assert "alpha" not in out.split("## Summary")[1].split("##")[0]

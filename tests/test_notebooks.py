@@ -20,9 +20,18 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
     monkeypatch.setenv("BAYESIJ_NOTEBOOK_SAMPLES", "400")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     notebook = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
     client.execute()
-    errors = [output for cell in notebook.cells if cell.cell_type == "code"
-              for output in cell.get("outputs", []) if output.get("output_type") == "error"]
+    errors = [
+        output
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
+    ]
     assert not errors

@@ -1,4 +1,5 @@
-"""ruff and mypy run as part of the test command, so their configuration cannot rot."""
+"""ruff (lint and format) and mypy run as part of the test command, so their configuration
+cannot rot."""
 
 import shutil
 import subprocess
@@ -8,15 +9,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
+SOURCES = ["bayesij", "tests", "benchmarks"]
+
+
+def _ruff(*args: str) -> list[str]:
+    if shutil.which("ruff") is None:
+        return [sys.executable, "-m", "ruff", *args]
+    return ["ruff", *args]
 
 
 @pytest.mark.parametrize(
     "command",
-    [["ruff", "check", "bayesij", "tests", "benchmarks"], [sys.executable, "-m", "mypy"]],
-    ids=["ruff", "mypy"],
+    [
+        _ruff("check", *SOURCES),
+        _ruff("format", "--check", *SOURCES),
+        [sys.executable, "-m", "mypy"],
+    ],
+    ids=["ruff-check", "ruff-format", "mypy"],
 )
 def test_tool_passes(command):
-    if command[0] == "ruff" and shutil.which("ruff") is None:
-        command = [sys.executable, "-m", "ruff", *command[1:]]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

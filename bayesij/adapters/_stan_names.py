@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij._checks import fail
-from bayesij.posterior import base_name, select_names
+from bayesij.array.checks import fail
+from bayesij.data.posterior import base_name, select_names
 
 __all__ = ["split_columns"]
 

@@ -6,12 +6,12 @@ import os
 
 import numpy as np
 
-from bayesij._checks import fail
 from bayesij.adapters._stan_names import split_columns
-from bayesij.adapters.arrays import from_arrays
-from bayesij.posterior import Posterior
+from bayesij.array.checks import fail
+from bayesij.data.arrays import from_arrays
+from bayesij.data.posterior import Posterior
 
-__all__ = ["from_cmdstanpy", "sample_cmdstanpy"]
+__all__ = ["from_cmdstanpy"]
 
 
 def _is_paths(value) -> bool:
@@ -26,9 +26,11 @@ def _read_csv(paths):
     """A CmdStanMCMC object from CmdStan CSV files; cmdstanpy parses them without CmdStan."""
     import cmdstanpy
 
-    files = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [
-        os.fspath(p) for p in paths
-    ]
+    files = (
+        [os.fspath(paths)]
+        if isinstance(paths, (str, os.PathLike))
+        else [os.fspath(p) for p in paths]
+    )
     missing = [f for f in files if not os.path.isfile(f)]
     if missing:
         raise fail("fit_or_csv_files", f"missing file(s) {missing}", "CmdStan output CSV files")
@@ -74,25 +76,3 @@ def from_cmdstanpy(fit_or_csv_files, log_lik="log_lik", quantities=None) -> Post
         draws, list(fit.column_names), log_lik, quantities
     )
     return from_arrays(values, ll_values, quantity_names=names, obs_names=obs)
-
-
-_COMPILED: dict = {}
-
-
-def sample_cmdstanpy(code: str, data: dict, seed: int, **sample_kwargs):
-    """Compile (once per process) and sample a Stan program with CmdStanPy."""
-    import hashlib
-    import os
-    import tempfile
-
-    import cmdstanpy
-
-    key = hashlib.sha256(code.encode()).hexdigest()[:16]
-    if key not in _COMPILED:
-        folder = os.path.join(tempfile.gettempdir(), "bayesij-cmdstan")
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, f"model_{key}.stan")
-        with open(path, "w") as handle:
-            handle.write(code)
-        _COMPILED[key] = cmdstanpy.CmdStanModel(stan_file=path)
-    return _COMPILED[key].sample(data=data, seed=seed, show_progress=False, **sample_kwargs)

@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 
-from bayesij._checks import fail
 from bayesij.adapters._stan_names import split_columns
-from bayesij.adapters.arrays import element_names, from_arrays
-from bayesij.posterior import Posterior
+from bayesij.array.checks import fail
+from bayesij.data.arrays import element_names, from_arrays
+from bayesij.data.posterior import Posterior
 
-__all__ = ["from_pystan", "sample_pystan"]
+__all__ = ["from_pystan"]
 
 
 def _variable_draws(fit, name: str, n_warmup: int) -> tuple[np.ndarray, list[str]]:
@@ -56,27 +56,3 @@ def from_pystan(fit, log_lik="log_lik", quantities=None) -> Posterior:
     draws = np.concatenate(blocks, axis=2)
     values, names, ll_values, obs = split_columns(draws, columns, log_lik, quantities)
     return from_arrays(values, ll_values, quantity_names=names, obs_names=obs)
-
-
-def _build_and_sample(code: str, data: dict, seed: int, sample_kwargs: dict):
-    import stan
-
-    model = stan.build(code, data=data, random_seed=seed)
-    return model.sample(**sample_kwargs)
-
-
-def sample_pystan(code: str, data: dict, seed: int, **sample_kwargs):
-    """Build (cached by PyStan after the first compile) and sample a Stan program.
-
-    PyStan runs its own event loop; inside a running one (a Jupyter notebook) the work
-    goes to a thread of its own, so no ``nest_asyncio`` is needed.
-    """
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return _build_and_sample(code, data, seed, sample_kwargs)
-    with ThreadPoolExecutor(max_workers=1) as thread:
-        return thread.submit(_build_and_sample, code, data, seed, sample_kwargs).result()

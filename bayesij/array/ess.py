@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij._checks import as_chains, check_chain_ids, fail
-from bayesij.array.blocks import obs_chunks
+from bayesij.array._numeric import obs_chunks
+from bayesij.array.checks import as_chains, check_chain_ids, fail
 
 __all__ = [
-    "relative_eff", "relative_eff_rows", "log_lik_relative_eff", "exp_of_rows", "fft_next_good_size"
+    "relative_eff",
+    "relative_eff_rows",
+    "log_lik_relative_eff",
+    "exp_of_rows",
+    "fft_next_good_size",
 ]
 
 
@@ -99,8 +103,11 @@ def relative_eff(values, chain_ids=None) -> np.ndarray:
     if array.ndim == 2:
         array = as_chains(array, check_chain_ids(chain_ids, array.shape[0]))
     if array.ndim != 3:
-        raise fail("values", f"shape {array.shape}",
-                   "(n_chains, n_draws, n_columns) or (n_draws, n_columns)")
+        raise fail(
+            "values",
+            f"shape {array.shape}",
+            "(n_chains, n_draws, n_columns) or (n_draws, n_columns)",
+        )
     n_chains, n_draws, n_columns = array.shape
     if n_draws < 4:
         raise fail("values", f"{n_draws} draws per chain", "at least 4 draws per chain")

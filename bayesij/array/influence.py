@@ -7,7 +7,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij._checks import (
+from bayesij.array._numeric import obs_chunks
+from bayesij.array.blocks import block_moments, draw_blocks
+from bayesij.array.checks import (
     as_draws_matrix,
     check_finite,
     check_log_lik_values,
@@ -16,11 +18,8 @@ from bayesij._checks import (
     fail,
     impossible_columns,
 )
-from bayesij.array.blocks import block_moments, draw_blocks, obs_chunks
 
-__all__ = [
-    "InfluenceScores", "influence_scores", "sum_by_group", "prepare_draws", "impossible_columns"
-]
+__all__ = ["InfluenceScores", "influence_scores", "prepare_draws", "impossible_columns"]
 
 
 class InfluenceScores(NamedTuple):
@@ -38,7 +37,7 @@ class InfluenceScores(NamedTuple):
     mcse: np.ndarray
 
 
-def prepare_draws(quantities, log_lik, chain_ids=None):
+def prepare_draws(quantities, log_lik, chain_ids=None, check: bool = True):
     """Check and reshape the two draw arrays to 2-D; return (f, l, chain codes).
 
     Parameters
@@ -47,6 +46,9 @@ def prepare_draws(quantities, log_lik, chain_ids=None):
     log_lik : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
     chain_ids : array_like of shape (n_draws,), optional
         Chains of the rows of 2-D input; ``None`` means one chain.
+    check : bool, default True
+        Check the values (NaN, +inf, non-finite quantities); ``False`` for input a
+        :class:`~bayesij.data.posterior.Posterior` or a caller has already checked.
     """
     f, f_chains = as_draws_matrix(quantities, "quantities", chain_ids)
     l, l_chains = as_draws_matrix(log_lik, "log_lik", chain_ids)
@@ -57,32 +59,14 @@ def prepare_draws(quantities, log_lik, chain_ids=None):
             "a chain layout that differs from the one of quantities",
             "the same chains and draws in both arrays",
         )
-    check_finite(f, "quantities")
-    check_log_lik_values(l)
+    if check:
+        check_finite(f, "quantities")
+        check_log_lik_values(l)
     return f, l, f_chains
 
 
-def sum_by_group(log_lik: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
-    """Sum log-likelihood columns within groups: the log-likelihood of each group.
-
-    Parameters
-    ----------
-    log_lik : ndarray of shape (n_draws, n_obs)
-    codes : ndarray of shape (n_obs,)
-        Group code 0..n_groups-1 of each observation; every group must occur.
-    n_groups : int
-
-    Returns
-    -------
-    ndarray of shape (n_draws, n_groups)
-    """
-    order = np.argsort(codes, kind="stable")
-    starts = np.searchsorted(codes[order], np.arange(n_groups))
-    return np.add.reduceat(log_lik[:, order], starts, axis=1)
-
-
 def influence_scores(
-    quantities, log_lik, chain_ids=None, *, n_blocks: int = 50
+    quantities, log_lik, chain_ids=None, *, n_blocks: int = 50, check: bool = True
 ) -> InfluenceScores:
     """Bayesian influence scores with chain-aware Monte Carlo standard errors.
 
@@ -105,6 +89,9 @@ def influence_scores(
     n_blocks : int, default 50
         Total number of contiguous blocks of draws (split evenly over chains) for the batch
         means estimate of the Monte Carlo error.
+    check : bool, default True
+        Check the values (NaN, +inf, non-finite quantities); ``False`` for input a
+        :class:`~bayesij.data.posterior.Posterior` or a caller has already checked.
 
     Returns
     -------
@@ -129,7 +116,7 @@ def influence_scores(
     (1, 2)
     """
     n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
-    f, l, chains = prepare_draws(quantities, log_lik, chain_ids)
+    f, l, chains = prepare_draws(quantities, log_lik, chain_ids, check)
     blocks = draw_blocks(chains, n_blocks)
     centred_f = f - f.mean(axis=0)
     psi = np.empty((f.shape[1], l.shape[1]))

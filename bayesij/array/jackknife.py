@@ -6,9 +6,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij._checks import check_positive_int, fail
-from bayesij.array.blocks import BlockMoments, block_moments, draw_blocks, obs_chunks
-from bayesij.array.influence import impossible_columns, prepare_draws
+from bayesij.array._numeric import obs_chunks
+from bayesij.array.blocks import BlockMoments, block_moments, draw_blocks
+from bayesij.array.checks import check_positive_int, fail
+from bayesij.array.influence import InfluenceScores, impossible_columns, prepare_draws
 
 __all__ = ["IJArrays", "ij_covariance"]
 
@@ -31,6 +32,10 @@ class IJArrays(NamedTuple):
         Posterior covariance of the quantities (divisor ``n_draws - 1``).
     n_obs : int
         Number of exchangeable units summed over.
+    scores : InfluenceScores
+        The influence scores ``psi`` and their batch-means MCSE, shape
+        (n_quantities, n_obs): the same pass computes them, so callers that need both
+        (the audit, the linearity check) do not compute them again.
     """
 
     covariance: np.ndarray
@@ -39,6 +44,7 @@ class IJArrays(NamedTuple):
     mcse: np.ndarray
     posterior_covariance: np.ndarray
     n_obs: int
+    scores: InfluenceScores
 
 
 class _Sums:
@@ -90,6 +96,7 @@ def ij_covariance(
     n_blocks: int = 50,
     n_boot: int = 200,
     seed: int = 0,
+    check: bool = True,
 ) -> IJArrays:
     """Infinitesimal-jackknife estimate of the bootstrap covariance of posterior means.
 
@@ -118,6 +125,9 @@ def ij_covariance(
         Block-bootstrap replicates for ``mcse``.
     seed : int, default 0
         Seed of the block bootstrap.
+    check : bool, default True
+        Check the values (NaN, +inf, non-finite quantities); ``False`` for input a
+        :class:`~bayesij.data.posterior.Posterior` or a caller has already checked.
 
     Returns
     -------
@@ -142,7 +152,7 @@ def ij_covariance(
     """
     n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
     n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
-    f, l, chains = prepare_draws(quantities, log_lik, chain_ids)
+    f, l, chains = prepare_draws(quantities, log_lik, chain_ids, check)
     impossible = impossible_columns(l)
     if impossible.any():
         raise fail(
@@ -153,21 +163,31 @@ def ij_covariance(
             "Such observations have no finite influence; remove them or use groups.",
         )
     blocks = draw_blocks(chains, n_blocks)
-    counts = np.random.default_rng(seed).multinomial(
-        len(blocks), np.full(len(blocks), 1 / len(blocks)), size=n_boot
-    ).astype(float)
+    counts = (
+        np.random.default_rng(seed)
+        .multinomial(len(blocks), np.full(len(blocks), 1 / len(blocks)), size=n_boot)
+        .astype(float)
+    )
     centred_f = f - f.mean(axis=0)
     sums = _Sums(f.shape[1], len(blocks), n_boot)
     floats_per_obs = 2 * f.shape[0] + (4 * len(blocks) + 2 * n_boot) * f.shape[1]
+    psi = np.empty((f.shape[1], l.shape[1]))
+    psi_variance = np.empty_like(psi)
     for chunk in obs_chunks(l.shape[1], floats_per_obs):
         columns = l[:, chunk]
         moments = block_moments(centred_f, columns - columns.mean(axis=0), blocks)
         sums.add(moments, counts)
-    return _assemble(sums, l.shape[1], centred_f, moments.error_weights())
+        psi[:, chunk], psi_variance[:, chunk] = moments.psi, moments.psi_variance()
+    scores = InfluenceScores(psi, np.sqrt(psi_variance))
+    return _assemble(sums, l.shape[1], centred_f, moments.error_weights(), scores)
 
 
 def _assemble(
-    sums: _Sums, n_obs: int, centred_f: np.ndarray, error_weights: np.ndarray
+    sums: _Sums,
+    n_obs: int,
+    centred_f: np.ndarray,
+    error_weights: np.ndarray,
+    scores: InfluenceScores,
 ) -> IJArrays:
     covariance = _centred_outer(sums.psi2, sums.psi1, n_obs)
     per_block = _centred_outer(sums.err2, sums.err1, n_obs)
@@ -181,4 +201,5 @@ def _assemble(
         mcse=boot.std(axis=0, ddof=1),
         posterior_covariance=posterior,
         n_obs=n_obs,
+        scores=scores,
     )

@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array.blocks import obs_chunks
+from bayesij.array._numeric import obs_chunks
 from bayesij.array.ess import log_lik_relative_eff
-from bayesij.array.influence import influence_scores
+from bayesij.array.influence import InfluenceScores, influence_scores
 from bayesij.array.psis import psis_chunk, tail_length
 
 __all__ = ["LinearityArrays", "leave_out_changes", "nonlinearity_index"]
@@ -48,8 +48,17 @@ class LinearityArrays(NamedTuple):
     mcse_lin: np.ndarray
 
 
-def leave_out_changes(quantities: np.ndarray, log_lik: np.ndarray, r_eff=None,
-                      tail_rule: str = "ceil") -> LinearityArrays:
+def leave_out_changes(
+    quantities: np.ndarray,
+    log_lik: np.ndarray,
+    r_eff=None,
+    tail_rule: str = "ceil",
+    *,
+    scores: InfluenceScores | None = None,
+    log_weights: np.ndarray | None = None,
+    pareto_k: np.ndarray | None = None,
+    check: bool = True,
+) -> LinearityArrays:
     """Linear and importance-sampling predictions of leaving out each unit.
 
     Parameters
@@ -60,6 +69,14 @@ def leave_out_changes(quantities: np.ndarray, log_lik: np.ndarray, r_eff=None,
     r_eff : float or array_like of shape (n_units,), optional
         Relative efficiency for the Pareto tail length; default R loo's from the chains.
     tail_rule : {"ceil", "floor"}, default "ceil"
+    scores : InfluenceScores, optional
+        ``psi`` and its MCSE for these quantities and units, when already computed (the IJ
+        covariance computes them in the same pass).
+    log_weights, pareto_k : ndarray of shape (n_draws_total, n_units) and (n_units,), optional
+        Normalised PSIS leave-one-unit-out log-weights and their k-hat, when already
+        computed (a LOO result kept with ``save_psis=True``): no smoothing is done again.
+    check : bool, default True
+        As :func:`bayesij.array.influence.influence_scores`.
 
     Returns
     -------
@@ -72,12 +89,21 @@ def leave_out_changes(quantities: np.ndarray, log_lik: np.ndarray, r_eff=None,
     .. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
        smoothed importance sampling. JMLR 25(72).
     """
-    scores = influence_scores(quantities, log_lik)
+    if scores is None:
+        scores = influence_scores(quantities, log_lik, check=check)
     n_chains, n_draws, n_units = log_lik.shape
     f = quantities.reshape(n_chains * n_draws, -1)
+    if log_weights is not None and pareto_k is not None:
+        delta_is = np.empty((f.shape[1], n_units))
+        for chunk in obs_chunks(n_units, 2 * f.shape[0]):
+            delta_is[:, chunk] = f.T @ np.exp(log_weights[:, chunk]) - f.mean(axis=0)[:, None]
+        return LinearityArrays(-scores.psi, delta_is, np.asarray(pareto_k), scores.mcse)
     matrix = log_lik.reshape(n_chains * n_draws, n_units)
-    efficiency = (log_lik_relative_eff(log_lik) if r_eff is None
-                  else np.broadcast_to(np.asarray(r_eff, dtype=float), (n_units,)))
+    efficiency = (
+        log_lik_relative_eff(log_lik)
+        if r_eff is None
+        else np.broadcast_to(np.asarray(r_eff, dtype=float), (n_units,))
+    )
     tails = tail_length(matrix.shape[0], efficiency, tail_rule)
     delta_is = np.empty((f.shape[1], n_units))
     pareto_k = np.empty(n_units)
@@ -91,8 +117,9 @@ def leave_out_changes(quantities: np.ndarray, log_lik: np.ndarray, r_eff=None,
     return LinearityArrays(-scores.psi, delta_is, pareto_k, scores.mcse)
 
 
-def nonlinearity_index(changes: LinearityArrays, k_threshold: float
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def nonlinearity_index(
+    changes: LinearityArrays, k_threshold: float
+) -> tuple[np.ndarray, np.ndarray]:
     """``sqrt(sum_u (delta_is - delta_lin)^2 / sum_u delta_lin^2)`` over reliable units.
 
     Units whose k-hat exceeds ``k_threshold`` are left out (their IS estimate is not

@@ -14,27 +14,27 @@ Every method reports PSIS's ``pareto_k`` as the diagnostic of the importance rat
 
 from __future__ import annotations
 
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import norm
 
-from bayesij._checks import as_draws_matrix, chain_order, check_log_lik_values, fail
-from bayesij.array.blocks import obs_chunks, transpose_columns
+from bayesij.array._numeric import (
+    exp_and_logsumexp,
+    logsumexp_columns,
+    map_chunks,
+    obs_chunks,
+    transpose_columns,
+)
+from bayesij.array.checks import as_draws_matrix, chain_order, check_log_lik_values, fail
 from bayesij.array.ess import exp_of_rows, relative_eff_rows
-from bayesij.array.information import exp_and_logsumexp, log_lik_moments, logsumexp_columns
 from bayesij.array.psis import TIE_RULES, check_tail_rule, psis_rows, tail_length
+from bayesij.array.waic import log_lik_moments
 
-__all__ = ["LooArrays", "loo_pointwise", "METHODS", "mcse_elpd", "checked_r_eff"]
+__all__ = ["LooArrays", "loo_pointwise", "loo_methods", "METHODS", "mcse_elpd", "checked_r_eff"]
 
 METHODS = ("psis", "is", "ij", "cumulant")
-
-#: Threads working on chunks of observations at once (NumPy releases the GIL in the heavy
-#: operations); set BAYESIJ_THREADS to change it.
-THREADS = int(os.environ.get("BAYESIJ_THREADS", os.cpu_count() or 1))
 
 #: Blom's approximate normal order statistics used by R loo's MCSE of elpd.
 _BLOM = norm.ppf((np.arange(1, 1001) - 3 / 8) / (1000 - 2 * 3 / 8 + 1))
@@ -60,6 +60,10 @@ class LooArrays(NamedTuple):
     r_eff : relative efficiency used for the tail length and the MCSE.
     tail_len : Pareto tail length.
     constant : whether the log-likelihood is constant over all draws (no Pareto fit).
+    log_weights : ndarray of shape (n_draws, n_obs) or None
+        The normalised (smoothed, for PSIS) importance log-weights of each observation, kept
+        on request (``save_log_weights=True``, as R loo's ``save_psis``) so that LOO
+        expectations and the linearity check reuse them instead of smoothing again.
     """
 
     elpd: np.ndarray
@@ -71,6 +75,7 @@ class LooArrays(NamedTuple):
     r_eff: np.ndarray
     tail_len: np.ndarray
     constant: np.ndarray
+    log_weights: np.ndarray | None = None
 
 
 def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
@@ -97,13 +102,22 @@ def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
         logs = np.log(np.where(positive, shifted, 1.0))
         count = positive.sum(axis=1)
         mean = np.where(positive, logs, 0.0).sum(axis=1) / count
-        variance[wide] = np.where(positive, (logs - mean[:, None]) ** 2, 0.0).sum(
-            axis=1) / (count - 1)
+        variance[wide] = np.where(positive, (logs - mean[:, None]) ** 2, 0.0).sum(axis=1) / (
+            count - 1
+        )
     return np.sqrt(variance / r_eff)
 
 
-def _psis_elpd(log_lik: np.ndarray, body: np.ndarray, tail_len: np.ndarray,
-               r_eff: np.ndarray, smooth: bool, ties: str, scratch: tuple[np.ndarray, ...]):
+def _psis_elpd(
+    log_lik: np.ndarray,
+    body: np.ndarray,
+    tail_len: np.ndarray,
+    r_eff: np.ndarray,
+    smooth: bool,
+    ties: str,
+    scratch: tuple[np.ndarray, ...],
+    log_weights_out: np.ndarray | None = None,
+):
     """lppd, elpd, pareto_k, mcse and ess of rows (n_cols, n_draws); ``smooth=False``: IS.
 
     ``body`` is each row's minimum. The raw ratios ``exp(body - l_s)`` lie in (0, 1]: one
@@ -111,7 +125,8 @@ def _psis_elpd(log_lik: np.ndarray, body: np.ndarray, tail_len: np.ndarray,
     their reciprocals, lppd. Outside the smoothed tail ``l_s + lw_s = body`` for every draw,
     so the sums over draws that elpd and its MCSE need split into that constant times the
     number of body draws plus sums over the smoothed tail. ``scratch``: three arrays of at
-    least the shape of ``log_lik`` to work in.
+    least the shape of ``log_lik`` to work in. ``log_weights_out`` (n_cols, n_draws), when
+    given, receives the normalised log-weights.
     """
     n_cols, n_draws = log_lik.shape
     lw_buffer, exp_buffer, spare = (array[:n_cols] for array in scratch)
@@ -127,10 +142,13 @@ def _psis_elpd(log_lik: np.ndarray, body: np.ndarray, tail_len: np.ndarray,
     in_tail = np.asarray(tail >= 0)
     tail_rows, tail_slots = np.nonzero(in_tail)
     # Smoothed log weights are <= 0 (truncated at the largest raw ratio): no overflow.
-    weights.reshape(-1)[tail_rows * n_draws + tail[tail_rows, tail_slots]] = np.exp(
-        tail_lw[tail_rows, tail_slots])
+    slots = tail_rows * n_draws + tail[tail_rows, tail_slots]
+    weights.reshape(-1)[slots] = np.exp(tail_lw[tail_rows, tail_slots])
     total = weights.sum(axis=1)
     normaliser = np.log(total)
+    if log_weights_out is not None:
+        lw_buffer.reshape(-1)[slots] = tail_lw[tail_rows, tail_slots]
+        np.subtract(lw_buffer, normaliser[:, None], out=log_weights_out)
     sum_w2 = np.einsum("ij,ij->i", weights, weights) / total**2
     # Sums over the smoothed tail (l_s = body - raw log ratio), and the body's constant.
     tail_terms = np.where(in_tail, body[:, None] - tail_raw, 0.0) + tail_lw
@@ -144,14 +162,19 @@ def _psis_elpd(log_lik: np.ndarray, body: np.ndarray, tail_len: np.ndarray,
     c_tail = np.exp(tail_terms - lse_terms[:, None])
     w_body_sum = 1 - w_tail.sum(axis=1)
     w_body_sq = sum_w2 - (w_tail**2).sum(axis=1)
-    square = (n_body * c_body**2 - 2 * c_body * w_body_sum + w_body_sq
-              + ((c_tail - w_tail) ** 2).sum(axis=1))
+    square = (
+        n_body * c_body**2
+        - 2 * c_body * w_body_sum
+        + w_body_sq
+        + ((c_tail - w_tail) ** 2).sum(axis=1)
+    )
     relative_error = np.sqrt(np.maximum(square, 0.0))
     return lppd, elpd, psis.pareto_k, mcse_elpd(relative_error, r_eff), r_eff / sum_w2
 
 
-def _lppd_from_ratios(ratios: np.ndarray, body: np.ndarray, log_lik: np.ndarray,
-                      spare: np.ndarray) -> np.ndarray:
+def _lppd_from_ratios(
+    ratios: np.ndarray, body: np.ndarray, log_lik: np.ndarray, spare: np.ndarray
+) -> np.ndarray:
     """``log mean_s exp(l_s)`` from ``ratios = exp(body - l_s)``: ``body + log mean 1/r_s``.
 
     A division is much cheaper than an exp. Rows whose ratios leave the normal float range
@@ -193,6 +216,8 @@ def loo_pointwise(
     chain_ids=None,
     tail_rule: str = "ceil",
     ties: str = "above",
+    check: bool = True,
+    save_log_weights: bool = False,
 ) -> LooArrays:
     """Pointwise approximate leave-one-out elpd from posterior draws, chunked over observations.
 
@@ -215,6 +240,11 @@ def loo_pointwise(
     ties : {"above", "position"}, default "above"
         Draws tied with the tail cutoff: left out of the tail as ArviZ, or kept by position
         as R loo (see :func:`bayesij.array.psis.psis_chunk`).
+    check : bool, default True
+        Check the values (NaN, +inf, non-finite quantities); ``False`` for input a
+        :class:`~bayesij.data.posterior.Posterior` or a caller has already checked.
+    save_log_weights : bool, default False
+        Keep the normalised importance log-weights (an array as large as ``log_lik``).
 
     Returns
     -------
@@ -232,11 +262,44 @@ def loo_pointwise(
     """
     if method not in METHODS:
         raise fail("method", repr(method), f"one of {METHODS}")
+    return loo_methods(
+        log_lik,
+        (method,),
+        r_eff=r_eff,
+        chain_ids=chain_ids,
+        tail_rule=tail_rule,
+        ties=ties,
+        check=check,
+        save_log_weights=save_log_weights,
+    )[method]
+
+
+def loo_methods(
+    log_lik,
+    methods: tuple[str, ...] = METHODS,
+    *,
+    r_eff=None,
+    chain_ids=None,
+    tail_rule: str = "ceil",
+    ties: str = "above",
+    check: bool = True,
+    save_log_weights: bool = False,
+) -> dict[str, LooArrays]:
+    """Several LOO methods from one pass over the draws: :func:`loo_pointwise` for each of
+    ``methods``, sharing the Pareto smoothing (k-hat, lppd, r_eff) of every chunk.
+
+    ``save_log_weights`` keeps the log-weights of PSIS (or of IS when it is the only
+    importance-sampling method asked for).
+    """
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise fail("methods", repr(methods), f"a non-empty tuple of {METHODS}")
     if ties not in TIE_RULES:
         raise fail("ties", repr(ties), "'above' (ArviZ) or 'position' (R loo)")
     check_tail_rule(tail_rule)
     matrix, chains = as_draws_matrix(np.asarray(log_lik, dtype=float), "log_lik", chain_ids)
-    check_log_lik_values(matrix)
+    if check:
+        check_log_lik_values(matrix)
     n_draws, n_obs = matrix.shape
     if n_draws < 2:
         raise fail("log_lik", f"{n_draws} draw", "at least 2 posterior draws")
@@ -244,7 +307,10 @@ def loo_pointwise(
     order, n_chains = chain_order(chains)
     # Draws already grouped by chain (3-D input, stacked chains) need no reordering copy.
     by_chain = (None if np.array_equal(order, np.arange(order.size)) else order, n_chains)
-    out = np.full((7, n_obs), np.nan)
+    base = "is" if "is" in methods and "psis" not in methods else "psis"
+    out = np.full((4, n_obs), np.nan)  # lppd, k-hat, r_eff, constant
+    per_method = {m: np.full((3, n_obs), np.nan) for m in methods}  # elpd, mcse, ess
+    log_weights = np.empty((n_obs, n_draws)) if save_log_weights else None
 
     chunks = obs_chunks(n_obs, 10 * n_draws + 60 * 250)
     buffers = threading.local()
@@ -262,24 +328,50 @@ def loo_pointwise(
             body = rows.min(axis=1)
         efficiency = given[chunk] if given is not None else _r_eff_rows(rows, by_chain)
         tails = tail_length(n_draws, efficiency, tail_rule)
-        lppd, elpd, k, mcse, ess = _psis_elpd(rows, body, tails, efficiency, method != "is",
-                                              ties, buffers.scratch)
-        if method in ("ij", "cumulant"):
-            elpd = _ij_elpd(rows) if method == "ij" else _cumulant_elpd(rows)
-            mcse = ess = np.full(rows.shape[0], np.nan)
+        saved = None if log_weights is None else log_weights[chunk]
+        lppd, elpd, k, mcse, ess = _psis_elpd(
+            rows, body, tails, efficiency, base == "psis", ties, buffers.scratch, saved
+        )
+        for m in methods:
+            if m == base:
+                per_method[m][:, chunk] = [elpd, mcse, ess]
+            elif m == "is":
+                plain = _psis_elpd(rows, body, tails, efficiency, False, ties, buffers.scratch)
+                per_method[m][:, chunk] = [plain[1], plain[3], plain[4]]
+            else:
+                per_method[m][0, chunk] = _ij_elpd(rows) if m == "ij" else _cumulant_elpd(rows)
         constant = (rows == rows[:, :1]).all(axis=1)
-        out[:, chunk] = [lppd, k, elpd, mcse, ess, efficiency, constant]
+        out[:, chunk] = [lppd, k, efficiency, constant]
         if impossible.any():
             columns = np.arange(chunk.start, chunk.stop)[impossible]
             out[0, columns] = logsumexp_columns(matrix[:, columns]) - np.log(n_draws)
-            out[1:5, columns] = np.array([[np.inf], [-np.inf], [np.nan], [np.nan]])
+            out[1, columns] = np.inf
+            for values in per_method.values():
+                values[:, columns] = np.array([[-np.inf], [np.nan], [np.nan]])
+            if saved is not None:  # all the weight on the draws where it is impossible
+                rows_lw = saved[impossible]
+                rows_lw[:] = np.where(np.isneginf(matrix[:, columns].T), 0.0, -np.inf)
+                rows_lw -= np.log((rows_lw == 0).sum(axis=1, keepdims=True))
+                saved[impossible] = rows_lw
 
-    with ThreadPoolExecutor(max_workers=min(THREADS, len(chunks))) as pool:
-        list(pool.map(work, chunks))
-    lppd, pareto_k, elpd, mcse, ess, efficiency, constant = out
+    map_chunks(work, chunks)
+    lppd, pareto_k, efficiency, constant = out
     tail_len = tail_length(n_draws, efficiency, tail_rule)
-    return LooArrays(elpd, lppd - elpd, lppd, pareto_k, mcse, ess, efficiency, tail_len,
-                     constant == 1)
+    return {
+        m: LooArrays(
+            values[0],
+            lppd - values[0],
+            lppd,
+            pareto_k,
+            values[1],
+            values[2],
+            efficiency,
+            tail_len,
+            constant == 1,
+            log_weights.T if log_weights is not None and m == base else None,
+        )
+        for m, values in per_method.items()
+    }
 
 
 def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray | None, int]) -> np.ndarray:
@@ -293,6 +385,9 @@ def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray | None, int]) -> np
 def checked_r_eff(r_eff, n_obs: int) -> np.ndarray:
     values = np.broadcast_to(np.asarray(r_eff, dtype=float), (n_obs,)).copy()
     if not np.all((values > 0) & np.isfinite(values)):
-        raise fail("r_eff", "values that are not finite and positive",
-                   f"positive relative efficiencies, a scalar or shape ({n_obs},)")
+        raise fail(
+            "r_eff",
+            "values that are not finite and positive",
+            f"positive relative efficiencies, a scalar or shape ({n_obs},)",
+        )
     return values

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij._checks import fail
+from bayesij.array.checks import fail
 
 __all__ = [
     "tail_length",
@@ -104,7 +104,8 @@ def _sum_log1p(theta: np.ndarray, x: np.ndarray) -> np.ndarray:
         grid, columns = np.nonzero(exact)
         with np.errstate(divide="ignore", invalid="ignore"):
             out[grid, columns] = np.log1p(-theta[grid, columns][:, None] * x[:, columns].T).sum(
-                axis=1)
+                axis=1
+            )
     return out
 
 
@@ -216,8 +217,14 @@ def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above"
     return rows._replace(log_weights=rows.log_weights.T)
 
 
-def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above", *,
-              shifted: bool = False, write_back: bool = True) -> PsisChunk:
+def psis_rows(
+    log_ratios: np.ndarray,
+    tail_len: np.ndarray,
+    ties: str = "above",
+    *,
+    shifted: bool = False,
+    write_back: bool = True,
+) -> PsisChunk:
     """As :func:`psis_chunk` with observations as rows: ``log_ratios`` (n_cols, n_draws).
 
     Working along rows keeps each observation's draws contiguous in memory, which makes the
@@ -267,8 +274,9 @@ def psis_rows(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above",
         k[fitted] = fit.k
         finite = np.isfinite(fit.k)
         smooth = np.flatnonzero(fitted)[finite]
-        quantiles = _gpd_quantiles(tail_len[smooth], m_max,
-                                   GpdFit(fit.k[finite], fit.sigma[finite]))
+        quantiles = _gpd_quantiles(
+            tail_len[smooth], m_max, GpdFit(fit.k[finite], fit.sigma[finite])
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             smoothed = np.minimum(np.log(quantiles + exp_cutoff[finite]), 0.0)  # truncate
         in_tail = (np.arange(m_max)[:, None] >= (m_max - tail_len[smooth])[None, :]).T

@@ -2,8 +2,9 @@
 approximations computed from the original draws.
 
 Backends (:mod:`bayesij.refit.backends`) refit; experiments (:func:`bootstrap`, :func:`loo`,
-:func:`kfold`, :func:`drop`) plan refits as resumable campaigns (a directory ``store``),
-run them sequentially, on local processes or on Dask, and return a :class:`RefitReport`.
+:func:`kfold`, :func:`drop`, :func:`verify`) plan refits as resumable campaigns (a directory
+``store``), run them sequentially, on local processes or on Dask, and return a
+:class:`RefitReport` (:func:`verify`: the AMIP result with its refit recorded).
 """
 
 from bayesij.refit.backends import (
@@ -20,6 +21,7 @@ from bayesij.refit.report import RefitReport
 from bayesij.refit.scheduler import loo_priorities
 from bayesij.refit.splits import kfold_split_grouped, kfold_split_random, kfold_split_stratified
 from bayesij.refit.store import CampaignStore
+from bayesij.refit.verify import verify
 
 __all__ = [
     "Backend",
@@ -40,4 +42,5 @@ __all__ = [
     "kfold_split_random",
     "kfold_split_stratified",
     "CampaignStore",
+    "verify",
 ]

@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bayesij._checks import fail
-from bayesij.posterior import Posterior
+from bayesij.array.checks import fail
+from bayesij.data.posterior import Posterior
 from bayesij.refit.conjugate import ConjugateNormal
 
 __all__ = [
@@ -55,8 +55,9 @@ class Backend:
         """``weights`` as a float vector of non-negative finite values of the right length."""
         values = np.asarray(weights, dtype=float)
         if values.ndim != 1 or (self.n_obs is not None and values.size != self.n_obs):
-            raise fail("weights", f"shape {values.shape}",
-                       f"a vector of {self.n_obs} observation weights")
+            raise fail(
+                "weights", f"shape {values.shape}", f"a vector of {self.n_obs} observation weights"
+            )
         if not np.all(np.isfinite(values) & (values >= 0)):
             raise fail("weights", "negative or non-finite values", "finite weights >= 0")
         return values
@@ -82,17 +83,30 @@ class ConjugateNormalBackend(Backend):
     seed : int, default 0
     """
 
-    def __init__(self, X, y, sigma=1.0, prior_mean=None, prior_cov=None, *, draws: int = 4000,
-                 chains: int = 4, seed: int = 0):
+    def __init__(
+        self,
+        X,
+        y,
+        sigma=1.0,
+        prior_mean=None,
+        prior_cov=None,
+        *,
+        draws: int = 4000,
+        chains: int = 4,
+        seed: int = 0,
+    ):
         self.model = ConjugateNormal(X, y, sigma, prior_mean, prior_cov)
         if draws % chains or draws < 2 * chains:
-            raise fail("draws", f"{draws} draws in {chains} chains",
-                       "a multiple of chains with at least 2 draws per chain")
+            raise fail(
+                "draws",
+                f"{draws} draws in {chains} chains",
+                "a multiple of chains with at least 2 draws per chain",
+            )
         self.draws, self.chains, self.seed = int(draws), int(chains), int(seed)
         self.n_obs = self.model.n_obs
 
     def fit(self, weights) -> Posterior:
-        from bayesij.adapters.arrays import from_arrays
+        from bayesij.data.arrays import from_arrays
 
         w = self.checked_weights(weights)
         rng = np.random.default_rng(refit_seed(self.seed, w))
@@ -107,8 +121,10 @@ class ConjugateNormalBackend(Backend):
         return self.model.posterior(self.checked_weights(weights))[0]
 
     def __repr__(self) -> str:
-        return (f"ConjugateNormalBackend(n_obs={self.n_obs}, draws={self.draws}, "
-                f"chains={self.chains}, seed={self.seed})")
+        return (
+            f"ConjugateNormalBackend(n_obs={self.n_obs}, draws={self.draws}, "
+            f"chains={self.chains}, seed={self.seed})"
+        )
 
 
 class CallableBackend(Backend):
@@ -126,12 +142,15 @@ class CallableBackend(Backend):
     def fit(self, weights) -> Posterior:
         result = self.fn(self.checked_weights(weights))
         if not isinstance(result, Posterior) and hasattr(result, "log_likelihood"):
-            from bayesij.adapters.inference_data import from_inference_data
+            from bayesij.data.inference_data import from_inference_data
 
             result = from_inference_data(result)
         if not isinstance(result, Posterior):
-            raise fail("fn", f"a callable that returned a {type(result).__name__}",
-                       "a callable returning a bayesij.Posterior or an InferenceData")
+            raise fail(
+                "fn",
+                f"a callable that returned a {type(result).__name__}",
+                "a callable returning a bayesij.Posterior or an InferenceData",
+            )
         return result
 
     def __repr__(self) -> str:
@@ -148,17 +167,29 @@ def _model_code(model: str) -> str:
         with open(model) as handle:
             return handle.read()
     if "{" not in model:  # not a name, not a file, and no Stan blocks
-        raise fail("model", repr(model[:60]),
-                   f"Stan code, a .stan file or one of the shipped models {available()}")
+        raise fail(
+            "model",
+            repr(model[:60]),
+            f"Stan code, a .stan file or one of the shipped models {available()}",
+        )
     return model
 
 
 class _StanBackend(Backend):
     """What the PyStan and CmdStanPy backends share: data, names, divergence check."""
 
-    def __init__(self, model: str, data: dict, weights: str = "weights",
-                 log_lik: str = "log_lik", quantities=None, *, seed: int = 0,
-                 max_divergent: float = 0.01, **sample_kwargs):
+    def __init__(
+        self,
+        model: str,
+        data: dict,
+        weights: str = "weights",
+        log_lik: str = "log_lik",
+        quantities=None,
+        *,
+        seed: int = 0,
+        max_divergent: float = 0.01,
+        **sample_kwargs,
+    ):
         if not isinstance(data, dict):
             raise fail("data", f"a {type(data).__name__}", "a dict of Stan data")
         self.code = _model_code(model)
@@ -170,8 +201,10 @@ class _StanBackend(Backend):
 
     def _check_divergences(self, n_divergent: int, n_draws: int) -> None:
         if n_divergent > self.max_divergent * n_draws:
-            raise RefitFailed(f"{n_divergent} divergent transitions in {n_draws} draws "
-                              f"(more than max_divergent = {self.max_divergent:g} of them)")
+            raise RefitFailed(
+                f"{n_divergent} divergent transitions in {n_draws} draws "
+                f"(more than max_divergent = {self.max_divergent:g} of them)"
+            )
 
     def _data(self, weights) -> dict:
         return {**self.data, self.weights_name: self.checked_weights(weights)}
@@ -212,11 +245,13 @@ class PyStanBackend(_StanBackend):
     process_pool_safe = False
 
     def fit(self, weights) -> Posterior:
-        from bayesij.adapters.pystan import from_pystan, sample_pystan
+        from bayesij.adapters.pystan import from_pystan
+        from bayesij.refit.stan import sample_pystan
 
         data = self._data(weights)
-        fit = sample_pystan(self.code, data, refit_seed(self.seed, data[self.weights_name]),
-                            **self.sample_kwargs)
+        fit = sample_pystan(
+            self.code, data, refit_seed(self.seed, data[self.weights_name]), **self.sample_kwargs
+        )
         divergent = np.asarray(fit["divergent__"])
         self._check_divergences(int(divergent.sum()), divergent.size)
         return from_pystan(fit, log_lik=self.log_lik, quantities=self.quantities)
@@ -233,11 +268,13 @@ class CmdStanPyBackend(_StanBackend):
     """
 
     def fit(self, weights) -> Posterior:
-        from bayesij.adapters.cmdstan import from_cmdstanpy, sample_cmdstanpy
+        from bayesij.adapters.cmdstan import from_cmdstanpy
+        from bayesij.refit.stan import sample_cmdstanpy
 
         data = self._data(weights)
-        fit = sample_cmdstanpy(self.code, data, refit_seed(self.seed, data[self.weights_name]),
-                               **self.sample_kwargs)
+        fit = sample_cmdstanpy(
+            self.code, data, refit_seed(self.seed, data[self.weights_name]), **self.sample_kwargs
+        )
         n_divergent = int(np.sum(fit.divergences)) if fit.divergences is not None else 0
         self._check_divergences(n_divergent, fit.draws().shape[0] * fit.chains)
         return from_cmdstanpy(fit, log_lik=self.log_lik, quantities=self.quantities)

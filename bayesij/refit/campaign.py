@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij._checks import fail
+from bayesij.array.checks import fail
 from bayesij.refit.store import CampaignStore
 from bayesij.refit.summary import summarise
 
@@ -44,8 +44,7 @@ def execute(backend, task: Task) -> dict:
     start = time.perf_counter()
     record = {"key": task.key}
     try:
-        record.update(summarise(backend.fit(task.weights), task.points), status="ok",
-                      reason="")
+        record.update(summarise(backend.fit(task.weights), task.points), status="ok", reason="")
     except Exception as error:  # recorded, reported, never dropped
         record.update(status="failed", reason=f"{type(error).__name__}: {error}")
     record["seconds"] = time.perf_counter() - start
@@ -71,9 +70,12 @@ def _check_picklable(backend) -> None:
     try:
         pickle.dumps(backend)
     except Exception as error:
-        raise fail("backend", f"an object that cannot be pickled ({error})",
-                   "a picklable backend for a process pool or Dask",
-                   "Use module-level functions, or executor='sequential'.") from None
+        raise fail(
+            "backend",
+            f"an object that cannot be pickled ({error})",
+            "a picklable backend for a process pool or Dask",
+            "Use module-level functions, or executor='sequential'.",
+        ) from None
 
 
 def _results(executor, backend, tasks: list[Task]) -> Iterator[dict]:
@@ -83,10 +85,13 @@ def _results(executor, backend, tasks: list[Task]) -> Iterator[dict]:
         yield from _sequential(backend, tasks)
         return
     if in_process and (isinstance(executor, (int, cf.Executor))):
-        raise fail("executor", f"a local process pool for a {type(backend).__name__}",
-                   "executor=None or 'sequential' (refits in this process) or Dask",
-                   "PyStan runs its chains in parallel processes itself, and its sampler "
-                   "hangs in pool worker processes.")
+        raise fail(
+            "executor",
+            f"a local process pool for a {type(backend).__name__}",
+            "executor=None or 'sequential' (refits in this process) or Dask",
+            "PyStan runs its chains in parallel processes itself, and its sampler "
+            "hangs in pool worker processes.",
+        )
     _check_picklable(backend)
     if executor is None or isinstance(executor, int):
         workers = min(len(tasks), executor or os.cpu_count() or 1)
@@ -94,31 +99,37 @@ def _results(executor, backend, tasks: list[Task]) -> Iterator[dict]:
         # interfaces run event loops and threads that do not survive a fork.
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         try:
-            with cf.ProcessPoolExecutor(max_workers=workers,
-                                        mp_context=mp.get_context(method)) as pool:
+            with cf.ProcessPoolExecutor(
+                max_workers=workers, mp_context=mp.get_context(method)
+            ) as pool:
                 yield from _futures(pool.submit, cf.as_completed, backend, tasks)
         except cf.process.BrokenProcessPool as error:
             raise RuntimeError(
                 "executor: a worker process died. In a script, run the campaign under "
                 "`if __name__ == '__main__':` (worker processes import the script), or pass "
-                "executor='sequential'. Finished refits are kept in the store.") from error
+                "executor='sequential'. Finished refits are kept in the store."
+            ) from error
     elif isinstance(executor, cf.Executor):
         yield from _futures(executor.submit, cf.as_completed, backend, tasks)
     elif isinstance(executor, str) or type(executor).__module__.startswith("distributed"):
         yield from _dask_results(executor, backend, tasks)
     else:
-        raise fail("executor", f"a {type(executor).__name__}",
-                   "None (local processes), 'sequential', a number of processes, a "
-                   "concurrent.futures.Executor, a dask.distributed Client or a scheduler "
-                   "address")
+        raise fail(
+            "executor",
+            f"a {type(executor).__name__}",
+            "None (local processes), 'sequential', a number of processes, a "
+            "concurrent.futures.Executor, a dask.distributed Client or a scheduler "
+            "address",
+        )
 
 
 def _dask_results(executor, backend, tasks) -> Iterator[dict]:
     try:
         import distributed
     except ImportError:
-        raise fail("executor", repr(executor), "dask.distributed installed",
-                   "pip install 'bayesij[dask]'") from None
+        raise fail(
+            "executor", repr(executor), "dask.distributed installed", "pip install 'bayesij[dask]'"
+        ) from None
     client = distributed.Client(executor) if isinstance(executor, str) else executor
     try:
         submit = lambda fn, *args: client.submit(fn, *args, pure=False)  # noqa: E731
@@ -131,14 +142,21 @@ def _dask_results(executor, backend, tasks) -> Iterator[dict]:
 def _progress(total: int, done: int, description: str, enabled: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=done, desc=description, disable=not enabled,
-                unit="refit")
+    return tqdm(total=total, initial=done, desc=description, disable=not enabled, unit="refit")
 
 
-def run_campaign(tasks: list[Task], backend, *, experiment: str, settings: dict,
-                 store=None, executor=None, progress: bool = True,
-                 stop: Callable[[dict], bool] | None = None, round_size: int | None = None
-                 ) -> dict[str, dict]:
+def run_campaign(
+    tasks: list[Task],
+    backend,
+    *,
+    experiment: str,
+    settings: dict,
+    store=None,
+    executor=None,
+    progress: bool = True,
+    stop: Callable[[dict], bool] | None = None,
+    round_size: int | None = None,
+) -> dict[str, dict]:
     """Run the tasks not yet in ``store``; return the records of the plan by key.
 
     Parameters
@@ -167,12 +185,14 @@ def run_campaign(tasks: list[Task], backend, *, experiment: str, settings: dict,
     if len(set(keys)) != len(keys):
         raise ValueError("tasks: found repeated keys; expected each refit once.")
     campaign = store if isinstance(store, CampaignStore) else CampaignStore(store)
-    campaign.check_plan({
-        "experiment": experiment,
-        "backend": repr(backend),
-        "settings": settings,
-        "tasks": {task.key: task.fingerprint() for task in tasks},
-    })
+    campaign.check_plan(
+        {
+            "experiment": experiment,
+            "backend": repr(backend),
+            "settings": settings,
+            "tasks": {task.key: task.fingerprint() for task in tasks},
+        }
+    )
     finished = campaign.records()
     pending = [task for task in tasks if task.key not in finished]
     size = max(1, len(pending) if stop is None else round_size or os.cpu_count() or 1)

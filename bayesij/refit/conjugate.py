@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij._checks import fail
+from bayesij.array.checks import fail
 
 __all__ = ["ConjugateNormal"]
 
@@ -34,8 +34,11 @@ class ConjugateNormal:
         self.X = np.atleast_2d(np.asarray(X, dtype=float))
         self.y = np.asarray(y, dtype=float)
         if self.X.shape[0] != self.y.shape[0] or self.y.ndim != 1:
-            raise fail("y", f"shape {self.y.shape} with X of shape {self.X.shape}",
-                       "a vector with one entry per row of X")
+            raise fail(
+                "y",
+                f"shape {self.y.shape} with X of shape {self.X.shape}",
+                "a vector with one entry per row of X",
+            )
         if not (np.isfinite(sigma) and sigma > 0):
             raise fail("sigma", repr(sigma), "a finite positive noise standard deviation")
         self.sigma = float(sigma)

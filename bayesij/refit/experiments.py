@@ -13,18 +13,18 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from bayesij._checks import check_positive_int, fail
-from bayesij.array.holdout import fold_elpd
+from bayesij.array.checks import check_positive_int, fail
+from bayesij.array.kfold import fold_elpd
 from bayesij.array.linearity import leave_out_changes
 from bayesij.array.psis import pareto_k_threshold
-from bayesij.crossval import loo as approximate_loo
-from bayesij.posterior import Posterior
+from bayesij.data.posterior import Posterior
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.refit.report import RefitReport, comparison_rows
 from bayesij.refit.scheduler import LooStopRule, loo_priorities
 from bayesij.refit.splits import kfold_split_random
 from bayesij.refit.summary import summarise
-from bayesij.sensitivity import ij_covariance
+from bayesij.stats.jackknife import ij_covariance
+from bayesij.stats.loo import loo_methods
 
 __all__ = ["bootstrap", "loo", "kfold", "drop"]
 
@@ -33,12 +33,16 @@ def _checked(post, backend) -> Posterior:
     if not isinstance(post, Posterior):
         raise fail("post", f"a {type(post).__name__}", "a bayesij.Posterior")
     if not hasattr(backend, "fit"):
-        raise fail("backend", f"a {type(backend).__name__}",
-                   "a refit backend with fit(weights) (bayesij.refit.*Backend)")
+        raise fail(
+            "backend",
+            f"a {type(backend).__name__}",
+            "a refit backend with fit(weights) (bayesij.refit.*Backend)",
+        )
     n_obs = getattr(backend, "n_obs", None)
     if n_obs is not None and n_obs != post.n_obs:
-        raise fail("backend", f"a model of {n_obs} observations",
-                   f"the {post.n_obs} observations of post")
+        raise fail(
+            "backend", f"a model of {n_obs} observations", f"the {post.n_obs} observations of post"
+        )
     return post
 
 
@@ -54,19 +58,40 @@ def _ok(records: dict) -> dict:
 def _quantity_columns(record: dict, names: list[str]) -> list[int]:
     missing = [name for name in names if name not in record["quantities"]]
     if missing:
-        raise fail("backend", f"refits without the quantities {missing[:5]}",
-                   "refits reporting every quantity of post")
+        raise fail(
+            "backend",
+            f"refits without the quantities {missing[:5]}",
+            "refits reporting every quantity of post",
+        )
     return [record["quantities"].index(name) for name in names]
 
 
 def _campaign(tasks, backend, experiment, settings, store, executor, progress, **options):
-    return run_campaign(tasks, backend, experiment=experiment, settings=settings,
-                        store=store, executor=executor, progress=progress, **options)
+    return run_campaign(
+        tasks,
+        backend,
+        experiment=experiment,
+        settings=settings,
+        store=store,
+        executor=executor,
+        progress=progress,
+        **options,
+    )
 
 
 # --------------------------------------------------------------------------- bootstrap
-def bootstrap(post, backend, B: int, seed: int = 0, store=None, executor=None, *,
-              quantities=None, groups=None, progress: bool = True) -> RefitReport:
+def bootstrap(
+    post,
+    backend,
+    B: int,
+    seed: int = 0,
+    store=None,
+    executor=None,
+    *,
+    quantities=None,
+    groups=None,
+    progress: bool = True,
+) -> RefitReport:
     """Exact bootstrap of posterior means against the IJ covariance (and the posterior).
 
     ``B`` refits under multinomial bootstrap counts of the units (observations, or the
@@ -98,14 +123,31 @@ def bootstrap(post, backend, B: int, seed: int = 0, store=None, executor=None, *
     records = _campaign(tasks, backend, "bootstrap", settings, store, executor, progress)
     ok = list(_ok(records).values())
     names = post.quantity_names
-    ij = ij_covariance(post, groups)
-    frames = [comparison_rows({"quantity": names}, "ij", ij.variance_corrected.to_numpy(),
-                              ij.mcse.to_numpy(), *_bootstrap_variance(ok, names)),
-              comparison_rows({"quantity": names}, "posterior",
-                              ij.posterior_variance.to_numpy(), np.nan,
-                              *_bootstrap_variance(ok, names))]
-    return RefitReport("bootstrap", pd.concat(frames, ignore_index=True), _failures(records),
-                       B, len(ok), {"replicates used": len(ok), "units": int(units.size)})
+    ij = ij_covariance(post, groups=groups)
+    frames = [
+        comparison_rows(
+            {"quantity": names},
+            "ij",
+            ij.variance_corrected.to_numpy(),
+            ij.mcse.to_numpy(),
+            *_bootstrap_variance(ok, names),
+        ),
+        comparison_rows(
+            {"quantity": names},
+            "posterior",
+            ij.posterior_variance.to_numpy(),
+            np.nan,
+            *_bootstrap_variance(ok, names),
+        ),
+    ]
+    return RefitReport(
+        "bootstrap",
+        pd.concat(frames, ignore_index=True),
+        _failures(records),
+        B,
+        len(ok),
+        {"replicates used": len(ok), "units": int(units.size)},
+    )
 
 
 def _bootstrap_variance(records: list[dict], names: list[str]):
@@ -125,8 +167,7 @@ def _bootstrap_variance(records: list[dict], names: list[str]):
 def _loo_approximations(post: Posterior) -> dict:
     with warnings.catch_warnings():  # k-hat is reported in the comparison, not warned
         warnings.simplefilter("ignore")
-        return {method: approximate_loo(post, method=method)
-                for method in ("psis", "ij", "cumulant")}
+        return loo_methods(post, ("psis", "ij", "cumulant"))  # one smoothing pass
 
 
 def _loo_points(post, points, approx, budget, tolerance):
@@ -137,9 +178,14 @@ def _loo_points(post, points, approx, budget, tolerance):
         budget = check_positive_int(budget, "budget")
         psis = approx["psis"].pointwise
         var_log_lik = post.log_lik.values.reshape(post.n_draws, -1).var(axis=0, ddof=1)
-        priorities = loo_priorities(psis["elpd_loo"], approx["ij"].pointwise["elpd_loo"],
-                                    psis["mcse_elpd_loo"], psis["pareto_k"], var_log_lik,
-                                    pareto_k_threshold(post.n_draws))
+        priorities = loo_priorities(
+            psis["elpd_loo"],
+            approx["ij"].pointwise["elpd_loo"],
+            psis["mcse_elpd_loo"],
+            psis["pareto_k"],
+            var_log_lik,
+            pareto_k_threshold(post.n_draws),
+        )
         chosen = priorities.order[:budget]
         tolerance = 0.1 * approx["psis"].se if tolerance is None else tolerance
         keys = [_loo_key(post, n) for n in chosen]
@@ -153,8 +199,11 @@ def _positions(names: list, labels, argument: str) -> np.ndarray:
     labels = list(np.atleast_1d(np.asarray(labels, dtype=object)))
     unknown = [label for label in labels if label not in index]
     if unknown or not labels:
-        raise fail(argument, f"labels {unknown[:5]} not among the ids" if unknown else "none",
-                   "'all', 'auto' or a list of observation ids of post")
+        raise fail(
+            argument,
+            f"labels {unknown[:5]} not among the ids" if unknown else "none",
+            "'all', 'auto' or a list of observation ids of post",
+        )
     return np.array([index[label] for label in labels])
 
 
@@ -162,8 +211,17 @@ def _loo_key(post: Posterior, n: int) -> str:
     return f"loo-{post.obs_names[n]}"
 
 
-def loo(post, backend, points="auto", store=None, executor=None, *, budget: int = 10,
-        tolerance: float | None = None, progress: bool = True) -> RefitReport:
+def loo(
+    post,
+    backend,
+    points="auto",
+    store=None,
+    executor=None,
+    *,
+    budget: int = 10,
+    tolerance: float | None = None,
+    progress: bool = True,
+) -> RefitReport:
     """Exact leave-one-out refits against PSIS-, IJ- and cumulant-LOO.
 
     Parameters
@@ -195,11 +253,11 @@ def loo(post, backend, points="auto", store=None, executor=None, *, budget: int 
         weights[n] = 0.0
         tasks.append(Task(_loo_key(post, n), weights, (int(n),)))
     settings = {"points": [str(post.obs_names[n]) for n in positions]}
-    records = _campaign(tasks, backend, "loo", settings, store, executor, progress,
-                        stop=rule)
+    records = _campaign(tasks, backend, "loo", settings, store, executor, progress, stop=rule)
     ok = _ok(records)
-    done = np.array([n for n, task in zip(positions, tasks, strict=True) if task.key in ok],
-                    dtype=int)
+    done = np.array(
+        [n for n, task in zip(positions, tasks, strict=True) if task.key in ok], dtype=int
+    )
     exact = np.array([ok[_loo_key(post, n)]["lpd"][0] for n in done])
     exact_se = np.array([ok[_loo_key(post, n)]["lpd_mcse"][0] for n in done])
     obs = [post.obs_names[n] for n in done]
@@ -209,24 +267,42 @@ def loo(post, backend, points="auto", store=None, executor=None, *, budget: int 
     for method, result in approx.items():
         values = result.pointwise["elpd_loo"].to_numpy()[done]
         se = result.pointwise["mcse_elpd_loo"].to_numpy()[done]
-        frames.append(comparison_rows({"obs": obs, "pareto_k": k}, method, values, se, exact,
-                                      exact_se))
+        frames.append(
+            comparison_rows({"obs": obs, "pareto_k": k}, method, values, se, exact, exact_se)
+        )
     corrected = psis["elpd_loo"].to_numpy().copy()
     corrected[done] = exact
-    summary = {"elpd_loo (psis)": approx["psis"].elpd,
-               "elpd_loo with exact refits": float(corrected.sum()),
-               "points refitted": len(done)}
+    summary = {
+        "elpd_loo (psis)": approx["psis"].elpd,
+        "elpd_loo with exact refits": float(corrected.sum()),
+        "points refitted": len(done),
+    }
     if rule is not None:
         rule(records)  # brings rule.remaining up to date with every finished refit
         summary["estimated remaining error"] = rule.remaining
         summary["stopped early"] = len(records) < len(tasks)
-    return RefitReport("loo", pd.concat(frames, ignore_index=True), _failures(records),
-                       len(tasks), len(done), summary)
+    return RefitReport(
+        "loo",
+        pd.concat(frames, ignore_index=True),
+        _failures(records),
+        len(tasks),
+        len(done),
+        summary,
+    )
 
 
 # --------------------------------------------------------------------------- K-fold
-def kfold(post, backend, K: int = 10, folds=None, store=None, executor=None, *,
-          seed: int = 0, progress: bool = True) -> RefitReport:
+def kfold(
+    post,
+    backend,
+    K: int = 10,
+    folds=None,
+    store=None,
+    executor=None,
+    *,
+    seed: int = 0,
+    progress: bool = True,
+) -> RefitReport:
     """Exact K-fold cross-validation against its PSIS and IJ approximations.
 
     Each fold is refitted without its observations; ``log p(x_n | x_-F)`` of each held-out
@@ -252,36 +328,66 @@ def kfold(post, backend, K: int = 10, folds=None, store=None, executor=None, *,
     post = _checked(post, backend)
     labels = kfold_split_random(post.n_obs, K, seed) if folds is None else np.asarray(folds)
     if labels.shape != (post.n_obs,):
-        raise fail("folds", f"shape {labels.shape}", f"a fold label for each of the "
-                   f"{post.n_obs} observations")
+        raise fail(
+            "folds",
+            f"shape {labels.shape}",
+            f"a fold label for each of the {post.n_obs} observations",
+        )
     names, codes = np.unique(labels, return_inverse=True)
     if names.size < 2:
         raise fail("folds", f"{names.size} fold", "at least 2 folds")
-    tasks = [Task(f"fold-{name}", (codes != k).astype(float),
-                  tuple(np.flatnonzero(codes == k).tolist())) for k, name in enumerate(names)]
-    records = _campaign(tasks, backend, "kfold", {"folds": codes.tolist()}, store, executor,
-                        progress)
+    tasks = [
+        Task(f"fold-{name}", (codes != k).astype(float), tuple(np.flatnonzero(codes == k).tolist()))
+        for k, name in enumerate(names)
+    ]
+    records = _campaign(
+        tasks, backend, "kfold", {"folds": codes.tolist()}, store, executor, progress
+    )
     ok = _ok(records)
     done = [k for k, task in enumerate(tasks) if task.key in ok]
     exact = np.array([np.sum(ok[tasks[k].key]["lpd"]) for k in done])
-    exact_se = np.array([np.sqrt(np.sum(np.square(ok[tasks[k].key]["lpd_mcse"])))
-                         for k in done])
+    exact_se = np.array([np.sqrt(np.sum(np.square(ok[tasks[k].key]["lpd_mcse"]))) for k in done])
     approx = fold_elpd(post.log_lik.values, codes)
     index = {"fold": names[done], "pareto_k": approx.pareto_k[done]}
-    frames = [comparison_rows(index, method, np.bincount(codes, values,
-                                                         minlength=names.size)[done], np.nan,
-                              exact, exact_se)
-              for method, values in (("psis", approx.psis), ("ij", approx.ij))]
-    summary = {"elpd_kfold (exact)": float(exact.sum()), "elpd_kfold (psis)":
-               float(approx.psis.sum()), "elpd_kfold (ij)": float(approx.ij.sum()),
-               "folds": int(names.size)}
-    return RefitReport("kfold", pd.concat(frames, ignore_index=True), _failures(records),
-                       len(tasks), len(done), summary)
+    frames = [
+        comparison_rows(
+            index,
+            method,
+            np.bincount(codes, values, minlength=names.size)[done],
+            np.nan,
+            exact,
+            exact_se,
+        )
+        for method, values in (("psis", approx.psis), ("ij", approx.ij))
+    ]
+    summary = {
+        "elpd_kfold (exact)": float(exact.sum()),
+        "elpd_kfold (psis)": float(approx.psis.sum()),
+        "elpd_kfold (ij)": float(approx.ij.sum()),
+        "folds": int(names.size),
+    }
+    return RefitReport(
+        "kfold",
+        pd.concat(frames, ignore_index=True),
+        _failures(records),
+        len(tasks),
+        len(done),
+        summary,
+    )
 
 
 # --------------------------------------------------------------------------- drop a set
-def drop(post, backend, ids, *, groups=None, quantities=None, store=None, executor=None,
-         progress: bool = True) -> RefitReport:
+def drop(
+    post,
+    backend,
+    ids,
+    *,
+    groups=None,
+    quantities=None,
+    store=None,
+    executor=None,
+    progress: bool = True,
+) -> RefitReport:
     """The exact change of posterior means when the units ``ids`` are deleted.
 
     Compared with the linear (IJ) prediction ``-sum psi`` and with importance reweighting
@@ -307,8 +413,15 @@ def drop(post, backend, ids, *, groups=None, quantities=None, store=None, execut
     chosen = _positions(units.values.tolist(), ids, "ids")
     deleted = np.isin(codes, chosen)
     task = Task("drop", (~deleted).astype(float))
-    records = _campaign([task], backend, "drop", {"ids": [str(i) for i in units.values[
-        chosen]]}, store, executor, progress)
+    records = _campaign(
+        [task],
+        backend,
+        "drop",
+        {"ids": [str(i) for i in units.values[chosen]]},
+        store,
+        executor,
+        progress,
+    )
     names = post.quantity_names
     before = summarise(post)
     ok = _ok(records)
@@ -319,20 +432,27 @@ def drop(post, backend, ids, *, groups=None, quantities=None, store=None, execut
         columns = _quantity_columns(after, names)
         exact = np.asarray(after["mean"])[columns] - np.asarray(before["mean"])
         exact_se = np.hypot(np.asarray(after["mcse"])[columns], before["mcse"])
-        refit_moments = {name: (after["mean"][c], after["sd"][c])
-                         for name, c in zip(names, columns, strict=True)}
+        refit_moments = {
+            name: (after["mean"][c], after["sd"][c]) for name, c in zip(names, columns, strict=True)
+        }
     values = post.quantities.values
     set_lik = post.log_lik.values[:, :, deleted].sum(axis=2, keepdims=True)
     # The set's summed log-likelihood as one unit: -psi of it is -sum of the members' psi,
     # and its batch-means MCSE accounts for their correlation.
-    changes = leave_out_changes(values, set_lik)
+    changes = leave_out_changes(values, set_lik, check=False)
     linear, linear_se = changes.delta_lin[:, 0], changes.mcse_lin[:, 0]
-    frames = [comparison_rows({"quantity": names}, "linear", linear, linear_se, exact,
-                              exact_se),
-              comparison_rows({"quantity": names}, "reweighted", changes.delta_is[:, 0],
-                              np.nan, exact, exact_se)]
-    summary = {"units dropped": int(chosen.size), "observations dropped": int(deleted.sum()),
-               "pareto_k of the set": float(changes.pareto_k[0]),
-               "refit": refit_moments}
-    return RefitReport("drop", pd.concat(frames, ignore_index=True), _failures(records), 1,
-                       len(ok), summary)
+    frames = [
+        comparison_rows({"quantity": names}, "linear", linear, linear_se, exact, exact_se),
+        comparison_rows(
+            {"quantity": names}, "reweighted", changes.delta_is[:, 0], np.nan, exact, exact_se
+        ),
+    ]
+    summary = {
+        "units dropped": int(chosen.size),
+        "observations dropped": int(deleted.sum()),
+        "pareto_k of the set": float(changes.pareto_k[0]),
+        "refit": refit_moments,
+    }
+    return RefitReport(
+        "drop", pd.concat(frames, ignore_index=True), _failures(records), 1, len(ok), summary
+    )

@@ -10,12 +10,21 @@ import pandas as pd
 __all__ = ["RefitReport", "comparison_rows", "COLUMNS"]
 
 #: Columns of :attr:`RefitReport.comparisons` after the identifying ones.
-COLUMNS = ["method", "approximation", "approximation_se", "exact", "exact_se", "error",
-           "relative_error", "z"]
+COLUMNS = [
+    "method",
+    "approximation",
+    "approximation_se",
+    "exact",
+    "exact_se",
+    "error",
+    "relative_error",
+    "z",
+]
 
 
-def comparison_rows(index: dict, method: str, approximation, approximation_se, exact,
-                    exact_se) -> pd.DataFrame:
+def comparison_rows(
+    index: dict, method: str, approximation, approximation_se, exact, exact_se
+) -> pd.DataFrame:
     """Rows comparing an approximation with exact refit values.
 
     ``error = approximation - exact``; ``relative_error = error / |exact|``;
@@ -31,11 +40,22 @@ def comparison_rows(index: dict, method: str, approximation, approximation_se, e
     with np.errstate(invalid="ignore", divide="ignore"):
         relative = error / np.abs(exact)
         z = np.where(scale > 0, error / scale, np.nan)
-    frame = pd.DataFrame({key: np.broadcast_to(np.asarray(value, dtype=object), approx.shape)
-                          for key, value in index.items()})
-    frame = frame.assign(method=method, approximation=approx, approximation_se=approx_se,
-                         exact=exact, exact_se=exact_se, error=error, relative_error=relative,
-                         z=z)
+    frame = pd.DataFrame(
+        {
+            key: np.broadcast_to(np.asarray(value, dtype=object), approx.shape)
+            for key, value in index.items()
+        }
+    )
+    frame = frame.assign(
+        method=method,
+        approximation=approx,
+        approximation_se=approx_se,
+        exact=exact,
+        exact_se=exact_se,
+        error=error,
+        relative_error=relative,
+        z=z,
+    )
     return frame.infer_objects()
 
 
@@ -79,14 +99,18 @@ class RefitReport:
         return self.comparisons.loc[order[:n]]
 
     def __str__(self) -> str:
-        lines = [f"Exact-refit check: {self.experiment} ({self.n_refits} of {self.n_planned} "
-                 "planned refits succeeded)"]
+        lines = [
+            f"Exact-refit check: {self.experiment} ({self.n_refits} of {self.n_planned} "
+            "planned refits succeeded)"
+        ]
         lines += [f"  {key}: {_format(value)}" for key, value in self.summary.items()]
         by_method = self.comparisons.groupby("method", sort=False)
         lines.append("Per method: mean |error|, max |error|, mean |z|")
         for method, rows in by_method:
-            lines.append(f"  {method:<12} {rows['error'].abs().mean():10.4g} "
-                         f"{rows['error'].abs().max():10.4g} {rows['z'].abs().mean():8.3g}")
+            lines.append(
+                f"  {method:<12} {rows['error'].abs().mean():10.4g} "
+                f"{rows['error'].abs().max():10.4g} {rows['z'].abs().mean():8.3g}"
+            )
         with pd.option_context("display.width", 120, "display.max_columns", 20):
             lines += ["", self.comparisons.head(40).to_string(index=False, float_format="%.4g")]
         if len(self.failures):

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij._checks import fail
+from bayesij.array.checks import fail
 
 __all__ = ["LooPriorities", "loo_priorities", "LooStopRule"]
 
@@ -33,14 +33,16 @@ class LooPriorities(NamedTuple):
     order: np.ndarray
 
 
-def loo_priorities(psis_elpd, ij_elpd, mcse, pareto_k, var_log_lik, k_threshold: float
-                   ) -> LooPriorities:
+def loo_priorities(
+    psis_elpd, ij_elpd, mcse, pareto_k, var_log_lik, k_threshold: float
+) -> LooPriorities:
     """Estimated error of PSIS-LOO per point and the order in which to refit.
 
     All arguments are arrays of shape (n_obs,), except ``k_threshold``.
     """
     psis_elpd, ij_elpd, mcse, pareto_k, var_log_lik = (
-        np.asarray(a, dtype=float) for a in (psis_elpd, ij_elpd, mcse, pareto_k, var_log_lik))
+        np.asarray(a, dtype=float) for a in (psis_elpd, ij_elpd, mcse, pareto_k, var_log_lik)
+    )
     disagreement = np.abs(psis_elpd - ij_elpd)
     disagreement = np.where(np.isfinite(disagreement), disagreement, var_log_lik)
     error = disagreement + 2 * np.nan_to_num(mcse, nan=0.0)
@@ -56,8 +58,14 @@ class LooStopRule:
     the refit of point ``positions[i]``.
     """
 
-    def __init__(self, priorities: LooPriorities, psis_elpd, keys: list[str],
-                 positions: np.ndarray, tolerance: float):
+    def __init__(
+        self,
+        priorities: LooPriorities,
+        psis_elpd,
+        keys: list[str],
+        positions: np.ndarray,
+        tolerance: float,
+    ):
         if not (np.isfinite(tolerance) and tolerance >= 0):
             raise fail("tolerance", repr(tolerance), "a finite value >= 0 (elpd units)")
         self.error, self.psis = priorities.error, np.asarray(psis_elpd, dtype=float)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij._checks import check_positive_int, fail
+from bayesij.array.checks import check_positive_int, fail
 
 __all__ = ["kfold_split_random", "kfold_split_grouped", "kfold_split_stratified"]
 

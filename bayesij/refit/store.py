@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 
-from bayesij._checks import fail
+from bayesij.array.checks import fail
 
 __all__ = ["CampaignStore"]
 
@@ -67,9 +67,11 @@ class CampaignStore:
                 found = json.load(handle)
             if found != json.loads(json.dumps(plan)):
                 changed = sorted(k for k in set(found) | set(plan) if found.get(k) != plan.get(k))
-                raise fail("store", f"{self.path!r} holding a campaign planned with different "
-                           f"{', '.join(changed)}", "the same experiment, backend and settings "
-                           "to resume, or a new directory")
+                raise fail(
+                    "store",
+                    f"{self.path!r} holding a campaign planned with different {', '.join(changed)}",
+                    "the same experiment, backend and settings to resume, or a new directory",
+                )
             return
         temporary = self._plan_file + ".tmp"
         with open(temporary, "w") as handle:
@@ -85,8 +87,9 @@ class CampaignStore:
     def append(self, record: dict) -> None:
         """Keep one finished refit; on disk, flushed and synced before returning."""
         if record["key"] in self._records:
-            raise ValueError(f"store: found a second record for {record['key']!r}; "
-                             "expected each refit once.")
+            raise ValueError(
+                f"store: found a second record for {record['key']!r}; expected each refit once."
+            )
         self._records[record["key"]] = record
         if self.path is not None:
             with open(self._records_file, "a") as handle:

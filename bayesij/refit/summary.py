@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesij.array._numeric import exp_and_logsumexp
 from bayesij.array.ess import relative_eff
-from bayesij.array.information import exp_and_logsumexp
-from bayesij.posterior import Posterior
+from bayesij.data.posterior import Posterior
 
 __all__ = ["summarise", "log_predictive_density"]
 

@@ -43,10 +43,17 @@ def _matrix_idata(rng):
 def test_matrix_parameters_get_stan_names(rng):
     idata, omega = _matrix_idata(rng)
     post = bayesij.from_inference_data(idata, log_lik="y", quantities=["Omega"])
-    assert post.quantity_names == ["Omega[1,1]", "Omega[1,2]", "Omega[1,3]",
-                                   "Omega[2,1]", "Omega[2,2]", "Omega[2,3]"]
-    np.testing.assert_array_equal(post.quantities.sel(quantity="Omega[2,1]").values,
-                                  omega[:, :, 1, 0])
+    assert post.quantity_names == [
+        "Omega[1,1]",
+        "Omega[1,2]",
+        "Omega[1,3]",
+        "Omega[2,1]",
+        "Omega[2,2]",
+        "Omega[2,3]",
+    ]
+    np.testing.assert_array_equal(
+        post.quantities.sel(quantity="Omega[2,1]").values, omega[:, :, 1, 0]
+    )
 
 
 def test_several_log_lik_variables(rng):
@@ -55,8 +62,7 @@ def test_several_log_lik_variables(rng):
         bayesij.from_inference_data(idata)
     post = bayesij.from_inference_data(idata, log_lik=["y", "z"])
     assert post.obs_names == ["y[0]", "y[1]", "y[2]", "y[3]", "z[0]", "z[1]"]
-    np.testing.assert_array_equal(post.log_lik.values[:, :, 4:],
-                                  idata.log_likelihood["z"].values)
+    np.testing.assert_array_equal(post.log_lik.values[:, :, 4:], idata.log_likelihood["z"].values)
 
 
 def test_missing_log_likelihood_group(rng):

@@ -23,8 +23,7 @@ def test_from_pystan_keeps_chains_draws_and_names(pystan_fit):
     for name, column in [("beta[2]", "beta.2"), ("sigma", "sigma")]:
         expected = raw[columns.index(column)].T  # (chain, draw)
         np.testing.assert_array_equal(post.quantities.sel(quantity=name).values, expected)
-    np.testing.assert_array_equal(post.log_lik.sel(obs=7).values,
-                                  raw[columns.index("log_lik.7")].T)
+    np.testing.assert_array_equal(post.log_lik.sel(obs=7).values, raw[columns.index("log_lik.7")].T)
 
 
 def test_log_lik_is_the_normal_density_of_the_data(pystan_fit):
@@ -70,9 +69,12 @@ def test_cmdstanpy_fit_object(pystan_fit, tmp_path):
     assert isinstance(cmdstan_fit, cmdstanpy.CmdStanMCMC)
     post = bayesij.from_cmdstanpy(cmdstan_fit, quantities=["alpha", "sigma"])
     assert post.quantity_names == ["alpha", "sigma"]
-    np.testing.assert_allclose(post.quantities.sel(quantity="sigma").values,
-                               np.asarray(cmdstan_fit.draws(concat_chains=False))[
-                                   :, :, list(cmdstan_fit.column_names).index("sigma")].T)
+    np.testing.assert_allclose(
+        post.quantities.sel(quantity="sigma").values,
+        np.asarray(cmdstan_fit.draws(concat_chains=False))[
+            :, :, list(cmdstan_fit.column_names).index("sigma")
+        ].T,
+    )
 
 
 def test_missing_csv_file_is_named(tmp_path):
@@ -90,9 +92,11 @@ def _cmdstan_installed() -> bool:
         return False
 
 
-@pytest.mark.skipif(not _cmdstan_installed(),
-                    reason="CmdStan is not installed (cmdstanpy.cmdstan_path() fails); "
-                    "CmdStan CSV files are covered by the tests above")
+@pytest.mark.skipif(
+    not _cmdstan_installed(),
+    reason="CmdStan is not installed (cmdstanpy.cmdstan_path() fails); "
+    "CmdStan CSV files are covered by the tests above",
+)
 def test_real_cmdstanpy_sampling(tmp_path):
     import cmdstanpy
 
@@ -103,7 +107,11 @@ def test_real_cmdstanpy_sampling(tmp_path):
     source.write_text(stan_code("linear_regression"))
     model = cmdstanpy.CmdStanModel(stan_file=str(source))
     data = _linear_regression_data()
-    fit = model.sample(data={k: np.asarray(v).tolist() for k, v in data.items()}, chains=2,
-                       iter_sampling=200, show_progress=False)
+    fit = model.sample(
+        data={k: np.asarray(v).tolist() for k, v in data.items()},
+        chains=2,
+        iter_sampling=200,
+        show_progress=False,
+    )
     post = bayesij.from_cmdstanpy(fit)
     assert post.n_obs == data["N"] and post.n_chains == 2

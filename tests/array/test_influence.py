@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayesij.array import blocks, influence_scores, sum_by_group
+from bayesij.array import _numeric, influence_scores, sum_by_group
 
 
 def test_psi_equals_plain_sample_covariance(rng):
@@ -30,8 +30,8 @@ def test_chunked_equals_whole(rng, monkeypatch):
     f = rng.normal(size=(400, 3))
     l = rng.normal(size=(400, 1000)) + f[:, :1]
     whole = influence_scores(f, l)
-    monkeypatch.setattr(blocks, "CHUNK_BYTES", 8 * 400 * 10)  # forces chunks of 256 obs
-    assert len(blocks.obs_chunks(1000, 400 * 10)) == 4
+    monkeypatch.setattr(_numeric, "CHUNK_BYTES", 8 * 400 * 10)  # forces chunks of 256 obs
+    assert len(_numeric.obs_chunks(1000, 400 * 10)) == 4
     chunked = influence_scores(f, l)
     np.testing.assert_allclose(chunked.psi, whole.psi, rtol=1e-12)
     np.testing.assert_allclose(chunked.mcse, whole.mcse, rtol=1e-12)
@@ -139,10 +139,11 @@ def test_group_psi_is_sum_of_observation_psi(rng):
     np.testing.assert_allclose(grouped, expected, rtol=1e-12)
 
 
-@pytest.mark.parametrize("n_draws, chunk", [(10, slice(0, 3)), (600, slice(5, 77)),
-                                            (1000, slice(250, 256))])
+@pytest.mark.parametrize(
+    "n_draws, chunk", [(10, slice(0, 3)), (600, slice(5, 77)), (1000, slice(250, 256))]
+)
 def test_tiled_transpose_equals_numpy(rng, n_draws, chunk):
     matrix = rng.normal(size=(n_draws, 100))
     out = np.full((80, n_draws), np.nan)
-    rows = blocks.transpose_columns(matrix, chunk, out)
+    rows = _numeric.transpose_columns(matrix, chunk, out)
     np.testing.assert_array_equal(rows, matrix[:, chunk].T)

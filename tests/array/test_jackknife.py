@@ -18,8 +18,7 @@ def test_raw_covariance_is_centred_sum_of_influence_products(rng):
     psi = influence_scores(f, l).psi
     result = ij_covariance(f, l)
     np.testing.assert_allclose(result.covariance, 50 * np.cov(psi, ddof=0), rtol=1e-12)
-    np.testing.assert_allclose(result.posterior_covariance, np.cov(f.reshape(400, 3).T),
-                               rtol=1e-12)
+    np.testing.assert_allclose(result.posterior_covariance, np.cov(f.reshape(400, 3).T), rtol=1e-12)
 
 
 def test_ij_matches_exact_bootstrap_of_conjugate_model(misspecified_regression, rng):
@@ -50,8 +49,9 @@ def test_noise_correction_removes_inflation_with_few_draws(rng):
     one is unbiased for the exact IJ covariance (the standard error of each average is about
     0.04).
     """
-    X, y = heteroskedastic_regression(1000, np.random.default_rng(3), p=10,
-                                      noise=lambda x: np.ones(len(x)))
+    X, y = heteroskedastic_regression(
+        1000, np.random.default_rng(3), p=10, noise=lambda x: np.ones(len(x))
+    )
     model = ConjugateNormal(X, y, sigma=1.0)
     truth = np.diag(_centred_sum_of_squares(model.influence()))
     raw, corrected = [], []
@@ -78,12 +78,12 @@ def test_block_bootstrap_mcse_matches_spread_over_draw_sets(misspecified_regress
 
 
 def test_chunked_equals_whole(rng, monkeypatch):
-    from bayesij.array import blocks
+    from bayesij.array import _numeric
 
     f = rng.normal(size=(2, 100, 2))
     l = rng.normal(size=(2, 100, 700)) + f[:, :, :1]
     whole = ij_covariance(f, l, n_boot=20)
-    monkeypatch.setattr(blocks, "CHUNK_BYTES", 8 * 1000)
+    monkeypatch.setattr(_numeric, "CHUNK_BYTES", 8 * 1000)
     chunked = ij_covariance(f, l, n_boot=20)
     for a, b in zip(whole, chunked, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10)

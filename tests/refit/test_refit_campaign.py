@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from refit_helpers import BACKEND, failing_fit, slow_fit
 
 from bayesij import refit
 from bayesij.refit.campaign import Task, run_campaign
+from refit_helpers import BACKEND, failing_fit, slow_fit
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1] / "helpers"
 
 
 def _post():
@@ -31,11 +31,13 @@ def _started(log: Path) -> list[int]:
 
 
 @pytest.mark.parametrize("executor", ["sequential", "2"])
-def test_killed_campaign_resumes_with_exactly_the_planned_refits(tmp_path, monkeypatch,
-                                                                 executor):
+def test_killed_campaign_resumes_with_exactly_the_planned_refits(tmp_path, monkeypatch, executor):
     store, log = tmp_path / "store", tmp_path / "calls.log"
-    env = {**os.environ, "BAYESIJ_TEST_LOG": str(log),
-           "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "BAYESIJ_TEST_LOG": str(log),
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
     args = [sys.executable, str(HERE / "campaign_script.py"), str(store)]
     if executor != "sequential":
         args.append(executor)
@@ -56,8 +58,14 @@ def test_killed_campaign_resumes_with_exactly_the_planned_refits(tmp_path, monke
 
     monkeypatch.setenv("BAYESIJ_TEST_LOG", str(log))
     monkeypatch.setenv("BAYESIJ_TEST_SLEEP", "0")
-    report = refit.loo(_post(), refit.CallableBackend(slow_fit, BACKEND.n_obs), points="all",
-                       store=store, executor="sequential", progress=False)
+    report = refit.loo(
+        _post(),
+        refit.CallableBackend(slow_fit, BACKEND.n_obs),
+        points="all",
+        store=store,
+        executor="sequential",
+        progress=False,
+    )
     keys = [record["key"] for record in _lines(store)]
     planned = {f"loo-{i}" for i in range(BACKEND.n_obs)}
     assert sorted(keys) == sorted(planned), "each planned refit exactly once"
@@ -71,24 +79,34 @@ def test_killed_campaign_resumes_with_exactly_the_planned_refits(tmp_path, monke
 def test_failures_are_recorded_with_reasons_and_not_redone(tmp_path):
     backend = refit.CallableBackend(failing_fit, BACKEND.n_obs)
     post = _post()
-    report = refit.loo(post, backend, points=[0, 1, 2], store=tmp_path, executor="sequential",
-                       progress=False)
+    report = refit.loo(
+        post, backend, points=[0, 1, 2], store=tmp_path, executor="sequential", progress=False
+    )
     assert report.n_planned == 3 and report.n_refits == 2
     assert report.failures["key"].tolist() == ["loo-0"]
     assert "RefitFailed: 12 divergent transitions" in report.failures["reason"][0]
     assert 0 not in set(report.table()["obs"])
     assert "1 refits failed" in str(report)
-    again = refit.loo(post, backend, points=[0, 1, 2],
-                      store=tmp_path, executor="sequential", progress=False)
+    again = refit.loo(
+        post, backend, points=[0, 1, 2], store=tmp_path, executor="sequential", progress=False
+    )
     assert again.failures["key"].tolist() == ["loo-0"], "a failure is a finished refit"
     assert len(_lines(tmp_path)) == 3
 
 
 def test_ordinary_exceptions_are_failures_too():
-    tasks = [Task("a", np.r_[1.0, 2.0, np.ones(BACKEND.n_obs - 2)]),
-             Task("b", np.ones(BACKEND.n_obs))]
-    records = run_campaign(tasks, refit.CallableBackend(failing_fit), experiment="x",
-                           settings={}, executor="sequential", progress=False)
+    tasks = [
+        Task("a", np.r_[1.0, 2.0, np.ones(BACKEND.n_obs - 2)]),
+        Task("b", np.ones(BACKEND.n_obs)),
+    ]
+    records = run_campaign(
+        tasks,
+        refit.CallableBackend(failing_fit),
+        experiment="x",
+        settings={},
+        executor="sequential",
+        progress=False,
+    )
     assert records["a"]["status"] == "failed"
     assert records["a"]["reason"] == "ZeroDivisionError: boom"
     assert records["b"]["status"] == "ok"
@@ -96,11 +114,11 @@ def test_ordinary_exceptions_are_failures_too():
 
 def test_a_store_refuses_a_different_plan(tmp_path):
     post = _post()
-    refit.loo(post, BACKEND, points=[1, 2], store=tmp_path, executor="sequential",
-              progress=False)
+    refit.loo(post, BACKEND, points=[1, 2], store=tmp_path, executor="sequential", progress=False)
     with pytest.raises(ValueError, match="store: .*different settings"):
-        refit.loo(post, BACKEND, points=[1, 3], store=tmp_path, executor="sequential",
-                  progress=False)
+        refit.loo(
+            post, BACKEND, points=[1, 3], store=tmp_path, executor="sequential", progress=False
+        )
 
 
 def test_process_pool_and_dask_give_the_sequential_records():
@@ -108,23 +126,25 @@ def test_process_pool_and_dask_give_the_sequential_records():
     post = _post()
     sequential = refit.bootstrap(post, BACKEND, B=6, executor="sequential", progress=False)
     pooled = refit.bootstrap(post, BACKEND, B=6, progress=False)  # default: local processes
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
         with distributed.Client(cluster) as client:
             on_dask = refit.bootstrap(post, BACKEND, B=6, executor=client, progress=False)
-            by_address = refit.bootstrap(post, BACKEND, B=6, executor=cluster.scheduler_address,
-                                         progress=False)
+            by_address = refit.bootstrap(
+                post, BACKEND, B=6, executor=cluster.scheduler_address, progress=False
+            )
     for other in (pooled, on_dask, by_address):
-        np.testing.assert_allclose(other.table()["exact"], sequential.table()["exact"],
-                                   rtol=1e-12)
+        np.testing.assert_allclose(other.table()["exact"], sequential.table()["exact"], rtol=1e-12)
 
 
 def test_unpicklable_backend_is_refused_for_processes_but_runs_sequentially():
     backend = refit.CallableBackend(lambda w: BACKEND.fit(w), BACKEND.n_obs)
     with pytest.raises(ValueError, match="backend: .*cannot be pickled"):
         refit.bootstrap(_post(), backend, B=2, progress=False)
-    assert refit.bootstrap(_post(), backend, B=2, executor="sequential",
-                           progress=False).n_refits == 2
+    assert (
+        refit.bootstrap(_post(), backend, B=2, executor="sequential", progress=False).n_refits == 2
+    )
 
 
 def test_bad_executor_and_backend():

@@ -20,8 +20,7 @@ def post(backend):
 
 
 def test_bootstrap_matches_the_ij_and_its_noise_correction_is_exact(backend, post):
-    report = refit.bootstrap(post, backend, B=150, seed=2, executor="sequential",
-                             progress=False)
+    report = refit.bootstrap(post, backend, B=150, seed=2, executor="sequential", progress=False)
     ij = report.table("ij")
     # The IJ agrees with the exact bootstrap within both Monte Carlo / sampling errors ...
     assert np.all(np.abs(ij["z"]) < 3.5), ij
@@ -53,8 +52,9 @@ def test_exact_loo_refits_equal_the_closed_form_predictive(backend, post):
     assert np.all(np.abs(z) < 4), z
     assert report.summary["points refitted"] == 4
     corrected = report.summary["elpd_loo with exact refits"]
-    assert corrected == pytest.approx(report.summary["elpd_loo (psis)"]
-                                      - psis["error"].sum(), abs=1e-9)
+    assert corrected == pytest.approx(
+        report.summary["elpd_loo (psis)"] - psis["error"].sum(), abs=1e-9
+    )
 
 
 def test_exact_kfold_equals_the_closed_form_and_psis_is_close(backend, post):
@@ -91,8 +91,7 @@ def test_drop_a_set_matches_the_closed_form_change(backend, post):
 
 def test_drop_groups_and_unknown_ids(backend, post):
     groups = np.arange(backend.n_obs) // 10
-    report = refit.drop(post, backend, [0], groups=groups, executor="sequential",
-                        progress=False)
+    report = refit.drop(post, backend, [0], groups=groups, executor="sequential", progress=False)
     assert report.summary["observations dropped"] == 10
     with pytest.raises(ValueError, match="ids: found labels \\[999\\]"):
         refit.drop(post, backend, [999], executor="sequential", progress=False)
@@ -122,8 +121,15 @@ def test_scheduler_finds_the_badly_approximated_points_before_uniform_sampling()
     bad = set(np.flatnonzero(np.abs(psis - truth) > 0.05).tolist())
     assert 1 <= len(bad) <= 4, bad  # a few points where PSIS is off by more than 0.05
     budget = 4
-    auto = refit.loo(post, backend, points="auto", budget=budget, tolerance=0.0,
-                     executor="sequential", progress=False)
+    auto = refit.loo(
+        post,
+        backend,
+        points="auto",
+        budget=budget,
+        tolerance=0.0,
+        executor="sequential",
+        progress=False,
+    )
     chosen = auto.table("psis")["obs"].tolist()
     assert bad <= set(chosen), (bad, chosen)
     assert chosen[0] == max(bad, key=lambda n: abs(psis[n] - truth[n]))
@@ -134,8 +140,9 @@ def test_scheduler_finds_the_badly_approximated_points_before_uniform_sampling()
 
 
 def test_scheduler_stops_early_when_the_remaining_error_is_small(backend, post):
-    report = refit.loo(post, backend, points="auto", budget=30, executor="sequential",
-                       progress=False)
+    report = refit.loo(
+        post, backend, points="auto", budget=30, executor="sequential", progress=False
+    )
     assert report.summary["stopped early"] is True
     assert report.n_refits < 30
     se = bayesij.loo(post).se
@@ -144,8 +151,10 @@ def test_scheduler_stops_early_when_the_remaining_error_is_small(backend, post):
 
 @pytest.mark.parametrize("n, K", [(10, 3), (101, 10), (7, 7)])
 def test_random_and_stratified_folds_are_balanced(n, K):
-    for folds in (refit.kfold_split_random(n, K, seed=1),
-                  refit.kfold_split_stratified(np.arange(n) % 3, K, seed=1)):
+    for folds in (
+        refit.kfold_split_random(n, K, seed=1),
+        refit.kfold_split_stratified(np.arange(n) % 3, K, seed=1),
+    ):
         sizes = np.bincount(folds)[1:]
         assert sizes.size == K and sizes.max() - sizes.min() <= 1
     strata = np.r_[np.zeros(30), np.ones(12)]
@@ -165,6 +174,7 @@ def test_grouped_folds_keep_groups_whole():
 def test_bad_fold_arguments():
     with pytest.raises(ValueError, match="K: found 1"):
         refit.kfold_split_random(10, 1)
-    with pytest.raises(ValueError, match="K: found 5; expected between 2 and the number of "
-                                         "groups \\(3\\)"):
+    with pytest.raises(
+        ValueError, match="K: found 5; expected between 2 and the number of groups \\(3\\)"
+    ):
         refit.kfold_split_grouped([1, 1, 2, 3], 5)

@@ -3,7 +3,6 @@
 PyStan compiles each program once (about a minute) and caches the build on disk.
 """
 
-
 import numpy as np
 import pytest
 
@@ -32,8 +31,11 @@ def _draw(fit, names, s):
     values = {}
     for name in names:
         column = np.asarray(fit[name])[..., s]
-        values[name] = float(column[0]) if name in ("mu", "tau", "sigma", "alpha", "phi",
-                                                    "gamma") else column.tolist()
+        values[name] = (
+            float(column[0])
+            if name in ("mu", "tau", "sigma", "alpha", "phi", "gamma")
+            else column.tolist()
+        )
     return values
 
 
@@ -55,8 +57,9 @@ def test_model_samples_and_its_weights_multiply_the_pointwise_log_likelihood(nam
     ua, ub = model.unconstrain_pars(a), model.unconstrain_pars(b)
 
     def difference(u):
-        return (model.log_prob(u, adjust_transform=False)
-                - reweighted.log_prob(u, adjust_transform=False))
+        return model.log_prob(u, adjust_transform=False) - reweighted.log_prob(
+            u, adjust_transform=False
+        )
 
     expected = np.sum((1 - weights) * (log_lik[:, 5] - log_lik[:, 40]))
     assert difference(ua) - difference(ub) == pytest.approx(expected, rel=1e-6, abs=1e-6)
@@ -64,8 +67,14 @@ def test_model_samples_and_its_weights_multiply_the_pointwise_log_likelihood(nam
 
 def test_pystan_campaign_end_to_end(tmp_path):
     data = example_data("linear_regression", n=25, seed=3)
-    backend = refit.PyStanBackend("linear_regression", data, quantities=["alpha", "beta"],
-                                  num_chains=2, num_samples=400, num_warmup=300)
+    backend = refit.PyStanBackend(
+        "linear_regression",
+        data,
+        quantities=["alpha", "beta"],
+        num_chains=2,
+        num_samples=400,
+        num_warmup=300,
+    )
     post = backend.fit(np.ones(25))
     assert post.n_obs == 25 and post.quantity_names == ["alpha", "beta[1]", "beta[2]"]
     report = refit.loo(post, backend, points=[1, 2, 3], store=tmp_path, progress=False)
@@ -84,8 +93,9 @@ def test_pystan_campaign_end_to_end(tmp_path):
 
 def test_divergent_refits_fail_with_the_count():
     data = example_data("eight_schools")
-    backend = refit.PyStanBackend("eight_schools", data, max_divergent=-1.0, num_chains=1,
-                                  num_samples=50, num_warmup=50)
+    backend = refit.PyStanBackend(
+        "eight_schools", data, max_divergent=-1.0, num_chains=1, num_samples=50, num_warmup=50
+    )
     with pytest.raises(refit.RefitFailed, match="divergent transitions in 50 draws"):
         backend.fit(np.ones(8))
 

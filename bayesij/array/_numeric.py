@@ -1,0 +1,126 @@
+"""Numerical building blocks shared by the array-layer estimators.
+
+Log-sum-exp over the last axis, chunking of observations so that temporaries stay small,
+one threaded map over those chunks, a cache-friendly transpose of a block of columns, and
+sums of log-likelihood columns within groups. NumPy only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+__all__ = [
+    "exp_and_logsumexp",
+    "logsumexp_columns",
+    "elpd_standard_error",
+    "obs_chunks",
+    "map_chunks",
+    "transpose_columns",
+    "sum_by_group",
+    "THREADS",
+]
+
+#: Threads working on chunks of observations at once (NumPy releases the GIL in the heavy
+#: operations); set BAYESIJ_THREADS to change it.
+THREADS = int(os.environ.get("BAYESIJ_THREADS", os.cpu_count() or 1))
+
+
+def map_chunks(work: Callable[[slice], None], chunks: list[slice]) -> None:
+    """Run ``work(chunk)`` for every chunk on up to ``THREADS`` threads (results by side
+    effect, e.g. writing into preallocated output columns)."""
+    if len(chunks) <= 1 or THREADS <= 1:
+        for chunk in chunks:
+            work(chunk)
+        return
+    with ThreadPoolExecutor(max_workers=min(THREADS, len(chunks))) as pool:
+        list(pool.map(work, chunks))
+
+
+def exp_and_logsumexp(
+    values: np.ndarray, out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``exp(values - top)`` and ``log sum exp(values)`` along the last axis.
+
+    ``top`` is the maximum of each row (0 for rows that are all ``-inf``, which give
+    ``-inf``, as do empty rows); the exponentials go to ``out`` when given. One pass of exp,
+    faster than ``scipy.special.logsumexp``, which handles weights and signs at the cost of
+    extra passes.
+    """
+    if values.shape[-1] == 0:
+        return values, np.full(values.shape[:-1], -np.inf)
+    top = values.max(axis=-1, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    scaled = np.subtract(values, top, out=out)
+    np.exp(scaled, out=scaled)
+    with np.errstate(divide="ignore"):
+        return scaled, np.log(scaled.sum(axis=-1)) + top[..., 0]
+
+
+def logsumexp_columns(values: np.ndarray) -> np.ndarray:
+    """``log sum_s exp(values[s, n])`` for each column of (n_draws, n_cols) values."""
+    return exp_and_logsumexp(values.T)[1]
+
+
+def elpd_standard_error(pointwise: np.ndarray, ddof: int) -> float:
+    """SE of a sum of pointwise elpd values: ``sqrt(N var_n)`` with divisor ``N - ddof``.
+
+    ``ddof=0`` is ArviZ's convention, ``ddof=1`` R loo's ``sqrt(N) sd_n``. NaN for too few
+    values; -inf entries (impossible observations) give NaN.
+    """
+    n = pointwise.size
+    with np.errstate(invalid="ignore"):
+        return float(np.sqrt(n * pointwise.var(ddof=ddof))) if n > ddof else np.nan
+
+
+#: Target size in bytes of the temporary arrays made per chunk of observations.
+CHUNK_BYTES = 64 * 2**20
+
+
+def obs_chunks(n_obs: int, floats_per_obs: int) -> list[slice]:
+    """Slices of observations so that the temporaries of one chunk stay near 64 MiB.
+
+    ``floats_per_obs`` is the number of float64 values held per observation of a chunk.
+    """
+    size = max(256, CHUNK_BYTES // (8 * max(1, floats_per_obs)))
+    return [slice(start, min(start + size, n_obs)) for start in range(0, n_obs, size)]
+
+
+#: Rows of the draws matrix moved per tile of :func:`transpose_columns`.
+TILE = 256
+
+
+def transpose_columns(matrix: np.ndarray, chunk: slice, out: np.ndarray) -> np.ndarray:
+    """Columns ``chunk`` of a (n_draws, n_obs) matrix as contiguous rows, written to ``out``.
+
+    NumPy's transposing copy of a large block is slow (each source row is far from the
+    next); moving tiles of ``TILE`` draws keeps every tile in cache, about 7 times faster
+    for 4000 draws. ``out`` must have at least ``chunk`` width rows of ``n_draws`` values.
+    """
+    block = matrix[:, chunk]
+    rows = out[: block.shape[1]]
+    for start in range(0, block.shape[0], TILE):
+        rows[:, start : start + TILE] = block[start : start + TILE].T
+    return rows
+
+
+def sum_by_group(log_lik: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Sum log-likelihood columns within groups: the log-likelihood of each group.
+
+    Parameters
+    ----------
+    log_lik : ndarray of shape (n_draws, n_obs)
+    codes : ndarray of shape (n_obs,)
+        Group code 0..n_groups-1 of each observation; every group must occur.
+    n_groups : int
+
+    Returns
+    -------
+    ndarray of shape (n_draws, n_groups)
+    """
+    order = np.argsort(codes, kind="stable")
+    starts = np.searchsorted(codes[order], np.arange(n_groups))
+    return np.add.reduceat(log_lik[:, order], starts, axis=1)

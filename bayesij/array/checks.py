@@ -1,0 +1,238 @@
+"""Input checks shared by every layer, with one message template.
+
+Every failure is a ``ValueError`` that names the argument, what was found, what was
+expected and, where it helps, how to fix it::
+
+    log_lik: found 3 NaN values (first at draw 12, obs 4); expected finite values or -inf.
+
+This module depends on NumPy only, so the array layer can use it without importing xarray.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "fail",
+    "as_draws_matrix",
+    "as_chains",
+    "chain_order",
+    "check_same_draws",
+    "check_log_lik_values",
+    "check_finite",
+    "check_chain_ids",
+    "check_positive_int",
+    "check_unique",
+    "column_slices",
+    "impossible_columns",
+]
+
+
+def fail(argument: str, found: str, expected: str, fix: str | None = None) -> ValueError:
+    """Build the ``ValueError`` used everywhere: argument, what was found, what was expected."""
+    message = f"{argument}: found {found}; expected {expected}."
+    if fix:
+        message += f" {fix}"
+    return ValueError(message)
+
+
+def as_draws_matrix(values, argument: str, chain_ids=None) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``values`` as a float array of shape (n_draws, n_columns) and its chain ids.
+
+    Parameters
+    ----------
+    values : array_like of shape (n_draws, n_columns) or (n_chains, n_draws, n_columns)
+        Draws stacked over chains, or one row of draws per chain.
+    argument : str
+        Name of the argument, used in error messages.
+    chain_ids : array_like of shape (n_draws,), optional
+        Chain of each row of 2-D input. ``None`` means one chain. Not allowed with 3-D input,
+        whose first axis already gives the chains.
+
+    Returns
+    -------
+    matrix : ndarray of shape (n_draws_total, n_columns)
+    chain_ids : ndarray of shape (n_draws_total,), integer codes 0..n_chains-1
+    """
+    array = np.asarray(values, dtype=float)
+    if array.ndim == 3:
+        if chain_ids is not None:
+            raise fail(
+                "chain_ids",
+                "chain ids together with 3-D input",
+                "chain_ids only with 2-D (n_draws, n_columns) input",
+                "3-D input already has chains on its first axis.",
+            )
+        n_chains, n_draws, n_columns = array.shape
+        codes = np.repeat(np.arange(n_chains), n_draws)
+        return array.reshape(n_chains * n_draws, n_columns), codes
+    if array.ndim != 2:
+        raise fail(
+            argument,
+            f"an array with {array.ndim} dimensions, shape {array.shape}",
+            "shape (n_draws, n_columns) or (n_chains, n_draws, n_columns)",
+        )
+    codes = check_chain_ids(chain_ids, array.shape[0])
+    return array, codes
+
+
+def chain_order(codes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Order of the draws that groups them by chain (keeping their order within a chain), and
+    the number of chains. Every chain must hold the same number of draws."""
+    counts = np.bincount(codes)
+    if np.any(counts != counts[0]):
+        raise fail(
+            "chain_ids",
+            f"chains of unequal lengths {counts.tolist()}",
+            "the same number of draws in every chain",
+        )
+    return np.argsort(codes, kind="stable"), counts.size
+
+
+def as_chains(matrix: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Draws (n_draws, n_columns) with chain codes as (n_chains, n_draws_per_chain, n_columns)."""
+    order, n_chains = chain_order(codes)
+    if np.array_equal(order, np.arange(order.size)):  # already grouped: a view, no copy
+        return matrix.reshape(n_chains, -1, matrix.shape[1])
+    return matrix[order].reshape(n_chains, -1, matrix.shape[1])
+
+
+def check_chain_ids(chain_ids, n_draws: int) -> np.ndarray:
+    """Integer chain codes 0..C-1 for ``n_draws`` rows; ``None`` gives a single chain."""
+    if chain_ids is None:
+        return np.zeros(n_draws, dtype=np.intp)
+    ids = np.asarray(chain_ids)
+    if ids.shape != (n_draws,):
+        raise fail(
+            "chain_ids",
+            f"shape {ids.shape}",
+            f"one chain id per draw, shape ({n_draws},)",
+        )
+    _, codes = np.unique(ids, return_inverse=True)
+    return codes.astype(np.intp)
+
+
+def check_same_draws(first: np.ndarray, second: np.ndarray, names: tuple[str, str]) -> None:
+    """Both matrices must hold the same number of draws (rows), at least two."""
+    if first.shape[0] != second.shape[0]:
+        raise fail(
+            names[1],
+            f"{second.shape[0]} draws while {names[0]} has {first.shape[0]}",
+            "the same posterior draws in both, row for row",
+            "Take both from the same fit, with the same thinning and warmup removed.",
+        )
+    if first.shape[0] < 2:
+        raise fail(
+            names[0],
+            f"{first.shape[0]} draw",
+            "at least 2 posterior draws",
+            "Covariances over the posterior need several draws (hundreds in practice).",
+        )
+
+
+def column_slices(shape: tuple[int, ...], max_items: int = 2**23) -> list[slice]:
+    """Slices of the last axis so that each piece holds at most about ``max_items`` values."""
+    rows = int(np.prod(shape[:-1])) or 1
+    width = max(1, max_items // rows)
+    return [slice(start, start + width) for start in range(0, shape[-1], width)]
+
+
+def _count_where(values: np.ndarray, test) -> tuple[int, str]:
+    """How many entries pass ``test``, and where the first one is (in words).
+
+    Works on pieces of columns, so the temporary masks stay small for any matrix.
+    """
+    total, first = 0, ""
+    for piece in column_slices(values.shape):
+        mask = test(values[..., piece])
+        count = int(mask.sum())
+        if count and not first:
+            index = np.argwhere(mask)[0]
+            index[-1] += piece.start
+            first = (
+                f"draw {index[0]}, column {index[1]}"
+                if mask.ndim == 2
+                else f"index {tuple(int(i) for i in index)}"
+            )
+        total += count
+    return total, first
+
+
+def _nan_or_posinf(piece: np.ndarray) -> np.ndarray:
+    return ~(piece < np.inf)  # one comparison: False for finite and -inf values
+
+
+def check_log_lik_values(log_lik: np.ndarray, argument: str = "log_lik") -> None:
+    """Log-likelihood values must be finite or -inf: NaN and +inf are errors."""
+    if not any(_nan_or_posinf(log_lik[..., piece]).any() for piece in column_slices(log_lik.shape)):
+        return
+    count, where = _count_where(log_lik, np.isnan)
+    if count:
+        raise fail(
+            argument,
+            f"{count} NaN value(s) (first at {where})",
+            "finite values or -inf",
+            "A NaN log-likelihood usually means the model's generated quantities failed.",
+        )
+    count, where = _count_where(log_lik, np.isposinf)
+    if count:
+        raise fail(
+            argument,
+            f"{count} +inf value(s) (first at {where})",
+            "finite values or -inf",
+            "A log density of +inf is a point mass; check the likelihood's scale parameters.",
+        )
+
+
+def check_finite(values: np.ndarray, argument: str) -> None:
+    """All values must be finite."""
+    if all(np.isfinite(values[..., piece]).all() for piece in column_slices(values.shape)):
+        return
+    count, where = _count_where(values, lambda piece: ~np.isfinite(piece))
+    if count:
+        raise fail(
+            argument,
+            f"{count} non-finite value(s) (first at {where})",
+            "finite values",
+        )
+
+
+def check_positive_int(value, argument: str, minimum: int = 1) -> int:
+    """An integer of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise fail(argument, repr(value), f"an integer >= {minimum}")
+    return int(value)
+
+
+def check_unique(labels: Sequence, argument: str) -> None:
+    """Labels (observation ids, quantity names) must not repeat."""
+    values, counts = np.unique(np.asarray(labels, dtype=object).astype(str), return_counts=True)
+    repeated = values[counts > 1]
+    if repeated.size:
+        shown = ", ".join(repr(v) for v in repeated[:5])
+        raise fail(
+            argument,
+            f"{repeated.size} repeated label(s): {shown}",
+            "each label once",
+        )
+
+
+def impossible_columns(log_lik: np.ndarray) -> np.ndarray:
+    """Columns with -inf at some draw: observations impossible under part of the posterior."""
+    out = np.zeros(log_lik.shape[-1], dtype=bool)
+    for piece in column_slices(log_lik.shape):
+        out[piece] = np.isneginf(log_lik[..., piece]).reshape(-1, out[piece].size).any(axis=0)
+    return out
+
+
+def log_lik_matrix(log_lik, check: bool = True) -> np.ndarray:
+    """``log_lik`` as (n_draws, n_obs) with at least two draws; values checked unless
+    ``check=False`` (input a container or a caller has already checked)."""
+    matrix, _ = as_draws_matrix(log_lik, "log_lik")
+    if check:
+        check_log_lik_values(matrix)
+    if matrix.shape[0] < 2:
+        raise fail("log_lik", f"{matrix.shape[0]} draw", "at least 2 posterior draws")
+    return matrix

@@ -1,0 +1,140 @@
+"""WAIC, Watanabe's functional cumulants and the tempered cross-validation loss, from draws.
+
+Notation (Watanabe 2010): with ``l_n = log p(x_n | theta)`` and posterior expectations taken
+as averages over the draws,
+
+* ``F(alpha) = (1/N) sum_n log E[p(x_n | theta)^alpha]`` — the generating function;
+* Bayes training loss ``BtL = -F(1)``; Gibbs training loss ``GtL = -(1/N) sum_n E[l_n]``;
+* functional variance ``V = sum_n Var(l_n)``; ``WAIC(beta) = BtL + beta V / N``;
+* cumulants ``Y1 = -GtL``, ``Y2 = mean_n l*_2``, ``Y3 = mean_n l*_3``,
+  ``Y4 = mean_n (l*_4 - 3 l*_2^2)`` with ``l*_k(n) = E[(l_n - E l_n)^k]`` (Remark 6);
+* cross-validation loss at inverse temperature beta, ``CvL(beta) = F(-beta) - F(1 - beta)``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from bayesij.array._numeric import logsumexp_columns, obs_chunks
+from bayesij.array.checks import fail, impossible_columns, log_lik_matrix
+
+__all__ = [
+    "LogLikMoments",
+    "log_lik_moments",
+    "log_mean_exp",
+    "functional_cumulants",
+    "predicted_cv_gap",
+]
+
+
+class LogLikMoments(NamedTuple):
+    """Per-observation posterior summaries of the log-likelihood, each of shape (n_obs,).
+
+    Attributes
+    ----------
+    lppd : log E[p(x_n | theta)] (log pointwise predictive density).
+    mean : E[l_n].
+    central2, central3, central4 : E[(l_n - E l_n)^k] for k = 2, 3, 4 (divisor n_draws).
+    n_draws : number of draws.
+    """
+
+    lppd: np.ndarray
+    mean: np.ndarray
+    central2: np.ndarray
+    central3: np.ndarray
+    central4: np.ndarray
+    n_draws: int
+
+    def variance(self, ddof: int = 0) -> np.ndarray:
+        """Var(l_n) with the given divisor ``n_draws - ddof``."""
+        return self.central2 * self.n_draws / (self.n_draws - ddof)
+
+
+def log_lik_moments(log_lik, *, check: bool = True) -> LogLikMoments:
+    """One pass over the draws: lppd and central moments of each observation's log-likelihood.
+
+    Parameters
+    ----------
+    log_lik : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+    check : bool, default True
+        Check the values (NaN, +inf, at least two draws); ``False`` for input that a
+        :class:`~bayesij.posterior.Posterior` or a caller has already checked.
+
+    Returns
+    -------
+    LogLikMoments
+        An observation with ``-inf`` at some draw has ``mean = -inf``, infinite variance and
+        fourth moment, and a NaN third moment: its WAIC terms are ``p_waic = inf`` and
+        ``elpd_waic = -inf`` (WAIC is undefined there; PSIS-LOO is not).
+
+    References
+    ----------
+    .. [1] Watanabe, S. (2010). Asymptotic equivalence of Bayes cross validation and widely
+       applicable information criterion in singular learning theory. JMLR 11, 3571-3594.
+    """
+    matrix = log_lik_matrix(log_lik, check)
+    n_draws, n_obs = matrix.shape
+    out = np.empty((5, n_obs))
+    for chunk in obs_chunks(n_obs, 3 * n_draws):
+        columns = matrix[:, chunk]
+        out[0, chunk] = logsumexp_columns(columns) - np.log(n_draws)
+        mean = columns.mean(axis=0)
+        with np.errstate(invalid="ignore"):
+            deviation = columns - mean
+        square = deviation**2
+        out[1, chunk] = mean
+        out[2, chunk] = square.mean(axis=0)
+        out[3, chunk] = (square * deviation).mean(axis=0)
+        out[4, chunk] = (square**2).mean(axis=0)
+    impossible = impossible_columns(matrix)
+    out[2:, impossible] = np.array([[np.inf], [np.nan], [np.inf]])
+    return LogLikMoments(out[0], out[1], out[2], out[3], out[4], n_draws)
+
+
+def log_mean_exp(log_lik, alpha: float, *, check: bool = True) -> np.ndarray:
+    """``log E[p(x_n | theta)^alpha]`` for each observation, shape (n_obs,).
+
+    ``F(alpha)`` of Watanabe (2010) is the mean of this over observations.
+
+    Parameters
+    ----------
+    log_lik : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+    alpha : float
+    check : bool, default True
+        As :func:`log_lik_moments`.
+    """
+    matrix = log_lik_matrix(log_lik, check)
+    if not np.isfinite(alpha):
+        raise fail("alpha", repr(alpha), "a finite number")
+    if alpha == 0:
+        return np.zeros(matrix.shape[1])  # log E[p^0] = 0, also for impossible observations
+    result = np.empty(matrix.shape[1])
+    for chunk in obs_chunks(matrix.shape[1], 2 * matrix.shape[0]):
+        result[chunk] = logsumexp_columns(alpha * matrix[:, chunk]) - np.log(matrix.shape[0])
+    return result
+
+
+def functional_cumulants(moments: LogLikMoments) -> np.ndarray:
+    """Watanabe's functional cumulants ``Y1..Y4`` (Remark 6), shape (4,)."""
+    with np.errstate(invalid="ignore"):  # impossible observations: infinite moments
+        return np.array(
+            [
+                moments.mean.mean(),
+                moments.central2.mean(),
+                moments.central3.mean(),
+                (moments.central4 - 3 * moments.central2**2).mean(),
+            ]
+        )
+
+
+def predicted_cv_gap(cumulants: np.ndarray, beta: float) -> float:
+    """Predicted ``CvL(beta) - WAIC(beta)`` per observation (Watanabe 2010, Theorem 1).
+
+    ``(beta - beta^2) / 2 * Y3``, whose leading term vanishes at ``beta = 1``, where the next
+    order gives ``Y4 / 12``.
+    """
+    if beta == 1:
+        return float(cumulants[3] / 12)
+    return float((beta - beta**2) / 2 * cumulants[2])

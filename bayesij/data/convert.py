@@ -1,0 +1,135 @@
+"""The one door: every public estimator turns its input into a :class:`Posterior` here.
+
+Accepted inputs, in every form users hold them:
+
+* a :class:`~bayesij.data.posterior.Posterior` (already checked when it was built: used as
+  it is);
+* an ArviZ ``InferenceData`` or an ``xarray.DataTree`` with a ``log_likelihood`` group (and
+  a ``posterior`` group for the quantities), read as xarray without importing ArviZ;
+* an ``xarray.Dataset`` of log-likelihood variables or an ``xarray.DataArray`` with dims
+  (chain, draw, obs...);
+* a NumPy array of shape (n_draws, n_obs) (one chain) or (n_chains, n_draws, n_obs).
+
+The draws x observations matrix is checked once, when the container is built, and is not
+copied when it is already float64 with the chains laid out as (chain, draw, obs).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayesij.array.checks import fail
+from bayesij.data.arrays import from_arrays
+from bayesij.data.inference_data import (
+    from_inference_data,
+    group_names,
+    has_groups,
+    log_lik_group,
+    log_lik_variables,
+)
+from bayesij.data.posterior import Posterior
+
+__all__ = ["as_posterior", "unit_index", "ACCEPTED"]
+
+#: The inputs :func:`as_posterior` accepts, in words (for error messages and docstrings).
+ACCEPTED = (
+    "a bayesij.Posterior, an ArviZ InferenceData or xarray DataTree with a log_likelihood "
+    "group, an xarray Dataset or DataArray with dims (chain, draw, obs), or an array of "
+    "shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)"
+)
+
+
+def as_posterior(
+    data, *, log_lik=None, quantities=None, argument: str = "data", need_quantities: bool = False
+) -> Posterior:
+    """Turn any accepted input into a :class:`Posterior` (see the module docstring).
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree, Dataset, DataArray or array_like
+    log_lik : str or list of str, optional
+        Log-likelihood variable of an InferenceData, DataTree or Dataset (needed when it
+        holds several; a list concatenates them).
+    quantities : str or list of str, optional
+        Keep only these quantities (variable or element names). Inputs that carry no
+        posterior draws of quantities (arrays, log-likelihood groups alone) give a container
+        without quantities.
+    argument : str, default "data"
+        Name of the argument, for error messages.
+    need_quantities : bool, default False
+        Refuse an input without posterior draws of quantities (estimators of quantities:
+        influence, IJ, linearity, DIC, AMIP, the audit).
+
+    Returns
+    -------
+    Posterior
+    """
+    post = _convert(data, log_lik, quantities, argument)
+    if need_quantities and not post.quantity_names:
+        raise fail(
+            argument,
+            "no posterior draws of quantities (a log-likelihood alone)",
+            "draws of the quantities beside the log-likelihood: a bayesij.Posterior "
+            "(bayesij.from_arrays, from_cmdstanpy, from_pystan) or an InferenceData or "
+            "DataTree with a posterior group",
+        )
+    return post
+
+
+def _convert(data, log_lik, quantities, argument: str) -> Posterior:
+    if isinstance(data, Posterior):
+        return data if quantities is None else data.select(quantities)
+    if has_groups(data):
+        if "posterior" in group_names(data):
+            return from_inference_data(data, log_lik=log_lik, quantities=quantities)
+        return _log_lik_only(*log_lik_group(data, log_lik, argument), quantities, argument)
+    if isinstance(data, xr.Dataset):
+        return _log_lik_only(*log_lik_variables(data, log_lik), quantities, argument)
+    if isinstance(data, xr.DataArray):
+        values, labels = log_lik_variables(data.to_dataset(name="log_lik"), None)
+        return _log_lik_only(values, labels, quantities, argument)
+    if isinstance(data, (str, bytes, os.PathLike)):
+        raise fail(
+            argument,
+            f"the path {str(data)!r}",
+            ACCEPTED,
+            "Open the file first (arviz.from_netcdf or xarray.open_datatree).",
+        )
+    if not _array_like(data):
+        raise fail(argument, f"a {type(data).__name__}", ACCEPTED)
+    array = np.asarray(data)
+    if array.ndim not in (2, 3):
+        raise fail(
+            argument,
+            f"an array of shape {array.shape}",
+            "a log-likelihood of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)",
+        )
+    return _log_lik_only(array if array.ndim == 3 else array[None], None, quantities, argument)
+
+
+def _array_like(data) -> bool:
+    return isinstance(data, (np.ndarray, list, tuple)) or hasattr(data, "__array__")
+
+
+def _log_lik_only(values: np.ndarray, labels, quantities, argument: str) -> Posterior:
+    """A container of the log-likelihood alone (no quantities)."""
+    if quantities is not None:
+        raise fail(
+            "quantities",
+            repr(quantities),
+            "no quantities for an input without posterior draws of parameters",
+            f"Pass {argument} with a posterior group, or a bayesij.Posterior.",
+        )
+    n_chains, n_draws = values.shape[:2]
+    empty = np.zeros((n_chains, n_draws, 0))
+    return from_arrays(empty, values, obs_names=labels, argument=argument)
+
+
+def unit_index(units: xr.DataArray) -> pd.Index:
+    """Unit labels (from :meth:`Posterior.units`) as a pandas index named ``obs`` or
+    ``group``."""
+    return pd.Index(units.values, name=units.dims[0])

@@ -1,0 +1,197 @@
+"""Read ArviZ ``InferenceData`` (0.23) and ``xarray.DataTree`` (ArviZ 1.x, PyMC 6,
+``xarray.open_datatree``) alike, as xarray, without importing ArviZ."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from bayesij.array.checks import fail
+from bayesij.data.arrays import element_names, from_arrays
+from bayesij.data.posterior import Posterior, base_name, select_names
+
+__all__ = [
+    "from_inference_data",
+    "flatten_variables",
+    "log_lik_variables",
+    "sample_values",
+    "has_groups",
+    "group_names",
+    "log_lik_group",
+    "SAMPLE_DIMS",
+]
+
+SAMPLE_DIMS = ("chain", "draw")
+
+
+def has_groups(data) -> bool:
+    """Whether ``data`` is an InferenceData or a DataTree (an object with named groups)."""
+    return hasattr(data, "groups") and not isinstance(data, (xr.Dataset, xr.DataArray))
+
+
+def group_names(data) -> list[str]:
+    """Group names of an InferenceData (``groups()``) or a DataTree (``groups``: paths)."""
+    groups = data.groups
+    names = groups() if callable(groups) else groups
+    return [str(name).strip("/") for name in names if str(name).strip("/")]
+
+
+def _group(idata, name: str, fix: str, argument: str = "idata") -> xr.Dataset:
+    names = group_names(idata) if has_groups(idata) else []
+    if name not in names:
+        raise fail(
+            argument,
+            f"no {name!r} group (groups: {names})",
+            f"an InferenceData or DataTree with a {name!r} group",
+            fix,
+        )
+    group = idata[name]
+    return group.to_dataset() if hasattr(group, "to_dataset") else group
+
+
+def sample_values(array: xr.DataArray, name: str) -> np.ndarray:
+    """Draws of one variable as (chain, draw, elements), elements row-major."""
+    missing = [d for d in SAMPLE_DIMS if d not in array.dims]
+    if missing:
+        raise fail(name, f"dims {array.dims}", "dims starting with ('chain', 'draw')")
+    array = array.transpose(*SAMPLE_DIMS, ...)
+    # No copy for float64 values already laid out as (chain, draw, ...).
+    return np.asarray(array.values, dtype=float).reshape(array.shape[0], array.shape[1], -1)
+
+
+def _obs_labels(array: xr.DataArray, variable: str, prefix: bool) -> list:
+    """Observation ids of a log-likelihood variable from its coordinates."""
+    obs_dims = [d for d in array.dims if d not in SAMPLE_DIMS]
+    grids = [array[d].values if d in array.coords else np.arange(array.sizes[d]) for d in obs_dims]
+    if len(grids) == 1:
+        labels = grids[0].tolist()
+    else:
+        labels = [
+            ",".join(str(g[i]) for g, i in zip(grids, index, strict=True))
+            for index in np.ndindex(*[len(g) for g in grids])
+        ]
+    if prefix:
+        labels = [f"{variable}[{label}]" for label in labels]
+    return labels
+
+
+def log_lik_variables(dataset: xr.Dataset, log_lik=None) -> tuple[np.ndarray, list]:
+    """Pointwise log-likelihood of a ``log_likelihood`` Dataset as (chain, draw, obs) + ids.
+
+    Parameters
+    ----------
+    dataset : xarray.Dataset
+        Variables with dims (chain, draw, ...).
+    log_lik : str or list of str, optional
+        Which variable; needed when there are several. A list concatenates them, with ids
+        ``'var[id]'``. Several observation dims are flattened row-major, ids ``'i,j'``.
+    """
+    available = list(dataset.data_vars)
+    if log_lik is None:
+        if len(available) != 1:
+            raise fail(
+                "log_lik",
+                f"{len(available)} log-likelihood variables {available}",
+                "the name of one of them, or a list of names to concatenate",
+            )
+        log_lik = available
+    names = [log_lik] if isinstance(log_lik, str) else list(log_lik)
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise fail("log_lik", f"unknown variable(s) {unknown}", f"names among {available}")
+    values = [sample_values(dataset[n], n) for n in names]
+    labels = [lab for n in names for lab in _obs_labels(dataset[n], n, len(names) > 1)]
+    return np.concatenate(values, axis=2), labels
+
+
+def flatten_variables(dataset, variables) -> tuple[np.ndarray, list[str]]:
+    """Stack variables of a posterior Dataset into (chain, draw, quantity) with Stan names.
+
+    Parameters
+    ----------
+    dataset : xarray.Dataset
+        With dims (chain, draw, ...) for each variable.
+    variables : list of str
+        Variable names to flatten (each element gets a name such as ``'Omega[1,2]'``).
+
+    Returns
+    -------
+    values : ndarray of shape (n_chains, n_draws, n_quantities)
+    names : list of str
+    """
+    blocks, names = [], []
+    for variable in variables:
+        array = dataset[variable]
+        shape = tuple(size for dim, size in array.sizes.items() if dim not in SAMPLE_DIMS)
+        blocks.append(sample_values(dataset[variable], variable))
+        names.extend(element_names(variable, shape))
+    return np.concatenate(blocks, axis=2), names
+
+
+def log_lik_group(idata, log_lik=None, argument: str = "idata") -> tuple[np.ndarray, list]:
+    """The ``log_likelihood`` group's values (chain, draw, obs) and observation ids."""
+    group = _group(
+        idata,
+        "log_likelihood",
+        "Store the pointwise log-likelihood when converting the fit (e.g. "
+        "az.from_cmdstanpy(fit, log_likelihood='log_lik'), or "
+        "pm.sample(idata_kwargs={'log_likelihood': True})).",
+        argument,
+    )
+    return log_lik_variables(group, log_lik)
+
+
+def from_inference_data(idata, log_lik=None, quantities=None, groups=None) -> Posterior:
+    """A posterior container from an ArviZ ``InferenceData`` or an ``xarray.DataTree``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData or xarray.DataTree
+        With a ``posterior`` and a ``log_likelihood`` group over the same chains and draws
+        (ArviZ 0.23 ``InferenceData``; ArviZ 1.x and PyMC 6 return a ``DataTree``).
+    log_lik : str or list of str, optional
+        Variable of the ``log_likelihood`` group. Needed when it holds several; a list
+        concatenates them, with observation ids ``'var[id]'``. A variable with several
+        observation dims is flattened row-major, with ids ``'i,j'`` from the coordinates.
+    quantities : str or list of str, optional
+        Posterior variables (``'beta'``: all its elements) or elements (``'beta[1]'``).
+        Default: every posterior variable. Array elements get Stan-style 1-based names
+        (``'Omega[1,2]'``), row-major.
+    groups : array_like of shape (n_obs,) or mapping, optional
+        Exchangeable unit of each observation.
+
+    Returns
+    -------
+    Posterior
+        Observation ids are the coordinate values of the observation dim.
+
+    Examples
+    --------
+    >>> import arviz as az  # doctest: +SKIP
+    >>> post = from_inference_data(az.load_arviz_data("centered_eight"))  # doctest: +SKIP
+    >>> post.quantity_names[:3]  # doctest: +SKIP
+    ['mu', 'theta[1]', 'theta[2]']
+    """
+    posterior = _group(idata, "posterior", "")
+    variables = list(posterior.data_vars)
+    if quantities is None:
+        wanted = variables
+    else:
+        requested = [quantities] if isinstance(quantities, str) else list(quantities)
+        wanted = [v for v in variables if v in {base_name(r) for r in requested}]
+        if not wanted:
+            select_names(variables, requested)  # raises with the list of variables
+    values, names = flatten_variables(posterior, wanted)
+    if quantities is not None:
+        keep = select_names(names, quantities)
+        values = values[:, :, [names.index(n) for n in keep]]
+        names = keep
+    log_lik_values, obs = log_lik_group(idata, log_lik)
+    if log_lik_values.shape[:2] != values.shape[:2]:
+        raise fail(
+            "idata",
+            f"log_likelihood draws of shape {log_lik_values.shape[:2]} and posterior draws "
+            f"of shape {values.shape[:2]}",
+            "the same (chain, draw) in both groups",
+        )
+    return from_arrays(values, log_lik_values, quantity_names=names, obs_names=obs, groups=groups)

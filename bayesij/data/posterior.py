@@ -1,0 +1,273 @@
+"""The posterior container: draws of the quantities of interest and the pointwise log-likelihood."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import InitVar, dataclass
+
+import numpy as np
+import xarray as xr
+
+from bayesij.array._numeric import sum_by_group
+from bayesij.array.checks import check_finite, check_log_lik_values, check_unique, fail
+
+__all__ = ["Posterior", "select_names", "base_name"]
+
+QUANTITY_DIMS = ("chain", "draw", "quantity")
+LOG_LIK_DIMS = ("chain", "draw", "obs")
+
+
+def base_name(name: str) -> str:
+    """The variable name of a Stan-style element name: ``'beta[2]' -> 'beta'``."""
+    return str(name).split("[", 1)[0]
+
+
+def select_names(available: Iterable[str], requested, argument: str = "quantities") -> list[str]:
+    """Resolve requested names against available element names.
+
+    A request is an element name (``'beta[1]'``) or a variable name (``'beta'``), which
+    selects all of its elements in their stored order. Unknown names are an error.
+
+    Parameters
+    ----------
+    available : iterable of str
+    requested : str or iterable of str
+    argument : str
+        Name of the argument, for error messages.
+
+    Returns
+    -------
+    list of str
+        Selected element names, in the order requested, each once.
+    """
+    available = [str(name) for name in available]
+    if isinstance(requested, str):
+        requested = [requested]
+    selected: list[str] = []
+    for request in requested:
+        request = str(request)
+        matches = [n for n in available if n == request or base_name(n) == request]
+        if not matches:
+            variables = sorted({base_name(n) for n in available})
+            shown = ", ".join(variables[:20]) + (", ..." if len(variables) > 20 else "")
+            raise fail(
+                argument,
+                f"the unknown name {request!r}",
+                f"one of the variables {shown} or one of their elements such as 'beta[1]'",
+            )
+        selected.extend(m for m in matches if m not in selected)
+    return selected
+
+
+@dataclass(frozen=True, repr=False)
+class Posterior:
+    """Posterior draws of quantities and the pointwise log-likelihood over the same draws.
+
+    Build one with an adapter (:func:`bayesij.from_inference_data`,
+    :func:`bayesij.from_cmdstanpy`, :func:`bayesij.from_pystan`, :func:`bayesij.from_arrays`)
+    rather than directly.
+
+    Parameters
+    ----------
+    quantities : xarray.DataArray with dims (chain, draw, quantity)
+        Draws of any scalar functions of the parameters, with quantity names such as
+        ``'beta[1]'`` as the ``quantity`` coordinate.
+    log_lik : xarray.DataArray with dims (chain, draw, obs)
+        ``log p(x_n | theta_s)`` for each draw and observation; finite or ``-inf``.
+    groups : xarray.DataArray with dim (obs,), optional
+        The exchangeable unit of each observation (e.g. a school or a subject), used by
+        default wherever ``groups`` is accepted.
+    argument : str, default "log_lik"
+        Name of the log-likelihood argument in error messages (the argument of the public
+        function that received it).
+
+    Notes
+    -----
+    Every value is checked here, once: the log-likelihood is finite or ``-inf``, the
+    quantities finite. Estimators trust a container and do not check it again.
+    """
+
+    quantities: xr.DataArray
+    log_lik: xr.DataArray
+    groups: xr.DataArray | None = None
+    argument: InitVar[str] = "log_lik"
+
+    def __post_init__(self, argument: str):
+        _check_dims(self.quantities, QUANTITY_DIMS, "quantities")
+        _check_dims(self.log_lik, LOG_LIK_DIMS, argument)
+        q_shape, l_shape = self.quantities.shape, self.log_lik.shape
+        if q_shape[:2] != l_shape[:2]:
+            raise fail(
+                argument,
+                f"{l_shape[0]} chains x {l_shape[1]} draws while quantities has "
+                f"{q_shape[0]} x {q_shape[1]}",
+                "the same chains and draws in both",
+            )
+        if q_shape[0] * q_shape[1] < 2:
+            found = "a single draw" if q_shape[2] else f"{q_shape[0] * q_shape[1]} draw"
+            raise fail(
+                "quantities" if q_shape[2] else argument, found, "at least 2 posterior draws"
+            )
+        check_unique(self.quantities["quantity"].values, "quantities (quantity names)")
+        check_unique(self.log_lik["obs"].values, f"{argument} (observation ids)")
+        check_finite(self.quantities.values, "quantities")
+        check_log_lik_values(self.log_lik.values.reshape(-1, l_shape[2]), argument)
+        if self.groups is not None:
+            object.__setattr__(self, "groups", self._group_labels(self.groups))
+
+    # ----------------------------------------------------------------- sizes and names
+    @property
+    def n_chains(self) -> int:
+        """Number of chains."""
+        return self.log_lik.sizes["chain"]
+
+    @property
+    def n_draws(self) -> int:
+        """Total number of draws over all chains."""
+        return self.log_lik.sizes["chain"] * self.log_lik.sizes["draw"]
+
+    @property
+    def n_obs(self) -> int:
+        """Number of observations (columns of the log-likelihood)."""
+        return self.log_lik.sizes["obs"]
+
+    @property
+    def quantity_names(self) -> list[str]:
+        """Names of the quantities, in order."""
+        return [str(name) for name in self.quantities["quantity"].values]
+
+    @property
+    def obs_names(self) -> list:
+        """Observation ids, in order."""
+        return self.log_lik["obs"].values.tolist()
+
+    # ----------------------------------------------------------------- derived containers
+    def select(self, quantities) -> Posterior:
+        """A container with only the named quantities (variable or element names)."""
+        names = select_names(self.quantity_names, quantities)
+        return Posterior(self.quantities.sel(quantity=names), self.log_lik, self.groups)
+
+    def with_groups(self, groups) -> Posterior:
+        """A container whose default exchangeable units are ``groups``."""
+        return Posterior(self.quantities, self.log_lik, groups)
+
+    # ----------------------------------------------------------------- units
+    def _group_labels(self, groups) -> xr.DataArray:
+        """Group labels as a DataArray over obs, checked to cover every observation."""
+        obs = self.log_lik["obs"].values
+        mapping = _as_mapping(groups)
+        if mapping is not None:
+            missing = [o for o in obs if o not in mapping]
+            if missing:
+                raise fail(
+                    "groups",
+                    f"no group for {len(missing)} of {obs.size} observation(s) "
+                    f"(first: {missing[:5]})",
+                    "a group label for every observation id",
+                )
+            labels = np.array([mapping[o] for o in obs], dtype=object)
+        else:
+            labels = np.asarray(groups, dtype=object)
+            if labels.shape != (obs.size,):
+                raise fail(
+                    "groups",
+                    f"shape {labels.shape}",
+                    f"one label per observation, shape ({obs.size},), or a mapping "
+                    "from observation id to label",
+                )
+        missing = np.array([_is_missing(label) for label in labels], dtype=bool)
+        if missing.any():
+            raise fail(
+                "groups",
+                f"{int(missing.sum())} missing label(s) (first at observation "
+                f"{obs[np.flatnonzero(missing)[0]]!r})",
+                "a group label for every observation",
+            )
+        return xr.DataArray(labels, dims=("obs",), coords={"obs": obs}, name="groups")
+
+    def units(self, groups=None) -> tuple[np.ndarray, xr.DataArray]:
+        """The log-likelihood of the exchangeable units and their labels.
+
+        Parameters
+        ----------
+        groups : array_like, mapping or DataArray, optional
+            Group of each observation; defaults to the container's ``groups``. With no
+            groups the units are the observations.
+
+        Returns
+        -------
+        log_lik : ndarray of shape (n_chains, n_draws, n_units)
+        labels : DataArray of dim ``obs`` or ``group``
+        """
+        values = self.log_lik.values
+        codes, coord = self.unit_codes(groups)
+        if coord.dims == ("obs",):
+            return values, coord
+        n_chains, n_draws, n_obs = values.shape
+        summed = sum_by_group(values.reshape(-1, n_obs), codes, coord.size)
+        return summed.reshape(n_chains, n_draws, coord.size), coord
+
+    def unit_codes(self, groups=None) -> tuple[np.ndarray, xr.DataArray]:
+        """The unit (0-based code) of each observation and the unit labels.
+
+        Returns ``(codes, labels)``: codes of shape (n_obs,) and a DataArray of dim ``obs``
+        (no groups: every observation its own unit) or ``group`` (labels in order of
+        first appearance). ``groups`` defaults to the container's.
+        """
+        if groups is None:
+            groups = self.groups
+        if groups is None:
+            return np.arange(self.n_obs), self.log_lik["obs"]
+        labels = (groups if groups is self.groups else self._group_labels(groups)).values
+        unique, codes = _unique_in_order(labels)
+        return codes, xr.DataArray(unique, dims=("group",), name="group")
+
+    def __repr__(self) -> str:
+        names = self.quantity_names
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        text = (
+            f"Posterior: {self.n_chains} chain(s) x {self.log_lik.sizes['draw']} draws, "
+            f"{len(names)} quantities ({shown}), {self.n_obs} observations"
+        )
+        if self.groups is not None:
+            text += f" in {np.unique(self.groups.values.astype(str)).size} groups"
+        return text
+
+
+def _as_mapping(groups) -> dict | None:
+    """Observation id -> label for a mapping, a pandas Series or a DataArray with obs coords."""
+    if isinstance(groups, xr.DataArray):
+        if groups.dims != ("obs",):
+            raise fail("groups", f"a DataArray with dims {groups.dims}", "dims ('obs',)")
+        if "obs" not in groups.coords:
+            return None
+        return dict(zip(groups["obs"].values, groups.values, strict=True))
+    if isinstance(groups, Mapping) or callable(getattr(groups, "items", None)):
+        return dict(groups.items())
+    return None
+
+
+def _check_dims(array, dims: tuple[str, ...], argument: str) -> None:
+    if not isinstance(array, xr.DataArray):
+        raise fail(argument, f"a {type(array).__name__}", f"an xarray.DataArray with dims {dims}")
+    if array.dims != dims:
+        raise fail(argument, f"dims {array.dims}", f"dims {dims}")
+
+
+def _is_missing(label) -> bool:
+    if label is None:
+        return True
+    try:
+        return bool(np.isnan(label))
+    except TypeError:
+        return False
+
+
+def _unique_in_order(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique labels in order of first appearance, and the code of each label."""
+    keys = labels.astype(str)
+    _, first, codes = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return labels[first[order]], rank[codes]

@@ -1,0 +1,69 @@
+"""Verify an influential set: refit without it and record what really happens."""
+
+from __future__ import annotations
+
+from bayesij.array.checks import fail
+from bayesij.refit.campaign import Task, run_campaign
+from bayesij.stats.amip import AmipResult
+
+__all__ = ["verify"]
+
+
+def verify(
+    result: AmipResult, backend, *, store=None, executor="sequential", progress: bool = True
+) -> AmipResult:
+    """Refit without the set of an AMIP result and record the refit value.
+
+    Parameters
+    ----------
+    result : AmipResult
+        From :func:`bayesij.amip`.
+    backend : refit backend
+        Refits the same model under observation weights (:mod:`bayesij.refit.backends`).
+    store, executor, progress
+        As the other experiments (:func:`bayesij.refit.run_campaign`); one refit.
+
+    Returns
+    -------
+    AmipResult
+        A copy whose ``verification`` holds the refit mean and sd of the quantity, the
+        metric's refit value and change, and whether the target is really reached.
+
+    References
+    ----------
+    .. [1] Broderick, T., Giordano, R. and Meager, R. (2020). An automatic finite-sample
+       robustness metric: when can dropping a little data make a big difference?
+       arXiv:2011.14999 (refitting without the set gives an exact lower bound on the
+       largest change).
+    """
+    if not isinstance(result, AmipResult) or result.kept is None:
+        raise fail("result", f"a {type(result).__name__}", "an AmipResult from bayesij.amip")
+    n_obs = getattr(backend, "n_obs", None)
+    if n_obs is not None and n_obs != result.kept.size:
+        raise fail(
+            "backend",
+            f"a model of {n_obs} observations",
+            f"the {result.kept.size} observations the AMIP result was computed on",
+        )
+    task = Task("verify", result.kept)
+    records = run_campaign(
+        [task],
+        backend,
+        experiment="verify",
+        settings={"quantity": result.quantity, "ids": [str(i) for i in result.drop_ids]},
+        store=store,
+        executor=executor,
+        progress=progress,
+    )
+    record = records.get("verify")
+    if record is None or record["status"] != "ok":
+        reason = record["reason"] if record else "no record"
+        raise RuntimeError(f"backend: the refit without the set failed ({reason}).")
+    if result.quantity not in record["quantities"]:
+        raise fail(
+            "backend",
+            f"a refit without the quantity {result.quantity!r}",
+            "refits reporting the quantity of the AMIP result",
+        )
+    column = record["quantities"].index(result.quantity)
+    return result.with_refit(float(record["mean"][column]), float(record["sd"][column]))

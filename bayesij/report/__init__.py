@@ -1,0 +1,1 @@
+"""Reports built from result objects: the model audit, plots and text tables."""

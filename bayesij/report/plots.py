@@ -1,0 +1,184 @@
+"""Plots of bayesij's result objects (matplotlib). Each takes a result and an optional
+``ax`` and returns the axes; nothing here computes statistics beyond arranging results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["plot_influence", "plot_khat", "plot_ij", "plot_amip", "plot_refit", "plot_loo_pit"]
+
+
+def _axes(ax):
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(6.4, 3.6))[1]
+
+
+def plot_influence(scores, quantity: str, top: int = 5, ax=None):
+    """Influence ``psi`` of every unit on ``quantity`` with ±2 MCSE bars; the ``top`` largest
+    in absolute value are labelled.
+
+    ``scores`` is the Dataset returned by :func:`bayesij.influence`.
+    """
+    ax = _axes(ax)
+    unit = [dim for dim in scores["psi"].dims if dim != "quantity"][0]
+    psi = scores["psi"].sel(quantity=quantity).to_numpy()
+    mcse = scores["mcse"].sel(quantity=quantity).to_numpy()
+    labels = scores[unit].to_numpy()
+    x = np.arange(psi.size)
+    ax.errorbar(x, psi, yerr=2 * mcse, fmt="o", ms=3, lw=0.8, color="C0", label="psi ± 2 MCSE")
+    ax.axhline(0.0, color="0.6", lw=0.8)
+    for i in np.argsort(-np.abs(psi))[:top]:
+        ax.annotate(
+            str(labels[i]), (x[i], psi[i]), textcoords="offset points", xytext=(4, 4), fontsize=8
+        )
+    ax.set(xlabel=unit, ylabel="psi = Cov(f, log-lik)", title=f"Influence on {quantity}")
+    ax.legend(loc="best", fontsize=8)
+    return ax
+
+
+def plot_khat(result, ax=None):
+    """Pareto k-hat of every unit of a :class:`bayesij.LooResult`, with the thresholds."""
+    ax = _axes(ax)
+    k = result.pointwise["pareto_k"].to_numpy()
+    x = np.arange(k.size)
+    bad = k > result.k_threshold
+    ax.scatter(x[~bad], k[~bad], s=10, color="C0", label="k-hat")
+    ax.scatter(
+        x[bad],
+        np.minimum(k[bad], 2.0),
+        s=18,
+        color="C3",
+        marker="x",
+        label=f"k-hat > {result.k_threshold:.2f}",
+    )
+    ax.axhline(
+        result.k_threshold,
+        color="C3",
+        ls="--",
+        lw=0.8,
+        label=f"threshold min(1 - 1/log10 S, 0.7) = {result.k_threshold:.2f}",
+    )
+    ax.axhline(1.0, color="0.4", ls=":", lw=0.8, label="1")
+    for i in np.flatnonzero(bad)[:10]:
+        ax.annotate(
+            str(result.pointwise.index[i]),
+            (x[i], min(k[i], 2.0)),
+            textcoords="offset points",
+            xytext=(4, 2),
+            fontsize=8,
+        )
+    ax.set(
+        xlabel=result.pointwise.index.name or "unit",
+        ylabel="Pareto k-hat",
+        title="PSIS-LOO diagnostics",
+    )
+    ax.legend(loc="best", fontsize=8)
+    return ax
+
+
+def plot_ij(ij, ax=None):
+    """IJ (frequentist) against posterior standard errors per quantity, from an
+    :class:`bayesij.IJCovariance`; bars are ±2 Monte Carlo errors of the IJ sd."""
+    ax = _axes(ax)
+    posterior = np.sqrt(ij.posterior_variance.to_numpy())
+    variance = np.clip(ij.variance_corrected.to_numpy(), 0.0, None)
+    sd = np.sqrt(variance)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        error = np.where(sd > 0, ij.mcse.to_numpy() / (2 * sd), np.nan)
+    ax.errorbar(posterior, sd, yerr=2 * error, fmt="o", color="C0", label="IJ sd ± 2 MCSE")
+    top = np.nanmax(np.r_[posterior, sd + 2 * np.nan_to_num(error)]) * 1.1
+    ax.plot([0, top], [0, top], color="0.5", lw=0.8, ls="--", label="equal")
+    for name, px, py in zip(ij.posterior_variance.index, posterior, sd, strict=True):
+        ax.annotate(str(name), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set(
+        xlabel="posterior sd",
+        ylabel="IJ (bootstrap) sd",
+        xlim=(0, top),
+        ylim=(0, top),
+        title="Frequentist vs posterior standard errors",
+    )
+    ax.legend(loc="best", fontsize=8)
+    return ax
+
+
+def plot_amip(result, ax=None):
+    """Predicted change of the metric against the number of units dropped, the change
+    the target needs, and the refit when :meth:`AmipResult.verify` has run."""
+    ax = _axes(ax)
+    curve = result.curve
+    ax.plot(curve["n_drop"], curve["linear"], color="C0", label="linear (sorted psi)")
+    if "reweighted" in curve:
+        rows = curve.dropna(subset=["reweighted"])
+        ax.plot(
+            rows["n_drop"], rows["reweighted"], "o-", ms=3, color="C1", label="reweighted (PSIS)"
+        )
+    needed = -result.original_value if isinstance(result.target, str) else result.target
+    ax.axhline(needed, color="C3", ls="--", lw=0.8, label=f"target ({result.target})")
+    if result.verification is not None:
+        ax.scatter(
+            [result.n_drop],
+            [result.verification["change"]],
+            s=60,
+            marker="*",
+            color="k",
+            zorder=3,
+            label="refit",
+        )
+    ax.set(
+        xlabel=f"number of {'observations' if result.unit == 'obs' else 'groups'} dropped",
+        ylabel=f"change of the {result.metric}",
+        title=f"Influential subset for {result.quantity}",
+    )
+    ax.legend(loc="best", fontsize=8)
+    return ax
+
+
+def plot_refit(report, ax=None):
+    """Approximation against exact refit for every row of a :class:`RefitReport`, one colour
+    per method, with ±2 Monte Carlo error bars and the identity line."""
+    ax = _axes(ax)
+    table = report.comparisons
+    for i, (method, rows) in enumerate(table.groupby("method", sort=False)):
+        ax.errorbar(
+            rows["exact"],
+            rows["approximation"],
+            xerr=2 * rows["exact_se"].fillna(0),
+            yerr=2 * rows["approximation_se"].fillna(0),
+            fmt="o",
+            ms=4,
+            color=f"C{i}",
+            label=method,
+        )
+    values = pd.concat([table["exact"], table["approximation"]]).dropna()
+    if len(values):
+        low, high = values.min(), values.max()
+        pad = 0.05 * (high - low or 1.0)
+        ax.plot([low - pad, high + pad], [low - pad, high + pad], color="0.5", ls="--", lw=0.8)
+    ax.set(
+        xlabel="exact (refit)",
+        ylabel="approximation",
+        title=f"Approximation vs exact: {report.experiment}",
+    )
+    ax.legend(loc="best", fontsize=8)
+    return ax
+
+
+def plot_loo_pit(pit, ax=None):
+    """The empirical CDF of LOO-PIT values (:func:`bayesij.loo_pit`) against the uniform,
+    with a pointwise 95 % band for ``n`` uniform values."""
+    ax = _axes(ax)
+    values = np.sort(np.asarray(pit, dtype=float))
+    n = values.size
+    grid = np.linspace(0, 1, 201)
+    ecdf = np.searchsorted(values, grid, side="right") / n
+    band = 1.96 * np.sqrt(grid * (1 - grid) / n)
+    ax.fill_between(grid, grid - band, grid + band, color="0.85", label="95 % band (uniform)")
+    ax.plot(grid, grid, color="0.5", lw=0.8, ls="--")
+    ax.step(grid, ecdf, where="post", color="C0", label="LOO-PIT ECDF")
+    ax.set(xlabel="PIT", ylabel="ECDF", xlim=(0, 1), ylim=(0, 1), title="LOO-PIT")
+    ax.legend(loc="best", fontsize=8)
+    return ax

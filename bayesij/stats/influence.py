@@ -1,0 +1,83 @@
+"""Bayesian influence scores psi = Cov_post(f, log p(x_u | theta)), labelled."""
+
+from __future__ import annotations
+
+import xarray as xr
+
+from bayesij.array.influence import InfluenceScores, influence_scores
+from bayesij.data.convert import as_posterior
+
+__all__ = ["influence", "scores_dataset"]
+
+
+def influence(
+    data, *, groups=None, quantities=None, log_lik=None, n_blocks: int = 50
+) -> xr.Dataset:
+    """Bayesian influence scores ``psi = Cov_post(f, l_u)`` of every quantity and unit.
+
+    Removing unit ``u`` (an observation, or a group of them) changes the posterior mean of
+    ``f`` by about ``-psi[f, u]``; giving it weight ``w`` changes it by about
+    ``(w - 1) psi[f, u]``.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree or xarray
+        Draws of the quantities and the pointwise log-likelihood (see
+        :func:`bayesij.data.convert.as_posterior`).
+    groups : array_like of shape (n_obs,) or mapping, optional
+        Group of each observation; the units become the groups, with
+        ``psi_g = sum_{n in g} psi_n``. Defaults to the container's groups.
+    quantities : str or list of str, optional
+        Restrict to these quantities (variable or element names).
+    log_lik : str or list of str, optional
+        Log-likelihood variable of an InferenceData or DataTree.
+    n_blocks : int, default 50
+        Blocks of draws for the chain-aware (batch means) Monte Carlo standard errors.
+
+    Returns
+    -------
+    xarray.Dataset
+        Data variables ``psi`` and ``mcse`` with dims (``quantity``, ``obs``), or
+        (``quantity``, ``group``) when grouped.
+
+    References
+    ----------
+    .. [1] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
+       variance. arXiv:2305.06466.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(1)
+    >>> theta = rng.normal(size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(theta, -0.5 * (np.array([0.0, 1.0, 3.0]) - theta) ** 2)
+    >>> scores = bayesij.influence(post)
+    >>> scores["psi"].dims
+    ('quantity', 'obs')
+    """
+    post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
+    values, units = post.units(groups)
+    scores = influence_scores(post.quantities.values, values, n_blocks=n_blocks, check=False)
+    return scores_dataset(scores, post.quantity_names, units, post.n_chains, post.n_draws, n_blocks)
+
+
+def scores_dataset(
+    scores: InfluenceScores,
+    names: list,
+    units: xr.DataArray,
+    n_chains: int,
+    n_draws: int,
+    n_blocks: int,
+) -> xr.Dataset:
+    """Influence scores as an xarray Dataset with ``psi`` and ``mcse`` over
+    (``quantity``, ``obs`` or ``group``)."""
+    dims = ("quantity", units.dims[0])
+    coords = {"quantity": names, units.dims[0]: units.values}
+    return xr.Dataset(
+        {
+            "psi": (dims, scores.psi, {"long_name": "Cov_post(f, log-likelihood of unit)"}),
+            "mcse": (dims, scores.mcse, {"long_name": "Monte Carlo standard error of psi"}),
+        },
+        coords=coords,
+        attrs={"n_chains": n_chains, "n_draws": n_draws, "n_blocks": n_blocks},
+    )

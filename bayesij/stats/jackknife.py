@@ -1,0 +1,218 @@
+"""The infinitesimal-jackknife bootstrap covariance of posterior means, labelled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayesij.array.jackknife import ij_covariance as ij_arrays
+from bayesij.data.convert import as_posterior
+from bayesij.stats.influence import scores_dataset
+from bayesij.stats.linearity import LinearityResult, linearity
+
+__all__ = ["ij_covariance", "IJCovariance"]
+
+
+@dataclass(frozen=True)
+class IJCovariance:
+    """Infinitesimal-jackknife bootstrap covariance of posterior means, beside the posterior.
+
+    Attributes
+    ----------
+    covariance : pandas.DataFrame
+        Raw IJ covariance ``sum_u (psi_u - psi_bar)(psi_u - psi_bar)^T``, quantity x quantity.
+    covariance_corrected : pandas.DataFrame
+        ``covariance`` less the estimated contribution of Monte Carlo noise in ``psi``.
+    variance, variance_corrected : pandas.Series
+        Their diagonals, per quantity.
+    mcse : pandas.Series
+        Monte Carlo standard error of ``variance`` (block bootstrap over draws).
+    posterior_variance : pandas.Series
+        Posterior variance of each quantity.
+    ratio : pandas.Series
+        ``variance_corrected / posterior_variance``: near 1 when the posterior's uncertainty
+        agrees with the frequentist sampling variability; far from 1 points to
+        misspecification or a posterior that does not concentrate.
+    n_units : int
+        Number of exchangeable units (observations or groups).
+    unit : str
+        ``'obs'`` or ``'group'``.
+    n_draws, n_chains : int
+    linearity : LinearityResult or None
+        The linearity diagnostic (``check_linearity=True``): whether the linear
+        approximation behind the IJ can be trusted for each quantity.
+    influence : xarray.Dataset
+        The influence scores ``psi`` and their MCSE (as :func:`bayesij.influence`), from
+        the same pass over the draws.
+    """
+
+    covariance: pd.DataFrame
+    covariance_corrected: pd.DataFrame
+    mcse_covariance: pd.DataFrame
+    posterior_covariance: pd.DataFrame
+    n_units: int
+    unit: str
+    n_draws: int
+    n_chains: int
+    linearity: LinearityResult | None = None
+    influence: xr.Dataset | None = None
+
+    @property
+    def variance(self) -> pd.Series:
+        return _diagonal(self.covariance, "ij_variance")
+
+    @property
+    def variance_corrected(self) -> pd.Series:
+        return _diagonal(self.covariance_corrected, "ij_variance_corrected")
+
+    @property
+    def mcse(self) -> pd.Series:
+        return _diagonal(self.mcse_covariance, "mcse_ij_variance")
+
+    @property
+    def posterior_variance(self) -> pd.Series:
+        return _diagonal(self.posterior_covariance, "posterior_variance")
+
+    @property
+    def ratio(self) -> pd.Series:
+        return (self.variance_corrected / self.posterior_variance).rename("ratio")
+
+    def table(self) -> pd.DataFrame:
+        """One row per quantity: posterior and IJ standard deviations and variances."""
+        corrected = self.variance_corrected
+        table = pd.DataFrame(
+            {
+                "posterior_sd": np.sqrt(self.posterior_variance),
+                "ij_sd": np.sqrt(corrected.where(corrected > 0)),
+                "posterior_variance": self.posterior_variance,
+                "ij_variance": self.variance,
+                "ij_variance_corrected": corrected,
+                "mcse_ij_variance": self.mcse,
+                "ratio": self.ratio,
+            }
+        )
+        table.index.name = "quantity"
+        return table
+
+    def __str__(self) -> str:
+        table = self.table()[
+            ["posterior_sd", "ij_sd", "ratio", "ij_variance_corrected", "mcse_ij_variance"]
+        ]
+        lines = [
+            f"IJ bootstrap covariance over {self.n_units} {_plural(self.unit)} "
+            f"({self.n_draws} draws, {self.n_chains} chain(s))",
+            table.to_string(float_format=lambda v: f"{v:.4g}"),
+        ]
+        noisy = table.index[~(table["ij_variance_corrected"] > 2 * table["mcse_ij_variance"])]
+        if len(noisy):
+            lines.append(
+                f"Monte Carlo noise dominates the IJ variance of {', '.join(map(str, noisy))} "
+                "(corrected variance below 2 MCSE): run more draws."
+            )
+        if self.linearity is not None:
+            verdicts = self.linearity.verdict
+            for quantity in verdicts.index[verdicts != "reliable"]:
+                lines.append(
+                    f"Do not trust the IJ for {quantity}: the linear approximation is "
+                    f"{verdicts[quantity]} (nonlinearity index "
+                    f"{self.linearity.index[quantity]:.2g}); refit without units "
+                    f"{self.linearity.refit_first(quantity, 3)} first."
+                )
+        return "\n".join(lines)
+
+
+def _diagonal(frame: pd.DataFrame, name: str) -> pd.Series:
+    return pd.Series(np.diag(frame.values), index=frame.index, name=name)
+
+
+def _plural(unit: str) -> str:
+    return {"obs": "observations", "group": "groups"}.get(unit, unit)
+
+
+def ij_covariance(
+    data,
+    *,
+    groups=None,
+    quantities=None,
+    log_lik=None,
+    n_blocks: int = 50,
+    n_boot: int = 200,
+    seed: int = 0,
+    check_linearity: bool = False,
+) -> IJCovariance:
+    """Infinitesimal-jackknife estimate of the bootstrap covariance of posterior means.
+
+    Approximates the covariance of the posterior means over bootstrap resamples of the
+    exchangeable units, ``sum_u (psi_u - psi_bar)(psi_u - psi_bar)^T``, from the draws of
+    one fit. Monte Carlo noise in ``psi`` inflates it; ``variance_corrected`` removes a
+    batch-means estimate of that inflation, and ``mcse`` gives its Monte Carlo standard
+    error from a block bootstrap over draws.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree or xarray
+        Draws of the quantities and the pointwise log-likelihood.
+    groups : array_like of shape (n_obs,) or mapping, optional
+        Resample groups rather than observations. Defaults to the container's groups.
+    quantities : str or list of str, optional
+        Restrict to these quantities.
+    log_lik : str or list of str, optional
+        Log-likelihood variable of an InferenceData or DataTree.
+    n_blocks : int, default 50
+        Contiguous blocks of draws (within chains) for the noise estimate and the block
+        bootstrap.
+    n_boot : int, default 200
+        Block-bootstrap replicates.
+    seed : int, default 0
+    check_linearity : bool, default False
+        Also run :func:`bayesij.linearity` on the same units and attach its verdicts; the
+        result's text then says which quantities' IJ variances should not be trusted.
+
+    Returns
+    -------
+    IJCovariance
+
+    References
+    ----------
+    .. [1] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
+       variance. arXiv:2305.06466.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=100)
+    >>> mu = y.mean() + rng.normal(size=(4, 500, 1)) / 10
+    >>> result = bayesij.ij_covariance(bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2))
+    >>> list(result.table().columns)[:2]
+    ['posterior_sd', 'ij_sd']
+    """
+    post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
+    values, units = post.units(groups)
+    result = ij_arrays(
+        post.quantities.values, values, n_blocks=n_blocks, n_boot=n_boot, seed=seed, check=False
+    )
+    names = pd.Index(post.quantity_names, name="quantity")
+
+    def frame(values):
+        return pd.DataFrame(values, index=names, columns=names)
+
+    return IJCovariance(
+        covariance=frame(result.covariance),
+        covariance_corrected=frame(result.covariance_corrected),
+        mcse_covariance=frame(result.mcse),
+        posterior_covariance=frame(result.posterior_covariance),
+        n_units=result.n_obs,
+        unit=units.dims[0],
+        n_draws=post.n_draws,
+        n_chains=post.n_chains,
+        linearity=(
+            linearity(post, groups=groups, scores=result.scores) if check_linearity else None
+        ),
+        influence=scores_dataset(
+            result.scores, post.quantity_names, units, post.n_chains, post.n_draws, n_blocks
+        ),
+    )

@@ -1,0 +1,502 @@
+"""Approximate leave-one-out cross-validation, labelled: loo, LOO expectations, LOO-PIT."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from bayesij.array import loo as loo_arrays
+from bayesij.array._numeric import elpd_standard_error, logsumexp_columns, obs_chunks
+from bayesij.array.checks import as_draws_matrix, check_finite, fail
+from bayesij.array.ess import log_lik_relative_eff
+from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
+from bayesij.data.convert import as_posterior, unit_index
+
+__all__ = ["loo", "LooResult", "loo_expectation", "loo_pit"]
+
+#: Fewer draws than this and LOO estimates are too noisy to trust (a warning says so).
+MIN_DRAWS = 100
+
+
+@dataclass(frozen=True)
+class LooResult:
+    """Approximate leave-one-out cross-validation: estimates, pointwise values, diagnostics.
+
+    Attributes
+    ----------
+    pointwise : pandas.DataFrame
+        One row per unit: ``elpd_loo``, ``p_loo``, ``pareto_k``, ``mcse_elpd_loo``,
+        ``ess`` (PSIS effective sample size), ``r_eff``, ``lppd``.
+    method : str
+        ``"psis"``, ``"is"``, ``"ij"`` or ``"cumulant"``.
+    n_draws : int
+    tail_rule : str
+    ddof : int
+        SE convention: 0 as ArviZ (``sqrt(N var_n)``), 1 as R loo (``sqrt(N) sd_n``).
+    log_weights : ndarray of shape (n_draws, n_units) or None
+        Normalised smoothed importance log-weights, kept only with ``save_psis=True`` (as
+        R loo's ``save_psis``); :func:`loo_expectation`, :func:`loo_pit` and
+        :func:`bayesij.linearity` reuse them through their ``psis=`` / ``loo=`` argument.
+        Otherwise the result holds no draws x units array.
+    """
+
+    pointwise: pd.DataFrame
+    method: str
+    n_draws: int
+    tail_rule: str
+    ddof: int
+    log_weights: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def elpd(self) -> float:
+        return float(self.pointwise["elpd_loo"].sum())
+
+    @property
+    def se(self) -> float:
+        return elpd_standard_error(self.pointwise["elpd_loo"].to_numpy(), self.ddof)
+
+    @property
+    def p_loo(self) -> float:
+        return float(self.pointwise["p_loo"].sum())
+
+    @property
+    def looic(self) -> float:
+        return -2 * self.elpd
+
+    @property
+    def mcse(self) -> float:
+        """Monte Carlo SE of the total elpd, ``sqrt(sum_n mcse_n^2)``."""
+        return float(np.sqrt((self.pointwise["mcse_elpd_loo"] ** 2).sum()))
+
+    @property
+    def n_units(self) -> int:
+        return len(self.pointwise)
+
+    @property
+    def k_threshold(self) -> float:
+        """``min(1 - 1/log10(S), 0.7)``: above it the PSIS estimate is unreliable."""
+        return pareto_k_threshold(self.n_draws)
+
+    def estimates(self) -> pd.DataFrame:
+        """Estimate and SE of elpd_loo, p_loo and looic, as R loo's ``estimates``."""
+        se_p = elpd_standard_error(self.pointwise["p_loo"].to_numpy(), self.ddof)
+        return pd.DataFrame(
+            {"Estimate": [self.elpd, self.p_loo, self.looic], "SE": [self.se, se_p, 2 * self.se]},
+            index=["elpd_loo", "p_loo", "looic"],
+        )
+
+    def bad_k_ids(self, threshold: float | None = None) -> list:
+        """Units whose k-hat exceeds ``threshold`` (default: the sample-size threshold)."""
+        limit = self.k_threshold if threshold is None else threshold
+        return self.pointwise.index[self.pointwise["pareto_k"] > limit].tolist()
+
+    def pareto_k_table(self) -> pd.DataFrame:
+        """Counts of k-hat in (-inf, threshold], (threshold, 1], (1, inf) and their min ESS."""
+        k = self.pointwise["pareto_k"].to_numpy()
+        ess = self.pointwise["ess"].to_numpy()
+        good = self.k_threshold
+        bins = [
+            (-np.inf, good, f"(-Inf, {good:.2g}]", "good"),
+            (good, 1.0, f"({good:.2g}, 1]", "bad"),
+            (1.0, np.inf, "(1, Inf)", "very bad"),
+        ]
+        rows = []
+        for low, high, label, word in bins:
+            inside = (k > low) & (k <= high)
+            rows.append(
+                {
+                    "interval": label,
+                    "label": word,
+                    "count": int(inside.sum()),
+                    "proportion": inside.mean(),
+                    "min_ess": np.min(ess[inside]) if inside.any() else np.nan,
+                }
+            )
+        return pd.DataFrame(rows).set_index("interval")
+
+    def __str__(self) -> str:
+        title = {"psis": "PSIS-LOO", "is": "IS-LOO", "ij": "IJ-LOO", "cumulant": "cumulant LOO"}
+        lines = [
+            f"Computed from {self.n_draws} by {self.n_units} log-likelihood matrix "
+            f"({title[self.method]}, SE with ddof={self.ddof})",
+            "",
+            self.estimates().to_string(float_format=lambda v: f"{v:.1f}"),
+        ]
+        if self.method in ("psis", "is"):
+            lines += ["------", f"Monte Carlo SE of elpd_loo is {self.mcse:.1f}."]
+        table = self.pareto_k_table()
+        table["proportion"] = (100 * table["proportion"]).map(lambda v: f"{v:.1f}%")
+        lines += ["", "Pareto k diagnostic values:", table.to_string()]
+        bad = self.bad_k_ids()
+        if bad:
+            lines.append(
+                f"{len(bad)} unit(s) above k-hat {self.k_threshold:.2g}: "
+                f"{bad[:10]}{' ...' if len(bad) > 10 else ''}"
+            )
+        return "\n".join(lines)
+
+
+def loo(
+    data,
+    *,
+    method: str = "psis",
+    groups=None,
+    log_lik=None,
+    r_eff=None,
+    tail_rule: str = "ceil",
+    ties: str = "above",
+    ddof: int = 0,
+    save_psis: bool = False,
+) -> LooResult:
+    """Approximate leave-one-out cross-validation from posterior draws.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree, xarray or array_like
+        The pointwise log-likelihood: a container, an ``InferenceData`` or ``DataTree``
+        (its ``log_likelihood`` group), or an array of shape (n_draws, n_obs) (one chain)
+        or (n_chains, n_draws, n_obs).
+    method : {"psis", "is", "ij", "cumulant"}, default "psis"
+        Pareto-smoothed importance sampling; plain importance sampling (harmonic mean);
+        first-order infinitesimal jackknife ``log(E[p_n] - Cov(p_n, l_n))``; or the
+        cumulant expansion ``k1 - k2/2 + k3/6 - k4/24``. All report PSIS k-hat.
+    r_eff : float or array_like of shape (n_units,), optional
+        Relative efficiency of ``exp(l_n)``. Default: per unit from the chains, exactly as
+        R loo's ``relative_eff(exp(log_lik), chain_id)``. (ArviZ 0.23's default is one
+        number, the mean ESS of the posterior parameters over S; pass it to reproduce
+        ``az.loo``.)
+    tail_rule : {"ceil", "floor"}, default "ceil"
+        Tail length ``ceil`` or ``floor`` of ``min(S/5, 3 sqrt(S/r_eff))``: "ceil" equals
+        R loo (<= 2.10) and ArviZ 0.23, "floor" the PSIS paper, posterior and arviz-stats.
+    groups : array_like or mapping, optional
+        Leave-group-out: units are groups, with summed log-likelihoods.
+    ties : {"above", "position"}, default "above"
+        Draws tied with the tail cutoff (repeated MCMC draws, e.g. after divergences):
+        "above" leaves them out of the Pareto tail, as ArviZ; "position" keeps the ``M``
+        largest by sorted position, as R loo. Without ties the two are identical.
+    ddof : {0, 1}, default 0
+        SE convention: 0 as ArviZ ``sqrt(N var_n)``, 1 as R loo ``sqrt(N) sd_n``.
+    log_lik : str or list of str, optional
+        Log-likelihood variable of an ``InferenceData``.
+    save_psis : bool, default False
+        Keep the smoothed log-weights in the result (an array as large as the
+        log-likelihood) for :func:`loo_expectation`, :func:`loo_pit` and
+        :func:`bayesij.linearity` to reuse.
+
+    Returns
+    -------
+    LooResult
+
+    Warns
+    -----
+    UserWarning
+        k-hat above ``min(1 - 1/log10 S, 0.7)``; constant log-likelihood columns (k-hat =
+        inf); fewer than 100 draws; an IJ estimate that is not a density (NaN).
+
+    Notes
+    -----
+    An observation with ``-inf`` log-likelihood at some draw (impossible there) has an
+    infinite importance ratio at that draw: its LOO predictive density is estimated as 0,
+    so ``elpd_loo = -inf``, ``p_loo = inf`` and ``pareto_k = inf``, with a warning.
+
+    References
+    ----------
+    .. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
+       smoothed importance sampling. JMLR 25(72).
+    .. [2] Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical Bayesian model evaluation
+       using leave-one-out cross-validation and WAIC. Statistics and Computing 27.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=50)
+    >>> mu = y.mean() + rng.normal(size=(4, 500, 1)) / np.sqrt(50)
+    >>> result = bayesij.loo(-0.5 * (y - mu) ** 2 - 0.5 * np.log(2 * np.pi))
+    >>> result.bad_k_ids()
+    []
+    """
+    return loo_methods(
+        data,
+        (method,),
+        groups=groups,
+        log_lik=log_lik,
+        r_eff=r_eff,
+        tail_rule=tail_rule,
+        ties=ties,
+        ddof=ddof,
+        save_psis=save_psis,
+    )[method]
+
+
+def loo_methods(
+    data,
+    methods=("psis", "ij", "cumulant"),
+    *,
+    groups=None,
+    log_lik=None,
+    r_eff=None,
+    tail_rule: str = "ceil",
+    ties: str = "above",
+    ddof: int = 0,
+    save_psis: bool = False,
+) -> dict[str, LooResult]:
+    """:func:`loo` by several methods from one pass over the draws (shared smoothing).
+
+    Returns a dict from method name to :class:`LooResult`; arguments as :func:`loo`.
+    """
+    if ddof not in (0, 1):
+        raise fail("ddof", repr(ddof), "0 (ArviZ) or 1 (R loo)")
+    methods = (methods,) if isinstance(methods, str) else tuple(methods)
+    unknown = [m for m in methods if m not in loo_arrays.METHODS]
+    if unknown or not methods:
+        raise fail(
+            "method", repr(unknown[0] if unknown else methods), f"one of {loo_arrays.METHODS}"
+        )
+    post = as_posterior(data, log_lik=log_lik)
+    values, units = post.units(groups)
+    results = loo_arrays.loo_methods(
+        values,
+        methods,
+        r_eff=r_eff,
+        tail_rule=tail_rule,
+        ties=ties,
+        check=False,
+        save_log_weights=save_psis,
+    )
+    out = {}
+    for method, arrays in results.items():
+        pointwise = pd.DataFrame(
+            {
+                "elpd_loo": arrays.elpd,
+                "p_loo": arrays.p_loo,
+                "pareto_k": arrays.pareto_k,
+                "mcse_elpd_loo": arrays.mcse,
+                "ess": arrays.ess,
+                "r_eff": arrays.r_eff,
+                "lppd": arrays.lppd,
+            },
+            index=unit_index(units),
+        )
+        out[method] = LooResult(
+            pointwise, method, post.n_draws, tail_rule, ddof, arrays.log_weights
+        )
+        _warn_about(out[method], arrays.constant)
+    return out
+
+
+def _warn_about(result: LooResult, constant_units: np.ndarray) -> None:
+    constant = np.flatnonzero(constant_units)
+    if constant.size:
+        _warn(
+            f"{constant.size} unit(s) have a log-likelihood constant over all draws "
+            f"(positions {constant[:10].tolist()}): no Pareto fit, k-hat = inf."
+        )
+    if result.n_draws < MIN_DRAWS:
+        _warn(
+            f"Only {result.n_draws} draws (fewer than {MIN_DRAWS}): LOO estimates and "
+            "k-hat are unreliable."
+        )
+    impossible = np.isneginf(result.pointwise["elpd_loo"].to_numpy())
+    if impossible.any():
+        _warn(
+            f"{int(impossible.sum())} unit(s) have log-likelihood -inf at some draws "
+            f"(positions {np.flatnonzero(impossible)[:10].tolist()}): elpd_loo = -inf."
+        )
+    bad = result.bad_k_ids()
+    if bad:
+        _warn(
+            f"{len(bad)} of {result.n_units} units have Pareto k-hat above "
+            f"{result.k_threshold:.2g}: their LOO estimates are unreliable; refit without "
+            "them (bayesij.refit) or use a more robust method."
+        )
+    if result.method == "ij" and result.pointwise["elpd_loo"].isna().any():
+        _warn(
+            "The IJ estimate of p(x_n | x_-n) is not positive for "
+            f"{int(result.pointwise['elpd_loo'].isna().sum())} unit(s): the linear "
+            "approximation fails there (elpd_loo is NaN)."
+        )
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=5)
+
+
+def _matching_draws(values, log_lik: np.ndarray, argument: str) -> np.ndarray:
+    """Values per draw and observation, shaped and checked like the log-likelihood matrix."""
+    array = np.asarray(values, dtype=float)
+    if array.ndim == 3:
+        array = array.reshape(-1, array.shape[2])
+    matrix, _ = as_draws_matrix(array, argument)
+    if matrix.shape != log_lik.shape:
+        raise fail(
+            argument,
+            f"shape {matrix.shape}",
+            f"one value per draw and observation, shape {log_lik.shape}",
+        )
+    check_finite(matrix, argument)
+    return matrix
+
+
+def _r_eff(log_lik: np.ndarray, r_eff) -> np.ndarray:
+    """Given relative efficiencies, checked, or R loo's from the chains of ``log_lik``."""
+    if r_eff is None:
+        return log_lik_relative_eff(log_lik)
+    return loo_arrays.checked_r_eff(r_eff, log_lik.shape[2])
+
+
+def _draws_beside_log_lik(data, values, argument, r_eff, tail_rule, log_lik, psis):
+    """Log-likelihood matrix (S, N), per-draw ``values`` checked against it, the Pareto tail
+    lengths, the unit labels and saved log-weights (or None): what every LOO expectation
+    starts from."""
+    ll, units = as_posterior(data, log_lik=log_lik).units(None)
+    matrix = ll.reshape(-1, ll.shape[2])
+    saved = None
+    if psis is not None:
+        saved = getattr(psis, "log_weights", None)
+        if saved is None or psis.method != "psis" or saved.shape != matrix.shape:
+            raise fail(
+                "psis",
+                "a result without PSIS weights for these observations",
+                "bayesij.loo(..., save_psis=True) on the same data, without groups",
+            )
+        r_eff, tail_rule = psis.pointwise["r_eff"].to_numpy(), psis.tail_rule
+    tails = tail_length(matrix.shape[0], _r_eff(ll, r_eff), tail_rule)
+    return matrix, _matching_draws(values, matrix, argument), tails, units, saved
+
+
+def _loo_weights(matrix: np.ndarray, tails: np.ndarray, floats_per_obs: int, saved=None):
+    """Chunks of observations and their normalised PSIS leave-one-out weights (S, n_cols),
+    smoothed here or taken from ``saved`` log-weights."""
+    for chunk in obs_chunks(matrix.shape[1], floats_per_obs * matrix.shape[0]):
+        if saved is not None:
+            yield chunk, np.exp(saved[:, chunk])
+            continue
+        smoothed = psis_chunk(-matrix[:, chunk], tails[chunk])
+        log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
+        yield chunk, np.exp(log_weights)
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, prob: float) -> np.ndarray:
+    """R loo's weighted quantile (linear between cumulative weights), per column."""
+    order = np.argsort(values, axis=0, kind="stable")
+    x = np.take_along_axis(values, order, axis=0)
+    cumulative = np.cumsum(np.take_along_axis(weights, order, axis=0), axis=0)
+    cumulative /= cumulative[-1]
+    index = np.argmax(cumulative >= prob, axis=0)
+    columns = np.arange(values.shape[1])
+    previous = np.maximum(index - 1, 0)
+    x0, x1 = x[previous, columns], x[index, columns]
+    w0, w1 = cumulative[previous, columns], cumulative[index, columns]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        interpolated = x0 + (x1 - x0) * (prob - w0) / (w1 - w0)
+    return np.where(index == 0, x[0], interpolated)
+
+
+def loo_expectation(
+    data,
+    values,
+    *,
+    kind: str = "mean",
+    prob=None,
+    log_lik=None,
+    r_eff=None,
+    tail_rule: str = "ceil",
+    psis=None,
+) -> pd.DataFrame:
+    """Leave-one-out expectations ``E[g | x_-n]`` of per-draw values, with their own k-hat.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree, xarray or array_like
+        Source of the pointwise log-likelihood (as :func:`loo`).
+    values : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+        ``g`` at each draw for each observation, e.g. posterior predictive draws ``y_rep``.
+    kind : {"mean", "var", "sd", "quantile"}, default "mean"
+        ``var`` is the weighted variance ``sum_s w_s (g_s - mean)^2 / (1 - sum_s w_s^2)``
+        (as R loo >= 2.6; R loo 2.5.1's "variance" is the Monte Carlo variance of the mean).
+    prob : float, optional
+        Probability for ``kind="quantile"`` (weighted quantile as R loo).
+    log_lik, r_eff, tail_rule
+        As :func:`loo`.
+    psis : LooResult, optional
+        A PSIS-LOO result of the same observations made with ``save_psis=True``: its
+        smoothed weights are reused (and its ``r_eff`` and tail rule).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``value`` and ``pareto_k``, one row per observation. k-hat is that of
+        ``sqrt(1 + g^2) r`` for the importance ratios ``r`` (R loo's ``E_loo`` diagnostic).
+
+    References
+    ----------
+    .. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
+       smoothed importance sampling. JMLR 25(72).
+    """
+    if kind not in ("mean", "var", "sd", "quantile"):
+        raise fail("kind", repr(kind), "'mean', 'var', 'sd' or 'quantile'")
+    if kind == "quantile" and not (isinstance(prob, (int, float)) and 0 < prob < 1):
+        raise fail("prob", repr(prob), "a probability strictly between 0 and 1 for quantiles")
+    matrix, g, tails, units, saved = _draws_beside_log_lik(
+        data, values, "values", r_eff, tail_rule, log_lik, psis
+    )
+    value, k = np.empty(matrix.shape[1]), np.empty(matrix.shape[1])
+    for chunk, weights in _loo_weights(matrix, tails, 12, saved):
+        h = g[:, chunk]
+        mean = (weights * h).sum(axis=0)
+        if kind == "mean":
+            value[chunk] = mean
+        elif kind == "quantile":
+            value[chunk] = _weighted_quantile(h, weights, float(prob))
+        else:
+            variance = (weights * (h - mean) ** 2).sum(axis=0) / (1 - (weights**2).sum(axis=0))
+            value[chunk] = variance if kind == "var" else np.sqrt(variance)
+        log_a = 0.5 * np.log1p(h**2) - matrix[:, chunk]
+        k[chunk] = psis_chunk(log_a, tails[chunk]).pareto_k
+    return pd.DataFrame({"value": value, "pareto_k": k}, index=unit_index(units))
+
+
+def loo_pit(
+    data, y, y_rep, *, log_lik=None, r_eff=None, tail_rule: str = "ceil", seed: int = 0, psis=None
+) -> pd.Series:
+    """Leave-one-out probability integral transform ``P(y_rep_n <= y_n | x_-n)``.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree, xarray or array_like
+        Source of the pointwise log-likelihood (as :func:`loo`).
+    y : array_like of shape (n_obs,)
+        Observed values.
+    y_rep : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+        Posterior predictive draws at the same draws.
+    log_lik, r_eff, tail_rule, psis
+        As :func:`loo_expectation`.
+    seed : int, default 0
+        For ties ``y_rep == y`` (discrete data) the PIT is drawn uniformly between the
+        weights below and at ``y`` (randomised PIT, Czado, Gneiting and Held 2009), as R loo.
+
+    Returns
+    -------
+    pandas.Series
+        Values in [0, 1]; uniform when the model is calibrated.
+    """
+    matrix, replicated, tails, units, saved = _draws_beside_log_lik(
+        data, y_rep, "y_rep", r_eff, tail_rule, log_lik, psis
+    )
+    observed = np.asarray(y, dtype=float)
+    if observed.shape != (matrix.shape[1],):
+        raise fail(
+            "y", f"shape {observed.shape}", f"one value per observation, shape ({matrix.shape[1]},)"
+        )
+    check_finite(observed, "y")
+    rng = np.random.default_rng(seed)
+    pit = np.empty(matrix.shape[1])
+    for chunk, weights in _loo_weights(matrix, tails, 8, saved):
+        below = (weights * (replicated[:, chunk] < observed[chunk])).sum(axis=0)
+        at = (weights * (replicated[:, chunk] == observed[chunk])).sum(axis=0)
+        pit[chunk] = below + at * np.where(at > 0, rng.uniform(size=at.size), 0.0)
+    return pd.Series(np.minimum(pit, 1.0), index=unit_index(units), name="loo_pit")

@@ -1,0 +1,134 @@
+"""The one door: every input form gives the same container, the matrix is checked once per
+public call and not copied when it is already float64 in (chain, draw, obs) layout, and
+results do not keep the draws x observations matrix alive."""
+
+import gc
+import sys
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import bayesij
+from bayesij.data.convert import as_posterior
+
+
+def _counting_checks(monkeypatch):
+    """Count calls of the log-likelihood value check, wherever it was imported."""
+    from bayesij.array import checks
+
+    calls = []
+    original = checks.check_log_lik_values
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].shape)
+        return original(*args, **kwargs)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("bayesij") and getattr(
+            module, "check_log_lik_values", None
+        ) is original:
+            monkeypatch.setattr(module, "check_log_lik_values", counted)
+    return calls
+
+
+@pytest.fixture
+def log_lik(rng):
+    return rng.normal(-1.0, 0.3, size=(4, 250, 30))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda l: bayesij.loo(l),
+        lambda l: bayesij.loo(l[0]),
+        lambda l: bayesij.waic(l),
+        lambda l: bayesij.loo_pit(l, np.zeros(30), np.zeros_like(l)),
+        lambda l: bayesij.generating_function(l, 0.5),
+    ],
+    ids=["loo-3d", "loo-2d", "waic", "loo_pit", "generating_function"],
+)
+def test_the_matrix_is_checked_once_per_call(call, log_lik, monkeypatch):
+    calls = _counting_checks(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        call(log_lik)
+    assert len(calls) == 1
+
+
+def test_a_container_is_checked_when_built_and_trusted_after(log_lik, monkeypatch):
+    post = bayesij.from_arrays(np.zeros((4, 250, 1)) + np.arange(250)[:, None], log_lik)
+    calls = _counting_checks(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bayesij.loo(post)
+        bayesij.waic(post)
+        bayesij.ij_covariance(post, check_linearity=True)
+        bayesij.amip(post, "f[1]")
+        bayesij.audit(post)
+    assert calls == []
+
+
+def test_float64_chain_layout_is_not_copied(log_lik):
+    assert np.shares_memory(as_posterior(log_lik).log_lik.values, log_lik)
+    single = log_lik[0]
+    assert np.shares_memory(as_posterior(single).log_lik.values, single)
+    post = bayesij.from_arrays(np.ones((4, 250, 1)) * np.arange(250)[:, None], log_lik)
+    values, _ = post.units()
+    assert np.shares_memory(values, log_lik)
+
+
+def test_every_input_form_gives_the_same_log_lik(log_lik):
+    data_array = xr.DataArray(log_lik, dims=("chain", "draw", "y_dim_0"))
+    for form in (log_lik, data_array, data_array.to_dataset(name="y")):
+        np.testing.assert_array_equal(as_posterior(form).log_lik.values, log_lik)
+    tree = xr.DataTree.from_dict({"log_likelihood": xr.Dataset({"y": data_array})})
+    np.testing.assert_array_equal(as_posterior(tree).log_lik.values, log_lik)
+
+
+def test_inputs_without_quantities_are_refused_where_quantities_are_needed(log_lik):
+    with pytest.raises(ValueError, match="data: found no posterior draws of quantities"):
+        bayesij.influence(log_lik)
+    with pytest.raises(ValueError, match=r"data: found the path 'fit.nc'; expected"):
+        bayesij.loo("fit.nc")
+
+
+def _held_after_del(make):
+    """Bytes still allocated after the input is deleted and only the result kept."""
+    gc.collect()
+    tracemalloc.start()
+    baseline = tracemalloc.get_traced_memory()[0]
+    result = make()
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - baseline
+    tracemalloc.stop()
+    return result, held
+
+
+@pytest.mark.parametrize("estimator", ["waic", "amip", "loo", "audit"])
+def test_results_do_not_hold_the_matrix(estimator):
+    n_chains, n_draws, n_obs = 4, 500, 2000  # matrix of 32 MB
+    matrix_bytes = n_chains * n_draws * n_obs * 8
+
+    def make():
+        rng = np.random.default_rng(0)
+        theta = rng.normal(size=(n_chains, n_draws, 1)) * 0.05 + 0.3
+        y = rng.normal(size=n_obs)
+        log_lik = -0.5 * (y - theta) ** 2
+        post = bayesij.from_arrays(theta, log_lik)
+        del log_lik
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if estimator == "waic":
+                return bayesij.waic(post)
+            if estimator == "loo":
+                return bayesij.loo(post)
+            if estimator == "audit":
+                return bayesij.audit(post, targets=("sign",))
+            return bayesij.amip(post, "f[1]", target="sign")
+
+    result, held = _held_after_del(make)
+    assert result is not None
+    assert held < 0.05 * matrix_bytes, f"{held / matrix_bytes:.1%} of the matrix held"

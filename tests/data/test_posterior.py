@@ -1,0 +1,93 @@
+"""The posterior container: construction, selection, groups, bad input."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import bayesij
+
+
+def test_from_arrays_two_and_three_dimensional_agree(rng):
+    f = rng.normal(size=(3, 40, 2))
+    l = rng.normal(size=(3, 40, 5))
+    chains = np.tile(np.arange(3), 40)  # interleaved rows, as PyStan stores them
+    flat_f = np.transpose(f, (1, 0, 2)).reshape(120, 2)
+    flat_l = np.transpose(l, (1, 0, 2)).reshape(120, 5)
+    a = bayesij.from_arrays(f, l)
+    b = bayesij.from_arrays(flat_f, flat_l, chain_ids=chains)
+    xr.testing.assert_equal(a.quantities, b.quantities)
+    xr.testing.assert_equal(a.log_lik, b.log_lik)
+
+
+def test_repr_and_sizes(rng):
+    post = bayesij.from_arrays(
+        rng.normal(size=(2, 10, 3)),
+        rng.normal(size=(2, 10, 4)),
+        quantity_names=["a", "b[1]", "b[2]"],
+        groups=[0, 0, 1, 1],
+    )
+    assert post.n_draws == 20 and post.n_chains == 2 and post.n_obs == 4
+    assert repr(post) == (
+        "Posterior: 2 chain(s) x 10 draws, 3 quantities (a, b[1], b[2]), 4 observations in 2 groups"
+    )
+    assert post.select("b").quantity_names == ["b[1]", "b[2]"]
+
+
+def test_units_sum_the_log_lik_of_each_group(rng):
+    l = rng.normal(size=(2, 10, 5))
+    post = bayesij.from_arrays(rng.normal(size=(2, 10, 1)), l)
+    summed, labels = post.units(["x", "y", "x", "z", "y"])
+    assert list(labels.values) == ["x", "y", "z"] and labels.dims == ("group",)
+    np.testing.assert_allclose(summed[..., 0], l[..., 0] + l[..., 2])
+    np.testing.assert_allclose(summed[..., 2], l[..., 3])
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda f, l: (f, np.where(np.arange(5) == 2, np.nan, l)), r"log_lik: found \d+ NaN"),
+        (lambda f, l: (f, np.where(np.arange(5) == 2, np.inf, l)), r"log_lik: found \d+ \+inf"),
+        (lambda f, l: (f, l[:, :7]), r"log_lik: found 2 chains x 7 draws while quantities"),
+        (lambda f, l: (f[:1, :1], l[:1, :1]), r"quantities: found a single draw"),
+        (
+            lambda f, l: (np.where(np.arange(2) == 1, np.inf, f), l),
+            r"quantities: found \d+ non-finite",
+        ),
+        (lambda f, l: (f[0, 0], l), r"quantities: found an array with 1 dimensions, shape \(2,\)"),
+    ],
+)
+def test_bad_draws(rng, change, message):
+    f, l = change(rng.normal(size=(2, 10, 2)), rng.normal(size=(2, 10, 5)))
+    with pytest.raises(ValueError, match=message):
+        bayesij.from_arrays(f, l)
+
+
+def test_negative_infinity_is_legal_input(rng):
+    l = rng.normal(size=(2, 10, 3))
+    l[0, 0, 1] = -np.inf
+    assert bayesij.from_arrays(rng.normal(size=(2, 10, 1)), l).n_obs == 3
+
+
+@pytest.mark.parametrize(
+    "groups, message",
+    [
+        ([0, 1, 2], r"groups: found shape \(3,\); expected one label per observation"),
+        ({0: "a", 1: "b"}, r"groups: found no group for 3 of 5 observation\(s\)"),
+        ([0, 1, None, 1, 0], r"groups: found 1 missing label\(s\)"),
+        ([0, 1, np.nan, 1, 0], r"groups: found 1 missing label\(s\)"),
+    ],
+)
+def test_groups_must_cover_every_observation(rng, groups, message):
+    with pytest.raises(ValueError, match=message):
+        bayesij.from_arrays(rng.normal(size=(2, 10, 1)), rng.normal(size=(2, 10, 5)), groups=groups)
+
+
+def test_duplicate_ids_and_unequal_chains(rng):
+    with pytest.raises(ValueError, match=r"log_lik \(observation ids\): found 1 repeated"):
+        bayesij.from_arrays(
+            rng.normal(size=(2, 10, 1)), rng.normal(size=(2, 10, 3)), obs_names=["a", "b", "a"]
+        )
+    with pytest.raises(ValueError, match=r"chain_ids: found chains of unequal lengths \[6, 4\]"):
+        bayesij.from_arrays(
+            rng.normal(size=(10, 1)), rng.normal(size=(10, 3)), chain_ids=[0] * 6 + [1] * 4
+        )

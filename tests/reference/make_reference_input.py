@@ -1,0 +1,64 @@
+"""Write tests/data/log_lik_reference.csv: the input on which R loo's values were computed.
+
+A misspecified normal location model (t-distributed data, normal likelihood) gives a mix of
+small and large pointwise variances. Rows: 4 chains x 250 draws (chain-major); columns:
+`chain`, then one column per observation. Also writes the posterior predictive draws
+(`y_rep_reference.csv`, same rows) and the data (`y_reference.csv`). Run from the repository root:
+`python tests/data/make_reference_input.py`, then `Rscript tests/data/r_loo_reference.R`.
+`log_lik_heavy.csv` (same layout) has outliers, so that k-hat exceeds 0.7 and 1.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+
+
+def write_log_lik(name: str, log_lik: np.ndarray) -> None:
+    n_chains, n_draws, n_obs = log_lik.shape
+    rows = log_lik.reshape(n_chains * n_draws, n_obs)
+    chain = np.repeat(np.arange(1, n_chains + 1), n_draws)
+    header = "chain," + ",".join(f"obs{i + 1}" for i in range(n_obs))
+    np.savetxt(
+        HERE / f"log_lik_{name}.csv",
+        np.column_stack([chain, rows]),
+        delimiter=",",
+        header=header,
+        comments="",
+        fmt=["%d"] + ["%.17g"] * n_obs,
+    )
+
+
+def heavy_tailed(rng) -> np.ndarray:
+    """Normal regression with outliers and a scale posterior: k-hat well above 0.7 and 1."""
+    n_chains, n_draws, n = 4, 250, 30
+    x = rng.normal(size=n)
+    y = 1 + x + rng.normal(size=n)
+    y[:3] += [6.0, 9.0, 14.0]
+    beta = 1 + 0.15 * rng.standard_t(4, size=(n_chains, n_draws, 1))
+    sigma = np.exp(0.2 * rng.normal(size=(n_chains, n_draws, 1)))
+    return -0.5 * ((y - 1 - beta * x) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+
+
+def main() -> None:
+    rng = np.random.default_rng(20261120)
+    y = rng.standard_t(df=3, size=25)
+    n_chains, n_draws = 4, 250
+    # Posterior of the mean under N(mu, 1) with a flat prior, drawn as correlated chains.
+    mu = np.empty((n_chains, n_draws))
+    mu[:, 0] = rng.normal(size=n_chains)
+    for t in range(1, n_draws):
+        mu[:, t] = 0.5 * mu[:, t - 1] + np.sqrt(1 - 0.25) * rng.normal(size=n_chains)
+    mu = y.mean() + mu / np.sqrt(y.size)
+    log_lik = -0.5 * (y - mu[..., None]) ** 2 - 0.5 * np.log(2 * np.pi)
+    write_log_lik("reference", log_lik)
+    # Posterior predictive draws y_rep ~ N(mu, 1) at the same draws, and the data y.
+    y_rep = (mu[..., None] + rng.normal(size=log_lik.shape)).reshape(n_chains * n_draws, -1)
+    np.savetxt(HERE / "y_rep_reference.csv", y_rep, delimiter=",", fmt="%.17g")
+    np.savetxt(HERE / "y_reference.csv", y, delimiter=",", fmt="%.17g")
+    write_log_lik("heavy", heavy_tailed(np.random.default_rng(7)))
+
+
+if __name__ == "__main__":
+    main()

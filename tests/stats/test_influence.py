@@ -1,0 +1,51 @@
+"""Labelled influence and IJ covariance: equal to the array layer, grouped, readable."""
+
+import numpy as np
+import pytest
+
+import bayesij
+from bayesij import array
+
+
+@pytest.fixture
+def post(rng):
+    theta = rng.normal(size=(4, 300, 2))
+    y = rng.normal(size=12)
+    log_lik = -0.5 * (y - theta[..., :1]) ** 2 - 0.1 * theta[..., 1:] ** 2
+    return bayesij.from_arrays(
+        theta, log_lik, quantity_names=["mu", "s"], obs_names=[f"o{i}" for i in range(12)]
+    )
+
+
+def test_influence_dataset_matches_array_layer(post):
+    scores = bayesij.influence(post)
+    assert scores["psi"].dims == ("quantity", "obs") and scores["mcse"].dims == ("quantity", "obs")
+    expected = array.influence_scores(post.quantities.values, post.log_lik.values)
+    np.testing.assert_array_equal(scores["psi"].values, expected.psi)
+    np.testing.assert_array_equal(scores["mcse"].values, expected.mcse)
+    assert list(scores["obs"].values) == [f"o{i}" for i in range(12)]
+
+
+def test_grouped_influence_sums_observations(post):
+    groups = ["a"] * 5 + ["b"] * 7
+    grouped = bayesij.influence(post, groups=groups)
+    single = bayesij.influence(post)
+    assert grouped["psi"].dims == ("quantity", "group")
+    np.testing.assert_allclose(
+        grouped["psi"].sel(group="b").values, single["psi"].values[:, 5:].sum(axis=1), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        bayesij.influence(post.with_groups(groups))["psi"].values, grouped["psi"].values
+    )
+
+
+def test_quantity_selection_and_bad_input(post):
+    assert list(bayesij.influence(post, quantities="s")["quantity"].values) == ["s"]
+    with pytest.raises(ValueError, match=r"quantities: found the unknown name 'zeta'"):
+        bayesij.ij_covariance(post, quantities=["zeta"])
+    with pytest.raises(ValueError, match=r"data: found no posterior draws of quantities"):
+        bayesij.influence(np.zeros((10, 3)))
+    with pytest.raises(ValueError, match=r"groups: found no group for 12 of 12"):
+        bayesij.influence(post, groups={"x": 1})
+    with pytest.raises(ValueError, match=r"n_blocks: found 1; expected an integer >= 2"):
+        bayesij.influence(post, n_blocks=1)

@@ -1,0 +1,361 @@
+"""Approximate LOO: against ArviZ (in the run), R loo (saved values) and exact LOO of a
+conjugate model; equivalences, properties, bad input."""
+
+import warnings
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bayesij
+from bayesij.array import _numeric
+from bayesij.array.psis import tail_length
+from conjugate import ConjugateNormal, exact_loo_log_predictive, heteroskedastic_regression
+
+DATA = Path(__file__).parents[1] / "reference"
+
+
+def _quiet(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return function(*args, **kwargs)
+
+
+def _log_lik_csv(name):
+    table = np.loadtxt(DATA / f"log_lik_{name}.csv", delimiter=",", skiprows=1)
+    chains = table[:, 0].astype(int)
+    return table[:, 1:].reshape(chains.max(), -1, table.shape[1] - 1)
+
+
+def _heavy_tailed_draws(seed, n_obs=300):
+    rng = np.random.default_rng(seed)
+    mu = rng.standard_t(3, size=(4, 500, 1)) * np.linspace(0.05, 3, n_obs)
+    y = rng.standard_t(2, size=n_obs) * 3
+    return -0.5 * (y - mu) ** 2 - 0.5 * np.log(2 * np.pi)
+
+
+def _idata(log_lik):
+    return az.from_dict(posterior={"m": log_lik[..., 0]}, log_likelihood={"y": log_lik})
+
+
+# ----------------------------------------------------------------------------- ArviZ
+@pytest.mark.parametrize("source", ["centered_eight", "heavy0", "heavy1"])
+def test_psis_equals_arviz_to_1e_10(source):
+    if source == "centered_eight":
+        idata = az.load_arviz_data(source)
+        log_lik = idata.log_likelihood["obs"].values
+    else:
+        log_lik = _heavy_tailed_draws(int(source[-1]))
+        idata = _idata(log_lik)
+    theirs = _quiet(az.loo, idata, pointwise=True, reff=0.8)
+    ours = _quiet(bayesij.loo, log_lik, r_eff=0.8)
+    k_ours, k_theirs = ours.pointwise["pareto_k"].to_numpy(), theirs.pareto_k.values
+    assert np.array_equal(np.isinf(k_ours), np.isinf(k_theirs))
+    finite = np.isfinite(k_theirs)
+    np.testing.assert_allclose(k_ours[finite], k_theirs[finite], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        ours.pointwise["elpd_loo"], theirs.loo_i.values, rtol=1e-10, atol=1e-10
+    )
+    np.testing.assert_allclose(
+        [ours.elpd, ours.se, ours.p_loo], [theirs.elpd_loo, theirs.se, theirs.p_loo], rtol=1e-10
+    )
+    if source != "centered_eight":
+        assert (k_ours > 1).sum() > 10  # the smoothing and the inf cases are exercised
+
+
+def test_ties_follow_arviz_by_default_and_r_loo_on_request():
+    """Repeated MCMC draws (divergences in eight schools) tie with the tail cutoff at
+    r_eff = 0.8: ArviZ fits only the draws above it, R loo the M largest by position."""
+    idata = az.load_arviz_data("centered_eight")
+    log_lik = idata.log_likelihood["obs"].values.reshape(-1, 8)
+    cutoff_ties = [
+        (np.sort(-log_lik[:, n]) == np.sort(-log_lik[:, n])[-151]).sum() for n in range(8)
+    ]
+    assert max(cutoff_ties) > 1
+    above = _quiet(bayesij.loo, idata, r_eff=0.8).pointwise["pareto_k"]
+    position = _quiet(bayesij.loo, idata, r_eff=0.8, ties="position").pointwise["pareto_k"]
+    tied = np.array(cutoff_ties) > 1
+    assert np.all(above[~tied].to_numpy() == position[~tied].to_numpy())
+    assert np.all(above[tied].to_numpy() != position[tied].to_numpy())
+
+
+# ----------------------------------------------------------------------------- R loo
+@pytest.mark.parametrize("name", ["reference", "heavy"])
+def test_psis_equals_r_loo_with_default_r_eff(name):
+    """Values saved by tests/data/r_loo_reference.R (R loo 2.5.1, relative_eff from chains)."""
+    log_lik = _log_lik_csv(name)
+    expected = pd.read_csv(DATA / f"r_loo_psis_{name}_pointwise.csv")
+    ours = _quiet(bayesij.loo, log_lik, ddof=1, ties="position")
+    np.testing.assert_allclose(ours.pointwise["r_eff"], expected["r_eff"], rtol=1e-10)
+    for column, theirs in [
+        ("elpd_loo", "elpd_loo"),
+        ("p_loo", "p_loo"),
+        ("pareto_k", "pareto_k"),
+        ("mcse_elpd_loo", "mcse_elpd_loo"),
+        ("ess", "n_eff"),
+    ]:
+        np.testing.assert_allclose(
+            ours.pointwise[column], expected[theirs], rtol=1e-9, err_msg=column
+        )
+    estimates = pd.read_csv(DATA / f"r_loo_psis_{name}_estimates.csv")
+    np.testing.assert_allclose(
+        ours.estimates().to_numpy(), estimates[["estimate", "se"]].to_numpy(), rtol=1e-10
+    )
+    if name == "heavy":
+        assert ours.pointwise["pareto_k"].max() > 1
+        assert ours.bad_k_ids() == list(np.flatnonzero(expected["pareto_k"] > 0.7))
+
+
+def test_loo_expectations_equal_r_loo_e_loo():
+    log_lik = _log_lik_csv("reference")
+    y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
+    expected = pd.read_csv(DATA / "r_loo_expectations.csv")
+    mean = bayesij.loo_expectation(log_lik, y_rep, kind="mean")
+    np.testing.assert_allclose(mean["value"], expected["mean"], rtol=1e-10)
+    np.testing.assert_allclose(mean["pareto_k"], expected["mean_pareto_k"], rtol=1e-9)
+    q90 = bayesij.loo_expectation(log_lik, y_rep, kind="quantile", prob=0.9)
+    np.testing.assert_allclose(q90["value"], expected["q90"], rtol=1e-10)
+
+
+def test_loo_expectation_mean_and_variance_from_arviz_weights():
+    """Weighted mean and variance sum w (g - mean)^2 / (1 - sum w^2), computed here from
+    ArviZ's own PSIS weights with the same r_eff."""
+    log_lik = _log_lik_csv("reference")
+    y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
+    log_weights, _ = _quiet(az.psislw, -log_lik.reshape(-1, 25).T, reff=0.9)
+    w = np.exp(log_weights).T  # (draws, obs), normalised
+    mean = (w * y_rep).sum(axis=0)
+    variance = (w * (y_rep - mean) ** 2).sum(axis=0) / (1 - (w**2).sum(axis=0))
+    ours = {
+        kind: bayesij.loo_expectation(log_lik, y_rep, kind=kind, r_eff=0.9)["value"]
+        for kind in ("mean", "var", "sd")
+    }
+    np.testing.assert_allclose(ours["mean"], mean, rtol=1e-10)
+    np.testing.assert_allclose(ours["var"], variance, rtol=1e-10)
+    np.testing.assert_allclose(ours["sd"], np.sqrt(variance), rtol=1e-10)
+
+
+def test_loo_pit_equals_arviz(rng):
+    log_lik = _log_lik_csv("reference")
+    y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
+    y = np.loadtxt(DATA / "y_reference.csv", delimiter=",")
+    ours = bayesij.loo_pit(log_lik, y, y_rep, r_eff=0.9)
+    log_weights, _ = _quiet(az.psislw, -log_lik.reshape(-1, 25).T, reff=0.9)
+    theirs = _quiet(az.loo_pit, y=y, y_hat=y_rep.T, log_weights=log_weights)
+    np.testing.assert_allclose(ours.to_numpy(), theirs, rtol=1e-10)
+
+
+# ----------------------------------------------------------------------------- exact truth
+@pytest.mark.parametrize("method", ["psis", "is", "ij", "cumulant"])
+def test_errors_against_exact_loo_shrink_as_n_grows(method):
+    """Conjugate normal regression: exact log p(y_n | y_-n) in closed form, 4000 exact draws."""
+    errors = []
+    for n in [20, 80, 320]:
+        error = []
+        for seed in range(3):
+            X, y = heteroskedastic_regression(n, np.random.default_rng(seed))
+            model = ConjugateNormal(X, y, sigma=1.0)
+            beta = model.draws(4000, np.random.default_rng(100 + seed))
+            result = _quiet(bayesij.loo, model.log_lik(beta)[None], method=method, r_eff=1.0)
+            exact = exact_loo_log_predictive(model)
+            error.append(np.mean(np.abs(result.pointwise["elpd_loo"] - exact)))
+        errors.append(np.mean(error))
+    assert errors[0] > errors[1] > errors[2], errors
+    assert errors[2] < 0.01
+
+
+def test_reported_mcse_covers_the_error_of_psis():
+    X, y = heteroskedastic_regression(40, np.random.default_rng(5))
+    model = ConjugateNormal(X, y, sigma=1.0)
+    exact = exact_loo_log_predictive(model)
+    z = []
+    for seed in range(20):
+        beta = model.draws(1000, np.random.default_rng(seed))
+        result = _quiet(bayesij.loo, model.log_lik(beta)[None], r_eff=1.0)
+        z.append((result.pointwise["elpd_loo"] - exact) / result.pointwise["mcse_elpd_loo"])
+    z = np.concatenate(z)
+    assert 0.5 < np.mean(z**2) < 2.0  # importance sampling bias is small next to the noise
+
+
+# ----------------------------------------------------------------------------- equivalences
+def test_two_dimensional_equals_three_dimensional_with_given_r_eff():
+    log_lik = _log_lik_csv("reference")
+    a = bayesij.loo(log_lik, r_eff=0.5)
+    b = bayesij.loo(log_lik.reshape(-1, log_lik.shape[2]), r_eff=0.5)
+    pd.testing.assert_frame_equal(a.pointwise, b.pointwise)
+
+
+def test_chunked_equals_whole(monkeypatch):
+    log_lik = _heavy_tailed_draws(2, n_obs=600)
+    whole = _quiet(bayesij.loo, log_lik)
+    monkeypatch.setattr(_numeric, "CHUNK_BYTES", 8 * 2000 * 300)
+    chunked = _quiet(bayesij.loo, log_lik)
+    pd.testing.assert_frame_equal(whole.pointwise, chunked.pointwise, rtol=1e-12)
+
+
+def test_container_inference_data_and_array_agree():
+    idata = az.load_arviz_data("centered_eight")
+    results = [
+        _quiet(bayesij.loo, source)
+        for source in (
+            idata,
+            bayesij.from_inference_data(idata),
+            idata.log_likelihood["obs"].values,
+        )
+    ]
+    for other in results[1:]:
+        np.testing.assert_allclose(other.pointwise["elpd_loo"], results[0].pointwise["elpd_loo"])
+
+
+def test_leave_group_out_equals_loo_of_summed_log_lik():
+    log_lik = _log_lik_csv("reference")[..., :24]
+    groups = np.repeat(["a", "b", "c", "d", "e", "f"], 4)
+    grouped = bayesij.loo(log_lik, groups=groups)
+    summed = bayesij.loo(log_lik.reshape(4, 250, 6, 4).sum(axis=3))
+    np.testing.assert_allclose(grouped.pointwise["elpd_loo"], summed.pointwise["elpd_loo"])
+    assert list(grouped.pointwise.index) == list("abcdef")
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31), shift=st.floats(-50, 50))
+def test_permutation_and_column_constants(seed, shift):
+    rng = np.random.default_rng(seed)
+    log_lik = -0.5 * (rng.normal(size=8) - rng.normal(size=(2, 200, 1)) * 0.5) ** 2
+    base = _quiet(bayesij.loo, log_lik, r_eff=1.0).pointwise
+    order = rng.permutation(8)
+    permuted = _quiet(bayesij.loo, log_lik[..., order], r_eff=1.0).pointwise
+    np.testing.assert_allclose(permuted["elpd_loo"], base["elpd_loo"].to_numpy()[order])
+    constants = shift * np.arange(8)
+    shifted = _quiet(bayesij.loo, log_lik + constants, r_eff=1.0).pointwise
+    np.testing.assert_allclose(shifted["pareto_k"], base["pareto_k"], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(shifted["elpd_loo"], base["elpd_loo"] + constants, atol=1e-8)
+
+
+def test_tail_rules():
+    assert tail_length(4000, 1.0, "ceil") == 190  # 3 sqrt(4000) = 189.7
+    assert tail_length(4000, 1.0, "floor") == 189
+    assert tail_length(100, 1.0, "ceil") == 20  # 0.2 S
+    a = bayesij.loo(_log_lik_csv("reference"), tail_rule="floor")
+    b = bayesij.loo(_log_lik_csv("reference"), tail_rule="ceil")
+    assert not np.allclose(a.pointwise["pareto_k"], b.pointwise["pareto_k"])
+
+
+# ----------------------------------------------------------------------------- compare
+def test_compare_layout_and_values():
+    log_lik = _log_lik_csv("reference")
+    good = bayesij.loo(log_lik, ddof=1)
+    worse = bayesij.loo(log_lik - np.linspace(0, 0.2, 25), ddof=1)
+    table = bayesij.compare({"worse": worse, "good": good})
+    assert list(table.index) == ["good", "worse"]
+    assert list(table.columns[:2]) == ["elpd_diff", "se_diff"]
+    difference = worse.pointwise["elpd_loo"] - good.pointwise["elpd_loo"]
+    np.testing.assert_allclose(table.loc["worse", "elpd_diff"], difference.sum())
+    np.testing.assert_allclose(table.loc["worse", "se_diff"], np.sqrt(25) * difference.std(ddof=1))
+    assert table.loc["good", "elpd_diff"] == 0 and table.loc["good", "se_diff"] == 0
+    with pytest.raises(ValueError, match=r"results: found different numbers of units"):
+        bayesij.compare({"a": good, "b": bayesij.loo(log_lik[..., :5], ddof=1)})
+    with pytest.raises(ValueError, match=r"results: found mixed SE conventions"):
+        bayesij.compare({"a": good, "b": bayesij.loo(log_lik)})
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_result_accessors_and_text():
+    result = _quiet(bayesij.loo, _log_lik_csv("heavy"))
+    assert result.k_threshold == pytest.approx(min(1 - 1 / np.log10(1000), 0.7))
+    table = result.pareto_k_table()
+    assert table["count"].sum() == 30 and table.loc["(1, Inf)", "count"] >= 3
+    text = str(result)
+    assert "Computed from 1000 by 30 log-likelihood matrix (PSIS-LOO" in text
+    assert "Pareto k diagnostic values" in text and "unit(s) above k-hat 0.67" in text
+    np.testing.assert_allclose(result.mcse, np.sqrt((result.pointwise["mcse_elpd_loo"] ** 2).sum()))
+
+
+def test_warnings_for_high_k_constant_columns_and_few_draws(rng):
+    with pytest.warns(UserWarning, match=r"units have Pareto k-hat above 0.67"):
+        bayesij.loo(_log_lik_csv("heavy"))
+    log_lik = rng.normal(-1, 0.1, size=(2, 300, 4))
+    log_lik[..., 2] = -1.5
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = bayesij.loo(log_lik)
+    messages = " | ".join(str(w.message) for w in caught)
+    assert "1 unit(s) have a log-likelihood constant over all draws (positions [2])" in messages
+    assert "1 of 4 units have Pareto k-hat above" in messages  # inf counts as bad
+    assert np.isinf(result.pointwise["pareto_k"].iloc[2])
+    assert np.isfinite(result.pointwise["elpd_loo"]).all()
+    with pytest.warns(UserWarning, match=r"Only 60 draws \(fewer than 100\)"):
+        bayesij.loo(rng.normal(-1, 0.1, size=(60, 4)))
+
+
+@pytest.mark.parametrize("method", ["psis", "is", "ij", "cumulant"])
+def test_impossible_observation_has_minus_infinite_elpd(rng, method):
+    log_lik = rng.normal(-1, 0.1, size=(1, 400, 3))
+    base = _quiet(bayesij.loo, log_lik, r_eff=1.0, method=method).pointwise
+    log_lik[0, 10, 1] = -np.inf
+    with pytest.warns(UserWarning, match=r"1 unit\(s\) have log-likelihood -inf at some draws"):
+        result = _quiet_except_impossible(bayesij.loo, log_lik, r_eff=1.0, method=method)
+    row = result.pointwise.iloc[1]
+    assert row["elpd_loo"] == -np.inf and row["p_loo"] == np.inf and row["pareto_k"] == np.inf
+    pd.testing.assert_frame_equal(result.pointwise.iloc[[0, 2]], base.iloc[[0, 2]])
+
+
+def _quiet_except_impossible(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Pareto k-hat above")
+        return function(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"method": "exact"}, r"method: found 'exact'; expected one of"),
+        ({"tail_rule": "round"}, r"tail_rule: found 'round'; expected 'ceil'"),
+        ({"r_eff": -1.0}, r"r_eff: found values that are not finite and positive"),
+        ({"ddof": 3}, r"ddof: found 3; expected 0 \(ArviZ\) or 1 \(R loo\)"),
+        ({"groups": [1, 2]}, r"groups: found shape \(2,\)"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        bayesij.loo(np.zeros((2, 200, 4)) - 1.0, **kwargs)
+
+
+def test_bad_log_lik_and_values(rng):
+    log_lik = rng.normal(-1, 0.1, size=(200, 4))
+    with pytest.raises(ValueError, match=r"data: found 200 NaN value\(s\) \(first at draw 0"):
+        bayesij.loo(np.where(np.arange(4) == 2, np.nan, log_lik))
+    with pytest.raises(ValueError, match=r"values: found shape \(200, 3\); expected one value"):
+        bayesij.loo_expectation(log_lik, rng.normal(size=(200, 3)))
+    with pytest.raises(ValueError, match=r"kind: found 'median'"):
+        bayesij.loo_expectation(log_lik, rng.normal(size=(200, 4)), kind="median")
+    with pytest.raises(ValueError, match=r"prob: found 1.5; expected a probability"):
+        bayesij.loo_expectation(log_lik, rng.normal(size=(200, 4)), kind="quantile", prob=1.5)
+    with pytest.raises(ValueError, match=r"y: found shape \(3,\); expected one value per"):
+        bayesij.loo_pit(log_lik, np.zeros(3), rng.normal(size=(200, 4)))
+
+
+def test_one_thread_equals_many(monkeypatch):
+
+    log_lik = _heavy_tailed_draws(3, n_obs=700)
+    monkeypatch.setattr(_numeric, "CHUNK_BYTES", 8 * 4000 * 200)
+    monkeypatch.setattr(_numeric, "THREADS", 4)
+    many = _quiet(bayesij.loo, log_lik)
+    monkeypatch.setattr(_numeric, "THREADS", 1)
+    one = _quiet(bayesij.loo, log_lik)
+    pd.testing.assert_frame_equal(many.pointwise, one.pointwise)
+
+
+def test_interleaved_chain_ids_give_the_same_r_eff():
+    from bayesij.array.loo import loo_pointwise
+
+    log_lik = _log_lik_csv("reference")  # (4, 250, 25)
+    interleaved = np.transpose(log_lik, (1, 0, 2)).reshape(1000, 25)
+    chains = np.tile(np.arange(4), 250)
+    a = loo_pointwise(log_lik)
+    b = loo_pointwise(interleaved, chain_ids=chains)
+    np.testing.assert_allclose(b.r_eff, a.r_eff, rtol=1e-12)
+    np.testing.assert_allclose(b.elpd, a.elpd, rtol=1e-12)
