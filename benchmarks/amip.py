@@ -2,9 +2,9 @@
 
 Draws: 4 chains x 1000 exact draws of a conjugate normal regression with N observations
 (a weak slope, so sign and significance targets are reachable). ArviZ has no AMIP; the
-yardsticks on the same log-likelihood matrix are one log-sum-exp pass (DESIGN.md section 5)
-and ``az.loo``, the per-observation pass ArviZ users already run ("speed-up" is its time
-over each row's; ``--skip-arviz`` leaves it out).
+yardsticks on the same log-likelihood matrix are one log-sum-exp pass (the unit of cost of
+docs/architecture.md, "Scale") and ``az.loo``, the per-observation pass ArviZ users already
+run ("speed-up" is its time over each row's; ``--skip-arviz`` leaves it out).
 
 Run: ``python benchmarks/amip.py [--sizes 10000,100000] [--skip-arviz]``.
 """

@@ -49,7 +49,7 @@ def regression_draws(n_obs: int, n_quantities: int = 10, seed: int = 0):
 
 
 def log_sum_exp_pass(log_lik: np.ndarray) -> np.ndarray:
-    """The unit of cost of DESIGN.md section 5: one streaming log-sum-exp over draws."""
+    """The unit of cost (docs/architecture.md, "Scale"): one streaming log-sum-exp over draws."""
     matrix = log_lik.reshape(-1, log_lik.shape[-1])
     top = matrix.max(axis=0)
     return top + np.log(np.exp(matrix - top).sum(axis=0))

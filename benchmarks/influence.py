@@ -1,10 +1,10 @@
 """Speed and peak memory of influence scores and the IJ covariance, beside ArviZ on the same input.
 
 ArviZ has no influence scores; the yardsticks on the same (4 chains x 1000 draws) x N
-log-likelihood matrix are one log-sum-exp pass over the draws (DESIGN.md section 5's unit of
-cost), a bare NumPy covariance ``F_c.T @ L_c / (S - 1)`` (psi without Monte Carlo error), and
-``az.loo`` — the per-observation pass ArviZ users already run on this matrix.
-"speed-up" is az.loo's time over each row's.
+log-likelihood matrix are one log-sum-exp pass over the draws (the unit of cost of
+docs/architecture.md, "Scale"), a bare NumPy covariance ``F_c.T @ L_c / (S - 1)`` (psi
+without Monte Carlo error), and ``az.loo`` — the per-observation pass ArviZ users already
+run on this matrix. "speed-up" is az.loo's time over each row's.
 
 Run: ``python benchmarks/influence.py [--sizes 10000,100000] [--skip-arviz]``.
 """

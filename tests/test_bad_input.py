@@ -1,4 +1,5 @@
-"""Every public entry point rejects the bad inputs of DESIGN.md section 6 with one template.
+"""Every public entry point rejects the bad inputs of docs/architecture.md ("Bad input")
+with one template.
 
 The message names the argument, what was found and what was expected.
 """

@@ -76,7 +76,7 @@ class GpdFit(NamedTuple):
 def _sum_log1p(theta: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``sum_i log1p(-theta[j, c] x[i, c])`` for each grid point j and column c, (m, n_cols).
 
-    DESIGN section 5: the grid's sums of logs need far fewer logarithms. The tail is split
+    The grid's sums of logs need far fewer logarithms than one per term. The tail is split
     into four contiguous quarters whose factors ``1 - theta x`` are multiplied before one
     ``log``: a quarter of the logarithms, one grid point at a time in reused buffers. The
     rounding of ``1 - theta x`` costs about ``M eps`` in absolute terms, which matters only

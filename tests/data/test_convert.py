@@ -27,9 +27,10 @@ def _counting_checks(monkeypatch):
         return original(*args, **kwargs)
 
     for module in list(sys.modules.values()):
-        if getattr(module, "__name__", "").startswith("bayesij") and getattr(
-            module, "check_log_lik_values", None
-        ) is original:
+        if (
+            getattr(module, "__name__", "").startswith("bayesij")
+            and getattr(module, "check_log_lik_values", None) is original
+        ):
             monkeypatch.setattr(module, "check_log_lik_values", counted)
     return calls
 
