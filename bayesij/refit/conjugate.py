@@ -69,20 +69,6 @@ class ConjugateNormal:
         resid = self.y - beta @ self.X.T
         return -0.5 * (resid / self.sigma) ** 2 - np.log(self.sigma) - 0.5 * np.log(2 * np.pi)
 
-    def influence(self) -> np.ndarray:
-        """Exact ``d E_w[beta] / d w_n`` at ``w = 1``, shape (n_coef, n_obs)."""
-        mean, cov = self.posterior()
-        resid = self.y - self.X @ mean
-        return cov @ (self.X * resid[:, None]).T / self.sigma**2
-
-    def bootstrap_means(self, n_boot: int, rng) -> np.ndarray:
-        """Posterior means under multinomial bootstrap weights, shape (n_boot, n_coef)."""
-        weights = rng.multinomial(self.n_obs, np.full(self.n_obs, 1 / self.n_obs), size=n_boot)
-        xtwx = np.einsum("bn,ni,nj->bij", weights, self.X, self.X) / self.sigma**2
-        xtwy = weights @ (self.X * self.y[:, None]) / self.sigma**2
-        rhs = self.prior_precision @ self.prior_mean + xtwy
-        return np.linalg.solve(self.prior_precision + xtwx, rhs[..., None])[..., 0]
-
     def log_predictive(self, weights, points) -> np.ndarray:
         """Exact ``log p(y_n | data weighted by weights)`` for observations ``points``."""
         mean, cov = self.posterior(weights)

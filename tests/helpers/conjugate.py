@@ -77,3 +77,20 @@ def hierarchical_normal(n_groups, n_per_group, rng, sigma=1.0, tau=0.5, mu_sd=10
     precision[1:, 1:] = np.eye(n_groups) / tau**2
     model = ConjugateNormal(X, y, sigma=sigma, prior_cov=np.linalg.inv(precision))
     return model, groups
+
+
+def exact_influence(model: ConjugateNormal) -> np.ndarray:
+    """Exact ``d E_w[beta] / d w_n`` at ``w = 1``, shape (n_coef, n_obs)."""
+    mean, cov = model.posterior()
+    resid = model.y - model.X @ mean
+    return cov @ (model.X * resid[:, None]).T / model.sigma**2
+
+
+def exact_bootstrap_means(model: ConjugateNormal, n_boot: int, rng) -> np.ndarray:
+    """Posterior means under multinomial bootstrap weights, shape (n_boot, n_coef)."""
+    n = model.n_obs
+    weights = rng.multinomial(n, np.full(n, 1 / n), size=n_boot)
+    xtwx = np.einsum("bn,ni,nj->bij", weights, model.X, model.X) / model.sigma**2
+    xtwy = weights @ (model.X * model.y[:, None]) / model.sigma**2
+    rhs = model.prior_precision @ model.prior_mean + xtwy
+    return np.linalg.solve(model.prior_precision + xtwx, rhs[..., None])[..., 0]
