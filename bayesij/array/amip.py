@@ -17,12 +17,16 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesij.array._numeric import obs_chunks
 from bayesij.array.ess import relative_eff_rows
 from bayesij.array.influence import influence_scores
 from bayesij.array.psis import psis_chunk, tail_length
 
 __all__ = [
     "amip_search",
+    "search_path",
+    "hybrid_change",
+    "weighted_influence_mcse",
     "AmipSearch",
     "Goal",
     "goal_for",
@@ -67,8 +71,16 @@ class AmipPath(NamedTuple):
     sizes : ndarray of shape (k + 1,)
         Set size at each point of ``change`` (the reweighted path adds units in steps).
     stopped : str
-        Why the path ends: ``'reached'``, ``'alpha_max'``, ``'k-hat'`` or ``'no unit
-        moves the metric that way'``.
+        Why the path ends: ``'reached'``, ``'alpha_max'`` or ``'no unit moves the metric
+        that way'``.
+    how : ndarray of str, shape (k + 1,)
+        How each point of ``change`` is estimated: ``'start'``, ``'linear'``,
+        ``'reweighted'`` (importance reweighting of the draws, k-hat below the threshold)
+        or ``'linear continuation'`` (first order from the last reliably reweighted
+        posterior, after k-hat passed the threshold).
+    reliable : int
+        The first ``reliable`` units of ``order`` are estimated by reweighting; the rest by
+        the linear prediction (the whole set for the linear method, ``reliable = 0``).
     """
 
     order: np.ndarray
@@ -76,6 +88,8 @@ class AmipPath(NamedTuple):
     pareto_k: np.ndarray
     stopped: str
     sizes: np.ndarray
+    how: np.ndarray
+    reliable: int = 0
 
 
 #: A target counts as reached only when the predicted change passes it by this many Monte
@@ -102,22 +116,31 @@ def linear_path(
     )
     reached = np.flatnonzero(direction * change >= need + MC_MARGIN * noise)
     if reached.size:
-        k = int(reached[0])
-        return AmipPath(
-            order[:k], change[: k + 1], np.full(k + 1, np.nan), "reached", np.arange(k + 1)
-        )
-    stopped = "alpha_max" if order.size == k_max else "no unit moves the metric that way"
+        order, change, stopped = order[: reached[0]], change[: reached[0] + 1], "reached"
+    else:
+        stopped = "alpha_max" if order.size == k_max else "no unit moves the metric that way"
+    how = np.array(["start"] + ["linear"] * order.size)
     return AmipPath(
-        order, change, np.full(order.size + 1, np.nan), stopped, np.arange(order.size + 1)
+        order, change, np.full(order.size + 1, np.nan), stopped, np.arange(order.size + 1), how
     )
 
 
 def set_weights(set_lik: np.ndarray, chain_shape: tuple[int, int]) -> tuple[np.ndarray, float]:
-    """Normalised PSIS weights ``∝ exp(-set_lik)`` over draws (S,) and their k-hat."""
+    """Normalised PSIS weights ``∝ exp(-set_lik)`` over draws (S,) and their k-hat.
+
+    A draw under which a dropped unit is impossible (``set_lik = -inf``) gets weight zero:
+    the posterior without that unit is taken as the full posterior divided by the unit's
+    likelihood on the draws where the unit is possible. (With no such draw left the weights
+    are NaN and k-hat is infinite.)
+    """
     n_draws = set_lik.size
-    ratios = np.exp(-(set_lik - set_lik.min())).reshape(1, *chain_shape)
+    impossible = np.isneginf(set_lik)
+    if impossible.all():
+        return np.full(n_draws, np.nan), np.inf
+    lik = np.where(impossible, np.inf, set_lik)
+    ratios = np.exp(-(lik - lik[~impossible].min())).reshape(1, *chain_shape)
     r_eff = relative_eff_rows(ratios / ratios.max()) if ratios.std() > 0 else np.ones(1)
-    smoothed = psis_chunk(-set_lik[:, None], tail_length(n_draws, np.clip(r_eff, 1e-3, None)))
+    smoothed = psis_chunk(-lik[:, None], tail_length(n_draws, np.clip(r_eff, 1e-3, None)))
     log_w = smoothed.log_weights[:, 0]
     weights = np.exp(log_w - log_w.max())
     return weights / weights.sum(), float(smoothed.pareto_k[0])
@@ -147,9 +170,44 @@ def weighted_metric(
     f: np.ndarray, log_lik: np.ndarray, weights: np.ndarray, sign: int, z: float
 ) -> tuple[float, np.ndarray, float]:
     """:func:`weighted_value` and the metric's influence per unit ``phi`` (U,) under the
-    weights: ``(g, phi, mcse)`` for ``log_lik`` of shape (S, U)."""
+    weights: ``(g, phi, mcse)`` for ``log_lik`` of shape (S, U). Units with ``-inf`` at
+    some draw have no finite influence: NaN (see :func:`_exact_gains`)."""
     value, weighted, mcse = weighted_value(f, weights, sign, z)
-    return value, weighted @ log_lik, mcse
+    with np.errstate(invalid="ignore"):
+        phi = weighted @ log_lik
+    return value, np.where(np.isfinite(phi), phi, np.nan), mcse
+
+
+def weighted_influence_mcse(
+    f: np.ndarray, log_lik: np.ndarray, weights: np.ndarray, sign: int, z: float
+) -> np.ndarray:
+    """Monte Carlo standard error of each unit's weighted influence ``phi`` (U,).
+
+    ``phi_u = sum_s w_s a_s (l_su - lbar_u)`` with ``a = g* - g*_w``; as a self-normalised
+    importance-sampling estimate its variance is ``sum_s w_s^2 (a_s (l_su - lbar_u) -
+    phi_u)^2`` (independent draws).
+    """
+    _, weighted, _ = weighted_value(f, weights, sign, z)
+    a = np.divide(weighted, weights, out=np.zeros_like(weights), where=weights > 0)
+    out = np.empty(log_lik.shape[1])
+    w2 = weights**2
+    for chunk in obs_chunks(log_lik.shape[1], 2 * log_lik.shape[0]):
+        columns = np.where(np.isfinite(log_lik[:, chunk]), log_lik[:, chunk], 0.0)
+        centred = columns - weights @ columns
+        phi = weighted @ centred
+        out[chunk] = np.sqrt(w2 @ (a[:, None] * centred - phi) ** 2)
+    return out
+
+
+def _exact_gains(flat_f, flat_l, set_lik, units, base_value, chain_shape, sign, z):
+    """``-phi`` stand-ins for units that are impossible under some draws: the reweighted
+    change of the metric when each is dropped next, one at a time."""
+    phi = np.empty(units.size)
+    for i, u in enumerate(units):
+        weights, _ = set_weights(set_lik + flat_l[:, u], chain_shape)
+        value = weighted_value(flat_f, weights, sign, z)[0] if np.isfinite(weights).all() else 0
+        phi[i] = -(value - base_value)
+    return phi
 
 
 def reweighted_path(
@@ -162,54 +220,114 @@ def reweighted_path(
     k_max: int,
     k_threshold: float,
 ) -> AmipPath:
-    """Greedy set growth with importance-reweighted re-estimation after each addition.
-
-    The target counts as reached once the estimate passes it by ``MC_MARGIN`` of its Monte
-    Carlo standard errors.
+    """Greedy set growth with importance-reweighted re-estimation after each addition, then
+    a linear continuation once reweighting is no longer reliable.
 
     ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U). One unit joins per step
     up to 20, then 5 % of the set at a time (a cost of a few dozen passes over the draws
-    for any set size). The path stops when the target is reached, at ``k_max`` units, or
-    when the weights' k-hat exceeds ``k_threshold`` (the reweighted estimate is then no
-    longer reliable).
+    for any set size). While the weights' k-hat stays at most ``k_threshold`` the metric is
+    re-estimated by PSIS-reweighting the draws with ``exp(-sum_{u in set} l_u)``. When a
+    step would pass the threshold, the search goes back to the last reliable set and
+    continues from that reweighted posterior with the first-order prediction: units in
+    decreasing order of their influence under those weights (a reweighted covariance). The
+    target counts as reached once the estimate passes it by ``MC_MARGIN`` of its Monte Carlo
+    standard errors; the path ends at ``k_max`` units otherwise. So "not reachable" means
+    that neither reweighting nor the linear continuation reaches the target.
+
+    Units impossible under some draws (``-inf``) are ranked by the exact reweighted change
+    of dropping them next; dropping one gives zero weight to those draws.
     """
     chain_shape = f.shape
     flat_f, flat_l = f.reshape(-1), log_lik.reshape(f.size, -1)
+    impossible = np.flatnonzero(np.isneginf(flat_l).any(axis=0))
     uniform = np.full(flat_f.size, 1 / flat_f.size)
     base = weighted_value(flat_f, uniform, sign, z)[0]
     chosen: list[int] = []
     changes, khats, sizes = [], [], []
     set_lik = np.zeros(flat_f.size)
+    weights, khat = uniform, np.nan
     while True:
-        weights, khat = (uniform, np.nan) if not chosen else set_weights(set_lik, chain_shape)
         value, phi, mcse = weighted_metric(flat_f, flat_l, weights, sign, z)
+        if impossible.size:
+            phi[impossible] = _exact_gains(
+                flat_f, flat_l, set_lik, impossible, value, chain_shape, sign, z
+            )
         changes.append(value - base)
         khats.append(khat)
         sizes.append(len(chosen))
         if direction * changes[-1] >= need + MC_MARGIN * mcse:
             stopped = "reached"
-        elif chosen and khat > k_threshold:
-            stopped = "k-hat"
-        elif len(chosen) >= k_max:
+            break
+        if len(chosen) >= k_max:
             stopped = "alpha_max"
-        else:
-            gain = -direction * phi
-            gain[chosen] = -np.inf
-            step = min(max(1, len(chosen) // 20), k_max - len(chosen))
-            best = np.argsort(-gain, kind="stable")[:step]
-            best = best[gain[best] > 0]
-            if best.size:
-                chosen.extend(best.tolist())
-                set_lik += flat_l[:, best].sum(axis=1)
-                continue
+            break
+        gain = -direction * phi
+        gain[chosen] = -np.inf
+        step = min(max(1, len(chosen) // 20), k_max - len(chosen))
+        best = np.argsort(-np.nan_to_num(gain, nan=-np.inf), kind="stable")[:step]
+        best = best[gain[best] > 0]
+        if not best.size:
             stopped = "no unit moves the metric that way"
-        return AmipPath(
-            np.array(chosen, dtype=int),
-            np.array(changes),
-            np.array(khats),
-            stopped,
-            np.array(sizes),
-        )
+            break
+        next_lik = set_lik + flat_l[:, best].sum(axis=1)
+        next_weights, next_khat = set_weights(next_lik, chain_shape)
+        if not next_khat <= k_threshold:
+            return _continue_linearly(
+                flat_f,
+                flat_l,
+                weights,
+                chosen,
+                changes,
+                khats,
+                sizes,
+                phi,
+                mcse,
+                (sign, z, direction, need, k_max),
+            )
+        chosen.extend(best.tolist())
+        set_lik, weights, khat = next_lik, next_weights, next_khat
+    how = np.array(["start"] + ["reweighted"] * (len(changes) - 1))
+    order = np.array(chosen, dtype=int)
+    return AmipPath(
+        order, np.array(changes), np.array(khats), stopped, np.array(sizes), how, order.size
+    )
+
+
+def _continue_linearly(
+    flat_f, flat_l, weights, chosen, changes, khats, sizes, phi, mcse, goal
+) -> AmipPath:
+    """Extend a reweighted path from its last reliable posterior (``weights``) with the
+    first-order prediction under those weights."""
+    sign, z, direction, need, k_max = goal
+    noise_phi = weighted_influence_mcse(flat_f, flat_l, weights, sign, z)
+    gain = -direction * np.nan_to_num(phi, nan=-np.inf * direction)
+    gain[chosen] = -np.inf
+    extra = np.argsort(-gain, kind="stable")
+    extra = extra[gain[extra] > 0][: k_max - len(chosen)]
+    start = changes[-1]
+    linear = start + np.cumsum(-phi[extra])
+    noise = np.sqrt(mcse**2 + np.cumsum(np.nan_to_num(noise_phi[extra]) ** 2))
+    reached = np.flatnonzero(direction * linear >= need + MC_MARGIN * noise)
+    if reached.size:
+        extra, linear, stopped = extra[: reached[0] + 1], linear[: reached[0] + 1], "reached"
+    elif len(chosen) + extra.size >= k_max:
+        stopped = "alpha_max"
+    else:
+        stopped = "no unit moves the metric that way"
+    n_reliable = len(chosen)
+    order = np.concatenate([np.array(chosen, dtype=int), extra])
+    how = np.array(
+        ["start"] + ["reweighted"] * (len(changes) - 1) + ["linear continuation"] * extra.size
+    )
+    return AmipPath(
+        order,
+        np.concatenate([changes, linear]),
+        np.concatenate([khats, np.full(extra.size, np.nan)]),
+        stopped,
+        np.concatenate([sizes, n_reliable + np.arange(1, extra.size + 1)]),
+        how,
+        n_reliable,
+    )
 
 
 def split_halves(n_chains: int, n_draws: int) -> tuple[str, tuple[slice, slice], int]:
@@ -280,7 +398,9 @@ def metric_influence(f, log_lik, goal):
     return influence_scores(metric_draws(f, goal.sign, goal.z)[..., None], log_lik, check=False)
 
 
-def _path(method, f, log_lik, goal, k_max, k_threshold, scores=None):
+def search_path(method, f, log_lik, goal, k_max, k_threshold, scores=None) -> AmipPath:
+    """The path of ``method`` ("linear" or "reweighted") towards ``goal`` from draws ``f``
+    (n_chains, n_draws) and ``log_lik`` (n_chains, n_draws, U)."""
     if method == "linear":
         scores = metric_influence(f, log_lik, goal) if scores is None else scores
         return linear_path(scores.psi[0], goal.direction, goal.need, k_max, scores.mcse[0])
@@ -289,20 +409,41 @@ def _path(method, f, log_lik, goal, k_max, k_threshold, scores=None):
     )
 
 
-def _after(f, log_lik, order, method) -> tuple[float, float]:
-    """Predicted posterior mean and sd after dropping ``order``."""
+def hybrid_change(
+    f: np.ndarray, log_lik: np.ndarray, reliable: np.ndarray, extra: np.ndarray, sign: int, z: float
+) -> float:
+    """Change of the metric from dropping ``reliable`` (estimated by reweighting the draws)
+    and then ``extra`` (first order under those weights). ``f`` (n_chains, n_draws),
+    ``log_lik`` (n_chains, n_draws, U)."""
+    flat_f, flat_l = f.reshape(-1), log_lik.reshape(f.size, -1)
+    uniform = np.full(flat_f.size, 1 / flat_f.size)
+    before = weighted_value(flat_f, uniform, sign, z)[0]
+    weights = uniform
+    if reliable.size:
+        weights, _ = set_weights(flat_l[:, reliable].sum(axis=1), f.shape)
+    value, weighted, _ = weighted_value(flat_f, weights, sign, z)
+    if extra.size:
+        columns = flat_l[:, extra]
+        with np.errstate(invalid="ignore"):
+            value -= float(np.nansum(weighted @ np.where(np.isfinite(columns), columns, 0.0)))
+    return value - before
+
+
+def _after(f, log_lik, path: AmipPath, method: str) -> tuple[float, float]:
+    """Predicted posterior mean and sd after dropping the path's set."""
     flat = f.reshape(-1)
-    if order.size == 0:
-        return float(flat.mean()), float(flat.std(ddof=1))
+    mean, sd = float(flat.mean()), float(flat.std(ddof=1))
+    if path.order.size == 0:
+        return mean, sd
     if method == "reweighted":
-        set_lik = log_lik[:, :, order].sum(axis=2).reshape(-1)
-        weights, _ = set_weights(set_lik, f.shape)
-        mean = float(weights @ flat)
-        return mean, float(np.sqrt(weights @ (flat - mean) ** 2))
-    change_mean, _ = linear_set_change(f, log_lik, order, 0, 1.0)
-    change_sd, _ = linear_set_change(f, log_lik, order, 1, 1.0)
-    mean = float(flat.mean()) + change_mean
-    return mean, float(flat.std(ddof=1)) + change_sd - change_mean
+        reliable, extra = path.order[: path.reliable], path.order[path.reliable :]
+        change_mean = hybrid_change(f, log_lik, reliable, extra, 0, 1.0)
+        change_upper = hybrid_change(f, log_lik, reliable, extra, 1, 1.0)
+        sd = float(flat.std())  # divisor S, as weighted_value's sd under uniform weights
+    else:
+        change_mean, _ = linear_set_change(f, log_lik, path.order, 0, 1.0)
+        change_upper, _ = linear_set_change(f, log_lik, path.order, 1, 1.0)
+    return mean + change_mean, sd + change_upper - change_mean
 
 
 def _split_check(method, f, log_lik, goal, k_max, k_threshold, path) -> dict:
@@ -314,30 +455,24 @@ def _split_check(method, f, log_lik, goal, k_max, k_threshold, path) -> dict:
         return {}
     l_a, l_b = take(log_lik, first), take(log_lik, second)
     goal_a = replace(goal, need=goal.need if path.stopped == "reached" else np.inf)
-    chosen = _path(method, f_a, l_a, goal_a, max(1, path.order.size), k_threshold).order
-    if chosen.size == 0:
+    chosen = search_path(method, f_a, l_a, goal_a, max(1, path.order.size), k_threshold)
+    if chosen.order.size == 0:
         return {}
-    split, mcse = linear_set_change(f_b, l_b, chosen, goal.sign, goal.z)
+    split, mcse = linear_set_change(f_b, l_b, chosen.order, goal.sign, goal.z)
     if method == "reweighted":
-        naive = _reweighted_change(f_a, l_a, chosen, goal.sign, goal.z)
-        split = _reweighted_change(f_b, l_b, chosen, goal.sign, goal.z)
+        parts = chosen.order[: chosen.reliable], chosen.order[chosen.reliable :]
+        naive = hybrid_change(f_a, l_a, *parts, goal.sign, goal.z)
+        split = hybrid_change(f_b, l_b, *parts, goal.sign, goal.z)
     else:
-        naive, _ = linear_set_change(f_a, l_a, chosen, goal.sign, goal.z)
+        naive, _ = linear_set_change(f_a, l_a, chosen.order, goal.sign, goal.z)
     return {
         "how": how,
-        "n_drop": int(chosen.size),
+        "n_drop": int(chosen.order.size),
         "naive": naive,
         "split": split,
         "mcse": mcse,
         "interval": (split - 1.96 * mcse, split + 1.96 * mcse),
     }
-
-
-def _reweighted_change(f, log_lik, order, sign, z) -> float:
-    flat = f.reshape(-1)
-    before = weighted_value(flat, np.full(flat.size, 1 / flat.size), sign, z)[0]
-    weights, _ = set_weights(log_lik[:, :, order].sum(axis=2).reshape(-1), f.shape)
-    return weighted_value(flat, weights, sign, z)[0] - before
 
 
 class AmipSearch(NamedTuple):
@@ -405,8 +540,10 @@ def amip_search(
     """
     goal = goal_for(f, target, float(z))
     scores = metric_influence(f, log_lik, goal)
-    path = _path(method, f, log_lik, goal, k_max, k_threshold, scores)
-    linear = _path("linear", f, log_lik, replace(goal, need=np.inf), k_max, k_threshold, scores)
-    mean_after, sd_after = _after(f, log_lik, path.order, method)
+    path = search_path(method, f, log_lik, goal, k_max, k_threshold, scores)
+    linear = search_path(
+        "linear", f, log_lik, replace(goal, need=np.inf), k_max, k_threshold, scores
+    )
+    mean_after, sd_after = _after(f, log_lik, path, method)
     monte_carlo = _split_check(method, f, log_lik, goal, k_max, k_threshold, path)
     return AmipSearch(goal, path, linear.change, mean_after, sd_after, monte_carlo)

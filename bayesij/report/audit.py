@@ -15,7 +15,7 @@ import pandas as pd
 
 from bayesij.array.influence import InfluenceScores
 from bayesij.data.convert import as_posterior
-from bayesij.stats.amip import AmipResult
+from bayesij.stats.amip import AmipResult, looks_like_scale, one_signed
 from bayesij.stats.amip import amip as compute_amip
 from bayesij.stats.jackknife import IJCovariance, ij_covariance
 from bayesij.stats.linearity import linearity
@@ -45,9 +45,11 @@ class Audit:
         With the linearity check attached.
     loo, waic : LooResult, WaicResult or None
     amip : dict
-        ``(quantity, target) -> AmipResult``. Where the reweighted search stopped because
-        its importance weights became unreliable (k-hat), the linear prediction is used and
-        the key is listed in ``linear_fallback``.
+        ``(quantity, target) -> AmipResult``, exactly what :func:`bayesij.amip` returns for
+        the same question.
+    skipped : dict
+        ``(quantity, target) -> reason`` for targets not searched (sign targets of
+        one-signed quantities named like scales, such as ``sigma``).
     description : str
         The posterior audited.
     """
@@ -59,7 +61,7 @@ class Audit:
     waic: WaicResult | None
     amip: dict = field(default_factory=dict)
     description: str = ""
-    linear_fallback: list = field(default_factory=list)
+    skipped: dict = field(default_factory=dict)
 
     # ----------------------------------------------------------------- plain words
     def fragile(self) -> list[AmipResult]:
@@ -74,11 +76,11 @@ class Audit:
         """The opening summary: one sentence per finding."""
         lines = []
         fragile = self.fragile()
-        for key, r in self.amip.items():
+        for r in self.amip.values():
             if r in fragile:
                 how = (
-                    " (linearly: reweighting the draws became unreliable)"
-                    if key in self.linear_fallback
+                    " (in part by a linear continuation: reweighting the draws became unreliable)"
+                    if r.n_reweighted < r.n_drop and r.method == "reweighted"
                     else ""
                 )
                 lines.append(
@@ -94,12 +96,18 @@ class Audit:
                 + (
                     f"{r.n_drop} units, {100 * r.prop_drop:.2g} %"
                     if r.reachable
-                    else "not within " + f"{r.n_drop} units"
+                    else f"not reachable by dropping up to {r.n_drop} units"
                 )
                 + ")"
                 for r in robust
             )
             lines.append(f"Not decided by a handful of units: {words}.")
+        if self.skipped:
+            names = ", ".join(sorted({q for q, _ in self.skipped}))
+            lines.append(
+                f"Sign targets skipped for {names}: every draw is positive and the name is a "
+                "scale's, so its sign cannot change."
+            )
         lines += self._se_words()
         if self.loo is not None:
             bad = self.loo.bad_k_ids()
@@ -154,9 +162,13 @@ class Audit:
             lines.append(
                 f"Refit leaving out {_ids(self.loo.bad_k_ids())} for exact LOO (bayesij.refit.loo)."
             )
-        if not lines:
+        if not lines and not self._bootstrap_advised():
             lines.append("No refit is needed for these checks.")
         return lines
+
+    def _bootstrap_advised(self) -> bool:
+        verdicts = self.ij.linearity.verdict if self.ij.linearity is not None else None
+        return verdicts is not None and bool((verdicts != "reliable").any())
 
     # ----------------------------------------------------------------- tables and figures
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -354,10 +366,13 @@ def audit(
         )
         if amip:
             for q in names:
+                draws = post.quantities.sel(quantity=q).values
+                scale = one_signed(draws) is not None and looks_like_scale(q)
                 for t in targets:
-                    found = compute_amip(post, q, target=t, groups=groups, method=method)
-                    if found.stopped == "k-hat":
-                        found = compute_amip(post, q, target=t, groups=groups, method="linear")
-                        result.linear_fallback.append((q, t))
-                    result.amip[(q, t)] = found
+                    if scale and t in ("sign", "sign_and_significance"):
+                        result.skipped[(q, t)] = "one-signed scale"
+                        continue
+                    result.amip[(q, t)] = compute_amip(
+                        post, q, target=t, groups=groups, method=method
+                    )
     return result

@@ -9,10 +9,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from bayesij.array.amip import METHODS, TARGETS, amip_search
+from bayesij.array._numeric import sum_by_group
+from bayesij.array.amip import METHODS, TARGETS, amip_search, search_path
 from bayesij.array.checks import fail
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior
+from bayesij.data.posterior import Posterior, base_name
 
 __all__ = ["amip", "AmipResult", "TARGETS", "METHODS"]
 
@@ -44,11 +46,27 @@ class AmipResult:
     predicted_mean, predicted_interval : float, tuple
         Predicted posterior mean and ``mean ± z sd`` after the drop.
     curve : pandas.DataFrame
-        ``n_drop``, the predicted change of the metric (``linear``; ``reweighted`` and its
-        ``pareto_k`` along the greedy path for that method).
+        ``n_drop``, the predicted change of the metric (``linear``; for the reweighted
+        method also ``reweighted``, its ``pareto_k`` and ``estimate``: how each point was
+        estimated, ``'reweighted'`` while k-hat is below its threshold, then
+        ``'linear continuation'`` from the last reliably reweighted posterior).
     method : str
     stopped : str
-        Why the set stopped growing.
+        Why the set stopped growing: ``'reached'``, ``'alpha_max'``, ``'no unit moves the
+        metric that way'``, a refit budget spent, or why the target cannot be reached at
+        all (a sign target for a quantity whose draws all have one sign).
+    n_reweighted : int
+        How many units of the set were estimated by reweighting (the rest by the linear
+        continuation).
+    refits : pandas.DataFrame or None
+        With ``backend=``: one row per refit in the loop (set size, predicted and refit
+        value of the metric, whether the refit reached the target).
+    one_signed : str or None
+        ``'positive'`` or ``'negative'`` when every draw of the quantity has that sign.
+        Reweighting cannot then change the sign (only the linear continuation and refits
+        can), and for a quantity constrained to that sign (a scale) a sign target is
+        meaningless: the text says so, and :func:`bayesij.audit` skips sign targets for
+        one-signed quantities named like scales.
     monte_carlo : dict
         The split-draw check: the set chosen on one half of the draws, its predicted change
         on that half (``naive``, optimistic) and on the other half (``split``) with an
@@ -80,6 +98,9 @@ class AmipResult:
     unit: str = "obs"
     kept: np.ndarray | None = field(default=None, repr=False, compare=False)
     verification: dict | None = field(default=None)
+    n_reweighted: int = 0
+    refits: pd.DataFrame | None = field(default=None, compare=False)
+    one_signed: str | None = None
 
     @property
     def reachable(self) -> bool:
@@ -160,6 +181,28 @@ class AmipResult:
             )
         ids = ", ".join(map(str, self.drop_ids[:15])) + (" ..." if self.n_drop > 15 else "")
         lines = [head, body, f"  set: [{ids}]"]
+        if self.one_signed and self.target in ("sign", "sign_and_significance"):
+            lines.append(
+                f"  every draw of {self.quantity} is {self.one_signed}: if it is constrained "
+                "to that sign (a scale), its sign cannot change and this target is moot"
+            )
+        if (
+            self.refits is None
+            and self.method == "reweighted"
+            and 0 < self.n_drop
+            and self.n_reweighted < self.n_drop
+        ):
+            lines.append(
+                f"  the first {self.n_reweighted} units are estimated by reweighting the "
+                "draws; past them k-hat exceeds its threshold and the rest is a linear "
+                "continuation from that reweighted posterior: confirm by a refit "
+                "(bayesij.refit.verify, or amip(..., backend=))"
+            )
+        if self.refits is not None:
+            lines.append(
+                f"  refits in the loop ({len(self.refits)}):\n"
+                + self.refits.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+            )
         mc = self.monte_carlo
         if mc:
             lines.append(
@@ -176,6 +219,27 @@ class AmipResult:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+
+#: Base names that conventionally denote scales (constrained positive): the audit skips sign
+#: targets for such a quantity when every draw is positive.
+SCALE_NAMES = ("sigma", "tau", "sd", "scale", "phi", "nu", "kappa", "omega", "rho_sd")
+
+
+def one_signed(f: np.ndarray) -> str | None:
+    """``'positive'`` or ``'negative'`` when every draw has that sign, else None."""
+    if np.all(f > 0):
+        return "positive"
+    if np.all(f < 0):
+        return "negative"
+    return None
+
+
+def looks_like_scale(name: str) -> bool:
+    """Whether a quantity's name is a conventional scale name (``sigma``, ``tau[2]``,
+    ``sigma_y``, ``sd_group``, ...)."""
+    base = base_name(name).lower()
+    return any(base == s or base.startswith(s + "_") or base.endswith("_" + s) for s in SCALE_NAMES)
 
 
 def _check_arguments(post, quantity, target, alpha_max, z, method):
@@ -204,6 +268,8 @@ def amip(
     alpha_max: float = 0.1,
     z: float = 1.96,
     method: str = "reweighted",
+    backend=None,
+    max_refits: int = 5,
 ) -> AmipResult:
     """Approximate most influential set: the fewest units whose removal reaches a target.
 
@@ -228,8 +294,20 @@ def amip(
     method : {"reweighted", "linear"}, default "reweighted"
         "linear": units by sorted influence, the first-order prediction. "reweighted": grow
         the set greedily, re-estimating by PSIS-reweighting the draws with
-        ``exp(-sum_{n in set} l_n)`` after each addition; it stops (and says so) when the
-        weights' k-hat passes ``min(1 - 1/log10 S, 0.7)``.
+        ``exp(-sum_{n in set} l_n)`` after each addition; once the weights' k-hat passes
+        ``min(1 - 1/log10 S, 0.7)`` it continues from the last reliable reweighted
+        posterior with the first-order prediction under those weights, marking those
+        steps (``curve['estimate']``). "Not reachable" means neither reaches the target
+        within ``alpha_max``.
+    backend : refit backend, optional
+        Refits in the loop (:mod:`bayesij.refit.backends`, or any object with
+        ``fit(weights) -> Posterior``): whenever the cheap search claims the target, or
+        reweighting becomes unreliable, the model is refitted without the current set; the
+        influence is recomputed from the refit's draws and the search goes on from there,
+        until a refit confirms the target or ``max_refits`` refits are spent. The result's
+        set is then refit-verified (``verification``) and ``refits`` holds the history.
+    max_refits : int, default 5
+        Budget of refits in the loop.
 
     Returns
     -------
@@ -258,27 +336,39 @@ def amip(
     log_lik_units, units = post.units(groups)
     codes, _ = post.unit_codes(groups)
     n_units = units.size
+    k_max = max(1, int(np.floor(alpha_max * n_units)))
     found = amip_search(
         f,
         log_lik_units,
         target,
         z=float(z),
         method=method,
-        k_max=max(1, int(np.floor(alpha_max * n_units))),
+        k_max=k_max,
         k_threshold=pareto_k_threshold(post.n_draws),
     )
+    result = _result(post, quantity, target, z, units, codes, found, method)
+    if backend is None:
+        return result
+    return _refit_in_the_loop(
+        result, found.goal, found.path, codes, units, backend, max_refits, k_max
+    )
+
+
+def _result(post, quantity, target, z, units, codes, found, method) -> AmipResult:
     goal, path = found.goal, found.path
     curve = pd.DataFrame(
         {"n_drop": np.arange(found.linear_change.size), "linear": found.linear_change}
     )
     if method == "reweighted":
-        curve = curve.merge(
-            pd.DataFrame(
-                {"n_drop": path.sizes, "reweighted": path.change, "pareto_k": path.pareto_k}
-            ),
-            on="n_drop",
-            how="outer",
+        steps = pd.DataFrame(
+            {
+                "n_drop": path.sizes,
+                "reweighted": path.change,
+                "pareto_k": path.pareto_k,
+                "estimate": path.how,
+            }
         )
+        curve = curve.merge(steps, on="n_drop", how="outer")
     mean, sd = found.mean_after, found.sd_after
     return AmipResult(
         quantity=quantity,
@@ -287,7 +377,7 @@ def amip(
         original_value=goal.value,
         z=float(z),
         drop_ids=units.values[path.order].tolist(),
-        n_units=int(n_units),
+        n_units=int(units.size),
         predicted_change=float(path.change[-1]),
         predicted_mean=mean,
         predicted_interval=(mean - z * sd, mean + z * sd),
@@ -297,4 +387,109 @@ def amip(
         monte_carlo=found.monte_carlo,
         unit=units.dims[0],
         kept=(~np.isin(codes, path.order)).astype(float),
+        n_reweighted=int(path.reliable) if method == "reweighted" else 0,
+        one_signed=one_signed(post.quantities.sel(quantity=quantity).values),
     )
+
+
+def _unit_log_lik(post: Posterior, codes: np.ndarray, n_units: int) -> np.ndarray:
+    """A refit's log-likelihood of the original units (groups summed), (C, D, U)."""
+    values = post.log_lik.values
+    if n_units == values.shape[2] and np.array_equal(codes, np.arange(n_units)):
+        return values
+    c, d, n = values.shape
+    return sum_by_group(values.reshape(-1, n), codes, n_units).reshape(c, d, n_units)
+
+
+def _refit_in_the_loop(first, goal, path, codes, units, backend, max_refits, k_max) -> AmipResult:
+    """Alternate cheap searches with refits until a refit confirms the target.
+
+    Each round refits without the current set when the search claims the target (the
+    claimed set) or when reweighting became unreliable (its reliable part), then searches
+    again from the refit's draws for the rest of the way.
+    """
+    if not hasattr(backend, "fit"):
+        raise fail(
+            "backend",
+            f"a {type(backend).__name__}",
+            "a refit backend with fit(weights) (bayesij.refit.*Backend)",
+        )
+    if isinstance(max_refits, bool) or not (
+        isinstance(max_refits, (int, np.integer)) and max_refits >= 1
+    ):
+        raise fail("max_refits", repr(max_refits), "an integer >= 1")
+    method, n_units = first.method, units.size
+    path_order, value = path.order, goal.value
+    dropped = np.zeros(0, dtype=int)
+    rows, last = [], None
+    for refit_number in range(1, max_refits + 1):
+        if path.stopped == "reached":
+            new, why = path_order, "target claimed"
+            predicted = value + float(path.change[-1])
+        elif method == "reweighted" and path.reliable < path_order.size:
+            new, why = path_order[: max(path.reliable, 1)], "k-hat passed its threshold"
+            predicted = value + float(path.change[path.how != "linear continuation"][-1])
+        elif path_order.size:  # not claimed: refit the largest set, an exact lower bound
+            new, why = path_order, "largest set searched"
+            predicted = value + float(path.change[-1])
+        else:
+            break
+        dropped = np.concatenate([dropped, new])
+        weights = (~np.isin(codes, dropped)).astype(float)
+        refit = as_posterior(backend.fit(weights), argument="backend")
+        if first.quantity not in refit.quantity_names:
+            raise fail(
+                "backend",
+                f"refits without the quantity {first.quantity!r}",
+                "refits reporting the quantity of the search",
+            )
+        draws = refit.quantities.sel(quantity=first.quantity).values
+        mean, sd = float(draws.mean()), float(draws.std(ddof=1))
+        value = mean + goal.sign * goal.z * sd
+        reached = goal.direction * (value - goal.value) >= goal.need
+        rows.append(
+            {
+                "refit": refit_number,
+                "n_drop": int(dropped.size),
+                "why": why,
+                "predicted": predicted,
+                "refit_value": value,
+                "reached": bool(reached),
+            }
+        )
+        last = (mean, sd, weights, reached)
+        if reached or dropped.size >= k_max:
+            break
+        remaining = np.setdiff1d(np.arange(n_units), dropped)
+        log_lik_now = _unit_log_lik(refit, codes, n_units)[:, :, remaining]
+        goal_now = replace(
+            goal, value=value, need=goal.need - goal.direction * (value - goal.value)
+        )
+        path = search_path(
+            method,
+            draws,
+            log_lik_now,
+            goal_now,
+            k_max - dropped.size,
+            pareto_k_threshold(refit.n_draws),
+        )
+        path_order = remaining[path.order]
+    if last is None:
+        return first
+    mean, sd, weights, reached = last
+    history = pd.DataFrame(rows)
+    verified = replace(
+        first,
+        drop_ids=units.values[dropped].tolist(),
+        kept=weights,
+        stopped="reached"
+        if reached
+        else (
+            f"refit budget spent ({max_refits} refits)"
+            if len(rows) == max_refits
+            else "no refit reached the target"
+        ),
+        predicted_change=float(rows[-1]["predicted"] - goal.value),
+        refits=history,
+    )
+    return verified.with_refit(mean, sd, refits=len(rows))

@@ -129,3 +129,123 @@ def test_bad_input(post):
         bayesij.amip(post, "beta[2]", groups=np.arange(10))
     with pytest.raises(ValueError, match="groups: found 1 missing label"):
         bayesij.amip(post, "beta[2]", groups=[None] + [1] * 199)
+
+
+def _leveraged_slope(seed):
+    """A near-zero slope held up by six high-leverage points (every draw positive), N = 100:
+    the influence is strongly nonlinear, so reweighting soon becomes unreliable."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=100)
+    y = 0.05 * x + rng.normal(size=100)
+    x[:6] = rng.uniform(2.0, 3.0, 6)
+    y[:6] = 0.9 * x[:6] + rng.normal(size=6) * 0.3
+    backend = refit.ConjugateNormalBackend(np.column_stack([np.ones(100), x]), y, draws=4000)
+    return backend, backend.fit(np.ones(100))
+
+
+def test_the_search_continues_linearly_past_the_k_hat_threshold():
+    backend, post = _leveraged_slope(5)
+    result = bayesij.amip(post, "beta[2]", "sign")  # the default: reweighted
+    # Reweighting is reliable for the first units only; the old search stopped there and
+    # answered "not reachable". The linear continuation reaches the target ...
+    assert result.reachable and 0 < result.n_reweighted < result.n_drop
+    estimates = result.curve["estimate"].dropna()
+    assert {"reweighted", "linear continuation"} <= set(estimates)
+    assert (result.curve["pareto_k"].dropna() <= 0.7).all()
+    # ... and the exact posterior without the set has a negative slope.
+    assert backend.exact_means(result.kept)[1] < 0
+    assert "linear continuation" in str(result)
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_refits_in_the_loop_find_a_set_the_cheap_searches_miss(seed):
+    backend, post = _leveraged_slope(seed)
+    linear = bayesij.amip(post, "beta[2]", "sign", method="linear")
+    cheap = bayesij.amip(post, "beta[2]", "sign")
+    assert not linear.reachable and not cheap.reachable  # both predict too little change
+    looped = bayesij.amip(post, "beta[2]", "sign", backend=backend, max_refits=5)
+    assert looped.reachable and looped.verification["reached"]
+    assert looped.n_drop <= linear.n_drop
+    assert backend.exact_means(looped.kept)[1] < 0  # the closed form confirms the flip
+    assert 1 <= len(looped.refits) <= 5
+    assert looped.refits["reached"].iloc[-1] and not looped.refits["reached"].iloc[:-1].any()
+    assert looped.one_signed == "positive"  # every draw positive, yet the sign flips
+
+
+def test_refit_in_the_loop_reports_its_budget(backend, post):
+    result = bayesij.amip(post, "beta[2]", "sign", backend=backend, max_refits=1)
+    assert len(result.refits) == 1
+    assert result.verification["mean"] == pytest.approx(
+        backend.exact_means(result.kept)[1], abs=0.02
+    )
+    with pytest.raises(ValueError, match="max_refits: found 0; expected an integer >= 1"):
+        bayesij.amip(post, "beta[2]", "sign", backend=backend, max_refits=0)
+    with pytest.raises(ValueError, match="backend: found a str"):
+        bayesij.amip(post, "beta[2]", "sign", backend="pystan")
+
+
+def test_an_impossible_draw_does_not_turn_the_search_into_nan(backend, post):
+    clean = bayesij.amip(post, "beta[2]", "sign")
+    values = post.log_lik.values.copy()
+    values[0, 5, 150] = -np.inf  # observation 150 is impossible under one draw
+    dirty = bayesij.from_arrays(post.quantities.values, values, quantity_names=post.quantity_names)
+    with pytest.warns(RuntimeWarning, match="influence is\\s+undefined"):
+        result = bayesij.amip(dirty, "beta[2]", "sign")
+    assert np.isfinite(result.predicted_change) and result.reachable
+    assert result.n_drop <= clean.n_drop + 1
+    # Dropping observation 150 itself gives the draw where it is impossible weight zero.
+    from bayesij.array.amip import set_weights
+
+    set_lik = values[..., 150].reshape(-1)
+    weights, khat = set_weights(set_lik, values.shape[:2])
+    assert weights[5] == 0 and np.isfinite(weights).all() and np.isfinite(khat)
+
+
+def test_amip_and_audit_give_the_same_answer(post):
+    audit = bayesij.audit(post, quantities="beta[2]", loo=False, waic=False)
+    for target in ("sign", "significance"):
+        direct = bayesij.amip(post, "beta[2]", target)
+        reported = audit.amip[("beta[2]", target)]
+        assert reported.drop_ids == direct.drop_ids
+        assert reported.predicted_value == pytest.approx(direct.predicted_value, rel=1e-12)
+
+
+def test_the_audit_skips_sign_targets_of_scales(rng):
+    sigma = np.exp(rng.normal(0, 0.1, size=(4, 200, 1)))
+    slope = rng.normal(0.3, 0.2, size=(4, 200, 1))
+    log_lik = rng.normal(-1, 0.1, size=(4, 200, 30)) + 0.01 * slope
+    post = bayesij.from_arrays(
+        np.concatenate([sigma, slope], axis=2), log_lik, quantity_names=["sigma", "beta"]
+    )
+    audit = bayesij.audit(post, loo=False, waic=False)
+    assert ("sigma", "sign") in audit.skipped and ("sigma", "sign") not in audit.amip
+    assert ("sigma", "significance") in audit.amip and ("beta", "sign") in audit.amip
+    assert any("Sign targets skipped for sigma" in line for line in audit.summary())
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+def test_refits_in_the_loop_confirm_a_flip_on_a_stan_regression():
+    pytest.importorskip("stan")
+    rng = np.random.default_rng(12)
+    n = 60
+    x = rng.normal(size=n)
+    y = 0.5 - 0.2 * x + rng.normal(size=n)
+    x[:4] = [2.6, 2.8, 3.0, 3.2]  # planted: four high-leverage points hold the slope up
+    y[:4] = 0.5 + 1.2 * x[:4]
+    data = {"N": n, "K": 1, "X": x[:, None], "y": y, "weights": np.ones(n)}
+    backend = refit.PyStanBackend(
+        "linear_regression",
+        data,
+        quantities=["beta"],
+        num_chains=2,
+        num_samples=500,
+        num_warmup=500,
+        seed=3,
+    )
+    post = backend.fit(np.ones(n))
+    result = bayesij.amip(post, "beta[1]", "sign", backend=backend, max_refits=3)
+    assert result.reachable and result.verification["reached"]
+    assert result.verification["value"] < 0 < result.original_value
+    assert len(result.refits) <= 3 and result.n_drop <= 6
+    assert len({1, 2, 3, 4} & set(result.drop_ids)) >= 3  # Stan ids are 1-based
