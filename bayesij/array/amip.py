@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array._numeric import obs_chunks
+from bayesij.array.checks import impossible_columns
 from bayesij.array.ess import relative_eff_rows
 from bayesij.array.influence import influence_scores
 from bayesij.array.psis import psis_chunk, tail_length
@@ -239,7 +240,7 @@ def reweighted_path(
     """
     chain_shape = f.shape
     flat_f, flat_l = f.reshape(-1), log_lik.reshape(f.size, -1)
-    impossible = np.flatnonzero(np.isneginf(flat_l).any(axis=0))
+    impossible = np.flatnonzero(impossible_columns(flat_l))
     uniform = np.full(flat_f.size, 1 / flat_f.size)
     base = weighted_value(flat_f, uniform, sign, z)[0]
     chosen: list[int] = []
