@@ -19,12 +19,20 @@ def load_posterior(files: list[str], log_lik: str | None, quantities) -> Posteri
     if missing:
         raise ValueError(f"FILES: found missing file(s) {missing}; expected existing files.")
     if len(paths) == 1 and paths[0].suffix in {".nc", ".netcdf", ".h5"}:
-        import arviz as az
+        import xarray as xr
 
         from bayesij.data.inference_data import from_inference_data
 
-        idata = az.from_netcdf(paths[0])
-        return from_inference_data(idata, log_lik=log_lik, quantities=quantities)
+        # A netCDF file written by ArviZ 0.23 (InferenceData) or 1.x (DataTree): groups.
+        try:
+            tree = xr.open_datatree(paths[0])
+        except (OSError, ValueError) as error:
+            raise ValueError(
+                f"FILES: found {paths[0].name!r}, which is not a readable netCDF file "
+                f"({error}); expected an InferenceData / DataTree netCDF file."
+            ) from None
+        with tree:
+            return from_inference_data(tree.load(), log_lik=log_lik, quantities=quantities)
     if all(p.suffix == ".csv" for p in paths):
         from bayesij.adapters.cmdstan import from_cmdstanpy
 

@@ -80,6 +80,13 @@ class LooResult:
         """``min(1 - 1/log10(S), 0.7)``: above it the PSIS estimate is unreliable."""
         return pareto_k_threshold(self.n_draws)
 
+    def to_arviz(self):
+        """This result as ArviZ's ``ELPDData`` (arviz-stats' with ArviZ 1.x, ``az.ELPDData``
+        with ArviZ 0.23), for ``arviz_stats.compare`` / ``az.compare`` and ArviZ's plots."""
+        from bayesij.adapters.arviz import to_elpd_data
+
+        return to_elpd_data(self)
+
     def estimates(self) -> pd.DataFrame:
         """Estimate and SE of elpd_loo, p_loo and looic, as R loo's ``estimates``."""
         se_p = elpd_standard_error(self.pointwise["p_loo"].to_numpy(), self.ddof)

@@ -80,6 +80,13 @@ class WaicResult:
     def waic_loss(self) -> float:
         return self.btl + self.beta * self.functional_variance / self.n_units
 
+    def to_arviz(self):
+        """This result as ArviZ's ``ELPDData`` (arviz-stats' with ArviZ 1.x, ``az.ELPDData``
+        with ArviZ 0.23), for ``arviz_stats.compare`` / ``az.compare`` and ArviZ's plots."""
+        from bayesij.adapters.arviz import to_elpd_data
+
+        return to_elpd_data(self)
+
     def estimates(self) -> pd.DataFrame:
         """Estimates and SEs of elpd_waic, p_waic and waic, as R loo's ``estimates``."""
         se_p = elpd_standard_error(self.pointwise["p_waic"].to_numpy(), self.ddof)

@@ -1,26 +1,28 @@
 """ArviZ InferenceData adapter on real InferenceData objects."""
 
-import arviz as az
 import numpy as np
 import pytest
 
 import bayesij
+from peers import from_dict, load_example
 
 
 @pytest.fixture(scope="module")
 def centered_eight():
-    return az.load_arviz_data("centered_eight")
+    return load_example("centered_eight")
 
 
 def test_eight_schools_names_values_and_obs_ids(centered_eight):
     post = bayesij.from_inference_data(centered_eight)
     assert post.quantity_names == ["mu"] + [f"theta[{i}]" for i in range(1, 9)] + ["tau"]
-    assert post.obs_names == list(centered_eight.log_likelihood["school"].values)
+    assert post.obs_names == list(centered_eight["log_likelihood"]["school"].values)
     np.testing.assert_array_equal(
         post.quantities.sel(quantity="theta[3]").values,
         centered_eight.posterior["theta"].isel(school=2).values,
     )
-    np.testing.assert_array_equal(post.log_lik.values, centered_eight.log_likelihood["obs"].values)
+    np.testing.assert_array_equal(
+        post.log_lik.values, centered_eight["log_likelihood"]["obs"].values
+    )
 
 
 def test_select_by_variable_and_element(centered_eight):
@@ -34,7 +36,7 @@ def test_select_by_variable_and_element(centered_eight):
 
 def _matrix_idata(rng):
     omega = rng.normal(size=(2, 50, 2, 3))
-    return az.from_dict(
+    return from_dict(
         posterior={"Omega": omega, "s": rng.normal(size=(2, 50))},
         log_likelihood={"y": rng.normal(size=(2, 50, 4)), "z": rng.normal(size=(2, 50, 2))},
     ), omega
@@ -62,17 +64,19 @@ def test_several_log_lik_variables(rng):
         bayesij.from_inference_data(idata)
     post = bayesij.from_inference_data(idata, log_lik=["y", "z"])
     assert post.obs_names == ["y[0]", "y[1]", "y[2]", "y[3]", "z[0]", "z[1]"]
-    np.testing.assert_array_equal(post.log_lik.values[:, :, 4:], idata.log_likelihood["z"].values)
+    np.testing.assert_array_equal(
+        post.log_lik.values[:, :, 4:], idata["log_likelihood"]["z"].values
+    )
 
 
 def test_missing_log_likelihood_group(rng):
-    idata = az.from_dict(posterior={"mu": rng.normal(size=(2, 50))})
+    idata = from_dict(posterior={"mu": rng.normal(size=(2, 50))})
     with pytest.raises(ValueError, match=r"idata: found no 'log_likelihood' group"):
         bayesij.from_inference_data(idata)
 
 
 def test_groups_pass_through(centered_eight):
-    schools = centered_eight.log_likelihood["school"].values
+    schools = centered_eight["log_likelihood"]["school"].values
     groups = {s: ("east" if i < 4 else "west") for i, s in enumerate(schools)}
     post = bayesij.from_inference_data(centered_eight, groups=groups)
     assert list(post.groups.values) == ["east"] * 4 + ["west"] * 4

@@ -61,9 +61,13 @@ def test_leaving_out_groups_of_a_hierarchical_model_is_flagged_and_refits_confir
         exact = _exact_change(model, (groups != unit).astype(float))
         linear = result.delta_lin[unit].to_numpy()
         assert np.linalg.norm(linear - exact) > 0.3 * np.linalg.norm(exact)
-    for g in range(12):  # and for every group's own intercept
+    psi = exact_influence(model)  # the IJ without Monte Carlo error misses 48 % ...
+    errors = []
+    for g in range(12):  # ... of every group's own intercept change; the draws' IJ too
         exact = _exact_change(model, (groups != g).astype(float))[1 + g]
-        assert abs(result.delta_lin.loc[f"alpha[{g + 1}]", g] - exact) > 0.3 * abs(exact)
+        assert abs(-psi[1 + g, groups == g].sum() - exact) > 0.4 * abs(exact)
+        errors.append(abs(result.delta_lin.loc[f"alpha[{g + 1}]", g] - exact) / abs(exact))
+    assert np.median(errors) > 0.3
     text = str(bayesij.ij_covariance(post, groups=groups, check_linearity=True))
     assert "Do not trust the IJ for alpha[1]: the linear approximation is unreliable" in text
 

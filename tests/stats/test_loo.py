@@ -15,6 +15,15 @@ import bayesij
 from bayesij.array import _numeric
 from bayesij.array.psis import tail_length
 from conjugate import ConjugateNormal, exact_loo_log_predictive, heteroskedastic_regression
+from peers import (
+    ARVIZ_1,
+    LOO_OPTIONS,
+    from_dict,
+    load_example,
+    log_lik_values,
+    peer_loo,
+    psis_log_weights,
+)
 
 DATA = Path(__file__).parents[1] / "reference"
 
@@ -39,30 +48,43 @@ def _heavy_tailed_draws(seed, n_obs=300):
 
 
 def _idata(log_lik):
-    return az.from_dict(posterior={"m": log_lik[..., 0]}, log_likelihood={"y": log_lik})
+    return from_dict(posterior={"m": log_lik[..., 0]}, log_likelihood={"y": log_lik})
 
 
 # ----------------------------------------------------------------------------- ArviZ
 @pytest.mark.parametrize("source", ["centered_eight", "heavy0", "heavy1"])
 def test_psis_equals_arviz_to_1e_10(source):
+    """ArviZ 0.23's az.loo, or arviz-stats 1.x's loo, with the options that reproduce it
+    (peers.LOO_OPTIONS: tail rule, ties, SE convention) and the same r_eff."""
     if source == "centered_eight":
-        idata = az.load_arviz_data(source)
-        log_lik = idata.log_likelihood["obs"].values
+        idata = load_example(source)
+        log_lik = log_lik_values(idata)
     else:
         log_lik = _heavy_tailed_draws(int(source[-1]))
         idata = _idata(log_lik)
-    theirs = _quiet(az.loo, idata, pointwise=True, reff=0.8)
-    ours = _quiet(bayesij.loo, log_lik, r_eff=0.8)
-    k_ours, k_theirs = ours.pointwise["pareto_k"].to_numpy(), theirs.pareto_k.values
-    assert np.array_equal(np.isinf(k_ours), np.isinf(k_theirs))
-    finite = np.isfinite(k_theirs)
+    theirs = peer_loo(idata, reff=0.8)
+    ours = _quiet(bayesij.loo, log_lik, r_eff=0.8, **LOO_OPTIONS)
+    k_ours, k_theirs = ours.pointwise["pareto_k"].to_numpy(), theirs.pareto_k
+    elpd_ours = ours.pointwise["elpd_loo"].to_numpy()
+    compared = np.ones(k_ours.size, dtype=bool)
+    if ARVIZ_1:
+        # arviz-stats 1.3 returns NaN where a column's log-likelihood spans more than about
+        # 700 nats (exp overflows; R loo, ArviZ 0.23 and bayesij stay finite), and drifts
+        # where k-hat is far beyond 1 (k-hat 57.4 where the others give 60.4): compare
+        # where it is finite with k-hat below 10 (all of eight schools, about a third of
+        # these deliberately extreme heavy-tailed columns).
+        spread = np.ptp(log_lik.reshape(-1, log_lik.shape[-1]), axis=0)
+        assert np.all(spread[~np.isfinite(theirs.elpd_i)] > 700)
+        compared = np.isfinite(theirs.elpd_i) & (k_theirs < 10)
+        assert compared.sum() >= min(80, k_ours.size)
+    np.testing.assert_allclose(elpd_ours[compared], theirs.elpd_i[compared], rtol=1e-10, atol=1e-10)
+    assert np.array_equal(np.isinf(k_ours[compared]), np.isinf(k_theirs[compared]))
+    finite = np.isfinite(k_theirs) & compared
     np.testing.assert_allclose(k_ours[finite], k_theirs[finite], rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(
-        ours.pointwise["elpd_loo"], theirs.loo_i.values, rtol=1e-10, atol=1e-10
-    )
-    np.testing.assert_allclose(
-        [ours.elpd, ours.se, ours.p_loo], [theirs.elpd_loo, theirs.se, theirs.p_loo], rtol=1e-10
-    )
+    if compared.all():
+        np.testing.assert_allclose(
+            [ours.elpd, ours.se, ours.p_loo], [theirs.elpd, theirs.se, theirs.p], rtol=1e-10
+        )
     if source != "centered_eight":
         assert (k_ours > 1).sum() > 10  # the smoothing and the inf cases are exercised
 
@@ -70,8 +92,8 @@ def test_psis_equals_arviz_to_1e_10(source):
 def test_ties_follow_arviz_by_default_and_r_loo_on_request():
     """Repeated MCMC draws (divergences in eight schools) tie with the tail cutoff at
     r_eff = 0.8: ArviZ fits only the draws above it, R loo the M largest by position."""
-    idata = az.load_arviz_data("centered_eight")
-    log_lik = idata.log_likelihood["obs"].values.reshape(-1, 8)
+    idata = load_example("centered_eight")
+    log_lik = log_lik_values(idata).reshape(-1, 8)
     cutoff_ties = [
         (np.sort(-log_lik[:, n]) == np.sort(-log_lik[:, n])[-151]).sum() for n in range(8)
     ]
@@ -126,12 +148,14 @@ def test_loo_expectation_mean_and_variance_from_arviz_weights():
     ArviZ's own PSIS weights with the same r_eff."""
     log_lik = _log_lik_csv("reference")
     y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
-    log_weights, _ = _quiet(az.psislw, -log_lik.reshape(-1, 25).T, reff=0.9)
-    w = np.exp(log_weights).T  # (draws, obs), normalised
+    w = np.exp(psis_log_weights(log_lik, reff=0.9))  # (draws, obs), normalised
     mean = (w * y_rep).sum(axis=0)
     variance = (w * (y_rep - mean) ** 2).sum(axis=0) / (1 - (w**2).sum(axis=0))
+    tail_rule = LOO_OPTIONS["tail_rule"]
     ours = {
-        kind: bayesij.loo_expectation(log_lik, y_rep, kind=kind, r_eff=0.9)["value"]
+        kind: bayesij.loo_expectation(log_lik, y_rep, kind=kind, r_eff=0.9, tail_rule=tail_rule)[
+            "value"
+        ]
         for kind in ("mean", "var", "sd")
     }
     np.testing.assert_allclose(ours["mean"], mean, rtol=1e-10)
@@ -143,9 +167,14 @@ def test_loo_pit_equals_arviz(rng):
     log_lik = _log_lik_csv("reference")
     y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
     y = np.loadtxt(DATA / "y_reference.csv", delimiter=",")
-    ours = bayesij.loo_pit(log_lik, y, y_rep, r_eff=0.9)
-    log_weights, _ = _quiet(az.psislw, -log_lik.reshape(-1, 25).T, reff=0.9)
-    theirs = _quiet(az.loo_pit, y=y, y_hat=y_rep.T, log_weights=log_weights)
+    ours = bayesij.loo_pit(log_lik, y, y_rep, r_eff=0.9, tail_rule=LOO_OPTIONS["tail_rule"])
+    log_weights = psis_log_weights(log_lik, reff=0.9)
+    if ARVIZ_1:
+        # arviz-stats 1.x's loo_pit smooths its own ECDF; the LOO-PIT of R loo and ArviZ
+        # 0.23 is the weighted share of replicates below y, here from the peer's weights.
+        theirs = (np.exp(log_weights) * (y_rep <= y)).sum(axis=0)
+    else:
+        theirs = _quiet(az.loo_pit, y=y, y_hat=y_rep.T, log_weights=log_weights.T)
     np.testing.assert_allclose(ours.to_numpy(), theirs, rtol=1e-10)
 
 
@@ -198,13 +227,13 @@ def test_chunked_equals_whole(monkeypatch):
 
 
 def test_container_inference_data_and_array_agree():
-    idata = az.load_arviz_data("centered_eight")
+    idata = load_example("centered_eight")
     results = [
         _quiet(bayesij.loo, source)
         for source in (
             idata,
             bayesij.from_inference_data(idata),
-            idata.log_likelihood["obs"].values,
+            log_lik_values(idata),
         )
     ]
     for other in results[1:]:
