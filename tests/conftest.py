@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,18 @@ sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 collect_ignore = ["helpers", "reference"]
 
 from conjugate import ConjugateNormal, heteroskedastic_regression  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _restore_the_environment():
+    """Undo changes to os.environ: a dask.distributed LocalCluster leaves PYTHONHASHSEED,
+    OMP_NUM_THREADS and more in the parent's environment, and a PyStan refit in a notebook
+    kernel started later (which inherits PYTHONHASHSEED) then loses its sampler processes."""
+    saved = dict(os.environ)
+    yield
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @pytest.fixture
