@@ -53,7 +53,7 @@ def _run_demo(args) -> None:
         "about a minute)...",
         file=sys.stderr,
     )
-    post, data = fit_demo()
+    post, data = fit_demo(progress=True)  # PyStan's progress goes to stderr
     print(
         f"Demo: linear regression of {data['N']} points; the last three "
         f"(ids {data['N'] - 2}..{data['N']}) are high-leverage points far out in x.\n"
@@ -61,17 +61,75 @@ def _run_demo(args) -> None:
     _print_audit(post, args.out)
 
 
-def _print_audit(post: Posterior, out: str | None) -> None:
+def _print_audit(post: Posterior, out: str | None, **options) -> None:
     from bayesij.report.audit import audit
 
-    result = audit(post)
+    if out:
+        _check_out(out)  # before the whole audit runs
+    result = audit(post, **options)
     print(result.to_markdown())
     if out:
         print(f"Report written to {result.to_html(out)}", file=sys.stderr)
 
 
+def _check_out(out: str) -> None:
+    path = Path(out)
+    if path.is_dir():
+        raise ValueError(f"--out: found the directory {out!r}; expected a file name.")
+    if not path.parent.is_dir():
+        raise ValueError(
+            f"--out: found {out!r}, whose folder {str(path.parent)!r} does not exist; "
+            "expected a file in an existing folder."
+        )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"found {text!r}; expected a whole number >= 1")
+    return value
+
+
+def _target(text: str):
+    """A --target value: sign, significance, sign_and_significance or a change (float)."""
+    if text in ("sign", "significance", "sign_and_significance"):
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"found {text!r}; expected sign, significance, sign_and_significance or a number"
+        ) from None
+
+
+def _groups(value: str | None, post: Posterior):
+    """--groups: a file of one label per observation (a line each, or a CSV's first
+    column), or the name of a coordinate or variable of the netCDF file's data."""
+    if value is None:
+        return None
+    path = Path(value)
+    if path.is_file():
+        import pandas as pd
+
+        labels = pd.read_csv(path, header=None).iloc[:, 0].tolist()
+        if len(labels) == post.n_obs + 1:  # a header line
+            labels = labels[1:]
+        return labels
+    raise ValueError(
+        f"--groups: found {value!r}, which is not a file; expected a file with one group "
+        f"label per observation ({post.n_obs} lines)."
+    )
+
+
 def _run_audit(args) -> None:
-    _print_audit(load_posterior(args.files, args.log_lik, args.quantity), args.out)
+    post = load_posterior(args.files, args.log_lik, args.quantity)
+    options = {"groups": _groups(args.groups, post), "alpha_max": args.alpha_max}
+    if args.target:
+        options["targets"] = tuple(args.target)
+    _print_audit(post, args.out, **options)
 
 
 def _run_influence(args) -> None:
@@ -82,9 +140,12 @@ def _run_influence(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from bayesij import __version__
+
     parser = argparse.ArgumentParser(
         prog="bayesij", description="Audit Bayesian fits from their MCMC draws."
     )
+    parser.add_argument("--version", action="version", version=f"bayesij {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="fit a Stan regression with PyStan and audit it")
     demo.add_argument("--out", default=None, help="also write the audit as this HTML file")
@@ -102,6 +163,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     aud.add_argument("--log-lik", default=None, help="log-likelihood variable name")
     aud.add_argument("--out", default=None, help="write a self-contained HTML report here")
+    aud.add_argument(
+        "--target",
+        action="append",
+        type=_target,
+        default=None,
+        help="AMIP target: sign, significance, sign_and_significance or a change (a number); "
+        "repeat for several (default: sign and significance)",
+    )
+    aud.add_argument(
+        "--groups",
+        default=None,
+        metavar="FILE",
+        help="file with the group label of each observation (one per line): groups become "
+        "the exchangeable units",
+    )
+    aud.add_argument(
+        "--alpha-max",
+        type=float,
+        default=0.1,
+        help="largest share of units an influential set may hold (default 0.1)",
+    )
     aud.set_defaults(run=_run_audit)
     infl = commands.add_parser(
         "influence", help="influence and IJ tables for CmdStan CSV files or a netCDF file"
@@ -114,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="quantity (variable or element); repeat for several",
     )
-    infl.add_argument("--top", type=int, default=5, help="units shown per quantity")
+    infl.add_argument("--top", type=_positive, default=5, help="units shown per quantity")
     infl.set_defaults(run=_run_influence)
     return parser
 

@@ -27,11 +27,16 @@ def demo_data(n: int = 80, seed: int = 20261120) -> dict:
 
 
 def fit_demo(
-    n: int = 80, seed: int = 20261120, num_chains: int = 4, num_samples: int = 1000
+    n: int = 80,
+    seed: int = 20261120,
+    num_chains: int = 4,
+    num_samples: int = 1000,
+    progress: bool = False,
 ) -> tuple[Posterior, dict]:
     """Compile (once; PyStan caches the build) and sample the demo regression.
 
     Returns the posterior container of ``alpha``, ``beta[1]`` and ``sigma`` and the data.
+    ``progress=True`` shows PyStan's progress on stderr.
     """
     data = demo_data(n, seed)
     fit = sample_pystan(
@@ -40,6 +45,7 @@ def fit_demo(
         seed,
         num_chains=num_chains,
         num_samples=num_samples,
+        progress=progress,
         num_warmup=1000,
     )
     return from_pystan(fit, quantities=["alpha", "beta", "sigma"]), data

@@ -3,12 +3,12 @@
 import subprocess
 import sys
 
-import arviz as az
 import pytest
 
 from bayesij import ij_covariance
 from bayesij.cli import main
 from bayesij.report.text import most_influential
+from peers import load_example
 from stan_csv import write_cmdstan_csv
 
 
@@ -26,7 +26,7 @@ def test_influence_on_cmdstan_csv(pystan_fit, tmp_path, capsys):
 
 def test_influence_on_netcdf(tmp_path, capsys):
     path = tmp_path / "eight.nc"
-    az.load_arviz_data("centered_eight").to_netcdf(str(path))
+    load_example("centered_eight").to_netcdf(str(path))
     assert main(["influence", str(path), "--quantity", "mu", "--quantity", "tau"]) == 0
     out = capsys.readouterr().out
     assert "2 quantities (mu, tau), 8 observations" in out
@@ -107,3 +107,50 @@ def test_audit_command_on_cmdstan_csv_writes_html(pystan_fit, tmp_path, capsys):
     assert "alpha" not in out.split("## Summary")[1].split("##")[0]
     page = out_file.read_text()
     assert page.startswith("<!DOCTYPE html>") and page.count("<img") >= 4
+
+
+def test_version_and_argument_errors(tmp_path, capsys):
+    from bayesij import __version__
+
+    with pytest.raises(SystemExit) as exit_code:
+        main(["--version"])
+    assert exit_code.value.code == 0 and capsys.readouterr().out.strip() == (
+        f"bayesij {__version__}"
+    )
+    for argv, message in [
+        (["influence", "x.nc", "--top", "0"], "--top: found '0'; expected a whole number"),
+        (["influence", "x.nc", "--top", "-1"], "--top: found '-1'; expected a whole number"),
+        (["audit", "x.nc", "--target", "flip"], "--target: found 'flip'; expected sign,"),
+    ]:
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert message in capsys.readouterr().err
+
+
+def test_audit_options_reach_the_audit(tmp_path, capsys):
+    path = tmp_path / "eight.nc"
+    load_example("centered_eight").to_netcdf(str(path))
+    groups = tmp_path / "groups.txt"
+    groups.write_text("\n".join(["a", "a", "b", "b", "c", "c", "d", "d"]) + "\n")
+    argv = [
+        "audit",
+        str(path),
+        "--quantity",
+        "mu",
+        "--target",
+        "sign",
+        "--target",
+        "-2.5",
+        "--groups",
+        str(groups),
+        "--alpha-max",
+        "0.5",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "change by -2.5 of mu" in out
+    table = out.split("Most influential units")[1]
+    top = table.split("| mu |")[1].split("\n")[0].replace("|", " ").split()
+    assert sorted(top) == ["a", "b", "c", "d"]  # the units are the four groups
+    assert main([*argv[:2], "--out", str(tmp_path / "missing" / "r.html")]) == 2
+    assert "--out: found" in capsys.readouterr().err

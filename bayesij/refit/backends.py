@@ -231,11 +231,15 @@ class PyStanBackend(_StanBackend):
     max_divergent : float, default 0.01
         A refit with more divergent transitions than this fraction of its draws fails.
     **sample_kwargs
-        Passed to ``model.sample`` (``num_chains``, ``num_samples``, ``num_warmup``, ...).
+        Passed to ``model.sample`` (``num_chains``, ``num_samples``, ``num_warmup``, ...);
+        ``progress=True`` shows PyStan's build and sampling progress on stderr (silent by
+        default: a campaign of hundreds of refits would print thousands of lines).
 
     Notes
     -----
     PyStan compiles a program once and caches the build on disk; later refits only load it.
+    The cache key includes the Python executable, so each new virtual environment compiles
+    once more.
     Refits run one after another in the calling process (``process_pool_safe = False``):
     PyStan already runs the chains of each refit in parallel processes, and its sampler
     hangs when started from a process-pool worker. To spread refits over machines use

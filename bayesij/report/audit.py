@@ -315,6 +315,7 @@ def audit(
     waic: bool = True,
     amip: bool = True,
     method: str = "reweighted",
+    alpha_max: float = 0.1,
 ) -> Audit:
     """Audit a fit: which conclusions hang on a few observations, whether posterior and
     frequentist standard errors agree, how reliable LOO is, and what to refit.
@@ -335,6 +336,8 @@ def audit(
         Which parts to compute.
     method : str, default "reweighted"
         AMIP method.
+    alpha_max : float, default 0.1
+        Largest share of units an influential set may hold (as :func:`bayesij.amip`).
 
     Returns
     -------
@@ -373,6 +376,6 @@ def audit(
                         result.skipped[(q, t)] = "one-signed scale"
                         continue
                     result.amip[(q, t)] = compute_amip(
-                        post, q, target=t, groups=groups, method=method
+                        post, q, target=t, groups=groups, method=method, alpha_max=alpha_max
                     )
     return result
