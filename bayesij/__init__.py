@@ -21,6 +21,7 @@ _PUBLIC = {
     # adapters: Stan fits and files
     "from_cmdstanpy": "bayesij.adapters.cmdstan",
     "from_pystan": "bayesij.adapters.pystan",
+    "from_csv": "bayesij.adapters.r_csv",
     # stats: labelled estimators, one module each
     "influence": "bayesij.stats.influence",
     "ij_covariance": "bayesij.stats.jackknife",

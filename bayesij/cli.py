@@ -124,8 +124,31 @@ def _groups(value: str | None, post: Posterior):
     )
 
 
+def _posterior_of(args) -> Posterior:
+    """The container named by the command line: CmdStan CSVs or a netCDF file (FILES), or
+    R's CSV exports (--draws with --log-lik as the log-likelihood CSV)."""
+    if args.draws is None:
+        if not args.files:
+            raise ValueError(
+                "FILES: found none; expected CmdStan CSV files, one netCDF file, or --draws "
+                "draws.csv --log-lik log_lik.csv."
+            )
+        if args.chains is not None:
+            raise ValueError("--chains: found it without --draws; expected it with --draws.")
+        return load_posterior(args.files, args.log_lik, args.quantity)
+    if args.files:
+        raise ValueError(
+            f"FILES: found {args.files} together with --draws; expected one or the other."
+        )
+    if args.log_lik is None:
+        raise ValueError("--log-lik: found none with --draws; expected log_lik.csv.")
+    from bayesij.adapters.r_csv import from_csv
+
+    return from_csv(args.draws, args.log_lik, chains=args.chains, quantities=args.quantity)
+
+
 def _run_audit(args) -> None:
-    post = load_posterior(args.files, args.log_lik, args.quantity)
+    post = _posterior_of(args)
     options = {"groups": _groups(args.groups, post), "alpha_max": args.alpha_max}
     if args.target:
         options["targets"] = tuple(args.target)
@@ -133,7 +156,7 @@ def _run_audit(args) -> None:
 
 
 def _run_influence(args) -> None:
-    post = load_posterior(args.files, args.log_lik, args.quantity)
+    post = _posterior_of(args)
     from bayesij.report.text import influence_report
 
     print(influence_report(post, top=args.top))
@@ -154,14 +177,30 @@ def build_parser() -> argparse.ArgumentParser:
         "audit",
         help="audit CmdStan CSV files or an InferenceData netCDF file: summary, tables, figures",
     )
-    aud.add_argument("files", nargs="+", help="CmdStan CSV files or one InferenceData .nc")
+    aud.add_argument(
+        "files", nargs="*", help="CmdStan CSV files or one InferenceData / DataTree .nc"
+    )
+    aud.add_argument(
+        "--draws",
+        default=None,
+        metavar="CSV",
+        help="draws exported from R (write.csv(as.matrix(fit)) or posterior's draws format); "
+        "--log-lik is then the log-likelihood CSV (write.csv(log_lik(fit)))",
+    )
+    aud.add_argument(
+        "--chains", type=_positive, default=None, help="number of chains stacked in --draws"
+    )
     aud.add_argument(
         "--quantity",
         action="append",
         default=None,
         help="quantity (variable or element); repeat for several",
     )
-    aud.add_argument("--log-lik", default=None, help="log-likelihood variable name")
+    aud.add_argument(
+        "--log-lik",
+        default=None,
+        help="log-likelihood variable name (netCDF, CmdStan) or, with --draws, its CSV file",
+    )
     aud.add_argument("--out", default=None, help="write a self-contained HTML report here")
     aud.add_argument(
         "--target",
@@ -188,8 +227,24 @@ def build_parser() -> argparse.ArgumentParser:
     infl = commands.add_parser(
         "influence", help="influence and IJ tables for CmdStan CSV files or a netCDF file"
     )
-    infl.add_argument("files", nargs="+", help="CmdStan CSV files or one InferenceData .nc")
-    infl.add_argument("--log-lik", default=None, help="log-likelihood variable name")
+    infl.add_argument(
+        "files", nargs="*", help="CmdStan CSV files or one InferenceData / DataTree .nc"
+    )
+    infl.add_argument(
+        "--draws",
+        default=None,
+        metavar="CSV",
+        help="draws exported from R (write.csv(as.matrix(fit)) or posterior's draws format); "
+        "--log-lik is then the log-likelihood CSV (write.csv(log_lik(fit)))",
+    )
+    infl.add_argument(
+        "--chains", type=_positive, default=None, help="number of chains stacked in --draws"
+    )
+    infl.add_argument(
+        "--log-lik",
+        default=None,
+        help="log-likelihood variable name (netCDF, CmdStan) or, with --draws, its CSV file",
+    )
     infl.add_argument(
         "--quantity",
         action="append",

@@ -1,0 +1,142 @@
+"""Draws and pointwise log-likelihood exported from R as CSV files.
+
+What rstanarm, brms and cmdstanr users can write without knowing Python:
+
+* ``write.csv(as.matrix(fit), "draws.csv")`` and ``write.csv(log_lik(fit), "log_lik.csv")``:
+  one row per draw (chains one after another), R's row names in a first unnamed column;
+* a draws-format CSV of the posterior package (``write.csv(posterior::as_draws_df(fit))``),
+  whose ``.chain``, ``.iteration`` and ``.draw`` columns give the chains.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayesij.array.checks import fail
+from bayesij.data.arrays import from_arrays
+from bayesij.data.posterior import Posterior, select_names
+
+__all__ = ["from_csv"]
+
+#: Columns of the posterior package's draws format that are not draws of a quantity.
+DRAWS_META = (".chain", ".iteration", ".draw")
+
+
+def _read(path, argument: str) -> pd.DataFrame:
+    if not Path(path).is_file():
+        raise fail(argument, f"no file at {str(path)!r}", "the path of a CSV file")
+    try:
+        table = pd.read_csv(path)
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
+        raise fail(argument, f"a file pandas cannot read as CSV ({error})", "a CSV file") from None
+    first = table.columns[0]
+    if first == "" or first.startswith("Unnamed: 0"):  # R's row names
+        table = table.drop(columns=first)
+    if table.shape[0] < 2 or table.shape[1] < 1:
+        raise fail(argument, f"a table of shape {table.shape}", "one row per draw (at least 2)")
+    return table
+
+
+def _numeric(table: pd.DataFrame, argument: str) -> np.ndarray:
+    bad = [c for c in table.columns if not pd.api.types.is_numeric_dtype(table[c])]
+    if bad:
+        raise fail(argument, f"non-numeric column(s) {bad[:5]}", "numbers in every column")
+    return table.to_numpy(dtype=float)
+
+
+def _obs_ids(columns) -> list:
+    """``V1..VN`` or ``1..N`` (R's defaults) become 1..N; other names are kept."""
+    names = [str(c) for c in columns]
+    for prefix in ("V", ""):
+        stripped = [n[len(prefix) :] if n.startswith(prefix) else "" for n in names]
+        if all(s.isdigit() for s in stripped):
+            return [int(s) for s in stripped]
+    return names
+
+
+def _chain_ids(table: pd.DataFrame, chains, n_rows: int) -> np.ndarray:
+    if ".chain" in table.columns:
+        if chains is not None:
+            found = np.unique(table[".chain"]).size
+            if found != chains:
+                raise fail("chains", repr(chains), f"the {found} chains of the .chain column")
+        return table[".chain"].to_numpy()
+    if chains is None:
+        return np.zeros(n_rows, dtype=int)
+    if isinstance(chains, bool) or not isinstance(chains, (int, np.integer)) or chains < 1:
+        raise fail("chains", repr(chains), "a whole number of chains >= 1")
+    if n_rows % chains:
+        raise fail(
+            "chains",
+            f"{chains} chains for {n_rows} draws",
+            "a number of chains that divides the number of draws",
+        )
+    return np.repeat(np.arange(chains), n_rows // chains)
+
+
+def from_csv(
+    draws, log_lik, *, chains: int | None = None, quantities=None, groups=None
+) -> Posterior:
+    """A posterior container from CSV files of draws and pointwise log-likelihood.
+
+    Parameters
+    ----------
+    draws : str or path
+        One row per draw, one column per quantity (``write.csv(as.matrix(fit))`` in R, or a
+        posterior draws-format CSV with ``.chain`` / ``.iteration`` / ``.draw`` columns).
+    log_lik : str or path
+        One row per draw (the same draws, in the same order), one column per observation
+        (``write.csv(log_lik(fit))``). Columns ``V1..VN`` or ``1..N`` become ids 1..N.
+    chains : int, optional
+        Number of chains, stacked one after another in the rows (as ``as.matrix`` writes
+        them). Taken from the ``.chain`` column when there is one; default one chain (then
+        Monte Carlo errors cannot see differences between chains).
+    quantities : str or list of str, optional
+        Columns to keep (default: all).
+    groups : array_like or mapping, optional
+        Exchangeable unit of each observation.
+
+    Returns
+    -------
+    Posterior
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> rng = np.random.default_rng(0)
+    >>> pd.DataFrame(rng.normal(size=(400, 2)), columns=["(Intercept)", "x"]).to_csv(
+    ...     os.path.join(folder, "draws.csv"))
+    >>> pd.DataFrame(rng.normal(size=(400, 5)), columns=[f"V{i}" for i in range(1, 6)]).to_csv(
+    ...     os.path.join(folder, "log_lik.csv"))
+    >>> post = from_csv(os.path.join(folder, "draws.csv"), os.path.join(folder, "log_lik.csv"),
+    ...                 chains=4)
+    >>> post.n_chains, post.quantity_names, post.obs_names
+    (4, ['(Intercept)', 'x'], [1, 2, 3, 4, 5])
+    """
+    draw_table = _read(draws, "draws")
+    ll_table = _read(log_lik, "log_lik")
+    if draw_table.shape[0] != ll_table.shape[0]:
+        raise fail(
+            "log_lik",
+            f"{ll_table.shape[0]} rows while draws has {draw_table.shape[0]}",
+            "one row per draw in both files, the same draws in the same order",
+        )
+    codes = _chain_ids(draw_table, chains, draw_table.shape[0])
+    ll_table = ll_table.drop(columns=[c for c in DRAWS_META if c in ll_table.columns])
+    draw_table = draw_table.drop(columns=[c for c in DRAWS_META if c in draw_table.columns])
+    names = [str(c) for c in draw_table.columns]
+    if quantities is not None:
+        names = select_names(names, quantities)
+        draw_table = draw_table[names]
+    return from_arrays(
+        _numeric(draw_table, "draws"),
+        _numeric(ll_table, "log_lik"),
+        chain_ids=codes,
+        quantity_names=names,
+        obs_names=_obs_ids(ll_table.columns),
+        groups=groups,
+    )
