@@ -134,13 +134,15 @@ class Audit:
                 "Posterior and frequentist (IJ) standard errors agree within 25 % "
                 f"for {', '.join(agree)}."
             )
-        for q in ratio.index.difference(agree, sort=False):
-            side = "smaller" if ratio[q] > 1 else "larger"
-            lines.append(
-                f"The posterior sd of {q} is {side} than its frequentist (IJ) sd "
-                f"(IJ / posterior = {ratio[q]:.2f}): the model may be misspecified "
-                "for it."
-            )
+        for side, test in (("smaller", lambda r: r > 1.25), ("larger", lambda r: r < 0.8)):
+            which = [q for q in ratio.index if q not in agree and test(ratio[q])]
+            if which:  # one sentence for all quantities on the same side
+                words = ", ".join(f"{q} ({ratio[q]:.2f})" for q in which)
+                lines.append(
+                    f"The posterior sd is {side} than the frequentist (IJ) sd for {words} "
+                    "(IJ sd / posterior sd): the model may be misspecified for "
+                    + ("it." if len(which) == 1 else "them.")
+                )
         if self.ij.linearity is not None:
             verdicts = self.ij.linearity.verdict
             untrusted = [q for q in verdicts.index if verdicts[q] != "reliable"]

@@ -17,6 +17,35 @@ def _axes(ax):
     return plt.subplots(figsize=(6.4, 3.6))[1]
 
 
+def _unit_positions(labels, ax) -> np.ndarray:
+    """x of each unit: its id when the ids are numbers (Stan's 1-based indices, positions of
+    arrays), else its position with the names as tick labels (up to 30 units)."""
+    labels = np.asarray(labels)
+    if labels.dtype.kind in "iuf":
+        return labels.astype(float)
+    x = np.arange(labels.size, dtype=float)
+    if labels.size <= 30:
+        ax.set_xticks(x, [str(label) for label in labels], rotation=60, ha="right", fontsize=7)
+    return x
+
+
+def _label_points(ax, x, y, labels, indices) -> None:
+    """Label points, staggering the offsets so that neighbouring labels do not overlap."""
+    for rank, i in enumerate(indices):
+        ax.annotate(
+            str(labels[i]),
+            (x[i], y[i]),
+            textcoords="offset points",
+            xytext=(4, 4 + 9 * (rank % 3)),
+            fontsize=8,
+        )
+
+
+def _legend_outside(ax) -> None:
+    """The legend beside the axes, where it hides no data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
 def plot_influence(scores, quantity: str, top: int = 5, ax=None):
     """Influence ``psi`` of every unit on ``quantity`` with ±2 MCSE bars; the ``top`` largest
     in absolute value are labelled.
@@ -28,15 +57,12 @@ def plot_influence(scores, quantity: str, top: int = 5, ax=None):
     psi = scores["psi"].sel(quantity=quantity).to_numpy()
     mcse = scores["mcse"].sel(quantity=quantity).to_numpy()
     labels = scores[unit].to_numpy()
-    x = np.arange(psi.size)
+    x = _unit_positions(labels, ax)
     ax.errorbar(x, psi, yerr=2 * mcse, fmt="o", ms=3, lw=0.8, color="C0", label="psi ± 2 MCSE")
     ax.axhline(0.0, color="0.6", lw=0.8)
-    for i in np.argsort(-np.abs(psi))[:top]:
-        ax.annotate(
-            str(labels[i]), (x[i], psi[i]), textcoords="offset points", xytext=(4, 4), fontsize=8
-        )
+    _label_points(ax, x, psi, labels, np.argsort(-np.abs(np.nan_to_num(psi)))[:top])
     ax.set(xlabel=unit, ylabel="psi = Cov(f, log-lik)", title=f"Influence on {quantity}")
-    ax.legend(loc="best", fontsize=8)
+    _legend_outside(ax)
     return ax
 
 
@@ -44,7 +70,7 @@ def plot_khat(result, ax=None):
     """Pareto k-hat of every unit of a :class:`bayesij.LooResult`, with the thresholds."""
     ax = _axes(ax)
     k = result.pointwise["pareto_k"].to_numpy()
-    x = np.arange(k.size)
+    x = _unit_positions(result.pointwise.index.to_numpy(), ax)
     bad = k > result.k_threshold
     ax.scatter(x[~bad], k[~bad], s=10, color="C0", label="k-hat")
     ax.scatter(
@@ -63,20 +89,13 @@ def plot_khat(result, ax=None):
         label=f"threshold min(1 - 1/log10 S, 0.7) = {result.k_threshold:.2f}",
     )
     ax.axhline(1.0, color="0.4", ls=":", lw=0.8, label="1")
-    for i in np.flatnonzero(bad)[:10]:
-        ax.annotate(
-            str(result.pointwise.index[i]),
-            (x[i], min(k[i], 2.0)),
-            textcoords="offset points",
-            xytext=(4, 2),
-            fontsize=8,
-        )
+    _label_points(ax, x, np.minimum(k, 2.0), result.pointwise.index, np.flatnonzero(bad)[:10])
     ax.set(
         xlabel=result.pointwise.index.name or "unit",
         ylabel="Pareto k-hat",
         title="PSIS-LOO diagnostics",
     )
-    ax.legend(loc="best", fontsize=8)
+    _legend_outside(ax)
     return ax
 
 

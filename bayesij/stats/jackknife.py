@@ -81,7 +81,9 @@ class IJCovariance:
         return (self.variance_corrected / self.posterior_variance).rename("ratio")
 
     def table(self) -> pd.DataFrame:
-        """One row per quantity: posterior and IJ standard deviations and variances."""
+        """One row per quantity: posterior and IJ standard deviations and variances, the
+        ``variance_ratio`` (corrected IJ variance / posterior variance, :attr:`ratio`) and
+        the ``sd_ratio`` (its square root, IJ sd / posterior sd)."""
         corrected = self.variance_corrected
         table = pd.DataFrame(
             {
@@ -91,7 +93,8 @@ class IJCovariance:
                 "ij_variance": self.variance,
                 "ij_variance_corrected": corrected,
                 "mcse_ij_variance": self.mcse,
-                "ratio": self.ratio,
+                "variance_ratio": self.ratio,
+                "sd_ratio": np.sqrt(self.ratio.where(self.ratio > 0)),
             }
         )
         table.index.name = "quantity"
@@ -99,7 +102,7 @@ class IJCovariance:
 
     def __str__(self) -> str:
         table = self.table()[
-            ["posterior_sd", "ij_sd", "ratio", "ij_variance_corrected", "mcse_ij_variance"]
+            ["posterior_sd", "ij_sd", "sd_ratio", "ij_variance_corrected", "mcse_ij_variance"]
         ]
         lines = [
             f"IJ bootstrap covariance over {self.n_units} {_plural(self.unit)} "

@@ -133,3 +133,20 @@ def test_audit_of_a_robust_fit_says_so():
 def test_audit_bad_input():
     with pytest.raises(ValueError, match="data: found a dict; expected a bayesij.Posterior"):
         bayesij.audit({})
+
+
+def test_plots_put_each_unit_at_its_id_and_keep_the_legend_off_the_data(rng):
+    theta = rng.normal(size=(4, 200, 1))
+    y = rng.normal(size=40)
+    y[38] = 6.0  # Stan id 39 is the most influential
+    post = bayesij.from_arrays(theta, -0.5 * (y - theta) ** 2, obs_names=range(1, 41))
+    ax = plots.plot_influence(bayesij.influence(post), "f[1]", top=3)
+    texts = {t.get_text(): t.xy for t in ax.texts}
+    assert texts["39"][0] == 39  # the label 39 sits at x = 39
+    assert all(x == int(label) for label, (x, _) in texts.items())
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert legend.x0 >= ax.get_window_extent(renderer).x1  # beside the axes, over no data
+    offsets = sorted(t.xyann[1] for t in ax.texts)
+    assert len(set(offsets)) == len(offsets)  # staggered: no two labels share an offset

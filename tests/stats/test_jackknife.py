@@ -36,8 +36,12 @@ def test_ij_covariance_result(post):
         "ij_variance",
         "ij_variance_corrected",
         "mcse_ij_variance",
-        "ratio",
+        "variance_ratio",
+        "sd_ratio",
     } <= set(table.columns)
+    positive = table["variance_ratio"] > 0  # the sd ratio is NaN where noise dominates
+    np.testing.assert_allclose(table["sd_ratio"][positive] ** 2, table["variance_ratio"][positive])
+    assert table["sd_ratio"][~positive].isna().all()
     text = str(result)
     assert text.startswith("IJ bootstrap covariance over 12 observations (1200 draws, 4 chain")
     # s does not enter the likelihood's dependence on data: its IJ variance is noise.
