@@ -59,3 +59,16 @@ def test_arviz_compare_takes_bayesij_results(results):
     assert list(table.index) == list(ours.index)  # the same order, best first
     column = "elpd" if ARVIZ_1 else "elpd_loo"
     np.testing.assert_allclose(table[column].astype(float), ours["elpd"], rtol=1e-12)
+
+
+def test_arviz_plots_draw_bayesij_results(results, monkeypatch):
+    azp = pytest.importorskip("arviz_plots", reason="ArviZ 1.x's plots (Python >= 3.12)")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from arviz_stats import compare
+
+    loo, _ = results
+    converted = {name: r.to_arviz() for name, r in loo.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert azp.plot_khat(converted["centered_eight"]) is not None
+        assert azp.plot_compare(compare(converted)) is not None
