@@ -162,6 +162,34 @@ def _run_influence(args) -> None:
     print(influence_report(post, top=args.top))
 
 
+def _add_input_arguments(command: argparse.ArgumentParser) -> None:
+    """Where the draws come from: FILES, or --draws with --log-lik; and what to keep."""
+    command.add_argument(
+        "files", nargs="*", help="CmdStan CSV files or one InferenceData / DataTree .nc"
+    )
+    command.add_argument(
+        "--draws",
+        default=None,
+        metavar="CSV",
+        help="draws exported from R (write.csv(as.matrix(fit)) or posterior's draws format); "
+        "--log-lik is then the log-likelihood CSV (write.csv(log_lik(fit)))",
+    )
+    command.add_argument(
+        "--chains", type=_positive, default=None, help="number of chains stacked in --draws"
+    )
+    command.add_argument(
+        "--log-lik",
+        default=None,
+        help="log-likelihood variable name (netCDF, CmdStan) or, with --draws, its CSV file",
+    )
+    command.add_argument(
+        "--quantity",
+        action="append",
+        default=None,
+        help="quantity (variable or element); repeat for several",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from bayesij import __version__
 
@@ -175,32 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_run_demo)
     aud = commands.add_parser(
         "audit",
-        help="audit CmdStan CSV files or an InferenceData netCDF file: summary, tables, figures",
+        help="audit CmdStan CSV files, a netCDF file or R's CSV exports: summary, tables, figures",
     )
-    aud.add_argument(
-        "files", nargs="*", help="CmdStan CSV files or one InferenceData / DataTree .nc"
-    )
-    aud.add_argument(
-        "--draws",
-        default=None,
-        metavar="CSV",
-        help="draws exported from R (write.csv(as.matrix(fit)) or posterior's draws format); "
-        "--log-lik is then the log-likelihood CSV (write.csv(log_lik(fit)))",
-    )
-    aud.add_argument(
-        "--chains", type=_positive, default=None, help="number of chains stacked in --draws"
-    )
-    aud.add_argument(
-        "--quantity",
-        action="append",
-        default=None,
-        help="quantity (variable or element); repeat for several",
-    )
-    aud.add_argument(
-        "--log-lik",
-        default=None,
-        help="log-likelihood variable name (netCDF, CmdStan) or, with --draws, its CSV file",
-    )
+    _add_input_arguments(aud)
     aud.add_argument("--out", default=None, help="write a self-contained HTML report here")
     aud.add_argument(
         "--target",
@@ -225,32 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     aud.set_defaults(run=_run_audit)
     infl = commands.add_parser(
-        "influence", help="influence and IJ tables for CmdStan CSV files or a netCDF file"
+        "influence", help="influence and IJ tables for CmdStan CSV files, netCDF or R's CSVs"
     )
-    infl.add_argument(
-        "files", nargs="*", help="CmdStan CSV files or one InferenceData / DataTree .nc"
-    )
-    infl.add_argument(
-        "--draws",
-        default=None,
-        metavar="CSV",
-        help="draws exported from R (write.csv(as.matrix(fit)) or posterior's draws format); "
-        "--log-lik is then the log-likelihood CSV (write.csv(log_lik(fit)))",
-    )
-    infl.add_argument(
-        "--chains", type=_positive, default=None, help="number of chains stacked in --draws"
-    )
-    infl.add_argument(
-        "--log-lik",
-        default=None,
-        help="log-likelihood variable name (netCDF, CmdStan) or, with --draws, its CSV file",
-    )
-    infl.add_argument(
-        "--quantity",
-        action="append",
-        default=None,
-        help="quantity (variable or element); repeat for several",
-    )
+    _add_input_arguments(infl)
     infl.add_argument("--top", type=_positive, default=5, help="units shown per quantity")
     infl.set_defaults(run=_run_influence)
     return parser

@@ -1,20 +1,9 @@
 """The labelled IJ covariance against the array layer and its own table."""
 
 import numpy as np
-import pytest
 
 import bayesij
 from bayesij import array
-
-
-@pytest.fixture
-def post(rng):
-    theta = rng.normal(size=(4, 300, 2))
-    y = rng.normal(size=12)
-    log_lik = -0.5 * (y - theta[..., :1]) ** 2 - 0.1 * theta[..., 1:] ** 2
-    return bayesij.from_arrays(
-        theta, log_lik, quantity_names=["mu", "s"], obs_names=[f"o{i}" for i in range(12)]
-    )
 
 
 def test_ij_covariance_result(post):
