@@ -114,3 +114,46 @@ def test_checks_report_the_right_position_when_working_in_pieces(monkeypatch):
     log_lik[:] = 0
     log_lik[4, 50] = -np.inf
     assert np.flatnonzero(_checks.impossible_columns(log_lik)).tolist() == [50]
+
+
+@pytest.mark.parametrize(
+    "r_eff, found",
+    [
+        (np.ones(3), r"shape \(3,\)"),
+        (np.ones((5, 1)), r"shape \(5, 1\)"),
+        ("0.9", r"'0.9'"),
+        (0.0, "values that are not finite and positive"),
+        (np.nan, "values that are not finite and positive"),
+        (-1.0, "values that are not finite and positive"),
+        ([0.9, 0.9, 0.9, 0.9, 1j], "values of type complex128"),
+    ],
+)
+def test_r_eff_is_checked_everywhere(r_eff, found, rng):
+    f, l = _draws(rng)
+    post = bayesij.from_arrays(f, l)
+    expected = r"r_eff: found " + found + r"; expected a finite positive number, or one per unit"
+    for call in (
+        lambda: bayesij.loo(post, r_eff=r_eff),
+        lambda: bayesij.linearity(post, r_eff=r_eff),
+        lambda: bayesij.loo_expectation(post, l, r_eff=r_eff),
+    ):
+        with pytest.raises(ValueError, match=expected):
+            call()
+
+
+@pytest.mark.parametrize("bad, found", [(1j, "complex values"), ("x", "values of type <U")])
+def test_non_real_input_is_refused_not_cast(bad, found, rng):
+    f, l = _draws(rng)
+    l = l.astype(complex if bad == 1j else object)
+    l[0, 0] = bad
+    for call in (
+        lambda: bayesij.loo(l),
+        lambda: bayesij.from_arrays(f, l),
+        lambda: array.influence_scores(f, l),
+    ):
+        with pytest.raises(
+            ValueError,
+            match=r"(data|log_lik): found (complex values|values "
+            r"of type)",
+        ):
+            call()

@@ -31,6 +31,14 @@ def _read_csv(paths):
         if isinstance(paths, (str, os.PathLike))
         else [os.fspath(p) for p in paths]
     )
+    real = [os.path.realpath(f) for f in files]
+    repeated = sorted({f for f, r in zip(files, real, strict=True) if real.count(r) > 1})
+    if repeated:
+        raise fail(
+            "fit_or_csv_files",
+            f"the same file more than once {repeated}",
+            "one CSV file per chain, each once",
+        )
     missing = [f for f in files if not os.path.isfile(f)]
     if missing:
         raise fail("fit_or_csv_files", f"missing file(s) {missing}", "CmdStan output CSV files")

@@ -16,6 +16,7 @@ import numpy as np
 
 __all__ = [
     "fail",
+    "as_float_array",
     "as_draws_matrix",
     "as_chains",
     "chain_order",
@@ -27,6 +28,7 @@ __all__ = [
     "check_unique",
     "column_slices",
     "impossible_columns",
+    "checked_r_eff",
 ]
 
 
@@ -36,6 +38,16 @@ def fail(argument: str, found: str, expected: str, fix: str | None = None) -> Va
     if fix:
         message += f" {fix}"
     return ValueError(message)
+
+
+def as_float_array(values, argument: str) -> np.ndarray:
+    """``values`` as a float64 array (no copy when it already is one); complex, text and
+    other non-real values are an error naming ``argument``, never cast silently."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "iuf":
+        found = "complex values" if array.dtype.kind == "c" else f"values of type {array.dtype}"
+        raise fail(argument, found, "real numbers")
+    return array.astype(float, copy=False)
 
 
 def as_draws_matrix(values, argument: str, chain_ids=None) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +68,7 @@ def as_draws_matrix(values, argument: str, chain_ids=None) -> tuple[np.ndarray, 
     matrix : ndarray of shape (n_draws_total, n_columns)
     chain_ids : ndarray of shape (n_draws_total,), integer codes 0..n_chains-1
     """
-    array = np.asarray(values, dtype=float)
+    array = as_float_array(values, argument)
     if array.ndim == 3:
         if chain_ids is not None:
             raise fail(
@@ -236,3 +248,23 @@ def log_lik_matrix(log_lik, check: bool = True) -> np.ndarray:
     if matrix.shape[0] < 2:
         raise fail("log_lik", f"{matrix.shape[0]} draw", "at least 2 posterior draws")
     return matrix
+
+
+def checked_r_eff(r_eff, n_obs: int) -> np.ndarray:
+    """Relative efficiencies as a float vector of ``n_obs`` finite positive values: a scalar
+    for every unit or one per unit. Anything else is an error naming ``r_eff``."""
+    expected = f"a finite positive number, or one per unit (shape ({n_obs},))"
+    if isinstance(r_eff, (str, bytes, bool)):
+        raise fail("r_eff", repr(r_eff), expected)
+    try:
+        values = np.asarray(r_eff)
+    except (TypeError, ValueError):
+        raise fail("r_eff", f"a {type(r_eff).__name__}", expected) from None
+    if values.dtype.kind not in "iuf":
+        raise fail("r_eff", f"values of type {values.dtype}", expected)
+    if values.ndim > 1 or (values.ndim == 1 and values.size != n_obs):
+        raise fail("r_eff", f"shape {values.shape}", expected)
+    values = np.broadcast_to(values.astype(float), (n_obs,)).copy()
+    if not np.all((values > 0) & np.isfinite(values)):
+        raise fail("r_eff", "values that are not finite and positive", expected)
+    return values

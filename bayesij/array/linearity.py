@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array._numeric import obs_chunks
+from bayesij.array.checks import checked_r_eff
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.influence import InfluenceScores, influence_scores
 from bayesij.array.psis import psis_chunk, tail_length
@@ -89,6 +90,7 @@ def leave_out_changes(
     .. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
        smoothed importance sampling. JMLR 25(72).
     """
+    given_r_eff = None if r_eff is None else checked_r_eff(r_eff, log_lik.shape[2])
     if scores is None:
         scores = influence_scores(quantities, log_lik, check=check)
     n_chains, n_draws, n_units = log_lik.shape
@@ -99,11 +101,7 @@ def leave_out_changes(
             delta_is[:, chunk] = f.T @ np.exp(log_weights[:, chunk]) - f.mean(axis=0)[:, None]
         return LinearityArrays(-scores.psi, delta_is, np.asarray(pareto_k), scores.mcse)
     matrix = log_lik.reshape(n_chains * n_draws, n_units)
-    efficiency = (
-        log_lik_relative_eff(log_lik)
-        if r_eff is None
-        else np.broadcast_to(np.asarray(r_eff, dtype=float), (n_units,))
-    )
+    efficiency = log_lik_relative_eff(log_lik) if r_eff is None else given_r_eff
     tails = tail_length(matrix.shape[0], efficiency, tail_rule)
     delta_is = np.empty((f.shape[1], n_units))
     pareto_k = np.empty(n_units)

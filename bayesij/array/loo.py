@@ -27,12 +27,18 @@ from bayesij.array._numeric import (
     obs_chunks,
     transpose_columns,
 )
-from bayesij.array.checks import as_draws_matrix, chain_order, check_log_lik_values, fail
+from bayesij.array.checks import (
+    as_draws_matrix,
+    chain_order,
+    check_log_lik_values,
+    checked_r_eff,
+    fail,
+)
 from bayesij.array.ess import exp_of_rows, relative_eff_rows
 from bayesij.array.psis import TIE_RULES, check_tail_rule, psis_rows, tail_length
 from bayesij.array.waic import log_lik_moments
 
-__all__ = ["LooArrays", "loo_pointwise", "loo_methods", "METHODS", "mcse_elpd", "checked_r_eff"]
+__all__ = ["LooArrays", "loo_pointwise", "loo_methods", "METHODS", "mcse_elpd"]
 
 METHODS = ("psis", "is", "ij", "cumulant")
 
@@ -380,14 +386,3 @@ def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray | None, int]) -> np
     grouped = rows if order is None else rows[:, order]
     by_chains = grouped.reshape(rows.shape[0], n_chains, -1)
     return relative_eff_rows(exp_of_rows(by_chains))
-
-
-def checked_r_eff(r_eff, n_obs: int) -> np.ndarray:
-    values = np.broadcast_to(np.asarray(r_eff, dtype=float), (n_obs,)).copy()
-    if not np.all((values > 0) & np.isfinite(values)):
-        raise fail(
-            "r_eff",
-            "values that are not finite and positive",
-            f"positive relative efficiencies, a scalar or shape ({n_obs},)",
-        )
-    return values

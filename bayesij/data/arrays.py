@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayesij.array.checks import as_chains, as_draws_matrix, fail
+from bayesij.array.checks import as_chains, as_draws_matrix, as_float_array, fail
 from bayesij.data.posterior import Posterior
 
 __all__ = ["from_arrays", "element_names"]
@@ -24,7 +24,7 @@ def element_names(variable: str, shape: tuple[int, ...]) -> list[str]:
 
 def _by_chain(values, argument: str, chain_ids) -> np.ndarray:
     """Reshape draws to (n_chains, n_draws, n_columns)."""
-    array = np.asarray(values, dtype=float)
+    array = as_float_array(values, argument)
     if array.ndim == 3 and chain_ids is None:
         return array
     return as_chains(*as_draws_matrix(array, argument, chain_ids))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayesij.array.checks import fail
+from bayesij.array.checks import as_float_array, fail
 from bayesij.data.arrays import element_names, from_arrays
 from bayesij.data.posterior import Posterior, base_name, select_names
 
@@ -56,7 +56,7 @@ def sample_values(array: xr.DataArray, name: str) -> np.ndarray:
         raise fail(name, f"dims {array.dims}", "dims starting with ('chain', 'draw')")
     array = array.transpose(*SAMPLE_DIMS, ...)
     # No copy for float64 values already laid out as (chain, draw, ...).
-    return np.asarray(array.values, dtype=float).reshape(array.shape[0], array.shape[1], -1)
+    return as_float_array(array.values, name).reshape(array.shape[0], array.shape[1], -1)
 
 
 def _obs_labels(array: xr.DataArray, variable: str, prefix: bool) -> list:

@@ -12,6 +12,7 @@ import hashlib
 import multiprocessing as mp
 import os
 import pickle
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
@@ -76,6 +77,29 @@ def _check_picklable(backend) -> None:
             "a picklable backend for a process pool or Dask",
             "Use module-level functions, or executor='sequential'.",
         ) from None
+
+
+EXECUTORS = (
+    "None (local processes), 'sequential', a number of processes >= 1, a "
+    "concurrent.futures.Executor, a dask.distributed Client or a scheduler address such as "
+    "'tcp://127.0.0.1:8786'"
+)
+
+
+def check_executor(executor) -> None:
+    """Refuse an executor the campaign cannot use, before any refit is planned or run."""
+    if executor is None or executor == "sequential" or isinstance(executor, cf.Executor):
+        return
+    if type(executor).__module__.startswith("distributed"):
+        return
+    if isinstance(executor, (int, np.integer)) and not isinstance(executor, bool):
+        if executor >= 1:
+            return
+    elif isinstance(executor, str) and re.fullmatch(
+        r"(tcp|tls|inproc|ucx|ws|wss)://\S+|[\w.-]+:\d+", executor
+    ):
+        return
+    raise fail("executor", repr(executor), EXECUTORS)
 
 
 def _results(executor, backend, tasks: list[Task]) -> Iterator[dict]:
@@ -181,6 +205,7 @@ def run_campaign(
         rule must depend on the records only, so a resumed campaign stops at the same
         place.
     """
+    check_executor(executor)
     keys = [task.key for task in tasks]
     if len(set(keys)) != len(keys):
         raise ValueError("tasks: found repeated keys; expected each refit once.")

@@ -204,7 +204,11 @@ def _positions(names: list, labels, argument: str) -> np.ndarray:
             f"labels {unknown[:5]} not among the ids" if unknown else "none",
             "'all', 'auto' or a list of observation ids of post",
         )
-    return np.array([index[label] for label in labels])
+    positions = np.array([index[label] for label in labels])
+    repeated = [labels[i] for i in range(len(labels)) if positions[i] in positions[:i]]
+    if repeated:
+        raise fail(argument, f"repeated ids {repeated[:5]}", "each id once")
+    return positions
 
 
 def _loo_key(post: Posterior, n: int) -> str:

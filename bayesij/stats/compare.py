@@ -16,7 +16,8 @@ def compare(results: dict) -> pd.DataFrame:
     Parameters
     ----------
     results : dict of str to LooResult (or WaicResult)
-        Results of the models on the same units.
+        Results of the models on the same units; units are paired by their ids (the
+        pointwise index), so the order of the observations does not matter.
 
     Returns
     -------
@@ -35,13 +36,28 @@ def compare(results: dict) -> pd.DataFrame:
         )
     pointwise = {}
     for name, result in results.items():
-        column = "elpd_loo" if "elpd_loo" in result.pointwise else "elpd_waic"
-        pointwise[name] = result.pointwise[column]
-    lengths = {name: len(values) for name, values in pointwise.items()}
-    if len(set(lengths.values())) != 1:
-        raise fail(
-            "results", f"different numbers of units {lengths}", "results computed on the same units"
-        )
+        table = getattr(result, "pointwise", None)
+        if not isinstance(table, pd.DataFrame) or not {"elpd_loo", "elpd_waic"} & set(table):
+            raise fail(
+                "results",
+                f"a {type(result).__name__} for {name!r}",
+                "LooResult or WaicResult objects (bayesij.loo, bayesij.waic)",
+            )
+        column = "elpd_loo" if "elpd_loo" in table else "elpd_waic"
+        pointwise[name] = table[column]
+    # Units are matched by id, not by position: the same ids in any order.
+    reference_name, reference = next(iter(pointwise.items()))
+    for name, values in pointwise.items():
+        if set(values.index) != set(reference.index) or len(values) != len(reference):
+            missing = sorted(set(reference.index) - set(values.index), key=str)[:5]
+            extra = sorted(set(values.index) - set(reference.index), key=str)[:5]
+            raise fail(
+                "results",
+                f"{name!r} on other units than {reference_name!r} (missing {missing}, "
+                f"extra {extra}, {len(values)} vs {len(reference)} units)",
+                "results computed on the same units (observation ids or groups)",
+            )
+        pointwise[name] = values.loc[reference.index]
     ddofs = {result.ddof for result in results.values()}
     if len(ddofs) != 1:
         raise fail("results", f"mixed SE conventions ddof={sorted(ddofs)}", "one convention")

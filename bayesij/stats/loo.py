@@ -10,7 +10,7 @@ import pandas as pd
 
 from bayesij.array import loo as loo_arrays
 from bayesij.array._numeric import elpd_standard_error, logsumexp_columns, obs_chunks
-from bayesij.array.checks import as_draws_matrix, check_finite, fail
+from bayesij.array.checks import as_draws_matrix, check_finite, checked_r_eff, fail
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
 from bayesij.data.convert import as_posterior, unit_index
@@ -352,7 +352,7 @@ def _r_eff(log_lik: np.ndarray, r_eff) -> np.ndarray:
     """Given relative efficiencies, checked, or R loo's from the chains of ``log_lik``."""
     if r_eff is None:
         return log_lik_relative_eff(log_lik)
-    return loo_arrays.checked_r_eff(r_eff, log_lik.shape[2])
+    return checked_r_eff(r_eff, log_lik.shape[2])
 
 
 def _draws_beside_log_lik(data, values, argument, r_eff, tail_rule, log_lik, psis):

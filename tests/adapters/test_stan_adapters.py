@@ -58,6 +58,8 @@ def test_cmdstan_csv_files_read_without_cmdstan(pystan_fit, tmp_path):
     assert from_csv.obs_names == from_fit.obs_names
     np.testing.assert_allclose(from_csv.quantities.values, from_fit.quantities.values, rtol=1e-15)
     np.testing.assert_allclose(from_csv.log_lik.values, from_fit.log_lik.values, rtol=1e-15)
+    with pytest.raises(ValueError, match=r"fit_or_csv_files: found the same file more than"):
+        bayesij.from_cmdstanpy([str(paths[0]), str(paths[1]), str(paths[0])])
 
 
 def test_cmdstanpy_fit_object(pystan_fit, tmp_path):

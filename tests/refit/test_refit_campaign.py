@@ -148,8 +148,11 @@ def test_unpicklable_backend_is_refused_for_processes_but_runs_sequentially():
 
 
 def test_bad_executor_and_backend():
-    with pytest.raises(ValueError, match="executor: found a list"):
-        refit.bootstrap(_post(), BACKEND, B=2, executor=[1], progress=False)
+    for executor in ([1], "sequentia", -1, 0, True, 2.5):
+        with pytest.raises(ValueError, match=r"executor: found .*; expected None \(local"):
+            refit.bootstrap(_post(), BACKEND, B=2, executor=executor, progress=False)
+    with pytest.raises(ValueError, match=r"points: found repeated ids \[1\]"):
+        refit.loo(_post(), BACKEND, points=[1, 1], executor="sequential", progress=False)
     small = refit.ConjugateNormalBackend(np.ones((5, 1)), np.zeros(5))
     with pytest.raises(ValueError, match="backend: found a model of 5 observations"):
         refit.bootstrap(_post(), small, B=2, progress=False)
