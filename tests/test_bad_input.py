@@ -4,6 +4,8 @@ with one template.
 The message names the argument, what was found and what was expected.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -157,3 +159,26 @@ def test_non_real_input_is_refused_not_cast(bad, found, rng):
             r"of type)",
         ):
             call()
+
+
+def test_chains_of_one_draw_give_defined_answers(rng):
+    log_lik = rng.normal(-1, 0.3, size=(40, 1, 6))
+    post = bayesij.from_arrays(rng.normal(size=(40, 1, 2)), log_lik)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = bayesij.loo(post)
+        assert np.all(result.pointwise["r_eff"] == 1.0)  # no autocorrelation to estimate
+        assert np.isfinite(result.elpd)
+        assert np.isfinite(bayesij.loo_expectation(post, log_lik)["value"]).all()
+        assert np.isfinite(bayesij.linearity(post).index).all()
+        assert bayesij.amip(post, "f[1]").stopped
+        assert bayesij.audit(post).summary()
+
+
+def test_empty_inputs_and_paths_name_the_argument(rng):
+    with pytest.raises(ValueError, match=r"data: found no observations \(shape \(1, 100, 0\)\)"):
+        bayesij.loo(np.zeros((100, 0)))
+    with pytest.raises(ValueError, match=r"idata: found the path 'fit.nc'; expected an"):
+        bayesij.from_inference_data("fit.nc")
+    with pytest.raises(ValueError, match=r"data: found the path 'fit.nc'; expected"):
+        bayesij.waic("fit.nc")

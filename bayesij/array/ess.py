@@ -142,9 +142,19 @@ def exp_of_rows(log_values: np.ndarray) -> np.ndarray:
     return np.exp(log_values - top.reshape((-1,) + (1,) * (log_values.ndim - 1)))
 
 
+#: Fewest draws per chain from which autocorrelations are estimated.
+MIN_CHAIN_DRAWS = 4
+
+
 def relative_eff_rows(draws: np.ndarray) -> np.ndarray:
-    """:func:`relative_eff` of rows: ``draws`` of shape (n_columns, n_chains, n_draws)."""
-    _, n_chains, n_draws = draws.shape
+    """:func:`relative_eff` of rows: ``draws`` of shape (n_columns, n_chains, n_draws).
+
+    Chains of fewer than ``MIN_CHAIN_DRAWS`` draws carry no information on autocorrelation:
+    the draws are then taken as independent (relative efficiency 1).
+    """
+    n_columns, n_chains, n_draws = draws.shape
+    if n_draws < MIN_CHAIN_DRAWS:
+        return np.ones(n_columns)
     acov = _autocovariance(draws)
     mean_var = acov[:, :, 0].mean(axis=1) * n_draws / (n_draws - 1)
     var_plus = mean_var * (n_draws - 1) / n_draws

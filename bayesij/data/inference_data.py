@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import xarray as xr
 
@@ -172,6 +174,13 @@ def from_inference_data(idata, log_lik=None, quantities=None, groups=None) -> Po
     >>> post.quantity_names[:3]  # doctest: +SKIP
     ['mu', 'theta[1]', 'theta[2]']
     """
+    if isinstance(idata, (str, bytes, os.PathLike)):
+        raise fail(
+            "idata",
+            f"the path {str(idata)!r}",
+            "an InferenceData or DataTree",
+            "Open the file first: xarray.open_datatree(path) or arviz.from_netcdf(path).",
+        )
     posterior = _group(idata, "posterior", "")
     variables = list(posterior.data_vars)
     if quantities is None:

@@ -103,6 +103,8 @@ class Posterior:
                 f"{q_shape[0]} x {q_shape[1]}",
                 "the same chains and draws in both",
             )
+        if l_shape[2] == 0:
+            raise fail(argument, f"no observations (shape {l_shape})", "at least one observation")
         if q_shape[0] * q_shape[1] < 2:
             found = "a single draw" if q_shape[2] else f"{q_shape[0] * q_shape[1]} draw"
             raise fail(
