@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from bayesij.array._numeric import elpd_standard_error
@@ -16,8 +17,10 @@ def compare(results: dict) -> pd.DataFrame:
     Parameters
     ----------
     results : dict of str to LooResult (or WaicResult)
-        Results of the models on the same units; units are paired by their ids (the
-        pointwise index), so the order of the observations does not matter.
+        Results of the models on the same units. Units are paired by their ids (the
+        pointwise index), so the order of the observations does not matter; results whose
+        ids are only positions 0..N-1 (no labels, e.g. from plain arrays) are paired by
+        position, as R loo and ArviZ do.
 
     Returns
     -------
@@ -45,19 +48,7 @@ def compare(results: dict) -> pd.DataFrame:
             )
         column = "elpd_loo" if "elpd_loo" in table else "elpd_waic"
         pointwise[name] = table[column]
-    # Units are matched by id, not by position: the same ids in any order.
-    reference_name, reference = next(iter(pointwise.items()))
-    for name, values in pointwise.items():
-        if set(values.index) != set(reference.index) or len(values) != len(reference):
-            missing = sorted(set(reference.index) - set(values.index), key=str)[:5]
-            extra = sorted(set(values.index) - set(reference.index), key=str)[:5]
-            raise fail(
-                "results",
-                f"{name!r} on other units than {reference_name!r} (missing {missing}, "
-                f"extra {extra}, {len(values)} vs {len(reference)} units)",
-                "results computed on the same units (observation ids or groups)",
-            )
-        pointwise[name] = values.loc[reference.index]
+    _match_units(pointwise)
     ddofs = {result.ddof for result in results.values()}
     if len(ddofs) != 1:
         raise fail("results", f"mixed SE conventions ddof={sorted(ddofs)}", "one convention")
@@ -81,3 +72,33 @@ def compare(results: dict) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows).set_index("model")
+
+
+def _unlabelled(values: pd.Series) -> bool:
+    """Ids that are only positions 0..N-1 (the input carried no labels)."""
+    index = values.index
+    return index.dtype.kind in "iu" and np.array_equal(index.to_numpy(), np.arange(len(index)))
+
+
+def _match_units(pointwise: dict) -> None:
+    """Reorder every model's pointwise values to the units of the first labelled one (in
+    place): by id where the ids are the same set, by position where one side has only
+    positions; refuse models on other units."""
+    labelled = [name for name, values in pointwise.items() if not _unlabelled(values)]
+    reference_name = labelled[0] if labelled else next(iter(pointwise))
+    reference = pointwise[reference_name]
+    for name, values in pointwise.items():
+        same_size = len(values) == len(reference)
+        if same_size and set(values.index) == set(reference.index):
+            pointwise[name] = values.loc[reference.index]
+        elif same_size and (_unlabelled(values) or _unlabelled(reference)):
+            pointwise[name] = pd.Series(values.to_numpy(), index=reference.index)
+        else:
+            missing = sorted(set(reference.index) - set(values.index), key=str)[:5]
+            extra = sorted(set(values.index) - set(reference.index), key=str)[:5]
+            raise fail(
+                "results",
+                f"{name!r} on other units than {reference_name!r} (missing {missing}, "
+                f"extra {extra}, {len(values)} vs {len(reference)} units)",
+                "results computed on the same units (observation ids or groups)",
+            )
