@@ -13,7 +13,7 @@ __all__ = ["demo_data", "fit_demo"]
 
 
 def demo_data(n: int = 80, seed: int = 20261120) -> dict:
-    """Data for ``stan_models/linear_regression.stan`` with three high-leverage points.
+    """Data for ``bayesij/stan_models/linear_regression.stan`` with three high-leverage points.
 
     A weak positive slope (0.3, noise sd 1) over ``n - 3`` ordinary points, plus three
     points far out in x that pull the slope down: the sign of the slope rests on them.

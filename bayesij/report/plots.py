@@ -126,7 +126,7 @@ def plot_ij(ij, ax=None):
 
 def plot_amip(result, ax=None):
     """Predicted change of the metric against the number of units dropped, the change
-    the target needs, and the refit when :meth:`AmipResult.verify` has run."""
+    the target needs, and the refit when :func:`bayesij.refit.verify` has run."""
     ax = _axes(ax)
     curve = result.curve
     ax.plot(curve["n_drop"], curve["linear"], color="C0", label="linear (sorted psi)")
