@@ -12,6 +12,7 @@ from bayesij.array.influence import InfluenceScores
 from bayesij.array.linearity import leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior, unit_index
+from bayesij.stats.loo import saved_log_weights
 
 __all__ = ["linearity", "LinearityResult", "RELIABLE_BELOW", "UNRELIABLE_ABOVE"]
 
@@ -159,7 +160,7 @@ def linearity(
     values, units = post.units(groups)
     if np.isneginf(values).any():
         raise fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
-    saved = _saved_weights(loo, values.shape[2])
+    saved = _saved_weights(loo, (post.n_draws, values.shape[2]))
     changes = leave_out_changes(
         post.quantities.values, values, r_eff, tail_rule, scores=scores, check=False, **saved
     )
@@ -177,15 +178,9 @@ def linearity(
     )
 
 
-def _saved_weights(loo, n_units: int) -> dict:
+def _saved_weights(loo, shape: tuple[int, int]) -> dict:
     """The smoothed log-weights and k-hat of a LOO result kept with ``save_psis=True``."""
     if loo is None:
         return {}
-    weights = getattr(loo, "log_weights", None)
-    if weights is None or loo.method != "psis" or weights.shape[1] != n_units:
-        raise fail(
-            "loo",
-            "a result without PSIS weights for these units",
-            "bayesij.loo(..., save_psis=True) on the same data and groups",
-        )
+    weights = saved_log_weights(loo, shape, "loo")
     return {"log_weights": weights, "pareto_k": loo.pointwise["pareto_k"].to_numpy()}

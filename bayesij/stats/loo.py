@@ -15,7 +15,7 @@ from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
 from bayesij.data.convert import as_posterior, unit_index
 
-__all__ = ["loo", "LooResult", "loo_expectation", "loo_pit"]
+__all__ = ["loo", "loo_methods", "LooResult", "loo_expectation", "loo_pit", "saved_log_weights"]
 
 #: Fewer draws than this and LOO estimates are too noisy to trust (a warning says so).
 MIN_DRAWS = 100
@@ -355,6 +355,24 @@ def _r_eff(log_lik: np.ndarray, r_eff) -> np.ndarray:
     return checked_r_eff(r_eff, log_lik.shape[2])
 
 
+def saved_log_weights(result, shape: tuple[int, int], argument: str) -> np.ndarray:
+    """The smoothed log-weights a PSIS-LOO result kept (``save_psis=True``), checked to be
+    for the (n_draws, n_units) they are about to be used with."""
+    weights = getattr(result, "log_weights", None)
+    if weights is None or getattr(result, "method", None) != "psis" or weights.shape != shape:
+        found = (
+            f"a {type(result).__name__} without saved PSIS weights"
+            if weights is None
+            else f"saved weights of shape {weights.shape} (draws x units)"
+        )
+        raise fail(
+            argument,
+            found,
+            f"bayesij.loo(..., save_psis=True) on the same draws and units, shape {shape}",
+        )
+    return weights
+
+
 def _draws_beside_log_lik(data, values, argument, r_eff, tail_rule, log_lik, psis):
     """Log-likelihood matrix (S, N), per-draw ``values`` checked against it, the Pareto tail
     lengths, the unit labels and saved log-weights (or None): what every LOO expectation
@@ -363,13 +381,7 @@ def _draws_beside_log_lik(data, values, argument, r_eff, tail_rule, log_lik, psi
     matrix = ll.reshape(-1, ll.shape[2])
     saved = None
     if psis is not None:
-        saved = getattr(psis, "log_weights", None)
-        if saved is None or psis.method != "psis" or saved.shape != matrix.shape:
-            raise fail(
-                "psis",
-                "a result without PSIS weights for these observations",
-                "bayesij.loo(..., save_psis=True) on the same data, without groups",
-            )
+        saved = saved_log_weights(psis, matrix.shape, "psis")
         r_eff, tail_rule = psis.pointwise["r_eff"].to_numpy(), psis.tail_rule
     tails = tail_length(matrix.shape[0], _r_eff(ll, r_eff), tail_rule)
     return matrix, _matching_draws(values, matrix, argument), tails, units, saved

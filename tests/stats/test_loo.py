@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.special import logsumexp
 
 import bayesij
 from bayesij.array import _numeric
@@ -409,3 +410,44 @@ def test_compare_pairs_units_by_id_and_refuses_different_units():
         bayesij.compare({"a": first, "b": fewer})
     with pytest.raises(ValueError, match=r"results: found a int for 'b'; expected LooResult"):
         bayesij.compare({"a": first, "b": 3})
+
+
+def test_saved_psis_weights_give_the_same_answers_without_smoothing_again():
+    """save_psis keeps R loo's smoothed log-weights: exp(weights) sum to 1 per unit, give
+    back elpd_loo, and LOO expectations, LOO-PIT and the linearity check computed from them
+    equal those that smooth again."""
+    log_lik = _log_lik_csv("reference")
+    y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
+    y = np.loadtxt(DATA / "y_reference.csv", delimiter=",")
+    post = bayesij.from_arrays(y_rep.reshape(log_lik.shape)[..., :2], log_lik)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kept = bayesij.loo(post, save_psis=True)
+        plain = bayesij.loo(post)
+        weights = kept.log_weights
+        assert weights.shape == (log_lik.shape[0] * log_lik.shape[1], log_lik.shape[2])
+        np.testing.assert_allclose(np.exp(weights).sum(axis=0), 1.0, rtol=1e-12)
+        matrix = log_lik.reshape(-1, log_lik.shape[2])
+        np.testing.assert_allclose(
+            logsumexp(matrix + weights, axis=0), kept.pointwise["elpd_loo"], rtol=1e-12
+        )
+        assert plain.log_weights is None
+        for kind in ("mean", "var", "quantile"):
+            prob = 0.9 if kind == "quantile" else None
+            pd.testing.assert_frame_equal(
+                bayesij.loo_expectation(post, y_rep, kind=kind, prob=prob, psis=kept),
+                bayesij.loo_expectation(post, y_rep, kind=kind, prob=prob),
+                rtol=1e-12,
+            )
+        pd.testing.assert_series_equal(
+            bayesij.loo_pit(post, y, y_rep, psis=kept),
+            bayesij.loo_pit(post, y, y_rep),
+            rtol=1e-12,
+        )
+        reused, smoothed = bayesij.linearity(post, loo=kept), bayesij.linearity(post)
+        pd.testing.assert_frame_equal(reused.delta_is, smoothed.delta_is, rtol=1e-10)
+        with pytest.raises(ValueError, match=r"psis: found a LooResult without saved PSIS"):
+            bayesij.loo_expectation(post, y_rep, psis=plain)
+        grouped = bayesij.loo(post, groups=np.arange(25) // 5, save_psis=True)
+        with pytest.raises(ValueError, match=r"loo: found saved weights of shape \(1000, 5\)"):
+            bayesij.linearity(post, loo=grouped)
