@@ -9,12 +9,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from bayesij.array._numeric import sum_by_group
 from bayesij.array.amip import METHODS, TARGETS, amip_search, search_path
 from bayesij.array.checks import fail
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior
-from bayesij.data.posterior import Posterior, base_name
+from bayesij.data.posterior import base_name
 
 __all__ = ["amip", "AmipResult", "TARGETS", "METHODS"]
 
@@ -350,7 +349,15 @@ def amip(
     if backend is None:
         return result
     return _refit_in_the_loop(
-        result, found.goal, found.path, codes, units, backend, max_refits, k_max
+        result,
+        found.goal,
+        found.path,
+        codes,
+        units,
+        backend,
+        max_refits,
+        k_max,
+        groups if groups is not None else post.groups,
     )
 
 
@@ -392,21 +399,16 @@ def _result(post, quantity, target, z, units, codes, found, method) -> AmipResul
     )
 
 
-def _unit_log_lik(post: Posterior, codes: np.ndarray, n_units: int) -> np.ndarray:
-    """A refit's log-likelihood of the original units (groups summed), (C, D, U)."""
-    values = post.log_lik.values
-    if n_units == values.shape[2] and np.array_equal(codes, np.arange(n_units)):
-        return values
-    c, d, n = values.shape
-    return sum_by_group(values.reshape(-1, n), codes, n_units).reshape(c, d, n_units)
-
-
-def _refit_in_the_loop(first, goal, path, codes, units, backend, max_refits, k_max) -> AmipResult:
+def _refit_in_the_loop(
+    first, goal, path, codes, units, backend, max_refits, k_max, unit_groups
+) -> AmipResult:
     """Alternate cheap searches with refits until a refit confirms the target.
 
     Each round refits without the current set when the search claims the target (the
     claimed set) or when reweighting became unreliable (its reliable part), then searches
-    again from the refit's draws for the rest of the way.
+    again from the refit's draws for the rest of the way. ``unit_groups`` (the search's
+    groups, or None) gives the refit's log-likelihood the same units
+    (:meth:`Posterior.units`).
     """
     if not hasattr(backend, "fit"):
         raise fail(
@@ -461,7 +463,7 @@ def _refit_in_the_loop(first, goal, path, codes, units, backend, max_refits, k_m
         if reached or dropped.size >= k_max:
             break
         remaining = np.setdiff1d(np.arange(n_units), dropped)
-        log_lik_now = _unit_log_lik(refit, codes, n_units)[:, :, remaining]
+        log_lik_now = refit.units(unit_groups)[0][:, :, remaining]
         goal_now = replace(
             goal, value=value, need=goal.need - goal.direction * (value - goal.value)
         )

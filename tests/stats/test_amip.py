@@ -249,3 +249,16 @@ def test_refits_in_the_loop_confirm_a_flip_on_a_stan_regression():
     assert result.verification["value"] < 0 < result.original_value
     assert len(result.refits) <= 3 and result.n_drop <= 6
     assert len({1, 2, 3, 4} & set(result.drop_ids)) >= 3  # Stan ids are 1-based
+
+
+def test_refits_in_the_loop_drop_whole_groups(backend, post):
+    pairs = np.arange(backend.n_obs) // 2  # two observations per group
+    result = bayesij.amip(post, "beta[2]", "sign", groups=pairs, backend=backend)
+    assert result.unit == "group" and result.refits is not None
+    dropped = np.isin(pairs, result.drop_ids)
+    np.testing.assert_array_equal(result.kept, (~dropped).astype(float))
+    # The recorded refit is the closed form without those groups, within Monte Carlo error.
+    assert result.verification["mean"] == pytest.approx(
+        backend.exact_means(result.kept)[1], abs=0.02
+    )
+    assert result.reachable == (backend.exact_means(result.kept)[1] < 0)
