@@ -17,7 +17,7 @@ import numpy as np
 
 import bayesij
 from bayesij.refit import ConjugateNormalBackend
-from common import HEADER, inference_data, log_sum_exp_pass, measure, report
+from common import HEADER, inference_data, log_sum_exp_pass, measure, peer_loo, report
 
 
 def weak_slope_posterior(n_obs: int, seed: int = 0):
@@ -43,11 +43,10 @@ def main() -> None:
                 rows[f"amip {target} {method}"] = measure(
                     bayesij.amip, post, "beta[2]", target=target, method=method
                 )
+        name, peer, _, _ = peer_loo()
         if not args.skip_arviz:
-            import arviz as az
-
-            rows["arviz az.loo"] = measure(az.loo, inference_data(log_lik), pointwise=True)
-        report(n_obs, rows, "arviz az.loo")
+            rows[name] = measure(peer, inference_data(log_lik), pointwise=True)
+        report(n_obs, rows, name)
         result = bayesij.amip(post, "beta[2]", target="sign")
         print(
             f"{n_obs:>7} sign: {result.n_drop} units ({100 * result.prop_drop:.2f} %), "

@@ -55,10 +55,32 @@ def log_sum_exp_pass(log_lik: np.ndarray) -> np.ndarray:
     return top + np.log(np.exp(matrix - top).sum(axis=0))
 
 
-def inference_data(log_lik: np.ndarray):
+def arviz_1() -> bool:
+    """Whether ArviZ 1.x (DataTree, arviz-stats) is installed rather than ArviZ 0.23."""
     import arviz as az
 
-    return az.from_dict(posterior={"m": log_lik[:, :, 0]}, log_likelihood={"y": log_lik})
+    return int(az.__version__.split(".")[0]) >= 1
+
+
+def inference_data(log_lik: np.ndarray):
+    """The log-likelihood as the installed ArviZ's data: InferenceData (0.23) or DataTree."""
+    import arviz as az
+
+    groups = {"posterior": {"m": log_lik[:, :, 0]}, "log_likelihood": {"y": log_lik}}
+    return az.from_dict(groups) if arviz_1() else az.from_dict(**groups)
+
+
+def peer_loo():
+    """The installed ArviZ's PSIS-LOO: its name, the function, the bayesij options that make
+    the same computation, and how to read its pointwise elpd."""
+    if arviz_1():
+        import arviz_stats
+
+        options = {"tail_rule": "floor", "ties": "position", "ddof": 1}
+        return "arviz-stats loo", arviz_stats.loo, options, lambda r: r.elpd_i.values
+    import arviz as az
+
+    return "arviz 0.23 az.loo", az.loo, {"tail_rule": "ceil"}, lambda r: r.loo_i.values
 
 
 def report(n_obs: int, rows: dict, peer: str) -> None:

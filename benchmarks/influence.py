@@ -19,6 +19,7 @@ from common import (
     inference_data,
     log_sum_exp_pass,
     measure,
+    peer_loo,
     regression_draws,
     report,
     warm_up,
@@ -36,9 +37,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--skip-arviz", action="store_true")
     args = parser.parse_args()
-    import arviz as az
-
-    warm_up(az.loo)
+    name, peer, _, _ = peer_loo()
+    warm_up(peer)
     print(HEADER)
     for n_obs in map(int, args.sizes.split(",")):
         f, log_lik = regression_draws(n_obs)
@@ -50,8 +50,8 @@ def main() -> None:
         }
         if not args.skip_arviz:
             idata = inference_data(log_lik)
-            rows["arviz az.loo"] = measure(az.loo, idata, pointwise=True)
-        report(n_obs, rows, "arviz az.loo")
+            rows[name] = measure(peer, idata, pointwise=True)
+        report(n_obs, rows, name)
         print(f"{n_obs:>7} (log-lik matrix: {log_lik.nbytes / 2**20:.0f} MiB, 10 quantities)")
 
 

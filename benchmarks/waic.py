@@ -15,6 +15,7 @@ import numpy as np
 import bayesij
 from common import (
     HEADER,
+    arviz_1,
     inference_data,
     log_sum_exp_pass,
     measure,
@@ -30,6 +31,11 @@ def main() -> None:
     args = parser.parse_args()
     import arviz as az
 
+    if arviz_1():
+        raise SystemExit(
+            "ArviZ 1.x (arviz-stats) has no WAIC: run this on Python 3.11 with "
+            "ArviZ 0.23, the peer it compares with."
+        )
     warm_up(bayesij.waic, az.waic)
     print(HEADER)
     for n_obs in map(int, args.sizes.split(",")):
