@@ -11,8 +11,11 @@ and seeds each refit from its own seed and the weights, so repeating a refit rep
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -41,6 +44,16 @@ def refit_seed(seed: int, weights: np.ndarray) -> int:
     digest = hashlib.sha256(np.ascontiguousarray(weights, dtype=float).tobytes())
     digest.update(str(int(seed)).encode())
     return int.from_bytes(digest.digest()[:4], "little") % (2**31 - 1)
+
+
+def content_digest(*parts) -> str:
+    """A short hash of arrays, numbers, strings and dicts/lists of them (for reprs that tell
+    two backends apart: a campaign store refuses records of a different backend)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        text = json.dumps(part, sort_keys=True, default=lambda a: np.asarray(a).tolist())
+        digest.update(text.encode())
+    return digest.hexdigest()[:12]
 
 
 class Backend:
@@ -121,8 +134,10 @@ class ConjugateNormalBackend(Backend):
         return self.model.posterior(self.checked_weights(weights))[0]
 
     def __repr__(self) -> str:
+        m = self.model
+        model = content_digest(m.X, m.y, m.sigma, m.prior_mean, m.prior_cov)
         return (
-            f"ConjugateNormalBackend(n_obs={self.n_obs}, draws={self.draws}, "
+            f"ConjugateNormalBackend(n_obs={self.n_obs}, model={model}, draws={self.draws}, "
             f"chains={self.chains}, seed={self.seed})"
         )
 
@@ -130,8 +145,8 @@ class ConjugateNormalBackend(Backend):
 class CallableBackend(Backend):
     """Any refit: ``fn(weights)`` returns a Posterior (or an ArviZ InferenceData).
 
-    ``fn`` must be picklable (a module-level function) for process pools and Dask; use
-    ``executor="sequential"`` for a lambda or closure.
+    ``fn`` may be a module-level function, a lambda or a closure: worker processes and
+    Dask receive it through cloudpickle.
     """
 
     def __init__(self, fn: Callable, n_obs: int | None = None):
@@ -154,7 +169,20 @@ class CallableBackend(Backend):
         return result
 
     def __repr__(self) -> str:
-        return f"CallableBackend({getattr(self.fn, '__qualname__', self.fn)!r})"
+        return f"CallableBackend({_callable_name(self.fn)})"
+
+
+def _callable_name(fn) -> str:
+    """``module.qualname`` of a function (and a partial's arguments), without the memory
+    address a plain repr has: the same function has the same name in every process."""
+    if isinstance(fn, functools.partial):
+        arguments = [_callable_name(fn.func), *map(repr, fn.args)]
+        arguments += [f"{key}={value!r}" for key, value in fn.keywords.items()]
+        return f"partial({', '.join(arguments)})"
+    name = getattr(fn, "__qualname__", None)
+    if name is None:
+        return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(fn))
+    return f"{getattr(fn, '__module__', '?')}.{name}"
 
 
 def _model_code(model: str) -> str:
@@ -198,6 +226,16 @@ class _StanBackend(Backend):
         self.seed, self.max_divergent = int(seed), float(max_divergent)
         self.sample_kwargs = sample_kwargs
         self.n_obs = len(data[weights]) if weights in data else None
+
+    def __repr__(self) -> str:
+        digest = content_digest(
+            self.code, self.data, self.weights_name, self.log_lik, self.quantities
+        )
+        return (
+            f"{type(self).__name__}(n_obs={self.n_obs}, model_and_data={digest}, "
+            f"seed={self.seed}, max_divergent={self.max_divergent:g}, "
+            f"sample_kwargs={self.sample_kwargs})"
+        )
 
     def _check_divergences(self, n_divergent: int, n_draws: int) -> None:
         if n_divergent > self.max_divergent * n_draws:
@@ -260,9 +298,6 @@ class PyStanBackend(_StanBackend):
         self._check_divergences(int(divergent.sum()), divergent.size)
         return from_pystan(fit, log_lik=self.log_lik, quantities=self.quantities)
 
-    def __repr__(self) -> str:
-        return f"PyStanBackend(n_obs={self.n_obs}, sample_kwargs={self.sample_kwargs})"
-
 
 class CmdStanPyBackend(_StanBackend):
     """Refits with CmdStanPy (needs CmdStan installed); same arguments as PyStanBackend.
@@ -282,6 +317,3 @@ class CmdStanPyBackend(_StanBackend):
         n_divergent = int(np.sum(fit.divergences)) if fit.divergences is not None else 0
         self._check_divergences(n_divergent, fit.draws().shape[0] * fit.chains)
         return from_cmdstanpy(fit, log_lik=self.log_lik, quantities=self.quantities)
-
-    def __repr__(self) -> str:
-        return f"CmdStanPyBackend(n_obs={self.n_obs}, sample_kwargs={self.sample_kwargs})"

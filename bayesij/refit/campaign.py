@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
-import multiprocessing as mp
 import os
-import pickle
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -57,25 +55,40 @@ def _sequential(backend, tasks) -> Iterator[dict]:
         yield execute(backend, task)
 
 
+def _lost(task: Task, error: BaseException) -> dict:
+    """The record of a refit whose worker, not the refit, failed."""
+    return {
+        "key": task.key,
+        "status": "failed",
+        "reason": f"the executor lost the refit: {type(error).__name__}: {error}",
+        "seconds": float("nan"),
+    }
+
+
 def _futures(submit: Callable, completed: Callable, backend, tasks) -> Iterator[dict]:
-    futures = [submit(execute, backend, task) for task in tasks]
+    futures = {submit(execute, backend, task): task for task in tasks}
     try:
-        for future in completed(futures):
-            yield future.result()
+        for future in completed(list(futures)):
+            try:
+                yield future.result()
+            except Exception as error:  # e.g. dask's KilledWorker: recorded, not raised
+                yield _lost(futures[future], error)
     finally:  # interrupted: drop what has not started
         for future in futures:
             future.cancel()
 
 
 def _check_picklable(backend) -> None:
+    import cloudpickle
+
     try:
-        pickle.dumps(backend)
+        cloudpickle.dumps(backend)
     except Exception as error:
         raise fail(
             "backend",
             f"an object that cannot be pickled ({error})",
-            "a picklable backend for a process pool or Dask",
-            "Use module-level functions, or executor='sequential'.",
+            "a picklable backend for worker processes or Dask",
+            "Pass executor='sequential' to refit in this process.",
         ) from None
 
 
@@ -116,35 +129,62 @@ def _results(executor, backend, tasks: list[Task]) -> Iterator[dict]:
             "PyStan runs its chains in parallel processes itself, and its sampler "
             "hangs in pool worker processes.",
         )
-    _check_picklable(backend)
-    if executor is None or isinstance(executor, int):
-        workers = min(len(tasks), executor or os.cpu_count() or 1)
-        # Fresh worker processes (forkserver/spawn), never forks of this one: Stan's
-        # interfaces run event loops and threads that do not survive a fork.
-        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-        try:
-            with cf.ProcessPoolExecutor(
-                max_workers=workers, mp_context=mp.get_context(method)
-            ) as pool:
-                yield from _futures(pool.submit, cf.as_completed, backend, tasks)
-        except cf.process.BrokenProcessPool as error:
-            raise RuntimeError(
-                "executor: a worker process died. In a script, run the campaign under "
-                "`if __name__ == '__main__':` (worker processes import the script), or pass "
-                "executor='sequential'. Finished refits are kept in the store."
-            ) from error
-    elif isinstance(executor, cf.Executor):
+    if isinstance(executor, cf.Executor):  # threads need no pickling; processes say so
         yield from _futures(executor.submit, cf.as_completed, backend, tasks)
-    elif isinstance(executor, str) or type(executor).__module__.startswith("distributed"):
-        yield from _dask_results(executor, backend, tasks)
+        return
+    _check_picklable(backend)
+    if executor is None or isinstance(executor, (int, np.integer)):
+        workers = min(len(tasks), int(executor or os.cpu_count() or 1))
+        yield from _local_processes(workers, backend, tasks)
     else:
-        raise fail(
-            "executor",
-            f"a {type(executor).__name__}",
-            "None (local processes), 'sequential', a number of processes, a "
-            "concurrent.futures.Executor, a dask.distributed Client or a scheduler "
-            "address",
-        )
+        yield from _dask_results(executor, backend, tasks)
+
+
+def _local_processes(workers: int, backend, tasks: list[Task]) -> Iterator[dict]:
+    """Records of ``tasks`` refitted by ``workers`` loky processes.
+
+    loky starts fresh interpreters (never forks of this one: Stan's interfaces run event
+    loops and threads that do not survive a fork) that do not import the user's script,
+    and sends functions and closures with cloudpickle, so a script needs no ``__main__``
+    guard. A refit that kills its worker (a crash, an out-of-memory kill) breaks the pool
+    for every refit in flight: those are run again one at a time in a fresh worker, so
+    that the one that kills it is recorded as failed, with the exit code, and the others
+    finish.
+    """
+    import loky
+
+    pool = loky.get_reusable_executor(max_workers=workers)
+    futures = {pool.submit(execute, backend, task): task for task in tasks}
+    interrupted = []
+    try:
+        for future in cf.as_completed(futures):
+            try:
+                yield future.result()
+            except cf.process.BrokenProcessPool:
+                interrupted.append(futures[future])
+    finally:
+        for future in futures:
+            future.cancel()
+    order = {task.key: i for i, task in enumerate(tasks)}
+    for task in sorted(interrupted, key=lambda task: order[task.key]):
+        yield _alone(backend, task)
+
+
+def _alone(backend, task: Task) -> dict:
+    """Refit ``task`` in a worker of its own; a dying worker becomes a failed record."""
+    import loky
+
+    try:
+        return loky.get_reusable_executor(max_workers=1).submit(execute, backend, task).result()
+    except cf.process.BrokenProcessPool as error:
+        codes = re.search(r"exit codes of the workers are \{(.*?)\}", str(error))
+        return {
+            "key": task.key,
+            "status": "failed",
+            "reason": "the worker process died during the refit (exit code "
+            f"{codes.group(1) if codes else 'unknown'}: a crash or an out-of-memory kill)",
+            "seconds": float("nan"),
+        }
 
 
 def _dask_results(executor, backend, tasks) -> Iterator[dict]:
@@ -180,6 +220,7 @@ def run_campaign(
     progress: bool = True,
     stop: Callable[[dict], bool] | None = None,
     round_size: int | None = None,
+    retry_failed: bool = False,
 ) -> dict[str, dict]:
     """Run the tasks not yet in ``store``; return the records of the plan by key.
 
@@ -192,11 +233,16 @@ def run_campaign(
         Name of the experiment, recorded in the plan.
     settings : dict
         What else defines the campaign (JSON-ready); resuming requires the same.
-    store : str or path, optional
-        Directory of the campaign store; default: kept in memory only.
+    store : str, path or CampaignStore, optional
+        Directory of the campaign store; default: kept in memory only. A second runner on
+        the same directory waits for the first (a file lock) and then finds its refits
+        done; see :class:`bayesij.refit.CampaignStore`.
     executor : None, "sequential", int, concurrent.futures.Executor, dask Client or str
-        None: a local process pool with one process per core; an int: that many
-        processes; a Client or a scheduler address: dask.distributed.
+        None: local worker processes (loky), one per core; an int: that many processes;
+        a Client or a scheduler address: dask.distributed. Local workers need no
+        ``if __name__ == "__main__":`` guard in a script and take closures. A refit that
+        kills its worker is recorded as failed (with the exit code) and the campaign goes
+        on.
     progress : bool, default True
         Show a tqdm progress bar.
     stop : callable, optional
@@ -204,31 +250,37 @@ def run_campaign(
         one per local core), and the campaign ends once ``stop(records)`` is true; the
         rule must depend on the records only, so a resumed campaign stops at the same
         place.
+    retry_failed : bool, default False
+        Run again the refits recorded as failed (for transient failures: a lost worker, a
+        time-out); by default a failure is a result, kept and reported.
     """
     check_executor(executor)
     keys = [task.key for task in tasks]
     if len(set(keys)) != len(keys):
         raise ValueError("tasks: found repeated keys; expected each refit once.")
-    campaign = store if isinstance(store, CampaignStore) else CampaignStore(store)
-    campaign.check_plan(
-        {
-            "experiment": experiment,
-            "backend": repr(backend),
-            "settings": settings,
-            "tasks": {task.key: task.fingerprint() for task in tasks},
-        }
-    )
-    finished = campaign.records()
-    pending = [task for task in tasks if task.key not in finished]
-    size = max(1, len(pending) if stop is None else round_size or os.cpu_count() or 1)
-    with _progress(len(tasks), len(tasks) - len(pending), experiment, progress) as bar:
-        for start in range(0, len(pending), size):
-            if stop is not None and stop(_in_plan_order(campaign.records(), keys)):
-                break
-            for record in _results(executor, backend, pending[start : start + size]):
-                campaign.append(record)
-                bar.update()
-    return _in_plan_order(campaign.records(), keys)
+    if isinstance(store, CampaignStore):
+        campaign = store
+        campaign.retry_failed = campaign.retry_failed or retry_failed
+    else:
+        campaign = CampaignStore(store, retry_failed=retry_failed)
+    plan = {
+        "experiment": experiment,
+        "backend": repr(backend),
+        "settings": settings,
+        "tasks": {task.key: task.fingerprint() for task in tasks},
+    }
+    with campaign.session(plan):
+        finished = campaign.records()
+        pending = [task for task in tasks if task.key not in finished]
+        size = max(1, len(pending) if stop is None else round_size or os.cpu_count() or 1)
+        with _progress(len(tasks), len(tasks) - len(pending), experiment, progress) as bar:
+            for start in range(0, len(pending), size):
+                if stop is not None and stop(_in_plan_order(campaign.records(), keys)):
+                    break
+                for record in _results(executor, backend, pending[start : start + size]):
+                    campaign.append(record)
+                    bar.update()
+        return _in_plan_order(campaign.records(), keys)
 
 
 def _in_plan_order(records: dict, keys: list[str]) -> dict[str, dict]:

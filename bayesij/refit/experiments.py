@@ -3,7 +3,10 @@ approximations bayesij computes from the original draws.
 
 Every experiment plans its refits as a campaign (see :mod:`bayesij.refit.campaign`): with
 ``store=`` a directory, finished refits are written as they finish and calling the
-experiment again with the same arguments resumes it.
+experiment again with the same arguments resumes it. Every experiment takes the campaign's
+``store``, ``executor`` (default: local worker processes; ``"sequential"``, a number of
+processes, an Executor or Dask) and ``retry_failed`` (run recorded failures again);
+see :func:`bayesij.refit.campaign.run_campaign`.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ def bootstrap(
     quantities=None,
     groups=None,
     progress: bool = True,
+    retry_failed: bool = False,
 ) -> RefitReport:
     """Exact bootstrap of posterior means against the IJ covariance (and the posterior).
 
@@ -120,7 +124,9 @@ def bootstrap(
     counts = rng.multinomial(units.size, np.full(units.size, 1 / units.size), size=B)
     tasks = [Task(f"boot-{b:05d}", counts[b][codes].astype(float)) for b in range(B)]
     settings = {"B": B, "seed": seed, "units": int(units.size)}
-    records = _campaign(tasks, backend, "bootstrap", settings, store, executor, progress)
+    records = _campaign(
+        tasks, backend, "bootstrap", settings, store, executor, progress, retry_failed=retry_failed
+    )
     ok = list(_ok(records).values())
     names = post.quantity_names
     ij = ij_covariance(post, groups=groups)
@@ -225,6 +231,7 @@ def loo(
     budget: int = 10,
     tolerance: float | None = None,
     progress: bool = True,
+    retry_failed: bool = False,
 ) -> RefitReport:
     """Exact leave-one-out refits against PSIS-, IJ- and cumulant-LOO.
 
@@ -236,7 +243,7 @@ def loo(
         "auto": the scheduler (:mod:`bayesij.refit.scheduler`) refits up to ``budget``
         points in order of estimated PSIS error and stops early once the estimated
         remaining error is below ``tolerance``.
-    store, executor : see :func:`bayesij.refit.campaign.run_campaign`
+    store, executor, retry_failed : see :func:`bayesij.refit.campaign.run_campaign`
     budget : int, default 10
     tolerance : float, optional
         In elpd units; default a tenth of the SE of elpd_loo.
@@ -257,7 +264,17 @@ def loo(
         weights[n] = 0.0
         tasks.append(Task(_loo_key(post, n), weights, (int(n),)))
     settings = {"points": [str(post.obs_names[n]) for n in positions]}
-    records = _campaign(tasks, backend, "loo", settings, store, executor, progress, stop=rule)
+    records = _campaign(
+        tasks,
+        backend,
+        "loo",
+        settings,
+        store,
+        executor,
+        progress,
+        stop=rule,
+        retry_failed=retry_failed,
+    )
     ok = _ok(records)
     done = np.array(
         [n for n, task in zip(positions, tasks, strict=True) if task.key in ok], dtype=int
@@ -306,6 +323,7 @@ def kfold(
     *,
     seed: int = 0,
     progress: bool = True,
+    retry_failed: bool = False,
 ) -> RefitReport:
     """Exact K-fold cross-validation against its PSIS and IJ approximations.
 
@@ -345,7 +363,14 @@ def kfold(
         for k, name in enumerate(names)
     ]
     records = _campaign(
-        tasks, backend, "kfold", {"folds": codes.tolist()}, store, executor, progress
+        tasks,
+        backend,
+        "kfold",
+        {"folds": codes.tolist()},
+        store,
+        executor,
+        progress,
+        retry_failed=retry_failed,
     )
     ok = _ok(records)
     done = [k for k, task in enumerate(tasks) if task.key in ok]
@@ -391,6 +416,7 @@ def drop(
     store=None,
     executor=None,
     progress: bool = True,
+    retry_failed: bool = False,
 ) -> RefitReport:
     """The exact change of posterior means when the units ``ids`` are deleted.
 
@@ -425,6 +451,7 @@ def drop(
         store,
         executor,
         progress,
+        retry_failed=retry_failed,
     )
     names = post.quantity_names
     before = summarise(post)

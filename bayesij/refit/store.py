@@ -1,98 +1,243 @@
 """An append-only store of finished refits, so that a killed campaign resumes and loses nothing.
 
-A store is a directory with two files:
+A store is a directory with three files:
 
 * ``plan.json`` — the campaign's experiment, backend and planned tasks (keys and a
   fingerprint of each task's weights), written once, atomically;
 * ``records.jsonl`` — one JSON line per finished refit (successful or failed), appended
-  and flushed to disk as each refit finishes.
+  and synced to disk as each refit finishes; every line carries the fingerprint of the
+  plan it was made for, so a record is never reused by a different campaign (even when
+  ``plan.json`` was deleted);
+* ``lock`` — a file lock (:mod:`filelock`) held by the runner working on the store: a
+  second runner on the same directory waits until the first is done and then finds its
+  refits finished, instead of doing them again. The operating system releases the lock
+  of a killed runner.
 
 A line cut short by a kill is not a finished refit: it is dropped when the store is
-opened and its refit is done again. Opening a store with a different plan is an error, so
-results of different campaigns never mix.
+opened and its refit is done again. Any other damage (a malformed line, a malformed
+``plan.json``) is an error that names the file and the line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import warnings
+from collections.abc import Iterator
 
-from bayesij.array.checks import fail
+import filelock
 
-__all__ = ["CampaignStore"]
+__all__ = ["CampaignStore", "StoreBusyWarning", "plan_fingerprint"]
+
+RECORD_STATUSES = ("ok", "failed")
+
+
+class StoreBusyWarning(UserWarning):
+    """A second runner found the store locked by another and waits for it."""
+
+
+def plan_fingerprint(plan: dict) -> str:
+    """A short hash of a JSON-ready plan (same plan, same fingerprint, in any process)."""
+    text = json.dumps(plan, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _damaged(file: str, where: str, problem: str, fix: str) -> ValueError:
+    return ValueError(f"store: found {where} of {file!r} {problem}; {fix}")
+
+
+_LINE_FIX = (
+    "expected one JSON record per line, as bayesij writes them. Delete that line (its "
+    "refit is done again on the next run) or move the store aside to start afresh."
+)
+_PLAN_FIX = (
+    "expected the plan bayesij wrote. Delete plan.json to re-plan: records carry their "
+    "plan's fingerprint, so only those of the same campaign are reused."
+)
 
 
 class CampaignStore:
-    """Finished refits of one campaign, on disk (``path``) or in memory (``path=None``)."""
+    """Finished refits of one campaign, on disk (``path``) or in memory (``path=None``).
 
-    def __init__(self, path=None):
+    Use it through :meth:`session`, which locks the directory, checks the plan and reads
+    the records; :meth:`append` then adds finished refits.
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        The store's directory (created if missing); None keeps the records in memory.
+    retry_failed : bool, default False
+        Treat recorded failures as not finished, so that a resumed campaign runs them
+        again (for transient failures: a lost worker, a full disk, a time-out).
+    """
+
+    def __init__(self, path=None, *, retry_failed: bool = False):
         self.path = None if path is None else os.fspath(path)
+        self.retry_failed = bool(retry_failed)
         self._records: dict[str, dict] = {}
+        self._plan_id = ""
         if self.path is not None:
             if os.path.exists(self.path) and not os.path.isdir(self.path):
-                raise fail("store", f"{self.path!r}, a file", "a directory (new or existing)")
+                raise ValueError(
+                    f"store: found {self.path!r}, a file; expected a directory (new or existing)."
+                )
             os.makedirs(self.path, exist_ok=True)
+
+    def _file(self, name: str) -> str:
+        assert self.path is not None
+        return os.path.join(self.path, name)
+
+    # ------------------------------------------------------------------ session
+    @contextlib.contextmanager
+    def session(self, plan: dict) -> Iterator[CampaignStore]:
+        """Lock the store, record or check ``plan`` and read the finished refits."""
+        self._plan_id = plan_fingerprint(plan)
+        if self.path is None:
+            yield self
+            return
+        lock = filelock.FileLock(self._file("lock"))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            warnings.warn(
+                f"store: {self.path!r} is in use by another runner; waiting for it to "
+                "finish, then resuming from its records (no refit is done twice).",
+                StoreBusyWarning,
+                stacklevel=4,
+            )
+            lock.acquire()
+        try:
+            self._check_plan(plan)
             self._records = self._read()
+            yield self
+        finally:
+            lock.release()
 
-    @property
-    def _records_file(self) -> str:
-        return os.path.join(self.path, "records.jsonl")
+    def _check_plan(self, plan: dict) -> None:
+        """Record ``plan`` in a new store; in an existing one, insist it is the same plan."""
+        file = self._file("plan.json")
+        if not os.path.exists(file):
+            self._write_atomically(file, json.dumps(plan, indent=1))
+            return
+        found = self._read_plan(file)
+        if found != json.loads(json.dumps(plan)):
+            changed = sorted(k for k in set(found) | set(plan) if found.get(k) != plan.get(k))
+            raise ValueError(
+                f"store: found {self.path!r} holding a campaign planned with different "
+                f"{', '.join(changed)}; expected the same experiment, backend and settings "
+                "to resume, or a new directory."
+            )
 
-    @property
-    def _plan_file(self) -> str:
-        return os.path.join(self.path, "plan.json")
+    @staticmethod
+    def _read_plan(file: str) -> dict:
+        try:
+            with open(file) as handle:
+                found = json.load(handle)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise _damaged(file, "the content", f"not valid JSON ({error})", _PLAN_FIX) from None
+        required = ("experiment", "backend", "settings", "tasks")
+        if not isinstance(found, dict) or any(key not in found for key in required):
+            raise _damaged(file, "the content", f"without the keys {list(required)}", _PLAN_FIX)
+        return found
 
+    def _write_atomically(self, file: str, text: str) -> None:
+        temporary = f"{file}.{os.getpid()}.tmp"
+        try:
+            with open(temporary, "w") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, file)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.remove(temporary)
+            raise self._write_error(file, error, "the plan") from error
+
+    # ------------------------------------------------------------------ records
     def _read(self) -> dict[str, dict]:
         """Complete lines of records.jsonl; a cut-off last line is truncated away."""
-        if not os.path.exists(self._records_file):
+        file = self._file("records.jsonl")
+        if not os.path.exists(file):
             return {}
-        with open(self._records_file, "rb") as handle:
+        with open(file, "rb") as handle:
             content = handle.read()
         complete = content[: content.rfind(b"\n") + 1]
-        records = {}
-        for line in complete.splitlines():
-            record = json.loads(line)
-            records.setdefault(record["key"], record)
+        records: dict[str, dict] = {}
+        others = 0
+        for number, line in enumerate(complete.splitlines(), start=1):
+            record = self._parse(file, number, line)
+            if record["plan"] != self._plan_id:
+                others += 1
+            elif record["key"] not in records or records[record["key"]]["status"] == "failed":
+                records[record["key"]] = record  # a retried failure is superseded
+        if others:
+            raise ValueError(
+                f"store: found {others} record(s) in {file!r} made for a different campaign "
+                f"(plan fingerprint other than {self._plan_id}: a different experiment, "
+                "backend, settings or data); expected a new directory for a new campaign, "
+                "or delete the old store to start again."
+            )
         if len(complete) < len(content):
-            with open(self._records_file, "r+b") as handle:
+            with open(file, "r+b") as handle:
                 handle.truncate(len(complete))
         return records
 
-    def check_plan(self, plan: dict) -> None:
-        """Record ``plan`` in a new store; in an existing one, insist it is the same plan."""
-        if self.path is None:
-            return
-        if os.path.exists(self._plan_file):
-            with open(self._plan_file) as handle:
-                found = json.load(handle)
-            if found != json.loads(json.dumps(plan)):
-                changed = sorted(k for k in set(found) | set(plan) if found.get(k) != plan.get(k))
-                raise fail(
-                    "store",
-                    f"{self.path!r} holding a campaign planned with different {', '.join(changed)}",
-                    "the same experiment, backend and settings to resume, or a new directory",
-                )
-            return
-        temporary = self._plan_file + ".tmp"
-        with open(temporary, "w") as handle:
-            json.dump(plan, handle, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self._plan_file)
+    @staticmethod
+    def _parse(file: str, number: int, line: bytes) -> dict:
+        where = f"line {number}"
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise _damaged(file, where, f"not valid JSON ({error})", _LINE_FIX) from None
+        if not isinstance(record, dict):
+            raise _damaged(file, where, f"a {type(record).__name__}, not a record", _LINE_FIX)
+        missing = [key for key in ("key", "status", "plan") if key not in record]
+        if missing:
+            raise _damaged(file, where, f"a record without {missing}", _LINE_FIX)
+        if record["status"] not in RECORD_STATUSES:
+            raise _damaged(file, where, f"the status {record['status']!r}", _LINE_FIX)
+        return record
 
     def records(self) -> dict[str, dict]:
-        """Finished refits by key (successful and failed)."""
+        """Finished refits by key (successful and failed; failed ones not when retrying)."""
+        if self.retry_failed:
+            return {k: r for k, r in self._records.items() if r["status"] != "failed"}
         return dict(self._records)
 
     def append(self, record: dict) -> None:
         """Keep one finished refit; on disk, flushed and synced before returning."""
-        if record["key"] in self._records:
-            raise ValueError(
-                f"store: found a second record for {record['key']!r}; expected each refit once."
-            )
-        self._records[record["key"]] = record
+        key = record["key"]
+        if key in self.records():
+            raise ValueError(f"store: found a second record for {key!r}; expected each refit once.")
+        record = {**record, "plan": self._plan_id}
         if self.path is not None:
-            with open(self._records_file, "a") as handle:
-                handle.write(json.dumps(record) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+            self._append_line(json.dumps(record) + "\n", key)
+        self._records[key] = record
+
+    def _append_line(self, line: str, key: str) -> None:
+        file = self._file("records.jsonl")
+        data = line.encode()
+        descriptor = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(descriptor).st_size
+            try:
+                while data:
+                    data = data[os.write(descriptor, data) :]
+                os.fsync(descriptor)
+            except OSError as error:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(descriptor, size)  # no half line left behind
+                raise self._write_error(file, error, f"the refit {key!r}") from error
+        finally:
+            os.close(descriptor)
+
+    def _write_error(self, file: str, error: OSError, what: str) -> OSError:
+        kept = len(self._records)
+        return OSError(
+            error.errno,
+            f"store: could not write {what} to {file!r} ({error.strerror or error}); the "
+            f"{kept} refit(s) recorded before it are kept. Free space (or fix the "
+            "permissions) and run the campaign again: it resumes where it stopped.",
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import numpy as np
@@ -38,4 +39,12 @@ def failing_fit(weights):
         raise RefitFailed("12 divergent transitions in 400 draws")
     if weights[1] == 2:
         raise ZeroDivisionError("boom")
+    return BACKEND.fit(weights)
+
+
+def dying_fit(marker: str, weights):
+    """Kills its own process (as a segfault or an out-of-memory kill would) when
+    observation 0 is deleted and the file ``marker`` exists."""
+    if weights[0] == 0 and os.path.exists(marker):
+        os.kill(os.getpid(), signal.SIGKILL)
     return BACKEND.fit(weights)

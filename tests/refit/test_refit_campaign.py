@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -138,13 +139,31 @@ def test_process_pool_and_dask_give_the_sequential_records():
         np.testing.assert_allclose(other.table()["exact"], sequential.table()["exact"], rtol=1e-12)
 
 
-def test_unpicklable_backend_is_refused_for_processes_but_runs_sequentially():
+def test_closures_run_on_worker_processes_and_unpicklable_backends_are_refused():
     backend = refit.CallableBackend(lambda w: BACKEND.fit(w), BACKEND.n_obs)
+    pooled = refit.bootstrap(_post(), backend, B=3, progress=False)
+    sequential = refit.bootstrap(_post(), backend, B=3, executor="sequential", progress=False)
+    np.testing.assert_allclose(pooled.table()["exact"], sequential.table()["exact"], rtol=1e-12)
+    lock = threading.Lock()
+    locked = refit.CallableBackend(lambda w: (lock, BACKEND.fit(w))[1], BACKEND.n_obs)
     with pytest.raises(ValueError, match="backend: .*cannot be pickled"):
-        refit.bootstrap(_post(), backend, B=2, progress=False)
-    assert (
-        refit.bootstrap(_post(), backend, B=2, executor="sequential", progress=False).n_refits == 2
+        refit.bootstrap(_post(), locked, B=2, progress=False)
+    assert refit.bootstrap(_post(), locked, B=2, executor="sequential", progress=False).n_refits
+
+
+def test_a_plain_script_without_main_guard_uses_the_default_executor():
+    result = subprocess.run(
+        [sys.executable, str(HERE / "unguarded_script.py")],
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count("refits 4") == 1, "the script ran once, workers did not re-run it"
 
 
 def test_bad_executor_and_backend():

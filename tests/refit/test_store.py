@@ -1,0 +1,126 @@
+"""The campaign store under faults: damaged files, a deleted plan, two runners at once,
+a worker that dies, a full disk."""
+
+import errno
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bayesij import refit
+from bayesij.refit import store as store_module
+from refit_helpers import BACKEND, dying_fit
+
+HERE = Path(__file__).parents[1] / "helpers"
+
+
+def _post():
+    return BACKEND.fit(np.ones(BACKEND.n_obs))
+
+
+def _loo(store, backend=BACKEND, points=(0, 1, 2, 3), **options):
+    options.setdefault("executor", "sequential")
+    return refit.loo(_post(), backend, points=list(points), store=store, progress=False, **options)
+
+
+def _lines(store) -> list[str]:
+    return Path(store, "records.jsonl").read_text().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("damage", "where"),
+    [
+        (lambda lines: lines[:1] + ["{not json"] + lines[1:], "line 2"),
+        (lambda lines: lines[:2] + ["[1, 2]"] + lines[2:], "line 3"),
+        (lambda lines: ['{"key": "loo-0"}'] + lines, "line 1"),
+        (lambda lines: lines[:1] + [lines[1].replace('"ok"', '"fine"')] + lines[2:], "line 2"),
+    ],
+)
+def test_a_damaged_record_line_is_named_with_its_file_and_line(tmp_path, damage, where):
+    _loo(tmp_path)
+    lines = damage(_lines(tmp_path))
+    Path(tmp_path, "records.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=rf"store: found {where} of '.*records.jsonl' .*Delete"):
+        _loo(tmp_path)
+
+
+@pytest.mark.parametrize("content", ["{truncated", "[]", '{"experiment": "loo"}', "\xff"])
+def test_a_damaged_plan_is_named_and_deleting_it_is_safe(tmp_path, content):
+    _loo(tmp_path)
+    Path(tmp_path, "plan.json").write_text(content, encoding="latin-1")
+    with pytest.raises(ValueError, match=r"store: found the content of '.*plan.json' .*Delete"):
+        _loo(tmp_path)
+    Path(tmp_path, "plan.json").unlink()
+    before = _lines(tmp_path)
+    assert _loo(tmp_path).n_refits == 4
+    assert _lines(tmp_path) == before, "the same campaign reuses its records"
+
+
+def test_records_are_tied_to_their_plan(tmp_path):
+    _loo(tmp_path)
+    Path(tmp_path, "plan.json").unlink()
+    other = refit.ConjugateNormalBackend(BACKEND.model.X, BACKEND.model.y, sigma=2.0, draws=400)
+    with pytest.raises(ValueError, match=r"store: found 4 record\(s\) .* different campaign"):
+        _loo(tmp_path, backend=other)
+    assert all(json.loads(line)["plan"] for line in _lines(tmp_path))
+
+
+def test_two_runners_on_one_fresh_store_do_each_refit_once(tmp_path):
+    store, log = tmp_path / "store", tmp_path / "calls.log"
+    env = {
+        **os.environ,
+        "BAYESIJ_TEST_LOG": str(log),
+        "BAYESIJ_TEST_SLEEP": "0.1",
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    command = [sys.executable, str(HERE / "campaign_script.py"), str(store)]
+    runners = [
+        subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
+    errors = [runner.communicate(timeout=300)[1] for runner in runners]
+    assert [runner.returncode for runner in runners] == [0, 0], errors
+    assert sum("in use by another runner" in error for error in errors) == 1, errors
+    started = log.read_text().splitlines()
+    assert len(started) == BACKEND.n_obs, "no refit done twice"
+    keys = [json.loads(line)["key"] for line in _lines(store)]
+    assert sorted(keys) == sorted(f"loo-{n}" for n in range(BACKEND.n_obs))
+
+
+def test_a_refit_that_kills_its_worker_is_recorded_and_the_campaign_finishes(tmp_path):
+    marker = tmp_path / "die"
+    marker.touch()
+    backend = refit.CallableBackend(functools.partial(dying_fit, str(marker)), BACKEND.n_obs)
+    report = _loo(tmp_path / "store", backend, points=range(6), executor=2)
+    assert report.n_planned == 6 and report.n_refits == 5
+    assert report.failures["key"].tolist() == ["loo-0"]
+    assert "worker process died" in report.failures["reason"][0]
+    assert "SIGKILL" in report.failures["reason"][0]
+    again = _loo(tmp_path / "store", backend, points=range(6), executor=2)
+    assert again.n_refits == 5, "a failure is a finished refit unless retried"
+    marker.unlink()  # the fault was transient
+    retried = _loo(tmp_path / "store", backend, points=range(6), executor=2, retry_failed=True)
+    assert retried.n_refits == 6 and len(retried.failures) == 0
+    assert len(_lines(tmp_path / "store")) == 7, "the retry is appended, the failure kept"
+
+
+def test_a_full_disk_stops_with_a_clear_error_and_loses_nothing(tmp_path, monkeypatch):
+    real_write, calls = os.write, []
+
+    def write(descriptor, data):
+        calls.append(data)
+        if len(calls) > 2:
+            real_write(descriptor, data[:5])  # half a line, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(descriptor, data)
+
+    monkeypatch.setattr(store_module.os, "write", write)
+    with pytest.raises(OSError, match=r"store: could not write the refit 'loo-2' .*No space"):
+        _loo(tmp_path)
+    monkeypatch.setattr(store_module.os, "write", real_write)
+    assert [json.loads(line)["key"] for line in _lines(tmp_path)] == ["loo-0", "loo-1"]
+    assert _loo(tmp_path).n_refits == 4
