@@ -7,7 +7,7 @@ import contextlib
 import io
 import sys
 
-__all__ = ["sample_pystan", "sample_cmdstanpy"]
+__all__ = ["sample_pystan", "sample_cmdstanpy", "private_folder", "write_private"]
 
 
 def _build_and_sample(code: str, data: dict, seed: int, sample_kwargs: dict, progress: bool):
@@ -48,20 +48,75 @@ def sample_pystan(code: str, data: dict, seed: int, *, progress: bool = False, *
 _COMPILED: dict = {}
 
 
+def private_folder(name: str = "cmdstan") -> str:
+    """A per-user cache folder, ``$XDG_CACHE_HOME/bayesij/<name>`` (default ``~/.cache``),
+    created with mode 0700 and checked: a real directory (not a symlink), owned by this
+    user, closed to others. Stan programs and their executables live there, where no other
+    user of the machine can overwrite a file or plant an executable.
+    """
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "bayesij", name)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    _check_private(folder)
+    return folder
+
+
+def _check_private(folder: str) -> None:
+    import os
+    import stat
+
+    info = os.lstat(folder)
+    problem = None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        problem = "a symbolic link or not a directory"
+    elif hasattr(os, "getuid") and info.st_uid != os.getuid():
+        problem = f"a folder owned by another user (uid {info.st_uid})"
+    elif hasattr(os, "getuid") and info.st_mode & 0o077:
+        problem = f"a folder others can use (mode {stat.S_IMODE(info.st_mode):o})"
+    if problem:
+        raise PermissionError(
+            f"cache folder: found {folder!r} to be {problem}; expected a private folder of "
+            "this user (mode 0700) for Stan programs and executables. Remove it, or set "
+            "XDG_CACHE_HOME to a private folder."
+        )
+
+
+def write_private(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` (mode 0600) without following a symbolic link there;
+    an unchanged file is left alone, so CmdStanPy reuses the executable built from it."""
+    import os
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if not os.path.islink(path) and handle.read() == text:
+                return
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags, 0o600)
+    except OSError as error:
+        raise PermissionError(
+            f"cache folder: could not write {path!r} ({error.strerror}); expected a plain "
+            "file of this user (symbolic links are not followed)."
+        ) from error
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
 def sample_cmdstanpy(code: str, data: dict, seed: int, **sample_kwargs):
-    """Compile (once per process) and sample a Stan program with CmdStanPy."""
+    """Compile (once per process; the executable is kept in :func:`private_folder`) and
+    sample a Stan program with CmdStanPy."""
     import hashlib
     import os
-    import tempfile
 
     import cmdstanpy
 
     key = hashlib.sha256(code.encode()).hexdigest()[:16]
     if key not in _COMPILED:
-        folder = os.path.join(tempfile.gettempdir(), "bayesij-cmdstan")
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, f"model_{key}.stan")
-        with open(path, "w") as handle:
-            handle.write(code)
+        path = os.path.join(private_folder(), f"model_{key}.stan")
+        write_private(path, code)
         _COMPILED[key] = cmdstanpy.CmdStanModel(stan_file=path)
     return _COMPILED[key].sample(data=data, seed=seed, show_progress=False, **sample_kwargs)
