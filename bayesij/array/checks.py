@@ -144,7 +144,7 @@ def check_same_draws(first: np.ndarray, second: np.ndarray, names: tuple[str, st
         )
 
 
-def column_slices(shape: tuple[int, ...], max_items: int = 2**23) -> list[slice]:
+def column_slices(shape: tuple[int, ...], max_items: int = 2**21) -> list[slice]:
     """Slices of the last axis so that each piece holds at most about ``max_items`` values."""
     rows = int(np.prod(shape[:-1])) or 1
     width = max(1, max_items // rows)

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array._numeric import exp_and_logsumexp, logsumexp_columns, obs_chunks, sum_by_group
-from bayesij.array.checks import as_draws_matrix, check_log_lik_values, fail
+from bayesij.array.checks import as_draws_matrix, check_log_lik_values, fail, impossible_columns
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.psis import psis_chunk, tail_length
 
@@ -68,7 +68,7 @@ def fold_elpd(log_lik, folds, tail_rule: str = "ceil", *, check: bool = True) ->
     matrix, _ = as_draws_matrix(log_lik, "log_lik")
     if check:
         check_log_lik_values(matrix)
-    if not np.all(np.isfinite(matrix)):
+    if impossible_columns(matrix).any():  # NaN and +inf are refused above
         raise fail("log_lik", "-inf values", "finite values for K-fold approximations")
     codes = np.asarray(folds)
     n_folds = int(codes.max()) + 1 if codes.size else 0

@@ -330,7 +330,7 @@ def kfold(
     Each fold is refitted without its observations; ``log p(x_n | x_-F)`` of each held-out
     observation is the log mean of its likelihood over the refit draws, summed per fold
     (as R loo's ``kfold``). Approximations from the original draws: PSIS with weights
-    ``exp(-sum_{m in F} l_m)`` and the IJ (:func:`bayesij.array.holdout.fold_elpd`).
+    ``exp(-sum_{m in F} l_m)`` and the IJ (:func:`bayesij.array.kfold.fold_elpd`).
 
     Parameters
     ----------

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import fail
+from bayesij.array.checks import fail, impossible_columns
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.linearity import leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
@@ -158,7 +158,7 @@ def linearity(
     """
     post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
     values, units = post.units(groups)
-    if np.isneginf(values).any():
+    if impossible_columns(values).any():  # column by column: no matrix-sized mask
         raise fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
     saved = _saved_weights(loo, (post.n_draws, values.shape[2]))
     changes = leave_out_changes(

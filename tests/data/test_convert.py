@@ -133,3 +133,33 @@ def test_results_do_not_hold_the_matrix(estimator):
     result, held = _held_after_del(make)
     assert result is not None
     assert held < 0.05 * matrix_bytes, f"{held / matrix_bytes:.1%} of the matrix held"
+
+
+def _peak_bytes(call) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        call()
+    except ValueError:
+        pass
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("estimator", ["linearity", "kfold"])
+def test_checks_for_minus_inf_need_no_matrix_sized_mask(estimator):
+    n_chains, n_draws, n_obs = 4, 500, 8000  # matrix of 128 MB; a boolean mask is 16 MB
+    log_lik = np.zeros((n_chains, n_draws, n_obs))
+    log_lik[0, 0, 7] = -np.inf
+    draws = np.random.default_rng(1).normal(size=(n_chains, n_draws, 1))
+    post = bayesij.from_arrays(draws, log_lik)
+    if estimator == "linearity":
+        peak = _peak_bytes(lambda: bayesij.linearity(post))
+    else:
+        from bayesij.array.kfold import fold_elpd
+
+        peak = _peak_bytes(lambda: fold_elpd(log_lik, np.arange(n_obs) % 4, check=False))
+    assert peak < log_lik.nbytes / 16, (
+        f"{peak / 2**20:.1f} MiB for a {log_lik.nbytes / 2**20:.0f} MiB matrix"
+    )
