@@ -27,11 +27,11 @@ BAD_DRAWS = {
     "nan in log_lik": (
         lambda f, l: (f, _with(l, (3, 1), np.nan)),
         r"log_lik: found 1 NaN value\(s\) \(first at draw 3, column 1\); "
-        r"expected finite values or -inf",
+        r"expected finite values within ±1e\+30, or -inf",
     ),
     "+inf in log_lik": (
         lambda f, l: (f, _with(l, (0, 4), np.inf)),
-        r"log_lik: found 1 \+inf value\(s\) .*; expected finite values or -inf",
+        r"log_lik: found 1 \+inf value\(s\) .*; expected finite values within ±1e\+30, or -inf",
     ),
     "mismatched draws": (
         lambda f, l: (f, l[:30]),
@@ -44,6 +44,15 @@ BAD_DRAWS = {
     "nan in quantities": (
         lambda f, l: (_with(f, (2, 0), np.nan), l),
         r"quantities: found 1 non-finite value\(s\)",
+    ),
+    "1e300 in log_lik": (
+        lambda f, l: (f, _with(l, (2, 2), -1e300)),
+        r"log_lik: found 1 value\(s\) beyond ±1e\+30 \(first at draw 2, column 2\); "
+        r"expected finite values within ±1e\+30, or -inf. A log density this large",
+    ),
+    "1e300 in quantities": (
+        lambda f, l: (_with(f, (5, 1), 1e300), l),
+        r"quantities: found 1 value\(s\) beyond ±1e\+40 .*Rescale them",
     ),
     "1-D log_lik": (
         lambda f, l: (f, l[:, 0]),

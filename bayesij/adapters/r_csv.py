@@ -10,6 +10,7 @@ What rstanarm, brms and cmdstanr users can write without knowing Python:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,8 @@ DRAWS_META = (".chain", ".iteration", ".draw")
 
 
 def _read(path, argument: str) -> pd.DataFrame:
+    if not isinstance(path, (str, os.PathLike)):
+        raise fail(argument, f"a {type(path).__name__}", "the path of a CSV file")
     if not Path(path).is_file():
         raise fail(argument, f"no file at {str(path)!r}", "the path of a CSV file")
     try:

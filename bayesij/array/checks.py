@@ -25,6 +25,11 @@ __all__ = [
     "check_finite",
     "check_chain_ids",
     "check_positive_int",
+    "check_flag",
+    "check_seed",
+    "check_ddof",
+    "check_real",
+    "check_labels",
     "check_unique",
     "column_slices",
     "impossible_columns",
@@ -69,6 +74,12 @@ def as_draws_matrix(values, argument: str, chain_ids=None) -> tuple[np.ndarray, 
     chain_ids : ndarray of shape (n_draws_total,), integer codes 0..n_chains-1
     """
     array = as_float_array(values, argument)
+    if array.ndim in (2, 3) and 0 in array.shape:
+        raise fail(
+            argument,
+            f"an empty array (shape {array.shape})",
+            "at least one draw and one column (observation or quantity)",
+        )
     if array.ndim == 3:
         if chain_ids is not None:
             raise fail(
@@ -172,20 +183,30 @@ def _count_where(values: np.ndarray, test) -> tuple[int, str]:
     return total, first
 
 
-def _nan_or_posinf(piece: np.ndarray) -> np.ndarray:
-    return ~(piece < np.inf)  # one comparison: False for finite and -inf values
+#: Largest magnitude of a finite log-likelihood value and of a quantity's draw. Beyond,
+#: the products and fourth moments the estimators form (psi's Monte Carlo error, the IJ
+#: variance) overflow float64; no log density of a real model comes near these.
+LOG_LIK_LIMIT = 1e30
+QUANTITY_LIMIT = 1e40
+
+
+def _out_of_range(piece: np.ndarray, limit: float) -> np.ndarray:
+    """NaN, +inf and finite values beyond ``±limit``; -inf passes (two comparisons)."""
+    return ~(piece < limit) | ((piece < -limit) & (piece != -np.inf))
 
 
 def check_log_lik_values(log_lik: np.ndarray, argument: str = "log_lik") -> None:
-    """Log-likelihood values must be finite or -inf: NaN and +inf are errors."""
-    if not any(_nan_or_posinf(log_lik[..., piece]).any() for piece in column_slices(log_lik.shape)):
+    """Log-likelihood values must be finite (within ``±LOG_LIK_LIMIT``) or -inf."""
+    pieces = column_slices(log_lik.shape)
+    if not any(_out_of_range(log_lik[..., p], LOG_LIK_LIMIT).any() for p in pieces):
         return
+    expected = f"finite values within ±{LOG_LIK_LIMIT:.0e}, or -inf"
     count, where = _count_where(log_lik, np.isnan)
     if count:
         raise fail(
             argument,
             f"{count} NaN value(s) (first at {where})",
-            "finite values or -inf",
+            expected,
             "A NaN log-likelihood usually means the model's generated quantities failed.",
         )
     count, where = _count_where(log_lik, np.isposinf)
@@ -193,22 +214,34 @@ def check_log_lik_values(log_lik: np.ndarray, argument: str = "log_lik") -> None
         raise fail(
             argument,
             f"{count} +inf value(s) (first at {where})",
-            "finite values or -inf",
+            expected,
             "A log density of +inf is a point mass; check the likelihood's scale parameters.",
         )
+    count, where = _count_where(log_lik, lambda p: _out_of_range(p, LOG_LIK_LIMIT))
+    raise fail(
+        argument,
+        f"{count} value(s) beyond ±{LOG_LIK_LIMIT:.0e} (first at {where})",
+        expected,
+        "A log density this large is a unit or scale error; an observation impossible "
+        "under a draw has log density -inf.",
+    )
 
 
-def check_finite(values: np.ndarray, argument: str) -> None:
-    """All values must be finite."""
-    if all(np.isfinite(values[..., piece]).all() for piece in column_slices(values.shape)):
+def check_finite(values: np.ndarray, argument: str, limit: float = QUANTITY_LIMIT) -> None:
+    """All values must be finite and within ``±limit``."""
+    if not any(_out_of_range(values[..., p], limit).any() for p in column_slices(values.shape)):
         return
     count, where = _count_where(values, lambda piece: ~np.isfinite(piece))
     if count:
-        raise fail(
-            argument,
-            f"{count} non-finite value(s) (first at {where})",
-            "finite values",
-        )
+        raise fail(argument, f"{count} non-finite value(s) (first at {where})", "finite values")
+    count, where = _count_where(values, lambda piece: _out_of_range(piece, limit))
+    raise fail(
+        argument,
+        f"{count} value(s) beyond ±{limit:.0e} (first at {where})",
+        f"finite values within ±{limit:.0e}",
+        "Rescale them (other units): the estimators' products of draws must stay finite "
+        "in double precision.",
+    )
 
 
 def check_positive_int(value, argument: str, minimum: int = 1) -> int:
@@ -218,12 +251,69 @@ def check_positive_int(value, argument: str, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_flag(value, argument: str) -> bool:
+    """A boolean (True/False); 'yes', 1, None and the like are refused, not interpreted."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise fail(argument, repr(value), "True or False")
+    return bool(value)
+
+
+def check_seed(value, argument: str = "seed") -> int:
+    """A random seed: an integer >= 0."""
+    return check_positive_int(value, argument, minimum=0)
+
+
+def check_ddof(value) -> int:
+    """``ddof`` of a standard error: 0 (ArviZ) or 1 (R loo)."""
+    if isinstance(value, (bool, np.bool_)) or value not in (0, 1):
+        raise fail("ddof", repr(value), "0 (ArviZ) or 1 (R loo)")
+    return int(value)
+
+
+def check_real(
+    value,
+    argument: str,
+    low: float = -np.inf,
+    high: float = np.inf,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """A finite real number in ``[low, high]`` (``(`` / ``)`` where open)."""
+    if np.isinf(high):
+        expected = (
+            f"a finite number {'>' if low_open else '>='} {low:g}"
+            if np.isfinite(low)
+            else "a finite number"
+        )
+    else:
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        expected = f"a number in {interval}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise fail(argument, repr(value), expected)
+    number = float(value)
+    inside = np.isfinite(number) and (number > low if low_open else number >= low)
+    inside = inside and (number < high if high_open else number <= high)
+    if not inside:
+        raise fail(argument, repr(value), expected)
+    return number
+
+
+def check_labels(values, argument: str) -> list:
+    """A string or a sequence of labels (names, ids) as a list; a number is refused."""
+    if isinstance(values, (str, bytes)):
+        return [values]
+    if np.ndim(values) != 1 or isinstance(values, dict):
+        raise fail(argument, repr(values)[:60], "a name or a list of names")
+    return list(values)
+
+
 def check_unique(labels: Sequence, argument: str) -> None:
     """Labels (observation ids, quantity names) must not repeat."""
     values, counts = np.unique(np.asarray(labels, dtype=object).astype(str), return_counts=True)
     repeated = values[counts > 1]
     if repeated.size:
-        shown = ", ".join(repr(v) for v in repeated[:5])
+        shown = ", ".join(repr(str(v)) for v in repeated[:5])
         raise fail(
             argument,
             f"{repeated.size} repeated label(s): {shown}",

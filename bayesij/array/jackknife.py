@@ -8,7 +8,7 @@ import numpy as np
 
 from bayesij.array._numeric import obs_chunks
 from bayesij.array.blocks import BlockMoments, block_moments, draw_blocks
-from bayesij.array.checks import check_positive_int, fail
+from bayesij.array.checks import check_positive_int, check_seed, fail
 from bayesij.array.influence import InfluenceScores, impossible_columns, prepare_draws
 
 __all__ = ["IJArrays", "ij_covariance"]
@@ -152,6 +152,7 @@ def ij_covariance(
     """
     n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
     n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
+    seed = check_seed(seed)
     f, l, chains = prepare_draws(quantities, log_lik, chain_ids, check)
     impossible = impossible_columns(l)
     if impossible.any():

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayesij.array.checks import as_chains, as_draws_matrix, as_float_array, fail
+from bayesij.array.checks import (
+    as_chains,
+    as_draws_matrix,
+    as_float_array,
+    check_labels,
+    check_unique,
+    fail,
+)
 from bayesij.data.posterior import Posterior
 
 __all__ = ["from_arrays", "element_names"]
@@ -33,9 +40,10 @@ def _by_chain(values, argument: str, chain_ids) -> np.ndarray:
 def _labels(names, size: int, default: list, argument: str) -> list:
     if names is None:
         return default
-    names = list(names)
+    names = check_labels(names, argument)
     if len(names) != size:
         raise fail(argument, f"{len(names)} names", f"one name per column, {size} names")
+    check_unique(names, argument)
     return names
 
 

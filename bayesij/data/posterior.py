@@ -9,7 +9,13 @@ import numpy as np
 import xarray as xr
 
 from bayesij.array._numeric import sum_by_group
-from bayesij.array.checks import check_finite, check_log_lik_values, check_unique, fail
+from bayesij.array.checks import (
+    check_finite,
+    check_labels,
+    check_log_lik_values,
+    check_unique,
+    fail,
+)
 
 __all__ = ["Posterior", "select_names", "base_name"]
 
@@ -41,8 +47,7 @@ def select_names(available: Iterable[str], requested, argument: str = "quantitie
         Selected element names, in the order requested, each once.
     """
     available = [str(name) for name in available]
-    if isinstance(requested, str):
-        requested = [requested]
+    requested = check_labels(requested, argument)
     selected: list[str] = []
     for request in requested:
         request = str(request)

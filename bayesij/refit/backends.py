@@ -189,6 +189,8 @@ def _model_code(model: str) -> str:
     """Stan code from code, a shipped model name or a path to a .stan file."""
     from bayesij.stan_models import available, stan_code
 
+    if not isinstance(model, str):
+        raise fail("model", f"a {type(model).__name__}", "Stan code, a .stan path or a name")
     if model in available():
         return stan_code(model)
     if model.endswith(".stan") and os.path.exists(model):

@@ -255,6 +255,8 @@ def run_campaign(
         time-out); by default a failure is a result, kept and reported.
     """
     check_executor(executor)
+    if not isinstance(tasks, list) or not all(isinstance(task, Task) for task in tasks):
+        raise fail("tasks", f"a {type(tasks).__name__} of other things", "a list of Task")
     keys = [task.key for task in tasks]
     if len(set(keys)) != len(keys):
         raise ValueError("tasks: found repeated keys; expected each refit once.")

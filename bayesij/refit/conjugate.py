@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij.array.checks import fail
+from bayesij.array.checks import as_float_array, check_finite, check_real, fail
 
 __all__ = ["ConjugateNormal"]
 
@@ -31,17 +31,19 @@ class ConjugateNormal:
     """
 
     def __init__(self, X, y, sigma=1.0, prior_mean=None, prior_cov=None):
-        self.X = np.atleast_2d(np.asarray(X, dtype=float))
-        self.y = np.asarray(y, dtype=float)
-        if self.X.shape[0] != self.y.shape[0] or self.y.ndim != 1:
+        self.X = np.atleast_2d(as_float_array(X, "X"))
+        self.y = as_float_array(y, "y")
+        if self.y.ndim != 1:
+            raise fail("y", f"shape {self.y.shape}", "a vector of observations")
+        if self.X.shape[0] != self.y.shape[0]:
             raise fail(
                 "y",
-                f"shape {self.y.shape} with X of shape {self.X.shape}",
-                "a vector with one entry per row of X",
+                f"{self.y.shape[0]} observations while X has {self.X.shape[0]} rows",
+                "one row of X per observation",
             )
-        if not (np.isfinite(sigma) and sigma > 0):
-            raise fail("sigma", repr(sigma), "a finite positive noise standard deviation")
-        self.sigma = float(sigma)
+        check_finite(self.X, "X")
+        check_finite(self.y, "y")
+        self.sigma = check_real(sigma, "sigma", 0.0, low_open=True)
         p = self.X.shape[1]
         self.prior_mean = np.zeros(p) if prior_mean is None else np.asarray(prior_mean, float)
         self.prior_cov = 100.0 * np.eye(p) if prior_cov is None else np.asarray(prior_cov, float)

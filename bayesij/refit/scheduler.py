@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array.checks import fail
+from bayesij.array.checks import check_real
 
 __all__ = ["LooPriorities", "loo_priorities", "LooStopRule"]
 
@@ -40,6 +40,7 @@ def loo_priorities(
 
     All arguments are arrays of shape (n_obs,), except ``k_threshold``.
     """
+    k_threshold = check_real(k_threshold, "k_threshold")
     psis_elpd, ij_elpd, mcse, pareto_k, var_log_lik = (
         np.asarray(a, dtype=float) for a in (psis_elpd, ij_elpd, mcse, pareto_k, var_log_lik)
     )
@@ -66,8 +67,7 @@ class LooStopRule:
         positions: np.ndarray,
         tolerance: float,
     ):
-        if not (np.isfinite(tolerance) and tolerance >= 0):
-            raise fail("tolerance", repr(tolerance), "a finite value >= 0 (elpd units)")
+        tolerance = check_real(tolerance, "tolerance", 0.0)
         self.error, self.psis = priorities.error, np.asarray(psis_elpd, dtype=float)
         self.position_of = dict(zip(keys, np.asarray(positions).tolist(), strict=True))
         self.tolerance = float(tolerance)

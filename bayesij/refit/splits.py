@@ -7,6 +7,7 @@ Each returns the fold (1..K) of every observation, with fold sizes differing by 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from bayesij.array.checks import check_positive_int, fail
 
@@ -32,6 +33,21 @@ def kfold_split_random(n_obs: int, K: int = 10, seed: int = 0) -> np.ndarray:
     return _balanced_labels(n_obs, K, np.random.default_rng(seed))
 
 
+def _label_vector(values, argument: str, what: str) -> np.ndarray:
+    """One label per observation, none missing (NaN or None)."""
+    labels = np.asarray(values)
+    if labels.ndim != 1:
+        raise fail(argument, f"shape {labels.shape}", f"one {what} label per observation")
+    missing = pd.isna(labels)
+    if missing.any():
+        raise fail(
+            argument,
+            f"{int(missing.sum())} missing label(s) (first at {int(np.argmax(missing))})",
+            f"a {what} label for every observation",
+        )
+    return labels
+
+
 def kfold_split_grouped(groups, K: int = 10, seed: int = 0) -> np.ndarray:
     """Folds that keep every group whole: shape (n_obs,), values 1..K.
 
@@ -39,10 +55,10 @@ def kfold_split_grouped(groups, K: int = 10, seed: int = 0) -> np.ndarray:
     observations so far, so fold sizes are as even as the group sizes allow (exactly
     balanced in groups when all groups have the same size).
     """
-    labels = np.asarray(groups)
-    if labels.ndim != 1:
-        raise fail("groups", f"shape {labels.shape}", "one group label per observation")
+    labels = _label_vector(groups, "groups", "group")
     unique, codes, sizes = np.unique(labels, return_inverse=True, return_counts=True)
+    if unique.size < 2:
+        raise fail("groups", f"{unique.size} distinct group", "at least 2 groups to form folds")
     K = _check_k(K, unique.size, "groups")
     rng = np.random.default_rng(seed)
     order = rng.permutation(unique.size)
@@ -63,9 +79,7 @@ def kfold_split_stratified(strata, K: int = 10, seed: int = 0) -> np.ndarray:
     turn, so every fold gets floor or ceil of its share of each stratum and fold sizes
     differ by at most one.
     """
-    labels = np.asarray(strata)
-    if labels.ndim != 1:
-        raise fail("strata", f"shape {labels.shape}", "one stratum label per observation")
+    labels = _label_vector(strata, "strata", "stratum")
     K = _check_k(K, labels.size, "observations")
     rng = np.random.default_rng(seed)
     shuffled = rng.permutation(labels.size)

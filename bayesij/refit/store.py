@@ -74,6 +74,10 @@ class CampaignStore:
     """
 
     def __init__(self, path=None, *, retry_failed: bool = False):
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise ValueError(
+                f"store: found a {type(path).__name__}; expected a directory path or None."
+            )
         self.path = None if path is None else os.fspath(path)
         self.retry_failed = bool(retry_failed)
         self._records: dict[str, dict] = {}

@@ -13,9 +13,16 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from bayesij.array.checks import check_flag, check_labels
 from bayesij.array.influence import InfluenceScores
 from bayesij.data.convert import as_posterior
-from bayesij.stats.amip import AmipResult, looks_like_scale, one_signed
+from bayesij.stats.amip import (
+    AmipResult,
+    check_search_options,
+    check_target,
+    looks_like_scale,
+    one_signed,
+)
 from bayesij.stats.amip import amip as compute_amip
 from bayesij.stats.jackknife import IJCovariance, ij_covariance
 from bayesij.stats.linearity import linearity
@@ -353,6 +360,11 @@ def audit(
     pass over the draws, and the linearity check reuses them and the PSIS-LOO smoothed
     weights (which the audit then drops, so it holds no draws x units array).
     """
+    loo, waic, amip = (check_flag(v, a) for v, a in ((loo, "loo"), (waic, "waic"), (amip, "amip")))
+    targets = check_labels(targets, "targets")
+    for target in targets:
+        check_target(target, "targets")
+    check_search_options(alpha_max, method)
     post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
     names = post.quantity_names
     with warnings.catch_warnings():  # every diagnostic is part of the report

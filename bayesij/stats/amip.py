@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.amip import METHODS, TARGETS, amip_search, search_path
-from bayesij.array.checks import fail
+from bayesij.array.checks import check_real, fail
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior
 from bayesij.data.posterior import base_name
@@ -241,20 +241,30 @@ def looks_like_scale(name: str) -> bool:
     return any(base == s or base.startswith(s + "_") or base.endswith("_" + s) for s in SCALE_NAMES)
 
 
-def _check_arguments(post, quantity, target, alpha_max, z, method):
-    if quantity not in post.quantity_names:
-        raise fail("quantity", repr(quantity), f"one of {post.quantity_names[:10]}")
+def check_target(target, argument: str = "target") -> None:
+    """A target name of ``TARGETS`` or a finite, non-zero change Δ."""
     if isinstance(target, str):
         if target not in TARGETS:
-            raise fail("target", repr(target), f"one of {TARGETS} or a change Δ (float)")
-    elif not (isinstance(target, (int, float)) and math.isfinite(target) and target != 0):
-        raise fail("target", repr(target), f"a finite, non-zero change Δ, or one of {TARGETS}")
-    if not (isinstance(alpha_max, (int, float)) and 0 < alpha_max < 1):
-        raise fail("alpha_max", repr(alpha_max), "a proportion in (0, 1)")
-    if not (isinstance(z, (int, float)) and math.isfinite(z) and z > 0):
-        raise fail("z", repr(z), "a finite positive multiple of the posterior sd")
-    if method not in METHODS:
+            raise fail(argument, repr(target), f"one of {TARGETS} or a change Δ (float)")
+    elif isinstance(target, bool) or not (
+        isinstance(target, (int, float)) and math.isfinite(target) and target != 0
+    ):
+        raise fail(argument, repr(target), f"a finite, non-zero change Δ, or one of {TARGETS}")
+
+
+def check_search_options(alpha_max, method) -> None:
+    """``alpha_max`` in (0, 1) and a known ``method`` (shared with the audit)."""
+    check_real(alpha_max, "alpha_max", 0.0, 1.0, low_open=True, high_open=True)
+    if not isinstance(method, str) or method not in METHODS:
         raise fail("method", repr(method), f"one of {METHODS}")
+
+
+def _check_arguments(post, quantity, target, alpha_max, z, method):
+    if not isinstance(quantity, str) or quantity not in post.quantity_names:
+        raise fail("quantity", repr(quantity), f"one of {post.quantity_names[:10]}")
+    check_target(target)
+    check_real(z, "z", 0.0, low_open=True)
+    check_search_options(alpha_max, method)
 
 
 def amip(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import fail
+from bayesij.array.checks import as_float_array, fail
 from bayesij.array.dic import dic_terms
 from bayesij.data.convert import as_posterior
 
@@ -106,6 +106,8 @@ def dic(data, log_lik_at_point=None, *, point: str = "mean", log_lik=None) -> Di
         reduce(post.quantities.values, axis=(0, 1)), index=post.quantity_names, name=point
     )
     values = log_lik_at_point(estimate) if callable(log_lik_at_point) else log_lik_at_point
+    if values is not None:
+        values = as_float_array(values, "log_lik_at_point")
     matrix = post.log_lik.values.reshape(post.n_draws, post.n_obs)
     terms = dic_terms(matrix, values, check=False)
     return DicResult(

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayesij.array.checks import check_flag
 from bayesij.array.jackknife import ij_covariance as ij_arrays
 from bayesij.data.convert import as_posterior
 from bayesij.stats.influence import scores_dataset
@@ -193,6 +194,7 @@ def ij_covariance(
     >>> list(result.table().columns)[:2]
     ['posterior_sd', 'ij_sd']
     """
+    check_linearity = check_flag(check_linearity, "check_linearity")
     post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
     values, units = post.units(groups)
     result = ij_arrays(

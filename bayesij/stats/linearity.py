@@ -156,6 +156,12 @@ def linearity(
     .. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
        smoothed importance sampling. JMLR 25(72).
     """
+    if scores is not None and not isinstance(scores, InfluenceScores):
+        raise fail(
+            "scores",
+            f"a {type(scores).__name__}",
+            "None or the InfluenceScores of the same draws (IJCovariance.scores)",
+        )
     post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
     values, units = post.units(groups)
     if impossible_columns(values).any():  # column by column: no matrix-sized mask

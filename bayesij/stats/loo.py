@@ -10,7 +10,16 @@ import pandas as pd
 
 from bayesij.array import loo as loo_arrays
 from bayesij.array._numeric import elpd_standard_error, logsumexp_columns, obs_chunks
-from bayesij.array.checks import as_draws_matrix, check_finite, checked_r_eff, fail
+from bayesij.array.checks import (
+    as_draws_matrix,
+    as_float_array,
+    check_ddof,
+    check_finite,
+    check_flag,
+    check_seed,
+    checked_r_eff,
+    fail,
+)
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
 from bayesij.data.convert import as_posterior, unit_index
@@ -255,8 +264,8 @@ def loo_methods(
 
     Returns a dict from method name to :class:`LooResult`; arguments as :func:`loo`.
     """
-    if ddof not in (0, 1):
-        raise fail("ddof", repr(ddof), "0 (ArviZ) or 1 (R loo)")
+    ddof = check_ddof(ddof)
+    save_psis = check_flag(save_psis, "save_psis")
     methods = (methods,) if isinstance(methods, str) else tuple(methods)
     unknown = [m for m in methods if m not in loo_arrays.METHODS]
     if unknown or not methods:
@@ -334,7 +343,7 @@ def _warn(message: str) -> None:
 
 def _matching_draws(values, log_lik: np.ndarray, argument: str) -> np.ndarray:
     """Values per draw and observation, shaped and checked like the log-likelihood matrix."""
-    array = np.asarray(values, dtype=float)
+    array = as_float_array(values, argument)
     if array.ndim == 3:
         array = array.reshape(-1, array.shape[2])
     matrix, _ = as_draws_matrix(array, argument)
@@ -506,13 +515,13 @@ def loo_pit(
     matrix, replicated, tails, units, saved = _draws_beside_log_lik(
         data, y_rep, "y_rep", r_eff, tail_rule, log_lik, psis
     )
-    observed = np.asarray(y, dtype=float)
+    observed = as_float_array(y, "y")
     if observed.shape != (matrix.shape[1],):
         raise fail(
             "y", f"shape {observed.shape}", f"one value per observation, shape ({matrix.shape[1]},)"
         )
     check_finite(observed, "y")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     pit = np.empty(matrix.shape[1])
     for chunk, weights in _loo_weights(matrix, tails, 8, saved):
         below = (weights * (replicated[:, chunk] < observed[chunk])).sum(axis=0)

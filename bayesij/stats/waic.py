@@ -10,7 +10,7 @@ import pandas as pd
 
 from bayesij.array import waic as info
 from bayesij.array._numeric import elpd_standard_error
-from bayesij.array.checks import fail
+from bayesij.array.checks import check_ddof, check_real
 from bayesij.data.convert import as_posterior, unit_index
 
 __all__ = ["waic", "WaicResult", "generating_function"]
@@ -172,10 +172,8 @@ def waic(data, *, beta: float = 1.0, groups=None, log_lik=None, ddof: int = 0) -
     >>> round(result.p_waic, 1)
     1.0
     """
-    if not (isinstance(beta, (int, float)) and np.isfinite(beta) and beta > 0):
-        raise fail("beta", repr(beta), "a finite inverse temperature > 0")
-    if ddof not in (0, 1):
-        raise fail("ddof", repr(ddof), "0 (ArviZ, Watanabe) or 1 (R loo)")
+    beta = check_real(beta, "beta", 0.0, low_open=True)
+    ddof = check_ddof(ddof)
     values, units = as_posterior(data, log_lik=log_lik).units(groups)
     matrix = values.reshape(-1, values.shape[2])
     moments = info.log_lik_moments(matrix, check=False)  # checked by log_lik_units
@@ -257,6 +255,7 @@ def generating_function(data, alpha: float, *, groups=None, log_lik=None) -> flo
     >>> round(bayesij.generating_function(log_lik, 2.0), 6)  # log 0.5^2
     -1.386294
     """
+    alpha = check_real(alpha, "alpha")
     values, _ = as_posterior(data, log_lik=log_lik).units(groups)
     matrix = values.reshape(-1, values.shape[2])
     return float(info.log_mean_exp(matrix, alpha, check=False).mean())

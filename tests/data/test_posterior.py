@@ -83,7 +83,7 @@ def test_groups_must_cover_every_observation(rng, groups, message):
 
 
 def test_duplicate_ids_and_unequal_chains(rng):
-    with pytest.raises(ValueError, match=r"log_lik \(observation ids\): found 1 repeated"):
+    with pytest.raises(ValueError, match=r"obs_names: found 1 repeated label\(s\): 'a'"):
         bayesij.from_arrays(
             rng.normal(size=(2, 10, 1)), rng.normal(size=(2, 10, 3)), obs_names=["a", "b", "a"]
         )

@@ -132,9 +132,7 @@ def test_backend_arguments_are_checked():
         refit.PyStanBackend("linear_regression", [])
 
 
-def test_cmdstan_programs_go_to_a_private_folder_and_links_are_not_followed(
-    tmp_path, monkeypatch
-):
+def test_cmdstan_programs_go_to_a_private_folder_and_links_are_not_followed(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     folder = Path(private_folder())
     assert folder.is_relative_to(tmp_path) and stat.S_IMODE(folder.stat().st_mode) == 0o700

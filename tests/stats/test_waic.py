@@ -133,9 +133,9 @@ def test_grouped_waic_sums_the_group_log_lik():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"beta": 0.0}, r"beta: found 0.0; expected a finite inverse temperature > 0"),
-        ({"beta": np.inf}, r"beta: found inf; expected a finite inverse temperature"),
-        ({"ddof": 2}, r"ddof: found 2; expected 0 \(ArviZ, Watanabe\) or 1 \(R loo\)"),
+        ({"beta": 0.0}, r"beta: found 0.0; expected a finite number > 0"),
+        ({"beta": np.inf}, r"beta: found inf; expected a finite number > 0"),
+        ({"ddof": 2}, r"ddof: found 2; expected 0 \(ArviZ\) or 1 \(R loo\)"),
         ({"groups": [0, 1]}, r"groups: found shape \(2,\); expected one label per"),
     ],
 )

@@ -1,0 +1,497 @@
+"""The bad-input meta-test: a table of bad values for every argument of every public
+function, the refit layer, the backends and the CLI.
+
+Each case must end in a clear error: a ``ValueError``, ``TypeError`` or ``OSError`` whose
+message names the argument (``"<argument>: found ...; expected ..."``). A call that
+returns (a silent answer) or raises anything else (a raw traceback) fails the test.
+:func:`test_every_public_function_is_in_the_table` keeps the table complete.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import bayesij
+from bayesij import refit
+from bayesij.cli import main as cli_main
+
+RNG = np.random.default_rng(5)
+C, D, N = 4, 25, 6
+THETA = RNG.normal(size=(C, D, 2))
+Y = RNG.normal(size=N)
+LOG_LIK = -0.5 * (Y - THETA[..., :1]) ** 2
+POST = bayesij.from_arrays(THETA, LOG_LIK)
+BACKEND = refit.ConjugateNormalBackend(np.ones((N, 1)), Y, draws=100)
+
+
+def _matrix(value=None, shape=(C * D, N)):
+    matrix = RNG.normal(size=shape)
+    if value is not None:
+        matrix = matrix.astype(type(value)) if isinstance(value, complex) else matrix
+        matrix[3, 1] = value
+    return matrix
+
+
+def _with_nan(values):
+    values = values.copy()
+    values.flat[3] = np.nan
+    return values
+
+
+def _csv_files():
+    """Draws and log-likelihood of POST as R would export them (in the test's folder)."""
+    import pandas as pd
+
+    pd.DataFrame(THETA.reshape(-1, 2), columns=["a", "b"]).to_csv("draws.csv", index=False)
+    pd.DataFrame(LOG_LIK.reshape(-1, N)).to_csv("log_lik.csv", index=False)
+    return "draws.csv", "log_lik.csv"
+
+
+#: Bad values by kind of argument. Each is wrong whatever the rest of the call.
+DRAWS = {
+    "a path": "fit.nc",
+    "a number": 3,
+    "None": None,
+    "NaN": _matrix(np.nan),
+    "+inf": _matrix(np.inf),
+    "1e300": _matrix(1e300),
+    "complex": _matrix(1j),
+    "text": np.array([["a"] * N] * (C * D)),
+    "no observations": np.zeros((C * D, 0)),
+    "1-D": np.zeros(C * D),
+}
+POSITIVE_INT = {"0": 0, "-1": -1, "2.5": 2.5, "'3'": "3", "True": True, "NaN": np.nan}
+NON_NEGATIVE_INT = {"-1": -1, "2.5": 2.5, "'3'": "3", "True": True, "None": None}
+POSITIVE_REAL = {"0": 0.0, "-1": -1.0, "NaN": np.nan, "inf": np.inf, "'1'": "1", "None": None}
+PROBABILITY = {"0": 0.0, "1.5": 1.5, "NaN": np.nan, "'0.1'": "0.1", "None": None}
+OPTION = {"'nope'": "nope", "3": 3, "None": None}
+FLAG = {"'yes'": "yes", "2": 2, "None": None}
+NAMES = {"'nope'": "nope", "['f[1]', 'nope']": ["f[1]", "nope"], "3": 3}
+GROUPS = {"too short": [0, 1], "NaN labels": [0, 1, np.nan, 1, 0, 1], "3": 3}
+OBS_VECTOR = {"too short": np.zeros(2), "NaN": np.r_[np.nan, np.zeros(N - 1)], "'y'": "y"}
+
+
+def _catalogue():
+    """(function name, argument, call taking the bad value, bad values)."""
+    kw = lambda fn, name, **base: lambda v: fn(**{**base, name: v})  # noqa: E731
+    pos = lambda fn, *args: lambda v: fn(v, *args)  # noqa: E731
+    table = [
+        ("loo", "data", pos(bayesij.loo), DRAWS),
+        ("loo", "method", kw(bayesij.loo, "method", data=POST), OPTION),
+        ("loo", "tail_rule", kw(bayesij.loo, "tail_rule", data=POST), OPTION),
+        ("loo", "ties", kw(bayesij.loo, "ties", data=POST), OPTION),
+        ("loo", "ddof", kw(bayesij.loo, "ddof", data=POST), NON_NEGATIVE_INT),
+        ("loo", "save_psis", kw(bayesij.loo, "save_psis", data=POST), FLAG),
+        ("loo", "groups", kw(bayesij.loo, "groups", data=POST), GROUPS),
+        (
+            "loo",
+            "r_eff",
+            kw(bayesij.loo, "r_eff", data=POST),
+            {k: v for k, v in POSITIVE_REAL.items() if v is not None},
+        ),
+        ("waic", "data", pos(bayesij.waic), DRAWS),
+        ("waic", "beta", kw(bayesij.waic, "beta", data=POST), POSITIVE_REAL),
+        ("waic", "ddof", kw(bayesij.waic, "ddof", data=POST), NON_NEGATIVE_INT),
+        ("waic", "groups", kw(bayesij.waic, "groups", data=POST), GROUPS),
+        ("dic", "data", pos(bayesij.dic), DRAWS),
+        ("dic", "point", kw(bayesij.dic, "point", data=POST), OPTION),
+        ("dic", "log_lik_at_point", kw(bayesij.dic, "log_lik_at_point", data=POST), OBS_VECTOR),
+        ("influence", "data", pos(bayesij.influence), DRAWS),
+        ("influence", "quantities", kw(bayesij.influence, "quantities", data=POST), NAMES),
+        ("influence", "groups", kw(bayesij.influence, "groups", data=POST), GROUPS),
+        ("influence", "n_blocks", kw(bayesij.influence, "n_blocks", data=POST), POSITIVE_INT),
+        ("ij_covariance", "data", pos(bayesij.ij_covariance), DRAWS),
+        (
+            "ij_covariance",
+            "n_blocks",
+            kw(bayesij.ij_covariance, "n_blocks", data=POST),
+            POSITIVE_INT,
+        ),
+        ("ij_covariance", "n_boot", kw(bayesij.ij_covariance, "n_boot", data=POST), POSITIVE_INT),
+        ("ij_covariance", "seed", kw(bayesij.ij_covariance, "seed", data=POST), NON_NEGATIVE_INT),
+        (
+            "ij_covariance",
+            "check_linearity",
+            kw(bayesij.ij_covariance, "check_linearity", data=POST),
+            FLAG,
+        ),
+        ("ij_covariance", "quantities", kw(bayesij.ij_covariance, "quantities", data=POST), NAMES),
+        ("linearity", "data", pos(bayesij.linearity), DRAWS),
+        ("linearity", "tail_rule", kw(bayesij.linearity, "tail_rule", data=POST), OPTION),
+        ("linearity", "loo", kw(bayesij.linearity, "loo", data=POST), {"3": 3, "'x'": "x"}),
+        ("linearity", "scores", kw(bayesij.linearity, "scores", data=POST), {"3": 3, "'x'": "x"}),
+        ("linearity", "groups", kw(bayesij.linearity, "groups", data=POST), GROUPS),
+        ("amip", "data", lambda v: bayesij.amip(v, "f[1]"), DRAWS),
+        ("amip", "quantity", lambda v: bayesij.amip(POST, v), NAMES),
+        (
+            "amip",
+            "target",
+            lambda v: bayesij.amip(POST, "f[1]", v),
+            {"'nope'": "nope", "None": None, "NaN": np.nan, "0": 0, "True": True},
+        ),
+        (
+            "amip",
+            "alpha_max",
+            kw(bayesij.amip, "alpha_max", data=POST, quantity="f[1]"),
+            PROBABILITY,
+        ),
+        ("amip", "z", kw(bayesij.amip, "z", data=POST, quantity="f[1]"), POSITIVE_REAL),
+        ("amip", "method", kw(bayesij.amip, "method", data=POST, quantity="f[1]"), OPTION),
+        (
+            "amip",
+            "max_refits",
+            kw(bayesij.amip, "max_refits", data=POST, quantity="f[1]", backend=BACKEND),
+            POSITIVE_INT,
+        ),
+        (
+            "amip",
+            "backend",
+            kw(bayesij.amip, "backend", data=POST, quantity="f[1]"),
+            {"3": 3, "'x'": "x"},
+        ),
+        ("audit", "data", pos(bayesij.audit), DRAWS),
+        (
+            "audit",
+            "targets",
+            kw(bayesij.audit, "targets", data=POST),
+            {"('nope',)": ("nope",), "3": 3},
+        ),
+        ("audit", "alpha_max", kw(bayesij.audit, "alpha_max", data=POST), PROBABILITY),
+        ("audit", "method", kw(bayesij.audit, "method", data=POST), OPTION),
+        ("audit", "loo", kw(bayesij.audit, "loo", data=POST), FLAG),
+        ("audit", "quantities", kw(bayesij.audit, "quantities", data=POST), NAMES),
+        (
+            "compare",
+            "results",
+            bayesij.compare,
+            {"3": 3, "{'a': 3}": {"a": 3}, "{}": {}, "list": [1, 2]},
+        ),
+        ("generating_function", "data", lambda v: bayesij.generating_function(v, 0.5), DRAWS),
+        (
+            "generating_function",
+            "alpha",
+            lambda v: bayesij.generating_function(POST, v),
+            {"NaN": np.nan, "'x'": "x", "None": None},
+        ),
+        ("loo_expectation", "data", lambda v: bayesij.loo_expectation(v, LOG_LIK), DRAWS),
+        (
+            "loo_expectation",
+            "values",
+            lambda v: bayesij.loo_expectation(POST, v),
+            {k: DRAWS[k] for k in ("a path", "NaN", "complex", "1-D", "None")},
+        ),
+        (
+            "loo_expectation",
+            "kind",
+            kw(bayesij.loo_expectation, "kind", data=POST, values=LOG_LIK),
+            OPTION,
+        ),
+        (
+            "loo_expectation",
+            "prob",
+            kw(bayesij.loo_expectation, "prob", data=POST, values=LOG_LIK, kind="quantile"),
+            PROBABILITY,
+        ),
+        ("loo_pit", "data", lambda v: bayesij.loo_pit(v, Y, LOG_LIK), DRAWS),
+        ("loo_pit", "y", lambda v: bayesij.loo_pit(POST, v, LOG_LIK), OBS_VECTOR),
+        (
+            "loo_pit",
+            "y_rep",
+            lambda v: bayesij.loo_pit(POST, Y, v),
+            {k: DRAWS[k] for k in ("a path", "NaN", "complex", "1-D", "None")},
+        ),
+        (
+            "loo_pit",
+            "seed",
+            kw(bayesij.loo_pit, "seed", data=POST, y=Y, y_rep=LOG_LIK),
+            NON_NEGATIVE_INT,
+        ),
+        (
+            "from_arrays",
+            "log_lik",
+            lambda v: bayesij.from_arrays(THETA, v),
+            {k: DRAWS[k] for k in DRAWS if k != "1-D"},
+        ),
+        (
+            "from_arrays",
+            "quantities",
+            lambda v: bayesij.from_arrays(v, LOG_LIK),
+            {"a path": "fit.nc", "None": None, "NaN": _with_nan(THETA), "complex": THETA + 1j},
+        ),
+        (
+            "from_arrays",
+            "chain_ids",
+            lambda v: bayesij.from_arrays(
+                THETA.reshape(-1, 2), LOG_LIK.reshape(-1, N), chain_ids=v
+            ),
+            {"too short": [0, 1], "3": 3},
+        ),
+        (
+            "from_arrays",
+            "quantity_names",
+            kw(bayesij.from_arrays, "quantity_names", quantities=THETA, log_lik=LOG_LIK),
+            {"too short": ["a"], "repeated": ["a", "a"], "3": 3},
+        ),
+        (
+            "from_arrays",
+            "obs_names",
+            kw(bayesij.from_arrays, "obs_names", quantities=THETA, log_lik=LOG_LIK),
+            {"too short": ["a"], "repeated": ["a"] * N, "3": 3},
+        ),
+        (
+            "from_arrays",
+            "groups",
+            kw(bayesij.from_arrays, "groups", quantities=THETA, log_lik=LOG_LIK),
+            GROUPS,
+        ),
+        (
+            "from_csv",
+            "draws",
+            lambda v: bayesij.from_csv(v, "missing.csv"),
+            {"missing": "missing.csv", "3": 3},
+        ),
+        (
+            "from_csv",
+            "chains",
+            lambda v: bayesij.from_csv(*_csv_files(), chains=v),
+            {**POSITIVE_INT, "7": 7},
+        ),
+        (
+            "from_inference_data",
+            "idata",
+            bayesij.from_inference_data,
+            {"a path": "fit.nc", "3": 3, "None": None},
+        ),
+        (
+            "from_cmdstanpy",
+            "fit_or_csv_files",
+            bayesij.from_cmdstanpy,
+            {"missing": ["missing.csv"], "3": 3, "None": None},
+        ),
+        ("from_pystan", "fit", bayesij.from_pystan, {"3": 3, "'x'": "x", "None": None}),
+        (
+            "as_posterior",
+            "data",
+            bayesij.as_posterior,
+            {k: DRAWS[k] for k in ("a path", "None", "NaN", "complex", "no observations")},
+        ),
+        (
+            "refit.bootstrap",
+            "B",
+            lambda v: refit.bootstrap(POST, BACKEND, v, executor="sequential", progress=False),
+            POSITIVE_INT,
+        ),
+        (
+            "refit.bootstrap",
+            "backend",
+            lambda v: refit.bootstrap(POST, v, 2, progress=False),
+            {"3": 3, "'x'": "x", "None": None},
+        ),
+        (
+            "refit.bootstrap",
+            "executor",
+            lambda v: refit.bootstrap(POST, BACKEND, 2, executor=v, progress=False),
+            {"-1": -1, "'sequentia'": "sequentia", "2.5": 2.5, "True": True},
+        ),
+        (
+            "refit.bootstrap",
+            "post",
+            lambda v: refit.bootstrap(v, BACKEND, 2, progress=False),
+            {k: DRAWS[k] for k in ("a path", "None", "NaN")},
+        ),
+        (
+            "refit.bootstrap",
+            "store",
+            lambda v: refit.bootstrap(
+                POST, BACKEND, 2, store=v, executor="sequential", progress=False
+            ),
+            {"a file": __file__, "3": 3},
+        ),
+        (
+            "refit.loo",
+            "points",
+            lambda v: refit.loo(POST, BACKEND, v, executor="sequential", progress=False),
+            {"repeated": [1, 1], "unknown": [99], "'nope'": "nope"},
+        ),
+        (
+            "refit.loo",
+            "budget",
+            lambda v: refit.loo(POST, BACKEND, budget=v, executor="sequential", progress=False),
+            POSITIVE_INT,
+        ),
+        (
+            "refit.loo",
+            "tolerance",
+            lambda v: refit.loo(POST, BACKEND, tolerance=v, executor="sequential", progress=False),
+            {"-1": -1.0, "NaN": np.nan, "'x'": "x"},
+        ),
+        (
+            "refit.kfold",
+            "K",
+            lambda v: refit.kfold(POST, BACKEND, v, executor="sequential", progress=False),
+            {**POSITIVE_INT, "1": 1, "99": 99},
+        ),
+        (
+            "refit.kfold",
+            "folds",
+            lambda v: refit.kfold(POST, BACKEND, folds=v, executor="sequential", progress=False),
+            {"too short": [0, 1], "one fold": [0] * N, "3": 3},
+        ),
+        (
+            "refit.drop",
+            "ids",
+            lambda v: refit.drop(POST, BACKEND, v, executor="sequential", progress=False),
+            {"unknown": [99], "repeated": [1, 1], "'nope'": "nope"},
+        ),
+        (
+            "refit.verify",
+            "result",
+            lambda v: refit.verify(v, BACKEND, progress=False),
+            {"3": 3, "a loo result": bayesij.loo(POST)},
+        ),
+        ("refit.kfold_split_random", "n_obs", refit.kfold_split_random, POSITIVE_INT),
+        (
+            "refit.kfold_split_random",
+            "K",
+            lambda v: refit.kfold_split_random(N, v),
+            {**POSITIVE_INT, "1": 1, "99": 99},
+        ),
+        (
+            "refit.kfold_split_grouped",
+            "groups",
+            lambda v: refit.kfold_split_grouped(v, 2),
+            {"3": 3, "one group": [0] * N},
+        ),
+        (
+            "refit.kfold_split_stratified",
+            "strata",
+            lambda v: refit.kfold_split_stratified(v, 2),
+            {"3": 3, "NaN": [np.nan] * N},
+        ),
+        (
+            "refit.loo_priorities",
+            "k_threshold",
+            lambda v: refit.loo_priorities(*np.zeros((5, N)), v),
+            {"NaN": np.nan, "'x'": "x"},
+        ),
+        (
+            "refit.run_campaign",
+            "tasks",
+            lambda v: refit.run_campaign(
+                v, BACKEND, experiment="x", settings={}, executor="sequential", progress=False
+            ),
+            {"3": 3, "not tasks": [1, 2]},
+        ),
+        (
+            "ConjugateNormalBackend",
+            "y",
+            lambda v: refit.ConjugateNormalBackend(np.ones((N, 1)), v),
+            OBS_VECTOR,
+        ),
+        (
+            "ConjugateNormalBackend",
+            "X",
+            lambda v: refit.ConjugateNormalBackend(v, Y),
+            {"NaN": np.full((N, 1), np.nan), "'x'": "x"},
+        ),
+        (
+            "ConjugateNormalBackend",
+            "sigma",
+            lambda v: refit.ConjugateNormalBackend(np.ones((N, 1)), Y, v),
+            POSITIVE_REAL,
+        ),
+        ("CallableBackend", "fn", refit.CallableBackend, {"3": 3, "None": None}),
+        (
+            "PyStanBackend",
+            "model",
+            lambda v: refit.PyStanBackend(v, {}),
+            {"'nope'": "nope", "3": 3},
+        ),
+        (
+            "PyStanBackend",
+            "data",
+            lambda v: refit.PyStanBackend("linear_regression", v),
+            {"list": [], "3": 3},
+        ),
+        (
+            "CmdStanPyBackend",
+            "model",
+            lambda v: refit.CmdStanPyBackend(v, {}),
+            {"'nope'": "nope", "3": 3},
+        ),
+        (
+            "CmdStanPyBackend",
+            "data",
+            lambda v: refit.CmdStanPyBackend("linear_regression", v),
+            {"list": [], "3": 3},
+        ),
+    ]
+    return table
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    CATALOGUE = _catalogue()
+CASES = [
+    pytest.param(call, argument, value, id=f"{name}-{argument}-{label}")
+    for name, argument, call, values in CATALOGUE
+    for label, value in values.items()
+]
+
+
+@pytest.mark.parametrize(("call", "argument", "value"), CASES)
+def test_bad_value_gives_a_clear_error_naming_the_argument(
+    call, argument, value, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            call(value)
+        except (ValueError, TypeError, OSError) as error:
+            message = str(error)
+        else:
+            pytest.fail(f"a silent answer for {argument}={value!r}")
+    assert f"{argument}: found" in message or f"{argument}:" in message.split(";")[0], message
+
+
+CLI_CASES = {
+    "missing file": ["influence", "missing.csv"],
+    "not netCDF": ["audit", "fake.nc"],
+    "--top 0": ["audit", "fake.csv", "--top", "0"],
+    "--top -1": ["audit", "fake.csv", "--top", "-1"],
+    "--top x": ["audit", "fake.csv", "--top", "x"],
+    "--out in a missing folder": ["audit", "fake.csv", "--out", "missing/report.html"],
+    "--out a folder": ["audit", "fake.csv", "--out", "."],
+    "--alpha-max 2": ["audit", "fake.csv", "--alpha-max", "2"],
+    "--draws 0": ["audit", "fake.csv", "--draws", "0"],
+    "unknown command": ["frobnicate"],
+}
+
+
+@pytest.mark.parametrize("argv", CLI_CASES.values(), ids=CLI_CASES.keys())
+def test_cli_bad_input_is_one_line_and_exit_2(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fake.nc").write_text("not a netCDF file")
+    (tmp_path / "fake.csv").write_text("a,b\n1,2\n")
+    try:
+        code = cli_main(argv)
+    except SystemExit as exit:  # argparse's own errors
+        code = exit.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and "Traceback" not in "\n".join(err)
+
+
+def test_every_public_function_is_in_the_table():
+    covered = {name for name, *_ in CATALOGUE}
+    public = (
+        {name for name in bayesij.__all__ if inspect.isfunction(getattr(bayesij, name))}
+        | {f"refit.{name}" for name in refit.__all__ if inspect.isfunction(getattr(refit, name))}
+        | {name for name in refit.__all__ if name.endswith("Backend") and name != "Backend"}
+    )
+    assert public - covered == set(), "add the new public functions to the table"
