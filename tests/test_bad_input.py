@@ -191,3 +191,25 @@ def test_empty_inputs_and_paths_name_the_argument(rng):
         bayesij.from_inference_data("fit.nc")
     with pytest.raises(ValueError, match=r"data: found the path 'fit.nc'; expected"):
         bayesij.waic("fit.nc")
+
+
+def test_a_constant_quantity_is_called_constant_everywhere(rng):
+    theta = rng.normal(size=(4, 250, 1)) * 0.2
+    log_lik = -0.5 * (rng.normal(size=30) - theta) ** 2
+    draws = np.concatenate([theta, np.full_like(theta, 2.0)], axis=2)
+    post = bayesij.from_arrays(draws, log_lik, quantity_names=["mu", "c"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no NaN arithmetic on the way
+        for target in ("sign", "significance"):
+            with pytest.raises(ValueError, match=r"quantity: found 'c', constant over the"):
+                bayesij.amip(post, "c", target=target)
+        assert bayesij.linearity(post).verdict.to_dict() == {"mu": "reliable", "c": "constant"}
+        ij = bayesij.ij_covariance(post)
+        assert ij.table().loc["c", "ij_sd"] == 0.0
+        assert "c: constant over the draws, so the IJ variance is 0" in str(ij)
+        assert "run more draws" not in str(ij)
+        summary = " ".join(bayesij.audit(post).summary())
+    assert "No influence search for c: constant over the draws" in summary
+    assert "linear approximation is doubtful or unreliable" not in summary
+    with pytest.raises(ValueError, match=r"groups: found 1 group; expected at least 2 units"):
+        bayesij.ij_covariance(post, groups=np.zeros(30, dtype=int))

@@ -26,6 +26,7 @@ __all__ = [
     "check_chain_ids",
     "check_positive_int",
     "check_flag",
+    "constant_columns",
     "check_seed",
     "check_ddof",
     "check_real",
@@ -249,6 +250,14 @@ def check_positive_int(value, argument: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise fail(argument, repr(value), f"an integer >= {minimum}")
     return int(value)
+
+
+def constant_columns(values) -> np.ndarray:
+    """Columns of draws (last axis) that do not vary: every draw equal, up to rounding
+    (a range of at most 1e-12 of the mean's magnitude). Shape (n_columns,)."""
+    matrix = np.asarray(values).reshape(-1, np.shape(values)[-1])
+    spread = np.ptp(matrix, axis=0)
+    return (spread == 0) | (spread <= 1e-12 * np.abs(matrix.mean(axis=0)))
 
 
 def check_flag(value, argument: str) -> bool:

@@ -154,6 +154,12 @@ def ij_covariance(
     n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
     seed = check_seed(seed)
     f, l, chains = prepare_draws(quantities, log_lik, chain_ids, check)
+    if l.shape[1] < 2:
+        raise fail(
+            "log_lik",
+            f"{l.shape[1]} unit (column)",
+            "at least 2 units: the IJ variance is that of a bootstrap over units",
+        )
     impossible = impossible_columns(l)
     if impossible.any():
         raise fail(

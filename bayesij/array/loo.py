@@ -175,7 +175,34 @@ def _psis_elpd(
         + ((c_tail - w_tail) ** 2).sum(axis=1)
     )
     relative_error = np.sqrt(np.maximum(square, 0.0))
+    # At k-hat >> 1 the fitted tail can lie hundreds of log units below the largest raw
+    # ratio, and the weights above (scaled to that ratio) underflow: redo those rows in
+    # log space, normalised first (as R loo does).
+    underflow = np.flatnonzero(~(total > _TINY_TOTAL))
+    for i in underflow:
+        row_lw = lw_buffer[i].copy()
+        row_lw[tail[i, in_tail[i]]] = tail_lw[i, in_tail[i]]
+        elpd[i], relative_error[i], sum_w2[i], normalised = _elpd_in_log_space(
+            log_lik[i], row_lw
+        )
+        if log_weights_out is not None:
+            log_weights_out[i] = normalised
     return lppd, elpd, psis.pareto_k, mcse_elpd(relative_error, r_eff), r_eff / sum_w2
+
+
+#: Below this sum of weights (scaled to the largest raw ratio) a row is redone in log space.
+_TINY_TOTAL = 1e-100
+
+
+def _elpd_in_log_space(log_lik: np.ndarray, log_weights: np.ndarray):
+    """elpd, relative error ``sqrt(sum_s (c_s - w_s)^2)``, ``sum_s w_s^2`` and the
+    normalised log-weights of one row (n_draws,), every weight normalised in log space
+    before it is exponentiated (no underflow whatever the spread of the log-weights)."""
+    normalised = log_weights - exp_and_logsumexp(log_weights)[1]
+    terms = normalised + log_lik
+    elpd = float(exp_and_logsumexp(terms)[1])
+    w, c = np.exp(normalised), np.exp(terms - elpd)
+    return elpd, float(np.sqrt(np.sum((c - w) ** 2))), float(np.sum(w**2)), normalised
 
 
 def _lppd_from_ratios(

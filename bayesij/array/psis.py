@@ -6,8 +6,10 @@ ArviZ do one column at a time:
 1. shift so that the largest ratio is 0;
 2. take the ``M`` largest ratios as the tail, ``M = ceil(min(S/5, 3 sqrt(S / r_eff)))``
    (``floor`` in the PSIS paper, the posterior package and arviz-stats), the ``(M+1)``-th
-   largest as the cutoff — floored at ``log`` of the smallest normal float, as ArviZ does,
-   the tail then being the ratios above the floor. Draws tied with the cutoff (repeated
+   largest as the cutoff. With ``ties="above"`` a cutoff below ``log`` of the smallest
+   normal float is floored there, as ArviZ 0.23 does, the tail then being the ratios above
+   the floor; with ``ties="position"`` such a tail (exponentials that underflow) gets
+   k-hat = inf and is not smoothed, as in R loo and arviz-stats. Draws tied with the cutoff (repeated
    MCMC draws) are left out of the tail as ArviZ does (``ties="above"``) or kept by sorted
    position as R loo does (``ties="position"``);
 3. fit a generalized Pareto distribution to ``exp(tail) - exp(cutoff)`` by Zhang and
@@ -149,6 +151,7 @@ def gpd_fit(tails: np.ndarray, lengths: np.ndarray) -> GpdFit:
     weights = np.exp(profile - top)
     weights /= weights.sum(axis=0)
     theta_hat = np.where(weights > 0, theta * weights, 0.0).sum(axis=0)
+    theta_hat[np.isnan(top)] = np.nan  # e.g. a quartile of 0 (underflowed tail): k-hat inf, as R
     with np.errstate(divide="ignore", invalid="ignore"):
         k = np.log1p(-theta_hat * x).sum(axis=0) / lengths
         sigma = -k / theta_hat
@@ -260,7 +263,8 @@ def psis_rows(
     tails = values[1:]
     # Below the smallest normal float exp() underflows: as ArviZ, the cutoff is floored there
     # and the tail is what lies above it (R loo would fit zeros and return k-hat = inf).
-    floored = cutoff < LOG_TINY
+    # R loo and arviz-stats fit the underflowed values as they are (ties="position").
+    floored = (cutoff < LOG_TINY) & (ties == "above")
     cutoff = np.where(floored, LOG_TINY, cutoff)
     if ties == "above" or floored.any():
         above = np.minimum(tail_len, (tails > cutoff).sum(axis=0))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import check_flag, check_labels
+from bayesij.array.checks import check_flag, check_labels, constant_columns
 from bayesij.array.influence import InfluenceScores
 from bayesij.data.convert import as_posterior
 from bayesij.stats.amip import (
@@ -109,11 +109,17 @@ class Audit:
                 for r in robust
             )
             lines.append(f"Not decided by a handful of units: {words}.")
-        if self.skipped:
-            names = ", ".join(sorted({q for q, _ in self.skipped}))
+        scales = sorted({q for (q, _), why in self.skipped.items() if why != "constant"})
+        if scales:
             lines.append(
-                f"Sign targets skipped for {names}: every draw is positive and the name is a "
-                "scale's, so its sign cannot change."
+                f"Sign targets skipped for {', '.join(scales)}: every draw is positive and the "
+                "name is a scale's, so its sign cannot change."
+            )
+        constant = sorted({q for (q, _), why in self.skipped.items() if why == "constant"})
+        if constant:
+            lines.append(
+                f"No influence search for {', '.join(constant)}: constant over the draws, so "
+                "no data can move it."
             )
         lines += self._se_words()
         if self.loo is not None:
@@ -152,7 +158,7 @@ class Audit:
                 )
         if self.ij.linearity is not None:
             verdicts = self.ij.linearity.verdict
-            untrusted = [q for q in verdicts.index if verdicts[q] != "reliable"]
+            untrusted = [q for q in verdicts.index if verdicts[q] in ("doubtful", "unreliable")]
             if untrusted:
                 lines.append(
                     "The IJ's linear approximation is doubtful or unreliable for "
@@ -177,7 +183,7 @@ class Audit:
 
     def _bootstrap_advised(self) -> bool:
         verdicts = self.ij.linearity.verdict if self.ij.linearity is not None else None
-        return verdicts is not None and bool((verdicts != "reliable").any())
+        return verdicts is not None and bool(verdicts.isin(["doubtful", "unreliable"]).any())
 
     # ----------------------------------------------------------------- tables and figures
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -386,6 +392,9 @@ def audit(
                 draws = post.quantities.sel(quantity=q).values
                 scale = one_signed(draws) is not None and looks_like_scale(q)
                 for t in targets:
+                    if constant_columns(draws[..., None])[0]:
+                        result.skipped[(q, t)] = "constant"
+                        continue
                     if scale and t in ("sign", "sign_and_significance"):
                         result.skipped[(q, t)] = "one-signed scale"
                         continue

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.amip import METHODS, TARGETS, amip_search, search_path
-from bayesij.array.checks import check_real, fail
+from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior
 from bayesij.data.posterior import base_name
@@ -341,6 +341,13 @@ def amip(
     """
     post = as_posterior(data, log_lik=log_lik, need_quantities=True)
     _check_arguments(post, quantity, target, alpha_max, z, method)
+    if constant_columns(post.quantities.sel(quantity=quantity).values[..., None])[0]:
+        raise fail(
+            "quantity",
+            f"{quantity!r}, constant over the draws (posterior sd 0)",
+            "a quantity that varies: dropping data cannot move a constant, and its "
+            "significance (mean / sd) is undefined",
+        )
     f = post.quantities.sel(quantity=quantity).values
     log_lik_units, units = post.units(groups)
     codes, _ = post.unit_codes(groups)

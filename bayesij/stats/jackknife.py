@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayesij.array.checks import check_flag
+from bayesij.array.checks import check_flag, constant_columns, fail
 from bayesij.array.jackknife import ij_covariance as ij_arrays
 from bayesij.data.convert import as_posterior
 from bayesij.stats.influence import scores_dataset
@@ -60,6 +60,7 @@ class IJCovariance:
     n_chains: int
     linearity: LinearityResult | None = None
     influence: xr.Dataset | None = None
+    constant: tuple = ()
 
     @property
     def variance(self) -> pd.Series:
@@ -89,7 +90,9 @@ class IJCovariance:
         table = pd.DataFrame(
             {
                 "posterior_sd": np.sqrt(self.posterior_variance),
-                "ij_sd": np.sqrt(corrected.where(corrected > 0)),
+                "ij_sd": np.sqrt(corrected.where(corrected > 0)).where(
+                    ~corrected.index.isin(self.constant), 0.0
+                ),
                 "posterior_variance": self.posterior_variance,
                 "ij_variance": self.variance,
                 "ij_variance_corrected": corrected,
@@ -111,6 +114,12 @@ class IJCovariance:
             table.to_string(float_format=lambda v: f"{v:.4g}"),
         ]
         noisy = table.index[~(table["ij_variance_corrected"] > 2 * table["mcse_ij_variance"])]
+        noisy = noisy.difference(list(self.constant), sort=False)
+        if self.constant:
+            lines.append(
+                f"{', '.join(map(str, self.constant))}: constant over the draws, so the IJ "
+                "variance is 0 (nothing to estimate)."
+            )
         if len(noisy):
             lines.append(
                 f"Monte Carlo noise dominates the IJ variance of {', '.join(map(str, noisy))} "
@@ -197,6 +206,12 @@ def ij_covariance(
     check_linearity = check_flag(check_linearity, "check_linearity")
     post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
     values, units = post.units(groups)
+    if values.shape[2] < 2:
+        raise fail(
+            "groups" if units.dims[0] == "group" else "log_lik",
+            f"{values.shape[2]} {units.dims[0]}",
+            "at least 2 units: the IJ variance is that of a bootstrap over units",
+        )
     result = ij_arrays(
         post.quantities.values, values, n_blocks=n_blocks, n_boot=n_boot, seed=seed, check=False
     )
@@ -214,6 +229,7 @@ def ij_covariance(
         unit=units.dims[0],
         n_draws=post.n_draws,
         n_chains=post.n_chains,
+        constant=tuple(np.asarray(post.quantity_names)[constant_columns(post.quantities.values)]),
         linearity=(
             linearity(post, groups=groups, scores=result.scores) if check_linearity else None
         ),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import fail, impossible_columns
+from bayesij.array.checks import constant_columns, fail, impossible_columns
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.linearity import leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
@@ -24,7 +24,9 @@ UNRELIABLE_ABOVE = 0.3
 EXCLUDED_SHARE = 0.1
 
 
-def _verdict(index: float, excluded: int, n_units: int) -> str:
+def _verdict(index: float, excluded: int, n_units: int, constant: bool = False) -> str:
+    if constant:
+        return "constant"
     if not np.isfinite(index) or index > UNRELIABLE_ABOVE or excluded > EXCLUDED_SHARE * n_units:
         return "unreliable"
     if index > RELIABLE_BELOW or excluded:
@@ -59,10 +61,12 @@ class LinearityResult:
     index: pd.Series
     n_excluded: int
     k_threshold: float
+    constant: tuple = ()
 
     @property
     def verdict(self) -> pd.Series:
-        """Per quantity: "reliable", "doubtful" or "unreliable".
+        """Per quantity: "reliable", "doubtful" or "unreliable" ("constant" for a quantity
+        that does not vary over the draws: there is no change to approximate).
 
         Reliable: index <= 0.1 and no unit above the k-hat threshold. Unreliable: index
         > 0.3, or more than 10% of units above the threshold. Doubtful: in between. The
@@ -72,7 +76,8 @@ class LinearityResult:
         where the exact refit shows the IJ prediction missing a third or more of the change.
         """
         values = [
-            _verdict(value, self.n_excluded, len(self.pareto_k)) for value in self.index.to_numpy()
+            _verdict(value, self.n_excluded, len(self.pareto_k), name in self.constant)
+            for name, value in self.index.items()
         ]
         return pd.Series(values, index=self.index.index, name="verdict")
 
@@ -172,6 +177,8 @@ def linearity(
     )
     threshold = pareto_k_threshold(post.n_draws)
     index, used = nonlinearity_index(changes, threshold)
+    constant = constant_columns(post.quantities.values)
+    index[constant] = np.nan  # nothing moves: no linearity to judge
     names = pd.Index(post.quantity_names, name="quantity")
     labels = unit_index(units)
     return LinearityResult(
@@ -181,6 +188,7 @@ def linearity(
         index=pd.Series(index, index=names, name="nonlinearity_index"),
         n_excluded=int((~used).sum()),
         k_threshold=threshold,
+        constant=tuple(names[constant]),
     )
 
 

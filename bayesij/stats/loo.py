@@ -445,7 +445,8 @@ def loo_expectation(
         ``g`` at each draw for each observation, e.g. posterior predictive draws ``y_rep``.
     kind : {"mean", "var", "sd", "quantile"}, default "mean"
         ``var`` is the weighted variance ``sum_s w_s (g_s - mean)^2 / (1 - sum_s w_s^2)``
-        (as R loo >= 2.6; R loo 2.5.1's "variance" is the Monte Carlo variance of the mean).
+        (as R loo >= 2.6; R loo 2.5.1's "variance" is the Monte Carlo variance of the mean);
+        NaN where one draw holds (nearly) all the weight (k-hat far above 1), not inf.
     prob : float, optional
         Probability for ``kind="quantile"`` (weighted quantile as R loo).
     log_lik, r_eff, tail_rule
@@ -481,7 +482,10 @@ def loo_expectation(
         elif kind == "quantile":
             value[chunk] = _weighted_quantile(h, weights, float(prob))
         else:
-            variance = (weights * (h - mean) ** 2).sum(axis=0) / (1 - (weights**2).sum(axis=0))
+            spread = 1 - (weights**2).sum(axis=0)  # 0 when one draw holds all the weight
+            with np.errstate(divide="ignore", invalid="ignore"):
+                variance = (weights * (h - mean) ** 2).sum(axis=0) / spread
+            variance[spread < 1e-8] = np.nan  # one effective draw: no variance to estimate
             value[chunk] = variance if kind == "var" else np.sqrt(variance)
         log_a = 0.5 * np.log1p(h**2) - matrix[:, chunk]
         k[chunk] = psis_chunk(log_a, tails[chunk]).pareto_k

@@ -1,10 +1,10 @@
-"""Write tests/data/log_lik_reference.csv: the input on which R loo's values were computed.
+"""Write tests/reference/log_lik_reference.csv: the input on which R loo's values were computed.
 
 A misspecified normal location model (t-distributed data, normal likelihood) gives a mix of
 small and large pointwise variances. Rows: 4 chains x 250 draws (chain-major); columns:
 `chain`, then one column per observation. Also writes the posterior predictive draws
 (`y_rep_reference.csv`, same rows) and the data (`y_reference.csv`). Run from the repository root:
-`python tests/data/make_reference_input.py`, then `Rscript tests/data/r_loo_reference.R`.
+`python tests/reference/make_reference_input.py`, then `Rscript tests/reference/r_loo_reference.R`.
 `log_lik_heavy.csv` (same layout) has outliers, so that k-hat exceeds 0.7 and 1.
 """
 
@@ -41,6 +41,18 @@ def heavy_tailed(rng) -> np.ndarray:
     return -0.5 * ((y - 1 - beta * x) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
 
 
+def extreme(rng) -> np.ndarray:
+    """Log-likelihoods whose importance ratios have tails far heavier than PSIS can fit:
+    k-hat from about 1 to far above 10, where the smoothed tail lies hundreds of log units
+    below the largest raw ratio."""
+    n_chains, n_draws = 4, 250
+    scales = np.array([0.1, 5.0, 20.0, 60.0, 120.0, 300.0, 1000.0])
+    z = rng.normal(size=(n_chains, n_draws, scales.size)) ** 2
+    # A column whose fitted tail lies about 420 log units below its largest raw ratio.
+    far = np.random.default_rng(49).normal(size=n_chains * n_draws).reshape(n_chains, n_draws)
+    return np.concatenate([-1.0 - scales * z, -1.0 - 60.0 * far[..., None] ** 2], axis=2)
+
+
 def main() -> None:
     rng = np.random.default_rng(20261120)
     y = rng.standard_t(df=3, size=25)
@@ -58,6 +70,7 @@ def main() -> None:
     np.savetxt(HERE / "y_rep_reference.csv", y_rep, delimiter=",", fmt="%.17g")
     np.savetxt(HERE / "y_reference.csv", y, delimiter=",", fmt="%.17g")
     write_log_lik("heavy", heavy_tailed(np.random.default_rng(7)))
+    write_log_lik("extreme", extreme(np.random.default_rng(11)))
 
 
 if __name__ == "__main__":

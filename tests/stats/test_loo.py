@@ -133,6 +133,42 @@ def test_psis_equals_r_loo_with_default_r_eff(name):
         assert ours.bad_k_ids() == list(np.flatnonzero(expected["pareto_k"] > 0.7))
 
 
+def test_k_hat_far_above_one_keeps_a_positive_mcse_and_a_finite_ess():
+    """k-hat from 7 to beyond 100 (tests/reference/log_lik_extreme.csv, R values saved by
+    r_loo_reference.R). Where the smoothed tail lies hundreds of log units below the
+    largest raw ratio, weights scaled to that ratio underflowed (ESS NaN, MCSE -0.0); such
+    rows are now normalised in log space. R loo agrees wherever its own values are
+    defined: at k-hat = 97 its simulated MCSE underflows to 0 (the relative-error formula
+    used here has no exponential to underflow); where it gives k-hat Inf or NA (a tail
+    that underflows), so does bayesij (inf), with the same unsmoothed elpd."""
+    log_lik = _log_lik_csv("extreme")
+    expected = pd.read_csv(DATA / "r_loo_psis_extreme_pointwise.csv")
+    for ties in ("position", "above"):
+        ours = _quiet(bayesij.loo, log_lik, ddof=1, ties=ties).pointwise
+        assert np.all(ours["mcse_elpd_loo"] > 0) and np.all(np.isfinite(ours["ess"]))
+        assert np.all(np.isfinite(ours["elpd_loo"]))
+    assert ours["pareto_k"].iloc[-1] > 50, "ties='above' smooths the last column's tail"
+    ours = _quiet(bayesij.loo, log_lik, ddof=1, ties="position").pointwise
+    for column, theirs in [("elpd_loo", "elpd_loo"), ("ess", "n_eff"), ("p_loo", "p_loo")]:
+        np.testing.assert_allclose(ours[column], expected[theirs], rtol=1e-9, err_msg=column)
+    k_r = expected["pareto_k"].fillna(np.inf)
+    np.testing.assert_allclose(ours["pareto_k"], k_r, rtol=1e-9)
+    assert (k_r > 90).sum() == 5
+    defined = expected["mcse_elpd_loo"] > 0
+    np.testing.assert_allclose(
+        ours["mcse_elpd_loo"][defined], expected["mcse_elpd_loo"][defined], rtol=1e-9
+    )
+    spread = _quiet(bayesij.loo_expectation, log_lik, log_lik, kind="sd")["value"]
+    assert np.isfinite(spread.iloc[0]) and np.isnan(spread.iloc[-3:]).all(), "not inf"
+    reff = float(ours["r_eff"].mean())
+    data = from_dict(posterior={"m": log_lik[..., 0]}, log_likelihood={"y": log_lik})
+    np.testing.assert_allclose(
+        _quiet(bayesij.loo, log_lik, r_eff=reff, **LOO_OPTIONS).pointwise["elpd_loo"],
+        peer_loo(data, reff).elpd_i,
+        rtol=1e-9,
+    )
+
+
 def test_loo_expectations_equal_r_loo_e_loo():
     log_lik = _log_lik_csv("reference")
     y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
