@@ -182,9 +182,7 @@ def _psis_elpd(
     for i in underflow:
         row_lw = lw_buffer[i].copy()
         row_lw[tail[i, in_tail[i]]] = tail_lw[i, in_tail[i]]
-        elpd[i], relative_error[i], sum_w2[i], normalised = _elpd_in_log_space(
-            log_lik[i], row_lw
-        )
+        elpd[i], relative_error[i], sum_w2[i], normalised = _elpd_in_log_space(log_lik[i], row_lw)
         if log_weights_out is not None:
             log_weights_out[i] = normalised
     return lppd, elpd, psis.pareto_k, mcse_elpd(relative_error, r_eff), r_eff / sum_w2

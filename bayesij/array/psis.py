@@ -9,9 +9,9 @@ ArviZ do one column at a time:
    largest as the cutoff. With ``ties="above"`` a cutoff below ``log`` of the smallest
    normal float is floored there, as ArviZ 0.23 does, the tail then being the ratios above
    the floor; with ``ties="position"`` such a tail (exponentials that underflow) gets
-   k-hat = inf and is not smoothed, as in R loo and arviz-stats. Draws tied with the cutoff (repeated
-   MCMC draws) are left out of the tail as ArviZ does (``ties="above"``) or kept by sorted
-   position as R loo does (``ties="position"``);
+   k-hat = inf and is not smoothed, as in R loo and arviz-stats. Draws tied with the
+   cutoff (repeated MCMC draws) are left out of the tail as ArviZ does (``ties="above"``)
+   or kept by sorted position as R loo does (``ties="position"``);
 3. fit a generalized Pareto distribution to ``exp(tail) - exp(cutoff)`` by Zhang and
    Stephens' empirical Bayes method (grid of ``30 + floor(sqrt(M))`` points) with the weakly
    informative prior ``k <- (M k + 5) / (M + 10)``;
