@@ -18,6 +18,7 @@ __all__ = [
     "logsumexp_columns",
     "elpd_standard_error",
     "obs_chunks",
+    "read_columns",
     "map_chunks",
     "transpose_columns",
     "sum_by_group",
@@ -93,6 +94,12 @@ def obs_chunks(n_obs: int, floats_per_obs: int) -> list[slice]:
 TILE = 256
 
 
+def read_columns(matrix: np.ndarray, chunk) -> np.ndarray:
+    """Columns ``chunk`` of a (n_draws, n_obs) matrix as float64: a view of float64 input,
+    a converted copy of just these columns of float32 input (never of the whole matrix)."""
+    return np.asarray(matrix[:, chunk], dtype=np.float64)
+
+
 def transpose_columns(matrix: np.ndarray, chunk: slice, out: np.ndarray) -> np.ndarray:
     """Columns ``chunk`` of a (n_draws, n_obs) matrix as contiguous rows, written to ``out``.
 
@@ -123,4 +130,4 @@ def sum_by_group(log_lik: np.ndarray, codes: np.ndarray, n_groups: int) -> np.nd
     """
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(n_groups))
-    return np.add.reduceat(log_lik[:, order], starts, axis=1)
+    return np.add.reduceat(log_lik[:, order], starts, axis=1, dtype=np.float64)

@@ -46,17 +46,26 @@ def fail(argument: str, found: str, expected: str, fix: str | None = None) -> Va
     return ValueError(message)
 
 
-def as_float_array(values, argument: str) -> np.ndarray:
+def as_float_array(values, argument: str, *, keep_float32: bool = False) -> np.ndarray:
     """``values`` as a float64 array (no copy when it already is one); complex, text and
-    other non-real values are an error naming ``argument``, never cast silently."""
+    other non-real values are an error naming ``argument``, never cast silently.
+
+    ``keep_float32=True`` (log-likelihood matrices) keeps float32 input as it is, without
+    a float64 copy of the whole array: the kernels read it in column chunks, each converted
+    to float64 (:func:`bayesij.array._numeric.read_columns`), and compute in float64.
+    """
     array = np.asarray(values)
     if array.dtype.kind not in "iuf":
         found = "complex values" if array.dtype.kind == "c" else f"values of type {array.dtype}"
         raise fail(argument, found, "real numbers")
+    if keep_float32 and array.dtype == np.float32:
+        return array
     return array.astype(float, copy=False)
 
 
-def as_draws_matrix(values, argument: str, chain_ids=None) -> tuple[np.ndarray, np.ndarray]:
+def as_draws_matrix(
+    values, argument: str, chain_ids=None, *, keep_float32: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Return ``values`` as a float array of shape (n_draws, n_columns) and its chain ids.
 
     Parameters
@@ -74,7 +83,7 @@ def as_draws_matrix(values, argument: str, chain_ids=None) -> tuple[np.ndarray, 
     matrix : ndarray of shape (n_draws_total, n_columns)
     chain_ids : ndarray of shape (n_draws_total,), integer codes 0..n_chains-1
     """
-    array = as_float_array(values, argument)
+    array = as_float_array(values, argument, keep_float32=keep_float32)
     if array.ndim in (2, 3) and 0 in array.shape:
         raise fail(
             argument,
@@ -338,10 +347,11 @@ def impossible_columns(log_lik: np.ndarray) -> np.ndarray:
     return out
 
 
-def log_lik_matrix(log_lik, check: bool = True) -> np.ndarray:
+def log_lik_matrix(log_lik, check: bool = True, *, keep_float32: bool = False) -> np.ndarray:
     """``log_lik`` as (n_draws, n_obs) with at least two draws; values checked unless
-    ``check=False`` (input a container or a caller has already checked)."""
-    matrix, _ = as_draws_matrix(log_lik, "log_lik")
+    ``check=False`` (input a container or a caller has already checked). ``keep_float32``:
+    as :func:`as_float_array`, for callers that read the matrix in converted chunks."""
+    matrix, _ = as_draws_matrix(log_lik, "log_lik", keep_float32=keep_float32)
     if check:
         check_log_lik_values(matrix)
     if matrix.shape[0] < 2:

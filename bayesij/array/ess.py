@@ -113,7 +113,8 @@ def relative_eff(values, chain_ids=None) -> np.ndarray:
         raise fail("values", f"{n_draws} draws per chain", "at least 4 draws per chain")
     out = np.empty(n_columns)
     for chunk in obs_chunks(n_columns, 6 * n_chains * n_draws):
-        out[chunk] = relative_eff_rows(np.ascontiguousarray(np.moveaxis(array[:, :, chunk], 2, 0)))
+        rows = np.ascontiguousarray(np.moveaxis(array[:, :, chunk], 2, 0), dtype=np.float64)
+        out[chunk] = relative_eff_rows(rows)
     return out
 
 
@@ -129,7 +130,7 @@ def log_lik_relative_eff(log_lik: np.ndarray) -> np.ndarray:
     n_chains, n_draws, n_obs = log_lik.shape
     out = np.empty(n_obs)
     for chunk in obs_chunks(n_obs, 6 * n_chains * n_draws):
-        rows = np.ascontiguousarray(np.moveaxis(log_lik[:, :, chunk], 2, 0))
+        rows = np.ascontiguousarray(np.moveaxis(log_lik[:, :, chunk], 2, 0), dtype=np.float64)
         out[chunk] = relative_eff_rows(exp_of_rows(rows))
     return out
 

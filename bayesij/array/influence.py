@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks
+from bayesij.array._numeric import obs_chunks, read_columns
 from bayesij.array.blocks import block_moments, draw_blocks
 from bayesij.array.checks import (
     as_draws_matrix,
@@ -51,7 +51,7 @@ def prepare_draws(quantities, log_lik, chain_ids=None, check: bool = True):
         :class:`~bayesij.data.posterior.Posterior` or a caller has already checked.
     """
     f, f_chains = as_draws_matrix(quantities, "quantities", chain_ids)
-    l, l_chains = as_draws_matrix(log_lik, "log_lik", chain_ids)
+    l, l_chains = as_draws_matrix(log_lik, "log_lik", chain_ids, keep_float32=True)
     check_same_draws(f, l, ("quantities", "log_lik"))
     if not np.array_equal(f_chains, l_chains):
         raise fail(
@@ -123,7 +123,7 @@ def influence_scores(
     variance = np.empty_like(psi)
     floats_per_obs = 2 * f.shape[0] + 3 * len(blocks) * f.shape[1]
     for chunk in obs_chunks(l.shape[1], floats_per_obs):
-        columns = l[:, chunk]
+        columns = read_columns(l, chunk)
         with np.errstate(invalid="ignore"):  # -inf columns become NaN, reported below
             moments = block_moments(centred_f, columns - columns.mean(axis=0), blocks)
             psi[:, chunk] = moments.psi

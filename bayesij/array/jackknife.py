@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks
+from bayesij.array._numeric import obs_chunks, read_columns
 from bayesij.array.blocks import BlockMoments, block_moments, draw_blocks
 from bayesij.array.checks import check_positive_int, check_seed, fail
 from bayesij.array.influence import InfluenceScores, impossible_columns, prepare_draws
@@ -181,7 +181,7 @@ def ij_covariance(
     psi = np.empty((f.shape[1], l.shape[1]))
     psi_variance = np.empty_like(psi)
     for chunk in obs_chunks(l.shape[1], floats_per_obs):
-        columns = l[:, chunk]
+        columns = read_columns(l, chunk)
         moments = block_moments(centred_f, columns - columns.mean(axis=0), blocks)
         sums.add(moments, counts)
         psi[:, chunk], psi_variance[:, chunk] = moments.psi, moments.psi_variance()

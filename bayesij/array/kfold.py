@@ -16,8 +16,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import exp_and_logsumexp, logsumexp_columns, obs_chunks, sum_by_group
-from bayesij.array.checks import as_draws_matrix, check_log_lik_values, fail, impossible_columns
+from bayesij.array._numeric import (
+    exp_and_logsumexp,
+    logsumexp_columns,
+    obs_chunks,
+    read_columns,
+    sum_by_group,
+)
+from bayesij.array.checks import (
+    as_draws_matrix,
+    as_float_array,
+    check_log_lik_values,
+    fail,
+    impossible_columns,
+)
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.psis import psis_chunk, tail_length
 
@@ -62,10 +74,10 @@ def fold_elpd(log_lik, folds, tail_rule: str = "ceil", *, check: bool = True) ->
     .. [2] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
        variance. arXiv:2305.06466.
     """
-    log_lik = np.asarray(log_lik, dtype=float)
+    log_lik = as_float_array(log_lik, "log_lik", keep_float32=True)
     if log_lik.ndim != 3:
         raise fail("log_lik", f"shape {log_lik.shape}", "(n_chains, n_draws, n_obs)")
-    matrix, _ = as_draws_matrix(log_lik, "log_lik")
+    matrix, _ = as_draws_matrix(log_lik, "log_lik", keep_float32=True)
     if check:
         check_log_lik_values(matrix)
     if impossible_columns(matrix).any():  # NaN and +inf are refused above
@@ -86,7 +98,7 @@ def fold_elpd(log_lik, folds, tail_rule: str = "ceil", *, check: bool = True) ->
     centred = fold_lik - fold_lik.mean(axis=0)
     psis, ij = np.empty(matrix.shape[1]), np.empty(matrix.shape[1])
     for chunk in obs_chunks(matrix.shape[1], 4 * n_draws):
-        columns, fold = matrix[:, chunk], codes[chunk]
+        columns, fold = read_columns(matrix, chunk), codes[chunk]
         psis[chunk] = logsumexp_columns(log_weights[:, fold] + columns)
         scaled, lse = exp_and_logsumexp(columns.T)
         top = lse - np.log(scaled.sum(axis=1))  # the maximum of each column

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks
+from bayesij.array._numeric import obs_chunks, read_columns
 from bayesij.array.checks import checked_r_eff
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.influence import InfluenceScores, influence_scores
@@ -107,7 +107,7 @@ def leave_out_changes(
     pareto_k = np.empty(n_units)
     mean = f.mean(axis=0)
     for chunk in obs_chunks(n_units, 4 * matrix.shape[0]):
-        smoothed = psis_chunk(-matrix[:, chunk], tails[chunk])
+        smoothed = psis_chunk(-read_columns(matrix, chunk), tails[chunk])
         weights = np.exp(smoothed.log_weights)
         weights /= weights.sum(axis=0)
         delta_is[:, chunk] = f.T @ weights - mean[:, None]

@@ -25,6 +25,7 @@ from bayesij.array._numeric import (
     logsumexp_columns,
     map_chunks,
     obs_chunks,
+    read_columns,
     transpose_columns,
 )
 from bayesij.array.checks import (
@@ -328,7 +329,7 @@ def loo_methods(
     if ties not in TIE_RULES:
         raise fail("ties", repr(ties), "'above' (ArviZ) or 'position' (R loo)")
     check_tail_rule(tail_rule)
-    matrix, chains = as_draws_matrix(np.asarray(log_lik, dtype=float), "log_lik", chain_ids)
+    matrix, chains = as_draws_matrix(log_lik, "log_lik", chain_ids, keep_float32=True)
     if check:
         check_log_lik_values(matrix)
     n_draws, n_obs = matrix.shape
@@ -375,7 +376,7 @@ def loo_methods(
         out[:, chunk] = [lppd, k, efficiency, constant]
         if impossible.any():
             columns = np.arange(chunk.start, chunk.stop)[impossible]
-            out[0, columns] = logsumexp_columns(matrix[:, columns]) - np.log(n_draws)
+            out[0, columns] = logsumexp_columns(read_columns(matrix, columns)) - np.log(n_draws)
             out[1, columns] = np.inf
             for values in per_method.values():
                 values[:, columns] = np.array([[-np.inf], [np.nan], [np.nan]])

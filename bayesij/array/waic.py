@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import logsumexp_columns, obs_chunks
+from bayesij.array._numeric import logsumexp_columns, obs_chunks, read_columns
 from bayesij.array.checks import fail, impossible_columns, log_lik_matrix
 
 __all__ = [
@@ -74,11 +74,11 @@ def log_lik_moments(log_lik, *, check: bool = True) -> LogLikMoments:
     .. [1] Watanabe, S. (2010). Asymptotic equivalence of Bayes cross validation and widely
        applicable information criterion in singular learning theory. JMLR 11, 3571-3594.
     """
-    matrix = log_lik_matrix(log_lik, check)
+    matrix = log_lik_matrix(log_lik, check, keep_float32=True)
     n_draws, n_obs = matrix.shape
     out = np.empty((5, n_obs))
     for chunk in obs_chunks(n_obs, 3 * n_draws):
-        columns = matrix[:, chunk]
+        columns = read_columns(matrix, chunk)
         out[0, chunk] = logsumexp_columns(columns) - np.log(n_draws)
         mean = columns.mean(axis=0)
         with np.errstate(invalid="ignore"):
@@ -105,14 +105,15 @@ def log_mean_exp(log_lik, alpha: float, *, check: bool = True) -> np.ndarray:
     check : bool, default True
         As :func:`log_lik_moments`.
     """
-    matrix = log_lik_matrix(log_lik, check)
+    matrix = log_lik_matrix(log_lik, check, keep_float32=True)
     if not np.isfinite(alpha):
         raise fail("alpha", repr(alpha), "a finite number")
     if alpha == 0:
         return np.zeros(matrix.shape[1])  # log E[p^0] = 0, also for impossible observations
     result = np.empty(matrix.shape[1])
     for chunk in obs_chunks(matrix.shape[1], 2 * matrix.shape[0]):
-        result[chunk] = logsumexp_columns(alpha * matrix[:, chunk]) - np.log(matrix.shape[0])
+        columns = read_columns(matrix, chunk)
+        result[chunk] = logsumexp_columns(alpha * columns) - np.log(matrix.shape[0])
     return result
 
 

@@ -29,12 +29,12 @@ def element_names(variable: str, shape: tuple[int, ...]) -> list[str]:
     return [f"{variable}[{','.join(str(i + 1) for i in index)}]" for index in np.ndindex(*shape)]
 
 
-def _by_chain(values, argument: str, chain_ids) -> np.ndarray:
+def _by_chain(values, argument: str, chain_ids, keep_float32: bool = False) -> np.ndarray:
     """Reshape draws to (n_chains, n_draws, n_columns)."""
-    array = as_float_array(values, argument)
+    array = as_float_array(values, argument, keep_float32=keep_float32)
     if array.ndim == 3 and chain_ids is None:
         return array
-    return as_chains(*as_draws_matrix(array, argument, chain_ids))
+    return as_chains(*as_draws_matrix(array, argument, chain_ids, keep_float32=keep_float32))
 
 
 def _labels(names, size: int, default: list, argument: str) -> list:
@@ -92,7 +92,7 @@ def from_arrays(
     (400, 5, ['f[1]', 'f[2]'])
     """
     f = _by_chain(quantities, "quantities", chain_ids)
-    l = _by_chain(log_lik, argument, chain_ids)
+    l = _by_chain(log_lik, argument, chain_ids, keep_float32=True)
     names = _labels(quantity_names, f.shape[2], element_names("f", (f.shape[2],)), "quantity_names")
     obs = _labels(obs_names, l.shape[2], list(range(l.shape[2])), "obs_names")
     coords = {"chain": np.arange(f.shape[0]), "draw": np.arange(f.shape[1])}

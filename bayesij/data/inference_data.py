@@ -51,14 +51,16 @@ def _group(idata, name: str, fix: str, argument: str = "idata") -> xr.Dataset:
     return group.to_dataset() if hasattr(group, "to_dataset") else group
 
 
-def sample_values(array: xr.DataArray, name: str) -> np.ndarray:
-    """Draws of one variable as (chain, draw, elements), elements row-major."""
+def sample_values(array: xr.DataArray, name: str, *, keep_float32: bool = False) -> np.ndarray:
+    """Draws of one variable as (chain, draw, elements), elements row-major (float32 kept
+    as it is with ``keep_float32``, for the log-likelihood)."""
     missing = [d for d in SAMPLE_DIMS if d not in array.dims]
     if missing:
         raise fail(name, f"dims {array.dims}", "dims starting with ('chain', 'draw')")
     array = array.transpose(*SAMPLE_DIMS, ...)
     # No copy for float64 values already laid out as (chain, draw, ...).
-    return as_float_array(array.values, name).reshape(array.shape[0], array.shape[1], -1)
+    values = as_float_array(array.values, name, keep_float32=keep_float32)
+    return values.reshape(array.shape[0], array.shape[1], -1)
 
 
 def _obs_labels(array: xr.DataArray, variable: str, prefix: bool) -> list:
@@ -101,7 +103,7 @@ def log_lik_variables(dataset: xr.Dataset, log_lik=None) -> tuple[np.ndarray, li
     unknown = [n for n in names if n not in available]
     if unknown:
         raise fail("log_lik", f"unknown variable(s) {unknown}", f"names among {available}")
-    values = [sample_values(dataset[n], n) for n in names]
+    values = [sample_values(dataset[n], n, keep_float32=True) for n in names]
     labels = [lab for n in names for lab in _obs_labels(dataset[n], n, len(names) > 1)]
     return np.concatenate(values, axis=2), labels
 

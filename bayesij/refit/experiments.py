@@ -183,7 +183,9 @@ def _loo_points(post, points, approx, budget, tolerance):
     if isinstance(points, str) and points == "auto":
         budget = check_positive_int(budget, "budget")
         psis = approx["psis"].pointwise
-        var_log_lik = post.log_lik.values.reshape(post.n_draws, -1).var(axis=0, ddof=1)
+        var_log_lik = post.log_lik.values.reshape(post.n_draws, -1).var(
+            axis=0, ddof=1, dtype=np.float64
+        )
         priorities = loo_priorities(
             psis["elpd_loo"],
             approx["ij"].pointwise["elpd_loo"],
@@ -467,7 +469,7 @@ def drop(
             name: (after["mean"][c], after["sd"][c]) for name, c in zip(names, columns, strict=True)
         }
     values = post.quantities.values
-    set_lik = post.log_lik.values[:, :, deleted].sum(axis=2, keepdims=True)
+    set_lik = post.log_lik.values[:, :, deleted].sum(axis=2, keepdims=True, dtype=np.float64)
     # The set's summed log-likelihood as one unit: -psi of it is -sum of the members' psi,
     # and its batch-means MCSE accounts for their correlation.
     changes = leave_out_changes(values, set_lik, check=False)

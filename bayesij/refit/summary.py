@@ -55,6 +55,8 @@ def summarise(post: Posterior, points=()) -> dict:
         "lpd_mcse": [],
     }
     if len(points):
-        lpd, lpd_mcse = log_predictive_density(post.log_lik.values[:, :, list(points)])
+        lpd, lpd_mcse = log_predictive_density(
+            np.asarray(post.log_lik.values[:, :, list(points)], dtype=float)
+        )
         record["lpd"], record["lpd_mcse"] = lpd.tolist(), lpd_mcse.tolist()
     return record

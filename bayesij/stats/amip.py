@@ -350,6 +350,7 @@ def amip(
         )
     f = post.quantities.sel(quantity=quantity).values
     log_lik_units, units = post.units(groups)
+    log_lik_units = np.asarray(log_lik_units, dtype=float)  # its searches revisit every unit
     codes, _ = post.unit_codes(groups)
     n_units = units.size
     k_max = max(1, int(np.floor(alpha_max * n_units)))

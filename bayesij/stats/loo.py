@@ -9,7 +9,12 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array import loo as loo_arrays
-from bayesij.array._numeric import elpd_standard_error, logsumexp_columns, obs_chunks
+from bayesij.array._numeric import (
+    elpd_standard_error,
+    logsumexp_columns,
+    obs_chunks,
+    read_columns,
+)
 from bayesij.array.checks import (
     as_draws_matrix,
     as_float_array,
@@ -403,7 +408,7 @@ def _loo_weights(matrix: np.ndarray, tails: np.ndarray, floats_per_obs: int, sav
         if saved is not None:
             yield chunk, np.exp(saved[:, chunk])
             continue
-        smoothed = psis_chunk(-matrix[:, chunk], tails[chunk])
+        smoothed = psis_chunk(-read_columns(matrix, chunk), tails[chunk])
         log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
         yield chunk, np.exp(log_weights)
 
@@ -487,7 +492,7 @@ def loo_expectation(
                 variance = (weights * (h - mean) ** 2).sum(axis=0) / spread
             variance[spread < 1e-8] = np.nan  # one effective draw: no variance to estimate
             value[chunk] = variance if kind == "var" else np.sqrt(variance)
-        log_a = 0.5 * np.log1p(h**2) - matrix[:, chunk]
+        log_a = 0.5 * np.log1p(h**2) - read_columns(matrix, chunk)
         k[chunk] = psis_chunk(log_a, tails[chunk]).pareto_k
     return pd.DataFrame({"value": value, "pareto_k": k}, index=unit_index(units))
 

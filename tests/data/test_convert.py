@@ -163,3 +163,45 @@ def test_checks_for_minus_inf_need_no_matrix_sized_mask(estimator):
     assert peak < log_lik.nbytes / 16, (
         f"{peak / 2**20:.1f} MiB for a {log_lik.nbytes / 2**20:.0f} MiB matrix"
     )
+
+
+def test_float32_log_lik_is_read_in_float64_chunks_with_float64_results():
+    rng = np.random.default_rng(3)
+    theta = rng.normal(size=(4, 200, 2)) * 0.1
+    y = rng.normal(size=300)
+    log_lik = (-0.5 * (y - theta[..., :1]) ** 2 - 0.9).astype(np.float32)
+    single = bayesij.from_arrays(theta, log_lik)
+    double = bayesij.from_arrays(theta, log_lik.astype(np.float64))
+    assert single.log_lik.dtype == np.float32, "kept as given: no float64 copy"
+    folds = np.arange(300) % 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, compute in {
+            "loo": lambda p: bayesij.loo(p).pointwise,
+            "loo ij": lambda p: bayesij.loo(p, method="ij").pointwise,
+            "loo cumulant": lambda p: bayesij.loo(p, method="cumulant").pointwise,
+            "waic": lambda p: bayesij.waic(p).pointwise,
+            "influence": lambda p: bayesij.influence(p).to_array().values,
+            "ij": lambda p: bayesij.ij_covariance(p).table(),
+            "linearity": lambda p: bayesij.linearity(p).delta_is,
+            "amip": lambda p: bayesij.amip(p, "f[1]").curve.select_dtypes("number"),
+            "dic": lambda p: bayesij.dic(p).p_d,
+            "expectation": lambda p: bayesij.loo_expectation(p, double.log_lik.values),
+            "grouped loo": lambda p: bayesij.loo(p, groups=folds).pointwise,
+            "kfold": lambda p: bayesij.array.kfold.fold_elpd(p.log_lik.values, folds).psis,
+        }.items():
+            np.testing.assert_allclose(
+                np.asarray(compute(single), dtype=float),
+                np.asarray(compute(double), dtype=float),
+                rtol=1e-12,
+                atol=1e-12,
+                err_msg=name,
+            )
+
+
+def test_loo_of_float32_needs_no_float64_copy_of_the_matrix():
+    log_lik = np.full((4, 500, 16000), -1.0, dtype=np.float32)  # 128 MB; float64: 256 MB
+    log_lik += np.random.default_rng(0).normal(size=(4, 500, 1)).astype(np.float32) * 0.1
+    post = bayesij.from_arrays(np.zeros((4, 500, 1)), log_lik)
+    peak = _peak_bytes(lambda: bayesij.loo(post))  # working buffers only, about 100 MB
+    assert peak < log_lik.nbytes, f"{peak / 2**20:.0f} MiB"
