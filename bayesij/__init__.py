@@ -38,6 +38,10 @@ _PUBLIC = {
     "generating_function": "bayesij.stats.waic",
     "dic": "bayesij.stats.dic",
     "DicResult": "bayesij.stats.dic",
+    "holdout": "bayesij.stats.holdout",
+    "HoldoutResult": "bayesij.stats.holdout",
+    "prediction_errors": "bayesij.stats.holdout",
+    "PredictionErrors": "bayesij.stats.holdout",
     "amip": "bayesij.stats.amip",
     "AmipResult": "bayesij.stats.amip",
     # report

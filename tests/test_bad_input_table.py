@@ -353,6 +353,33 @@ def _catalogue():
             lambda v: refit.verify(v, BACKEND, progress=False),
             {"3": 3, "a loo result": bayesij.loo(POST)},
         ),
+        ("holdout", "data", bayesij.holdout, DRAWS),
+        ("holdout", "ddof", lambda v: bayesij.holdout(LOG_LIK, ddof=v), NON_NEGATIVE_INT),
+        (
+            "prediction_errors",
+            "y_pred",
+            lambda v: bayesij.prediction_errors(v, Y),
+            {k: DRAWS[k] for k in ("a path", "None", "NaN", "complex", "1-D")},
+        ),
+        (
+            "prediction_errors",
+            "y_test",
+            lambda v: bayesij.prediction_errors(LOG_LIK, v),
+            OBS_VECTOR,
+        ),
+        (
+            "prediction_errors",
+            "log_lik",
+            lambda v: bayesij.prediction_errors(LOG_LIK, Y, log_lik=v),
+            {"too few points": LOG_LIK[..., :2], "a path": "fit.nc"},
+        ),
+        ("refit.kfold_split_contiguous", "n_obs", refit.kfold_split_contiguous, POSITIVE_INT),
+        (
+            "refit.kfold_split_contiguous",
+            "K",
+            lambda v: refit.kfold_split_contiguous(N, v),
+            {**POSITIVE_INT, "1": 1, "99": 99},
+        ),
         ("refit.kfold_split_random", "n_obs", refit.kfold_split_random, POSITIVE_INT),
         (
             "refit.kfold_split_random",

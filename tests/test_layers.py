@@ -150,7 +150,17 @@ def test_public_api_resolves():
     assert bayesij.refit.verify is not None  # subpackages load on first use
 
 
-ESTIMATORS = ["loo", "kfold", "waic", "dic", "influence", "jackknife", "linearity", "amip"]
+ESTIMATORS = [
+    "loo",
+    "kfold",
+    "holdout",
+    "waic",
+    "dic",
+    "influence",
+    "jackknife",
+    "linearity",
+    "amip",
+]
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)

@@ -19,7 +19,12 @@ from bayesij.refit.campaign import Task, run_campaign
 from bayesij.refit.experiments import bootstrap, drop, kfold, loo
 from bayesij.refit.report import RefitReport
 from bayesij.refit.scheduler import loo_priorities
-from bayesij.refit.splits import kfold_split_grouped, kfold_split_random, kfold_split_stratified
+from bayesij.refit.splits import (
+    kfold_split_contiguous,
+    kfold_split_grouped,
+    kfold_split_random,
+    kfold_split_stratified,
+)
 from bayesij.refit.store import CampaignStore
 from bayesij.refit.verify import verify
 
@@ -39,6 +44,7 @@ __all__ = [
     "RefitReport",
     "loo_priorities",
     "kfold_split_grouped",
+    "kfold_split_contiguous",
     "kfold_split_random",
     "kfold_split_stratified",
     "CampaignStore",

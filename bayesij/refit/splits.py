@@ -26,6 +26,20 @@ def _balanced_labels(n: int, K: int, rng) -> np.ndarray:
     return rng.permutation(np.arange(n) % K + 1)
 
 
+def kfold_split_contiguous(n_obs: int, K: int = 10) -> np.ndarray:
+    """Contiguous folds in order, shape (n_obs,), values 1..K: sizes differ by at most one,
+    the first ``n_obs % K`` folds holding one more (the assignment the shipped
+    ``linear_regression_kfold`` Stan model computes; seed 004's fold sizes are wrong).
+
+    >>> kfold_split_contiguous(7, 3).tolist()
+    [1, 1, 1, 2, 2, 3, 3]
+    """
+    check_positive_int(n_obs, "n_obs")
+    K = _check_k(K, n_obs, "observations")
+    sizes = n_obs // K + (np.arange(K) < n_obs % K)
+    return np.repeat(np.arange(1, K + 1), sizes)
+
+
 def kfold_split_random(n_obs: int, K: int = 10, seed: int = 0) -> np.ndarray:
     """Random folds of ``n_obs`` observations, shape (n_obs,), values 1..K."""
     check_positive_int(n_obs, "n_obs")

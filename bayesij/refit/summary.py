@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij.array._numeric import exp_and_logsumexp
 from bayesij.array.ess import relative_eff
+from bayesij.array.holdout import joint_log_predictive_density, log_predictive_density
 from bayesij.data.posterior import Posterior
 
-__all__ = ["summarise", "log_predictive_density"]
+__all__ = ["summarise"]
 
 
 def _mean_and_mcse(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -19,22 +19,6 @@ def _mean_and_mcse(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     with np.errstate(invalid="ignore", divide="ignore"):
         mcse = sd / np.sqrt(flat.shape[0] * relative_eff(draws))
     return flat.mean(axis=0), sd, np.where(sd > 0, mcse, 0.0)
-
-
-def log_predictive_density(log_lik: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``log mean_s exp(l_s)`` of each column of (n_chains, n_draws, K) and its MCSE.
-
-    The MCSE is the delta method on the mean of ``p = exp(l)``: ``sd(p) / (mean(p)
-    sqrt(S r_eff))`` with r_eff from the chains.
-    """
-    flat = log_lik.reshape(-1, log_lik.shape[-1])
-    scaled, lse = exp_and_logsumexp(flat.T)
-    lpd = lse - np.log(flat.shape[0])
-    mean = scaled.mean(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        efficiency = relative_eff(scaled.T.reshape(log_lik.shape))
-        mcse = scaled.std(axis=1, ddof=1) / mean / np.sqrt(flat.shape[0] * efficiency)
-    return lpd, np.where(np.isfinite(mcse), mcse, np.nan)
 
 
 def summarise(post: Posterior, points=()) -> dict:
@@ -55,8 +39,9 @@ def summarise(post: Posterior, points=()) -> dict:
         "lpd_mcse": [],
     }
     if len(points):
-        lpd, lpd_mcse = log_predictive_density(
-            np.asarray(post.log_lik.values[:, :, list(points)], dtype=float)
-        )
-        record["lpd"], record["lpd_mcse"] = lpd.tolist(), lpd_mcse.tolist()
+        held_out = post.log_lik.values[:, :, list(points)]
+        lpd = log_predictive_density(held_out, check=False)
+        record["lpd"], record["lpd_mcse"] = lpd.elpd.tolist(), lpd.mcse.tolist()
+        # Jointly: log p(x_points | fit), e.g. a block of future observations given the past.
+        record["lpd_joint"], record["lpd_joint_mcse"] = joint_log_predictive_density(held_out)
     return record

@@ -52,8 +52,15 @@ def _varying_intercept(rng, n):
     return {"N": n, "K": 1, "J": n_groups, "X": x, "g": g, "y": y}
 
 
+def _linear_holdout(rng, n):
+    train, test = _linear(rng, n), _linear(rng, max(1, n // 2))
+    return {**train, "N_test": test["N"], "X_test": test["X"], "y_test": test["y"]}
+
+
 _MAKERS = {
     "linear_regression": _linear,
+    "linear_regression_holdout": _linear_holdout,
+    "linear_regression_kfold": lambda rng, n: {**_linear(rng, n), "n_folds": 5, "k": 2},
     "logistic_regression": _logistic,
     "poisson_regression": lambda rng, n: _counts(rng, n, overdispersed=False),
     "negbin_regression": lambda rng, n: _counts(rng, n, overdispersed=True),

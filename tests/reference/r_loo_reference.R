@@ -18,6 +18,14 @@ write.csv(
   "tests/reference/r_loo_waic_estimates.csv", row.names = FALSE
 )
 
+# elpd() of held-out points: the reference matrix read as test-point log densities.
+e <- elpd(log_lik)
+write.csv(data.frame(elpd = e$pointwise[, "elpd"], ic = e$pointwise[, "ic"]),
+          "tests/reference/r_loo_elpd_pointwise.csv", row.names = FALSE)
+write.csv(data.frame(quantity = rownames(e$estimates), estimate = e$estimates[, "Estimate"],
+                     se = e$estimates[, "SE"]),
+          "tests/reference/r_loo_elpd_estimates.csv", row.names = FALSE)
+
 # PSIS-LOO with R loo's default relative efficiency from the chains, for both inputs.
 psis_reference <- function(name) {
   data <- read.csv(sprintf("tests/reference/log_lik_%s.csv", name))

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import bayesij
 from bayesij import refit
 from bayesij.refit.stan import private_folder, write_private
 from bayesij.stan_models import available, example_data, stan_code
@@ -20,6 +21,8 @@ stan = pytest.importorskip("stan")
 PARAMETERS = {
     "eight_schools": ["mu", "tau", "eta"],
     "linear_regression": ["alpha", "beta", "sigma"],
+    "linear_regression_holdout": ["alpha", "beta", "sigma"],
+    "linear_regression_kfold": ["alpha", "beta", "sigma"],
     "logistic_regression": ["alpha", "beta"],
     "negbin_regression": ["alpha", "beta", "phi"],
     "poisson_gamma": ["gamma", "lambda"],
@@ -66,7 +69,10 @@ def test_model_samples_and_its_weights_multiply_the_pointwise_log_likelihood(nam
             u, adjust_transform=False
         )
 
-    expected = np.sum((1 - weights) * (log_lik[:, 5] - log_lik[:, 40]))
+    trained = np.ones(n_obs)  # the K-fold model fits the observations outside fold k
+    if "fold" in fit:
+        trained = (np.asarray(fit["fold"])[:, 0] != data["k"]).astype(float)
+    expected = np.sum(trained * (1 - weights) * (log_lik[:, 5] - log_lik[:, 40]))
     assert difference(ua) - difference(ub) == pytest.approx(expected, rel=1e-6, abs=1e-6)
 
 
@@ -158,3 +164,40 @@ def test_cmdstan_programs_go_to_a_private_folder_and_links_are_not_followed(tmp_
     folder.symlink_to(tmp_path, target_is_directory=True)
     with pytest.raises(PermissionError, match="a symbolic link or not a directory"):
         private_folder()
+
+
+def test_train_test_models_hold_out_their_test_points():
+    """The holdout model's test log densities and the K-fold model's fold k give the held-out
+    elpd of the same points as the weighted model refitted with those points deleted."""
+    data = example_data("linear_regression_kfold", n=23, seed=4)
+    folds = refit.kfold_split_contiguous(23, 5)
+    kfold = stan.build(stan_code("linear_regression_kfold"), data=data, random_seed=3)
+    fit = kfold.sample(num_chains=2, num_samples=500, num_warmup=300)
+    assert (np.asarray(fit["fold"])[:, 0] == folds).all(), "the same contiguous folds"
+    test = np.flatnonzero(folds == data["k"])
+    assert test.size == 5 and np.asarray(fit["log_lik_test"]).shape[0] == 5
+    in_stan = bayesij.holdout(np.asarray(fit["log_lik_test"]).T)
+    train_data = {key: value for key, value in data.items() if key not in ("n_folds", "k")}
+    keep = np.ones(23, dtype=bool)
+    keep[test] = False
+    holdout_data = {
+        **{k: v for k, v in train_data.items() if k not in ("N", "X", "y", "weights")},
+        "N": int(keep.sum()),
+        "X": data["X"][keep],
+        "y": data["y"][keep],
+        "weights": np.ones(keep.sum()),
+        "N_test": test.size,
+        "X_test": data["X"][test],
+        "y_test": data["y"][test],
+    }
+    held = stan.build(stan_code("linear_regression_holdout"), data=holdout_data, random_seed=5)
+    other = held.sample(num_chains=2, num_samples=500, num_warmup=300)
+    separate = bayesij.holdout(np.asarray(other["log_lik_test"]).T)
+    gap = in_stan.elpd - separate.elpd
+    assert abs(gap) < 4 * np.hypot(in_stan.mcse, separate.mcse) + 0.05, gap
+    errors = bayesij.prediction_errors(
+        np.asarray(other["y_test_rep"]).T,
+        data["y"][test],
+        log_lik=np.asarray(other["log_lik_test"]).T,
+    )
+    assert errors.summary["expected_mse"] > errors.summary["mse_of_mean"]
