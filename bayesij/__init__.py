@@ -42,6 +42,8 @@ _PUBLIC = {
     "HoldoutResult": "bayesij.stats.holdout",
     "prediction_errors": "bayesij.stats.holdout",
     "PredictionErrors": "bayesij.stats.holdout",
+    "lfo": "bayesij.refit.lfo",
+    "LfoResult": "bayesij.stats.lfo",
     "amip": "bayesij.stats.amip",
     "AmipResult": "bayesij.stats.amip",
     # report

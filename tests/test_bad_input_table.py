@@ -354,6 +354,22 @@ def _catalogue():
             {"3": 3, "a loo result": bayesij.loo(POST)},
         ),
         ("holdout", "data", bayesij.holdout, DRAWS),
+        ("lfo", "data", lambda v: bayesij.lfo(v, min_train=2), DRAWS),
+        ("lfo", "min_train", lambda v: bayesij.lfo(POST, min_train=v), {**POSITIVE_INT, "6": 6}),
+        ("lfo", "horizon", lambda v: bayesij.lfo(POST, min_train=2, horizon=v), POSITIVE_INT),
+        ("lfo", "method", lambda v: bayesij.lfo(POST, min_train=2, method=v), OPTION),
+        (
+            "lfo",
+            "k_threshold",
+            lambda v: bayesij.lfo(POST, min_train=2, k_threshold=v),
+            POSITIVE_REAL,
+        ),
+        (
+            "lfo",
+            "backend",
+            lambda v: bayesij.lfo(POST, v, min_train=2, method="exact"),
+            {"None": None},
+        ),
         ("holdout", "ddof", lambda v: bayesij.holdout(LOG_LIK, ddof=v), NON_NEGATIVE_INT),
         (
             "prediction_errors",

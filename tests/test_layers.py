@@ -154,6 +154,7 @@ ESTIMATORS = [
     "loo",
     "kfold",
     "holdout",
+    "lfo",
     "waic",
     "dic",
     "influence",

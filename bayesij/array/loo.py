@@ -39,7 +39,7 @@ from bayesij.array.ess import exp_of_rows, relative_eff_rows
 from bayesij.array.psis import TIE_RULES, check_tail_rule, psis_rows, tail_length
 from bayesij.array.waic import log_lik_moments
 
-__all__ = ["LooArrays", "loo_pointwise", "loo_methods", "METHODS", "mcse_elpd"]
+__all__ = ["LooArrays", "loo_pointwise", "loo_methods", "METHODS", "mcse_elpd", "weighted_elpd"]
 
 METHODS = ("psis", "is", "ij", "cumulant")
 
@@ -191,6 +191,15 @@ def _psis_elpd(
 
 #: Below this sum of weights (scaled to the largest raw ratio) a row is redone in log space.
 _TINY_TOTAL = 1e-100
+
+
+def weighted_elpd(log_lik: np.ndarray, log_weights: np.ndarray) -> tuple[float, float, float]:
+    """``log sum_s w_s exp(l_s)`` for one column of draws with (smoothed) log-weights, its
+    Monte Carlo SE (R loo's method, as :func:`mcse_elpd`, r_eff 1) and the ESS
+    ``1 / sum_s w_s^2``; computed in log space."""
+    elpd, relative_error, sum_w2, _ = _elpd_in_log_space(log_lik, log_weights)
+    mcse = float(mcse_elpd(np.array([relative_error]), np.ones(1))[0])
+    return elpd, mcse, 1.0 / sum_w2
 
 
 def _elpd_in_log_space(log_lik: np.ndarray, log_weights: np.ndarray):
