@@ -368,7 +368,7 @@ def _catalogue():
             "lfo",
             "backend",
             lambda v: bayesij.lfo(POST, v, min_train=2, method="exact"),
-            {"None": None},
+            {"None": None, "3": 3, "'x'": "x"},
         ),
         ("holdout", "ddof", lambda v: bayesij.holdout(LOG_LIK, ddof=v), NON_NEGATIVE_INT),
         (
