@@ -389,6 +389,21 @@ def _catalogue():
             lambda v: bayesij.prediction_errors(LOG_LIK, Y, log_lik=v),
             {"too few points": LOG_LIK[..., :2], "a path": "fit.nc"},
         ),
+        (
+            "refit.lwcv",
+            "folds",
+            lambda v: refit.lwcv(POST, BACKEND, v, executor="sequential", progress=False),
+            {"3": 3, "'x'": "x", "[[99]]": [[99]], "[[]]": [[]], "[[0.5]]": [[0.5]]},
+        ),
+        ("refit.lwcv_split", "n_times", lambda v: refit.lwcv_split(v, 0.2), POSITIVE_INT),
+        ("refit.lwcv_split", "proportion", lambda v: refit.lwcv_split(50, v), PROBABILITY),
+        (
+            "refit.lwcv_split",
+            "n_folds",
+            lambda v: refit.lwcv_split(50, 0.2, n_folds=v),
+            POSITIVE_INT,
+        ),
+        ("refit.lwcv_split", "seed", lambda v: refit.lwcv_split(50, 0.2, seed=v), NON_NEGATIVE_INT),
         ("refit.kfold_split_contiguous", "n_obs", refit.kfold_split_contiguous, POSITIVE_INT),
         (
             "refit.kfold_split_contiguous",

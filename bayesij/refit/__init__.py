@@ -16,7 +16,7 @@ from bayesij.refit.backends import (
     RefitFailed,
 )
 from bayesij.refit.campaign import Task, run_campaign
-from bayesij.refit.experiments import bootstrap, drop, kfold, loo
+from bayesij.refit.experiments import bootstrap, drop, kfold, loo, lwcv
 from bayesij.refit.report import RefitReport
 from bayesij.refit.scheduler import loo_priorities
 from bayesij.refit.splits import (
@@ -24,6 +24,7 @@ from bayesij.refit.splits import (
     kfold_split_grouped,
     kfold_split_random,
     kfold_split_stratified,
+    lwcv_split,
 )
 from bayesij.refit.store import CampaignStore
 from bayesij.refit.verify import verify
@@ -41,6 +42,8 @@ __all__ = [
     "drop",
     "kfold",
     "loo",
+    "lwcv",
+    "lwcv_split",
     "RefitReport",
     "loo_priorities",
     "kfold_split_grouped",

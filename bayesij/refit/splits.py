@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import check_positive_int, fail
+from bayesij.array.checks import check_positive_int, check_real, check_seed, fail
 
 __all__ = ["kfold_split_random", "kfold_split_grouped", "kfold_split_stratified"]
 
@@ -38,6 +38,40 @@ def kfold_split_contiguous(n_obs: int, K: int = 10) -> np.ndarray:
     K = _check_k(K, n_obs, "observations")
     sizes = n_obs // K + (np.arange(K) < n_obs % K)
     return np.repeat(np.arange(1, K + 1), sizes)
+
+
+def lwcv_split(
+    n_times: int, proportion: float, *, contiguous: bool = False, n_folds: int = 10, seed: int = 0
+) -> list[np.ndarray]:
+    """Leave-within-series-out folds of a series of ``n_times`` points (seed 000, appendix).
+
+    Each of ``n_folds`` folds is drawn independently (folds may overlap, as Monte Carlo
+    cross-validation) with ``m = floor(proportion * n_times)``:
+
+    * i.i.d.: ``m`` distinct time points uniformly at random;
+    * contiguous: ``t`` uniform on ``m + 1 .. n_times`` (1-based) and the block
+      ``t - m .. t``, i.e. ``m + 1`` consecutive points, as the appendix defines it.
+
+    Returns a list of sorted 0-based positions, one array per fold.
+
+    >>> [fold.tolist() for fold in lwcv_split(10, 0.2, contiguous=True, n_folds=2, seed=1)]
+    [[3, 4, 5], [4, 5, 6]]
+    """
+    check_positive_int(n_times, "n_times", minimum=2)
+    proportion = check_real(proportion, "proportion", 0.0, 1.0, low_open=True, high_open=True)
+    n_folds = check_positive_int(n_folds, "n_folds")
+    size = int(np.floor(proportion * n_times))
+    if size < 1 or (contiguous and size + 1 >= n_times):
+        raise fail(
+            "proportion",
+            f"{proportion:g} of {n_times} time points ({size} left out)",
+            "a share that leaves out at least one point and keeps some",
+        )
+    rng = np.random.default_rng(check_seed(seed))
+    if contiguous:
+        ends = rng.integers(size + 1, n_times + 1, size=n_folds)  # 1-based t
+        return [np.arange(t - size - 1, t) for t in ends]
+    return [np.sort(rng.choice(n_times, size=size, replace=False)) for _ in range(n_folds)]
 
 
 def kfold_split_random(n_obs: int, K: int = 10, seed: int = 0) -> np.ndarray:

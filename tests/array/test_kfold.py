@@ -4,7 +4,7 @@ conjugate normal regression."""
 import numpy as np
 import pytest
 
-from bayesij.array.kfold import fold_elpd
+from bayesij.array.kfold import fold_elpd, subset_elpd
 from conjugate import ConjugateNormal, heteroskedastic_regression
 
 
@@ -43,3 +43,18 @@ def test_fold_elpd_rejects_folds_that_do_not_cover_every_code(model):
     log_lik = np.zeros((2, 10, model.n_obs))
     with pytest.raises(ValueError, match="folds"):
         fold_elpd(log_lik, np.full(model.n_obs, 3))
+
+
+def test_subset_elpd_of_a_partition_equals_fold_elpd(model):
+    rng = np.random.default_rng(8)
+    log_lik = model.log_lik(model.draws(2000, rng)).reshape(4, 500, -1)
+    folds = rng.permutation(np.arange(model.n_obs) % 7)
+    partition = fold_elpd(log_lik, folds)
+    subsets = [np.flatnonzero(folds == k) for k in range(folds.max() + 1)]
+    overlapping = subset_elpd(log_lik, subsets)
+    for method in ("psis", "ij"):
+        per_fold = np.bincount(folds, getattr(partition, method))
+        np.testing.assert_allclose(getattr(overlapping, method), per_fold, rtol=1e-12)
+    np.testing.assert_allclose(overlapping.pareto_k, partition.pareto_k, rtol=1e-9)
+    with pytest.raises(ValueError, match=r"subsets: found subset 1 = \[0, 0\]; expected distinct"):
+        subset_elpd(log_lik, [[1], [0, 0]])
