@@ -57,7 +57,15 @@ def _linear_holdout(rng, n):
     return {**train, "N_test": test["N"], "X_test": test["X"], "y_test": test["y"]}
 
 
+def _ar(rng, n, p=2):
+    y = np.zeros(n + p)
+    for t in range(p, n + p):
+        y[t] = 0.3 + 0.5 * y[t - 1] - 0.2 * y[t - 2] + rng.normal()
+    return {"P": p, "N": n, "y": y}
+
+
 _MAKERS = {
+    "ar": _ar,
     "linear_regression": _linear,
     "linear_regression_holdout": _linear_holdout,
     "linear_regression_kfold": lambda rng, n: {**_linear(rng, n), "n_folds": 5, "k": 2},

@@ -19,6 +19,7 @@ stan = pytest.importorskip("stan")
 
 #: The parameters block of each shipped model (what log_prob takes).
 PARAMETERS = {
+    "ar": ["mu", "rho", "sigma"],
     "eight_schools": ["mu", "tau", "eta"],
     "linear_regression": ["alpha", "beta", "sigma"],
     "linear_regression_holdout": ["alpha", "beta", "sigma"],
@@ -201,3 +202,17 @@ def test_train_test_models_hold_out_their_test_points():
         log_lik=np.asarray(other["log_lik_test"]).T,
     )
     assert errors.summary["expected_mse"] > errors.summary["mse_of_mean"]
+
+
+@pytest.mark.slow
+def test_pystan_ar_model_leave_future_out_psis_against_exact_refits():
+    data = example_data("ar", n=60, seed=2)
+    options = {"num_chains": 2, "num_samples": 500, "num_warmup": 300}
+    backend = refit.PyStanBackend("ar", data, seed=1, **options)
+    post = backend.fit(np.ones(60))
+    exact = bayesij.lfo(post, backend, min_train=54, method="exact", progress=False)
+    psis = bayesij.lfo(post, backend, min_train=54)
+    assert exact.n_refits == 6 and psis.n_refits <= 2
+    gap = np.abs(psis.pointwise["elpd"] - exact.pointwise["elpd"]).to_numpy()
+    tolerance = 4 * np.hypot(psis.pointwise["mcse"], exact.pointwise["mcse"]).to_numpy() + 0.05
+    assert np.all(gap < tolerance), gap
