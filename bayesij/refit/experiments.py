@@ -82,6 +82,16 @@ def _campaign(tasks, backend, experiment, settings, store, executor, progress, *
     )
 
 
+def _held_out_sums(tasks, records) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """Finished folds (positions in ``tasks``), the exact ``sum log p(x_n | x_-F)`` of each
+    and its Monte Carlo SE, from the refits' per-point lpd."""
+    ok = _ok(records)
+    done = [k for k, task in enumerate(tasks) if task.key in ok]
+    exact = np.array([np.sum(ok[tasks[k].key]["lpd"]) for k in done])
+    exact_se = np.array([np.sqrt(np.sum(np.square(ok[tasks[k].key]["lpd_mcse"]))) for k in done])
+    return done, exact, exact_se
+
+
 # --------------------------------------------------------------------------- bootstrap
 def bootstrap(
     post,
@@ -374,10 +384,7 @@ def kfold(
         progress,
         retry_failed=retry_failed,
     )
-    ok = _ok(records)
-    done = [k for k, task in enumerate(tasks) if task.key in ok]
-    exact = np.array([np.sum(ok[tasks[k].key]["lpd"]) for k in done])
-    exact_se = np.array([np.sqrt(np.sum(np.square(ok[tasks[k].key]["lpd_mcse"]))) for k in done])
+    done, exact, exact_se = _held_out_sums(tasks, records)
     approx = fold_elpd(post.log_lik.values, codes)
     index = {"fold": names[done], "pareto_k": approx.pareto_k[done]}
     frames = [
@@ -449,10 +456,7 @@ def lwcv(
     records = _campaign(
         tasks, backend, "lwcv", settings, store, executor, progress, retry_failed=retry_failed
     )
-    ok = _ok(records)
-    done = [j for j, task in enumerate(tasks) if task.key in ok]
-    exact = np.array([np.sum(ok[tasks[j].key]["lpd"]) for j in done])
-    exact_se = np.array([np.sqrt(np.sum(np.square(ok[tasks[j].key]["lpd_mcse"]))) for j in done])
+    done, exact, exact_se = _held_out_sums(tasks, records)
     index = {"fold": np.array(done), "pareto_k": approx.pareto_k[done]}
     frames = [
         comparison_rows(index, method, values[done], np.nan, exact, exact_se)
