@@ -83,6 +83,8 @@ def as_posterior(
 def _convert(data, log_lik, quantities, argument: str) -> Posterior:
     if isinstance(data, Posterior):
         return data if quantities is None else data.select(quantities)
+    if has_groups(data) and getattr(data, "has_data", False) and not data.children:
+        data = data.to_dataset()  # a DataTree node, e.g. idata["log_likelihood_test"]
     if has_groups(data):
         if "posterior" in group_names(data):
             return from_inference_data(data, log_lik=log_lik, quantities=quantities)

@@ -10,6 +10,7 @@ from scipy.stats import norm
 
 import bayesij
 from bayesij.refit.conjugate import ConjugateNormal
+from peers import ARVIZ_1
 
 DATA = Path(__file__).parents[1] / "reference"
 
@@ -83,3 +84,24 @@ def test_prediction_errors_add_the_elpd_and_check_their_inputs():
         bayesij.prediction_errors(draws, y[:4])
     with pytest.raises(ValueError, match=r"log_lik: found 3 points; expected the 5 test"):
         bayesij.prediction_errors(draws, y, log_lik=log_lik[..., :3])
+
+
+def test_a_test_group_of_either_arviz_generation_and_float32_draws():
+    """``idata["log_likelihood_test"]`` is a Dataset on ArviZ 0.23 and a DataTree node on
+    1.x; both work, and float32 draws read through it give the float64 answer."""
+    import arviz as az
+    import xarray as xr
+
+    rng = np.random.default_rng(9)
+    values = rng.normal(-1, 0.2, size=(4, 100, 3)).astype(np.float32)
+    test = xr.Dataset({"y": (("chain", "draw", "point"), values)})
+    posterior = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(4, 100)))})
+    groups = {"posterior": posterior, "log_likelihood": test, "log_likelihood_test": test}
+    if ARVIZ_1:
+        idata = xr.DataTree.from_dict(groups)
+    else:
+        idata = az.InferenceData(**groups)
+    result = bayesij.holdout(idata["log_likelihood_test"])
+    expected = bayesij.holdout(values.astype(np.float64))
+    np.testing.assert_allclose(result.pointwise["elpd"], expected.pointwise["elpd"], rtol=1e-12)
+    assert bayesij.from_inference_data(idata).log_lik.dtype == np.float32
