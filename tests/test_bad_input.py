@@ -50,6 +50,10 @@ BAD_DRAWS = {
         r"log_lik: found 1 value\(s\) beyond ±1e\+30 \(first at draw 2, column 2\); "
         r"expected finite values within ±1e\+30, or -inf. A log density this large",
     ),
+    "-inf in quantities": (
+        lambda f, l: (_with(f, (4, 0), -np.inf), l),
+        r"quantities: found 1 non-finite value\(s\)",
+    ),
     "1e300 in quantities": (
         lambda f, l: (_with(f, (5, 1), 1e300), l),
         r"quantities: found 1 value\(s\) beyond ±1e\+40 .*Rescale them",

@@ -20,6 +20,7 @@ __all__ = [
     "as_draws_matrix",
     "as_chains",
     "chain_order",
+    "chain_grouping",
     "check_same_draws",
     "check_log_lik_values",
     "check_finite",
@@ -34,6 +35,8 @@ __all__ = [
     "check_unique",
     "column_slices",
     "impossible_columns",
+    "log_lik_draws",
+    "log_lik_matrix",
     "checked_r_eff",
 ]
 
@@ -124,6 +127,13 @@ def chain_order(codes: np.ndarray) -> tuple[np.ndarray, int]:
     return np.argsort(codes, kind="stable"), counts.size
 
 
+def chain_grouping(codes: np.ndarray) -> tuple[np.ndarray | None, int]:
+    """:func:`chain_order`, with None for draws already grouped by chain (3-D input,
+    stacked chains), which need no reordering copy."""
+    order, n_chains = chain_order(codes)
+    return (None if np.array_equal(order, np.arange(order.size)) else order), n_chains
+
+
 def as_chains(matrix: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Draws (n_draws, n_columns) with chain codes as (n_chains, n_draws_per_chain, n_columns)."""
     order, n_chains = chain_order(codes)
@@ -205,10 +215,29 @@ def _out_of_range(piece: np.ndarray, limit: float) -> np.ndarray:
     return ~(piece < limit) | ((piece < -limit) & (piece != -np.inf))
 
 
+def _all_within(values: np.ndarray, limit: float, minus_inf: bool) -> bool:
+    """Whether every value is finite and within ``±limit`` (``-inf`` too when
+    ``minus_inf``). The minimum and maximum of blocks of rows: no temporary arrays, and
+    a NaN fails the test (it propagates through both)."""
+    if values.size == 0:
+        return True
+    if values.ndim > 2 and not values.flags.c_contiguous:  # reshaping would copy
+        return all(_all_within(part, limit, minus_inf) for part in values)
+    rows = values.reshape(-1, values.shape[-1])
+    step = max(1, 2**21 // rows.shape[1])
+    for start in range(0, rows.shape[0], step):
+        block = rows[start : start + step]
+        if not block.max() < limit:
+            return False
+        low = block.min()
+        if low < -limit and not (minus_inf and not _out_of_range(block, limit).any()):
+            return False
+    return True
+
+
 def check_log_lik_values(log_lik: np.ndarray, argument: str = "log_lik") -> None:
     """Log-likelihood values must be finite (within ``±LOG_LIK_LIMIT``) or -inf."""
-    pieces = column_slices(log_lik.shape)
-    if not any(_out_of_range(log_lik[..., p], LOG_LIK_LIMIT).any() for p in pieces):
+    if _all_within(log_lik, LOG_LIK_LIMIT, minus_inf=True):
         return
     expected = f"finite values within ±{LOG_LIK_LIMIT:.0e}, or -inf"
     count, where = _count_where(log_lik, np.isnan)
@@ -239,7 +268,7 @@ def check_log_lik_values(log_lik: np.ndarray, argument: str = "log_lik") -> None
 
 def check_finite(values: np.ndarray, argument: str, limit: float = QUANTITY_LIMIT) -> None:
     """All values must be finite and within ``±limit``."""
-    if not any(_out_of_range(values[..., p], limit).any() for p in column_slices(values.shape)):
+    if _all_within(values, limit, minus_inf=False):
         return
     count, where = _count_where(values, lambda piece: ~np.isfinite(piece))
     if count:
@@ -347,16 +376,24 @@ def impossible_columns(log_lik: np.ndarray) -> np.ndarray:
     return out
 
 
-def log_lik_matrix(log_lik, check: bool = True, *, keep_float32: bool = False) -> np.ndarray:
-    """``log_lik`` as (n_draws, n_obs) with at least two draws; values checked unless
-    ``check=False`` (input a container or a caller has already checked). ``keep_float32``:
-    as :func:`as_float_array`, for callers that read the matrix in converted chunks."""
-    matrix, _ = as_draws_matrix(log_lik, "log_lik", keep_float32=keep_float32)
+def log_lik_draws(
+    log_lik, chain_ids=None, check: bool = True, *, keep_float32: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """``log_lik`` as (n_draws, n_obs) with at least two draws, and its chain codes; values
+    checked unless ``check=False`` (input a container or a caller has already checked).
+    ``keep_float32``: as :func:`as_float_array`, for callers that read the matrix in
+    converted chunks."""
+    matrix, chains = as_draws_matrix(log_lik, "log_lik", chain_ids, keep_float32=keep_float32)
     if check:
         check_log_lik_values(matrix)
     if matrix.shape[0] < 2:
         raise fail("log_lik", f"{matrix.shape[0]} draw", "at least 2 posterior draws")
-    return matrix
+    return matrix, chains
+
+
+def log_lik_matrix(log_lik, check: bool = True, *, keep_float32: bool = False) -> np.ndarray:
+    """:func:`log_lik_draws` without the chain codes."""
+    return log_lik_draws(log_lik, None, check, keep_float32=keep_float32)[0]
 
 
 def checked_r_eff(r_eff, n_obs: int) -> np.ndarray:

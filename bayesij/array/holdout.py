@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array._numeric import exp_and_logsumexp, obs_chunks, read_columns
-from bayesij.array.checks import as_draws_matrix, chain_order, check_log_lik_values, fail
+from bayesij.array.checks import as_draws_matrix, chain_grouping, log_lik_draws
 from bayesij.array.ess import relative_eff
 
 __all__ = ["HoldoutArrays", "log_predictive_density", "joint_log_predictive_density"]
@@ -60,17 +60,13 @@ def log_predictive_density(log_lik, chain_ids=None, *, check: bool = True) -> Ho
     >>> np.round(log_predictive_density(log_lik).elpd, 4)  # log 0.25
     array([-1.3863, -1.3863])
     """
-    matrix, chains = as_draws_matrix(log_lik, "log_lik", chain_ids, keep_float32=True)
-    if check:
-        check_log_lik_values(matrix)
+    matrix, chains = log_lik_draws(log_lik, chain_ids, check, keep_float32=True)
     n_draws, n_points = matrix.shape
-    if n_draws < 2:
-        raise fail("log_lik", f"{n_draws} draw", "at least 2 posterior draws")
-    order, n_chains = chain_order(chains)
+    order, n_chains = chain_grouping(chains)
     out = np.empty((3, n_points))
     for chunk in obs_chunks(n_points, 3 * n_draws):
         columns = read_columns(matrix, chunk)
-        out[:, chunk] = _lpd_and_mcse(columns[order], n_chains)
+        out[:, chunk] = _lpd_and_mcse(columns if order is None else columns[order], n_chains)
     return HoldoutArrays(*out)
 
 
@@ -94,6 +90,6 @@ def joint_log_predictive_density(log_lik, chain_ids=None) -> tuple[float, float]
     ``log p(y_t | y_<t, theta)``), and its Monte Carlo SE."""
     matrix, chains = as_draws_matrix(log_lik, "log_lik", chain_ids, keep_float32=True)
     total = matrix.sum(axis=1, keepdims=True, dtype=np.float64)
-    order, n_chains = chain_order(chains)
-    lpd, mcse, _ = _lpd_and_mcse(total[order], n_chains)
+    order, n_chains = chain_grouping(chains)
+    lpd, mcse, _ = _lpd_and_mcse(total if order is None else total[order], n_chains)
     return float(lpd[0]), float(mcse[0])

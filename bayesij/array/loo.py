@@ -29,11 +29,10 @@ from bayesij.array._numeric import (
     transpose_columns,
 )
 from bayesij.array.checks import (
-    as_draws_matrix,
-    chain_order,
-    check_log_lik_values,
+    chain_grouping,
     checked_r_eff,
     fail,
+    log_lik_draws,
 )
 from bayesij.array.ess import exp_of_rows, relative_eff_rows
 from bayesij.array.psis import TIE_RULES, check_tail_rule, psis_rows, tail_length
@@ -338,16 +337,10 @@ def loo_methods(
     if ties not in TIE_RULES:
         raise fail("ties", repr(ties), "'above' (ArviZ) or 'position' (R loo)")
     check_tail_rule(tail_rule)
-    matrix, chains = as_draws_matrix(log_lik, "log_lik", chain_ids, keep_float32=True)
-    if check:
-        check_log_lik_values(matrix)
+    matrix, chains = log_lik_draws(log_lik, chain_ids, check, keep_float32=True)
     n_draws, n_obs = matrix.shape
-    if n_draws < 2:
-        raise fail("log_lik", f"{n_draws} draw", "at least 2 posterior draws")
     given = None if r_eff is None else checked_r_eff(r_eff, n_obs)
-    order, n_chains = chain_order(chains)
-    # Draws already grouped by chain (3-D input, stacked chains) need no reordering copy.
-    by_chain = (None if np.array_equal(order, np.arange(order.size)) else order, n_chains)
+    by_chain = chain_grouping(chains)  # no reordering copy for grouped draws
     base = "is" if "is" in methods and "psis" not in methods else "psis"
     out = np.full((4, n_obs), np.nan)  # lppd, k-hat, r_eff, constant
     per_method = {m: np.full((3, n_obs), np.nan) for m in methods}  # elpd, mcse, ess
