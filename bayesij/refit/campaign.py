@@ -55,24 +55,29 @@ def _sequential(backend, tasks) -> Iterator[dict]:
         yield execute(backend, task)
 
 
-def _lost(task: Task, error: BaseException) -> dict:
+def _failed(task: Task, reason: str) -> dict:
     """The record of a refit whose worker, not the refit, failed."""
-    return {
-        "key": task.key,
-        "status": "failed",
-        "reason": f"the executor lost the refit: {type(error).__name__}: {error}",
-        "seconds": float("nan"),
-    }
+    return {"key": task.key, "status": "failed", "reason": reason, "seconds": float("nan")}
 
 
-def _futures(submit: Callable, completed: Callable, backend, tasks) -> Iterator[dict]:
+def _futures(
+    submit: Callable, completed: Callable, backend, tasks, interrupted: list | None = None
+) -> Iterator[dict]:
+    """Records of ``tasks`` from an executor's futures, in the order they finish. A future
+    that raises (its worker, not the refit, failed: dask's KilledWorker, a broken pool) is
+    recorded as failed, or, with ``interrupted``, its task is appended there instead."""
     futures = {submit(execute, backend, task): task for task in tasks}
     try:
         for future in completed(list(futures)):
             try:
                 yield future.result()
-            except Exception as error:  # e.g. dask's KilledWorker: recorded, not raised
-                yield _lost(futures[future], error)
+            except Exception as error:
+                task = futures[future]
+                if interrupted is not None and isinstance(error, cf.process.BrokenProcessPool):
+                    interrupted.append(task)
+                else:
+                    reason = f"the executor lost the refit: {type(error).__name__}: {error}"
+                    yield _failed(task, reason)
     finally:  # interrupted: drop what has not started
         for future in futures:
             future.cancel()
@@ -153,18 +158,9 @@ def _local_processes(workers: int, backend, tasks: list[Task]) -> Iterator[dict]
     """
     import loky
 
+    interrupted: list[Task] = []
     pool = loky.get_reusable_executor(max_workers=workers)
-    futures = {pool.submit(execute, backend, task): task for task in tasks}
-    interrupted = []
-    try:
-        for future in cf.as_completed(futures):
-            try:
-                yield future.result()
-            except cf.process.BrokenProcessPool:
-                interrupted.append(futures[future])
-    finally:
-        for future in futures:
-            future.cancel()
+    yield from _futures(pool.submit, cf.as_completed, backend, tasks, interrupted)
     order = {task.key: i for i, task in enumerate(tasks)}
     for task in sorted(interrupted, key=lambda task: order[task.key]):
         yield _alone(backend, task)
@@ -178,13 +174,11 @@ def _alone(backend, task: Task) -> dict:
         return loky.get_reusable_executor(max_workers=1).submit(execute, backend, task).result()
     except cf.process.BrokenProcessPool as error:
         codes = re.search(r"exit codes of the workers are \{(.*?)\}", str(error))
-        return {
-            "key": task.key,
-            "status": "failed",
-            "reason": "the worker process died during the refit (exit code "
+        return _failed(
+            task,
+            "the worker process died during the refit (exit code "
             f"{codes.group(1) if codes else 'unknown'}: a crash or an out-of-memory kill)",
-            "seconds": float("nan"),
-        }
+        )
 
 
 def _dask_results(executor, backend, tasks) -> Iterator[dict]:

@@ -26,6 +26,7 @@ def lfo(
     store=None,
     executor=None,
     progress: bool = True,
+    retry_failed: bool = False,
 ) -> LfoResult:
     """M-step-ahead leave-future-out cross-validation of a time-series model.
 
@@ -58,8 +59,8 @@ def lfo(
         model is refitted there and later (earlier) origins reweight that refit.
         ``"ij"``: the first-order approximation from the full-data draws, with a linearity
         check against PSIS.
-    store, executor, progress
-        For the exact campaign.
+    store, executor, progress, retry_failed
+        For the exact campaign (as :func:`bayesij.refit.run_campaign`).
 
     Returns
     -------
@@ -90,26 +91,24 @@ def lfo(
         raise fail("method", repr(method), f"one of {METHODS}")
     if backend is not None and not callable(getattr(backend, "fit", None)):
         raise fail("backend", f"a {type(backend).__name__}", "a refit backend (fit(weights))")
+    post = as_posterior(data, log_lik=log_lik)  # checked once, whatever the method
     if method != "exact":
         refit = None
         if backend is not None:
-            post = as_posterior(data, log_lik=log_lik)
 
             def refit(i: int):
                 return backend.fit(_past_weights(post.n_obs, i))
 
         return lfo_from_draws(
-            data,
+            post,
             min_train=min_train,
             horizon=horizon,
             method=method,
             k_threshold=k_threshold,
             refit=refit,
-            log_lik=log_lik,
         )
     if backend is None:
         raise fail("backend", "None", "a refit backend for method='exact'")
-    post = as_posterior(data, log_lik=log_lik)
     origins = lfo_origins(post.n_obs, min_train, horizon)
     tasks = [
         Task(f"lfo-{i}", _past_weights(post.n_obs, int(i)), tuple(range(i, i + horizon)))
@@ -123,22 +122,20 @@ def lfo(
         store=store,
         executor=executor,
         progress=progress,
+        retry_failed=retry_failed,
     )
-    elpd = np.full(origins.size, np.nan)
-    mcse = np.full(origins.size, np.nan)
-    for index, task in enumerate(tasks):
-        record = records.get(task.key, {})
-        if record.get("status") == "ok":
-            elpd[index], mcse[index] = record["lpd_joint"], record["lpd_joint_mcse"]
+    failed = [task.key for task in tasks if records[task.key]["status"] != "ok"]
+    if failed:
+        raise RuntimeError(
+            f"lfo: {len(failed)} of {len(tasks)} exact refits failed ({failed[:5]}; reasons in "
+            "the campaign store); rerun with retry_failed=True after fixing the cause, or use "
+            "method='psis'."
+        )
+    elpd = np.array([records[task.key]["lpd_joint"] for task in tasks])
+    mcse = np.array([records[task.key]["lpd_joint_mcse"] for task in tasks])
     frame = lfo_table(
         post, origins, elpd, np.full(origins.size, np.nan), np.ones(origins.size, bool), mcse
     )
-    failed = sum(1 for r in records.values() if r["status"] != "ok")
-    if failed:
-        raise RuntimeError(
-            f"lfo: {failed} of {len(tasks)} exact refits failed (see the campaign store); "
-            "rerun with retry_failed after fixing the cause, or use method='psis'."
-        )
     return lfo_result("exact", int(horizon), frame, len(tasks), float(k_threshold))
 
 

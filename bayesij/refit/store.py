@@ -204,16 +204,17 @@ class CampaignStore:
             raise _damaged(file, where, f"the status {record['status']!r}", _LINE_FIX)
         return record
 
+    def _finished(self, record: dict) -> bool:
+        return not (self.retry_failed and record["status"] == "failed")
+
     def records(self) -> dict[str, dict]:
         """Finished refits by key (successful and failed; failed ones not when retrying)."""
-        if self.retry_failed:
-            return {k: r for k, r in self._records.items() if r["status"] != "failed"}
-        return dict(self._records)
+        return {key: r for key, r in self._records.items() if self._finished(r)}
 
     def append(self, record: dict) -> None:
         """Keep one finished refit; on disk, flushed and synced before returning."""
         key = record["key"]
-        if key in self.records():
+        if key in self._records and self._finished(self._records[key]):
             raise ValueError(f"store: found a second record for {key!r}; expected each refit once.")
         record = {**record, "plan": self._plan_id}
         if self.path is not None:

@@ -388,11 +388,12 @@ def audit(
             description=repr(post),
         )
         if amip:
+            constant = dict(zip(names, constant_columns(post.quantities.values), strict=True))
             for q in names:
                 draws = post.quantities.sel(quantity=q).values
                 scale = one_signed(draws) is not None and looks_like_scale(q)
                 for t in targets:
-                    if constant_columns(draws[..., None])[0]:
+                    if constant[q]:
                         result.skipped[(q, t)] = "constant"
                         continue
                     if scale and t in ("sign", "sign_and_significance"):

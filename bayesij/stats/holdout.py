@@ -185,18 +185,18 @@ def prediction_errors(y_pred, y_test, *, log_lik=None) -> PredictionErrors:
             f"one value per column of y_pred, shape ({draws.shape[1]},)",
         )
     check_finite(observed, "y_test")
-    errors = draws - observed
+    squared = (draws - observed) ** 2
     prediction = draws.mean(axis=0)
     pointwise = pd.DataFrame(
         {
             "y_test": observed,
             "prediction": prediction,
             "squared_error_of_mean": (prediction - observed) ** 2,
-            "expected_squared_error": (errors**2).mean(axis=0),
+            "expected_squared_error": squared.mean(axis=0),
         },
         index=pd.RangeIndex(observed.size, name="point"),
     )
-    mse_per_draw = (errors**2).mean(axis=1)
+    mse_per_draw = squared.mean(axis=1)
     summary = {
         "mse_of_mean": pointwise["squared_error_of_mean"].mean(),
         "rmse_of_mean": np.sqrt(pointwise["squared_error_of_mean"].mean()),
