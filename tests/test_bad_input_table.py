@@ -370,6 +370,17 @@ def _catalogue():
             lambda v: bayesij.lfo(POST, v, min_train=2, method="exact"),
             {"None": None, "3": 3, "'x'": "x"},
         ),
+        (
+            "lfo",
+            "weight_derivative",
+            lambda v: bayesij.lfo(POST, min_train=2, method="ij", weight_derivative=v),
+            {
+                "one time point short": _matrix(shape=(C * D, N - 1)),
+                "NaN": _matrix(np.nan),
+                "3": 3,
+                "'nope'": "nope",
+            },
+        ),
         ("holdout", "ddof", lambda v: bayesij.holdout(LOG_LIK, ddof=v), NON_NEGATIVE_INT),
         (
             "prediction_errors",

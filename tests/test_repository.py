@@ -16,6 +16,7 @@ EXPECTED = {
     "bayesij",
     "benchmarks",
     "docs",
+    "examples",
     "notebooks",
     "tests",
 }

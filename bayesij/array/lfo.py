@@ -90,11 +90,20 @@ def psis_lfo(
     return elpd, float(smoothed.pareto_k[0]), float(np.expm1(elpd - plain)), mcse
 
 
-def ij_lfo(cumulative: np.ndarray, origins: np.ndarray, horizon: int) -> tuple[np.ndarray, ...]:
+def ij_lfo(
+    cumulative: np.ndarray,
+    origins: np.ndarray,
+    horizon: int,
+    derivative: np.ndarray | None = None,
+) -> tuple[np.ndarray, ...]:
     """First-order (IJ) LFO from full-data draws: ``(elpd, delta_lin)`` per origin.
 
-    ``elpd_i = log(E[g] - Cov(g, sum_{t>=i} l_t))`` (NaN where the first-order density is
-    not positive), ``delta_lin = -Cov(g, L_i) / E[g]``; ``g = exp(block - max block)``.
+    ``elpd_i = log(E[g] - Cov(g, sum_{t>=i} d_t))`` (NaN where the first-order density is
+    not positive), ``delta_lin = -Cov(g, sum_{t>=i} d_t) / E[g]``; ``g = exp(block - max
+    block)``. ``d_t = d log p(y; theta, w) / d w_t`` at ``w = 1``: the conditional terms
+    ``l_t`` themselves (``derivative=None``) for a model whose weighted likelihood is
+    ``sum_t w_t l_t``, or, given as the :func:`cumulative_log_lik` of those derivatives, a
+    structured model's (an HMM's: the smoothed expectations of the emission log densities).
 
     References
     ----------
@@ -103,12 +112,14 @@ def ij_lfo(cumulative: np.ndarray, origins: np.ndarray, horizon: int) -> tuple[n
        observation weights).
     .. [2] Seed 000: approximate leave-future-out for structured models.
     """
-    n_draws, total = cumulative.shape[0], cumulative[:, -1]
+    n_draws = cumulative.shape[0]
+    weight_terms = cumulative if derivative is None else derivative
+    total = weight_terms[:, -1]
     elpd = np.empty(origins.size)
     delta = np.empty(origins.size)
     for index, i in enumerate(origins):
         block = cumulative[:, i + horizon] - cumulative[:, i]
-        future = total - cumulative[:, i]
+        future = total - weight_terms[:, i]
         scaled, _ = exp_and_logsumexp(block)
         mean = scaled.mean()
         covariance = np.dot(scaled - mean, future - future.mean()) / (n_draws - 1)

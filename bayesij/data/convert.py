@@ -81,6 +81,14 @@ def as_posterior(
 
 
 def _convert(data, log_lik, quantities, argument: str) -> Posterior:
+    named = not isinstance(data, Posterior) and (has_groups(data) or isinstance(data, xr.Dataset))
+    if log_lik is not None and not named:
+        raise fail(
+            "log_lik",
+            f"{log_lik!r} with {argument} a {type(data).__name__}",
+            "log_lik=None: a variable name only selects from an InferenceData, DataTree or "
+            "Dataset (a bayesij.Posterior or an array holds one log-likelihood)",
+        )
     if isinstance(data, Posterior):
         return data if quantities is None else data.select(quantities)
     if has_groups(data) and getattr(data, "has_data", False) and not data.children:

@@ -23,6 +23,7 @@ def lfo(
     k_threshold: float = 0.7,
     method: str = "psis",
     log_lik=None,
+    weight_derivative=None,
     store=None,
     executor=None,
     progress: bool = True,
@@ -59,6 +60,12 @@ def lfo(
         model is refitted there and later (earlier) origins reweight that refit.
         ``"ij"``: the first-order approximation from the full-data draws, with a linearity
         check against PSIS.
+    log_lik : str, optional
+        The conditional log-likelihood variable of an InferenceData or DataTree.
+    weight_derivative : str, Posterior or array_like, optional
+        IJ only: ``d log p(y; theta, w) / d w_t`` at ``w = 1`` per draw and time point, for
+        models whose weights act inside the likelihood (an HMM; see
+        :func:`bayesij.stats.lfo.lfo_from_draws`). Default: the conditional terms.
     store, executor, progress, retry_failed
         For the exact campaign (as :func:`bayesij.refit.run_campaign`).
 
@@ -92,6 +99,15 @@ def lfo(
     if backend is not None and not callable(getattr(backend, "fit", None)):
         raise fail("backend", f"a {type(backend).__name__}", "a refit backend (fit(weights))")
     post = as_posterior(data, log_lik=log_lik)  # checked once, whatever the method
+    if isinstance(weight_derivative, str):  # a variable of data's log-likelihood group
+        try:
+            weight_derivative = as_posterior(data, log_lik=weight_derivative)
+        except ValueError as error:
+            raise fail(
+                "weight_derivative",
+                repr(weight_derivative),
+                f"a log-likelihood variable of data ({error})",
+            ) from None
     if method != "exact":
         refit = None
         if backend is not None:
@@ -106,9 +122,14 @@ def lfo(
             method=method,
             k_threshold=k_threshold,
             refit=refit,
+            weight_derivative=weight_derivative,
         )
     if backend is None:
         raise fail("backend", "None", "a refit backend for method='exact'")
+    if weight_derivative is not None:
+        raise fail(
+            "weight_derivative", "a value with method='exact'", "weight_derivative only with 'ij'"
+        )
     origins = lfo_origins(post.n_obs, min_train, horizon)
     tasks = [
         Task(f"lfo-{i}", _past_weights(post.n_obs, int(i)), tuple(range(i, i + horizon)))

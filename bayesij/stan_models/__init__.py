@@ -3,6 +3,10 @@
 Every model takes a ``weights`` data vector that multiplies each observation's
 log-likelihood (all ones reproduces the ordinary fit, 0 deletes, counts bootstrap) and emits
 the unweighted pointwise log-likelihood as ``vector[N] log_lik`` in generated quantities.
+The exception is ``poisson_hmm``, whose likelihood does not split into terms: its weights
+multiply the emission densities inside the forward algorithm, ``log_lik`` holds the one-step
+predictive terms and ``weight_derivative`` the derivatives in the weights (see its header
+and :mod:`bayesij.stan_models.hmm`).
 """
 
 from importlib import resources

@@ -64,8 +64,18 @@ def _ar(rng, n, p=2):
     return {"P": p, "N": n, "y": y}
 
 
+def _poisson_hmm(rng, n):
+    """Two-state Poisson counts: a quiet state (rate 3) and a busy one (rate 10)."""
+    stay, rates = np.array([0.9, 0.85]), np.array([3.0, 10.0])
+    z = np.zeros(n, dtype=int)
+    for t in range(1, n):
+        z[t] = z[t - 1] if rng.random() < stay[z[t - 1]] else 1 - z[t - 1]
+    return {"N": n, "y": rng.poisson(rates[z])}
+
+
 _MAKERS = {
     "ar": _ar,
+    "poisson_hmm": _poisson_hmm,
     "linear_regression": _linear,
     "linear_regression_holdout": _linear_holdout,
     "linear_regression_kfold": lambda rng, n: {**_linear(rng, n), "n_folds": 5, "k": 2},

@@ -95,6 +95,7 @@ def lfo_from_draws(
     k_threshold: float = 0.7,
     refit: Callable[[int], Posterior] | None = None,
     log_lik=None,
+    weight_derivative=None,
 ) -> LfoResult:
     """PSIS- or IJ-LFO from full-data draws (PSIS refitting through ``refit``).
 
@@ -111,6 +112,16 @@ def lfo_from_draws(
     refit : callable, optional
         ``refit(i)`` returns the posterior given the first ``i`` observations (with the
         log-likelihood terms of all ``T``); :func:`bayesij.lfo` builds it from a backend.
+    log_lik : str, optional
+        The conditional log-likelihood variable of an InferenceData or DataTree.
+    weight_derivative : str, Posterior or array_like, optional
+        IJ only: draws x ``T`` of ``d log p(y; theta, w) / d w_t`` at ``w = 1`` for a model
+        whose weighted likelihood is not ``sum_t w_t l_t`` (an HMM whose weights multiply
+        the emission densities inside the forward algorithm: the smoothed expectations of
+        the emission log densities, which the shipped ``poisson_hmm`` Stan model emits as
+        ``weight_derivative``). A string names a log-likelihood variable of ``data``;
+        otherwise anything :func:`bayesij.data.convert.as_posterior` reads, with the same
+        draws. Default: the conditional terms themselves.
 
     References
     ----------
@@ -124,8 +135,16 @@ def lfo_from_draws(
     matrix = _conditional_terms(post)
     origins = lfo_origins(matrix.shape[1], min_train, horizon)
     cumulative = cumulative_log_lik(matrix)
+    if weight_derivative is not None and method != "ij":
+        raise fail(
+            "weight_derivative",
+            f"a value with method={method!r}",
+            "weight_derivative only with method='ij' (PSIS and exact refits reweight by the "
+            "conditional log_lik terms, exactly)",
+        )
     if method == "ij":
-        elpd, delta_lin = ij_lfo(cumulative, origins, horizon)
+        derivative = _derivative_terms(data, weight_derivative, matrix.shape)
+        elpd, delta_lin = ij_lfo(cumulative, origins, horizon, derivative)
         steps = [psis_lfo(cumulative, int(i), matrix.shape[1], horizon) for i in origins]
         k = np.array([s[1] for s in steps])
         delta_is = np.array([s[2] for s in steps])
@@ -146,6 +165,27 @@ def _conditional_terms(post: Posterior) -> np.ndarray:
     if impossible_columns(matrix).any():
         raise fail("log_lik", "-inf values", "finite conditional log-likelihood terms for LFO")
     return matrix
+
+
+def _derivative_terms(data, weight_derivative, shape) -> np.ndarray | None:
+    """The cumulative sums of the weight derivatives, checked against the terms' shape."""
+    if weight_derivative is None:
+        return None
+    if isinstance(weight_derivative, str):
+        derivative = as_posterior(data, log_lik=weight_derivative)
+    else:
+        derivative = as_posterior(weight_derivative, argument="weight_derivative")
+    values, _ = derivative.units(None)
+    matrix = np.asarray(values, dtype=float).reshape(-1, values.shape[2])
+    if matrix.shape != shape:
+        raise fail(
+            "weight_derivative",
+            f"draws x time points {matrix.shape}",
+            f"the shape of the log-likelihood terms, {shape}",
+        )
+    if not np.isfinite(matrix).all():
+        raise fail("weight_derivative", "non-finite values", "finite derivatives")
+    return cumulative_log_lik(matrix)
 
 
 def _psis_backwards(post, matrix, origins, horizon, k_threshold, refit) -> LfoResult:

@@ -100,6 +100,26 @@ def test_ij_lfo_reports_its_error_and_its_linearity_verdict(ar2):
     assert "Linearity of the first-order approximation" in str(result)
 
 
+def test_weight_derivatives_equal_to_the_terms_give_the_plain_ij(ar2):
+    # A model whose weighted likelihood is sum_t w_t l_t has d log p / d w_t = l_t.
+    _, post = ar2
+    plain = bayesij.lfo(post, min_train=MIN_TRAIN, horizon=2, method="ij")
+    given = bayesij.lfo(
+        post, min_train=MIN_TRAIN, horizon=2, method="ij", weight_derivative=post.log_lik.values
+    )
+    np.testing.assert_allclose(given.pointwise["elpd"], plain.pointwise["elpd"], rtol=0, atol=1e-12)
+    doubled = bayesij.lfo(
+        post,
+        min_train=MIN_TRAIN,
+        horizon=2,
+        method="ij",
+        weight_derivative=2 * post.log_lik.values,
+    )
+    assert not np.allclose(doubled.pointwise["elpd"], plain.pointwise["elpd"])
+    with pytest.raises(ValueError, match=r"weight_derivative: found a value with method='psis'"):
+        bayesij.lfo(post, min_train=MIN_TRAIN, weight_derivative=post.log_lik.values)
+
+
 def test_lfo_arguments_are_checked(ar2):
     backend, post = ar2
     with pytest.raises(ValueError, match=r"min_train: found 79 with horizon 2 for 80 time"):
