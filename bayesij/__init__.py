@@ -33,6 +33,7 @@ _PUBLIC = {
     "loo_expectation": "bayesij.stats.loo",
     "loo_pit": "bayesij.stats.loo",
     "compare": "bayesij.stats.compare",
+    "model_weights": "bayesij.stats.compare",
     "waic": "bayesij.stats.waic",
     "WaicResult": "bayesij.stats.waic",
     "generating_function": "bayesij.stats.waic",

@@ -13,6 +13,7 @@ import inspect
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import bayesij
@@ -26,6 +27,10 @@ Y = RNG.normal(size=N)
 LOG_LIK = -0.5 * (Y - THETA[..., :1]) ** 2
 POST = bayesij.from_arrays(THETA, LOG_LIK)
 BACKEND = refit.ConjugateNormalBackend(np.ones((N, 1)), Y, draws=100)
+TWO_LOOS = {
+    "a": bayesij.waic(np.zeros((C * D, N)) - 1.0),
+    "b": bayesij.waic(np.zeros((C * D, N)) - 1.5),
+}
 
 
 def _matrix(value=None, shape=(C * D, N)):
@@ -169,6 +174,36 @@ def _catalogue():
             "results",
             bayesij.compare,
             {"3": 3, "{'a': 3}": {"a": 3}, "{}": {}, "list": [1, 2]},
+        ),
+        (
+            "compare",
+            "weights",
+            lambda v: bayesij.compare(TWO_LOOS, weights=v),
+            {"'bma'": "bma", "3": 3},
+        ),
+        (
+            "model_weights",
+            "results",
+            bayesij.model_weights,
+            {
+                "3": 3,
+                "one model": pd.DataFrame({"a": [-1.0, -2.0]}),
+                "NaN": pd.DataFrame({"a": [-1.0, np.nan], "b": [-1.0, -2.0]}),
+                "text": pd.DataFrame({"a": ["x", "y"], "b": [-1.0, -2.0]}),
+            },
+        ),
+        ("model_weights", "method", lambda v: bayesij.model_weights(TWO_LOOS, v), OPTION),
+        (
+            "model_weights",
+            "n_bootstrap",
+            lambda v: bayesij.model_weights(TWO_LOOS, "pseudobma+", n_bootstrap=v),
+            POSITIVE_INT,
+        ),
+        (
+            "model_weights",
+            "seed",
+            lambda v: bayesij.model_weights(TWO_LOOS, "pseudobma+", seed=v),
+            {"-1": -1, "2.5": 2.5, "'1'": "1"},
         ),
         ("generating_function", "data", lambda v: bayesij.generating_function(v, 0.5), DRAWS),
         (

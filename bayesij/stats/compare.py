@@ -6,12 +6,22 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array._numeric import elpd_standard_error
-from bayesij.array.checks import fail
+from bayesij.array.checks import (
+    as_float_array,
+    check_finite,
+    check_positive_int,
+    check_seed,
+    fail,
+)
+from bayesij.array.model_weights import pseudobma_weights, stacking_weights
 
-__all__ = ["compare"]
+__all__ = ["compare", "model_weights", "WEIGHT_METHODS"]
 
 
-def compare(results: dict) -> pd.DataFrame:
+WEIGHT_METHODS = ("stacking", "pseudobma", "pseudobma+")
+
+
+def compare(results: dict, weights: str | None = None, *, seed=None) -> pd.DataFrame:
     """Compare models by elpd, in the layout of R ``loo_compare`` (best model first).
 
     Parameters
@@ -21,14 +31,112 @@ def compare(results: dict) -> pd.DataFrame:
         pointwise index), so the order of the observations does not matter; results whose
         ids are only positions 0..N-1 (no labels, e.g. from plain arrays) are paired by
         position, as R loo and ArviZ do.
+    weights : {"stacking", "pseudobma", "pseudobma+"}, optional
+        Add a ``weight`` column (:func:`model_weights`), as ArviZ's ``compare`` does
+        (R ``loo_compare`` has none: the default).
+    seed : int, optional
+        For ``"pseudobma+"``'s Bayesian bootstrap.
 
     Returns
     -------
     pandas.DataFrame
         Indexed by model name, sorted by elpd: ``elpd_diff`` (to the best, <= 0) and
         ``se_diff`` = ``sqrt(N) sd_n(elpd_n - elpd_best,n)`` with the results' ddof, then
-        each model's ``elpd``, ``se``, ``p`` and ``ic`` (-2 elpd).
+        each model's ``elpd``, ``se``, ``p`` and ``ic`` (-2 elpd), and ``weight`` if asked.
     """
+    if weights is not None and weights not in WEIGHT_METHODS:
+        raise fail("weights", repr(weights), f"None or one of {WEIGHT_METHODS}")
+    frame, ddof = _pointwise_table(results)
+    order = frame.sum().sort_values(ascending=False).index
+    best = frame[order[0]]
+    rows = []
+    for name in order:
+        result = results[name]
+        difference = frame[name] - best
+        rows.append(
+            {
+                "model": name,
+                "elpd_diff": float(difference.sum()),
+                "se_diff": elpd_standard_error(difference.to_numpy(), ddof),
+                "elpd": float(frame[name].sum()),
+                "se": result.se,
+                "p": result.p_loo if hasattr(result, "p_loo") else result.p_waic,
+                "ic": -2 * float(frame[name].sum()),
+            }
+        )
+    table = pd.DataFrame(rows).set_index("model")
+    if weights is not None:
+        table["weight"] = model_weights(results, weights, seed=seed).loc[table.index]
+    return table
+
+
+def model_weights(
+    results, method: str = "stacking", *, n_bootstrap: int = 1000, seed=None
+) -> pd.Series:
+    """Weights for averaging the models' predictive distributions, as R ``loo_model_weights``.
+
+    Parameters
+    ----------
+    results : dict of str to LooResult (or WaicResult), or pandas.DataFrame
+        The models' results on the same units (as :func:`compare`), or a table of pointwise
+        elpd values with one column per model (R's ``lpd_point`` matrix).
+    method : {"stacking", "pseudobma", "pseudobma+"}, default "stacking"
+        Stacking of predictive distributions; pseudo-BMA, ``exp(elpd_k)`` normalised (R's
+        ``pseudobma_weights(BB = FALSE)``); pseudo-BMA+ with the Bayesian bootstrap (R's
+        default ``loo_model_weights(method = "pseudobma")``).
+    n_bootstrap : int, default 1000
+        Bayesian bootstrap replicates for ``"pseudobma+"`` (R's ``BB_n``).
+    seed : int, optional
+        Seed of the Bayesian bootstrap.
+
+    Returns
+    -------
+    pandas.Series
+        ``weight`` per model (summing to one), in the order given.
+
+    References
+    ----------
+    .. [1] Yao, Y., Vehtari, A., Simpson, D. and Gelman, A. (2018). Using stacking to
+       average Bayesian predictive distributions. Bayesian Analysis 13(3), 917-1007.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, bayesij
+    >>> lpd = pd.DataFrame({"a": [-1.0, -2.0, -1.5], "b": [-1.2, -1.1, -3.0]})
+    >>> bayesij.model_weights(lpd).round(3).tolist()
+    [0.604, 0.396]
+    """
+    if method not in WEIGHT_METHODS:
+        raise fail("method", repr(method), f"one of {WEIGHT_METHODS}")
+    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap")
+    rng = np.random.default_rng(None if seed is None else check_seed(seed))
+    if isinstance(results, pd.DataFrame):
+        frame = _lpd_table(results)
+    else:
+        frame, _ = _pointwise_table(results)
+    lpd = frame.to_numpy(dtype=float)
+    if method == "stacking":
+        values = stacking_weights(lpd)
+    else:
+        values = pseudobma_weights(lpd, method == "pseudobma+", n_bootstrap, rng)
+    return pd.Series(values, index=pd.Index(frame.columns, name="model"), name="weight")
+
+
+def _lpd_table(table: pd.DataFrame) -> pd.DataFrame:
+    """A user's pointwise elpd table, checked: two or more models, finite numbers."""
+    if table.shape[1] < 2 or table.shape[0] < 1:
+        raise fail(
+            "results",
+            f"a table of shape {table.shape}",
+            "pointwise elpd values: one row per observation, one column per model (2 or more)",
+        )
+    values = as_float_array(table.to_numpy(), "results")
+    check_finite(values, "results")
+    return pd.DataFrame(values, index=table.index, columns=table.columns)
+
+
+def _pointwise_table(results) -> tuple[pd.DataFrame, int]:
+    """The models' pointwise elpd on matched units (one column each) and their ddof."""
     if not isinstance(results, dict) or len(results) < 2:
         raise fail(
             "results",
@@ -52,26 +160,8 @@ def compare(results: dict) -> pd.DataFrame:
     ddofs = {result.ddof for result in results.values()}
     if len(ddofs) != 1:
         raise fail("results", f"mixed SE conventions ddof={sorted(ddofs)}", "one convention")
-    ddof = ddofs.pop()
     frame = pd.DataFrame({name: values.to_numpy() for name, values in pointwise.items()})
-    order = frame.sum().sort_values(ascending=False).index
-    best = frame[order[0]]
-    rows = []
-    for name in order:
-        result = results[name]
-        difference = frame[name] - best
-        rows.append(
-            {
-                "model": name,
-                "elpd_diff": float(difference.sum()),
-                "se_diff": elpd_standard_error(difference.to_numpy(), ddof),
-                "elpd": float(frame[name].sum()),
-                "se": result.se,
-                "p": result.p_loo if hasattr(result, "p_loo") else result.p_waic,
-                "ic": -2 * float(frame[name].sum()),
-            }
-        )
-    return pd.DataFrame(rows).set_index("model")
+    return frame, ddofs.pop()
 
 
 def _unlabelled(values: pd.Series) -> bool:
