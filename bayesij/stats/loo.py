@@ -402,15 +402,15 @@ def _draws_beside_log_lik(data, values, argument, r_eff, tail_rule, log_lik, psi
 
 
 def _loo_weights(matrix: np.ndarray, tails: np.ndarray, floats_per_obs: int, saved=None):
-    """Chunks of observations and their normalised PSIS leave-one-out weights (S, n_cols),
-    smoothed here or taken from ``saved`` log-weights."""
+    """Chunks of observations, their normalised PSIS leave-one-out weights (S, n_cols) and
+    k-hat (n_cols,), smoothed here, or taken from ``saved`` log-weights (k-hat None)."""
     for chunk in obs_chunks(matrix.shape[1], floats_per_obs * matrix.shape[0]):
         if saved is not None:
-            yield chunk, np.exp(saved[:, chunk])
+            yield chunk, np.exp(saved[:, chunk]), None
             continue
         smoothed = psis_chunk(-read_columns(matrix, chunk), tails[chunk])
         log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
-        yield chunk, np.exp(log_weights)
+        yield chunk, np.exp(log_weights), smoothed.pareto_k
 
 
 def _weighted_quantile(values: np.ndarray, weights: np.ndarray, prob: float) -> np.ndarray:
@@ -479,7 +479,7 @@ def loo_expectation(
         data, values, "values", r_eff, tail_rule, log_lik, psis
     )
     value, k = np.empty(matrix.shape[1]), np.empty(matrix.shape[1])
-    for chunk, weights in _loo_weights(matrix, tails, 12, saved):
+    for chunk, weights, _ in _loo_weights(matrix, tails, 12, saved):
         h = g[:, chunk]
         mean = (weights * h).sum(axis=0)
         if kind == "mean":
@@ -532,7 +532,7 @@ def loo_pit(
     check_finite(observed, "y")
     rng = np.random.default_rng(check_seed(seed))
     pit = np.empty(matrix.shape[1])
-    for chunk, weights in _loo_weights(matrix, tails, 8, saved):
+    for chunk, weights, _ in _loo_weights(matrix, tails, 8, saved):
         below = (weights * (replicated[:, chunk] < observed[chunk])).sum(axis=0)
         at = (weights * (replicated[:, chunk] == observed[chunk])).sum(axis=0)
         pit[chunk] = below + at * np.where(at > 0, rng.uniform(size=at.size), 0.0)

@@ -1,0 +1,199 @@
+"""Leave-one-out predictive scores: CRPS and SCRPS of the LOO predictive distributions and
+point-prediction metrics (MAE, MSE, RMSE, R²) of the LOO predictive means."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from bayesij.array.checks import (
+    as_float_array,
+    check_ddof,
+    check_finite,
+    check_positive_int,
+    check_seed,
+    fail,
+)
+from bayesij.array.scores import weighted_crps
+from bayesij.data.convert import unit_index
+from bayesij.stats.loo import _draws_beside_log_lik, _loo_weights, loo_expectation
+
+__all__ = ["LooScore", "loo_score", "loo_metrics", "SCORES", "METRICS"]
+
+SCORES = ("crps", "scrps")
+METRICS = ("mae", "mse", "rmse", "r2")
+
+
+@dataclass(frozen=True)
+class LooScore:
+    """A leave-one-out predictive score or metric.
+
+    Attributes
+    ----------
+    kind : str
+        ``'crps'``, ``'scrps'`` (scores to maximise: mean over observations), ``'mae'``,
+        ``'mse'``, ``'rmse'`` or ``'r2'``.
+    estimate, se : float
+        The value and its standard error over observations.
+    pointwise : pandas.DataFrame
+        Per observation: ``score`` and ``pareto_k`` (scores), or ``prediction`` (the LOO
+        predictive mean) and ``error`` (``y - prediction``) and ``pareto_k`` (metrics).
+    """
+
+    kind: str
+    estimate: float
+    se: float
+    pointwise: pd.DataFrame
+
+    def __str__(self) -> str:
+        return f"LOO {self.kind.upper()}: {self.estimate:.4g} (SE {self.se:.2g})"
+
+
+def loo_score(
+    data,
+    y_pred,
+    y,
+    *,
+    kind: str = "crps",
+    log_lik=None,
+    r_eff=None,
+    tail_rule: str = "ceil",
+    psis=None,
+    ddof: int = 0,
+) -> LooScore:
+    """LOO-CRPS or LOO-SCRPS from posterior predictive draws, PSIS-weighted.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree, xarray or array_like
+        Source of the pointwise log-likelihood (as :func:`bayesij.loo`).
+    y_pred : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+        Posterior predictive draws at the same draws as the log-likelihood.
+    y : array_like of shape (n_obs,)
+        Observed values.
+    kind : {"crps", "scrps"}, default "crps"
+    log_lik, r_eff, tail_rule, psis
+        As :func:`bayesij.loo_expectation` (``psis``: reuse a ``save_psis=True`` result).
+    ddof : {0, 1}, default 0
+        ``se = sd(pointwise, ddof) / sqrt(n)``: 0 as arviz-stats ``loo_score``.
+
+    Returns
+    -------
+    LooScore
+        ``estimate`` is the mean pointwise score, larger is better (the CRPS is negated, as
+        arviz-stats ``loo_score`` and R loo ``crps`` report it); ``pareto_k`` per point is
+        that of the leave-one-out importance ratios.
+
+    References
+    ----------
+    .. [1] Bolin, D. and Wallin, J. (2023). Local scale invariance and robustness of proper
+       scoring rules. Statistical Science 38(1), 140-159.
+    .. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
+       smoothed importance sampling. JMLR 25(72).
+    """
+    if kind not in SCORES:
+        raise fail("kind", repr(kind), f"one of {SCORES}")
+    ddof = check_ddof(ddof)
+    matrix, draws, tails, units, saved = _draws_beside_log_lik(
+        data, y_pred, "y_pred", r_eff, tail_rule, log_lik, psis
+    )
+    observed = _observed(y, matrix.shape[1])
+    score = np.empty(matrix.shape[1])
+    k = psis.pointwise["pareto_k"].to_numpy() if psis is not None else np.empty(score.size)
+    for chunk, weights, chunk_k in _loo_weights(matrix, tails, 16, saved):
+        crps, scrps = weighted_crps(draws[:, chunk], observed[chunk], weights)
+        score[chunk] = crps if kind == "crps" else scrps
+        if chunk_k is not None:
+            k[chunk] = chunk_k
+    frame = pd.DataFrame({"score": score, "pareto_k": k}, index=unit_index(units))
+    return LooScore(kind, float(score.mean()), _se(score, ddof), frame)
+
+
+def loo_metrics(
+    data,
+    y_pred,
+    y,
+    *,
+    kind: str = "rmse",
+    log_lik=None,
+    r_eff=None,
+    tail_rule: str = "ceil",
+    psis=None,
+    n_bootstrap: int = 4000,
+    seed: int = 0,
+) -> LooScore:
+    """Error metrics of the LOO predictive means ``E[y_rep_n | y_-n]`` (PSIS).
+
+    Parameters
+    ----------
+    data, y_pred, y, log_lik, r_eff, tail_rule, psis
+        As :func:`loo_score`.
+    kind : {"mae", "mse", "rmse", "r2"}, default "rmse"
+        ``mae``, ``mse``: mean absolute / squared error, SE ``sd(ddof=1) / sqrt(n)``;
+        ``rmse``: ``sqrt(mse)`` with the first-order SE ``se(mse) / (2 sqrt(mse))`` (R loo's
+        ``loo_predictive_metric`` and arviz-stats ``loo_metrics``); ``r2``: the LOO R²
+        ``1 - var(y - prediction) / var(y)`` with a Bayesian-bootstrap SE.
+    n_bootstrap, seed : int
+        The Bayesian bootstrap of the R² SE.
+
+    Returns
+    -------
+    LooScore
+        ``pointwise`` has the LOO ``prediction``, the ``error`` and the ``pareto_k`` of each
+        prediction.
+
+    References
+    ----------
+    .. [1] Gelman, A., Goodrich, B., Gabry, J. and Vehtari, A. (2019). R-squared for
+       Bayesian regression models. The American Statistician 73(3), 307-309.
+    """
+    if kind not in METRICS:
+        raise fail("kind", repr(kind), f"one of {METRICS}")
+    seed = check_seed(seed)
+    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=2)
+    means = loo_expectation(
+        data, y_pred, log_lik=log_lik, r_eff=r_eff, tail_rule=tail_rule, psis=psis
+    )
+    prediction = means["value"].to_numpy()
+    observed = _observed(y, prediction.size)
+    error = observed - prediction
+    estimate, se = _metric(kind, observed, error, n_bootstrap, seed)
+    frame = pd.DataFrame(
+        {"prediction": prediction, "error": error, "pareto_k": means["pareto_k"].to_numpy()},
+        index=means.index,
+    )
+    return LooScore(kind, estimate, se, frame)
+
+
+def _metric(kind, observed, error, n_bootstrap, seed) -> tuple[float, float]:
+    n = error.size
+    if kind == "mae":
+        return float(np.abs(error).mean()), _se(np.abs(error), 1)
+    squared = error**2
+    mse, se_mse = float(squared.mean()), _se(squared, 1)
+    if kind == "mse":
+        return mse, se_mse
+    if kind == "rmse":
+        return float(np.sqrt(mse)), se_mse / (2 * np.sqrt(mse))
+    alpha = np.random.default_rng(seed).dirichlet(np.ones(n), size=n_bootstrap)
+    replicates = 1 - _weighted_var(error, alpha) / _weighted_var(observed, alpha)
+    return float(1 - np.var(error) / np.var(observed)), float(replicates.std(ddof=1))
+
+
+def _weighted_var(values: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    mean = alpha @ values
+    return alpha @ values**2 - mean**2
+
+
+def _observed(y, n_obs: int) -> np.ndarray:
+    observed = as_float_array(y, "y")
+    if observed.shape != (n_obs,):
+        raise fail("y", f"shape {observed.shape}", f"one value per observation, shape ({n_obs},)")
+    check_finite(observed, "y")
+    return observed
+
+
+def _se(values: np.ndarray, ddof: int) -> float:
+    return float(np.std(values, ddof=ddof) / np.sqrt(values.size))

@@ -1,0 +1,130 @@
+"""LOO predictive scores: CRPS/SCRPS against the closed form of a normal LOO predictive and
+against arviz-stats ``loo_score`` / ``loo_metrics`` (Python 3.12+ environment)."""
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import bayesij
+from bayesij.array.scores import weighted_crps
+
+N, SIGMA, TAU = 30, 1.0, 2.0
+
+
+@pytest.fixture(scope="module")
+def normal_mean():
+    """y_n ~ N(mu, 1), mu ~ N(0, 2^2): exact posterior draws, predictive draws, and the
+    closed-form LOO predictive N(m_-n, s_-n^2) of every observation."""
+    rng = np.random.default_rng(0)
+    y = rng.normal(1.0, 1.3, N)
+    precision = 1 / TAU**2 + N / SIGMA**2
+    mu = rng.normal(y.sum() / SIGMA**2 / precision, precision**-0.5, size=(4, 10000, 1))
+    log_lik = norm.logpdf(y, mu, SIGMA)
+    y_rep = mu + SIGMA * rng.normal(size=(4, 10000, N))
+    loo_precision = 1 / TAU**2 + (N - 1) / SIGMA**2
+    loo_mean = (y.sum() - y) / SIGMA**2 / loo_precision
+    loo_sd = np.sqrt(SIGMA**2 + 1 / loo_precision)
+    return y, log_lik, y_rep, loo_mean, loo_sd
+
+
+def _normal_crps(y, mean, sd):
+    z = (y - mean) / sd
+    return sd * (z * (2 * norm.cdf(z) - 1) + 2 * norm.pdf(z) - 1 / np.sqrt(np.pi))
+
+
+def _normal_scrps(y, mean, sd):
+    z = (y - mean) / sd
+    absolute = sd * (z * (2 * norm.cdf(z) - 1) + 2 * norm.pdf(z))  # E|X - y|
+    spread = 2 * sd / np.sqrt(np.pi)  # E|X - X'|
+    return -absolute / spread - 0.5 * np.log(spread)
+
+
+def test_weighted_crps_is_exact_for_the_empirical_distribution():
+    rng = np.random.default_rng(1)
+    draws, y = rng.normal(size=(7, 3)), rng.normal(size=3)
+    weights = rng.dirichlet(np.ones(7), size=3).T
+    crps, scrps = weighted_crps(draws, y, weights)
+    for j in range(3):  # the double sums over all pairs of draws
+        absolute = weights[:, j] @ np.abs(draws[:, j] - y[j])
+        pairs = np.abs(draws[:, j, None] - draws[None, :, j])
+        spread = weights[:, j] @ pairs @ weights[:, j]
+        assert crps[j] == pytest.approx(-(absolute - spread / 2), rel=1e-12)
+        assert scrps[j] == pytest.approx(-absolute / spread - np.log(spread) / 2, rel=1e-12)
+
+
+@pytest.mark.parametrize(("kind", "closed_form"), [("crps", None), ("scrps", _normal_scrps)])
+def test_loo_scores_equal_the_closed_form_of_the_normal_loo_predictive(
+    normal_mean, kind, closed_form
+):
+    y, log_lik, y_rep, loo_mean, loo_sd = normal_mean
+    result = bayesij.loo_score(log_lik, y_rep, y, kind=kind)
+    truth = (
+        -_normal_crps(y, loo_mean, loo_sd)
+        if closed_form is None
+        else closed_form(y, loo_mean, loo_sd)
+    )
+    np.testing.assert_allclose(result.pointwise["score"], truth, atol=0.04)
+    assert result.estimate == pytest.approx(truth.mean(), abs=0.01)
+    assert result.se == pytest.approx(truth.std() / np.sqrt(N), rel=0.05)
+    assert np.all(result.pointwise["pareto_k"] < 0.5)
+    reused = bayesij.loo_score(
+        log_lik, y_rep, y, kind=kind, psis=bayesij.loo(log_lik, save_psis=True)
+    )
+    np.testing.assert_allclose(reused.pointwise["score"], result.pointwise["score"], rtol=1e-12)
+
+
+def test_loo_metrics_of_the_normal_mean(normal_mean):
+    y, log_lik, y_rep, loo_mean, _ = normal_mean
+    error = y - loo_mean
+    rmse = bayesij.loo_metrics(log_lik, y_rep, y, kind="rmse")
+    np.testing.assert_allclose(rmse.pointwise["prediction"], loo_mean, atol=0.03)
+    assert rmse.estimate == pytest.approx(np.sqrt(np.mean(error**2)), abs=0.01)
+    mae = bayesij.loo_metrics(log_lik, y_rep, y, kind="mae")
+    assert mae.estimate == pytest.approx(np.mean(np.abs(error)), abs=0.01)
+    # Intercept only: the LOO residuals exceed the deviations from the mean, so R^2 < 0,
+    # about 1 - (N / (N - 1))^2 under a flat prior.
+    r2 = bayesij.loo_metrics(log_lik, y_rep, y, kind="r2")
+    assert r2.estimate == pytest.approx(1 - np.var(error) / np.var(y), abs=0.01)
+    assert r2.estimate < 0 and 0 < r2.se < 0.05
+
+
+def test_score_arguments_are_checked(normal_mean):
+    y, log_lik, y_rep, _, _ = normal_mean
+    with pytest.raises(ValueError, match=r"kind: found 'energy'; expected one of"):
+        bayesij.loo_score(log_lik, y_rep, y, kind="energy")
+    with pytest.raises(ValueError, match=r"y: found shape \(29,\); expected one value"):
+        bayesij.loo_score(log_lik, y_rep, y[:-1])
+    with pytest.raises(ValueError, match=r"kind: found 'r3'; expected one of"):
+        bayesij.loo_metrics(log_lik, y_rep, y, kind="r3")
+
+
+def test_loo_scores_and_metrics_equal_arviz_stats(normal_mean):
+    arviz_stats = pytest.importorskip("arviz_stats")
+    az = pytest.importorskip("arviz")
+    if int(az.__version__.split(".")[0]) < 1:
+        pytest.skip("arviz-stats 1.x runs with ArviZ 1.x (Python >= 3.12)")
+    y, log_lik, y_rep, _, _ = normal_mean
+    tree = az.from_dict(
+        {
+            "posterior": {"mu": log_lik[..., :1] * 0 + y_rep[..., :1]},
+            "posterior_predictive": {"y": y_rep},
+            "log_likelihood": {"y": log_lik},
+            "observed_data": {"y": y},
+        }
+    )
+    from arviz_stats.loo.loo_helper import _get_r_eff
+
+    r_eff = float(_get_r_eff(tree, log_lik.shape[0] * log_lik.shape[1]))  # theirs: scalar
+    for kind in ("crps", "scrps"):
+        theirs = arviz_stats.loo_score(tree, kind=kind, pointwise=True)
+        ours = bayesij.loo_score(tree, y_rep, y, kind=kind, r_eff=r_eff, tail_rule="floor")
+        np.testing.assert_allclose(
+            ours.pointwise["score"], np.asarray(theirs.pointwise).ravel(), rtol=1e-10
+        )
+        assert ours.estimate == pytest.approx(theirs.mean, rel=1e-10)
+        assert ours.se == pytest.approx(theirs.se, rel=1e-10)
+    for kind in ("mae", "mse", "rmse"):
+        theirs = arviz_stats.loo_metrics(tree, kind=kind, round_to="none")
+        ours = bayesij.loo_metrics(tree, y_rep, y, kind=kind, r_eff=r_eff, tail_rule="floor")
+        assert ours.estimate == pytest.approx(theirs.mean, rel=1e-10)
+        assert ours.se == pytest.approx(theirs.se, rel=1e-10)
