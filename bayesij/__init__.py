@@ -34,6 +34,7 @@ _PUBLIC = {
     "loo_pit": "bayesij.stats.loo",
     "compare": "bayesij.stats.compare",
     "model_weights": "bayesij.stats.compare",
+    "psense": "bayesij.stats.power_scaling",
     "loo_score": "bayesij.stats.scores",
     "loo_metrics": "bayesij.stats.scores",
     "LooScore": "bayesij.stats.scores",

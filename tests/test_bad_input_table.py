@@ -212,6 +212,31 @@ def _catalogue():
             lambda v: bayesij.generating_function(POST, v),
             {"NaN": np.nan, "'x'": "x", "None": None},
         ),
+        (
+            "psense",
+            "log_prior",
+            lambda v: bayesij.psense(POST, log_prior=v),
+            {
+                "None": None,
+                "too short": np.zeros(3),
+                "NaN": np.full((C, D), np.nan),
+                "'nope'": "nope",
+                "text": np.full((C, D), "x"),
+            },
+        ),
+        (
+            "psense",
+            "alphas",
+            lambda v: bayesij.psense(POST, log_prior=np.zeros((C, D)), alphas=v),
+            {"(1.01, 0.99)": (1.01, 0.99), "3": 3, "(0, 1.01)": (0.0, 1.01)},
+        ),
+        (
+            "psense",
+            "threshold",
+            lambda v: bayesij.psense(POST, log_prior=np.zeros((C, D)), threshold=v),
+            POSITIVE_REAL,
+        ),
+        ("psense", "data", lambda v: bayesij.psense(v, log_prior=np.zeros((C, D))), DRAWS),
         ("loo_score", "data", lambda v: bayesij.loo_score(v, LOG_LIK, Y), DRAWS),
         (
             "loo_score",

@@ -81,7 +81,7 @@ def as_posterior(
 
 
 def _convert(data, log_lik, quantities, argument: str) -> Posterior:
-    named = not isinstance(data, Posterior) and (has_groups(data) or isinstance(data, xr.Dataset))
+    named = has_groups(data) or isinstance(data, xr.Dataset)
     if log_lik is not None and not named:
         raise fail(
             "log_lik",

@@ -27,8 +27,9 @@ SAMPLE_DIMS = ("chain", "draw")
 
 
 def has_groups(data) -> bool:
-    """Whether ``data`` is an InferenceData or a DataTree (an object with named groups)."""
-    return hasattr(data, "groups") and not isinstance(data, (xr.Dataset, xr.DataArray))
+    """Whether ``data`` is an InferenceData or a DataTree (an object with named groups; a
+    :class:`Posterior`'s ``groups`` are observation groups, not containers)."""
+    return hasattr(data, "groups") and not isinstance(data, (xr.Dataset, xr.DataArray, Posterior))
 
 
 def group_names(data) -> list[str]:

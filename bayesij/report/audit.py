@@ -13,9 +13,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import check_flag, check_labels, constant_columns
+from bayesij.array.checks import check_flag, check_labels, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.data.convert import as_posterior
+from bayesij.data.inference_data import group_names, has_groups
 from bayesij.stats.amip import (
     AmipResult,
     check_search_options,
@@ -24,12 +25,14 @@ from bayesij.stats.amip import (
     one_signed,
 )
 from bayesij.stats.amip import amip as compute_amip
+from bayesij.stats.compare import compare
 from bayesij.stats.jackknife import IJCovariance, ij_covariance
 from bayesij.stats.linearity import linearity
 
 # Aliased: audit() has arguments named loo, waic and amip.
 from bayesij.stats.loo import LooResult
 from bayesij.stats.loo import loo as compute_loo
+from bayesij.stats.power_scaling import psense
 from bayesij.stats.waic import WaicResult
 from bayesij.stats.waic import waic as compute_waic
 
@@ -57,6 +60,11 @@ class Audit:
     skipped : dict
         ``(quantity, target) -> reason`` for targets not searched (sign targets of
         one-signed quantities named like scales, such as ``sigma``).
+    sensitivity : pandas.DataFrame or None
+        :func:`bayesij.psense` of the quantities, when a log prior was available.
+    comparison : pandas.DataFrame or None
+        :func:`bayesij.compare` with stacking weights of this fit (``"audited"``) and the
+        fits given in ``compare_with``.
     description : str
         The posterior audited.
     """
@@ -69,6 +77,8 @@ class Audit:
     amip: dict = field(default_factory=dict)
     description: str = ""
     skipped: dict = field(default_factory=dict)
+    sensitivity: pd.DataFrame | None = None
+    comparison: pd.DataFrame | None = None
 
     # ----------------------------------------------------------------- plain words
     def fragile(self) -> list[AmipResult]:
@@ -135,8 +145,26 @@ class Audit:
                     f"{self.loo.k_threshold:.2f} (elpd_loo {self.loo.elpd:.1f}, SE "
                     f"{self.loo.se:.1f})."
                 )
+        lines += self._sensitivity_words() + self._comparison_words()
         lines += self._refit_words()
         return lines
+
+    def _sensitivity_words(self) -> list[str]:
+        if self.sensitivity is None:
+            return []
+        return [
+            f"Power-scaling sensitivity of {q}: prior {row.prior:.3f}, likelihood "
+            f"{row.likelihood:.3f}"
+            + (f" ({row.diagnosis})." if row.diagnosis != "-" else " (no concern).")
+            for q, row in self.sensitivity.iterrows()
+        ]
+
+    def _comparison_words(self) -> list[str]:
+        if self.comparison is None:
+            return []
+        weights = ", ".join(f"{name} {w:.2f}" for name, w in self.comparison["weight"].items())
+        best = self.comparison.index[0]
+        return [f"Stacking weights of the fits compared (best elpd_loo: {best}): {weights}."]
 
     def _se_words(self) -> list[str]:
         ratio = np.sqrt(np.clip(self.ij.ratio, 0, None))
@@ -206,6 +234,10 @@ class Audit:
             tables["Pareto k-hat"] = self.loo.pareto_k_table()
         if self.waic is not None:
             tables["WAIC"] = self.waic.estimates()
+        if self.sensitivity is not None:
+            tables["Power-scaling sensitivity"] = self.sensitivity
+        if self.comparison is not None:
+            tables["Model comparison (PSIS-LOO, stacking weights)"] = self.comparison
         return tables
 
     def figures(self) -> dict:
@@ -331,6 +363,8 @@ def audit(
     amip: bool = True,
     method: str = "reweighted",
     alpha_max: float = 0.1,
+    log_prior=None,
+    compare_with: dict | None = None,
 ) -> Audit:
     """Audit a fit: which conclusions hang on a few observations, whether posterior and
     frequentist standard errors agree, how reliable LOO is, and what to refit.
@@ -353,6 +387,14 @@ def audit(
         AMIP method.
     alpha_max : float, default 0.1
         Largest share of units an influential set may hold (as :func:`bayesij.amip`).
+    log_prior : str, callable or array_like, optional
+        The log prior at each draw (as :func:`bayesij.psense`); the report then gains a
+        power-scaling sensitivity line per quantity. Default: ``data``'s ``log_prior``
+        group when it has one (no line otherwise).
+    compare_with : dict of str to data, optional
+        Other fits of the same observations (anything :func:`bayesij.loo` reads, or their
+        LooResults); the report then compares them with this fit (named ``"audited"``) by
+        PSIS-LOO with stacking weights.
 
     Returns
     -------
@@ -387,6 +429,8 @@ def audit(
             waic=compute_waic(post, groups=groups) if waic else None,
             description=repr(post),
         )
+        result.sensitivity = _sensitivity(data, post, names, log_prior)
+        result.comparison = _comparison(loo_result, compare_with, post, groups)
         if amip:
             constant = dict(zip(names, constant_columns(post.quantities.values), strict=True))
             for q in names:
@@ -403,3 +447,28 @@ def audit(
                         post, q, target=t, groups=groups, method=method, alpha_max=alpha_max
                     )
     return result
+
+
+def _sensitivity(data, post, names, log_prior) -> pd.DataFrame | None:
+    """Power-scaling sensitivity when a log prior is given or ``data`` carries one."""
+    if log_prior is None and not (has_groups(data) and "log_prior" in group_names(data)):
+        return None
+    source = data if log_prior is None else post
+    return psense(source, log_prior=log_prior, quantities=names)
+
+
+def _comparison(loo_result, compare_with, post, groups) -> pd.DataFrame | None:
+    """PSIS-LOO comparison with stacking weights of this fit and ``compare_with``'s."""
+    if compare_with is None:
+        return None
+    if not isinstance(compare_with, dict) or not compare_with or "audited" in compare_with:
+        raise fail(
+            "compare_with",
+            repr(compare_with)[:80],
+            "a non-empty dict of other fits by name (not 'audited', this fit's name)",
+        )
+    own = loo_result if loo_result is not None else compute_loo(post, groups=groups)
+    results = {"audited": replace(own, log_weights=None)}
+    for name, other in compare_with.items():
+        results[name] = other if isinstance(other, LooResult) else compute_loo(other, groups=groups)
+    return compare(results, weights="stacking")

@@ -42,8 +42,15 @@ def log_lik_values(data, variable: str = "obs") -> np.ndarray:
 
 
 def from_dict(**groups):
-    """``az.from_dict`` with groups as keywords (0.23) or as one dict (1.x)."""
-    return az.from_dict(groups) if ARVIZ_1 else az.from_dict(**groups)
+    """``az.from_dict`` with groups as keywords (0.23) or as one dict (1.x); ArviZ 0.23's
+    ``from_dict`` has no ``log_prior`` keyword, so that group is added afterwards."""
+    if ARVIZ_1:
+        return az.from_dict(groups)
+    log_prior = groups.pop("log_prior", None)
+    data = az.from_dict(**groups)
+    if log_prior is not None:
+        data.add_groups({"log_prior": log_prior})
+    return data
 
 
 class PeerLoo(NamedTuple):

@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 import bayesij  # noqa: E402
@@ -150,3 +151,40 @@ def test_plots_put_each_unit_at_its_id_and_keep_the_legend_off_the_data(rng):
     assert legend.x0 >= ax.get_window_extent(renderer).x1  # beside the axes, over no data
     offsets = sorted(t.xyann[1] for t in ax.texts)
     assert len(set(offsets)) == len(offsets)  # staggered: no two labels share an offset
+
+
+def test_audit_reports_prior_sensitivity_and_model_weights(backend, post):
+    from scipy.stats import norm
+
+    from tests.helpers.peers import from_dict
+
+    beta = post.quantities.values
+    log_prior = norm.logpdf(beta, 0.0, 10.0).sum(axis=2)  # the backend's N(0, 100 I) prior
+    X, y = backend.model.X, backend.model.y
+    intercept_only = refit.ConjugateNormalBackend(X[:, :1], y, sigma=1.0, draws=2000, seed=4)
+    result = bayesij.audit(
+        post,
+        amip=False,
+        log_prior=log_prior,
+        compare_with={"intercept only": intercept_only.fit(np.ones(len(y)))},
+    )
+    expected = bayesij.psense(post, log_prior=log_prior)
+    pd.testing.assert_frame_equal(result.sensitivity, expected, check_exact=False, rtol=1e-10)
+    summary = result.summary()
+    assert sum(line.startswith("Power-scaling sensitivity of beta[") for line in summary) == 2
+    weights = result.comparison["weight"]
+    assert set(weights.index) == {"audited", "intercept only"}
+    assert weights.sum() == pytest.approx(1.0) and weights["audited"] > 0.5
+    assert any(line.startswith("Stacking weights of the fits compared") for line in summary)
+    assert "Power-scaling sensitivity" in result.tables()
+    # A log_prior group in the data is found without being asked for.
+    tree = from_dict(
+        posterior={"beta": beta},
+        log_likelihood={"y": post.log_lik.values},
+        log_prior={"beta": log_prior},
+    )
+    found = bayesij.audit(tree, amip=False, loo=False, waic=False).sensitivity
+    np.testing.assert_allclose(found[["prior", "likelihood"]], expected[["prior", "likelihood"]])
+    assert bayesij.audit(post, amip=False).sensitivity is None
+    with pytest.raises(ValueError, match=r"compare_with: found \{\}; expected a non-empty"):
+        bayesij.audit(post, amip=False, compare_with={})

@@ -1,0 +1,113 @@
+"""Power-scaling sensitivity: against arviz-stats ``psense`` on the same draws (Python 3.12+),
+and its first-order derivatives against the closed form of a conjugate normal model."""
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import bayesij
+from bayesij.array.power_scaling import cjs_distance
+from tests.helpers.peers import ARVIZ_1, from_dict
+
+N, SIGMA = 20, 1.0
+
+
+def _conjugate(tau: float, prior_mean: float = 0.0, seed: int = 3):
+    """Exact posterior draws of mu for y_n ~ N(mu, 1), mu ~ N(prior_mean, tau^2), with the
+    pointwise log-likelihood and the log prior, as an InferenceData / DataTree."""
+    rng = np.random.default_rng(seed)
+    y = rng.normal(2.0, SIGMA, N)
+    precision = 1 / tau**2 + N / SIGMA**2
+    mean = (prior_mean / tau**2 + y.sum() / SIGMA**2) / precision
+    mu = rng.normal(mean, precision**-0.5, size=(4, 5000))
+    log_lik = norm.logpdf(y, mu[..., None], SIGMA)
+    log_prior = norm.logpdf(mu, prior_mean, tau)
+    data = from_dict(
+        posterior={"mu": mu}, log_likelihood={"y": log_lik}, log_prior={"mu": log_prior}
+    )
+    return data, mean, precision, log_prior
+
+
+def test_the_first_order_derivatives_equal_the_closed_form():
+    tau = 0.5
+    data, mean, precision, _ = _conjugate(tau)
+    table = bayesij.psense(data)
+    # d/d alpha at 1 of the posterior mean m(alpha) under p(mu)^alpha p(y | mu) (prior mean
+    # 0): -m / (tau^2 precision); under p(mu) p(y | mu)^alpha: +m / (tau^2 precision).
+    slope = mean / (tau**2 * precision)
+    # Relative Monte Carlo sd of these covariances with 20000 exact draws: about 1 %.
+    assert table.loc["mu", "d_mean_prior"] == pytest.approx(-slope, rel=0.05)
+    assert table.loc["mu", "d_mean_likelihood"] == pytest.approx(slope, rel=0.05)
+    psi = bayesij.influence(data)["psi"].sum("obs").values[0]
+    assert table.loc["mu", "d_mean_likelihood"] == pytest.approx(psi, rel=1e-10)
+
+
+def test_a_conflicting_prior_is_diagnosed_and_a_vague_one_is_not():
+    conflict, *_ = _conjugate(tau=0.3, prior_mean=-1.0)
+    vague, *_ = _conjugate(tau=100.0)
+    table = bayesij.psense(conflict)
+    assert table.loc["mu", "diagnosis"] == "potential prior-data conflict"
+    assert table.loc["mu", "prior"] > 0.05 and table.loc["mu", "likelihood"] > 0.05
+    calm = bayesij.psense(vague)
+    assert calm.loc["mu", "diagnosis"] == "-" and calm.loc["mu", "prior"] < 0.01
+
+
+def test_every_log_prior_source_gives_the_same_answer():
+    data, _, _, log_prior = _conjugate(tau=0.5)
+    post = bayesij.from_inference_data(data)
+    expected = bayesij.psense(data)
+    for source in (log_prior, log_prior.ravel(), lambda p: log_prior):
+        np.testing.assert_array_equal(bayesij.psense(post, log_prior=source), expected)
+    mu = post.quantities.values
+    with_lprior = bayesij.from_arrays(
+        np.concatenate([mu, log_prior[..., None]], axis=2),
+        post.log_lik.values,
+        quantity_names=["mu", "lprior"],
+    )
+    from_name = bayesij.psense(with_lprior, log_prior="lprior")
+    assert list(from_name.index) == ["mu"]
+    np.testing.assert_allclose(
+        from_name.to_numpy()[:, :2].astype(float), expected.to_numpy()[:, :2].astype(float)
+    )
+
+
+def test_cjs_distance_is_zero_for_equal_weights_and_grows_with_the_tilt():
+    draws = np.random.default_rng(0).normal(size=(2000, 1))
+    assert cjs_distance(draws, np.full(2000, 1 / 2000))[0] == pytest.approx(0.0, abs=1e-6)
+    distances = []
+    for tilt in (0.05, 0.2, 0.5):
+        weights = np.exp(tilt * draws[:, 0])
+        distances.append(cjs_distance(draws, weights / weights.sum())[0])
+    assert 0 < distances[0] < distances[1] < distances[2]
+
+
+def test_psense_arguments_are_checked():
+    data, *_ = _conjugate(tau=0.5)
+    post = bayesij.from_inference_data(data)
+    with pytest.raises(ValueError, match=r"log_prior: found None with data a Posterior"):
+        bayesij.psense(post)
+    with pytest.raises(ValueError, match=r"log_prior: found shape \(7,\); expected one value"):
+        bayesij.psense(post, log_prior=np.zeros(7))
+    with pytest.raises(ValueError, match=r"alphas: found \(1.01, 0.99\); expected two powers"):
+        bayesij.psense(data, alphas=(1.01, 0.99))
+    with pytest.raises(ValueError, match=r"log_prior: found 'nope'; expected a quantity"):
+        bayesij.psense(post, log_prior="nope")
+
+
+@pytest.mark.skipif(not ARVIZ_1, reason="arviz-stats 1.x runs with ArviZ 1.x (Python >= 3.12)")
+def test_psense_equals_arviz_stats_on_the_same_draws():
+    arviz_stats = pytest.importorskip("arviz_stats")
+    rng = np.random.default_rng(3)
+    y = rng.normal(2.0, 1.0, N)
+    mu = rng.normal(1.8, 0.22, size=(4, 1000))
+    sigma = np.exp(rng.normal(0, 0.15, size=(4, 1000)))
+    data = from_dict(
+        posterior={"mu": mu, "sigma": sigma},
+        log_likelihood={"y": norm.logpdf(y, mu[..., None], sigma[..., None])},
+        log_prior={"mu": norm.logpdf(mu, 0, 1), "sigma": norm.logpdf(np.log(sigma), 0, 1)},
+    )
+    ours = bayesij.psense(data)
+    for component in ("prior", "likelihood"):
+        theirs = arviz_stats.psense(data, group=component)
+        for name in ("mu", "sigma"):
+            assert ours.loc[name, component] == pytest.approx(float(theirs[name]), rel=1e-8)
