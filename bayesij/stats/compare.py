@@ -104,7 +104,7 @@ def model_weights(
     >>> import numpy as np, pandas as pd, bayesij
     >>> lpd = pd.DataFrame({"a": [-1.0, -2.0, -1.5], "b": [-1.2, -1.1, -3.0]})
     >>> bayesij.model_weights(lpd).round(3).tolist()
-    [0.604, 0.396]
+    [0.79, 0.21]
     """
     if method not in WEIGHT_METHODS:
         raise fail("method", repr(method), f"one of {WEIGHT_METHODS}")
