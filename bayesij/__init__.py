@@ -35,6 +35,7 @@ _PUBLIC = {
     "compare": "bayesij.stats.compare",
     "model_weights": "bayesij.stats.compare",
     "psense": "bayesij.stats.power_scaling",
+    "loo_moment_match": "bayesij.stats.moment_match",
     "loo_score": "bayesij.stats.scores",
     "loo_metrics": "bayesij.stats.scores",
     "LooScore": "bayesij.stats.scores",

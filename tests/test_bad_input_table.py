@@ -27,6 +27,23 @@ Y = RNG.normal(size=N)
 LOG_LIK = -0.5 * (Y - THETA[..., :1]) ** 2
 POST = bayesij.from_arrays(THETA, LOG_LIK)
 BACKEND = refit.ConjugateNormalBackend(np.ones((N, 1)), Y, draws=100)
+
+
+class _Density:
+    """A ModelDensity whose log-likelihood disagrees with the draws (never reached when an
+    argument is refused first)."""
+
+    def unconstrain(self, post):
+        return post.quantities.values.reshape(post.n_draws, -1)
+
+    def log_prob(self, upars):
+        return np.zeros(len(upars))
+
+    def log_lik_i(self, upars, i):
+        return np.zeros(len(upars))
+
+
+BAD_DENSITY = _Density()
 TWO_LOOS = {
     "a": bayesij.waic(np.zeros((C * D, N)) - 1.0),
     "b": bayesij.waic(np.zeros((C * D, N)) - 1.5),
@@ -237,6 +254,24 @@ def _catalogue():
             POSITIVE_REAL,
         ),
         ("psense", "data", lambda v: bayesij.psense(v, log_prior=np.zeros((C, D))), DRAWS),
+        (
+            "loo_moment_match",
+            "model",
+            lambda v: bayesij.loo_moment_match(POST, v, k_threshold=-1.0),
+            {"3": 3, "None": None, "'stan'": "stan"},
+        ),
+        (
+            "loo_moment_match",
+            "max_iters",
+            lambda v: bayesij.loo_moment_match(POST, BAD_DENSITY, max_iters=v),
+            POSITIVE_INT,
+        ),
+        (
+            "loo_moment_match",
+            "loo",
+            lambda v: bayesij.loo_moment_match(POST, BAD_DENSITY, loo=v),
+            {"3": 3, "a waic result": bayesij.waic(LOG_LIK)},
+        ),
         ("loo_score", "data", lambda v: bayesij.loo_score(v, LOG_LIK, Y), DRAWS),
         (
             "loo_score",

@@ -11,6 +11,7 @@ distributions, ``CJS / |log2 alpha|``, averaged over ``alpha`` just below and ab
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import logsumexp
 
 from bayesij.array.ess import relative_eff
 from bayesij.array.psis import psis_chunk
@@ -58,9 +59,9 @@ def power_scaling_log_weights(component: np.ndarray, alpha: float) -> np.ndarray
     """
     log_ratios = (alpha - 1.0) * component
     tail = _tail_draws(component.size, _tail_relative_eff(component))
-    smoothed = psis_chunk(log_ratios[:, None] - log_ratios.max(), np.array([tail]), "position")
+    smoothed = psis_chunk(log_ratios[:, None] - np.max(log_ratios), np.array([tail]), "position")
     log_weights = smoothed.log_weights[:, 0]
-    return log_weights - np.logaddexp.reduce(log_weights)
+    return log_weights - logsumexp(log_weights)
 
 
 def cjs_distance(draws: np.ndarray, weights: np.ndarray) -> np.ndarray:

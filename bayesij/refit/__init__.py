@@ -13,6 +13,7 @@ from bayesij.refit.backends import (
     CmdStanPyBackend,
     ConjugateNormalBackend,
     PyStanBackend,
+    PyStanDensity,
     RefitFailed,
 )
 from bayesij.refit.campaign import Task, run_campaign
@@ -35,6 +36,7 @@ __all__ = [
     "CmdStanPyBackend",
     "ConjugateNormalBackend",
     "PyStanBackend",
+    "PyStanDensity",
     "RefitFailed",
     "Task",
     "run_campaign",

@@ -1,0 +1,191 @@
+"""Moment matching of PSIS-LOO for observations with high k-hat (R loo's
+``loo_moment_match``), given the model's log density on the unconstrained scale."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import replace
+from typing import Protocol
+
+import numpy as np
+
+from bayesij.array.checks import as_float_array, check_flag, check_positive_int, check_real, fail
+from bayesij.array.moment_match import moment_match_observation
+from bayesij.array.psis import tail_length
+from bayesij.data.convert import as_posterior
+from bayesij.data.posterior import Posterior
+from bayesij.stats.loo import LooResult
+from bayesij.stats.loo import loo as compute_loo
+
+__all__ = ["ModelDensity", "loo_moment_match"]
+
+
+class ModelDensity(Protocol):
+    """What moment matching needs of a model (e.g. :class:`bayesij.refit.PyStanDensity`).
+
+    ``unconstrain(post)`` returns the draws on the unconstrained scale, shape (S, D), in the
+    order of the posterior's draws; ``log_prob(upars)`` the log posterior density given all
+    the data (with the Jacobian), shape (n,); ``log_lik_i(upars, i)`` the log-likelihood of
+    observation ``i`` (0-based), shape (n,).
+    """
+
+    def unconstrain(self, post: Posterior) -> np.ndarray: ...
+
+    def log_prob(self, upars: np.ndarray) -> np.ndarray: ...
+
+    def log_lik_i(self, upars: np.ndarray, i: int) -> np.ndarray: ...
+
+
+def loo_moment_match(
+    data,
+    model: ModelDensity,
+    *,
+    loo: LooResult | None = None,
+    k_threshold: float | None = None,
+    max_iters: int = 30,
+    split: bool = True,
+    cov: bool = True,
+    log_lik=None,
+) -> LooResult:
+    """PSIS-LOO with moment matching for the observations whose k-hat is too high.
+
+    For each such observation the unconstrained draws are moved by affine maps matching
+    their importance-weighted mean, marginal variances or covariance, while k-hat falls;
+    the moved draws are weighted with the model's own log density (no refit).
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData or DataTree
+        The fit's draws (the parameters, on the constrained scale) and log-likelihood.
+    model : ModelDensity
+        The model's log density and pointwise log-likelihood at unconstrained draws.
+    loo : LooResult, optional
+        The PSIS-LOO of ``data`` to improve (default: computed, R loo's defaults).
+    k_threshold : float, optional
+        Observations above it are moment-matched (default: ``loo.k_threshold``).
+    max_iters : int, default 30
+        Most transformations accepted per observation.
+    split : bool, default True
+        The split (mixture) estimate of Paananen et al., robust to the adaptation.
+    cov : bool, default True
+        Also try the covariance mapping.
+
+    Returns
+    -------
+    LooResult
+        ``loo`` with the moment-matched observations' ``elpd_loo``, ``p_loo``,
+        ``pareto_k``, ``mcse_elpd_loo`` and ``ess`` replaced, and columns
+        ``moment_matched`` and ``transformations`` (e.g. ``"shift,scale"``).
+
+    References
+    ----------
+    .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. (2021). Implicitly
+       adaptive importance sampling. Statistics and Computing 31, 16.
+    """
+    missing = [
+        m for m in ("unconstrain", "log_prob", "log_lik_i") if not callable(getattr(model, m, None))
+    ]
+    if missing:
+        raise fail(
+            "model",
+            f"a {type(model).__name__} without {', '.join(missing)}",
+            "a ModelDensity: unconstrain(post), log_prob(upars), log_lik_i(upars, i) "
+            "(bayesij.refit.PyStanDensity for a Stan program)",
+        )
+    post = as_posterior(data, log_lik=log_lik, need_quantities=True)
+    if loo is None:
+        with warnings.catch_warnings():  # the k-hats moment matching is here to improve
+            warnings.simplefilter("ignore")
+            loo = compute_loo(post)
+    if not isinstance(loo, LooResult) or loo.method != "psis" or loo.n_units != post.n_obs:
+        raise fail(
+            "loo",
+            repr(loo)[:80],
+            f"a PSIS LooResult of the same {post.n_obs} observations (no groups)",
+        )
+    threshold = loo.k_threshold if k_threshold is None else check_real(k_threshold, "k_threshold")
+    max_iters = check_positive_int(max_iters, "max_iters")
+    split, cov = check_flag(split, "split"), check_flag(cov, "cov")
+    table = loo.pointwise.copy()
+    table["moment_matched"], table["transformations"] = False, ""
+    high = np.flatnonzero(table["pareto_k"].to_numpy() > threshold)
+    if high.size == 0:
+        return replace(loo, pointwise=table, log_weights=None)
+    upars = _checked(model.unconstrain(post), "model.unconstrain", (post.n_draws, None))
+    log_prob = _density(model.log_prob, "model.log_prob")
+    lp = log_prob(upars)
+    matrix = post.log_lik.values.reshape(post.n_draws, post.n_obs)
+    tails = tail_length(post.n_draws, table["r_eff"].to_numpy(), loo.tail_rule)
+    for i in high:
+        result = moment_match_observation(
+            upars,
+            log_prob,
+            _aligned_log_lik(model, int(i), upars, matrix[:, i]),
+            lp,
+            matrix[:, i],
+            int(tails[i]),
+            k_threshold=threshold,
+            max_iters=max_iters,
+            split=split,
+            cov=cov,
+        )
+        row = table.index[i]
+        table.loc[row, ["elpd_loo", "pareto_k", "mcse_elpd_loo", "ess"]] = [
+            result.elpd,
+            result.pareto_k,
+            result.mcse,
+            result.ess,
+        ]
+        table.loc[row, "p_loo"] = table.loc[row, "lppd"] - result.elpd
+        table.loc[row, "moment_matched"] = True
+        table.loc[row, "transformations"] = ",".join(result.transformations)
+    still = int((table["pareto_k"].to_numpy() > threshold).sum())
+    if still:
+        warnings.warn(
+            f"{still} of {post.n_obs} observations keep a Pareto k-hat above {threshold:.2f} "
+            "after moment matching: refit them (bayesij.refit.loo).",
+            UserWarning,
+            stacklevel=2,
+        )
+    return replace(loo, pointwise=table, log_weights=None)
+
+
+def _aligned_log_lik(model, i: int, upars: np.ndarray, draws: np.ndarray):
+    """``model.log_lik_i(., i)`` shifted onto the log-likelihood draws: a Stan program's
+    log density drops the constants of ``~`` statements, so the two may differ by a constant
+    (checked on a few draws; anything more is an error)."""
+    log_lik_i = _density(lambda u: model.log_lik_i(u, i), "model.log_lik_i")
+    few = slice(0, min(8, upars.shape[0]))
+    gap = draws[few] - log_lik_i(upars[few])
+    if np.ptp(gap) > 1e-6 * (1 + np.abs(gap).max()):
+        raise fail(
+            "model.log_lik_i",
+            f"values for observation {i} that differ from its log-likelihood draws by "
+            f"{gap.min():.4g} to {gap.max():.4g}",
+            "the same log-likelihood, up to a constant",
+            "Check that model and data are those of the fit.",
+        )
+    offset = float(gap.mean())
+    return lambda u: log_lik_i(u) + offset
+
+
+def _density(function, name: str):
+    """``function`` with its output checked: finite or -inf, one value per draw."""
+
+    def checked(upars: np.ndarray) -> np.ndarray:
+        values = _checked(function(upars), name, (upars.shape[0],))
+        if np.isnan(values).any() or np.isposinf(values).any():
+            raise fail(name, "NaN or +inf values", "log densities (finite or -inf)")
+        return values
+
+    return checked
+
+
+def _checked(values, name: str, shape: tuple) -> np.ndarray:
+    array = as_float_array(values, name)
+    if array.ndim != len(shape) or any(
+        s is not None and s != a for s, a in zip(shape, array.shape, strict=True)
+    ):
+        expected = ", ".join("D" if s is None else str(s) for s in shape)
+        raise fail(name, f"shape {array.shape}", f"shape ({expected})")
+    return array

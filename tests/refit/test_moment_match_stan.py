@@ -1,0 +1,73 @@
+"""Moment matching through PyStan's log density on a shipped model with several high-k-hat
+observations, against exact LOO refits (long chains)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import bayesij
+from bayesij import refit
+from bayesij.stan_models import example_data
+
+pytest.importorskip("stan")
+
+
+def _outliers():
+    """Twelve points of the shipped linear regression, two of them outliers at high
+    leverage: several observations get k-hat above 0.5, one above 1."""
+    data = example_data("linear_regression", n=12, seed=5)
+    X, y = data["X"].copy(), data["y"].copy()
+    X[:2, 0] = [3.5, -3.0]
+    y[:2] = [-6.0, 6.0]
+    return {**data, "X": X, "y": y}
+
+
+@pytest.mark.stan
+def test_the_pystan_density_reproduces_the_log_likelihood_draws_up_to_a_constant():
+    data = _outliers()
+    post = refit.PyStanBackend(
+        "linear_regression", data, seed=3, num_chains=1, num_samples=40, num_warmup=200
+    ).fit(np.ones(12))
+    density = refit.PyStanDensity("linear_regression", data)
+    upars = density.unconstrain(post)
+    assert upars.shape == (40, 4)  # alpha, beta[1], beta[2], log(sigma)
+    np.testing.assert_allclose(upars[:, 3], np.log(post.quantities.values[0, :, 3]))
+    for i in (0, 5):
+        gap = post.log_lik.values[0, :, i] - density.log_lik_i(upars, i)
+        assert np.ptp(gap) < 1e-8  # `~` drops the normal's constant: -0.5 log(2 pi) here
+    with pytest.raises(ValueError, match=r"weights: found 'w'; expected a weight vector"):
+        refit.PyStanDensity("linear_regression", data, weights="w")
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+def test_moment_matching_beats_psis_against_exact_refits_without_refitting():
+    data = _outliers()
+    backend = refit.PyStanBackend(
+        "linear_regression", data, seed=3, num_chains=2, num_samples=500, num_warmup=500
+    )
+    post = backend.fit(np.ones(12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        psis = bayesij.loo(post)
+        matched = bayesij.loo_moment_match(
+            post, refit.PyStanDensity("linear_regression", data), loo=psis, k_threshold=0.5
+        )
+    chosen = np.flatnonzero(matched.pointwise["moment_matched"].to_numpy())
+    assert chosen.size >= 3 and psis.pointwise["pareto_k"].max() > 1
+    # Exact LOO: a long refit without each chosen observation.
+    long_chains = refit.PyStanBackend(
+        "linear_regression", data, seed=4, num_chains=4, num_samples=5000, num_warmup=1000
+    )
+    exact = []
+    for i in chosen:
+        weights = np.ones(12)
+        weights[i] = 0.0
+        draws = long_chains.fit(weights).log_lik.values[..., i].ravel()
+        exact.append(np.logaddexp.reduce(draws) - np.log(draws.size))
+    mm_error = np.abs(matched.pointwise["elpd_loo"].to_numpy()[chosen] - exact)
+    psis_error = np.abs(psis.pointwise["elpd_loo"].to_numpy()[chosen] - exact)
+    assert mm_error.sum() < 0.8 * psis_error.sum(), (mm_error, psis_error)
+    worst = np.argmax(psis.pointwise["pareto_k"].to_numpy()[chosen])  # k-hat above 1
+    assert mm_error[worst] < 0.5 * psis_error[worst], (mm_error, psis_error)
