@@ -272,6 +272,34 @@ def _catalogue():
             lambda v: bayesij.loo_moment_match(POST, BAD_DENSITY, loo=v),
             {"3": 3, "a waic result": bayesij.waic(LOG_LIK)},
         ),
+        ("loglik_function", "fn", lambda v: bayesij.loglik_function(v, Y), {"3": 3, "None": None}),
+        (
+            "loglik_function",
+            "data",
+            lambda v: bayesij.loglik_function(len, v),
+            {"3": 3, "'y'": "y", "empty": np.zeros(0), "ragged dict": {"a": [1], "b": [1, 2]}},
+        ),
+        (
+            "loglik_function",
+            "n_chains",
+            lambda v: bayesij.loglik_function(len, Y, n_chains=v),
+            POSITIVE_INT,
+        ),
+        (
+            "loglik_function",
+            "block_size",
+            lambda v: bayesij.loglik_function(len, Y, block_size=v),
+            {"0": 0, "2.5": 2.5, "'9'": "9"},
+        ),
+        (
+            "loglik_function",
+            "fn",
+            lambda v: bayesij.loo(bayesij.loglik_function(v, Y)),
+            {
+                "text values": lambda d: np.full((C * D, len(d)), "x"),
+                "too few columns": lambda d: np.zeros((C * D, 1))[:, : len(d) - 1],
+            },
+        ),
         ("loo_score", "data", lambda v: bayesij.loo_score(v, LOG_LIK, Y), DRAWS),
         (
             "loo_score",

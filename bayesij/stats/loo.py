@@ -28,6 +28,8 @@ from bayesij.array.checks import (
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
 from bayesij.data.convert import as_posterior, unit_index
+from bayesij.data.lazy import lazy_log_lik
+from bayesij.stats._blocks import by_blocks
 
 __all__ = ["loo", "loo_methods", "LooResult", "loo_expectation", "loo_pit", "saved_log_weights"]
 
@@ -171,6 +173,7 @@ def loo(
     ties: str = "above",
     ddof: int = 0,
     save_psis: bool = False,
+    client=None,
 ) -> LooResult:
     """Approximate leave-one-out cross-validation from posterior draws.
 
@@ -206,6 +209,14 @@ def loo(
         Keep the smoothed log-weights in the result (an array as large as the
         log-likelihood) for :func:`loo_expectation`, :func:`loo_pit` and
         :func:`bayesij.linearity` to reuse.
+    client : dask.distributed.Client, optional
+        For a lazy log-likelihood: run its blocks as tasks on this cluster.
+
+    A lazy log-likelihood — :func:`bayesij.loglik_function` (R loo's ``loo.function``), a
+    dask array, or a dask-backed xarray DataArray / Dataset / ``log_likelihood`` group
+    (e.g. opened with ``xr.open_dataset(path, chunks=...)``) — is read one block of
+    observations at a time: peak memory is one block, never the draws x observations
+    matrix. Blocks follow the dask chunks along the observations.
 
     Returns
     -------
@@ -250,6 +261,7 @@ def loo(
         ties=ties,
         ddof=ddof,
         save_psis=save_psis,
+        client=client,
     )[method]
 
 
@@ -264,6 +276,7 @@ def loo_methods(
     ties: str = "above",
     ddof: int = 0,
     save_psis: bool = False,
+    client=None,
 ) -> dict[str, LooResult]:
     """:func:`loo` by several methods from one pass over the draws (shared smoothing).
 
@@ -277,6 +290,22 @@ def loo_methods(
         raise fail(
             "method", repr(unknown[0] if unknown else methods), f"one of {loo_arrays.METHODS}"
         )
+    source = lazy_log_lik(data, log_lik)
+    if source is not None:
+        if groups is not None or save_psis:
+            argument = "groups" if groups is not None else "save_psis"
+            raise fail(
+                argument,
+                f"{argument} with a lazy log-likelihood",
+                f"no {argument}: a lazy log-likelihood is read one block of observations at "
+                "a time (sum grouped terms inside the function; saved weights would be the "
+                "whole draws x observations matrix)",
+            )
+        options = {"r_eff": r_eff, "tail_rule": tail_rule, "ties": ties}
+        results = by_blocks(source, _loo_block, methods, options, client)
+        index = pd.Index(source.obs_names, name="obs")
+        n_draws = int(np.prod(source.shape))
+        return _results(results, index, n_draws, tail_rule, ddof)
     post = as_posterior(data, log_lik=log_lik)
     values, units = post.units(groups)
     results = loo_arrays.loo_methods(
@@ -288,6 +317,20 @@ def loo_methods(
         check=False,
         save_log_weights=save_psis,
     )
+    return _results(results, unit_index(units), post.n_draws, tail_rule, ddof)
+
+
+def _loo_block(block: np.ndarray, start: int, stop: int, methods, options) -> dict:
+    """PSIS-LOO (and the other methods) of one block of observations."""
+    r_eff = options["r_eff"]
+    if r_eff is not None and np.ndim(r_eff):
+        r_eff = np.asarray(r_eff)[start:stop]
+    return loo_arrays.loo_methods(
+        block, methods, r_eff=r_eff, tail_rule=options["tail_rule"], ties=options["ties"]
+    )
+
+
+def _results(results: dict, index: pd.Index, n_draws: int, tail_rule: str, ddof: int) -> dict:
     out = {}
     for method, arrays in results.items():
         pointwise = pd.DataFrame(
@@ -300,11 +343,9 @@ def loo_methods(
                 "r_eff": arrays.r_eff,
                 "lppd": arrays.lppd,
             },
-            index=unit_index(units),
+            index=index,
         )
-        out[method] = LooResult(
-            pointwise, method, post.n_draws, tail_rule, ddof, arrays.log_weights
-        )
+        out[method] = LooResult(pointwise, method, n_draws, tail_rule, ddof, arrays.log_weights)
         _warn_about(out[method], arrays.constant)
     return out
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from bayesij.array import waic as info
 from bayesij.array._numeric import elpd_standard_error
-from bayesij.array.checks import check_ddof, check_real
+from bayesij.array.checks import check_ddof, check_real, fail
 from bayesij.data.convert import as_posterior, unit_index
+from bayesij.data.lazy import lazy_log_lik
+from bayesij.stats._blocks import by_blocks
 
 __all__ = ["waic", "WaicResult", "generating_function"]
 
@@ -125,15 +128,18 @@ class WaicResult:
         )
 
 
-def waic(data, *, beta: float = 1.0, groups=None, log_lik=None, ddof: int = 0) -> WaicResult:
+def waic(
+    data, *, beta: float = 1.0, groups=None, log_lik=None, ddof: int = 0, client=None
+) -> WaicResult:
     """Widely applicable information criterion, with Watanabe's functional cumulants.
 
     Parameters
     ----------
-    data : Posterior, InferenceData, DataArray or array_like
+    data : Posterior, InferenceData, DataArray, array_like or LogLikFunction
         The pointwise log-likelihood, as a container, an ``InferenceData`` (its
         ``log_likelihood`` group), or an array of shape (n_draws, n_obs) or
-        (n_chains, n_draws, n_obs).
+        (n_chains, n_draws, n_obs); dask-backed arrays and :func:`bayesij.loglik_function`
+        are read block by block (peak memory one block).
     beta : float, default 1.0
         Inverse temperature of the posterior the draws come from
         (``p(theta | x) ~ prior x prod_n p(x_n | theta)^beta``); 1 is ordinary Bayes.
@@ -144,6 +150,10 @@ def waic(data, *, beta: float = 1.0, groups=None, log_lik=None, ddof: int = 0) -
         (``az.waic``) and Watanabe's definitions; 1 reproduces R ``loo::waic``.
     log_lik : str or list of str, optional
         Log-likelihood variable of an ``InferenceData``.
+    client : dask.distributed.Client, optional
+        For a lazy log-likelihood (a :func:`bayesij.loglik_function`, or a dask-backed
+        array / xarray / log_likelihood group), which is read one block of observations at
+        a time: run the blocks as tasks on this cluster.
 
     Returns
     -------
@@ -174,15 +184,52 @@ def waic(data, *, beta: float = 1.0, groups=None, log_lik=None, ddof: int = 0) -
     """
     beta = check_real(beta, "beta", 0.0, low_open=True)
     ddof = check_ddof(ddof)
+    source = lazy_log_lik(data, log_lik)
+    if source is not None:
+        if groups is not None:
+            raise fail(
+                "groups",
+                "groups with a lazy log-likelihood",
+                "no groups: sum grouped terms inside the log-likelihood function",
+            )
+        parts = by_blocks(source, _waic_block, ("waic",), {"beta": beta}, client)["waic"]
+        index = pd.Index(source.obs_names, name="obs")
+        return _result(parts, index, beta, ddof, int(np.prod(source.shape)))
     values, units = as_posterior(data, log_lik=log_lik).units(groups)
     matrix = values.reshape(-1, values.shape[2])
-    moments = info.log_lik_moments(matrix, check=False)  # checked by log_lik_units
+    parts = _waic_parts(matrix, beta, check=False)  # checked by log_lik_units
+    return _result(parts, unit_index(units), beta, ddof, matrix.shape[0])
+
+
+class _WaicParts(NamedTuple):
+    """Per-observation pieces of WAIC: the log-likelihood moments and the Bayes CV term."""
+
+    lppd: np.ndarray
+    mean: np.ndarray
+    central2: np.ndarray
+    central3: np.ndarray
+    central4: np.ndarray
+    cv_term: np.ndarray
+
+
+def _waic_parts(matrix: np.ndarray, beta: float, check: bool = True) -> _WaicParts:
+    moments = info.log_lik_moments(matrix, check=check)
+    cv_term = info.log_mean_exp(matrix, -beta, check=False) - info.log_mean_exp(
+        matrix, 1 - beta, check=False
+    )
+    return _WaicParts(*moments[:5], cv_term)
+
+
+def _waic_block(block, start, stop, methods, options) -> dict:
+    matrix = block.reshape(-1, block.shape[2])
+    return {"waic": _waic_parts(matrix, options["beta"])}
+
+
+def _result(parts: _WaicParts, index, beta: float, ddof: int, n_draws: int) -> WaicResult:
+    moments = info.LogLikMoments(*parts[:5], n_draws)
     variance = moments.variance(ddof)
     elpd = moments.lppd - beta * variance
-    pointwise = pd.DataFrame(
-        {"elpd_waic": elpd, "p_waic": variance},
-        index=unit_index(units),
-    )
+    pointwise = pd.DataFrame({"elpd_waic": elpd, "p_waic": variance}, index=index)
     cumulants = info.functional_cumulants(moments)
     result = WaicResult(
         elpd_waic=float(elpd.sum()),
@@ -192,16 +239,11 @@ def waic(data, *, beta: float = 1.0, groups=None, log_lik=None, ddof: int = 0) -
         btl=-float(moments.lppd.mean()),
         gtl=-float(moments.mean.mean()),
         cumulants=pd.Series(cumulants, index=["Y1", "Y2", "Y3", "Y4"]),
-        cv_loss=float(
-            np.mean(
-                info.log_mean_exp(matrix, -beta, check=False)
-                - info.log_mean_exp(matrix, 1 - beta, check=False)
-            )
-        ),
+        cv_loss=float(np.mean(parts.cv_term)),
         predicted_cv_gap=info.predicted_cv_gap(cumulants, beta),
         beta=float(beta),
         ddof=ddof,
-        n_draws=matrix.shape[0],
+        n_draws=n_draws,
     )
     _warn_about(result, variance)
     return result

@@ -1,0 +1,241 @@
+"""Log-likelihoods that never sit in memory whole: computed block by block from a function
+(as R loo's ``loo.function``), or read block by block from a dask-backed array (an xarray
+opened with ``chunks=``, a zarr or netCDF store, a dask array).
+
+A source gives ``n_chains``, ``n_draws`` (per chain), ``n_obs``, ``obs_names`` and
+``block(start, stop)``: the (n_chains, n_draws, stop - start) float64 log-likelihood of
+those observations. Estimators that are sums over observations (PSIS-LOO, WAIC) run block
+by block, so peak memory is one block, not the draws x observations matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from bayesij.array.checks import as_float_array, check_positive_int, fail
+from bayesij.data.inference_data import SAMPLE_DIMS, group_names, has_groups
+
+__all__ = ["LogLikFunction", "loglik_function", "LazyArray", "lazy_log_lik", "block_bounds"]
+
+#: Default bytes of log-likelihood per block (float64).
+BLOCK_BYTES = 64 * 2**20
+
+
+def _rows(data) -> int:
+    if isinstance(data, dict):
+        lengths = {len(v) for v in data.values()}
+        if len(lengths) != 1:
+            raise fail("data", f"a dict of columns of lengths {sorted(lengths)}", "one length")
+        return lengths.pop()
+    return len(data)
+
+
+def _slice(data, start: int, stop: int):
+    if isinstance(data, dict):
+        return {key: value[start:stop] for key, value in data.items()}
+    if hasattr(data, "iloc"):
+        return data.iloc[start:stop]
+    return data[start:stop]
+
+
+@dataclass
+class LogLikFunction:
+    """A log-likelihood defined by a function and evaluated a block of observations at a
+    time, never stored (R loo's ``loo.function``).
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(data_block, draws)`` (or ``fn(data_block)`` when ``draws`` is None) returns the
+        log-likelihood of the block's observations at every draw: shape (S, b) or
+        (n_chains, n_draws, b), ``S = n_chains * n_draws`` draws in chain order.
+    data : array_like, pandas.DataFrame or dict of arrays
+        The observations, one per row (a dict: columns of equal length); sliced by rows.
+    draws : optional
+        Passed to ``fn`` as its second argument (e.g. a (S, D) array of parameter draws).
+    n_chains : int, default 1
+        Chains the S draws come from (consecutive blocks of ``S / n_chains``), for the
+        relative efficiency.
+    block_size : int, optional
+        Observations per block (default: about 64 MiB of log-likelihood).
+
+    Notes
+    -----
+    The next block is evaluated in a second thread while the current one is scored (two
+    blocks in memory at most), so ``fn`` must not rely on being called from one thread;
+    NumPy code is fine.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=1000)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(1000), size=(2000, 1))
+    >>> lik = bayesij.loglik_function(lambda y_b, m: -0.5 * (y_b - m) ** 2, y, mu, n_chains=4)
+    >>> round(bayesij.loo(lik).p_loo, 1)
+    1.0
+    """
+
+    fn: Callable
+    data: Any
+    draws: Any = None
+    n_chains: int = 1
+    block_size: int | None = None
+    _shape: tuple[int, int] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self):
+        if not callable(self.fn):
+            raise fail("fn", f"a {type(self.fn).__name__}", "a function of a block of data")
+        self.n_chains = check_positive_int(self.n_chains, "n_chains")
+        if self.block_size is not None:
+            self.block_size = check_positive_int(self.block_size, "block_size")
+        if isinstance(self.data, (str, bytes)) or not hasattr(self.data, "__len__"):
+            raise fail("data", f"a {type(self.data).__name__}", "rows of observations")
+        self.n_obs = _rows(self.data)
+        if self.n_obs < 1:
+            raise fail("data", "no observations", "at least one row")
+
+    def _evaluate(self, start: int, stop: int) -> np.ndarray:
+        part = _slice(self.data, start, stop)
+        values = self.fn(part) if self.draws is None else self.fn(part, self.draws)
+        array = as_float_array(values, "fn")
+        if array.ndim == 2:
+            total, width = array.shape
+            if total % self.n_chains:
+                raise fail("fn", f"{total} draws", f"a multiple of n_chains = {self.n_chains}")
+            array = array.reshape(self.n_chains, total // self.n_chains, width)
+        if array.ndim != 3 or array.shape[2] != stop - start:
+            raise fail(
+                "fn",
+                f"shape {array.shape} for {stop - start} observations",
+                f"(S, {stop - start}) or (n_chains, n_draws, {stop - start})",
+            )
+        return array
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n_chains, n_draws per chain), from one evaluation of the first observation."""
+        if self._shape is None:
+            first = self._evaluate(0, 1)
+            self._shape = first.shape[:2]
+        return self._shape
+
+    @property
+    def obs_names(self) -> np.ndarray:
+        if hasattr(self.data, "index"):
+            return np.asarray(self.data.index)
+        return np.arange(self.n_obs)
+
+    def block(self, start: int, stop: int) -> np.ndarray:
+        array = self._evaluate(start, stop)
+        if array.shape[:2] != self.shape:
+            raise fail("fn", f"draws {array.shape[:2]}", f"the same draws {self.shape} each call")
+        return array
+
+    def bounds(self) -> list[tuple[int, int]]:
+        return block_bounds(self.n_obs, self.block_size or _default_block(self.shape))
+
+
+def loglik_function(fn, data, draws=None, *, n_chains: int = 1, block_size=None):
+    """A :class:`LogLikFunction`: pass it wherever a log-likelihood is accepted."""
+    return LogLikFunction(fn, data, draws, n_chains, block_size)
+
+
+@dataclass
+class LazyArray:
+    """A dask-backed log-likelihood (chain, draw, obs), read one block of observations at a
+    time (the blocks follow the dask chunks along the observations)."""
+
+    array: xr.DataArray
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.array.sizes["chain"], self.array.sizes["draw"]
+
+    @property
+    def n_obs(self) -> int:
+        return int(np.prod([self.array.sizes[d] for d in self.array.dims[2:]]))
+
+    @property
+    def obs_names(self) -> np.ndarray:
+        dim = self.array.dims[2]
+        return (
+            np.asarray(self.array[dim].values)
+            if dim in self.array.coords
+            else np.arange(self.n_obs)
+        )
+
+    def block(self, start: int, stop: int) -> np.ndarray:
+        values = np.asarray(self.array[:, :, start:stop].values, dtype=float)
+        return as_float_array(values, "log_lik")
+
+    def bounds(self) -> list[tuple[int, int]]:
+        chunks = self.array.chunks[2] if self.array.chunks is not None else (self.n_obs,)
+        edges = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
+        target = _default_block(self.shape)
+        out: list[tuple[int, int]] = []
+        for start, stop in zip(edges[:-1], edges[1:], strict=True):
+            out += [(a + int(start), b + int(start)) for a, b in block_bounds(stop - start, target)]
+        return out
+
+
+def _default_block(shape: tuple[int, int]) -> int:
+    return max(1, BLOCK_BYTES // (8 * shape[0] * shape[1]))
+
+
+def block_bounds(n_obs: int, size: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` covering ``0 .. n_obs`` in blocks of at most ``size``."""
+    return [(start, min(start + size, n_obs)) for start in range(0, n_obs, size)]
+
+
+def _is_dask(array) -> bool:
+    return hasattr(getattr(array, "data", None), "dask") or hasattr(array, "dask")
+
+
+def _as_lazy_array(array: xr.DataArray, name: str) -> LazyArray:
+    if tuple(array.dims[:2]) != SAMPLE_DIMS or array.ndim != 3:
+        raise fail(
+            name,
+            f"a lazy array with dims {array.dims}",
+            "dims (chain, draw, one observation dim) for a lazy log-likelihood",
+        )
+    return LazyArray(array)
+
+
+def lazy_log_lik(data, log_lik=None) -> LogLikFunction | LazyArray | None:
+    """The block source of a lazy log-likelihood in ``data``, or None for in-memory data."""
+    if isinstance(data, LogLikFunction):
+        return data
+    if hasattr(data, "dask") and hasattr(data, "chunks") and not isinstance(data, xr.DataArray):
+        array = xr.DataArray(data, dims=("chain", "draw", "obs")[-data.ndim :])
+        if data.ndim == 2:
+            array = array.expand_dims("chain")
+        return _as_lazy_array(array, "data")
+    if isinstance(data, xr.DataArray) and _is_dask(data):
+        return _as_lazy_array(data, "data")
+    dataset = None
+    if has_groups(data) and "log_likelihood" in group_names(data):
+        group = data["log_likelihood"]
+        dataset = group.to_dataset() if hasattr(group, "to_dataset") else group
+    elif isinstance(data, xr.Dataset):
+        dataset = data
+    if dataset is None:
+        return None
+    names = list(dataset.data_vars) if log_lik is None else [log_lik]
+    lazy = [n for n in names if isinstance(n, str) and n in dataset and _is_dask(dataset[n])]
+    if not lazy:
+        return None
+    if len(names) != 1:
+        raise fail("log_lik", f"None with variables {names}", "the name of one lazy variable")
+    return _as_lazy_array(dataset[lazy[0]], "log_lik")
+
+
+def iterate_blocks(source) -> Iterator[tuple[int, int, np.ndarray]]:
+    """``(start, stop, block)`` over the whole source, one block in memory at a time."""
+    for start, stop in source.bounds():
+        yield start, stop, source.block(start, stop)
