@@ -35,6 +35,8 @@ _PUBLIC = {
     "compare": "bayesij.stats.compare",
     "model_weights": "bayesij.stats.compare",
     "psense": "bayesij.stats.power_scaling",
+    "loo_subsample": "bayesij.stats.subsample",
+    "LooSubsample": "bayesij.stats.subsample",
     "loglik_function": "bayesij.data.lazy",
     "LogLikFunction": "bayesij.data.lazy",
     "loo_moment_match": "bayesij.stats.moment_match",

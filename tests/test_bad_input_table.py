@@ -300,6 +300,20 @@ def _catalogue():
                 "too few columns": lambda d: np.zeros((C * D, 1))[:, : len(d) - 1],
             },
         ),
+        ("loo_subsample", "data", lambda v: bayesij.loo_subsample(v, 3), DRAWS),
+        (
+            "loo_subsample",
+            "observations",
+            lambda v: bayesij.loo_subsample(LOG_LIK, v),
+            {**POSITIVE_INT, "1": 1, "99": 99},
+        ),
+        (
+            "loo_subsample",
+            "approximation",
+            lambda v: bayesij.loo_subsample(LOG_LIK, 3, approximation=v),
+            {**OPTION, "'plpd' for a matrix": "plpd"},
+        ),
+        ("loo_subsample", "seed", lambda v: bayesij.loo_subsample(LOG_LIK, 3, seed=v), {"-1": -1}),
         ("loo_score", "data", lambda v: bayesij.loo_score(v, LOG_LIK, Y), DRAWS),
         (
             "loo_score",

@@ -35,6 +35,14 @@ def _rows(data) -> int:
     return len(data)
 
 
+def _take(data, positions: np.ndarray):
+    if isinstance(data, dict):
+        return {key: np.asarray(value)[positions] for key, value in data.items()}
+    if hasattr(data, "iloc"):
+        return data.iloc[positions]
+    return np.asarray(data)[positions]
+
+
 def _slice(data, start: int, stop: int):
     if isinstance(data, dict):
         return {key: value[start:stop] for key, value in data.items()}
@@ -101,7 +109,18 @@ class LogLikFunction:
             raise fail("data", "no observations", "at least one row")
 
     def _evaluate(self, start: int, stop: int) -> np.ndarray:
-        part = _slice(self.data, start, stop)
+        return self._call(_slice(self.data, start, stop), stop - start)
+
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        """The log-likelihood of the observations at ``positions`` (any order), (chains,
+        draws, len(positions))."""
+        array = self._call(_take(self.data, np.asarray(positions)), len(positions))
+        if array.shape[:2] != self.shape:
+            raise fail("fn", f"draws {array.shape[:2]}", f"the same draws {self.shape} each call")
+        return array
+
+    def _call(self, part, width: int) -> np.ndarray:
+        start, stop = 0, width
         values = self.fn(part) if self.draws is None else self.fn(part, self.draws)
         array = as_float_array(values, "fn")
         if array.ndim == 2:

@@ -14,6 +14,7 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.model_weights import pseudobma_weights, stacking_weights
+from bayesij.stats.subsample import LooSubsample, compare_subsampled
 
 __all__ = ["compare", "model_weights", "WEIGHT_METHODS"]
 
@@ -43,9 +44,17 @@ def compare(results: dict, weights: str | None = None, *, seed=None) -> pd.DataF
         Indexed by model name, sorted by elpd: ``elpd_diff`` (to the best, <= 0) and
         ``se_diff`` = ``sqrt(N) sd_n(elpd_n - elpd_best,n)`` with the results' ddof, then
         each model's ``elpd``, ``se``, ``p`` and ``ic`` (-2 elpd), and ``weight`` if asked.
+        Subsampled results (:func:`bayesij.loo_subsample`, all on the same subsample) are
+        compared by the difference estimator of the pointwise differences:
+        ``elpd_diff``, ``se_diff``, ``subsampling_se_diff``, ``elpd``, ``se``,
+        ``subsampling_se``.
     """
     if weights is not None and weights not in WEIGHT_METHODS:
         raise fail("weights", repr(weights), f"None or one of {WEIGHT_METHODS}")
+    if isinstance(results, dict) and any(isinstance(r, LooSubsample) for r in results.values()):
+        if weights is not None:
+            raise fail("weights", repr(weights), "None for subsampled results")
+        return compare_subsampled(results)
     frame, ddof = _pointwise_table(results)
     order = frame.sum().sort_values(ascending=False).index
     best = frame[order[0]]
