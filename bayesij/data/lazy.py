@@ -20,7 +20,14 @@ import xarray as xr
 from bayesij.array.checks import as_float_array, check_positive_int, fail
 from bayesij.data.inference_data import SAMPLE_DIMS, group_names, has_groups
 
-__all__ = ["LogLikFunction", "loglik_function", "LazyArray", "lazy_log_lik", "block_bounds"]
+__all__ = [
+    "LogLikFunction",
+    "loglik_function",
+    "LazyArray",
+    "lazy_log_lik",
+    "lazy_quantities",
+    "block_bounds",
+]
 
 #: Default bytes of log-likelihood per block (float64).
 BLOCK_BYTES = 64 * 2**20
@@ -71,6 +78,10 @@ class LogLikFunction:
         relative efficiency.
     block_size : int, optional
         Observations per block (default: about 64 MiB of log-likelihood).
+    names : list of str, optional
+        Names of the columns of ``draws`` when it is an (S, D) array of parameter draws:
+        they are then the quantities of :func:`bayesij.influence` (default ``theta[1]``,
+        ``theta[2]``, ...).
 
     Notes
     -----
@@ -94,6 +105,7 @@ class LogLikFunction:
     draws: Any = None
     n_chains: int = 1
     block_size: int | None = None
+    names: list | None = None
     _shape: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
@@ -160,9 +172,40 @@ class LogLikFunction:
         return block_bounds(self.n_obs, self.block_size or _default_block(self.shape))
 
 
-def loglik_function(fn, data, draws=None, *, n_chains: int = 1, block_size=None):
+def loglik_function(fn, data, draws=None, *, n_chains: int = 1, block_size=None, names=None):
     """A :class:`LogLikFunction`: pass it wherever a log-likelihood is accepted."""
-    return LogLikFunction(fn, data, draws, n_chains, block_size)
+    return LogLikFunction(fn, data, draws, n_chains, block_size, names)
+
+
+def lazy_quantities(data, source) -> tuple[np.ndarray, list[str]]:
+    """Draws of the quantities beside a lazy log-likelihood, (n_chains, n_draws, K), and
+    their names: a function's (S, D) parameter draws, or the posterior group of an
+    InferenceData / DataTree whose log-likelihood is lazy."""
+    if isinstance(source, LogLikFunction):
+        draws = np.asarray(source.draws, dtype=float) if source.draws is not None else None
+        if draws is None or draws.ndim != 2:
+            raise fail(
+                "data",
+                "a loglik_function without an (S, D) array of draws",
+                "the parameter draws as an (S, D) array (they are the quantities)",
+            )
+        names = source.names or [f"theta[{j + 1}]" for j in range(draws.shape[1])]
+        if len(names) != draws.shape[1]:
+            raise fail("names", f"{len(names)} names", f"{draws.shape[1]}, one per column")
+        return draws.reshape(*source.shape, draws.shape[1]), list(names)
+    if has_groups(data) and "posterior" in group_names(data):
+        from bayesij.data.inference_data import flatten_variables
+
+        group = data["posterior"]
+        posterior = group.to_dataset() if hasattr(group, "to_dataset") else group
+        values, names = flatten_variables(posterior, list(posterior.data_vars))
+        return np.asarray(values, dtype=float), names
+    raise fail(
+        "data",
+        "a lazy log-likelihood without draws of quantities",
+        "an InferenceData / DataTree with a posterior group, or a loglik_function with "
+        "(S, D) parameter draws",
+    )
 
 
 @dataclass

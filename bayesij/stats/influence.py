@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import numpy as np
 import xarray as xr
 
+from bayesij.array.checks import fail
 from bayesij.array.influence import InfluenceScores, influence_scores
 from bayesij.data.convert import as_posterior
+from bayesij.data.lazy import lazy_log_lik, lazy_quantities
+from bayesij.data.posterior import select_names
+from bayesij.stats._blocks import by_blocks
 
 __all__ = ["influence", "scores_dataset"]
 
 
 def influence(
-    data, *, groups=None, quantities=None, log_lik=None, n_blocks: int = 50
+    data, *, groups=None, quantities=None, log_lik=None, n_blocks: int = 50, client=None
 ) -> xr.Dataset:
     """Bayesian influence scores ``psi = Cov_post(f, l_u)`` of every quantity and unit.
 
@@ -33,6 +38,11 @@ def influence(
         Log-likelihood variable of an InferenceData or DataTree.
     n_blocks : int, default 50
         Blocks of draws for the chain-aware (batch means) Monte Carlo standard errors.
+    client : dask.distributed.Client, optional
+        For a lazy log-likelihood (read one block of observations at a time, as in
+        :func:`bayesij.loo`; its quantities are a :func:`bayesij.loglik_function`'s
+        parameter draws, or the posterior group beside a lazy ``log_likelihood`` group):
+        run the blocks on this cluster.
 
     Returns
     -------
@@ -55,6 +65,9 @@ def influence(
     >>> scores["psi"].dims
     ('quantity', 'obs')
     """
+    source = lazy_log_lik(data, log_lik)
+    if source is not None:
+        return _lazy_influence(data, source, groups, quantities, n_blocks, client)
     post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
     values, units = post.units(groups)
     scores = influence_scores(post.quantities.values, values, n_blocks=n_blocks, check=False)
@@ -81,3 +94,39 @@ def scores_dataset(
         coords=coords,
         attrs={"n_chains": n_chains, "n_draws": n_draws, "n_blocks": n_blocks},
     )
+
+
+def _lazy_influence(data, source, groups, quantities, n_blocks, client) -> xr.Dataset:
+    """Influence scores block by block over a lazy log-likelihood (units: observations)."""
+    if groups is not None:
+        raise fail(
+            "groups",
+            "groups with a lazy log-likelihood",
+            "no groups: sum grouped terms inside the log-likelihood function",
+        )
+    draws, names = lazy_quantities(data, source)
+    if draws.shape[:2] != tuple(source.shape):
+        raise fail(
+            "data", f"quantity draws {draws.shape[:2]}", f"the log-likelihood's {source.shape}"
+        )
+    if quantities is not None:
+        keep = [names.index(n) for n in select_names(names, quantities)]
+        draws, names = draws[:, :, keep], [names[k] for k in keep]
+    options = {"draws": draws, "n_blocks": n_blocks}
+    scores = by_blocks(source, _influence_block, ("scores",), options, client)["scores"]
+    units = xr.DataArray(np.asarray(source.obs_names), dims="obs")
+    n_chains, per_chain = source.shape
+    return scores_dataset(
+        InfluenceScores(scores.psi.T, scores.mcse.T),
+        names,
+        units,
+        n_chains,
+        n_chains * per_chain,
+        n_blocks,
+    )
+
+
+def _influence_block(block, start, stop, methods, options) -> dict:
+    """psi and its MCSE of one block of observations, observations first (for joining)."""
+    scores = influence_scores(options["draws"], block, n_blocks=options["n_blocks"])
+    return {"scores": InfluenceScores(scores.psi.T, scores.mcse.T)}

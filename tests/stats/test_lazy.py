@@ -94,6 +94,38 @@ def test_blocks_run_on_a_dask_cluster_with_the_local_results(model):
     _same(on_cluster[1], bayesij.waic(matrix))
 
 
+def test_influence_scores_of_a_lazy_log_likelihood(model):
+    y, mu, matrix = model
+    post = bayesij.from_arrays(mu.reshape(4, 500, 1), matrix, quantity_names=["mu"])
+    eager = bayesij.influence(post)
+    lazy = bayesij.loglik_function(_normal, y, mu, n_chains=4, block_size=600, names=["mu"])
+    for scores in (
+        bayesij.influence(lazy),
+        bayesij.influence(
+            xr.DataTree.from_dict(
+                {
+                    "posterior": xr.Dataset({"mu": (("chain", "draw"), mu.reshape(4, 500))}),
+                    "log_likelihood": xr.Dataset(
+                        {
+                            "y": xr.DataArray(matrix, dims=("chain", "draw", "obs")).chunk(
+                                {"obs": 700}
+                            )
+                        }
+                    ),
+                }
+            )
+        )
+        if hasattr(xr, "DataTree")
+        else bayesij.influence(lazy, quantities="mu"),
+    ):
+        np.testing.assert_allclose(scores["psi"], eager["psi"], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(scores["mcse"], eager["mcse"], rtol=1e-10, atol=1e-15)
+    with pytest.raises(ValueError, match=r"groups: found groups with a lazy log-likelihood"):
+        bayesij.influence(lazy, groups=np.arange(y.size) % 2)
+    with pytest.raises(ValueError, match=r"data: found a loglik_function without an \(S, D\)"):
+        bayesij.influence(bayesij.loglik_function(lambda d: np.zeros((8, len(d))), y))
+
+
 @pytest.mark.slow
 def test_loo_of_200000_lazy_observations_keeps_one_block_in_memory():
     rng = np.random.default_rng(5)
