@@ -11,7 +11,7 @@ from bayesij.array.blocks import BlockMoments, block_moments, draw_blocks
 from bayesij.array.checks import check_positive_int, check_seed, fail
 from bayesij.array.influence import InfluenceScores, impossible_columns, prepare_draws
 
-__all__ = ["IJArrays", "ij_covariance"]
+__all__ = ["IJArrays", "ij_covariance", "ij_from_columns"]
 
 
 class IJArrays(NamedTuple):
@@ -152,22 +152,36 @@ def ij_covariance(
     """
     n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
     n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
-    seed = check_seed(seed)
     f, l, chains = prepare_draws(quantities, log_lik, chain_ids, check)
-    if l.shape[1] < 2:
+    floats_per_obs = 2 * f.shape[0] + (4 * n_blocks + 2 * n_boot) * f.shape[1]
+    chunks = ((chunk, read_columns(l, chunk)) for chunk in obs_chunks(l.shape[1], floats_per_obs))
+    return ij_from_columns(
+        f, chains, chunks, l.shape[1], n_blocks=n_blocks, n_boot=n_boot, seed=seed
+    )
+
+
+def ij_from_columns(
+    f: np.ndarray,
+    chains: np.ndarray,
+    columns,
+    n_obs: int,
+    *,
+    n_blocks: int = 50,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> IJArrays:
+    """:func:`ij_covariance` from quantity draws ``f`` (S, K) with their ``chains`` and an
+    iterable of ``(chunk, log-likelihood columns (S, len(chunk)))`` covering ``n_obs``
+    units in order: an in-memory matrix read in chunks, or a lazy log-likelihood read one
+    block at a time."""
+    n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
+    n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
+    seed = check_seed(seed)
+    if n_obs < 2:
         raise fail(
             "log_lik",
-            f"{l.shape[1]} unit (column)",
+            f"{n_obs} unit (column)",
             "at least 2 units: the IJ variance is that of a bootstrap over units",
-        )
-    impossible = impossible_columns(l)
-    if impossible.any():
-        raise fail(
-            "log_lik",
-            f"-inf at some draws in {int(impossible.sum())} column(s) "
-            f"(first: {np.flatnonzero(impossible)[:5].tolist()})",
-            "finite values for the IJ covariance",
-            "Such observations have no finite influence; remove them or use groups.",
         )
     blocks = draw_blocks(chains, n_blocks)
     counts = (
@@ -177,16 +191,23 @@ def ij_covariance(
     )
     centred_f = f - f.mean(axis=0)
     sums = _Sums(f.shape[1], len(blocks), n_boot)
-    floats_per_obs = 2 * f.shape[0] + (4 * len(blocks) + 2 * n_boot) * f.shape[1]
-    psi = np.empty((f.shape[1], l.shape[1]))
+    psi = np.empty((f.shape[1], n_obs))
     psi_variance = np.empty_like(psi)
-    for chunk in obs_chunks(l.shape[1], floats_per_obs):
-        columns = read_columns(l, chunk)
-        moments = block_moments(centred_f, columns - columns.mean(axis=0), blocks)
+    for chunk, block in columns:
+        impossible = impossible_columns(block)
+        if impossible.any():
+            first = np.arange(n_obs)[chunk][impossible][:5].tolist()
+            raise fail(
+                "log_lik",
+                f"-inf at some draws in {int(impossible.sum())} column(s) (first: {first})",
+                "finite values for the IJ covariance",
+                "Such observations have no finite influence; remove them or use groups.",
+            )
+        moments = block_moments(centred_f, block - block.mean(axis=0), blocks)
         sums.add(moments, counts)
         psi[:, chunk], psi_variance[:, chunk] = moments.psi, moments.psi_variance()
     scores = InfluenceScores(psi, np.sqrt(psi_variance))
-    return _assemble(sums, l.shape[1], centred_f, moments.error_weights(), scores)
+    return _assemble(sums, n_obs, centred_f, moments.error_weights(), scores)
 
 
 def _assemble(

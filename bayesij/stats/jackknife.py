@@ -8,9 +8,20 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayesij.array.checks import check_flag, constant_columns, fail
+from bayesij.array._numeric import obs_chunks
+from bayesij.array.checks import (
+    check_finite,
+    check_flag,
+    check_log_lik_values,
+    check_positive_int,
+    constant_columns,
+    fail,
+)
 from bayesij.array.jackknife import ij_covariance as ij_arrays
+from bayesij.array.jackknife import ij_from_columns
 from bayesij.data.convert import as_posterior
+from bayesij.data.lazy import lazy_log_lik, lazy_quantities
+from bayesij.data.posterior import select_names
 from bayesij.stats.influence import scores_dataset
 from bayesij.stats.linearity import LinearityResult, linearity
 
@@ -204,6 +215,21 @@ def ij_covariance(
     ['posterior_sd', 'ij_sd']
     """
     check_linearity = check_flag(check_linearity, "check_linearity")
+    source = lazy_log_lik(data, log_lik)
+    if source is not None:
+        if groups is not None or check_linearity:
+            argument = "groups" if groups is not None else "check_linearity"
+            raise fail(
+                argument,
+                f"{argument} with a lazy log-likelihood",
+                f"no {argument}: a lazy log-likelihood is read one block at a time",
+            )
+        options = {
+            "n_blocks": check_positive_int(n_blocks, "n_blocks", minimum=2),
+            "n_boot": check_positive_int(n_boot, "n_boot", minimum=2),
+            "seed": seed,
+        }
+        return _lazy_ij(data, source, quantities, options)
     post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
     values, units = post.units(groups)
     if values.shape[2] < 2:
@@ -235,5 +261,48 @@ def ij_covariance(
         ),
         influence=scores_dataset(
             result.scores, post.quantity_names, units, post.n_chains, post.n_draws, n_blocks
+        ),
+    )
+
+
+def _lazy_ij(data, source, quantities, options: dict) -> IJCovariance:
+    """The IJ covariance over a lazy log-likelihood, one block of observations at a time."""
+    draws, names = lazy_quantities(data, source)
+    if quantities is not None:
+        keep = [names.index(n) for n in select_names(names, quantities)]
+        draws, names = draws[:, :, keep], [names[k] for k in keep]
+    n_chains, per_chain = source.shape
+    f = draws.reshape(n_chains * per_chain, -1)
+    check_finite(f, "quantities")
+    chains = np.repeat(np.arange(n_chains), per_chain)
+    per_obs = 2 * f.shape[0] + (4 * options["n_blocks"] + 2 * options["n_boot"]) * f.shape[1]
+
+    def columns():
+        for start, stop in source.bounds():
+            block = source.block(start, stop).reshape(f.shape[0], stop - start)
+            check_log_lik_values(block)
+            for chunk in obs_chunks(stop - start, per_obs):
+                yield slice(start + chunk.start, start + chunk.stop), block[:, chunk]
+
+    result = ij_from_columns(f, chains, columns(), source.n_obs, **options)
+    index = pd.Index(names, name="quantity")
+
+    def frame(values):
+        return pd.DataFrame(values, index=index, columns=index)
+
+    units = xr.DataArray(np.asarray(source.obs_names), dims="obs")
+    return IJCovariance(
+        covariance=frame(result.covariance),
+        covariance_corrected=frame(result.covariance_corrected),
+        mcse_covariance=frame(result.mcse),
+        posterior_covariance=frame(result.posterior_covariance),
+        n_units=result.n_obs,
+        unit="obs",
+        n_draws=f.shape[0],
+        n_chains=n_chains,
+        constant=tuple(np.asarray(names)[constant_columns(draws)]),
+        linearity=None,
+        influence=scores_dataset(
+            result.scores, names, units, n_chains, f.shape[0], options["n_blocks"]
         ),
     )

@@ -94,7 +94,7 @@ def test_blocks_run_on_a_dask_cluster_with_the_local_results(model):
     _same(on_cluster[1], bayesij.waic(matrix))
 
 
-def test_influence_scores_of_a_lazy_log_likelihood(model):
+def test_influence_scores_and_ij_covariance_of_a_lazy_log_likelihood(model):
     y, mu, matrix = model
     post = bayesij.from_arrays(mu.reshape(4, 500, 1), matrix, quantity_names=["mu"])
     eager = bayesij.influence(post)
@@ -122,6 +122,12 @@ def test_influence_scores_of_a_lazy_log_likelihood(model):
         np.testing.assert_allclose(scores["mcse"], eager["mcse"], rtol=1e-10, atol=1e-15)
     with pytest.raises(ValueError, match=r"groups: found groups with a lazy log-likelihood"):
         bayesij.influence(lazy, groups=np.arange(y.size) % 2)
+    # The IJ covariance: the same running sums over blocks as over in-memory chunks.
+    lazy_ij, eager_ij = bayesij.ij_covariance(lazy), bayesij.ij_covariance(post)
+    for name in ("covariance", "covariance_corrected", "mcse_covariance", "posterior_covariance"):
+        np.testing.assert_allclose(getattr(lazy_ij, name), getattr(eager_ij, name), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"check_linearity: found check_linearity with a lazy"):
+        bayesij.ij_covariance(lazy, check_linearity=True)
     with pytest.raises(ValueError, match=r"data: found a loglik_function without an \(S, D\)"):
         bayesij.influence(bayesij.loglik_function(lambda d: np.zeros((8, len(d))), y))
 
