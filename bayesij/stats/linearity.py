@@ -9,9 +9,12 @@ import pandas as pd
 
 from bayesij.array.checks import constant_columns, fail, impossible_columns
 from bayesij.array.influence import InfluenceScores
-from bayesij.array.linearity import leave_out_changes, nonlinearity_index
+from bayesij.array.linearity import LinearityArrays, leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior, unit_index
+from bayesij.data.lazy import lazy_log_lik, lazy_quantities
+from bayesij.data.posterior import select_names
+from bayesij.stats._blocks import by_blocks
 from bayesij.stats.loo import saved_log_weights
 
 __all__ = ["linearity", "LinearityResult", "RELIABLE_BELOW", "UNRELIABLE_ABOVE"]
@@ -123,6 +126,7 @@ def linearity(
     tail_rule: str = "ceil",
     loo=None,
     scores: InfluenceScores | None = None,
+    client=None,
 ) -> LinearityResult:
     """Diagnose whether the linear (IJ) approximation holds, from the same draws.
 
@@ -148,6 +152,9 @@ def linearity(
     scores : bayesij.array.InfluenceScores, optional
         ``psi`` and its MCSE for the same quantities and units, when already computed
         (:func:`bayesij.ij_covariance` passes its own).
+    client : dask.distributed.Client, optional
+        For a lazy log-likelihood (read one block of observations at a time, as in
+        :func:`bayesij.influence`): run the blocks on this cluster.
 
     Returns
     -------
@@ -167,6 +174,28 @@ def linearity(
             f"a {type(scores).__name__}",
             "None or the InfluenceScores of the same draws (IJCovariance.scores)",
         )
+    source = lazy_log_lik(data, log_lik)
+    if source is not None:
+        if groups is not None or loo is not None or scores is not None:
+            argument = next(
+                name
+                for name, value in (("groups", groups), ("loo", loo), ("scores", scores))
+                if value is not None
+            )
+            raise fail(
+                argument,
+                f"{argument} with a lazy log-likelihood",
+                f"no {argument}: a lazy log-likelihood is read one block at a time",
+            )
+        draws, names = lazy_quantities(data, source)
+        if quantities is not None:
+            keep = [names.index(n) for n in select_names(names, quantities)]
+            draws, names = draws[:, :, keep], [names[k] for k in keep]
+        options = {"draws": draws, "r_eff": r_eff, "tail_rule": tail_rule}
+        parts = by_blocks(source, _changes_block, ("changes",), options, client)["changes"]
+        changes = LinearityArrays(*(part.T for part in parts))  # back to quantities first
+        labels = pd.Index(source.obs_names, name="obs")
+        return _result(changes, draws, names, labels, int(np.prod(source.shape)))
     post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
     values, units = post.units(groups)
     if impossible_columns(values).any():  # column by column: no matrix-sized mask
@@ -175,12 +204,28 @@ def linearity(
     changes = leave_out_changes(
         post.quantities.values, values, r_eff, tail_rule, scores=scores, check=False, **saved
     )
-    threshold = pareto_k_threshold(post.n_draws)
+    return _result(
+        changes, post.quantities.values, post.quantity_names, unit_index(units), post.n_draws
+    )
+
+
+def _changes_block(block, start, stop, methods, options) -> dict:
+    """Linear and PSIS leave-one-out changes of one block, units first (for joining)."""
+    if impossible_columns(block.reshape(-1, stop - start)).any():
+        raise fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
+    r_eff = options["r_eff"]
+    if r_eff is not None and np.ndim(r_eff):
+        r_eff = np.asarray(r_eff)[start:stop]
+    changes = leave_out_changes(options["draws"], block, r_eff, options["tail_rule"])
+    return {"changes": LinearityArrays(*(np.asarray(p).T for p in changes))}
+
+
+def _result(changes, draws, quantity_names, labels, n_draws) -> LinearityResult:
+    threshold = pareto_k_threshold(n_draws)
     index, used = nonlinearity_index(changes, threshold)
-    constant = constant_columns(post.quantities.values)
+    constant = constant_columns(draws)
     index[constant] = np.nan  # nothing moves: no linearity to judge
-    names = pd.Index(post.quantity_names, name="quantity")
-    labels = unit_index(units)
+    names = pd.Index(quantity_names, name="quantity")
     return LinearityResult(
         delta_lin=pd.DataFrame(changes.delta_lin, index=names, columns=labels),
         delta_is=pd.DataFrame(changes.delta_is, index=names, columns=labels),

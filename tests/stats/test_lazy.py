@@ -94,7 +94,7 @@ def test_blocks_run_on_a_dask_cluster_with_the_local_results(model):
     _same(on_cluster[1], bayesij.waic(matrix))
 
 
-def test_influence_scores_and_ij_covariance_of_a_lazy_log_likelihood(model):
+def test_influence_ij_covariance_and_linearity_of_a_lazy_log_likelihood(model):
     y, mu, matrix = model
     post = bayesij.from_arrays(mu.reshape(4, 500, 1), matrix, quantity_names=["mu"])
     eager = bayesij.influence(post)
@@ -128,6 +128,12 @@ def test_influence_scores_and_ij_covariance_of_a_lazy_log_likelihood(model):
         np.testing.assert_allclose(getattr(lazy_ij, name), getattr(eager_ij, name), rtol=1e-12)
     with pytest.raises(ValueError, match=r"check_linearity: found check_linearity with a lazy"):
         bayesij.ij_covariance(lazy, check_linearity=True)
+    # The linearity check: per-unit linear and PSIS changes, joined over blocks.
+    lazy_lin, eager_lin = bayesij.linearity(lazy), bayesij.linearity(post)
+    np.testing.assert_allclose(lazy_lin.delta_is, eager_lin.delta_is, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(lazy_lin.delta_lin, eager_lin.delta_lin, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(lazy_lin.index, eager_lin.index, rtol=1e-12)
+    assert lazy_lin.verdict.equals(eager_lin.verdict)
     with pytest.raises(ValueError, match=r"data: found a loglik_function without an \(S, D\)"):
         bayesij.influence(bayesij.loglik_function(lambda d: np.zeros((8, len(d))), y))
 
