@@ -132,19 +132,19 @@ class LogLikFunction:
         return array
 
     def _call(self, part, width: int) -> np.ndarray:
-        start, stop = 0, width
+        """``fn`` of one part of the data, checked and shaped (n_chains, n_draws, width)."""
         values = self.fn(part) if self.draws is None else self.fn(part, self.draws)
         array = as_float_array(values, "fn")
         if array.ndim == 2:
-            total, width = array.shape
+            total = array.shape[0]
             if total % self.n_chains:
                 raise fail("fn", f"{total} draws", f"a multiple of n_chains = {self.n_chains}")
-            array = array.reshape(self.n_chains, total // self.n_chains, width)
-        if array.ndim != 3 or array.shape[2] != stop - start:
+            array = array.reshape(self.n_chains, total // self.n_chains, array.shape[1])
+        if array.ndim != 3 or array.shape[2] != width:
             raise fail(
                 "fn",
-                f"shape {array.shape} for {stop - start} observations",
-                f"(S, {stop - start}) or (n_chains, n_draws, {stop - start})",
+                f"shape {array.shape} for {width} observations",
+                f"(S, {width}) or (n_chains, n_draws, {width})",
             )
         return array
 
