@@ -19,6 +19,7 @@ import xarray as xr
 
 from bayesij.array.checks import as_float_array, check_positive_int, fail
 from bayesij.data.inference_data import SAMPLE_DIMS, group_names, has_groups
+from bayesij.data.posterior import select_names
 
 __all__ = [
     "LogLikFunction",
@@ -26,6 +27,8 @@ __all__ = [
     "LazyArray",
     "lazy_log_lik",
     "lazy_quantities",
+    "refuse_with_lazy",
+    "block_values",
     "block_bounds",
 ]
 
@@ -177,10 +180,44 @@ def loglik_function(fn, data, draws=None, *, n_chains: int = 1, block_size=None,
     return LogLikFunction(fn, data, draws, n_chains, block_size, names)
 
 
-def lazy_quantities(data, source) -> tuple[np.ndarray, list[str]]:
+def refuse_with_lazy(**options) -> None:
+    """Options that need the whole draws x observations matrix are refused, by name, for a
+    lazy log-likelihood (read one block of observations at a time)."""
+    for argument, value in options.items():
+        if value is not None and value is not False:
+            raise fail(
+                argument,
+                f"{argument} with a lazy log-likelihood",
+                f"no {argument}: a lazy log-likelihood is read one block of observations at "
+                "a time (for groups, sum their terms inside the function)",
+            )
+
+
+def block_values(values, start: int, stop: int):
+    """A per-observation argument (e.g. ``r_eff``) for one block; scalars and None as they
+    are."""
+    if values is not None and np.ndim(values):
+        return np.asarray(values)[start:stop]
+    return values
+
+
+def lazy_quantities(data, source, quantities=None) -> tuple[np.ndarray, list[str]]:
     """Draws of the quantities beside a lazy log-likelihood, (n_chains, n_draws, K), and
     their names: a function's (S, D) parameter draws, or the posterior group of an
-    InferenceData / DataTree whose log-likelihood is lazy."""
+    InferenceData / DataTree whose log-likelihood is lazy; ``quantities`` selects by
+    variable or element name."""
+    draws, names = _all_quantities(data, source)
+    if draws.shape[:2] != tuple(source.shape):
+        raise fail(
+            "data", f"quantity draws {draws.shape[:2]}", f"the log-likelihood's {source.shape}"
+        )
+    if quantities is None:
+        return draws, names
+    keep = [names.index(n) for n in select_names(names, quantities)]
+    return draws[:, :, keep], [names[k] for k in keep]
+
+
+def _all_quantities(data, source) -> tuple[np.ndarray, list[str]]:
     if isinstance(source, LogLikFunction):
         draws = np.asarray(source.draws, dtype=float) if source.draws is not None else None
         if draws is None or draws.ndim != 2:

@@ -111,9 +111,11 @@ def model_weights(
     Examples
     --------
     >>> import numpy as np, pandas as pd, bayesij
-    >>> lpd = pd.DataFrame({"a": [-1.0, -2.0, -1.5], "b": [-1.2, -1.1, -3.0]})
-    >>> bayesij.model_weights(lpd).round(3).tolist()
-    [0.79, 0.21]
+    >>> lpd = pd.DataFrame({"a": [-1.0, -2.0, -1.5], "b": [-1.2, -2.4, -1.6]})
+    >>> bayesij.model_weights(lpd).round(6).tolist()  # a predicts every point better
+    [1.0, 0.0]
+    >>> bayesij.model_weights(lpd, "pseudobma").round(4).tolist()  # exp(elpd) normalised
+    [0.6682, 0.3318]
     """
     if method not in WEIGHT_METHODS:
         raise fail("method", repr(method), f"one of {WEIGHT_METHODS}")

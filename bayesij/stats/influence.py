@@ -5,11 +5,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayesij.array.checks import fail
 from bayesij.array.influence import InfluenceScores, influence_scores
 from bayesij.data.convert import as_posterior
-from bayesij.data.lazy import lazy_log_lik, lazy_quantities
-from bayesij.data.posterior import select_names
+from bayesij.data.lazy import lazy_log_lik, lazy_quantities, refuse_with_lazy
 from bayesij.stats._blocks import by_blocks
 
 __all__ = ["influence", "scores_dataset"]
@@ -98,20 +96,8 @@ def scores_dataset(
 
 def _lazy_influence(data, source, groups, quantities, n_blocks, client) -> xr.Dataset:
     """Influence scores block by block over a lazy log-likelihood (units: observations)."""
-    if groups is not None:
-        raise fail(
-            "groups",
-            "groups with a lazy log-likelihood",
-            "no groups: sum grouped terms inside the log-likelihood function",
-        )
-    draws, names = lazy_quantities(data, source)
-    if draws.shape[:2] != tuple(source.shape):
-        raise fail(
-            "data", f"quantity draws {draws.shape[:2]}", f"the log-likelihood's {source.shape}"
-        )
-    if quantities is not None:
-        keep = [names.index(n) for n in select_names(names, quantities)]
-        draws, names = draws[:, :, keep], [names[k] for k in keep]
+    refuse_with_lazy(groups=groups)
+    draws, names = lazy_quantities(data, source, quantities)
     options = {"draws": draws, "n_blocks": n_blocks}
     scores = by_blocks(source, _influence_block, ("scores",), options, client)["scores"]
     units = xr.DataArray(np.asarray(source.obs_names), dims="obs")

@@ -20,8 +20,7 @@ from bayesij.array.checks import (
 from bayesij.array.jackknife import ij_covariance as ij_arrays
 from bayesij.array.jackknife import ij_from_columns
 from bayesij.data.convert import as_posterior
-from bayesij.data.lazy import lazy_log_lik, lazy_quantities
-from bayesij.data.posterior import select_names
+from bayesij.data.lazy import lazy_log_lik, lazy_quantities, refuse_with_lazy
 from bayesij.stats.influence import scores_dataset
 from bayesij.stats.linearity import LinearityResult, linearity
 
@@ -217,13 +216,7 @@ def ij_covariance(
     check_linearity = check_flag(check_linearity, "check_linearity")
     source = lazy_log_lik(data, log_lik)
     if source is not None:
-        if groups is not None or check_linearity:
-            argument = "groups" if groups is not None else "check_linearity"
-            raise fail(
-                argument,
-                f"{argument} with a lazy log-likelihood",
-                f"no {argument}: a lazy log-likelihood is read one block at a time",
-            )
+        refuse_with_lazy(groups=groups, check_linearity=check_linearity)
         options = {
             "n_blocks": check_positive_int(n_blocks, "n_blocks", minimum=2),
             "n_boot": check_positive_int(n_boot, "n_boot", minimum=2),
@@ -241,11 +234,19 @@ def ij_covariance(
     result = ij_arrays(
         post.quantities.values, values, n_blocks=n_blocks, n_boot=n_boot, seed=seed, check=False
     )
-    names = pd.Index(post.quantity_names, name="quantity")
+    checked = linearity(post, groups=groups, scores=result.scores) if check_linearity else None
+    return _ij_result(result, post.quantity_names, units, post.quantities.values, n_blocks, checked)
+
+
+def _ij_result(result, names, units, draws, n_blocks, checked=None) -> IJCovariance:
+    """The labelled result from the arrays: covariances by quantity, the unit's name, the
+    constant quantities of ``draws`` (n_chains, n_draws, K) and the influence scores."""
+    index = pd.Index(names, name="quantity")
 
     def frame(values):
-        return pd.DataFrame(values, index=names, columns=names)
+        return pd.DataFrame(values, index=index, columns=index)
 
+    n_chains, n_draws = draws.shape[0], draws.shape[0] * draws.shape[1]
     return IJCovariance(
         covariance=frame(result.covariance),
         covariance_corrected=frame(result.covariance_corrected),
@@ -253,24 +254,17 @@ def ij_covariance(
         posterior_covariance=frame(result.posterior_covariance),
         n_units=result.n_obs,
         unit=units.dims[0],
-        n_draws=post.n_draws,
-        n_chains=post.n_chains,
-        constant=tuple(np.asarray(post.quantity_names)[constant_columns(post.quantities.values)]),
-        linearity=(
-            linearity(post, groups=groups, scores=result.scores) if check_linearity else None
-        ),
-        influence=scores_dataset(
-            result.scores, post.quantity_names, units, post.n_chains, post.n_draws, n_blocks
-        ),
+        n_draws=n_draws,
+        n_chains=n_chains,
+        constant=tuple(np.asarray(names)[constant_columns(draws)]),
+        linearity=checked,
+        influence=scores_dataset(result.scores, names, units, n_chains, n_draws, n_blocks),
     )
 
 
 def _lazy_ij(data, source, quantities, options: dict) -> IJCovariance:
     """The IJ covariance over a lazy log-likelihood, one block of observations at a time."""
-    draws, names = lazy_quantities(data, source)
-    if quantities is not None:
-        keep = [names.index(n) for n in select_names(names, quantities)]
-        draws, names = draws[:, :, keep], [names[k] for k in keep]
+    draws, names = lazy_quantities(data, source, quantities)
     n_chains, per_chain = source.shape
     f = draws.reshape(n_chains * per_chain, -1)
     check_finite(f, "quantities")
@@ -285,24 +279,5 @@ def _lazy_ij(data, source, quantities, options: dict) -> IJCovariance:
                 yield slice(start + chunk.start, start + chunk.stop), block[:, chunk]
 
     result = ij_from_columns(f, chains, columns(), source.n_obs, **options)
-    index = pd.Index(names, name="quantity")
-
-    def frame(values):
-        return pd.DataFrame(values, index=index, columns=index)
-
     units = xr.DataArray(np.asarray(source.obs_names), dims="obs")
-    return IJCovariance(
-        covariance=frame(result.covariance),
-        covariance_corrected=frame(result.covariance_corrected),
-        mcse_covariance=frame(result.mcse),
-        posterior_covariance=frame(result.posterior_covariance),
-        n_units=result.n_obs,
-        unit="obs",
-        n_draws=f.shape[0],
-        n_chains=n_chains,
-        constant=tuple(np.asarray(names)[constant_columns(draws)]),
-        linearity=None,
-        influence=scores_dataset(
-            result.scores, names, units, n_chains, f.shape[0], options["n_blocks"]
-        ),
-    )
+    return _ij_result(result, names, units, draws, options["n_blocks"])

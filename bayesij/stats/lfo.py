@@ -159,11 +159,12 @@ def lfo_from_draws(
     return _psis_backwards(post, matrix, origins, horizon, k_threshold, refit)
 
 
-def _conditional_terms(post: Posterior) -> np.ndarray:
+def _conditional_terms(post: Posterior, argument: str = "log_lik") -> np.ndarray:
+    """The (S, T) terms of a posterior's log-likelihood, which must be finite."""
     values, _ = post.units(None)
     matrix = np.asarray(values, dtype=float).reshape(-1, values.shape[2])
     if impossible_columns(matrix).any():
-        raise fail("log_lik", "-inf values", "finite conditional log-likelihood terms for LFO")
+        raise fail(argument, "-inf values", "finite terms for LFO")
     return matrix
 
 
@@ -175,16 +176,13 @@ def _derivative_terms(data, weight_derivative, shape) -> np.ndarray | None:
         derivative = as_posterior(data, log_lik=weight_derivative)
     else:
         derivative = as_posterior(weight_derivative, argument="weight_derivative")
-    values, _ = derivative.units(None)
-    matrix = np.asarray(values, dtype=float).reshape(-1, values.shape[2])
+    matrix = _conditional_terms(derivative, "weight_derivative")
     if matrix.shape != shape:
         raise fail(
             "weight_derivative",
             f"draws x time points {matrix.shape}",
             f"the shape of the log-likelihood terms, {shape}",
         )
-    if not np.isfinite(matrix).all():
-        raise fail("weight_derivative", "non-finite values", "finite derivatives")
     return cumulative_log_lik(matrix)
 
 

@@ -12,8 +12,7 @@ from bayesij.array.influence import InfluenceScores
 from bayesij.array.linearity import LinearityArrays, leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior, unit_index
-from bayesij.data.lazy import lazy_log_lik, lazy_quantities
-from bayesij.data.posterior import select_names
+from bayesij.data.lazy import block_values, lazy_log_lik, lazy_quantities, refuse_with_lazy
 from bayesij.stats._blocks import by_blocks
 from bayesij.stats.loo import saved_log_weights
 
@@ -176,21 +175,8 @@ def linearity(
         )
     source = lazy_log_lik(data, log_lik)
     if source is not None:
-        if groups is not None or loo is not None or scores is not None:
-            argument = next(
-                name
-                for name, value in (("groups", groups), ("loo", loo), ("scores", scores))
-                if value is not None
-            )
-            raise fail(
-                argument,
-                f"{argument} with a lazy log-likelihood",
-                f"no {argument}: a lazy log-likelihood is read one block at a time",
-            )
-        draws, names = lazy_quantities(data, source)
-        if quantities is not None:
-            keep = [names.index(n) for n in select_names(names, quantities)]
-            draws, names = draws[:, :, keep], [names[k] for k in keep]
+        refuse_with_lazy(groups=groups, loo=loo, scores=scores)
+        draws, names = lazy_quantities(data, source, quantities)
         options = {"draws": draws, "r_eff": r_eff, "tail_rule": tail_rule}
         parts = by_blocks(source, _changes_block, ("changes",), options, client)["changes"]
         changes = LinearityArrays(*(part.T for part in parts))  # back to quantities first
@@ -213,9 +199,7 @@ def _changes_block(block, start, stop, methods, options) -> dict:
     """Linear and PSIS leave-one-out changes of one block, units first (for joining)."""
     if impossible_columns(block.reshape(-1, stop - start)).any():
         raise fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
-    r_eff = options["r_eff"]
-    if r_eff is not None and np.ndim(r_eff):
-        r_eff = np.asarray(r_eff)[start:stop]
+    r_eff = block_values(options["r_eff"], start, stop)
     changes = leave_out_changes(options["draws"], block, r_eff, options["tail_rule"])
     return {"changes": LinearityArrays(*(np.asarray(p).T for p in changes))}
 

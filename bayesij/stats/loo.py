@@ -28,7 +28,7 @@ from bayesij.array.checks import (
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
 from bayesij.data.convert import as_posterior, unit_index
-from bayesij.data.lazy import lazy_log_lik
+from bayesij.data.lazy import block_values, lazy_log_lik, refuse_with_lazy
 from bayesij.stats._blocks import by_blocks
 
 __all__ = ["loo", "loo_methods", "LooResult", "loo_expectation", "loo_pit", "saved_log_weights"]
@@ -292,15 +292,7 @@ def loo_methods(
         )
     source = lazy_log_lik(data, log_lik)
     if source is not None:
-        if groups is not None or save_psis:
-            argument = "groups" if groups is not None else "save_psis"
-            raise fail(
-                argument,
-                f"{argument} with a lazy log-likelihood",
-                f"no {argument}: a lazy log-likelihood is read one block of observations at "
-                "a time (sum grouped terms inside the function; saved weights would be the "
-                "whole draws x observations matrix)",
-            )
+        refuse_with_lazy(groups=groups, save_psis=save_psis)
         options = {"r_eff": r_eff, "tail_rule": tail_rule, "ties": ties}
         results = by_blocks(source, _loo_block, methods, options, client)
         index = pd.Index(source.obs_names, name="obs")
@@ -322,9 +314,7 @@ def loo_methods(
 
 def _loo_block(block: np.ndarray, start: int, stop: int, methods, options) -> dict:
     """PSIS-LOO (and the other methods) of one block of observations."""
-    r_eff = options["r_eff"]
-    if r_eff is not None and np.ndim(r_eff):
-        r_eff = np.asarray(r_eff)[start:stop]
+    r_eff = block_values(options["r_eff"], start, stop)
     return loo_arrays.loo_methods(
         block, methods, r_eff=r_eff, tail_rule=options["tail_rule"], ties=options["ties"]
     )

@@ -11,9 +11,9 @@ import pandas as pd
 
 from bayesij.array import waic as info
 from bayesij.array._numeric import elpd_standard_error
-from bayesij.array.checks import check_ddof, check_real, fail
+from bayesij.array.checks import check_ddof, check_real
 from bayesij.data.convert import as_posterior, unit_index
-from bayesij.data.lazy import lazy_log_lik
+from bayesij.data.lazy import lazy_log_lik, refuse_with_lazy
 from bayesij.stats._blocks import by_blocks
 
 __all__ = ["waic", "WaicResult", "generating_function"]
@@ -186,12 +186,7 @@ def waic(
     ddof = check_ddof(ddof)
     source = lazy_log_lik(data, log_lik)
     if source is not None:
-        if groups is not None:
-            raise fail(
-                "groups",
-                "groups with a lazy log-likelihood",
-                "no groups: sum grouped terms inside the log-likelihood function",
-            )
+        refuse_with_lazy(groups=groups)
         parts = by_blocks(source, _waic_block, ("waic",), {"beta": beta}, client)["waic"]
         index = pd.Index(source.obs_names, name="obs")
         return _result(parts, index, beta, ddof, int(np.prod(source.shape)))
