@@ -80,12 +80,17 @@ def cjs_distance(draws: np.ndarray, weights: np.ndarray) -> np.ndarray:
         empirical distribution of the draws and ``Q`` the weighted one (Nguyen and Vreeken
         2015's cumulative JS divergence, normalised as Kallioinen et al.).
     """
-    n_draws = draws.shape[0]
     order = np.argsort(draws, axis=0, kind="stable")
-    x = np.take_along_axis(draws, order, axis=0)
+    return _cjs(np.take_along_axis(draws, order, axis=0), weights[order])
+
+
+def _cjs(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """:func:`cjs_distance` of draws ``x`` sorted ascending down each column, with the
+    weights ``w`` in the same order (both (S, K))."""
+    n_draws = x.shape[0]
     width = np.diff(x, axis=0)
     cdf_p = np.linspace(1 / n_draws, 1 - 1 / n_draws, n_draws - 1)[:, None]
-    cdf_q = np.cumsum(weights[order], axis=0)[:-1]
+    cdf_q = np.cumsum(w, axis=0)[:-1]
     int_p, int_q = (cdf_p * width).sum(axis=0), (cdf_q * width).sum(axis=0)
     mid = _log2(0.5 * (cdf_p + cdf_q))
     pq = np.sum(width * cdf_p * (_log2(cdf_p) - mid), axis=0) + 0.5 / np.log(2) * (int_q - int_p)
@@ -100,7 +105,9 @@ def _log2(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def power_sensitivity(draws: np.ndarray, component: np.ndarray, alphas=(0.99, 1.01)) -> np.ndarray:
+def power_sensitivity(
+    draws: np.ndarray, component: np.ndarray, alphas=(0.99, 1.01), order=None
+) -> np.ndarray:
     """Power-scaling sensitivity of each quantity to one component, shape (K,).
 
     ``(CJS_lower / -log2(alpha_lower) + CJS_upper / log2(alpha_upper)) / 2``, each CJS the
@@ -115,10 +122,17 @@ def power_sensitivity(draws: np.ndarray, component: np.ndarray, alphas=(0.99, 1.
         Log prior or summed log-likelihood at each draw.
     alphas : (float, float)
         The powers below and above 1.
+    order : ndarray of shape (S, K), optional
+        ``argsort`` of ``draws`` down each column, when already computed: the draws are
+        sorted once for both powers, both signs (``-f`` sorted is ``f`` sorted, reversed)
+        and, in :func:`bayesij.psense`, both components.
     """
+    if order is None:
+        order = np.argsort(draws, axis=0, kind="stable")
+    x = np.take_along_axis(draws, order, axis=0)
     gradients = []
     for alpha in alphas:
-        weights = np.exp(power_scaling_log_weights(component, alpha))
-        distance = np.maximum(cjs_distance(draws, weights), cjs_distance(-draws, weights))
+        w = np.exp(power_scaling_log_weights(component, alpha))[order]
+        distance = np.maximum(_cjs(x, w), _cjs(-x[::-1], w[::-1]))
         gradients.append(distance / abs(np.log2(alpha)))
     return 0.5 * (gradients[0] + gradients[1])

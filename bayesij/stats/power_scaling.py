@@ -76,10 +76,11 @@ def psense(
     draws = post.quantities.values.reshape(-1, len(post.quantity_names))
     likelihood = post.log_lik.values.reshape(draws.shape[0], -1).sum(axis=1)
     check_finite(likelihood, "log_lik")
+    order = np.argsort(draws, axis=0, kind="stable")  # one sort for both components
     table = pd.DataFrame(
         {
-            "prior": power_sensitivity(draws, prior, (low, high)),
-            "likelihood": power_sensitivity(draws, likelihood, (low, high)),
+            "prior": power_sensitivity(draws, prior, (low, high), order),
+            "likelihood": power_sensitivity(draws, likelihood, (low, high), order),
         },
         index=pd.Index(post.quantity_names, name="quantity"),
     )
