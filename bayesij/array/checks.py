@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from bayesij.array._numeric import map_chunks
+
 __all__ = [
     "fail",
     "as_float_array",
@@ -225,14 +227,19 @@ def _all_within(values: np.ndarray, limit: float, minus_inf: bool) -> bool:
         return all(_all_within(part, limit, minus_inf) for part in values)
     rows = values.reshape(-1, values.shape[-1])
     step = max(1, 2**21 // rows.shape[1])
-    for start in range(0, rows.shape[0], step):
-        block = rows[start : start + step]
-        if not block.max() < limit:
-            return False
-        low = block.min()
-        if low < -limit and not (minus_inf and not _out_of_range(block, limit).any()):
-            return False
-    return True
+    failed = []
+
+    def check_block(block: slice) -> None:
+        part = rows[block]
+        if not part.max() < limit:
+            failed.append(block)
+            return
+        low = part.min()
+        if low < -limit and not (minus_inf and not _out_of_range(part, limit).any()):
+            failed.append(block)
+
+    map_chunks(check_block, [slice(i, i + step) for i in range(0, rows.shape[0], step)])
+    return not failed
 
 
 def check_log_lik_values(log_lik: np.ndarray, argument: str = "log_lik") -> None:

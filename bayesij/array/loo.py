@@ -48,6 +48,8 @@ _BLOM = norm.ppf((np.arange(1, 1001) - 3 / 8) / (1000 - 2 * 3 / 8 + 1))
 #: (divisor n - 1) of the powers ``q^1..q^K`` of the Blom quantiles.
 _SERIES_TERMS = 24
 _POWER_COV = np.cov(_BLOM[:, None] ** np.arange(1, _SERIES_TERMS + 1), rowvar=False)
+#: ``(-1)^(k+1) / k``, k = 1..K: the coefficients of the series.
+_SERIES_SIGNS = (-1.0) ** np.arange(2, _SERIES_TERMS + 2) / np.arange(1, _SERIES_TERMS + 1)
 #: Largest ``c`` for the series: ``c max|q| <= 0.3`` keeps the truncation below 1e-14.
 _SERIES_MAX = 0.3 / -_BLOM[0]
 
@@ -95,22 +97,15 @@ def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
     # Small c: var(log1p(c q)) = a^T Cov(q^j, q^k) a with a_k = (-1)^(k+1) c^k / k, the
     # power series of log1p, without 1000 logarithms per observation.
     series = relative_error <= _SERIES_MAX
-    powers = np.arange(1, _SERIES_TERMS + 1)
-    a = (-1.0) ** (powers + 1) * relative_error[series, None] ** powers / powers
-    variance[series] = np.einsum("ij,jk,ik->i", a, _POWER_COV, a)
-    # Every z is positive while c * min(q) > -1: plain variance of log1p(c q).
-    simple = ~series & (relative_error * -_BLOM[0] < 1)
-    variance[simple] = np.log1p(relative_error[simple, None] * _BLOM).var(axis=1, ddof=1)
-    wide = ~series & ~simple
-    if wide.any():
-        shifted = 1 + relative_error[wide, None] * _BLOM[None, :]
-        positive = shifted > 0
-        logs = np.log(np.where(positive, shifted, 1.0))
-        count = positive.sum(axis=1)
-        mean = np.where(positive, logs, 0.0).sum(axis=1) / count
-        variance[wide] = np.where(positive, (logs - mean[:, None]) ** 2, 0.0).sum(axis=1) / (
-            count - 1
-        )
+    c = relative_error[series, None]
+    a = np.cumprod(np.broadcast_to(c, (c.shape[0], _SERIES_TERMS)), axis=1) * _SERIES_SIGNS
+    variance[series] = ((a @ _POWER_COV) * a).sum(axis=1)  # a matrix product: BLAS
+    # Otherwise the variance of log(1 + c q) over the z > 0 (all of them while
+    # c * min(q) > -1), by vectorised logarithms.
+    if not series.all():
+        from bayesij.array.psis_fused import log_variances  # compiled kernels: numba
+
+        variance[~series] = log_variances(relative_error[~series], _BLOM)
     return np.sqrt(variance / r_eff)
 
 
@@ -155,7 +150,8 @@ def _psis_elpd(
     if log_weights_out is not None:
         lw_buffer.reshape(-1)[slots] = tail_lw[tail_rows, tail_slots]
         np.subtract(lw_buffer, normaliser[:, None], out=log_weights_out)
-    sum_w2 = np.einsum("ij,ij->i", weights, weights) / total**2
+    with np.errstate(invalid="ignore", divide="ignore"):  # total 0: redone in logs below
+        sum_w2 = np.einsum("ij,ij->i", weights, weights) / total**2
     # Sums over the smoothed tail (l_s = body - raw log ratio), and the body's constant.
     tail_terms = np.where(in_tail, body[:, None] - tail_raw, 0.0) + tail_lw
     n_body = n_draws - in_tail.sum(axis=1)
@@ -186,6 +182,48 @@ def _psis_elpd(
         if log_weights_out is not None:
             log_weights_out[i] = normalised
     return lppd, elpd, psis.pareto_k, mcse_elpd(relative_error, r_eff), r_eff / sum_w2
+
+
+def _minimum_with_stand_in(rows: np.ndarray, which=slice(None)):
+    """Each row's minimum and whether it is -inf (an impossible observation), such rows
+    of ``rows[which]`` changed in place to a stand-in (-inf -> 0) whose results are
+    replaced afterwards; the minima are those of the stand-ins."""
+    body = rows[which].min(axis=1)
+    impossible = body == -np.inf
+    if impossible.any():
+        indices = np.arange(len(rows))[which][impossible]
+        stand_in = rows[indices]
+        stand_in[np.isneginf(stand_in)] = 0.0
+        rows[indices] = stand_in
+        body[impossible] = stand_in.min(axis=1)
+    return body, impossible
+
+
+def _psis_elpd_fused(log_lik, tail_len, r_eff, ties, scratch):
+    """:func:`_psis_elpd` (PSIS) by the compiled per-row kernel, the rows it leaves (ties,
+    wide ranges, k-hat far above 1, impossible observations...) by :func:`_psis_elpd`.
+
+    Also returns the mask of the rows left and (minima, impossible) as
+    :func:`_minimum_with_stand_in` (the kernel finds the minima of the rows it does).
+    """
+    from bayesij.array.psis_fused import fused_psis_loo  # compiles (or loads) on first use
+
+    fused = fused_psis_loo(log_lik, tail_len)
+    lppd, elpd, k, body = fused.lppd, fused.elpd, fused.pareto_k, fused.minimum
+    with np.errstate(divide="ignore"):
+        ess = r_eff / fused.sum_w2
+    mcse = np.full(len(log_lik), np.nan)
+    mcse[fused.done] = mcse_elpd(fused.relative_error[fused.done], r_eff[fused.done])
+    impossible = np.zeros(len(log_lik), dtype=bool)
+    left = np.flatnonzero(~fused.done)
+    if left.size:
+        body[left], impossible[left] = _minimum_with_stand_in(log_lik, left)
+        results = _psis_elpd(
+            log_lik[left], body[left], tail_len[left], r_eff[left], True, ties, scratch
+        )
+        for values, part in zip((lppd, elpd, k, mcse, ess), results, strict=True):
+            values[left] = part
+    return lppd, elpd, k, mcse, ess, ~fused.done, (body, impossible)
 
 
 #: Below this sum of weights (scaled to the largest raw ratio) a row is redone in log space.
@@ -355,17 +393,23 @@ def loo_methods(
             buffers.rows = np.empty(shape)
             buffers.scratch = (np.empty(shape), np.empty(shape), np.empty(shape))
         rows = transpose_columns(matrix, chunk, buffers.rows)
-        body = rows.min(axis=1)
-        impossible = body == -np.inf
-        if impossible.any():  # computed on a stand-in, then set to -inf
-            rows[np.isneginf(rows)] = 0.0
-            body = rows.min(axis=1)
+        saved = None if log_weights is None else log_weights[chunk]
+        fused = base == "psis" and saved is None
+        if given is None or not fused:  # the fused kernel finds each row's minimum itself
+            body, impossible = _minimum_with_stand_in(rows)
         efficiency = given[chunk] if given is not None else _r_eff_rows(rows, by_chain)
         tails = tail_length(n_draws, efficiency, tail_rule)
-        saved = None if log_weights is None else log_weights[chunk]
-        lppd, elpd, k, mcse, ess = _psis_elpd(
-            rows, body, tails, efficiency, base == "psis", ties, buffers.scratch, saved
-        )
+        if fused:
+            lppd, elpd, k, mcse, ess, checked, found = _psis_elpd_fused(
+                rows, tails, efficiency, ties, buffers.scratch
+            )
+            if given is not None:
+                body, impossible = found
+        else:
+            lppd, elpd, k, mcse, ess = _psis_elpd(
+                rows, body, tails, efficiency, base == "psis", ties, buffers.scratch, saved
+            )
+            checked = np.ones(len(rows), dtype=bool)
         for m in methods:
             if m == base:
                 per_method[m][:, chunk] = [elpd, mcse, ess]
@@ -374,7 +418,8 @@ def loo_methods(
                 per_method[m][:, chunk] = [plain[1], plain[3], plain[4]]
             else:
                 per_method[m][0, chunk] = _ij_elpd(rows) if m == "ij" else _cumulant_elpd(rows)
-        constant = (rows == rows[:, :1]).all(axis=1)
+        constant = np.zeros(len(rows), dtype=bool)  # a constant row is never done fused
+        constant[checked] = (rows[checked] == rows[checked, :1]).all(axis=1)
         out[:, chunk] = [lppd, k, efficiency, constant]
         if impossible.any():
             columns = np.arange(chunk.start, chunk.stop)[impossible]
