@@ -19,6 +19,7 @@ __all__ = [
     "relative_eff_rows",
     "log_lik_relative_eff",
     "exp_of_rows",
+    "log_lik_relative_eff_rows",
     "fft_next_good_size",
 ]
 
@@ -51,17 +52,27 @@ def _autocovariance(draws: np.ndarray) -> np.ndarray:
     return sums * size / n**2
 
 
-def _geyer_tau(rho: np.ndarray, n_total: int) -> np.ndarray:
-    """Integrated autocorrelation time from autocorrelations (n_draws, n_columns), as R loo."""
+def _geyer_stops(rho: np.ndarray, n_draws: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pair sums ``rho_2j + rho_2j+1`` (n_pairs, n_columns) of autocorrelations (n_lags,
+    n_columns) and where Geyer's loop stops: after the first pair that is not positive, or
+    once ``t = 2j >= n_draws - 5`` (all False where it runs past the lags given)."""
+    n_pairs = rho.shape[0] // 2
+    pairs = rho[0 : 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]  # lags (2j, 2j + 1)
+    t_values = 2 * np.arange(n_pairs)
+    stop = ~(pairs > 0) | (t_values[:, None] >= n_draws - 5)
+    stop[0] = ~(pairs[0] > 0)
+    return pairs, stop
+
+
+def _geyer_tau(rho: np.ndarray, n_total: int, n_draws: int | None = None) -> np.ndarray:
+    """Integrated autocorrelation time from autocorrelations (n_lags, n_columns), as R loo.
+
+    ``n_draws`` (per chain) defaults to ``n_lags``; fewer lags may be given for columns
+    whose sequence stops within them (:func:`_geyer_stops`)."""
     n, n_columns = rho.shape
     columns = np.arange(n_columns)
     n_pairs = n // 2
-    pairs = rho[0 : 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]  # lags (2j, 2j + 1)
-    # Geyer's loop goes t = 2, 4, ... and stops after the first pair that is not positive,
-    # or once t >= n - 5.
-    t_values = 2 * np.arange(n_pairs)
-    stop = ~(pairs > 0) | (t_values[:, None] >= n - 5)
-    stop[0] = ~(pairs[0] > 0)
+    pairs, stop = _geyer_stops(rho, n if n_draws is None else n_draws)
     first = np.argmax(stop, axis=0)
     first[~stop.any(axis=0)] = n_pairs - 1
     max_t = 2 * first
@@ -133,6 +144,35 @@ def log_lik_relative_eff(log_lik: np.ndarray) -> np.ndarray:
         rows = np.ascontiguousarray(np.moveaxis(log_lik[:, :, chunk], 2, 0), dtype=np.float64)
         out[chunk] = relative_eff_rows(exp_of_rows(rows))
     return out
+
+
+#: Lags summed directly by :func:`log_lik_relative_eff_rows` before it turns to the FFT.
+SHORT_LAGS = 16
+
+
+def log_lik_relative_eff_rows(log_lik: np.ndarray, n_chains: int) -> np.ndarray:
+    """R loo's relative efficiency of ``exp(log_lik)`` for rows of draws, shape (n_rows,).
+
+    ``log_lik`` (n_rows, n_chains * n_draws) holds each chain's draws contiguously. Geyer's
+    sequence usually stops within a few lags: those are summed directly by a compiled kernel
+    (:func:`bayesij.array.psis_fused.short_lag_autocorrelations`), and only rows whose
+    sequence runs past ``SHORT_LAGS`` lags get every lag by FFT
+    (:func:`relative_eff_rows`). Equal to the FFT for every row up to rounding.
+    """
+    n_rows, n_total = log_lik.shape
+    n_draws = n_total // n_chains
+    if n_draws < MIN_CHAIN_DRAWS or n_draws <= SHORT_LAGS:
+        return relative_eff_rows(exp_of_rows(log_lik.reshape(n_rows, n_chains, n_draws)))
+    from bayesij.array.psis_fused import short_lag_autocorrelations  # compiled: numba
+
+    rho = short_lag_autocorrelations(log_lik, n_chains, fft_next_good_size(n_draws), SHORT_LAGS)
+    stops = _geyer_stops(rho, n_draws)[1].any(axis=0)
+    r_eff = np.empty(n_rows)
+    r_eff[stops] = n_total / _geyer_tau(rho[:, stops], n_total, n_draws) / n_total
+    if not stops.all():
+        long = log_lik[~stops].reshape(-1, n_chains, n_draws)
+        r_eff[~stops] = relative_eff_rows(exp_of_rows(long))
+    return r_eff
 
 
 def exp_of_rows(log_values: np.ndarray) -> np.ndarray:

@@ -42,7 +42,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-__all__ = ["FusedLoo", "fused_psis_loo", "log_variances"]
+__all__ = ["FusedLoo", "fused_psis_loo", "log_variances", "short_lag_autocorrelations"]
 
 #: Compiled without Python's error model or bounds checks, the GIL released (threads).
 _compiled = njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)
@@ -527,3 +527,88 @@ def log_variances(scales: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
     out = np.empty(len(scales))
     _log_variances(np.asarray(scales, dtype=np.float64), np.asarray(quantiles, np.float64), out)
     return out
+
+
+def short_lag_autocorrelations(
+    rows: np.ndarray, n_chains: int, fft_size: int, n_lags: int
+) -> np.ndarray:
+    """Autocorrelations of ``exp(rows)`` at lags ``0..n_lags-1`` as R loo's ``relative_eff``
+    combines them over chains, each lag summed directly (no FFT).
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n_chains * n_draws)
+        Log values, the draws of each chain contiguous; each row is shifted by its maximum
+        before ``exp`` (values below ``exp(-708)`` count as ``exp(-708)``, a change far
+        below the rounding of the sums).
+    n_chains : int
+    fft_size : int
+        R's FFT size for ``n_draws`` (:func:`bayesij.array.ess.fft_next_good_size`): its
+        autocovariances are the lagged sums times ``fft_size / n_draws^2``.
+    n_lags : int
+
+    Returns
+    -------
+    ndarray of shape (n_lags, n_rows)
+        ``rho_t = 1 - (W - mean_c acov_c(t)) / var_plus``, ``rho_0 = 1``, as
+        :func:`bayesij.array.ess.relative_eff_rows` (NaN for a constant row); NaN after the
+        first pair ``rho_2j + rho_2j+1`` that is not positive, where Geyer's sequence stops.
+    """
+    out = np.empty((n_lags, rows.shape[0]))
+    _autocorrelations(np.ascontiguousarray(rows, dtype=np.float64), n_chains, fft_size, out)
+    return out
+
+
+@_compiled
+def _autocorrelations(rows, n_chains, fft_size, out):
+    n_total = rows.shape[1]
+    n = n_total // n_chains
+    shifted = np.empty(n_total)
+    values = np.empty(n_total)
+    exponent = np.empty(n_total, dtype=np.int64)
+    means = np.empty(n_chains)
+    for r in range(rows.shape[0]):
+        _, high = _min_max(rows[r])
+        for s in range(n_total):
+            shifted[s] = min(high - rows[r, s], 708.0)
+        _exp_parts(shifted, 0.0, values, exponent)
+        power = exponent.view(np.float64)
+        for s in range(n_total):
+            values[s] *= power[s]
+        for c in range(n_chains):
+            means[c] = _mean(values[c * n : (c + 1) * n])
+            values[c * n : (c + 1) * n] -= means[c]
+        scale = fft_size / n**2 / n_chains
+        mean_var = _lagged_sums(values, n, n_chains, 0) * scale * n / (n - 1)
+        var_plus = mean_var * (n - 1) / n
+        if n_chains > 1:
+            grand = _mean(means)
+            for c in range(n_chains):
+                var_plus += (means[c] - grand) ** 2 / (n_chains - 1)
+        out[:, r] = math.nan
+        out[0, r] = 1.0
+        for t in range(1, min(out.shape[0], n)):
+            acov = _lagged_sums(values, n, n_chains, t) * scale
+            out[t, r] = 1 - (mean_var - acov) / var_plus
+            if t % 2 == 1 and not out[t - 1, r] + out[t, r] > 0:
+                break  # Geyer's sequence stops at this pair: later lags are not used
+
+
+@_reordered
+def _mean(values):
+    total = 0.0
+    for i in range(values.shape[0]):
+        total += values[i]
+    return total / values.shape[0]
+
+
+@njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, fastmath=True)
+def _lagged_sums(centred, n, n_chains, lag):
+    """``sum_c sum_i d[c, i] d[c, i + lag]`` over chains of ``n`` contiguous finite values."""
+    total = 0.0
+    for c in range(n_chains):
+        head = centred[c * n : (c + 1) * n - lag]  # two slices indexed alike: vectorised
+        tail = centred[c * n + lag : (c + 1) * n]
+        for i in range(n - lag):
+            total += head[i] * tail[i]
+    return total

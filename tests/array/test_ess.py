@@ -1,0 +1,47 @@
+"""R loo's relative efficiency by short directly summed lags equals the all-lags FFT path."""
+
+import numpy as np
+import pytest
+
+from bayesij.array.ess import (
+    SHORT_LAGS,
+    _geyer_stops,
+    exp_of_rows,
+    log_lik_relative_eff_rows,
+    relative_eff_rows,
+)
+from bayesij.array.psis_fused import short_lag_autocorrelations
+
+
+def _ar1_chains(phi, n_rows=200, n_chains=4, n_draws=1000, seed=0):
+    """Log-likelihood-like draws whose exp is an AR(1) chain with coefficient ``phi``."""
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(size=(n_rows, n_chains, n_draws))
+    x = np.empty_like(noise)
+    x[..., 0] = noise[..., 0]
+    for t in range(1, n_draws):
+        x[..., t] = phi * x[..., t - 1] + noise[..., t]
+    return 0.3 * x
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.5, 0.95])
+def test_short_lags_equal_the_fft_path(phi):
+    draws = _ar1_chains(phi)
+    draws[0] = 2.0  # constant: R loo's 0.5
+    fast = log_lik_relative_eff_rows(draws.reshape(len(draws), -1), n_chains=4)
+    reference = relative_eff_rows(exp_of_rows(draws))
+    np.testing.assert_allclose(fast, reference, rtol=1e-12)
+    assert fast[0] == 0.5
+
+
+def test_slowly_mixing_rows_reach_past_the_short_lags():
+    draws = _ar1_chains(0.95, n_rows=20)
+    rows = draws.reshape(20, -1)
+    rho = short_lag_autocorrelations(rows, 4, 1000, SHORT_LAGS)
+    assert not _geyer_stops(rho, 1000)[1].any(axis=0).all()  # the FFT fallback was used
+
+
+def test_chains_shorter_than_the_short_lags():
+    draws = _ar1_chains(0.3, n_rows=10, n_draws=12)
+    fast = log_lik_relative_eff_rows(draws.reshape(10, -1), n_chains=4)
+    np.testing.assert_allclose(fast, relative_eff_rows(exp_of_rows(draws)), rtol=1e-12)
