@@ -8,8 +8,10 @@ sums of log-likelihood columns within groups. NumPy only.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 
@@ -20,10 +22,14 @@ __all__ = [
     "obs_chunks",
     "read_columns",
     "map_chunks",
+    "map_ordered",
     "transpose_columns",
     "sum_by_group",
     "THREADS",
 ]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: Threads working on chunks of observations at once (NumPy releases the GIL in the heavy
 #: operations); set BAYESIJ_THREADS to change it.
@@ -39,6 +45,23 @@ def map_chunks(work: Callable[[slice], None], chunks: list[slice]) -> None:
         return
     with ThreadPoolExecutor(max_workers=min(THREADS, len(chunks))) as pool:
         list(pool.map(work, chunks))
+
+
+def map_ordered(work: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+    """``work(item)`` for each item on up to ``THREADS`` threads, results in order; at most
+    ``THREADS + 1`` items are taken from ``items`` ahead of the results (a lazy source is
+    never read whole)."""
+    if THREADS <= 1:
+        yield from map(work, items)
+        return
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        pending: deque[Future[R]] = deque()
+        for item in items:
+            pending.append(pool.submit(work, item))
+            if len(pending) > THREADS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def exp_and_logsumexp(

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["draw_blocks", "BlockMoments", "block_moments"]
+__all__ = ["draw_blocks", "BlockMoments", "block_moments", "error_weights"]
 
 
 def draw_blocks(chain_ids: np.ndarray, n_blocks: int) -> list[np.ndarray]:
@@ -55,25 +55,40 @@ def _as_index(rows: np.ndarray) -> slice | np.ndarray:
     return rows
 
 
+def error_weights(sizes: np.ndarray) -> np.ndarray:
+    """Batch-means weights ``B/(B-1) a_b^2`` of blocks of ``sizes`` draws, ``a_b = n_b / S``:
+    ``Var(psi) ~ sum_b weight_b error_b^2``."""
+    n = sizes.size
+    return n / (n - 1) * (sizes / sizes.sum()) ** 2
+
+
 class BlockMoments(NamedTuple):
     """Cross-products of centred quantities and log-likelihood, per block of draws.
 
     Attributes
     ----------
-    cross : ndarray of shape (n_blocks, n_quantities, n_obs)
-        ``sum_{s in b} (f_s - f_bar)(l_s - l_bar)``.
+    products : ndarray of shape (n_blocks, n_quantities + 1, n_obs)
+        ``sum_{s in b} (f_s - f_bar)(l_s - l_bar)`` (``cross``) with
+        ``sum_{s in b} (l_s - l_bar)`` (``sum_l``) as the last row.
     sum_f : ndarray of shape (n_blocks, n_quantities)
         ``sum_{s in b} (f_s - f_bar)``.
-    sum_l : ndarray of shape (n_blocks, n_obs)
-        ``sum_{s in b} (l_s - l_bar)``.
     sizes : ndarray of shape (n_blocks,)
         Number of draws in each block.
     """
 
-    cross: np.ndarray
+    products: np.ndarray
     sum_f: np.ndarray
-    sum_l: np.ndarray
     sizes: np.ndarray
+
+    @property
+    def cross(self) -> np.ndarray:
+        """Cross-products, shape (n_blocks, n_quantities, n_obs)."""
+        return self.products[:, :-1]
+
+    @property
+    def sum_l(self) -> np.ndarray:
+        """Block sums of the centred log-likelihood, shape (n_blocks, n_obs)."""
+        return self.products[:, -1]
 
     @property
     def psi(self) -> np.ndarray:
@@ -90,39 +105,57 @@ class BlockMoments(NamedTuple):
         return self.cross * (total / (total - 1) / self.sizes)[:, None, None] - self.psi
 
     def error_weights(self) -> np.ndarray:
-        """Batch-means weights ``B/(B-1) a_b^2``: ``Var(psi) ~ sum_b weight_b error_b^2``."""
-        n = self.sizes.size
-        return n / (n - 1) * (self.sizes / self.sizes.sum()) ** 2
+        """Batch-means weights of the blocks (:func:`error_weights`)."""
+        return error_weights(self.sizes)
 
-    def psi_variance(self) -> np.ndarray:
-        """Batch-means estimate of the Monte Carlo variance of ``psi``, shape (K, n_obs)."""
-        return np.einsum("b,bkn->kn", self.error_weights(), self.block_errors() ** 2)
+    def psi_variance(self, errors: np.ndarray | None = None) -> np.ndarray:
+        """Batch-means estimate of the Monte Carlo variance of ``psi``, shape (K, n_obs);
+        ``errors``: :meth:`block_errors` when already at hand."""
+        errors = self.block_errors() if errors is None else errors
+        return np.einsum("b,bkn->kn", self.error_weights(), errors**2)
 
 
 def block_moments(
-    centred_f: np.ndarray, centred_l: np.ndarray, blocks: list[np.ndarray]
-) -> BlockMoments:
-    """Per-block cross-products of already centred quantities and log-likelihood.
+    centred_f: np.ndarray, log_lik: np.ndarray, blocks: list[np.ndarray]
+) -> tuple[BlockMoments, np.ndarray]:
+    """Per-block cross-products of centred quantities and centred log-likelihood, in one
+    pass over the log-likelihood and without writing a centred copy of it.
+
+    Each block is shifted by the first draw's values in a small buffer that stays in cache
+    and multiplied by ``[f_c, 1]``, which gives its cross-products and sums; the shift by the
+    mean is then applied to those (``sum_f`` and the sizes): the shifted values are of the
+    size of their spread, so nothing is lost to cancellation.
 
     Parameters
     ----------
     centred_f : ndarray of shape (n_draws, n_quantities)
-    centred_l : ndarray of shape (n_draws, n_obs)
-        Both centred by their means over all draws.
+        Centred by its mean over all draws.
+    log_lik : ndarray of shape (n_draws, n_obs)
+        As it is (finite or -inf).
     blocks : list of ndarray
         Draw indices of each block, from :func:`draw_blocks`.
 
     Returns
     -------
     BlockMoments
+        NaN in the columns that are -inf at some draw.
+    ndarray of shape (n_obs,)
+        Those columns (impossible observations).
     """
     indices = [_as_index(rows) for rows in blocks]
-    n_quantities, n_obs = centred_f.shape[1], centred_l.shape[1]
-    cross = np.empty((len(blocks), n_quantities, n_obs))
-    sum_l = np.empty((len(blocks), n_obs))
-    for b, index in enumerate(indices):
-        np.matmul(centred_f[index].T, centred_l[index], out=cross[b])
-        sum_l[b] = centred_l[index].sum(axis=0)
-    sum_f = np.stack([centred_f[index].sum(axis=0) for index in indices])
-    sizes = np.array([rows.size for rows in blocks], dtype=float)
-    return BlockMoments(cross, sum_f, sum_l, sizes)
+    k, n_obs = centred_f.shape[1], log_lik.shape[1]
+    with_ones = np.column_stack([centred_f, np.ones(len(centred_f))])
+    raw = np.empty((len(blocks), k + 1, n_obs))
+    buffer = np.empty(max(rows.size for rows in blocks) * n_obs)
+    reference = np.asarray(log_lik[0], dtype=float)
+    with np.errstate(invalid="ignore"):  # -inf columns: NaN
+        for b, index in enumerate(indices):
+            block = log_lik[index]
+            shifted = np.subtract(block, reference, out=buffer[: block.size].reshape(block.shape))
+            np.matmul(with_ones[index].T, shifted, out=raw[b])
+        sizes = np.array([rows.size for rows in blocks], dtype=float)
+        offset = raw[:, k].sum(axis=0) / sizes.sum()  # mean - reference
+        sum_f = np.stack([centred_f[index].sum(axis=0) for index in indices])
+        raw[:, :k] -= sum_f[:, :, None] * offset
+        raw[:, k] -= sizes[:, None] * offset
+    return BlockMoments(raw, sum_f, sizes), ~np.isfinite(offset)

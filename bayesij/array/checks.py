@@ -378,8 +378,9 @@ def check_unique(labels: Sequence, argument: str) -> None:
 def impossible_columns(log_lik: np.ndarray) -> np.ndarray:
     """Columns with -inf at some draw: observations impossible under part of the posterior."""
     out = np.zeros(log_lik.shape[-1], dtype=bool)
-    for piece in column_slices(log_lik.shape):
-        out[piece] = np.isneginf(log_lik[..., piece]).reshape(-1, out[piece].size).any(axis=0)
+    draw_axes = tuple(range(log_lik.ndim - 1))
+    for piece in column_slices(log_lik.shape):  # the minimum: no boolean temporary
+        out[piece] = np.min(log_lik[..., piece], axis=draw_axes) == -np.inf
     return out
 
 

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks, read_columns
+from bayesij.array._numeric import map_chunks, obs_chunks, read_columns
 from bayesij.array.blocks import block_moments, draw_blocks
 from bayesij.array.checks import (
     as_draws_matrix,
@@ -122,13 +122,16 @@ def influence_scores(
     psi = np.empty((f.shape[1], l.shape[1]))
     variance = np.empty_like(psi)
     floats_per_obs = 2 * f.shape[0] + 3 * len(blocks) * f.shape[1]
-    for chunk in obs_chunks(l.shape[1], floats_per_obs):
+    impossible = np.zeros(l.shape[1], dtype=bool)
+
+    def work(chunk: slice) -> None:
         columns = read_columns(l, chunk)
-        with np.errstate(invalid="ignore"):  # -inf columns become NaN, reported below
-            moments = block_moments(centred_f, columns - columns.mean(axis=0), blocks)
+        moments, impossible[chunk] = block_moments(centred_f, columns, blocks)
+        with np.errstate(invalid="ignore"):  # -inf columns are NaN, reported below
             psi[:, chunk] = moments.psi
             variance[:, chunk] = moments.psi_variance()
-    impossible = impossible_columns(l)
+
+    map_chunks(work, obs_chunks(l.shape[1], floats_per_obs))
     if impossible.any():
         psi[:, impossible] = np.nan
         variance[:, impossible] = np.nan

@@ -6,10 +6,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks, read_columns
-from bayesij.array.blocks import BlockMoments, block_moments, draw_blocks
+from bayesij.array._numeric import map_ordered, obs_chunks, read_columns
+from bayesij.array.blocks import (
+    BlockMoments,
+    block_moments,
+    draw_blocks,
+    error_weights,
+)
 from bayesij.array.checks import check_positive_int, check_seed, fail
-from bayesij.array.influence import InfluenceScores, impossible_columns, prepare_draws
+from bayesij.array.influence import InfluenceScores, prepare_draws
 
 __all__ = ["IJArrays", "ij_covariance", "ij_from_columns"]
 
@@ -56,31 +61,52 @@ class _Sums:
         self.err1, self.err2 = np.zeros((n_blocks, k)), np.zeros((n_blocks, k, k))
         self.boot1, self.boot2 = np.zeros((n_boot, k)), np.zeros((n_boot, k, k))
 
-    def add(self, moments: BlockMoments, counts: np.ndarray) -> None:
+    def merge(self, other: _Sums) -> None:
+        """Add another chunk's sums."""
+        for name, value in vars(other).items():
+            getattr(self, name).__iadd__(value)
+
+    def add(self, moments: BlockMoments, errors: np.ndarray, counts: np.ndarray) -> _Sums:
+        """Add one chunk's moments and their block errors (``counts``: block-bootstrap
+        replicates); returns self."""
         psi = moments.psi
         self.psi1 += psi.sum(axis=1)
         self.psi2 += psi @ psi.T
-        errors = moments.block_errors()
         self.err1 += errors.sum(axis=2)
         self.err2 += np.matmul(errors, errors.transpose(0, 2, 1))
-        boot = _bootstrap_psi(moments, counts)
-        self.boot1 += boot.sum(axis=2)
-        self.boot2 += np.matmul(boot, boot.transpose(0, 2, 1))
+        boot1, boot2 = _bootstrap_sums(moments, counts)
+        self.boot1 += boot1
+        self.boot2 += boot2
+        return self
 
 
-def _bootstrap_psi(moments: BlockMoments, counts: np.ndarray) -> np.ndarray:
-    """Influence scores of each block-bootstrap replicate, shape (n_boot, K, n_obs).
+def _bootstrap_sums(moments: BlockMoments, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sums over the chunk's observations of the replicates' influence scores and of their
+    outer products, shapes (n_boot, K) and (n_boot, K, K).
 
-    A replicate takes block ``b`` ``counts[r, b]`` times; its covariance is the resampled
-    cross-product sum over the resampled draw count, less the product of resampled means.
+    A replicate ``r`` takes block ``b`` ``counts[r, b]`` times: its scores are
+    ``(C_rn - m_r l_rn) / (t_r - 1)`` with ``C_rn`` and ``l_rn`` the resampled cross-products
+    and log-likelihood sums, ``m_r`` the resampled mean of f and ``t_r`` the resampled draw
+    count. Their sums and outer products follow from ``sum_n [C_rn, l_rn]`` and
+    ``sum_n [C_rn, l_rn][C_rn, l_rn]^T``, one matrix product each: no array of the
+    replicates' scores is formed.
     """
-    n_blocks, k, n = moments.cross.shape
+    n_blocks, k1, n = moments.products.shape
     total = counts @ moments.sizes
-    cross = (counts @ moments.cross.reshape(n_blocks, k * n)).reshape(-1, k, n)
+    resampled = (counts @ moments.products.reshape(n_blocks, k1 * n)).reshape(-1, k1, n)
+    first = resampled.sum(axis=2)  # (n_boot, K + 1)
+    second = np.matmul(resampled, resampled.transpose(0, 2, 1))  # (n_boot, K + 1, K + 1)
     mean_f = counts @ moments.sum_f / total[:, None]
-    mean_l = counts @ moments.sum_l / total[:, None]
-    covariance = cross / total[:, None, None] - mean_f[:, :, None] * mean_l[:, None, :]
-    return covariance * (total / (total - 1))[:, None, None]
+    scale = 1 / (total - 1)
+    boot1 = (first[:, :-1] - mean_f * first[:, -1:]) * scale[:, None]
+    cross = second[:, :-1, -1:] * mean_f[:, None, :]  # sum_n C_rn l_rn m_r^T
+    boot2 = (
+        second[:, :-1, :-1]
+        - cross
+        - cross.transpose(0, 2, 1)
+        + second[:, -1:, -1:] * mean_f[:, :, None] * mean_f[:, None, :]
+    ) * (scale**2)[:, None, None]
+    return boot1, boot2
 
 
 def _centred_outer(second: np.ndarray, first: np.ndarray, n: int) -> np.ndarray:
@@ -190,11 +216,13 @@ def ij_from_columns(
         .astype(float)
     )
     centred_f = f - f.mean(axis=0)
-    sums = _Sums(f.shape[1], len(blocks), n_boot)
-    psi = np.empty((f.shape[1], n_obs))
+    k = f.shape[1]
+    psi = np.empty((k, n_obs))
     psi_variance = np.empty_like(psi)
-    for chunk, block in columns:
-        impossible = impossible_columns(block)
+
+    def work(item) -> _Sums:
+        chunk, block = item
+        moments, impossible = block_moments(centred_f, block, blocks)
         if impossible.any():
             first = np.arange(n_obs)[chunk][impossible][:5].tolist()
             raise fail(
@@ -203,11 +231,16 @@ def ij_from_columns(
                 "finite values for the IJ covariance",
                 "Such observations have no finite influence; remove them or use groups.",
             )
-        moments = block_moments(centred_f, block - block.mean(axis=0), blocks)
-        sums.add(moments, counts)
-        psi[:, chunk], psi_variance[:, chunk] = moments.psi, moments.psi_variance()
+        errors = moments.block_errors()
+        psi[:, chunk], psi_variance[:, chunk] = moments.psi, moments.psi_variance(errors)
+        return _Sums(k, len(blocks), n_boot).add(moments, errors, counts)
+
+    sums = _Sums(k, len(blocks), n_boot)
+    for part in map_ordered(work, columns):  # chunks on threads, their sums added in order
+        sums.merge(part)
     scores = InfluenceScores(psi, np.sqrt(psi_variance))
-    return _assemble(sums, n_obs, centred_f, moments.error_weights(), scores)
+    weights = error_weights(np.array([rows.size for rows in blocks], dtype=float))
+    return _assemble(sums, n_obs, centred_f, weights, scores)
 
 
 def _assemble(

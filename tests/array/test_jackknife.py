@@ -99,3 +99,32 @@ def test_impossible_observation_is_an_error(rng):
     l[3, 2] = -np.inf
     with pytest.raises(ValueError, match=r"log_lik: found -inf .* \(first: \[2\]\)"):
         ij_covariance(rng.normal(size=(50, 1)), l)
+
+
+def test_block_moments_and_bootstrap_sums_equal_their_direct_forms():
+    # Log-likelihood far from 0 (mean -1e4, spread 1): the shifted products lose nothing.
+    from bayesij.array.blocks import block_moments, draw_blocks
+    from bayesij.array.jackknife import _bootstrap_sums
+
+    rng = np.random.default_rng(0)
+    draws, k, n = 800, 3, 40
+    f = rng.normal(size=(draws, k))
+    centred_f = f - f.mean(axis=0)
+    log_lik = rng.normal(size=(draws, n)) - 1e4 + 0.3 * f[:, :1]
+    blocks = draw_blocks(np.repeat(np.arange(4), draws // 4), 20)
+    moments, impossible = block_moments(centred_f, log_lik, blocks)
+    centred_l = log_lik - log_lik.mean(axis=0)
+    expected_cross = np.stack([centred_f[b].T @ centred_l[b] for b in blocks])
+    np.testing.assert_allclose(moments.cross, expected_cross, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(moments.psi, centred_f.T @ centred_l / (draws - 1), atol=1e-12)
+    assert not impossible.any()
+    counts = rng.multinomial(20, np.full(20, 1 / 20), size=30).astype(float)
+    total = counts @ moments.sizes
+    mean_f = counts @ moments.sum_f / total[:, None]
+    mean_l = counts @ moments.sum_l / total[:, None]
+    cross = np.einsum("rb,bkn->rkn", counts, moments.cross)
+    boot = cross / total[:, None, None] - mean_f[:, :, None] * mean_l[:, None, :]
+    boot *= (total / (total - 1))[:, None, None]
+    first, second = _bootstrap_sums(moments, counts)
+    np.testing.assert_allclose(first, boot.sum(axis=2), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(second, boot @ boot.transpose(0, 2, 1), rtol=1e-10, atol=1e-12)
