@@ -25,6 +25,8 @@ from bayesij.array.psis import psis_chunk, tail_length
 
 __all__ = [
     "amip_search",
+    "linear_search",
+    "metric_influence",
     "search_path",
     "hybrid_change",
     "weighted_influence_mcse",
@@ -430,50 +432,36 @@ def hybrid_change(
     return value - before
 
 
-def _after(f, log_lik, path: AmipPath, method: str) -> tuple[float, float]:
-    """Predicted posterior mean and sd after dropping the path's set."""
+def _reweighted_after(f, log_lik, path: AmipPath) -> tuple[float, float]:
+    """Predicted posterior mean and sd after dropping the reweighted path's set."""
     flat = f.reshape(-1)
     mean, sd = float(flat.mean()), float(flat.std(ddof=1))
     if path.order.size == 0:
         return mean, sd
-    if method == "reweighted":
-        reliable, extra = path.order[: path.reliable], path.order[path.reliable :]
-        change_mean = hybrid_change(f, log_lik, reliable, extra, 0, 1.0)
-        change_upper = hybrid_change(f, log_lik, reliable, extra, 1, 1.0)
-        sd = float(flat.std())  # divisor S, as weighted_value's sd under uniform weights
-    else:
-        change_mean, _ = linear_set_change(f, log_lik, path.order, 0, 1.0)
-        change_upper, _ = linear_set_change(f, log_lik, path.order, 1, 1.0)
+    reliable, extra = path.order[: path.reliable], path.order[path.reliable :]
+    change_mean = hybrid_change(f, log_lik, reliable, extra, 0, 1.0)
+    change_upper = hybrid_change(f, log_lik, reliable, extra, 1, 1.0)
+    sd = float(flat.std())  # divisor S, as weighted_value's sd under uniform weights
     return mean + change_mean, sd + change_upper - change_mean
 
 
-def _split_check(method, f, log_lik, goal, k_max, k_threshold, path) -> dict:
-    """Choose the set on one half of the draws, estimate its effect on the other."""
+def _reweighted_split_check(f, log_lik, goal, k_threshold, path) -> dict:
+    """Choose the set on one half of the draws by reweighting, estimate its effect on the
+    other."""
     how, (first, second), axis = split_halves(*f.shape)
-    take = (lambda a, part: a[part]) if axis == 0 else (lambda a, part: a[:, part])
-    f_a, f_b = take(f, first), take(f, second)
+    f_a, f_b = _take(f, first, axis), _take(f, second, axis)
     if f_a.shape[1] < 4 or f_b.shape[1] < 4:
         return {}
-    l_a, l_b = take(log_lik, first), take(log_lik, second)
+    l_a, l_b = _take(log_lik, first, axis), _take(log_lik, second, axis)
     goal_a = replace(goal, need=goal.need if path.stopped == "reached" else np.inf)
-    chosen = search_path(method, f_a, l_a, goal_a, max(1, path.order.size), k_threshold)
+    chosen = search_path("reweighted", f_a, l_a, goal_a, max(1, path.order.size), k_threshold)
     if chosen.order.size == 0:
         return {}
-    split, mcse = linear_set_change(f_b, l_b, chosen.order, goal.sign, goal.z)
-    if method == "reweighted":
-        parts = chosen.order[: chosen.reliable], chosen.order[chosen.reliable :]
-        naive = hybrid_change(f_a, l_a, *parts, goal.sign, goal.z)
-        split = hybrid_change(f_b, l_b, *parts, goal.sign, goal.z)
-    else:
-        naive, _ = linear_set_change(f_a, l_a, chosen.order, goal.sign, goal.z)
-    return {
-        "how": how,
-        "n_drop": int(chosen.order.size),
-        "naive": naive,
-        "split": split,
-        "mcse": mcse,
-        "interval": (split - 1.96 * mcse, split + 1.96 * mcse),
-    }
+    _, mcse = linear_set_change(f_b, l_b, chosen.order, goal.sign, goal.z)
+    parts = chosen.order[: chosen.reliable], chosen.order[chosen.reliable :]
+    naive = hybrid_change(f_a, l_a, *parts, goal.sign, goal.z)
+    split = hybrid_change(f_b, l_b, *parts, goal.sign, goal.z)
+    return _split_summary(how, chosen, naive, split, mcse)
 
 
 class AmipSearch(NamedTuple):
@@ -541,10 +529,78 @@ def amip_search(
     """
     goal = goal_for(f, target, float(z))
     scores = metric_influence(f, log_lik, goal)
+    if method == "linear":
+        _, (first, _), axis = split_halves(*f.shape)
+        half = metric_influence(_take(f, first, axis), _take(log_lik, first, axis), goal)
+        return linear_search(f, goal, scores, half, lambda units: log_lik[:, :, units], k_max)
     path = search_path(method, f, log_lik, goal, k_max, k_threshold, scores)
-    linear = search_path(
-        "linear", f, log_lik, replace(goal, need=np.inf), k_max, k_threshold, scores
-    )
-    mean_after, sd_after = _after(f, log_lik, path, method)
-    monte_carlo = _split_check(method, f, log_lik, goal, k_max, k_threshold, path)
+    linear = linear_path(scores.psi[0], goal.direction, np.inf, k_max, scores.mcse[0])
+    mean_after, sd_after = _reweighted_after(f, log_lik, path)
+    monte_carlo = _reweighted_split_check(f, log_lik, goal, k_threshold, path)
     return AmipSearch(goal, path, linear.change, mean_after, sd_after, monte_carlo)
+
+
+def linear_search(f, goal: Goal, scores, half_scores, read_units, k_max: int) -> AmipSearch:
+    """The linear AMIP from the metric's influence scores, which may come from a pass over a
+    lazy log-likelihood: after them only the chosen units' columns are read.
+
+    Parameters
+    ----------
+    f : ndarray of shape (n_chains, n_draws)
+    goal : Goal
+    scores, half_scores : InfluenceScores
+        Of the goal's metric (:func:`metric_influence`) on all draws, and on the first half
+        of :func:`split_halves` (the split-draw check chooses its set there).
+    read_units : callable
+        ``read_units(units)``: the log-likelihood of those units, (n_chains, n_draws, len).
+    k_max : int
+    """
+    path = linear_path(scores.psi[0], goal.direction, goal.need, k_max, scores.mcse[0])
+    linear = linear_path(scores.psi[0], goal.direction, np.inf, k_max, scores.mcse[0])
+    mean, sd = float(f.mean()), float(f.std(ddof=1))
+    if path.order.size:
+        columns, every = read_units(path.order), np.arange(path.order.size)
+        change_mean, _ = linear_set_change(f, columns, every, 0, 1.0)
+        change_upper, _ = linear_set_change(f, columns, every, 1, 1.0)
+        mean, sd = mean + change_mean, sd + change_upper - change_mean
+    return AmipSearch(
+        goal,
+        path,
+        linear.change,
+        mean,
+        sd,
+        _linear_split_check(f, goal, path, half_scores, read_units),
+    )
+
+
+def _take(values: np.ndarray, part: slice, axis: int) -> np.ndarray:
+    return values[part] if axis == 0 else values[:, part]
+
+
+def _linear_split_check(f, goal: Goal, path: AmipPath, half_scores, read_units) -> dict:
+    """:func:`_split_check` of the linear method, the first half's scores given."""
+    how, (first, second), axis = split_halves(*f.shape)
+    f_a, f_b = _take(f, first, axis), _take(f, second, axis)
+    if f_a.shape[1] < 4 or f_b.shape[1] < 4:
+        return {}
+    need = goal.need if path.stopped == "reached" else np.inf
+    psi, mcse = half_scores.psi[0], half_scores.mcse[0]
+    chosen = linear_path(psi, goal.direction, need, max(1, path.order.size), mcse)
+    if chosen.order.size == 0:
+        return {}
+    columns, every = read_units(chosen.order), np.arange(chosen.order.size)
+    l_a, l_b = _take(columns, first, axis), _take(columns, second, axis)
+    split, mcse_split = linear_set_change(f_b, l_b, every, goal.sign, goal.z)
+    naive, _ = linear_set_change(f_a, l_a, every, goal.sign, goal.z)
+    return _split_summary(how, chosen, naive, split, mcse_split)
+
+
+def _split_summary(how: str, chosen: AmipPath, naive: float, split: float, mcse: float) -> dict:
+    return {
+        "how": how,
+        "n_drop": int(chosen.order.size),
+        "naive": naive,
+        "split": split,
+        "mcse": mcse,
+        "interval": (split - 1.96 * mcse, split + 1.96 * mcse),
+    }

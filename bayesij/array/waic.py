@@ -13,17 +13,25 @@ as averages over the draws,
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import logsumexp_columns, obs_chunks, read_columns
+from bayesij.array._numeric import (
+    logsumexp_columns,
+    map_chunks,
+    obs_chunks,
+    read_columns,
+    transpose_columns,
+)
 from bayesij.array.checks import fail, impossible_columns, log_lik_matrix
 
 __all__ = [
     "LogLikMoments",
     "log_lik_moments",
     "log_mean_exp",
+    "waic_terms",
     "functional_cumulants",
     "predicted_cv_gap",
 ]
@@ -74,23 +82,68 @@ def log_lik_moments(log_lik, *, check: bool = True) -> LogLikMoments:
     .. [1] Watanabe, S. (2010). Asymptotic equivalence of Bayes cross validation and widely
        applicable information criterion in singular learning theory. JMLR 11, 3571-3594.
     """
+    return waic_terms(log_lik, 1.0, check=check)[0]
+
+
+def waic_terms(log_lik, beta: float = 1.0, *, check: bool = True):
+    """:func:`log_lik_moments` and the tempered cross-validation term of each observation,
+    ``log E[p^-beta] - log E[p^(1-beta)]``, in one pass over the draws.
+
+    The chunks of observations are transposed to rows and done by a compiled kernel
+    (:func:`bayesij.array.kernels.fused_waic_terms`) on the threads; rows it leaves
+    (impossible observations, ranges above 700) by NumPy.
+
+    Returns
+    -------
+    LogLikMoments
+    ndarray of shape (n_obs,)
+        The cross-validation term, whose mean over observations is ``CvL(beta)``.
+    """
+    from bayesij.array.kernels import fused_waic_terms  # compiled: numba
+
     matrix = log_lik_matrix(log_lik, check, keep_float32=True)
+    if not np.isfinite(beta):
+        raise fail("beta", repr(beta), "a finite number")
     n_draws, n_obs = matrix.shape
-    out = np.empty((5, n_obs))
-    for chunk in obs_chunks(n_obs, 3 * n_draws):
-        columns = read_columns(matrix, chunk)
-        out[0, chunk] = logsumexp_columns(columns) - np.log(n_draws)
-        mean = columns.mean(axis=0)
-        with np.errstate(invalid="ignore"):
-            deviation = columns - mean
-        square = deviation**2
-        out[1, chunk] = mean
-        out[2, chunk] = square.mean(axis=0)
-        out[3, chunk] = (square * deviation).mean(axis=0)
-        out[4, chunk] = (square**2).mean(axis=0)
-    impossible = impossible_columns(matrix)
-    out[2:, impossible] = np.array([[np.inf], [np.nan], [np.inf]])
-    return LogLikMoments(out[0], out[1], out[2], out[3], out[4], n_draws)
+    out = np.empty((6, n_obs))
+    chunks = obs_chunks(n_obs, n_draws)
+    buffers = threading.local()  # one transposed chunk per thread, freed with this call
+
+    def work(chunk: slice) -> None:
+        if not hasattr(buffers, "rows"):
+            buffers.rows = np.empty((chunks[0].stop, n_draws))
+        terms, done = fused_waic_terms(transpose_columns(matrix, chunk, buffers.rows), beta)
+        out[:, chunk] = terms
+        if not done.all():
+            columns = np.arange(chunk.start, chunk.stop)[~done]
+            out[:, columns] = _general_terms(read_columns(matrix, columns), beta)
+
+    map_chunks(work, chunks)
+    return LogLikMoments(out[0], out[1], out[2], out[3], out[4], n_draws), out[5]
+
+
+def _general_terms(columns: np.ndarray, beta: float) -> np.ndarray:
+    """The terms of :func:`waic_terms` of columns (n_draws, n_cols) by NumPy, shape (6, n_cols)."""
+    n_draws = columns.shape[0]
+    out = np.empty((6, columns.shape[1]))
+    out[0] = logsumexp_columns(columns) - np.log(n_draws)
+    mean = columns.mean(axis=0)
+    with np.errstate(invalid="ignore"):
+        deviation = columns - mean
+    square = deviation**2
+    out[1] = mean
+    out[2] = square.mean(axis=0)
+    out[3] = (square * deviation).mean(axis=0)
+    out[4] = (square**2).mean(axis=0)
+    out[2:5, impossible_columns(columns)] = np.array([[np.inf], [np.nan], [np.inf]])
+    out[5] = _log_mean_exp_columns(columns, -beta) - _log_mean_exp_columns(columns, 1 - beta)
+    return out
+
+
+def _log_mean_exp_columns(columns: np.ndarray, alpha: float) -> np.ndarray:
+    if alpha == 0:
+        return np.zeros(columns.shape[1])  # log E[p^0] = 0, also for impossible observations
+    return logsumexp_columns(alpha * columns) - np.log(columns.shape[0])
 
 
 def log_mean_exp(log_lik, alpha: float, *, check: bool = True) -> np.ndarray:
@@ -108,12 +161,9 @@ def log_mean_exp(log_lik, alpha: float, *, check: bool = True) -> np.ndarray:
     matrix = log_lik_matrix(log_lik, check, keep_float32=True)
     if not np.isfinite(alpha):
         raise fail("alpha", repr(alpha), "a finite number")
-    if alpha == 0:
-        return np.zeros(matrix.shape[1])  # log E[p^0] = 0, also for impossible observations
     result = np.empty(matrix.shape[1])
     for chunk in obs_chunks(matrix.shape[1], 2 * matrix.shape[0]):
-        columns = read_columns(matrix, chunk)
-        result[chunk] = logsumexp_columns(alpha * columns) - np.log(matrix.shape[0])
+        result[chunk] = _log_mean_exp_columns(read_columns(matrix, chunk), alpha)
     return result
 
 

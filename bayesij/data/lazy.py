@@ -273,6 +273,12 @@ class LazyArray:
         values = np.asarray(self.array[:, :, start:stop].values, dtype=float)
         return as_float_array(values, "log_lik")
 
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        """The log-likelihood of the observations at ``positions`` (any order), (chains,
+        draws, len(positions))."""
+        values = np.asarray(self.array[:, :, np.asarray(positions)].values, dtype=float)
+        return as_float_array(values, "log_lik")
+
     def bounds(self) -> list[tuple[int, int]]:
         chunks = self.array.chunks[2] if self.array.chunks is not None else (self.n_obs,)
         edges = np.concatenate([[0], np.cumsum(chunks)]).astype(int)

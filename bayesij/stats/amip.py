@@ -8,12 +8,25 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
-from bayesij.array.amip import METHODS, TARGETS, amip_search, search_path
+from bayesij.array.amip import (
+    METHODS,
+    TARGETS,
+    amip_search,
+    goal_for,
+    linear_search,
+    metric_draws,
+    search_path,
+    split_halves,
+)
 from bayesij.array.checks import check_real, constant_columns, fail
+from bayesij.array.influence import InfluenceScores, influence_scores
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior
+from bayesij.data.lazy import lazy_log_lik, lazy_quantities, refuse_with_lazy
 from bayesij.data.posterior import base_name
+from bayesij.stats._blocks import by_blocks
 
 __all__ = ["amip", "AmipResult", "TARGETS", "METHODS"]
 
@@ -339,15 +352,12 @@ def amip(
     .. [2] Giordano, R. and Broderick, T. (2024). Approximate data deletion and replication
        with the Bayesian influence function (talk; seed 001).
     """
+    source = lazy_log_lik(data, log_lik)
+    if source is not None:
+        return _lazy_amip(data, source, quantity, target, groups, alpha_max, z, method, backend)
     post = as_posterior(data, log_lik=log_lik, need_quantities=True)
     _check_arguments(post, quantity, target, alpha_max, z, method)
-    if constant_columns(post.quantities.sel(quantity=quantity).values[..., None])[0]:
-        raise fail(
-            "quantity",
-            f"{quantity!r}, constant over the draws (posterior sd 0)",
-            "a quantity that varies: dropping data cannot move a constant, and its "
-            "significance (mean / sd) is undefined",
-        )
+    _check_varies(post.quantities.sel(quantity=quantity).values, quantity)
     f = post.quantities.sel(quantity=quantity).values
     log_lik_units, units = post.units(groups)
     log_lik_units = np.asarray(log_lik_units, dtype=float)  # its searches revisit every unit
@@ -379,7 +389,71 @@ def amip(
     )
 
 
+def _check_varies(f: np.ndarray, quantity: str) -> None:
+    if constant_columns(f[..., None])[0]:
+        raise fail(
+            "quantity",
+            f"{quantity!r}, constant over the draws (posterior sd 0)",
+            "a quantity that varies: dropping data cannot move a constant, and its "
+            "significance (mean / sd) is undefined",
+        )
+
+
+def _lazy_amip(data, source, quantity, target, groups, alpha_max, z, method, backend):
+    """The linear AMIP over a lazy log-likelihood: one pass block by block for the metric's
+    influence on all draws and on the split's first half, then only the chosen
+    observations' columns are evaluated (:func:`bayesij.array.amip.linear_search`)."""
+    refuse_with_lazy(groups=groups, backend=backend)
+    if method != "linear":
+        raise fail(
+            "method",
+            f"{method!r} with a lazy log-likelihood",
+            "'linear': reweighting revisits every observation after each addition",
+        )
+    if not isinstance(quantity, str):
+        raise fail("quantity", repr(quantity), "one quantity name")
+    draws, _ = lazy_quantities(data, source, [quantity])
+    f = draws[..., 0]
+    check_target(target)
+    check_real(z, "z", 0.0, low_open=True)
+    check_search_options(alpha_max, method)
+    _check_varies(f, quantity)
+    goal = goal_for(f, target, float(z))
+    _, (first, _), axis = split_halves(*f.shape)
+    half = f[first] if axis == 0 else f[:, first]
+    options = {
+        "metric": metric_draws(f, goal.sign, goal.z)[..., None],
+        "half_metric": metric_draws(half, goal.sign, goal.z)[..., None],
+        "first": first,
+        "axis": axis,
+    }
+    scores = by_blocks(source, _amip_block, ("all", "half"), options)
+    flipped = {k: InfluenceScores(v.psi.T, v.mcse.T) for k, v in scores.items()}
+    n_units = source.n_obs
+    k_max = max(1, int(np.floor(alpha_max * n_units)))
+    found = linear_search(f, goal, flipped["all"], flipped["half"], source.rows, k_max)
+    units = xr.DataArray(np.asarray(source.obs_names), dims="obs")
+    return _result_of(f, quantity, target, z, units, np.arange(n_units), found, method)
+
+
+def _amip_block(block, start, stop, methods, options) -> dict:
+    """The metric's influence on one block of observations, on all draws and on the first
+    half (observations first, for joining)."""
+    first, axis = options["first"], options["axis"]
+    half = block[first] if axis == 0 else block[:, first]
+    out = {}
+    for name, metric, values in (("all", "metric", block), ("half", "half_metric", half)):
+        scores = influence_scores(options[metric], values, check=False)
+        out[name] = InfluenceScores(scores.psi.T, scores.mcse.T)
+    return out
+
+
 def _result(post, quantity, target, z, units, codes, found, method) -> AmipResult:
+    f = post.quantities.sel(quantity=quantity).values
+    return _result_of(f, quantity, target, z, units, codes, found, method)
+
+
+def _result_of(f, quantity, target, z, units, codes, found, method) -> AmipResult:
     goal, path = found.goal, found.path
     curve = pd.DataFrame(
         {"n_drop": np.arange(found.linear_change.size), "linear": found.linear_change}
@@ -413,7 +487,7 @@ def _result(post, quantity, target, z, units, codes, found, method) -> AmipResul
         unit=units.dims[0],
         kept=(~np.isin(codes, path.order)).astype(float),
         n_reweighted=int(path.reliable) if method == "reweighted" else 0,
-        one_signed=one_signed(post.quantities.sel(quantity=quantity).values),
+        one_signed=one_signed(f),
     )
 
 

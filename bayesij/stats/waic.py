@@ -208,10 +208,7 @@ class _WaicParts(NamedTuple):
 
 
 def _waic_parts(matrix: np.ndarray, beta: float, check: bool = True) -> _WaicParts:
-    moments = info.log_lik_moments(matrix, check=check)
-    cv_term = info.log_mean_exp(matrix, -beta, check=False) - info.log_mean_exp(
-        matrix, 1 - beta, check=False
-    )
+    moments, cv_term = info.waic_terms(matrix, beta, check=check)
     return _WaicParts(*moments[:5], cv_term)
 
 

@@ -169,3 +169,61 @@ def test_lazy_arguments_are_checked(model):
         bayesij.loglik_function(3, y)
     with pytest.raises(ValueError, match=r"client: found a str; expected a dask.distributed"):
         bayesij.loo(lazy, client="localhost")
+
+
+def _amip_model():
+    """A regression slope near zero whose sign a few observations decide."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=2000)
+    y = 0.04 * x + rng.standard_t(3, size=2000)
+    precision = x @ x
+    slope = rng.normal((x @ y) / precision, 1 / np.sqrt(precision), size=(2000, 1))
+    data = np.column_stack([x, y])
+    return data, slope
+
+
+def _regression(d, slope):
+    return -0.5 * (d[:, 1] - slope * d[:, 0]) ** 2
+
+
+def test_linear_amip_of_a_lazy_log_likelihood_equals_the_in_memory_one():
+    data, slope = _amip_model()
+    matrix = _regression(data, slope).reshape(4, 500, -1)
+    post = bayesij.from_arrays(slope.reshape(4, 500, 1), matrix, quantity_names=["slope"])
+    lazy = bayesij.loglik_function(
+        _regression, data, slope, n_chains=4, block_size=300, names=["slope"]
+    )
+    array = (
+        xr.DataTree.from_dict(
+            {
+                "posterior": xr.Dataset({"slope": (("chain", "draw"), slope.reshape(4, 500))}),
+                "log_likelihood": xr.Dataset(
+                    {"y": xr.DataArray(matrix, dims=("chain", "draw", "obs")).chunk({"obs": 700})}
+                ),
+            }
+        )
+        if hasattr(xr, "DataTree")
+        else None
+    )
+    for target in ("sign", "significance", 0.01):
+        eager = bayesij.amip(post, "slope", target, method="linear")
+        for source in (lazy, array):
+            if source is None:
+                continue
+            found = bayesij.amip(source, "slope", target, method="linear")
+            assert found.drop_ids == eager.drop_ids and found.stopped == eager.stopped
+            assert found.n_units == eager.n_units == 2000
+            np.testing.assert_allclose(found.predicted_change, eager.predicted_change, rtol=1e-10)
+            np.testing.assert_allclose(found.predicted_mean, eager.predicted_mean, rtol=1e-10)
+            np.testing.assert_allclose(found.curve["linear"], eager.curve["linear"], rtol=1e-10)
+            assert found.monte_carlo.keys() == eager.monte_carlo.keys()
+            for key in ("naive", "split", "mcse"):
+                if key in eager.monte_carlo:
+                    np.testing.assert_allclose(
+                        found.monte_carlo[key], eager.monte_carlo[key], rtol=1e-10
+                    )
+    assert eager.drop_ids  # the target is within reach: a set was found
+    with pytest.raises(ValueError, match=r"method: found 'reweighted' with a lazy"):
+        bayesij.amip(lazy, "slope")
+    with pytest.raises(ValueError, match=r"backend: found backend with a lazy"):
+        bayesij.amip(lazy, "slope", method="linear", backend=object())

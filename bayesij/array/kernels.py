@@ -1,9 +1,11 @@
-"""PSIS-LOO of one observation per row in one fused, compiled pass (numba).
+"""Compiled per-observation kernels (numba): one observation's draws held in the first-level
+cache while every quantity it needs is computed, instead of one NumPy pass over a whole
+chunk per step. The array-layer estimators call these and keep the general NumPy path for
+the rows a kernel leaves (marked not done).
 
-The same estimate as :mod:`bayesij.array.psis` and :func:`bayesij.array.loo._psis_elpd`,
-computed per observation with the row of its draws held in the first-level cache instead of
-one NumPy pass over a whole chunk per step. For each row of log-likelihood values ``l_s``
-with minimum ``b`` (the body):
+**PSIS-LOO** (:func:`fused_psis_loo`): the same estimate as :mod:`bayesij.array.psis` and
+:func:`bayesij.array.loo._psis_elpd`. For each row of log-likelihood values ``l_s`` with
+minimum ``b`` (the body):
 
 1. the raw ratios ``w_s = exp(b - l_s)`` in ``(0, 1]`` by a polynomial exponential that the
    compiler vectorises (within 2 ulp of ``exp``), with ``sum w``, ``sum w^2`` and ``sum 1/w``
@@ -20,11 +22,18 @@ with minimum ``b`` (the body):
    error and ``sum w^2`` need: outside the tail ``w_s exp(l_s - b) = 1``, so only the tail
    is visited again.
 
-Rows that need more than this are marked not done and left to the general path: a value that
-is not finite, a log-likelihood range above 700 (ratios that leave the float range), a tail
-shorter than 5 draws, a cutoff tied with the tail (repeated draws: the tie rules differ), a
-tail of equal values, a failed fit (k-hat infinite) or weights that underflow at k-hat far
-above 1. Numba compiles the kernel on first use and caches it on disk.
+Rows that need more than this are left to the general path: a value that is not finite, a
+log-likelihood range above 700 (ratios that leave the float range), a tail shorter than 5
+draws, a cutoff tied with the tail (repeated draws: the tie rules differ), a tail of equal
+values, a failed fit (k-hat infinite) or weights that underflow at k-hat far above 1.
+
+**Monte Carlo error of elpd** (:func:`log_variances`): R loo's variance of ``log(1 + c q)``
+over 1000 normal quantiles by vectorised logarithms. **Relative efficiency**
+(:func:`short_lag_autocorrelations`): the autocorrelations of ``exp(l)`` lag by lag until
+Geyer's sequence stops. **WAIC** (:func:`fused_waic_terms`): lppd, the central moments of
+``l`` and the tempered cross-validation term of each row.
+
+Numba compiles a kernel on first use and caches it on disk.
 
 References
 ----------
@@ -42,7 +51,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-__all__ = ["FusedLoo", "fused_psis_loo", "log_variances", "short_lag_autocorrelations"]
+__all__ = [
+    "FusedLoo",
+    "fused_psis_loo",
+    "fused_waic_terms",
+    "log_variances",
+    "short_lag_autocorrelations",
+]
 
 #: Compiled without Python's error model or bounds checks, the GIL released (threads).
 _compiled = njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)
@@ -612,3 +627,77 @@ def _lagged_sums(centred, n, n_chains, lag):
         for i in range(n - lag):
             total += head[i] * tail[i]
     return total
+
+
+def fused_waic_terms(rows: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """WAIC's per-observation terms of every row of log-likelihood values.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n_draws), float64
+    beta : float
+        Inverse temperature of the cross-validation term.
+
+    Returns
+    -------
+    terms : ndarray of shape (6, n_rows)
+        ``lppd = log mean exp(l)``, the mean of ``l``, its central moments of order 2, 3, 4
+        (divisor ``n_draws``) and ``log mean exp(-beta l) - log mean exp((1 - beta) l)``.
+    done : ndarray of shape (n_rows,)
+        False where a value is not finite or the range exceeds 700 (the general path).
+    """
+    out = np.zeros((7, rows.shape[0]))
+    _waic_rows(np.ascontiguousarray(rows, dtype=np.float64), float(beta), out)
+    return out[:6], out[6] == 1
+
+
+@_compiled
+def _waic_rows(rows, beta, out):
+    n = rows.shape[1]
+    work = np.empty(n)
+    shifted = np.empty(n)
+    exponent = np.empty(n, dtype=np.int64)
+    for r in range(rows.shape[0]):
+        row = rows[r]
+        low, high = _min_max(row)
+        if not (math.isfinite(low) and high - low <= _MAX_RANGE):
+            continue
+        mean = _mean(row)
+        out[1, r] = mean
+        out[2, r], out[3, r], out[4, r] = _central_moments(row, mean)
+        _exp_parts(row, low, work, exponent)
+        total, _, inverses = _ratios_and_sums(work, exponent)  # exp(low - l), exp(l - low)
+        out[0, r] = low + math.log(inverses) - math.log(n)
+        if beta == 1.0:  # log mean exp(-l) - log mean exp(0)
+            out[5, r] = -low + math.log(total) - math.log(n)
+        else:
+            out[5, r] = _log_mean_exp(row, -beta, low, high, shifted, work, exponent)
+            out[5, r] -= _log_mean_exp(row, 1 - beta, low, high, shifted, work, exponent)
+        out[6, r] = 1.0
+
+
+@_reordered
+def _central_moments(row, mean):
+    second = third = fourth = 0.0
+    for s in range(row.shape[0]):
+        deviation = row[s] - mean
+        square = deviation * deviation
+        second += square
+        third += square * deviation
+        fourth += square * square
+    n = row.shape[0]
+    return second / n, third / n, fourth / n
+
+
+@_compiled
+def _log_mean_exp(row, alpha, low, high, shifted, work, exponent):
+    """``log mean exp(alpha l)`` of a finite row (values below ``exp(-708)`` of the largest
+    term count as that, far below the rounding of the sum)."""
+    if alpha == 0.0:
+        return 0.0
+    top = alpha * high if alpha > 0 else alpha * low
+    for s in range(row.shape[0]):
+        shifted[s] = min(top - alpha * row[s], 708.0)
+    _exp_parts(shifted, 0.0, work, exponent)
+    total, _, _ = _ratios_and_sums(work, exponent)
+    return top + math.log(total) - math.log(row.shape[0])

@@ -4,15 +4,15 @@ tests/stats/test_loo.py) and its vectorised pieces against NumPy's exp and log."
 import numpy as np
 import pytest
 
-from bayesij.array.loo import _BLOM, _psis_elpd, loo_pointwise, mcse_elpd
-from bayesij.array.psis import tail_length
-from bayesij.array.psis_fused import (
+from bayesij.array.kernels import (
     _exp_parts,
     _largest_sorted,
     _log_positive,
     fused_psis_loo,
     log_variances,
 )
+from bayesij.array.loo import _BLOM, _psis_elpd, loo_pointwise, mcse_elpd
+from bayesij.array.psis import tail_length
 
 
 def _general(rows, tails, r_eff):
