@@ -24,16 +24,19 @@ def warm_up(*functions) -> None:
 
 
 def timed(function, *args, **kwargs) -> tuple[float, float, object]:
-    """Seconds, tracemalloc peak (MiB) and result of one call; NumPy reports its buffers to
+    """Seconds, tracemalloc peak (MiB) and result of a call. The time comes from a call
+    without tracemalloc (which slows every allocation: 0.5 s of bayesij's 1.6 s at
+    N = 100,000), the peak from a second, traced call; NumPy reports its buffers to
     tracemalloc."""
-    tracemalloc.start()
-    start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        start = time.perf_counter()
         result = function(*args, **kwargs)
-    seconds = time.perf_counter() - start
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+        seconds = time.perf_counter() - start
+        tracemalloc.start()
+        function(*args, **kwargs)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
     return seconds, peak / 2**20, result
 
 
@@ -101,38 +104,61 @@ def report(n_obs: int, rows: dict, peer: str) -> None:
 HEADER = f"{'N':>7} {'what':<30} {'seconds':>8} {'peak MiB':>9} {'x lse':>7} {'speed-up':>10}"
 
 
-#: R's side of :func:`r_loo`: read the matrix, time ``loo::loo`` alone, write the seconds,
-#: the "max used" memory of R's heap since the reset (MiB) and the pointwise elpd.
+#: R's side of :func:`r_loo`: read the matrix (written column-major: no copy in R), time
+#: ``loo::loo`` alone, write the seconds, the "max used" memory of R's heap since the reset
+#: (MiB) and the pointwise elpd.
 _R_LOO = r"""
 args <- commandArgs(trailingOnly = TRUE)
 n_draws <- as.integer(args[2]); n_obs <- as.integer(args[3]); r_eff <- as.numeric(args[4])
+cores <- as.integer(args[6])
 con <- file(args[1], "rb"); x <- readBin(con, "double", n = n_draws * n_obs); close(con)
-m <- matrix(x, nrow = n_draws, ncol = n_obs, byrow = TRUE); rm(x)
+dim(x) <- c(n_draws, n_obs)
 invisible(gc(reset = TRUE))
-seconds <- system.time(result <- loo::loo(m, r_eff = rep(r_eff, n_obs), cores = 2))[["elapsed"]]
+seconds <- system.time(result <- loo::loo(x, r_eff = rep(r_eff, n_obs), cores = cores))
 peak <- sum(gc()[, 6])
 con <- file(args[5], "wb")
-writeBin(c(seconds, peak, result$pointwise[, "elpd_loo"]), con); close(con)
+writeBin(c(seconds[["elapsed"]], peak, result$pointwise[, "elpd_loo"]), con); close(con)
 """
 
 
-def r_loo(log_lik: np.ndarray, r_eff: float):
-    """R loo's ``loo()`` on the same matrix (2 cores): seconds, peak MiB of R's heap and the
-    pointwise elpd; None where Rscript or the loo package is missing."""
+def r_available() -> bool:
+    """Whether Rscript and R's loo package are installed."""
     if shutil.which("Rscript") is None:
-        return None
-    check = subprocess.run(["Rscript", "-e", "library(loo)"], capture_output=True)
-    if check.returncode != 0:
-        return None
-    matrix = log_lik.reshape(-1, log_lik.shape[-1])
+        return False
+    return subprocess.run(["Rscript", "-e", "library(loo)"], capture_output=True).returncode == 0
+
+
+def r_loo(n_obs: int, r_eff: float):
+    """R loo's ``loo()`` on :func:`regression_draws` ``(n_obs)``: seconds, peak MiB of R's
+    heap, the pointwise elpd and the cores used (2, or 1 where two workers' copies would
+    exceed the available memory); None where R fails. The matrix is written to a file and
+    freed here before R starts: R's ``loo()`` holds several copies of it (at N = 100,000
+    about 19 GiB with one core), more than fit beside Python's."""
+    _, log_lik = regression_draws(n_obs)
+    matrix = log_lik.reshape(-1, n_obs)
+    shape, nbytes = matrix.shape, matrix.nbytes
     with tempfile.TemporaryDirectory() as folder:
         source, result, script = (Path(folder) / name for name in ("m.bin", "r.bin", "loo.R"))
-        matrix.astype("<f8").tofile(source)
+        matrix.T.astype("<f8").tofile(source)  # column-major for R
+        del log_lik, matrix
         script.write_text(_R_LOO)
-        subprocess.run(
-            ["Rscript", str(script), str(source), *map(str, matrix.shape), str(r_eff), str(result)],
-            check=True,
-            capture_output=True,
+        cores = 2 if 8 * nbytes < _available_bytes() else 1
+        command = [str(a) for a in (script, source, *shape, r_eff, result, cores)]
+        status = subprocess.run(
+            ["Rscript", *command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
+        if status.returncode != 0:
+            return None
         values = np.fromfile(result, dtype="<f8")
-    return values[0], values[1], values[2:]
+    return values[0], values[1], values[2:], cores
+
+
+def _available_bytes() -> int:
+    """MemAvailable of /proc/meminfo (0 where unknown: one core for R)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
