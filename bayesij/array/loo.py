@@ -206,7 +206,7 @@ def _psis_elpd_fused(log_lik, tail_len, r_eff, ties, scratch):
     Also returns the mask of the rows left and (minima, impossible) as
     :func:`_minimum_with_stand_in` (the kernel finds the minima of the rows it does).
     """
-    from bayesij.array.kernels import fused_psis_loo  # compiles (or loads) on first use
+    from bayesij.array.psis_kernel import fused_psis_loo  # compiles (or loads) on first use
 
     fused = fused_psis_loo(log_lik, tail_len)
     lppd, elpd, k, body = fused.lppd, fused.elpd, fused.pareto_k, fused.minimum

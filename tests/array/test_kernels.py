@@ -1,18 +1,13 @@
-"""The fused PSIS-LOO kernel against the general NumPy path (itself equal to ArviZ and R loo,
+"""The compiled PSIS-LOO kernel against the general NumPy path (itself equal to ArviZ and R loo,
 tests/stats/test_loo.py) and its vectorised pieces against NumPy's exp and log."""
 
 import numpy as np
 import pytest
 
-from bayesij.array.kernels import (
-    _exp_parts,
-    _largest_sorted,
-    _log_positive,
-    fused_psis_loo,
-    log_variances,
-)
+from bayesij.array.kernels import _exp_parts, _log_positive, log_variances
 from bayesij.array.loo import _BLOM, _psis_elpd, loo_pointwise, mcse_elpd
 from bayesij.array.psis import tail_length
+from bayesij.array.psis_kernel import _largest_sorted, fused_psis_loo
 
 
 def _general(rows, tails, r_eff):

@@ -1,0 +1,397 @@
+"""PSIS-LOO of one observation per row in one compiled pass (numba, the vectorised math of
+:mod:`bayesij.array.kernels`), its draws held in the first-level cache.
+
+:func:`fused_psis_loo` computes the same estimate as :mod:`bayesij.array.psis` and
+:func:`bayesij.array.loo._psis_elpd`. For each row of log-likelihood values ``l_s`` with
+minimum ``b`` (the body):
+
+1. the raw ratios ``w_s = exp(b - l_s)`` in ``(0, 1]`` by a polynomial exponential that the
+   compiler vectorises (within 2 ulp of ``exp``), with ``sum w``, ``sum w^2`` and ``sum 1/w``
+   (``lppd = b + log mean 1/w``);
+2. the ``M + 1`` largest ratios without sorting the row: a threshold from a histogram of
+   every 16th draw, one pass keeping the ratios above it (about 1.8 (M + 1)), a histogram of
+   those by the leading bits of the floats (a piecewise-linear log2 scale) and an insertion
+   sort of the buckets that reach the top ``M + 1``, out of order only within a bucket;
+3. Zhang and Stephens' fit of the generalized Pareto distribution to the ``M`` exceedances
+   over the cutoff (the sums of logarithms over the grid as logarithms of running products,
+   corrected vectorised ``log1p`` where the grid point is near 0, as
+   :func:`bayesij.array.psis._sum_log1p`);
+4. the smoothed tail (vectorised exponentials) and the sums elpd, its relative Monte Carlo
+   error and ``sum w^2`` need: outside the tail ``w_s exp(l_s - b) = 1``, so only the tail
+   is visited again.
+
+Rows that need more than this are left to the general path: a value that is not finite, a
+log-likelihood range above 700 (ratios that leave the float range), a tail shorter than 5
+draws, a cutoff tied with the tail (repeated draws: the tie rules differ), a tail of equal
+values, a failed fit (k-hat infinite) or weights that underflow at k-hat far above 1.
+
+Numba compiles the kernel on first use and caches it on disk.
+
+References
+----------
+.. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto smoothed
+   importance sampling. JMLR 25(72).
+.. [2] Zhang, J. and Stephens, M. A. (2009). A new and efficient estimation method for the
+   generalized Pareto distribution. Technometrics 51(3), 316-325.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from bayesij.array.kernels import (
+    _MAX_RANGE,
+    _compiled,
+    _exp_parts,
+    _log_positive,
+    _min_max,
+    _ratios_and_sums,
+    _reordered,
+)
+
+__all__ = ["FusedLoo", "fused_psis_loo"]
+
+_TINY = float(np.finfo(float).tiny)
+_EPS = float(np.finfo(float).eps)
+#: Below this sum of weights (scaled to the largest raw ratio) the general path works in logs.
+_TINY_TOTAL = 1e-100
+#: The threshold of step 2 comes from every ``_STEP``-th draw.
+_STEP = 16
+#: Fewer tail draws than this and no generalized Pareto fit is made.
+_MIN_TAIL = 5
+
+
+class FusedLoo(NamedTuple):
+    """PSIS-LOO per row, each of shape (n_rows,); values are meaningful where ``done``.
+
+    Attributes
+    ----------
+    lppd, elpd, pareto_k : as :class:`bayesij.array.loo.LooArrays`.
+    relative_error : ``sqrt(sum_s (c_s - w_s)^2)``, the input of
+        :func:`bayesij.array.loo.mcse_elpd`.
+    sum_w2 : sum of the squared normalised weights (ESS ``r_eff / sum_w2``).
+    minimum : the smallest log-likelihood value of every row (``-inf`` for an impossible
+        observation).
+    done : False for the rows left to the general path.
+    """
+
+    lppd: np.ndarray
+    elpd: np.ndarray
+    pareto_k: np.ndarray
+    relative_error: np.ndarray
+    sum_w2: np.ndarray
+    minimum: np.ndarray
+    done: np.ndarray
+
+
+def fused_psis_loo(rows: np.ndarray, tail_len: np.ndarray) -> FusedLoo:
+    """PSIS-LOO of every row of log-likelihood values, one observation per row.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n_draws), float64
+        Log-likelihood draws of each observation (contiguous rows are fastest).
+    tail_len : ndarray of shape (n_rows,)
+        Pareto tail length ``M`` of each row (:func:`bayesij.array.psis.tail_length`).
+
+    Returns
+    -------
+    FusedLoo
+    """
+    out = np.zeros((7, rows.shape[0]))
+    _rows(np.ascontiguousarray(rows, dtype=np.float64), np.asarray(tail_len, np.int64), out)
+    lppd, elpd, k, error, sum_w2, minimum, done = out
+    return FusedLoo(lppd, elpd, k, error, sum_w2, minimum, done == 1)
+
+
+@_reordered
+def _sums_up_to(w, cutoff):
+    """Sum and sum of squares of the values of ``w`` at or below ``cutoff``."""
+    total = 0.0
+    squares = 0.0
+    for s in range(w.shape[0]):
+        v = w[s] if w[s] <= cutoff else 0.0
+        total += v
+        squares += v * v
+    return total, squares
+
+
+@_compiled
+def _keep_at_least(w, threshold, out):
+    """Copy the values of ``w`` at or above ``threshold`` to ``out`` (no branch); count."""
+    found = 0
+    for s in range(w.shape[0]):
+        out[found] = w[s]
+        found += w[s] >= threshold
+    return found
+
+
+@_compiled
+def _largest_sorted(w, count, out, spare, counts):
+    """The ``count`` largest values of the positive ``w``, ascending, into ``out[:count]``:
+    a threshold from every ``_STEP``-th value, the values above it, and of those the top."""
+    n = w.shape[0]
+    n_sample = n // _STEP
+    rank = int(1.8 * count / _STEP) + 2  # a threshold with about 1.8 count values above
+    found = 0
+    if rank < n_sample:
+        for s in range(n_sample):
+            spare[s] = w[s * _STEP]
+        shift, base, first, _, _ = _top_buckets(spare, n_sample, rank, counts)
+        found = _keep_at_least(w, _bucket_floor(first, shift, base), out)
+    if found < count:  # the sample misled (or is too small): select from every draw
+        out[:n] = w
+        found = n
+    shift, base, first, n_buckets, kept = _top_buckets(out, found, count, counts)
+    position = 0  # where each bucket from `first` up starts, ascending
+    for b in range(first, n_buckets):
+        size = counts[b]
+        counts[b] = position
+        position += size
+    bits = out.view(np.int64)
+    for i in range(found):
+        b = (bits[i] >> shift) - base
+        if b >= first:
+            spare[counts[b]] = out[i]
+            counts[b] += 1
+    _insertion_sort(spare, kept)  # out of order only within buckets
+    out[:count] = spare[kept - count : kept]
+
+
+@_compiled
+def _bucket_floor(bucket, shift, base):
+    """The smallest float of a bucket of :func:`_top_buckets`."""
+    return np.array([(bucket + base) << shift]).view(np.float64)[0]
+
+
+@_compiled
+def _top_buckets(values, n, count, counts):
+    """Histogram of the positive ``values[:n]`` in at most 2048 buckets by their leading bits
+    (a piecewise-linear log2 scale), into ``counts``. Returns ``(shift, base, first,
+    n_buckets, kept)``: bucket ``b`` holds the floats whose bits ``>> shift`` equal
+    ``base + b``; buckets ``first`` and above hold the ``count`` largest values, ``kept``
+    values in all."""
+    bits = values.view(np.int64)
+    low = bits[0]
+    high = bits[0]
+    for i in range(n):
+        low = min(low, bits[i])
+        high = max(high, bits[i])
+    shift = 52
+    while shift > 0 and (high >> (shift - 1)) - (low >> (shift - 1)) < 1024:
+        shift -= 1
+    base = low >> shift
+    n_buckets = (high >> shift) - base + 1
+    counts[:n_buckets] = 0
+    for i in range(n):
+        counts[(bits[i] >> shift) - base] += 1
+    first = n_buckets - 1
+    kept = counts[first]
+    while kept < count:
+        first -= 1
+        kept += counts[first]
+    return shift, base, first, n_buckets, kept
+
+
+@_compiled
+def _insertion_sort(a, n):
+    """Sort ``a[:n]`` in place (fast when values are out of order only locally)."""
+    for i in range(1, n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
+@_compiled
+def _grid_log_products(theta, x, m, out, product):
+    """``out[j] = sum_i log(1 - theta[j] x[i])`` as logs of running products (NaN where a
+    factor is not positive), the product folded into the sum before it leaves 1e+-100."""
+    grid = theta.shape[0]
+    out[:grid] = 0.0
+    product[:grid] = 1.0
+    for start in range(0, m, 16):
+        for i in range(start, min(start + 16, m)):
+            for j in range(grid):
+                product[j] *= 1.0 - theta[j] * x[i]
+        for j in range(grid):
+            if not 1e-100 < product[j] < 1e100:
+                out[j] += math.log(product[j]) if product[j] > 0 else math.nan
+                product[j] = 1.0
+    for j in range(grid):
+        out[j] += math.log(product[j]) if product[j] > 0 else math.nan
+
+
+@_compiled
+def _sum_log1p(theta, x, m, scratch):
+    """``sum_i log1p(-theta x[i])`` over ``x[:m]``: vectorised logarithms of ``u = 1 - theta
+    x`` corrected for the rounding of ``u`` (``log1p(y) = log(u) - ((u - 1) - y) / u``);
+    term by term by ``math.log1p`` where some ``u`` is not a positive normal float."""
+    u = scratch[0, :m]
+    logs = scratch[1, :m]
+    exponent = scratch[2, :m].view(np.int64)
+    normal = True
+    for i in range(m):
+        u[i] = 1.0 - theta * x[i]
+        normal &= _TINY <= u[i] < math.inf
+    if not normal:
+        total = 0.0
+        for i in range(m):
+            total += math.log1p(-theta * x[i])
+        return total
+    _log_positive(u, exponent, logs)
+    total = 0.0
+    for i in range(m):
+        total += logs[i] - ((u[i] - 1.0) + theta * x[i]) / u[i]
+    return total
+
+
+@_compiled
+def _gpd_fit(x, m, theta, profile, product, scratch):
+    """Zhang-Stephens fit to ascending exceedances ``x[:m]``: (k with the weakly
+    informative prior, sigma); NaN where it fails. As :func:`bayesij.array.psis.gpd_fit`."""
+    quartile = x[int(math.floor(m / 4 + 0.5)) - 1]
+    grid = 30 + int(math.floor(math.sqrt(m)))
+    mean_x = 0.0
+    for i in range(m):
+        mean_x += x[i] / m
+    for j in range(grid):
+        theta[j] = 1 / x[m - 1] + (1 - math.sqrt(grid / (j + 0.5))) / 3 / quartile
+    _grid_log_products(theta[:grid], x, m, profile, product)
+    top = -math.inf
+    for j in range(grid):
+        if abs(theta[j]) * mean_x < 1e-2 or not math.isfinite(profile[j]):
+            # near theta = 0 the products lose the sum: term by term
+            profile[j] = _sum_log1p(theta[j], x, m, scratch)
+        mean_log = profile[j] / m
+        profile[j] = m * (math.log(-theta[j] / mean_log) - mean_log - 1)
+        if profile[j] > top or math.isnan(profile[j]):
+            top = profile[j]
+    if math.isnan(top):
+        return math.nan, math.nan
+    weight_sum = 0.0
+    for j in range(grid):
+        profile[j] = math.exp(profile[j] - top)
+        weight_sum += profile[j]
+    theta_hat = 0.0
+    for j in range(grid):
+        if profile[j] > 0:
+            theta_hat += theta[j] * (profile[j] / weight_sum)
+    k = _sum_log1p(theta_hat, x, m, scratch) / m
+    return (m * k + 10 * 0.5) / (m + 10), -k / theta_hat
+
+
+@_compiled
+def _smooth_tail(top, m, k, sigma, smoothed, scratch):
+    """Fitted quantiles at ``(z - 1/2) / M`` above the cutoff ``top[0]``, truncated at the
+    largest raw ratio 1, into ``smoothed[:m]`` (paired with the ascending ``top[1:]``).
+    ``scratch[3]`` keeps ``log1p(-(z - 1/2) / M)`` from the last row with the same ``M``
+    (its length in ``scratch[4, 0]``)."""
+    log_tail = scratch[3, :m]
+    if scratch[4, 0] != m:
+        for i in range(m):
+            log_tail[i] = math.log1p(-(i + 0.5) / m)
+        scratch[4, 0] = m
+    if abs(k) < 0.05:  # exp(y) - 1 would lose digits: expm1 term by term
+        for i in range(m):
+            if abs(k) < _EPS:
+                quantile = -log_tail[i] * sigma
+            else:
+                quantile = math.expm1(-k * log_tail[i]) / k * sigma
+            smoothed[i] = min(quantile + top[0], 1.0)
+        return
+    scaled = scratch[0, :m]
+    exponent = scratch[1, :m].view(np.int64)
+    for i in range(m):
+        scaled[i] = k * log_tail[i]
+    _exp_parts(scaled, 0.0, smoothed, exponent)
+    power = exponent.view(np.float64)
+    for i in range(m):
+        smoothed[i] = min((smoothed[i] * power[i] - 1.0) / k * sigma + top[0], 1.0)
+
+
+@_compiled
+def _row(row, m, work, exponent, top, sample, counts, x, theta, profile, product, scratch, out):
+    """PSIS-LOO of one row into ``out`` (lppd, elpd, k, relative error, sum_w2, minimum,
+    done)."""
+    n = row.shape[0]
+    body, high = _min_max(row)
+    out[5] = body
+    if not (math.isfinite(body) and high - body <= _MAX_RANGE) or not _MIN_TAIL <= m < n:
+        return
+    _exp_parts(row, body, work, exponent)
+    total, squares, inverses = _ratios_and_sums(work, exponent)
+    _largest_sorted(work, m + 1, top, sample, counts)
+    cutoff = top[0]
+    if cutoff < _TINY or top[1] == cutoff or top[m] == top[1]:
+        return
+    for i in range(m):
+        x[i] = top[i + 1] - cutoff
+    k, sigma = _gpd_fit(x, m, theta, profile, product, scratch)
+    if not (math.isfinite(k) and sigma > 0):
+        return
+    _smooth_tail(top, m, k, sigma, x, scratch)
+    raw_sum = raw_squares = new_sum = new_squares = ratio_sum = 0.0
+    for i in range(m):
+        raw_sum += top[i + 1]
+        raw_squares += top[i + 1] * top[i + 1]
+        new_sum += x[i]
+        new_squares += x[i] * x[i]
+        ratio_sum += x[i] / top[i + 1]
+    body_sum, body_squares = total - raw_sum, squares - raw_squares
+    if body_sum + new_sum < 1e-2 * total or body_squares + new_squares < 1e-2 * squares:
+        # the smoothed tail lies far below the raw one (k-hat >> 1): the differences lost
+        # their digits, sum the body itself
+        body_sum, body_squares = _sums_up_to(work, cutoff)
+    total = body_sum + new_sum
+    if not total > _TINY_TOTAL:
+        return
+    sum_w2 = (body_squares + new_squares) / (total * total)
+    # Terms w_s exp(l_s - body): 1 for each body draw, smoothed / raw in the tail; the
+    # relative error sums (c_s - w_s)^2 with c_s = term_s / terms and w_s normalised.
+    terms = n - m + ratio_sum
+    square = (n - m) / terms**2 - 2 / terms * (1 - new_sum / total)
+    square += sum_w2 - new_squares / (total * total)
+    for i in range(m):
+        square += (x[i] / top[i + 1] / terms - x[i] / total) ** 2
+    out[0] = body + math.log(inverses) - math.log(n)
+    out[1] = body + math.log(terms) - math.log(total)
+    out[2] = k
+    out[3] = math.sqrt(max(square, 0.0))
+    out[4] = sum_w2
+    out[6] = 1.0
+
+
+@_compiled
+def _rows(rows, tail_len, out):
+    n = rows.shape[1]
+    m_max = max(tail_len.max() + 1, 1) if tail_len.shape[0] else 1
+    work = np.empty(n)
+    exponent = np.empty(n, dtype=np.int64)
+    top = np.empty(n)
+    sample = np.empty(n)
+    counts = np.empty(2048, dtype=np.int64)
+    x = np.empty(m_max)
+    scratch = np.zeros((5, m_max))
+    grid = np.empty((3, 31 + int(math.sqrt(m_max))))
+    for i in range(rows.shape[0]):
+        _row(
+            rows[i],
+            tail_len[i],
+            work,
+            exponent,
+            top,
+            sample,
+            counts,
+            x,
+            grid[0],
+            grid[1],
+            grid[2],
+            scratch,
+            out[:, i],
+        )
