@@ -142,7 +142,7 @@ def log_lik_relative_eff(log_lik: np.ndarray) -> np.ndarray:
     out = np.empty(n_obs)
     for chunk in obs_chunks(n_obs, 6 * n_chains * n_draws):
         rows = np.ascontiguousarray(np.moveaxis(log_lik[:, :, chunk], 2, 0), dtype=np.float64)
-        out[chunk] = relative_eff_rows(exp_of_rows(rows))
+        out[chunk] = log_lik_relative_eff_rows(rows.reshape(len(rows), -1), n_chains)
     return out
 
 

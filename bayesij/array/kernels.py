@@ -81,6 +81,23 @@ def _exp_parts(row, body, mantissa, exponent):
         exponent[s] = (np.int64(k) + 1023) << 52
 
 
+@_compiled
+def _exp_negated(x, out, exponent):
+    """``out = exp(-x)`` for ``|x| <= 708`` (:func:`_exp_parts` finished), vectorised."""
+    _exp_parts(x, 0.0, out, exponent)
+    power = exponent.view(np.float64)
+    for s in range(x.shape[0]):
+        out[s] *= power[s]
+
+
+@_reordered
+def _sum(values):
+    total = 0.0
+    for i in range(values.shape[0]):
+        total += values[i]
+    return total
+
+
 @_reordered
 def _ratios_and_sums(mantissa, exponent):
     """Finish the ratios in ``mantissa``; return their sum, sum of squares and of inverses."""
@@ -208,12 +225,13 @@ def _autocorrelations(rows, n_chains, fft_size, out):
     means = np.empty(n_chains)
     for r in range(rows.shape[0]):
         _, high = _min_max(rows[r])
+        out[:, r] = math.nan
+        out[0, r] = 1.0
+        if not math.isfinite(high):  # every draw impossible: constant, as R loo's 0.5
+            continue
         for s in range(n_total):
             shifted[s] = min(high - rows[r, s], 708.0)
-        _exp_parts(shifted, 0.0, values, exponent)
-        power = exponent.view(np.float64)
-        for s in range(n_total):
-            values[s] *= power[s]
+        _exp_negated(shifted, values, exponent)
         for c in range(n_chains):
             means[c] = _mean(values[c * n : (c + 1) * n])
             values[c * n : (c + 1) * n] -= means[c]
@@ -224,8 +242,6 @@ def _autocorrelations(rows, n_chains, fft_size, out):
             grand = _mean(means)
             for c in range(n_chains):
                 var_plus += (means[c] - grand) ** 2 / (n_chains - 1)
-        out[:, r] = math.nan
-        out[0, r] = 1.0
         for t in range(1, min(out.shape[0], n)):
             acov = _lagged_sums(values, n, n_chains, t) * scale
             out[t, r] = 1 - (mean_var - acov) / var_plus
@@ -233,12 +249,9 @@ def _autocorrelations(rows, n_chains, fft_size, out):
                 break  # Geyer's sequence stops at this pair: later lags are not used
 
 
-@_reordered
+@_compiled
 def _mean(values):
-    total = 0.0
-    for i in range(values.shape[0]):
-        total += values[i]
-    return total / values.shape[0]
+    return _sum(values) / values.shape[0]
 
 
 @njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, fastmath=True)
@@ -322,6 +335,5 @@ def _log_mean_exp(row, alpha, low, high, shifted, work, exponent):
     top = alpha * high if alpha > 0 else alpha * low
     for s in range(row.shape[0]):
         shifted[s] = min(top - alpha * row[s], 708.0)
-    _exp_parts(shifted, 0.0, work, exponent)
-    total, _, _ = _ratios_and_sums(work, exponent)
-    return top + math.log(total) - math.log(row.shape[0])
+    _exp_negated(shifted, work, exponent)
+    return top + math.log(_sum(work)) - math.log(row.shape[0])

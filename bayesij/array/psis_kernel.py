@@ -45,6 +45,7 @@ import numpy as np
 from bayesij.array.kernels import (
     _MAX_RANGE,
     _compiled,
+    _exp_negated,
     _exp_parts,
     _log_positive,
     _min_max,
@@ -309,10 +310,9 @@ def _smooth_tail(top, m, k, sigma, smoothed, scratch):
     exponent = scratch[1, :m].view(np.int64)
     for i in range(m):
         scaled[i] = k * log_tail[i]
-    _exp_parts(scaled, 0.0, smoothed, exponent)
-    power = exponent.view(np.float64)
+    _exp_negated(scaled, smoothed, exponent)
     for i in range(m):
-        smoothed[i] = min((smoothed[i] * power[i] - 1.0) / k * sigma + top[0], 1.0)
+        smoothed[i] = min((smoothed[i] - 1.0) / k * sigma + top[0], 1.0)
 
 
 @_compiled

@@ -275,6 +275,10 @@ def check_search_options(alpha_max, method) -> None:
 def _check_arguments(post, quantity, target, alpha_max, z, method):
     if not isinstance(quantity, str) or quantity not in post.quantity_names:
         raise fail("quantity", repr(quantity), f"one of {post.quantity_names[:10]}")
+    _check_options(target, alpha_max, z, method)
+
+
+def _check_options(target, alpha_max, z, method) -> None:
     check_target(target)
     check_real(z, "z", 0.0, low_open=True)
     check_search_options(alpha_max, method)
@@ -373,7 +377,7 @@ def amip(
         k_max=k_max,
         k_threshold=pareto_k_threshold(post.n_draws),
     )
-    result = _result(post, quantity, target, z, units, codes, found, method)
+    result = _result(f, quantity, target, z, units, codes, found, method)
     if backend is None:
         return result
     return _refit_in_the_loop(
@@ -414,9 +418,7 @@ def _lazy_amip(data, source, quantity, target, groups, alpha_max, z, method, bac
         raise fail("quantity", repr(quantity), "one quantity name")
     draws, _ = lazy_quantities(data, source, [quantity])
     f = draws[..., 0]
-    check_target(target)
-    check_real(z, "z", 0.0, low_open=True)
-    check_search_options(alpha_max, method)
+    _check_options(target, alpha_max, z, method)
     _check_varies(f, quantity)
     goal = goal_for(f, target, float(z))
     _, (first, _), axis = split_halves(*f.shape)
@@ -433,7 +435,7 @@ def _lazy_amip(data, source, quantity, target, groups, alpha_max, z, method, bac
     k_max = max(1, int(np.floor(alpha_max * n_units)))
     found = linear_search(f, goal, flipped["all"], flipped["half"], source.rows, k_max)
     units = xr.DataArray(np.asarray(source.obs_names), dims="obs")
-    return _result_of(f, quantity, target, z, units, np.arange(n_units), found, method)
+    return _result(f, quantity, target, z, units, np.arange(n_units), found, method)
 
 
 def _amip_block(block, start, stop, methods, options) -> dict:
@@ -448,12 +450,7 @@ def _amip_block(block, start, stop, methods, options) -> dict:
     return out
 
 
-def _result(post, quantity, target, z, units, codes, found, method) -> AmipResult:
-    f = post.quantities.sel(quantity=quantity).values
-    return _result_of(f, quantity, target, z, units, codes, found, method)
-
-
-def _result_of(f, quantity, target, z, units, codes, found, method) -> AmipResult:
+def _result(f, quantity, target, z, units, codes, found, method) -> AmipResult:
     goal, path = found.goal, found.path
     curve = pd.DataFrame(
         {"n_drop": np.arange(found.linear_change.size), "linear": found.linear_change}

@@ -45,3 +45,15 @@ def test_chains_shorter_than_the_short_lags():
     draws = _ar1_chains(0.3, n_rows=10, n_draws=12)
     fast = log_lik_relative_eff_rows(draws.reshape(10, -1), n_chains=4)
     np.testing.assert_allclose(fast, relative_eff_rows(exp_of_rows(draws)), rtol=1e-12)
+
+
+def test_log_lik_relative_eff_with_impossible_draws_equals_the_fft_path():
+    from bayesij.array.ess import log_lik_relative_eff
+
+    draws = _ar1_chains(0.4, n_rows=30)
+    log_lik = np.moveaxis(draws, 0, 2).copy()  # (chains, draws, observations)
+    log_lik[1, 7, 3] = -np.inf  # impossible at one draw: exp 0 there
+    log_lik[..., 4] = -np.inf  # impossible at every draw: constant, R loo's 0.5
+    expected = relative_eff_rows(exp_of_rows(np.moveaxis(log_lik, 2, 0)))
+    np.testing.assert_allclose(log_lik_relative_eff(log_lik), expected, rtol=1e-12)
+    assert log_lik_relative_eff(log_lik)[4] == 0.5

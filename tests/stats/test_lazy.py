@@ -193,23 +193,23 @@ def test_linear_amip_of_a_lazy_log_likelihood_equals_the_in_memory_one():
     lazy = bayesij.loglik_function(
         _regression, data, slope, n_chains=4, block_size=300, names=["slope"]
     )
-    array = (
-        xr.DataTree.from_dict(
-            {
-                "posterior": xr.Dataset({"slope": (("chain", "draw"), slope.reshape(4, 500))}),
-                "log_likelihood": xr.Dataset(
-                    {"y": xr.DataArray(matrix, dims=("chain", "draw", "obs")).chunk({"obs": 700})}
-                ),
-            }
-        )
-        if hasattr(xr, "DataTree")
-        else None
-    )
+    groups = {
+        "posterior": xr.Dataset({"slope": (("chain", "draw"), slope.reshape(4, 500))}),
+        "log_likelihood": xr.Dataset(
+            {"y": xr.DataArray(matrix, dims=("chain", "draw", "obs")).chunk({"obs": 700})}
+        ),
+    }
+    from tests.helpers.peers import ARVIZ_1
+
+    if ARVIZ_1:  # ArviZ 1.x: a DataTree with a lazy log_likelihood group
+        container = xr.DataTree.from_dict(groups)
+    else:  # ArviZ 0.23: InferenceData
+        import arviz as az
+
+        container = az.InferenceData(**groups)
     for target in ("sign", "significance", 0.01):
         eager = bayesij.amip(post, "slope", target, method="linear")
-        for source in (lazy, array):
-            if source is None:
-                continue
+        for source in (lazy, container):
             found = bayesij.amip(source, "slope", target, method="linear")
             assert found.drop_ids == eager.drop_ids and found.stopped == eager.stopped
             assert found.n_units == eager.n_units == 2000
