@@ -41,6 +41,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 from bayesij.array.kernels import (
     _MAX_RANGE,
@@ -63,6 +64,9 @@ _TINY_TOTAL = 1e-100
 _STEP = 16
 #: Fewer tail draws than this and no generalized Pareto fit is made.
 _MIN_TAIL = 5
+#: As ``_compiled``, inlined into its caller: the per-row call with its thirteen arrays cost
+#: 0.4 ns per draw (10 %).
+_inlined = njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, inline="always")
 
 
 class FusedLoo(NamedTuple):
@@ -212,18 +216,31 @@ def _insertion_sort(a, n):
 @_compiled
 def _grid_log_products(theta, x, m, out, product):
     """``out[j] = sum_i log(1 - theta[j] x[i])`` as logs of running products (NaN where a
-    factor is not positive), the product folded into the sum before it leaves 1e+-100."""
+    factor is not positive), the product folded into the sum before it leaves 1e+-100.
+    Four factors are multiplied together before they join a product (a quarter of the
+    dependent multiplications), vectorised over the grid."""
     grid = theta.shape[0]
     out[:grid] = 0.0
     product[:grid] = 1.0
     for start in range(0, m, 16):
-        for i in range(start, min(start + 16, m)):
+        stop = min(start + 16, m)
+        quads = start + (stop - start) // 4 * 4
+        for i in range(start, quads, 4):
+            x0, x1, x2, x3 = x[i], x[i + 1], x[i + 2], x[i + 3]
+            for j in range(grid):
+                t = theta[j]
+                product[j] *= ((1.0 - t * x0) * (1.0 - t * x1)) * ((1.0 - t * x2) * (1.0 - t * x3))
+        for i in range(quads, stop):
             for j in range(grid):
                 product[j] *= 1.0 - theta[j] * x[i]
+        outside = 0  # counted without a branch; folded only when some product left the range
         for j in range(grid):
-            if not 1e-100 < product[j] < 1e100:
-                out[j] += math.log(product[j]) if product[j] > 0 else math.nan
-                product[j] = 1.0
+            outside += not 1e-100 < product[j] < 1e100
+        if outside:
+            for j in range(grid):
+                if not 1e-100 < product[j] < 1e100:
+                    out[j] += math.log(product[j]) if product[j] > 0 else math.nan
+                    product[j] = 1.0
     for j in range(grid):
         out[j] += math.log(product[j]) if product[j] > 0 else math.nan
 
@@ -315,7 +332,7 @@ def _smooth_tail(top, m, k, sigma, smoothed, scratch):
         smoothed[i] = min((smoothed[i] - 1.0) / k * sigma + top[0], 1.0)
 
 
-@_compiled
+@_inlined
 def _row(row, m, work, exponent, top, sample, counts, x, theta, profile, product, scratch, out):
     """PSIS-LOO of one row into ``out`` (lppd, elpd, k, relative error, sum_w2, minimum,
     done)."""
