@@ -1,10 +1,11 @@
 """The compiled PSIS-LOO kernel against the general NumPy path (itself equal to ArviZ and R loo,
-tests/stats/test_loo.py) and its vectorised pieces against NumPy's exp and log."""
+tests/stats/test_loo.py), its vectorised pieces against NumPy's exp and log, and the value
+check against a direct count."""
 
 import numpy as np
 import pytest
 
-from bayesij.array.kernels import _exp_parts, _log_positive, log_variances
+from bayesij.array.kernels import _exp_parts, _log_positive, count_outside, log_variances
 from bayesij.array.loo import _BLOM, _psis_elpd, loo_pointwise, mcse_elpd
 from bayesij.array.psis import tail_length
 from bayesij.array.psis_kernel import _largest_sorted, fused_psis_loo
@@ -111,3 +112,17 @@ def test_log_variances_equal_the_direct_formula():
         z = 1 + value * _BLOM
         expected.append(np.log(z[z > 0]).var(ddof=1))
     np.testing.assert_allclose(log_variances(c, _BLOM), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("minus_inf", [True, False])
+def test_count_outside_equals_a_direct_count(dtype, minus_inf):
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(50, 40)).astype(dtype)
+    values.flat[rng.choice(values.size, 12, replace=False)] = rng.choice(
+        [np.nan, np.inf, -np.inf, 1e31, -1e31, 1e29, -1e29], 12
+    )
+    magnitude_ok = np.abs(values.astype(float)) < 1e30
+    allowed = magnitude_ok | (np.isneginf(values) if minus_inf else False)
+    assert count_outside(values, 1e30, minus_inf) == int((~allowed).sum())
+    assert count_outside(values[:0], 1e30, minus_inf) == 0
