@@ -4,12 +4,14 @@ instead of one NumPy pass over a whole chunk per step. The array-layer estimator
 and keep the general NumPy path for the rows a kernel leaves (marked not done).
 
 Shared here: a polynomial ``exp`` (Cody-Waite reduction, degree-13 Taylor; within 2 ulp) and
-``log`` (mantissa and ``2 atanh``; within 3 ulp) that the compiler vectorises, row minima and
-maxima, sums. Kernels: **the Monte Carlo error of elpd** (:func:`log_variances`: R loo's
-variance of ``log(1 + c q)`` over 1000 normal quantiles); **the relative efficiency**
-(:func:`short_lag_autocorrelations`: the autocorrelations of ``exp(l)`` lag by lag until
-Geyer's sequence stops); **WAIC** (:func:`fused_waic_terms`: lppd, the central moments of
-``l`` and the tempered cross-validation term of each row). PSIS-LOO has its own module,
+``log`` (mantissa and ``2 atanh``; within 3 ulp), scalar functions that loops inline and the
+compiler vectorises (their polynomials with fused multiply-adds, the float bits moved by
+register bitcasts), row minima and maxima, sums. Kernels: **the Monte Carlo error of elpd**
+(:func:`log_variances`: R loo's variance of ``log(1 + c q)`` over 1000 normal quantiles);
+**the relative efficiency** (:func:`short_lag_autocorrelations`: the autocorrelations of
+``exp(l)`` lag by lag until Geyer's sequence stops); **WAIC** (:func:`fused_waic_terms`:
+lppd, the central moments of ``l`` and the tempered cross-validation term of each row); **the
+value checks** (:func:`count_outside`). PSIS-LOO has its own module,
 :mod:`bayesij.array.psis_kernel`.
 
 Numba compiles a kernel on first use and caches it on disk.
@@ -20,7 +22,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 __all__ = ["count_outside", "fused_waic_terms", "log_variances", "short_lag_autocorrelations"]
 
@@ -59,38 +62,46 @@ def _min_max(row):
     return lo, hi
 
 
+@intrinsic
+def _as_float(typingctx, bits):
+    """The float64 whose bits are the int64 ``bits`` (no conversion: a register bitcast)."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+    return types.float64(types.int64), codegen
+
+
 @_fused
-def _exp_parts(row, body, mantissa, exponent):
-    """``exp(body - row[s]) = mantissa[s] * 2^k`` with the biased bits of ``2^k`` in
-    ``exponent``: Cody-Waite reduction and a degree-13 Taylor polynomial, vectorised."""
-    for s in range(row.shape[0]):
-        x = body - row[s]
-        k = math.floor(x * _INV_LN2 + 0.5)
-        r = (x - k * _LN2_HI) - k * _LN2_LO
-        p = _C13
-        p = _C12 + r * p
-        p = _C11 + r * p
-        p = _C10 + r * p
-        p = _C9 + r * p
-        p = _C8 + r * p
-        p = _C7 + r * p
-        p = _C6 + r * p
-        p = _C5 + r * p
-        p = _C4 + r * p
-        p = _C3 + r * p
-        p = _C2 + r * p
-        p = _C1 + r * p
-        mantissa[s] = _C0 + r * p
-        exponent[s] = (np.int64(k) + 1023) << 52
+def _exp(x):
+    """``exp(x)`` for ``|x| <= 708``: Cody-Waite reduction, a degree-13 Taylor polynomial
+    and ``2^k`` from its bits; inlined into loops, which the compiler then vectorises."""
+    k = math.floor(x * _INV_LN2 + 0.5)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = _C13
+    p = _C12 + r * p
+    p = _C11 + r * p
+    p = _C10 + r * p
+    p = _C9 + r * p
+    p = _C8 + r * p
+    p = _C7 + r * p
+    p = _C6 + r * p
+    p = _C5 + r * p
+    p = _C4 + r * p
+    p = _C3 + r * p
+    p = _C2 + r * p
+    p = _C1 + r * p
+    p = _C0 + r * p
+    return p * _as_float((np.int64(k) + 1023) << 52)
 
 
-@_compiled
-def _exp_negated(x, out, exponent):
-    """``out = exp(-x)`` for ``|x| <= 708`` (:func:`_exp_parts` finished), vectorised."""
-    _exp_parts(x, 0.0, out, exponent)
-    power = exponent.view(np.float64)
+@_fused
+def _exp_negated(x, out):
+    """``out = exp(-x)`` for ``|x| <= 708``, vectorised."""
     for s in range(x.shape[0]):
-        out[s] *= power[s]
+        out[s] = _exp(-x[s])
 
 
 @_reordered
@@ -102,15 +113,15 @@ def _sum(values):
 
 
 @_reordered
-def _ratios_and_sums(mantissa, exponent):
-    """Finish the ratios in ``mantissa``; return their sum, sum of squares and of inverses."""
-    scale = exponent.view(np.float64)
+def _ratios_and_sums(row, body, ratios):
+    """``ratios = exp(body - row)`` (vectorised); return their sum, sum of squares and sum
+    of inverses."""
     total = 0.0
     squares = 0.0
     inverses = 0.0
-    for s in range(mantissa.shape[0]):
-        w = mantissa[s] * scale[s]
-        mantissa[s] = w
+    for s in range(row.shape[0]):
+        w = _exp(body - row[s])
+        ratios[s] = w
         total += w
         squares += w * w
         inverses += 1.0 / w
@@ -140,47 +151,59 @@ _A0, _A1, _A2, _A3, _A4, _A5, _A6, _A7, _A8, _A9, _A10, _A11 = (
 )
 
 
+@intrinsic
+def _as_int(typingctx, value):
+    """The int64 whose bits are those of the float64 ``value`` (a register bitcast)."""
+    if not isinstance(value, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+
+    return types.int64(types.float64), codegen
+
+
 @_fused
-def _log_positive(z, exponent, out):
-    """``out = log(z)`` for positive normal ``z`` (within 3 ulp), vectorised: the mantissa
-    ``m`` in [sqrt(1/2), sqrt(2)) and ``2 atanh((m - 1) / (m + 1))``."""
-    bits = z.view(np.int64)
-    mantissa = out.view(np.int64)
-    for i in range(z.shape[0]):
-        exponent[i] = ((bits[i] >> 52) & 0x7FF) - 1023
-        mantissa[i] = (bits[i] & 0xFFFFFFFFFFFFF) | 0x3FF0000000000000
-    for i in range(z.shape[0]):
-        m = out[i]
-        high = m > _SQRT2
-        m = m * 0.5 if high else m
-        e = exponent[i] + 1 if high else exponent[i]
-        s = (m - 1.0) / (m + 1.0)
-        t = s * s
-        p = _A11
-        p = _A10 + t * p
-        p = _A9 + t * p
-        p = _A8 + t * p
-        p = _A7 + t * p
-        p = _A6 + t * p
-        p = _A5 + t * p
-        p = _A4 + t * p
-        p = _A3 + t * p
-        p = _A2 + t * p
-        p = _A1 + t * p
-        p = _A0 + t * p
-        out[i] = e * _LN2_HI + (s * p + e * _LN2_LO)
+def _log(z):
+    """``log(z)`` for positive normal ``z`` (within 3 ulp): the mantissa ``m`` in
+    [sqrt(1/2), sqrt(2)) and ``2 atanh((m - 1) / (m + 1))``; inlined into loops, which the
+    compiler then vectorises."""
+    bits = _as_int(z)
+    e = ((bits >> 52) & 0x7FF) - 1023
+    m = _as_float((bits & 0xFFFFFFFFFFFFF) | 0x3FF0000000000000)
+    high = m > _SQRT2
+    m = m * 0.5 if high else m
+    e = e + 1 if high else e
+    s = (m - 1.0) / (m + 1.0)
+    t = s * s
+    p = _A11
+    p = _A10 + t * p
+    p = _A9 + t * p
+    p = _A8 + t * p
+    p = _A7 + t * p
+    p = _A6 + t * p
+    p = _A5 + t * p
+    p = _A4 + t * p
+    p = _A3 + t * p
+    p = _A2 + t * p
+    p = _A1 + t * p
+    p = _A0 + t * p
+    return e * _LN2_HI + (s * p + e * _LN2_LO)
 
 
-@_compiled
+@_fused
+def _log_positive(z, out):
+    """``out = log(z)`` for positive normal ``z`` (within 3 ulp), vectorised."""
+    for i in range(z.shape[0]):
+        out[i] = _log(z[i])
+
+
+@_fused
 def _log_variances(scales, quantiles, out):
-    n = quantiles.shape[0]
-    z = np.empty(n)
-    logs = np.empty(n)
-    exponent = np.empty(n, dtype=np.int64)
+    logs = np.empty(quantiles.shape[0])
     for r in range(scales.shape[0]):
-        for i in range(n):
-            z[i] = max(1.0 + scales[r] * quantiles[i], 1e-300)
-        _log_positive(z, exponent, logs)
+        for i in range(quantiles.shape[0]):
+            logs[i] = _log(max(1.0 + scales[r] * quantiles[i], 1e-300))
         out[r] = _kept_variance(logs, scales[r], quantiles)
 
 
@@ -247,7 +270,6 @@ def _autocorrelations(rows, n_chains, fft_size, out):
     n = n_total // n_chains
     shifted = np.empty(n_total)
     values = np.empty(n_total)
-    exponent = np.empty(n_total, dtype=np.int64)
     means = np.empty(n_chains)
     for r in range(rows.shape[0]):
         _, high = _min_max(rows[r])
@@ -257,7 +279,7 @@ def _autocorrelations(rows, n_chains, fft_size, out):
             continue
         for s in range(n_total):
             shifted[s] = min(high - rows[r, s], 708.0)
-        _exp_negated(shifted, values, exponent)
+        _exp_negated(shifted, values)
         for c in range(n_chains):
             means[c] = _mean(values[c * n : (c + 1) * n])
             values[c * n : (c + 1) * n] -= means[c]
@@ -319,7 +341,6 @@ def _waic_rows(rows, beta, out):
     n = rows.shape[1]
     work = np.empty(n)
     shifted = np.empty(n)
-    exponent = np.empty(n, dtype=np.int64)
     for r in range(rows.shape[0]):
         row = rows[r]
         low, high = _min_max(row)
@@ -328,14 +349,13 @@ def _waic_rows(rows, beta, out):
         mean = _mean(row)
         out[1, r] = mean
         out[2, r], out[3, r], out[4, r] = _central_moments(row, mean)
-        _exp_parts(row, low, work, exponent)
-        total, _, inverses = _ratios_and_sums(work, exponent)  # exp(low - l), exp(l - low)
+        total, _, inverses = _ratios_and_sums(row, low, work)  # exp(low - l), exp(l - low)
         out[0, r] = low + math.log(inverses) - math.log(n)
         if beta == 1.0:  # log mean exp(-l) - log mean exp(0)
             out[5, r] = -low + math.log(total) - math.log(n)
         else:
-            out[5, r] = _log_mean_exp(row, -beta, low, high, shifted, work, exponent)
-            out[5, r] -= _log_mean_exp(row, 1 - beta, low, high, shifted, work, exponent)
+            out[5, r] = _log_mean_exp(row, -beta, low, high, shifted, work)
+            out[5, r] -= _log_mean_exp(row, 1 - beta, low, high, shifted, work)
         out[6, r] = 1.0
 
 
@@ -353,7 +373,7 @@ def _central_moments(row, mean):
 
 
 @_compiled
-def _log_mean_exp(row, alpha, low, high, shifted, work, exponent):
+def _log_mean_exp(row, alpha, low, high, shifted, work):
     """``log mean exp(alpha l)`` of a finite row (values below ``exp(-708)`` of the largest
     term count as that, far below the rounding of the sum)."""
     if alpha == 0.0:
@@ -361,5 +381,5 @@ def _log_mean_exp(row, alpha, low, high, shifted, work, exponent):
     top = alpha * high if alpha > 0 else alpha * low
     for s in range(row.shape[0]):
         shifted[s] = min(top - alpha * row[s], 708.0)
-    _exp_negated(shifted, work, exponent)
+    _exp_negated(shifted, work)
     return top + math.log(_sum(work)) - math.log(row.shape[0])

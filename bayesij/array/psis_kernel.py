@@ -47,7 +47,6 @@ from bayesij.array.kernels import (
     _MAX_RANGE,
     _compiled,
     _exp_negated,
-    _exp_parts,
     _log_positive,
     _min_max,
     _ratios_and_sums,
@@ -252,7 +251,6 @@ def _sum_log1p(theta, x, m, scratch):
     term by term by ``math.log1p`` where some ``u`` is not a positive normal float."""
     u = scratch[0, :m]
     logs = scratch[1, :m]
-    exponent = scratch[2, :m].view(np.int64)
     normal = True
     for i in range(m):
         u[i] = 1.0 - theta * x[i]
@@ -262,7 +260,7 @@ def _sum_log1p(theta, x, m, scratch):
         for i in range(m):
             total += math.log1p(-theta * x[i])
         return total
-    _log_positive(u, exponent, logs)
+    _log_positive(u, logs)
     total = 0.0
     for i in range(m):
         total += logs[i] - ((u[i] - 1.0) + theta * x[i]) / u[i]
@@ -324,16 +322,15 @@ def _smooth_tail(top, m, k, sigma, smoothed, scratch):
             smoothed[i] = min(quantile + top[0], 1.0)
         return
     scaled = scratch[0, :m]
-    exponent = scratch[1, :m].view(np.int64)
     for i in range(m):
         scaled[i] = k * log_tail[i]
-    _exp_negated(scaled, smoothed, exponent)
+    _exp_negated(scaled, smoothed)
     for i in range(m):
         smoothed[i] = min((smoothed[i] - 1.0) / k * sigma + top[0], 1.0)
 
 
 @_inlined
-def _row(row, m, work, exponent, top, sample, counts, x, theta, profile, product, scratch, out):
+def _row(row, m, work, top, sample, counts, x, theta, profile, product, scratch, out):
     """PSIS-LOO of one row into ``out`` (lppd, elpd, k, relative error, sum_w2, minimum,
     done)."""
     n = row.shape[0]
@@ -341,8 +338,7 @@ def _row(row, m, work, exponent, top, sample, counts, x, theta, profile, product
     out[5] = body
     if not (math.isfinite(body) and high - body <= _MAX_RANGE) or not _MIN_TAIL <= m < n:
         return
-    _exp_parts(row, body, work, exponent)
-    total, squares, inverses = _ratios_and_sums(work, exponent)
+    total, squares, inverses = _ratios_and_sums(row, body, work)
     _largest_sorted(work, m + 1, top, sample, counts)
     cutoff = top[0]
     if cutoff < _TINY or top[1] == cutoff or top[m] == top[1]:
@@ -389,7 +385,6 @@ def _rows(rows, tail_len, out):
     n = rows.shape[1]
     m_max = max(tail_len.max() + 1, 1) if tail_len.shape[0] else 1
     work = np.empty(n)
-    exponent = np.empty(n, dtype=np.int64)
     top = np.empty(n)
     sample = np.empty(n)
     counts = np.empty(2048, dtype=np.int64)
@@ -401,7 +396,6 @@ def _rows(rows, tail_len, out):
             rows[i],
             tail_len[i],
             work,
-            exponent,
             top,
             sample,
             counts,
