@@ -268,33 +268,49 @@ def short_lag_autocorrelations(
 def _autocorrelations(rows, n_chains, fft_size, out):
     n_total = rows.shape[1]
     n = n_total // n_chains
-    shifted = np.empty(n_total)
     values = np.empty(n_total)
     means = np.empty(n_chains)
+    lagged = np.empty(4)
     for r in range(rows.shape[0]):
-        _, high = _min_max(rows[r])
+        row = rows[r]
+        _, high = _min_max(row)
         out[:, r] = math.nan
         out[0, r] = 1.0
         if not math.isfinite(high):  # every draw impossible: constant, as R loo's 0.5
             continue
-        for s in range(n_total):
-            shifted[s] = min(high - rows[r, s], 708.0)
-        _exp_negated(shifted, values)
-        for c in range(n_chains):
-            means[c] = _mean(values[c * n : (c + 1) * n])
-            values[c * n : (c + 1) * n] -= means[c]
+        for c in range(n_chains):  # each chain's exp(l - high), centred
+            chain = slice(c * n, (c + 1) * n)
+            means[c] = _centred_exp(row[chain], high, values[chain]) / n
         scale = fft_size / n**2 / n_chains
-        mean_var = _lagged_sums(values, n, n_chains, 0) * scale * n / (n - 1)
-        var_plus = mean_var * (n - 1) / n
-        if n_chains > 1:
-            grand = _mean(means)
-            for c in range(n_chains):
-                var_plus += (means[c] - grand) ** 2 / (n_chains - 1)
-        for t in range(1, min(out.shape[0], n)):
-            acov = _lagged_sums(values, n, n_chains, t) * scale
-            out[t, r] = 1 - (mean_var - acov) / var_plus
+        for t in range(min(out.shape[0], n)):
+            if t % 4 == 0:  # lags t..t+3 in one pass over the draws
+                _lagged_sums(values, n, n_chains, t, lagged)
+            if t == 0:
+                mean_var = lagged[0] * scale * n / (n - 1)
+                var_plus = mean_var * (n - 1) / n
+                if n_chains > 1:
+                    grand = _mean(means)
+                    for c in range(n_chains):
+                        var_plus += (means[c] - grand) ** 2 / (n_chains - 1)
+                continue
+            out[t, r] = 1 - (mean_var - lagged[t % 4] * scale) / var_plus
             if t % 2 == 1 and not out[t - 1, r] + out[t, r] > 0:
                 break  # Geyer's sequence stops at this pair: later lags are not used
+
+
+@_reordered
+def _centred_exp(chain, high, out):
+    """``out = exp(chain - high)`` (values below ``exp(-708)`` count as that) minus its
+    mean; returns the sum before centring (vectorised)."""
+    total = 0.0
+    for s in range(chain.shape[0]):
+        v = _exp(max(chain[s] - high, -708.0))
+        out[s] = v
+        total += v
+    mean = total / chain.shape[0]
+    for s in range(chain.shape[0]):
+        out[s] -= mean
+    return total
 
 
 @_compiled
@@ -303,15 +319,30 @@ def _mean(values):
 
 
 @njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, fastmath=True)
-def _lagged_sums(centred, n, n_chains, lag):
-    """``sum_c sum_i d[c, i] d[c, i + lag]`` over chains of ``n`` contiguous finite values."""
-    total = 0.0
+def _lagged_sums(centred, n, n_chains, lag, out):
+    """``out[j] = sum_c sum_i d[c, i] d[c, i + lag + j]`` for ``j < 4`` (0 where
+    ``lag + j >= n``) over chains of ``n`` contiguous finite values: four lags per pass."""
+    out[:] = 0.0
     for c in range(n_chains):
-        head = centred[c * n : (c + 1) * n - lag]  # two slices indexed alike: vectorised
-        tail = centred[c * n + lag : (c + 1) * n]
-        for i in range(n - lag):
-            total += head[i] * tail[i]
-    return total
+        chain = centred[c * n : (c + 1) * n]
+        common = max(n - lag - 3, 0)  # i where all four products exist
+        # slices indexed by the loop variable alone (no wraparound test): vectorised
+        head, lag0, lag1 = chain[:common], chain[lag : lag + common], chain[lag + 1 :]
+        lag2, lag3 = chain[lag + 2 :], chain[lag + 3 :]
+        s0 = s1 = s2 = s3 = 0.0
+        for i in range(common):
+            a = head[i]
+            s0 += a * lag0[i]
+            s1 += a * lag1[i]
+            s2 += a * lag2[i]
+            s3 += a * lag3[i]
+        out[0] += s0
+        out[1] += s1
+        out[2] += s2
+        out[3] += s3
+        for j in range(4):  # the last few products of the shorter lags
+            for i in range(common, n - lag - j):
+                out[j] += chain[i] * chain[i + lag + j]
 
 
 def fused_waic_terms(rows: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
