@@ -26,6 +26,7 @@ from bayesij.array.psis import psis_chunk, tail_length
 __all__ = [
     "amip_search",
     "linear_search",
+    "take_draws",
     "metric_influence",
     "search_path",
     "hybrid_change",
@@ -449,10 +450,10 @@ def _reweighted_split_check(f, log_lik, goal, k_threshold, path) -> dict:
     """Choose the set on one half of the draws by reweighting, estimate its effect on the
     other."""
     how, (first, second), axis = split_halves(*f.shape)
-    f_a, f_b = _take(f, first, axis), _take(f, second, axis)
+    f_a, f_b = take_draws(f, first, axis), take_draws(f, second, axis)
     if f_a.shape[1] < 4 or f_b.shape[1] < 4:
         return {}
-    l_a, l_b = _take(log_lik, first, axis), _take(log_lik, second, axis)
+    l_a, l_b = take_draws(log_lik, first, axis), take_draws(log_lik, second, axis)
     goal_a = replace(goal, need=goal.need if path.stopped == "reached" else np.inf)
     chosen = search_path("reweighted", f_a, l_a, goal_a, max(1, path.order.size), k_threshold)
     if chosen.order.size == 0:
@@ -531,7 +532,7 @@ def amip_search(
     scores = metric_influence(f, log_lik, goal)
     if method == "linear":
         _, (first, _), axis = split_halves(*f.shape)
-        half = metric_influence(_take(f, first, axis), _take(log_lik, first, axis), goal)
+        half = metric_influence(take_draws(f, first, axis), take_draws(log_lik, first, axis), goal)
         return linear_search(f, goal, scores, half, lambda units: log_lik[:, :, units], k_max)
     path = search_path(method, f, log_lik, goal, k_max, k_threshold, scores)
     linear = linear_path(scores.psi[0], goal.direction, np.inf, k_max, scores.mcse[0])
@@ -573,14 +574,15 @@ def linear_search(f, goal: Goal, scores, half_scores, read_units, k_max: int) ->
     )
 
 
-def _take(values: np.ndarray, part: slice, axis: int) -> np.ndarray:
+def take_draws(values: np.ndarray, part: slice, axis: int) -> np.ndarray:
+    """``values[part]`` along ``axis`` (0: chains, 1: draws) as :func:`split_halves` says."""
     return values[part] if axis == 0 else values[:, part]
 
 
 def _linear_split_check(f, goal: Goal, path: AmipPath, half_scores, read_units) -> dict:
     """:func:`_split_check` of the linear method, the first half's scores given."""
     how, (first, second), axis = split_halves(*f.shape)
-    f_a, f_b = _take(f, first, axis), _take(f, second, axis)
+    f_a, f_b = take_draws(f, first, axis), take_draws(f, second, axis)
     if f_a.shape[1] < 4 or f_b.shape[1] < 4:
         return {}
     need = goal.need if path.stopped == "reached" else np.inf
@@ -589,7 +591,7 @@ def _linear_split_check(f, goal: Goal, path: AmipPath, half_scores, read_units) 
     if chosen.order.size == 0:
         return {}
     columns, every = read_units(chosen.order), np.arange(chosen.order.size)
-    l_a, l_b = _take(columns, first, axis), _take(columns, second, axis)
+    l_a, l_b = take_draws(columns, first, axis), take_draws(columns, second, axis)
     split, mcse_split = linear_set_change(f_b, l_b, every, goal.sign, goal.z)
     naive, _ = linear_set_change(f_a, l_a, every, goal.sign, goal.z)
     return _split_summary(how, chosen, naive, split, mcse_split)

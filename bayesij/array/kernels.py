@@ -97,13 +97,6 @@ def _exp(x):
     return p * _as_float((np.int64(k) + 1023) << 52)
 
 
-@_fused
-def _exp_negated(x, out):
-    """``out = exp(-x)`` for ``|x| <= 708``, vectorised."""
-    for s in range(x.shape[0]):
-        out[s] = _exp(-x[s])
-
-
 @_reordered
 def _sum(values):
     total = 0.0
@@ -371,7 +364,6 @@ def fused_waic_terms(rows: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndar
 def _waic_rows(rows, beta, out):
     n = rows.shape[1]
     work = np.empty(n)
-    shifted = np.empty(n)
     for r in range(rows.shape[0]):
         row = rows[r]
         low, high = _min_max(row)
@@ -385,8 +377,8 @@ def _waic_rows(rows, beta, out):
         if beta == 1.0:  # log mean exp(-l) - log mean exp(0)
             out[5, r] = -low + math.log(total) - math.log(n)
         else:
-            out[5, r] = _log_mean_exp(row, -beta, low, high, shifted, work)
-            out[5, r] -= _log_mean_exp(row, 1 - beta, low, high, shifted, work)
+            out[5, r] = _log_mean_exp(row, -beta, low, high)
+            out[5, r] -= _log_mean_exp(row, 1 - beta, low, high)
         out[6, r] = 1.0
 
 
@@ -403,14 +395,14 @@ def _central_moments(row, mean):
     return second / n, third / n, fourth / n
 
 
-@_compiled
-def _log_mean_exp(row, alpha, low, high, shifted, work):
+@_reordered
+def _log_mean_exp(row, alpha, low, high):
     """``log mean exp(alpha l)`` of a finite row (values below ``exp(-708)`` of the largest
-    term count as that, far below the rounding of the sum)."""
+    term count as that, far below the rounding of the sum), one vectorised pass."""
     if alpha == 0.0:
         return 0.0
     top = alpha * high if alpha > 0 else alpha * low
+    total = 0.0
     for s in range(row.shape[0]):
-        shifted[s] = min(top - alpha * row[s], 708.0)
-    _exp_negated(shifted, work)
-    return top + math.log(_sum(work)) - math.log(row.shape[0])
+        total += _exp(max(alpha * row[s] - top, -708.0))
+    return top + math.log(total) - math.log(row.shape[0])

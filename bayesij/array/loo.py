@@ -34,7 +34,7 @@ from bayesij.array.checks import (
     fail,
     log_lik_draws,
 )
-from bayesij.array.ess import exp_of_rows, log_lik_relative_eff_rows, relative_eff_rows
+from bayesij.array.ess import log_lik_relative_eff_rows
 from bayesij.array.psis import TIE_RULES, check_tail_rule, psis_rows, tail_length
 from bayesij.array.waic import log_lik_moments
 
@@ -456,8 +456,5 @@ def loo_methods(
 def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray | None, int]) -> np.ndarray:
     """R loo's relative efficiency of ``exp(l_n)`` for rows (n_cols, n_draws)."""
     order, n_chains = by_chain
-    if order is None:  # each chain's draws contiguous: the short-lag kernel
-        return log_lik_relative_eff_rows(rows, n_chains)
-    grouped = rows[:, order]
-    by_chains = grouped.reshape(rows.shape[0], n_chains, -1)
-    return relative_eff_rows(exp_of_rows(by_chains))
+    grouped = rows if order is None else rows[:, order]  # each chain's draws contiguous
+    return log_lik_relative_eff_rows(grouped, n_chains)

@@ -45,8 +45,9 @@ from numba import njit
 
 from bayesij.array.kernels import (
     _MAX_RANGE,
+    _as_float,
     _compiled,
-    _exp_negated,
+    _exp,
     _log_positive,
     _min_max,
     _ratios_and_sums,
@@ -168,7 +169,7 @@ def _largest_sorted(w, count, out, spare, counts):
 @_compiled
 def _bucket_floor(bucket, shift, base):
     """The smallest float of a bucket of :func:`_top_buckets`."""
-    return np.array([(bucket + base) << shift]).view(np.float64)[0]
+    return _as_float((bucket + base) << shift)
 
 
 @_compiled
@@ -321,12 +322,8 @@ def _smooth_tail(top, m, k, sigma, smoothed, scratch):
                 quantile = math.expm1(-k * log_tail[i]) / k * sigma
             smoothed[i] = min(quantile + top[0], 1.0)
         return
-    scaled = scratch[0, :m]
     for i in range(m):
-        scaled[i] = k * log_tail[i]
-    _exp_negated(scaled, smoothed)
-    for i in range(m):
-        smoothed[i] = min((smoothed[i] - 1.0) / k * sigma + top[0], 1.0)
+        smoothed[i] = min((_exp(-k * log_tail[i]) - 1.0) / k * sigma + top[0], 1.0)
 
 
 @_inlined

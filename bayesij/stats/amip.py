@@ -19,6 +19,7 @@ from bayesij.array.amip import (
     metric_draws,
     search_path,
     split_halves,
+    take_draws,
 )
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.influence import InfluenceScores, influence_scores
@@ -361,8 +362,8 @@ def amip(
         return _lazy_amip(data, source, quantity, target, groups, alpha_max, z, method, backend)
     post = as_posterior(data, log_lik=log_lik, need_quantities=True)
     _check_arguments(post, quantity, target, alpha_max, z, method)
-    _check_varies(post.quantities.sel(quantity=quantity).values, quantity)
     f = post.quantities.sel(quantity=quantity).values
+    _check_varies(f, quantity)
     log_lik_units, units = post.units(groups)
     log_lik_units = np.asarray(log_lik_units, dtype=float)  # its searches revisit every unit
     codes, _ = post.unit_codes(groups)
@@ -422,7 +423,7 @@ def _lazy_amip(data, source, quantity, target, groups, alpha_max, z, method, bac
     _check_varies(f, quantity)
     goal = goal_for(f, target, float(z))
     _, (first, _), axis = split_halves(*f.shape)
-    half = f[first] if axis == 0 else f[:, first]
+    half = take_draws(f, first, axis)
     options = {
         "metric": metric_draws(f, goal.sign, goal.z)[..., None],
         "half_metric": metric_draws(half, goal.sign, goal.z)[..., None],
@@ -442,7 +443,7 @@ def _amip_block(block, start, stop, methods, options) -> dict:
     """The metric's influence on one block of observations, on all draws and on the first
     half (observations first, for joining)."""
     first, axis = options["first"], options["axis"]
-    half = block[first] if axis == 0 else block[:, first]
+    half = take_draws(block, first, axis)
     out = {}
     for name, metric, values in (("all", "metric", block), ("half", "half_metric", half)):
         scores = influence_scores(options[metric], values, check=False)
