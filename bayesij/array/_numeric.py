@@ -26,6 +26,7 @@ __all__ = [
     "transpose_columns",
     "sum_by_group",
     "THREADS",
+    "CHUNK_BYTES",
 ]
 
 T = TypeVar("T")

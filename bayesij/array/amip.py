@@ -28,6 +28,7 @@ __all__ = [
     "linear_search",
     "take_draws",
     "metric_influence",
+    "reweighted_search",
     "search_path",
     "hybrid_change",
     "weighted_influence_mcse",
@@ -534,7 +535,16 @@ def amip_search(
         _, (first, _), axis = split_halves(*f.shape)
         half = metric_influence(take_draws(f, first, axis), take_draws(log_lik, first, axis), goal)
         return linear_search(f, goal, scores, half, lambda units: log_lik[:, :, units], k_max)
-    path = search_path(method, f, log_lik, goal, k_max, k_threshold, scores)
+    return reweighted_search(f, log_lik, goal, scores, k_max, k_threshold)
+
+
+def reweighted_search(
+    f: np.ndarray, log_lik: np.ndarray, goal: Goal, scores, k_max: int, k_threshold: float
+) -> AmipSearch:
+    """The greedy reweighted AMIP from the metric's influence scores on all draws (which
+    order the first candidates); ``log_lik`` (n_chains, n_draws, n_units) is revisited after
+    every addition, so it must be in memory."""
+    path = search_path("reweighted", f, log_lik, goal, k_max, k_threshold, scores)
     linear = linear_path(scores.psi[0], goal.direction, np.inf, k_max, scores.mcse[0])
     mean_after, sd_after = _reweighted_after(f, log_lik, path)
     monte_carlo = _reweighted_split_check(f, log_lik, goal, k_threshold, path)

@@ -10,13 +10,14 @@ by block, so peak memory is one block, not the draws x observations matrix.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from bayesij.array._numeric import CHUNK_BYTES
 from bayesij.array.checks import as_float_array, check_positive_int, fail
 from bayesij.data.inference_data import SAMPLE_DIMS, group_names, has_groups
 from bayesij.data.posterior import select_names
@@ -27,13 +28,9 @@ __all__ = [
     "LazyArray",
     "lazy_log_lik",
     "lazy_quantities",
-    "refuse_with_lazy",
-    "block_values",
     "block_bounds",
 ]
 
-#: Default bytes of log-likelihood per block (float64).
-BLOCK_BYTES = 64 * 2**20
 
 
 def _rows(data) -> int:
@@ -180,27 +177,6 @@ def loglik_function(fn, data, draws=None, *, n_chains: int = 1, block_size=None,
     return LogLikFunction(fn, data, draws, n_chains, block_size, names)
 
 
-def refuse_with_lazy(**options) -> None:
-    """Options that need the whole draws x observations matrix are refused, by name, for a
-    lazy log-likelihood (read one block of observations at a time)."""
-    for argument, value in options.items():
-        if value is not None and value is not False:
-            raise fail(
-                argument,
-                f"{argument} with a lazy log-likelihood",
-                f"no {argument}: a lazy log-likelihood is read one block of observations at "
-                "a time (for groups, sum their terms inside the function)",
-            )
-
-
-def block_values(values, start: int, stop: int):
-    """A per-observation argument (e.g. ``r_eff``) for one block; scalars and None as they
-    are."""
-    if values is not None and np.ndim(values):
-        return np.asarray(values)[start:stop]
-    return values
-
-
 def lazy_quantities(data, source, quantities=None) -> tuple[np.ndarray, list[str]]:
     """Draws of the quantities beside a lazy log-likelihood, (n_chains, n_draws, K), and
     their names: a function's (S, D) parameter draws, or the posterior group of an
@@ -280,17 +256,15 @@ class LazyArray:
         return as_float_array(values, "log_lik")
 
     def bounds(self) -> list[tuple[int, int]]:
+        """The dask chunks along the observations, each read whole and once per pass."""
         chunks = self.array.chunks[2] if self.array.chunks is not None else (self.n_obs,)
         edges = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
-        target = _default_block(self.shape)
-        out: list[tuple[int, int]] = []
-        for start, stop in zip(edges[:-1], edges[1:], strict=True):
-            out += [(a + int(start), b + int(start)) for a, b in block_bounds(stop - start, target)]
-        return out
+        return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
 
 
 def _default_block(shape: tuple[int, int]) -> int:
-    return max(1, BLOCK_BYTES // (8 * shape[0] * shape[1]))
+    """Observations per block of a function source: about 64 MiB of float64."""
+    return max(1, CHUNK_BYTES // (8 * shape[0] * shape[1]))
 
 
 def block_bounds(n_obs: int, size: int) -> list[tuple[int, int]]:
@@ -338,9 +312,3 @@ def lazy_log_lik(data, log_lik=None) -> LogLikFunction | LazyArray | None:
     if len(names) != 1:
         raise fail("log_lik", f"None with variables {names}", "the name of one lazy variable")
     return _as_lazy_array(dataset[lazy[0]], "log_lik")
-
-
-def iterate_blocks(source) -> Iterator[tuple[int, int, np.ndarray]]:
-    """``(start, stop, block)`` over the whole source, one block in memory at a time."""
-    for start, stop in source.bounds():
-        yield start, stop, source.block(start, stop)

@@ -5,29 +5,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
 from bayesij.array.amip import (
     METHODS,
     TARGETS,
-    amip_search,
     goal_for,
     linear_search,
     metric_draws,
+    reweighted_search,
     search_path,
     split_halves,
     take_draws,
 )
 from bayesij.array.checks import check_real, constant_columns, fail
-from bayesij.array.influence import InfluenceScores, influence_scores
+from bayesij.array.influence import influence_scores
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior
-from bayesij.data.lazy import lazy_log_lik, lazy_quantities, refuse_with_lazy
 from bayesij.data.posterior import base_name
-from bayesij.stats._blocks import by_blocks
+from bayesij.data.source import as_source, map_blocks
 
 __all__ = ["amip", "AmipResult", "TARGETS", "METHODS"]
 
@@ -273,10 +272,10 @@ def check_search_options(alpha_max, method) -> None:
         raise fail("method", repr(method), f"one of {METHODS}")
 
 
-def _check_arguments(post, quantity, target, alpha_max, z, method):
-    if not isinstance(quantity, str) or quantity not in post.quantity_names:
-        raise fail("quantity", repr(quantity), f"one of {post.quantity_names[:10]}")
-    _check_options(target, alpha_max, z, method)
+def _check_quantity(source, quantity) -> None:
+    names = list(source.quantity_names)
+    if not isinstance(quantity, str) or quantity not in names:
+        raise fail("quantity", repr(quantity), f"one of {names[:10]}")
 
 
 def _check_options(target, alpha_max, z, method) -> None:
@@ -357,41 +356,53 @@ def amip(
     .. [2] Giordano, R. and Broderick, T. (2024). Approximate data deletion and replication
        with the Bayesian influence function (talk; seed 001).
     """
-    source = lazy_log_lik(data, log_lik)
-    if source is not None:
-        return _lazy_amip(data, source, quantity, target, groups, alpha_max, z, method, backend)
-    post = as_posterior(data, log_lik=log_lik, need_quantities=True)
-    _check_arguments(post, quantity, target, alpha_max, z, method)
-    f = post.quantities.sel(quantity=quantity).values
-    _check_varies(f, quantity)
-    log_lik_units, units = post.units(groups)
-    log_lik_units = np.asarray(log_lik_units, dtype=float)  # its searches revisit every unit
-    codes, _ = post.unit_codes(groups)
-    n_units = units.size
-    k_max = max(1, int(np.floor(alpha_max * n_units)))
-    found = amip_search(
-        f,
-        log_lik_units,
-        target,
-        z=float(z),
-        method=method,
-        k_max=k_max,
-        k_threshold=pareto_k_threshold(post.n_draws),
+    _check_options(target, alpha_max, z, method)
+    source = as_source(
+        data,
+        groups=groups,
+        log_lik=log_lik,
+        need_quantities=True,
+        whole_matrix={"backend": backend, "method": None if method == "linear" else method},
     )
-    result = _result(f, quantity, target, z, units, codes, found, method)
+    _check_quantity(source, quantity)
+    f = source.quantity_draws[..., source.quantity_names.index(quantity)]
+    _check_varies(f, quantity)
+    k_max = max(1, int(np.floor(alpha_max * source.n_units)))
+    goal = goal_for(f, target, float(z))
+    scores = map_blocks(source, partial(_metric_influence, f=f, goal=goal, method=method))
+    if method == "linear":
+        found = linear_search(f, goal, scores["all"], scores["half"], source.rows, k_max)
+    else:
+        threshold = pareto_k_threshold(source.n_draws)
+        found = reweighted_search(f, source.matrix(), goal, scores["all"], k_max, threshold)
+    result = _result(f, quantity, target, z, source.units, source.codes, found, method)
     if backend is None:
         return result
     return _refit_in_the_loop(
         result,
         found.goal,
         found.path,
-        codes,
-        units,
+        source.codes,
+        source.units,
         backend,
         max_refits,
         k_max,
-        groups if groups is not None else post.groups,
+        groups if groups is not None else source.posterior.groups,
     )
+
+
+def _metric_influence(block: np.ndarray, f: np.ndarray, goal, method: str) -> dict:
+    """The influence of the goal's metric on one block of checked units, on all draws and
+    (for the linear method's split-draw check) on the first half of the draws."""
+    out = {
+        "all": influence_scores(metric_draws(f, goal.sign, goal.z)[..., None], block, check=False)
+    }
+    if method == "linear":
+        _, (first, _), axis = split_halves(*f.shape)
+        half = take_draws(f, first, axis)
+        metric = metric_draws(half, goal.sign, goal.z)[..., None]
+        out["half"] = influence_scores(metric, take_draws(block, first, axis), check=False)
+    return out
 
 
 def _check_varies(f: np.ndarray, quantity: str) -> None:
@@ -402,53 +413,6 @@ def _check_varies(f: np.ndarray, quantity: str) -> None:
             "a quantity that varies: dropping data cannot move a constant, and its "
             "significance (mean / sd) is undefined",
         )
-
-
-def _lazy_amip(data, source, quantity, target, groups, alpha_max, z, method, backend):
-    """The linear AMIP over a lazy log-likelihood: one pass block by block for the metric's
-    influence on all draws and on the split's first half, then only the chosen
-    observations' columns are evaluated (:func:`bayesij.array.amip.linear_search`)."""
-    refuse_with_lazy(groups=groups, backend=backend)
-    if method != "linear":
-        raise fail(
-            "method",
-            f"{method!r} with a lazy log-likelihood",
-            "'linear': reweighting revisits every observation after each addition",
-        )
-    if not isinstance(quantity, str):
-        raise fail("quantity", repr(quantity), "one quantity name")
-    draws, _ = lazy_quantities(data, source, [quantity])
-    f = draws[..., 0]
-    _check_options(target, alpha_max, z, method)
-    _check_varies(f, quantity)
-    goal = goal_for(f, target, float(z))
-    _, (first, _), axis = split_halves(*f.shape)
-    half = take_draws(f, first, axis)
-    options = {
-        "metric": metric_draws(f, goal.sign, goal.z)[..., None],
-        "half_metric": metric_draws(half, goal.sign, goal.z)[..., None],
-        "first": first,
-        "axis": axis,
-    }
-    scores = by_blocks(source, _amip_block, ("all", "half"), options)
-    flipped = {k: InfluenceScores(v.psi.T, v.mcse.T) for k, v in scores.items()}
-    n_units = source.n_obs
-    k_max = max(1, int(np.floor(alpha_max * n_units)))
-    found = linear_search(f, goal, flipped["all"], flipped["half"], source.rows, k_max)
-    units = xr.DataArray(np.asarray(source.obs_names), dims="obs")
-    return _result(f, quantity, target, z, units, np.arange(n_units), found, method)
-
-
-def _amip_block(block, start, stop, methods, options) -> dict:
-    """The metric's influence on one block of observations, on all draws and on the first
-    half (observations first, for joining)."""
-    first, axis = options["first"], options["axis"]
-    half = take_draws(block, first, axis)
-    out = {}
-    for name, metric, values in (("all", "metric", block), ("half", "half_metric", half)):
-        scores = influence_scores(options[metric], values, check=False)
-        out[name] = InfluenceScores(scores.psi.T, scores.mcse.T)
-    return out
 
 
 def _result(f, quantity, target, z, units, codes, found, method) -> AmipResult:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import xarray as xr
 
 from bayesij.array.influence import InfluenceScores, influence_scores
-from bayesij.data.convert import as_posterior
-from bayesij.data.lazy import lazy_log_lik, lazy_quantities, refuse_with_lazy
-from bayesij.stats._blocks import by_blocks
+from bayesij.data.source import as_source, map_blocks
 
 __all__ = ["influence", "scores_dataset"]
 
@@ -63,13 +63,15 @@ def influence(
     >>> scores["psi"].dims
     ('quantity', 'obs')
     """
-    source = lazy_log_lik(data, log_lik)
-    if source is not None:
-        return _lazy_influence(data, source, groups, quantities, n_blocks, client)
-    post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
-    values, units = post.units(groups)
-    scores = influence_scores(post.quantities.values, values, n_blocks=n_blocks, check=False)
-    return scores_dataset(scores, post.quantity_names, units, post.n_chains, post.n_draws, n_blocks)
+    source = as_source(
+        data, groups=groups, quantities=quantities, log_lik=log_lik, need_quantities=True
+    )
+    draws = source.quantity_draws
+    kernel = partial(_influence_block, draws=draws, n_blocks=n_blocks)
+    scores = map_blocks(source, kernel, client=client)
+    return scores_dataset(
+        scores, list(source.quantity_names), source.units, source.n_chains, source.n_draws, n_blocks
+    )
 
 
 def scores_dataset(
@@ -94,25 +96,6 @@ def scores_dataset(
     )
 
 
-def _lazy_influence(data, source, groups, quantities, n_blocks, client) -> xr.Dataset:
-    """Influence scores block by block over a lazy log-likelihood (units: observations)."""
-    refuse_with_lazy(groups=groups)
-    draws, names = lazy_quantities(data, source, quantities)
-    options = {"draws": draws, "n_blocks": n_blocks}
-    scores = by_blocks(source, _influence_block, ("scores",), options, client)["scores"]
-    units = xr.DataArray(np.asarray(source.obs_names), dims="obs")
-    n_chains, per_chain = source.shape
-    return scores_dataset(
-        InfluenceScores(scores.psi.T, scores.mcse.T),
-        names,
-        units,
-        n_chains,
-        n_chains * per_chain,
-        n_blocks,
-    )
-
-
-def _influence_block(block, start, stop, methods, options) -> dict:
-    """psi and its MCSE of one block of observations, observations first (for joining)."""
-    scores = influence_scores(options["draws"], block, n_blocks=options["n_blocks"])
-    return {"scores": InfluenceScores(scores.psi.T, scores.mcse.T)}
+def _influence_block(block: np.ndarray, draws: np.ndarray, n_blocks: int) -> InfluenceScores:
+    """psi and its MCSE of one block of checked units, (K, b) each."""
+    return influence_scores(draws, block, n_blocks=n_blocks, check=False)

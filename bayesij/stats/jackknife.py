@@ -8,19 +8,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayesij.array._numeric import obs_chunks
 from bayesij.array.checks import (
-    check_finite,
     check_flag,
-    check_log_lik_values,
     check_positive_int,
     constant_columns,
     fail,
 )
-from bayesij.array.jackknife import ij_covariance as ij_arrays
 from bayesij.array.jackknife import ij_from_columns
-from bayesij.data.convert import as_posterior
-from bayesij.data.lazy import lazy_log_lik, lazy_quantities, refuse_with_lazy
+from bayesij.data.source import as_source, iter_columns
 from bayesij.stats.influence import scores_dataset
 from bayesij.stats.linearity import LinearityResult, linearity
 
@@ -214,28 +209,35 @@ def ij_covariance(
     ['posterior_sd', 'ij_sd']
     """
     check_linearity = check_flag(check_linearity, "check_linearity")
-    source = lazy_log_lik(data, log_lik)
-    if source is not None:
-        refuse_with_lazy(groups=groups, check_linearity=check_linearity)
-        options = {
-            "n_blocks": check_positive_int(n_blocks, "n_blocks", minimum=2),
-            "n_boot": check_positive_int(n_boot, "n_boot", minimum=2),
-            "seed": seed,
-        }
-        return _lazy_ij(data, source, quantities, options)
-    post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
-    values, units = post.units(groups)
-    if values.shape[2] < 2:
+    n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
+    n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
+    source = as_source(
+        data,
+        groups=groups,
+        quantities=quantities,
+        log_lik=log_lik,
+        need_quantities=True,
+        whole_matrix={"check_linearity": check_linearity},
+    )
+    if source.n_units < 2:
         raise fail(
-            "groups" if units.dims[0] == "group" else "log_lik",
-            f"{values.shape[2]} {units.dims[0]}",
+            "groups" if source.units.dims[0] == "group" else "log_lik",
+            f"{source.n_units} {source.units.dims[0]}",
             "at least 2 units: the IJ variance is that of a bootstrap over units",
         )
-    result = ij_arrays(
-        post.quantities.values, values, n_blocks=n_blocks, n_boot=n_boot, seed=seed, check=False
+    draws = source.quantity_draws
+    f = draws.reshape(source.n_draws, -1)
+    chains = np.repeat(np.arange(source.n_chains), source.shape[1])
+    per_obs = 2 * f.shape[0] + (4 * n_blocks + 2 * n_boot) * f.shape[1]
+    columns = iter_columns(source, per_obs)
+    result = ij_from_columns(
+        f, chains, columns, source.n_units, n_blocks=n_blocks, n_boot=n_boot, seed=seed
     )
-    checked = linearity(post, groups=groups, scores=result.scores) if check_linearity else None
-    return _ij_result(result, post.quantity_names, units, post.quantities.values, n_blocks, checked)
+    checked = None
+    if check_linearity:
+        checked = linearity(source.posterior, groups=groups, scores=result.scores)
+    names = list(source.quantity_names)
+    return _ij_result(result, names, source.units, draws, n_blocks, checked)
 
 
 def _ij_result(result, names, units, draws, n_blocks, checked=None) -> IJCovariance:
@@ -260,24 +262,3 @@ def _ij_result(result, names, units, draws, n_blocks, checked=None) -> IJCovaria
         linearity=checked,
         influence=scores_dataset(result.scores, names, units, n_chains, n_draws, n_blocks),
     )
-
-
-def _lazy_ij(data, source, quantities, options: dict) -> IJCovariance:
-    """The IJ covariance over a lazy log-likelihood, one block of observations at a time."""
-    draws, names = lazy_quantities(data, source, quantities)
-    n_chains, per_chain = source.shape
-    f = draws.reshape(n_chains * per_chain, -1)
-    check_finite(f, "quantities")
-    chains = np.repeat(np.arange(n_chains), per_chain)
-    per_obs = 2 * f.shape[0] + (4 * options["n_blocks"] + 2 * options["n_boot"]) * f.shape[1]
-
-    def columns():
-        for start, stop in source.bounds():
-            block = source.block(start, stop).reshape(f.shape[0], stop - start)
-            check_log_lik_values(block)
-            for chunk in obs_chunks(stop - start, per_obs):
-                yield slice(start + chunk.start, start + chunk.stop), block[:, chunk]
-
-    result = ij_from_columns(f, chains, columns(), source.n_obs, **options)
-    units = xr.DataArray(np.asarray(source.obs_names), dims="obs")
-    return _ij_result(result, names, units, draws, options["n_blocks"])

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import constant_columns, fail, impossible_columns
+from bayesij.array.checks import checked_r_eff, constant_columns, fail, impossible_columns
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.linearity import LinearityArrays, leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
-from bayesij.data.convert import as_posterior, unit_index
-from bayesij.data.lazy import block_values, lazy_log_lik, lazy_quantities, refuse_with_lazy
-from bayesij.stats._blocks import by_blocks
+from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.loo import saved_log_weights
 
 __all__ = ["linearity", "LinearityResult", "RELIABLE_BELOW", "UNRELIABLE_ABOVE"]
@@ -173,35 +172,27 @@ def linearity(
             f"a {type(scores).__name__}",
             "None or the InfluenceScores of the same draws (IJCovariance.scores)",
         )
-    source = lazy_log_lik(data, log_lik)
-    if source is not None:
-        refuse_with_lazy(groups=groups, loo=loo, scores=scores)
-        draws, names = lazy_quantities(data, source, quantities)
-        options = {"draws": draws, "r_eff": r_eff, "tail_rule": tail_rule}
-        parts = by_blocks(source, _changes_block, ("changes",), options, client)["changes"]
-        changes = LinearityArrays(*(part.T for part in parts))  # back to quantities first
-        labels = pd.Index(source.obs_names, name="obs")
-        return _result(changes, draws, names, labels, int(np.prod(source.shape)))
-    post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
-    values, units = post.units(groups)
-    if impossible_columns(values).any():  # column by column: no matrix-sized mask
-        raise fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
-    saved = _saved_weights(loo, (post.n_draws, values.shape[2]))
-    changes = leave_out_changes(
-        post.quantities.values, values, r_eff, tail_rule, scores=scores, check=False, **saved
+    source = as_source(
+        data,
+        groups=groups,
+        quantities=quantities,
+        log_lik=log_lik,
+        need_quantities=True,
+        whole_matrix={"loo": loo, "scores": scores},
     )
-    return _result(
-        changes, post.quantities.values, post.quantity_names, unit_index(units), post.n_draws
-    )
+    draws = source.quantity_draws
+    r_eff = None if r_eff is None else checked_r_eff(r_eff, source.n_units)
+    saved = _saved_weights(loo, (source.n_draws, source.n_units))
+    kernel = partial(_changes_block, draws=draws, tail_rule=tail_rule, scores=scores, **saved)
+    changes = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
+    return _result(changes, draws, list(source.quantity_names), source.index, source.n_draws)
 
 
-def _changes_block(block, start, stop, methods, options) -> dict:
-    """Linear and PSIS leave-one-out changes of one block, units first (for joining)."""
-    if impossible_columns(block.reshape(-1, stop - start)).any():
+def _changes_block(block, draws, tail_rule, r_eff=None, **given) -> LinearityArrays:
+    """Linear and PSIS leave-one-out changes of one block of checked units."""
+    if impossible_columns(block).any():  # column by column: no matrix-sized mask
         raise fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
-    r_eff = block_values(options["r_eff"], start, stop)
-    changes = leave_out_changes(options["draws"], block, r_eff, options["tail_rule"])
-    return {"changes": LinearityArrays(*(np.asarray(p).T for p in changes))}
+    return leave_out_changes(draws, block, r_eff, tail_rule, check=False, **given)
 
 
 def _result(changes, draws, quantity_names, labels, n_draws) -> LinearityResult:

@@ -28,8 +28,7 @@ from bayesij.array.checks import (
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
 from bayesij.data.convert import as_posterior, unit_index
-from bayesij.data.lazy import block_values, lazy_log_lik, refuse_with_lazy
-from bayesij.stats._blocks import by_blocks
+from bayesij.data.source import as_source, map_blocks
 
 __all__ = ["loo", "loo_methods", "LooResult", "loo_expectation", "loo_pit", "saved_log_weights"]
 
@@ -290,34 +289,22 @@ def loo_methods(
         raise fail(
             "method", repr(unknown[0] if unknown else methods), f"one of {loo_arrays.METHODS}"
         )
-    source = lazy_log_lik(data, log_lik)
-    if source is not None:
-        refuse_with_lazy(groups=groups, save_psis=save_psis)
-        options = {"r_eff": r_eff, "tail_rule": tail_rule, "ties": ties}
-        results = by_blocks(source, _loo_block, methods, options, client)
-        index = pd.Index(source.obs_names, name="obs")
-        n_draws = int(np.prod(source.shape))
-        return _results(results, index, n_draws, tail_rule, ddof)
-    post = as_posterior(data, log_lik=log_lik)
-    values, units = post.units(groups)
-    results = loo_arrays.loo_methods(
-        values,
-        methods,
-        r_eff=r_eff,
-        tail_rule=tail_rule,
-        ties=ties,
-        check=False,
-        save_log_weights=save_psis,
-    )
-    return _results(results, unit_index(units), post.n_draws, tail_rule, ddof)
+    source = as_source(data, groups=groups, log_lik=log_lik, whole_matrix={"save_psis": save_psis})
+    r_eff = None if r_eff is None else checked_r_eff(r_eff, source.n_units)
 
+    def kernel(block: np.ndarray, r_eff=None) -> dict:
+        return loo_arrays.loo_methods(
+            block,
+            methods,
+            r_eff=r_eff,
+            tail_rule=tail_rule,
+            ties=ties,
+            check=False,
+            save_log_weights=save_psis,
+        )
 
-def _loo_block(block: np.ndarray, start: int, stop: int, methods, options) -> dict:
-    """PSIS-LOO (and the other methods) of one block of observations."""
-    r_eff = block_values(options["r_eff"], start, stop)
-    return loo_arrays.loo_methods(
-        block, methods, r_eff=r_eff, tail_rule=options["tail_rule"], ties=options["ties"]
-    )
+    results = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
+    return _results(results, source.index, source.n_draws, tail_rule, ddof)
 
 
 def _results(results: dict, index: pd.Index, n_draws: int, tail_rule: str, ddof: int) -> dict:

@@ -13,8 +13,8 @@ import pandas as pd
 
 from bayesij.array.checks import check_ddof, check_positive_int, check_seed, fail
 from bayesij.array.waic import log_mean_exp
-from bayesij.data.convert import as_posterior, unit_index
-from bayesij.data.lazy import LogLikFunction, lazy_log_lik
+from bayesij.data.lazy import LogLikFunction
+from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.loo import loo as compute_loo
 
 __all__ = ["LooSubsample", "loo_subsample", "APPROXIMATIONS"]
@@ -114,26 +114,21 @@ def loo_subsample(
         raise fail("approximation", repr(approximation), f"one of {APPROXIMATIONS}")
     ddof = check_ddof(ddof)
     seed = check_seed(seed)
-    source = lazy_log_lik(data, log_lik)
-    if source is None:
-        post = as_posterior(data, log_lik=log_lik)
-        values, units = post.units(None)
-        n_obs, index = values.shape[2], unit_index(units)
-    else:
-        n_obs, index = source.n_obs, pd.Index(source.obs_names, name="obs")
+    source = as_source(data, log_lik=log_lik)
+    n_obs = source.n_units
     m = check_positive_int(observations, "observations", minimum=2)
     if m > n_obs:
         raise fail("observations", str(m), f"at most the {n_obs} observations")
-    approx = _approximations(source if source is not None else values, approximation)
+    approx = _approximations(source, approximation)
     sampled = np.sort(np.random.default_rng(seed).choice(n_obs, size=m, replace=False))
-    draws = values[:, :, sampled] if source is None else _columns(source, sampled)
+    draws = source.rows(sampled)
     given = np.asarray(r_eff)[sampled] if r_eff is not None and np.ndim(r_eff) else r_eff
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the k-hats are reported in the pointwise table
         exact = compute_loo(draws, r_eff=given, tail_rule=tail_rule, ties=ties)
     e = exact.pointwise["elpd_loo"].to_numpy()
     k = exact.pointwise["pareto_k"].to_numpy()
-    return _difference_estimator(e, approx, sampled, index, k, approximation, ddof)
+    return _difference_estimator(e, approx, sampled, source.index, k, approximation, ddof)
 
 
 def _difference_estimator(e, approx, sampled, index, pareto_k, approximation, ddof):
@@ -166,30 +161,27 @@ def _difference_estimator(e, approx, sampled, index, pareto_k, approximation, dd
 
 
 def _approximations(source, approximation: str) -> np.ndarray:
-    """``pi_n`` of every observation, one block at a time for a lazy source."""
+    """``pi_n`` of every observation, one block of the source at a time."""
     if approximation == "plpd":
-        if not isinstance(source, LogLikFunction) or np.ndim(source.draws) != 2:
+        function = source.reader
+        if not isinstance(function, LogLikFunction) or np.ndim(function.draws) != 2:
             raise fail(
                 "approximation",
                 "'plpd' without parameter draws",
                 "'lpd', or 'plpd' with a loglik_function whose draws are an (S, D) array",
             )
-        point = np.asarray(source.draws, dtype=float).mean(axis=0, keepdims=True)
-        point_source = LogLikFunction(source.fn, source.data, point, 1, source.block_size)
-        return np.concatenate([point_source.block(a, b)[0, 0] for a, b in point_source.bounds()])
-    # lpd: log mean_s exp(l_sn), one pass per column (no other moments)
-    if isinstance(source, np.ndarray):
-        return log_mean_exp(source.reshape(-1, source.shape[2]), 1.0, check=False)
-    return np.concatenate(
-        [log_mean_exp(source.block(a, b).reshape(-1, b - a), 1.0) for a, b in source.bounds()]
-    )
+        point = np.asarray(function.draws, dtype=float).mean(axis=0, keepdims=True)
+        at_mean = LogLikFunction(function.fn, function.data, point, 1, function.block_size)
+        return map_blocks(as_source(at_mean), _only_draw)
+    return map_blocks(source, _lpd)  # log mean_s exp(l_sn): no other moments
 
 
-def _columns(source, positions: np.ndarray) -> np.ndarray:
-    """The full draws of the sampled observations of a lazy source, (chains, draws, m)."""
-    if isinstance(source, LogLikFunction):
-        return source.rows(positions)
-    return np.asarray(source.array[:, :, positions].values, dtype=float)
+def _only_draw(block: np.ndarray) -> np.ndarray:
+    return block[0, 0]
+
+
+def _lpd(block: np.ndarray) -> np.ndarray:
+    return log_mean_exp(block.reshape(-1, block.shape[2]), 1.0, check=False)
 
 
 def compare_subsampled(results: dict) -> pd.DataFrame:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -12,9 +13,7 @@ import pandas as pd
 from bayesij.array import waic as info
 from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import check_ddof, check_real
-from bayesij.data.convert import as_posterior, unit_index
-from bayesij.data.lazy import lazy_log_lik, refuse_with_lazy
-from bayesij.stats._blocks import by_blocks
+from bayesij.data.source import as_source, map_blocks
 
 __all__ = ["waic", "WaicResult", "generating_function"]
 
@@ -184,16 +183,9 @@ def waic(
     """
     beta = check_real(beta, "beta", 0.0, low_open=True)
     ddof = check_ddof(ddof)
-    source = lazy_log_lik(data, log_lik)
-    if source is not None:
-        refuse_with_lazy(groups=groups)
-        parts = by_blocks(source, _waic_block, ("waic",), {"beta": beta}, client)["waic"]
-        index = pd.Index(source.obs_names, name="obs")
-        return _result(parts, index, beta, ddof, int(np.prod(source.shape)))
-    values, units = as_posterior(data, log_lik=log_lik).units(groups)
-    matrix = values.reshape(-1, values.shape[2])
-    parts = _waic_parts(matrix, beta, check=False)  # checked by log_lik_units
-    return _result(parts, unit_index(units), beta, ddof, matrix.shape[0])
+    source = as_source(data, groups=groups, log_lik=log_lik)
+    parts = map_blocks(source, partial(_waic_parts, beta=beta), client=client)
+    return _result(parts, source.index, beta, ddof, source.n_draws)
 
 
 class _WaicParts(NamedTuple):
@@ -207,14 +199,10 @@ class _WaicParts(NamedTuple):
     cv_term: np.ndarray
 
 
-def _waic_parts(matrix: np.ndarray, beta: float, check: bool = True) -> _WaicParts:
-    moments, cv_term = info.waic_terms(matrix, beta, check=check)
+def _waic_parts(block: np.ndarray, beta: float) -> _WaicParts:
+    """The WAIC pieces of a (n_chains, n_draws, b) block of checked log-likelihood."""
+    moments, cv_term = info.waic_terms(block.reshape(-1, block.shape[2]), beta, check=False)
     return _WaicParts(*moments[:5], cv_term)
-
-
-def _waic_block(block, start, stop, methods, options) -> dict:
-    matrix = block.reshape(-1, block.shape[2])
-    return {"waic": _waic_parts(matrix, options["beta"])}
 
 
 def _result(parts: _WaicParts, index, beta: float, ddof: int, n_draws: int) -> WaicResult:
@@ -290,6 +278,9 @@ def generating_function(data, alpha: float, *, groups=None, log_lik=None) -> flo
     -1.386294
     """
     alpha = check_real(alpha, "alpha")
-    values, _ = as_posterior(data, log_lik=log_lik).units(groups)
-    matrix = values.reshape(-1, values.shape[2])
-    return float(info.log_mean_exp(matrix, alpha, check=False).mean())
+    source = as_source(data, groups=groups, log_lik=log_lik)
+    return float(map_blocks(source, partial(_log_mean_exp, alpha=alpha)).mean())
+
+
+def _log_mean_exp(block: np.ndarray, alpha: float) -> np.ndarray:
+    return info.log_mean_exp(block.reshape(-1, block.shape[2]), alpha, check=False)

@@ -1,0 +1,343 @@
+"""The one door for the log-likelihood: every estimator reads its draws through a
+:class:`LogLikSource`, and maps its kernel over the source's blocks with :func:`map_blocks`.
+
+:func:`as_source` accepts every input an estimator accepts — a
+:class:`~bayesij.data.posterior.Posterior`, an ArviZ ``InferenceData`` or ``DataTree``, an
+xarray ``Dataset`` / ``DataArray``, a NumPy array (S, N) or (C, D, N), a dask array or
+dask-backed xarray, or a :func:`~bayesij.data.lazy.loglik_function` — and returns one object
+that knows its shape, its chains, the labels of its units and how to yield blocks of units:
+
+* an in-memory matrix is one block (the array layer splits it into chunks of observations
+  and maps them over threads itself);
+* a dask-backed array yields its own chunks along the observations, each read whole, once;
+* a log-likelihood function yields blocks of about 64 MiB (or its ``block_size``).
+
+Options that need the whole draws x units matrix (groups, saved smoothed weights, greedy
+reweighting, ...) are refused for a lazy source here, in one place, with one message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayesij.array._numeric import obs_chunks, read_columns
+from bayesij.array.checks import check_finite, check_log_lik_values, fail
+from bayesij.data.convert import as_posterior, unit_index
+from bayesij.data.lazy import LazyArray, LogLikFunction, lazy_log_lik, lazy_quantities
+from bayesij.data.posterior import Posterior
+
+__all__ = ["LogLikSource", "as_source", "map_blocks", "iter_columns", "join_blocks"]
+
+
+@dataclass(frozen=True)
+class _InMemory:
+    """A (n_chains, n_draws, n_units) matrix already checked (by the Posterior): one block."""
+
+    values: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.values.shape[0], self.values.shape[1]
+
+    def bounds(self) -> list[tuple[int, int]]:
+        return [(0, self.values.shape[2])]
+
+    def block(self, start: int, stop: int) -> np.ndarray:
+        if (start, stop) == (0, self.values.shape[2]):
+            return self.values
+        return self.values[:, :, start:stop]
+
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        return np.asarray(self.values[:, :, np.asarray(positions)], dtype=float)
+
+
+@dataclass(frozen=True, eq=False)
+class LogLikSource:
+    """The pointwise log-likelihood of the exchangeable units, however it is held.
+
+    Attributes
+    ----------
+    reader : object
+        Gives ``shape`` (n_chains, draws per chain), ``bounds()`` (the natural blocks of
+        units, ``[(start, stop), ...]``), ``block(start, stop)`` (the (n_chains, n_draws,
+        stop - start) log-likelihood of those units) and ``rows(positions)``.
+    units : xarray.DataArray
+        Labels of the units, of dim ``obs`` or ``group``.
+    codes : ndarray of shape (n_obs,)
+        The unit (0-based) of each observation.
+    posterior : Posterior or None
+        The checked container of an in-memory input (its groups and quantities); None for
+        a lazy log-likelihood.
+    quantity_draws : ndarray of shape (n_chains, n_draws, K) or None
+        Draws of the selected quantities (only when asked for with ``quantities``).
+    quantity_names : list of str
+    """
+
+    reader: object
+    units: xr.DataArray
+    codes: np.ndarray
+    posterior: Posterior | None = None
+    quantity_draws: np.ndarray | None = None
+    quantity_names: tuple[str, ...] = ()
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the log-likelihood is read block by block (never whole in memory)."""
+        return self.posterior is None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n_chains, draws per chain)."""
+        return tuple(self.reader.shape)
+
+    @property
+    def n_chains(self) -> int:
+        return self.shape[0]
+
+    @property
+    def n_draws(self) -> int:
+        """All draws over all chains."""
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def n_units(self) -> int:
+        return int(self.units.size)
+
+    @property
+    def index(self) -> pd.Index:
+        """The unit labels as a pandas index named ``obs`` or ``group``."""
+        return unit_index(self.units)
+
+    def bounds(self) -> list[tuple[int, int]]:
+        """The natural blocks of units: one for a matrix in memory, a dask chunk, or a
+        function's block."""
+        return self.reader.bounds()
+
+    def block(self, start: int, stop: int) -> np.ndarray:
+        """The (n_chains, n_draws, stop - start) log-likelihood of units ``start..stop``,
+        checked (finite or -inf)."""
+        values = self.reader.block(start, stop)
+        if self.lazy:
+            check_log_lik_values(values.reshape(-1, stop - start))
+        return values
+
+    def rows(self, positions) -> np.ndarray:
+        """The float64 log-likelihood of the units at ``positions`` (any order), checked."""
+        values = self.reader.rows(np.asarray(positions))
+        if self.lazy:
+            check_log_lik_values(values.reshape(-1, values.shape[2]))
+        return values
+
+    def matrix(self) -> np.ndarray:
+        """The whole (n_chains, n_draws, n_units) float64 matrix of an in-memory source, for
+        options that revisit every unit (a lazy source refuses them in :func:`as_source`)."""
+        if self.lazy:
+            raise fail("data", "a lazy log-likelihood", "the matrix in memory")  # unreachable
+        return np.asarray(self.reader.values, dtype=float)
+
+
+def as_source(
+    data,
+    *,
+    groups=None,
+    quantities=None,
+    log_lik=None,
+    need_quantities: bool = False,
+    whole_matrix: Mapping | None = None,
+    argument: str = "data",
+) -> LogLikSource:
+    """Turn any accepted input into a :class:`LogLikSource`.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree, xarray, array_like, dask array or LogLikFunction
+    groups : array_like or mapping, optional
+        Units are groups (summed log-likelihoods); a container's groups by default.
+    quantities : str or list of str, optional
+        The quantities to read beside the log-likelihood (all with ``need_quantities``).
+    log_lik : str or list of str, optional
+        Log-likelihood variable of an InferenceData, DataTree or Dataset.
+    need_quantities : bool, default False
+        Read the draws of the quantities (refusing an input that has none).
+    whole_matrix : mapping, optional
+        ``{option name: value}`` of the caller's options that need the whole matrix in
+        memory: a lazy source with any of them set (not None, not False) is refused.
+    argument : str, default "data"
+        Name of the argument, for error messages.
+
+    Returns
+    -------
+    LogLikSource
+    """
+    lazy = lazy_log_lik(data, log_lik)
+    if lazy is None:
+        return _in_memory(data, groups, quantities, log_lik, need_quantities, argument)
+    _refuse_whole_matrix({"groups": groups, **(whole_matrix or {})})
+    units = xr.DataArray(np.asarray(lazy.obs_names), dims="obs")
+    draws, names = None, ()
+    if need_quantities or quantities is not None:
+        draws, found = lazy_quantities(data, lazy, quantities)
+        check_finite(draws, "quantities")
+        names = tuple(found)
+    return LogLikSource(lazy, units, np.arange(lazy.n_obs), None, draws, names)
+
+
+def _in_memory(data, groups, quantities, log_lik, need_quantities, argument) -> LogLikSource:
+    post = as_posterior(
+        data,
+        log_lik=log_lik,
+        quantities=quantities,
+        need_quantities=need_quantities,
+        argument=argument,
+    )
+    values, units = post.units(groups)
+    codes, _ = post.unit_codes(groups)
+    draws, names = None, ()
+    if need_quantities or quantities is not None:
+        draws, names = post.quantities.values, tuple(post.quantity_names)
+    return LogLikSource(_InMemory(values), units, codes, post, draws, names)
+
+
+def _refuse_whole_matrix(options: Mapping) -> None:
+    """The one refusal of whole-matrix options for a lazy log-likelihood."""
+    for name, value in options.items():
+        if value is not None and value is not False:
+            shown = repr(value) if isinstance(value, str) else name
+            raise fail(
+                name,
+                f"{shown} with a lazy log-likelihood",
+                f"no {name}: it needs the whole draws x units matrix in memory, and a lazy "
+                "log-likelihood is read one block of observations at a time (for groups, "
+                "sum their terms inside the function)",
+            )
+
+
+def map_blocks(
+    source: LogLikSource,
+    kernel: Callable,
+    *,
+    per_unit: Mapping | None = None,
+    client=None,
+):
+    """``kernel(block, **per_unit_block)`` over every block of ``source``, joined.
+
+    Parameters
+    ----------
+    source : LogLikSource
+    kernel : callable
+        Takes a (n_chains, n_draws, b) block and the per-unit arguments cut to it; returns a
+        NamedTuple (or a dict of them) of per-unit arrays with the units on the last axis
+        (None fields stay None).
+    per_unit : mapping, optional
+        ``{name: values}``: arguments with one value per unit (sliced per block); scalars
+        and None are passed as they are.
+    client : dask.distributed.Client, optional
+        Run the blocks of a lazy source as tasks on this cluster (a function is evaluated
+        there; a dask chunk is computed by the cluster and handed to the task). A matrix in
+        memory is computed here.
+
+    Returns
+    -------
+    What ``kernel`` returns, for all units.
+
+    Notes
+    -----
+    Locally, the next block is read (or evaluated) in a second thread while the current one
+    is computed: NumPy releases the GIL, so reading and computing overlap; at most two
+    blocks are in memory.
+    """
+    per_unit = dict(per_unit or {})
+    bounds = source.bounds()
+    if len(bounds) == 1 and (client is None or not source.lazy):  # e.g. a matrix in memory
+        start, stop = bounds[0]
+        return kernel(source.block(start, stop), **_cut(per_unit, start, stop))
+    if client is None or not source.lazy:
+        parts = _prefetching(source, kernel, bounds, per_unit)
+    else:
+        parts = _on_cluster(source, kernel, bounds, per_unit, client)
+    return join_blocks(parts)
+
+
+def _cut(per_unit: dict, start: int, stop: int) -> dict:
+    return {
+        name: np.asarray(values)[start:stop] if values is not None and np.ndim(values) else values
+        for name, values in per_unit.items()
+    }
+
+
+def _prefetching(source, kernel, bounds, per_unit) -> list:
+    parts = []
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        pending = reader.submit(source.block, *bounds[0])
+        for index, (start, stop) in enumerate(bounds):
+            block = pending.result()
+            if index + 1 < len(bounds):
+                pending = reader.submit(source.block, *bounds[index + 1])
+            parts.append(kernel(block, **_cut(per_unit, start, stop)))
+            del block
+    return parts
+
+
+def _on_cluster(source, kernel, bounds, per_unit, client) -> list:
+    if not callable(getattr(client, "submit", None)):
+        raise fail("client", f"a {type(client).__name__}", "a dask.distributed Client")
+    futures = []
+    for start, stop in bounds:
+        cut = _cut(per_unit, start, stop)
+        if isinstance(source.reader, LazyArray):
+            block = client.compute(source.reader.array[:, :, start:stop].data)
+            futures.append(client.submit(_checked_then, kernel, block, cut, pure=False))
+        else:
+            futures.append(
+                client.submit(_evaluate_then, source, kernel, start, stop, cut, pure=False)
+            )
+    return client.gather(futures)
+
+
+def _checked_then(kernel, block, cut):
+    block = np.asarray(block, dtype=float)
+    check_log_lik_values(block.reshape(-1, block.shape[2]))
+    return kernel(block, **cut)
+
+
+def _evaluate_then(source, kernel, start, stop, cut):
+    return kernel(source.block(start, stop), **cut)
+
+
+def iter_columns(source: LogLikSource, floats_per_obs: int) -> Iterator[tuple[slice, np.ndarray]]:
+    """``(units, columns)`` over the whole source for estimators that add up over units
+    (the IJ covariance): each block cut into chunks whose temporaries stay near 64 MiB,
+    ``columns`` the (n_draws, len(units)) float64 log-likelihood of ``units``.
+
+    ``floats_per_obs`` is the number of float64 values a chunk holds per unit.
+    """
+    for start, stop in source.bounds():
+        block = source.block(start, stop)
+        matrix = block.reshape(-1, stop - start)
+        for chunk in obs_chunks(stop - start, floats_per_obs):
+            yield slice(start + chunk.start, start + chunk.stop), read_columns(matrix, chunk)
+
+
+def join_blocks(parts: list):
+    """Per-block results joined along their last (units) axis: arrays as they are,
+    NamedTuples field by field, dicts of them key by key."""
+    first = parts[0]
+    if isinstance(first, np.ndarray):
+        return np.concatenate(parts, axis=-1)
+    if isinstance(first, dict):
+        return {key: join_blocks([part[key] for part in parts]) for key in first}
+    fields = []
+    for name in first._fields:
+        values = [getattr(part, name) for part in parts]
+        fields.append(None if values[0] is None else np.concatenate(values, axis=-1))
+    return type(first)(*fields)
+
+
+#: The readers a source may hold (for type checks and documentation).
+READERS = (_InMemory, LazyArray, LogLikFunction)
