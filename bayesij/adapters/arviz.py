@@ -34,16 +34,15 @@ def to_elpd_data(result):
 
     Parameters
     ----------
-    result : LooResult or WaicResult
+    result : ElpdResult
+        A LOO, WAIC, held-out or LFO result (``bayesij.stats.elpd.ElpdResult``).
 
     Returns
     -------
     arviz_stats.utils.ELPDDataLOO / ELPDData (ArviZ 1.x) or arviz.ELPDData (ArviZ 0.23)
     """
-    loo = hasattr(result, "p_loo")
-    elpd, se = (result.elpd, result.se) if loo else (result.elpd_waic, result.se)
-    p = result.p_loo if loo else result.p_waic
-    column = "elpd_loo" if loo else "elpd_waic"
+    loo = result.criterion == "loo" and "pareto_k" in result.pointwise
+    elpd, se, p, column = result.elpd, result.se, result.p, result.elpd_column
     n_samples, n_points = result.n_draws, len(result.pointwise)
     pareto_k = _pointwise(result, "pareto_k") if loo else None
     warning = bool(loo and (result.pointwise["pareto_k"] > result.k_threshold).any())

@@ -32,7 +32,6 @@ __all__ = [
 ]
 
 
-
 def _rows(data) -> int:
     if isinstance(data, dict):
         lengths = {len(v) for v in data.values()}

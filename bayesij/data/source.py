@@ -205,17 +205,27 @@ def _in_memory(data, groups, quantities, log_lik, need_quantities, argument) -> 
 
 
 def _refuse_whole_matrix(options: Mapping) -> None:
-    """The one refusal of whole-matrix options for a lazy log-likelihood."""
+    """The one refusal of whole-matrix options for a lazy log-likelihood. ``{"data":
+    "dic"}`` refuses a lazy input to an estimator that needs the matrix throughout."""
+    reason = (
+        "the whole draws x units matrix in memory, and a lazy log-likelihood is read one "
+        "block of observations at a time"
+    )
     for name, value in options.items():
-        if value is not None and value is not False:
-            shown = repr(value) if isinstance(value, str) else name
+        if value is None or value is False:
+            continue
+        if name == "data":
             raise fail(
-                name,
-                f"{shown} with a lazy log-likelihood",
-                f"no {name}: it needs the whole draws x units matrix in memory, and a lazy "
-                "log-likelihood is read one block of observations at a time (for groups, "
-                "sum their terms inside the function)",
+                "data",
+                f"a lazy log-likelihood for {value}",
+                f"a log-likelihood in memory: {value} needs {reason}",
             )
+        shown = repr(value) if isinstance(value, str) else name
+        raise fail(
+            name,
+            f"{shown} with a lazy log-likelihood",
+            f"no {name}: it needs {reason} (for groups, sum their terms inside the function)",
+        )
 
 
 def map_blocks(

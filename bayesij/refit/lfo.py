@@ -8,6 +8,7 @@ import numpy as np
 from bayesij.array.checks import fail
 from bayesij.array.lfo import lfo_origins
 from bayesij.data.convert import as_posterior
+from bayesij.data.source import as_source
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.stats.lfo import METHODS, LfoResult, lfo_from_draws, lfo_result, lfo_table
 
@@ -98,7 +99,7 @@ def lfo(
         raise fail("method", repr(method), f"one of {METHODS}")
     if backend is not None and not callable(getattr(backend, "fit", None)):
         raise fail("backend", f"a {type(backend).__name__}", "a refit backend (fit(weights))")
-    post = as_posterior(data, log_lik=log_lik)  # checked once, whatever the method
+    post = as_source(data, log_lik=log_lik, whole_matrix={"data": "lfo"}).posterior
     if isinstance(weight_derivative, str):  # a variable of data's log-likelihood group
         try:
             weight_derivative = as_posterior(data, log_lik=weight_derivative)

@@ -15,8 +15,8 @@ import pandas as pd
 
 from bayesij.array.checks import check_flag, check_labels, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
-from bayesij.data.convert import as_posterior
 from bayesij.data.inference_data import group_names, has_groups
+from bayesij.data.source import as_source
 from bayesij.stats.amip import (
     AmipResult,
     check_search_options,
@@ -413,7 +413,13 @@ def audit(
     for target in targets:
         check_target(target, "targets")
     check_search_options(alpha_max, method)
-    post = as_posterior(data, log_lik=log_lik, quantities=quantities, need_quantities=True)
+    post = as_source(
+        data,
+        quantities=quantities,
+        log_lik=log_lik,
+        need_quantities=True,
+        whole_matrix={"data": "the audit"},
+    ).posterior
     names = post.quantity_names
     with warnings.catch_warnings():  # every diagnostic is part of the report
         warnings.simplefilter("ignore")

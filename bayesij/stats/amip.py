@@ -27,12 +27,13 @@ from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior
 from bayesij.data.posterior import base_name
 from bayesij.data.source import as_source, map_blocks
+from bayesij.stats.elpd import Summary
 
 __all__ = ["amip", "AmipResult", "TARGETS", "METHODS"]
 
 
 @dataclass(frozen=True)
-class AmipResult:
+class AmipResult(Summary):
     """An approximate most influential set and what removing it is predicted to do.
 
     Attributes

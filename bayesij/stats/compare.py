@@ -14,6 +14,7 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.model_weights import pseudobma_weights, stacking_weights
+from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.subsample import LooSubsample, compare_subsampled
 
 __all__ = ["compare", "model_weights", "WEIGHT_METHODS"]
@@ -27,11 +28,11 @@ def compare(results: dict, weights: str | None = None, *, seed=None) -> pd.DataF
 
     Parameters
     ----------
-    results : dict of str to LooResult (or WaicResult)
-        Results of the models on the same units. Units are paired by their ids (the
-        pointwise index), so the order of the observations does not matter; results whose
-        ids are only positions 0..N-1 (no labels, e.g. from plain arrays) are paired by
-        position, as R loo and ArviZ do.
+    results : dict of str to ElpdResult
+        Results (LOO, WAIC, held-out, LFO, ...) of the models on the same units. Units are
+        paired by their ids (the pointwise index), so the order of the observations does
+        not matter; results whose ids are only positions 0..N-1 (no labels, e.g. from plain
+        arrays) are paired by position, as R loo and ArviZ do.
     weights : {"stacking", "pseudobma", "pseudobma+"}, optional
         Add a ``weight`` column (:func:`model_weights`), as ArviZ's ``compare`` does
         (R ``loo_compare`` has none: the default).
@@ -69,7 +70,7 @@ def compare(results: dict, weights: str | None = None, *, seed=None) -> pd.DataF
                 "se_diff": elpd_standard_error(difference.to_numpy(), ddof),
                 "elpd": float(frame[name].sum()),
                 "se": result.se,
-                "p": result.p_loo if hasattr(result, "p_loo") else result.p_waic,
+                "p": result.p,
                 "ic": -2 * float(frame[name].sum()),
             }
         )
@@ -154,19 +155,18 @@ def _pointwise_table(results) -> tuple[pd.DataFrame, int]:
             f"{type(results).__name__} of {len(results)} result(s)"
             if hasattr(results, "__len__")
             else repr(results),
-            "a dict of at least two named LooResult or WaicResult objects",
+            "a dict of at least two named elpd results (LooResult, WaicResult, ...)",
         )
     pointwise = {}
     for name, result in results.items():
-        table = getattr(result, "pointwise", None)
-        if not isinstance(table, pd.DataFrame) or not {"elpd_loo", "elpd_waic"} & set(table):
+        if not isinstance(result, ElpdResult):
             raise fail(
                 "results",
                 f"a {type(result).__name__} for {name!r}",
-                "LooResult or WaicResult objects (bayesij.loo, bayesij.waic)",
+                "LooResult, WaicResult or another elpd result (bayesij.loo, waic, holdout, "
+                "lfo, loo_subsample)",
             )
-        column = "elpd_loo" if "elpd_loo" in table else "elpd_waic"
-        pointwise[name] = table[column]
+        pointwise[name] = result.pointwise_elpd
     _match_units(pointwise)
     ddofs = {result.ddof for result in results.values()}
     if len(ddofs) != 1:

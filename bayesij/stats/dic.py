@@ -9,13 +9,14 @@ import pandas as pd
 
 from bayesij.array.checks import as_float_array, fail
 from bayesij.array.dic import dic_terms
-from bayesij.data.convert import as_posterior
+from bayesij.data.source import as_source
+from bayesij.stats.elpd import Summary
 
 __all__ = ["dic", "DicResult"]
 
 
 @dataclass(frozen=True)
-class DicResult:
+class DicResult(Summary):
     """DIC1 (Spiegelhalter p_D) and DIC2 (Gelman p_V) on two scales.
 
     Deviance scale (``D = -2 log p(y | theta)``, lower is better):
@@ -98,7 +99,9 @@ def dic(data, log_lik_at_point=None, *, point: str = "mean", log_lik=None) -> Di
        Analysis, 2nd ed.
     .. [3] Watanabe, S. (2010). JMLR 11, 3571-3594, section 6.
     """
-    post = as_posterior(data, log_lik=log_lik, need_quantities=True)
+    post = as_source(
+        data, log_lik=log_lik, need_quantities=True, whole_matrix={"data": "dic"}
+    ).posterior
     if point not in ("mean", "median"):
         raise fail("point", repr(point), "'mean' or 'median'")
     reduce = np.mean if point == "mean" else np.median

@@ -5,6 +5,8 @@ prediction and posterior expected squared error, per point, as MSE and as RMSE).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -12,13 +14,14 @@ import pandas as pd
 from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import as_draws_matrix, as_float_array, check_ddof, check_finite, fail
 from bayesij.array.holdout import log_predictive_density
-from bayesij.data.convert import as_posterior, unit_index
+from bayesij.data.source import as_source, map_blocks
+from bayesij.stats.elpd import ElpdResult
 
 __all__ = ["holdout", "HoldoutResult", "prediction_errors", "PredictionErrors"]
 
 
 @dataclass(frozen=True)
-class HoldoutResult:
+class HoldoutResult(ElpdResult):
     """The expected log predictive density of held-out data.
 
     Attributes
@@ -40,24 +43,17 @@ class HoldoutResult:
     n_draws: int
     ddof: int
 
+    criterion: ClassVar[str] = ""
+    number_format: ClassVar[str] = ".4g"
+
     @property
     def n_points(self) -> int:
         return len(self.pointwise)
 
-    def estimates(self) -> pd.DataFrame:
-        """``elpd`` and ``ic = -2 elpd`` with SEs, as R loo's ``elpd()$estimates``."""
-        return pd.DataFrame(
-            {"Estimate": [self.elpd, -2 * self.elpd], "SE": [self.se, 2 * self.se]},
-            index=["elpd", "ic"],
-        )
-
-    def __str__(self) -> str:
-        return "\n".join(
-            [
-                f"Held-out elpd of {self.n_points} points from {self.n_draws} draws "
-                f"(SE with ddof={self.ddof}; Monte Carlo SE {self.mcse:.2g})",
-                self.estimates().to_string(float_format=lambda v: f"{v:.4g}"),
-            ]
+    def _title(self) -> str:
+        return (
+            f"Held-out elpd of {self.n_points} points from {self.n_draws} draws "
+            f"(SE with ddof={self.ddof}; Monte Carlo SE {self.mcse:.2g})"
         )
 
 
@@ -97,18 +93,18 @@ def holdout(data, *, log_lik=None, ddof: int = 1) -> HoldoutResult:
 
 
 def _holdout(data, log_lik, ddof: int, argument: str) -> HoldoutResult:
-    values, units = as_posterior(data, log_lik=log_lik, argument=argument).units(None)
-    arrays = log_predictive_density(values, check=False)
+    source = as_source(data, log_lik=log_lik, argument=argument)
+    arrays = map_blocks(source, partial(log_predictive_density, check=False))
     pointwise = pd.DataFrame(
         {"elpd": arrays.elpd, "mcse": arrays.mcse, "r_eff": arrays.r_eff},
-        index=unit_index(units),
+        index=source.index,
     )
     return HoldoutResult(
         elpd=float(arrays.elpd.sum()),
         se=elpd_standard_error(arrays.elpd, ddof),
         mcse=float(np.sqrt(np.sum(arrays.mcse**2))),
         pointwise=pointwise,
-        n_draws=values.shape[0] * values.shape[1],
+        n_draws=source.n_draws,
         ddof=ddof,
     )
 

@@ -16,6 +16,7 @@ from bayesij.array.checks import (
 )
 from bayesij.array.jackknife import ij_from_columns
 from bayesij.data.source import as_source, iter_columns
+from bayesij.stats.elpd import Summary
 from bayesij.stats.influence import scores_dataset
 from bayesij.stats.linearity import LinearityResult, linearity
 
@@ -23,7 +24,7 @@ __all__ = ["ij_covariance", "IJCovariance"]
 
 
 @dataclass(frozen=True)
-class IJCovariance:
+class IJCovariance(Summary):
     """Infinitesimal-jackknife bootstrap covariance of posterior means, beside the posterior.
 
     Attributes

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,8 @@ from bayesij.array.checks import check_real, fail, impossible_columns
 from bayesij.array.lfo import cumulative_log_lik, ij_lfo, lfo_origins, psis_lfo
 from bayesij.data.convert import as_posterior
 from bayesij.data.posterior import Posterior
+from bayesij.data.source import as_source
+from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.linearity import RELIABLE_BELOW, UNRELIABLE_ABOVE
 
 __all__ = ["LfoResult", "lfo_from_draws", "lfo_table", "lfo_result", "METHODS"]
@@ -24,7 +27,7 @@ METHODS = ("exact", "psis", "ij")
 
 
 @dataclass(frozen=True)
-class LfoResult:
+class LfoResult(ElpdResult):
     """M-step-ahead leave-future-out elpd.
 
     Attributes
@@ -57,6 +60,8 @@ class LfoResult:
     k_threshold: float
     nonlinearity: float = float("nan")
 
+    criterion: ClassVar[str] = "lfo"
+
     @property
     def verdict(self) -> str:
         """IJ only: "reliable", "doubtful" or "unreliable" (as :func:`bayesij.linearity`)."""
@@ -66,12 +71,15 @@ class LfoResult:
             return "unreliable"
         return "doubtful" if self.nonlinearity > RELIABLE_BELOW else "reliable"
 
-    def __str__(self) -> str:
-        lines = [
+    def _title(self) -> str:
+        return (
             f"{self.horizon}-step-ahead leave-future-out elpd ({self.method}) over "
             f"{len(self.pointwise)} origins: {self.elpd:.2f} (SE {self.se:.2f}), "
             f"{self.n_refits} refit(s)"
-        ]
+        )
+
+    def _details(self) -> list[str]:
+        lines = []
         if self.method == "ij":
             lines.append(
                 f"Linearity of the first-order approximation: index {self.nonlinearity:.3g} "
@@ -83,7 +91,7 @@ class LfoResult:
                 f"k-hat above {self.k_threshold:g} at {len(high)} origin(s)"
                 + (" (refitted there)" if self.method == "psis" and self.n_refits else "")
             )
-        return "\n".join(lines)
+        return lines
 
 
 def lfo_from_draws(
@@ -131,7 +139,7 @@ def lfo_from_draws(
     if method not in ("psis", "ij"):
         raise fail("method", repr(method), f"one of {METHODS}")
     k_threshold = check_real(k_threshold, "k_threshold", 0.0, low_open=True)
-    post = as_posterior(data, log_lik=log_lik)
+    post = as_source(data, log_lik=log_lik, whole_matrix={"data": "lfo"}).posterior
     matrix = _conditional_terms(post)
     origins = lfo_origins(matrix.shape[1], min_train, horizon)
     cumulative = cumulative_log_lik(matrix)

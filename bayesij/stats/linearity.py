@@ -13,6 +13,7 @@ from bayesij.array.influence import InfluenceScores
 from bayesij.array.linearity import LinearityArrays, leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.source import as_source, map_blocks
+from bayesij.stats.elpd import Summary
 from bayesij.stats.loo import saved_log_weights
 
 __all__ = ["linearity", "LinearityResult", "RELIABLE_BELOW", "UNRELIABLE_ABOVE"]
@@ -36,7 +37,7 @@ def _verdict(index: float, excluded: int, n_units: int, constant: bool = False) 
 
 
 @dataclass(frozen=True)
-class LinearityResult:
+class LinearityResult(Summary):
     """Linear vs importance-sampling predictions of leaving each unit out, and verdicts.
 
     Attributes

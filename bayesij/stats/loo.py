@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -27,8 +28,9 @@ from bayesij.array.checks import (
 )
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
-from bayesij.data.convert import as_posterior, unit_index
+from bayesij.data.convert import unit_index
 from bayesij.data.source import as_source, map_blocks
+from bayesij.stats.elpd import ElpdResult
 
 __all__ = ["loo", "loo_methods", "LooResult", "loo_expectation", "loo_pit", "saved_log_weights"]
 
@@ -37,7 +39,7 @@ MIN_DRAWS = 100
 
 
 @dataclass(frozen=True)
-class LooResult:
+class LooResult(ElpdResult):
     """Approximate leave-one-out cross-validation: estimates, pointwise values, diagnostics.
 
     Attributes
@@ -65,6 +67,10 @@ class LooResult:
     ddof: int
     log_weights: np.ndarray | None = field(default=None, repr=False, compare=False)
 
+    criterion: ClassVar[str] = "loo"
+    elpd_column: ClassVar[str] = "elpd_loo"
+    p_column: ClassVar[str | None] = "p_loo"
+
     @property
     def elpd(self) -> float:
         return float(self.pointwise["elpd_loo"].sum())
@@ -87,28 +93,9 @@ class LooResult:
         return float(np.sqrt((self.pointwise["mcse_elpd_loo"] ** 2).sum()))
 
     @property
-    def n_units(self) -> int:
-        return len(self.pointwise)
-
-    @property
     def k_threshold(self) -> float:
         """``min(1 - 1/log10(S), 0.7)``: above it the PSIS estimate is unreliable."""
         return pareto_k_threshold(self.n_draws)
-
-    def to_arviz(self):
-        """This result as ArviZ's ``ELPDData`` (arviz-stats' with ArviZ 1.x, ``az.ELPDData``
-        with ArviZ 0.23), for ``arviz_stats.compare`` / ``az.compare`` and ArviZ's plots."""
-        from bayesij.adapters.arviz import to_elpd_data
-
-        return to_elpd_data(self)
-
-    def estimates(self) -> pd.DataFrame:
-        """Estimate and SE of elpd_loo, p_loo and looic, as R loo's ``estimates``."""
-        se_p = elpd_standard_error(self.pointwise["p_loo"].to_numpy(), self.ddof)
-        return pd.DataFrame(
-            {"Estimate": [self.elpd, self.p_loo, self.looic], "SE": [self.se, se_p, 2 * self.se]},
-            index=["elpd_loo", "p_loo", "looic"],
-        )
 
     def bad_k_ids(self, threshold: float | None = None) -> list:
         """Units whose k-hat exceeds ``threshold`` (default: the sample-size threshold)."""
@@ -139,14 +126,15 @@ class LooResult:
             )
         return pd.DataFrame(rows).set_index("interval")
 
-    def __str__(self) -> str:
+    def _title(self) -> str:
         title = {"psis": "PSIS-LOO", "is": "IS-LOO", "ij": "IJ-LOO", "cumulant": "cumulant LOO"}
-        lines = [
+        return (
             f"Computed from {self.n_draws} by {self.n_units} log-likelihood matrix "
-            f"({title[self.method]}, SE with ddof={self.ddof})",
-            "",
-            self.estimates().to_string(float_format=lambda v: f"{v:.1f}"),
-        ]
+            f"({title[self.method]}, SE with ddof={self.ddof})"
+        )
+
+    def _details(self) -> list[str]:
+        lines = []
         if self.method in ("psis", "is"):
             lines += ["------", f"Monte Carlo SE of elpd_loo is {self.mcse:.1f}."]
         table = self.pareto_k_table()
@@ -158,7 +146,7 @@ class LooResult:
                 f"{len(bad)} unit(s) above k-hat {self.k_threshold:.2g}: "
                 f"{bad[:10]}{' ...' if len(bad) > 10 else ''}"
             )
-        return "\n".join(lines)
+        return lines
 
 
 def loo(
@@ -409,7 +397,8 @@ def _draws_beside_log_lik(data, values, argument, r_eff, tail_rule, log_lik, psi
     """Log-likelihood matrix (S, N), per-draw ``values`` checked against it, the Pareto tail
     lengths, the unit labels and saved log-weights (or None): what every LOO expectation
     starts from."""
-    ll, units = as_posterior(data, log_lik=log_lik).units(None)
+    source = as_source(data, log_lik=log_lik, whole_matrix={"data": "LOO expectations"})
+    ll, units = source.matrix(), source.units
     matrix = ll.reshape(-1, ll.shape[2])
     saved = None
     if psis is not None:

@@ -12,8 +12,8 @@ import numpy as np
 from bayesij.array.checks import as_float_array, check_flag, check_positive_int, check_real, fail
 from bayesij.array.moment_match import moment_match_observation
 from bayesij.array.psis import tail_length
-from bayesij.data.convert import as_posterior
 from bayesij.data.posterior import Posterior
+from bayesij.data.source import as_source
 from bayesij.stats.loo import LooResult
 from bayesij.stats.loo import loo as compute_loo
 
@@ -82,6 +82,9 @@ def loo_moment_match(
     .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. (2021). Implicitly
        adaptive importance sampling. Statistics and Computing 31, 16.
     """
+    post = as_source(
+        data, log_lik=log_lik, need_quantities=True, whole_matrix={"data": "loo_moment_match"}
+    ).posterior
     missing = [
         m for m in ("unconstrain", "log_prob", "log_lik_i") if not callable(getattr(model, m, None))
     ]
@@ -92,7 +95,6 @@ def loo_moment_match(
             "a ModelDensity: unconstrain(post), log_prob(upars), log_lik_i(upars, i) "
             "(bayesij.refit.PyStanDensity for a Stan program)",
         )
-    post = as_posterior(data, log_lik=log_lik, need_quantities=True)
     if loo is None:
         with warnings.catch_warnings():  # the k-hats moment matching is here to improve
             warnings.simplefilter("ignore")

@@ -8,9 +8,9 @@ import pandas as pd
 
 from bayesij.array.checks import as_float_array, check_finite, check_real, fail
 from bayesij.array.power_scaling import power_sensitivity
-from bayesij.data.convert import as_posterior
 from bayesij.data.inference_data import _group, flatten_variables, has_groups
 from bayesij.data.posterior import Posterior
+from bayesij.data.source import as_source
 
 __all__ = ["psense", "log_prior_draws"]
 
@@ -67,7 +67,9 @@ def psense(
     """
     low, high = _alphas(alphas)
     threshold = check_real(threshold, "threshold", 0.0, low_open=True)
-    post = as_posterior(data, log_lik=log_lik, need_quantities=True)
+    post = as_source(
+        data, log_lik=log_lik, need_quantities=True, whole_matrix={"data": "psense"}
+    ).posterior
     prior = log_prior_draws(data, post, log_prior)
     if isinstance(log_prior, str):
         quantities = [q for q in (quantities or post.quantity_names) if q != log_prior]

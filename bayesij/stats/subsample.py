@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ from bayesij.array.checks import check_ddof, check_positive_int, check_seed, fai
 from bayesij.array.waic import log_mean_exp
 from bayesij.data.lazy import LogLikFunction
 from bayesij.data.source import as_source, map_blocks
+from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.loo import loo as compute_loo
 
 __all__ = ["LooSubsample", "loo_subsample", "APPROXIMATIONS"]
@@ -23,7 +25,7 @@ APPROXIMATIONS = ("lpd", "plpd")
 
 
 @dataclass(frozen=True)
-class LooSubsample:
+class LooSubsample(ElpdResult):
     """PSIS-LOO estimated from a subsample of the observations.
 
     Attributes
@@ -53,16 +55,22 @@ class LooSubsample:
     approximations: pd.Series
     ddof: int = 0
 
+    criterion: ClassVar[str] = "loo"
+    elpd_column: ClassVar[str] = "elpd_loo"
+
     @property
     def looic(self) -> float:
         return -2 * self.elpd
 
-    def __str__(self) -> str:
+    @property
+    def n_units(self) -> int:
+        return self.n_obs
+
+    def _title(self) -> str:
         return (
             f"PSIS-LOO from {self.n_sampled} of {self.n_obs} observations (difference "
-            f"estimator, approximation {self.approximation!r}):\n"
-            f"elpd_loo {self.elpd:.1f}  SE {self.se:.1f}  subsampling SE "
-            f"{self.subsampling_se:.2f}"
+            f"estimator, approximation {self.approximation!r}; subsampling SE "
+            f"{self.subsampling_se:.2f})"
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,7 @@ from bayesij.array import waic as info
 from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import check_ddof, check_real
 from bayesij.data.source import as_source, map_blocks
+from bayesij.stats.elpd import ElpdResult
 
 __all__ = ["waic", "WaicResult", "generating_function"]
 
@@ -24,7 +25,7 @@ GAP_WARNING = 0.25
 
 
 @dataclass(frozen=True)
-class WaicResult:
+class WaicResult(ElpdResult):
     """WAIC on the elpd scale (as ArviZ and R loo report it) and on Watanabe's loss scale.
 
     Attributes
@@ -66,13 +67,19 @@ class WaicResult:
     ddof: int
     n_draws: int
 
+    criterion: ClassVar[str] = "waic"
+    elpd_column: ClassVar[str] = "elpd_waic"
+    p_column: ClassVar[str | None] = "p_waic"
+    number_format: ClassVar[str] = ".4g"
+
+    @property
+    def elpd(self) -> float:
+        """``elpd_waic``."""
+        return self.elpd_waic
+
     @property
     def waic(self) -> float:
         return -2 * self.elpd_waic
-
-    @property
-    def n_units(self) -> int:
-        return len(self.pointwise)
 
     @property
     def functional_variance(self) -> float:
@@ -81,24 +88,6 @@ class WaicResult:
     @property
     def waic_loss(self) -> float:
         return self.btl + self.beta * self.functional_variance / self.n_units
-
-    def to_arviz(self):
-        """This result as ArviZ's ``ELPDData`` (arviz-stats' with ArviZ 1.x, ``az.ELPDData``
-        with ArviZ 0.23), for ``arviz_stats.compare`` / ``az.compare`` and ArviZ's plots."""
-        from bayesij.adapters.arviz import to_elpd_data
-
-        return to_elpd_data(self)
-
-    def estimates(self) -> pd.DataFrame:
-        """Estimates and SEs of elpd_waic, p_waic and waic, as R loo's ``estimates``."""
-        se_p = elpd_standard_error(self.pointwise["p_waic"].to_numpy(), self.ddof)
-        return pd.DataFrame(
-            {
-                "Estimate": [self.elpd_waic, self.p_waic, self.waic],
-                "SE": [self.se, se_p, 2 * self.se],
-            },
-            index=["elpd_waic", "p_waic", "waic"],
-        )
 
     def watanabe(self) -> pd.Series:
         """Watanabe's quantities on his per-observation loss scale."""
@@ -112,19 +101,16 @@ class WaicResult:
         }
         return pd.concat([pd.Series(values), self.cumulants])
 
-    def __str__(self) -> str:
-        fmt = {"float_format": lambda v: f"{v:.4g}"}
+    def _title(self) -> str:
         tempered = f", inverse temperature {self.beta:g}" if self.beta != 1 else ""
-        return "\n".join(
-            [
-                f"WAIC from {self.n_draws} draws and {self.n_units} units{tempered} "
-                f"(variances with ddof={self.ddof})",
-                self.estimates().to_string(**fmt),
-                "",
-                "Watanabe's per-observation loss scale",
-                self.watanabe().to_string(**fmt),
-            ]
+        return (
+            f"WAIC from {self.n_draws} draws and {self.n_units} units{tempered} "
+            f"(variances with ddof={self.ddof})"
         )
+
+    def _details(self) -> list[str]:
+        scale = self.watanabe().to_string(float_format=lambda v: f"{v:.4g}")
+        return ["", "Watanabe's per-observation loss scale", scale]
 
 
 def waic(

@@ -1,0 +1,110 @@
+"""The two result protocols every labelled estimator returns.
+
+* :class:`ElpdResult`: expected log predictive density estimates (LOO, WAIC, held-out,
+  leave-future-out, subsampled LOO) — ``pointwise`` (one row per unit), ``elpd``, ``se``,
+  ``p``, ``estimates()``, ``to_arviz()``, one ``__str__`` and ``_repr_html_``;
+  :func:`bayesij.compare` and :func:`bayesij.model_weights` take any of them.
+* :class:`Summary`: every other result (IJ covariance, linearity, AMIP, DIC, the audit) —
+  ``table()`` (a DataFrame), ``__str__`` and a ``_repr_html_`` that shows the same text and
+  table in a notebook instead of a raw dump of nested tables.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import ClassVar
+
+import pandas as pd
+
+from bayesij.array._numeric import elpd_standard_error
+
+__all__ = ["ElpdResult", "Summary"]
+
+
+def _html(text: str, table: pd.DataFrame | None) -> str:
+    parts = [f"<pre>{html.escape(text)}</pre>"]
+    if table is not None:
+        parts.append(table.to_html(float_format=lambda v: f"{v:.4g}"))
+    return "\n".join(parts)
+
+
+class ElpdResult:
+    """Base of the elpd results (mixed into frozen dataclasses).
+
+    A subclass has a ``pointwise`` DataFrame with the column :attr:`elpd_column`, and
+    ``elpd``, ``se``, ``ddof`` and ``n_draws``; it names its criterion and, where it has
+    one, the column of the effective number of parameters.
+    """
+
+    #: Short name of the criterion, as R loo and ArviZ write it ("loo", "waic", ...).
+    criterion: ClassVar[str] = "elpd"
+    #: Column of ``pointwise`` holding each unit's elpd.
+    elpd_column: ClassVar[str] = "elpd"
+    #: Column of ``pointwise`` holding each unit's effective number of parameters, if any.
+    p_column: ClassVar[str | None] = None
+    #: Format of the estimates in ``__str__``.
+    number_format: ClassVar[str] = ".1f"
+
+    pointwise: pd.DataFrame
+
+    @property
+    def pointwise_elpd(self) -> pd.Series:
+        """Each unit's elpd (the column :func:`bayesij.compare` pairs models on)."""
+        return self.pointwise[self.elpd_column]
+
+    @property
+    def p(self) -> float:
+        """The effective number of parameters (NaN where the criterion has none)."""
+        if self.p_column is None:
+            return float("nan")
+        return float(self.pointwise[self.p_column].sum())
+
+    @property
+    def n_units(self) -> int:
+        return len(self.pointwise)
+
+    def estimates(self) -> pd.DataFrame:
+        """Estimate and SE of elpd, p (where defined) and the information criterion
+        ``-2 elpd``, as R loo's ``estimates``."""
+        name = self.criterion
+        rows = {f"elpd_{name}" if name else "elpd": (self.elpd, self.se)}
+        if self.p_column is not None:
+            values = self.pointwise[self.p_column].to_numpy()
+            rows[f"p_{name}"] = (self.p, elpd_standard_error(values, self.ddof))
+        ic = {"loo": "looic", "waic": "waic", "kfold": "kfoldic"}.get(name, "ic")
+        rows[ic] = (-2 * self.elpd, 2 * self.se)
+        return pd.DataFrame(rows, index=["Estimate", "SE"]).T
+
+    def to_arviz(self):
+        """This result as ArviZ's ``ELPDData`` (arviz-stats' with ArviZ 1.x, ``az.ELPDData``
+        with ArviZ 0.23), for ``arviz_stats.compare`` / ``az.compare`` and ArviZ's plots."""
+        from bayesij.adapters.arviz import to_elpd_data
+
+        return to_elpd_data(self)
+
+    def _title(self) -> str:
+        return f"elpd ({self.criterion}) of {self.n_units} units from {self.n_draws} draws"
+
+    def _details(self) -> list[str]:
+        """Lines after the estimates (diagnostics of the criterion)."""
+        return []
+
+    def __str__(self) -> str:
+        table = self.estimates().to_string(float_format=lambda v: f"{v:{self.number_format}}")
+        return "\n".join([self._title(), "", table, *self._details()])
+
+    def _repr_html_(self) -> str:
+        return _html(str(self), None)
+
+
+class Summary:
+    """Base of the other results: ``table()`` and ``__str__`` given by the subclass;
+    ``_repr_html_`` shows both in a notebook."""
+
+    def table(self) -> pd.DataFrame:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _repr_html_(self) -> str:
+        text = str(self)
+        table = self.table()
+        return _html(text, table if isinstance(table, pd.DataFrame) else None)
