@@ -181,3 +181,44 @@ def test_each_estimator_has_one_name_on_every_floor(name):
 def test_tests_mirror_the_package():
     for folder in ("array", "data", "adapters", "stats", "refit", "report"):
         assert (TESTS / folder).is_dir(), folder
+
+
+def test_no_call_climbs_back_up_a_layer():
+    """Following the log-likelihood from a public estimator down to its kernel, no function
+    calls into a higher layer (no generator, reader or kernel handed down and called back),
+    for a matrix in memory and a log-likelihood function alike."""
+    import warnings
+
+    import numpy as np
+
+    from tests.helpers.walk import example, walk
+
+    draws, log_lik = example()
+    post = bayesij.from_arrays(draws, log_lik, quantity_names=["a", "b"])
+    matrix = log_lik.reshape(-1, log_lik.shape[2])
+    function = bayesij.loglik_function(
+        lambda cols, theta: matrix[:, cols],
+        np.arange(matrix.shape[1]),
+        draws.reshape(-1, 2),
+        n_chains=4,
+        block_size=64,
+        names=["a", "b"],
+    )
+    calls = [
+        lambda d: bayesij.loo(d, method="psis"),
+        lambda d: bayesij.waic(d),
+        lambda d: bayesij.influence(d),
+        lambda d: bayesij.ij_covariance(d, n_boot=10),
+        lambda d: bayesij.linearity(d),
+        lambda d: bayesij.amip(d, "b", "sign", method="linear"),
+        lambda d: bayesij.loo_subsample(d, 50),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in calls:
+            for data in (post, function):
+                stays, climbs = walk(lambda call=call, data=data: call(data))
+                assert climbs == [], climbs
+        stays, climbs = walk(lambda: bayesij.loo(log_lik))
+    assert stays[0] == "bayesij.stats.loo.loo" and stays[-1].startswith("bayesij.array.psis_")
+    assert len(stays) <= 10, stays

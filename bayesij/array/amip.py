@@ -26,8 +26,11 @@ from bayesij.array.psis import psis_chunk, tail_length
 __all__ = [
     "amip_search",
     "linear_search",
+    "linear_paths",
+    "LinearPaths",
     "take_draws",
     "metric_influence",
+    "goal_influence",
     "reweighted_search",
     "search_path",
     "hybrid_change",
@@ -403,6 +406,19 @@ def metric_influence(f, log_lik, goal):
     return influence_scores(metric_draws(f, goal.sign, goal.z)[..., None], log_lik, check=False)
 
 
+def goal_influence(log_lik: np.ndarray, f: np.ndarray, goal: Goal, with_half: bool) -> dict:
+    """The influence of the goal's metric on every unit of ``log_lik`` (n_chains, n_draws,
+    U) (checked), on all draws (``"all"``) and, with ``with_half``, on the first half of
+    :func:`split_halves` (``"half"``, where the linear split-draw check chooses its set)."""
+    out = {"all": metric_influence(f, log_lik, goal)}
+    if with_half:
+        _, (first, _), axis = split_halves(*f.shape)
+        out["half"] = metric_influence(
+            take_draws(f, first, axis), take_draws(log_lik, first, axis), goal
+        )
+    return out
+
+
 def search_path(method, f, log_lik, goal, k_max, k_threshold, scores=None) -> AmipPath:
     """The path of ``method`` ("linear" or "reweighted") towards ``goal`` from draws ``f``
     (n_chains, n_draws) and ``log_lik`` (n_chains, n_draws, U)."""
@@ -534,7 +550,8 @@ def amip_search(
     if method == "linear":
         _, (first, _), axis = split_halves(*f.shape)
         half = metric_influence(take_draws(f, first, axis), take_draws(log_lik, first, axis), goal)
-        return linear_search(f, goal, scores, half, lambda units: log_lik[:, :, units], k_max)
+        paths = linear_paths(f, goal, scores, half, k_max)
+        return linear_search(f, goal, paths, log_lik[:, :, paths.units])
     return reweighted_search(f, log_lik, goal, scores, k_max, k_threshold)
 
 
@@ -551,37 +568,63 @@ def reweighted_search(
     return AmipSearch(goal, path, linear.change, mean_after, sd_after, monte_carlo)
 
 
-def linear_search(f, goal: Goal, scores, half_scores, read_units, k_max: int) -> AmipSearch:
-    """The linear AMIP from the metric's influence scores, which may come from a pass over a
-    lazy log-likelihood: after them only the chosen units' columns are read.
+class LinearPaths(NamedTuple):
+    """The linear method's paths, from the metric's influence scores alone.
+
+    Attributes
+    ----------
+    path : AmipPath
+        Towards the goal.
+    linear : AmipPath
+        The whole linear curve (no stop at the goal).
+    chosen : AmipPath or None
+        The split-draw check's set, chosen on the first half of the draws (None: no check).
+    units : ndarray
+        The units whose log-likelihood the search then reads: ``path.order`` followed by
+        ``chosen.order``.
+    """
+
+    path: AmipPath
+    linear: AmipPath
+    chosen: AmipPath | None
+    units: np.ndarray
+
+
+def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
+    """The linear method's paths from the metric's influence scores on all draws and on the
+    first half of :func:`split_halves` (:func:`goal_influence`), which may come from a pass
+    over a lazy log-likelihood: after them only :attr:`LinearPaths.units` are read."""
+    psi, mcse = scores.psi[0], scores.mcse[0]
+    path = linear_path(psi, goal.direction, goal.need, k_max, mcse)
+    linear = linear_path(psi, goal.direction, np.inf, k_max, mcse)
+    chosen = _split_choice(f, goal, path, half_scores)
+    units = path.order if chosen is None else np.concatenate([path.order, chosen.order])
+    return LinearPaths(path, linear, chosen, units.astype(int))
+
+
+def linear_search(f, goal: Goal, paths: LinearPaths, columns: np.ndarray) -> AmipSearch:
+    """The linear AMIP from its paths and ``columns``, the log-likelihood of
+    ``paths.units`` (n_chains, n_draws, len(paths.units)).
 
     Parameters
     ----------
     f : ndarray of shape (n_chains, n_draws)
     goal : Goal
-    scores, half_scores : InfluenceScores
-        Of the goal's metric (:func:`metric_influence`) on all draws, and on the first half
-        of :func:`split_halves` (the split-draw check chooses its set there).
-    read_units : callable
-        ``read_units(units)``: the log-likelihood of those units, (n_chains, n_draws, len).
-    k_max : int
+    paths : LinearPaths
+    columns : ndarray of shape (n_chains, n_draws, len(paths.units))
     """
-    path = linear_path(scores.psi[0], goal.direction, goal.need, k_max, scores.mcse[0])
-    linear = linear_path(scores.psi[0], goal.direction, np.inf, k_max, scores.mcse[0])
+    path = paths.path
+    size = path.order.size
     mean, sd = float(f.mean()), float(f.std(ddof=1))
-    if path.order.size:
-        columns, every = read_units(path.order), np.arange(path.order.size)
-        change_mean, _ = linear_set_change(f, columns, every, 0, 1.0)
-        change_upper, _ = linear_set_change(f, columns, every, 1, 1.0)
+    if size:
+        chosen_columns, every = columns[:, :, :size], np.arange(size)
+        change_mean, _ = linear_set_change(f, chosen_columns, every, 0, 1.0)
+        change_upper, _ = linear_set_change(f, chosen_columns, every, 1, 1.0)
         mean, sd = mean + change_mean, sd + change_upper - change_mean
-    return AmipSearch(
-        goal,
-        path,
-        linear.change,
-        mean,
-        sd,
-        _linear_split_check(f, goal, path, half_scores, read_units),
-    )
+    check = {}
+    if paths.chosen is not None:
+        check = _linear_split_check(f, goal, paths.chosen, columns[:, :, size:])
+    return AmipSearch(goal, path, paths.linear.change, mean, sd, check)
 
 
 def take_draws(values: np.ndarray, part: slice, axis: int) -> np.ndarray:
@@ -589,18 +632,24 @@ def take_draws(values: np.ndarray, part: slice, axis: int) -> np.ndarray:
     return values[part] if axis == 0 else values[:, part]
 
 
-def _linear_split_check(f, goal: Goal, path: AmipPath, half_scores, read_units) -> dict:
-    """:func:`_split_check` of the linear method, the first half's scores given."""
-    how, (first, second), axis = split_halves(*f.shape)
-    f_a, f_b = take_draws(f, first, axis), take_draws(f, second, axis)
-    if f_a.shape[1] < 4 or f_b.shape[1] < 4:
-        return {}
+def _split_choice(f, goal: Goal, path: AmipPath, half_scores) -> AmipPath | None:
+    """The split-draw check's set, chosen on the first half's scores (None: halves too
+    short, or nothing chosen)."""
+    _, (first, second), axis = split_halves(*f.shape)
+    if take_draws(f, first, axis).shape[1] < 4 or take_draws(f, second, axis).shape[1] < 4:
+        return None
     need = goal.need if path.stopped == "reached" else np.inf
     psi, mcse = half_scores.psi[0], half_scores.mcse[0]
     chosen = linear_path(psi, goal.direction, need, max(1, path.order.size), mcse)
-    if chosen.order.size == 0:
-        return {}
-    columns, every = read_units(chosen.order), np.arange(chosen.order.size)
+    return chosen if chosen.order.size else None
+
+
+def _linear_split_check(f, goal: Goal, chosen: AmipPath, columns: np.ndarray) -> dict:
+    """:func:`_split_check` of the linear method: the set chosen on the first half, its
+    effect estimated on the second; ``columns`` are the chosen units' log-likelihood."""
+    how, (first, second), axis = split_halves(*f.shape)
+    f_a, f_b = take_draws(f, first, axis), take_draws(f, second, axis)
+    every = np.arange(chosen.order.size)
     l_a, l_b = take_draws(columns, first, axis), take_draws(columns, second, axis)
     split, mcse_split = linear_set_change(f_b, l_b, every, goal.sign, goal.z)
     naive, _ = linear_set_change(f_a, l_a, every, goal.sign, goal.z)

@@ -16,7 +16,7 @@ from bayesij.array.blocks import (
 from bayesij.array.checks import check_positive_int, check_seed, fail
 from bayesij.array.influence import InfluenceScores, prepare_draws
 
-__all__ = ["IJArrays", "ij_covariance", "ij_from_columns"]
+__all__ = ["IJArrays", "IJSetup", "IJPart", "ij_covariance", "ij_setup", "ij_part", "ij_join"]
 
 
 class IJArrays(NamedTuple):
@@ -176,55 +176,62 @@ def ij_covariance(
     >>> bool(abs(result.covariance_corrected[0, 0] * 200 / y.var() - 1) < 0.2)
     True
     """
-    n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
-    n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
     f, l, chains = prepare_draws(quantities, log_lik, chain_ids, check)
-    floats_per_obs = 2 * f.shape[0] + (4 * n_blocks + 2 * n_boot) * f.shape[1]
-    chunks = ((chunk, read_columns(l, chunk)) for chunk in obs_chunks(l.shape[1], floats_per_obs))
-    return ij_from_columns(
-        f, chains, chunks, l.shape[1], n_blocks=n_blocks, n_boot=n_boot, seed=seed
-    )
+    setup = ij_setup(f, chains, n_blocks=n_blocks, n_boot=n_boot, seed=seed)
+    return ij_join([ij_part(l, setup)], setup)
 
 
-def ij_from_columns(
-    f: np.ndarray,
-    chains: np.ndarray,
-    columns,
-    n_obs: int,
-    *,
-    n_blocks: int = 50,
-    n_boot: int = 200,
-    seed: int = 0,
-) -> IJArrays:
-    """:func:`ij_covariance` from quantity draws ``f`` (S, K) with their ``chains`` and an
-    iterable of ``(chunk, log-likelihood columns (S, len(chunk)))`` covering ``n_obs``
-    units in order: an in-memory matrix read in chunks, or a lazy log-likelihood read one
-    block at a time."""
+class IJSetup(NamedTuple):
+    """What every block of units shares: the centred quantity draws (S, K), the blocks of
+    draws of the batch means and the block-bootstrap counts (n_boot, n_blocks)."""
+
+    centred_f: np.ndarray
+    blocks: list
+    counts: np.ndarray
+
+
+class IJPart(NamedTuple):
+    """One block of units: ``psi`` and its batch-means variance (K, b), and the block's
+    running sums."""
+
+    psi: np.ndarray
+    psi_variance: np.ndarray
+    sums: _Sums
+
+
+def ij_setup(
+    f: np.ndarray, chains: np.ndarray, *, n_blocks: int = 50, n_boot: int = 200, seed: int = 0
+) -> IJSetup:
+    """The shared part of the IJ for quantity draws ``f`` (S, K) with their ``chains`` (S,)."""
     n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
     n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
     seed = check_seed(seed)
-    if n_obs < 2:
-        raise fail(
-            "log_lik",
-            f"{n_obs} unit (column)",
-            "at least 2 units: the IJ variance is that of a bootstrap over units",
-        )
     blocks = draw_blocks(chains, n_blocks)
     counts = (
         np.random.default_rng(seed)
         .multinomial(len(blocks), np.full(len(blocks), 1 / len(blocks)), size=n_boot)
         .astype(float)
     )
-    centred_f = f - f.mean(axis=0)
-    k = f.shape[1]
-    psi = np.empty((k, n_obs))
-    psi_variance = np.empty_like(psi)
+    return IJSetup(f - f.mean(axis=0), blocks, counts)
 
-    def work(item) -> _Sums:
-        chunk, block = item
-        moments, impossible = block_moments(centred_f, block, blocks)
+
+def ij_part(log_lik: np.ndarray, setup: IJSetup, positions=None) -> IJPart:
+    """The IJ sums of one block of checked units, (S, b) or (n_chains, n_draws, b), its
+    columns read in chunks (temporaries near 64 MiB) on the threads; ``positions`` (b,)
+    name the units in error messages (default 0..b-1)."""
+    centred_f, blocks, counts = setup
+    s, k = centred_f.shape
+    matrix = log_lik.reshape(s, -1)
+    n_units = matrix.shape[1]
+    positions = np.arange(n_units) if positions is None else np.asarray(positions)
+    psi = np.empty((k, n_units))
+    psi_variance = np.empty_like(psi)
+    floats_per_obs = 2 * s + (4 * len(blocks) + 2 * counts.shape[0]) * k
+
+    def work(chunk: slice) -> _Sums:
+        moments, impossible = block_moments(centred_f, read_columns(matrix, chunk), blocks)
         if impossible.any():
-            first = np.arange(n_obs)[chunk][impossible][:5].tolist()
+            first = positions[chunk][impossible][:5].tolist()
             raise fail(
                 "log_lik",
                 f"-inf at some draws in {int(impossible.sum())} column(s) (first: {first})",
@@ -233,12 +240,30 @@ def ij_from_columns(
             )
         errors = moments.block_errors()
         psi[:, chunk], psi_variance[:, chunk] = moments.psi, moments.psi_variance(errors)
-        return _Sums(k, len(blocks), n_boot).add(moments, errors, counts)
+        return _Sums(k, len(blocks), counts.shape[0]).add(moments, errors, counts)
 
-    sums = _Sums(k, len(blocks), n_boot)
-    for part in map_ordered(work, columns):  # chunks on threads, their sums added in order
+    sums = _Sums(k, len(blocks), counts.shape[0])
+    for part in map_ordered(work, obs_chunks(n_units, floats_per_obs)):  # sums in order
         sums.merge(part)
-    scores = InfluenceScores(psi, np.sqrt(psi_variance))
+    return IJPart(psi, psi_variance, sums)
+
+
+def ij_join(parts: list[IJPart], setup: IJSetup) -> IJArrays:
+    """The IJ covariance from the parts of every block of units, in order."""
+    centred_f, blocks, counts = setup
+    psi = np.concatenate([part.psi for part in parts], axis=1)
+    n_obs = psi.shape[1]
+    if n_obs < 2:
+        raise fail(
+            "log_lik",
+            f"{n_obs} unit (column)",
+            "at least 2 units: the IJ variance is that of a bootstrap over units",
+        )
+    sums = parts[0].sums
+    for part in parts[1:]:
+        sums.merge(part.sums)
+    variance = np.concatenate([part.psi_variance for part in parts], axis=1)
+    scores = InfluenceScores(psi, np.sqrt(variance))
     weights = error_weights(np.array([rows.size for rows in blocks], dtype=float))
     return _assemble(sums, n_obs, centred_f, weights, scores)
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array._numeric import obs_chunks, read_columns
-from bayesij.array.checks import checked_r_eff
+from bayesij.array.checks import checked_r_eff, fail, impossible_columns
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.influence import InfluenceScores, influence_scores
 from bayesij.array.psis import psis_chunk, tail_length
@@ -91,6 +91,8 @@ def leave_out_changes(
        smoothed importance sampling. JMLR 25(72).
     """
     given_r_eff = None if r_eff is None else checked_r_eff(r_eff, log_lik.shape[2])
+    if impossible_columns(log_lik).any():  # column by column: no matrix-sized mask
+        raise fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
     if scores is None:
         scores = influence_scores(quantities, log_lik, check=check)
     n_chains, n_draws, n_units = log_lik.shape

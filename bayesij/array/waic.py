@@ -32,6 +32,8 @@ __all__ = [
     "log_lik_moments",
     "log_mean_exp",
     "waic_terms",
+    "waic_parts",
+    "WaicParts",
     "functional_cumulants",
     "predicted_cv_gap",
 ]
@@ -83,6 +85,25 @@ def log_lik_moments(log_lik, *, check: bool = True) -> LogLikMoments:
        applicable information criterion in singular learning theory. JMLR 11, 3571-3594.
     """
     return waic_terms(log_lik, 1.0, check=check)[0]
+
+
+class WaicParts(NamedTuple):
+    """Per-observation pieces of WAIC, each of shape (n_obs,): the log-likelihood moments
+    (``lppd``, ``mean``, central moments 2-4) and the tempered cross-validation term."""
+
+    lppd: np.ndarray
+    mean: np.ndarray
+    central2: np.ndarray
+    central3: np.ndarray
+    central4: np.ndarray
+    cv_term: np.ndarray
+
+
+def waic_parts(log_lik, beta: float = 1.0, *, check: bool = True) -> WaicParts:
+    """:func:`waic_terms` as one NamedTuple of per-observation arrays (joinable over blocks
+    of observations). ``log_lik``: (n_draws, n_obs) or (n_chains, n_draws, n_obs)."""
+    moments, cv_term = waic_terms(log_lik, beta, check=check)
+    return WaicParts(*moments[:5], cv_term)
 
 
 def waic_terms(log_lik, beta: float = 1.0, *, check: bool = True):

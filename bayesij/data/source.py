@@ -18,7 +18,7 @@ reweighting, ...) are refused for a lazy source here, in one place, with one mes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -26,13 +26,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayesij.array._numeric import obs_chunks, read_columns
 from bayesij.array.checks import check_finite, check_log_lik_values, fail
 from bayesij.data.convert import as_posterior, unit_index
 from bayesij.data.lazy import LazyArray, LogLikFunction, lazy_log_lik, lazy_quantities
 from bayesij.data.posterior import Posterior
 
-__all__ = ["LogLikSource", "as_source", "map_blocks", "iter_columns", "join_blocks"]
+__all__ = ["LogLikSource", "as_source", "map_blocks", "join_blocks"]
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,10 @@ class LogLikSource:
 
     def rows(self, positions) -> np.ndarray:
         """The float64 log-likelihood of the units at ``positions`` (any order), checked."""
-        values = self.reader.rows(np.asarray(positions))
+        positions = np.asarray(positions, dtype=int)
+        if positions.size == 0:  # nothing to read (a function is not called)
+            return np.empty((*self.shape, 0))
+        values = self.reader.rows(positions)
         if self.lazy:
             check_log_lik_values(values.reshape(-1, values.shape[2]))
         return values
@@ -234,6 +236,7 @@ def map_blocks(
     *,
     per_unit: Mapping | None = None,
     client=None,
+    join: bool = True,
 ):
     """``kernel(block, **per_unit_block)`` over every block of ``source``, joined.
 
@@ -251,10 +254,13 @@ def map_blocks(
         Run the blocks of a lazy source as tasks on this cluster (a function is evaluated
         there; a dask chunk is computed by the cluster and handed to the task). A matrix in
         memory is computed here.
+    join : bool, default True
+        Join the blocks' results along the units (:func:`join_blocks`); False returns
+        the list of them in order, for estimators that add up over units (the IJ).
 
     Returns
     -------
-    What ``kernel`` returns, for all units.
+    What ``kernel`` returns, for all units (or a list of it per block).
 
     Notes
     -----
@@ -266,12 +272,13 @@ def map_blocks(
     bounds = source.bounds()
     if len(bounds) == 1 and (client is None or not source.lazy):  # e.g. a matrix in memory
         start, stop = bounds[0]
-        return kernel(source.block(start, stop), **_cut(per_unit, start, stop))
+        part = kernel(source.block(start, stop), **_cut(per_unit, start, stop))
+        return part if join else [part]
     if client is None or not source.lazy:
         parts = _prefetching(source, kernel, bounds, per_unit)
     else:
         parts = _on_cluster(source, kernel, bounds, per_unit, client)
-    return join_blocks(parts)
+    return join_blocks(parts) if join else parts
 
 
 def _cut(per_unit: dict, start: int, stop: int) -> dict:
@@ -318,20 +325,6 @@ def _checked_then(kernel, block, cut):
 
 def _evaluate_then(source, kernel, start, stop, cut):
     return kernel(source.block(start, stop), **cut)
-
-
-def iter_columns(source: LogLikSource, floats_per_obs: int) -> Iterator[tuple[slice, np.ndarray]]:
-    """``(units, columns)`` over the whole source for estimators that add up over units
-    (the IJ covariance): each block cut into chunks whose temporaries stay near 64 MiB,
-    ``columns`` the (n_draws, len(units)) float64 log-likelihood of ``units``.
-
-    ``floats_per_obs`` is the number of float64 values a chunk holds per unit.
-    """
-    for start, stop in source.bounds():
-        block = source.block(start, stop)
-        matrix = block.reshape(-1, stop - start)
-        for chunk in obs_chunks(stop - start, floats_per_obs):
-            yield slice(start + chunk.start, start + chunk.stop), read_columns(matrix, chunk)
 
 
 def join_blocks(parts: list):

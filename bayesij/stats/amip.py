@@ -14,15 +14,13 @@ from bayesij.array.amip import (
     METHODS,
     TARGETS,
     goal_for,
+    goal_influence,
+    linear_paths,
     linear_search,
-    metric_draws,
     reweighted_search,
     search_path,
-    split_halves,
-    take_draws,
 )
 from bayesij.array.checks import check_real, constant_columns, fail
-from bayesij.array.influence import influence_scores
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior
 from bayesij.data.posterior import base_name
@@ -370,9 +368,11 @@ def amip(
     _check_varies(f, quantity)
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
     goal = goal_for(f, target, float(z))
-    scores = map_blocks(source, partial(_metric_influence, f=f, goal=goal, method=method))
+    kernel = partial(goal_influence, f=f, goal=goal, with_half=method == "linear")
+    scores = map_blocks(source, kernel)
     if method == "linear":
-        found = linear_search(f, goal, scores["all"], scores["half"], source.rows, k_max)
+        paths = linear_paths(f, goal, scores["all"], scores["half"], k_max)
+        found = linear_search(f, goal, paths, source.rows(paths.units))
     else:
         threshold = pareto_k_threshold(source.n_draws)
         found = reweighted_search(f, source.matrix(), goal, scores["all"], k_max, threshold)
@@ -390,20 +390,6 @@ def amip(
         k_max,
         groups if groups is not None else source.posterior.groups,
     )
-
-
-def _metric_influence(block: np.ndarray, f: np.ndarray, goal, method: str) -> dict:
-    """The influence of the goal's metric on one block of checked units, on all draws and
-    (for the linear method's split-draw check) on the first half of the draws."""
-    out = {
-        "all": influence_scores(metric_draws(f, goal.sign, goal.z)[..., None], block, check=False)
-    }
-    if method == "linear":
-        _, (first, _), axis = split_halves(*f.shape)
-        half = take_draws(f, first, axis)
-        metric = metric_draws(half, goal.sign, goal.z)[..., None]
-        out["half"] = influence_scores(metric, take_draws(block, first, axis), check=False)
-    return out
 
 
 def _check_varies(f: np.ndarray, quantity: str) -> None:

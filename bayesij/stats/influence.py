@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
 import xarray as xr
 
 from bayesij.array.influence import InfluenceScores, influence_scores
@@ -67,7 +66,7 @@ def influence(
         data, groups=groups, quantities=quantities, log_lik=log_lik, need_quantities=True
     )
     draws = source.quantity_draws
-    kernel = partial(_influence_block, draws=draws, n_blocks=n_blocks)
+    kernel = partial(influence_scores, draws, n_blocks=n_blocks, check=False)
     scores = map_blocks(source, kernel, client=client)
     return scores_dataset(
         scores, list(source.quantity_names), source.units, source.n_chains, source.n_draws, n_blocks
@@ -94,8 +93,3 @@ def scores_dataset(
         coords=coords,
         attrs={"n_chains": n_chains, "n_draws": n_draws, "n_blocks": n_blocks},
     )
-
-
-def _influence_block(block: np.ndarray, draws: np.ndarray, n_blocks: int) -> InfluenceScores:
-    """psi and its MCSE of one block of checked units, (K, b) each."""
-    return influence_scores(draws, block, n_blocks=n_blocks, check=False)

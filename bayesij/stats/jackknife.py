@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -14,8 +15,8 @@ from bayesij.array.checks import (
     constant_columns,
     fail,
 )
-from bayesij.array.jackknife import ij_from_columns
-from bayesij.data.source import as_source, iter_columns
+from bayesij.array.jackknife import ij_join, ij_part, ij_setup
+from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import Summary
 from bayesij.stats.influence import scores_dataset
 from bayesij.stats.linearity import LinearityResult, linearity
@@ -227,13 +228,14 @@ def ij_covariance(
             "at least 2 units: the IJ variance is that of a bootstrap over units",
         )
     draws = source.quantity_draws
-    f = draws.reshape(source.n_draws, -1)
     chains = np.repeat(np.arange(source.n_chains), source.shape[1])
-    per_obs = 2 * f.shape[0] + (4 * n_blocks + 2 * n_boot) * f.shape[1]
-    columns = iter_columns(source, per_obs)
-    result = ij_from_columns(
-        f, chains, columns, source.n_units, n_blocks=n_blocks, n_boot=n_boot, seed=seed
+    setup = ij_setup(
+        draws.reshape(source.n_draws, -1), chains, n_blocks=n_blocks, n_boot=n_boot, seed=seed
     )
+    positions = np.arange(source.n_units)
+    kernel = partial(ij_part, setup=setup)
+    parts = map_blocks(source, kernel, per_unit={"positions": positions}, join=False)
+    result = ij_join(parts, setup)
     checked = None
     if check_linearity:
         checked = linearity(source.posterior, groups=groups, scores=result.scores)

@@ -8,9 +8,9 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import checked_r_eff, constant_columns, fail, impossible_columns
+from bayesij.array.checks import checked_r_eff, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
-from bayesij.array.linearity import LinearityArrays, leave_out_changes, nonlinearity_index
+from bayesij.array.linearity import leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import Summary
@@ -184,16 +184,11 @@ def linearity(
     draws = source.quantity_draws
     r_eff = None if r_eff is None else checked_r_eff(r_eff, source.n_units)
     saved = _saved_weights(loo, (source.n_draws, source.n_units))
-    kernel = partial(_changes_block, draws=draws, tail_rule=tail_rule, scores=scores, **saved)
+    kernel = partial(
+        leave_out_changes, draws, tail_rule=tail_rule, scores=scores, check=False, **saved
+    )
     changes = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
     return _result(changes, draws, list(source.quantity_names), source.index, source.n_draws)
-
-
-def _changes_block(block, draws, tail_rule, r_eff=None, **given) -> LinearityArrays:
-    """Linear and PSIS leave-one-out changes of one block of checked units."""
-    if impossible_columns(block).any():  # column by column: no matrix-sized mask
-        raise fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
-    return leave_out_changes(draws, block, r_eff, tail_rule, check=False, **given)
 
 
 def _result(changes, draws, quantity_names, labels, n_draws) -> LinearityResult:

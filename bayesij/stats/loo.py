@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -280,17 +281,14 @@ def loo_methods(
     source = as_source(data, groups=groups, log_lik=log_lik, whole_matrix={"save_psis": save_psis})
     r_eff = None if r_eff is None else checked_r_eff(r_eff, source.n_units)
 
-    def kernel(block: np.ndarray, r_eff=None) -> dict:
-        return loo_arrays.loo_methods(
-            block,
-            methods,
-            r_eff=r_eff,
-            tail_rule=tail_rule,
-            ties=ties,
-            check=False,
-            save_log_weights=save_psis,
-        )
-
+    kernel = partial(
+        loo_arrays.loo_methods,
+        methods=methods,
+        tail_rule=tail_rule,
+        ties=ties,
+        check=False,
+        save_log_weights=save_psis,
+    )
     results = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
     return _results(results, source.index, source.n_draws, tail_rule, ddof)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -180,16 +181,9 @@ def _approximations(source, approximation: str) -> np.ndarray:
             )
         point = np.asarray(function.draws, dtype=float).mean(axis=0, keepdims=True)
         at_mean = LogLikFunction(function.fn, function.data, point, 1, function.block_size)
-        return map_blocks(as_source(at_mean), _only_draw)
-    return map_blocks(source, _lpd)  # log mean_s exp(l_sn): no other moments
-
-
-def _only_draw(block: np.ndarray) -> np.ndarray:
-    return block[0, 0]
-
-
-def _lpd(block: np.ndarray) -> np.ndarray:
-    return log_mean_exp(block.reshape(-1, block.shape[2]), 1.0, check=False)
+        return map_blocks(as_source(at_mean), partial(np.squeeze, axis=(0, 1)))
+    # log mean_s exp(l_sn): no other moments
+    return map_blocks(source, partial(log_mean_exp, alpha=1.0, check=False))
 
 
 def compare_subsampled(results: dict) -> pd.DataFrame:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from functools import partial
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -170,28 +170,11 @@ def waic(
     beta = check_real(beta, "beta", 0.0, low_open=True)
     ddof = check_ddof(ddof)
     source = as_source(data, groups=groups, log_lik=log_lik)
-    parts = map_blocks(source, partial(_waic_parts, beta=beta), client=client)
+    parts = map_blocks(source, partial(info.waic_parts, beta=beta, check=False), client=client)
     return _result(parts, source.index, beta, ddof, source.n_draws)
 
 
-class _WaicParts(NamedTuple):
-    """Per-observation pieces of WAIC: the log-likelihood moments and the Bayes CV term."""
-
-    lppd: np.ndarray
-    mean: np.ndarray
-    central2: np.ndarray
-    central3: np.ndarray
-    central4: np.ndarray
-    cv_term: np.ndarray
-
-
-def _waic_parts(block: np.ndarray, beta: float) -> _WaicParts:
-    """The WAIC pieces of a (n_chains, n_draws, b) block of checked log-likelihood."""
-    moments, cv_term = info.waic_terms(block.reshape(-1, block.shape[2]), beta, check=False)
-    return _WaicParts(*moments[:5], cv_term)
-
-
-def _result(parts: _WaicParts, index, beta: float, ddof: int, n_draws: int) -> WaicResult:
+def _result(parts: info.WaicParts, index, beta: float, ddof: int, n_draws: int) -> WaicResult:
     moments = info.LogLikMoments(*parts[:5], n_draws)
     variance = moments.variance(ddof)
     elpd = moments.lppd - beta * variance
@@ -265,8 +248,5 @@ def generating_function(data, alpha: float, *, groups=None, log_lik=None) -> flo
     """
     alpha = check_real(alpha, "alpha")
     source = as_source(data, groups=groups, log_lik=log_lik)
-    return float(map_blocks(source, partial(_log_mean_exp, alpha=alpha)).mean())
-
-
-def _log_mean_exp(block: np.ndarray, alpha: float) -> np.ndarray:
-    return info.log_mean_exp(block.reshape(-1, block.shape[2]), alpha, check=False)
+    kernel = partial(info.log_mean_exp, alpha=alpha, check=False)
+    return float(map_blocks(source, kernel).mean())
