@@ -61,6 +61,25 @@ _PUBLIC = {
     "Audit": "bayesij.report.audit",
 }
 
+#: The conventions of every public estimator (``tests/test_conventions.py`` enforces them on
+#: every name of ``_PUBLIC`` whose first parameter is ``data``): ``data`` first, then the
+#: estimator's own required inputs, positional, in the order of ``POSITIONAL`` (siblings
+#: share one: observed values before predictive draws); every other parameter keyword-only,
+#: the common selectors first, in this order.
+COMMON_KEYWORDS = ("groups", "quantities", "var_name")
+POSITIONAL = {
+    "amip": ("quantity", "target"),
+    "dic": ("log_lik_at_point",),
+    "generating_function": ("alpha",),
+    "lfo": ("backend",),
+    "loo_expectation": ("values",),
+    "loo_metrics": ("y", "y_pred"),
+    "loo_moment_match": ("model",),
+    "loo_pit": ("y", "y_pred"),
+    "loo_score": ("y", "y_pred"),
+    "loo_subsample": ("observations",),
+}
+
 #: Subpackages reachable as attributes (``bayesij.refit.bootstrap(...)``), loaded on first use.
 _SUBPACKAGES = {
     name: f"bayesij.{name}"

@@ -32,7 +32,7 @@ def load_posterior(files: list[str], log_lik: str | None, quantities) -> Posteri
                 f"({error}); expected an InferenceData / DataTree netCDF file."
             ) from None
         with tree:
-            return from_inference_data(tree.load(), log_lik=log_lik, quantities=quantities)
+            return from_inference_data(tree.load(), var_name=log_lik, quantities=quantities)
     if all(p.suffix == ".csv" for p in paths):
         from bayesij.adapters.cmdstan import from_cmdstanpy
 

@@ -44,14 +44,14 @@ ACCEPTED = (
 
 
 def as_posterior(
-    data, *, log_lik=None, quantities=None, argument: str = "data", need_quantities: bool = False
+    data, *, quantities=None, var_name=None, argument: str = "data", need_quantities: bool = False
 ) -> Posterior:
     """Turn any accepted input into a :class:`Posterior` (see the module docstring).
 
     Parameters
     ----------
     data : Posterior, InferenceData, DataTree, Dataset, DataArray or array_like
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData, DataTree or Dataset (needed when it
         holds several; a list concatenates them).
     quantities : str or list of str, optional
@@ -68,7 +68,7 @@ def as_posterior(
     -------
     Posterior
     """
-    post = _convert(data, log_lik, quantities, argument)
+    post = _convert(data, var_name, quantities, argument)
     if need_quantities and not post.quantity_names:
         raise fail(
             argument,
@@ -80,13 +80,13 @@ def as_posterior(
     return post
 
 
-def _convert(data, log_lik, quantities, argument: str) -> Posterior:
+def _convert(data, var_name, quantities, argument: str) -> Posterior:
     named = has_groups(data) or isinstance(data, xr.Dataset)
-    if log_lik is not None and not named:
+    if var_name is not None and not named:
         raise fail(
-            "log_lik",
-            f"{log_lik!r} with {argument} a {type(data).__name__}",
-            "log_lik=None: a variable name only selects from an InferenceData, DataTree or "
+            "var_name",
+            f"{var_name!r} with {argument} a {type(data).__name__}",
+            "var_name=None: a variable name only selects from an InferenceData, DataTree or "
             "Dataset (a bayesij.Posterior or an array holds one log-likelihood)",
         )
     if isinstance(data, Posterior):
@@ -95,10 +95,10 @@ def _convert(data, log_lik, quantities, argument: str) -> Posterior:
         data = data.to_dataset()  # a DataTree node, e.g. idata["log_likelihood_test"]
     if has_groups(data):
         if "posterior" in group_names(data):
-            return from_inference_data(data, log_lik=log_lik, quantities=quantities)
-        return _log_lik_only(*log_lik_group(data, log_lik, argument), quantities, argument)
+            return from_inference_data(data, var_name=var_name, quantities=quantities)
+        return _log_lik_only(*log_lik_group(data, var_name, argument), quantities, argument)
     if isinstance(data, xr.Dataset):
-        return _log_lik_only(*log_lik_variables(data, log_lik), quantities, argument)
+        return _log_lik_only(*log_lik_variables(data, var_name), quantities, argument)
     if isinstance(data, xr.DataArray):
         values, labels = log_lik_variables(data.to_dataset(name="log_lik"), None)
         return _log_lik_only(values, labels, quantities, argument)

@@ -80,30 +80,30 @@ def _obs_labels(array: xr.DataArray, variable: str, prefix: bool) -> list:
     return labels
 
 
-def log_lik_variables(dataset: xr.Dataset, log_lik=None) -> tuple[np.ndarray, list]:
+def log_lik_variables(dataset: xr.Dataset, var_name=None) -> tuple[np.ndarray, list]:
     """Pointwise log-likelihood of a ``log_likelihood`` Dataset as (chain, draw, obs) + ids.
 
     Parameters
     ----------
     dataset : xarray.Dataset
         Variables with dims (chain, draw, ...).
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Which variable; needed when there are several. A list concatenates them, with ids
         ``'var[id]'``. Several observation dims are flattened row-major, ids ``'i,j'``.
     """
     available = list(dataset.data_vars)
-    if log_lik is None:
+    if var_name is None:
         if len(available) != 1:
             raise fail(
-                "log_lik",
+                "var_name",
                 f"{len(available)} log-likelihood variables {available}",
                 "the name of one of them, or a list of names to concatenate",
             )
-        log_lik = available
-    names = [log_lik] if isinstance(log_lik, str) else list(log_lik)
+        var_name = available
+    names = [var_name] if isinstance(var_name, str) else list(var_name)
     unknown = [n for n in names if n not in available]
     if unknown:
-        raise fail("log_lik", f"unknown variable(s) {unknown}", f"names among {available}")
+        raise fail("var_name", f"unknown variable(s) {unknown}", f"names among {available}")
     values = [sample_values(dataset[n], n, keep_float32=True) for n in names]
     labels = [lab for n in names for lab in _obs_labels(dataset[n], n, len(names) > 1)]
     return np.concatenate(values, axis=2), labels
@@ -133,7 +133,7 @@ def flatten_variables(dataset, variables) -> tuple[np.ndarray, list[str]]:
     return np.concatenate(blocks, axis=2), names
 
 
-def log_lik_group(idata, log_lik=None, argument: str = "idata") -> tuple[np.ndarray, list]:
+def log_lik_group(idata, var_name=None, argument: str = "idata") -> tuple[np.ndarray, list]:
     """The ``log_likelihood`` group's values (chain, draw, obs) and observation ids."""
     group = _group(
         idata,
@@ -143,10 +143,10 @@ def log_lik_group(idata, log_lik=None, argument: str = "idata") -> tuple[np.ndar
         "pm.sample(idata_kwargs={'log_likelihood': True})).",
         argument,
     )
-    return log_lik_variables(group, log_lik)
+    return log_lik_variables(group, var_name)
 
 
-def from_inference_data(idata, log_lik=None, quantities=None, groups=None) -> Posterior:
+def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> Posterior:
     """A posterior container from an ArviZ ``InferenceData`` or an ``xarray.DataTree``.
 
     Parameters
@@ -154,7 +154,7 @@ def from_inference_data(idata, log_lik=None, quantities=None, groups=None) -> Po
     idata : arviz.InferenceData or xarray.DataTree
         With a ``posterior`` and a ``log_likelihood`` group over the same chains and draws
         (ArviZ 0.23 ``InferenceData``; ArviZ 1.x and PyMC 6 return a ``DataTree``).
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Variable of the ``log_likelihood`` group. Needed when it holds several; a list
         concatenates them, with observation ids ``'var[id]'``. A variable with several
         observation dims is flattened row-major, with ids ``'i,j'`` from the coordinates.
@@ -198,7 +198,7 @@ def from_inference_data(idata, log_lik=None, quantities=None, groups=None) -> Po
         keep = select_names(names, quantities)
         values = values[:, :, [names.index(n) for n in keep]]
         names = keep
-    log_lik_values, obs = log_lik_group(idata, log_lik)
+    log_lik_values, obs = log_lik_group(idata, var_name)
     if log_lik_values.shape[:2] != values.shape[:2]:
         raise fail(
             "idata",

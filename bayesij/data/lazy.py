@@ -285,7 +285,7 @@ def _as_lazy_array(array: xr.DataArray, name: str) -> LazyArray:
     return LazyArray(array)
 
 
-def lazy_log_lik(data, log_lik=None) -> LogLikFunction | LazyArray | None:
+def lazy_log_lik(data, var_name=None) -> LogLikFunction | LazyArray | None:
     """The block source of a lazy log-likelihood in ``data``, or None for in-memory data."""
     if isinstance(data, LogLikFunction):
         return data
@@ -304,10 +304,10 @@ def lazy_log_lik(data, log_lik=None) -> LogLikFunction | LazyArray | None:
         dataset = data
     if dataset is None:
         return None
-    names = list(dataset.data_vars) if log_lik is None else [log_lik]
+    names = list(dataset.data_vars) if var_name is None else [var_name]
     lazy = [n for n in names if isinstance(n, str) and n in dataset and _is_dask(dataset[n])]
     if not lazy:
         return None
     if len(names) != 1:
-        raise fail("log_lik", f"None with variables {names}", "the name of one lazy variable")
+        raise fail("var_name", f"None with variables {names}", "the name of one lazy variable")
     return _as_lazy_array(dataset[lazy[0]], "log_lik")

@@ -149,7 +149,7 @@ def as_source(
     *,
     groups=None,
     quantities=None,
-    log_lik=None,
+    var_name=None,
     need_quantities: bool = False,
     whole_matrix: Mapping | None = None,
     argument: str = "data",
@@ -163,7 +163,7 @@ def as_source(
         Units are groups (summed log-likelihoods); a container's groups by default.
     quantities : str or list of str, optional
         The quantities to read beside the log-likelihood (all with ``need_quantities``).
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData, DataTree or Dataset.
     need_quantities : bool, default False
         Read the draws of the quantities (refusing an input that has none).
@@ -177,9 +177,9 @@ def as_source(
     -------
     LogLikSource
     """
-    lazy = lazy_log_lik(data, log_lik)
+    lazy = lazy_log_lik(data, var_name)
     if lazy is None:
-        return _in_memory(data, groups, quantities, log_lik, need_quantities, argument)
+        return _in_memory(data, groups, quantities, var_name, need_quantities, argument)
     _refuse_whole_matrix({"groups": groups, **(whole_matrix or {})})
     units = xr.DataArray(np.asarray(lazy.obs_names), dims="obs")
     draws, names = None, ()
@@ -190,10 +190,10 @@ def as_source(
     return LogLikSource(lazy, units, np.arange(lazy.n_obs), None, draws, names)
 
 
-def _in_memory(data, groups, quantities, log_lik, need_quantities, argument) -> LogLikSource:
+def _in_memory(data, groups, quantities, var_name, need_quantities, argument) -> LogLikSource:
     post = as_posterior(
         data,
-        log_lik=log_lik,
+        var_name=var_name,
         quantities=quantities,
         need_quantities=need_quantities,
         argument=argument,

@@ -19,11 +19,11 @@ def lfo(
     data,
     backend=None,
     *,
+    var_name=None,
     min_train: int,
     horizon: int = 1,
     k_threshold: float = 0.7,
     method: str = "psis",
-    log_lik=None,
     weight_derivative=None,
     store=None,
     executor=None,
@@ -61,7 +61,7 @@ def lfo(
         model is refitted there and later (earlier) origins reweight that refit.
         ``"ij"``: the first-order approximation from the full-data draws, with a linearity
         check against PSIS.
-    log_lik : str, optional
+    var_name : str, optional
         The conditional log-likelihood variable of an InferenceData or DataTree.
     weight_derivative : str, Posterior or array_like, optional
         IJ only: ``d log p(y; theta, w) / d w_t`` at ``w = 1`` per draw and time point, for
@@ -99,10 +99,10 @@ def lfo(
         raise fail("method", repr(method), f"one of {METHODS}")
     if backend is not None and not callable(getattr(backend, "fit", None)):
         raise fail("backend", f"a {type(backend).__name__}", "a refit backend (fit(weights))")
-    post = as_source(data, log_lik=log_lik, whole_matrix={"data": "lfo"}).posterior
+    post = as_source(data, var_name=var_name, whole_matrix={"data": "lfo"}).posterior
     if isinstance(weight_derivative, str):  # a variable of data's log-likelihood group
         try:
-            weight_derivative = as_posterior(data, log_lik=weight_derivative)
+            weight_derivative = as_posterior(data, var_name=weight_derivative)
         except ValueError as error:
             raise fail(
                 "weight_derivative",

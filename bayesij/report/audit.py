@@ -354,9 +354,9 @@ def _cell(value) -> str:
 def audit(
     data,
     *,
-    quantities=None,
     groups=None,
-    log_lik=None,
+    quantities=None,
+    var_name=None,
     targets=("sign", "significance"),
     loo: bool = True,
     waic: bool = True,
@@ -377,7 +377,7 @@ def audit(
         Default: every quantity.
     groups : optional
         Exchangeable units (default: the container's groups).
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData or DataTree.
     targets : tuple, default ("sign", "significance")
         AMIP targets for every quantity (see :func:`bayesij.amip`).
@@ -416,7 +416,7 @@ def audit(
     post = as_source(
         data,
         quantities=quantities,
-        log_lik=log_lik,
+        var_name=var_name,
         need_quantities=True,
         whole_matrix={"data": "the audit"},
     ).posterior

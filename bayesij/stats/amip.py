@@ -289,7 +289,7 @@ def amip(
     target="sign",
     *,
     groups=None,
-    log_lik=None,
+    var_name=None,
     alpha_max: float = 0.1,
     z: float = 1.96,
     method: str = "reweighted",
@@ -311,7 +311,7 @@ def amip(
         sign). A float Δ: the posterior mean moves by Δ (its sign gives the direction).
     groups : array_like or mapping, optional
         Drop whole groups (default: the container's groups); otherwise observations.
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData or DataTree.
     alpha_max : float, default 0.1
         Largest proportion of units to consider; beyond it the target is "not reachable".
@@ -359,7 +359,7 @@ def amip(
     source = as_source(
         data,
         groups=groups,
-        log_lik=log_lik,
+        var_name=var_name,
         need_quantities=True,
         whole_matrix={"backend": backend, "method": None if method == "linear" else method},
     )

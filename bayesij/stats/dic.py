@@ -71,7 +71,7 @@ class DicResult(Summary):
         return "\n".join(lines)
 
 
-def dic(data, log_lik_at_point=None, *, point: str = "mean", log_lik=None) -> DicResult:
+def dic(data, log_lik_at_point=None, *, var_name=None, point: str = "mean") -> DicResult:
     """Deviance information criteria DIC1 and DIC2.
 
     Parameters
@@ -84,7 +84,7 @@ def dic(data, log_lik_at_point=None, *, point: str = "mean", log_lik=None) -> Di
         returns it. Without it only DIC2 is available.
     point : {"mean", "median"}, default "mean"
         The plug-in point: posterior mean or median of each quantity.
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData or DataTree.
 
     Returns
@@ -100,7 +100,7 @@ def dic(data, log_lik_at_point=None, *, point: str = "mean", log_lik=None) -> Di
     .. [3] Watanabe, S. (2010). JMLR 11, 3571-3594, section 6.
     """
     post = as_source(
-        data, log_lik=log_lik, need_quantities=True, whole_matrix={"data": "dic"}
+        data, var_name=var_name, need_quantities=True, whole_matrix={"data": "dic"}
     ).posterior
     if point not in ("mean", "median"):
         raise fail("point", repr(point), "'mean' or 'median'")

@@ -57,7 +57,7 @@ class HoldoutResult(ElpdResult):
         )
 
 
-def holdout(data, *, log_lik=None, ddof: int = 1) -> HoldoutResult:
+def holdout(data, *, var_name=None, ddof: int = 1) -> HoldoutResult:
     """Expected log predictive density of held-out data from the training posterior's draws.
 
     Parameters
@@ -67,7 +67,7 @@ def holdout(data, *, log_lik=None, ddof: int = 1) -> HoldoutResult:
         (a generated quantity of the fit to the training data): an array of shape
         (n_draws, n_points) or (n_chains, n_draws, n_points), a ``log_likelihood``-like
         Dataset (e.g. ``idata["log_likelihood_test"]``) or a container.
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Which variable, when ``data`` holds several.
     ddof : {0, 1}, default 1
         SE divisor: 1 is R loo's ``elpd()`` (``sqrt(N) sd``), 0 ArviZ's convention.
@@ -89,11 +89,11 @@ def holdout(data, *, log_lik=None, ddof: int = 1) -> HoldoutResult:
     >>> round(bayesij.holdout(log_lik_test).elpd, 4)  # 3 log 0.5
     -2.0794
     """
-    return _holdout(data, log_lik, check_ddof(ddof), "data")
+    return _holdout(data, var_name, check_ddof(ddof), "data")
 
 
-def _holdout(data, log_lik, ddof: int, argument: str) -> HoldoutResult:
-    source = as_source(data, log_lik=log_lik, argument=argument)
+def _holdout(data, var_name, ddof: int, argument: str) -> HoldoutResult:
+    source = as_source(data, var_name=var_name, argument=argument)
     arrays = map_blocks(source, partial(log_predictive_density, check=False))
     pointwise = pd.DataFrame(
         {"elpd": arrays.elpd, "mcse": arrays.mcse, "r_eff": arrays.r_eff},

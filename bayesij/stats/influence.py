@@ -13,7 +13,7 @@ __all__ = ["influence", "scores_dataset"]
 
 
 def influence(
-    data, *, groups=None, quantities=None, log_lik=None, n_blocks: int = 50, client=None
+    data, *, groups=None, quantities=None, var_name=None, n_blocks: int = 50, client=None
 ) -> xr.Dataset:
     """Bayesian influence scores ``psi = Cov_post(f, l_u)`` of every quantity and unit.
 
@@ -31,7 +31,7 @@ def influence(
         ``psi_g = sum_{n in g} psi_n``. Defaults to the container's groups.
     quantities : str or list of str, optional
         Restrict to these quantities (variable or element names).
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData or DataTree.
     n_blocks : int, default 50
         Blocks of draws for the chain-aware (batch means) Monte Carlo standard errors.
@@ -63,7 +63,7 @@ def influence(
     ('quantity', 'obs')
     """
     source = as_source(
-        data, groups=groups, quantities=quantities, log_lik=log_lik, need_quantities=True
+        data, groups=groups, quantities=quantities, var_name=var_name, need_quantities=True
     )
     draws = source.quantity_draws
     kernel = partial(influence_scores, draws, n_blocks=n_blocks, check=False)

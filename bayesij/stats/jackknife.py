@@ -157,7 +157,7 @@ def ij_covariance(
     *,
     groups=None,
     quantities=None,
-    log_lik=None,
+    var_name=None,
     n_blocks: int = 50,
     n_boot: int = 200,
     seed: int = 0,
@@ -179,7 +179,7 @@ def ij_covariance(
         Resample groups rather than observations. Defaults to the container's groups.
     quantities : str or list of str, optional
         Restrict to these quantities.
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData or DataTree.
     n_blocks : int, default 50
         Contiguous blocks of draws (within chains) for the noise estimate and the block
@@ -217,7 +217,7 @@ def ij_covariance(
         data,
         groups=groups,
         quantities=quantities,
-        log_lik=log_lik,
+        var_name=var_name,
         need_quantities=True,
         whole_matrix={"check_linearity": check_linearity},
     )

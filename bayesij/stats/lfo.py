@@ -102,7 +102,7 @@ def lfo_from_draws(
     method: str = "psis",
     k_threshold: float = 0.7,
     refit: Callable[[int], Posterior] | None = None,
-    log_lik=None,
+    var_name=None,
     weight_derivative=None,
 ) -> LfoResult:
     """PSIS- or IJ-LFO from full-data draws (PSIS refitting through ``refit``).
@@ -120,7 +120,7 @@ def lfo_from_draws(
     refit : callable, optional
         ``refit(i)`` returns the posterior given the first ``i`` observations (with the
         log-likelihood terms of all ``T``); :func:`bayesij.lfo` builds it from a backend.
-    log_lik : str, optional
+    var_name : str, optional
         The conditional log-likelihood variable of an InferenceData or DataTree.
     weight_derivative : str, Posterior or array_like, optional
         IJ only: draws x ``T`` of ``d log p(y; theta, w) / d w_t`` at ``w = 1`` for a model
@@ -139,7 +139,7 @@ def lfo_from_draws(
     if method not in ("psis", "ij"):
         raise fail("method", repr(method), f"one of {METHODS}")
     k_threshold = check_real(k_threshold, "k_threshold", 0.0, low_open=True)
-    post = as_source(data, log_lik=log_lik, whole_matrix={"data": "lfo"}).posterior
+    post = as_source(data, var_name=var_name, whole_matrix={"data": "lfo"}).posterior
     matrix = _conditional_terms(post)
     origins = lfo_origins(matrix.shape[1], min_train, horizon)
     cumulative = cumulative_log_lik(matrix)
@@ -181,7 +181,7 @@ def _derivative_terms(data, weight_derivative, shape) -> np.ndarray | None:
     if weight_derivative is None:
         return None
     if isinstance(weight_derivative, str):
-        derivative = as_posterior(data, log_lik=weight_derivative)
+        derivative = as_posterior(data, var_name=weight_derivative)
     else:
         derivative = as_posterior(weight_derivative, argument="weight_derivative")
     matrix = _conditional_terms(derivative, "weight_derivative")

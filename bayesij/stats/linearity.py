@@ -120,7 +120,7 @@ def linearity(
     *,
     groups=None,
     quantities=None,
-    log_lik=None,
+    var_name=None,
     r_eff=None,
     tail_rule: str = "ceil",
     loo=None,
@@ -140,7 +140,7 @@ def linearity(
     groups : array_like of shape (n_obs,) or mapping, optional
         Units are groups; defaults to the container's groups.
     quantities : str or list of str, optional
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData or DataTree.
     r_eff, tail_rule
         As :func:`bayesij.loo`.
@@ -177,7 +177,7 @@ def linearity(
         data,
         groups=groups,
         quantities=quantities,
-        log_lik=log_lik,
+        var_name=var_name,
         need_quantities=True,
         whole_matrix={"loo": loo, "scores": scores},
     )

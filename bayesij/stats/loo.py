@@ -153,9 +153,9 @@ class LooResult(ElpdResult):
 def loo(
     data,
     *,
-    method: str = "psis",
     groups=None,
-    log_lik=None,
+    var_name=None,
+    method: str = "psis",
     r_eff=None,
     tail_rule: str = "ceil",
     ties: str = "above",
@@ -191,7 +191,7 @@ def loo(
         largest by sorted position, as R loo. Without ties the two are identical.
     ddof : {0, 1}, default 0
         SE convention: 0 as ArviZ ``sqrt(N var_n)``, 1 as R loo ``sqrt(N) sd_n``.
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Log-likelihood variable of an ``InferenceData``.
     save_psis : bool, default False
         Keep the smoothed log-weights in the result (an array as large as the
@@ -243,7 +243,7 @@ def loo(
         data,
         (method,),
         groups=groups,
-        log_lik=log_lik,
+        var_name=var_name,
         r_eff=r_eff,
         tail_rule=tail_rule,
         ties=ties,
@@ -258,7 +258,7 @@ def loo_methods(
     methods=("psis", "ij", "cumulant"),
     *,
     groups=None,
-    log_lik=None,
+    var_name=None,
     r_eff=None,
     tail_rule: str = "ceil",
     ties: str = "above",
@@ -278,7 +278,9 @@ def loo_methods(
         raise fail(
             "method", repr(unknown[0] if unknown else methods), f"one of {loo_arrays.METHODS}"
         )
-    source = as_source(data, groups=groups, log_lik=log_lik, whole_matrix={"save_psis": save_psis})
+    source = as_source(
+        data, groups=groups, var_name=var_name, whole_matrix={"save_psis": save_psis}
+    )
     r_eff = None if r_eff is None else checked_r_eff(r_eff, source.n_units)
 
     kernel = partial(
@@ -391,11 +393,11 @@ def saved_log_weights(result, shape: tuple[int, int], argument: str) -> np.ndarr
     return weights
 
 
-def _draws_beside_log_lik(data, values, argument, r_eff, tail_rule, log_lik, psis):
+def _draws_beside_log_lik(data, values, argument, r_eff, tail_rule, var_name, psis):
     """Log-likelihood matrix (S, N), per-draw ``values`` checked against it, the Pareto tail
     lengths, the unit labels and saved log-weights (or None): what every LOO expectation
     starts from."""
-    source = as_source(data, log_lik=log_lik, whole_matrix={"data": "LOO expectations"})
+    source = as_source(data, var_name=var_name, whole_matrix={"data": "LOO expectations"})
     ll, units = source.matrix(), source.units
     matrix = ll.reshape(-1, ll.shape[2])
     saved = None
@@ -438,9 +440,9 @@ def loo_expectation(
     data,
     values,
     *,
+    var_name=None,
     kind: str = "mean",
     prob=None,
-    log_lik=None,
     r_eff=None,
     tail_rule: str = "ceil",
     psis=None,
@@ -459,7 +461,7 @@ def loo_expectation(
         NaN where one draw holds (nearly) all the weight (k-hat far above 1), not inf.
     prob : float, optional
         Probability for ``kind="quantile"`` (weighted quantile as R loo).
-    log_lik, r_eff, tail_rule
+    var_name, r_eff, tail_rule
         As :func:`loo`.
     psis : LooResult, optional
         A PSIS-LOO result of the same observations made with ``save_psis=True``: its
@@ -481,7 +483,7 @@ def loo_expectation(
     if kind == "quantile" and not (isinstance(prob, (int, float)) and 0 < prob < 1):
         raise fail("prob", repr(prob), "a probability strictly between 0 and 1 for quantiles")
     matrix, g, tails, units, saved = _draws_beside_log_lik(
-        data, values, "values", r_eff, tail_rule, log_lik, psis
+        data, values, "values", r_eff, tail_rule, var_name, psis
     )
     value, k = np.empty(matrix.shape[1]), np.empty(matrix.shape[1])
     for chunk, weights, _ in _loo_weights(matrix, tails, 12, saved):
@@ -503,7 +505,7 @@ def loo_expectation(
 
 
 def loo_pit(
-    data, y, y_rep, *, log_lik=None, r_eff=None, tail_rule: str = "ceil", seed: int = 0, psis=None
+    data, y, y_pred, *, var_name=None, r_eff=None, tail_rule: str = "ceil", seed: int = 0, psis=None
 ) -> pd.Series:
     """Leave-one-out probability integral transform ``P(y_rep_n <= y_n | x_-n)``.
 
@@ -513,12 +515,12 @@ def loo_pit(
         Source of the pointwise log-likelihood (as :func:`loo`).
     y : array_like of shape (n_obs,)
         Observed values.
-    y_rep : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+    y_pred : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
         Posterior predictive draws at the same draws.
-    log_lik, r_eff, tail_rule, psis
+    var_name, r_eff, tail_rule, psis
         As :func:`loo_expectation`.
     seed : int, default 0
-        For ties ``y_rep == y`` (discrete data) the PIT is drawn uniformly between the
+        For ties ``y_pred == y`` (discrete data) the PIT is drawn uniformly between the
         weights below and at ``y`` (randomised PIT, Czado, Gneiting and Held 2009), as R loo.
 
     Returns
@@ -527,7 +529,7 @@ def loo_pit(
         Values in [0, 1]; uniform when the model is calibrated.
     """
     matrix, replicated, tails, units, saved = _draws_beside_log_lik(
-        data, y_rep, "y_rep", r_eff, tail_rule, log_lik, psis
+        data, y_pred, "y_pred", r_eff, tail_rule, var_name, psis
     )
     observed = as_float_array(y, "y")
     if observed.shape != (matrix.shape[1],):

@@ -40,12 +40,12 @@ def loo_moment_match(
     data,
     model: ModelDensity,
     *,
+    var_name=None,
     loo: LooResult | None = None,
     k_threshold: float | None = None,
     max_iters: int = 30,
     split: bool = True,
     cov: bool = True,
-    log_lik=None,
 ) -> LooResult:
     """PSIS-LOO with moment matching for the observations whose k-hat is too high.
 
@@ -83,7 +83,7 @@ def loo_moment_match(
        adaptive importance sampling. Statistics and Computing 31, 16.
     """
     post = as_source(
-        data, log_lik=log_lik, need_quantities=True, whole_matrix={"data": "loo_moment_match"}
+        data, var_name=var_name, need_quantities=True, whole_matrix={"data": "loo_moment_match"}
     ).posterior
     missing = [
         m for m in ("unconstrain", "log_prob", "log_lik_i") if not callable(getattr(model, m, None))

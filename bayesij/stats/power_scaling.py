@@ -21,9 +21,9 @@ WEAK_LIKELIHOOD = "potential strong prior / weak likelihood"
 def psense(
     data,
     *,
-    log_prior=None,
     quantities=None,
-    log_lik=None,
+    var_name=None,
+    log_prior=None,
     alphas=(0.99, 1.01),
     threshold: float = 0.05,
 ) -> pd.DataFrame:
@@ -41,7 +41,7 @@ def psense(
         an array has shape (n_chains, n_draws) or (n_chains, n_draws, k) (summed over
         ``k``).
     quantities : str or list of str, optional
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         The log-likelihood variable(s), summed over observations for the likelihood.
     alphas : (float, float), default (0.99, 1.01)
         Powers below and above 1 of the finite differences.
@@ -68,7 +68,7 @@ def psense(
     low, high = _alphas(alphas)
     threshold = check_real(threshold, "threshold", 0.0, low_open=True)
     post = as_source(
-        data, log_lik=log_lik, need_quantities=True, whole_matrix={"data": "psense"}
+        data, var_name=var_name, need_quantities=True, whole_matrix={"data": "psense"}
     ).posterior
     prior = log_prior_draws(data, post, log_prior)
     if isinstance(log_prior, str):

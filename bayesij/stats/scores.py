@@ -53,11 +53,11 @@ class LooScore:
 
 def loo_score(
     data,
-    y_pred,
     y,
+    y_pred,
     *,
+    var_name=None,
     kind: str = "crps",
-    log_lik=None,
     r_eff=None,
     tail_rule: str = "ceil",
     psis=None,
@@ -69,12 +69,13 @@ def loo_score(
     ----------
     data : Posterior, InferenceData, DataTree, xarray or array_like
         Source of the pointwise log-likelihood (as :func:`bayesij.loo`).
-    y_pred : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
-        Posterior predictive draws at the same draws as the log-likelihood.
     y : array_like of shape (n_obs,)
         Observed values.
+    y_pred : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+        Posterior predictive draws at the same draws as the log-likelihood (the order of
+        :func:`bayesij.loo_pit`: observed, then predicted).
     kind : {"crps", "scrps"}, default "crps"
-    log_lik, r_eff, tail_rule, psis
+    var_name, r_eff, tail_rule, psis
         As :func:`bayesij.loo_expectation` (``psis``: reuse a ``save_psis=True`` result).
     ddof : {0, 1}, default 0
         ``se = sd(pointwise, ddof) / sqrt(n)``: 0 as arviz-stats ``loo_score``.
@@ -97,7 +98,7 @@ def loo_score(
         raise fail("kind", repr(kind), f"one of {SCORES}")
     ddof = check_ddof(ddof)
     matrix, draws, tails, units, saved = _draws_beside_log_lik(
-        data, y_pred, "y_pred", r_eff, tail_rule, log_lik, psis
+        data, y_pred, "y_pred", r_eff, tail_rule, var_name, psis
     )
     observed = _observed(y, matrix.shape[1])
     score = np.empty(matrix.shape[1])
@@ -113,11 +114,11 @@ def loo_score(
 
 def loo_metrics(
     data,
-    y_pred,
     y,
+    y_pred,
     *,
+    var_name=None,
     kind: str = "rmse",
-    log_lik=None,
     r_eff=None,
     tail_rule: str = "ceil",
     psis=None,
@@ -128,7 +129,7 @@ def loo_metrics(
 
     Parameters
     ----------
-    data, y_pred, y, log_lik, r_eff, tail_rule, psis
+    data, y, y_pred, var_name, r_eff, tail_rule, psis
         As :func:`loo_score`.
     kind : {"mae", "mse", "rmse", "r2"}, default "rmse"
         ``mae``, ``mse``: mean absolute / squared error, SE ``sd(ddof=1) / sqrt(n)``;
@@ -154,7 +155,7 @@ def loo_metrics(
     seed = check_seed(seed)
     n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=2)
     means = loo_expectation(
-        data, y_pred, log_lik=log_lik, r_eff=r_eff, tail_rule=tail_rule, psis=psis
+        data, y_pred, var_name=var_name, r_eff=r_eff, tail_rule=tail_rule, psis=psis
     )
     prediction = means["value"].to_numpy()
     observed = _observed(y, prediction.size)

@@ -79,9 +79,9 @@ def loo_subsample(
     data,
     observations: int = 400,
     *,
+    var_name=None,
     approximation: str = "lpd",
     seed: int = 0,
-    log_lik=None,
     r_eff=None,
     tail_rule: str = "ceil",
     ties: str = "above",
@@ -104,7 +104,7 @@ def loo_subsample(
         :func:`bayesij.loglik_function` whose draws are an (S, D) array.
     seed : int, default 0
         Of the simple random sample without replacement.
-    log_lik, r_eff, tail_rule, ties, ddof
+    var_name, r_eff, tail_rule, ties, ddof
         As :func:`bayesij.loo` (``r_eff`` per observation of all ``N``, or one number).
 
     Returns
@@ -123,7 +123,7 @@ def loo_subsample(
         raise fail("approximation", repr(approximation), f"one of {APPROXIMATIONS}")
     ddof = check_ddof(ddof)
     seed = check_seed(seed)
-    source = as_source(data, log_lik=log_lik)
+    source = as_source(data, var_name=var_name)
     n_obs = source.n_units
     m = check_positive_int(observations, "observations", minimum=2)
     if m > n_obs:

@@ -114,7 +114,7 @@ class WaicResult(ElpdResult):
 
 
 def waic(
-    data, *, beta: float = 1.0, groups=None, log_lik=None, ddof: int = 0, client=None
+    data, *, groups=None, var_name=None, beta: float = 1.0, ddof: int = 0, client=None
 ) -> WaicResult:
     """Widely applicable information criterion, with Watanabe's functional cumulants.
 
@@ -133,7 +133,7 @@ def waic(
     ddof : {0, 1}, default 0
         Divisor of the posterior variances in ``p_waic`` and of the SE: 0 reproduces ArviZ
         (``az.waic``) and Watanabe's definitions; 1 reproduces R ``loo::waic``.
-    log_lik : str or list of str, optional
+    var_name : str or list of str, optional
         Log-likelihood variable of an ``InferenceData``.
     client : dask.distributed.Client, optional
         For a lazy log-likelihood (a :func:`bayesij.loglik_function`, or a dask-backed
@@ -169,7 +169,7 @@ def waic(
     """
     beta = check_real(beta, "beta", 0.0, low_open=True)
     ddof = check_ddof(ddof)
-    source = as_source(data, groups=groups, log_lik=log_lik)
+    source = as_source(data, groups=groups, var_name=var_name)
     parts = map_blocks(source, partial(info.waic_parts, beta=beta, check=False), client=client)
     return _result(parts, source.index, beta, ddof, source.n_draws)
 
@@ -219,7 +219,7 @@ def _warn_about(result: WaicResult, variance: np.ndarray) -> None:
         )
 
 
-def generating_function(data, alpha: float, *, groups=None, log_lik=None) -> float:
+def generating_function(data, alpha: float, *, groups=None, var_name=None) -> float:
     """Watanabe's ``F(alpha) = (1/N) sum_n log E[p(x_n | theta)^alpha]``.
 
     ``F(-beta) - F(1 - beta)`` is the importance-sampling cross-validation loss of a posterior
@@ -231,7 +231,7 @@ def generating_function(data, alpha: float, *, groups=None, log_lik=None) -> flo
     data : Posterior, InferenceData, DataTree, xarray or array_like
         As :func:`waic`.
     alpha : float
-    groups, log_lik
+    groups, var_name
         As :func:`waic`.
 
     References
@@ -247,6 +247,6 @@ def generating_function(data, alpha: float, *, groups=None, log_lik=None) -> flo
     -1.386294
     """
     alpha = check_real(alpha, "alpha")
-    source = as_source(data, groups=groups, log_lik=log_lik)
+    source = as_source(data, groups=groups, var_name=var_name)
     kernel = partial(info.log_mean_exp, alpha=alpha, check=False)
     return float(map_blocks(source, kernel).mean())

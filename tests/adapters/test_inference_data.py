@@ -44,7 +44,7 @@ def _matrix_idata(rng):
 
 def test_matrix_parameters_get_stan_names(rng):
     idata, omega = _matrix_idata(rng)
-    post = bayesij.from_inference_data(idata, log_lik="y", quantities=["Omega"])
+    post = bayesij.from_inference_data(idata, var_name="y", quantities=["Omega"])
     assert post.quantity_names == [
         "Omega[1,1]",
         "Omega[1,2]",
@@ -60,9 +60,9 @@ def test_matrix_parameters_get_stan_names(rng):
 
 def test_several_log_lik_variables(rng):
     idata, _ = _matrix_idata(rng)
-    with pytest.raises(ValueError, match=r"log_lik: found 2 log-likelihood variables"):
+    with pytest.raises(ValueError, match=r"var_name: found 2 log-likelihood variables"):
         bayesij.from_inference_data(idata)
-    post = bayesij.from_inference_data(idata, log_lik=["y", "z"])
+    post = bayesij.from_inference_data(idata, var_name=["y", "z"])
     assert post.obs_names == ["y[0]", "y[1]", "y[2]", "y[3]", "z[0]", "z[1]"]
     np.testing.assert_array_equal(
         post.log_lik.values[:, :, 4:], idata["log_likelihood"]["z"].values

@@ -98,8 +98,8 @@ WHOLE_MATRIX = {
     "lfo": lambda d: bayesij.lfo(d, min_train=500),
     "loo_expectation": lambda d: bayesij.loo_expectation(d, np.zeros((N_CHAINS, N_DRAWS, 1))),
     "loo_pit": lambda d: bayesij.loo_pit(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
-    "loo_score": lambda d: bayesij.loo_score(d, np.zeros((4, 250, N_OBS)), np.zeros(N_OBS)),
-    "loo_metrics": lambda d: bayesij.loo_metrics(d, np.zeros((4, 250, N_OBS)), np.zeros(N_OBS)),
+    "loo_score": lambda d: bayesij.loo_score(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
+    "loo_metrics": lambda d: bayesij.loo_metrics(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "audit": lambda d: bayesij.audit(d),
 }
 

@@ -57,7 +57,7 @@ def test_loo_scores_equal_the_closed_form_of_the_normal_loo_predictive(
     normal_mean, kind, closed_form
 ):
     y, log_lik, y_rep, loo_mean, loo_sd = normal_mean
-    result = bayesij.loo_score(log_lik, y_rep, y, kind=kind)
+    result = bayesij.loo_score(log_lik, y, y_rep, kind=kind)
     truth = (
         -_normal_crps(y, loo_mean, loo_sd)
         if closed_form is None
@@ -68,7 +68,7 @@ def test_loo_scores_equal_the_closed_form_of_the_normal_loo_predictive(
     assert result.se == pytest.approx(truth.std() / np.sqrt(N), rel=0.05)
     assert np.all(result.pointwise["pareto_k"] < 0.5)
     reused = bayesij.loo_score(
-        log_lik, y_rep, y, kind=kind, psis=bayesij.loo(log_lik, save_psis=True)
+        log_lik, y, y_rep, kind=kind, psis=bayesij.loo(log_lik, save_psis=True)
     )
     np.testing.assert_allclose(reused.pointwise["score"], result.pointwise["score"], rtol=1e-12)
 
@@ -76,14 +76,14 @@ def test_loo_scores_equal_the_closed_form_of_the_normal_loo_predictive(
 def test_loo_metrics_of_the_normal_mean(normal_mean):
     y, log_lik, y_rep, loo_mean, _ = normal_mean
     error = y - loo_mean
-    rmse = bayesij.loo_metrics(log_lik, y_rep, y, kind="rmse")
+    rmse = bayesij.loo_metrics(log_lik, y, y_rep, kind="rmse")
     np.testing.assert_allclose(rmse.pointwise["prediction"], loo_mean, atol=0.03)
     assert rmse.estimate == pytest.approx(np.sqrt(np.mean(error**2)), abs=0.01)
-    mae = bayesij.loo_metrics(log_lik, y_rep, y, kind="mae")
+    mae = bayesij.loo_metrics(log_lik, y, y_rep, kind="mae")
     assert mae.estimate == pytest.approx(np.mean(np.abs(error)), abs=0.01)
     # Intercept only: the LOO residuals exceed the deviations from the mean, so R^2 < 0,
     # about 1 - (N / (N - 1))^2 under a flat prior.
-    r2 = bayesij.loo_metrics(log_lik, y_rep, y, kind="r2")
+    r2 = bayesij.loo_metrics(log_lik, y, y_rep, kind="r2")
     assert r2.estimate == pytest.approx(1 - np.var(error) / np.var(y), abs=0.01)
     assert r2.estimate < 0 and 0 < r2.se < 0.05
 
@@ -91,11 +91,11 @@ def test_loo_metrics_of_the_normal_mean(normal_mean):
 def test_score_arguments_are_checked(normal_mean):
     y, log_lik, y_rep, _, _ = normal_mean
     with pytest.raises(ValueError, match=r"kind: found 'energy'; expected one of"):
-        bayesij.loo_score(log_lik, y_rep, y, kind="energy")
+        bayesij.loo_score(log_lik, y, y_rep, kind="energy")
     with pytest.raises(ValueError, match=r"y: found shape \(29,\); expected one value"):
-        bayesij.loo_score(log_lik, y_rep, y[:-1])
+        bayesij.loo_score(log_lik, y[:-1], y_rep)
     with pytest.raises(ValueError, match=r"kind: found 'r3'; expected one of"):
-        bayesij.loo_metrics(log_lik, y_rep, y, kind="r3")
+        bayesij.loo_metrics(log_lik, y, y_rep, kind="r3")
 
 
 def test_loo_scores_and_metrics_equal_arviz_stats(normal_mean):
@@ -117,7 +117,7 @@ def test_loo_scores_and_metrics_equal_arviz_stats(normal_mean):
     r_eff = float(_get_r_eff(tree, log_lik.shape[0] * log_lik.shape[1]))  # theirs: scalar
     for kind in ("crps", "scrps"):
         theirs = arviz_stats.loo_score(tree, kind=kind, pointwise=True)
-        ours = bayesij.loo_score(tree, y_rep, y, kind=kind, r_eff=r_eff, tail_rule="floor")
+        ours = bayesij.loo_score(tree, y, y_rep, kind=kind, r_eff=r_eff, tail_rule="floor")
         np.testing.assert_allclose(
             ours.pointwise["score"], np.asarray(theirs.pointwise).ravel(), rtol=1e-10
         )
@@ -125,6 +125,6 @@ def test_loo_scores_and_metrics_equal_arviz_stats(normal_mean):
         assert ours.se == pytest.approx(theirs.se, rel=1e-10)
     for kind in ("mae", "mse", "rmse"):
         theirs = arviz_stats.loo_metrics(tree, kind=kind, round_to="none")
-        ours = bayesij.loo_metrics(tree, y_rep, y, kind=kind, r_eff=r_eff, tail_rule="floor")
+        ours = bayesij.loo_metrics(tree, y, y_rep, kind=kind, r_eff=r_eff, tail_rule="floor")
         assert ours.estimate == pytest.approx(theirs.mean, rel=1e-10)
         assert ours.se == pytest.approx(theirs.se, rel=1e-10)
