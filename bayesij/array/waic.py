@@ -102,8 +102,8 @@ class WaicParts(NamedTuple):
 def waic_parts(log_lik, beta: float = 1.0, *, check: bool = True) -> WaicParts:
     """:func:`waic_terms` as one NamedTuple of per-observation arrays (joinable over blocks
     of observations). ``log_lik``: (n_draws, n_obs) or (n_chains, n_draws, n_obs)."""
-    moments, cv_term = waic_terms(log_lik, beta, check=check)
-    return WaicParts(*moments[:5], cv_term)
+    m, cv_term = waic_terms(log_lik, beta, check=check)
+    return WaicParts(m.lppd, m.mean, m.central2, m.central3, m.central4, cv_term)
 
 
 def waic_terms(log_lik, beta: float = 1.0, *, check: bool = True):

@@ -1,0 +1,50 @@
+"""The array layer's AMIP pieces against exact arithmetic: the first-order path and its
+Monte Carlo margin (a target counts as reached only beyond MC_MARGIN standard errors of the
+predicted change; Broderick, Giordano & Meager 2020; Nguyen et al. 2024 for the Monte Carlo
+error of the answer), the metric's draws and the goal."""
+
+import numpy as np
+import pytest
+
+from bayesij.array import amip
+
+
+def test_the_linear_path_orders_by_gain_and_stops_at_the_target():
+    phi = np.array([-1.0, -3.0, 0.5, -2.0])  # dropping unit u moves the metric by -phi_u
+    path = amip.linear_path(phi, direction=1, need=4.5, k_max=4)
+    np.testing.assert_array_equal(path.order, [1, 3])  # gains 3 then 2: 5 >= 4.5
+    np.testing.assert_allclose(path.change, [0.0, 3.0, 5.0])
+    assert path.stopped == "reached"
+    down = amip.linear_path(phi, direction=-1, need=0.1, k_max=4)
+    np.testing.assert_array_equal(down.order, [2])  # the only unit that lowers it
+    assert amip.linear_path(phi, direction=1, need=100, k_max=2).stopped == "alpha_max"
+
+
+def test_the_monte_carlo_margin_is_two_standard_errors():
+    phi = np.array([-3.0, -2.0, -1.0])
+    mcse = np.full(3, 0.5)
+    # Changes 3, 5, 6 against need 4.5 + 2 x 0.5 sqrt(k) = 5.5, 5.91, 6.23: never reached.
+    path = amip.linear_path(phi, direction=1, need=4.5, k_max=3, mcse=mcse)
+    assert path.stopped == "alpha_max" and path.order.size == 3
+    # One standard error less of noise and the third unit would reach it: 6 >= 4.5 + 2 x 0.6.
+    closer = amip.linear_path(phi, direction=1, need=4.5, k_max=3, mcse=np.full(3, 0.3))
+    assert closer.stopped == "reached" and closer.order.size == 3
+    assert amip.MC_MARGIN == 2.0
+    # Without Monte Carlo errors the second unit already reaches it.
+    assert amip.linear_path(phi, direction=1, need=4.5, k_max=3).order.size == 2
+
+
+def test_the_metric_and_the_goal():
+    rng = np.random.default_rng(0)
+    f = rng.normal(1.0, 0.5, size=(4, 500))
+    mean, sd = f.mean(), f.std(ddof=1)
+    # The metric's draws have mean mean + sign z sd (to first order in the draws).
+    for sign in (-1, 1):
+        g = amip.metric_draws(f, sign, 1.96)
+        assert g.mean() == pytest.approx(mean + sign * 1.96 * sd / 2 * (f.size - 1) / f.size)
+    sign_goal = amip.goal_for(f, "sign", 1.96)
+    assert sign_goal.direction == -1 and sign_goal.need == pytest.approx(mean)
+    significance = amip.goal_for(f, "significance", 1.96)
+    assert significance.need == pytest.approx(mean - 1.96 * sd)  # the lower end reaches 0
+    shift = amip.goal_for(f, 0.25, 1.96)
+    assert shift.need == pytest.approx(0.25)
