@@ -4,9 +4,10 @@ For held-out points ``j`` with ``l_sj = log p(y~_j | theta_s)`` at posterior dra
 
     elpd_j = log (1/S) sum_s exp(l_sj),
 
-computed as a log-sum-exp (the numerically safe form of seed 004). Its Monte Carlo error is
-the delta method on the mean of ``p = exp(l)``: ``sd(p) / (mean(p) sqrt(S r_eff))``, with
-``r_eff`` from the chains (R loo's relative efficiency of ``exp(l)``).
+computed as a log-sum-exp (the numerically safe form; Stan User's Guide, held-out
+evaluation). Its Monte Carlo error is the delta method on the mean of ``p = exp(l)``:
+``sd(p) / (mean(p) sqrt(S r_eff))``, with ``r_eff`` from the chains (R loo's relative
+efficiency of ``exp(l)``).
 """
 
 from __future__ import annotations

@@ -114,7 +114,8 @@ def subset_elpd(
 
     References
     ----------
-    .. [1] Seed 000: approximate leave-within-structure-out cross-validation (weighting
+    .. [1] Ghosh et al. (2020), Approximate cross-validation for structured models, NeurIPS 33:
+           leave-within-structure-out cross-validation (weighting
        scheme (A): the weights of the left-out terms go to 0).
     """
     log_lik, matrix = _finite_draws(log_lik, check)

@@ -4,7 +4,8 @@ The columns are conditional log-likelihood terms in time order,
 ``l_t = log p(y_t | y_<t, theta)``, so that the joint predictive density of the block
 ``y_i .. y_{i+M-1}`` given the past is ``exp(sum_{t=i}^{i+M-1} l_t)`` at each draw and the
 posterior given ``y_<j`` is the full-data posterior reweighted by ``exp(-sum_{t>=j} l_t)``
-(leaving the future out is exact for such chain-structured models: seed 000, Proposition 3).
+(leaving the future out is exact for such chain-structured models: Ghosh et al. 2020,
+Proposition 3).
 
 For an origin ``i`` (the first ``i`` observations are the past) and draws from the
 posterior given ``y_<j`` (``j >= i``; ``j = T`` for the full data):
@@ -110,7 +111,8 @@ def ij_lfo(
     .. [1] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
        variance. arXiv:2305.06466 (the derivative of a posterior expectation in the
        observation weights).
-    .. [2] Seed 000: approximate leave-future-out for structured models.
+    .. [2] Ghosh, S., Stephenson, W. T., Nguyen, T. D., Deshpande, S. K. and Broderick, T.
+           (2020). Approximate cross-validation for structured models. NeurIPS 33.
     """
     n_draws = cumulative.shape[0]
     weight_terms = cumulative if derivative is None else derivative

@@ -428,10 +428,10 @@ def lwcv(
     """Exact leave-within-series-out CV against its PSIS and IJ approximations.
 
     Each fold (a set of time points, e.g. from :func:`lwcv_split`; folds may overlap) is
-    refitted with the weights of its points set to 0 (seed 000's weighting scheme (A): for
-    a model whose log-likelihood does not split into terms, such as an HMM, the weights
-    multiply the emission terms inside the likelihood), and ``sum_{t in O} log p(x_t |
-    x_-O)`` is compared with PSIS and IJ from the original draws
+    refitted with the weights of its points set to 0 (the weighting scheme (A) of Ghosh et
+    al. 2020: for a model whose log-likelihood does not split into terms, such as an HMM,
+    the weights multiply the emission terms inside the likelihood), and ``sum_{t in O} log
+    p(x_t | x_-O)`` is compared with PSIS and IJ from the original draws
     (:func:`bayesij.array.kfold.subset_elpd`).
 
     Returns
@@ -440,7 +440,7 @@ def lwcv(
         Rows per fold for methods ``'psis'`` and ``'ij'`` (with ``pareto_k``); ``summary``
         has the totals and the mean relative error ``|approx - exact| / |exact|`` of each
         method (over folds where it is defined: the IJ is NaN where the first-order
-        density is not positive), the figure seed 000 reports.
+        density is not positive), the figure Ghosh et al. (2020) report.
     """
     post = _checked(post, backend)
     if isinstance(folds, (str, bytes)) or not hasattr(folds, "__iter__"):

@@ -93,11 +93,6 @@ class RefitReport:
             return self.comparisons.copy()
         return self.comparisons[self.comparisons["method"] == method].reset_index(drop=True)
 
-    def worst(self, n: int = 5) -> pd.DataFrame:
-        """The ``n`` rows with the largest absolute error."""
-        order = self.comparisons["error"].abs().sort_values(ascending=False).index
-        return self.comparisons.loc[order[:n]]
-
     def __str__(self) -> str:
         lines = [
             f"Exact-refit check: {self.experiment} ({self.n_refits} of {self.n_planned} "

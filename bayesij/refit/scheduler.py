@@ -1,7 +1,8 @@
 """Spend a limited refit budget where the leave-one-out approximation is least trustworthy.
 
-The idea of learning where to sample (seed 003): order the candidates by cheap signals in a
-priority queue, refit in that order, learn from each result, stop when it no longer pays.
+The idea of learning where to sample (Shi, Steinhardt and Liang 2015, AISTATS): order the
+candidates by cheap signals in a priority queue, refit in that order, learn from each
+result, stop when it no longer pays.
 For each point the signals are PSIS's k-hat, the disagreement between PSIS-LOO and IJ-LOO,
 the Monte Carlo error of PSIS-LOO and the posterior variance of the point's log-likelihood
 (the size of its LOO correction). They combine into an estimated error

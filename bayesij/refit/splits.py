@@ -29,7 +29,8 @@ def _balanced_labels(n: int, K: int, rng) -> np.ndarray:
 def kfold_split_contiguous(n_obs: int, K: int = 10) -> np.ndarray:
     """Contiguous folds in order, shape (n_obs,), values 1..K: sizes differ by at most one,
     the first ``n_obs % K`` folds holding one more (the assignment the shipped
-    ``linear_regression_kfold`` Stan model computes; seed 004's fold sizes are wrong).
+    ``linear_regression_kfold`` Stan model computes; the Stan User's Guide draft's fold
+    sizes are wrong).
 
     >>> kfold_split_contiguous(7, 3).tolist()
     [1, 1, 1, 2, 2, 3, 3]
@@ -43,7 +44,8 @@ def kfold_split_contiguous(n_obs: int, K: int = 10) -> np.ndarray:
 def lwcv_split(
     n_times: int, proportion: float, *, contiguous: bool = False, n_folds: int = 10, seed: int = 0
 ) -> list[np.ndarray]:
-    """Leave-within-series-out folds of a series of ``n_times`` points (seed 000, appendix).
+    """Leave-within-series-out folds of a series of ``n_times`` points (Ghosh et al. 2020,
+    appendix).
 
     Each of ``n_folds`` folds is drawn independently (folds may overlap, as Monte Carlo
     cross-validation) with ``m = floor(proportion * n_times)``:

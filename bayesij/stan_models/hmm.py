@@ -1,7 +1,7 @@
 """The shipped two-state Poisson HMM (``poisson_hmm.stan``) evaluated on posterior draws.
 
 A NumPy forward-backward pass with the emission log densities weighted as in the Stan
-program (seed 000's weighting scheme (A)). It checks the Stan program independently and
+program (weighting scheme (A) of Ghosh et al. 2020). It checks the Stan program independently and
 computes what one fit's generated quantities cannot: the held-out predictive density of a
 leave-within-series-out fold, ``log p(y_t | y_{-O}, theta)`` for ``t`` in ``O``, on the draws
 of any fit, so that exact refits and the IJ from the full-data draws score the same thing.
@@ -82,7 +82,7 @@ def held_out_log_density(rates, transitions, y, weights) -> np.ndarray:
     """``log sum_k P(z_t = k | weighted y, theta) p(y_t | z_t = k)``, shape (S, T).
 
     Where ``weights[t] = 0`` this is the held-out predictive density ``log p(y_t | y_{-O},
-    theta)`` of a fold ``O`` (the points of weight 0), the quantity seed 000 scores in
+    theta)`` of a fold ``O`` (the points of weight 0), the quantity Ghosh et al. (2020) score in
     leave-within-series-out CV.
     """
     log_alpha, log_beta, log_emission = forward_backward(rates, transitions, y, weights)
@@ -118,7 +118,8 @@ def fold_elpd_ij(post, y, fold) -> float:
 
     References
     ----------
-    .. [1] Seed 000: approximate leave-within-structure-out CV for HMMs by the IJ, weighting
+    .. [1] Ghosh et al. (2020), Approximate cross-validation for structured models, NeurIPS
+       33: leave-within-structure-out CV for HMMs by the IJ, weighting
        scheme (A).
     """
     log_density, fold = _fold_densities(post, y, fold)

@@ -1,4 +1,4 @@
-// Weighted linear regression with held-out test data (seed 004's train/test pattern).
+// Weighted linear regression with held-out test data (the Stan User's Guide's train/test pattern).
 //
 // Only the training data (X, y) enter the model block; the test data (X_test, y_test)
 // are used in generated quantities only, so the fit does not see them. weights[n]

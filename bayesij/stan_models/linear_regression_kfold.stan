@@ -1,6 +1,6 @@
 // Weighted linear regression that holds out fold k of n_folds contiguous folds.
 //
-// Seed 004's K-fold pattern with a correct fold assignment: N observations in n_folds
+// The Stan User's Guide's K-fold pattern with a correct fold assignment: N observations in n_folds
 // contiguous folds whose sizes differ by at most one (the first N % n_folds folds hold
 // one more), every observation in exactly one fold; bayesij.refit.kfold_split_contiguous
 // gives the same assignment in Python. The fit uses the observations outside fold k,

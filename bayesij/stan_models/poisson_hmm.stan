@@ -1,12 +1,12 @@
 // Two-state Poisson hidden Markov model with observation weights inside the forward algorithm
-// (seed 000's weighting scheme (A)): z_t is a Markov chain on {1, 2} with transition rows
+// (weighting scheme (A) of Ghosh et al. 2020): z_t is a Markov chain on {1, 2} with transition rows
 // Gamma[1], Gamma[2], started from its stationary distribution, and y_t | z_t = k is
 // Poisson(lambda[k]), lambda[1] < lambda[2].
 //
 // weights[t] multiplies the emission log density log p(y_t | z_t) inside the forward
 // recursion, so the weighted marginal likelihood p(y; theta, w) does not split into terms:
 // weight 0 leaves y_t out but keeps z_t in the chain; all ones is the ordinary fit; weights
-// 1 up to an origin and 0 after it are the fit to the past (leave-future-out: seed 000,
+// 1 up to an origin and 0 after it are the fit to the past (leave-future-out: Ghosh et al. 2020,
 // Proposition 3).
 //
 // Generated quantities, functions of theta only (computed at w = 1, whatever the weights):

@@ -353,7 +353,7 @@ def amip(
        robustness metric: when can dropping a little data make a big difference?
        arXiv:2011.14999.
     .. [2] Giordano, R. and Broderick, T. (2024). Approximate data deletion and replication
-       with the Bayesian influence function (talk; seed 001).
+       with the Bayesian influence function (talk).
     """
     _check_options(target, alpha_max, z, method)
     source = as_source(

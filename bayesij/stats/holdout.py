@@ -1,6 +1,7 @@
 """Held-out evaluation: the expected log predictive density of test data (as R loo's
-``elpd()``) and the prediction errors of seed 004 (squared error of the posterior-mean
-prediction and posterior expected squared error, per point, as MSE and as RMSE)."""
+``elpd()``) and the prediction errors of the Stan User's Guide's held-out evaluation
+(squared error of the posterior-mean prediction and posterior expected squared error, per
+point, as MSE and as RMSE)."""
 
 from __future__ import annotations
 
@@ -80,7 +81,8 @@ def holdout(data, *, var_name=None, ddof: int = 1) -> HoldoutResult:
     ----------
     .. [1] Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical Bayesian model evaluation
        using leave-one-out cross-validation and WAIC. Statistics and Computing 27.
-    .. [2] Seed 004: held-out evaluation and cross-validation (log-sum-exp of the draws).
+    .. [2] Stan Development Team. Stan User's Guide: held-out evaluation and
+           cross-validation (log-sum-exp of the draws).
 
     Examples
     --------
@@ -111,7 +113,8 @@ def _holdout(data, var_name, ddof: int, argument: str) -> HoldoutResult:
 
 @dataclass(frozen=True)
 class PredictionErrors:
-    """Both prediction errors of seed 004, per point and summarised.
+    """Both prediction errors of held-out evaluation (Stan User's Guide), per point and
+    summarised.
 
     Attributes
     ----------
@@ -161,7 +164,8 @@ def prediction_errors(y_pred, y_test, *, log_lik=None) -> PredictionErrors:
 
     References
     ----------
-    .. [1] Seed 004: held-out evaluation — the error of an expectation versus the
+    .. [1] Stan Development Team. Stan User's Guide: held-out evaluation — the error of an
+           expectation versus the
        expectation of an error, and why ``sqrt(E[MSE]) != E[sqrt(MSE)]``.
 
     Examples

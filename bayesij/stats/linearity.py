@@ -162,7 +162,7 @@ def linearity(
     References
     ----------
     .. [1] Giordano, R. and Broderick, T. (2024). Approximate data deletion and replication
-       with the Bayesian influence function (talk; seed 001): where the linear
+       with the Bayesian influence function (talk): where the linear
        approximation fails.
     .. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
        smoothed importance sampling. JMLR 25(72).
