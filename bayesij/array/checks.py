@@ -231,7 +231,7 @@ def _all_within(values: np.ndarray, limit: float, minus_inf: bool) -> bool:
     failed = []
     compiled = rows.dtype in (np.float64, np.float32) and rows.flags.c_contiguous
     if compiled:
-        from bayesij.array.kernels import count_outside  # compiled kernels: numba
+        from bayesij.array.kernels.values import count_outside  # compiled kernels: numba
 
     def check_block(block: slice) -> None:
         part = rows[block]

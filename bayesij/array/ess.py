@@ -155,7 +155,7 @@ def log_lik_relative_eff_rows(log_lik: np.ndarray, n_chains: int) -> np.ndarray:
 
     ``log_lik`` (n_rows, n_chains * n_draws) holds each chain's draws contiguously. Geyer's
     sequence usually stops within a few lags: those are summed directly by a compiled kernel
-    (:func:`bayesij.array.kernels.short_lag_autocorrelations`), and only rows whose
+    (:func:`bayesij.array.kernels.autocorrelation.short_lag_autocorrelations`), and only rows whose
     sequence runs past ``SHORT_LAGS`` lags get every lag by FFT
     (:func:`relative_eff_rows`). Equal to the FFT for every row up to rounding.
     """
@@ -163,7 +163,7 @@ def log_lik_relative_eff_rows(log_lik: np.ndarray, n_chains: int) -> np.ndarray:
     n_draws = n_total // n_chains
     if n_draws < MIN_CHAIN_DRAWS or n_draws <= SHORT_LAGS:
         return relative_eff_rows(exp_of_rows(log_lik.reshape(n_rows, n_chains, n_draws)))
-    from bayesij.array.kernels import short_lag_autocorrelations  # compiled: numba
+    from bayesij.array.kernels.autocorrelation import short_lag_autocorrelations  # compiled: numba
 
     rho = short_lag_autocorrelations(log_lik, n_chains, fft_next_good_size(n_draws), SHORT_LAGS)
     stops = _geyer_stops(rho, n_draws)[1].any(axis=0)

@@ -103,7 +103,7 @@ def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
     # Otherwise the variance of log(1 + c q) over the z > 0 (all of them while
     # c * min(q) > -1), by vectorised logarithms.
     if not series.all():
-        from bayesij.array.kernels import log_variances  # compiled kernels: numba
+        from bayesij.array.kernels.mcse import log_variances  # compiled kernels: numba
 
         variance[~series] = log_variances(relative_error[~series], _BLOM)
     return np.sqrt(variance / r_eff)
@@ -206,7 +206,7 @@ def _psis_elpd_fused(log_lik, tail_len, r_eff, ties, scratch):
     Also returns the mask of the rows left and (minima, impossible) as
     :func:`_minimum_with_stand_in` (the kernel finds the minima of the rows it does).
     """
-    from bayesij.array.psis_kernel import fused_psis_loo  # compiles (or loads) on first use
+    from bayesij.array.kernels.psis import fused_psis_loo  # compiles (or loads) on first use
 
     fused = fused_psis_loo(log_lik, tail_len)
     lppd, elpd, k, body = fused.lppd, fused.elpd, fused.pareto_k, fused.minimum

@@ -111,7 +111,7 @@ def waic_terms(log_lik, beta: float = 1.0, *, check: bool = True):
     ``log E[p^-beta] - log E[p^(1-beta)]``, in one pass over the draws.
 
     The chunks of observations are transposed to rows and done by a compiled kernel
-    (:func:`bayesij.array.kernels.fused_waic_terms`) on the threads; rows it leaves
+    (:func:`bayesij.array.kernels.waic.fused_waic_terms`) on the threads; rows it leaves
     (impossible observations, ranges above 700) by NumPy.
 
     Returns
@@ -120,7 +120,7 @@ def waic_terms(log_lik, beta: float = 1.0, *, check: bool = True):
     ndarray of shape (n_obs,)
         The cross-validation term, whose mean over observations is ``CvL(beta)``.
     """
-    from bayesij.array.kernels import fused_waic_terms  # compiled: numba
+    from bayesij.array.kernels.waic import fused_waic_terms  # compiled: numba
 
     matrix = log_lik_matrix(log_lik, check, keep_float32=True)
     if not np.isfinite(beta):
@@ -137,14 +137,16 @@ def waic_terms(log_lik, beta: float = 1.0, *, check: bool = True):
         out[:, chunk] = terms
         if not done.all():
             columns = np.arange(chunk.start, chunk.stop)[~done]
-            out[:, columns] = _general_terms(read_columns(matrix, columns), beta)
+            out[:, columns] = general_terms(read_columns(matrix, columns), beta)
 
     map_chunks(work, chunks)
     return LogLikMoments(out[0], out[1], out[2], out[3], out[4], n_draws), out[5]
 
 
-def _general_terms(columns: np.ndarray, beta: float) -> np.ndarray:
-    """The terms of :func:`waic_terms` of columns (n_draws, n_cols) by NumPy, shape (6, n_cols)."""
+def general_terms(columns: np.ndarray, beta: float) -> np.ndarray:
+    """The terms of :func:`waic_terms` of columns (n_draws, n_cols) by NumPy, shape (6, n_cols):
+    the rows the compiled kernel leaves, and its reference
+    (:mod:`bayesij.array.kernels.waic`)."""
     n_draws = columns.shape[0]
     out = np.empty((6, columns.shape[1]))
     out[0] = logsumexp_columns(columns) - np.log(n_draws)
@@ -157,7 +159,8 @@ def _general_terms(columns: np.ndarray, beta: float) -> np.ndarray:
     out[3] = (square * deviation).mean(axis=0)
     out[4] = (square**2).mean(axis=0)
     out[2:5, impossible_columns(columns)] = np.array([[np.inf], [np.nan], [np.inf]])
-    out[5] = _log_mean_exp_columns(columns, -beta) - _log_mean_exp_columns(columns, 1 - beta)
+    with np.errstate(invalid="ignore"):  # beta > 1, impossible observation: inf - inf, NaN
+        out[5] = _log_mean_exp_columns(columns, -beta) - _log_mean_exp_columns(columns, 1 - beta)
     return out
 
 

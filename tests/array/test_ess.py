@@ -10,7 +10,7 @@ from bayesij.array.ess import (
     log_lik_relative_eff_rows,
     relative_eff_rows,
 )
-from bayesij.array.kernels import short_lag_autocorrelations
+from bayesij.array.kernels.autocorrelation import short_lag_autocorrelations
 
 
 def _ar1_chains(phi, n_rows=200, n_chains=4, n_draws=1000, seed=0):

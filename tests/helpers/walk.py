@@ -38,7 +38,7 @@ def layer_of(module: str | None) -> int | None:
 
 
 #: Where a walk ends: the PSIS kernel, or the batch-means cross-products of the influence.
-KERNELS = ("bayesij.array.psis_kernel", "bayesij.array.blocks")
+KERNELS = ("bayesij.array.kernels.psis", "bayesij.array.blocks")
 
 
 def _stack(frame) -> list[str]:

@@ -1,5 +1,5 @@
 """PSIS-LOO of one observation per row in one compiled pass (numba, the vectorised math of
-:mod:`bayesij.array.kernels`), its draws held in the first-level cache.
+:mod:`bayesij.array.kernels.fastmath`), its draws held in the first-level cache.
 
 :func:`fused_psis_loo` computes the same estimate as :mod:`bayesij.array.psis` and
 :func:`bayesij.array.loo._psis_elpd`. For each row of log-likelihood values ``l_s`` with
@@ -43,15 +43,15 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from bayesij.array.kernels import (
-    _MAX_RANGE,
-    _as_float,
-    _compiled,
-    _exp,
-    _log_positive,
-    _min_max,
-    _ratios_and_sums,
-    _reordered,
+from bayesij.array.kernels.fastmath import (
+    MAX_RANGE,
+    as_float,
+    compiled,
+    exp,
+    log_positive,
+    min_max,
+    ratios_and_sums,
+    reordered,
 )
 
 __all__ = ["FusedLoo", "fused_psis_loo"]
@@ -64,7 +64,7 @@ _TINY_TOTAL = 1e-100
 _STEP = 16
 #: Fewer tail draws than this and no generalized Pareto fit is made.
 _MIN_TAIL = 5
-#: As ``_compiled``, inlined into its caller: the per-row call with its thirteen arrays cost
+#: As ``compiled``, inlined into its caller: the per-row call with its thirteen arrays cost
 #: 0.4 ns per draw (10 %).
 _inlined = njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, inline="always")
 
@@ -112,7 +112,7 @@ def fused_psis_loo(rows: np.ndarray, tail_len: np.ndarray) -> FusedLoo:
     return FusedLoo(lppd, elpd, k, error, sum_w2, minimum, done == 1)
 
 
-@_reordered
+@reordered
 def _sums_up_to(w, cutoff):
     """Sum and sum of squares of the values of ``w`` at or below ``cutoff``."""
     total = 0.0
@@ -124,7 +124,7 @@ def _sums_up_to(w, cutoff):
     return total, squares
 
 
-@_compiled
+@compiled
 def _keep_at_least(w, threshold, out):
     """Copy the values of ``w`` at or above ``threshold`` to ``out`` (no branch); count."""
     found = 0
@@ -134,7 +134,7 @@ def _keep_at_least(w, threshold, out):
     return found
 
 
-@_compiled
+@compiled
 def _largest_sorted(w, count, out, spare, counts):
     """The ``count`` largest values of the positive ``w``, ascending, into ``out[:count]``:
     a threshold from every ``_STEP``-th value, the values above it, and of those the top."""
@@ -166,13 +166,13 @@ def _largest_sorted(w, count, out, spare, counts):
     out[:count] = spare[kept - count : kept]
 
 
-@_compiled
+@compiled
 def _bucket_floor(bucket, shift, base):
     """The smallest float of a bucket of :func:`_top_buckets`."""
-    return _as_float((bucket + base) << shift)
+    return as_float((bucket + base) << shift)
 
 
-@_compiled
+@compiled
 def _top_buckets(values, n, count, counts):
     """Histogram of the positive ``values[:n]`` in at most 2048 buckets by their leading bits
     (a piecewise-linear log2 scale), into ``counts``. Returns ``(shift, base, first,
@@ -201,7 +201,7 @@ def _top_buckets(values, n, count, counts):
     return shift, base, first, n_buckets, kept
 
 
-@_compiled
+@compiled
 def _insertion_sort(a, n):
     """Sort ``a[:n]`` in place (fast when values are out of order only locally)."""
     for i in range(1, n):
@@ -213,7 +213,7 @@ def _insertion_sort(a, n):
         a[j + 1] = v
 
 
-@_compiled
+@compiled
 def _grid_log_products(theta, x, m, out, product):
     """``out[j] = sum_i log(1 - theta[j] x[i])`` as logs of running products (NaN where a
     factor is not positive), the product folded into the sum before it leaves 1e+-100.
@@ -245,7 +245,7 @@ def _grid_log_products(theta, x, m, out, product):
         out[j] += math.log(product[j]) if product[j] > 0 else math.nan
 
 
-@_compiled
+@compiled
 def _sum_log1p(theta, x, m, scratch):
     """``sum_i log1p(-theta x[i])`` over ``x[:m]``: vectorised logarithms of ``u = 1 - theta
     x`` corrected for the rounding of ``u`` (``log1p(y) = log(u) - ((u - 1) - y) / u``);
@@ -261,14 +261,14 @@ def _sum_log1p(theta, x, m, scratch):
         for i in range(m):
             total += math.log1p(-theta * x[i])
         return total
-    _log_positive(u, logs)
+    log_positive(u, logs)
     total = 0.0
     for i in range(m):
         total += logs[i] - ((u[i] - 1.0) + theta * x[i]) / u[i]
     return total
 
 
-@_compiled
+@compiled
 def _gpd_fit(x, m, theta, profile, product, scratch):
     """Zhang-Stephens fit to ascending exceedances ``x[:m]``: (k with the weakly
     informative prior, sigma); NaN where it fails. As :func:`bayesij.array.psis.gpd_fit`."""
@@ -303,7 +303,7 @@ def _gpd_fit(x, m, theta, profile, product, scratch):
     return (m * k + 10 * 0.5) / (m + 10), -k / theta_hat
 
 
-@_compiled
+@compiled
 def _smooth_tail(top, m, k, sigma, smoothed, scratch):
     """Fitted quantiles at ``(z - 1/2) / M`` above the cutoff ``top[0]``, truncated at the
     largest raw ratio 1, into ``smoothed[:m]`` (paired with the ascending ``top[1:]``).
@@ -323,7 +323,7 @@ def _smooth_tail(top, m, k, sigma, smoothed, scratch):
             smoothed[i] = min(quantile + top[0], 1.0)
         return
     for i in range(m):
-        smoothed[i] = min((_exp(-k * log_tail[i]) - 1.0) / k * sigma + top[0], 1.0)
+        smoothed[i] = min((exp(-k * log_tail[i]) - 1.0) / k * sigma + top[0], 1.0)
 
 
 @_inlined
@@ -331,11 +331,11 @@ def _row(row, m, work, top, sample, counts, x, theta, profile, product, scratch,
     """PSIS-LOO of one row into ``out`` (lppd, elpd, k, relative error, sum_w2, minimum,
     done)."""
     n = row.shape[0]
-    body, high = _min_max(row)
+    body, high = min_max(row)
     out[5] = body
-    if not (math.isfinite(body) and high - body <= _MAX_RANGE) or not _MIN_TAIL <= m < n:
+    if not (math.isfinite(body) and high - body <= MAX_RANGE) or not _MIN_TAIL <= m < n:
         return
-    total, squares, inverses = _ratios_and_sums(row, body, work)
+    total, squares, inverses = ratios_and_sums(row, body, work)
     _largest_sorted(work, m + 1, top, sample, counts)
     cutoff = top[0]
     if cutoff < _TINY or top[1] == cutoff or top[m] == top[1]:
@@ -377,7 +377,7 @@ def _row(row, m, work, top, sample, counts, x, theta, profile, product, scratch,
     out[6] = 1.0
 
 
-@_compiled
+@compiled
 def _rows(rows, tail_len, out):
     n = rows.shape[1]
     m_max = max(tail_len.max() + 1, 1) if tail_len.shape[0] else 1

@@ -1,15 +1,15 @@
-"""The compiled PSIS-LOO kernel against the general NumPy path (itself equal to ArviZ and R loo,
-tests/stats/test_loo.py), its vectorised pieces against NumPy's exp and log, and the value
-check against a direct count."""
+"""The compiled PSIS-LOO kernel against the general NumPy path (elpd, lppd, k-hat, MCSE,
+ESS), its partial sort against a full sort, and the generalized Pareto fit of both against
+a direct transcription of Zhang & Stephens (2009) with the weakly informative prior of
+Vehtari et al. (2024) (R loo's ``gpdfit``), written here with plain loops."""
 
 import numpy as np
 import pytest
-from numba import njit
+from scipy.special import logsumexp
 
-from bayesij.array.kernels import _exp, _log_positive, count_outside, log_variances
-from bayesij.array.loo import _BLOM, _psis_elpd, loo_pointwise, mcse_elpd
-from bayesij.array.psis import tail_length
-from bayesij.array.psis_kernel import _largest_sorted, fused_psis_loo
+from bayesij.array.kernels.psis import _largest_sorted, fused_psis_loo
+from bayesij.array.loo import _psis_elpd, loo_pointwise, mcse_elpd
+from bayesij.array.psis import gpd_fit, tail_length
 
 
 def _general(rows, tails, r_eff):
@@ -88,49 +88,43 @@ def test_largest_sorted_equals_a_full_sort(seed):
         np.testing.assert_array_equal(out[:count], np.sort(w)[-count:])
 
 
-@njit
-def _exp_loop(x):
-    """The kernels' exp in a loop the compiler vectorises, as the kernels use it."""
-    out = np.empty_like(x)
-    for i in range(x.shape[0]):
-        out[i] = _exp(x[i])
-    return out
+def _zhang_stephens(x: np.ndarray) -> tuple[float, float]:
+    """k and sigma of sorted exceedances ``x``, term by term as the paper writes them."""
+    n = x.size
+    m = 30 + int(np.floor(np.sqrt(n)))
+    quartile = x[int(np.floor(n / 4 + 0.5)) - 1]
+    theta = [1 / x[-1] + (1 - np.sqrt(m / (j - 0.5))) / 3 / quartile for j in range(1, m + 1)]
+    profile = []
+    for t in theta:
+        k = np.mean([np.log1p(-t * xi) for xi in x])
+        profile.append(n * (np.log(-t / k) - k - 1))
+    weights = np.exp(np.array(profile) - logsumexp(profile))
+    theta_hat = float(np.sum(np.array(theta) * weights))
+    k = float(np.mean(np.log1p(-theta_hat * x)))
+    sigma = -k / theta_hat
+    return (k * n + 0.5 * 10) / (n + 10), sigma
 
 
-def test_vectorised_exp_is_within_two_ulp():
-    x = np.r_[np.linspace(-708, 0, 200001), -np.logspace(-300, 2.8, 5000), 0.0]
-    ours = _exp_loop(x)
-    np.testing.assert_array_max_ulp(ours, np.exp(x), maxulp=2)
+@pytest.mark.parametrize("shape", [0.1, 0.5, 0.9])
+def test_the_pareto_fit_equals_zhang_and_stephens(shape):
+    rng = np.random.default_rng(7)
+    tails = []
+    for n in (20, 61, 200):
+        u = rng.uniform(size=n)
+        tails.append(np.sort(1.3 * (u**-shape - 1) / shape))  # GPD(k = shape, sigma = 1.3)
+    for x in tails:
+        expected_k, expected_sigma = _zhang_stephens(x)
+        fit = gpd_fit(x[:, None], np.array([x.size]))
+        assert fit.k[0] == pytest.approx(expected_k, rel=1e-11)
+        assert fit.sigma[0] == pytest.approx(expected_sigma, rel=1e-11)
 
 
-def test_vectorised_log_is_within_three_ulp():
-    rng = np.random.default_rng(2)
-    z = np.r_[np.exp(rng.uniform(-700, 700, 100000)), rng.uniform(0.5, 2, 100000), 1.0, 2.0]
-    out = np.empty_like(z)
-    _log_positive(z, out)
-    near_one = np.abs(np.log(z)) < 1e-3  # ulps of a tiny log: compare absolutely there
-    np.testing.assert_array_max_ulp(out[~near_one], np.log(z[~near_one]), maxulp=3)
-    np.testing.assert_allclose(out[near_one], np.log(z[near_one]), rtol=0, atol=2.3e-16)
-
-
-def test_log_variances_equal_the_direct_formula():
-    c = np.r_[np.linspace(0.05, 0.31, 60), [0.5, 1.0, 3.0, 30.0]]
-    expected = []
-    for value in c:
-        z = 1 + value * _BLOM
-        expected.append(np.log(z[z > 0]).var(ddof=1))
-    np.testing.assert_allclose(log_variances(c, _BLOM), expected, rtol=1e-12)
-
-
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("minus_inf", [True, False])
-def test_count_outside_equals_a_direct_count(dtype, minus_inf):
-    rng = np.random.default_rng(3)
-    values = rng.normal(size=(50, 40)).astype(dtype)
-    values.flat[rng.choice(values.size, 12, replace=False)] = rng.choice(
-        [np.nan, np.inf, -np.inf, 1e31, -1e31, 1e29, -1e29], 12
-    )
-    magnitude_ok = np.abs(values.astype(float)) < 1e30
-    allowed = magnitude_ok | (np.isneginf(values) if minus_inf else False)
-    assert count_outside(values, 1e30, minus_inf) == int((~allowed).sum())
-    assert count_outside(values[:0], 1e30, minus_inf) == 0
+def test_the_kernels_k_hat_equals_the_reference_fit():
+    rows = _heavy_rows(3, n_rows=40)
+    tails = tail_length(rows.shape[1], np.ones(len(rows)))
+    fused = fused_psis_loo(rows, tails)
+    for r in np.flatnonzero(fused.done)[:10]:
+        w = np.exp(rows[r].min() - rows[r])  # the raw ratios, as the kernel forms them
+        top = np.sort(w)[-(tails[r] + 1) :]
+        k, _ = _zhang_stephens(top[1:] - top[0])
+        assert fused.pareto_k[r] == pytest.approx(k, rel=1e-9)
