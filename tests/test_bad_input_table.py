@@ -356,7 +356,7 @@ def _catalogue():
         ("loo_pit", "y", lambda v: bayesij.loo_pit(POST, v, LOG_LIK), OBS_VECTOR),
         (
             "loo_pit",
-            "y_rep",
+            "y_pred",
             lambda v: bayesij.loo_pit(POST, Y, v),
             {k: DRAWS[k] for k in ("a path", "NaN", "complex", "1-D", "None")},
         ),

@@ -178,9 +178,58 @@ def test_each_estimator_has_one_name_on_every_floor(name):
         assert name in {m.rsplit(".", 1)[1] for m in bayesij._PUBLIC.values()}
 
 
+#: Modules whose mirror file does not exist yet, with the test file that exercises them
+#: today (through the public functions built on them). The list only shrinks: a new module
+#: without ``tests/<floor>/test_<module>.py`` fails :func:`test_tests_mirror_the_package`.
+NOT_YET_MIRRORED = {
+    "adapters/_stan_names.py": "adapters/test_stan_adapters.py",
+    "adapters/cmdstan.py": "adapters/test_stan_adapters.py",
+    "adapters/pystan.py": "adapters/test_stan_adapters.py",
+    "array/_numeric.py": "array/test_jackknife.py",
+    "array/blocks.py": "array/test_jackknife.py",
+    "array/checks.py": "test_bad_input_table.py",
+    "array/dic.py": "stats/test_dic.py",
+    "array/holdout.py": "stats/test_holdout.py",
+    "array/lfo.py": "stats/test_lfo.py",
+    "array/linearity.py": "stats/test_linearity.py",
+    "array/moment_match.py": "stats/test_moment_match.py",
+    "array/power_scaling.py": "stats/test_power_scaling.py",
+    "array/psis.py": "array/kernels/test_psis.py",
+    "array/scores.py": "stats/test_scores.py",
+    "data/arrays.py": "data/test_posterior.py",
+    "data/inference_data.py": "adapters/test_inference_data.py",
+    "demo.py": "test_cli.py",
+    "refit/conjugate.py": "stats/test_holdout.py",
+    "refit/lfo.py": "stats/test_lfo.py",
+    "refit/report.py": "refit/test_experiments.py",
+    "refit/scheduler.py": "refit/test_experiments.py",
+    "refit/splits.py": "refit/test_lwcv.py",
+    "refit/stan.py": "refit/test_backends.py",
+    "refit/summary.py": "refit/test_experiments.py",
+    "refit/verify.py": "stats/test_amip.py",
+    "report/plots.py": "report/test_audit.py",
+    "report/text.py": "test_cli.py",
+    "stan_models/examples.py": "refit/test_backends.py",
+    "stats/compare.py": "stats/test_loo.py",
+    "stats/elpd.py": "data/test_source.py",
+}
+
+
 def test_tests_mirror_the_package():
-    for folder in ("array", "data", "adapters", "stats", "refit", "report"):
-        assert (TESTS / folder).is_dir(), folder
+    """Every module ``bayesij/<floor>/<name>.py`` has ``tests/<floor>/test_<name>.py`` (a
+    file, not just a folder), or is listed in ``NOT_YET_MIRRORED`` with the test file that
+    covers it; a listed module that gains its mirror must leave the list."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        relative = path.relative_to(PACKAGE)
+        mirror = TESTS / relative.parent / f"test_{path.stem.lstrip('_')}.py"
+        key = relative.as_posix()
+        if key in NOT_YET_MIRRORED:
+            assert not mirror.is_file(), f"{key} is mirrored now: remove it from the list"
+            assert (TESTS / NOT_YET_MIRRORED[key]).is_file(), key
+        else:
+            assert mirror.is_file(), f"{key} has no test file {mirror.relative_to(TESTS)}"
 
 
 def test_no_call_climbs_back_up_a_layer():

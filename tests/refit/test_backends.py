@@ -49,7 +49,7 @@ def _draw(fit, names, s):
     return values
 
 
-#: The HMM's weights act inside the forward algorithm, not on terms (tests/refit/test_hmm.py).
+#: The HMM's weights act inside the forward algorithm, not on terms (tests/stan_models/test_hmm.py).
 TERMWISE = sorted(set(PARAMETERS) - {"poisson_hmm"})
 
 
