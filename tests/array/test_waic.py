@@ -73,3 +73,15 @@ def test_log_mean_exp_and_the_predicted_gap(matrix):
     cumulants = np.array([0.1, 0.2, 0.3, 0.4])
     assert info.predicted_cv_gap(cumulants, 1.0) == pytest.approx(0.4 / 12, rel=1e-15)
     assert info.predicted_cv_gap(cumulants, 0.5) == pytest.approx(0.125 * 0.3, rel=1e-15)
+
+
+def test_log_lik_moments_checks_its_input_unless_told_not_to(matrix):
+    """log_lik_moments is the moments of waic_terms (the tempering does not touch them)."""
+    moments = info.log_lik_moments(matrix)
+    np.testing.assert_array_equal(moments.central4, info.waic_terms(matrix, 0.3)[0].central4)
+    broken = matrix.copy()
+    broken[2, 4] = np.nan
+    with pytest.raises(ValueError, match=r"^log_lik: found 1 NaN value"):
+        info.log_lik_moments(broken)
+    with pytest.raises(ValueError, match=r"^log_lik: found 1 NaN value"):
+        info.waic_parts(broken)
