@@ -310,24 +310,6 @@ def test_tail_rules():
     assert not np.allclose(a.pointwise["pareto_k"], b.pointwise["pareto_k"])
 
 
-# ----------------------------------------------------------------------------- compare
-def test_compare_layout_and_values():
-    log_lik = _log_lik_csv("reference")
-    good = bayesij.loo(log_lik, ddof=1)
-    worse = bayesij.loo(log_lik - np.linspace(0, 0.2, 25), ddof=1)
-    table = bayesij.compare({"worse": worse, "good": good})
-    assert list(table.index) == ["good", "worse"]
-    assert list(table.columns[:2]) == ["elpd_diff", "se_diff"]
-    difference = worse.pointwise["elpd_loo"] - good.pointwise["elpd_loo"]
-    np.testing.assert_allclose(table.loc["worse", "elpd_diff"], difference.sum())
-    np.testing.assert_allclose(table.loc["worse", "se_diff"], np.sqrt(25) * difference.std(ddof=1))
-    assert table.loc["good", "elpd_diff"] == 0 and table.loc["good", "se_diff"] == 0
-    with pytest.raises(ValueError, match=r"results: found .b. on other units than .a."):
-        bayesij.compare({"a": good, "b": bayesij.loo(log_lik[..., :5], ddof=1)})
-    with pytest.raises(ValueError, match=r"results: found mixed SE conventions"):
-        bayesij.compare({"a": good, "b": bayesij.loo(log_lik)})
-
-
 # ----------------------------------------------------------------------------- bad input
 def test_result_accessors_and_text():
     result = _quiet(bayesij.loo, _log_lik_csv("heavy"))
@@ -425,27 +407,6 @@ def test_interleaved_chain_ids_give_the_same_r_eff():
     b = loo_pointwise(interleaved, chain_ids=chains)
     np.testing.assert_allclose(b.r_eff, a.r_eff, rtol=1e-12)
     np.testing.assert_allclose(b.elpd, a.elpd, rtol=1e-12)
-
-
-def test_compare_pairs_units_by_id_and_refuses_different_units():
-    log_lik = _log_lik_csv("reference")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        first = bayesij.loo(log_lik)
-        order = np.random.default_rng(3).permutation(log_lik.shape[2])
-        permuted = bayesij.loo(
-            bayesij.from_arrays(
-                np.zeros((*log_lik.shape[:2], 1)), log_lik[..., order], obs_names=order
-            )
-        )
-    table = bayesij.compare({"a": first, "b": permuted})
-    assert table["se_diff"].max() == pytest.approx(0.0, abs=1e-12)  # the same model
-    assert table["elpd_diff"].abs().max() == pytest.approx(0.0, abs=1e-9)
-    fewer = bayesij.loo(log_lik[..., :20])
-    with pytest.raises(ValueError, match=r"results: found 'b' on other units than 'a'"):
-        bayesij.compare({"a": first, "b": fewer})
-    with pytest.raises(ValueError, match=r"results: found a int for 'b'; expected LooResult"):
-        bayesij.compare({"a": first, "b": 3})
 
 
 def test_saved_psis_weights_give_the_same_answers_without_smoothing_again():

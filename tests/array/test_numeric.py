@@ -1,0 +1,49 @@
+"""The shared numerical pieces against NumPy and SciPy: log-sum-exp, the SE of a sum of
+pointwise values in both conventions, chunks that cover every observation once, tiled
+transposes, group sums, and threaded maps that keep order."""
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from bayesij.array import _numeric
+
+
+def test_logsumexp_and_standard_errors():
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(50, 7)) * 300
+    values[:, 3] = -np.inf
+    np.testing.assert_allclose(
+        _numeric.logsumexp_columns(values)[[0, 1, 2, 4]],
+        logsumexp(values, axis=0)[[0, 1, 2, 4]],
+        rtol=1e-14,
+    )
+    assert _numeric.logsumexp_columns(values)[3] == -np.inf
+    pointwise = rng.normal(size=40)
+    for ddof in (0, 1):
+        expected = np.sqrt(40 * pointwise.var(ddof=ddof))
+        assert _numeric.elpd_standard_error(pointwise, ddof) == pytest.approx(expected)
+    assert np.isnan(_numeric.elpd_standard_error(np.zeros(1), 1))
+
+
+def test_chunks_cover_every_observation_once():
+    chunks = _numeric.obs_chunks(100_000, 4000)
+    covered = np.concatenate([np.arange(c.start, c.stop) for c in chunks])
+    np.testing.assert_array_equal(covered, np.arange(100_000))
+    size = chunks[0].stop
+    assert size * 4000 * 8 <= _numeric.CHUNK_BYTES  # temporaries near 64 MiB
+    assert _numeric.obs_chunks(10, 10**9)[0] == slice(0, 10)  # at least 256 a chunk
+
+
+def test_tiled_transpose_group_sums_and_ordered_maps():
+    rng = np.random.default_rng(1)
+    matrix = rng.normal(size=(1000, 30))
+    out = np.empty((30, 1000))
+    rows = _numeric.transpose_columns(matrix, slice(5, 17), out)
+    np.testing.assert_array_equal(rows, matrix[:, 5:17].T)
+    codes = np.array([0, 1, 0, 2, 1, 0] * 5)
+    summed = _numeric.sum_by_group(matrix, codes, 3)
+    for g in range(3):
+        np.testing.assert_allclose(summed[:, g], matrix[:, codes == g].sum(axis=1), atol=1e-13)
+    results = list(_numeric.map_ordered(lambda x: x * x, iter(range(50))))
+    assert results == [x * x for x in range(50)]
