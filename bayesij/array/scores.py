@@ -42,6 +42,7 @@ def weighted_crps(
     absolute_error = np.sum(weights * np.abs(draws - y), axis=0)
     order = np.argsort(draws, axis=0, kind="stable")
     x = np.take_along_axis(draws, order, axis=0)
+    x = x - x[:1]  # E|X - X'| is unchanged by a shift; from the minimum a point mass gives 0
     w = np.take_along_axis(weights, order, axis=0)
     below = np.cumsum(w, axis=0) - w  # F_(i-1)
     mean_difference = 2.0 * np.sum(w * x * (2.0 * below + w - 1.0), axis=0)
