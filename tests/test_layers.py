@@ -182,9 +182,7 @@ def test_each_estimator_has_one_name_on_every_floor(name):
 #: today (through the public functions built on them). The list only shrinks: a new module
 #: without ``tests/<floor>/test_<module>.py`` fails :func:`test_tests_mirror_the_package`.
 NOT_YET_MIRRORED = {
-    "adapters/_stan_names.py": "adapters/test_stan_adapters.py",
-    "adapters/cmdstan.py": "adapters/test_stan_adapters.py",
-    "adapters/pystan.py": "adapters/test_stan_adapters.py",
+    "adapters/_stan_names.py": "adapters/test_cmdstan.py",
     "array/moment_match.py": "stats/test_moment_match.py",
     "array/power_scaling.py": "stats/test_power_scaling.py",
     "demo.py": "test_cli.py",
@@ -192,11 +190,9 @@ NOT_YET_MIRRORED = {
     "refit/report.py": "refit/test_experiments.py",
     "refit/scheduler.py": "refit/test_experiments.py",
     "refit/stan.py": "refit/test_backends.py",
-    "refit/summary.py": "refit/test_experiments.py",
     "refit/verify.py": "stats/test_amip.py",
     "report/plots.py": "report/test_audit.py",
     "report/text.py": "test_cli.py",
-    "stan_models/examples.py": "refit/test_backends.py",
 }
 
 
