@@ -188,11 +188,8 @@ NOT_YET_MIRRORED = {
     "demo.py": "test_cli.py",
     "refit/lfo.py": "stats/test_lfo.py",
     "refit/report.py": "refit/test_experiments.py",
-    "refit/scheduler.py": "refit/test_experiments.py",
     "refit/stan.py": "refit/test_backends.py",
     "refit/verify.py": "stats/test_amip.py",
-    "report/plots.py": "report/test_audit.py",
-    "report/text.py": "test_cli.py",
 }
 
 

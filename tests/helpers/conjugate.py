@@ -94,3 +94,10 @@ def exact_bootstrap_means(model: ConjugateNormal, n_boot: int, rng) -> np.ndarra
     xtwy = weights @ (model.X * model.y[:, None]) / model.sigma**2
     rhs = model.prior_precision @ model.prior_mean + xtwy
     return np.linalg.solve(model.prior_precision + xtwx, rhs[..., None])[..., 0]
+
+
+def small_regression(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """An intercept and one normal covariate, y = 1 + 0.5 x + N(0, 1) noise."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n), rng.normal(size=n)])
+    return X, X @ [1.0, 0.5] + rng.normal(size=n)

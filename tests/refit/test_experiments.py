@@ -1,22 +1,10 @@
-"""Experiments against closed-form truth (conjugate normal backend), splitters, scheduler."""
+"""Experiments against closed-form truth (conjugate normal backend): bootstrap, LOO, K-fold
+and drop-a-set refits. (Folds: test_splits.py; the scheduler: test_scheduler.py.)"""
 
 import numpy as np
 import pytest
 
-import bayesij
 from bayesij import refit
-from conjugate import heteroskedastic_regression
-
-
-@pytest.fixture(scope="module")
-def backend():
-    X, y = heteroskedastic_regression(200, np.random.default_rng(5))
-    return refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=2000, seed=1)
-
-
-@pytest.fixture(scope="module")
-def post(backend):
-    return backend.fit(np.ones(backend.n_obs))
 
 
 def test_bootstrap_matches_the_ij_and_its_noise_correction_is_exact(backend, post):
@@ -95,86 +83,3 @@ def test_drop_groups_and_unknown_ids(backend, post):
     assert report.summary["observations dropped"] == 10
     with pytest.raises(ValueError, match="ids: found labels \\[999\\]"):
         refit.drop(post, backend, [999], executor="sequential", progress=False)
-
-
-def _high_leverage(n=60, seed=4):
-    """A regression with four outlying points far out in x: PSIS k-hat is high there."""
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=n)
-    x[:4] = [6.0, -6.5, 7.0, 6.2]
-    y = 1 + 0.5 * x + rng.normal(size=n)
-    y[:4] += [-5.0, 5.5, -6.0, 4.5]
-    return np.column_stack([np.ones(n), x]), y
-
-
-def test_scheduler_finds_the_badly_approximated_points_before_uniform_sampling():
-    X, y = _high_leverage()
-    backend = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=1000, seed=2)
-    post = backend.fit(np.ones(y.size))
-    with pytest.warns(UserWarning, match="Pareto k-hat"):
-        psis = bayesij.loo(post).pointwise["elpd_loo"].to_numpy()
-    truth = []
-    for n in range(y.size):
-        weights = np.ones(y.size)
-        weights[n] = 0
-        truth.append(backend.model.log_predictive(weights, [n])[0])
-    bad = set(np.flatnonzero(np.abs(psis - truth) > 0.05).tolist())
-    assert 1 <= len(bad) <= 4, bad  # a few points where PSIS is off by more than 0.05
-    budget = 4
-    auto = refit.loo(
-        post,
-        backend,
-        points="auto",
-        budget=budget,
-        tolerance=0.0,
-        executor="sequential",
-        progress=False,
-    )
-    chosen = auto.table("psis")["obs"].tolist()
-    assert bad <= set(chosen), (bad, chosen)
-    assert chosen[0] == max(bad, key=lambda n: abs(psis[n] - truth[n]))
-    # Uniform sampling needs on average (b / (b + 1)) (N + 1) refits to meet all b bad
-    # points; the scheduler met them within its budget of 4.
-    uniform = len(bad) / (len(bad) + 1) * (y.size + 1)
-    assert uniform > 5 * budget
-
-
-def test_scheduler_stops_early_when_the_remaining_error_is_small(backend, post):
-    report = refit.loo(
-        post, backend, points="auto", budget=30, executor="sequential", progress=False
-    )
-    assert report.summary["stopped early"] is True
-    assert report.n_refits < 30
-    se = bayesij.loo(post).se
-    assert report.summary["estimated remaining error"] < 0.1 * se  # the default tolerance
-
-
-@pytest.mark.parametrize("n, K", [(10, 3), (101, 10), (7, 7)])
-def test_random_and_stratified_folds_are_balanced(n, K):
-    for folds in (
-        refit.kfold_split_random(n, K, seed=1),
-        refit.kfold_split_stratified(np.arange(n) % 3, K, seed=1),
-    ):
-        sizes = np.bincount(folds)[1:]
-        assert sizes.size == K and sizes.max() - sizes.min() <= 1
-    strata = np.r_[np.zeros(30), np.ones(12)]
-    folds = refit.kfold_split_stratified(strata, 4, seed=0)
-    per_fold = [np.sum(strata[folds == k]) for k in range(1, 5)]
-    assert max(per_fold) - min(per_fold) <= 1  # the rare class spread evenly
-
-
-def test_grouped_folds_keep_groups_whole():
-    groups = np.repeat(["a", "b", "c", "d", "e", "f"], 4)
-    folds = refit.kfold_split_grouped(groups, 3, seed=2)
-    for g in np.unique(groups):
-        assert np.unique(folds[groups == g]).size == 1
-    assert np.all(np.bincount(folds)[1:] == 8)
-
-
-def test_bad_fold_arguments():
-    with pytest.raises(ValueError, match="K: found 1"):
-        refit.kfold_split_random(10, 1)
-    with pytest.raises(
-        ValueError, match="K: found 5; expected between 2 and the number of groups \\(3\\)"
-    ):
-        refit.kfold_split_grouped([1, 1, 2, 3], 5)

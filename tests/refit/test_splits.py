@@ -45,3 +45,34 @@ def test_lwcv_folds_and_refusals():
         splits.lwcv_split(10, 0.05)
     with pytest.raises(ValueError, match=r"^groups: found 1 missing label"):
         splits.kfold_split_grouped(np.array([1.0, np.nan, 2.0]), K=2)
+
+
+@pytest.mark.parametrize("n, K", [(10, 3), (101, 10), (7, 7)])
+def test_random_and_stratified_folds_are_balanced(n, K):
+    for folds in (
+        splits.kfold_split_random(n, K, seed=1),
+        splits.kfold_split_stratified(np.arange(n) % 3, K, seed=1),
+    ):
+        sizes = np.bincount(folds)[1:]
+        assert sizes.size == K and sizes.max() - sizes.min() <= 1
+    strata = np.r_[np.zeros(30), np.ones(12)]
+    folds = splits.kfold_split_stratified(strata, 4, seed=0)
+    per_fold = [np.sum(strata[folds == k]) for k in range(1, 5)]
+    assert max(per_fold) - min(per_fold) <= 1  # the rare class spread evenly
+
+
+def test_grouped_folds_keep_groups_whole():
+    groups = np.repeat(["a", "b", "c", "d", "e", "f"], 4)
+    folds = splits.kfold_split_grouped(groups, 3, seed=2)
+    for g in np.unique(groups):
+        assert np.unique(folds[groups == g]).size == 1
+    assert np.all(np.bincount(folds)[1:] == 8)
+
+
+def test_bad_fold_arguments():
+    with pytest.raises(ValueError, match="K: found 1"):
+        splits.kfold_split_random(10, 1)
+    with pytest.raises(
+        ValueError, match="K: found 5; expected between 2 and the number of groups \\(3\\)"
+    ):
+        splits.kfold_split_grouped([1, 1, 2, 3], 5)
