@@ -75,3 +75,11 @@ def test_draw_matrices_and_chains():
     float32 = np.zeros(3, dtype=np.float32)
     assert checks.as_float_array(float32, "x", keep_float32=True).dtype == np.float32
     assert checks.as_float_array(float32, "x").dtype == np.float64
+
+
+def test_r_eff_that_is_not_numbers_is_named():
+    expected = r"expected a finite positive number, or one per unit \(shape \(3,\)\)"
+    with pytest.raises(ValueError, match=rf"^r_eff: found values of type <U1; {expected}"):
+        checks.checked_r_eff(np.array(["a", "b", "c"]), 3)
+    with pytest.raises(ValueError, match=rf"^r_eff: found a list; {expected}"):
+        checks.checked_r_eff([[1.0, 2.0], [3.0]], 3)  # ragged: not an array

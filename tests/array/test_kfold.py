@@ -58,3 +58,10 @@ def test_subset_elpd_of_a_partition_equals_fold_elpd(model):
     np.testing.assert_allclose(overlapping.pareto_k, partition.pareto_k, rtol=1e-9)
     with pytest.raises(ValueError, match=r"subsets: found subset 1 = \[0, 0\]; expected distinct"):
         subset_elpd(log_lik, [[1], [0, 0]])
+
+
+def test_subset_elpd_checks_its_input_by_default():
+    log_lik = np.zeros((1, 100, 4))
+    log_lik[0, 3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"^log_lik: found 1 NaN value"):
+        subset_elpd(log_lik, [np.array([0, 1])])
