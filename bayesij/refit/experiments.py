@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import check_positive_int, fail
 from bayesij.array.kfold import fold_elpd, subset_elpd
 from bayesij.array.linearity import leave_out_changes
@@ -26,6 +27,7 @@ from bayesij.refit.report import RefitReport, comparison_rows
 from bayesij.refit.scheduler import LooStopRule, loo_priorities
 from bayesij.refit.splits import kfold_split_random
 from bayesij.refit.summary import summarise
+from bayesij.stats.elpd import KfoldResult
 from bayesij.stats.jackknife import ij_covariance
 from bayesij.stats.loo import loo_methods
 
@@ -411,6 +413,39 @@ def kfold(
         len(tasks),
         len(done),
         summary,
+        result=_kfold_result(tasks, records, names, post),
+    )
+
+
+def _kfold_result(tasks, records, names, post) -> KfoldResult:
+    """The exact pointwise elpd of the observations whose fold's refit finished."""
+    ok = _ok(records)
+    rows = []
+    for k, task in enumerate(tasks):
+        if task.key not in ok:
+            continue
+        record = ok[task.key]
+        for point, lpd, mcse in zip(task.points, record["lpd"], record["lpd_mcse"], strict=True):
+            rows.append(
+                {
+                    "obs": post.obs_names[point],
+                    "elpd_kfold": lpd,
+                    "mcse": mcse,
+                    "fold": names[k],
+                    "position": point,
+                }
+            )
+    frame = pd.DataFrame(rows).sort_values("position").drop(columns="position")
+    pointwise = frame.set_index("obs")
+    values = pointwise["elpd_kfold"].to_numpy()
+    return KfoldResult(
+        pointwise=pointwise,
+        elpd=float(values.sum()),
+        se=elpd_standard_error(values, 1),
+        n_folds=len(tasks),
+        n_refits=len(ok),
+        ddof=1,
+        n_draws=int(next(iter(ok.values()))["n_draws"]) if ok else 0,
     )
 
 

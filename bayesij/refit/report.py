@@ -78,6 +78,10 @@ class RefitReport:
         Refits planned and refits that finished successfully.
     summary : dict
         Experiment-level numbers (totals, stopping reason, ...).
+    result : ElpdResult, optional
+        The exact estimate as an elpd result (K-fold: a
+        :class:`~bayesij.stats.elpd.KfoldResult`, which :func:`bayesij.compare` takes beside
+        LOO and WAIC results).
     """
 
     experiment: str
@@ -86,6 +90,7 @@ class RefitReport:
     n_planned: int
     n_refits: int
     summary: dict = field(default_factory=dict)
+    result: object = None
 
     def table(self, method: str | None = None) -> pd.DataFrame:
         """The comparisons, optionally of one method only."""

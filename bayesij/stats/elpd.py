@@ -12,13 +12,14 @@
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import ClassVar
 
 import pandas as pd
 
 from bayesij.array._numeric import elpd_standard_error
 
-__all__ = ["ElpdResult", "Summary"]
+__all__ = ["ElpdResult", "Summary", "KfoldResult"]
 
 
 def _html(text: str, table: pd.DataFrame | None) -> str:
@@ -108,3 +109,39 @@ class Summary:
         text = str(self)
         table = self.table()
         return _html(text, table if isinstance(table, pd.DataFrame) else None)
+
+
+@dataclass(frozen=True)
+class KfoldResult(ElpdResult):
+    """Exact K-fold cross-validation from refits (R loo's ``kfold``): ``log p(x_n | x_-F)``
+    of every observation ``n`` from the refit without its fold ``F``.
+
+    Attributes
+    ----------
+    pointwise : pandas.DataFrame
+        One row per observation whose fold's refit finished: ``elpd_kfold``, its Monte
+        Carlo SE ``mcse`` and ``fold``.
+    elpd, se : float
+        Sum over those observations and its SE ``sqrt(N var_n)`` (divisor ``N - ddof``).
+    n_folds, n_refits : int
+    ddof : int
+    n_draws : int
+        Draws of each refit.
+    """
+
+    pointwise: pd.DataFrame
+    elpd: float
+    se: float
+    n_folds: int
+    n_refits: int
+    ddof: int
+    n_draws: int
+
+    criterion: ClassVar[str] = "kfold"
+    elpd_column: ClassVar[str] = "elpd_kfold"
+
+    def _title(self) -> str:
+        return (
+            f"Exact {self.n_folds}-fold cross-validation of {self.n_units} observations "
+            f"({self.n_refits} refits of {self.n_draws} draws; SE with ddof={self.ddof})"
+        )

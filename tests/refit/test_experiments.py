@@ -4,6 +4,7 @@ and drop-a-set refits. (Folds: test_splits.py; the scheduler: test_scheduler.py.
 import numpy as np
 import pytest
 
+import bayesij
 from bayesij import refit
 
 
@@ -59,6 +60,20 @@ def test_exact_kfold_equals_the_closed_form_and_psis_is_close(backend, post):
     # 40 held-out points of 200: the fold posteriors are close, the approximations too.
     assert np.all(np.abs(psis["relative_error"]) < 0.02)
     assert report.summary["elpd_kfold (exact)"] == pytest.approx(sum(truth), abs=0.5)
+    # The exact K-fold as an elpd result: per observation, in the order of the data.
+    result = report.result
+    assert list(result.pointwise.index) == list(range(backend.n_obs))
+    exact = np.concatenate(
+        [backend.model.log_predictive((folds != f).astype(float), [n]) for n, f in enumerate(folds)]
+    )
+    z = (result.pointwise["elpd_kfold"].to_numpy() - exact) / result.pointwise["mcse"].to_numpy()
+    assert np.all(np.abs(z) < 5), z
+    assert result.elpd == pytest.approx(report.summary["elpd_kfold (exact)"], rel=1e-12)
+    values = result.pointwise["elpd_kfold"].to_numpy()
+    assert result.se == pytest.approx(np.sqrt(values.size) * values.std(ddof=1), rel=1e-12)
+    assert list(result.estimates().index) == ["elpd_kfold", "kfoldic"]
+    table = bayesij.compare({"kfold": result, "loo": bayesij.loo(post, ddof=1)})
+    assert abs(table["elpd_diff"].min()) < 3 * table["se_diff"].max() + 1
 
 
 def test_drop_a_set_matches_the_closed_form_change(backend, post):
