@@ -9,31 +9,12 @@ from pathlib import Path
 import pytest
 
 import bayesij
+from layers import LAYERS, layer_of
 
 PACKAGE = Path(bayesij.__file__).parent
 TESTS = Path(__file__).parent
 
-#: Layer of each part of the package, lowest first. A module may import its own layer and
-#: any layer below it, never one above.
-LAYERS = {
-    "array": 0,
-    "data": 1,
-    "adapters": 2,
-    "stan_models": 2,
-    "stats": 3,
-    "refit": 4,
-    "report": 5,
-    "demo": 6,
-    "cli": 7,
-}
-
-
-def _layer_of(module: str) -> int | None:
-    """Layer of a ``bayesij.*`` module name; None for the package itself (``bayesij``)."""
-    parts = module.split(".")
-    if parts[0] != "bayesij" or len(parts) == 1:
-        return None
-    return LAYERS[parts[1]]
+_layer_of = layer_of
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

@@ -17,25 +17,7 @@ import threading
 
 import numpy as np
 
-LAYERS = {
-    "array": 0,
-    "data": 1,
-    "adapters": 2,
-    "stan_models": 2,
-    "stats": 3,
-    "refit": 4,
-    "report": 5,
-    "demo": 6,
-    "cli": 7,
-}
-
-
-def layer_of(module: str | None) -> int | None:
-    parts = (module or "").split(".")
-    if parts[0] != "bayesij" or len(parts) == 1:
-        return None
-    return LAYERS.get(parts[1])
-
+from layers import layer_of  # tests/helpers: on the path in the tests, beside it as a script
 
 #: Where a walk ends: the PSIS kernel, or the batch-means cross-products of the influence.
 KERNELS = ("bayesij.array.kernels.psis", "bayesij.array.blocks")
