@@ -87,7 +87,9 @@ def test_blocks_run_on_a_dask_cluster_with_the_local_results(model):
     array = xr.DataArray(matrix, dims=("chain", "draw", "obs")).chunk({"obs": 1000})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the cluster's start-up notices
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False)
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        )
         with cluster, distributed.Client(cluster) as client:
             on_cluster = bayesij.loo(lazy, client=client), bayesij.waic(array, client=client)
     _same(on_cluster[0], bayesij.loo(matrix))

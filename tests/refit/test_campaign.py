@@ -128,7 +128,7 @@ def test_process_pool_and_dask_give_the_sequential_records():
     sequential = refit.bootstrap(post, BACKEND, B=6, executor="sequential", progress=False)
     pooled = refit.bootstrap(post, BACKEND, B=6, progress=False)  # default: local processes
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster:
         with distributed.Client(cluster) as client:
             on_dask = refit.bootstrap(post, BACKEND, B=6, executor=client, progress=False)
