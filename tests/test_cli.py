@@ -5,9 +5,7 @@ import sys
 
 import pytest
 
-from bayesij import ij_covariance
 from bayesij.cli import main
-from bayesij.report.text import most_influential
 from peers import load_example
 from stan_csv import write_cmdstan_csv
 
@@ -52,27 +50,6 @@ def test_console_script_is_installed():
         [sys.executable, "-m", "bayesij.cli", "--help"], capture_output=True, text=True, check=True
     )
     assert "demo" in result.stdout and "influence" in result.stdout
-
-
-@pytest.fixture(scope="module")
-def demo_fit():
-    pytest.importorskip("stan")
-    from bayesij.demo import fit_demo
-
-    return fit_demo()
-
-
-@pytest.mark.stan
-@pytest.mark.slow
-def test_demo_fit_flags_the_three_high_leverage_points(demo_fit):
-    post, data = demo_fit
-    top = most_influential(post, top=3).loc["beta[1]"]
-    assert set(top["obs"]) == {data["N"] - 2, data["N"] - 1, data["N"]}
-    # Removing them is predicted to move the negative slope up by over a posterior sd each.
-    assert (top["change_in_sd"] > 0.5).all()
-    table = ij_covariance(post).table()
-    # The three points make the residuals heavy-tailed: IJ sd exceeds the posterior sd.
-    assert table.loc["beta[1]", "ij_sd"] > 1.3 * table.loc["beta[1]", "posterior_sd"]
 
 
 @pytest.mark.stan

@@ -165,7 +165,6 @@ def test_each_estimator_has_one_name_on_every_floor(name):
 NOT_YET_MIRRORED = {
     "array/moment_match.py": "stats/test_moment_match.py",
     "array/power_scaling.py": "stats/test_power_scaling.py",
-    "demo.py": "test_cli.py",
     "refit/lfo.py": "stats/test_lfo.py",
     "refit/stan.py": "refit/test_backends.py",
 }
