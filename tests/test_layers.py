@@ -163,8 +163,6 @@ def test_each_estimator_has_one_name_on_every_floor(name):
 #: today (through the public functions built on them). The list only shrinks: a new module
 #: without ``tests/<floor>/test_<module>.py`` fails :func:`test_tests_mirror_the_package`.
 NOT_YET_MIRRORED = {
-    "array/moment_match.py": "stats/test_moment_match.py",
-    "array/power_scaling.py": "stats/test_power_scaling.py",
     "refit/lfo.py": "stats/test_lfo.py",
     "refit/stan.py": "refit/test_backends.py",
 }
