@@ -101,3 +101,32 @@ def small_regression(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     X = np.column_stack([np.ones(n), rng.normal(size=n)])
     return X, X @ [1.0, 0.5] + rng.normal(size=n)
+
+
+def ar2_fit(n_times: int, seed: int = 1):
+    """An AR(2) series as a conjugate regression on its two lags (rows: y_t | y_t-1, y_t-2),
+    so every conditional term and every LFO predictive has a closed form: the backend and
+    its full-data fit."""
+    from bayesij.refit import ConjugateNormalBackend
+
+    rng = np.random.default_rng(seed)
+    y = np.zeros(n_times + 2)
+    for t in range(2, n_times + 2):
+        y[t] = 0.5 * y[t - 1] - 0.3 * y[t - 2] + rng.normal()
+    backend = ConjugateNormalBackend(np.column_stack([y[1:-1], y[:-2]]), y[2:], draws=4000)
+    return backend, backend.fit(np.ones(n_times))
+
+
+def lfo_closed_form(backend, min_train: int, horizon: int) -> np.ndarray:
+    """log p(y_i..y_i+M-1 | y_<i) at every origin: N(X_f m_i, I + X_f S_i X_f^T)."""
+    from scipy.stats import multivariate_normal
+
+    model, out = backend.model, []
+    n_times = model.y.size
+    for i in range(min_train, n_times - horizon + 1):
+        weights = np.r_[np.ones(i), np.zeros(n_times - i)]
+        mean, cov = model.posterior(weights)
+        block = model.X[i : i + horizon]
+        predictive = multivariate_normal(block @ mean, np.eye(horizon) + block @ cov @ block.T)
+        out.append(predictive.logpdf(model.y[i : i + horizon]))
+    return np.array(out)
