@@ -28,7 +28,7 @@ import xarray as xr
 
 from bayesij.array.checks import check_finite, check_log_lik_values, fail
 from bayesij.data.convert import as_posterior, unit_index
-from bayesij.data.lazy import LazyArray, LogLikFunction, lazy_log_lik, lazy_quantities
+from bayesij.data.lazy import LazyArray, lazy_log_lik, lazy_quantities
 from bayesij.data.posterior import Posterior
 
 __all__ = ["LogLikSource", "as_source", "map_blocks", "join_blocks"]
@@ -142,9 +142,8 @@ class LogLikSource:
 
     def matrix(self) -> np.ndarray:
         """The whole (n_chains, n_draws, n_units) float64 matrix of an in-memory source, for
-        options that revisit every unit (a lazy source refuses them in :func:`as_source`)."""
-        if self.lazy:
-            raise fail("data", "a lazy log-likelihood", "the matrix in memory")  # unreachable
+        options that revisit every unit (a lazy source refuses them in :func:`as_source`,
+        so only an in-memory reader, which has ``values``, gets here)."""
         return np.asarray(self.reader.values, dtype=float)
 
 
@@ -345,7 +344,3 @@ def join_blocks(parts: list):
         values = [getattr(part, name) for part in parts]
         fields.append(None if values[0] is None else np.concatenate(values, axis=-1))
     return type(first)(*fields)
-
-
-#: The readers a source may hold (for type checks and documentation).
-READERS = (_InMemory, LazyArray, LogLikFunction)
