@@ -34,14 +34,13 @@ def to_elpd_data(result):
 
     Parameters
     ----------
-    result : ElpdResult
-        A LOO, WAIC, held-out or LFO result (``bayesij.stats.elpd.ElpdResult``).
+    result : LooResult or WaicResult
 
     Returns
     -------
     arviz_stats.utils.ELPDDataLOO / ELPDData (ArviZ 1.x) or arviz.ELPDData (ArviZ 0.23)
     """
-    loo = result.criterion == "loo" and "pareto_k" in result.pointwise
+    loo = result.criterion == "loo"
     elpd, se, p, column = result.elpd, result.se, result.p, result.elpd_column
     n_samples, n_points = result.n_draws, len(result.pointwise)
     pareto_k = _pointwise(result, "pareto_k") if loo else None

@@ -18,6 +18,7 @@ from typing import ClassVar
 import pandas as pd
 
 from bayesij.array._numeric import elpd_standard_error
+from bayesij.array.checks import fail
 
 __all__ = ["ElpdResult", "Summary", "KfoldResult"]
 
@@ -45,6 +46,8 @@ class ElpdResult:
     p_column: ClassVar[str | None] = None
     #: Format of the estimates in ``__str__``.
     number_format: ClassVar[str] = ".1f"
+    #: Whether ArviZ has this criterion (``to_arviz``): LOO and WAIC only.
+    in_arviz: ClassVar[bool] = False
 
     pointwise: pd.DataFrame
 
@@ -78,8 +81,17 @@ class ElpdResult:
 
     def to_arviz(self):
         """This result as ArviZ's ``ELPDData`` (arviz-stats' with ArviZ 1.x, ``az.ELPDData``
-        with ArviZ 0.23), for ``arviz_stats.compare`` / ``az.compare`` and ArviZ's plots."""
+        with ArviZ 0.23), for ``arviz_stats.compare`` / ``az.compare`` and ArviZ's plots.
+        LOO and WAIC only: ArviZ has no other criterion, and labelling another as one of them
+        would mislead its comparisons (use :func:`bayesij.compare`, which takes any)."""
         from bayesij.adapters.arviz import to_elpd_data
+
+        if not self.in_arviz:
+            raise fail(
+                "result",
+                f"a {type(self).__name__}",
+                "a LooResult or WaicResult for ArviZ; bayesij.compare takes this one",
+            )
 
         return to_elpd_data(self)
 

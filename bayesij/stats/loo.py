@@ -71,6 +71,7 @@ class LooResult(ElpdResult):
     criterion: ClassVar[str] = "loo"
     elpd_column: ClassVar[str] = "elpd_loo"
     p_column: ClassVar[str | None] = "p_loo"
+    in_arviz: ClassVar[bool] = True
 
     @property
     def elpd(self) -> float:

@@ -70,6 +70,7 @@ class WaicResult(ElpdResult):
     criterion: ClassVar[str] = "waic"
     elpd_column: ClassVar[str] = "elpd_waic"
     p_column: ClassVar[str | None] = "p_waic"
+    in_arviz: ClassVar[bool] = True
     number_format: ClassVar[str] = ".4g"
 
     @property

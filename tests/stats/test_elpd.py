@@ -60,6 +60,11 @@ def test_every_elpd_result_keeps_the_protocol(results, name):
     text = str(result)
     assert table.index[0] in text
     assert "<pre>" in result._repr_html_()
+    if name in ("loo", "waic"):
+        assert result.to_arviz() is not None  # both ArviZ generations: tests/adapters
+    else:
+        with pytest.raises(ValueError, match=r"^result: found a \w+; expected a LooResult or"):
+            result.to_arviz()
 
 
 def test_p_is_the_sum_of_the_criterion_s_column_or_nan(results):
