@@ -8,6 +8,7 @@ returns the same thing in both, with the bayesij options that reproduce that pee
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import NamedTuple
 
 import arviz as az
@@ -102,3 +103,14 @@ def psis_log_weights(log_lik: np.ndarray, reff: float) -> np.ndarray:
         return peer_loo(data, reff).log_weights
     log_weights, _ = quiet(az.psislw, -log_lik.reshape(-1, log_lik.shape[2]).T, reff=reff)
     return log_weights.T
+
+
+#: R loo's saved reference values and the inputs they were computed from.
+REFERENCE = Path(__file__).parents[1] / "reference"
+
+
+def r_log_lik(name: str) -> np.ndarray:
+    """A log-likelihood saved for R loo, its chain in the first column: (chains, draws, N)."""
+    table = np.loadtxt(REFERENCE / f"log_lik_{name}.csv", delimiter=",", skiprows=1)
+    chains = table[:, 0].astype(int)
+    return table[:, 1:].reshape(chains.max(), -1, table.shape[1] - 1)

@@ -10,19 +10,13 @@ import numpy as np
 import pytest
 
 import bayesij
+from peers import r_log_lik
 
 DATA = Path(__file__).parents[1] / "reference"
 
 
-def _log_lik_csv(name):
-    """R loo's example log-likelihood, saved with its chain in the first column."""
-    table = np.loadtxt(DATA / f"log_lik_{name}.csv", delimiter=",", skiprows=1)
-    chains = table[:, 0].astype(int)
-    return table[:, 1:].reshape(chains.max(), -1, table.shape[1] - 1)
-
-
 def test_compare_layout_and_values():
-    log_lik = _log_lik_csv("reference")
+    log_lik = r_log_lik("reference")
     good = bayesij.loo(log_lik, ddof=1)
     worse = bayesij.loo(log_lik - np.linspace(0, 0.2, 25), ddof=1)
     table = bayesij.compare({"worse": worse, "good": good})
@@ -39,7 +33,7 @@ def test_compare_layout_and_values():
 
 
 def test_compare_pairs_units_by_id_and_refuses_different_units():
-    log_lik = _log_lik_csv("reference")
+    log_lik = r_log_lik("reference")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         first = bayesij.loo(log_lik)

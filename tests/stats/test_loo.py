@@ -24,6 +24,7 @@ from peers import (
     log_lik_values,
     peer_loo,
     psis_log_weights,
+    r_log_lik,
 )
 
 DATA = Path(__file__).parents[1] / "reference"
@@ -33,12 +34,6 @@ def _quiet(function, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return function(*args, **kwargs)
-
-
-def _log_lik_csv(name):
-    table = np.loadtxt(DATA / f"log_lik_{name}.csv", delimiter=",", skiprows=1)
-    chains = table[:, 0].astype(int)
-    return table[:, 1:].reshape(chains.max(), -1, table.shape[1] - 1)
 
 
 def _heavy_tailed_draws(seed, n_obs=300):
@@ -110,7 +105,7 @@ def test_ties_follow_arviz_by_default_and_r_loo_on_request():
 @pytest.mark.parametrize("name", ["reference", "heavy"])
 def test_psis_equals_r_loo_with_default_r_eff(name):
     """Values saved by tests/data/r_loo_reference.R (R loo 2.5.1, relative_eff from chains)."""
-    log_lik = _log_lik_csv(name)
+    log_lik = r_log_lik(name)
     expected = pd.read_csv(DATA / f"r_loo_psis_{name}_pointwise.csv")
     ours = _quiet(bayesij.loo, log_lik, ddof=1, ties="position")
     np.testing.assert_allclose(ours.pointwise["r_eff"], expected["r_eff"], rtol=1e-10)
@@ -141,7 +136,7 @@ def test_k_hat_far_above_one_keeps_a_positive_mcse_and_a_finite_ess():
     defined: at k-hat = 97 its simulated MCSE underflows to 0 (the relative-error formula
     used here has no exponential to underflow); where it gives k-hat Inf or NA (a tail
     that underflows), so does bayesij (inf), with the same unsmoothed elpd."""
-    log_lik = _log_lik_csv("extreme")
+    log_lik = r_log_lik("extreme")
     expected = pd.read_csv(DATA / "r_loo_psis_extreme_pointwise.csv")
     for ties in ("position", "above"):
         ours = _quiet(bayesij.loo, log_lik, ddof=1, ties=ties).pointwise
@@ -170,7 +165,7 @@ def test_k_hat_far_above_one_keeps_a_positive_mcse_and_a_finite_ess():
 
 
 def test_loo_expectations_equal_r_loo_e_loo():
-    log_lik = _log_lik_csv("reference")
+    log_lik = r_log_lik("reference")
     y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
     expected = pd.read_csv(DATA / "r_loo_expectations.csv")
     mean = bayesij.loo_expectation(log_lik, y_rep, kind="mean")
@@ -183,7 +178,7 @@ def test_loo_expectations_equal_r_loo_e_loo():
 def test_loo_expectation_mean_and_variance_from_arviz_weights():
     """Weighted mean and variance sum w (g - mean)^2 / (1 - sum w^2), computed here from
     ArviZ's own PSIS weights with the same r_eff."""
-    log_lik = _log_lik_csv("reference")
+    log_lik = r_log_lik("reference")
     y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
     w = np.exp(psis_log_weights(log_lik, reff=0.9))  # (draws, obs), normalised
     mean = (w * y_rep).sum(axis=0)
@@ -201,7 +196,7 @@ def test_loo_expectation_mean_and_variance_from_arviz_weights():
 
 
 def test_loo_pit_equals_arviz(rng):
-    log_lik = _log_lik_csv("reference")
+    log_lik = r_log_lik("reference")
     y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
     y = np.loadtxt(DATA / "y_reference.csv", delimiter=",")
     ours = bayesij.loo_pit(log_lik, y, y_rep, r_eff=0.9, tail_rule=LOO_OPTIONS["tail_rule"])
@@ -249,7 +244,7 @@ def test_reported_mcse_covers_the_error_of_psis():
 
 # ----------------------------------------------------------------------------- equivalences
 def test_two_dimensional_equals_three_dimensional_with_given_r_eff():
-    log_lik = _log_lik_csv("reference")
+    log_lik = r_log_lik("reference")
     a = bayesij.loo(log_lik, r_eff=0.5)
     b = bayesij.loo(log_lik.reshape(-1, log_lik.shape[2]), r_eff=0.5)
     pd.testing.assert_frame_equal(a.pointwise, b.pointwise)
@@ -278,7 +273,7 @@ def test_container_inference_data_and_array_agree():
 
 
 def test_leave_group_out_equals_loo_of_summed_log_lik():
-    log_lik = _log_lik_csv("reference")[..., :24]
+    log_lik = r_log_lik("reference")[..., :24]
     groups = np.repeat(["a", "b", "c", "d", "e", "f"], 4)
     grouped = bayesij.loo(log_lik, groups=groups)
     summed = bayesij.loo(log_lik.reshape(4, 250, 6, 4).sum(axis=3))
@@ -305,14 +300,14 @@ def test_tail_rules():
     assert tail_length(4000, 1.0, "ceil") == 190  # 3 sqrt(4000) = 189.7
     assert tail_length(4000, 1.0, "floor") == 189
     assert tail_length(100, 1.0, "ceil") == 20  # 0.2 S
-    a = bayesij.loo(_log_lik_csv("reference"), tail_rule="floor")
-    b = bayesij.loo(_log_lik_csv("reference"), tail_rule="ceil")
+    a = bayesij.loo(r_log_lik("reference"), tail_rule="floor")
+    b = bayesij.loo(r_log_lik("reference"), tail_rule="ceil")
     assert not np.allclose(a.pointwise["pareto_k"], b.pointwise["pareto_k"])
 
 
 # ----------------------------------------------------------------------------- bad input
 def test_result_accessors_and_text():
-    result = _quiet(bayesij.loo, _log_lik_csv("heavy"))
+    result = _quiet(bayesij.loo, r_log_lik("heavy"))
     assert result.k_threshold == pytest.approx(min(1 - 1 / np.log10(1000), 0.7))
     table = result.pareto_k_table()
     assert table["count"].sum() == 30 and table.loc["(1, Inf)", "count"] >= 3
@@ -324,7 +319,7 @@ def test_result_accessors_and_text():
 
 def test_warnings_for_high_k_constant_columns_and_few_draws(rng):
     with pytest.warns(UserWarning, match=r"units have Pareto k-hat above 0.67"):
-        bayesij.loo(_log_lik_csv("heavy"))
+        bayesij.loo(r_log_lik("heavy"))
     log_lik = rng.normal(-1, 0.1, size=(2, 300, 4))
     log_lik[..., 2] = -1.5
     with warnings.catch_warnings(record=True) as caught:
@@ -400,7 +395,7 @@ def test_one_thread_equals_many(monkeypatch):
 def test_interleaved_chain_ids_give_the_same_r_eff():
     from bayesij.array.loo import loo_pointwise
 
-    log_lik = _log_lik_csv("reference")  # (4, 250, 25)
+    log_lik = r_log_lik("reference")  # (4, 250, 25)
     interleaved = np.transpose(log_lik, (1, 0, 2)).reshape(1000, 25)
     chains = np.tile(np.arange(4), 250)
     a = loo_pointwise(log_lik)
@@ -413,7 +408,7 @@ def test_saved_psis_weights_give_the_same_answers_without_smoothing_again():
     """save_psis keeps R loo's smoothed log-weights: exp(weights) sum to 1 per unit, give
     back elpd_loo, and LOO expectations, LOO-PIT and the linearity check computed from them
     equal those that smooth again."""
-    log_lik = _log_lik_csv("reference")
+    log_lik = r_log_lik("reference")
     y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
     y = np.loadtxt(DATA / "y_reference.csv", delimiter=",")
     post = bayesij.from_arrays(y_rep.reshape(log_lik.shape)[..., :2], log_lik)
