@@ -4,15 +4,12 @@ units or with other SE conventions. (Any elpd result: tests/stats/test_elpd.py; 
 tests/array/test_model_weights.py.)"""
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import bayesij
 from peers import r_log_lik
-
-DATA = Path(__file__).parents[1] / "reference"
 
 
 def test_compare_layout_and_values():
