@@ -24,9 +24,12 @@ __all__ = ["ElpdResult", "Summary", "KfoldResult"]
 
 
 def _html(text: str, table: pd.DataFrame | None) -> str:
+    """The text as it prints, and the full table folded under it (the text already shows
+    its main columns: unfolded, the numbers would stand twice)."""
     parts = [f"<pre>{html.escape(text)}</pre>"]
     if table is not None:
-        parts.append(table.to_html(float_format=lambda v: f"{v:.4g}"))
+        body = table.to_html(float_format=lambda v: f"{v:.4g}")
+        parts.append(f"<details><summary>table()</summary>{body}</details>")
     return "\n".join(parts)
 
 
@@ -112,7 +115,7 @@ class ElpdResult:
 
 class Summary:
     """Base of the other results: ``table()`` and ``__str__`` given by the subclass;
-    ``_repr_html_`` shows both in a notebook."""
+    ``_repr_html_`` shows the text in a notebook, the table folded under it."""
 
     def table(self) -> pd.DataFrame:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
