@@ -26,6 +26,7 @@ from bayesij.array.checks import fail
 from bayesij.data.arrays import element_names
 from bayesij.data.posterior import Posterior
 from bayesij.refit.conjugate import ConjugateNormal
+from bayesij.refit.stan import outside_event_loop
 
 __all__ = [
     "Backend",
@@ -364,13 +365,16 @@ class PyStanDensity:
                 contextlib.redirect_stdout(io.StringIO()),
                 contextlib.redirect_stderr(io.StringIO()),
             ):
-                self._models[dropped] = stan.build(
-                    self.code, data={**self.data, self.weights: weights}
+                self._models[dropped] = outside_event_loop(
+                    stan.build, self.code, {**self.data, self.weights: weights}
                 )
         return self._models[dropped]
 
     def unconstrain(self, post: Posterior) -> np.ndarray:
         """The draws of the program's parameters on the unconstrained scale, (S, D)."""
+        return outside_event_loop(self._unconstrain, post)
+
+    def _unconstrain(self, post: Posterior) -> np.ndarray:
         model = self._model()
         flat = post.quantities.values.reshape(post.n_draws, -1)
         column = {name: j for j, name in enumerate(post.quantity_names)}
@@ -400,13 +404,16 @@ class PyStanDensity:
         upars = np.asarray(upars, dtype=float)
         key = hashlib.sha256(upars.tobytes()).hexdigest()
         if self._last is None or self._last[0] != key:  # moment matching asks twice
-            model = self._model()
-            self._last = (key, np.array([model.log_prob(u.tolist()) for u in upars]))
+            self._last = (key, outside_event_loop(_log_probs, self._model(), upars))
         return self._last[1]
 
     def log_lik_i(self, upars: np.ndarray, i: int) -> np.ndarray:
         """``log p(y_i | theta)`` at unconstrained draws, (n,): the drop of the log density
         when observation ``i``'s weight goes from 1 to 0 (the Jacobians cancel)."""
-        without = self._model(int(i))
-        dropped = np.array([without.log_prob(u.tolist()) for u in np.asarray(upars, float)])
+        dropped = outside_event_loop(_log_probs, self._model(int(i)), np.asarray(upars, float))
         return self.log_prob(upars) - dropped
+
+
+def _log_probs(model, upars: np.ndarray) -> np.ndarray:
+    """A PyStan model's log density (with the Jacobian) at each unconstrained draw."""
+    return np.array([model.log_prob(u.tolist()) for u in upars])

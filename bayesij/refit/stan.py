@@ -7,7 +7,13 @@ import contextlib
 import io
 import sys
 
-__all__ = ["sample_pystan", "sample_cmdstanpy", "private_folder", "write_private"]
+__all__ = [
+    "sample_pystan",
+    "sample_cmdstanpy",
+    "outside_event_loop",
+    "private_folder",
+    "write_private",
+]
 
 
 def _build_and_sample(code: str, data: dict, seed: int, sample_kwargs: dict, progress: bool):
@@ -33,16 +39,38 @@ def sample_pystan(code: str, data: dict, seed: int, *, progress: bool = False, *
     platform, the Python version and the Python executable: every new virtual environment
     compiles each program once (about a minute), then reuses the build.
     """
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
+    return outside_event_loop(_build_and_sample, code, data, seed, sample_kwargs, progress)
 
-    args = (code, data, seed, sample_kwargs, progress)
+
+def outside_event_loop(function, *args):
+    """``function(*args)``, in bayesij's Stan thread when this thread runs an event loop.
+
+    PyStan (httpstan) calls ``asyncio.run`` for every build, sample, ``log_prob`` and
+    ``unconstrain_pars``; inside a running loop (a Jupyter notebook) that raises, so the
+    call moves to a thread without one and no ``nest_asyncio`` is needed. It is always
+    the same thread: a compiled model's autodiff stack is thread-local and exists only
+    in the thread that loaded the model, so a ``log_prob`` from another thread would
+    crash the process.
+    """
+    import asyncio
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _build_and_sample(*args)
-    with ThreadPoolExecutor(max_workers=1) as thread:
-        return thread.submit(_build_and_sample, *args).result()
+        return function(*args)
+    return _stan_thread().submit(function, *args).result()
+
+
+_THREAD: list = []
+
+
+def _stan_thread():
+    """The one worker thread that runs PyStan calls made from inside an event loop."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not _THREAD:
+        _THREAD.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="bayesij-stan"))
+    return _THREAD[0]
 
 
 _COMPILED: dict = {}

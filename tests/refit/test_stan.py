@@ -3,13 +3,15 @@ owned by this user, not a link) and files written there without following links,
 alone when unchanged so that CmdStanPy keeps its executable. (Sampling with PyStan and
 CmdStanPy: test_backends.py.)"""
 
+import asyncio
 import shutil
+import threading
 import stat
 from pathlib import Path
 
 import pytest
 
-from bayesij.refit.stan import private_folder, write_private
+from bayesij.refit.stan import outside_event_loop, private_folder, write_private
 
 
 def test_cmdstan_programs_go_to_a_private_folder_and_links_are_not_followed(tmp_path, monkeypatch):
@@ -38,3 +40,19 @@ def test_cmdstan_programs_go_to_a_private_folder_and_links_are_not_followed(tmp_
     folder.symlink_to(tmp_path, target_is_directory=True)
     with pytest.raises(PermissionError, match="a symbolic link or not a directory"):
         private_folder()
+
+
+def _thread_name() -> str:
+    return threading.current_thread().name
+
+
+def test_outside_event_loop_runs_here_without_a_loop_and_in_one_stan_thread_inside_one():
+    # A compiled Stan model's autodiff stack exists only in the thread that loaded it: every
+    # PyStan call from inside a loop must go to the same thread, never a new one per call.
+    assert outside_event_loop(_thread_name) == threading.current_thread().name
+
+    async def inside() -> list[str]:
+        return [outside_event_loop(_thread_name) for _ in range(3)]
+
+    names = asyncio.run(inside()) + asyncio.run(inside())
+    assert len(set(names)) == 1 and names[0].startswith("bayesij-stan")
