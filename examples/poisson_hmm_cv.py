@@ -62,6 +62,7 @@ def main():
     for method, options in (
         ("exact", {}),
         ("psis", {}),
+        ("psis-backward", {}),
         ("ij", {"weight_derivative": derivative}),
         ("ij", {}),
     ):

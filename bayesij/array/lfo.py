@@ -27,7 +27,7 @@ from bayesij.array.checks import check_positive_int, fail
 from bayesij.array.loo import weighted_elpd
 from bayesij.array.psis import psis_chunk, tail_length
 
-__all__ = ["LfoSteps", "lfo_origins", "cumulative_log_lik", "psis_lfo", "ij_lfo"]
+__all__ = ["LfoSteps", "LfoStep", "lfo_origins", "cumulative_log_lik", "psis_lfo", "ij_lfo"]
 
 
 class LfoSteps(NamedTuple):
@@ -39,6 +39,22 @@ class LfoSteps(NamedTuple):
     pareto_k: np.ndarray
     delta_is: np.ndarray
     delta_lin: np.ndarray
+
+
+class LfoStep(NamedTuple):
+    """One origin's importance-sampling estimate (:func:`psis_lfo`).
+
+    ``residual`` (n_draws,) is each draw's share of the estimate's relative error,
+    ``w_s (g_s / E_w[g] - 1)`` with normalised weights ``w``: ``mcse`` is its norm, and the
+    Monte Carlo error of a sum of estimates from the same draws is the norm of the sum of
+    their residuals (the delta method; errors of estimates that share draws move together).
+    """
+
+    elpd: float
+    pareto_k: float
+    delta_is: float
+    mcse: float
+    residual: np.ndarray
 
 
 def lfo_origins(n_times: int, min_train, horizon) -> np.ndarray:
@@ -65,16 +81,25 @@ def cumulative_log_lik(log_lik: np.ndarray) -> np.ndarray:
 
 def psis_lfo(
     cumulative: np.ndarray, origin: int, fitted_to: int, horizon: int, tail_rule: str = "ceil"
-) -> tuple[float, float, float, float]:
+) -> LfoStep:
     """PSIS estimate at one origin from draws of the posterior given the first ``fitted_to``
-    observations: ``(elpd, pareto_k, delta_is, mcse)``.
+    observations.
 
     Parameters
     ----------
     cumulative : ndarray of shape (n_draws, n_times + 1)
         :func:`cumulative_log_lik` of those draws.
     origin, fitted_to, horizon : int
-        ``origin <= fitted_to``; the ratios remove observations ``origin .. fitted_to - 1``.
+        The log ratios are ``sum_{t=fitted_to}^{origin-1} l_t`` (observations added since
+        the fit: forward) or ``-sum_{t=origin}^{fitted_to-1} l_t`` (observations left out
+        of it: backward); both are ``C[origin] - C[fitted_to]``. ``origin == fitted_to``
+        is the exact fit (equal weights, k-hat NaN).
+
+    Returns
+    -------
+    LfoStep
+        ``mcse`` as R loo's for ``r_eff = 1``; ``delta_is`` the relative change of the
+        block's predictive density from the draws' plain mean.
 
     References
     ----------
@@ -83,12 +108,20 @@ def psis_lfo(
        and Simulation 90(14).
     """
     n_draws = cumulative.shape[0]
-    log_ratios = -(cumulative[:, fitted_to] - cumulative[:, origin])
     block = cumulative[:, origin + horizon] - cumulative[:, origin]
-    smoothed = psis_chunk(log_ratios[:, None], tail_length(n_draws, np.ones(1), tail_rule))
-    elpd, mcse, _ = weighted_elpd(block, smoothed.log_weights[:, 0])
+    if origin == fitted_to:
+        log_weights, k = np.zeros(n_draws), float("nan")
+    else:
+        log_ratios = cumulative[:, origin] - cumulative[:, fitted_to]
+        tails = tail_length(n_draws, np.ones(1), tail_rule)
+        smoothed = psis_chunk(log_ratios[:, None], tails)
+        log_weights, k = smoothed.log_weights[:, 0], float(smoothed.pareto_k[0])
+    elpd, mcse, _ = weighted_elpd(block, log_weights)
+    normalised = log_weights - exp_and_logsumexp(log_weights)[1]
+    weights = np.exp(normalised)
+    residual = np.exp(normalised + block - elpd) - weights
     plain = float(exp_and_logsumexp(block)[1] - np.log(n_draws))
-    return elpd, float(smoothed.pareto_k[0]), float(np.expm1(elpd - plain)), mcse
+    return LfoStep(elpd, k, float(np.expm1(elpd - plain)), mcse, residual)
 
 
 def ij_lfo(

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij.array.checks import fail
+from bayesij.array.checks import check_real, fail
 from bayesij.array.lfo import lfo_origins
 from bayesij.data.convert import as_posterior
 from bayesij.data.source import as_source
 from bayesij.refit.campaign import Task, run_campaign
-from bayesij.stats.lfo import METHODS, LfoResult, lfo_from_draws, lfo_result, lfo_table
+from bayesij.stats.lfo import (
+    METHODS,
+    NEEDS_REFITS,
+    LfoResult,
+    lfo_from_draws,
+    lfo_result,
+    lfo_table,
+)
 
 __all__ = ["lfo"]
 
@@ -43,22 +50,25 @@ def lfo(
         Draws of the posterior given all ``T`` observations.
     backend : refit backend, optional
         Fits the model under observation weights (1 for the past, 0 for the future);
-        needed for ``"exact"``, used by ``"psis"`` to refit where k-hat passes
-        ``k_threshold`` (without one, PSIS reweights the full-data draws everywhere and
-        reports k-hat).
+        needed for ``"exact"`` and ``"psis"`` (an exact fit at the first origin, and a refit
+        wherever k-hat passes ``k_threshold``); optional for ``"psis-backward"``.
     min_train : int
         The first origin: at least this many observations form the past.
     horizon : int, default 1
         ``M``, the number of future observations predicted jointly at each origin.
     k_threshold : float, default 0.7
-    method : {"psis", "exact", "ij"}, default "psis"
+    method : {"psis", "exact", "psis-backward", "ij"}, default "psis"
         ``"exact"``: a refit at each origin ``i = min_train .. T - M`` with weights 1 up to
         ``i`` and 0 after, run as a campaign (``store``, ``executor`` as
         :func:`bayesij.refit.run_campaign`: resumable, on processes or Dask).
-        ``"psis"``: Bürkner, Gabry and Vehtari's algorithm run backwards from the full-data
-        draws: at each origin the draws of the latest fit are reweighted by
-        ``exp(-sum_{future} l_t)``, Pareto-smoothed; where k-hat passes ``k_threshold`` the
-        model is refitted there and later (earlier) origins reweight that refit.
+        ``"psis"``: Bürkner, Gabry and Vehtari's algorithm: the model is fitted exactly at
+        the first origin; each later origin reweights the draws of the latest fit by
+        ``exp(sum l_t)`` over the observations added since, Pareto-smoothed, and where
+        k-hat passes ``k_threshold`` the model is refitted there.
+        ``"psis-backward"``: the full-data draws reweighted by ``exp(-sum_{future} l_t)``
+        from the last origin back (refitting where k-hat passes the threshold when a
+        backend is given): no refit is needed, but the proposal is narrower than every
+        target and the estimate is optimistic (see :func:`bayesij.stats.lfo.lfo_from_draws`).
         ``"ij"``: the first-order approximation from the full-data draws, with a linearity
         check against PSIS.
     var_name : str, optional
@@ -101,6 +111,10 @@ def lfo(
     if backend is not None and not callable(getattr(backend, "fit", None)):
         raise fail("backend", f"a {type(backend).__name__}", "a refit backend (fit(weights))")
     post = as_source(data, var_name=var_name, whole_matrix={"data": "lfo"}).posterior
+    origins = lfo_origins(post.n_obs, min_train, horizon)  # checks both
+    k_threshold = check_real(k_threshold, "k_threshold", 0.0, low_open=True)
+    if method == "psis" and backend is None:
+        raise fail("backend", "None", NEEDS_REFITS.replace("a way to refit", "a refit backend"))
     if isinstance(weight_derivative, str):  # a variable of data's log-likelihood group
         try:
             weight_derivative = as_posterior(data, var_name=weight_derivative)
@@ -132,7 +146,6 @@ def lfo(
         raise fail(
             "weight_derivative", "a value with method='exact'", "weight_derivative only with 'ij'"
         )
-    origins = lfo_origins(post.n_obs, min_train, horizon)
     tasks = [
         Task(f"lfo-{i}", _past_weights(post.n_obs, int(i)), tuple(range(i, i + horizon)))
         for i in origins
@@ -156,9 +169,8 @@ def lfo(
         )
     elpd = np.array([records[task.key]["lpd_joint"] for task in tasks])
     mcse = np.array([records[task.key]["lpd_joint_mcse"] for task in tasks])
-    frame = lfo_table(
-        post, origins, elpd, np.full(origins.size, np.nan), np.ones(origins.size, bool), mcse
-    )
+    no_k, refitted = np.full(origins.size, np.nan), np.ones(origins.size, bool)
+    frame = lfo_table(post, origins, (elpd, mcse), no_k, refitted)
     return lfo_result("exact", int(horizon), frame, len(tasks), float(k_threshold))
 
 

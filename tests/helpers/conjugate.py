@@ -118,7 +118,7 @@ def ar2_fit(n_times: int, seed: int = 1):
 
 
 def lfo_closed_form(backend, min_train: int, horizon: int) -> np.ndarray:
-    """log p(y_i..y_i+M-1 | y_<i) at every origin: N(X_f m_i, I + X_f S_i X_f^T)."""
+    """log p(y_i..y_i+M-1 | y_<i) at every origin: N(X_f m_i, sigma^2 I + X_f S_i X_f^T)."""
     from scipy.stats import multivariate_normal
 
     model, out = backend.model, []
@@ -127,6 +127,7 @@ def lfo_closed_form(backend, min_train: int, horizon: int) -> np.ndarray:
         weights = np.r_[np.ones(i), np.zeros(n_times - i)]
         mean, cov = model.posterior(weights)
         block = model.X[i : i + horizon]
-        predictive = multivariate_normal(block @ mean, np.eye(horizon) + block @ cov @ block.T)
+        noise = model.sigma**2 * np.eye(horizon)
+        predictive = multivariate_normal(block @ mean, noise + block @ cov @ block.T)
         out.append(predictive.logpdf(model.y[i : i + horizon]))
     return np.array(out)

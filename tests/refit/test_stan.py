@@ -5,8 +5,8 @@ CmdStanPy: test_backends.py.)"""
 
 import asyncio
 import shutil
-import threading
 import stat
+import threading
 from pathlib import Path
 
 import pytest

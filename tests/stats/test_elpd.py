@@ -36,7 +36,7 @@ def results(fit):
             "loo": bayesij.loo(post),
             "waic": bayesij.waic(post, ddof=1),
             "holdout": bayesij.holdout(log_lik[..., :20]),
-            "lfo": bayesij.lfo(post, min_train=50),
+            "lfo": bayesij.lfo(post, min_train=50, method="psis-backward"),
             "subsample": bayesij.loo_subsample(post, 30, seed=2),
         }
 
