@@ -220,6 +220,24 @@ def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above"
     return rows._replace(log_weights=rows.log_weights.T)
 
 
+def _largest_in_stable_order(lw: np.ndarray, count: int) -> np.ndarray:
+    """Per row, the draws of the ``count`` largest values, (n_rows, count), in draw order:
+    the last ``count`` positions of a stable ascending sort, as R loo's ``sort.int``.
+
+    A partial sort picks any of the draws tied with the smallest value it keeps (repeated
+    MCMC states); where the row holds more such draws than were kept, the row is sorted
+    whole so that, as in R, the later draws are the ones in the tail.
+    """
+    n_draws = lw.shape[1]
+    top = np.argpartition(lw, n_draws - count, axis=1)[:, n_draws - count :]
+    top.sort(axis=1)  # ties then keep draw order in the stable sort by value that follows
+    smallest = np.take_along_axis(lw, top, axis=1).min(axis=1, keepdims=True)
+    kept = (np.take_along_axis(lw, top, axis=1) == smallest).sum(axis=1)
+    for row in np.flatnonzero((lw == smallest).sum(axis=1) > kept):
+        top[row] = np.sort(np.argsort(lw[row], kind="stable")[n_draws - count :])
+    return top
+
+
 def psis_rows(
     log_ratios: np.ndarray,
     tail_len: np.ndarray,
@@ -252,7 +270,7 @@ def psis_rows(
         return PsisChunk(lw, k, tail_len, smoothed_draws, tail_raw, tail_smoothed)
     rows = np.arange(n_cols)
     # Flat indices into lw (contiguous rows): faster than take_along_axis for small blocks.
-    top = np.argpartition(lw, n_draws - m_max - 1, axis=1)[:, n_draws - m_max - 1 :]
+    top = _largest_in_stable_order(lw, m_max + 1)
     top += rows[:, None] * n_draws
     flat = lw.reshape(-1)
     values = flat[top]

@@ -5,7 +5,9 @@ small and large pointwise variances. Rows: 4 chains x 250 draws (chain-major); c
 `chain`, then one column per observation. Also writes the posterior predictive draws
 (`y_rep_reference.csv`, same rows) and the data (`y_reference.csv`). Run from the repository root:
 `python tests/reference/make_reference_input.py`, then `Rscript tests/reference/r_loo_reference.R`.
-`log_lik_heavy.csv` (same layout) has outliers, so that k-hat exceeds 0.7 and 1.
+`log_lik_heavy.csv` (same layout) has outliers, so that k-hat exceeds 0.7 and 1;
+`log_lik_ties.csv` repeats MCMC states (ties inside the Pareto tail and at its cutoff), with
+`y_rep_ties.csv`; R's values for it: `Rscript tests/reference/r_loo_ties.R`.
 """
 
 from pathlib import Path
@@ -53,6 +55,21 @@ def extreme(rng) -> np.ndarray:
     return np.concatenate([-1.0 - scales * z, -1.0 - 60.0 * far[..., None] ** 2], axis=2)
 
 
+def repeated_states(rng) -> tuple[np.ndarray, np.ndarray]:
+    """The heavy-tailed regression's log-likelihood with repeated MCMC states: each draw is
+    kept for 1-4 iterations (as a sampler that rejects), so tied ratios lie inside the
+    Pareto tail and at its cutoff. Also posterior predictive draws at the same states."""
+    states = heavy_tailed(rng)
+    n_chains, n_draws, n_obs = states.shape
+    y_rep = states + rng.normal(size=states.shape)  # any per-state value will do
+    log_lik, replicated = np.empty_like(states), np.empty_like(states)
+    for c in range(n_chains):
+        repeats = rng.integers(1, 5, size=n_draws)
+        index = np.repeat(np.arange(n_draws), repeats)[:n_draws]
+        log_lik[c], replicated[c] = states[c, index], y_rep[c, index]
+    return log_lik, replicated.reshape(n_chains * n_draws, n_obs)
+
+
 def main() -> None:
     rng = np.random.default_rng(20261120)
     y = rng.standard_t(df=3, size=25)
@@ -71,6 +88,9 @@ def main() -> None:
     np.savetxt(HERE / "y_reference.csv", y, delimiter=",", fmt="%.17g")
     write_log_lik("heavy", heavy_tailed(np.random.default_rng(7)))
     write_log_lik("extreme", extreme(np.random.default_rng(11)))
+    log_lik, y_rep = repeated_states(np.random.default_rng(13))
+    write_log_lik("ties", log_lik)
+    np.savetxt(HERE / "y_rep_ties.csv", y_rep, delimiter=",", fmt="%.17g")
 
 
 if __name__ == "__main__":
