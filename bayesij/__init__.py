@@ -37,6 +37,7 @@ _PUBLIC = {
     "psense": "bayesij.stats.power_scaling",
     "loo_subsample": "bayesij.stats.subsample",
     "LooSubsample": "bayesij.stats.subsample",
+    "update_subsample": "bayesij.stats.subsample",
     "loglik_function": "bayesij.data.lazy",
     "LogLikFunction": "bayesij.data.lazy",
     "loo_moment_match": "bayesij.stats.moment_match",

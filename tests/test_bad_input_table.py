@@ -91,6 +91,8 @@ NON_NEGATIVE_INT = {"-1": -1, "2.5": 2.5, "'3'": "3", "True": True, "None": None
 POSITIVE_REAL = {"0": 0.0, "-1": -1.0, "NaN": np.nan, "inf": np.inf, "'1'": "1", "None": None}
 PROBABILITY = {"0": 0.0, "1.5": 1.5, "NaN": np.nan, "'0.1'": "0.1", "None": None}
 OPTION = {"'nope'": "nope", "3": 3, "None": None}
+#: An option whose None means "the convention's" (bayesij.stats.peers).
+CONVENTION_OPTION = {"'nope'": "nope", "3": 3}
 FLAG = {"'yes'": "yes", "2": 2, "None": None}
 NAMES = {"'nope'": "nope", "['f[1]', 'nope']": ["f[1]", "nope"], "3": 3}
 GROUPS = {"too short": [0, 1], "NaN labels": [0, 1, np.nan, 1, 0, 1], "3": 3}
@@ -104,9 +106,15 @@ def _catalogue():
     table = [
         ("loo", "data", pos(bayesij.loo), DRAWS),
         ("loo", "method", kw(bayesij.loo, "method", data=POST), OPTION),
-        ("loo", "tail_rule", kw(bayesij.loo, "tail_rule", data=POST), OPTION),
-        ("loo", "ties", kw(bayesij.loo, "ties", data=POST), OPTION),
-        ("loo", "ddof", kw(bayesij.loo, "ddof", data=POST), NON_NEGATIVE_INT),
+        ("loo", "tail_rule", kw(bayesij.loo, "tail_rule", data=POST), CONVENTION_OPTION),
+        ("loo", "ties", kw(bayesij.loo, "ties", data=POST), CONVENTION_OPTION),
+        ("loo", "convention", kw(bayesij.loo, "convention", data=POST), CONVENTION_OPTION),
+        (
+            "loo",
+            "ddof",
+            kw(bayesij.loo, "ddof", data=POST),
+            {k: v for k, v in NON_NEGATIVE_INT.items() if v is not None},  # None: convention's
+        ),
         ("loo", "save_psis", kw(bayesij.loo, "save_psis", data=POST), FLAG),
         ("loo", "groups", kw(bayesij.loo, "groups", data=POST), GROUPS),
         (
@@ -314,6 +322,37 @@ def _catalogue():
             {**OPTION, "'plpd' for a matrix": "plpd"},
         ),
         ("loo_subsample", "seed", lambda v: bayesij.loo_subsample(LOG_LIK, 3, seed=v), {"-1": -1}),
+        (
+            "loo_subsample",
+            "observations",
+            lambda v: bayesij.loo_subsample(LOG_LIK, v),
+            {
+                "floats": np.array([0.0, 1.0]),
+                "out of range": np.array([0, 10]),
+                "repeated": np.array([1, 1]),
+                "one": np.array([2]),
+                "2-D": np.array([[0, 1]]),
+                "empty": np.array([], dtype=int),
+            },
+        ),
+        (
+            "update_subsample",
+            "result",
+            lambda v: bayesij.update_subsample(v, LOG_LIK, 1),
+            {"a LooResult": bayesij.loo(LOG_LIK), "None": None, "3": 3},
+        ),
+        (
+            "update_subsample",
+            "observations",
+            lambda v: bayesij.update_subsample(bayesij.loo_subsample(LOG_LIK, 2), LOG_LIK, v),
+            {"0": 0, "-1": -1, "all": LOG_LIK.shape[-1], "taken": np.arange(LOG_LIK.shape[-1])},
+        ),
+        (
+            "update_subsample",
+            "data",
+            lambda v: bayesij.update_subsample(bayesij.loo_subsample(LOG_LIK, 2), v, 1),
+            {"other observations": LOG_LIK[..., :2], **DRAWS},
+        ),
         ("loo_score", "data", lambda v: bayesij.loo_score(v, Y, LOG_LIK), DRAWS),
         (
             "loo_score",

@@ -41,6 +41,8 @@ __all__ = [
     "gpd_fit",
     "pareto_k_threshold",
     "TIE_RULES",
+    "khat_tail_length",
+    "pareto_khat_columns",
 ]
 
 #: Fewer tail draws than this and no generalized Pareto fit is made (k-hat = inf).
@@ -311,3 +313,74 @@ def psis_rows(
         tail_raw[smooth] = np.where(in_tail, raw, -np.inf)
         tail_smoothed[smooth] = np.where(in_tail, smoothed.T, -np.inf)
     return PsisChunk(lw, k, tail_len, smoothed_draws, tail_raw, tail_smoothed)
+
+
+def khat_tail_length(n_draws: int, r_eff, tail: str = "right") -> np.ndarray:
+    """The tail length of the Pareto k-hat diagnostic of a function of draws (posterior's
+    and arviz-stats' ``pareto_khat``): ``floor(3 sqrt(S / r_eff))`` when ``S r_eff > 225``,
+    else ``floor(S / 5)`` (also where ``r_eff`` is NaN); fitting both tails, at most
+    ``S // 2`` and at least 5.
+
+    Parameters
+    ----------
+    n_draws : int
+    r_eff : float or ndarray of shape (n_cols,)
+    tail : {"right", "both"}
+
+    References
+    ----------
+    .. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
+       smoothed importance sampling. JMLR 25(72).
+    """
+    r_eff = np.atleast_1d(np.asarray(r_eff, dtype=float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        long = n_draws * r_eff > 225
+        length = np.where(long, np.floor(3 * np.sqrt(n_draws / np.where(long, r_eff, 1.0))), 0)
+    length = np.where(long, length, np.floor(n_draws / 5)).astype(int)
+    if tail == "both":
+        length = np.clip(length, 5, n_draws // 2)
+    return length
+
+
+def pareto_khat_columns(values: np.ndarray, tail_len, tail: str = "right") -> np.ndarray:
+    """k-hat of the generalized Pareto fit to the largest values of each column (and, with
+    ``tail="both"``, to the smallest: the larger k-hat), without smoothing, as
+    ``pareto_khat`` of posterior and arviz-stats: the tail is the ``M`` largest values,
+    the cutoff the next, and the fit Zhang and Stephens' with the weakly informative prior.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_draws, n_cols)
+    tail_len : ndarray of shape (n_cols,)
+        :func:`khat_tail_length`.
+    tail : {"right", "both"}
+
+    Returns
+    -------
+    ndarray of shape (n_cols,)
+        NaN where a tail has fewer than 5 draws or all its values are equal (for "both":
+        where either tail is).
+    """
+    tail_len = np.broadcast_to(np.asarray(tail_len, dtype=int), values.shape[1])
+    sides = (values,) if tail == "right" else (-values, values)
+    k = np.full(values.shape[1], -np.inf)
+    for side in sides:
+        k = np.maximum(k, _right_tail_khat(np.sort(side, axis=0), tail_len))
+    return k
+
+
+def _right_tail_khat(ordered: np.ndarray, tail_len: np.ndarray) -> np.ndarray:
+    """k-hat of each sorted column's ``tail_len`` largest values above the next one."""
+    n_draws, n_cols = ordered.shape
+    columns = np.arange(n_cols)
+    k = np.full(n_cols, np.nan)
+    usable = (tail_len >= MIN_TAIL) & (tail_len < n_draws)
+    length = np.where(usable, tail_len, MIN_TAIL)
+    cutoff = ordered[n_draws - length - 1, columns]
+    spread = ordered[-1] - ordered[n_draws - length, columns]
+    usable &= np.abs(spread) >= np.finfo(float).tiny
+    if usable.any():
+        m_max = int(length[usable].max())
+        top = ordered[n_draws - m_max :, usable] - cutoff[usable]
+        k[usable] = gpd_fit(top, length[usable]).k
+    return k

@@ -5,11 +5,12 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from functools import partial
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from bayesij.adapters.arviz import tail_relative_ess
 from bayesij.array import loo as loo_arrays
 from bayesij.array._numeric import (
     elpd_standard_error,
@@ -28,10 +29,17 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.ess import log_lik_relative_eff
-from bayesij.array.psis import pareto_k_threshold, psis_chunk, tail_length
+from bayesij.array.psis import (
+    khat_tail_length,
+    pareto_k_threshold,
+    pareto_khat_columns,
+    psis_chunk,
+    tail_length,
+)
 from bayesij.data.convert import unit_index
 from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import ElpdResult
+from bayesij.stats.peers import psis_settings
 
 __all__ = ["loo", "loo_methods", "LooResult", "loo_expectation", "loo_pit", "saved_log_weights"]
 
@@ -157,10 +165,11 @@ def loo(
     groups=None,
     var_name=None,
     method: str = "psis",
+    convention: str | None = None,
     r_eff=None,
-    tail_rule: str = "ceil",
-    ties: str = "above",
-    ddof: int = 0,
+    tail_rule: str | None = None,
+    ties: str | None = None,
+    ddof: int | None = None,
     save_psis: bool = False,
     client=None,
 ) -> LooResult:
@@ -176,22 +185,28 @@ def loo(
         Pareto-smoothed importance sampling; plain importance sampling (harmonic mean);
         first-order infinitesimal jackknife ``log(E[p_n] - Cov(p_n, l_n))``; or the
         cumulant expansion ``k1 - k2/2 + k3/6 - k4/24``. All report PSIS k-hat.
+    convention : {None, "bayesij", "R loo", "arviz-stats", "ArviZ 0.23"}, optional
+        A peer's conventions, set together: tail rule, tie rule, default ``r_eff`` and SE
+        divisor (table in :mod:`bayesij.stats.peers`), so that the answer is that peer's
+        (``"arviz-stats"``: ``arviz_stats.loo`` pointwise to 1e-12). None is "bayesij":
+        ``tail_rule="ceil"``, ``ties="above"``, ``r_eff`` per unit from the chains,
+        ``ddof=0``. An option given explicitly overrides the convention's.
     r_eff : float or array_like of shape (n_units,), optional
-        Relative efficiency of ``exp(l_n)``. Default: per unit from the chains, exactly as
-        R loo's ``relative_eff(exp(log_lik), chain_id)``. (ArviZ 0.23's default is one
-        number, the mean ESS of the posterior parameters over S; pass it to reproduce
-        ``az.loo``.)
-    tail_rule : {"ceil", "floor"}, default "ceil"
+        Relative efficiency of ``exp(l_n)``. Default: the convention's; bayesij's and R
+        loo's is per unit from the chains, exactly as R loo's ``relative_eff(exp(log_lik),
+        chain_id)``; ArviZ's is one number, the mean ESS of the posterior over S.
+    tail_rule : {"ceil", "floor"}, optional
         Tail length ``ceil`` or ``floor`` of ``min(S/5, 3 sqrt(S/r_eff))``: "ceil" equals
         R loo (<= 2.10) and ArviZ 0.23, "floor" the PSIS paper, posterior and arviz-stats.
     groups : array_like or mapping, optional
         Leave-group-out: units are groups, with summed log-likelihoods.
-    ties : {"above", "position"}, default "above"
+    ties : {"above", "position"}, optional
         Draws tied with the tail cutoff (repeated MCMC draws, e.g. after divergences):
-        "above" leaves them out of the Pareto tail, as ArviZ; "position" keeps the ``M``
-        largest by sorted position, as R loo. Without ties the two are identical.
-    ddof : {0, 1}, default 0
-        SE convention: 0 as ArviZ ``sqrt(N var_n)``, 1 as R loo ``sqrt(N) sd_n``.
+        "above" leaves them out of the Pareto tail, as ArviZ 0.23; "position" keeps the
+        ``M`` largest by stable sorted position, as R loo and arviz-stats (ties inside the
+        tail always get R's order). Without ties the two are identical.
+    ddof : {0, 1}, optional
+        SE: 0 as ArviZ 0.23 ``sqrt(N var_n)``, 1 as R loo and arviz-stats ``sqrt(N) sd_n``.
     var_name : str or list of str, optional
         Log-likelihood variable of an ``InferenceData``.
     save_psis : bool, default False
@@ -245,6 +260,7 @@ def loo(
         (method,),
         groups=groups,
         var_name=var_name,
+        convention=convention,
         r_eff=r_eff,
         tail_rule=tail_rule,
         ties=ties,
@@ -260,10 +276,11 @@ def loo_methods(
     *,
     groups=None,
     var_name=None,
+    convention: str | None = None,
     r_eff=None,
-    tail_rule: str = "ceil",
-    ties: str = "above",
-    ddof: int = 0,
+    tail_rule: str | None = None,
+    ties: str | None = None,
+    ddof: int | None = None,
     save_psis: bool = False,
     client=None,
 ) -> dict[str, LooResult]:
@@ -271,7 +288,6 @@ def loo_methods(
 
     Returns a dict from method name to :class:`LooResult`; arguments as :func:`loo`.
     """
-    ddof = check_ddof(ddof)
     save_psis = check_flag(save_psis, "save_psis")
     methods = (methods,) if isinstance(methods, str) else tuple(methods)
     unknown = [m for m in methods if m not in loo_arrays.METHODS]
@@ -282,7 +298,11 @@ def loo_methods(
     source = as_source(
         data, groups=groups, var_name=var_name, whole_matrix={"save_psis": save_psis}
     )
-    r_eff = None if r_eff is None else checked_r_eff(r_eff, source.n_units)
+    settings = psis_settings(
+        convention, source, tail_rule=tail_rule, ties=ties, r_eff=r_eff, ddof=ddof
+    )
+    tail_rule, ties, ddof = settings.tail_rule, settings.ties, check_ddof(settings.ddof)
+    r_eff = None if settings.r_eff is None else checked_r_eff(settings.r_eff, source.n_units)
 
     kernel = partial(
         loo_arrays.loo_methods,
@@ -369,13 +389,6 @@ def _matching_draws(values, log_lik: np.ndarray, argument: str) -> np.ndarray:
     return matrix
 
 
-def _r_eff(log_lik: np.ndarray, r_eff) -> np.ndarray:
-    """Given relative efficiencies, checked, or R loo's from the chains of ``log_lik``."""
-    if r_eff is None:
-        return log_lik_relative_eff(log_lik)
-    return checked_r_eff(r_eff, log_lik.shape[2])
-
-
 def saved_log_weights(result, shape: tuple[int, int], argument: str) -> np.ndarray:
     """The smoothed log-weights a PSIS-LOO result kept (``save_psis=True``), checked to be
     for the (n_draws, n_units) they are about to be used with."""
@@ -394,29 +407,59 @@ def saved_log_weights(result, shape: tuple[int, int], argument: str) -> np.ndarr
     return weights
 
 
-def _draws_beside_log_lik(data, values, argument, r_eff, tail_rule, var_name, psis):
-    """Log-likelihood matrix (S, N), per-draw ``values`` checked against it, the Pareto tail
-    lengths, the unit labels and saved log-weights (or None): what every LOO expectation
-    starts from."""
+class LooDraws(NamedTuple):
+    """What every LOO expectation starts from: the (S, N) log-likelihood, the per-draw
+    ``values`` checked against it, per-unit Pareto tail lengths and ``r_eff``, the tie
+    rule, the unit labels and saved log-weights (or None)."""
+
+    matrix: np.ndarray
+    values: np.ndarray
+    tails: np.ndarray
+    r_eff: np.ndarray
+    ties: str
+    units: object
+    saved: np.ndarray | None
+    quantile: str = "R loo"
+
+
+def draws_beside_log_lik(
+    data,
+    values,
+    argument,
+    *,
+    r_eff=None,
+    tail_rule=None,
+    ties=None,
+    var_name=None,
+    psis=None,
+    convention=None,
+) -> LooDraws:
+    """:class:`LooDraws` of ``data`` and ``values`` under ``convention`` (as :func:`loo`)."""
     source = as_source(data, var_name=var_name, whole_matrix={"data": "LOO expectations"})
+    settings = psis_settings(convention, source, tail_rule=tail_rule, ties=ties, r_eff=r_eff)
     ll, units = source.matrix(), source.units
     matrix = ll.reshape(-1, ll.shape[2])
-    saved = None
+    saved, r_eff, tail_rule = None, settings.r_eff, settings.tail_rule
     if psis is not None:
         saved = saved_log_weights(psis, matrix.shape, "psis")
         r_eff, tail_rule = psis.pointwise["r_eff"].to_numpy(), psis.tail_rule
-    tails = tail_length(matrix.shape[0], _r_eff(ll, r_eff), tail_rule)
-    return matrix, _matching_draws(values, matrix, argument), tails, units, saved
+    if r_eff is None:
+        r_eff = log_lik_relative_eff(ll)
+    r_eff = checked_r_eff(r_eff, ll.shape[2]) * np.ones(ll.shape[2])
+    tails = tail_length(matrix.shape[0], r_eff, tail_rule)
+    checked = _matching_draws(values, matrix, argument)
+    return LooDraws(matrix, checked, tails, r_eff, settings.ties, units, saved, settings.quantile)
 
 
-def _loo_weights(matrix: np.ndarray, tails: np.ndarray, floats_per_obs: int, saved=None):
+def loo_weights(draws: LooDraws, floats_per_obs: int):
     """Chunks of observations, their normalised PSIS leave-one-out weights (S, n_cols) and
-    k-hat (n_cols,), smoothed here, or taken from ``saved`` log-weights (k-hat None)."""
+    k-hat (n_cols,), smoothed here, or taken from saved log-weights (k-hat None)."""
+    matrix = draws.matrix
     for chunk in obs_chunks(matrix.shape[1], floats_per_obs * matrix.shape[0]):
-        if saved is not None:
-            yield chunk, np.exp(saved[:, chunk]), None
+        if draws.saved is not None:
+            yield chunk, np.exp(draws.saved[:, chunk]), None
             continue
-        smoothed = psis_chunk(-read_columns(matrix, chunk), tails[chunk])
+        smoothed = psis_chunk(-read_columns(matrix, chunk), draws.tails[chunk], draws.ties)
         log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
         yield chunk, np.exp(log_weights), smoothed.pareto_k
 
@@ -437,6 +480,28 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, prob: float) -> 
     return np.where(index == 0, x[0], interpolated)
 
 
+KINDS = ("mean", "median", "var", "sd", "quantile")
+
+
+def _weighted_quantile_type7(values: np.ndarray, weights: np.ndarray, prob) -> np.ndarray:
+    """arviz-stats' weighted quantile per column: Hyndman and Fan's type 7 on the effective
+    sample size ``n_w = 1 / sum w^2`` (``h = (n_w - 1) p + 1``), spread over the sorted
+    values by their cumulative weights."""
+    order = np.argsort(values, axis=0, kind="stable")
+    x = np.take_along_axis(values, order, axis=0)
+    w = np.take_along_axis(weights, order, axis=0)
+    w = w / w.sum(axis=0)
+    n_w = 1.0 / (w**2).sum(axis=0)
+    cumulative = np.vstack([np.zeros((1, w.shape[1])), np.cumsum(w, axis=0)])
+    h = np.clip((n_w - 1) * prob + 1, 1, n_w)
+    u = np.maximum((h - 1) / n_w, np.minimum(h / n_w, cumulative))
+    return np.sum(x * np.diff(u * n_w - h + 1, axis=0), axis=0)
+
+
+#: Weighted quantile rules of the peers' conventions (:mod:`bayesij.stats.peers`).
+QUANTILE_RULES = {"R loo": _weighted_quantile, "type 7": _weighted_quantile_type7}
+
+
 def loo_expectation(
     data,
     values,
@@ -444,11 +509,14 @@ def loo_expectation(
     var_name=None,
     kind: str = "mean",
     prob=None,
+    convention: str | None = None,
     r_eff=None,
-    tail_rule: str = "ceil",
+    tail_rule: str | None = None,
+    ties: str | None = None,
     psis=None,
 ) -> pd.DataFrame:
-    """Leave-one-out expectations ``E[g | x_-n]`` of per-draw values, with their own k-hat.
+    """Leave-one-out expectations ``E[g | x_-n]`` of per-draw values, with their Monte Carlo
+    SE and their own k-hat.
 
     Parameters
     ----------
@@ -456,13 +524,15 @@ def loo_expectation(
         Source of the pointwise log-likelihood (as :func:`loo`).
     values : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
         ``g`` at each draw for each observation, e.g. posterior predictive draws ``y_rep``.
-    kind : {"mean", "var", "sd", "quantile"}, default "mean"
+    kind : {"mean", "median", "var", "sd", "quantile"}, default "mean"
         ``var`` is the weighted variance ``sum_s w_s (g_s - mean)^2 / (1 - sum_s w_s^2)``
         (as R loo >= 2.6; R loo 2.5.1's "variance" is the Monte Carlo variance of the mean);
         NaN where one draw holds (nearly) all the weight (k-hat far above 1), not inf.
+        ``median`` is the weighted quantile at 1/2.
     prob : float, optional
-        Probability for ``kind="quantile"`` (weighted quantile as R loo).
-    var_name, r_eff, tail_rule
+        Probability for ``kind="quantile"``: R loo's weighted quantile, or arviz-stats' with
+        ``convention="arviz-stats"``.
+    convention, var_name, r_eff, tail_rule, ties
         As :func:`loo`.
     psis : LooResult, optional
         A PSIS-LOO result of the same observations made with ``save_psis=True``: its
@@ -471,42 +541,130 @@ def loo_expectation(
     Returns
     -------
     pandas.DataFrame
-        Columns ``value`` and ``pareto_k``, one row per observation. k-hat is that of
-        ``sqrt(1 + g^2) r`` for the importance ratios ``r`` (R loo's ``E_loo`` diagnostic).
+        One row per observation: ``value``; ``mcse``, its Monte Carlo SE by the delta
+        method for self-normalised importance sampling, ``sqrt(sum_s w_s^2 phi_s^2 /
+        r_eff)`` with ``phi`` the estimate's influence function (``g - mean`` for the mean;
+        ``(g - mean)^2 - var`` for the variance, divided by ``2 sd`` for the sd; for
+        quantiles, the weighted quantiles at ``p -/+`` the SE of the weighted CDF at the
+        estimate, half their distance); and ``pareto_k``, the k-hat of the expectation as
+        arviz-stats (1.3) and R loo (>= 2.8) compute it: the larger of the k-hat of the
+        raw importance ratios ``r`` (right tail) and of ``h r`` (both tails; ``h = g`` for
+        the mean, ``g^2`` for the variance and sd; the ratios' alone for quantiles and
+        where ``h`` has at most two distinct values or is not finite), each fitted with the
+        tail length of ``pareto_khat`` for that function's tail ESS.
+
+    Notes
+    -----
+    R loo (stan-dev/loo#50) and arviz-stats give no Monte Carlo SE for LOO expectations;
+    this one is checked for coverage against exact leave-one-out expectations of a
+    conjugate model (tests/stats/test_loo.py).
 
     References
     ----------
     .. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
-       smoothed importance sampling. JMLR 25(72).
+       smoothed importance sampling. JMLR 25(72) (the k-hat of a function's expectation).
     """
-    if kind not in ("mean", "var", "sd", "quantile"):
-        raise fail("kind", repr(kind), "'mean', 'var', 'sd' or 'quantile'")
-    if kind == "quantile" and not (isinstance(prob, (int, float)) and 0 < prob < 1):
+    if kind not in KINDS:
+        raise fail("kind", repr(kind), f"one of {KINDS}")
+    if kind == "quantile" and not (
+        isinstance(prob, (int, float)) and not isinstance(prob, bool) and 0 < prob < 1
+    ):
         raise fail("prob", repr(prob), "a probability strictly between 0 and 1 for quantiles")
-    matrix, g, tails, units, saved = _draws_beside_log_lik(
-        data, values, "values", r_eff, tail_rule, var_name, psis
+    prob = 0.5 if kind == "median" else prob
+    draws = draws_beside_log_lik(
+        data,
+        values,
+        "values",
+        r_eff=r_eff,
+        tail_rule=tail_rule,
+        ties=ties,
+        var_name=var_name,
+        psis=psis,
+        convention=convention,
     )
-    value, k = np.empty(matrix.shape[1]), np.empty(matrix.shape[1])
-    for chunk, weights, _ in _loo_weights(matrix, tails, 12, saved):
-        h = g[:, chunk]
-        mean = (weights * h).sum(axis=0)
-        if kind == "mean":
-            value[chunk] = mean
-        elif kind == "quantile":
-            value[chunk] = _weighted_quantile(h, weights, float(prob))
-        else:
-            spread = 1 - (weights**2).sum(axis=0)  # 0 when one draw holds all the weight
-            with np.errstate(divide="ignore", invalid="ignore"):
-                variance = (weights * (h - mean) ** 2).sum(axis=0) / spread
-            variance[spread < 1e-8] = np.nan  # one effective draw: no variance to estimate
-            value[chunk] = variance if kind == "var" else np.sqrt(variance)
-        log_a = 0.5 * np.log1p(h**2) - read_columns(matrix, chunk)
-        k[chunk] = psis_chunk(log_a, tails[chunk]).pareto_k
-    return pd.DataFrame({"value": value, "pareto_k": k}, index=unit_index(units))
+    n_obs = draws.matrix.shape[1]
+    value, mcse, k = np.empty(n_obs), np.empty(n_obs), np.empty(n_obs)
+    for chunk, weights, _ in loo_weights(draws, 12):
+        g = draws.values[:, chunk]
+        value[chunk], influence = _weighted_estimate(g, weights, kind, prob, draws.quantile)
+        with np.errstate(invalid="ignore"):
+            mcse[chunk] = np.sqrt(np.sum(weights**2 * influence**2, axis=0) / draws.r_eff[chunk])
+        if kind == "sd":
+            mcse[chunk] /= 2 * value[chunk]
+        elif kind in ("median", "quantile"):
+            mcse[chunk] = _quantile_mcse(g, weights, prob, mcse[chunk], draws.quantile)
+        k[chunk] = expectation_khat(-read_columns(draws.matrix, chunk), g, kind)
+    frame = {"value": value, "mcse": mcse, "pareto_k": k}
+    return pd.DataFrame(frame, index=unit_index(draws.units))
+
+
+def _weighted_estimate(g, weights, kind, prob, rule):
+    """The weighted estimate per column and the influence term of each draw (for the
+    quantiles: the CDF's, ``1{g <= q} - p``)."""
+    mean = (weights * g).sum(axis=0)
+    if kind == "mean":
+        return mean, g - mean
+    if kind in ("median", "quantile"):
+        q = QUANTILE_RULES[rule](g, weights, float(prob))
+        return q, (g <= q).astype(float) - prob
+    spread = 1 - (weights**2).sum(axis=0)  # 0 when one draw holds all the weight
+    squares = (g - mean) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        variance = (weights * squares).sum(axis=0) / spread
+    variance[spread < 1e-8] = np.nan  # one effective draw: no variance to estimate
+    value = variance if kind == "var" else np.sqrt(variance)
+    return value, squares - variance
+
+
+def _quantile_mcse(g, weights, prob, cdf_se, rule):
+    """Half the distance between the weighted quantiles at ``prob -/+ cdf_se``."""
+    low = QUANTILE_RULES[rule](g, weights, np.clip(prob - cdf_se, 0.0, 1.0))
+    high = QUANTILE_RULES[rule](g, weights, np.clip(prob + cdf_se, 0.0, 1.0))
+    return (high - low) / 2
+
+
+def expectation_khat(log_ratios: np.ndarray, g: np.ndarray, kind: str) -> np.ndarray:
+    """k-hat of LOO expectations as arviz-stats computes it, per column of (S, n) arrays.
+
+    The raw ratios ``r = exp(log_ratios - max)`` (right tail) and, for the mean, variance
+    and sd, ``h r`` with ``h = g`` or ``g^2`` (both tails), each with the tail length
+    :func:`bayesij.array.psis.khat_tail_length` of its own relative tail ESS; the larger
+    of the two (the ratios' where ``h`` has at most two distinct values or is not finite).
+    """
+    ratios = np.exp(log_ratios - log_ratios.max(axis=0))
+    n_draws = ratios.shape[0]
+    k_r = pareto_khat_columns(
+        ratios, khat_tail_length(n_draws, tail_relative_ess(ratios.T), "right"), "right"
+    )
+    if kind in ("median", "quantile"):
+        return k_r
+    h = g if kind == "mean" else g**2
+    hr = h * ratios
+    k_hr = pareto_khat_columns(
+        hr, khat_tail_length(n_draws, tail_relative_ess(hr.T), "both"), "both"
+    )
+    plain = np.array([_few_values(column) for column in h.T], dtype=bool)
+    k = np.fmax(k_hr, k_r)
+    return np.where(plain, k_r, k)
+
+
+def _few_values(h: np.ndarray) -> bool:
+    """Whether ``h`` is not finite everywhere or has at most two distinct values."""
+    return not np.all(np.isfinite(h)) or np.unique(h).size <= 2
 
 
 def loo_pit(
-    data, y, y_pred, *, var_name=None, r_eff=None, tail_rule: str = "ceil", seed: int = 0, psis=None
+    data,
+    y,
+    y_pred,
+    *,
+    var_name=None,
+    convention: str | None = None,
+    r_eff=None,
+    tail_rule: str | None = None,
+    ties: str | None = None,
+    seed: int = 0,
+    psis=None,
 ) -> pd.Series:
     """Leave-one-out probability integral transform ``P(y_rep_n <= y_n | x_-n)``.
 
@@ -518,7 +676,7 @@ def loo_pit(
         Observed values.
     y_pred : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
         Posterior predictive draws at the same draws.
-    var_name, r_eff, tail_rule, psis
+    convention, var_name, r_eff, tail_rule, ties, psis
         As :func:`loo_expectation`.
     seed : int, default 0
         For ties ``y_pred == y`` (discrete data) the PIT is drawn uniformly between the
@@ -529,19 +687,27 @@ def loo_pit(
     pandas.Series
         Values in [0, 1]; uniform when the model is calibrated.
     """
-    matrix, replicated, tails, units, saved = _draws_beside_log_lik(
-        data, y_pred, "y_pred", r_eff, tail_rule, var_name, psis
+    draws = draws_beside_log_lik(
+        data,
+        y_pred,
+        "y_pred",
+        r_eff=r_eff,
+        tail_rule=tail_rule,
+        ties=ties,
+        var_name=var_name,
+        psis=psis,
+        convention=convention,
     )
+    n_obs = draws.matrix.shape[1]
     observed = as_float_array(y, "y")
-    if observed.shape != (matrix.shape[1],):
-        raise fail(
-            "y", f"shape {observed.shape}", f"one value per observation, shape ({matrix.shape[1]},)"
-        )
+    if observed.shape != (n_obs,):
+        raise fail("y", f"shape {observed.shape}", f"one value per observation, shape ({n_obs},)")
     check_finite(observed, "y")
     rng = np.random.default_rng(check_seed(seed))
-    pit = np.empty(matrix.shape[1])
-    for chunk, weights, _ in _loo_weights(matrix, tails, 8, saved):
-        below = (weights * (replicated[:, chunk] < observed[chunk])).sum(axis=0)
-        at = (weights * (replicated[:, chunk] == observed[chunk])).sum(axis=0)
+    pit = np.empty(n_obs)
+    for chunk, weights, _ in loo_weights(draws, 8):
+        replicated = draws.values[:, chunk]
+        below = (weights * (replicated < observed[chunk])).sum(axis=0)
+        at = (weights * (replicated == observed[chunk])).sum(axis=0)
         pit[chunk] = below + at * np.where(at > 0, rng.uniform(size=at.size), 0.0)
-    return pd.Series(np.minimum(pit, 1.0), index=unit_index(units), name="loo_pit")
+    return pd.Series(np.minimum(pit, 1.0), index=unit_index(draws.units), name="loo_pit")

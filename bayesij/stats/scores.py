@@ -18,7 +18,7 @@ from bayesij.array.checks import (
 )
 from bayesij.array.scores import weighted_crps
 from bayesij.data.convert import unit_index
-from bayesij.stats.loo import _draws_beside_log_lik, _loo_weights, loo_expectation
+from bayesij.stats.loo import draws_beside_log_lik, loo_expectation, loo_weights
 
 __all__ = ["LooScore", "loo_score", "loo_metrics", "SCORES", "METRICS"]
 
@@ -58,8 +58,10 @@ def loo_score(
     *,
     var_name=None,
     kind: str = "crps",
+    convention: str | None = None,
     r_eff=None,
-    tail_rule: str = "ceil",
+    tail_rule: str | None = None,
+    ties: str | None = None,
     psis=None,
     ddof: int = 0,
 ) -> LooScore:
@@ -75,7 +77,7 @@ def loo_score(
         Posterior predictive draws at the same draws as the log-likelihood (the order of
         :func:`bayesij.loo_pit`: observed, then predicted).
     kind : {"crps", "scrps"}, default "crps"
-    var_name, r_eff, tail_rule, psis
+    convention, var_name, r_eff, tail_rule, ties, psis
         As :func:`bayesij.loo_expectation` (``psis``: reuse a ``save_psis=True`` result).
     ddof : {0, 1}, default 0
         ``se = sd(pointwise, ddof) / sqrt(n)``: 0 as arviz-stats ``loo_score``.
@@ -97,18 +99,26 @@ def loo_score(
     if kind not in SCORES:
         raise fail("kind", repr(kind), f"one of {SCORES}")
     ddof = check_ddof(ddof)
-    matrix, draws, tails, units, saved = _draws_beside_log_lik(
-        data, y_pred, "y_pred", r_eff, tail_rule, var_name, psis
+    draws = draws_beside_log_lik(
+        data,
+        y_pred,
+        "y_pred",
+        r_eff=r_eff,
+        tail_rule=tail_rule,
+        ties=ties,
+        var_name=var_name,
+        psis=psis,
+        convention=convention,
     )
-    observed = _observed(y, matrix.shape[1])
-    score = np.empty(matrix.shape[1])
+    observed = _observed(y, draws.matrix.shape[1])
+    score = np.empty(draws.matrix.shape[1])
     k = psis.pointwise["pareto_k"].to_numpy() if psis is not None else np.empty(score.size)
-    for chunk, weights, chunk_k in _loo_weights(matrix, tails, 16, saved):
-        crps, scrps = weighted_crps(draws[:, chunk], observed[chunk], weights)
+    for chunk, weights, chunk_k in loo_weights(draws, 16):
+        crps, scrps = weighted_crps(draws.values[:, chunk], observed[chunk], weights)
         score[chunk] = crps if kind == "crps" else scrps
         if chunk_k is not None:
             k[chunk] = chunk_k
-    frame = pd.DataFrame({"score": score, "pareto_k": k}, index=unit_index(units))
+    frame = pd.DataFrame({"score": score, "pareto_k": k}, index=unit_index(draws.units))
     return LooScore(kind, float(score.mean()), _se(score, ddof), frame)
 
 
@@ -119,8 +129,10 @@ def loo_metrics(
     *,
     var_name=None,
     kind: str = "rmse",
+    convention: str | None = None,
     r_eff=None,
-    tail_rule: str = "ceil",
+    tail_rule: str | None = None,
+    ties: str | None = None,
     psis=None,
     n_bootstrap: int = 4000,
     seed: int = 0,
@@ -129,7 +141,7 @@ def loo_metrics(
 
     Parameters
     ----------
-    data, y, y_pred, var_name, r_eff, tail_rule, psis
+    data, y, y_pred, convention, var_name, r_eff, tail_rule, ties, psis
         As :func:`loo_score`.
     kind : {"mae", "mse", "rmse", "r2"}, default "rmse"
         ``mae``, ``mse``: mean absolute / squared error, SE ``sd(ddof=1) / sqrt(n)``;
@@ -155,7 +167,14 @@ def loo_metrics(
     seed = check_seed(seed)
     n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=2)
     means = loo_expectation(
-        data, y_pred, var_name=var_name, r_eff=r_eff, tail_rule=tail_rule, psis=psis
+        data,
+        y_pred,
+        var_name=var_name,
+        convention=convention,
+        r_eff=r_eff,
+        tail_rule=tail_rule,
+        ties=ties,
+        psis=psis,
     )
     prediction = means["value"].to_numpy()
     observed = _observed(y, prediction.size)

@@ -19,8 +19,9 @@ from bayesij.data.lazy import LogLikFunction
 from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.loo import loo as compute_loo
+from bayesij.stats.peers import psis_settings
 
-__all__ = ["LooSubsample", "loo_subsample", "APPROXIMATIONS"]
+__all__ = ["LooSubsample", "loo_subsample", "update_subsample", "APPROXIMATIONS"]
 
 APPROXIMATIONS = ("lpd", "plpd")
 
@@ -34,8 +35,11 @@ class LooSubsample(ElpdResult):
     elpd : float
         The difference estimator ``sum_n pi_n + (N / m) sum_{j in S} (elpd_j - pi_j)``.
     se : float
-        ``sqrt(N sigma^2)``, the estimated SE of elpd_loo over observations (as a full PSIS
-        run would report, with the divisor ``N - ddof``).
+        The estimated SE of elpd_loo over observations, as R loo's and arviz-stats'
+        ``loo_subsample``: ``sqrt(t_pi2 + N mean(e^2 - pi^2) - (t_e^2 - v + 2 t_pi elpd -
+        t_pi^2) / N)`` (``t_pi``, ``t_pi2`` the sums of the approximations and of their
+        squares over all ``N``, ``t_e = N mean(e - pi)`` over the subsample, ``v`` the
+        subsampling variance), times ``sqrt(N / (N - ddof))``.
     subsampling_se : float
         ``N sqrt((1 - m / N) s^2 / m)``: the error of estimating elpd from ``m`` of ``N``.
     n_obs, n_sampled : int
@@ -44,6 +48,11 @@ class LooSubsample(ElpdResult):
         The sampled observations: ``elpd_loo``, ``pareto_k``, ``approximation``.
     approximations : pandas.Series
         ``pi_n`` of every observation.
+    sampled : ndarray of int
+        Positions (0-based) of the sampled observations, ascending.
+    psis_options : dict
+        The PSIS settings used (``r_eff``, ``tail_rule``, ``ties``), which
+        :func:`update_subsample` keeps.
     """
 
     elpd: float
@@ -55,6 +64,8 @@ class LooSubsample(ElpdResult):
     pointwise: pd.DataFrame
     approximations: pd.Series
     ddof: int = 0
+    sampled: np.ndarray | None = None
+    psis_options: dict | None = None
 
     criterion: ClassVar[str] = "loo"
     elpd_column: ClassVar[str] = "elpd_loo"
@@ -77,14 +88,15 @@ class LooSubsample(ElpdResult):
 
 def loo_subsample(
     data,
-    observations: int = 400,
+    observations=400,
     *,
     var_name=None,
     approximation: str = "lpd",
     seed: int = 0,
+    convention: str | None = None,
     r_eff=None,
-    tail_rule: str = "ceil",
-    ties: str = "above",
+    tail_rule: str | None = None,
+    ties: str | None = None,
     ddof: int = 0,
 ) -> LooSubsample:
     """PSIS-LOO from ``observations`` randomly chosen observations, all the others entering
@@ -95,21 +107,25 @@ def loo_subsample(
     data : Posterior, InferenceData, DataTree, array_like or LogLikFunction
         As :func:`bayesij.loo` (lazy log-likelihoods included: only the sampled
         observations' draws are ever needed in full, plus the approximation's pass).
-    observations : int, default 400
-        ``m``, the subsample size (at most the number of observations).
+    observations : int or array_like of int, default 400
+        ``m``, the size of a simple random sample without replacement (at most the number
+        of observations), or the positions (0-based) of the observations to use.
     approximation : {"lpd", "plpd"}, default "lpd"
         ``pi_n``: ``"lpd"`` the log pointwise predictive density ``log mean_s p(y_n |
         theta_s)`` (one pass over the draws); ``"plpd"`` the log density at the posterior
         mean of the draws, ``log p(y_n | theta_bar)``: one evaluation per observation, for a
         :func:`bayesij.loglik_function` whose draws are an (S, D) array.
     seed : int, default 0
-        Of the simple random sample without replacement.
-    var_name, r_eff, tail_rule, ties, ddof
+        Of the random sample.
+    convention, var_name, r_eff, tail_rule, ties
         As :func:`bayesij.loo` (``r_eff`` per observation of all ``N``, or one number).
+    ddof : {0, 1}, default 0
+        0 gives R loo's and arviz-stats' SE (the convention does not change it).
 
     Returns
     -------
     LooSubsample
+        :func:`update_subsample` adds observations to it.
 
     References
     ----------
@@ -124,30 +140,121 @@ def loo_subsample(
     ddof = check_ddof(ddof)
     seed = check_seed(seed)
     source = as_source(data, var_name=var_name)
-    n_obs = source.n_units
-    m = check_positive_int(observations, "observations", minimum=2)
-    if m > n_obs:
-        raise fail("observations", str(m), f"at most the {n_obs} observations")
+    settings = psis_settings(convention, source, tail_rule=tail_rule, ties=ties, r_eff=r_eff)
+    options = {"r_eff": settings.r_eff, "tail_rule": settings.tail_rule, "ties": settings.ties}
     approx = _approximations(source, approximation)
-    sampled = np.sort(np.random.default_rng(seed).choice(n_obs, size=m, replace=False))
-    draws = source.rows(sampled)
+    sampled = _new_sample(observations, np.zeros(source.n_units, bool), seed)
+    e, k = _exact_psis(source, sampled, options)
+    return _difference_estimator(e, approx, sampled, source.index, k, approximation, ddof, options)
+
+
+def update_subsample(
+    result: LooSubsample, data, observations=400, *, seed: int = 0
+) -> LooSubsample:
+    """A subsampled PSIS-LOO with more observations: those of ``result`` (not recomputed)
+    and ``observations`` new ones.
+
+    Parameters
+    ----------
+    result : LooSubsample
+        From :func:`loo_subsample` on the same ``data``.
+    data
+        The same log-likelihood (as :func:`loo_subsample`).
+    observations : int or array_like of int, default 400
+        How many new observations to draw at random among those not yet sampled, or their
+        positions (0-based; none may be sampled already).
+    seed : int, default 0
+
+    Returns
+    -------
+    LooSubsample
+        With the PSIS settings, approximation and ``ddof`` of ``result``.
+    """
+    if not isinstance(result, LooSubsample) or result.sampled is None:
+        raise fail("result", f"a {type(result).__name__}", "a LooSubsample from loo_subsample")
+    source = as_source(data)
+    if source.n_units != result.n_obs:
+        raise fail(
+            "data",
+            f"{source.n_units} observations",
+            f"the {result.n_obs} observations of the result being updated",
+        )
+    taken = np.zeros(result.n_obs, bool)
+    taken[result.sampled] = True
+    new = _new_sample(observations, taken, check_seed(seed))
+    e_new, k_new = _exact_psis(source, new, result.psis_options)
+    sampled = np.concatenate([result.sampled, new])
+    order = np.argsort(sampled)
+    e = np.concatenate([result.pointwise["elpd_loo"].to_numpy(), e_new])[order]
+    k = np.concatenate([result.pointwise["pareto_k"].to_numpy(), k_new])[order]
+    approx = result.approximations.to_numpy()
+    return _difference_estimator(
+        e,
+        approx,
+        sampled[order],
+        source.index,
+        k,
+        result.approximation,
+        result.ddof,
+        result.psis_options,
+    )
+
+
+def _new_sample(observations, taken: np.ndarray, seed: int) -> np.ndarray:
+    """Positions of new observations, ascending: ``observations`` drawn at random among
+    those not ``taken``, or given as positions (checked: integers, in range, distinct, not
+    taken); at least 2 in all."""
+    n_obs, free = taken.size, np.flatnonzero(~taken)
+    if np.ndim(observations) == 0:
+        m = check_positive_int(observations, "observations", minimum=1 if taken.any() else 2)
+        if m > free.size:
+            raise fail("observations", str(m), f"at most the {free.size} observations not sampled")
+        return np.sort(np.random.default_rng(seed).choice(free, size=m, replace=False))
+    positions = np.asarray(observations)
+    if positions.ndim != 1 or positions.dtype.kind not in "iu" or positions.size == 0:
+        raise fail(
+            "observations",
+            f"an array of dtype {positions.dtype} and shape {positions.shape}",
+            "an integer, or a 1-D array of observation positions (integers)",
+        )
+    bad = (positions < 0) | (positions >= n_obs)
+    if bad.any() or np.unique(positions).size != positions.size:
+        found = f"position {positions[bad][0]}" if bad.any() else "repeated positions"
+        raise fail("observations", found, f"distinct positions in 0 .. {n_obs - 1}")
+    if taken[positions].any():
+        raise fail(
+            "observations",
+            f"positions already sampled ({positions[taken[positions]][:5].tolist()})",
+            "observations not in the subsample yet",
+        )
+    if positions.size + taken.sum() < 2:
+        raise fail("observations", "1 observation", "at least 2 in the subsample")
+    return np.sort(positions)
+
+
+def _exact_psis(source, sampled: np.ndarray, options: dict) -> tuple[np.ndarray, np.ndarray]:
+    """PSIS-LOO elpd and k-hat of the sampled observations."""
+    r_eff = options["r_eff"]
     given = np.asarray(r_eff)[sampled] if r_eff is not None and np.ndim(r_eff) else r_eff
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the k-hats are reported in the pointwise table
-        exact = compute_loo(draws, r_eff=given, tail_rule=tail_rule, ties=ties)
-    e = exact.pointwise["elpd_loo"].to_numpy()
-    k = exact.pointwise["pareto_k"].to_numpy()
-    return _difference_estimator(e, approx, sampled, source.index, k, approximation, ddof)
+        exact = compute_loo(
+            source.rows(sampled), r_eff=given, tail_rule=options["tail_rule"], ties=options["ties"]
+        )
+    return exact.pointwise["elpd_loo"].to_numpy(), exact.pointwise["pareto_k"].to_numpy()
 
 
-def _difference_estimator(e, approx, sampled, index, pareto_k, approximation, ddof):
+def _difference_estimator(e, approx, sampled, index, pareto_k, approximation, ddof, options=None):
+    """R loo's ``srs_diff_est``: the total, its subsampling variance and the estimate of
+    ``sum_n (e_n - mean e)^2`` (the pointwise variance times ``N``)."""
     n_obs, m = approx.size, sampled.size
     gap = e - approx[sampled]
-    total = approx.sum() + n_obs / m * gap.sum()
+    t_pi, t_e = approx.sum(), n_obs * gap.mean()
+    total = t_pi + t_e
     subsampling_var = n_obs**2 * (1 - m / n_obs) * gap.var(ddof=1) / m
-    # sigma^2 of the pointwise elpd: E[e^2] - E[e]^2 estimated the same way.
-    second = (np.sum(approx**2) + n_obs / m * np.sum(e**2 - approx[sampled] ** 2)) / n_obs
-    variance = max(second - (total / n_obs) ** 2, 0.0) * n_obs / (n_obs - ddof)
+    squares = np.sum(approx**2) + n_obs * np.mean(e**2 - approx[sampled] ** 2)
+    spread = squares - (t_e**2 - subsampling_var + 2 * t_pi * total - t_pi**2) / n_obs
+    variance = max(spread, 0.0) / (n_obs - ddof)
     pointwise = pd.DataFrame(
         {
             "elpd_loo": e,
@@ -166,6 +273,8 @@ def _difference_estimator(e, approx, sampled, index, pareto_k, approximation, dd
         pointwise=pointwise,
         approximations=pd.Series(approx, index=index, name=approximation),
         ddof=ddof,
+        sampled=np.asarray(sampled),
+        psis_options=options,
     )
 
 

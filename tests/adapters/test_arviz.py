@@ -72,3 +72,46 @@ def test_arviz_plots_draw_bayesij_results(results, monkeypatch):
         warnings.simplefilter("ignore")
         assert azp.plot_khat(converted["centered_eight"]) is not None
         assert azp.plot_compare(compare(converted)) is not None
+
+
+def test_arviz_s_r_eff_is_the_mean_ess_of_the_posterior_over_the_draws():
+    from bayesij.adapters.arviz import mean_relative_ess
+
+    data = load_example("centered_eight")
+    posterior = data["posterior"]
+    draws = np.concatenate(
+        [posterior[v].values.reshape(4, 500, -1) for v in ("mu", "theta", "tau")], axis=2
+    )
+    if ARVIZ_1:
+        from arviz_stats.loo.loo_helper import _get_r_eff
+
+        expected = _get_r_eff(data, 2000)
+    else:
+        import arviz as az
+
+        ess = az.ess(data, method="mean")
+        expected = np.hstack([ess[v].values.ravel() for v in ess.data_vars]).mean() / 2000
+    assert mean_relative_ess(draws) == pytest.approx(expected, rel=1e-12)
+    assert mean_relative_ess(draws[:1]) == 1.0  # one chain: ArviZ uses 1
+
+
+def test_the_tail_ess_of_rows_is_arviz_s():
+    from bayesij.adapters.arviz import tail_relative_ess
+
+    rows = np.exp(np.random.default_rng(1).normal(size=(3, 1000)).cumsum(axis=1) * 0.05)
+    ours = tail_relative_ess(rows)
+    if ARVIZ_1:  # each row is one chain
+        from arviz_stats.base import array_stats
+
+        def tail_ess(row):
+            return array_stats.ess(row[None], method="tail", prob=0.05, relative=True)
+
+    else:
+        import arviz as az
+
+        def tail_ess(row):
+            return az.ess(row, method="tail", prob=0.05, relative=True)
+
+    expected = [float(tail_ess(row)) for row in rows]
+    np.testing.assert_allclose(ours, expected, rtol=1e-12)
+    assert np.all((ours > 0) & (ours < 1))  # autocorrelated rows

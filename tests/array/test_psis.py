@@ -12,7 +12,14 @@ import pandas as pd
 import pytest
 from scipy.special import logsumexp
 
-from bayesij.array.psis import gpd_fit, pareto_k_threshold, psis_chunk, tail_length
+from bayesij.array.psis import (
+    gpd_fit,
+    khat_tail_length,
+    pareto_k_threshold,
+    pareto_khat_columns,
+    psis_chunk,
+    tail_length,
+)
 
 #: R loo's saved values (tests/reference/r_loo_ties.R made them).
 REFERENCE = Path(__file__).parents[1] / "reference"
@@ -67,3 +74,42 @@ def test_tied_draws_get_r_loo_s_order_so_the_weights_equal_r_s():
     expected = np.exp(r_weights - logsumexp(r_weights, axis=0))
     np.testing.assert_allclose(normalised, expected, rtol=0, atol=1e-12)
     np.testing.assert_allclose(ours.pareto_k, r["pareto_k"], rtol=1e-10)
+
+
+def test_the_khat_tail_length_is_pareto_khat_s():
+    # floor(3 sqrt(S / r_eff)) when S r_eff > 225, else floor(S / 5); both tails: [5, S // 2].
+    np.testing.assert_array_equal(khat_tail_length(4000, [1.0, 0.25, np.nan]), [189, 379, 800])
+    np.testing.assert_array_equal(khat_tail_length(100, [1.0, 3.0]), [20, 17])
+    np.testing.assert_array_equal(khat_tail_length(20, [1.0], "both"), [5])
+    np.testing.assert_array_equal(khat_tail_length(30, [0.01], "both"), [6])
+
+
+def test_pareto_khat_of_columns_fits_the_largest_values_above_the_next():
+    rng = np.random.default_rng(2)
+    values = rng.pareto(2.0, size=(2000, 1)) * [1.0, 10.0, 1e-3]  # k = 1/2, scale-free
+    length = khat_tail_length(2000, np.ones(3))
+    right = pareto_khat_columns(values, length)
+    ordered = np.sort(values, axis=0)
+    m = int(length[0])
+    by_hand = gpd_fit(ordered[-m:] - ordered[-m - 1], np.full(3, m)).k
+    np.testing.assert_allclose(right, by_hand, rtol=1e-12)
+    np.testing.assert_allclose(right, right[0], rtol=1e-9)  # scale does not matter
+    assert 0.3 < right[0] < 0.7
+    both = pareto_khat_columns(np.c_[values[:, 0], -values[:, 0]], np.full(2, m), "both")
+    assert both[0] == pytest.approx(both[1]) and both[0] >= right[0] - 1e-12
+    constant = pareto_khat_columns(np.ones((100, 1)), np.array([20]))
+    assert np.isnan(constant[0])  # all tail values equal: no fit
+
+
+@pytest.mark.parametrize("tail", ["right", "both"])
+def test_pareto_khat_of_columns_equals_arviz_stats(tail):
+    array_stats = pytest.importorskip("arviz_stats.base").array_stats
+    rng = np.random.default_rng(5)
+    values = np.exp(rng.normal(size=(1000, 4)) * [0.5, 1.0, 1.5, 2.0])
+    length = khat_tail_length(1000, np.full(4, 0.8), tail)
+    ours = pareto_khat_columns(values, length, tail)
+    theirs = [
+        float(array_stats.pareto_khat(column, r_eff=0.8, tail=tail, chain_axis=None, draw_axis=-1))
+        for column in values.T
+    ]
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)

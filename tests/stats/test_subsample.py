@@ -5,9 +5,11 @@ over many seeds."""
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import bayesij
+from peers import ARVIZ_1, from_dict
 
 N = 2000
 
@@ -97,9 +99,76 @@ def test_compare_takes_subsampled_results_on_the_same_subsample(fit):
 
 def test_subsample_arguments_are_checked(fit):
     *_, matrix, _ = fit
-    with pytest.raises(ValueError, match=r"observations: found 2001; expected at most the 2000"):
+    with pytest.raises(ValueError, match=r"observations: found 2001; expected at most the 2000 o"):
         bayesij.loo_subsample(matrix, N + 1)
     with pytest.raises(ValueError, match=r"approximation: found 'waic'; expected one of"):
         bayesij.loo_subsample(matrix, 100, approximation="waic")
     with pytest.raises(ValueError, match=r"observations: found 1; expected an integer >= 2"):
         bayesij.loo_subsample(matrix, 1)
+    with pytest.raises(ValueError, match=r"observations: found position 2000; expected distinct"):
+        bayesij.loo_subsample(matrix, np.array([3, 2000]))
+    with pytest.raises(ValueError, match=r"observations: found repeated positions; expected"):
+        bayesij.loo_subsample(matrix, np.array([3, 3]))
+    with pytest.raises(ValueError, match=r"observations: found an array of dtype float64"):
+        bayesij.loo_subsample(matrix, np.array([3.0, 4.0]))
+    first = bayesij.loo_subsample(matrix, np.array([3, 7]))
+    with pytest.raises(ValueError, match=r"observations: found positions already sampled \(\[7\]"):
+        bayesij.update_subsample(first, matrix, np.array([7, 9]))
+    with pytest.raises(ValueError, match=r"data: found 10 observations; expected the 2000"):
+        bayesij.update_subsample(first, matrix[..., :10], 2)
+    with pytest.raises(ValueError, match=r"result: found a LooResult; expected a LooSubsample"):
+        bayesij.update_subsample(bayesij.loo(matrix[..., :10]), matrix, 2)
+
+
+def test_explicit_positions_and_an_update_equal_one_subsample_of_their_union(fit):
+    *_, matrix, _ = fit
+    first = bayesij.loo_subsample(matrix, np.array([10, 400, 7, 1999]))
+    np.testing.assert_array_equal(first.sampled, [7, 10, 400, 1999])
+    updated = bayesij.update_subsample(first, matrix, np.array([5, 1000]))
+    union = bayesij.loo_subsample(matrix, np.array([5, 7, 10, 400, 1000, 1999]))
+    assert updated.elpd == pytest.approx(union.elpd, rel=1e-12)
+    assert updated.se == pytest.approx(union.se, rel=1e-12)
+    pd.testing.assert_frame_equal(updated.pointwise, union.pointwise)
+    grown = bayesij.update_subsample(first, matrix, 96, seed=4)  # 96 new ones at random
+    assert grown.n_sampled == 100 and set(first.sampled) <= set(grown.sampled)
+    assert grown.subsampling_se < first.subsampling_se
+
+
+def test_the_se_is_r_loo_s_srs_difference_estimator(fit):
+    # R loo's srs_diff_est (and arviz-stats' _diff_srs_estimator), written out: the
+    # subsampling variance enters the SE as + v / N, which sqrt(N var) alone omits.
+    *_, matrix, _ = fit
+    result = bayesij.loo_subsample(matrix, 150, seed=3)
+    e = result.pointwise["elpd_loo"].to_numpy()
+    pi = result.approximations.to_numpy()
+    pi_m = result.pointwise["approximation"].to_numpy()
+    n, m = pi.size, e.size
+    t_pi, t_e = pi.sum(), n * np.mean(e - pi_m)
+    v = n**2 * (1 - m / n) * np.var(e - pi_m, ddof=1) / m
+    total = t_pi + t_e
+    hat_v = (
+        np.sum(pi**2) + n * np.mean(e**2 - pi_m**2) - (t_e**2 - v + 2 * t_pi * total - t_pi**2) / n
+    )
+    assert result.elpd == pytest.approx(total, rel=1e-12)
+    assert result.subsampling_se == pytest.approx(np.sqrt(v), rel=1e-12)
+    assert result.se == pytest.approx(np.sqrt(hat_v), rel=1e-12)
+
+
+@pytest.mark.skipif(not ARVIZ_1, reason="arviz-stats needs ArviZ 1.x (Python >= 3.12)")
+def test_the_subsampled_loo_equals_arviz_stats(fit):
+    import arviz_stats
+
+    *_, matrix, _ = fit
+    data = from_dict(
+        posterior={"mu": np.random.default_rng(0).normal(size=(4, 250))},
+        log_likelihood={"y": matrix},
+        observed_data={"y": np.zeros(N)},
+    )
+    positions = np.sort(np.random.default_rng(1).choice(N, 300, replace=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = arviz_stats.loo_subsample(data, observations=positions, pointwise=True)
+    ours = bayesij.loo_subsample(data, positions, convention="arviz-stats")
+    assert ours.elpd == pytest.approx(theirs.elpd, rel=1e-12)
+    assert ours.subsampling_se == pytest.approx(theirs.subsampling_se, rel=1e-8)
+    assert ours.se == pytest.approx(theirs.se, rel=1e-8)

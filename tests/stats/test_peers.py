@@ -1,0 +1,124 @@
+"""One switch for a peer's conventions (bayesij.stats.peers): under each, PSIS-LOO equals
+that peer's own answer on the same draws: R loo's saved values (tests/reference), ArviZ 0.23
+or arviz-stats computed in the test, on ArviZ's example fit and on a PyMC fit sampled here."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayesij
+from bayesij.stats.peers import CONVENTIONS
+from peers import ARVIZ_1, REFERENCE, from_dict, load_example, r_log_lik
+
+
+def _quiet(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return function(*args, **kwargs)
+
+
+def _peer_loo(data):
+    """The installed peer's PSIS-LOO with its own defaults: (elpd_i, pareto_k, elpd, se, p)."""
+    if ARVIZ_1:
+        import arviz_stats
+
+        r = _quiet(arviz_stats.loo, data, pointwise=True)
+        return r.elpd_i.values.ravel(), r.pareto_k.values.ravel(), r.elpd, r.se, r.p
+    import arviz as az
+
+    r = _quiet(az.loo, data, pointwise=True)
+    return r.loo_i.values.ravel(), r.pareto_k.values.ravel(), r.elpd_loo, r.se, r.p_loo
+
+
+PEER = "arviz-stats" if ARVIZ_1 else "ArviZ 0.23"
+
+
+def _assert_equal_to_peer(data):
+    elpd_i, pareto_k, elpd, se, p = _peer_loo(data)
+    ours = _quiet(bayesij.loo, data, convention=PEER)
+    np.testing.assert_allclose(ours.pointwise["elpd_loo"], elpd_i, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ours.pointwise["pareto_k"], pareto_k, rtol=0, atol=1e-12)
+    np.testing.assert_allclose([ours.elpd, ours.se, ours.p_loo], [elpd, se, p], rtol=1e-12)
+    return ours
+
+
+def test_the_installed_peer_s_convention_gives_its_loo_on_its_example_fit():
+    ours = _assert_equal_to_peer(load_example("centered_eight"))
+    default = _quiet(bayesij.loo, load_example("centered_eight"))
+    assert not np.allclose(default.pointwise["pareto_k"], ours.pointwise["pareto_k"])
+
+
+@pytest.mark.slow
+def test_the_installed_peer_s_convention_gives_its_loo_on_a_pymc_fit():
+    pm = pytest.importorskip("pymc", reason="CI samples PyMC in the Python 3.12 environment")
+    rng = np.random.default_rng(3)
+    groups = np.repeat(np.arange(6), 8)
+    x = rng.normal(size=groups.size)
+    y = 1.0 + 0.5 * x + rng.normal(0, 0.7, 6)[groups] + rng.standard_t(3, size=groups.size)
+    with pm.Model(coords={"group": np.arange(6), "obs": np.arange(y.size)}):
+        mu = pm.Normal("mu", 0, 5)
+        tau = pm.HalfNormal("tau", 1)
+        z = pm.Normal("z", 0, 1, dims="group")
+        beta = pm.Normal("beta", 0, 2)
+        sigma = pm.HalfNormal("sigma", 2)
+        pm.Normal("y", mu + tau * z[groups] + beta * x, sigma, observed=y, dims="obs")
+        data = _quiet(
+            pm.sample,
+            500,
+            tune=500,
+            chains=4,
+            cores=1,
+            random_seed=5,
+            progressbar=False,
+            idata_kwargs={"log_likelihood": True},
+        )
+    _assert_equal_to_peer(data)
+
+
+@pytest.mark.parametrize("name", ["reference", "heavy"])
+def test_the_r_loo_convention_gives_r_loo_s_values(name):
+    pointwise = pd.read_csv(REFERENCE / f"r_loo_psis_{name}_pointwise.csv")
+    estimates = pd.read_csv(REFERENCE / f"r_loo_psis_{name}_estimates.csv").set_index("quantity")
+    ours = _quiet(bayesij.loo, r_log_lik(name), convention="R loo")
+    np.testing.assert_allclose(ours.pointwise["elpd_loo"], pointwise["elpd_loo"], rtol=1e-10)
+    np.testing.assert_allclose(ours.pointwise["pareto_k"], pointwise["pareto_k"], rtol=1e-9)
+    np.testing.assert_allclose(ours.se, estimates.loc["elpd_loo", "se"], rtol=1e-10)  # sqrt(N) sd
+    assert ours.ddof == 1
+
+
+def test_an_option_given_explicitly_overrides_the_convention():
+    log_lik = r_log_lik("reference")
+    r_loo = bayesij.loo(log_lik, convention="R loo")
+    with_ddof_0 = bayesij.loo(log_lik, convention="R loo", ddof=0)
+    n = log_lik.shape[2]
+    np.testing.assert_allclose(with_ddof_0.se, r_loo.se * np.sqrt((n - 1) / n), rtol=1e-12)
+    floor = bayesij.loo(log_lik, convention="R loo", tail_rule="floor")
+    assert floor.tail_rule == "floor"
+
+
+def test_conventions_are_named_and_checked():
+    assert set(CONVENTIONS) == {"bayesij", "R loo", "arviz-stats", "ArviZ 0.23"}
+    log_lik = r_log_lik("reference")
+    with pytest.raises(ValueError, match=r"^convention: found 'loo'; expected one of"):
+        bayesij.loo(log_lik, convention="loo")
+    # An array has no posterior draws to take ArviZ's r_eff from.
+    with pytest.raises(ValueError, match=r"convention: found 'arviz-stats' for a log-likeli"):
+        bayesij.loo(log_lik, convention="arviz-stats")
+    given = bayesij.loo(log_lik, convention="arviz-stats", r_eff=0.8)
+    assert given.tail_rule == "floor" and np.all(given.pointwise["r_eff"] == 0.8)
+    default = bayesij.loo(log_lik)
+    same = bayesij.loo(log_lik, convention="bayesij")
+    pd.testing.assert_frame_equal(default.pointwise, same.pointwise)
+
+
+def test_a_lazy_log_likelihood_needs_r_eff_for_arviz_s_convention():
+    log_lik = r_log_lik("reference")
+    dask = pytest.importorskip("dask.array")
+    lazy = from_dict(
+        posterior={"mu": np.zeros(log_lik.shape[:2])},
+        log_likelihood={"y": dask.from_array(log_lik, chunks=(4, 250, 10))},
+    )
+    with pytest.raises(ValueError, match=r"convention: found 'arviz-stats' with a lazy"):
+        bayesij.loo(lazy, convention="arviz-stats")
