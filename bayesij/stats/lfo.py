@@ -124,8 +124,9 @@ class LfoResult(ElpdResult):
     def _title(self) -> str:
         return (
             f"{self.horizon}-step-ahead leave-future-out elpd ({self.method}) over "
-            f"{len(self.pointwise)} origins: {self.elpd:.2f} (SE {self.se:.2f}), "
-            f"{self.n_refits} refit(s)"
+            f"{len(self.pointwise)} origins: {self.elpd:.2f} (SE {self.se:.2f}"
+            + (f", MCSE {self.mcse:.2f}" if np.isfinite(self.mcse) else "")
+            + f"), {self.n_refits} refit(s)"
         )
 
     def _details(self) -> list[str]:

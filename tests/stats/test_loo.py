@@ -8,6 +8,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
@@ -226,8 +227,10 @@ def test_loo_expectations_equal_arviz_stats(name, kind, prob):
         np.testing.assert_allclose(value[~one_draw], expected[~one_draw], rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("kind", ["mean", "sd", "median"])
-def test_loo_expectation_mcse_covers_the_error_against_exact_loo(kind):
+@pytest.mark.parametrize(
+    "kind,prob", [("mean", None), ("sd", None), ("median", None), ("quantile", 0.9)]
+)
+def test_loo_expectation_mcse_covers_the_error_against_exact_loo(kind, prob):
     # Conjugate regression: the linear predictor x_n beta has the exact LOO posterior
     # N(x_n m_-n, x_n S_-n x_n); over 20 sets of 1000 exact draws, (error / MCSE) has mean
     # square near 1.
@@ -238,7 +241,12 @@ def test_loo_expectation_mcse_covers_the_error_against_exact_loo(kind):
         mean, cov = model.posterior(np.r_[np.ones(n), 0.0, np.ones(y.size - n - 1)])
         exact.append((X[n] @ mean, np.sqrt(X[n] @ cov @ X[n])))
     exact = np.array(exact)
-    truth = {"mean": exact[:, 0], "median": exact[:, 0], "sd": exact[:, 1]}[kind]
+    truth = {
+        "mean": exact[:, 0],
+        "median": exact[:, 0],
+        "sd": exact[:, 1],
+        "quantile": exact[:, 0] + scipy.stats.norm.ppf(0.9) * exact[:, 1],
+    }[kind]
     z = []
     for seed in range(20):
         beta = model.draws(1000, np.random.default_rng(seed))
@@ -247,6 +255,7 @@ def test_loo_expectation_mcse_covers_the_error_against_exact_loo(kind):
             model.log_lik(beta)[None],
             (beta @ X.T)[None],
             kind=kind,
+            prob=prob,
             r_eff=1.0,
         )
         z.append((result["value"] - truth) / result["mcse"])
