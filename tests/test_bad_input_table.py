@@ -668,6 +668,36 @@ def _catalogue():
             lambda v: refit.ConjugateNormalBackend(np.ones((N, 1)), Y, v),
             POSITIVE_REAL,
         ),
+        (
+            "FlatPriorRegressionBackend",
+            "y",
+            lambda v: refit.FlatPriorRegressionBackend(np.ones((N, 1)), v),
+            OBS_VECTOR,
+        ),
+        (
+            "FlatPriorRegressionBackend",
+            "X",
+            lambda v: refit.FlatPriorRegressionBackend(v, Y),
+            {"NaN": np.full((N, 1), np.nan), "'x'": "x"},
+        ),
+        (
+            "FlatPriorRegressionBackend",
+            "draws",
+            lambda v: refit.FlatPriorRegressionBackend(np.ones((N, 1)), Y, draws=v),
+            {"7 in 4 chains": 7, "4": 4},
+        ),
+        (
+            "influence",
+            "score",
+            kw(bayesij.influence, "score", data=POST),
+            {"wrong draws": np.zeros((C, D - 1, 2)), "NaN": np.full((C, D, 2), np.nan)},
+        ),
+        (
+            "amip",
+            "score",
+            kw(bayesij.amip, "score", data=POST, quantity="f[1]", method="linear"),
+            {"wrong draws": np.zeros((C, D - 1, 2)), "NaN": np.full((C, D, 2), np.nan)},
+        ),
         ("CallableBackend", "fn", refit.CallableBackend, {"3": 3, "None": None}),
         (
             "PyStanBackend",

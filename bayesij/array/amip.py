@@ -401,20 +401,39 @@ def goal_for(f: np.ndarray, target, z: float) -> Goal:
     return Goal(name, sign, -1 if value > 0 else 1, abs(value), value, z)
 
 
-def metric_influence(f, log_lik, goal):
-    """Influence of the goal's metric on every unit: one pass over the draws."""
-    return influence_scores(metric_draws(f, goal.sign, goal.z)[..., None], log_lik, check=False)
+def metric_influence(f, log_lik, goal, score=None, unconstrained=None):
+    """Influence of the goal's metric on every unit: one pass over the draws; with the log
+    posterior's ``score`` (and ``unconstrained`` draws), by zero-variance control variates
+    (:func:`bayesij.array.control_variates.zero_variance_influence`)."""
+    g_star = metric_draws(f, goal.sign, goal.z)[..., None]
+    if score is None:
+        return influence_scores(g_star, log_lik, check=False)
+    from bayesij.array.control_variates import zero_variance_influence
+
+    return zero_variance_influence(g_star, log_lik, score, unconstrained)
 
 
-def goal_influence(log_lik: np.ndarray, f: np.ndarray, goal: Goal, with_half: bool) -> dict:
+def goal_influence(
+    log_lik: np.ndarray,
+    f: np.ndarray,
+    goal: Goal,
+    with_half: bool,
+    score=None,
+    unconstrained=None,
+) -> dict:
     """The influence of the goal's metric on every unit of ``log_lik`` (n_chains, n_draws,
     U) (checked), on all draws (``"all"``) and, with ``with_half``, on the first half of
-    :func:`split_halves` (``"half"``, where the linear split-draw check chooses its set)."""
-    out = {"all": metric_influence(f, log_lik, goal)}
+    :func:`split_halves` (``"half"``, where the linear split-draw check chooses its set).
+    ``score`` and ``unconstrained`` (n_chains, n_draws, P): as :func:`metric_influence`."""
+    out = {"all": metric_influence(f, log_lik, goal, score, unconstrained)}
     if with_half:
         _, (first, _), axis = split_halves(*f.shape)
+
+        def half(values):
+            return None if values is None else take_draws(np.asarray(values), first, axis)
+
         out["half"] = metric_influence(
-            take_draws(f, first, axis), take_draws(log_lik, first, axis), goal
+            half(f), half(log_lik), goal, half(score), half(unconstrained)
         )
     return out
 

@@ -25,13 +25,14 @@ import numpy as np
 from bayesij.array.checks import fail
 from bayesij.data.arrays import element_names
 from bayesij.data.posterior import Posterior
-from bayesij.refit.conjugate import ConjugateNormal
+from bayesij.refit.conjugate import ConjugateNormal, FlatPriorRegression
 from bayesij.refit.stan import outside_event_loop
 
 __all__ = [
     "Backend",
     "RefitFailed",
     "ConjugateNormalBackend",
+    "FlatPriorRegressionBackend",
     "CallableBackend",
     "PyStanBackend",
     "CmdStanPyBackend",
@@ -143,6 +144,62 @@ class ConjugateNormalBackend(Backend):
         return (
             f"ConjugateNormalBackend(n_obs={self.n_obs}, model={model}, draws={self.draws}, "
             f"chains={self.chains}, seed={self.seed})"
+        )
+
+
+class FlatPriorRegressionBackend(Backend):
+    """Exact posteriors of a normal linear regression with unknown noise sd and a flat prior
+    (:class:`bayesij.refit.conjugate.FlatPriorRegression`): the Bayesian twin of an OLS
+    analysis, for ground truth on heavy-tailed data.
+
+    Each fit draws ``draws`` independent samples (in ``chains`` chains) from the closed-form
+    posterior under the weights: quantities ``beta[1]``, ..., ``beta[p]`` and ``sigma``,
+    the unweighted pointwise log-likelihood, and (``score``) the gradient of the log
+    posterior in ``(beta, log sigma)`` at each draw.
+
+    Parameters
+    ----------
+    X : array_like of shape (n_obs, n_coef)
+    y : array_like of shape (n_obs,)
+    draws : int, default 4000
+    chains : int, default 4
+    seed : int, default 0
+    """
+
+    def __init__(self, X, y, *, draws: int = 4000, chains: int = 4, seed: int = 0):
+        self.model = FlatPriorRegression(X, y)
+        if draws % chains or draws < 2 * chains:
+            raise fail(
+                "draws",
+                f"{draws} draws in {chains} chains",
+                "a multiple of chains with at least 2 draws per chain",
+            )
+        self.draws, self.chains, self.seed = int(draws), int(chains), int(seed)
+        self.n_obs = self.model.n_obs
+
+    def fit(self, weights) -> Posterior:
+        return self.fit_with_score(weights)[0]
+
+    def fit_with_score(self, weights) -> tuple[Posterior, np.ndarray]:
+        """The posterior under ``weights`` and the log posterior's gradient at its draws,
+        (n_chains, n_draws, n_coef + 1), in the order ``beta[1..p], log sigma``."""
+        from bayesij.data.arrays import from_arrays
+
+        w = self.checked_weights(weights)
+        rng = np.random.default_rng(refit_seed(self.seed, w))
+        beta, sigma = self.model.draws(self.draws, rng, w)
+        shape = (self.chains, self.draws // self.chains)
+        log_lik = self.model.log_lik(beta, sigma).reshape(*shape, self.n_obs)
+        names = [f"beta[{j + 1}]" for j in range(beta.shape[1])] + ["sigma"]
+        quantities = np.column_stack([beta, sigma]).reshape(*shape, -1)
+        score = self.model.score(beta, sigma, w).reshape(*shape, -1)
+        return from_arrays(quantities, log_lik, quantity_names=names), score
+
+    def __repr__(self) -> str:
+        model = content_digest(self.model.X, self.model.y)
+        return (
+            f"FlatPriorRegressionBackend(n_obs={self.n_obs}, model={model}, "
+            f"draws={self.draws}, chains={self.chains}, seed={self.seed})"
         )
 
 

@@ -295,6 +295,8 @@ def amip(
     method: str = "reweighted",
     backend=None,
     max_refits: int = 5,
+    score=None,
+    unconstrained=None,
 ) -> AmipResult:
     """Approximate most influential set: the fewest units whose removal reaches a target.
 
@@ -333,6 +335,14 @@ def amip(
         set is then refit-verified (``verification``) and ``refits`` holds the history.
     max_refits : int, default 5
         Budget of refits in the loop.
+    score, unconstrained : array_like of shape (n_chains, n_draws, P), optional
+        The log posterior's gradient in the unconstrained parameters at each draw (and
+        those draws): the influences that rank and predict are estimated with zero-variance
+        control variates (:func:`bayesij.influence`), whose Monte Carlo error is far
+        smaller for observations whose log-likelihood is heavy-tailed across draws. With
+        them the linear method finds the estimating-equation AMIP set on a heavy-tailed
+        field experiment where the plain estimates pad it 2-3 times (README). The
+        reweighted method's steps reweight the plain draws.
 
     Returns
     -------
@@ -368,7 +378,14 @@ def amip(
     _check_varies(f, quantity)
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
     goal = goal_for(f, target, float(z))
-    kernel = partial(goal_influence, f=f, goal=goal, with_half=method == "linear")
+    kernel = partial(
+        goal_influence,
+        f=f,
+        goal=goal,
+        with_half=method == "linear",
+        score=score,
+        unconstrained=unconstrained,
+    )
     scores = map_blocks(source, kernel)
     if method == "linear":
         paths = linear_paths(f, goal, scores["all"], scores["half"], k_max)

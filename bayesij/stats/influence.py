@@ -6,6 +6,7 @@ from functools import partial
 
 import xarray as xr
 
+from bayesij.array.control_variates import zero_variance_influence
 from bayesij.array.influence import InfluenceScores, influence_scores
 from bayesij.data.source import as_source, map_blocks
 
@@ -13,7 +14,15 @@ __all__ = ["influence", "scores_dataset"]
 
 
 def influence(
-    data, *, groups=None, quantities=None, var_name=None, n_blocks: int = 50, client=None
+    data,
+    *,
+    groups=None,
+    quantities=None,
+    var_name=None,
+    n_blocks: int = 50,
+    score=None,
+    unconstrained=None,
+    client=None,
 ) -> xr.Dataset:
     """Bayesian influence scores ``psi = Cov_post(f, l_u)`` of every quantity and unit.
 
@@ -35,6 +44,15 @@ def influence(
         Log-likelihood variable of an InferenceData or DataTree.
     n_blocks : int, default 50
         Blocks of draws for the chain-aware (batch means) Monte Carlo standard errors.
+    score : array_like of shape (n_chains, n_draws, P), optional
+        The gradient of the log posterior in the unconstrained parameters at each draw
+        (PyStan's ``grad_log_prob``, BridgeStan, PyMC's ``dlogp``;
+        ``FlatPriorRegressionBackend.fit_with_score``): ``psi`` is then estimated with
+        zero-variance control variates (:mod:`bayesij.array.control_variates`), whose Monte
+        Carlo error is far smaller where the log-likelihood is heavy-tailed across draws
+        (an outlier under a normal model: 40 times smaller on the tests' field experiment).
+    unconstrained : array_like of the shape of ``score``, optional
+        The unconstrained draws: second-degree control variates too.
     client : dask.distributed.Client, optional
         For a lazy log-likelihood (read one block of observations at a time, as in
         :func:`bayesij.loo`; its quantities are a :func:`bayesij.loglik_function`'s
@@ -51,6 +69,8 @@ def influence(
     ----------
     .. [1] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
        variance. arXiv:2305.06466.
+    .. [2] Mira, A., Solgi, R. and Imparato, D. (2013). Zero variance Markov chain Monte
+       Carlo for Bayesian estimators. Statistics and Computing 23(5) (``score=``).
 
     Examples
     --------
@@ -66,7 +86,16 @@ def influence(
         data, groups=groups, quantities=quantities, var_name=var_name, need_quantities=True
     )
     draws = source.quantity_draws
-    kernel = partial(influence_scores, draws, n_blocks=n_blocks, check=False)
+    if score is None:
+        kernel = partial(influence_scores, draws, n_blocks=n_blocks, check=False)
+    else:
+        kernel = partial(
+            zero_variance_influence,
+            draws,
+            score=score,
+            unconstrained=unconstrained,
+            n_blocks=n_blocks,
+        )
     scores = map_blocks(source, kernel, client=client)
     return scores_dataset(
         scores, list(source.quantity_names), source.units, source.n_chains, source.n_draws, n_blocks

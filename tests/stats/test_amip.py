@@ -262,3 +262,61 @@ def test_refits_in_the_loop_drop_whole_groups(backend, post):
         backend.exact_means(result.kept)[1], abs=0.02
     )
     assert result.reachable == (backend.exact_means(result.kept)[1] < 0)
+
+
+@pytest.fixture(scope="module")
+def field_experiment():
+    """A heavy-tailed field experiment (N = 10^4; 1 % of households with 30 times the noise
+    sd carry most of the RSS), its exact flat-prior posterior (4 x 1000 draws) and the
+    log posterior's score at each draw."""
+    from ols_amip import heavy_tailed_experiment
+
+    X, y = heavy_tailed_experiment(10_000, seed=0)
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, chains=4, seed=1)
+    post, score = backend.fit_with_score(np.ones(y.size))
+    q = post.quantities.values
+    theta = np.concatenate([q[..., :2], np.log(q[..., 2:])], axis=2)
+    return X, y, post, score, theta
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["sign", "significance", "sign_and_significance"])
+def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, target):
+    # Reference: the estimating-equation AMIP with OLS influence and exact refits
+    # (tests/helpers/ols_amip.py): 23, 7 and 87 observations here. The plain covariance of
+    # an outlier's log-likelihood with the coefficient has a Monte Carlo SE as large as
+    # itself, and the linear search with it returned 95, 18 and 317.
+    from ols_amip import metric, ols_amip
+
+    X, y, post, score, theta = field_experiment
+    reference, _ = ols_amip(X, y, 1, target)
+    result = bayesij.amip(
+        post, "beta[2]", target, method="linear", score=score, unconstrained=theta
+    )
+    assert result.reachable
+    sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
+    after = metric(X, y, result.kept, 1, sign, 1.96)  # the exact refit without the set
+    assert np.sign(after) != np.sign(result.original_value)
+    assert result.n_drop <= 2 * reference.size + 2, (result.n_drop, reference.size)
+    if target == "sign":
+        assert result.n_drop <= reference.size + 1
+    plain = bayesij.amip(post, "beta[2]", target, method="linear")
+    assert plain.n_drop > result.n_drop
+
+
+@pytest.mark.parametrize("sign", [0, -1, 1])
+def test_the_ols_reference_s_influence_is_the_derivative_of_its_metric(sign):
+    # The reference's own check: first-order effects equal finite differences of the exact
+    # (closed-form) metric in each observation's weight.
+    from ols_amip import heavy_tailed_experiment, linear_effects, metric
+
+    X, y = heavy_tailed_experiment(300, seed=4)
+    effects = linear_effects(X, y, 1, sign, 1.96)
+    step = 1e-6
+    for n in (0, int(np.argmax(np.abs(y))), 150):
+        w = np.ones(y.size)
+        w[n] -= step
+        down = metric(X, y, w, 1, sign, 1.96)
+        w[n] += 2 * step
+        up = metric(X, y, w, 1, sign, 1.96)
+        assert -(up - down) / (2 * step) == pytest.approx(effects[n], rel=1e-5, abs=1e-9)

@@ -1,0 +1,75 @@
+"""Zero-variance control variates for influence scores against exact mathematics: the
+flat-prior normal regression, whose psi for a coefficient's mean is ``e_n [(X^T X)^-1 x_n]_k``
+exactly, and Stein's identity for the control functions."""
+
+import numpy as np
+import pytest
+from ols_amip import heavy_tailed_experiment
+
+from bayesij.array.control_variates import stein_basis, zero_variance_influence
+from bayesij.array.influence import influence_scores
+from bayesij.refit import FlatPriorRegressionBackend
+
+
+def _fit(seed: int, n: int = 2000):
+    X, y = heavy_tailed_experiment(n, seed=0)
+    backend = FlatPriorRegressionBackend(X, y, draws=4000, chains=4, seed=seed)
+    post, score = backend.fit_with_score(np.ones(n))
+    q = post.quantities.values
+    theta = np.concatenate([q[..., :2], np.log(q[..., 2:])], axis=2)
+    unscaled = np.linalg.inv(X.T @ X)
+    residual = y - X @ (unscaled @ X.T @ y)
+    exact = residual * (X @ unscaled[:, 1])  # Cov_post(beta_2, l_n)
+    return q[..., 1:2], post.log_lik.values, score, theta, exact
+
+
+def test_the_control_functions_have_mean_zero():
+    rng = np.random.default_rng(0)
+    theta = rng.normal([1.0, -2.0], [0.5, 2.0], size=(200_000, 2))
+    score = -(theta - [1.0, -2.0]) / np.array([0.5, 2.0]) ** 2
+    basis = stein_basis(score, theta, 2)
+    assert basis.shape == (200_000, 2 + 3)
+    standard_error = basis.std(axis=0) / np.sqrt(basis.shape[0])
+    assert np.all(np.abs(basis.mean(axis=0)) < 4 * standard_error)
+    np.testing.assert_array_equal(stein_basis(score, None, 1), score)
+
+
+def test_second_degree_control_variates_cut_the_error_of_psi_many_fold():
+    f, log_lik, score, theta, exact = _fit(1)
+    plain = influence_scores(f, log_lik).psi[0]
+    first = zero_variance_influence(f, log_lik, score).psi[0]
+    second = zero_variance_influence(f, log_lik, score, theta)
+    rmse = {
+        k: np.sqrt(np.mean((v - exact) ** 2))
+        for k, v in {"plain": plain, "first": first, "second": second.psi[0]}.items()
+    }
+    assert rmse["second"] < rmse["plain"] / 10, rmse
+    assert rmse["first"] < 1.2 * rmse["plain"]  # never much worse
+
+
+def test_the_mcse_is_the_spread_over_independent_draws():
+    estimates, reported = [], []
+    for seed in range(12):
+        f, log_lik, score, theta, exact = _fit(10 + seed, n=500)
+        result = zero_variance_influence(f, log_lik, score, theta)
+        estimates.append(result.psi[0])
+        reported.append(result.mcse[0])
+    typical = np.sqrt(np.mean(np.square(reported), axis=0))
+    ratio = np.median(np.std(estimates, axis=0, ddof=1) / typical)
+    assert 0.6 < ratio < 1.6, ratio
+
+
+def test_arguments_are_checked():
+    f, log_lik, score, theta, _ = _fit(2, n=200)
+    with pytest.raises(ValueError, match=r"^score: found 40 draws while quantities has 4000"):
+        zero_variance_influence(f, log_lik, score[:, :10])
+    with pytest.raises(ValueError, match=r"^degree: found 3; expected one of"):
+        zero_variance_influence(f, log_lik, score, theta, degree=3)
+    with pytest.raises(ValueError, match=r"^degree: found 2 without unconstrained draws"):
+        zero_variance_influence(f, log_lik, score, degree=2)
+    with pytest.raises(ValueError, match=r"^unconstrained: found shape"):
+        zero_variance_influence(f, log_lik, score, theta[..., :2])
+    bad = log_lik.copy()
+    bad[0, 0, 0] = -np.inf
+    with pytest.raises(ValueError, match=r"^log_lik: found -inf values"):
+        zero_variance_influence(f, bad, score)
