@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array._numeric import obs_chunks
+from bayesij.array.amip_noise import NoiseAnswer, draws_to_decide, linear_answer
 from bayesij.array.checks import impossible_columns
 from bayesij.array.ess import relative_eff_rows
 from bayesij.array.influence import influence_scores
@@ -524,6 +525,7 @@ class AmipSearch(NamedTuple):
     mean_after: float
     sd_after: float
     monte_carlo: dict
+    answer: NoiseAnswer | None = None
 
 
 def amip_search(
@@ -584,7 +586,24 @@ def reweighted_search(
     linear = linear_path(scores.psi[0], goal.direction, np.inf, k_max, scores.mcse[0])
     mean_after, sd_after = _reweighted_after(f, log_lik, path)
     monte_carlo = _reweighted_split_check(f, log_lik, goal, k_threshold, path)
-    return AmipSearch(goal, path, linear.change, mean_after, sd_after, monte_carlo)
+    answer = _reweighted_answer(path, scores, goal, k_max, f.size)
+    return AmipSearch(goal, path, linear.change, mean_after, sd_after, monte_carlo, answer)
+
+
+def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, n_draws: int):
+    """The reweighted search's answer: reached when it reached the target (past its Monte
+    Carlo margin); otherwise not reachable only if the linear search's replicates agree
+    that even the optimistic end of the Monte Carlo error does not reach it, else
+    undetermined (with the draws that would decide it)."""
+    optimistic = linear_answer(
+        scores.psi[0], scores.mcse[0], goal.direction, goal.need, k_max, path.order, n_draws
+    )
+    if path.stopped == "reached":
+        return optimistic._replace(answer="reached", draws_needed=np.nan)
+    if optimistic.answer == "not reachable" or path.stopped == "no unit moves the metric that way":
+        return optimistic._replace(answer="not reachable", draws_needed=np.nan)
+    needed = optimistic.draws_needed if np.isfinite(optimistic.draws_needed) else np.inf
+    return optimistic._replace(answer="undetermined", draws_needed=needed)
 
 
 class LinearPaths(NamedTuple):
@@ -607,18 +626,37 @@ class LinearPaths(NamedTuple):
     linear: AmipPath
     chosen: AmipPath | None
     units: np.ndarray
+    answer: NoiseAnswer | None = None
 
 
 def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
     """The linear method's paths from the metric's influence scores on all draws and on the
     first half of :func:`split_halves` (:func:`goal_influence`), which may come from a pass
-    over a lazy log-likelihood: after them only :attr:`LinearPaths.units` are read."""
+    over a lazy log-likelihood: after them only :attr:`LinearPaths.units` are read.
+
+    The set is the first whose predicted change passes the target by ``MC_MARGIN`` of its
+    Monte Carlo standard errors (a set that reaches it whatever the noise); whether some set
+    within ``k_max`` reaches it, and the interval of the smallest one's size, are the
+    answer of :func:`bayesij.array.amip_noise.linear_answer`. When that answer is
+    "reached" but no set passes the margin, the answer is "undetermined"."""
     psi, mcse = scores.psi[0], scores.mcse[0]
     path = linear_path(psi, goal.direction, goal.need, k_max, mcse)
     linear = linear_path(psi, goal.direction, np.inf, k_max, mcse)
     chosen = _split_choice(f, goal, path, half_scores)
     units = path.order if chosen is None else np.concatenate([path.order, chosen.order])
-    return LinearPaths(path, linear, chosen, units.astype(int))
+    answer = linear_answer(psi, mcse, goal.direction, goal.need, k_max, path.order, f.size)
+    if answer.answer == "reached" and path.stopped != "reached":
+        answer = _undecided_set(answer, path, mcse, goal, f.size)
+    return LinearPaths(path, linear, chosen, units.astype(int), answer)
+
+
+def _undecided_set(answer: NoiseAnswer, path: AmipPath, mcse, goal: Goal, n_draws: int):
+    """A target that some set reaches, but no set within ``k_max`` reaches past its Monte
+    Carlo margin: undetermined, with the draws at which the largest set's would."""
+    noise = float(np.sqrt(np.nansum(mcse[path.order] ** 2)))
+    margin = goal.direction * float(path.change[-1]) - goal.need
+    needed = draws_to_decide(n_draws, max(margin, 0.0), noise, MC_MARGIN)
+    return answer._replace(answer="undetermined", draws_needed=needed)
 
 
 def linear_search(f, goal: Goal, paths: LinearPaths, columns: np.ndarray) -> AmipSearch:
@@ -643,7 +681,7 @@ def linear_search(f, goal: Goal, paths: LinearPaths, columns: np.ndarray) -> Ami
     check = {}
     if paths.chosen is not None:
         check = _linear_split_check(f, goal, paths.chosen, columns[:, :, size:])
-    return AmipSearch(goal, path, paths.linear.change, mean, sd, check)
+    return AmipSearch(goal, path, paths.linear.change, mean, sd, check, paths.answer)
 
 
 def take_draws(values: np.ndarray, part: slice, axis: int) -> np.ndarray:

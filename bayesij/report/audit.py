@@ -106,7 +106,14 @@ class Audit:
                     f"({100 * r.prop_drop:.2g} %: {_ids(r.drop_ids)}) is predicted"
                     f"{how} to reverse it."
                 )
-        robust = [r for r in self.amip.values() if r not in fragile]
+        open_ = [r for r in self.amip.values() if r.undetermined]
+        for r in open_:
+            lines.append(
+                f"Whether a handful of units decides the {_target_words(r)} of {r.quantity} "
+                f"is undetermined by Monte Carlo error: about {r.draws_needed:.3g} draws "
+                f"(now {r.n_draws}) would tell."
+            )
+        robust = [r for r in self.amip.values() if r not in fragile and r not in open_]
         if robust:
             words = ", ".join(
                 f"the {_target_words(r)} of {r.quantity} ("

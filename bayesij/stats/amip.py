@@ -72,6 +72,19 @@ class AmipResult(Summary):
     refits : pandas.DataFrame or None
         With ``backend=``: one row per refit in the loop (set size, predicted and refit
         value of the metric, whether the refit reached the target).
+    answer : str
+        ``'reached'``, ``'not reachable'`` or ``'undetermined'`` (by Monte Carlo error):
+        from replicates of the influences within their Monte Carlo error
+        (:mod:`bayesij.array.amip_noise`), or from the refits in the loop. "Not reachable"
+        only when even the optimistic replicates do not reach the target within
+        ``alpha_max``.
+    share_reached : float
+        Share of the replicates that reach the target within ``alpha_max``.
+    size_interval, change_interval : tuple of float
+        95 % Monte Carlo intervals of the set size (``inf``: beyond ``alpha_max``) and of
+        the chosen set's predicted change.
+    draws_needed : float
+        When undetermined: about how many draws in all would decide the answer.
     one_signed : str or None
         ``'positive'`` or ``'negative'`` when every draw of the quantity has that sign.
         Reweighting cannot then change the sign (only the linear continuation and refits
@@ -112,10 +125,23 @@ class AmipResult(Summary):
     n_reweighted: int = 0
     refits: pd.DataFrame | None = field(default=None, compare=False)
     one_signed: str | None = None
+    answer: str = ""
+    share_reached: float = float("nan")
+    size_interval: tuple = ()
+    change_interval: tuple = ()
+    draws_needed: float = float("nan")
+    n_draws: int = 0
+    alpha_max: float = 0.0
 
     @property
     def reachable(self) -> bool:
-        return self.stopped == "reached"
+        """Whether the answer is "reached" (Monte Carlo error included)."""
+        return self.answer == "reached" if self.answer else self.stopped == "reached"
+
+    @property
+    def undetermined(self) -> bool:
+        """Whether Monte Carlo error leaves the answer open (see ``draws_needed``)."""
+        return self.answer == "undetermined"
 
     @property
     def n_drop(self) -> int:
@@ -184,6 +210,13 @@ class AmipResult(Summary):
                 f"to {self.predicted_value:.4g}; interval after: "
                 f"[{self.predicted_interval[0]:.4g}, {self.predicted_interval[1]:.4g}]"
             )
+        elif self.undetermined:
+            body = (
+                f"  undetermined by Monte Carlo error: {100 * self.share_reached:.0f} % of "
+                f"replicates of the influences reach the target within {self._limit()} "
+                f"{unit} (the point estimate: {self._point_words()}); about "
+                f"{self.draws_needed:.3g} draws (now {self.n_draws}) would decide it"
+            )
         else:
             body = (
                 f"  not reachable by dropping up to {self.n_drop} {unit} (stopped: "
@@ -192,6 +225,13 @@ class AmipResult(Summary):
             )
         ids = ", ".join(map(str, self.drop_ids[:15])) + (" ..." if self.n_drop > 15 else "")
         lines = [head, body, f"  set: [{ids}]"]
+        if self.size_interval and self.refits is None:
+            low, high = self.size_interval
+            lines.append(
+                f"  Monte Carlo: {100 * self.share_reached:.0f} % of replicates reach the "
+                f"target; the smallest set's size, 95 % interval {_size(low)} to {_size(high)}; "
+                f"this set's change {self.change_interval[0]:.4g} to {self.change_interval[1]:.4g}"
+            )
         if self.one_signed and self.target in ("sign", "sign_and_significance"):
             lines.append(
                 f"  every draw of {self.quantity} is {self.one_signed}: if it is constrained "
@@ -230,6 +270,18 @@ class AmipResult(Summary):
         return "\n".join(lines)
 
     __repr__ = __str__
+
+    def _limit(self) -> int:
+        return int(np.floor(self.alpha_max * self.n_units)) if self.alpha_max else self.n_drop
+
+    def _point_words(self) -> str:
+        if self.stopped == "reached":
+            return f"dropping {self.n_drop} reaches it"
+        return f"not reached by dropping {self.n_drop}"
+
+
+def _size(value: float) -> str:
+    return "beyond the limit" if not np.isfinite(value) else f"{value:.0f}"
 
 
 #: Base names that conventionally denote scales (constrained positive): the audit skips sign
@@ -393,7 +445,7 @@ def amip(
     else:
         threshold = pareto_k_threshold(source.n_draws)
         found = reweighted_search(f, source.matrix(), goal, scores["all"], k_max, threshold)
-    result = _result(f, quantity, target, z, source.units, source.codes, found, method)
+    result = _result(f, quantity, target, z, source.units, source.codes, found, method, alpha_max)
     if backend is None:
         return result
     return _refit_in_the_loop(
@@ -419,7 +471,7 @@ def _check_varies(f: np.ndarray, quantity: str) -> None:
         )
 
 
-def _result(f, quantity, target, z, units, codes, found, method) -> AmipResult:
+def _result(f, quantity, target, z, units, codes, found, method, alpha_max) -> AmipResult:
     goal, path = found.goal, found.path
     curve = pd.DataFrame(
         {"n_drop": np.arange(found.linear_change.size), "linear": found.linear_change}
@@ -435,6 +487,16 @@ def _result(f, quantity, target, z, units, codes, found, method) -> AmipResult:
         )
         curve = curve.merge(steps, on="n_drop", how="outer")
     mean, sd = found.mean_after, found.sd_after
+    answer = found.answer
+    noise = {}
+    if answer is not None:
+        noise = {
+            "answer": answer.answer,
+            "share_reached": answer.share_reached,
+            "size_interval": answer.size_interval,
+            "change_interval": answer.change_interval,
+            "draws_needed": answer.draws_needed,
+        }
     return AmipResult(
         quantity=quantity,
         target=target,
@@ -454,6 +516,9 @@ def _result(f, quantity, target, z, units, codes, found, method) -> AmipResult:
         kept=(~np.isin(codes, path.order)).astype(float),
         n_reweighted=int(path.reliable) if method == "reweighted" else 0,
         one_signed=one_signed(f),
+        n_draws=int(f.size),
+        alpha_max=float(alpha_max),
+        **noise,
     )
 
 
@@ -551,5 +616,9 @@ def _refit_in_the_loop(
         ),
         predicted_change=float(rows[-1]["predicted"] - goal.value),
         refits=history,
+        answer="reached"
+        if reached
+        else ("not reachable" if dropped.size >= k_max else "undetermined"),
+        draws_needed=float("nan"),
     )
     return verified.with_refit(mean, sd, refits=len(rows))

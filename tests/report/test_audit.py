@@ -82,3 +82,19 @@ def test_audit_reports_prior_sensitivity_and_model_weights(backend, post):
     assert bayesij.audit(post, amip=False).sensitivity is None
     with pytest.raises(ValueError, match=r"compare_with: found \{\}; expected a non-empty"):
         bayesij.audit(post, amip=False, compare_with={})
+
+
+def test_an_undetermined_influential_set_is_said_to_be_open_with_the_draws_that_decide():
+    X, y = small_regression(200, seed=9)
+    y = X @ [1.0, 0.3] + np.random.default_rng(2).standard_t(2, size=200)
+    post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=2000).fit(np.ones(200))
+    probe = bayesij.amip(post, "beta[2]", -10.0, method="linear", alpha_max=0.05)
+    limit = float(probe.curve["linear"].iloc[probe.n_drop])  # what 10 units just do
+    result = bayesij.audit(
+        post, quantities="beta[2]", targets=(limit,), method="linear", alpha_max=0.05
+    )
+    (amip,) = result.amip.values()
+    assert amip.answer == "undetermined"
+    summary = " ".join(result.summary())
+    assert "is undetermined by Monte Carlo error: about" in summary
+    assert "Not decided by a handful of units" not in summary

@@ -293,7 +293,9 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     result = bayesij.amip(
         post, "beta[2]", target, method="linear", score=score, unconstrained=theta
     )
-    assert result.reachable
+    assert result.reachable and result.answer == "reached"
+    low, high = result.size_interval  # the smallest set's size, within Monte Carlo error
+    assert low <= reference.size <= high
     sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
     after = metric(X, y, result.kept, 1, sign, 1.96)  # the exact refit without the set
     assert np.sign(after) != np.sign(result.original_value)
@@ -320,3 +322,21 @@ def test_the_ols_reference_s_influence_is_the_derivative_of_its_metric(sign):
         w[n] += 2 * step
         up = metric(X, y, w, 1, sign, 1.96)
         assert -(up - down) / (2 * step) == pytest.approx(effects[n], rel=1e-5, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_a_target_within_monte_carlo_error_is_undetermined_not_unreachable(field_experiment):
+    # The most 10 observations can do, by the point estimate, is exactly the target: a coin
+    # flip over what other draws could give. The answer says so, with the draws to decide.
+    _, _, post, _, _ = field_experiment
+    probe = bayesij.amip(post, "beta[2]", -1.0, method="linear", alpha_max=0.001)
+    assert probe.answer == "not reachable" and probe.n_drop == 10
+    at_the_limit = float(probe.curve["linear"].iloc[10])
+    result = bayesij.amip(post, "beta[2]", at_the_limit, method="linear", alpha_max=0.001)
+    assert result.answer == "undetermined" and not result.reachable
+    assert result.draws_needed > 4000
+    text = str(result)
+    assert "undetermined by Monte Carlo error" in text and "draws (now 4000)" in text
+    for method in ("linear", "reweighted"):  # never "not reachable" when it may be reached
+        again = bayesij.amip(post, "beta[2]", at_the_limit, method=method, alpha_max=0.001)
+        assert again.answer != "not reachable"

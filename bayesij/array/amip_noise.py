@@ -1,0 +1,148 @@
+"""How sure an influential-set answer is, given the Monte Carlo error of the influences it
+was built from: three answers (reached, not reachable, undetermined), intervals for the set
+size and the predicted change, and the number of draws that would decide an undetermined
+answer.
+
+The influences ``psi_u`` carry Monte Carlo standard errors ``mcse_u``. Replicates
+``psi* = psi + mcse eps`` (``eps`` standard normal, one per unit) stand for the truths the
+draws cannot tell apart. On each, the point estimate's ranking is followed: the answer is
+reached when at least ``1 - alpha / 2`` of the replicates reach the target along it within
+``k_max`` units, and the interval of the smallest reaching prefix is the size interval (a
+replicate that does not reach counts as beyond ``k_max``). Not reachable needs the
+optimistic view to fail too: choosing the best ``k_max`` units of each replicate afresh
+(which overstates what is possible, as choosing the largest of noisy values does) reaches
+the target in at most ``alpha / 2`` of them. Anything between is undetermined.
+
+Errors of the influences of different units are treated as independent; errors shared by
+all units (the posterior mean's own Monte Carlo error moves every ``psi`` a little) are
+not in the intervals.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["NoiseAnswer", "linear_answer", "answer_from_z", "draws_to_decide", "ANSWERS"]
+
+ANSWERS = ("reached", "not reachable", "undetermined")
+
+
+class NoiseAnswer(NamedTuple):
+    """The answer and its Monte Carlo uncertainty.
+
+    Attributes
+    ----------
+    answer : str
+        One of :data:`ANSWERS`.
+    share_reached : float
+        Share of replicates that reach the target along the point estimate's ranking
+        within ``k_max``.
+    size_interval : tuple of float
+        Interval of the set size over replicates (``inf`` beyond ``k_max``).
+    change_interval : tuple of float
+        Interval of the predicted change of the chosen set.
+    draws_needed : float
+        Draws (in all) that would make an undetermined answer decisive at the same
+        Monte Carlo error per draw; NaN when decided.
+    """
+
+    answer: str
+    share_reached: float
+    size_interval: tuple
+    change_interval: tuple
+    draws_needed: float
+
+
+def linear_answer(
+    psi: np.ndarray,
+    mcse: np.ndarray,
+    direction: int,
+    need: float,
+    k_max: int,
+    chosen: np.ndarray,
+    n_draws: int,
+    *,
+    replicates: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+) -> NoiseAnswer:
+    """The answer of the linear search from ``psi`` (U,) and its ``mcse`` (U,).
+
+    ``chosen`` are the units of the point estimate's set (its predicted change's interval
+    is reported); ``n_draws`` scales the draws needed.
+    """
+    rng = np.random.default_rng(seed)
+    noise = np.nan_to_num(mcse, nan=0.0)
+    gain = -direction * np.nan_to_num(psi, nan=0.0)
+    top = min(k_max, gain.size)
+    ranking = np.argsort(-gain, kind="stable")[:top]  # the point estimate's order
+    sizes = np.empty(replicates)  # the smallest reaching prefix of that order
+    best = np.empty(replicates)  # the most any set within k_max could do (re-selected)
+    final = np.empty(replicates)  # what the whole ranking within k_max does
+    for r in range(replicates):
+        sample = gain + noise * rng.standard_normal(gain.size)
+        cumulative = np.cumsum(sample[ranking])
+        final[r] = cumulative[-1] if cumulative.size else 0.0
+        reach = np.flatnonzero(cumulative >= need)
+        sizes[r] = reach[0] + 1 if reach.size else np.inf
+        largest = np.partition(sample, sample.size - top)[sample.size - top :]
+        best[r] = np.sum(np.maximum(largest, 0.0))
+    optimistic = float(np.mean(best >= need))
+    share = float(np.mean(np.isfinite(sizes)))
+    tail = (1 - level) / 2
+    bounds = np.quantile(sizes, [tail, 1 - tail], method="inverted_cdf")  # inf stays inf
+    size_interval = tuple(float(q) for q in bounds)
+    change = float(-np.sum(psi[chosen])) if chosen.size else 0.0
+    spread = float(np.sqrt(np.sum(noise[chosen] ** 2))) if chosen.size else 0.0
+    z = _z(level)
+    change_interval = (change - z * spread, change + z * spread)
+    answer = _answer(share, tail)
+    if answer != "reached" and optimistic > tail:
+        answer = "undetermined"  # some plausible truth lets a set within k_max reach it
+    needed = np.nan
+    if answer == "undetermined":
+        margin = abs(float(np.mean(final)) - need)
+        needed = draws_to_decide(n_draws, margin, float(np.std(final)), z)
+    return NoiseAnswer(answer, share, size_interval, change_interval, needed)
+
+
+def answer_from_z(
+    change: float, mcse: float, direction: int, need: float, at_limit: bool, n_draws: int
+) -> tuple[str, float]:
+    """Answer of a search whose final predicted change has a normal Monte Carlo error:
+    reached when the change passes the target by 1.96 ``mcse``, not reachable when the
+    search ran to ``k_max`` (``at_limit``) and falls short by 1.96 ``mcse``, else
+    undetermined; and the draws that would decide it."""
+    margin = direction * change - need
+    z = _z(0.95)
+    if margin >= z * mcse:
+        return "reached", np.nan
+    if at_limit and margin <= -z * mcse:
+        return "not reachable", np.nan
+    if not at_limit and margin < 0:
+        return "not reachable", np.nan  # no unit moves the metric further that way
+    return "undetermined", draws_to_decide(n_draws, abs(margin), mcse, z)
+
+
+def draws_to_decide(n_draws: int, margin: float, mcse: float, z: float = 1.96) -> float:
+    """Draws at which a Monte Carlo error that falls as ``1 / sqrt(S)`` is ``margin / z``:
+    ``S (z mcse / margin)^2`` (inf for a zero margin)."""
+    if margin <= 0:
+        return float("inf")
+    return float(np.ceil(n_draws * max(1.0, (z * mcse / margin) ** 2)))
+
+
+def _answer(share: float, tail: float) -> str:
+    if share >= 1 - tail:
+        return "reached"
+    if share <= tail:
+        return "not reachable"
+    return "undetermined"
+
+
+def _z(level: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + level / 2))

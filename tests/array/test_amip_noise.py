@@ -1,0 +1,48 @@
+"""Three answers for an influential set under Monte Carlo error, against cases whose answer
+is known: no noise (the replicates all agree), a target beyond every set (not reachable
+even optimistically), and one within the noise (undetermined, with the draws that would
+decide it by the 1 / sqrt(S) law)."""
+
+import numpy as np
+import pytest
+
+from bayesij.array.amip_noise import answer_from_z, draws_to_decide, linear_answer
+
+
+def test_without_noise_every_replicate_agrees_with_the_point_estimate():
+    psi = -np.array([0.5, 0.3, 0.2, 0.1, 0.0])  # dropping unit u changes the metric by -psi_u
+    answer = linear_answer(psi, np.zeros(5), 1, 0.75, 4, np.array([0, 1]), 1000)
+    assert answer.answer == "reached" and answer.share_reached == 1.0
+    assert answer.size_interval == (2.0, 2.0)
+    assert answer.change_interval == pytest.approx((0.8, 0.8))
+    assert np.isnan(answer.draws_needed)
+    beyond = linear_answer(psi, np.zeros(5), 1, 2.0, 4, np.arange(4), 1000)
+    assert beyond.answer == "not reachable" and beyond.share_reached == 0.0
+    assert beyond.size_interval == (np.inf, np.inf)
+
+
+def test_a_target_within_the_noise_is_undetermined_and_more_draws_decide_it():
+    psi = -np.full(10, 0.1)
+    mcse = np.full(10, 0.05)
+    # The most the 3 allowed units can do is 0.3 (point estimate): a target of 0.3 is a
+    # coin flip over replicates.
+    answer = linear_answer(psi, mcse, 1, 0.3, 3, np.arange(3), 4000, seed=1)
+    assert answer.answer == "undetermined"
+    assert 0.2 < answer.share_reached < 0.95
+    assert answer.draws_needed > 4000
+    far = linear_answer(psi, mcse, 1, 0.1, 3, np.arange(1), 4000)
+    assert far.answer == "reached"
+
+
+def test_the_draws_needed_follow_the_square_root_law():
+    # margin 0.1, mcse 0.1 at 1000 draws: z mcse / margin = 1.96, so 1000 * 1.96^2 draws.
+    assert draws_to_decide(1000, 0.1, 0.1) == np.ceil(1000 * 1.96**2)
+    assert draws_to_decide(1000, 1.0, 0.1) == 1000  # already decisive: no more
+    assert draws_to_decide(1000, 0.0, 0.1) == np.inf
+
+
+def test_answers_from_a_normal_error():
+    assert answer_from_z(-1.0, 0.1, -1, 0.5, False, 100)[0] == "reached"
+    assert answer_from_z(-0.2, 0.1, -1, 0.5, True, 100)[0] == "not reachable"
+    undecided, needed = answer_from_z(-0.45, 0.1, -1, 0.5, True, 100)
+    assert undecided == "undetermined" and needed == np.ceil(100 * (1.96 * 0.1 / 0.05) ** 2)
