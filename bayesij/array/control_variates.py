@@ -22,7 +22,7 @@ from bayesij.array.blocks import draw_blocks
 from bayesij.array.checks import as_draws_matrix, check_finite, check_same_draws, fail
 from bayesij.array.influence import InfluenceScores, prepare_draws
 
-__all__ = ["stein_basis", "zero_variance_influence", "DEGREES"]
+__all__ = ["stein_basis", "zero_variance_influence", "zero_variance_mean", "DEGREES"]
 
 DEGREES = (1, 2)
 
@@ -161,3 +161,30 @@ def _cv_scores(f, l, basis, blocks) -> InfluenceScores:
 
     map_chunks(work, obs_chunks(l.shape[1], 4 * n_draws * max(1, f.shape[1])))
     return InfluenceScores(psi, mcse)
+
+
+def zero_variance_mean(values, score, unconstrained=None, *, degree=None) -> tuple[float, float]:
+    """``E_post[g]`` with zero-variance control variates, and its Monte Carlo SE.
+
+    Parameters
+    ----------
+    values : array_like of shape (S,) or (n_chains, n_draws)
+        ``g`` at each draw.
+    score, unconstrained, degree
+        As :func:`zero_variance_influence` (draws flattened the same way).
+
+    Returns
+    -------
+    (float, float)
+        ``mean(g) - mean(Z) B`` and ``sd(g - Z B) / sqrt(S)`` (independent draws).
+    """
+    g = np.asarray(values, dtype=float).reshape(-1)
+    grad = np.asarray(score, dtype=float).reshape(g.size, -1)
+    theta = None if unconstrained is None else np.asarray(unconstrained, float).reshape(g.size, -1)
+    basis = stein_basis(grad, theta, _degree(degree, grad.shape, theta is not None))
+    centred = basis - basis.mean(axis=0)
+    coef = np.linalg.lstsq(centred, g - g.mean(), rcond=None)[0]
+    residual = g - centred @ coef
+    return float(g.mean() - basis.mean(axis=0) @ coef), float(
+        residual.std(ddof=1) / np.sqrt(g.size)
+    )

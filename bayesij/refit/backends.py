@@ -180,9 +180,11 @@ class FlatPriorRegressionBackend(Backend):
     def fit(self, weights) -> Posterior:
         return self.fit_with_score(weights)[0]
 
-    def fit_with_score(self, weights) -> tuple[Posterior, np.ndarray]:
-        """The posterior under ``weights`` and the log posterior's gradient at its draws,
-        (n_chains, n_draws, n_coef + 1), in the order ``beta[1..p], log sigma``."""
+    def fit_with_score(self, weights) -> tuple[Posterior, np.ndarray, np.ndarray]:
+        """The posterior under ``weights``, the log posterior's gradient at its draws and
+        those draws on the unconstrained scale, each (n_chains, n_draws, n_coef + 1) in the
+        order ``beta[1..p], log sigma``: what :func:`bayesij.amip` and
+        :func:`bayesij.influence` take as ``score`` and ``unconstrained``."""
         from bayesij.data.arrays import from_arrays
 
         w = self.checked_weights(weights)
@@ -193,7 +195,9 @@ class FlatPriorRegressionBackend(Backend):
         names = [f"beta[{j + 1}]" for j in range(beta.shape[1])] + ["sigma"]
         quantities = np.column_stack([beta, sigma]).reshape(*shape, -1)
         score = self.model.score(beta, sigma, w).reshape(*shape, -1)
-        return from_arrays(quantities, log_lik, quantity_names=names), score
+        unconstrained = np.column_stack([beta, np.log(sigma)]).reshape(*shape, -1)
+        post = from_arrays(quantities, log_lik, quantity_names=names)
+        return post, score, unconstrained
 
     def __repr__(self) -> str:
         model = content_digest(self.model.X, self.model.y)

@@ -21,6 +21,7 @@ from bayesij.array.amip import (
     search_path,
 )
 from bayesij.array.checks import check_real, constant_columns, fail
+from bayesij.array.control_variates import zero_variance_mean
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior
 from bayesij.data.posterior import base_name
@@ -522,6 +523,81 @@ def _result(f, quantity, target, z, units, codes, found, method, alpha_max) -> A
     )
 
 
+def _refit_metric(backend, weights, quantity, goal):
+    """Refit under ``weights``: the quantity's posterior mean and sd, the metric's value and
+    whether it reaches the goal past its Monte Carlo error (two SEs: a refit too close to
+    the target to tell counts as not reaching, so the answer does not hang on the refit's
+    seed). With a backend that gives the log posterior's score (``fit_with_score``), the
+    moments are zero-variance control-variate estimates (nearly exact for a coefficient)."""
+    if hasattr(backend, "fit_with_score"):
+        refit, score, unconstrained = backend.fit_with_score(weights)
+        refit = as_posterior(refit, argument="backend")
+        _check_refit_quantity(refit, quantity)
+        draws = refit.quantities.sel(quantity=quantity).values
+        mean, mcse = zero_variance_mean(draws, score, unconstrained)
+        second, _ = zero_variance_mean(draws**2, score, unconstrained)
+        sd = float(np.sqrt(max(second - mean**2, 0.0) * draws.size / (draws.size - 1)))
+        if goal.sign:  # the interval end's error: that of g* (the sd's linearisation)
+            g_star = draws + goal.sign * goal.z * (draws - mean) ** 2 / (2 * sd)
+            mcse = zero_variance_mean(g_star, score, unconstrained)[1]
+    else:
+        refit = as_posterior(backend.fit(weights), argument="backend")
+        _check_refit_quantity(refit, quantity)
+        draws = refit.quantities.sel(quantity=quantity).values
+        mean, sd = float(draws.mean()), float(draws.std(ddof=1))
+        g_star = draws + goal.sign * goal.z * (draws - mean) ** 2 / (2 * sd)
+        mcse = float(g_star.std() / np.sqrt(draws.size))
+    value = mean + goal.sign * goal.z * sd
+    margin = goal.direction * (value - goal.value) - goal.need
+    return mean, sd, value, bool(margin >= 2 * mcse), refit
+
+
+def _check_refit_quantity(refit, quantity) -> None:
+    if quantity not in refit.quantity_names:
+        raise fail(
+            "backend",
+            f"refits without the quantity {quantity!r}",
+            "refits reporting the quantity of the search",
+        )
+
+
+def _predicted_change(rows, size: int, start: float) -> float:
+    """The cheap prediction for the final set (the refit's change where bisection chose a
+    set no search predicted)."""
+    for row in reversed(rows):
+        if row["n_drop"] == size:
+            known = row["predicted"] if np.isfinite(row["predicted"]) else row["refit_value"]
+            return float(known - start)
+    return float(rows[-1]["refit_value"] - start)
+
+
+def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits):
+    """The smallest prefix of ``dropped`` (in the order units joined) that a refit confirms,
+    by bisection between the largest prefix a refit did not confirm and the smallest it
+    did, within the refit budget. Appends to ``rows``; returns the prefix and its refit."""
+    low = max([0] + [row["n_drop"] for row in rows if not row["reached"]])
+    high = int(dropped.size)
+    while high - low > 1 and len(rows) < max_refits:
+        middle = (low + high) // 2
+        weights = (~np.isin(codes, dropped[:middle])).astype(float)
+        mean, sd, value, reached, _ = _refit_metric(backend, weights, quantity, goal)
+        rows.append(
+            {
+                "refit": len(rows) + 1,
+                "n_drop": middle,
+                "why": "bisection: a smaller set?",
+                "predicted": np.nan,
+                "refit_value": value,
+                "reached": reached,
+            }
+        )
+        if reached:
+            high, last = middle, (mean, sd, weights, True)
+        else:
+            low = middle
+    return dropped[:high], last
+
+
 def _refit_in_the_loop(
     first, goal, path, codes, units, backend, max_refits, k_max, unit_groups
 ) -> AmipResult:
@@ -561,17 +637,8 @@ def _refit_in_the_loop(
             break
         dropped = np.concatenate([dropped, new])
         weights = (~np.isin(codes, dropped)).astype(float)
-        refit = as_posterior(backend.fit(weights), argument="backend")
-        if first.quantity not in refit.quantity_names:
-            raise fail(
-                "backend",
-                f"refits without the quantity {first.quantity!r}",
-                "refits reporting the quantity of the search",
-            )
+        mean, sd, value, reached, refit = _refit_metric(backend, weights, first.quantity, goal)
         draws = refit.quantities.sel(quantity=first.quantity).values
-        mean, sd = float(draws.mean()), float(draws.std(ddof=1))
-        value = mean + goal.sign * goal.z * sd
-        reached = goal.direction * (value - goal.value) >= goal.need
         rows.append(
             {
                 "refit": refit_number,
@@ -601,6 +668,10 @@ def _refit_in_the_loop(
         path_order = remaining[path.order]
     if last is None:
         return first
+    if last[3]:
+        dropped, last = _bisect(
+            rows, dropped, last, codes, backend, first.quantity, goal, max_refits
+        )
     mean, sd, weights, reached = last
     history = pd.DataFrame(rows)
     verified = replace(
@@ -614,7 +685,7 @@ def _refit_in_the_loop(
             if len(rows) == max_refits
             else "no refit reached the target"
         ),
-        predicted_change=float(rows[-1]["predicted"] - goal.value),
+        predicted_change=_predicted_change(rows, dropped.size, goal.value),
         refits=history,
         answer="reached"
         if reached

@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 from ols_amip import heavy_tailed_experiment
 
-from bayesij.array.control_variates import stein_basis, zero_variance_influence
+from bayesij.array.control_variates import (
+    stein_basis,
+    zero_variance_influence,
+    zero_variance_mean,
+)
 from bayesij.array.influence import influence_scores
 from bayesij.refit import FlatPriorRegressionBackend
 
@@ -14,9 +18,8 @@ from bayesij.refit import FlatPriorRegressionBackend
 def _fit(seed: int, n: int = 2000):
     X, y = heavy_tailed_experiment(n, seed=0)
     backend = FlatPriorRegressionBackend(X, y, draws=4000, chains=4, seed=seed)
-    post, score = backend.fit_with_score(np.ones(n))
+    post, score, theta = backend.fit_with_score(np.ones(n))
     q = post.quantities.values
-    theta = np.concatenate([q[..., :2], np.log(q[..., 2:])], axis=2)
     unscaled = np.linalg.inv(X.T @ X)
     residual = y - X @ (unscaled @ X.T @ y)
     exact = residual * (X @ unscaled[:, 1])  # Cov_post(beta_2, l_n)
@@ -73,3 +76,13 @@ def test_arguments_are_checked():
     bad[0, 0, 0] = -np.inf
     with pytest.raises(ValueError, match=r"^log_lik: found -inf values"):
         zero_variance_influence(f, bad, score)
+
+
+def test_the_zero_variance_mean_of_a_coefficient_is_nearly_exact():
+    f, _, score, theta, _ = _fit(3, n=500)
+    X, y = heavy_tailed_experiment(500, seed=0)
+    exact = np.linalg.lstsq(X, y, rcond=None)[0][1]  # flat prior: the posterior mean is OLS
+    mean, mcse = zero_variance_mean(f[..., 0], score, theta)
+    plain_se = f.std() / np.sqrt(f.size)
+    assert abs(mean - exact) < 3 * mcse + 1e-12
+    assert mcse < plain_se / 100  # the score is linear in beta: the mean is all but exact

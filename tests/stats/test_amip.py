@@ -168,7 +168,12 @@ def test_refits_in_the_loop_find_a_set_the_cheap_searches_miss(seed):
     assert looped.n_drop <= linear.n_drop
     assert backend.exact_means(looped.kept)[1] < 0  # the closed form confirms the flip
     assert 1 <= len(looped.refits) <= 5
-    assert looped.refits["reached"].iloc[-1] and not looped.refits["reached"].iloc[:-1].any()
+    reached = looped.refits["reached"].to_numpy()
+    first_hit = int(np.argmax(reached))
+    assert reached.any() and not reached[:first_hit].any()
+    # after the first confirmation, refits only look for a smaller confirmed set
+    assert looped.refits["why"].iloc[first_hit + 1 :].str.startswith("bisection").all()
+    assert looped.n_drop == looped.refits.loc[reached, "n_drop"].min()
     assert looped.one_signed == "positive"  # every draw positive, yet the sign flips
 
 
@@ -273,9 +278,7 @@ def field_experiment():
 
     X, y = heavy_tailed_experiment(10_000, seed=0)
     backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, chains=4, seed=1)
-    post, score = backend.fit_with_score(np.ones(y.size))
-    q = post.quantities.values
-    theta = np.concatenate([q[..., :2], np.log(q[..., 2:])], axis=2)
+    post, score, theta = backend.fit_with_score(np.ones(y.size))
     return X, y, post, score, theta
 
 
@@ -340,3 +343,32 @@ def test_a_target_within_monte_carlo_error_is_undetermined_not_unreachable(field
     for method in ("linear", "reweighted"):  # never "not reachable" when it may be reached
         again = bayesij.amip(post, "beta[2]", at_the_limit, method=method, alpha_max=0.001)
         assert again.answer != "not reachable"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["sign", "significance", "sign_and_significance"])
+def test_refits_in_the_loop_find_the_ols_amip_set_whatever_the_refit_seed(field_experiment, target):
+    # With an exact backend, max_refits=10: the set is at most the OLS-AMIP set + 1,
+    # confirmed by refit, and the same set for refits drawn with other seeds (bisection on
+    # the control-variate ranking; each refit judged past its own Monte Carlo error).
+    from ols_amip import ols_amip
+
+    X, y, post, score, theta = field_experiment
+    reference, _ = ols_amip(X, y, 1, target)
+    sets = []
+    for seed in (11, 12):
+        backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=seed)
+        result = bayesij.amip(
+            post,
+            "beta[2]",
+            target,
+            method="linear",
+            score=score,
+            unconstrained=theta,
+            backend=backend,
+            max_refits=10,
+        )
+        assert result.answer == "reached" and result.verification["reached"]
+        assert result.n_drop <= reference.size + 1
+        sets.append(sorted(result.drop_ids))
+    assert sets[0] == sets[1]

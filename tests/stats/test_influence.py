@@ -46,9 +46,7 @@ def test_a_score_gives_zero_variance_control_variates_and_a_far_smaller_error():
 
     X, y = heavy_tailed_experiment(1000, seed=0)
     backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=2)
-    post, score = backend.fit_with_score(np.ones(1000))
-    q = post.quantities.values
-    theta = np.concatenate([q[..., :2], np.log(q[..., 2:])], axis=2)
+    post, score, theta = backend.fit_with_score(np.ones(1000))
     unscaled = np.linalg.inv(X.T @ X)
     exact = (y - X @ (unscaled @ X.T @ y)) * (X @ unscaled[:, 1])
     plain = bayesij.influence(post, quantities="beta[2]")
