@@ -176,6 +176,20 @@ class Audit:
     def _se_words(self) -> list[str]:
         ratio = np.sqrt(np.clip(self.ij.ratio, 0, None))
         lines = []
+        noisy = self._noise_dominated()
+        if noisy:
+            needed = self.ij.draws_needed
+            words = ", ".join(
+                f"{q} (about {needed[q]:.3g} draws would measure it)"
+                if needed[q] > self.ij.n_draws
+                else f"{q} (the data barely move it)"
+                for q in noisy
+            )
+            lines.append(
+                "IJ vs posterior sd undetermined for "
+                f"{words}: Monte Carlo noise dominates the IJ variance."
+            )
+        ratio = ratio.drop(noisy)
         agree = [q for q in ratio.index if 0.8 <= ratio[q] <= 1.25]
         if agree:
             lines.append(
@@ -201,6 +215,13 @@ class Audit:
                     "(bayesij.refit.bootstrap)."
                 )
         return lines
+
+    def _noise_dominated(self) -> list:
+        """Quantities whose corrected IJ variance is within 2 MCSE of 0: no comparison with
+        the posterior sd can be made from these draws."""
+        corrected, mcse = self.ij.variance_corrected, self.ij.mcse
+        constant = set(self.ij.constant)
+        return [q for q in corrected.index if not corrected[q] > 2 * mcse[q] and q not in constant]
 
     def _refit_words(self) -> list[str]:
         lines = [

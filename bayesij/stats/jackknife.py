@@ -89,6 +89,17 @@ class IJCovariance(Summary):
     def ratio(self) -> pd.Series:
         return (self.variance_corrected / self.posterior_variance).rename("ratio")
 
+    @property
+    def draws_needed(self) -> pd.Series:
+        """Draws (in all) at which the corrected IJ variance would pass 2 MCSE, per quantity,
+        taking the MCSE to fall as ``1 / sqrt(S)`` and the variance to be measured at least
+        the larger of the corrected IJ variance and the posterior variance (what a
+        well-specified model's IJ variance is): ``S (2 MCSE / V)^2``, at least ``S``."""
+        scale = np.maximum(self.variance_corrected, self.posterior_variance)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            needed = self.n_draws * np.maximum(1.0, (2 * self.mcse / scale) ** 2)
+        return np.ceil(needed).rename("draws_needed")
+
     def table(self) -> pd.DataFrame:
         """One row per quantity: posterior and IJ standard deviations and variances, the
         ``variance_ratio`` (corrected IJ variance / posterior variance, :attr:`ratio`) and
@@ -127,11 +138,21 @@ class IJCovariance(Summary):
                 f"{', '.join(map(str, self.constant))}: constant over the draws, so the IJ "
                 "variance is 0 (nothing to estimate)."
             )
-        if len(noisy):
-            lines.append(
-                f"Monte Carlo noise dominates the IJ variance of {', '.join(map(str, noisy))} "
-                "(corrected variance below 2 MCSE): run more draws."
-            )
+        needed = self.draws_needed
+        for quantity in noisy:
+            if needed[quantity] > self.n_draws:
+                lines.append(
+                    f"Monte Carlo noise dominates the IJ variance of {quantity} (corrected "
+                    f"variance below 2 MCSE): undetermined; about {needed[quantity]:.3g} "
+                    f"draws (now {self.n_draws}) would measure it."
+                )
+            else:
+                lines.append(
+                    f"Monte Carlo noise dominates the IJ variance of {quantity} (corrected "
+                    f"variance below 2 MCSE = {2 * self.mcse[quantity]:.3g}), far below its "
+                    f"posterior variance {self.posterior_variance[quantity]:.3g}: the data "
+                    "barely move it, so the IJ has no sampling variability to measure."
+                )
         if self.linearity is not None:
             verdicts = self.linearity.verdict
             for quantity in verdicts.index[verdicts != "reliable"]:

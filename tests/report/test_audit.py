@@ -98,3 +98,16 @@ def test_an_undetermined_influential_set_is_said_to_be_open_with_the_draws_that_
     summary = " ".join(result.summary())
     assert "is undetermined by Monte Carlo error: about" in summary
     assert "Not decided by a handful of units" not in summary
+
+
+def test_no_misspecification_claim_from_a_noise_dominated_ij():
+    rng = np.random.default_rng(1)
+    n = 2000
+    x = rng.normal(size=n)
+    y = x + rng.standard_t(2, size=n)
+    beta = 1.0 + rng.normal(size=(2, 20, 1)) / np.sqrt(n)
+    post = bayesij.from_arrays(beta, -0.5 * (y - beta * x) ** 2, quantity_names=["b"])
+    result = bayesij.audit(post, amip=False)
+    summary = " ".join(result.summary())
+    assert "IJ vs posterior sd undetermined for b (about" in summary
+    assert "misspecified" not in summary
