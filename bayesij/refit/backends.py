@@ -460,6 +460,16 @@ class PyStanDensity:
                 ) from None
         return np.asarray(rows, dtype=float)
 
+    def score(self, post: Posterior) -> tuple[np.ndarray, np.ndarray]:
+        """The log posterior's gradient (with the Jacobian) at each draw of ``post`` and the
+        draws on the unconstrained scale, each (n_chains, n_draws, P): the ``score`` and
+        ``unconstrained`` of :func:`bayesij.influence` and :func:`bayesij.amip`
+        (zero-variance control variates). One ``grad_log_prob`` per draw."""
+        upars = self.unconstrain(post)
+        grads = outside_event_loop(_log_prob_grads, self._model(), upars)
+        shape = (post.n_chains, post.n_draws // post.n_chains, upars.shape[1])
+        return grads.reshape(shape), upars.reshape(shape)
+
     def log_prob(self, upars: np.ndarray) -> np.ndarray:
         """Log posterior density (with the Jacobian) at unconstrained draws, (n,)."""
         upars = np.asarray(upars, dtype=float)
@@ -473,6 +483,12 @@ class PyStanDensity:
         when observation ``i``'s weight goes from 1 to 0 (the Jacobians cancel)."""
         dropped = outside_event_loop(_log_probs, self._model(int(i)), np.asarray(upars, float))
         return self.log_prob(upars) - dropped
+
+
+def _log_prob_grads(model, upars: np.ndarray) -> np.ndarray:
+    """A PyStan model's log density gradient (with the Jacobian) at each unconstrained
+    draw, (n, P)."""
+    return np.array([model.grad_log_prob(u.tolist()) for u in upars], dtype=float)
 
 
 def _log_probs(model, upars: np.ndarray) -> np.ndarray:

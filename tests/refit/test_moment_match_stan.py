@@ -71,3 +71,37 @@ def test_moment_matching_beats_psis_against_exact_refits_without_refitting():
     assert mm_error.sum() < 0.8 * psis_error.sum(), (mm_error, psis_error)
     worst = np.argmax(psis.pointwise["pareto_k"].to_numpy()[chosen])  # k-hat above 1
     assert mm_error[worst] < 0.5 * psis_error[worst], (mm_error, psis_error)
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+def test_the_pystan_score_gives_control_variates_that_cut_the_influence_noise():
+    # The shipped linear regression on data with 3 % outliers (15 times the noise sd):
+    # the score is the gradient of log_prob (finite differences), and psi's Monte Carlo
+    # error with zero-variance control variates is several times smaller (7.5 times with
+    # 4 x 1000 draws when measured; here 4 x 250).
+    rng = np.random.default_rng(4)
+    n = 200
+    x = rng.normal(size=n)
+    y = 1 + 0.5 * x + np.where(rng.random(n) < 0.03, 15.0, 1.0) * rng.standard_normal(n)
+    data = {"N": n, "K": 1, "X": x[:, None], "y": y, "weights": np.ones(n)}
+    backend = refit.PyStanBackend(
+        "linear_regression", data, seed=3, num_chains=4, num_samples=250, num_warmup=500
+    )
+    post = backend.fit(np.ones(n))
+    density = refit.PyStanDensity("linear_regression", data)
+    score, upars = density.score(post)
+    assert score.shape == upars.shape == (4, 250, 3)
+    point, step = upars[0, 0], 1e-5
+    numeric = [
+        (
+            density.log_prob(np.array([point + step * e]))[0]
+            - density.log_prob(np.array([point - step * e]))[0]
+        )
+        / (2 * step)
+        for e in np.eye(3)
+    ]
+    np.testing.assert_allclose(score[0, 0], numeric, rtol=1e-5, atol=1e-6)
+    plain = bayesij.influence(post, quantities="beta[1]")
+    cv = bayesij.influence(post, quantities="beta[1]", score=score, unconstrained=upars)
+    assert np.median(plain["mcse"].values / cv["mcse"].values) > 3
