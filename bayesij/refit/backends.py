@@ -40,6 +40,17 @@ __all__ = [
 ]
 
 
+def _draw_layout(draws, chains, seed) -> tuple[int, int, int]:
+    """Checked ``(draws, chains, seed)`` of a closed-form backend's independent draws."""
+    if draws % chains or draws < 2 * chains:
+        raise fail(
+            "draws",
+            f"{draws} draws in {chains} chains",
+            "a multiple of chains with at least 2 draws per chain",
+        )
+    return int(draws), int(chains), int(seed)
+
+
 class RefitFailed(RuntimeError):
     """A refit finished but cannot be used (too many divergent transitions, say)."""
 
@@ -114,13 +125,7 @@ class ConjugateNormalBackend(Backend):
         seed: int = 0,
     ):
         self.model = ConjugateNormal(X, y, sigma, prior_mean, prior_cov)
-        if draws % chains or draws < 2 * chains:
-            raise fail(
-                "draws",
-                f"{draws} draws in {chains} chains",
-                "a multiple of chains with at least 2 draws per chain",
-            )
-        self.draws, self.chains, self.seed = int(draws), int(chains), int(seed)
+        self.draws, self.chains, self.seed = _draw_layout(draws, chains, seed)
         self.n_obs = self.model.n_obs
 
     def fit(self, weights) -> Posterior:
@@ -168,13 +173,7 @@ class FlatPriorRegressionBackend(Backend):
 
     def __init__(self, X, y, *, draws: int = 4000, chains: int = 4, seed: int = 0):
         self.model = FlatPriorRegression(X, y)
-        if draws % chains or draws < 2 * chains:
-            raise fail(
-                "draws",
-                f"{draws} draws in {chains} chains",
-                "a multiple of chains with at least 2 draws per chain",
-            )
-        self.draws, self.chains, self.seed = int(draws), int(chains), int(seed)
+        self.draws, self.chains, self.seed = _draw_layout(draws, chains, seed)
         self.n_obs = self.model.n_obs
 
     def fit(self, weights) -> Posterior:
