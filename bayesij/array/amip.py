@@ -408,10 +408,30 @@ def metric_influence(f, log_lik, goal, score=None, unconstrained=None):
     (:func:`bayesij.array.control_variates.zero_variance_influence`)."""
     g_star = metric_draws(f, goal.sign, goal.z)[..., None]
     if score is None:
-        return influence_scores(g_star, log_lik, check=False)
+        return influence_scores(g_star, log_lik, check=False, keep_blocks=True)
     from bayesij.array.control_variates import zero_variance_influence
 
-    return zero_variance_influence(g_star, log_lik, score, unconstrained)
+    return zero_variance_influence(g_star, log_lik, score, unconstrained, keep_blocks=True)
+
+
+def draw_block_layout(n_chains: int, n_draws: int, n_blocks: int = 50):
+    """Sizes (B,) and chains (B,) of the blocks of draws the influence pass keeps sums of
+    (:func:`bayesij.array.blocks.draw_blocks`)."""
+    from bayesij.array.blocks import draw_blocks
+
+    codes = np.repeat(np.arange(n_chains), n_draws)
+    blocks = draw_blocks(codes, n_blocks)
+    return np.array([b.size for b in blocks], float), np.array([codes[b[0]] for b in blocks])
+
+
+def _bootstrap_blocks(scores, f: np.ndarray):
+    """The block bootstrap's inputs of :func:`bayesij.array.amip_noise.linear_answer`, or
+    None without block sums."""
+    if getattr(scores, "block_sums", None) is None:
+        return None
+    sizes, chains = draw_block_layout(*f.shape)
+    finite = np.isfinite(scores.block_sums[:, 0, :])  # impossible units: no finite influence
+    return np.where(finite, scores.block_sums[:, 0, :], 0.0), sizes, chains
 
 
 def goal_influence(
@@ -586,17 +606,24 @@ def reweighted_search(
     linear = linear_path(scores.psi[0], goal.direction, np.inf, k_max, scores.mcse[0])
     mean_after, sd_after = _reweighted_after(f, log_lik, path)
     monte_carlo = _reweighted_split_check(f, log_lik, goal, k_threshold, path)
-    answer = _reweighted_answer(path, scores, goal, k_max, f.size)
+    answer = _reweighted_answer(path, scores, goal, k_max, f.size, _bootstrap_blocks(scores, f))
     return AmipSearch(goal, path, linear.change, mean_after, sd_after, monte_carlo, answer)
 
 
-def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, n_draws: int):
+def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, n_draws: int, blocks):
     """The reweighted search's answer: reached when it reached the target (past its Monte
     Carlo margin); otherwise not reachable only if the linear search's replicates agree
     that even the optimistic end of the Monte Carlo error does not reach it, else
     undetermined (with the draws that would decide it)."""
     optimistic = linear_answer(
-        scores.psi[0], scores.mcse[0], goal.direction, goal.need, k_max, path.order, n_draws
+        scores.psi[0],
+        scores.mcse[0],
+        goal.direction,
+        goal.need,
+        k_max,
+        path.order,
+        n_draws,
+        blocks=blocks,
     )
     if path.stopped == "reached":
         return optimistic._replace(answer="reached", draws_needed=np.nan)
@@ -644,7 +671,16 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
     linear = linear_path(psi, goal.direction, np.inf, k_max, mcse)
     chosen = _split_choice(f, goal, path, half_scores)
     units = path.order if chosen is None else np.concatenate([path.order, chosen.order])
-    answer = linear_answer(psi, mcse, goal.direction, goal.need, k_max, path.order, f.size)
+    answer = linear_answer(
+        psi,
+        mcse,
+        goal.direction,
+        goal.need,
+        k_max,
+        path.order,
+        f.size,
+        blocks=_bootstrap_blocks(scores, f),
+    )
     if answer.answer == "reached" and path.stopped != "reached":
         answer = _undecided_set(answer, path, mcse, goal, f.size)
     return LinearPaths(path, linear, chosen, units.astype(int), answer)

@@ -3,19 +3,18 @@ was built from: three answers (reached, not reachable, undetermined), intervals 
 size and the predicted change, and the number of draws that would decide an undetermined
 answer.
 
-The influences ``psi_u`` carry Monte Carlo standard errors ``mcse_u``. Replicates
-``psi* = psi + mcse eps`` (``eps`` standard normal, one per unit) stand for the truths the
-draws cannot tell apart. On each, the point estimate's ranking is followed: the answer is
-reached when at least ``1 - alpha / 2`` of the replicates reach the target along it within
-``k_max`` units, and the interval of the smallest reaching prefix is the size interval (a
-replicate that does not reach counts as beyond ``k_max``). Not reachable needs the
-optimistic view to fail too: choosing the best ``k_max`` units of each replicate afresh
+The influences ``psi_u`` carry Monte Carlo error. Replicates ``psi*`` stand for the truths
+the draws cannot tell apart: a bootstrap over blocks of draws within chains (the blocks'
+sums of the per-draw terms whose mean is ``psi``, kept by the influence pass), which keeps
+the errors that all units share (an outlier-heavy fit's influences err together, through
+the same draws of the noise scale); without block sums, ``psi + mcse eps`` with independent
+standard normal ``eps``. On each replicate, the point estimate's ranking is followed: the
+answer is reached when at least ``1 - alpha / 2`` of the replicates reach the target along
+it within ``k_max`` units, and the interval of the smallest reaching prefix is the size
+interval (a replicate that does not reach counts as beyond ``k_max``). Not reachable needs
+the optimistic view to fail too: choosing the best ``k_max`` units of each replicate afresh
 (which overstates what is possible, as choosing the largest of noisy values does) reaches
 the target in at most ``alpha / 2`` of them. Anything between is undetermined.
-
-Errors of the influences of different units are treated as independent; errors shared by
-all units (the posterior mean's own Monte Carlo error moves every ``psi`` a little) are
-not in the intervals.
 """
 
 from __future__ import annotations
@@ -24,7 +23,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["NoiseAnswer", "linear_answer", "answer_from_z", "draws_to_decide", "ANSWERS"]
+__all__ = [
+    "NoiseAnswer",
+    "linear_answer",
+    "answer_from_z",
+    "draws_to_decide",
+    "block_bootstrap",
+    "ANSWERS",
+]
 
 ANSWERS = ("reached", "not reachable", "undetermined")
 
@@ -67,24 +73,31 @@ def linear_answer(
     replicates: int = 200,
     level: float = 0.95,
     seed: int = 0,
+    blocks: tuple | None = None,
 ) -> NoiseAnswer:
     """The answer of the linear search from ``psi`` (U,) and its ``mcse`` (U,).
 
     ``chosen`` are the units of the point estimate's set (its predicted change's interval
-    is reported); ``n_draws`` scales the draws needed.
+    is reported); ``n_draws`` scales the draws needed. ``blocks``: ``(block_sums (B, U),
+    sizes (B,), chains (B,))`` for the block bootstrap (:func:`block_bootstrap`).
     """
     rng = np.random.default_rng(seed)
     noise = np.nan_to_num(mcse, nan=0.0)
     gain = -direction * np.nan_to_num(psi, nan=0.0)
+    if blocks is not None:
+        samples = (-direction * np.nan_to_num(p) for p in block_bootstrap(*blocks, replicates, rng))
+    else:
+        samples = (gain + noise * rng.standard_normal(gain.size) for _ in range(replicates))
     top = min(k_max, gain.size)
     ranking = np.argsort(-gain, kind="stable")[:top]  # the point estimate's order
     sizes = np.empty(replicates)  # the smallest reaching prefix of that order
     best = np.empty(replicates)  # the most any set within k_max could do (re-selected)
     final = np.empty(replicates)  # what the whole ranking within k_max does
-    for r in range(replicates):
-        sample = gain + noise * rng.standard_normal(gain.size)
+    chosen_changes = np.empty(replicates)  # the chosen set's change
+    for r, sample in enumerate(samples):
         cumulative = np.cumsum(sample[ranking])
         final[r] = cumulative[-1] if cumulative.size else 0.0
+        chosen_changes[r] = np.sum(sample[chosen]) if chosen.size else 0.0
         reach = np.flatnonzero(cumulative >= need)
         sizes[r] = reach[0] + 1 if reach.size else np.inf
         largest = np.partition(sample, sample.size - top)[sample.size - top :]
@@ -94,9 +107,12 @@ def linear_answer(
     tail = (1 - level) / 2
     bounds = np.quantile(sizes, [tail, 1 - tail], method="inverted_cdf")  # inf stays inf
     size_interval = tuple(float(q) for q in bounds)
-    change = float(-np.sum(psi[chosen])) if chosen.size else 0.0
-    spread = float(np.sqrt(np.sum(noise[chosen] ** 2))) if chosen.size else 0.0
     z = _z(level)
+    change = float(-np.sum(psi[chosen])) if chosen.size else 0.0
+    if blocks is not None:
+        spread = float(np.std(chosen_changes)) if chosen.size else 0.0
+    else:
+        spread = float(np.sqrt(np.sum(noise[chosen] ** 2))) if chosen.size else 0.0
     change_interval = (change - z * spread, change + z * spread)
     answer = _answer(share, tail)
     if answer != "reached" and optimistic > tail:
@@ -106,6 +122,19 @@ def linear_answer(
         margin = abs(float(np.mean(final)) - need)
         needed = draws_to_decide(n_draws, margin, float(np.std(final)), z)
     return NoiseAnswer(answer, share, size_interval, change_interval, needed)
+
+
+def block_bootstrap(block_sums, sizes, chains, replicates: int, rng):
+    """Replicates of ``psi`` (U,) from a bootstrap over blocks of draws within chains: each
+    chain's blocks drawn with replacement, ``psi* = sum_b c_b T_b / sum_b c_b n_b`` for the
+    block sums ``T`` (B, U), the blocks' sizes ``n`` (B,) and chains (B,)."""
+    block_sums, sizes, chains = np.asarray(block_sums), np.asarray(sizes), np.asarray(chains)
+    members = [np.flatnonzero(chains == c) for c in np.unique(chains)]
+    for _ in range(replicates):
+        counts = np.zeros(sizes.size)
+        for rows in members:
+            np.add.at(counts, rng.choice(rows, size=rows.size, replace=True), 1.0)
+        yield counts @ block_sums / (counts @ sizes)
 
 
 def answer_from_z(

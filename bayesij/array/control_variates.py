@@ -58,6 +58,7 @@ def zero_variance_influence(
     degree: int | None = None,
     chain_ids=None,
     n_blocks: int = 50,
+    keep_blocks: bool = False,
 ) -> InfluenceScores:
     """Influence scores ``Cov_post(f_k, l_n)`` with zero-variance control variates.
 
@@ -75,9 +76,9 @@ def zero_variance_influence(
     degree : {1, 2}, optional
         Default 2 when ``unconstrained`` is given and the ``P + P (P + 1) / 2`` functions
         are at most a twentieth of the draws, else 1.
-    chain_ids, n_blocks
+    chain_ids, n_blocks, keep_blocks
         As :func:`bayesij.array.influence.influence_scores` (batch means of the residuals
-        ``h - Z B`` give the MCSE).
+        ``h - Z B`` give the MCSE; their block sums are ``block_sums``).
 
     Returns
     -------
@@ -111,7 +112,7 @@ def zero_variance_influence(
     if not np.all(np.isfinite(l)):
         raise fail("log_lik", "-inf values", "a finite log-likelihood for control variates")
     basis = stein_basis(grad, theta, degree)
-    return _cv_scores(f, l, basis, draw_blocks(chains, n_blocks))
+    return _cv_scores(f, l, basis, draw_blocks(chains, n_blocks), keep_blocks)
 
 
 def _degree(degree, shape, have_theta: bool) -> int:
@@ -132,7 +133,7 @@ def _degree(degree, shape, have_theta: bool) -> int:
     return degree
 
 
-def _cv_scores(f, l, basis, blocks) -> InfluenceScores:
+def _cv_scores(f, l, basis, blocks, keep_blocks: bool = False) -> InfluenceScores:
     """psi_cv and the batch-means MCSE of the regression residuals, chunked over units."""
     n_draws = f.shape[0]
     centred_basis = basis - basis.mean(axis=0)
@@ -143,6 +144,7 @@ def _cv_scores(f, l, basis, blocks) -> InfluenceScores:
     centred_f = f - f.mean(axis=0)
     psi = np.empty((f.shape[1], l.shape[1]))
     mcse = np.empty_like(psi)
+    kept = np.empty((len(blocks), *psi.shape)) if keep_blocks else None
     factor = n_draws / (n_draws - 1)
 
     def work(chunk: slice) -> None:
@@ -153,14 +155,18 @@ def _cv_scores(f, l, basis, blocks) -> InfluenceScores:
             h_mean = h.mean(axis=0)
             coef = projector @ (h - h_mean)  # (M, n)
             psi[k, chunk] = h_mean - basis_mean @ coef
-            residual = h - (centred_basis / scale) @ coef
-            means = np.stack([residual[rows].mean(axis=0) for rows in blocks])
+            # Per draw, terms whose mean is psi_cv: h minus the fitted part (true mean 0).
+            residual = h - (basis / scale) @ coef
+            sums = np.stack([residual[rows].sum(axis=0) for rows in blocks])
+            if kept is not None:
+                kept[:, k, chunk] = sums
+            means = sums / np.array([rows.size for rows in blocks], dtype=float)[:, None]
             sizes = np.array([rows.size for rows in blocks], dtype=float)
             spread = np.sum(sizes[:, None] * (means - residual.mean(axis=0)) ** 2, axis=0)
             mcse[k, chunk] = np.sqrt(spread / (len(blocks) - 1) / n_draws)
 
     map_chunks(work, obs_chunks(l.shape[1], 4 * n_draws * max(1, f.shape[1])))
-    return InfluenceScores(psi, mcse)
+    return InfluenceScores(psi, mcse, kept)
 
 
 def zero_variance_mean(values, score, unconstrained=None, *, degree=None) -> tuple[float, float]:

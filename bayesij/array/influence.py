@@ -31,10 +31,15 @@ class InfluenceScores(NamedTuple):
         ``Cov_post(f_k, l_n)``: the derivative of ``E_w[f_k]`` in the weight of unit ``n``.
     mcse : ndarray of shape (n_quantities, n_obs)
         Chain-aware Monte Carlo standard error of ``psi`` (batch means over blocks of draws).
+    block_sums : ndarray of shape (n_blocks, n_quantities, n_obs) or None
+        With ``keep_blocks``: each block's sum of the per-draw terms whose mean over all
+        draws is ``psi`` (blocks of :func:`bayesij.array.blocks.draw_blocks`), from which a
+        bootstrap over blocks of draws recomputes ``psi`` without another pass.
     """
 
     psi: np.ndarray
     mcse: np.ndarray
+    block_sums: np.ndarray | None = None
 
 
 def prepare_draws(quantities, log_lik, chain_ids=None, check: bool = True):
@@ -66,7 +71,13 @@ def prepare_draws(quantities, log_lik, chain_ids=None, check: bool = True):
 
 
 def influence_scores(
-    quantities, log_lik, chain_ids=None, *, n_blocks: int = 50, check: bool = True
+    quantities,
+    log_lik,
+    chain_ids=None,
+    *,
+    n_blocks: int = 50,
+    check: bool = True,
+    keep_blocks: bool = False,
 ) -> InfluenceScores:
     """Bayesian influence scores with chain-aware Monte Carlo standard errors.
 
@@ -92,6 +103,8 @@ def influence_scores(
     check : bool, default True
         Check the values (NaN, +inf, non-finite quantities); ``False`` for input a
         :class:`~bayesij.data.posterior.Posterior` or a caller has already checked.
+    keep_blocks : bool, default False
+        Also return the per-block sums (:attr:`InfluenceScores.block_sums`).
 
     Returns
     -------
@@ -121,6 +134,7 @@ def influence_scores(
     centred_f = f - f.mean(axis=0)
     psi = np.empty((f.shape[1], l.shape[1]))
     variance = np.empty_like(psi)
+    kept = np.empty((len(blocks), *psi.shape)) if keep_blocks else None
     floats_per_obs = 2 * f.shape[0] + 3 * len(blocks) * f.shape[1]
     impossible = np.zeros(l.shape[1], dtype=bool)
 
@@ -130,6 +144,9 @@ def influence_scores(
         with np.errstate(invalid="ignore"):  # -inf columns are NaN, reported below
             psi[:, chunk] = moments.psi
             variance[:, chunk] = moments.psi_variance()
+            if kept is not None:
+                total = moments.sizes.sum()
+                kept[:, :, chunk] = moments.cross * total / (total - 1)
 
     map_chunks(work, obs_chunks(l.shape[1], floats_per_obs))
     if impossible.any():
@@ -142,4 +159,4 @@ def influence_scores(
             RuntimeWarning,
             stacklevel=2,
         )
-    return InfluenceScores(psi, np.sqrt(variance))
+    return InfluenceScores(psi, np.sqrt(variance), kept)

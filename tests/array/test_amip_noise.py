@@ -6,7 +6,12 @@ decide it by the 1 / sqrt(S) law)."""
 import numpy as np
 import pytest
 
-from bayesij.array.amip_noise import answer_from_z, draws_to_decide, linear_answer
+from bayesij.array.amip_noise import (
+    answer_from_z,
+    block_bootstrap,
+    draws_to_decide,
+    linear_answer,
+)
 
 
 def test_without_noise_every_replicate_agrees_with_the_point_estimate():
@@ -46,3 +51,38 @@ def test_answers_from_a_normal_error():
     assert answer_from_z(-0.2, 0.1, -1, 0.5, True, 100)[0] == "not reachable"
     undecided, needed = answer_from_z(-0.45, 0.1, -1, 0.5, True, 100)
     assert undecided == "undetermined" and needed == np.ceil(100 * (1.96 * 0.1 / 0.05) ** 2)
+
+
+def test_the_block_bootstrap_keeps_errors_that_units_share():
+    # Block sums T_b,u = n_b (psi_u + a_b c_u): one shared block factor a_b moves every
+    # unit's replicate together, in proportion to c_u, as an outlier-heavy fit's draws of
+    # the noise scale do.
+    rng = np.random.default_rng(0)
+    sizes = np.full(40, 100.0)
+    chains = np.repeat(np.arange(4), 10)
+    psi, scale = np.array([0.3, 0.1, -0.2]), np.array([1.0, 2.0, -1.0])
+    factor = rng.normal(size=40)
+    sums = sizes[:, None] * (psi + (factor - factor.mean())[:, None] * scale * 0.01)
+    replicates = np.array(list(block_bootstrap(sums, sizes, chains, 400, rng)))
+    np.testing.assert_allclose(replicates.mean(axis=0), psi, atol=0.002)
+    assert np.corrcoef(replicates.T)[0, 1] > 0.99 and np.corrcoef(replicates.T)[0, 2] < -0.99
+    spread = replicates.std(axis=0)
+    expected = 0.01 * np.abs(scale) * factor.std() / np.sqrt(40)
+    np.testing.assert_allclose(spread, expected, rtol=0.2)
+
+
+def test_shared_errors_widen_the_size_interval_past_independent_ones():
+    rng = np.random.default_rng(1)
+    sizes = np.full(40, 100.0)
+    chains = np.repeat(np.arange(4), 10)
+    psi = -np.full(50, 0.1)
+    factor = rng.normal(size=40)
+    sums = sizes[:, None] * (psi + (factor - factor.mean())[:, None] * 0.3)  # all together
+    mcse = np.full(50, 0.3 * factor.std() / np.sqrt(40))
+    shared = linear_answer(psi, mcse, 1, 1.0, 50, np.arange(10), 4000, blocks=(sums, sizes, chains))
+    independent = linear_answer(psi, mcse, 1, 1.0, 50, np.arange(10), 4000)
+    width = {
+        k: a.size_interval[1] - a.size_interval[0]
+        for k, a in {"shared": shared, "independent": independent}.items()
+    }
+    assert width["shared"] > 2 * width["independent"], width
