@@ -661,28 +661,44 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
     first half of :func:`split_halves` (:func:`goal_influence`), which may come from a pass
     over a lazy log-likelihood: after them only :attr:`LinearPaths.units` are read.
 
-    The set is the first whose predicted change passes the target by ``MC_MARGIN`` of its
-    Monte Carlo standard errors (a set that reaches it whatever the noise); whether some set
-    within ``k_max`` reaches it, and the interval of the smallest one's size, are the
-    answer of :func:`bayesij.array.amip_noise.linear_answer`. When that answer is
-    "reached" but no set passes the margin, the answer is "undetermined"."""
+    The set is the smallest prefix of the ranking that reaches the target in 97.5 % of the
+    block-bootstrap replicates (:attr:`~bayesij.array.amip_noise.NoiseAnswer.sure_size`: a
+    set that reaches it whatever the Monte Carlo error, errors shared by all units
+    included); whether some set within ``k_max`` reaches it, and the interval of the
+    smallest one's size, are the answer of
+    :func:`bayesij.array.amip_noise.linear_answer`. When that answer is "reached" but no
+    prefix is sure, the answer is "undetermined"."""
     psi, mcse = scores.psi[0], scores.mcse[0]
-    path = linear_path(psi, goal.direction, goal.need, k_max, mcse)
     linear = linear_path(psi, goal.direction, np.inf, k_max, mcse)
-    chosen = _split_choice(f, goal, path, half_scores)
-    units = path.order if chosen is None else np.concatenate([path.order, chosen.order])
+    blocks = _bootstrap_blocks(scores, f)
+    probe = linear_answer(
+        psi, mcse, goal.direction, goal.need, k_max, linear.order, f.size, blocks=blocks
+    )
+    if probe.sure_size:  # the smallest prefix that reaches in 97.5 % of the replicates
+        size = probe.sure_size
+        path = linear._replace(
+            order=linear.order[:size],
+            change=linear.change[: size + 1],
+            pareto_k=linear.pareto_k[: size + 1],
+            sizes=linear.sizes[: size + 1],
+            how=linear.how[: size + 1],
+            stopped="reached",
+        )
+    else:
+        path = linear_path(psi, goal.direction, goal.need, k_max)
+        if path.stopped == "reached":  # the point estimate reaches, the replicates do not
+            path = linear._replace(
+                stopped="alpha_max"
+                if linear.order.size == k_max
+                else "no unit moves the metric that way"
+            )
     answer = linear_answer(
-        psi,
-        mcse,
-        goal.direction,
-        goal.need,
-        k_max,
-        path.order,
-        f.size,
-        blocks=_bootstrap_blocks(scores, f),
+        psi, mcse, goal.direction, goal.need, k_max, path.order, f.size, blocks=blocks
     )
     if answer.answer == "reached" and path.stopped != "reached":
         answer = _undecided_set(answer, path, mcse, goal, f.size)
+    chosen = _split_choice(f, goal, path, half_scores)
+    units = path.order if chosen is None else np.concatenate([path.order, chosen.order])
     return LinearPaths(path, linear, chosen, units.astype(int), answer)
 
 

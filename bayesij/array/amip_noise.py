@@ -52,6 +52,10 @@ class NoiseAnswer(NamedTuple):
     draws_needed : float
         Draws (in all) that would make an undetermined answer decisive at the same
         Monte Carlo error per draw; NaN when decided.
+    sure_size : int
+        The smallest prefix of the ranking that reaches the target in at least
+        ``1 - alpha / 2`` of the replicates (0: none within ``k_max``): a set that reaches
+        it whatever the Monte Carlo error, shared errors included.
     """
 
     answer: str
@@ -59,6 +63,7 @@ class NoiseAnswer(NamedTuple):
     size_interval: tuple
     change_interval: tuple
     draws_needed: float
+    sure_size: int = 0
 
 
 def linear_answer(
@@ -90,12 +95,15 @@ def linear_answer(
         samples = (gain + noise * rng.standard_normal(gain.size) for _ in range(replicates))
     top = min(k_max, gain.size)
     ranking = np.argsort(-gain, kind="stable")[:top]  # the point estimate's order
+    ranking = ranking[gain[ranking] > 0]
     sizes = np.empty(replicates)  # the smallest reaching prefix of that order
     best = np.empty(replicates)  # the most any set within k_max could do (re-selected)
     final = np.empty(replicates)  # what the whole ranking within k_max does
     chosen_changes = np.empty(replicates)  # the chosen set's change
+    paths = np.empty((replicates, ranking.size))  # each replicate's gain along the ranking
     for r, sample in enumerate(samples):
         cumulative = np.cumsum(sample[ranking])
+        paths[r] = cumulative
         final[r] = cumulative[-1] if cumulative.size else 0.0
         chosen_changes[r] = np.sum(sample[chosen]) if chosen.size else 0.0
         reach = np.flatnonzero(cumulative >= need)
@@ -121,7 +129,9 @@ def linear_answer(
     if answer == "undetermined":
         margin = abs(float(np.mean(final)) - need)
         needed = draws_to_decide(n_draws, margin, float(np.std(final)), z)
-    return NoiseAnswer(answer, share, size_interval, change_interval, needed)
+    sure = np.flatnonzero(np.quantile(paths, tail, axis=0) >= need) if ranking.size else []
+    sure_size = int(sure[0] + 1) if len(sure) else 0
+    return NoiseAnswer(answer, share, size_interval, change_interval, needed, sure_size)
 
 
 def block_bootstrap(block_sums, sizes, chains, replicates: int, rng):
