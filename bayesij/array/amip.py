@@ -626,6 +626,13 @@ def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, n_draws: 
         blocks=blocks,
     )
     if path.stopped == "reached":
+        continued = path.reliable < path.order.size
+        if continued and optimistic.sure_size and path.order.size < optimistic.sure_size:
+            # Past k-hat's threshold the set grew by first-order predictions whose Monte
+            # Carlo errors are shared by all units: no surer than the linear search's, and
+            # smaller than the smallest set the replicates agree on.
+            needed = _draws_for_size(optimistic, path.order.size, n_draws)
+            return optimistic._replace(answer="undetermined", draws_needed=needed)
         return optimistic._replace(answer="reached", draws_needed=np.nan)
     if optimistic.answer == "not reachable" or path.stopped == "no unit moves the metric that way":
         return optimistic._replace(answer="not reachable", draws_needed=np.nan)
@@ -700,6 +707,15 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
     chosen = _split_choice(f, goal, path, half_scores)
     units = path.order if chosen is None else np.concatenate([path.order, chosen.order])
     return LinearPaths(path, linear, chosen, units.astype(int), answer)
+
+
+def _draws_for_size(answer: NoiseAnswer, size: int, n_draws: int) -> float:
+    """Draws at which a set of ``size`` would be as sure as the replicates' sure set, by the
+    1 / sqrt(S) law applied to the set size interval's width (a rough figure)."""
+    low, high = answer.size_interval
+    if not np.isfinite(high) or high <= size:
+        return float("inf")
+    return float(np.ceil(n_draws * max(1.0, ((high - low) / max(size - low, 1.0)) ** 2)))
 
 
 def _undecided_set(answer: NoiseAnswer, path: AmipPath, mcse, goal: Goal, n_draws: int):
