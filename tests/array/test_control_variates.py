@@ -35,6 +35,10 @@ def test_the_control_functions_have_mean_zero():
     standard_error = basis.std(axis=0) / np.sqrt(basis.shape[0])
     assert np.all(np.abs(basis.mean(axis=0)) < 4 * standard_error)
     np.testing.assert_array_equal(stein_basis(score, None, 1), score)
+    cubic = stein_basis(score[:50_000], theta[:50_000], 3)
+    assert cubic.shape == (50_000, 9)  # C(2 + 3, 3) - 1 monomials
+    standard_error = cubic.std(axis=0) / np.sqrt(cubic.shape[0])
+    assert np.all(np.abs(cubic.mean(axis=0)) < 4 * standard_error)
 
 
 def test_second_degree_control_variates_cut_the_error_of_psi_many_fold():
@@ -66,8 +70,8 @@ def test_arguments_are_checked():
     f, log_lik, score, theta, _ = _fit(2, n=200)
     with pytest.raises(ValueError, match=r"^score: found 40 draws while quantities has 4000"):
         zero_variance_influence(f, log_lik, score[:, :10])
-    with pytest.raises(ValueError, match=r"^degree: found 3; expected one of"):
-        zero_variance_influence(f, log_lik, score, theta, degree=3)
+    with pytest.raises(ValueError, match=r"^degree: found 4; expected one of"):
+        zero_variance_influence(f, log_lik, score, theta, degree=4)
     with pytest.raises(ValueError, match=r"^degree: found 2 without unconstrained draws"):
         zero_variance_influence(f, log_lik, score, degree=2)
     with pytest.raises(ValueError, match=r"^unconstrained: found shape"):
