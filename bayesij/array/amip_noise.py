@@ -90,7 +90,9 @@ def linear_answer(
     noise = np.nan_to_num(mcse, nan=0.0)
     gain = -direction * np.nan_to_num(psi, nan=0.0)
     if blocks is not None:
-        samples = (-direction * np.nan_to_num(p) for p in block_bootstrap(*blocks, replicates, rng))
+        block_sums, block_sizes, block_chains = blocks
+        replicated = block_bootstrap(block_sums, block_sizes, block_chains, replicates, rng)
+        samples = (-direction * np.nan_to_num(p) for p in replicated)
     else:
         samples = (gain + noise * rng.standard_normal(gain.size) for _ in range(replicates))
     top = min(k_max, gain.size)
@@ -129,8 +131,10 @@ def linear_answer(
     if answer == "undetermined":
         margin = abs(float(np.mean(final)) - need)
         needed = draws_to_decide(n_draws, margin, float(np.std(final)), z)
-    sure = np.flatnonzero(np.quantile(paths, tail, axis=0) >= need) if ranking.size else []
-    sure_size = int(sure[0] + 1) if len(sure) else 0
+    sure_size = 0
+    if ranking.size:
+        sure = np.flatnonzero(np.quantile(paths, tail, axis=0) >= need)
+        sure_size = int(sure[0] + 1) if sure.size else 0
     return NoiseAnswer(answer, share, size_interval, change_interval, needed, sure_size)
 
 
