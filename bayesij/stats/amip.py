@@ -250,6 +250,12 @@ class AmipResult(Summary):
                 "continuation from that reweighted posterior: confirm by a refit "
                 "(bayesij.refit.verify, or amip(..., backend=))"
             )
+        if self.method == "linear" and self.metric != "mean" and self.refits is None:
+            lines.append(
+                "  the interval end's change is a first-order prediction: its Monte Carlo "
+                "error is in the intervals, its nonlinearity is not; confirm by a refit "
+                "(bayesij.refit.verify, or amip(..., backend=))"
+            )
         if self.refits is not None:
             lines.append(
                 f"  refits in the loop ({len(self.refits)}):\n"

@@ -311,6 +311,8 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     assert result.n_drop <= high + 1 and result.n_drop <= 2 * reference.size + 2
     if target == "sign":
         assert result.n_drop <= reference.size + 1
+    else:  # at N = 10^5 the first-order interval end overshoots (benchmarks/amip_noise.py)
+        assert "first-order prediction: its Monte Carlo error is in the" in str(result)
     plain = bayesij.amip(post, "beta[2]", target, method="linear")
     assert plain.n_drop > result.n_drop
 
