@@ -102,6 +102,17 @@ def test_the_pystan_score_gives_control_variates_that_cut_the_influence_noise():
         for e in np.eye(3)
     ]
     np.testing.assert_allclose(score[0, 0], numeric, rtol=1e-5, atol=1e-6)
+    # The compiled functions called directly equal PyStan's public (HTTP) ones.
+    model = density._model()
+    public = [model.log_prob(u.tolist()) for u in upars[0, :3]]
+    np.testing.assert_allclose(density.log_prob(upars[0, :3]), public, rtol=1e-12)
+    np.testing.assert_allclose(score[0, 0], model.grad_log_prob(upars[0, 0].tolist()))
+    values = {
+        "alpha": float(post.quantities.values[0, 0, 0]),
+        "beta": [float(post.quantities.values[0, 0, 1])],
+        "sigma": float(post.quantities.values[0, 0, 2]),
+    }
+    np.testing.assert_allclose(upars[0, 0], model.unconstrain_pars(values), rtol=1e-12)
     plain = bayesij.influence(post, quantities="beta[1]")
     cv = bayesij.influence(post, quantities="beta[1]", score=score, unconstrained=upars)
     assert np.median(plain["mcse"].values / cv["mcse"].values) > 3
