@@ -402,16 +402,17 @@ def goal_for(f: np.ndarray, target, z: float) -> Goal:
     return Goal(name, sign, -1 if value > 0 else 1, abs(value), value, z)
 
 
-def metric_influence(f, log_lik, goal, score=None, unconstrained=None):
+def metric_influence(f, log_lik, goal, score=None, unconstrained=None, keep_blocks=False):
     """Influence of the goal's metric on every unit: one pass over the draws; with the log
     posterior's ``score`` (and ``unconstrained`` draws), by zero-variance control variates
-    (:func:`bayesij.array.control_variates.zero_variance_influence`)."""
+    (:func:`bayesij.array.control_variates.zero_variance_influence`); ``keep_blocks``: with
+    the block sums the Monte Carlo replicates of :mod:`bayesij.array.amip_noise` need."""
     g_star = metric_draws(f, goal.sign, goal.z)[..., None]
     if score is None:
-        return influence_scores(g_star, log_lik, check=False, keep_blocks=True)
+        return influence_scores(g_star, log_lik, check=False, keep_blocks=keep_blocks)
     from bayesij.array.control_variates import zero_variance_influence
 
-    return zero_variance_influence(g_star, log_lik, score, unconstrained, keep_blocks=True)
+    return zero_variance_influence(g_star, log_lik, score, unconstrained, keep_blocks=keep_blocks)
 
 
 def draw_block_layout(n_chains: int, n_draws: int, n_blocks: int = 50):
@@ -446,7 +447,7 @@ def goal_influence(
     U) (checked), on all draws (``"all"``) and, with ``with_half``, on the first half of
     :func:`split_halves` (``"half"``, where the linear split-draw check chooses its set).
     ``score`` and ``unconstrained`` (n_chains, n_draws, P): as :func:`metric_influence`."""
-    out = {"all": metric_influence(f, log_lik, goal, score, unconstrained)}
+    out = {"all": metric_influence(f, log_lik, goal, score, unconstrained, keep_blocks=True)}
     if with_half:
         _, (first, _), axis = split_halves(*f.shape)
 
@@ -587,7 +588,7 @@ def amip_search(
        arXiv:2011.14999.
     """
     goal = goal_for(f, target, float(z))
-    scores = metric_influence(f, log_lik, goal)
+    scores = metric_influence(f, log_lik, goal, keep_blocks=True)
     if method == "linear":
         _, (first, _), axis = split_halves(*f.shape)
         half = metric_influence(take_draws(f, first, axis), take_draws(log_lik, first, axis), goal)
@@ -677,30 +678,28 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
     prefix is sure, the answer is "undetermined"."""
     psi, mcse = scores.psi[0], scores.mcse[0]
     linear = linear_path(psi, goal.direction, np.inf, k_max, mcse)
-    blocks = _bootstrap_blocks(scores, f)
-    probe = linear_answer(
-        psi, mcse, goal.direction, goal.need, k_max, linear.order, f.size, blocks=blocks
-    )
-    if probe.sure_size:  # the smallest prefix that reaches in 97.5 % of the replicates
-        size = probe.sure_size
-        path = linear._replace(
-            order=linear.order[:size],
-            change=linear.change[: size + 1],
-            pareto_k=linear.pareto_k[: size + 1],
-            sizes=linear.sizes[: size + 1],
-            how=linear.how[: size + 1],
-            stopped="reached",
-        )
-    else:
-        path = linear_path(psi, goal.direction, goal.need, k_max)
-        if path.stopped == "reached":  # the point estimate reaches, the replicates do not
-            path = linear._replace(
-                stopped="alpha_max"
-                if linear.order.size == k_max
-                else "no unit moves the metric that way"
-            )
     answer = linear_answer(
-        psi, mcse, goal.direction, goal.need, k_max, path.order, f.size, blocks=blocks
+        psi,
+        mcse,
+        goal.direction,
+        goal.need,
+        k_max,
+        None,
+        f.size,
+        blocks=_bootstrap_blocks(scores, f),
+    )
+    size = answer.chosen_size  # the sure prefix, or the whole ranking within k_max
+    if answer.sure_size:
+        stopped = "reached"
+    else:
+        stopped = "alpha_max" if size == k_max else "no unit moves the metric that way"
+    path = linear._replace(
+        order=linear.order[:size],
+        change=linear.change[: size + 1],
+        pareto_k=linear.pareto_k[: size + 1],
+        sizes=linear.sizes[: size + 1],
+        how=linear.how[: size + 1],
+        stopped=stopped,
     )
     if answer.answer == "reached" and path.stopped != "reached":
         answer = _undecided_set(answer, path, mcse, goal, f.size)

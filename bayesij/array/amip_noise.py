@@ -56,6 +56,9 @@ class NoiseAnswer(NamedTuple):
         The smallest prefix of the ranking that reaches the target in at least
         ``1 - alpha / 2`` of the replicates (0: none within ``k_max``): a set that reaches
         it whatever the Monte Carlo error, shared errors included.
+    chosen_size : int
+        With ``chosen=None``: the prefix of the ranking the answer reports (``sure_size``,
+        or the whole ranking within ``k_max`` when no prefix is sure).
     """
 
     answer: str
@@ -64,6 +67,7 @@ class NoiseAnswer(NamedTuple):
     change_interval: tuple
     draws_needed: float
     sure_size: int = 0
+    chosen_size: int = 0
 
 
 def linear_answer(
@@ -72,7 +76,7 @@ def linear_answer(
     direction: int,
     need: float,
     k_max: int,
-    chosen: np.ndarray,
+    chosen: np.ndarray | None,
     n_draws: int,
     *,
     replicates: int = 200,
@@ -82,8 +86,9 @@ def linear_answer(
 ) -> NoiseAnswer:
     """The answer of the linear search from ``psi`` (U,) and its ``mcse`` (U,).
 
-    ``chosen`` are the units of the point estimate's set (its predicted change's interval
-    is reported); ``n_draws`` scales the draws needed. ``blocks``: ``(block_sums (B, U),
+    ``chosen`` are the units of the set whose predicted change's interval is reported;
+    None: the prefix of the ranking the answer reports (``chosen_size``), from the same
+    replicates. ``n_draws`` scales the draws needed. ``blocks``: ``(block_sums (B, U),
     sizes (B,), chains (B,))`` for the block bootstrap (:func:`block_bootstrap`).
     """
     rng = np.random.default_rng(seed)
@@ -107,7 +112,8 @@ def linear_answer(
         cumulative = np.cumsum(sample[ranking])
         paths[r] = cumulative
         final[r] = cumulative[-1] if cumulative.size else 0.0
-        chosen_changes[r] = np.sum(sample[chosen]) if chosen.size else 0.0
+        if chosen is not None:
+            chosen_changes[r] = np.sum(sample[chosen]) if chosen.size else 0.0
         reach = np.flatnonzero(cumulative >= need)
         sizes[r] = reach[0] + 1 if reach.size else np.inf
         largest = np.partition(sample, sample.size - top)[sample.size - top :]
@@ -118,6 +124,15 @@ def linear_answer(
     bounds = np.quantile(sizes, [tail, 1 - tail], method="inverted_cdf")  # inf stays inf
     size_interval = tuple(float(q) for q in bounds)
     z = _z(level)
+    sure_size = 0
+    if ranking.size:
+        sure = np.flatnonzero(np.quantile(paths, tail, axis=0) >= need)
+        sure_size = int(sure[0] + 1) if sure.size else 0
+    chosen_size = 0
+    if chosen is None:
+        chosen_size = sure_size or int(ranking.size)
+        chosen = ranking[:chosen_size]
+        chosen_changes = paths[:, chosen_size - 1] if chosen_size else np.zeros(replicates)
     change = float(-np.sum(psi[chosen])) if chosen.size else 0.0
     if blocks is not None:
         spread = float(np.std(chosen_changes)) if chosen.size else 0.0
@@ -131,11 +146,9 @@ def linear_answer(
     if answer == "undetermined":
         margin = abs(float(np.mean(final)) - need)
         needed = draws_to_decide(n_draws, margin, float(np.std(final)), z)
-    sure_size = 0
-    if ranking.size:
-        sure = np.flatnonzero(np.quantile(paths, tail, axis=0) >= need)
-        sure_size = int(sure[0] + 1) if sure.size else 0
-    return NoiseAnswer(answer, share, size_interval, change_interval, needed, sure_size)
+    return NoiseAnswer(
+        answer, share, size_interval, change_interval, needed, sure_size, chosen_size
+    )
 
 
 def block_bootstrap(block_sums, sizes, chains, replicates: int, rng):
