@@ -131,3 +131,16 @@ def lfo_closed_form(backend, min_train: int, horizon: int) -> np.ndarray:
         predictive = multivariate_normal(block @ mean, noise + block @ cov @ block.T)
         out.append(predictive.logpdf(model.y[i : i + horizon]))
     return np.array(out)
+
+
+def noise_dominated_slope():
+    """A slope from 2000 heavy-tailed observations and only 2 x 20 draws: its IJ variance is
+    buried in Monte Carlo noise (corrected variance below 2 MCSE). Quantity ``b``."""
+    from bayesij import from_arrays
+
+    rng = np.random.default_rng(1)
+    n = 2000
+    x = rng.normal(size=n)
+    y = x + rng.standard_t(2, size=n)
+    beta = 1.0 + rng.normal(size=(2, 20, 1)) / np.sqrt(n)
+    return from_arrays(beta, -0.5 * (y - beta * x) ** 2, quantity_names=["b"])

@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 
 import bayesij  # noqa: E402
 from bayesij import refit  # noqa: E402
-from conjugate import small_regression  # noqa: E402
+from conjugate import noise_dominated_slope, small_regression  # noqa: E402
 
 
 def test_audit_summary_names_the_fragile_conclusion_and_the_refits(post, tmp_path):
@@ -101,12 +101,7 @@ def test_an_undetermined_influential_set_is_said_to_be_open_with_the_draws_that_
 
 
 def test_no_misspecification_claim_from_a_noise_dominated_ij():
-    rng = np.random.default_rng(1)
-    n = 2000
-    x = rng.normal(size=n)
-    y = x + rng.standard_t(2, size=n)
-    beta = 1.0 + rng.normal(size=(2, 20, 1)) / np.sqrt(n)
-    post = bayesij.from_arrays(beta, -0.5 * (y - beta * x) ** 2, quantity_names=["b"])
+    post = noise_dominated_slope()
     result = bayesij.audit(post, amip=False)
     summary = " ".join(result.summary())
     assert "IJ vs posterior sd undetermined for b (about" in summary

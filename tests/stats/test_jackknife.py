@@ -4,6 +4,7 @@ import numpy as np
 
 import bayesij
 from bayesij import array
+from conjugate import noise_dominated_slope
 
 
 def test_ij_covariance_result(post):
@@ -41,13 +42,7 @@ def test_ij_covariance_result(post):
 
 
 def test_a_noise_dominated_ij_variance_says_how_many_draws_would_measure_it():
-    # 2000 heavy-tailed observations, 40 draws: the IJ variance is buried in noise.
-    rng = np.random.default_rng(1)
-    n = 2000
-    x = rng.normal(size=n)
-    y = x + rng.standard_t(2, size=n)
-    beta = 1.0 + rng.normal(size=(2, 20, 1)) / np.sqrt(n)
-    result = bayesij.ij_covariance(bayesij.from_arrays(beta, -0.5 * (y - beta * x) ** 2))
+    result = bayesij.ij_covariance(noise_dominated_slope())
     needed = result.draws_needed.iloc[0]
     scale = max(result.variance_corrected.iloc[0], result.posterior_variance.iloc[0])
     assert needed == np.ceil(40 * (2 * result.mcse.iloc[0] / scale) ** 2) > 40
