@@ -86,3 +86,16 @@ def test_shared_errors_widen_the_size_interval_past_independent_ones():
         for k, a in {"shared": shared, "independent": independent}.items()
     }
     assert width["shared"] > 2 * width["independent"], width
+
+
+def test_not_reachable_needs_the_optimistic_replicates_to_fail_too():
+    # Along the ranking the three best units give 0.3 < 0.31 whatever the noise (theirs is
+    # 0), but seven noisy units could stand in for them: re-selected afresh, some replicates
+    # reach the target, so the answer is undetermined, never "not reachable".
+    psi = -np.r_[np.full(3, 0.1), np.full(7, 0.05)]
+    mcse = np.r_[np.zeros(3), np.full(7, 0.1)]
+    answer = linear_answer(psi, mcse, 1, 0.31, 3, None, 1000, seed=2)
+    assert answer.share_reached == 0.0
+    assert answer.answer == "undetermined"
+    quiet = linear_answer(psi, np.zeros(10), 1, 0.31, 3, None, 1000)
+    assert quiet.answer == "not reachable"

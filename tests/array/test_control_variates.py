@@ -51,6 +51,8 @@ def test_second_degree_control_variates_cut_the_error_of_psi_many_fold():
         for k, v in {"plain": plain, "first": first, "second": second.psi[0]}.items()
     }
     assert rmse["second"] < rmse["plain"] / 10, rmse
+    third = zero_variance_influence(f, log_lik, score, theta, degree=3).psi[0]
+    assert np.sqrt(np.mean((third - exact) ** 2)) < rmse["plain"] / 1000  # 27,000 times here
     assert rmse["first"] < 1.2 * rmse["plain"]  # never much worse
 
 

@@ -380,3 +380,21 @@ def test_refits_in_the_loop_find_the_ols_amip_set_whatever_the_refit_seed(field_
         assert result.n_drop <= reference.size + 1
         sets.append(sorted(result.drop_ids))
     assert sets[0] == sets[1]
+
+
+def test_a_refit_within_two_monte_carlo_errors_of_the_target_does_not_count_as_reaching():
+    # A refit whose posterior mean is below 0 by less than two MCSEs of the mean: for a sign
+    # target (from positive) it is not taken as reaching; by more, it is.
+    from bayesij.array.amip import goal_for
+    from bayesij.stats.amip import _refit_metric
+
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((4, 1000))
+    base = (base - base.mean()) / base.std(ddof=1)  # mean 0, sd 1: MCSE of the mean 1/63
+    goal = goal_for(base + 3.0, "sign", 1.96)
+    for shift, expected in ((-0.01, False), (-0.1, True)):
+        draws = base + shift
+        post = bayesij.from_arrays(draws[..., None], np.zeros((4, 1000, 3)), quantity_names=["f"])
+        backend = refit.CallableBackend(lambda w, post=post: post)
+        *_, reached, _ = _refit_metric(backend, np.ones(3), "f", goal)
+        assert reached is expected, shift
