@@ -356,7 +356,7 @@ def _target_words(result: AmipResult) -> str:
             "significance": "significance",
             "sign_and_significance": "sign and significance",
         }[result.target]
-    return f"change by {result.target:g}"
+    return f"change by {result.target:.4g}"
 
 
 def _ids(ids, limit: int = 8) -> str:

@@ -166,6 +166,7 @@ class AmipResult(Summary):
             "n_drop": self.n_drop,
             "prop_drop": self.prop_drop,
             "reachable": self.reachable,
+            "answer": self.answer or ("reached" if self.reachable else "not reachable"),
             "predicted": self.predicted_value,
             "predicted_change": self.predicted_change,
         }

@@ -97,6 +97,7 @@ def test_an_undetermined_influential_set_is_said_to_be_open_with_the_draws_that_
     assert amip.answer == "undetermined"
     summary = " ".join(result.summary())
     assert "is undetermined by Monte Carlo error: about" in summary
+    assert amip.table()["answer"].iloc[0] == "undetermined"  # the report's AMIP table says it
     assert "Not decided by a handful of units" not in summary
 
 
