@@ -3,18 +3,20 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
 import xarray as xr
 
 from bayesij.array.checks import as_float_array, fail
-from bayesij.data.arrays import element_names, from_arrays
+from bayesij.data.arrays import from_arrays
 from bayesij.data.posterior import Posterior, base_name, select_names
 
 __all__ = [
     "from_inference_data",
     "flatten_variables",
+    "labelled_names",
     "log_lik_variables",
     "sample_values",
     "has_groups",
@@ -126,11 +128,33 @@ def flatten_variables(dataset, variables) -> tuple[np.ndarray, list[str]]:
     """
     blocks, names = [], []
     for variable in variables:
-        array = dataset[variable]
-        shape = tuple(size for dim, size in array.sizes.items() if dim not in SAMPLE_DIMS)
         blocks.append(sample_values(dataset[variable], variable))
-        names.extend(element_names(variable, shape))
+        names.extend(labelled_names(variable, dataset[variable]))
     return np.concatenate(blocks, axis=2), names
+
+
+def labelled_names(variable: str, array: xr.DataArray) -> list[str]:
+    """Element names of a variable from its coordinate labels, row-major.
+
+    A dim with coordinate labels names its elements by them (``'a[General Motors]'``,
+    ``'b[value]'``, ``'c[1935]'``); a dim without, or with the default labels 0..n-1 that
+    ArviZ and PyMC give unlabelled dims, by Stan-style 1-based positions (``'theta[1]'``).
+    """
+    dims = [d for d in array.dims if d not in SAMPLE_DIMS]
+    if not dims:
+        return [variable]
+    grids = [_dim_labels(array, dim) for dim in dims]
+    return [f"{variable}[{','.join(parts)}]" for parts in itertools.product(*grids)]
+
+
+def _dim_labels(array: xr.DataArray, dim: str) -> list[str]:
+    size = array.sizes[dim]
+    if dim in array.coords:
+        values = np.asarray(array[dim].values)
+        default = values.dtype.kind in "iu" and np.array_equal(values, np.arange(size))
+        if not default:
+            return [str(v) for v in values.tolist()]
+    return [str(i + 1) for i in range(size)]
 
 
 def log_lik_group(idata, var_name=None, argument: str = "idata") -> tuple[np.ndarray, list]:
@@ -160,8 +184,10 @@ def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> P
         observation dims is flattened row-major, with ids ``'i,j'`` from the coordinates.
     quantities : str or list of str, optional
         Posterior variables (``'beta'``: all its elements) or elements (``'beta[1]'``).
-        Default: every posterior variable. Array elements get Stan-style 1-based names
-        (``'Omega[1,2]'``), row-major.
+        Default: every posterior variable. Array elements are named by their coordinate
+        labels (``'a[General Motors]'``), or by Stan-style 1-based positions
+        (``'Omega[1,2]'``) where a dim has no labels (or ArviZ's default 0..n-1), row-major;
+        an element of a labelled variable can also be selected by its 1-based position.
     groups : array_like of shape (n_obs,) or mapping, optional
         Exchangeable unit of each observation.
 

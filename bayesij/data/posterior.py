@@ -52,16 +52,49 @@ def select_names(available: Iterable[str], requested, argument: str = "quantitie
     for request in requested:
         request = str(request)
         matches = [n for n in available if n == request or base_name(n) == request]
-        if not matches:
-            variables = sorted({base_name(n) for n in available})
-            shown = ", ".join(variables[:20]) + (", ..." if len(variables) > 20 else "")
+        matches = matches or _by_position(available, request)
+        if not matches and any(base_name(n) == base_name(request) for n in available):
+            elements = [n for n in available if base_name(n) == base_name(request)]
             raise fail(
                 argument,
-                f"the unknown name {request!r}",
-                f"one of the variables {shown} or one of their elements such as 'beta[1]'",
+                f"the unknown element {request!r}",
+                f"one of {_shown(elements)} (by label), or a 1-based position such as "
+                f"'{base_name(request)}[1]'",
             )
+        if not matches:
+            variables = list(dict.fromkeys(base_name(n) for n in available))
+            shown = ", ".join(variables[:20]) + (", ..." if len(variables) > 20 else "")
+            element = next((n for n in available if "[" in n), None)
+            example = f" or one of their elements such as {element!r}" if element else ""
+            raise fail(argument, f"the unknown name {request!r}", f"one of {shown}{example}")
         selected.extend(m for m in matches if m not in selected)
     return selected
+
+
+def _shown(names: list[str], limit: int = 4) -> str:
+    if len(names) <= limit:
+        return ", ".join(map(repr, names))
+    return ", ".join(map(repr, names[: limit - 1])) + f", ..., {names[-1]!r}"
+
+
+def _by_position(available: list[str], request: str) -> list[str]:
+    """The element at a Stan-style 1-based position (``'a[2]'``, ``'Omega[1,2]'``) of a
+    variable whose elements are named by labels (``'a[US Steel]'``); [] if none."""
+    variable = base_name(request)
+    inside = request[len(variable) + 1 : -1] if request.endswith("]") else ""
+    try:
+        position = [int(part) - 1 for part in inside.split(",")]
+    except ValueError:
+        return []
+    elements = [n for n in available if base_name(n) == variable and "[" in n]
+    parts = [n[len(variable) + 1 : -1].split(",") for n in elements]
+    if not elements or any(len(p) != len(position) for p in parts):
+        return []
+    grids = [list(dict.fromkeys(p[k] for p in parts)) for k in range(len(position))]
+    if any(not 0 <= i < len(g) for i, g in zip(position, grids, strict=True)):
+        return []
+    wanted = [g[i] for i, g in zip(position, grids, strict=True)]
+    return [n for n, p in zip(elements, parts, strict=True) if p == wanted]
 
 
 @dataclass(frozen=True, repr=False)

@@ -14,10 +14,12 @@ def centered_eight():
 
 def test_eight_schools_names_values_and_obs_ids(centered_eight):
     post = bayesij.from_inference_data(centered_eight)
-    assert post.quantity_names == ["mu"] + [f"theta[{i}]" for i in range(1, 9)] + ["tau"]
+    schools = list(centered_eight.posterior["school"].values)
+    # Labelled as ArviZ labels them (az.summary's index: 'theta[Choate]').
+    assert post.quantity_names == ["mu"] + [f"theta[{s}]" for s in schools] + ["tau"]
     assert post.obs_names == list(centered_eight["log_likelihood"]["school"].values)
     np.testing.assert_array_equal(
-        post.quantities.sel(quantity="theta[3]").values,
+        post.quantities.sel(quantity=f"theta[{schools[2]}]").values,
         centered_eight.posterior["theta"].isel(school=2).values,
     )
     np.testing.assert_array_equal(
@@ -26,12 +28,18 @@ def test_eight_schools_names_values_and_obs_ids(centered_eight):
 
 
 def test_select_by_variable_and_element(centered_eight):
+    second = str(centered_eight.posterior["school"].values[1])
     post = bayesij.from_inference_data(centered_eight, quantities=["tau", "theta[2]"])
-    assert post.quantity_names == ["tau", "theta[2]"]
+    assert post.quantity_names == ["tau", f"theta[{second}]"]  # 1-based position
+    by_label = bayesij.from_inference_data(centered_eight, quantities=[f"theta[{second}]"])
+    assert by_label.quantity_names == [f"theta[{second}]"]
     with pytest.raises(ValueError, match=r"quantities: found the unknown name 'sigma'"):
         bayesij.from_inference_data(centered_eight, quantities=["sigma"])
-    with pytest.raises(ValueError, match=r"quantities: found the unknown name 'theta\[9\]'"):
+    # The example in the message comes from the data at hand.
+    with pytest.raises(ValueError, match=r"unknown element 'theta\[9\]'.*'theta\[Choate\]'"):
         bayesij.from_inference_data(centered_eight, quantities=["theta[9]"])
+    with pytest.raises(ValueError, match=r"unknown element 'theta\[0\]'.*'theta\[1\]'"):
+        bayesij.from_inference_data(centered_eight, quantities=["theta[0]"])
 
 
 def _matrix_idata(rng):
