@@ -14,35 +14,45 @@ __all__ = ["main", "load_posterior"]
 
 def load_posterior(files: list[str], log_lik: str | None, quantities) -> Posterior:
     """A container from CmdStan CSV files or one InferenceData netCDF file."""
+    fit = load_fit(files)
+    if isinstance(fit, Posterior):
+        return fit if quantities is None else fit.select(quantities)
+    from bayesij.data.inference_data import from_inference_data
+
+    return from_inference_data(fit, var_name=log_lik, quantities=quantities)
+
+
+def load_fit(files: list[str], log_lik: str | None = None):
+    """What FILES hold: one netCDF file as its DataTree (every group kept: the audit reads
+    the model's structure and log prior from it), or CmdStan CSV files as a Posterior."""
     paths = [Path(f) for f in files]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise ValueError(f"FILES: found missing file(s) {missing}; expected existing files.")
     if len(paths) == 1 and paths[0].suffix in {".nc", ".netcdf", ".h5"}:
-        import xarray as xr
-
-        from bayesij.data.inference_data import from_inference_data
-
-        # A netCDF file written by ArviZ 0.23 (InferenceData) or 1.x (DataTree): groups.
-        try:
-            tree = xr.open_datatree(paths[0])
-        except (OSError, ValueError) as error:
-            raise ValueError(
-                f"FILES: found {paths[0].name!r}, which is not a readable netCDF file "
-                f"({error}); expected an InferenceData / DataTree netCDF file."
-            ) from None
-        with tree:
-            return from_inference_data(tree.load(), var_name=log_lik, quantities=quantities)
+        return _open_netcdf(paths[0], "FILES")
     if all(p.suffix == ".csv" for p in paths):
         from bayesij.adapters.cmdstan import from_cmdstanpy
 
-        return from_cmdstanpy(
-            [str(p) for p in paths], log_lik=log_lik or "log_lik", quantities=quantities
-        )
+        return from_cmdstanpy([str(p) for p in paths], log_lik=log_lik or "log_lik")
     raise ValueError(
         f"FILES: found {[p.name for p in paths]}; expected CmdStan CSV files (.csv) or one "
         "InferenceData netCDF file (.nc)."
     )
+
+
+def _open_netcdf(path: Path, argument: str):
+    """A netCDF file written by ArviZ 0.23 (InferenceData) or 1.x (DataTree), loaded."""
+    import xarray as xr
+
+    try:
+        with xr.open_datatree(path) as tree:
+            return tree.load()
+    except (OSError, ValueError) as error:
+        raise ValueError(
+            f"{argument}: found {path.name!r}, which is not a readable netCDF file "
+            f"({error}); expected an InferenceData / DataTree netCDF file."
+        ) from None
 
 
 def _run_demo(args) -> None:
@@ -61,12 +71,12 @@ def _run_demo(args) -> None:
     _print_audit(post, args.out)
 
 
-def _print_audit(post: Posterior, out: str | None, **options) -> None:
+def _print_audit(fit, out: str | None, **options) -> None:
     from bayesij.report.audit import audit
 
     if out:
         _check_out(out)  # before the whole audit runs
-    result = audit(post, **options)
+    result = audit(fit, **options)
     print(result.to_markdown())
     if out:
         print(f"Report written to {result.to_html(out)}", file=sys.stderr)
@@ -105,28 +115,53 @@ def _target(text: str):
         ) from None
 
 
-def _groups(value: str | None, post: Posterior):
-    """--groups: a file of one label per observation (a line each, or a CSV's first
-    column), or the name of a coordinate or variable of the netCDF file's data."""
+def _groups(value: str | None, fit):
+    """--groups: the name of a posterior dim, coordinate or constant_data variable of the
+    netCDF file's fit; a file of one label per observation (a line each, or a CSV's first
+    column); or FILE:COLUMN, a column of a CSV file with a header line."""
     if value is None:
         return None
-    path = Path(value)
+    path, _, column = value.rpartition(":") if ":" in value else (value, "", "")
+    path = Path(path or value)
     if path.is_file():
         import pandas as pd
 
-        labels = pd.read_csv(path, header=None).iloc[:, 0].tolist()
-        if len(labels) == post.n_obs + 1:  # a header line
+        try:
+            frame = pd.read_csv(path, header=0 if column else None)
+        except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
+            raise ValueError(
+                f"--groups: found {str(path)!r}, which is not a readable CSV file "
+                f"({str(error).splitlines()[0]}); expected one label per observation."
+            ) from None
+        if column and column not in frame.columns:
+            raise ValueError(
+                f"--groups: found no column {column!r} in {path.name!r} (columns: "
+                f"{list(frame.columns)}); expected FILE:COLUMN naming one of them."
+            )
+        labels = frame[column].tolist() if column else frame.iloc[:, 0].tolist()
+        n_obs = _n_obs(fit)
+        if not column and len(labels) == n_obs + 1:  # a header line
             labels = labels[1:]
         return labels
-    raise ValueError(
-        f"--groups: found {value!r}, which is not a file; expected a file with one group "
-        f"label per observation ({post.n_obs} lines)."
-    )
+    if isinstance(fit, Posterior):
+        raise ValueError(
+            f"--groups: found {value!r}, which is not a file; expected a file with one group "
+            f"label per observation ({fit.n_obs} lines) (a name needs a netCDF file)."
+        )
+    return value  # a name: audit() resolves it against the fit, or says what it could be
 
 
-def _posterior_of(args) -> Posterior:
-    """The container named by the command line: CmdStan CSVs or a netCDF file (FILES), or
-    R's CSV exports (--draws with --log-lik as the log-likelihood CSV)."""
+def _n_obs(fit) -> int:
+    if isinstance(fit, Posterior):
+        return fit.n_obs
+    from bayesij.data.inference_data import log_lik_group
+
+    return log_lik_group(fit)[0].shape[2] if fit is not None else 0
+
+
+def _fit_of(args):
+    """The fit named by the command line: a netCDF file's DataTree, CmdStan CSVs or R's CSV
+    exports (--draws with --log-lik as the log-likelihood CSV) as a Posterior."""
     if args.draws is None:
         if not args.files:
             raise ValueError(
@@ -135,7 +170,7 @@ def _posterior_of(args) -> Posterior:
             )
         if args.chains is not None:
             raise ValueError("--chains: found it without --draws; expected it with --draws.")
-        return load_posterior(args.files, args.log_lik, args.quantity)
+        return load_fit(args.files, args.log_lik)
     if args.files:
         raise ValueError(
             f"FILES: found {args.files} together with --draws; expected one or the other."
@@ -144,15 +179,53 @@ def _posterior_of(args) -> Posterior:
         raise ValueError("--log-lik: found none with --draws; expected log_lik.csv.")
     from bayesij.adapters.r_csv import from_csv
 
-    return from_csv(args.draws, args.log_lik, chains=args.chains, quantities=args.quantity)
+    return from_csv(args.draws, args.log_lik, chains=args.chains)
+
+
+def _posterior_of(args) -> Posterior:
+    """The Posterior of the command line's fit (quantities selected)."""
+    fit = _fit_of(args)
+    if isinstance(fit, Posterior):
+        return fit if args.quantity is None else fit.select(args.quantity)
+    from bayesij.data.inference_data import from_inference_data
+
+    return from_inference_data(fit, var_name=args.log_lik, quantities=args.quantity)
+
+
+def _compare(values: list[str] | None) -> dict | None:
+    """--compare [NAME=]FILE...: other fits of the same observations, by name."""
+    if not values:
+        return None
+    fits = {}
+    for value in values:
+        name, _, path = value.partition("=") if "=" in value else (Path(value).stem, "", value)
+        if not Path(path).is_file():
+            raise ValueError(f"--compare: found {path!r}, which is not a file; expected a .nc file.")
+        if name in fits or name == "audited":
+            raise ValueError(f"--compare: found the name {name!r} twice (or 'audited'); expected "
+                             "distinct names (NAME=FILE).")
+        fits[name] = load_fit([path])
+    return fits
 
 
 def _run_audit(args) -> None:
-    post = _posterior_of(args)
-    options = {"groups": _groups(args.groups, post), "alpha_max": args.alpha_max}
+    fit = _fit_of(args)
+    netcdf = not isinstance(fit, Posterior)
+    options = {
+        "groups": False if args.no_groups else _groups(args.groups, fit),
+        "alpha_max": args.alpha_max,
+        "quantities": args.quantity,
+        "var_names": args.var_names,
+        "filter_vars": args.filter_vars,
+        "compare_with": _compare(args.compare),
+    }
+    if netcdf:
+        options["var_name"] = args.log_lik
+    if args.log_prior is not None:
+        options["log_prior"] = args.log_prior
     if args.target:
         options["targets"] = tuple(args.target)
-    _print_audit(post, args.out, **options)
+    _print_audit(fit, args.out, **options)
 
 
 def _run_influence(args) -> None:
@@ -218,9 +291,44 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument(
         "--groups",
         default=None,
-        metavar="FILE",
-        help="file with the group label of each observation (one per line): groups become "
-        "the exchangeable units",
+        metavar="NAME|FILE|FILE:COLUMN",
+        help="the exchangeable unit: a posterior dim, coordinate or constant_data variable of "
+        "the netCDF fit (default: read from it), a file of one label per observation, or a "
+        "CSV column",
+    )
+    aud.add_argument(
+        "--no-groups",
+        action="store_true",
+        help="the observations are the units, whatever grouping the fit has",
+    )
+    aud.add_argument(
+        "--var-names",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="posterior variables to audit, as ArviZ reads them (~name excludes); default: "
+        "the global ones (no dim over observations or groups)",
+    )
+    aud.add_argument(
+        "--filter-vars",
+        choices=("like", "regex"),
+        default=None,
+        help="how --var-names match (as ArviZ's filter_vars)",
+    )
+    aud.add_argument(
+        "--log-prior",
+        default=None,
+        metavar="NAME",
+        help="posterior variable holding the log prior at each draw, for power-scaling "
+        "sensitivity (default: the netCDF file's log_prior group when it has one)",
+    )
+    aud.add_argument(
+        "--compare",
+        action="append",
+        default=None,
+        metavar="[NAME=]FILE",
+        help="another fit of the same observations (.nc) to compare by PSIS-LOO with "
+        "stacking weights; repeat for several",
     )
     aud.add_argument(
         "--alpha-max",

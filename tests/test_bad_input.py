@@ -212,8 +212,10 @@ def test_a_constant_quantity_is_called_constant_everywhere(rng):
         assert ij.table().loc["c", "ij_sd"] == 0.0
         assert "c: constant over the draws, so the IJ variance is 0" in str(ij)
         assert "run more draws" not in str(ij)
-        summary = " ".join(bayesij.audit(post).summary())
-    assert "No influence search for c: constant over the draws" in summary
+        audited = bayesij.audit(post)
+        summary = " ".join(audited.summary())
+    assert "No influence search for c: constant over the draws" in audited.to_markdown()
+    assert audited.comparison_table.loc["c", "verdict"] == "constant"
     assert "linear approximation is doubtful or unreliable" not in summary
     with pytest.raises(ValueError, match=r"groups: found 1 group; expected at least 2 units"):
         bayesij.ij_covariance(post, groups=np.zeros(30, dtype=int))

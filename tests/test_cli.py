@@ -68,7 +68,8 @@ def test_demo_command_prints_the_audit(capsys, tmp_path):
     ]:
         assert section in out
     # The planted high-leverage points (ids 78-80) decide the sign of the slope.
-    assert "The sign of beta[1] depends on a handful of units" in out
+    assert "A handful of observations decides" in out
+    assert "is predicted to reverse the sign of beta[1]" in out
     page = report.read_text()
     assert page.count("<img") >= 5 and "data:image/png;base64," in page
 
@@ -125,8 +126,9 @@ def test_audit_options_reach_the_audit(tmp_path, capsys):
     ]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "change by -2.5 of mu" in out
-    table = out.split("Most influential units")[1]
+    assert "Units: 4 groups (groups given)" in out
+    assert "target | metric" in out and "| mu | -2.5 | mean |" in out
+    table = out.split("Most influential groups")[1]
     top = table.split("| mu |")[1].split("\n")[0].replace("|", " ").split()
     assert sorted(top) == ["a", "b", "c", "d"]  # the units are the four groups
     assert main([*argv[:2], "--out", str(tmp_path / "missing" / "r.html")]) == 2

@@ -4,9 +4,7 @@ self-contained HTML file with the figures embedded."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -15,8 +13,11 @@ import pandas as pd
 
 from bayesij.array.checks import check_flag, check_labels, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
-from bayesij.data.inference_data import group_names, has_groups
+from bayesij.data.inference_data import _group, group_names, has_groups
+from bayesij.data.posterior import base_name
 from bayesij.data.source import as_source
+from bayesij.data.structure import Units, find_units, local_names
+from bayesij.data.var_names import select_var_names
 from bayesij.stats.amip import (
     AmipResult,
     check_search_options,
@@ -36,10 +37,15 @@ from bayesij.stats.power_scaling import psense
 from bayesij.stats.waic import WaicResult
 from bayesij.stats.waic import waic as compute_waic
 
-__all__ = ["audit", "Audit"]
+from bayesij.report.summary import (
+    fragile,
+    ij_comparison,
+    summary_bullets,
+    target_words,
+    unit_words,
+)
 
-#: A conclusion "depends on a handful" when this few units (or this small a share) flip it.
-HANDFUL, SMALL_SHARE = 5, 0.01
+__all__ = ["audit", "Audit", "COLUMNS"]
 
 
 @dataclass
@@ -49,11 +55,20 @@ class Audit:
     Attributes
     ----------
     quantities : list of str
+        The quantities audited (see :func:`audit`'s ``var_names``).
+    units : Units
+        The exchangeable unit and how it was found (:func:`bayesij.data.structure.find_units`).
+    local : list of str
+        The audited quantities that are local (per unit: group effects, non-centred offsets,
+        per-observation values); the IJ-vs-posterior comparison does not apply to them.
     influence : xarray.Dataset
         :func:`bayesij.influence` (psi, mcse).
     ij : IJCovariance
         With the linearity check attached.
     loo, waic : LooResult, WaicResult or None
+        Over the units (leave-one-group-out when grouped).
+    loo_observations : LooResult or None
+        When grouped: PSIS-LOO over the observations, as ``az.loo`` computes it.
     amip : dict
         ``(quantity, target) -> AmipResult``, exactly what :func:`bayesij.amip` returns for
         the same question.
@@ -79,53 +94,53 @@ class Audit:
     skipped: dict = field(default_factory=dict)
     sensitivity: pd.DataFrame | None = None
     comparison: pd.DataFrame | None = None
+    units: Units = field(default_factory=lambda: Units("observation", None, "no groups given"))
+    local: list = field(default_factory=list)
+    loo_observations: LooResult | None = None
+    n_quantities_available: int = 0
+
+    @property
+    def unit_name(self) -> str:
+        return self.units.name
+
+    @property
+    def comparison_table(self) -> pd.DataFrame:
+        """Per quantity, the IJ-vs-posterior verdict and its reason
+        (:func:`bayesij.report.summary.ij_comparison`)."""
+        return ij_comparison(self)
 
     # ----------------------------------------------------------------- plain words
     def fragile(self) -> list[AmipResult]:
-        """AMIP results whose target a handful of units reaches."""
-        return [
-            r
-            for r in self.amip.values()
-            if r.reachable and (r.n_drop <= HANDFUL or r.prop_drop <= SMALL_SHARE)
-        ]
+        """AMIP results whose target a handful of units reaches, smallest sets first."""
+        return fragile(self.amip)
 
     def summary(self) -> list[str]:
-        """The opening summary: one sentence per finding."""
+        """The verdict: at most eight one-sentence findings, most consequential first."""
+        return summary_bullets(self)
+
+    def heading(self) -> str:
+        """What was audited, over which unit and why (the line above the summary)."""
+        n_units = self.ij.n_units
+        unit = unit_words(self.unit_name, n_units)
+        text = f"Units: {unit} ({self.units.reason})."
+        if self.units.others:
+            text += f" Other groupings in the fit: {', '.join(self.units.others)} (groups=)."
+        shown = len(self.quantities)
+        available = self.n_quantities_available or shown
+        text += (
+            f" Quantities: {shown} of {available}"
+            + (
+                f" ({shown - len(self.local)} global, {len(self.local)} per-{self.unit_name})"
+                if self.local
+                else ""
+            )
+            + (" — choose with var_names." if available > shown else ".")
+        )
+        return text
+
+    def skipped_words(self) -> list[str]:
+        """Why targets were not searched, one line per reason."""
         lines = []
-        fragile = self.fragile()
-        for r in self.amip.values():
-            if r in fragile:
-                how = (
-                    " (in part by a linear continuation: reweighting the draws became unreliable)"
-                    if r.n_reweighted < r.n_drop and r.method == "reweighted"
-                    else ""
-                )
-                lines.append(
-                    f"The {_target_words(r)} of {r.quantity} depends on a handful "
-                    f"of units: dropping {r.n_drop} of {r.n_units} "
-                    f"({100 * r.prop_drop:.2g} %: {_ids(r.drop_ids)}) is predicted"
-                    f"{how} to reverse it."
-                )
-        open_ = [r for r in self.amip.values() if r.undetermined]
-        for r in open_:
-            lines.append(
-                f"Whether a handful of units decides the {_target_words(r)} of {r.quantity} "
-                f"is undetermined by Monte Carlo error: about {r.draws_needed:.3g} draws "
-                f"(now {r.n_draws}) would tell."
-            )
-        robust = [r for r in self.amip.values() if r not in fragile and r not in open_]
-        if robust:
-            words = ", ".join(
-                f"the {_target_words(r)} of {r.quantity} ("
-                + (
-                    f"{r.n_drop} units, {100 * r.prop_drop:.2g} %"
-                    if r.reachable
-                    else f"not reachable by dropping up to {r.n_drop} units"
-                )
-                + ")"
-                for r in robust
-            )
-            lines.append(f"Not decided by a handful of units: {words}.")
         scales = sorted({q for (q, _), why in self.skipped.items() if why != "constant"})
         if scales:
             lines.append(
@@ -138,128 +153,24 @@ class Audit:
                 f"No influence search for {', '.join(constant)}: constant over the draws, so "
                 "no data can move it."
             )
-        lines += self._se_words()
-        if self.loo is not None:
-            bad = self.loo.bad_k_ids()
-            if bad:
-                lines.append(
-                    f"PSIS-LOO is unreliable for {len(bad)} of {self.loo.n_units} "
-                    f"units (k-hat above {self.loo.k_threshold:.2f}: {_ids(bad)})."
-                )
-            else:
-                lines.append(
-                    f"PSIS-LOO is reliable: every k-hat is below "
-                    f"{self.loo.k_threshold:.2f} (elpd_loo {self.loo.elpd:.1f}, SE "
-                    f"{self.loo.se:.1f})."
-                )
-        lines += self._sensitivity_words() + self._comparison_words()
-        lines += self._refit_words()
         return lines
-
-    def _sensitivity_words(self) -> list[str]:
-        if self.sensitivity is None:
-            return []
-        return [
-            f"Power-scaling sensitivity of {q}: prior {row.prior:.3f}, likelihood "
-            f"{row.likelihood:.3f}"
-            + (f" ({row.diagnosis})." if row.diagnosis != "-" else " (no concern).")
-            for q, row in self.sensitivity.iterrows()
-        ]
-
-    def _comparison_words(self) -> list[str]:
-        if self.comparison is None:
-            return []
-        weights = ", ".join(f"{name} {w:.2f}" for name, w in self.comparison["weight"].items())
-        best = self.comparison.index[0]
-        return [f"Stacking weights of the fits compared (best elpd_loo: {best}): {weights}."]
-
-    def _se_words(self) -> list[str]:
-        ratio = np.sqrt(np.clip(self.ij.ratio, 0, None))
-        lines = []
-        noisy = self._noise_dominated()
-        if noisy:
-            needed = self.ij.draws_needed
-            words = ", ".join(
-                f"{q} (about {needed[q]:.3g} draws would measure it)"
-                if needed[q] > self.ij.n_draws
-                else f"{q} (the data barely move it)"
-                for q in noisy
-            )
-            lines.append(
-                "IJ vs posterior sd undetermined for "
-                f"{words}: Monte Carlo noise dominates the IJ variance."
-            )
-        ratio = ratio.drop(noisy)
-        agree = [q for q in ratio.index if 0.8 <= ratio[q] <= 1.25]
-        if agree:
-            lines.append(
-                "Posterior and frequentist (IJ) standard errors agree within 25 % "
-                f"for {', '.join(agree)}."
-            )
-        for side, test in (("smaller", lambda r: r > 1.25), ("larger", lambda r: r < 0.8)):
-            which = [q for q in ratio.index if q not in agree and test(ratio[q])]
-            if which:  # one sentence for all quantities on the same side
-                words = ", ".join(f"{q} ({ratio[q]:.2f})" for q in which)
-                lines.append(
-                    f"The posterior sd is {side} than the frequentist (IJ) sd for {words} "
-                    "(IJ sd / posterior sd): the model may be misspecified for "
-                    + ("it." if len(which) == 1 else "them.")
-                )
-        if self.ij.linearity is not None:
-            verdicts = self.ij.linearity.verdict
-            untrusted = [q for q in verdicts.index if verdicts[q] in ("doubtful", "unreliable")]
-            if untrusted:
-                lines.append(
-                    "The IJ's linear approximation is doubtful or unreliable for "
-                    f"{', '.join(untrusted)}: check it with an exact bootstrap "
-                    "(bayesij.refit.bootstrap)."
-                )
-        return lines
-
-    def _noise_dominated(self) -> list:
-        """Quantities whose corrected IJ variance is within 2 MCSE of 0: no comparison with
-        the posterior sd can be made from these draws."""
-        corrected, mcse = self.ij.variance_corrected, self.ij.mcse
-        constant = set(self.ij.constant)
-        return [q for q in corrected.index if not corrected[q] > 2 * mcse[q] and q not in constant]
-
-    def _refit_words(self) -> list[str]:
-        lines = [
-            f"Refit without {_ids(r.drop_ids)} to verify the {_target_words(r)} of "
-            f"{r.quantity} (bayesij.refit.verify)."
-            for r in self.fragile()
-        ]
-        if self.loo is not None and self.loo.bad_k_ids():
-            lines.append(
-                f"Refit leaving out {_ids(self.loo.bad_k_ids())} for exact LOO (bayesij.refit.loo)."
-            )
-        if not lines and not self._bootstrap_advised():
-            lines.append("No refit is needed for these checks.")
-        return lines
-
-    def _bootstrap_advised(self) -> bool:
-        verdicts = self.ij.linearity.verdict if self.ij.linearity is not None else None
-        return verdicts is not None and bool(verdicts.isin(["doubtful", "unreliable"]).any())
 
     # ----------------------------------------------------------------- tables and figures
     def tables(self) -> dict[str, pd.DataFrame]:
-        """The report's tables by title."""
-        tables = {"Standard errors (posterior vs IJ)": self.ij.table()}
-        if self.ij.linearity is not None:
-            tables["Linearity of the IJ"] = self.ij.linearity.table()
+        """The report's tables by title (each defined in :data:`COLUMNS`)."""
+        tables = {"Standard errors (posterior vs IJ)": self._se_table()}
         if self.amip:
             tables["Influential subsets (AMIP)"] = pd.concat(
-                [r.table() for r in self.amip.values()], ignore_index=True
+                [_amip_row(r) for r in self.amip.values()], ignore_index=True
             )
-        psi = self.influence["psi"].to_pandas()
-        top = {
-            q: psi.loc[q].abs().sort_values(ascending=False).index[:5].tolist()
-            for q in self.quantities
-        }
-        tables["Most influential units (|psi|)"] = pd.DataFrame(top).T
+        if self.ij.linearity is not None:
+            tables["Linearity of the IJ"] = self.ij.linearity.table()
+        tables[f"Most influential {unit_words(self.unit_name)} (|psi|)"] = self._top_units()
         if self.loo is not None:
             tables["PSIS-LOO"] = self.loo.estimates()
             tables["Pareto k-hat"] = self.loo.pareto_k_table()
+        if self.loo_observations is not None:
+            tables["PSIS-LOO over observations (as az.loo)"] = self.loo_observations.estimates()
         if self.waic is not None:
             tables["WAIC"] = self.waic.estimates()
         if self.sensitivity is not None:
@@ -268,79 +179,83 @@ class Audit:
             tables["Model comparison (PSIS-LOO, stacking weights)"] = self.comparison
         return tables
 
-    def figures(self) -> dict:
-        """Matplotlib figures by title (Agg-rendered when written to HTML)."""
+    def _se_table(self) -> pd.DataFrame:
+        table = self.ij.table()[["posterior_sd", "ij_sd", "sd_ratio", "mcse_ij_variance"]]
+        table = table.assign(draws_needed=self.ij.draws_needed)
+        return table.join(self.comparison_table[["verdict", "reason"]])
+
+    def _top_units(self, n: int = 5) -> pd.DataFrame:
+        psi = self.influence["psi"].to_pandas()
+        rows = {
+            q: psi.loc[q].abs().sort_values(ascending=False).index[:n].tolist()
+            for q in self.quantities
+        }
+        table = pd.DataFrame.from_dict(
+            rows, orient="index", columns=[_ordinal(i + 1) for i in range(min(n, psi.shape[1]))]
+        )
+        table.index.name = "quantity"
+        return table
+
+    def figures(self):
+        """``(title, figure)`` pairs, made one at a time (close each after use): influence
+        per quantity, IJ vs posterior sd, k-hat, and one AMIP figure per quantity whose
+        conclusion a search reached or left undetermined."""
         import matplotlib.pyplot as plt
 
         from bayesij import plots
 
-        figures = {}
-        for q in self.quantities[:6]:
-            fig, ax = plt.subplots(figsize=(6.4, 3.4))
+        for q in self.quantities:
+            fig, ax = plt.subplots(figsize=(6.4, 3.0))
             plots.plot_influence(self.influence, q, ax=ax)
-            figures[f"Influence on {q}"] = fig
+            yield f"Influence on {q}", fig
         fig, ax = plt.subplots(figsize=(4.8, 4.2))
         plots.plot_ij(self.ij, ax=ax)
-        figures["IJ vs posterior sd"] = fig
+        yield "IJ vs posterior sd", fig
         if self.loo is not None:
-            fig, ax = plt.subplots(figsize=(6.4, 3.4))
+            fig, ax = plt.subplots(figsize=(6.4, 3.0))
             plots.plot_khat(self.loo, ax=ax)
-            figures["Pareto k-hat"] = fig
-        for (q, target), result in self.amip.items():
+            yield "Pareto k-hat", fig
+        for q, result in self._amip_to_plot().items():
             fig, ax = plt.subplots(figsize=(6.4, 3.4))
             plots.plot_amip(result, ax=ax)
-            figures[f"AMIP: {target} of {q}"] = fig
-        return figures
+            yield f"AMIP: {target_words(result)}", fig
+
+    def _amip_to_plot(self) -> dict:
+        """Per quantity, the most consequential search that reached (or may reach) its
+        target: the smallest reached set, else an undetermined one."""
+        chosen = {}
+        for result in sorted(self.amip.values(), key=lambda r: (not r.reachable, r.n_drop)):
+            if result.reachable or result.undetermined:
+                chosen.setdefault(result.quantity, result)
+        return chosen
 
     # ----------------------------------------------------------------- renderings
     def to_markdown(self) -> str:
-        """The report as Markdown (summary, then the tables)."""
-        parts = ["# Model audit", "", self.description, "", "## Summary", ""]
-        parts += [f"- {line}" for line in self.summary()]
+        """The report as Markdown (heading, summary, then the tables with their columns
+        defined). Names from the data are escaped, so the text is safe to render."""
+        parts = ["# Model audit", "", _escape_md(self.description), "", _escape_md(self.heading())]
+        parts += ["", "## Summary", ""]
+        parts += [f"- {_escape_md(line)}" for line in self.summary()]
+        for line in self.skipped_words():
+            parts += ["", _escape_md(line)]
         for title, table in self.tables().items():
             parts += ["", f"## {title}", "", _markdown_table(table)]
+            defined = column_definitions(table)
+            if defined:
+                parts += [""] + [f"- `{c}`: {d}" for c, d in defined.items()]
         return "\n".join(parts) + "\n"
 
-    def _html_body(self, figures: bool) -> str:
-        parts = [
-            "<h2>Model audit</h2>",
-            f"<p>{html.escape(self.description)}</p>",
-            "<h3>Summary</h3>",
-            "<ul>",
-        ]
-        parts += [f"<li>{html.escape(line)}</li>" for line in self.summary()]
-        parts.append("</ul>")
-        for title, table in self.tables().items():
-            parts += [
-                f"<h3>{html.escape(title)}</h3>",
-                table.to_html(float_format=lambda v: f"{v:.4g}", border=0),
-            ]
-        if figures:
-            import matplotlib.pyplot as plt
-
-            for title, fig in self.figures().items():
-                buffer = io.BytesIO()
-                fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
-                plt.close(fig)
-                data = base64.b64encode(buffer.getvalue()).decode()
-                parts += [
-                    f"<h3>{html.escape(title)}</h3>",
-                    f'<img alt="{html.escape(title)}" src="data:image/png;base64,{data}"/>',
-                ]
-        return "\n".join(parts)
-
     def _repr_html_(self) -> str:
-        return self._html_body(figures=False)
+        from bayesij.report.html import html_body
+
+        return html_body(self, figures=False)
 
     def to_html(self, path) -> str:
         """Write a single self-contained HTML file (figures embedded as PNG); returns the
         path."""
-        page = (
-            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Model audit</title>"
-            "<style>body{font-family:sans-serif;max-width:60em;margin:auto}"
-            "table{border-collapse:collapse}td,th{padding:2px 8px;text-align:right}"
-            "</style></head><body>" + self._html_body(figures=True) + "</body></html>"
-        )
+        from bayesij.report.html import html_page
+
+        page = html_page(self)
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(page)
         return str(path)
@@ -349,14 +264,72 @@ class Audit:
         return self.to_markdown()
 
 
-def _target_words(result: AmipResult) -> str:
-    if isinstance(result.target, str):
-        return {
-            "sign": "sign",
-            "significance": "significance",
-            "sign_and_significance": "sign and significance",
-        }[result.target]
-    return f"change by {result.target:.4g}"
+#: What each column of the report's tables holds.
+COLUMNS = {
+    "posterior_sd": "posterior standard deviation of the quantity",
+    "ij_sd": "infinitesimal-jackknife (frequentist) sd over the units, Monte Carlo-corrected",
+    "sd_ratio": "ij_sd / posterior_sd (blank where the corrected IJ variance is not positive)",
+    "mcse_ij_variance": "Monte Carlo standard error of the IJ variance",
+    "draws_needed": "draws (in all) at which the IJ variance would pass 2 MCSE",
+    "verdict": "the comparison's (or check's) conclusion",
+    "reason": "why: the ratio, or what makes the comparison undetermined or not applicable",
+    "target": "sign, significance, sign_and_significance, or a change to reach",
+    "metric": "what the target moves: the mean, or the end of mean ± 1.96 sd nearer 0",
+    "original": "the metric on all the data",
+    "answer": "reached / not reachable / undetermined (by Monte Carlo error)",
+    "n_drop": "size of the set dropped (the smallest found that reaches the target)",
+    "size_interval": "95 % Monte Carlo interval of the set size (inf: beyond alpha_max)",
+    "predicted_change": "the metric's change predicted from all draws (set chosen and "
+    "predicted on the same draws: optimistic)",
+    "split_change": "the set chosen on half the draws, its change predicted on the other "
+    "half: the honest estimate to trust when the two differ",
+    "change_interval": "95 % Monte Carlo interval of predicted_change",
+    "dropped": "the units of the set",
+    "nonlinearity_index": "how far the IJ's linear leave-one-unit-out changes are from "
+    "importance sampling (reliable <= 0.1 < doubtful <= 0.3 < unreliable)",
+    "units_excluded": "units whose k-hat is too high to check (refit them)",
+    "refit_first": "units to refit first to check the linear approximation",
+    "prior": "power-scaling sensitivity to the prior (CJS distance gradient)",
+    "likelihood": "power-scaling sensitivity to the likelihood",
+    "diagnosis": "prior-data conflict, strong prior / weak likelihood, or -",
+}
+
+
+def column_definitions(table: pd.DataFrame) -> dict:
+    """The definitions of ``table``'s columns that :data:`COLUMNS` has."""
+    return {c: COLUMNS[c] for c in table.columns if c in COLUMNS}
+
+
+def _amip_row(result: AmipResult) -> pd.DataFrame:
+    size = result.size_interval
+    change = result.change_interval
+    row = {
+        "quantity": result.quantity,
+        "target": str(result.target),
+        "metric": result.metric,
+        "original": result.original_value,
+        "answer": result.answer or ("reached" if result.reachable else "not reachable"),
+        "n_drop": result.n_drop if result.reachable else np.nan,
+        "size_interval": _interval(size, "{:.0f}") if size else "",
+        "predicted_change": result.predicted_change,
+        "split_change": result.monte_carlo.get("split", np.nan) if result.monte_carlo else np.nan,
+        "change_interval": _interval(change, "{:.3g}") if change else "",
+        "dropped": _ids(result.drop_ids, 5) if result.reachable else "",
+    }
+    if result.verification is not None:
+        row.update(refit_change=result.verification["change"],
+                   refit_reached=result.verification["reached"])
+    return pd.DataFrame([row])
+
+
+def _interval(bounds, fmt: str) -> str:
+    low, high = bounds
+    show = lambda v: "inf" if np.isinf(v) else ("n/a" if np.isnan(v) else fmt.format(v))  # noqa: E731
+    return f"{show(low)} – {show(high)}"
+
+
+def _ordinal(n: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
 def _ids(ids, limit: int = 8) -> str:
@@ -364,25 +337,39 @@ def _ids(ids, limit: int = 8) -> str:
     return shown + (", ..." if len(ids) > limit else "")
 
 
+def _escape_md(text: str) -> str:
+    """Markdown-safe text: HTML-significant characters, backticks and asterisks escaped
+    (names from the data cannot inject markup into a rendered report)."""
+    text = html.escape(str(text), quote=False)
+    for char in ("\\", "`", "*"):
+        text = text.replace(char, "\\" + char)
+    return text
+
+
 def _markdown_table(table: pd.DataFrame) -> str:
     frame = table.reset_index()
     cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
-    header = [str(c) for c in frame.columns]
+    header = [_escape_md(c) for c in frame.columns]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines)
 
 
 def _cell(value) -> str:
+    """A table cell: 4 significant digits, and a blank (never a number) for NaN."""
     if isinstance(value, (float, np.floating)):
-        return f"{value:.4g}"
-    return str(value).replace("|", "/")
+        return "" if np.isnan(value) else f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        value = ", ".join(map(str, value))
+    return _escape_md(value).replace("|", "/")
 
 
 def audit(
     data,
     *,
     groups=None,
+    var_names=None,
+    filter_vars=None,
     quantities=None,
     var_name=None,
     targets=("sign", "significance"),
@@ -394,17 +381,32 @@ def audit(
     log_prior=None,
     compare_with: dict | None = None,
 ) -> Audit:
-    """Audit a fit: which conclusions hang on a few observations, whether posterior and
+    """Audit a fit: which conclusions hang on a few units, whether posterior and
     frequentist standard errors agree, how reliable LOO is, and what to refit.
 
     Parameters
     ----------
     data : Posterior, InferenceData or DataTree
         Draws of the quantities and the pointwise log-likelihood.
+    groups : None, False, str or array_like, optional
+        The exchangeable unit. None: read from the fit — an integer index variable of
+        ``constant_data`` over the observations into a posterior dim (PyMC's
+        ``pm.Data("firm_idx", ..., dims="obs")`` indexing ``a`` of dims ``"firm"``), or a
+        coordinate of the observations named like a posterior dim; a Posterior's own groups;
+        else the observations. A string names such a dim, coordinate or ``constant_data``
+        variable; labels give the group of each observation; False: the observations.
+        Influence, IJ, LOO (leave-one-group-out), linearity and AMIP then run over the
+        groups, and the report says which unit it used and why.
+    var_names : str or list of str, optional
+        Posterior variables to audit, as ArviZ reads them (``"~z_a"`` excludes). Default:
+        the global variables — those with no dim over the units (the observations' dims
+        and the group dim). Per-group effects, non-centred offsets and per-observation
+        values do not concentrate as data grow; audit them by naming them.
+    filter_vars : {None, "like", "regex"}, optional
+        How ``var_names`` matches (as in ArviZ).
     quantities : str or list of str, optional
-        Default: every quantity.
-    groups : optional
-        Exchangeable units (default: the container's groups).
+        Variables or elements (``'a[General Motors]'``, ``'a[1]'``) instead of
+        ``var_names``.
     var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData or DataTree.
     targets : tuple, default ("sign", "significance")
@@ -417,8 +419,8 @@ def audit(
         Largest share of units an influential set may hold (as :func:`bayesij.amip`).
     log_prior : str, callable or array_like, optional
         The log prior at each draw (as :func:`bayesij.psense`); the report then gains a
-        power-scaling sensitivity line per quantity. Default: ``data``'s ``log_prior``
-        group when it has one (no line otherwise).
+        power-scaling sensitivity section. Default: ``data``'s ``log_prior`` group when it
+        has one.
     compare_with : dict of str to data, optional
         Other fits of the same observations (anything :func:`bayesij.loo` reads, or their
         LooResults); the report then compares them with this fit (named ``"audited"``) by
@@ -427,28 +429,42 @@ def audit(
     Returns
     -------
     Audit
-        ``summary()``, ``to_markdown()``, ``to_html(path)`` and ``_repr_html_`` for
-        notebooks.
+        ``summary()`` (at most eight sentences), ``to_markdown()``, ``to_html(path)`` and
+        ``_repr_html_`` for notebooks.
 
     Notes
     -----
-    Each piece of work is done once: the influence scores come from the IJ covariance's
-    pass over the draws, and the linearity check reuses them and the PSIS-LOO smoothed
-    weights (which the audit then drops, so it holds no draws x units array).
+    The IJ-vs-posterior comparison (and its "may be misspecified") applies only to global
+    quantities, only when the IJ variance is Monte Carlo-precise and its linear
+    approximation reliable; otherwise the report says "undetermined" (with how many draws
+    would decide) or "not applicable" (with why). Each piece of work is done once: the
+    influence scores come from the IJ covariance's pass over the draws, and the linearity
+    check reuses them and the PSIS-LOO smoothed weights.
+
+    References
+    ----------
+    Giordano, R. & Broderick, T. (2023). The Bayesian infinitesimal jackknife for variance.
+    Broderick, T., Giordano, R. & Meager, R. (2023). An automatic finite-sample robustness
+    metric: when can dropping a little data make a big difference?
     """
     loo, waic, amip = (check_flag(v, a) for v, a in ((loo, "loo"), (waic, "waic"), (amip, "amip")))
     targets = check_labels(targets, "targets")
     for target in targets:
         check_target(target, "targets")
     check_search_options(alpha_max, method)
+    units = find_units(data, groups, var_name)
+    chosen, n_available = _chosen_quantities(data, units, var_names, filter_vars, quantities)
     post = as_source(
         data,
-        quantities=quantities,
+        quantities=chosen,
         var_name=var_name,
         need_quantities=True,
         whole_matrix={"data": "the audit"},
     ).posterior
     names = post.quantity_names
+    groups = units.labels  # None: the observations are the units
+    if groups is None and post.groups is not None:
+        post = post.with_groups(None)  # groups=False over a container with groups
     with warnings.catch_warnings():  # every diagnostic is part of the report
         warnings.simplefilter("ignore")
         ij = ij_covariance(post, groups=groups)
@@ -462,25 +478,82 @@ def audit(
             loo=replace(loo_result, log_weights=None) if loo_result is not None else None,
             waic=compute_waic(post, groups=groups) if waic else None,
             description=repr(post),
+            units=units,
+            local=local_names(names, data, units),
+            n_quantities_available=n_available,
         )
+        if loo and units.grouped:
+            result.loo_observations = compute_loo(post.with_groups(None))
         result.sensitivity = _sensitivity(data, post, names, log_prior)
         result.comparison = _comparison(loo_result, compare_with, post, groups)
         if amip:
-            constant = dict(zip(names, constant_columns(post.quantities.values), strict=True))
-            for q in names:
-                draws = post.quantities.sel(quantity=q).values
-                scale = one_signed(draws) is not None and looks_like_scale(q)
-                for t in targets:
-                    if constant[q]:
-                        result.skipped[(q, t)] = "constant"
-                        continue
-                    if scale and t in ("sign", "sign_and_significance"):
-                        result.skipped[(q, t)] = "one-signed scale"
-                        continue
-                    result.amip[(q, t)] = compute_amip(
-                        post, q, target=t, groups=groups, method=method, alpha_max=alpha_max
-                    )
+            _search(result, post, targets, groups, method, alpha_max)
     return result
+
+
+def _chosen_quantities(data, units, var_names, filter_vars, quantities) -> tuple[list, int]:
+    """The quantities to audit (``quantities``, ``var_names``, else the global variables)
+    and how many elements the posterior has in all."""
+    variables, sizes = _posterior_variables(data)
+    if quantities is not None:
+        if var_names is not None:
+            raise fail("var_names", repr(var_names), "None when quantities is given")
+        return quantities, sum(sizes.values())
+    if var_names is not None:
+        return select_var_names(variables, var_names, filter_vars), sum(sizes.values())
+    if filter_vars is not None:
+        raise fail("filter_vars", repr(filter_vars), "None when var_names is not given")
+    dims = _variable_dims(data)
+    chosen = [v for v in variables if not set(dims.get(v, ())) & units.local_dims]
+    if not dims and units.grouped:  # a Posterior: variables with one element per group
+        local = set(map(base_name, local_names(_element_names(data), data, units)))
+        chosen = [v for v in variables if v not in local]
+    return (chosen or variables or None), sum(sizes.values())
+
+
+def _posterior_variables(data) -> tuple[list, dict]:
+    """Variable names in order and their numbers of elements."""
+    if has_groups(data) and "posterior" in group_names(data):
+        posterior = _group(data, "posterior", "")
+        sizes = {
+            str(v): int(np.prod([n for d, n in posterior[v].sizes.items()
+                                 if d not in ("chain", "draw")]))
+            for v in posterior.data_vars
+        }
+        return list(sizes), sizes
+    sizes = {}
+    for name in _element_names(data):
+        sizes[base_name(name)] = sizes.get(base_name(name), 0) + 1
+    return list(sizes), sizes
+
+
+def _element_names(data) -> list[str]:
+    return list(getattr(data, "quantity_names", []) or [])
+
+
+def _variable_dims(data) -> dict:
+    if has_groups(data) and "posterior" in group_names(data):
+        posterior = _group(data, "posterior", "")
+        return {str(v): posterior[v].dims for v in posterior.data_vars}
+    return {}
+
+
+def _search(result: Audit, post, targets, groups, method, alpha_max) -> None:
+    """The AMIP searches of every (quantity, target), skipping meaningless ones."""
+    names = result.quantities
+    constant = dict(zip(names, constant_columns(post.quantities.values), strict=True))
+    for q in names:
+        draws = post.quantities.sel(quantity=q).values
+        scale = one_signed(draws) is not None and looks_like_scale(q)
+        for t in targets:
+            if constant[q]:
+                result.skipped[(q, t)] = "constant"
+            elif scale and t in ("sign", "sign_and_significance"):
+                result.skipped[(q, t)] = "one-signed scale"
+            else:
+                result.amip[(q, t)] = compute_amip(
+                    post, q, target=t, groups=groups, method=method, alpha_max=alpha_max
+                )
 
 
 def _sensitivity(data, post, names, log_prior) -> pd.DataFrame | None:

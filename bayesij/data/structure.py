@@ -1,0 +1,262 @@
+"""The structure of a fit the audit needs: the exchangeable unit and which parameters are
+global.
+
+A panel's exchangeable unit is the firm, not the firm-year; a hierarchy's per-group effects
+(and their non-centred offsets) do not concentrate as data grow, so the infinitesimal
+jackknife over units is not their bootstrap (Giordano & Broderick 2023, the "random effects"
+case). :func:`find_units` reads both from the fit where it says them — an integer index
+variable of ``constant_data`` over the observations into a posterior dim (PyMC's
+``pm.Data("firm_idx", ..., dims="obs")`` with ``a`` of dims ``"firm"``), or a coordinate of
+the observations named like a posterior dim — or from the user (``groups=`` labels, or the
+name of such a dim, coordinate or variable), and says how it found them.
+
+References
+----------
+Giordano, R. & Broderick, T. (2023). The Bayesian infinitesimal jackknife for variance.
+arXiv:2305.06466.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from bayesij.array.checks import fail
+from bayesij.data.inference_data import SAMPLE_DIMS, _group, group_names, has_groups
+from bayesij.data.posterior import Posterior, base_name
+
+__all__ = ["Units", "find_units", "local_names"]
+
+
+@dataclass(frozen=True)
+class Units:
+    """The exchangeable unit of a fit, and the posterior dims that run over units.
+
+    Attributes
+    ----------
+    name : str
+        ``"observation"``, or the grouping's name (``"firm"``).
+    labels : ndarray of shape (n_obs,) or None
+        The group of each observation; None when the observations are the units.
+    reason : str
+        How the unit was found, as a clause (``"constant_data 'firm_idx' indexes the
+        posterior dim 'firm'"``).
+    local_dims : frozenset of str
+        Posterior dims over units (the group dim, the observations' dims): a variable with
+        one of them is local (per unit), the others are global.
+    others : tuple of str
+        Other groupings found in the fit (a crossed design), for the report.
+    """
+
+    name: str
+    labels: np.ndarray | None
+    reason: str
+    local_dims: frozenset = frozenset()
+    others: tuple = ()
+
+    @property
+    def grouped(self) -> bool:
+        return self.labels is not None
+
+    @property
+    def n_units(self) -> int | None:
+        """Number of groups (None for observations: the caller knows how many)."""
+        return None if self.labels is None else len(dict.fromkeys(self.labels.tolist()))
+
+
+@dataclass(frozen=True)
+class _Grouping:
+    name: str  # the posterior dim, coordinate or variable that names the grouping
+    labels: np.ndarray
+    reason: str
+    dim: str | None  # the posterior dim over the groups, when there is one
+
+
+def find_units(data, groups=None, var_name=None) -> Units:
+    """The exchangeable unit of ``data`` and the posterior dims over units.
+
+    Parameters
+    ----------
+    data : InferenceData, DataTree or Posterior
+    groups : None, False, str or array_like, optional
+        None: read the grouping from the fit (an integer index variable of
+        ``constant_data`` into a posterior dim, or a coordinate of the observations named
+        like a posterior dim; the coarsest when there are several); a Posterior's own groups.
+        False: the observations are the units. A string: the name of such a posterior dim,
+        coordinate or ``constant_data`` variable. Labels: one per observation.
+    var_name : str, optional
+        The log-likelihood variable (its dims are the observations').
+
+    Returns
+    -------
+    Units
+    """
+    if not has_groups(data):
+        return _units_of_container(data, groups)
+    obs_dims = _obs_dims(data, var_name)
+    found = _groupings(data, obs_dims)
+    # Per-group parameters are local whichever unit is audited.
+    local = obs_dims | {g.dim for g in found if g.dim}
+    if groups is False:
+        return Units("observation", None, "groups=False", frozenset(local))
+    if groups is None:
+        if not found:
+            why = "no grouping of the observations found in the fit"
+            return Units("observation", None, why, obs_dims)
+        chosen = min(found, key=lambda g: len(set(g.labels.tolist())))
+    elif isinstance(groups, str):
+        chosen = _named(data, groups, found, obs_dims)
+    else:
+        labels = np.asarray(groups, dtype=object)
+        chosen = _Grouping("group", labels, "groups given", _dim_of_labels(data, labels))
+    others = tuple(g.name for g in found if g.name != chosen.name and g.dim != chosen.dim)
+    local |= {chosen.dim} if chosen.dim else set()
+    return Units(chosen.name, chosen.labels, chosen.reason, frozenset(local), others)
+
+
+def local_names(names: list[str], data, units: Units) -> list[str]:
+    """The quantities among ``names`` that are local: elements of posterior variables with a
+    dim over units (InferenceData / DataTree), or, for a Posterior without dims, variables
+    with one element per group or per observation."""
+    if has_groups(data) and "posterior" in group_names(data):
+        posterior = _group(data, "posterior", "")
+        local = {v for v in posterior.data_vars if set(posterior[v].dims) & units.local_dims}
+        return [n for n in names if base_name(n) in local]
+    sizes = {}
+    for name in names:
+        sizes[base_name(name)] = sizes.get(base_name(name), 0) + 1
+    per_unit = {units.n_units, getattr(data, "n_obs", None)} - {None, 1}
+    return [n for n in names if "[" in n and sizes[base_name(n)] in per_unit]
+
+
+def _units_of_container(data, groups) -> Units:
+    if groups is False:
+        return Units("observation", None, "groups=False")
+    if isinstance(groups, str):
+        raise fail(
+            "groups",
+            f"the name {groups!r} with data a {type(data).__name__}",
+            "labels, one per observation (a name needs an InferenceData or DataTree, whose "
+            "dims, coordinates and constant_data it names)",
+        )
+    if groups is not None:
+        return Units("group", np.asarray(groups, dtype=object), "groups given")
+    own = getattr(data, "groups", None) if isinstance(data, Posterior) else None
+    if own is not None:
+        return Units("group", np.asarray(own.values, dtype=object), "the container's groups")
+    return Units("observation", None, "no groups given")
+
+
+def _obs_dims(data, var_name) -> frozenset:
+    if not (has_groups(data) and "log_likelihood" in group_names(data)):
+        return frozenset()
+    log_lik = _group(data, "log_likelihood", "")
+    names = list(log_lik.data_vars) if var_name is None else [var_name]
+    names = [n for n in np.atleast_1d(names) if n in log_lik.data_vars]
+    return frozenset(d for n in names for d in log_lik[n].dims if d not in SAMPLE_DIMS)
+
+
+def _posterior_dims(data) -> dict:
+    posterior = _group(data, "posterior", "")
+    return {d: s for d, s in posterior.sizes.items() if d not in SAMPLE_DIMS}
+
+
+def _groupings(data, obs_dims: frozenset) -> list[_Grouping]:
+    """Index variables of constant_data into posterior dims, and coordinates of the
+    observations named like a posterior dim."""
+    if "posterior" not in group_names(data):
+        return []
+    dims = {d: s for d, s in _posterior_dims(data).items() if d not in obs_dims}
+    found = []
+    if "constant_data" in group_names(data):
+        constant = _group(data, "constant_data", "")
+        for name in constant.data_vars:
+            grouping = _index_grouping(data, constant[name], str(name), dims, obs_dims)
+            if grouping is not None:
+                found.append(grouping)
+    log_lik = _group(data, "log_likelihood", "")
+    for name, coord in log_lik.coords.items():
+        if name in dims and name not in log_lik.dims and set(coord.dims) <= obs_dims:
+            labels = np.asarray(coord.values, dtype=object).reshape(-1)
+            why = f"the observations' coordinate {name!r} names the posterior dim {name!r}"
+            found.append(_Grouping(str(name), labels, why, str(name)))
+    return found
+
+
+def _index_grouping(data, variable: xr.DataArray, name, dims, obs_dims) -> _Grouping | None:
+    """A grouping when ``variable`` is an integer index over the observations into one
+    posterior dim (every level used)."""
+    if set(variable.dims) != set(obs_dims) or variable.dtype.kind not in "iu":
+        return None
+    codes = np.asarray(variable.values).reshape(-1)
+    if codes.size == 0 or codes.min() < 0:
+        return None
+    used = np.unique(codes).size
+    matches = [d for d, size in dims.items() if size == used and codes.max() < size]
+    if not matches:
+        return None
+    named = [d for d in matches if d in name]  # firm_idx -> firm
+    dim = (named or matches)[0]
+    labels = _dim_coords(data, dim)[codes]
+    why = f"constant_data {name!r} indexes the posterior dim {dim!r}"
+    return _Grouping(dim, labels, why, dim)
+
+
+def _dim_coords(data, dim: str) -> np.ndarray:
+    posterior = _group(data, "posterior", "")
+    if dim in posterior.coords:
+        return np.asarray(posterior[dim].values, dtype=object)
+    return np.arange(posterior.sizes[dim], dtype=object)
+
+
+def _named(data, name: str, found: list[_Grouping], obs_dims: frozenset) -> _Grouping:
+    """The grouping ``groups=name`` names: a posterior dim, a coordinate or a variable."""
+    for grouping in found:
+        if name == grouping.name or f"'{name}'" in grouping.reason:
+            return _replace_reason(grouping, f"groups={name!r}: {grouping.reason}")
+    for group in ("constant_data", "log_likelihood", "observed_data"):
+        if group not in group_names(data):
+            continue
+        dataset = _group(data, group, "")
+        if name in dataset.variables and set(dataset[name].dims) == set(obs_dims) and obs_dims:
+            labels = np.asarray(dataset[name].values, dtype=object).reshape(-1)
+            why = f"groups={name!r}: the {group} variable {name!r}"
+            return _Grouping(name, labels, why, _dim_of_labels(data, labels))
+    candidates = sorted({g.name for g in found} | _observation_variables(data, obs_dims))
+    raise fail(
+        "groups",
+        f"the name {name!r}, which is no grouping of the observations",
+        "a posterior dim indexed by constant_data, a coordinate of the observations or a "
+        f"constant_data variable over them ({', '.join(candidates) or 'none in this fit'}), "
+        "or labels, one per observation",
+    )
+
+
+def _replace_reason(grouping: _Grouping, reason: str) -> _Grouping:
+    return _Grouping(grouping.name, grouping.labels, reason, grouping.dim)
+
+
+def _observation_variables(data, obs_dims: frozenset) -> set:
+    names = set()
+    for group in ("constant_data", "log_likelihood"):
+        if group in group_names(data):
+            dataset = _group(data, group, "")
+            names |= {
+                str(n)
+                for n, v in dataset.variables.items()
+                if n not in dataset.dims and obs_dims and set(v.dims) == set(obs_dims)
+            }
+    return names - set(_group(data, "log_likelihood", "").data_vars)
+
+
+def _dim_of_labels(data, labels: np.ndarray) -> str | None:
+    """The posterior dim whose coordinate labels are exactly the groups' labels."""
+    if not has_groups(data) or "posterior" not in group_names(data):
+        return None
+    unique = {str(v) for v in labels.tolist()}
+    for dim in _posterior_dims(data):
+        if {str(v) for v in _dim_coords(data, dim).tolist()} == unique:
+            return dim
+    return None

@@ -1,0 +1,281 @@
+"""The audit's verdict in plain words: at most eight one-sentence bullets, ranked by what
+would change a conclusion first, then the IJ comparison per quantity with its reason.
+
+Every sentence follows the answers the estimators give, Monte Carlo error included: a
+conclusion is "decided by a handful of units" only when the search reached it, a model "may
+be misspecified" for a quantity only when the quantity is global, its IJ variance is
+Monte Carlo-precise and its linear approximation reliable; otherwise the sentence says
+"undetermined" (with how many draws would decide) or "not applicable" (with why).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["summary_bullets", "ij_comparison", "target_words", "unit_words", "MAX_BULLETS"]
+
+#: A conclusion "depends on a handful" when this few units (or this small a share) flip it.
+HANDFUL, SMALL_SHARE = 5, 0.01
+#: The summary's length: what does not fit is in the detail below it.
+MAX_BULLETS = 8
+#: IJ sd / posterior sd within these bounds: the two agree.
+AGREE = (0.8, 1.25)
+
+
+def unit_words(unit: str, n: int | None = None) -> str:
+    """``'firm'`` -> ``'firms'`` (``'1 firm'``, ``'2 firms'`` with ``n``)."""
+    singular = {"obs": "observation", "group": "group"}.get(unit, unit)
+    plural = singular + ("es" if singular.endswith(("s", "x", "ch", "sh")) else "s")
+    if n is None:
+        return plural
+    return f"{n} {singular if n == 1 else plural}"
+
+
+def target_words(result) -> str:
+    """What reaching an AMIP target does to the conclusion, from where it stands now:
+    ``'reverse the sign of b'``, ``'remove the significance of b'``, ``'make b
+    significant'``, ``'change b by -0.3'``."""
+    q = result.quantity
+    if not isinstance(result.target, str):
+        return f"change {q} by {result.target:.4g}"
+    if result.target == "sign":
+        return f"reverse the sign of {q}"
+    significant = _significant(result)
+    if result.target == "significance":
+        return f"remove the significance of {q}" if significant else f"make {q} significant"
+    if significant:
+        return f"make {q} significant with the opposite sign"
+    return f"make {q} significant with the sign opposite to its mean"
+
+
+def _significant(result) -> bool:
+    """Whether mean ± z sd excludes 0 now (the metric is the end nearer 0)."""
+    low_end = result.metric == "lower end"
+    return bool(result.original_value > 0 if low_end else result.original_value < 0)
+
+
+def fragile(amip: dict) -> list:
+    """AMIP results whose target a handful of units reaches, smallest sets first."""
+    found = [
+        r
+        for r in amip.values()
+        if r.reachable and (r.n_drop <= HANDFUL or r.prop_drop <= SMALL_SHARE)
+    ]
+    return sorted(found, key=lambda r: (r.n_drop, r.quantity))
+
+
+def summary_bullets(audit) -> list[str]:
+    """At most :data:`MAX_BULLETS` one-sentence findings, most consequential first."""
+    candidates = [
+        _fragile_bullet(audit),
+        _loo_bullet(audit),
+        _misspecified_bullet(audit),
+        _sensitivity_bullet(audit),
+        _comparison_bullet(audit),
+        _refit_bullet(audit),
+        _undetermined_bullet(audit),
+        _robust_bullet(audit),
+        _ij_bullet(audit),
+    ]
+    return [b for b in candidates if b][:MAX_BULLETS]
+
+
+def _ids(ids, limit: int = 4) -> str:
+    ids = [str(i) for i in ids]
+    if len(ids) <= limit:
+        return ", ".join(ids)
+    return ", ".join(ids[:limit]) + f" and {len(ids) - limit} more"
+
+
+def _fragile_bullet(audit) -> str:
+    found = fragile(audit.amip)
+    if not found:
+        return ""
+    unit = audit.unit_name
+    shown = [
+        f"dropping {unit_words(unit, r.n_drop)} of {r.n_units} ({_ids(r.drop_ids)}) is "
+        f"predicted to {target_words(r)}"
+        for r in found[:3]
+    ]
+    more = f"; and {len(found) - 3} more (see the AMIP table)" if len(found) > 3 else ""
+    return f"A handful of {unit_words(unit)} decides: " + "; ".join(shown) + more + "."
+
+
+def _loo_bullet(audit) -> str:
+    loo = audit.loo
+    if loo is None:
+        return ""
+    bad = loo.bad_k_ids()
+    unit = audit.unit_name
+    if bad:
+        return (
+            f"PSIS-LOO is unreliable for {len(bad)} of {unit_words(unit, loo.n_units)} "
+            f"(k-hat above {loo.k_threshold:.2f}: {_ids(bad)}): refit "
+            + ("it" if len(bad) == 1 else "them")
+            + " for exact LOO (bayesij.refit.loo)."
+        )
+    how = "leave-one-" + unit_words(unit).rstrip("s") + "-out" if audit.units.grouped else "LOO"
+    return (
+        f"PSIS-LOO ({how}) is reliable: every k-hat is below {loo.k_threshold:.2f} "
+        f"(elpd {loo.elpd:.1f}, SE {loo.se:.1f})."
+    )
+
+
+def ij_comparison(audit) -> pd.DataFrame:
+    """Per quantity: ``verdict`` (agree, posterior smaller, posterior larger, undetermined,
+    not applicable, constant), ``reason`` (a clause) and ``why`` (the kind of reason:
+    ``ratio``, ``local``, ``noise``, ``barely moved``, ``linearity``, ``constant``)."""
+    ij = audit.ij
+    ratio = np.sqrt(ij.ratio.where(ij.ratio > 0))
+    corrected, mcse, needed = ij.variance_corrected, ij.mcse, ij.draws_needed
+    linear = ij.linearity
+    rows = {}
+    for q in ij.variance.index:
+        if q in ij.constant:
+            rows[q] = ("constant", "constant over the draws", "constant")
+        elif q in audit.local:
+            rows[q] = (
+                "not applicable",
+                f"a per-{audit.unit_name} parameter: it does not concentrate as data grow, so "
+                f"the IJ over {unit_words(audit.unit_name)} is not its bootstrap",
+                "local",
+            )
+        elif not corrected[q] > 2 * mcse[q] and needed[q] > ij.n_draws:
+            why = (
+                f"Monte Carlo noise dominates the IJ variance: about {needed[q]:.3g} draws "
+                f"(now {ij.n_draws}) would measure it"
+            )
+            rows[q] = ("undetermined", why, "noise")
+        elif not corrected[q] > 2 * mcse[q]:
+            why = "the IJ variance is within 2 MCSE of 0, far below the posterior variance"
+            rows[q] = ("undetermined", why, "barely moved")
+        elif linear is not None and linear.verdict[q] in ("doubtful", "unreliable"):
+            rows[q] = ("undetermined", _linearity_reason(linear, q, audit.unit_name), "linearity")
+        elif AGREE[0] <= ratio[q] <= AGREE[1]:
+            rows[q] = ("agree", f"IJ sd / posterior sd {ratio[q]:.2f}", "ratio")
+        else:
+            side = "posterior smaller" if ratio[q] > AGREE[1] else "posterior larger"
+            rows[q] = (side, f"IJ sd / posterior sd {ratio[q]:.2f}", "ratio")
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=["verdict", "reason", "why"])
+    frame.index.name = "quantity"
+    return frame
+
+
+def _linearity_reason(linear, q: str, unit: str) -> str:
+    index = linear.index[q]
+    excluded, n = linear.n_excluded, len(linear.pareto_k)
+    parts = [f"the IJ's linear approximation is {linear.verdict[q]}"]
+    if excluded:
+        parts.append(
+            f"k-hat above {linear.k_threshold:.2f} for {excluded} of {unit_words(unit, n)}"
+        )
+    if np.isfinite(index):
+        parts.append(f"nonlinearity index {index:.2f}")
+    else:
+        parts.append("no unit left to compute its nonlinearity index")
+    return ": ".join(parts[:1]) + " (" + "; ".join(parts[1:]) + ")"
+
+
+def _misspecified_bullet(audit) -> str:
+    table = audit.comparison_table
+    sides = table[table["verdict"].isin(["posterior smaller", "posterior larger"])]
+    if sides.empty:
+        return ""
+    words = ", ".join(f"{q} ({reason.rsplit(' ', 1)[-1]})" for q, reason in sides["reason"].items())
+    return (
+        f"The posterior and frequentist (IJ over {unit_words(audit.unit_name)}) sd disagree "
+        f"by more than 25 % for {words} (IJ sd / posterior sd): the model may be "
+        "misspecified for " + ("it." if len(sides) == 1 else "them.")
+    )
+
+
+def _ij_bullet(audit) -> str:
+    table = audit.comparison_table
+    parts = []
+    agree = table.index[table["verdict"] == "agree"].tolist()
+    if agree:
+        parts.append(f"agree within 25 % for {_ids(agree, 6)}")
+    says = {
+        "noise": "Monte Carlo noise dominates the IJ variance; see draws_needed",
+        "barely moved": "its IJ variance is indistinguishable from 0, far below the posterior "
+        "variance",
+        "linearity": "the IJ's linear approximation is unreliable; an exact bootstrap "
+        "(bayesij.refit.bootstrap) would decide",
+    }
+    for why, words in says.items():
+        which = table.index[table["why"] == why].tolist()
+        if which:
+            parts.append(f"undetermined for {_ids(which, 4)} ({words})")
+    local = int((table["why"] == "local").sum())
+    if local:
+        parts.append(
+            f"not applicable to the {local} per-{audit.unit_name} quantities (they do not "
+            "concentrate)"
+        )
+    if not parts:
+        return ""
+    return "Posterior vs IJ standard errors: " + "; ".join(parts) + "."
+
+
+def _sensitivity_bullet(audit) -> str:
+    table = audit.sensitivity
+    if table is None:
+        return ""
+    flagged = table[table["diagnosis"] != "-"]
+    if flagged.empty:
+        return (
+            f"Power-scaling: no prior or likelihood sensitivity above the threshold for "
+            f"the {len(table)} quantities."
+        )
+    kinds = {}
+    for q, row in flagged.iterrows():
+        kinds.setdefault(row.diagnosis, []).append(q)
+    words = "; ".join(f"{kind} for {_ids(names, 4)}" for kind, names in kinds.items())
+    return f"Power-scaling sensitivity: {words}."
+
+
+def _comparison_bullet(audit) -> str:
+    table = audit.comparison
+    if table is None:
+        return ""
+    weights = ", ".join(f"{name} {w:.2f}" for name, w in table["weight"].items())
+    return f"Stacking weights of the fits compared (best elpd_loo: {table.index[0]}): {weights}."
+
+
+def _refit_bullet(audit) -> str:
+    found = fragile(audit.amip)
+    if not found:
+        return ""
+    first = found[0]
+    return (
+        f"Refit without {_ids(first.drop_ids)} to verify that it would {target_words(first)} "
+        "(bayesij.refit.verify with a refit backend: refit.PyStanBackend, "
+        "refit.PyMCBackend, ...)."
+    )
+
+
+def _undetermined_bullet(audit) -> str:
+    open_ = [r for r in audit.amip.values() if r.undetermined]
+    if not open_:
+        return ""
+    needed = max(r.draws_needed for r in open_)
+    return (
+        f"Whether a handful of {unit_words(audit.unit_name)} decides {len(open_)} more "
+        f"conclusion{'s' if len(open_) > 1 else ''} is undetermined by Monte Carlo error: up "
+        f"to about {needed:.3g} draws (now {open_[0].n_draws}) would tell."
+    )
+
+
+def _robust_bullet(audit) -> str:
+    found = set(map(id, fragile(audit.amip)))
+    robust = [r for r in audit.amip.values() if id(r) not in found and not r.undetermined]
+    if not robust:
+        return ""
+    far = [r for r in robust if not r.reachable]
+    limit = f" by dropping up to {unit_words(audit.unit_name, max(r.n_drop for r in far))}"
+    return (
+        f"{len(robust)} of {len(audit.amip)} conclusions searched need more than a handful "
+        f"of {unit_words(audit.unit_name)}"
+        + (f" ({len(far)} not reachable{limit})." if far else ".")
+    )
