@@ -130,7 +130,7 @@ class Audit:
         text += (
             f" Quantities: {shown} of {available}"
             + (
-                f" ({shown - len(self.local)} global, {len(self.local)} per-{self.unit_name})"
+                f" ({shown - len(self.local)} global, {len(self.local)} local)"
                 if self.local
                 else ""
             )
@@ -160,9 +160,8 @@ class Audit:
         """The report's tables by title (each defined in :data:`COLUMNS`)."""
         tables = {"Standard errors (posterior vs IJ)": self._se_table()}
         if self.amip:
-            tables["Influential subsets (AMIP)"] = pd.concat(
-                [_amip_row(r) for r in self.amip.values()], ignore_index=True
-            )
+            rows = pd.concat([_amip_row(r) for r in self.amip.values()], ignore_index=True)
+            tables["Influential subsets (AMIP)"] = rows.set_index(["quantity", "target"])
         if self.ij.linearity is not None:
             tables["Linearity of the IJ"] = self.ij.linearity.table()
         tables[f"Most influential {unit_words(self.unit_name)} (|psi|)"] = self._top_units()
@@ -324,6 +323,8 @@ def _amip_row(result: AmipResult) -> pd.DataFrame:
 
 def _interval(bounds, fmt: str) -> str:
     low, high = bounds
+    if np.isinf(low) and np.isinf(high):
+        return "beyond alpha_max"
     show = lambda v: "inf" if np.isinf(v) else ("n/a" if np.isnan(v) else fmt.format(v))  # noqa: E731
     return f"{show(low)} – {show(high)}"
 

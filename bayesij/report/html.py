@@ -17,6 +17,7 @@ STYLE = (
     "details{margin:.8em 0;border-top:1px solid #ddd;padding-top:.4em}"
     "summary{font-weight:600;font-size:1.1em;cursor:pointer}"
     "table{border-collapse:collapse;font-size:.9em;margin:.5em 0}"
+    ".scroll{overflow-x:auto}"
     "td,th{padding:2px 8px;text-align:right;border-bottom:1px solid #eee}"
     "th:first-child,td:first-child{text-align:left}"
     "td:last-child{text-align:left;max-width:30em}"
@@ -44,7 +45,9 @@ def html_body(audit, figures: bool = True) -> str:
         opened = " open" if index == 0 else ""
         parts += [
             f"<details{opened}><summary>{esc(title)}</summary>",
-            table.to_html(float_format=_number, border=0, na_rep=""),
+            '<div class="scroll">'
+            + table.to_html(float_format=_number, border=0, na_rep="")
+            + "</div>",
         ]
         defined = column_definitions(table)
         if defined:

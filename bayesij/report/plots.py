@@ -132,11 +132,20 @@ def plot_amip(result, ax=None):
     ax.plot(curve["n_drop"], curve["linear"], color="C0", label="linear (sorted psi)")
     if "reweighted" in curve:
         rows = curve.dropna(subset=["reweighted"])
-        ax.plot(
-            rows["n_drop"], rows["reweighted"], "o-", ms=3, color="C1", label="reweighted (PSIS)"
-        )
+        how = rows["estimate"] if "estimate" in rows else pd.Series("reweighted", rows.index)
+        for kind, style, colour in (
+            ("reweighted", "o-", "C1"),
+            ("linear continuation", "s--", "C2"),
+        ):
+            part = rows[how == kind]
+            if len(part):
+                label = "reweighted (PSIS)" if kind == "reweighted" else (
+                    "linear continuation from the last reweighted set"
+                )
+                ax.plot(part["n_drop"], part["reweighted"], style, ms=3, color=colour,
+                        label=label)
     needed = -result.original_value if isinstance(result.target, str) else result.target
-    ax.axhline(needed, color="C3", ls="--", lw=0.8, label=f"target ({result.target})")
+    ax.axhline(needed, color="C3", ls="--", lw=0.8, label=f"change needed ({result.target})")
     if result.verification is not None:
         ax.scatter(
             [result.n_drop],
@@ -148,7 +157,8 @@ def plot_amip(result, ax=None):
             label="refit",
         )
     ax.set(
-        xlabel=f"number of {'observations' if result.unit == 'obs' else 'groups'} dropped",
+        xlabel=f"number of {'observations' if result.unit == 'obs' else 'groups'} dropped "
+        f"({result.answer or 'searched'})",
         ylabel=f"change of the {result.metric}",
         title=f"Influential subset for {result.quantity}",
     )

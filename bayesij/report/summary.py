@@ -137,8 +137,7 @@ def ij_comparison(audit) -> pd.DataFrame:
         elif q in audit.local:
             rows[q] = (
                 "not applicable",
-                f"a per-{audit.unit_name} parameter: it does not concentrate as data grow, so "
-                f"the IJ over {unit_words(audit.unit_name)} is not its bootstrap",
+                "local (per group or observation): it does not concentrate as data grow",
                 "local",
             )
         elif not corrected[q] > 2 * mcse[q] and needed[q] > ij.n_draws:
@@ -210,8 +209,8 @@ def _ij_bullet(audit) -> str:
     local = int((table["why"] == "local").sum())
     if local:
         parts.append(
-            f"not applicable to the {local} per-{audit.unit_name} quantities (they do not "
-            "concentrate)"
+            f"not applicable to the {local} local (per-group or per-observation) quantities, "
+            "which do not concentrate"
         )
     if not parts:
         return ""
