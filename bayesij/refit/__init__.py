@@ -18,6 +18,7 @@ from bayesij.refit.backends import (
     RefitFailed,
 )
 from bayesij.refit.campaign import Task, run_campaign
+from bayesij.refit.pymc import PyMCBackend
 from bayesij.refit.experiments import bootstrap, drop, kfold, loo, lwcv
 from bayesij.refit.report import RefitReport
 from bayesij.refit.scheduler import loo_priorities
@@ -39,6 +40,7 @@ __all__ = [
     "FlatPriorRegressionBackend",
     "PyStanBackend",
     "PyStanDensity",
+    "PyMCBackend",
     "RefitFailed",
     "Task",
     "run_campaign",

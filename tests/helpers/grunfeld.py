@@ -60,13 +60,7 @@ def sample_panel(draws: int = 1000, chains: int = 4, seed: int = 1):
 
     model = panel_model()
     with model:
-        fit = pm.sample(
-            draws=draws,
-            chains=chains,
-            cores=1,
-            random_seed=seed,
-            progressbar=False,
-            idata_kwargs={"log_likelihood": True},
-        )
+        fit = pm.sample(draws=draws, chains=chains, cores=1, random_seed=seed, progressbar=False)
+        pm.compute_log_likelihood(fit, progressbar=False)
         pm.stats.compute_log_prior(fit, progressbar=False)
     return fit

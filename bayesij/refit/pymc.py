@@ -1,0 +1,156 @@
+"""Refits of a PyMC model under observation weights.
+
+The model is cloned and given one term more, ``sum_n (w_n - 1) log p(y_n | theta)`` (a
+``pm.Potential`` of the observed variable's elementwise log-likelihood), so that the model's
+log density holds ``w_n log p(y_n | theta)``: weight 0 deletes observation ``n``, integer
+counts give a bootstrap replicate, all ones is the ordinary fit. The weights are a
+``pm.Data`` variable, so every refit runs the same compiled functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import numpy as np
+
+from bayesij.array.checks import fail
+from bayesij.data.posterior import Posterior
+from bayesij.refit.backends import Backend, RefitFailed, content_digest, refit_seed
+
+__all__ = ["PyMCBackend"]
+
+WEIGHTS = "bayesij_weights"
+
+
+class PyMCBackend(Backend):
+    """Refits a PyMC model (PyMC 5 or 6) with each observation's log-likelihood weighted.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The fitted model, with one observed variable (or name it with ``observed``).
+    observed : str, optional
+        The observed variable whose observations are weighted (default: the only one).
+    var_names : list of str, optional
+        Posterior variables to keep (default: all).
+    seed : int, default 0
+        Each refit's seed comes from it and the weights (:func:`refit_seed`): the same
+        weights give the same draws.
+    max_divergent : float, default 0.01
+        A refit with more divergent transitions than this share of its draws fails.
+    **sample_kwargs
+        Passed to ``pm.sample`` (``draws``, ``tune``, ``chains``, ``target_accept``...);
+        ``cores`` defaults to 1 (campaigns spread refits over processes themselves) and the
+        progress bar is off.
+
+    Examples
+    --------
+    >>> backend = PyMCBackend(model, draws=1000, chains=4)  # doctest: +SKIP
+    >>> checked = bayesij.refit.verify(bayesij.amip(fit, "b[value]"), backend)  # doctest: +SKIP
+
+    Notes
+    -----
+    The log-likelihood the refit reports is the unweighted one (PyMC's
+    ``compute_log_likelihood``), as every backend's: approximations are compared on it.
+    """
+
+    def __init__(self, model, observed: str | None = None, var_names=None, *, seed: int = 0,
+                 max_divergent: float = 0.01, **sample_kwargs):
+        self.model = model
+        self.observed = _observed_name(model, observed)
+        self.var_names = None if var_names is None else list(var_names)
+        self.seed, self.max_divergent = int(seed), float(max_divergent)
+        self.sample_kwargs = {"cores": 1, **sample_kwargs, "progressbar": False}
+        self._shape = tuple(int(n) for n in _observed_values(model, self.observed).shape)
+        self.n_obs = int(np.prod(self._shape))
+
+    def __repr__(self) -> str:
+        values = _observed_values(self.model, self.observed)
+        digest = content_digest(str(self.model.str_repr()), values, self.observed, self.var_names)
+        return (
+            f"PyMCBackend(n_obs={self.n_obs}, model_and_data={digest}, seed={self.seed}, "
+            f"max_divergent={self.max_divergent:g}, sample_kwargs={self.sample_kwargs})"
+        )
+
+    def fit(self, weights) -> Posterior:
+        import pymc as pm
+
+        from bayesij.data.inference_data import from_inference_data
+
+        w = self.checked_weights(weights)
+        model = self._weighted_model(w)
+        with model, _quiet_pymc():
+            trace = pm.sample(random_seed=refit_seed(self.seed, w), **self.sample_kwargs)
+            trace = pm.compute_log_likelihood(
+                trace, var_names=[self.observed], progressbar=False, extend_inferencedata=True
+            ) or trace
+        divergent = np.asarray(trace["sample_stats"]["diverging"])
+        if divergent.sum() > self.max_divergent * divergent.size:
+            raise RefitFailed(
+                f"{int(divergent.sum())} divergent transitions in {divergent.size} draws "
+                f"(more than max_divergent = {self.max_divergent:g} of them)"
+            )
+        keep = [v for v in _posterior_names(trace) if v != WEIGHTS]
+        if self.var_names is not None:
+            keep = [v for v in keep if v in self.var_names]
+        return from_inference_data(trace, var_name=self.observed, quantities=keep)
+
+    def _weighted_model(self, weights: np.ndarray):
+        """A clone of the model whose log density weights the observed variable's terms."""
+        import pymc as pm
+        from pymc.model.fgraph import clone_model
+
+        model = clone_model(self.model)
+        with model:
+            w = pm.Data(WEIGHTS, weights.reshape(self._shape))
+            log_lik = model.logp(vars=[model[self.observed]], sum=False)[0]
+            pm.Potential(f"{WEIGHTS}_term", ((w - 1.0) * log_lik).sum())
+        return model
+
+
+@contextlib.contextmanager
+def _quiet_pymc():
+    """PyMC's INFO lines ("Initializing NUTS...") off during a refit: a campaign of hundreds
+    of refits would print thousands of them; divergences are checked and reported here."""
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _observed_name(model, observed) -> str:
+    names = [v.name for v in getattr(model, "observed_RVs", None) or []]
+    if not hasattr(model, "observed_RVs"):
+        raise fail("model", f"a {type(model).__name__}", "a pymc.Model")
+    if observed is None:
+        if len(names) != 1:
+            raise fail(
+                "observed",
+                f"None with {len(names)} observed variables {names}",
+                "the name of the observed variable to weight",
+            )
+        return names[0]
+    if observed not in names:
+        raise fail("observed", repr(observed), f"one of the observed variables {names}")
+    return observed
+
+
+def _observed_values(model, name: str) -> np.ndarray:
+    rv = model[name]
+    value = model.rvs_to_values[rv]
+    data = getattr(value, "data", None)
+    if data is None and hasattr(value, "get_value"):
+        data = value.get_value()
+    if data is None:
+        data = value.eval()
+    return np.asarray(data)
+
+
+def _posterior_names(trace) -> list[str]:
+    posterior = trace["posterior"]
+    dataset = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
+    return [str(v) for v in dataset.data_vars]
