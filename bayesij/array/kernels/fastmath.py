@@ -16,6 +16,10 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from bayesij.array.kernels.first_use import listen
+
+listen()  # a line on stderr when the kernels compile for the first time
+
 __all__ = [
     "compiled",
     "fused",

@@ -1,0 +1,51 @@
+"""Say on stderr, once per process, that the kernels are being compiled: the first call
+after installing compiles them (numba caches them on disk, so later calls only load them),
+and a user should not take the wait for a hang."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from numba.core import event
+
+__all__ = ["MESSAGE", "listen"]
+
+#: Measured on the project's 2-core machine (an audit and a float32 LOO, cache empty): 8-9 s
+#: idle; several times that on a loaded machine.
+MESSAGE = (
+    "bayesij: compiling its numerical kernels for first use (once: numba caches them on "
+    "disk; about 10 s on an idle 2-core machine, longer on a busy one)..."
+)
+
+
+class _FirstCompile(event.Listener):
+    """Prints :data:`MESSAGE` when numba starts compiling a bayesij kernel, the first time."""
+
+    def __init__(self):
+        self.announced = False
+        self._lock = threading.Lock()
+
+    def on_start(self, ev) -> None:
+        if self.announced:
+            return
+        dispatcher = (ev.data or {}).get("dispatcher")
+        module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+        if module.startswith("bayesij."):
+            with self._lock:
+                if not self.announced:
+                    self.announced = True
+                    print(MESSAGE, file=sys.stderr, flush=True)
+
+    def on_end(self, ev) -> None:
+        return None
+
+
+_LISTENER = _FirstCompile()
+
+
+def listen() -> None:
+    """Register the listener (idempotent)."""
+    if not getattr(listen, "done", False):
+        event.register("numba:compile", _LISTENER)
+        listen.done = True
