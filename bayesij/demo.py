@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 
 from bayesij.adapters.pystan import from_pystan
 from bayesij.data.posterior import Posterior
 from bayesij.refit.stan import sample_pystan
 from bayesij.stan_models import stan_code
 
-__all__ = ["demo_data", "fit_demo"]
+__all__ = ["demo_data", "fit_demo", "grunfeld", "grunfeld_model", "sample_grunfeld"]
+
+GRUNFELD = Path(__file__).parent / "demo_data" / "grunfeld.csv"
 
 
 def demo_data(n: int = 80, seed: int = 20261120) -> dict:
@@ -49,3 +54,57 @@ def fit_demo(
         num_warmup=1000,
     )
     return from_pystan(fit, quantities=["alpha", "beta", "sigma"]), data
+
+
+def grunfeld() -> pd.DataFrame:
+    """Grunfeld's (1950) investment panel: 11 US firms x 20 years (1935-1954) of gross
+    investment, market value and capital stock (public domain, as statsmodels ships it),
+    with the firm's code (``firm_idx``, order of first appearance) and an ``id`` such as
+    ``'General Motors 1935'``."""
+    frame = pd.read_csv(GRUNFELD)
+    firms = list(dict.fromkeys(frame["firm"]))
+    frame["firm_idx"] = frame["firm"].map({f: i for i, f in enumerate(firms)})
+    frame["id"] = frame["firm"] + " " + frame["year"].astype(str)
+    return frame
+
+
+def grunfeld_model(frame: pd.DataFrame | None = None):
+    """A hierarchical PyMC model of the Grunfeld panel (needs PyMC)::
+
+        log invest ~ Normal(a[firm] + b[value] log value + b[capital] log capital, sigma)
+        a = mu_a + tau_a * z_a,  z_a ~ Normal(0, 1)   (non-centred firm intercepts)
+
+    with the log predictors standardised, the firms as the ``firm`` coordinate, the rows'
+    ids as the ``obs`` coordinate and ``firm_idx`` as ``pm.Data`` over ``obs``: the fit then
+    says which unit is exchangeable (:func:`bayesij.audit` reads it).
+    """
+    import pymc as pm
+
+    frame = grunfeld() if frame is None else frame
+    firms = list(dict.fromkeys(grunfeld()["firm"]))
+    coords = {"firm": firms, "obs": frame["id"].tolist(), "coef": ["value", "capital"]}
+    x = np.log(frame[["value", "capital"]].to_numpy())
+    x = (x - x.mean(axis=0)) / x.std(axis=0)
+    with pm.Model(coords=coords) as model:
+        firm_idx = pm.Data("firm_idx", frame["firm_idx"].to_numpy(), dims="obs")
+        mu_a = pm.Normal("mu_a", 4.0, 2.0)
+        tau_a = pm.HalfNormal("tau_a", 2.0)
+        z_a = pm.Normal("z_a", 0.0, 1.0, dims="firm")
+        a = pm.Deterministic("a", mu_a + tau_a * z_a, dims="firm")
+        b = pm.Normal("b", 0.0, 1.0, dims="coef")
+        sigma = pm.HalfNormal("sigma", 1.0)
+        mean = a[firm_idx] + pm.math.dot(x, b)
+        pm.Normal("log_invest", mean, sigma, observed=np.log(frame["invest"]), dims="obs")
+    return model
+
+
+def sample_grunfeld(draws: int = 1000, chains: int = 4, seed: int = 1):
+    """Sample :func:`grunfeld_model` with the pointwise log-likelihood and the log prior
+    stored (PyMC 6: a DataTree; PyMC 5: an InferenceData), as a user would."""
+    import pymc as pm
+
+    with grunfeld_model():
+        fit = pm.sample(draws=draws, chains=chains, cores=1, random_seed=seed, progressbar=False)
+        pm.compute_log_likelihood(fit, progressbar=False)
+        pm.stats.compute_log_prior(fit, progressbar=False)
+    return fit

@@ -25,15 +25,21 @@ def _unit_positions(labels, ax) -> np.ndarray:
         return labels.astype(float)
     x = np.arange(labels.size, dtype=float)
     if labels.size <= 30:
-        ax.set_xticks(x, [str(label) for label in labels], rotation=60, ha="right", fontsize=7)
+        ax.set_xticks(x, [_plain(label) for label in labels], rotation=60, ha="right", fontsize=7)
     return x
+
+
+def _plain(text) -> str:
+    """A name from the data as plain text: a ``$`` would start matplotlib's mathtext, and a
+    name such as ``'$x_{1'`` would make the figure fail to render."""
+    return str(text).replace("$", r"\$")
 
 
 def _label_points(ax, x, y, labels, indices) -> None:
     """Label points, staggering the offsets so that neighbouring labels do not overlap."""
     for rank, i in enumerate(indices):
         ax.annotate(
-            str(labels[i]),
+            _plain(labels[i]),
             (x[i], y[i]),
             textcoords="offset points",
             xytext=(4, 4 + 9 * (rank % 3)),
@@ -61,7 +67,7 @@ def plot_influence(scores, quantity: str, top: int = 5, ax=None):
     ax.errorbar(x, psi, yerr=2 * mcse, fmt="o", ms=3, lw=0.8, color="C0", label="psi ± 2 MCSE")
     ax.axhline(0.0, color="0.6", lw=0.8)
     _label_points(ax, x, psi, labels, np.argsort(-np.abs(np.nan_to_num(psi)))[:top])
-    ax.set(xlabel=unit, ylabel="psi = Cov(f, log-lik)", title=f"Influence on {quantity}")
+    ax.set(xlabel=unit, ylabel="psi = Cov(f, log-lik)", title=f"Influence on {_plain(quantity)}")
     _legend_outside(ax)
     return ax
 
@@ -112,7 +118,7 @@ def plot_ij(ij, ax=None):
     top = np.nanmax(np.r_[posterior, sd + 2 * np.nan_to_num(error)]) * 1.1
     ax.plot([0, top], [0, top], color="0.5", lw=0.8, ls="--", label="equal")
     for name, px, py in zip(ij.posterior_variance.index, posterior, sd, strict=True):
-        ax.annotate(str(name), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.annotate(_plain(name), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.set(
         xlabel="posterior sd",
         ylabel="IJ (bootstrap) sd",
@@ -160,7 +166,7 @@ def plot_amip(result, ax=None):
         xlabel=f"number of {'observations' if result.unit == 'obs' else 'groups'} dropped "
         f"({result.answer or 'searched'})",
         ylabel=f"change of the {result.metric}",
-        title=f"Influential subset for {result.quantity}",
+        title=f"Influential subset for {_plain(result.quantity)}",
     )
     ax.legend(loc="best", fontsize=8)
     return ax
@@ -190,7 +196,7 @@ def plot_refit(report, ax=None):
     ax.set(
         xlabel="exact (refit)",
         ylabel="approximation",
-        title=f"Approximation vs exact: {report.experiment}",
+        title=f"Approximation vs exact: {_plain(report.experiment)}",
     )
     ax.legend(loc="best", fontsize=8)
     return ax

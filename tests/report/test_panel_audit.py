@@ -13,14 +13,14 @@ import bayesij
 from bayesij.cli import main
 
 pytest.importorskip("pymc", reason="PyMC is sampled in the Python 3.12 environment")
-from grunfeld import sample_panel  # noqa: E402
+from bayesij.demo import grunfeld_model, sample_grunfeld  # noqa: E402
 
 FIRMS = 11
 
 
 @pytest.fixture(scope="module")
 def panel(tmp_path_factory):
-    fit = sample_panel(draws=1000, chains=4, seed=1)
+    fit = sample_grunfeld(draws=1000, chains=4, seed=1)
     path = tmp_path_factory.mktemp("panel") / "panel.nc"
     fit.to_netcdf(str(path))
     return fit, path
@@ -104,7 +104,6 @@ def test_the_unreliable_linear_approximation_is_borne_out_by_an_exact_refit(pane
     exact PyMC refit without the firm it names first shows the linear change missing the
     exact one by more than 30 % and 2 (conservative) Monte Carlo errors."""
     from bayesij import refit
-    from grunfeld import panel_model
 
     fit, _ = panel
     result = bayesij.audit(fit, amip=False)
@@ -114,7 +113,7 @@ def test_the_unreliable_linear_approximation_is_borne_out_by_an_exact_refit(pane
     codes = np.asarray(fit["constant_data"]["firm_idx"].values)
     names = list(fit["posterior"]["firm"].values)
     weights = np.where(codes == names.index(firm), 0.0, 1.0)
-    backend = refit.PyMCBackend(panel_model(), draws=1000, chains=4, seed=2)
+    backend = refit.PyMCBackend(grunfeld_model(), draws=1000, chains=4, seed=2)
     refitted = backend.fit(weights).quantities.sel(quantity="b[value]")
     before = fit["posterior"]["b"].sel(coef="value")
     exact = float(refitted.mean() - before.mean())

@@ -52,7 +52,10 @@ def test_amip_plot_shows_the_curve_target_and_refit(backend, post):
     ax = plots.plot_amip(result)
     labels = [line.get_label() for line in ax.lines]
     assert "linear (sorted psi)" in labels and "reweighted (PSIS)" in labels
-    target = [line for line in ax.lines if line.get_label().startswith("target")][0]
+    # Steps estimated by the linear continuation are drawn and labelled as such.
+    continued = (result.curve["estimate"] == "linear continuation").any()
+    assert continued == ("linear continuation from the last reweighted set" in labels)
+    target = [line for line in ax.lines if line.get_label().startswith("change needed")][0]
     assert target.get_ydata()[0] == pytest.approx(-result.original_value)
     star = ax.collections[-1].get_offsets()[0]
     assert star[0] == result.n_drop

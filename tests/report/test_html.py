@@ -1,0 +1,35 @@
+"""The HTML report: the verdict before the detail, every section collapsible, each table's
+columns defined, names from the data escaped, figures closed after rendering."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+import bayesij  # noqa: E402
+from bayesij.report.html import html_page  # noqa: E402
+
+
+def test_the_page_reads_top_down_and_escapes_names(tmp_path):
+    rng = np.random.default_rng(2)
+    names = ["<script>alert(1)</script>", "$\\undefined{x_$"]  # markup, broken mathtext
+    draws = rng.normal(0.3, 0.1, size=(4, 250, 2))
+    log_lik = rng.normal(-1, 0.1, size=(4, 250, 30)) + 0.2 * draws[..., :1]
+    post = bayesij.from_arrays(draws, log_lik, quantity_names=names)
+    result = bayesij.audit(post)
+    page = html_page(result)
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.index('class="verdict"') < page.index("<details")
+    assert page.count("<details open>") == 1  # the first table; the rest folded
+    assert page.count("<details") >= len(result.tables()) + 2  # + the figure sections
+    assert page.count("<dl class=\"columns\">") >= 3
+    assert "split_change</dt><dd>the set chosen on half the draws" in page
+    text = page.split("<details><summary>Influence (figures)")[0]  # before the images
+    assert "nan" not in text.lower()
+    assert not plt.get_fignums()
+    markdown = result.to_markdown()
+    assert "<script>" not in markdown and "&lt;script&gt;" in markdown
+    path = result.to_html(tmp_path / "a.html")
+    assert path.endswith("a.html")

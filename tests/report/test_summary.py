@@ -1,0 +1,67 @@
+"""The verdict's words: targets worded from where the quantity stands, units counted, the
+IJ comparison made only where it is measured and applies, at most eight bullets."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayesij
+from bayesij import refit
+from bayesij.report.summary import MAX_BULLETS, ij_comparison, target_words, unit_words
+from conjugate import small_regression
+
+
+def _result(target, metric="mean", original=1.0, quantity="b"):
+    return SimpleNamespace(quantity=quantity, target=target, metric=metric,
+                           original_value=original)
+
+
+@pytest.mark.parametrize(
+    ("target", "metric", "original", "words"),
+    [
+        ("sign", "mean", 0.4, "reverse the sign of b"),
+        ("significance", "lower end", 0.2, "remove the significance of b"),
+        ("significance", "lower end", -0.1, "make b significant"),
+        ("significance", "upper end", -0.3, "remove the significance of b"),
+        ("significance", "upper end", 0.3, "make b significant"),
+        ("sign_and_significance", "upper end", -0.3, "make b significant with the opposite sign"),
+        (-0.25, "mean", 1.0, "change b by -0.25"),
+    ],
+)
+def test_targets_are_worded_from_where_the_quantity_stands(target, metric, original, words):
+    assert target_words(_result(target, metric, original)) == words
+
+
+def test_unit_words():
+    assert unit_words("obs") == "observations" and unit_words("firm", 1) == "1 firm"
+    assert unit_words("class", 2) == "2 classes" and unit_words("group", 0) == "0 groups"
+
+
+def test_the_ij_comparison_needs_a_measured_ratio_and_a_global_quantity():
+    X, y = small_regression(300, seed=3)
+    post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=4000).fit(np.ones(300))
+    result = bayesij.audit(post, amip=False)
+    table = ij_comparison(result)
+    # A well-specified conjugate regression: both quantities measured, linear, and agreeing.
+    assert (table["verdict"] == "agree").all(), table
+    local = ij_comparison(SimpleNamespace(**{**vars(result), "local": ["beta[2]"]}))
+    assert local.loc["beta[2]", "verdict"] == "not applicable"
+    assert local.loc["beta[1]", "verdict"] == "agree"
+    summary = result.summary()
+    assert len(summary) <= MAX_BULLETS
+    assert summary[-1].startswith("Posterior vs IJ standard errors: agree within 25 %")
+
+
+def test_never_more_than_eight_bullets():
+    rng = np.random.default_rng(5)
+    X, y = small_regression(40, seed=5)
+    y = y + rng.standard_t(1.5, size=40)  # heavy tails: LOO, AMIP and the IJ all speak
+    post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=2000).fit(np.ones(40))
+    log_prior = np.zeros(post.quantities.shape[:2])
+    result = bayesij.audit(post, log_prior=log_prior + post.quantities.values[..., 0],
+                           compare_with={"again": post})
+    assert 0 < len(result.summary()) <= MAX_BULLETS
+    assert all(line.count(". ") == 0 or "e.g." in line for line in result.summary())
+    assert isinstance(result.comparison_table, pd.DataFrame)
