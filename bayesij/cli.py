@@ -200,10 +200,14 @@ def _compare(values: list[str] | None) -> dict | None:
     for value in values:
         name, _, path = value.partition("=") if "=" in value else (Path(value).stem, "", value)
         if not Path(path).is_file():
-            raise ValueError(f"--compare: found {path!r}, which is not a file; expected a .nc file.")
+            raise ValueError(
+                f"--compare: found {path!r}, which is not a file; expected a .nc file."
+            )
         if name in fits or name == "audited":
-            raise ValueError(f"--compare: found the name {name!r} twice (or 'audited'); expected "
-                             "distinct names (NAME=FILE).")
+            raise ValueError(
+                f"--compare: found the name {name!r} twice (or 'audited'); expected "
+                "distinct names (NAME=FILE)."
+            )
         fits[name] = load_fit([path])
     return fits
 

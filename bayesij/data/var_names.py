@@ -66,8 +66,11 @@ def _matching(variables: list[str], name: str, filter_vars) -> set:
         try:
             pattern = re.compile(name)
         except re.error as error:
-            raise fail("var_names", f"the invalid regular expression {name!r} ({error})",
-                       "a valid regular expression with filter_vars='regex'") from None
+            raise fail(
+                "var_names",
+                f"the invalid regular expression {name!r} ({error})",
+                "a valid regular expression with filter_vars='regex'",
+            ) from None
         found = {v for v in variables if pattern.search(v)}
     if not found:
         how = {None: "", "like": " (filter_vars='like')", "regex": " (filter_vars='regex')"}

@@ -18,8 +18,8 @@ from bayesij.refit.backends import (
     RefitFailed,
 )
 from bayesij.refit.campaign import Task, run_campaign
-from bayesij.refit.pymc import PyMCBackend
 from bayesij.refit.experiments import bootstrap, drop, kfold, loo, lwcv
+from bayesij.refit.pymc import PyMCBackend
 from bayesij.refit.report import RefitReport
 from bayesij.refit.scheduler import loo_priorities
 from bayesij.refit.splits import (

@@ -55,8 +55,16 @@ class PyMCBackend(Backend):
     ``compute_log_likelihood``), as every backend's: approximations are compared on it.
     """
 
-    def __init__(self, model, observed: str | None = None, var_names=None, *, seed: int = 0,
-                 max_divergent: float = 0.01, **sample_kwargs):
+    def __init__(
+        self,
+        model,
+        observed: str | None = None,
+        var_names=None,
+        *,
+        seed: int = 0,
+        max_divergent: float = 0.01,
+        **sample_kwargs,
+    ):
         self.model = model
         self.observed = _observed_name(model, observed)
         self.var_names = None if var_names is None else list(var_names)
@@ -82,9 +90,12 @@ class PyMCBackend(Backend):
         model = self._weighted_model(w)
         with model, _quiet_pymc():
             trace = pm.sample(random_seed=refit_seed(self.seed, w), **self.sample_kwargs)
-            trace = pm.compute_log_likelihood(
-                trace, var_names=[self.observed], progressbar=False, extend_inferencedata=True
-            ) or trace
+            trace = (
+                pm.compute_log_likelihood(
+                    trace, var_names=[self.observed], progressbar=False, extend_inferencedata=True
+                )
+                or trace
+            )
         divergent = np.asarray(trace["sample_stats"]["diverging"])
         if divergent.sum() > self.max_divergent * divergent.size:
             raise RefitFailed(

@@ -18,6 +18,13 @@ from bayesij.data.posterior import base_name
 from bayesij.data.source import as_source
 from bayesij.data.structure import Units, find_units, local_names
 from bayesij.data.var_names import select_var_names
+from bayesij.report.summary import (
+    fragile,
+    ij_comparison,
+    summary_bullets,
+    target_words,
+    unit_words,
+)
 from bayesij.stats.amip import (
     AmipResult,
     check_search_options,
@@ -37,15 +44,10 @@ from bayesij.stats.power_scaling import psense
 from bayesij.stats.waic import WaicResult
 from bayesij.stats.waic import waic as compute_waic
 
-from bayesij.report.summary import (
-    fragile,
-    ij_comparison,
-    summary_bullets,
-    target_words,
-    unit_words,
-)
-
 __all__ = ["audit", "Audit", "COLUMNS"]
+
+#: Influence figures in a report: one per quantity up to this many (the rest named).
+MAX_INFLUENCE_FIGURES = 12
 
 
 @dataclass
@@ -203,7 +205,7 @@ class Audit:
 
         from bayesij import plots
 
-        for q in self.quantities:
+        for q in self.quantities[:MAX_INFLUENCE_FIGURES]:
             fig, ax = plt.subplots(figsize=(6.4, 3.0))
             plots.plot_influence(self.influence, q, ax=ax)
             yield f"Influence on {q}", fig
@@ -214,10 +216,20 @@ class Audit:
             fig, ax = plt.subplots(figsize=(6.4, 3.0))
             plots.plot_khat(self.loo, ax=ax)
             yield "Pareto k-hat", fig
-        for q, result in self._amip_to_plot().items():
+        for result in self._amip_to_plot().values():
             fig, ax = plt.subplots(figsize=(6.4, 3.4))
             plots.plot_amip(result, ax=ax)
             yield f"AMIP: {target_words(result)}", fig
+
+    def figure_note(self) -> str:
+        """What the figures leave out, said (empty when nothing is)."""
+        n = len(self.quantities)
+        if n <= MAX_INFLUENCE_FIGURES:
+            return ""
+        return (
+            f"Influence figures for the first {MAX_INFLUENCE_FIGURES} of {n} quantities; "
+            "plots.plot_influence(audit.influence, name) draws any other."
+        )
 
     def _amip_to_plot(self) -> dict:
         """Per quantity, the most consequential search that reached (or may reach) its
@@ -316,8 +328,9 @@ def _amip_row(result: AmipResult) -> pd.DataFrame:
         "dropped": _ids(result.drop_ids, 5) if result.reachable else "",
     }
     if result.verification is not None:
-        row.update(refit_change=result.verification["change"],
-                   refit_reached=result.verification["reached"])
+        row.update(
+            refit_change=result.verification["change"], refit_reached=result.verification["reached"]
+        )
     return pd.DataFrame([row])
 
 
@@ -517,8 +530,9 @@ def _posterior_variables(data) -> tuple[list, dict]:
     if has_groups(data) and "posterior" in group_names(data):
         posterior = _group(data, "posterior", "")
         sizes = {
-            str(v): int(np.prod([n for d, n in posterior[v].sizes.items()
-                                 if d not in ("chain", "draw")]))
+            str(v): int(
+                np.prod([n for d, n in posterior[v].sizes.items() if d not in ("chain", "draw")])
+            )
             for v in posterior.data_vars
         }
         return list(sizes), sizes

@@ -74,13 +74,20 @@ def _figure_sections(audit) -> list[str]:
         fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
         plt.close(fig)
         data = base64.b64encode(buffer.getvalue()).decode()
-        section = "Influential subsets (figures)" if title.startswith("AMIP") else (
-            "Influence (figures)" if title.startswith("Influence") else "Diagnostics (figures)"
+        section = (
+            "Influential subsets (figures)"
+            if title.startswith("AMIP")
+            else (
+                "Influence (figures)" if title.startswith("Influence") else "Diagnostics (figures)"
+            )
         )
         sections.setdefault(section, []).append(
             f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{data}"/>'
             f"<figcaption>{html.escape(title)}</figcaption></figure>"
         )
+    note = audit.figure_note()
+    if note and "Influence (figures)" in sections:
+        sections["Influence (figures)"].insert(0, f"<p>{html.escape(note)}</p>")
     parts = []
     for section, items in sections.items():
         parts += [f"<details><summary>{html.escape(section)}</summary>", *items, "</details>"]

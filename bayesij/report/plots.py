@@ -145,11 +145,12 @@ def plot_amip(result, ax=None):
         ):
             part = rows[how == kind]
             if len(part):
-                label = "reweighted (PSIS)" if kind == "reweighted" else (
-                    "linear continuation from the last reweighted set"
+                label = (
+                    "reweighted (PSIS)"
+                    if kind == "reweighted"
+                    else ("linear continuation from the last reweighted set")
                 )
-                ax.plot(part["n_drop"], part["reweighted"], style, ms=3, color=colour,
-                        label=label)
+                ax.plot(part["n_drop"], part["reweighted"], style, ms=3, color=colour, label=label)
     needed = -result.original_value if isinstance(result.target, str) else result.target
     ax.axhline(needed, color="C3", ls="--", lw=0.8, label=f"change needed ({result.target})")
     if result.verification is not None:

@@ -27,8 +27,9 @@ def _tree(*, index=True, coordinate=False, crossed=False, rng=None):
         },
         coords={"firm": FIRMS, "year": years, "obs": obs},
     )
-    log_lik = xr.Dataset({"y": (("chain", "draw", "obs"), rng.normal(-1, 0.1, (2, 50, n)))},
-                         coords={"obs": obs})
+    log_lik = xr.Dataset(
+        {"y": (("chain", "draw", "obs"), rng.normal(-1, 0.1, (2, 50, n)))}, coords={"obs": obs}
+    )
     if coordinate:
         log_lik = log_lik.assign_coords(firm=("obs", np.array(FIRMS)[firm]))
     groups = {"posterior": posterior, "log_likelihood": log_lik}
@@ -84,8 +85,11 @@ def test_no_grouping_groups_false_and_labels():
 
 def test_a_name_that_is_no_grouping_is_refused_with_the_candidates():
     tree, _ = _tree()
-    with pytest.raises(ValueError, match=r"groups: found the name 'county'.*\(firm, firm_idx, "
-                                         r"weight\), or labels"):
+    with pytest.raises(
+        ValueError,
+        match=r"groups: found the name 'county'.*\(firm, firm_idx, "
+        r"weight\), or labels",
+    ):
         find_units(tree, groups="county")
     # A constant_data variable over the observations is a grouping by its values.
     assert find_units(tree, groups="weight").n_units == 12

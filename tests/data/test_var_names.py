@@ -37,8 +37,11 @@ def test_as_arviz_reads_them(var_names, filter_vars):
 
 
 def test_bad_names_are_refused_with_the_variables():
-    with pytest.raises(ValueError, match=r"var_names: found 'sigma', which matches no variable; "
-                                         r"expected names among mu, tau"):
+    with pytest.raises(
+        ValueError,
+        match=r"var_names: found 'sigma', which matches no variable; "
+        r"expected names among mu, tau",
+    ):
         select_var_names(VARIABLES, ["sigma"])
     with pytest.raises(ValueError, match=r"filter_vars: found 'glob'"):
         select_var_names(VARIABLES, ["mu"], "glob")

@@ -24,7 +24,7 @@ def test_the_page_reads_top_down_and_escapes_names(tmp_path):
     assert page.index('class="verdict"') < page.index("<details")
     assert page.count("<details open>") == 1  # the first table; the rest folded
     assert page.count("<details") >= len(result.tables()) + 2  # + the figure sections
-    assert page.count("<dl class=\"columns\">") >= 3
+    assert page.count('<dl class="columns">') >= 3
     assert "split_change</dt><dd>the set chosen on half the draws" in page
     text = page.split("<details><summary>Influence (figures)")[0]  # before the images
     assert "nan" not in text.lower()

@@ -88,8 +88,21 @@ def test_the_cli_audits_the_saved_file_as_python_does(panel, capsys, tmp_path):
     assert elapsed < 60  # 3-4 s on the 2-core machine; the figure is in the README
     assert main(["audit", str(path), "--groups", "year"]) == 2
     assert "bayesij: error: groups: found the name 'year'" in capsys.readouterr().err
-    assert main(["audit", str(path), "--no-groups", "--var-names", "b", "sigma",
-                 "--compare", f"again={path}"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                str(path),
+                "--no-groups",
+                "--var-names",
+                "b",
+                "sigma",
+                "--compare",
+                f"again={path}",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Units: 220 observations (groups=False)" in out
     assert "| b[value] |" in out and "mu_a" not in out.split("## Summary")[1]

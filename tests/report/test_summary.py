@@ -14,8 +14,7 @@ from conjugate import small_regression
 
 
 def _result(target, metric="mean", original=1.0, quantity="b"):
-    return SimpleNamespace(quantity=quantity, target=target, metric=metric,
-                           original_value=original)
+    return SimpleNamespace(quantity=quantity, target=target, metric=metric, original_value=original)
 
 
 @pytest.mark.parametrize(
@@ -60,8 +59,9 @@ def test_never_more_than_eight_bullets():
     y = y + rng.standard_t(1.5, size=40)  # heavy tails: LOO, AMIP and the IJ all speak
     post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=2000).fit(np.ones(40))
     log_prior = np.zeros(post.quantities.shape[:2])
-    result = bayesij.audit(post, log_prior=log_prior + post.quantities.values[..., 0],
-                           compare_with={"again": post})
+    result = bayesij.audit(
+        post, log_prior=log_prior + post.quantities.values[..., 0], compare_with={"again": post}
+    )
     assert 0 < len(result.summary()) <= MAX_BULLETS
     assert all(line.count(". ") == 0 or "e.g." in line for line in result.summary())
     assert isinstance(result.comparison_table, pd.DataFrame)

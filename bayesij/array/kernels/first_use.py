@@ -42,10 +42,11 @@ class _FirstCompile(event.Listener):
 
 
 _LISTENER = _FirstCompile()
+_REGISTERED: list[bool] = []
 
 
 def listen() -> None:
     """Register the listener (idempotent)."""
-    if not getattr(listen, "done", False):
+    if not _REGISTERED:
         event.register("numba:compile", _LISTENER)
-        listen.done = True
+        _REGISTERED.append(True)
