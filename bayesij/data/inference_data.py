@@ -72,6 +72,9 @@ def _obs_labels(array: xr.DataArray, variable: str, prefix: bool) -> list:
     grids = [array[d].values if d in array.coords else np.arange(array.sizes[d]) for d in obs_dims]
     if len(grids) == 1:
         labels = grids[0].tolist()
+        described = _described_labels(array, obs_dims[0])
+        if described is not None:
+            labels = described
     else:
         labels = [
             ",".join(str(g[i]) for g, i in zip(grids, index, strict=True))
@@ -80,6 +83,21 @@ def _obs_labels(array: xr.DataArray, variable: str, prefix: bool) -> list:
     if prefix:
         labels = [f"{variable}[{label}]" for label in labels]
     return labels
+
+
+def _described_labels(array: xr.DataArray, dim: str) -> list | None:
+    """Labels from the other coordinates along the observations (``'General Motors 1935'``
+    from ``firm`` and ``year``) when the dim's own labels are ArviZ's default 0..n-1."""
+    own = np.asarray(array[dim].values) if dim in array.coords else None
+    if own is not None and not (
+        own.dtype.kind in "iu" and np.array_equal(own, np.arange(own.size))
+    ):
+        return None
+    others = [c for name, c in array.coords.items() if name != dim and c.dims == (dim,)]
+    if not others:
+        return None
+    labels = [" ".join(str(c.values[i]) for c in others) for i in range(array.sizes[dim])]
+    return labels if len(set(labels)) == len(labels) else None
 
 
 def log_lik_variables(dataset: xr.Dataset, var_name=None) -> tuple[np.ndarray, list]:

@@ -200,14 +200,14 @@ class AmipResult(Summary):
         return bool(np.sign(change) == np.sign(self.target) and abs(change) >= abs(self.target))
 
     def __str__(self) -> str:
-        unit = "observations" if self.unit == "obs" else "groups"
+        unit = "observation" if self.unit == "obs" else "group"
         head = (
             f"AMIP for {self.quantity}, target {self.target!r} ({self.metric} = "
             f"{self.original_value:.4g}), method {self.method}:"
         )
         if self.reachable:
             body = (
-                f"  dropping {self.n_drop} of {self.n_units} {unit} "
+                f"  dropping {self.n_drop} of {_count(self.n_units, unit)} "
                 f"({100 * self.prop_drop:.2f} %) is predicted to move the {self.metric} "
                 f"to {self.predicted_value:.4g}; interval after: "
                 f"[{self.predicted_interval[0]:.4g}, {self.predicted_interval[1]:.4g}]"
@@ -215,13 +215,13 @@ class AmipResult(Summary):
         elif self.undetermined:
             body = (
                 f"  undetermined by Monte Carlo error: {100 * self.share_reached:.0f} % of "
-                f"replicates of the influences reach the target within {self._limit()} "
-                f"{unit} (the point estimate: {self._point_words()}); about "
+                f"replicates of the influences reach the target within "
+                f"{_count(self._limit(), unit)} (the point estimate: {self._point_words()}); about "
                 f"{self.draws_needed:.3g} draws (now {self.n_draws}) would decide it"
             )
         else:
             body = (
-                f"  not reachable by dropping up to {self.n_drop} {unit} (stopped: "
+                f"  not reachable by dropping up to {_count(self.n_drop, unit)} (stopped: "
                 f"{self.stopped}); the largest predicted change is "
                 f"{self.predicted_change:.4g}"
             )
@@ -245,11 +245,17 @@ class AmipResult(Summary):
             and 0 < self.n_drop
             and self.n_reweighted < self.n_drop
         ):
+            first = (
+                f"the first {_count(self.n_reweighted, unit)} of the set "
+                + ("is" if self.n_reweighted == 1 else "are")
+                + " estimated by reweighting the draws; past them k-hat exceeds its "
+                "threshold and the rest is a linear continuation from that reweighted posterior"
+                if self.n_reweighted
+                else "no unit could be reweighted (k-hat exceeds its threshold at the first "
+                "step): the whole set is a linear continuation"
+            )
             lines.append(
-                f"  the first {self.n_reweighted} units are estimated by reweighting the "
-                "draws; past them k-hat exceeds its threshold and the rest is a linear "
-                "continuation from that reweighted posterior: confirm by a refit "
-                "(bayesij.refit.verify, or amip(..., backend=))"
+                f"  {first}: confirm by a refit (bayesij.refit.verify, or amip(..., backend=))"
             )
         if self.method == "linear" and self.metric != "mean" and self.refits is None:
             lines.append(
@@ -267,7 +273,9 @@ class AmipResult(Summary):
             lines.append(
                 f"  Monte Carlo check ({mc['how']}): change {mc['naive']:.4g} where "
                 f"chosen, {mc['split']:.4g} on the other draws (95 % interval "
-                f"{mc['interval'][0]:.4g} to {mc['interval'][1]:.4g})"
+                f"{mc['interval'][0]:.4g} to {mc['interval'][1]:.4g}); the other draws' "
+                "value is the honest one (chosen and predicted on the same draws, a change "
+                "is optimistic)"
             )
         if self.verification is not None:
             v = self.verification
@@ -286,6 +294,11 @@ class AmipResult(Summary):
         if self.stopped == "reached":
             return f"dropping {self.n_drop} reaches it"
         return f"not reached by dropping {self.n_drop}"
+
+
+def _count(n: int, unit: str) -> str:
+    """``'1 group'``, ``'3 groups'``."""
+    return f"{n} {unit}" + ("" if n == 1 else "s")
 
 
 def _size(value: float) -> str:

@@ -88,3 +88,28 @@ def test_groups_pass_through(centered_eight):
     groups = {s: ("east" if i < 4 else "west") for i, s in enumerate(schools)}
     post = bayesij.from_inference_data(centered_eight, groups=groups)
     assert list(post.groups.values) == ["east"] * 4 + ["west"] * 4
+
+
+def test_observation_ids_from_other_coordinates_when_the_own_are_default():
+    import xarray as xr
+
+    rng = np.random.default_rng(0)
+    coords = {
+        "obs": np.arange(4),
+        "firm": ("obs", ["GM", "GM", "IBM", "IBM"]),
+        "year": ("obs", [1935, 1936, 1935, 1936]),
+    }
+    log_lik = xr.Dataset(
+        {"y": (("chain", "draw", "obs"), rng.normal(-1, 0.1, (2, 50, 4)))}, coords=coords
+    )
+    posterior = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(2, 50)))})
+    tree = xr.DataTree.from_dict({"posterior": posterior, "log_likelihood": log_lik})
+    post = bayesij.from_inference_data(tree)
+    assert post.obs_names == ["GM 1935", "GM 1936", "IBM 1935", "IBM 1936"]
+    # Labels of its own are kept; labels that would repeat are not used.
+    named = tree.copy()
+    named["log_likelihood"] = log_lik.assign_coords(obs=["a", "b", "c", "d"])
+    assert bayesij.from_inference_data(named).obs_names == ["a", "b", "c", "d"]
+    plain = log_lik.drop_vars("year")
+    repeated = xr.DataTree.from_dict({"posterior": posterior, "log_likelihood": plain})
+    assert bayesij.from_inference_data(repeated).obs_names == [0, 1, 2, 3]
