@@ -81,6 +81,18 @@ class PyMCBackend(Backend):
             f"max_divergent={self.max_divergent:g}, sample_kwargs={self.sample_kwargs})"
         )
 
+    def __getstate__(self) -> dict:
+        """The model travels as cloudpickle bytes: a PyMC model holds ``functools.partial``
+        objects that the standard pickler (loky's and Dask's for arguments) cannot send."""
+        import cloudpickle
+
+        return {**self.__dict__, "model": cloudpickle.dumps(self.model)}
+
+    def __setstate__(self, state: dict) -> None:
+        import cloudpickle
+
+        self.__dict__.update({**state, "model": cloudpickle.loads(state["model"])})
+
     def fit(self, weights) -> Posterior:
         import pymc as pm
 

@@ -56,3 +56,26 @@ def test_an_amip_set_of_a_pymc_regression_is_verified_by_a_real_refit():
     # The same weights give the same refit (seeded from the weights).
     again = refit.verify(result, backend, progress=False).verification
     assert again["mean"] == truth["mean"]
+    # Refits in the loop: the set is confirmed by a PyMC refit inside the search.
+    looped = bayesij.amip(post, "beta", target="sign", backend=backend, max_refits=4)
+    assert looped.answer == "reached" and looped.verification["reached"]
+    assert looped.n_drop <= result.n_drop
+
+
+@pytest.mark.slow
+def test_pymc_refits_run_on_processes_and_dask_as_in_this_process():
+    """The backend travels to loky and Dask workers (its model as cloudpickle bytes) and,
+    seeded from the weights, gives there the refits it gives here."""
+    distributed = pytest.importorskip("distributed")
+    backend = refit.PyMCBackend(_regression(n=30), draws=300, tune=300, chains=2, seed=5)
+    post = backend.fit(np.ones(backend.n_obs))
+    here = refit.loo(post, backend, points=["p0", "p1"], executor="sequential", progress=False)
+    pooled = refit.loo(post, backend, points=["p0", "p1"], executor=2, progress=False)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    ) as cluster:
+        with distributed.Client(cluster) as client:
+            on_dask = refit.loo(post, backend, points=["p0", "p1"], executor=client, progress=False)
+    for other in (pooled, on_dask):
+        assert other.failures.empty
+        np.testing.assert_allclose(other.table()["exact"], here.table()["exact"], rtol=1e-10)
