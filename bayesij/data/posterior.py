@@ -185,11 +185,26 @@ class Posterior:
     def select(self, quantities) -> Posterior:
         """A container with only the named quantities (variable or element names)."""
         names = select_names(self.quantity_names, quantities)
-        return Posterior(self.quantities.sel(quantity=names), self.log_lik, self.groups)
+        return self._derived(self.quantities.sel(quantity=names), self.groups)
 
     def with_groups(self, groups) -> Posterior:
-        """A container whose default exchangeable units are ``groups``."""
-        return Posterior(self.quantities, self.log_lik, groups)
+        """A container whose default exchangeable units are ``groups`` (None: the
+        observations)."""
+        return self._derived(
+            self.quantities, None if groups is None else self._group_labels(groups)
+        )
+
+    def _derived(self, quantities: xr.DataArray, groups) -> Posterior:
+        """A container of values this one has checked (a subset of its quantities, its
+        log-likelihood, checked group labels): built without checking them again."""
+        derived = object.__new__(Posterior)
+        for name, value in (
+            ("quantities", quantities),
+            ("log_lik", self.log_lik),
+            ("groups", groups),
+        ):
+            object.__setattr__(derived, name, value)
+        return derived
 
     # ----------------------------------------------------------------- units
     def _group_labels(self, groups) -> xr.DataArray:
