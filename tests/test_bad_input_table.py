@@ -699,6 +699,7 @@ def _catalogue():
             {"wrong draws": np.zeros((C, D - 1, 2)), "NaN": np.full((C, D, 2), np.nan)},
         ),
         ("CallableBackend", "fn", refit.CallableBackend, {"3": 3, "None": None}),
+        ("PyMCBackend", "model", refit.PyMCBackend, {"3": 3, "'nope'": "nope", "dict": {}}),
         (
             "PyStanBackend",
             "model",

@@ -382,10 +382,10 @@ def audit(
     data,
     *,
     groups=None,
-    var_names=None,
-    filter_vars=None,
     quantities=None,
     var_name=None,
+    var_names=None,
+    filter_vars=None,
     targets=("sign", "significance"),
     loo: bool = True,
     waic: bool = True,
@@ -411,6 +411,11 @@ def audit(
         variable; labels give the group of each observation; False: the observations.
         Influence, IJ, LOO (leave-one-group-out), linearity and AMIP then run over the
         groups, and the report says which unit it used and why.
+    quantities : str or list of str, optional
+        Variables or elements (``'a[General Motors]'``, ``'a[1]'``) instead of
+        ``var_names``.
+    var_name : str or list of str, optional
+        Log-likelihood variable of an InferenceData or DataTree.
     var_names : str or list of str, optional
         Posterior variables to audit, as ArviZ reads them (``"~z_a"`` excludes). Default:
         the global variables — those with no dim over the units (the observations' dims
@@ -418,11 +423,6 @@ def audit(
         values do not concentrate as data grow; audit them by naming them.
     filter_vars : {None, "like", "regex"}, optional
         How ``var_names`` matches (as in ArviZ).
-    quantities : str or list of str, optional
-        Variables or elements (``'a[General Motors]'``, ``'a[1]'``) instead of
-        ``var_names``.
-    var_name : str or list of str, optional
-        Log-likelihood variable of an InferenceData or DataTree.
     targets : tuple, default ("sign", "significance")
         AMIP targets for every quantity (see :func:`bayesij.amip`).
     loo, waic, amip : bool, default True

@@ -28,6 +28,9 @@ def test_audit_summary_names_the_fragile_conclusion_and_the_refits(post, tmp_pat
     assert "- `split_change`: the set chosen on half the draws" in markdown  # defined
     html = result._repr_html_()
     assert "Verdict" in html and "<img" not in html
+    import matplotlib.pyplot as plt
+
+    plt.close("all")  # figures other tests left open
     path = result.to_html(tmp_path / "audit.html")
     with open(path) as handle:
         page = handle.read()
@@ -35,8 +38,6 @@ def test_audit_summary_names_the_fragile_conclusion_and_the_refits(post, tmp_pat
     # quantity (its smallest reached set), each closed after rendering.
     assert page.count("data:image/png;base64,") == 1 + 2 + 1
     assert "AMIP: make beta[2] significant" in page
-    import matplotlib.pyplot as plt
-
     assert not plt.get_fignums()
 
 
