@@ -219,3 +219,107 @@ def test_a_constant_quantity_is_called_constant_everywhere(rng):
     assert "linear approximation is doubtful or unreliable" not in summary
     with pytest.raises(ValueError, match=r"groups: found 1 group; expected at least 2 units"):
         bayesij.ij_covariance(post, groups=np.zeros(30, dtype=int))
+
+
+# ---------------------------------------------------------------- round three (issue 29)
+def test_inputs_are_paired_by_label_or_refused(rng):
+    """Masked arrays, (chain, draw) MultiIndex frames, ragged chains, a DataTree node, and
+    InferenceData groups whose draws are in another order or are other draws."""
+    import pandas as pd
+    import xarray as xr
+
+    log_lik = rng.normal(-1, 0.1, (4, 100, 10))
+    masked = np.ma.masked_array(log_lik, mask=np.zeros_like(log_lik, dtype=bool))
+    assert bayesij.loo(masked).elpd == pytest.approx(bayesij.loo(log_lik).elpd)  # no mask set
+    masked.mask[0, 0, 0] = True
+    with pytest.raises(ValueError, match=r"data: found a masked array with 1 masked value"):
+        bayesij.loo(masked)
+    index = pd.MultiIndex.from_product([range(4), range(100)], names=["chain", "draw"])
+    frame = pd.DataFrame(log_lik.reshape(400, 10), index=index).sample(frac=1, random_state=2)
+    by_label = bayesij.loo(frame)  # rows shuffled: put back by (chain, draw), 4 chains kept
+    np.testing.assert_allclose(by_label.pointwise["r_eff"], bayesij.loo(log_lik).pointwise["r_eff"])
+    with pytest.raises(ValueError, match=r"data: found a DataFrame with a MultiIndex \['a', 'b'\]"):
+        bayesij.loo(frame.rename_axis(["a", "b"]))
+    with pytest.raises(ValueError, match=r"data: found a sequence that is not a regular array"):
+        bayesij.loo([log_lik[0], log_lik[1][:50]])
+    coords = {"chain": range(4), "draw": range(100)}
+    mu = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(4, 100)))}, coords=coords)
+    ll = xr.Dataset({"y": (("chain", "draw", "obs"), log_lik)}, coords=coords)
+    tree = xr.DataTree.from_dict({"posterior": mu, "log_likelihood": ll})
+    assert bayesij.waic(tree["log_likelihood"]).elpd == pytest.approx(bayesij.waic(tree).elpd)
+    reversed_ = xr.DataTree.from_dict(
+        {"posterior": mu, "log_likelihood": ll.isel(draw=slice(None, None, -1))}
+    )
+    np.testing.assert_array_equal(bayesij.from_inference_data(reversed_).log_lik.values, log_lik)
+    other = xr.DataTree.from_dict(
+        {"posterior": mu, "log_likelihood": ll.assign_coords(chain=[4, 5, 6, 7])}
+    )
+    with pytest.raises(
+        ValueError, match=r"idata: found log_likelihood chains \[4, 5, 6, 7\] while"
+    ):
+        bayesij.from_inference_data(other)
+
+
+def test_r_csv_files_are_paired_by_their_draw_columns(rng, tmp_path):
+    import pandas as pd
+
+    meta = pd.DataFrame(
+        {
+            ".chain": np.repeat([1, 2], 100),
+            ".iteration": np.tile(np.arange(1, 101), 2),
+            ".draw": np.arange(1, 201),
+        }
+    )
+    draws = rng.normal(size=(200, 2))
+    log_lik = rng.normal(-1, 0.1, (200, 5)) + draws[:, :1]
+    pd.concat([pd.DataFrame(draws, columns=["a", "b"]), meta], axis=1).to_csv(
+        tmp_path / "draws.csv", index=False
+    )
+    table = pd.concat([pd.DataFrame(log_lik, columns=[f"V{i}" for i in range(1, 6)]), meta], axis=1)
+    table.sample(frac=1, random_state=1).to_csv(tmp_path / "shuffled.csv", index=False)
+    post = bayesij.from_csv(tmp_path / "draws.csv", tmp_path / "shuffled.csv")
+    np.testing.assert_array_equal(post.log_lik.values.reshape(200, 5), log_lik)
+    other = table.assign(**{".draw": table[".draw"] + 1})
+    other.to_csv(tmp_path / "other.csv", index=False)
+    with pytest.raises(ValueError, match=r"log_lik: found draws \(.chain, .draw\) that are not"):
+        bayesij.from_csv(tmp_path / "draws.csv", tmp_path / "other.csv")
+
+
+def test_a_callable_backend_is_known_by_what_it_computes():
+    import functools
+
+    from bayesij import refit
+
+    def fit(weights, X):
+        return X
+
+    data = np.arange(2000.0)
+    changed = data.copy()
+    changed[1500] = -1.0  # NumPy's repr abbreviates this away
+    same = repr(refit.CallableBackend(functools.partial(fit, X=data)))
+    assert same == repr(refit.CallableBackend(functools.partial(fit, X=data.copy())))
+    assert same != repr(refit.CallableBackend(functools.partial(fit, X=changed)))
+    scale = 2.0
+    first = repr(refit.CallableBackend(lambda w: scale * w))
+    scale = 3.0
+    assert repr(refit.CallableBackend(lambda w: scale * w)) != first
+
+
+def test_sys_exit_and_an_interrupt_inside_a_refit_are_its_failures(rng):
+    import sys
+
+    from bayesij import refit
+    from bayesij.refit.campaign import Task, execute
+
+    def leaves(weights):
+        sys.exit(3)
+
+    def interrupted(weights):
+        raise KeyboardInterrupt
+
+    task = Task("t", np.ones(3))
+    record = execute(refit.CallableBackend(leaves, 3), task)
+    assert record["status"] == "failed" and record["reason"] == "the refit called sys.exit(3)"
+    assert "KeyboardInterrupt" in execute(refit.CallableBackend(interrupted, 3), task)["reason"]
+    with pytest.raises(KeyboardInterrupt):  # in this process, Ctrl-C is the user's
+        execute(refit.CallableBackend(interrupted, 3), task, in_worker=False)

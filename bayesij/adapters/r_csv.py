@@ -80,6 +80,46 @@ def _chain_ids(table: pd.DataFrame, chains, n_rows: int) -> np.ndarray:
     return np.repeat(np.arange(chains), n_rows // chains)
 
 
+def _keys(table: pd.DataFrame) -> list[str]:
+    """The columns that name a draw: ``.chain`` with ``.draw`` (or ``.iteration``)."""
+    if ".chain" not in table.columns:
+        return []
+    within = ".draw" if ".draw" in table.columns else ".iteration"
+    return [".chain", within] if within in table.columns else []
+
+
+def _paired_by_draw(draws: pd.DataFrame, log_lik: pd.DataFrame):
+    """Both tables in the same draw order, paired by their ``.chain`` / ``.draw`` columns
+    when both have them (rows in different orders are matched, not mispaired); a log-lik
+    table whose draws are not the draws table's is refused."""
+    keys, ll_keys = _keys(draws), _keys(log_lik)
+    if not ll_keys:
+        return draws, log_lik
+    if keys != ll_keys:
+        raise fail(
+            "log_lik",
+            f"draw columns {ll_keys} while draws has {keys or 'none'}",
+            "the same draw columns in both files (or none in the log-likelihood file: then "
+            "its rows are the draws file's, in order)",
+        )
+    draws, log_lik = (
+        draws.sort_values(keys, kind="stable"),
+        log_lik.sort_values(keys, kind="stable"),
+    )
+    own, other = draws[keys].to_numpy(), log_lik[keys].to_numpy()
+    duplicated = draws.duplicated(keys).any() or log_lik.duplicated(keys).any()
+    if duplicated or not np.array_equal(own, other):
+        raise fail(
+            "log_lik",
+            "draws (.chain, "
+            + keys[1]
+            + ") that are not the draws file's"
+            + (" (a draw twice)" if duplicated else ""),
+            "the same draws in both files, each once",
+        )
+    return draws.reset_index(drop=True), log_lik.reset_index(drop=True)
+
+
 def from_csv(
     draws, log_lik, *, chains: int | None = None, quantities=None, groups=None
 ) -> Posterior:
@@ -128,6 +168,7 @@ def from_csv(
             f"{ll_table.shape[0]} rows while draws has {draw_table.shape[0]}",
             "one row per draw in both files, the same draws in the same order",
         )
+    draw_table, ll_table = _paired_by_draw(draw_table, ll_table)
     codes = _chain_ids(draw_table, chains, draw_table.shape[0])
     ll_table = ll_table.drop(columns=[c for c in DRAWS_META if c in ll_table.columns])
     draw_table = draw_table.drop(columns=[c for c in DRAWS_META if c in draw_table.columns])

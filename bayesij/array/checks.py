@@ -59,13 +59,62 @@ def as_float_array(values, argument: str, *, keep_float32: bool = False) -> np.n
     a float64 copy of the whole array: the kernels read it in column chunks, each converted
     to float64 (:func:`bayesij.array._numeric.read_columns`), and compute in float64.
     """
-    array = np.asarray(values)
+    array = _plain_array(values, argument)
     if array.dtype.kind not in "iuf":
         found = "complex values" if array.dtype.kind == "c" else f"values of type {array.dtype}"
         raise fail(argument, found, "real numbers")
     if keep_float32 and array.dtype == np.float32:
         return array
     return array.astype(float, copy=False)
+
+
+def _plain_array(values, argument: str) -> np.ndarray:
+    """``values`` as a NumPy array, refusing what ``np.asarray`` would silently lose: a
+    masked array's mask, a (chain, draw) MultiIndex's chains (such a DataFrame becomes
+    (n_chains, n_draws, n_columns)), rows of different lengths."""
+    if isinstance(values, np.ma.MaskedArray):
+        masked = int(np.ma.count_masked(values))
+        if masked:
+            raise fail(
+                argument,
+                f"a masked array with {masked} masked value(s)",
+                "plain values (a mask would be ignored): fill or drop the masked ones "
+                "(np.ma.filled, a subset of the observations)",
+            )
+        return np.asarray(values.data)
+    index = getattr(values, "index", None)
+    if getattr(index, "nlevels", 1) > 1 and hasattr(values, "to_numpy"):
+        return _by_chain_and_draw(values, argument)
+    try:
+        return np.asarray(values)
+    except ValueError as error:  # NumPy's "inhomogeneous shape"
+        raise fail(
+            argument,
+            f"a sequence that is not a regular array ({str(error).split('.')[0]})",
+            "rows (chains, draws) of equal lengths",
+        ) from None
+
+
+def _by_chain_and_draw(frame, argument: str) -> np.ndarray:
+    """A DataFrame indexed by (chain, draw) as (n_chains, n_draws, n_columns)."""
+    names = list(frame.index.names)
+    if names[:2] != ["chain", "draw"] or frame.index.nlevels != 2:
+        raise fail(
+            argument,
+            f"a DataFrame with a MultiIndex {names}",
+            "one row per draw, with no index or a ('chain', 'draw') MultiIndex",
+        )
+    ordered = frame.sort_index()
+    chains = ordered.index.get_level_values("chain").unique()
+    draws = ordered.index.get_level_values("draw").unique()
+    if len(ordered) != len(chains) * len(draws) or ordered.index.has_duplicates:
+        raise fail(
+            argument,
+            f"{len(ordered)} rows for {len(chains)} chains x {len(draws)} draws",
+            "every (chain, draw) pair once",
+        )
+    values = ordered.to_numpy()
+    return values.reshape(len(chains), len(draws), values.shape[1])
 
 
 def as_draws_matrix(

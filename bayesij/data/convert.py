@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayesij.array.checks import fail
+from bayesij.array.checks import as_float_array, fail
 from bayesij.data.arrays import from_arrays
 from bayesij.data.inference_data import (
     from_inference_data,
@@ -33,7 +33,7 @@ from bayesij.data.inference_data import (
 )
 from bayesij.data.posterior import Posterior
 
-__all__ = ["as_posterior", "unit_index", "ACCEPTED"]
+__all__ = ["as_posterior", "unit_index", "node_as_dataset", "ACCEPTED"]
 
 #: The inputs :func:`as_posterior` accepts, in words (for error messages and docstrings).
 ACCEPTED = (
@@ -91,8 +91,7 @@ def _convert(data, var_name, quantities, argument: str) -> Posterior:
         )
     if isinstance(data, Posterior):
         return data if quantities is None else data.select(quantities)
-    if has_groups(data) and getattr(data, "has_data", False) and not data.children:
-        data = data.to_dataset()  # a DataTree node, e.g. idata["log_likelihood_test"]
+    data = node_as_dataset(data)
     if has_groups(data):
         if "posterior" in group_names(data):
             return from_inference_data(data, var_name=var_name, quantities=quantities)
@@ -111,7 +110,7 @@ def _convert(data, var_name, quantities, argument: str) -> Posterior:
         )
     if not _array_like(data):
         raise fail(argument, f"a {type(data).__name__}", ACCEPTED)
-    array = np.asarray(data)
+    array = as_float_array(data, argument, keep_float32=True)
     if array.ndim not in (2, 3):
         raise fail(
             argument,
@@ -119,6 +118,14 @@ def _convert(data, var_name, quantities, argument: str) -> Posterior:
             "a log-likelihood of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)",
         )
     return _log_lik_only(array if array.ndim == 3 else array[None], None, quantities, argument)
+
+
+def node_as_dataset(data):
+    """A DataTree node holding data and no children (``tree["log_likelihood"]``) as the
+    Dataset it holds; anything else as it is."""
+    if has_groups(data) and getattr(data, "has_data", False) and not data.children:
+        return data.to_dataset()
+    return data
 
 
 def _array_like(data) -> bool:

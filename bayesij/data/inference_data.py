@@ -177,15 +177,42 @@ def _dim_labels(array: xr.DataArray, dim: str) -> list[str]:
 
 def log_lik_group(idata, var_name=None, argument: str = "idata") -> tuple[np.ndarray, list]:
     """The ``log_likelihood`` group's values (chain, draw, obs) and observation ids."""
-    group = _group(
+    return log_lik_variables(_log_lik_dataset(idata, argument), var_name)
+
+
+def _log_lik_dataset(idata, argument: str) -> xr.Dataset:
+    return _group(
         idata,
         "log_likelihood",
         "Store the pointwise log-likelihood when converting the fit (e.g. "
         "az.from_cmdstanpy(fit, log_likelihood='log_lik'), or "
-        "pm.sample(idata_kwargs={'log_likelihood': True})).",
+        "pm.compute_log_likelihood(idata)).",
         argument,
     )
-    return log_lik_variables(group, var_name)
+
+
+def aligned_draws(dataset: xr.Dataset, reference: xr.Dataset, group: str) -> xr.Dataset:
+    """``dataset``'s draws in the (chain, draw) order of ``reference``'s, paired by their
+    labels, not their positions; groups whose chains or draws differ are refused."""
+    for dim in SAMPLE_DIMS:
+        if dim not in dataset.coords or dim not in reference.coords:
+            continue
+        own, wanted = dataset[dim].values, reference[dim].values
+        if np.array_equal(own, wanted):
+            continue
+        if len(own) != len(wanted) or set(own.tolist()) != set(wanted.tolist()):
+            raise fail(
+                "idata",
+                f"{group} {dim}s {_labels(own)} while the posterior's are {_labels(wanted)}",
+                f"the same {dim} labels in both groups (draws are paired by label)",
+            )
+        dataset = dataset.sel({dim: wanted})
+    return dataset
+
+
+def _labels(values: np.ndarray) -> str:
+    shown = values.tolist()
+    return str(shown) if len(shown) <= 6 else f"[{shown[0]}, {shown[1]}, ..., {shown[-1]}]"
 
 
 def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> Posterior:
@@ -242,7 +269,8 @@ def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> P
         keep = select_names(names, quantities)
         values = values[:, :, [names.index(n) for n in keep]]
         names = keep
-    log_lik_values, obs = log_lik_group(idata, var_name)
+    log_lik = aligned_draws(_log_lik_dataset(idata, "idata"), posterior, "log_likelihood")
+    log_lik_values, obs = log_lik_variables(log_lik, var_name)
     if log_lik_values.shape[:2] != values.shape[:2]:
         raise fail(
             "idata",

@@ -27,7 +27,7 @@ import pandas as pd
 import xarray as xr
 
 from bayesij.array.checks import check_finite, check_log_lik_values, fail
-from bayesij.data.convert import as_posterior, unit_index
+from bayesij.data.convert import as_posterior, node_as_dataset, unit_index
 from bayesij.data.lazy import LazyArray, lazy_log_lik, lazy_quantities
 from bayesij.data.posterior import Posterior
 
@@ -180,6 +180,7 @@ def as_source(
     -------
     LogLikSource
     """
+    data = node_as_dataset(data)
     lazy = lazy_log_lik(data, var_name)
     if lazy is None:
         return _in_memory(data, groups, quantities, var_name, need_quantities, argument)

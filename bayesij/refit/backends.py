@@ -233,7 +233,75 @@ class CallableBackend(Backend):
         return result
 
     def __repr__(self) -> str:
-        return f"CallableBackend({_callable_name(self.fn)})"
+        return f"CallableBackend({_callable_name(self.fn)}, digest={_callable_digest(self.fn)})"
+
+
+def _callable_digest(fn) -> str:
+    """A digest of what ``fn`` computes: its code (nested code included), defaults, the
+    values its closure holds and a partial's arguments (arrays by their bytes), so that a
+    campaign store refuses records of another function or other data under the same name."""
+    digest = hashlib.sha256()
+    _feed(digest, fn, depth=0)
+    return digest.hexdigest()[:12]
+
+
+def _feed(digest, value, depth: int) -> None:
+    if depth > 6:
+        digest.update(type(value).__name__.encode())
+    elif isinstance(value, functools.partial):
+        _feed(digest, value.func, depth + 1)
+        for item in (*value.args, *sorted(value.keywords.items())):
+            _feed(digest, item, depth + 1)
+    elif hasattr(value, "__code__"):
+        _feed_code(digest, value.__code__, depth)
+        for item in (value.__defaults__ or ()) + tuple(
+            cell.cell_contents for cell in (value.__closure__ or ()) if _has_contents(cell)
+        ):
+            _feed(digest, item, depth + 1)
+        for name in value.__code__.co_names:  # data it reads from its module (a notebook's X)
+            data = getattr(value, "__globals__", {}).get(name)
+            if isinstance(data, (np.ndarray, int, float, str, tuple, list, dict)):
+                _feed(digest, (name, data), depth + 1)
+    elif isinstance(value, np.ndarray):
+        digest.update(f"{value.dtype}{value.shape}".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _feed(digest, item, depth + 1)
+    elif isinstance(value, dict):
+        for key in sorted(value, key=repr):
+            _feed(digest, (key, value[key]), depth + 1)
+    else:
+        digest.update(_pickled_or_repr(value))
+
+
+def _feed_code(digest, code, depth: int) -> None:
+    digest.update(code.co_code)
+    digest.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            _feed_code(digest, const, depth + 1)
+        else:
+            digest.update(repr(const).encode())
+
+
+def _has_contents(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:  # an empty cell
+        return False
+    return True
+
+
+def _pickled_or_repr(value) -> bytes:
+    """The pickle of ``value`` (equal values, equal bytes for plain data), else its type and
+    a repr without memory addresses."""
+    import pickle
+
+    try:
+        return pickle.dumps(value, protocol=4)
+    except Exception:
+        return re.sub(r" at 0x[0-9a-fA-F]+", "", f"{type(value).__qualname__}:{value!r}").encode()
 
 
 def _callable_name(fn) -> str:

@@ -38,21 +38,33 @@ class Task(NamedTuple):
         return digest.hexdigest()[:16]
 
 
-def execute(backend, task: Task) -> dict:
-    """Refit ``task`` with ``backend`` and summarise it; failures become records too."""
+def execute(backend, task: Task, *, in_worker: bool = True) -> dict:
+    """Refit ``task`` with ``backend`` and summarise it; failures become records too.
+
+    Everything a refit raises is its failure — ``sys.exit()`` and a ``KeyboardInterrupt``
+    raised inside the refit code included (recorded, so a resumed campaign does not meet
+    them again) — except, in this process (``in_worker=False``), the user's own Ctrl-C.
+    """
     start = time.perf_counter()
     record = {"key": task.key}
     try:
         record.update(summarise(backend.fit(task.weights), task.points), status="ok", reason="")
-    except Exception as error:  # recorded, reported, never dropped
-        record.update(status="failed", reason=f"{type(error).__name__}: {error}")
+    except KeyboardInterrupt:
+        if not in_worker:
+            raise  # the user's Ctrl-C stops the campaign; what finished is stored
+        record.update(status="failed", reason="KeyboardInterrupt raised in the refit")
+    except BaseException as error:  # recorded, reported, never dropped
+        reason = f"{type(error).__name__}: {error}"
+        if isinstance(error, SystemExit):
+            reason = f"the refit called sys.exit({error.code!r})"
+        record.update(status="failed", reason=reason)
     record["seconds"] = time.perf_counter() - start
     return record
 
 
 def _sequential(backend, tasks) -> Iterator[dict]:
     for task in tasks:
-        yield execute(backend, task)
+        yield execute(backend, task, in_worker=False)
 
 
 def _failed(task: Task, reason: str) -> dict:

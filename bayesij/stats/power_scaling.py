@@ -8,7 +8,13 @@ import pandas as pd
 
 from bayesij.array.checks import as_float_array, check_finite, check_real, fail
 from bayesij.array.power_scaling import power_sensitivity
-from bayesij.data.inference_data import _group, flatten_variables, has_groups
+from bayesij.data.inference_data import (
+    _group,
+    aligned_draws,
+    flatten_variables,
+    group_names,
+    has_groups,
+)
 from bayesij.data.posterior import Posterior
 from bayesij.data.source import as_source
 
@@ -104,6 +110,8 @@ def log_prior_draws(data, post: Posterior, log_prior=None) -> np.ndarray:
                 "an array of draws",
             )
         group = _group(data, "log_prior", "Save the log prior (e.g. PyMC's compute_log_prior)")
+        if "posterior" in group_names(data):
+            group = aligned_draws(group, _group(data, "posterior", ""), "log_prior")
         values, _ = flatten_variables(group, list(group.data_vars))
     elif isinstance(log_prior, str):
         if log_prior not in post.quantity_names:
