@@ -8,9 +8,13 @@ store are not run again. A refit that raises is recorded as failed with its reas
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
+import functools
 import hashlib
 import os
 import re
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
@@ -38,17 +42,52 @@ class Task(NamedTuple):
         return digest.hexdigest()[:16]
 
 
-def execute(backend, task: Task, *, in_worker: bool = True) -> dict:
+class RefitTimeout(BaseException):
+    """A refit ran past its campaign's ``timeout`` (a BaseException, so that a refit's own
+    ``except Exception`` cannot swallow it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`RefitTimeout` in this thread after ``seconds`` (a real-time interval
+    timer; only the main thread of a process can have one: local worker processes and
+    sequential refits do, Dask's worker threads do not)."""
+    usable = (
+        seconds is not None
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise RefitTimeout(f"timed out after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def execute(backend, task: Task, *, in_worker: bool = True, timeout: float | None = None) -> dict:
     """Refit ``task`` with ``backend`` and summarise it; failures become records too.
 
-    Everything a refit raises is its failure — ``sys.exit()`` and a ``KeyboardInterrupt``
-    raised inside the refit code included (recorded, so a resumed campaign does not meet
-    them again) — except, in this process (``in_worker=False``), the user's own Ctrl-C.
+    Everything a refit raises is its failure — ``sys.exit()``, a ``KeyboardInterrupt``
+    raised inside the refit code, running past ``timeout`` seconds (recorded as "timed out
+    after N s") — except, in this process (``in_worker=False``), the user's own Ctrl-C.
     """
     start = time.perf_counter()
     record = {"key": task.key}
     try:
-        record.update(summarise(backend.fit(task.weights), task.points), status="ok", reason="")
+        with _time_limit(timeout):
+            posterior = backend.fit(task.weights)
+        record.update(summarise(posterior, task.points), status="ok", reason="")
+    except RefitTimeout as error:
+        record.update(status="failed", reason=str(error))
     except KeyboardInterrupt:
         if not in_worker:
             raise  # the user's Ctrl-C stops the campaign; what finished is stored
@@ -62,9 +101,9 @@ def execute(backend, task: Task, *, in_worker: bool = True) -> dict:
     return record
 
 
-def _sequential(backend, tasks) -> Iterator[dict]:
+def _sequential(backend, tasks, timeout=None) -> Iterator[dict]:
     for task in tasks:
-        yield execute(backend, task, in_worker=False)
+        yield execute(backend, task, in_worker=False, timeout=timeout)
 
 
 def _failed(task: Task, reason: str) -> dict:
@@ -73,12 +112,18 @@ def _failed(task: Task, reason: str) -> dict:
 
 
 def _futures(
-    submit: Callable, completed: Callable, backend, tasks, interrupted: list | None = None
+    submit: Callable,
+    completed: Callable,
+    backend,
+    tasks,
+    interrupted: list | None = None,
+    timeout: float | None = None,
 ) -> Iterator[dict]:
     """Records of ``tasks`` from an executor's futures, in the order they finish. A future
     that raises (its worker, not the refit, failed: dask's KilledWorker, a broken pool) is
     recorded as failed, or, with ``interrupted``, its task is appended there instead."""
-    futures = {submit(execute, backend, task): task for task in tasks}
+    run = functools.partial(execute, timeout=timeout)
+    futures = {submit(run, backend, task): task for task in tasks}
     try:
         for future in completed(list(futures)):
             try:
@@ -132,11 +177,11 @@ def check_executor(executor) -> None:
     raise fail("executor", repr(executor), EXECUTORS)
 
 
-def _results(executor, backend, tasks: list[Task]) -> Iterator[dict]:
+def _results(executor, backend, tasks: list[Task], timeout=None) -> Iterator[dict]:
     """Records of ``tasks`` in the order they finish, on the chosen executor."""
     in_process = not getattr(backend, "process_pool_safe", True)
     if executor == "sequential" or not tasks or (executor is None and in_process):
-        yield from _sequential(backend, tasks)
+        yield from _sequential(backend, tasks, timeout)
         return
     if in_process and (isinstance(executor, (int, cf.Executor))):
         raise fail(
@@ -147,17 +192,17 @@ def _results(executor, backend, tasks: list[Task]) -> Iterator[dict]:
             "hangs in pool worker processes.",
         )
     if isinstance(executor, cf.Executor):  # threads need no pickling; processes say so
-        yield from _futures(executor.submit, cf.as_completed, backend, tasks)
+        yield from _futures(executor.submit, cf.as_completed, backend, tasks, timeout=timeout)
         return
     _check_picklable(backend)
     if executor is None or isinstance(executor, (int, np.integer)):
         workers = min(len(tasks), int(executor or os.cpu_count() or 1))
-        yield from _local_processes(workers, backend, tasks)
+        yield from _local_processes(workers, backend, tasks, timeout)
     else:
-        yield from _dask_results(executor, backend, tasks)
+        yield from _dask_results(executor, backend, tasks, timeout)
 
 
-def _local_processes(workers: int, backend, tasks: list[Task]) -> Iterator[dict]:
+def _local_processes(workers: int, backend, tasks: list[Task], timeout=None) -> Iterator[dict]:
     """Records of ``tasks`` refitted by ``workers`` loky processes.
 
     loky starts fresh interpreters (never forks of this one: Stan's interfaces run event
@@ -171,19 +216,20 @@ def _local_processes(workers: int, backend, tasks: list[Task]) -> Iterator[dict]
     import loky
 
     interrupted: list[Task] = []
-    pool = loky.get_reusable_executor(max_workers=workers)
-    yield from _futures(pool.submit, cf.as_completed, backend, tasks, interrupted)
+    pool = loky.get_reusable_executor(max_workers=workers, initializer=die_with_parent)
+    yield from _futures(pool.submit, cf.as_completed, backend, tasks, interrupted, timeout)
     order = {task.key: i for i, task in enumerate(tasks)}
     for task in sorted(interrupted, key=lambda task: order[task.key]):
-        yield _alone(backend, task)
+        yield _alone(backend, task, timeout)
 
 
-def _alone(backend, task: Task) -> dict:
+def _alone(backend, task: Task, timeout=None) -> dict:
     """Refit ``task`` in a worker of its own; a dying worker becomes a failed record."""
     import loky
 
+    pool = loky.get_reusable_executor(max_workers=1, initializer=die_with_parent)
     try:
-        return loky.get_reusable_executor(max_workers=1).submit(execute, backend, task).result()
+        return pool.submit(functools.partial(execute, timeout=timeout), backend, task).result()
     except cf.process.BrokenProcessPool as error:
         codes = re.search(r"exit codes of the workers are \{(.*?)\}", str(error))
         return _failed(
@@ -193,7 +239,7 @@ def _alone(backend, task: Task) -> dict:
         )
 
 
-def _dask_results(executor, backend, tasks) -> Iterator[dict]:
+def _dask_results(executor, backend, tasks, timeout=None) -> Iterator[dict]:
     try:
         import distributed
     except ImportError:
@@ -203,7 +249,7 @@ def _dask_results(executor, backend, tasks) -> Iterator[dict]:
     client = distributed.Client(executor) if isinstance(executor, str) else executor
     try:
         submit = lambda fn, *args: client.submit(fn, *args, pure=False)  # noqa: E731
-        yield from _futures(submit, distributed.as_completed, backend, tasks)
+        yield from _futures(submit, distributed.as_completed, backend, tasks, timeout=timeout)
     finally:
         if isinstance(executor, str):
             client.close()
@@ -227,6 +273,7 @@ def run_campaign(
     stop: Callable[[dict], bool] | None = None,
     round_size: int | None = None,
     retry_failed: bool = False,
+    timeout: float | None = None,
 ) -> dict[str, dict]:
     """Run the tasks not yet in ``store``; return the records of the plan by key.
 
@@ -259,8 +306,15 @@ def run_campaign(
     retry_failed : bool, default False
         Run again the refits recorded as failed (for transient failures: a lost worker, a
         time-out); by default a failure is a result, kept and reported.
+    timeout : float, optional
+        Seconds a refit may run: past them it is stopped and recorded as failed ("timed out
+        after N s"), and the campaign goes on. Enforced by an interval timer in the process
+        that runs the refit (sequential refits and local worker processes; on Dask, whose
+        refits run in worker threads, it is not enforced). Local worker processes die with
+        the runner: a killed runner leaves none behind.
     """
     check_executor(executor)
+    timeout = _checked_timeout(timeout)
     if not isinstance(tasks, list) or not all(isinstance(task, Task) for task in tasks):
         raise fail("tasks", f"a {type(tasks).__name__} of other things", "a list of Task")
     keys = [task.key for task in tasks]
@@ -285,10 +339,43 @@ def run_campaign(
             for start in range(0, len(pending), size):
                 if stop is not None and stop(_in_plan_order(campaign.records(), keys)):
                     break
-                for record in _results(executor, backend, pending[start : start + size]):
+                chunk = pending[start : start + size]
+                for record in _results(executor, backend, chunk, timeout):
                     campaign.append(record)
                     bar.update()
         return _in_plan_order(campaign.records(), keys)
+
+
+def _checked_timeout(timeout) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise fail("timeout", repr(timeout), "None or a number of seconds > 0")
+    return float(timeout)
+
+
+def die_with_parent() -> None:
+    """Make this worker process end when its parent does (Linux: the kernel sends SIGKILL
+    when the parent dies; elsewhere a thread watches the parent's pid), so that a runner
+    killed with SIGKILL leaves no worker finishing refits whose results would be lost."""
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0:  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="bayesij-parent-watch", daemon=True).start()
 
 
 def _in_plan_order(records: dict, keys: list[str]) -> dict[str, dict]:

@@ -5,8 +5,9 @@ Every experiment plans its refits as a campaign (see :mod:`bayesij.refit.campaig
 ``store=`` a directory, finished refits are written as they finish and calling the
 experiment again with the same arguments resumes it. Every experiment takes the campaign's
 ``store``, ``executor`` (default: local worker processes; ``"sequential"``, a number of
-processes, an Executor or Dask) and ``retry_failed`` (run recorded failures again);
-see :func:`bayesij.refit.campaign.run_campaign`.
+processes, an Executor or Dask), ``retry_failed`` (run recorded failures again) and
+``timeout`` (seconds a refit may run before it is stopped and recorded as failed); see
+:func:`bayesij.refit.campaign.run_campaign`.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ def bootstrap(
     groups=None,
     progress: bool = True,
     retry_failed: bool = False,
+    timeout: float | None = None,
 ) -> RefitReport:
     """Exact bootstrap of posterior means against the IJ covariance (and the posterior).
 
@@ -137,7 +139,15 @@ def bootstrap(
     tasks = [Task(f"boot-{b:05d}", counts[b][codes].astype(float)) for b in range(B)]
     settings = {"B": B, "seed": seed, "units": int(units.size)}
     records = _campaign(
-        tasks, backend, "bootstrap", settings, store, executor, progress, retry_failed=retry_failed
+        tasks,
+        backend,
+        "bootstrap",
+        settings,
+        store,
+        executor,
+        progress,
+        retry_failed=retry_failed,
+        timeout=timeout,
     )
     ok = list(_ok(records).values())
     names = post.quantity_names
@@ -246,6 +256,7 @@ def loo(
     tolerance: float | None = None,
     progress: bool = True,
     retry_failed: bool = False,
+    timeout: float | None = None,
 ) -> RefitReport:
     """Exact leave-one-out refits against PSIS-, IJ- and cumulant-LOO.
 
@@ -257,7 +268,7 @@ def loo(
         "auto": the scheduler (:mod:`bayesij.refit.scheduler`) refits up to ``budget``
         points in order of estimated PSIS error and stops early once the estimated
         remaining error is below ``tolerance``.
-    store, executor, retry_failed : see :func:`bayesij.refit.campaign.run_campaign`
+    store, executor, retry_failed, timeout : see :func:`bayesij.refit.campaign.run_campaign`
     budget : int, default 10
     tolerance : float, optional
         In elpd units; default a tenth of the SE of elpd_loo.
@@ -288,6 +299,7 @@ def loo(
         progress,
         stop=rule,
         retry_failed=retry_failed,
+        timeout=timeout,
     )
     ok = _ok(records)
     done = np.array(
@@ -338,6 +350,7 @@ def kfold(
     seed: int = 0,
     progress: bool = True,
     retry_failed: bool = False,
+    timeout: float | None = None,
 ) -> RefitReport:
     """Exact K-fold cross-validation against its PSIS and IJ approximations.
 
@@ -385,6 +398,7 @@ def kfold(
         executor,
         progress,
         retry_failed=retry_failed,
+        timeout=timeout,
     )
     done, exact, exact_se = _held_out_sums(tasks, records)
     approx = fold_elpd(post.log_lik.values, codes)
@@ -459,6 +473,7 @@ def lwcv(
     *,
     progress: bool = True,
     retry_failed: bool = False,
+    timeout: float | None = None,
 ) -> RefitReport:
     """Exact leave-within-series-out CV against its PSIS and IJ approximations.
 
@@ -489,7 +504,15 @@ def lwcv(
         tasks.append(Task(f"lwcv-{j}", weights, tuple(int(t) for t in subset)))
     settings = {"folds": [[int(t) for t in subset] for subset in subsets]}
     records = _campaign(
-        tasks, backend, "lwcv", settings, store, executor, progress, retry_failed=retry_failed
+        tasks,
+        backend,
+        "lwcv",
+        settings,
+        store,
+        executor,
+        progress,
+        retry_failed=retry_failed,
+        timeout=timeout,
     )
     done, exact, exact_se = _held_out_sums(tasks, records)
     index = {"fold": np.array(done), "pareto_k": approx.pareto_k[done]}
@@ -536,6 +559,7 @@ def drop(
     executor=None,
     progress: bool = True,
     retry_failed: bool = False,
+    timeout: float | None = None,
 ) -> RefitReport:
     """The exact change of posterior means when the units ``ids`` are deleted.
 
@@ -571,6 +595,7 @@ def drop(
         executor,
         progress,
         retry_failed=retry_failed,
+        timeout=timeout,
     )
     names = post.quantity_names
     before = summarise(post)

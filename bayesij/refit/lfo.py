@@ -36,6 +36,7 @@ def lfo(
     executor=None,
     progress: bool = True,
     retry_failed: bool = False,
+    timeout: float | None = None,
 ) -> LfoResult:
     """M-step-ahead leave-future-out cross-validation of a time-series model.
 
@@ -77,7 +78,7 @@ def lfo(
         IJ only: ``d log p(y; theta, w) / d w_t`` at ``w = 1`` per draw and time point, for
         models whose weights act inside the likelihood (an HMM; see
         :func:`bayesij.stats.lfo.lfo_from_draws`). Default: the conditional terms.
-    store, executor, progress, retry_failed
+    store, executor, progress, retry_failed, timeout
         For the exact campaign (as :func:`bayesij.refit.run_campaign`).
 
     Returns
@@ -159,6 +160,7 @@ def lfo(
         executor=executor,
         progress=progress,
         retry_failed=retry_failed,
+        timeout=timeout,
     )
     failed = [task.key for task in tasks if records[task.key]["status"] != "ok"]
     if failed:

@@ -10,7 +10,13 @@ __all__ = ["verify"]
 
 
 def verify(
-    result: AmipResult, backend, *, store=None, executor="sequential", progress: bool = True
+    result: AmipResult,
+    backend,
+    *,
+    store=None,
+    executor="sequential",
+    progress: bool = True,
+    timeout: float | None = None,
 ) -> AmipResult:
     """Refit without the set of an AMIP result and record the refit value.
 
@@ -20,7 +26,7 @@ def verify(
         From :func:`bayesij.amip`.
     backend : refit backend
         Refits the same model under observation weights (:mod:`bayesij.refit.backends`).
-    store, executor, progress
+    store, executor, progress, timeout
         As the other experiments (:func:`bayesij.refit.run_campaign`); one refit.
 
     Returns
@@ -54,6 +60,7 @@ def verify(
         store=store,
         executor=executor,
         progress=progress,
+        timeout=timeout,
     )
     record = records.get("verify")
     if record is None or record["status"] != "ok":

@@ -177,3 +177,66 @@ def test_bad_executor_and_backend():
         refit.bootstrap(_post(), small, B=2, progress=False)
     with pytest.raises(ValueError, match="weights: found negative"):
         BACKEND.fit(-np.ones(BACKEND.n_obs))
+
+
+@pytest.mark.slow
+def test_a_runner_killed_alone_leaves_no_worker_and_resumes_the_missing_refits(
+    tmp_path, monkeypatch
+):
+    """SIGKILL to the runner only (not its process group): its loky workers die with it
+    within 5 s instead of finishing refits whose records would be lost."""
+    psutil = pytest.importorskip("psutil")
+    store, log = tmp_path / "store", tmp_path / "calls.log"
+    env = {
+        **os.environ,
+        "BAYESIJ_TEST_LOG": str(log),
+        "BAYESIJ_TEST_SLEEP": "1.0",
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "campaign_script.py"), str(store), "2"], env=env
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and len(_started(log)) < 3:
+        time.sleep(0.05)
+    workers = psutil.Process(process.pid).children(recursive=True)
+    assert workers, "the campaign runs on worker processes"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    gone, alive = psutil.wait_procs(workers, timeout=5)
+    assert not alive, f"workers still running 5 s after the runner was killed: {alive}"
+    done = {record["key"] for record in _lines(store)}
+    monkeypatch.setenv("BAYESIJ_TEST_LOG", str(log))
+    monkeypatch.setenv("BAYESIJ_TEST_SLEEP", "0")
+    report = refit.loo(
+        _post(),
+        refit.CallableBackend(slow_fit, BACKEND.n_obs),
+        points="all",
+        store=store,
+        executor="sequential",
+        progress=False,
+    )
+    keys = [record["key"] for record in _lines(store)]
+    assert sorted(keys) == sorted(f"loo-{i}" for i in range(BACKEND.n_obs))
+    assert len(keys) - len(done) == BACKEND.n_obs - len(done)  # exactly the missing ones
+    assert report.failures.empty
+
+
+@pytest.mark.parametrize("executor", ["sequential", 2])
+def test_a_refit_that_hangs_is_recorded_as_timed_out_and_the_campaign_finishes(executor):
+    def hangs_on_the_third(weights):
+        if weights[2] == 0:
+            while True:
+                time.sleep(10)
+        return BACKEND.fit(weights)
+
+    backend = refit.CallableBackend(hangs_on_the_third, BACKEND.n_obs)
+    start = time.perf_counter()
+    report = refit.loo(
+        _post(), backend, points=[1, 2, 3], executor=executor, progress=False, timeout=2
+    )
+    assert time.perf_counter() - start < 60
+    assert report.failures.to_dict("records") == [{"key": "loo-2", "reason": "timed out after 2 s"}]
+    assert len(report.table("psis")) == 2
+    with pytest.raises(ValueError, match=r"timeout: found -1; expected None or a number"):
+        refit.loo(_post(), backend, points=[1], timeout=-1, progress=False)
