@@ -16,14 +16,24 @@ A store is a directory with three files:
 A line cut short by a kill is not a finished refit: it is dropped when the store is
 opened and its refit is done again. Any other damage (a malformed line, a malformed
 ``plan.json``) is an error that names the file and the line.
+
+The store is private to its user: created with mode 0700, refused when another user owns it
+or may write to it, its files opened without following links, the plan written through a
+``mkstemp`` file. A fourth file, ``key`` (mode 0600), holds a secret with which every record
+is signed (HMAC-SHA256): a record edited by hand, or forged, is an error naming its line; a
+second finished record of the same refit too. A store that is not writable (a finished
+campaign kept read-only) is read without its lock.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import os
+import secrets
+import tempfile
 import warnings
 from collections.abc import Iterator
 
@@ -32,6 +42,38 @@ import filelock
 __all__ = ["CampaignStore", "StoreBusyWarning", "plan_fingerprint"]
 
 RECORD_STATUSES = ("ok", "failed")
+
+
+#: Seconds a second runner waits for the store's lock before it gives up.
+LOCK_WAIT = 24 * 3600.0
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _check_private(path: str) -> None:
+    """Refuse a store directory another user owns or may write: its records and plan would
+    be theirs to plant (a records.jsonl link to a file of yours, forged results)."""
+    if not hasattr(os, "getuid"):
+        return
+    info = os.stat(path)
+    if info.st_uid != os.getuid():
+        raise ValueError(
+            f"store: found {path!r} owned by another user (uid {info.st_uid}); expected a "
+            "directory of your own."
+        )
+    if info.st_mode & 0o022:
+        raise ValueError(
+            f"store: found {path!r} writable by other users (mode {oct(info.st_mode & 0o777)}); "
+            "expected a private directory (chmod go-w)."
+        )
+
+
+@contextlib.contextmanager
+def _open_private(file: str, mode: str = "r"):
+    """Open a store file without following a link planted in its place."""
+    flags = {"r": os.O_RDONLY, "rb": os.O_RDONLY, "r+b": os.O_RDWR}[mode] | _NOFOLLOW
+    descriptor = os.open(file, flags)
+    with os.fdopen(descriptor, mode) as handle:
+        yield handle
 
 
 class StoreBusyWarning(UserWarning):
@@ -82,12 +124,16 @@ class CampaignStore:
         self.retry_failed = bool(retry_failed)
         self._records: dict[str, dict] = {}
         self._plan_id = ""
+        self.read_only = False
         if self.path is not None:
             if os.path.exists(self.path) and not os.path.isdir(self.path):
                 raise ValueError(
                     f"store: found {self.path!r}, a file; expected a directory (new or existing)."
                 )
-            os.makedirs(self.path, exist_ok=True)
+            if not os.path.exists(self.path):
+                os.makedirs(self.path, mode=0o700)  # private: records and plan are the user's
+            _check_private(self.path)
+            self.read_only = not os.access(self.path, os.W_OK)
 
     def _file(self, name: str) -> str:
         assert self.path is not None
@@ -101,17 +147,29 @@ class CampaignStore:
         if self.path is None:
             yield self
             return
+        if self.read_only:  # a finished store kept read-only, or someone else's copy
+            self._check_plan(plan)
+            self._records = self._read()
+            yield self
+            return
         lock = filelock.FileLock(self._file("lock"))
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
             warnings.warn(
                 f"store: {self.path!r} is in use by another runner; waiting for it to "
-                "finish, then resuming from its records (no refit is done twice).",
+                f"finish (at most {LOCK_WAIT:g} s), then resuming from its records (no refit "
+                "is done twice).",
                 StoreBusyWarning,
                 stacklevel=4,
             )
-            lock.acquire()
+            try:
+                lock.acquire(timeout=LOCK_WAIT)
+            except filelock.Timeout:
+                raise ValueError(
+                    f"store: found {self.path!r} locked by another runner for {LOCK_WAIT:g} s; "
+                    "expected it free. If no runner is alive, delete its 'lock' file."
+                ) from None
         try:
             self._check_plan(plan)
             self._records = self._read()
@@ -122,7 +180,12 @@ class CampaignStore:
     def _check_plan(self, plan: dict) -> None:
         """Record ``plan`` in a new store; in an existing one, insist it is the same plan."""
         file = self._file("plan.json")
-        if not os.path.exists(file):
+        if not os.path.lexists(file):
+            if self.read_only:
+                raise ValueError(
+                    f"store: found the read-only {self.path!r} without a plan; expected a "
+                    "writable directory for a new campaign."
+                )
             self._write_atomically(file, json.dumps(plan, indent=1))
             return
         found = self._read_plan(file)
@@ -137,19 +200,23 @@ class CampaignStore:
     @staticmethod
     def _read_plan(file: str) -> dict:
         try:
-            with open(file) as handle:
+            with _open_private(file) as handle:
                 found = json.load(handle)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise _damaged(file, "the content", f"not valid JSON ({error})", _PLAN_FIX) from None
+        except OSError as error:  # a directory, a link, unreadable
+            raise _damaged(
+                file, "the path", f"not a readable file ({error.strerror})", _PLAN_FIX
+            ) from None
         required = ("experiment", "backend", "settings", "tasks")
         if not isinstance(found, dict) or any(key not in found for key in required):
             raise _damaged(file, "the content", f"without the keys {list(required)}", _PLAN_FIX)
         return found
 
     def _write_atomically(self, file: str, text: str) -> None:
-        temporary = f"{file}.{os.getpid()}.tmp"
+        descriptor, temporary = tempfile.mkstemp(dir=self.path, prefix=".plan-", suffix=".tmp")
         try:
-            with open(temporary, "w") as handle:
+            with os.fdopen(descriptor, "w") as handle:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -163,19 +230,33 @@ class CampaignStore:
     def _read(self) -> dict[str, dict]:
         """Complete lines of records.jsonl; a cut-off last line is truncated away."""
         file = self._file("records.jsonl")
-        if not os.path.exists(file):
+        if not os.path.lexists(file):
             return {}
-        with open(file, "rb") as handle:
-            content = handle.read()
+        try:
+            with _open_private(file, "rb") as handle:
+                content = handle.read()
+        except OSError as error:
+            raise _damaged(
+                file, "the path", f"not a readable file ({error.strerror})", _LINE_FIX
+            ) from None
         complete = content[: content.rfind(b"\n") + 1]
         records: dict[str, dict] = {}
         others = 0
+        key = self._key(create=False)
         for number, line in enumerate(complete.splitlines(), start=1):
             record = self._parse(file, number, line)
+            self._check_mac(file, number, record, key)
             if record["plan"] != self._plan_id:
                 others += 1
             elif record["key"] not in records or records[record["key"]]["status"] == "failed":
                 records[record["key"]] = record  # a retried failure is superseded
+            else:
+                raise _damaged(
+                    file,
+                    f"line {number}",
+                    f"a second finished record of {record['key']!r}",
+                    "expected each refit once. Delete the line you do not trust.",
+                )
         if others:
             raise ValueError(
                 f"store: found {others} record(s) in {file!r} made for a different campaign "
@@ -183,10 +264,43 @@ class CampaignStore:
                 "backend, settings or data); expected a new directory for a new campaign, "
                 "or delete the old store to start again."
             )
-        if len(complete) < len(content):
-            with open(file, "r+b") as handle:
+        if len(complete) < len(content) and not self.read_only:
+            with _open_private(file, "r+b") as handle:
                 handle.truncate(len(complete))
         return records
+
+    # ------------------------------------------------------------------ integrity
+    def _key(self, create: bool) -> bytes | None:
+        """The store's secret (``key``, readable by its owner only): records carry an HMAC
+        of their content with it, so an edited or forged record is found out."""
+        file = self._file("key")
+        if os.path.lexists(file):
+            with _open_private(file, "rb") as handle:
+                return handle.read()
+        if not create or self.read_only:
+            return None
+        secret = secrets.token_bytes(32)
+        descriptor = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(secret)
+        return secret
+
+    @staticmethod
+    def _mac(record: dict, key: bytes) -> str:
+        body = json.dumps({k: v for k, v in record.items() if k != "mac"}, sort_keys=True)
+        return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+
+    def _check_mac(self, file: str, number: int, record: dict, key: bytes | None) -> None:
+        if key is None:  # a store written before records were signed
+            return
+        if not hmac.compare_digest(str(record.get("mac", "")), self._mac(record, key)):
+            raise _damaged(
+                file,
+                f"line {number}",
+                "a record changed after bayesij wrote it (its signature does not match)",
+                "expected the records as written. Delete the "
+                "line (its refit is done again) or move the store aside to start afresh.",
+            )
 
     @staticmethod
     def _parse(file: str, number: int, line: bytes) -> dict:
@@ -218,13 +332,25 @@ class CampaignStore:
             raise ValueError(f"store: found a second record for {key!r}; expected each refit once.")
         record = {**record, "plan": self._plan_id}
         if self.path is not None:
+            if self.read_only:
+                raise ValueError(
+                    f"store: found {self.path!r} read-only with refits still to run; expected "
+                    "a writable store (or a copy of it) to go on with the campaign."
+                )
+            secret = self._key(create=not os.path.lexists(self._file("records.jsonl")))
+            if secret is not None:
+                record["mac"] = self._mac(record, secret)
             self._append_line(json.dumps(record) + "\n", key)
         self._records[key] = record
 
     def _append_line(self, line: str, key: str) -> None:
         file = self._file("records.jsonl")
         data = line.encode()
-        descriptor = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW
+        try:
+            descriptor = os.open(file, flags, 0o600)
+        except OSError as error:
+            raise self._write_error(file, error, f"the refit {key!r}") from error
         try:
             size = os.fstat(descriptor).st_size
             try:

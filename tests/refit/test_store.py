@@ -14,6 +14,7 @@ import pytest
 
 from bayesij import refit
 from bayesij.refit import store as store_module
+from bayesij.refit.store import CampaignStore
 from refit_helpers import BACKEND, dying_fit
 
 HERE = Path(__file__).parents[1] / "helpers"
@@ -124,3 +125,79 @@ def test_a_full_disk_stops_with_a_clear_error_and_loses_nothing(tmp_path, monkey
     monkeypatch.setattr(store_module.os, "write", real_write)
     assert [json.loads(line)["key"] for line in _lines(tmp_path)] == ["loo-0", "loo-1"]
     assert _loo(tmp_path).n_refits == 4
+
+
+# ---------------------------------------------------------------- private stores (issue 29)
+def _finished_store(path):
+    plan = {"experiment": "x", "backend": "b", "settings": {}, "tasks": {"a": "1", "b": "2"}}
+    store = CampaignStore(path)
+    with store.session(plan):
+        store.append({"key": "a", "status": "ok", "value": 1.0})
+        store.append({"key": "b", "status": "ok", "value": 2.0})
+    return plan
+
+
+def test_a_store_someone_else_may_write_is_refused(tmp_path):
+    path = tmp_path / "shared"
+    path.mkdir(mode=0o777)
+    os.chmod(path, 0o777)
+    with pytest.raises(ValueError, match=r"store: found .* writable by other users"):
+        CampaignStore(path)
+    created = tmp_path / "new"
+    CampaignStore(created)
+    assert os.stat(created).st_mode & 0o777 == 0o700
+
+
+def test_a_planted_link_is_not_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    path = tmp_path / "store"
+    plan = _finished_store(path)
+    (path / "records.jsonl").unlink()
+    (path / "records.jsonl").symlink_to(victim)
+    with pytest.raises(ValueError, match=r"records.jsonl' not a readable file"):
+        with CampaignStore(path).session(plan):
+            pass
+    assert victim.read_text() == "precious\n"
+
+
+def test_an_edited_or_duplicated_record_is_found_out(tmp_path):
+    path = tmp_path / "store"
+    plan = _finished_store(path)
+    lines = (path / "records.jsonl").read_text().splitlines()
+    assert all('"mac"' in line for line in lines)
+    edited = lines[1].replace('"value": 2.0', '"value": 20.0')
+    (path / "records.jsonl").write_text("\n".join([lines[0], edited]) + "\n")
+    with pytest.raises(ValueError, match=r"line 2 of .* a record changed after bayesij wrote it"):
+        with CampaignStore(path).session(plan):
+            pass
+    (path / "records.jsonl").write_text("\n".join([lines[0], lines[1], lines[1]]) + "\n")
+    with pytest.raises(ValueError, match=r"line 3 of .* a second finished record of 'b'"):
+        with CampaignStore(path).session(plan):
+            pass
+
+
+def test_a_finished_read_only_store_is_read_without_its_lock(tmp_path, monkeypatch):
+    path = tmp_path / "store"
+    plan = _finished_store(path)
+    (path / "lock").unlink(missing_ok=True)
+    real_access = os.access
+    # As for a user without write permission (root here may write anywhere).
+    monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and real_access(p, mode))
+    store = CampaignStore(path)
+    assert store.read_only
+    with store.session(plan):
+        assert sorted(store.records()) == ["a", "b"]
+        with pytest.raises(ValueError, match=r"read-only with refits still to run"):
+            store.append({"key": "c", "status": "ok"})
+    assert not (path / "lock").exists()
+
+
+def test_plan_json_that_is_a_directory_is_named(tmp_path):
+    path = tmp_path / "store"
+    plan = _finished_store(path)
+    (path / "plan.json").unlink()
+    (path / "plan.json").mkdir()
+    with pytest.raises(ValueError, match=r"plan.json' not a readable file"):
+        with CampaignStore(path).session(plan):
+            pass
