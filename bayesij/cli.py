@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -41,14 +42,41 @@ def load_fit(files: list[str], log_lik: str | None = None):
     )
 
 
+#: A netCDF file may declare at most this many times its size in data (MCMC draws barely
+#: compress) once it declares more than ``DECLARED_FLOOR`` bytes.
+DECLARED_RATIO, DECLARED_FLOOR = 100, 64 * 2**20
+
+
 def _open_netcdf(path: Path, argument: str):
-    """A netCDF file written by ArviZ 0.23 (InferenceData) or 1.x (DataTree), loaded."""
+    """A netCDF file written by ArviZ 0.23 (InferenceData) or 1.x (DataTree), loaded after
+    its declared size is checked against the file's (a tiny file declaring gigabytes is
+    refused before anything is read into memory)."""
     import xarray as xr
 
     try:
         with xr.open_datatree(path) as tree:
+            declared = sum(
+                variable.nbytes
+                for node in tree.subtree
+                for variable in node.to_dataset().variables.values()
+            )
+            size = path.stat().st_size
+            if declared > DECLARED_FLOOR and declared > DECLARED_RATIO * size:
+                raise ValueError(
+                    f"{argument}: found {path.name!r}, a {size / 2**10:.0f} KiB file declaring "
+                    f"{declared / 2**30:.2f} GiB of data; expected a file whose arrays are "
+                    f"at most {DECLARED_RATIO} times its size (a damaged or hostile file; "
+                    "open a genuine one with xarray.open_datatree in Python)."
+                )
             return tree.load()
-    except (OSError, ValueError) as error:
+    except ValueError as error:
+        if str(error).startswith(f"{argument}: found"):
+            raise
+        raise ValueError(
+            f"{argument}: found {path.name!r}, which is not a readable netCDF file "
+            f"({error}); expected an InferenceData / DataTree netCDF file."
+        ) from None
+    except OSError as error:
         raise ValueError(
             f"{argument}: found {path.name!r}, which is not a readable netCDF file "
             f"({error}); expected an InferenceData / DataTree netCDF file."
@@ -90,6 +118,11 @@ def _check_out(out: str) -> None:
         raise ValueError(
             f"--out: found {out!r}, whose folder {str(path.parent)!r} does not exist; "
             "expected a file in an existing folder."
+        )
+    writable = os.access(path, os.W_OK) if path.exists() else os.access(path.parent, os.W_OK)
+    if not writable:
+        raise ValueError(
+            f"--out: found {out!r}, which cannot be written; expected a writable file."
         )
 
 
@@ -354,8 +387,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
-    except ValueError as error:
-        print(f"bayesij: error: {error}", file=sys.stderr)
+    except (ValueError, OSError, MemoryError) as error:
+        text = str(error) or type(error).__name__
+        if isinstance(error, OSError) and not text.startswith(("store:", "--")):
+            text = f"{error.strerror or type(error).__name__}: {error.filename or text}"
+        print(f"bayesij: error: {text}", file=sys.stderr)
         return 2
     return 0
 

@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from bayesij.cli import main
@@ -133,3 +134,31 @@ def test_audit_options_reach_the_audit(tmp_path, capsys):
     assert sorted(top) == ["a", "b", "c", "d"]  # the units are the four groups
     assert main([*argv[:2], "--out", str(tmp_path / "missing" / "r.html")]) == 2
     assert "--out: found" in capsys.readouterr().err
+
+
+def test_a_small_file_declaring_gigabytes_is_refused_before_it_is_read(tmp_path, capsys):
+    h5py = pytest.importorskip("h5py")
+    path = tmp_path / "huge.nc"
+    with h5py.File(path, "w") as handle:
+        group = handle.create_group("log_likelihood")
+        for name, n in (("chain", 4), ("draw", 1000), ("obs", 100_000)):
+            group.create_dataset(name, data=np.arange(n)).make_scale(name)
+        y = group.create_dataset(
+            "y", shape=(4, 1000, 100_000), dtype="f8", compression="gzip", chunks=(1, 1000, 1000)
+        )
+        for axis, name in enumerate(("chain", "draw", "obs")):
+            y.dims[axis].attach_scale(group[name])
+    assert main(["audit", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "bayesij: error: FILES: found 'huge.nc', a" in err and "declaring 2.98 GiB" in err
+
+
+def test_an_unwritable_out_is_refused_before_the_audit(tmp_path, capsys, monkeypatch):
+    import os
+
+    path = tmp_path / "eight.nc"
+    load_example("centered_eight").to_netcdf(str(path))
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and real(p, mode))
+    assert main(["audit", str(path), "--out", str(tmp_path / "r.html")]) == 2
+    assert "bayesij: error: --out: found" in capsys.readouterr().err
