@@ -13,6 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
+from bayesij.array.kernels.cache import CACHE
 from bayesij.array.kernels.fastmath import compiled, exp, min_max, reordered, row_mean
 
 __all__ = ["short_lag_autocorrelations"]
@@ -97,7 +98,7 @@ def _centred_exp(chain, high, out):
     return total
 
 
-@njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, fastmath=True)
+@njit(nogil=True, cache=CACHE, error_model="numpy", boundscheck=False, fastmath=True)
 def _lagged_sums(centred, n, n_chains, lag, out):
     """``out[j] = sum_c sum_i d[c, i] d[c, i + lag + j]`` for ``j < 4`` (0 where
     ``lag + j >= n``) over chains of ``n`` contiguous finite values: four lags per pass."""

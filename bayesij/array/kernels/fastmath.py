@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from bayesij.array.kernels.cache import CACHE
 from bayesij.array.kernels.first_use import listen
 
 listen()  # a line on stderr when the kernels compile for the first time
@@ -37,18 +38,18 @@ __all__ = [
 ]
 
 #: Compiled without Python's error model or bounds checks, the GIL released (threads).
-compiled = njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)
+compiled = njit(nogil=True, cache=CACHE, error_model="numpy", boundscheck=False)
 
 
 #: As ``compiled``, ``a * b + c`` fused into one rounding (FMA): the polynomials of
 #: ``exp`` and ``log`` in half the instructions, and no less accurate.
-fused = njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, fastmath={"contract"})
+fused = njit(nogil=True, cache=CACHE, error_model="numpy", boundscheck=False, fastmath={"contract"})
 
 
 #: As ``compiled``, reductions reordered (vectorised); only where values are finite.
 reordered = njit(
     nogil=True,
-    cache=True,
+    cache=CACHE,
     error_model="numpy",
     boundscheck=False,
     fastmath={"nnan", "nsz", "reassoc", "contract", "arcp"},
