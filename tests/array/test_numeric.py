@@ -47,3 +47,25 @@ def test_tiled_transpose_group_sums_and_ordered_maps():
         np.testing.assert_allclose(summed[:, g], matrix[:, codes == g].sum(axis=1), atol=1e-13)
     results = list(_numeric.map_ordered(lambda x: x * x, iter(range(50))))
     assert results == [x * x for x in range(50)]
+
+
+def test_blas_threads_are_restored_when_concurrent_calls_end_out_of_order():
+    """Two calls hold BLAS at one thread at once and end in the other order than they
+    began: the last one out restores what the first one found (not one thread for good)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from bayesij.array._numeric import one_blas_thread
+
+    def blas_threads():
+        return [
+            i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"
+        ]
+
+    before = blas_threads()
+    first, second = one_blas_thread(), one_blas_thread()
+    first.__enter__()
+    second.__enter__()
+    assert set(blas_threads()) <= {1}
+    first.__exit__(None, None, None)
+    assert set(blas_threads()) <= {1}  # the second call still runs
+    second.__exit__(None, None, None)
+    assert blas_threads() == before
