@@ -60,7 +60,9 @@ def _geyer_stops(rho: np.ndarray, n_draws: int) -> tuple[np.ndarray, np.ndarray]
     pairs = rho[0 : 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]  # lags (2j, 2j + 1)
     t_values = 2 * np.arange(n_pairs)
     stop = ~(pairs > 0) | (t_values[:, None] >= n_draws - 5)
-    stop[0] = ~(pairs[0] > 0)
+    # R loo checks t < n - 5 before the first pair too: chains of 5 draws or fewer stop at
+    # once (max_t = 0, tau = 2: r_eff 0.5), whatever the pair.
+    stop[0] = ~(pairs[0] > 0) | (n_draws <= 5)
     return pairs, stop
 
 
@@ -120,8 +122,10 @@ def relative_eff(values, chain_ids=None) -> np.ndarray:
             "(n_chains, n_draws, n_columns) or (n_draws, n_columns)",
         )
     n_chains, n_draws, n_columns = array.shape
-    if n_draws < 4:
-        raise fail("values", f"{n_draws} draws per chain", "at least 4 draws per chain")
+    if n_draws < MIN_CHAIN_DRAWS:
+        raise fail(
+            "values", f"{n_draws} draws per chain", f"at least {MIN_CHAIN_DRAWS} draws per chain"
+        )
     out = np.empty(n_columns)
     for chunk in obs_chunks(n_columns, 6 * n_chains * n_draws):
         rows = np.ascontiguousarray(np.moveaxis(array[:, :, chunk], 2, 0), dtype=np.float64)
@@ -183,8 +187,9 @@ def exp_of_rows(log_values: np.ndarray) -> np.ndarray:
     return np.exp(log_values - top.reshape((-1,) + (1,) * (log_values.ndim - 1)))
 
 
-#: Fewest draws per chain from which autocorrelations are estimated.
-MIN_CHAIN_DRAWS = 4
+#: Fewest draws per chain from which autocorrelations are estimated (R loo's ``ess_rfun``
+#: returns NA below 3).
+MIN_CHAIN_DRAWS = 3
 
 
 def relative_eff_rows(draws: np.ndarray) -> np.ndarray:

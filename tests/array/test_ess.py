@@ -1,5 +1,7 @@
 """R loo's relative efficiency by short directly summed lags equals the all-lags FFT path."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -57,3 +59,19 @@ def test_log_lik_relative_eff_with_impossible_draws_equals_the_fft_path():
     expected = relative_eff_rows(exp_of_rows(np.moveaxis(log_lik, 2, 0)))
     np.testing.assert_allclose(log_lik_relative_eff(log_lik), expected, rtol=1e-12)
     assert log_lik_relative_eff(log_lik)[4] == 0.5
+
+
+def test_very_short_chains_as_r_loo():
+    """4 chains of 3 to 8 draws: R loo 2.5.1's relative_eff (saved with
+    tests/reference/r_relative_eff_short.R); its Geyer loop does not start for chains of 5
+    draws or fewer (r_eff 0.5)."""
+    import pandas as pd
+
+    from bayesij.array.ess import relative_eff
+
+    reference = Path(__file__).parents[1] / "reference"
+    expected = pd.read_csv(reference / "r_relative_eff_short.csv")
+    for draws, rows in expected.groupby("draws"):
+        log_lik = pd.read_csv(reference / f"log_lik_short_{draws}.csv").to_numpy()
+        values = np.exp(log_lik.reshape(4, draws, 3))
+        np.testing.assert_allclose(relative_eff(values), rows["r_eff"], rtol=1e-12)
