@@ -13,7 +13,7 @@ from bayesij.array.checks import (
     check_unique,
     fail,
 )
-from bayesij.data.posterior import Posterior
+from bayesij.data.posterior import Posterior, read_only
 
 __all__ = ["from_arrays", "element_names"]
 
@@ -81,7 +81,9 @@ def from_arrays(
     -------
     Posterior
         Holds ``log_lik`` itself, not a copy, when it is float64 laid out as
-        (chain, draw, obs) (3-D input, or 2-D input of one chain).
+        (chain, draw, obs) (3-D input, or 2-D input of one chain); the arrays it holds are
+        made read-only — the caller's own included, when shared — so that values checked
+        once cannot change afterwards (copy an array first if you still need to write to it).
 
     Examples
     --------
@@ -91,6 +93,19 @@ def from_arrays(
     >>> post.n_draws, post.n_obs, post.quantity_names
     (400, 5, ['f[1]', 'f[2]'])
     """
+    post = _posterior_of_arrays(
+        quantities, log_lik, chain_ids, quantity_names, obs_names, groups, argument
+    )
+    for values in (post.quantities.values, post.log_lik.values):
+        read_only(values)  # a container the caller keeps: its checked values stay as checked
+    return post
+
+
+def _posterior_of_arrays(
+    quantities, log_lik, chain_ids, quantity_names, obs_names, groups, argument
+) -> Posterior:
+    """:func:`from_arrays` without making the arrays read-only (for an estimator's own
+    passing container, which the caller never sees)."""
     f = _by_chain(quantities, "quantities", chain_ids)
     l = _by_chain(log_lik, argument, chain_ids, keep_float32=True)
     names = _labels(quantity_names, f.shape[2], element_names("f", (f.shape[2],)), "quantity_names")

@@ -23,7 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from bayesij.array.checks import as_float_array, fail
-from bayesij.data.arrays import from_arrays
+from bayesij.data.arrays import _posterior_of_arrays
 from bayesij.data.inference_data import (
     from_inference_data,
     group_names,
@@ -143,7 +143,8 @@ def _log_lik_only(values: np.ndarray, labels, quantities, argument: str) -> Post
         )
     n_chains, n_draws = values.shape[:2]
     empty = np.zeros((n_chains, n_draws, 0))
-    return from_arrays(empty, values, obs_names=labels, argument=argument)
+    # An estimator's own passing container: the caller's array is not made read-only.
+    return _posterior_of_arrays(empty, values, None, None, labels, None, argument)
 
 
 def unit_index(units: xr.DataArray) -> pd.Index:

@@ -17,7 +17,7 @@ from bayesij.array.checks import (
     fail,
 )
 
-__all__ = ["Posterior", "select_names", "base_name"]
+__all__ = ["Posterior", "select_names", "base_name", "read_only"]
 
 QUANTITY_DIMS = ("chain", "draw", "quantity")
 LOG_LIK_DIMS = ("chain", "draw", "obs")
@@ -287,6 +287,17 @@ class Posterior:
         if self.groups is not None:
             text += f" in {np.unique(self.groups.values.astype(str)).size} groups"
         return text
+
+
+def read_only(values: np.ndarray) -> None:
+    """Make checked values read-only, and the arrays they are views of (the caller's own,
+    when it was not copied): what the checks passed cannot be changed afterwards, through
+    the container or the array it shares (an assignment raises NumPy's read-only error
+    instead of reaching the kernels unchecked)."""
+    array = values
+    while isinstance(array, np.ndarray):
+        array.flags.writeable = False
+        array = array.base
 
 
 def _as_mapping(groups) -> dict | None:
