@@ -130,7 +130,10 @@ def _futures(
                 yield future.result()
             except Exception as error:
                 task = futures[future]
-                if interrupted is not None and isinstance(error, cf.process.BrokenProcessPool):
+                lost = isinstance(error, cf.process.BrokenProcessPool) or (
+                    type(error).__name__ == "KilledWorker"
+                )
+                if interrupted is not None and lost:
                     interrupted.append(task)
                 else:
                     reason = f"the executor lost the refit: {type(error).__name__}: {error}"
@@ -249,7 +252,16 @@ def _dask_results(executor, backend, tasks, timeout=None) -> Iterator[dict]:
     client = distributed.Client(executor) if isinstance(executor, str) else executor
     try:
         submit = lambda fn, *args: client.submit(fn, *args, pure=False)  # noqa: E731
-        yield from _futures(submit, distributed.as_completed, backend, tasks, timeout=timeout)
+        interrupted: list[Task] = []
+        yield from _futures(
+            submit, distributed.as_completed, backend, tasks, interrupted, timeout=timeout
+        )
+        # Tasks whose workers died (Dask's KilledWorker): the refit that kills its worker
+        # takes the others on it down with it; each runs again alone, so that only the
+        # refit that kills its worker is recorded as failed.
+        order = {task.key: i for i, task in enumerate(tasks)}
+        for task in sorted(interrupted, key=lambda task: order[task.key]):
+            yield from _futures(submit, distributed.as_completed, backend, [task], timeout=timeout)
     finally:
         if isinstance(executor, str):
             client.close()

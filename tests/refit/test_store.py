@@ -15,7 +15,7 @@ import pytest
 from bayesij import refit
 from bayesij.refit import store as store_module
 from bayesij.refit.store import CampaignStore
-from refit_helpers import BACKEND, dying_fit
+from refit_helpers import BACKEND, dying_fit, dying_or_slow_fit
 
 HERE = Path(__file__).parents[1] / "helpers"
 
@@ -201,3 +201,22 @@ def test_plan_json_that_is_a_directory_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"plan.json' not a readable file"):
         with CampaignStore(path).session(plan):
             pass
+
+
+@pytest.mark.slow
+def test_a_refit_that_kills_its_dask_worker_fails_alone(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    marker = tmp_path / "die"
+    marker.touch()
+    backend = refit.CallableBackend(
+        functools.partial(dying_or_slow_fit, str(marker)), BACKEND.n_obs
+    )
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0"
+    ) as cluster:
+        with distributed.Client(cluster) as client:
+            report = _loo(tmp_path / "store", backend, points=[0, 1], executor=client)
+    # The slow refit beside the dying one dies with its worker each time; run again
+    # alone, it finishes: only the refit that kills its worker is a failure.
+    assert report.failures["key"].tolist() == ["loo-0"], report.failures
+    assert report.n_refits == 1
