@@ -330,9 +330,9 @@ def test_values_checked_by_from_arrays_cannot_change_afterwards(rng):
     draws = rng.normal(size=(4, 100, 1))
     post = bayesij.from_arrays(draws, log_lik)
     assert np.shares_memory(post.log_lik.values, log_lik)  # shared, not copied
-    for array in (log_lik, draws, post.log_lik.values, post.quantities.values):
+    for held in (log_lik, draws, post.log_lik.values, post.quantities.values):
         with pytest.raises(ValueError, match="read-only"):
-            array[0, 0, 0] = np.nan
+            held[0, 0, 0] = np.nan
     passing = rng.normal(-1, 0.1, (4, 100, 5))
     bayesij.loo(passing)  # an estimator's passing container leaves the caller's array as is
     passing[0, 0, 0] = -1.0
