@@ -162,3 +162,18 @@ def test_an_unwritable_out_is_refused_before_the_audit(tmp_path, capsys, monkeyp
     monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and real(p, mode))
     assert main(["audit", str(path), "--out", str(tmp_path / "r.html")]) == 2
     assert "bayesij: error: --out: found" in capsys.readouterr().err
+
+
+def test_groups_from_an_unreadable_file_or_a_missing_column(tmp_path, capsys):
+    path = tmp_path / "eight.nc"
+    load_example("centered_eight").to_netcdf(str(path))
+    binary = tmp_path / "groups.csv"
+    binary.write_bytes(b"\xff\xfe\x00\x81" * 50)
+    assert main(["audit", str(path), "--groups", str(binary)]) == 2
+    assert "bayesij: error: --groups: found" in capsys.readouterr().err
+    table = tmp_path / "table.csv"
+    table.write_text("school,region\n" + "\n".join(f"s{i},r{i % 2}" for i in range(8)) + "\n")
+    assert main(["audit", str(path), "--groups", f"{table}:county"]) == 2
+    assert "no column 'county'" in capsys.readouterr().err
+    assert main(["audit", str(path), "--groups", f"{table}:region", "--quantity", "mu"]) == 0
+    assert "Units: 2 groups (groups given)" in capsys.readouterr().out

@@ -240,3 +240,20 @@ def test_a_refit_that_hangs_is_recorded_as_timed_out_and_the_campaign_finishes(e
     assert len(report.table("psis")) == 2
     with pytest.raises(ValueError, match=r"timeout: found -1; expected None or a number"):
         refit.loo(_post(), backend, points=[1], timeout=-1, progress=False)
+
+
+def test_sys_exit_in_a_worker_process_is_that_refits_failure():
+    """A refit calling sys.exit(3) in a loky worker: recorded as its failure, the campaign
+    (and the script running it) goes on."""
+
+    def leaves_on_the_second(weights):
+        if weights[1] == 0:
+            sys.exit(3)
+        return BACKEND.fit(weights)
+
+    backend = refit.CallableBackend(leaves_on_the_second, BACKEND.n_obs)
+    report = refit.loo(_post(), backend, points=[0, 1, 2], executor=2, progress=False)
+    assert report.failures.to_dict("records") == [
+        {"key": "loo-1", "reason": "the refit called sys.exit(3)"}
+    ]
+    assert len(report.table("psis")) == 2
