@@ -254,14 +254,21 @@ def _feed(digest, value, depth: int) -> None:
             _feed(digest, item, depth + 1)
     elif hasattr(value, "__code__"):
         _feed_code(digest, value.__code__, depth)
-        for item in (value.__defaults__ or ()) + tuple(
-            cell.cell_contents for cell in (value.__closure__ or ()) if _has_contents(cell)
-        ):
+        for item in value.__defaults__ or ():
             _feed(digest, item, depth + 1)
-        for name in value.__code__.co_names:  # data it reads from its module (a notebook's X)
-            data = getattr(value, "__globals__", {}).get(name)
-            if isinstance(data, (np.ndarray, int, float, str, tuple, list, dict)):
-                _feed(digest, (name, data), depth + 1)
+        # Data it holds (closure) or reads from its module (a notebook's X): arrays, floats
+        # and strings, not dicts, lists or integers, which a refit may use as its own
+        # mutable state (a counter) and which would make every run a new backend.
+        cells = [c.cell_contents for c in value.__closure__ or () if _has_contents(c)]
+        names = getattr(value, "__globals__", {})
+        read = [names[n] for n in value.__code__.co_names if n in names]
+        for item in (*cells, *read):
+            if isinstance(item, _DATA) and not isinstance(item, bool):
+                _feed(digest, item, depth + 1)
+            elif callable(getattr(item, "to_numpy", None)):  # a pandas table of data
+                _feed(digest, np.asarray(item.to_numpy()), depth + 1)
+            elif callable(item) and hasattr(item, "__code__") and depth < 2:
+                _feed(digest, item, depth + 1)  # a function it calls
     elif isinstance(value, np.ndarray):
         digest.update(f"{value.dtype}{value.shape}".encode())
         digest.update(np.ascontiguousarray(value).tobytes())
@@ -273,6 +280,9 @@ def _feed(digest, value, depth: int) -> None:
             _feed(digest, (key, value[key]), depth + 1)
     else:
         digest.update(_pickled_or_repr(value))
+
+
+_DATA = (np.ndarray, float, str, tuple)
 
 
 def _feed_code(digest, code, depth: int) -> None:

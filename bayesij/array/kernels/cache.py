@@ -16,6 +16,7 @@ import inspect
 import os
 import pickle
 import warnings
+from typing import Any
 
 __all__ = ["CACHE", "KernelCacheWarning", "cache_folder"]
 
@@ -33,7 +34,8 @@ def cache_folder() -> tuple[str | None, str]:
     from numba.core import caching
 
     source = inspect.getfile(_probe)
-    for locator_class in caching.CacheImpl._locator_classes:
+    locator_classes: list[Any] = list(caching.CacheImpl._locator_classes)
+    for locator_class in locator_classes:
         try:
             locator = locator_class.from_function(_probe, source)
         except Exception:  # a locator that cannot work here (no home, no IPython)
