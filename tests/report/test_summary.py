@@ -65,3 +65,24 @@ def test_never_more_than_eight_bullets():
     assert 0 < len(result.summary()) <= MAX_BULLETS
     assert all(line.count(". ") == 0 or "e.g." in line for line in result.summary())
     assert isinstance(result.comparison_table, pd.DataFrame)
+
+
+def test_misspecification_is_claimed_where_the_sandwich_says_so():
+    """Heteroskedastic noise fitted with noise sd 1: the IJ sd is the sandwich sd, larger than
+    the posterior sd by the closed-form ratio; the audit says "may be misspecified" for both
+    coefficients (1.4 and 2.1 here: outside 0.8-1.25, the intercept's inside 0.5-2)."""
+    from conjugate import heteroskedastic_regression
+
+    X, y = heteroskedastic_regression(1000, np.random.default_rng(7))
+    post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=4000).fit(np.ones(1000))
+    result = bayesij.audit(post, amip=False)
+    table = result.comparison_table
+    assert (table["verdict"] == "posterior smaller").all(), table
+    bread = np.linalg.inv(X.T @ X)  # posterior covariance (flat-ish prior, noise sd 1)
+    beta = bread @ X.T @ y
+    meat = X.T @ (X * ((y - X @ beta) ** 2)[:, None])
+    sandwich = bread @ meat @ bread
+    exact = np.sqrt(np.diag(sandwich) / np.diag(bread))
+    measured = np.sqrt(result.ij.ratio.to_numpy())
+    np.testing.assert_allclose(measured, exact, rtol=0.1)
+    assert any("the model may be misspecified for them" in line for line in result.summary())
