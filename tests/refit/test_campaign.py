@@ -31,6 +31,25 @@ def _started(log: Path) -> list[int]:
     return [int(line.split()[0]) for line in log.read_text().splitlines()] if log.exists() else []
 
 
+def _resume_sequentially(store, log, monkeypatch):
+    """Run the killed campaign again in this process; its report and the refits it ran.
+    Every planned refit is then in the store exactly once."""
+    started_before = len(_started(log))
+    monkeypatch.setenv("BAYESIJ_TEST_LOG", str(log))
+    monkeypatch.setenv("BAYESIJ_TEST_SLEEP", "0")
+    report = refit.loo(
+        _post(),
+        refit.CallableBackend(slow_fit, BACKEND.n_obs),
+        points="all",
+        store=store,
+        executor="sequential",
+        progress=False,
+    )
+    keys = [record["key"] for record in _lines(store)]
+    assert sorted(keys) == sorted(f"loo-{i}" for i in range(BACKEND.n_obs)), "each once"
+    return report, {f"loo-{n}" for n in _started(log)[started_before:]}
+
+
 @pytest.mark.parametrize("executor", ["sequential", "2"])
 def test_killed_campaign_resumes_with_exactly_the_planned_refits(tmp_path, monkeypatch, executor):
     store, log = tmp_path / "store", tmp_path / "calls.log"
@@ -55,22 +74,8 @@ def test_killed_campaign_resumes_with_exactly_the_planned_refits(tmp_path, monke
     assert 5 <= len(first) < BACKEND.n_obs, "killed mid-way"
     with open(store / "records.jsonl", "a") as handle:  # a line cut short by the kill
         handle.write('{"key": "loo-7", "stat')
-    started_before = len(_started(log))
-
-    monkeypatch.setenv("BAYESIJ_TEST_LOG", str(log))
-    monkeypatch.setenv("BAYESIJ_TEST_SLEEP", "0")
-    report = refit.loo(
-        _post(),
-        refit.CallableBackend(slow_fit, BACKEND.n_obs),
-        points="all",
-        store=store,
-        executor="sequential",
-        progress=False,
-    )
-    keys = [record["key"] for record in _lines(store)]
+    report, redone = _resume_sequentially(store, log, monkeypatch)
     planned = {f"loo-{i}" for i in range(BACKEND.n_obs)}
-    assert sorted(keys) == sorted(planned), "each planned refit exactly once"
-    redone = {f"loo-{n}" for n in _started(log)[started_before:]}
     assert not redone & first, "no finished refit is done again"
     assert redone == planned - first
     assert report.n_refits == BACKEND.n_obs and len(report.failures) == 0
@@ -206,19 +211,8 @@ def test_a_runner_killed_alone_leaves_no_worker_and_resumes_the_missing_refits(
     gone, alive = psutil.wait_procs(workers, timeout=5)
     assert not alive, f"workers still running 5 s after the runner was killed: {alive}"
     done = {record["key"] for record in _lines(store)}
-    monkeypatch.setenv("BAYESIJ_TEST_LOG", str(log))
-    monkeypatch.setenv("BAYESIJ_TEST_SLEEP", "0")
-    report = refit.loo(
-        _post(),
-        refit.CallableBackend(slow_fit, BACKEND.n_obs),
-        points="all",
-        store=store,
-        executor="sequential",
-        progress=False,
-    )
-    keys = [record["key"] for record in _lines(store)]
-    assert sorted(keys) == sorted(f"loo-{i}" for i in range(BACKEND.n_obs))
-    assert len(keys) - len(done) == BACKEND.n_obs - len(done)  # exactly the missing ones
+    report, redone = _resume_sequentially(store, log, monkeypatch)
+    assert redone == {f"loo-{i}" for i in range(BACKEND.n_obs)} - done  # exactly the missing
     assert report.failures.empty
 
 
