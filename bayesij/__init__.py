@@ -35,6 +35,8 @@ _PUBLIC = {
     "compare": "bayesij.stats.compare",
     "model_weights": "bayesij.stats.compare",
     "psense": "bayesij.stats.power_scaling",
+    "pareto_khat": "bayesij.stats.pareto",
+    "pareto_smooth": "bayesij.stats.pareto",
     "loo_subsample": "bayesij.stats.subsample",
     "LooSubsample": "bayesij.stats.subsample",
     "update_subsample": "bayesij.stats.subsample",

@@ -86,6 +86,19 @@ DRAWS = {
     "no observations": np.zeros((C * D, 0)),
     "1-D": np.zeros(C * D),
 }
+#: Draws of quantities for the Pareto diagnostics (constant draws are valid: k-hat NaN).
+PARETO_DRAWS = {
+    "a path": "fit.nc",
+    "a number": 3,
+    "None": None,
+    "NaN": np.full((C, D, 2), np.nan),
+    "+inf": np.full((C, D, 2), np.inf),
+    "complex": np.full((C, D, 2), 1j),
+    "text": np.full((C, D), "a"),
+    "no quantities": np.zeros((C, D, 0)),
+    "4-D": np.zeros((C, D, 2, 2)),
+    "3 draws": np.zeros(3),
+}
 POSITIVE_INT = {"0": 0, "-1": -1, "2.5": 2.5, "'3'": "3", "True": True, "NaN": np.nan}
 NON_NEGATIVE_INT = {"-1": -1, "2.5": 2.5, "'3'": "3", "True": True, "None": None}
 POSITIVE_REAL = {"0": 0.0, "-1": -1.0, "NaN": np.nan, "inf": np.inf, "'1'": "1", "None": None}
@@ -262,6 +275,21 @@ def _catalogue():
             POSITIVE_REAL,
         ),
         ("psense", "data", lambda v: bayesij.psense(v, log_prior=np.zeros((C, D))), DRAWS),
+        ("pareto_khat", "data", bayesij.pareto_khat, PARETO_DRAWS),
+        ("pareto_smooth", "data", bayesij.pareto_smooth, PARETO_DRAWS),
+        ("pareto_khat", "tail", lambda v: bayesij.pareto_khat(POST, tail=v), OPTION),
+        (
+            "pareto_khat",
+            "r_eff",
+            lambda v: bayesij.pareto_khat(POST, r_eff=v),
+            {"0": 0.0, "-1": -1.0, "NaN": np.nan, "inf": np.inf, "'1'": "1", "3 values": [1, 1, 1]},
+        ),
+        (
+            "pareto_khat",
+            "quantities",
+            lambda v: bayesij.pareto_khat(POST, quantities=v),
+            {"'nope'": "nope", "3": 3},
+        ),
         (
             "loo_moment_match",
             "model",

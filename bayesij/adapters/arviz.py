@@ -10,7 +10,13 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-__all__ = ["to_elpd_data", "arviz_generation", "mean_relative_ess", "tail_relative_ess"]
+__all__ = [
+    "to_elpd_data",
+    "arviz_generation",
+    "mean_relative_ess",
+    "tail_relative_ess",
+    "tail_relative_ess_chains",
+]
 
 
 def arviz_generation() -> int:
@@ -69,6 +75,33 @@ def tail_relative_ess(rows: np.ndarray, prob: float = 0.05) -> np.ndarray:
     import arviz as az
 
     return np.array([az.ess(row, method="tail", prob=prob, relative=True) for row in rows], float)
+
+
+def tail_relative_ess_chains(draws: np.ndarray, prob: float = 0.05) -> np.ndarray:
+    """ArviZ's relative tail ESS of each column of (n_chains, n_draws, n_cols) draws, the
+    chains taken as chains: what arviz-stats' ``pareto_khat`` uses when given no r_eff."""
+    n_chains, n_draws, n_cols = draws.shape
+    if arviz_generation():
+        from arviz_stats.base import array_stats
+
+        ess = array_stats.ess(
+            np.moveaxis(draws, 2, 0),
+            method="tail",
+            prob=prob,
+            relative=True,
+            chain_axis=1,
+            draw_axis=2,
+        )
+        return np.asarray(ess, dtype=float).reshape(n_cols)
+    import arviz as az
+
+    return np.array(
+        [
+            az.ess(np.ascontiguousarray(draws[..., j]), method="tail", prob=prob, relative=True)
+            for j in range(n_cols)
+        ],
+        dtype=float,
+    )
 
 
 def _pointwise(result, column: str) -> xr.DataArray:
