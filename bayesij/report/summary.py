@@ -115,9 +115,9 @@ def _loo_bullet(audit) -> str:
             + ("it" if len(bad) == 1 else "them")
             + " for exact LOO (bayesij.refit.loo)."
         )
-    how = "leave-one-" + unit_words(unit).rstrip("s") + "-out" if audit.units.grouped else "LOO"
+    how = f" (leave-one-{unit_words(unit, 1)[2:]}-out)" if audit.units.grouped else ""
     return (
-        f"PSIS-LOO ({how}) is reliable: every k-hat is below {loo.k_threshold:.2f} "
+        f"PSIS-LOO{how} is reliable: every k-hat is below {loo.k_threshold:.2f} "
         f"(elpd {loo.elpd:.1f}, SE {loo.se:.1f})."
     )
 
