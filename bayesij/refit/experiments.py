@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from scipy.special import logsumexp
 
 from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import check_positive_int, fail
@@ -431,6 +432,12 @@ def kfold(
     )
 
 
+def _full_data_lpd(post, positions: np.ndarray) -> np.ndarray:
+    """``log mean_s p(x_n | theta_s)`` of the observations at ``positions`` in the full fit."""
+    log_lik = post.log_lik.values.reshape(post.n_draws, -1)[:, positions]
+    return logsumexp(log_lik, axis=0) - np.log(post.n_draws)
+
+
 def _kfold_result(tasks, records, names, post) -> KfoldResult:
     """The exact pointwise elpd of the observations whose fold's refit finished."""
     ok = _ok(records)
@@ -449,8 +456,11 @@ def _kfold_result(tasks, records, names, post) -> KfoldResult:
                     "position": point,
                 }
             )
-    frame = pd.DataFrame(rows).sort_values("position").drop(columns="position")
-    pointwise = frame.set_index("obs")
+    frame = pd.DataFrame(rows).sort_values("position")
+    # p_kfold = lpd - elpd_kfold, lpd from the full fit (as R loo's kfold objects carry it).
+    lpd = _full_data_lpd(post, frame["position"].to_numpy())
+    frame.insert(1, "p_kfold", lpd - frame["elpd_kfold"].to_numpy())
+    pointwise = frame.drop(columns="position").set_index("obs")
     values = pointwise["elpd_kfold"].to_numpy()
     return KfoldResult(
         pointwise=pointwise,

@@ -134,8 +134,9 @@ class KfoldResult(ElpdResult):
     Attributes
     ----------
     pointwise : pandas.DataFrame
-        One row per observation whose fold's refit finished: ``elpd_kfold``, its Monte
-        Carlo SE ``mcse`` and ``fold``.
+        One row per observation whose fold's refit finished: ``elpd_kfold``, ``p_kfold``
+        (the full fit's ``lpd`` less ``elpd_kfold``: the effective number of parameters, as
+        R loo's kfold objects report it), its Monte Carlo SE ``mcse`` and ``fold``.
     elpd, se : float
         Sum over those observations and its SE ``sqrt(N var_n)`` (divisor ``N - ddof``).
     n_folds, n_refits : int
@@ -154,6 +155,7 @@ class KfoldResult(ElpdResult):
 
     criterion: ClassVar[str] = "kfold"
     elpd_column: ClassVar[str] = "elpd_kfold"
+    p_column: ClassVar[str | None] = "p_kfold"
 
     def _title(self) -> str:
         return (

@@ -71,7 +71,13 @@ def test_exact_kfold_equals_the_closed_form_and_psis_is_close(backend, post):
     assert result.elpd == pytest.approx(report.summary["elpd_kfold (exact)"], rel=1e-12)
     values = result.pointwise["elpd_kfold"].to_numpy()
     assert result.se == pytest.approx(np.sqrt(values.size) * values.std(ddof=1), rel=1e-12)
-    assert list(result.estimates().index) == ["elpd_kfold", "kfoldic"]
+    assert list(result.estimates().index) == ["elpd_kfold", "p_kfold", "kfoldic"]
+    # p_kfold = lpd of the full fit - elpd_kfold: against the closed-form predictives.
+    full = backend.model.log_predictive(np.ones(backend.n_obs), np.arange(backend.n_obs))
+    # Monte Carlo error: the refit's (mcse) and about as much from the full fit's lpd.
+    error = result.pointwise["p_kfold"].to_numpy() - (full - exact)
+    assert np.all(np.abs(error) < 5 * np.sqrt(2) * result.pointwise["mcse"].to_numpy())
+    assert result.p == pytest.approx(float(np.sum(full - exact)), abs=0.3)
     table = bayesij.compare({"kfold": result, "loo": bayesij.loo(post, ddof=1)})
     assert abs(table["elpd_diff"].min()) < 3 * table["se_diff"].max() + 1
 
