@@ -37,6 +37,7 @@ _PUBLIC = {
     "psense": "bayesij.stats.power_scaling",
     "pareto_khat": "bayesij.stats.pareto",
     "pareto_smooth": "bayesij.stats.pareto",
+    "bayesian_r2": "bayesij.stats.r2",
     "loo_subsample": "bayesij.stats.subsample",
     "LooSubsample": "bayesij.stats.subsample",
     "update_subsample": "bayesij.stats.subsample",
@@ -72,6 +73,7 @@ _PUBLIC = {
 COMMON_KEYWORDS = ("groups", "quantities", "var_name")
 POSITIONAL = {
     "amip": ("quantity", "target"),
+    "bayesian_r2": ("pred_mean", "scale"),
     "dic": ("log_lik_at_point",),
     "generating_function": ("alpha",),
     "lfo": ("backend",),

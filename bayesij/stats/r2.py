@@ -1,0 +1,126 @@
+"""Bayesian R² (Gelman, Goodrich, Gabry & Vehtari 2019): the variance of the predicted means
+over the observations against it plus the modelled residual variance, per posterior draw.
+
+References
+----------
+.. [1] Gelman, A., Goodrich, B., Gabry, J. and Vehtari, A. (2019). R-squared for Bayesian
+   regression models. The American Statistician 73(3), 307-309.
+.. [2] Tjur, T. (2009). Coefficient of determination in logistic regression models. The
+   American Statistician 63(4) (the Bernoulli pseudo-variance).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from bayesij.array.checks import as_float_array, check_finite, fail
+from bayesij.data.inference_data import _group, flatten_variables, has_groups
+from bayesij.data.posterior import Posterior, base_name
+
+__all__ = ["bayesian_r2", "BayesianR2"]
+
+
+class BayesianR2(NamedTuple):
+    """Draws of the Bayesian R² and their summary.
+
+    Attributes
+    ----------
+    draws : ndarray of shape (n_draws,)
+        One R² per posterior draw (chains stacked).
+    """
+
+    draws: np.ndarray
+
+    def summary(self, prob: float = 0.94) -> dict:
+        """Mean, median, sd and the equal-tailed interval of probability ``prob``."""
+        low, high = np.quantile(self.draws, [(1 - prob) / 2, (1 + prob) / 2])
+        return {
+            "mean": float(self.draws.mean()),
+            "median": float(np.median(self.draws)),
+            "sd": float(self.draws.std(ddof=1)),
+            f"eti_{prob:g}": (float(low), float(high)),
+        }
+
+
+def bayesian_r2(data, pred_mean, scale=None, *, scale_kind: str = "sd") -> BayesianR2:
+    """Bayesian R² of a regression: ``Var_n(mu_sn) / (Var_n(mu_sn) + sigma_s^2)`` per draw.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree or None
+        The fit whose posterior holds ``pred_mean`` and ``scale`` (None when they are given
+        as arrays).
+    pred_mean : str or array_like
+        The predicted means: a posterior variable over the observations, or draws of shape
+        (n_draws, n_obs) or (n_chains, n_draws, n_obs).
+    scale : str, array_like or None, default None
+        The modelled residual sd (``scale_kind="sd"``) or variance (``"var"``) per draw. None:
+        a Bernoulli model, whose pseudo-variance ``mean_n mu (1 - mu)`` is used (Tjur).
+    scale_kind : {"sd", "var"}, default "sd"
+
+    Returns
+    -------
+    BayesianR2
+        ``draws`` and ``summary()``.
+
+    References
+    ----------
+    .. [1] Gelman, A., Goodrich, B., Gabry, J. and Vehtari, A. (2019). R-squared for
+       Bayesian regression models. The American Statistician 73(3), 307-309.
+    """
+    if scale_kind not in ("sd", "var"):
+        raise fail("scale_kind", repr(scale_kind), "'sd' or 'var'")
+    mu = _draws(data, pred_mean, "pred_mean")
+    mu = mu.reshape(-1, mu.shape[-1]) if mu.ndim == 3 else mu
+    if mu.ndim != 2 or mu.shape[1] < 2:
+        raise fail("pred_mean", f"draws of shape {mu.shape}", "draws of at least 2 observations")
+    if scale is None:
+        if np.any((mu < 0) | (mu > 1)):
+            raise fail(
+                "scale",
+                "None with predicted means outside [0, 1]",
+                "the residual sd or variance (None is for a Bernoulli model's probabilities)",
+            )
+        variance = np.mean(mu * (1 - mu), axis=1)
+    else:
+        given = _draws(data, scale, "scale").reshape(-1)
+        if given.size != mu.shape[0]:
+            raise fail("scale", f"{given.size} draws", f"one per draw of pred_mean ({mu.shape[0]})")
+        if np.any(given < 0):
+            raise fail("scale", "negative values", "an sd or a variance, >= 0")
+        variance = given**2 if scale_kind == "sd" else given
+    explained = np.var(mu, axis=1, ddof=1)
+    return BayesianR2(explained / (explained + variance))
+
+
+def _draws(data, value, argument: str) -> np.ndarray:
+    """Draws of a variable of ``data`` named ``value``, or ``value`` itself as an array."""
+    if not isinstance(value, str):
+        array = as_float_array(value, argument)
+        check_finite(array, argument)
+        return array
+    if isinstance(data, Posterior):
+        names = [n for n in data.quantity_names if base_name(n) == value]
+        if not names:
+            raise fail(
+                argument, repr(value), f"a quantity of data ({', '.join(data.quantity_names[:8])})"
+            )
+        return data.quantities.sel(quantity=names).values
+    if not has_groups(data):
+        raise fail(
+            argument,
+            f"the name {value!r} with data a {type(data).__name__}",
+            "draws as an array, or a name in an InferenceData, DataTree or Posterior",
+        )
+    posterior = _group(data, "posterior", "", "data")
+    if value not in posterior.data_vars:
+        raise fail(
+            argument,
+            repr(value),
+            f"a posterior variable ({', '.join(list(posterior.data_vars)[:8])})",
+        )
+    values, _ = flatten_variables(posterior, [value])
+    check_finite(values, argument)
+    return values

@@ -1,0 +1,64 @@
+"""Bayesian R²: equal to arviz-stats' (Python >= 3.12) and to its definition on draws whose
+values are known."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import bayesij
+
+
+def _tree(rng):
+    mu = rng.normal(0, 2, size=(4, 250, 30))
+    sigma = np.exp(rng.normal(0, 0.1, size=(4, 250)))
+    coords = {"chain": range(4), "draw": range(250), "obs": range(30)}
+    posterior = xr.Dataset(
+        {"mu": (("chain", "draw", "obs"), mu), "sigma": (("chain", "draw"), sigma)}, coords=coords
+    )
+    log_lik = xr.Dataset(
+        {"y": (("chain", "draw", "obs"), rng.normal(-1, 0.1, (4, 250, 30)))}, coords=coords
+    )
+    return xr.DataTree.from_dict({"posterior": posterior, "log_likelihood": log_lik}), mu, sigma
+
+
+def test_as_arviz_stats():
+    arviz_stats = pytest.importorskip("arviz_stats", reason="arviz-stats 1.x (Python >= 3.12)")
+    tree, _, _ = _tree(np.random.default_rng(1))
+    expected = arviz_stats.bayesian_r2(tree, pred_mean="mu", scale="sigma", summary=False)
+    ours = bayesij.bayesian_r2(tree, "mu", "sigma").draws
+    np.testing.assert_allclose(ours, np.asarray(expected).ravel(), rtol=1e-12)
+
+
+def test_the_definition_on_known_draws():
+    rng = np.random.default_rng(2)
+    tree, mu, sigma = _tree(rng)
+    result = bayesij.bayesian_r2(tree, "mu", "sigma")
+    flat_mu, flat_sigma = mu.reshape(1000, 30), sigma.reshape(1000)
+    explained = flat_mu.var(axis=1, ddof=1)
+    np.testing.assert_allclose(result.draws, explained / (explained + flat_sigma**2), rtol=1e-13)
+    as_var = bayesij.bayesian_r2(None, flat_mu, flat_sigma**2, scale_kind="var").draws
+    np.testing.assert_allclose(as_var, result.draws, rtol=1e-13)
+    # A container's quantities by variable name.
+    post = bayesij.from_inference_data(tree)
+    np.testing.assert_allclose(bayesij.bayesian_r2(post, "mu", "sigma").draws, result.draws)
+    summary = result.summary(0.9)
+    assert summary["mean"] == pytest.approx(result.draws.mean())
+    low, high = summary["eti_0.9"]
+    assert np.mean((result.draws >= low) & (result.draws <= high)) == pytest.approx(0.9, abs=0.01)
+
+
+def test_bernoulli_pseudo_variance_and_bad_input():
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.05, 0.95, size=(400, 20))
+    r2 = bayesij.bayesian_r2(None, p).draws
+    explained = p.var(axis=1, ddof=1)
+    np.testing.assert_allclose(r2, explained / (explained + (p * (1 - p)).mean(axis=1)))
+    with pytest.raises(ValueError, match=r"scale: found None with predicted means outside"):
+        bayesij.bayesian_r2(None, p * 3)
+    with pytest.raises(ValueError, match=r"scale_kind: found 'sigma'"):
+        bayesij.bayesian_r2(None, p, np.ones(400), scale_kind="sigma")
+    with pytest.raises(ValueError, match=r"scale: found 3 draws; expected one per draw"):
+        bayesij.bayesian_r2(None, p, np.ones(3))
+    tree, _, _ = _tree(rng)
+    with pytest.raises(ValueError, match=r"pred_mean: found 'eta'; expected a posterior variable"):
+        bayesij.bayesian_r2(tree, "eta", "sigma")
