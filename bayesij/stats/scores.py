@@ -23,7 +23,7 @@ from bayesij.stats.loo import draws_beside_log_lik, loo_expectation, loo_weights
 __all__ = ["LooScore", "loo_score", "loo_metrics", "SCORES", "METRICS"]
 
 SCORES = ("crps", "scrps")
-METRICS = ("mae", "mse", "rmse", "r2")
+METRICS = ("mae", "mse", "rmse", "r2", "acc", "acc_balanced")
 
 
 @dataclass(frozen=True)
@@ -143,11 +143,15 @@ def loo_metrics(
     ----------
     data, y, y_pred, convention, var_name, r_eff, tail_rule, ties, psis
         As :func:`loo_score`.
-    kind : {"mae", "mse", "rmse", "r2"}, default "rmse"
+    kind : {"mae", "mse", "rmse", "r2", "acc", "acc_balanced"}, default "rmse"
         ``mae``, ``mse``: mean absolute / squared error, SE ``sd(ddof=1) / sqrt(n)``;
         ``rmse``: ``sqrt(mse)`` with the first-order SE ``se(mse) / (2 sqrt(mse))`` (R loo's
         ``loo_predictive_metric`` and arviz-stats ``loo_metrics``); ``r2``: the LOO R²
-        ``1 - var(y - prediction) / var(y)`` with a Bayesian-bootstrap SE.
+        ``1 - var(y - prediction) / var(y)`` with a Bayesian-bootstrap SE. For 0/1 outcomes
+        and predicted probabilities: ``acc``, the share classified right at 0.5, SE
+        ``sqrt(a (1 - a) / n)``; ``acc_balanced``, the mean of the true-positive and
+        true-negative rates, SE ``sqrt((tp (1 - tp) + tn (1 - tn)) / (4 n))`` (as
+        arviz-stats).
     n_bootstrap, seed : int
         The Bayesian bootstrap of the R² SE.
 
@@ -189,6 +193,8 @@ def loo_metrics(
 
 def _metric(kind, observed, error, n_bootstrap, seed) -> tuple[float, float]:
     n = error.size
+    if kind in ("acc", "acc_balanced"):
+        return _accuracy(kind, observed, observed - error)
     if kind == "mae":
         return float(np.abs(error).mean()), _se(np.abs(error), 1)
     squared = error**2
@@ -200,6 +206,23 @@ def _metric(kind, observed, error, n_bootstrap, seed) -> tuple[float, float]:
     alpha = np.random.default_rng(seed).dirichlet(np.ones(n), size=n_bootstrap)
     replicates = 1 - _weighted_var(error, alpha) / _weighted_var(observed, alpha)
     return float(1 - np.var(error) / np.var(observed)), float(replicates.std(ddof=1))
+
+
+def _accuracy(kind: str, observed: np.ndarray, probability: np.ndarray) -> tuple[float, float]:
+    """Accuracy or balanced accuracy of classifying at probability 0.5, with its SE."""
+    if not np.isin(observed, (0.0, 1.0)).all():
+        raise fail("y", "values other than 0 and 1", f"binary outcomes (0/1) for kind={kind!r}")
+    right = (probability > 0.5) == (observed == 1)
+    n = observed.size
+    if kind == "acc":
+        mean = float(right.mean())
+        return mean, float(np.sqrt(mean * (1 - mean) / n))
+    negative = observed == 0
+    if negative.all() or not negative.any():
+        raise fail("y", "outcomes of one class only", "both classes for kind='acc_balanced'")
+    true_negative, true_positive = right[negative].mean(), right[~negative].mean()
+    variance = (true_positive * (1 - true_positive) + true_negative * (1 - true_negative)) / 4
+    return float((true_positive + true_negative) / 2), float(np.sqrt(variance / n))
 
 
 def _weighted_var(values: np.ndarray, alpha: np.ndarray) -> np.ndarray:

@@ -1,6 +1,8 @@
 """LOO predictive scores: CRPS/SCRPS against the closed form of a normal LOO predictive and
 against arviz-stats ``loo_score`` / ``loo_metrics`` (Python 3.12+ environment)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.stats import norm
@@ -128,3 +130,57 @@ def test_loo_scores_and_metrics_equal_arviz_stats(normal_mean):
         ours = bayesij.loo_metrics(tree, y, y_rep, kind=kind, r_eff=r_eff, tail_rule="floor")
         assert ours.estimate == pytest.approx(theirs.mean, rel=1e-10)
         assert ours.se == pytest.approx(theirs.se, rel=1e-10)
+
+
+def _logistic_fit(rng, n=120, draws=(4, 250)):
+    """Draws of a logistic regression's probabilities (a Laplace-like cloud around the
+    truth), the binary outcomes, their log-likelihood and replicated outcomes."""
+    x = rng.normal(size=n)
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-(0.3 + 1.5 * x)))).astype(float)
+    beta = rng.normal([0.3, 1.5], 0.15, size=(*draws, 2))
+    p = 1 / (1 + np.exp(-(beta[..., :1] + beta[..., 1:] * x)))
+    log_lik = np.where(y == 1, np.log(p), np.log1p(-p))
+    return y, log_lik, p
+
+
+def test_accuracy_and_balanced_accuracy():
+    rng = np.random.default_rng(8)
+    y, log_lik, p = _logistic_fit(rng)
+    acc = bayesij.loo_metrics(log_lik, y, p, kind="acc")
+    prediction = acc.pointwise["prediction"].to_numpy()
+    right = (prediction > 0.5) == (y == 1)
+    assert acc.estimate == pytest.approx(right.mean())
+    assert acc.se == pytest.approx(np.sqrt(right.mean() * (1 - right.mean()) / y.size))
+    balanced = bayesij.loo_metrics(log_lik, y, p, kind="acc_balanced")
+    tn, tp = right[y == 0].mean(), right[y == 1].mean()
+    assert balanced.estimate == pytest.approx((tn + tp) / 2)
+    with pytest.raises(ValueError, match=r"y: found values other than 0 and 1"):
+        bayesij.loo_metrics(log_lik, y + 0.5, p, kind="acc")
+    with pytest.raises(ValueError, match=r"y: found outcomes of one class only"):
+        bayesij.loo_metrics(log_lik, np.ones_like(y), p, kind="acc_balanced")
+
+
+def test_accuracy_equals_arviz_stats():
+    arviz_stats = pytest.importorskip("arviz_stats")
+    az = pytest.importorskip("arviz")
+    if int(az.__version__.split(".")[0]) < 1:
+        pytest.skip("arviz-stats 1.x runs with ArviZ 1.x (Python >= 3.12)")
+    y, log_lik, p = _logistic_fit(np.random.default_rng(9))
+    tree = az.from_dict(
+        {
+            "posterior": {"mu": p[..., 0]},
+            "posterior_predictive": {"y": p},
+            "log_likelihood": {"y": log_lik},
+            "observed_data": {"y": y},
+        }
+    )
+    from arviz_stats.loo.loo_helper import _get_r_eff
+
+    r_eff = float(_get_r_eff(tree, log_lik.shape[0] * log_lik.shape[1]))
+    for kind in ("acc", "acc_balanced"):
+        with warnings.catch_warnings():  # arviz-stats on its short expectation tails
+            warnings.simplefilter("ignore")
+            theirs = arviz_stats.loo_metrics(tree, kind=kind, round_to="none")
+            ours = bayesij.loo_metrics(tree, y, p, kind=kind, r_eff=r_eff, tail_rule="floor")
+        assert ours.estimate == pytest.approx(theirs.mean, rel=1e-12)
+        assert ours.se == pytest.approx(theirs.se, rel=1e-12)
