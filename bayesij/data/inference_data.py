@@ -9,7 +9,7 @@ import os
 import numpy as np
 import xarray as xr
 
-from bayesij.array.checks import as_float_array, fail
+from bayesij.array.checks import as_float_array, check_finite, fail
 from bayesij.data.arrays import from_arrays
 from bayesij.data.posterior import Posterior, base_name, select_names
 
@@ -17,6 +17,8 @@ __all__ = [
     "from_inference_data",
     "flatten_variables",
     "labelled_names",
+    "posterior_draws",
+    "selected_draws",
     "log_lik_variables",
     "sample_values",
     "has_groups",
@@ -215,6 +217,35 @@ def _labels(values: np.ndarray) -> str:
     return str(shown) if len(shown) <= 6 else f"[{shown[0]}, {shown[1]}, ..., {shown[-1]}]"
 
 
+def selected_draws(posterior: xr.Dataset, quantities=None) -> tuple[np.ndarray, list[str]]:
+    """(n_chains, n_draws, K) draws of the posterior Dataset's ``quantities`` (variables or
+    elements, in the order asked; default every variable) and their element names. Only
+    the variables asked for are read."""
+    variables = list(posterior.data_vars)
+    if quantities is None:
+        return flatten_variables(posterior, variables)
+    requested = [quantities] if isinstance(quantities, str) else list(quantities)
+    wanted = [v for v in variables if v in {base_name(r) for r in requested}]
+    if not wanted:
+        select_names(variables, requested)  # raises with the list of variables
+    values, names = flatten_variables(posterior, wanted)
+    keep = select_names(names, quantities)
+    return values[:, :, [names.index(n) for n in keep]], keep
+
+
+def posterior_draws(data, quantities=None, argument: str = "data") -> tuple[np.ndarray, list]:
+    """Draws of the quantities of a Posterior, or of the posterior group of an
+    InferenceData / DataTree (no log-likelihood needed), checked finite: (n_chains,
+    n_draws, K) and their names."""
+    if isinstance(data, Posterior):
+        post = data if quantities is None else data.select(quantities)
+        return post.quantities.values, post.quantity_names
+    posterior = _group(data, "posterior", "Pass a fit with a posterior group.", argument)
+    values, names = selected_draws(posterior, quantities)
+    check_finite(values, argument)
+    return values, names
+
+
 def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> Posterior:
     """A posterior container from an ArviZ ``InferenceData`` or an ``xarray.DataTree``.
 
@@ -256,19 +287,7 @@ def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> P
             "Open the file first: xarray.open_datatree(path) or arviz.from_netcdf(path).",
         )
     posterior = _group(idata, "posterior", "")
-    variables = list(posterior.data_vars)
-    if quantities is None:
-        wanted = variables
-    else:
-        requested = [quantities] if isinstance(quantities, str) else list(quantities)
-        wanted = [v for v in variables if v in {base_name(r) for r in requested}]
-        if not wanted:
-            select_names(variables, requested)  # raises with the list of variables
-    values, names = flatten_variables(posterior, wanted)
-    if quantities is not None:
-        keep = select_names(names, quantities)
-        values = values[:, :, [names.index(n) for n in keep]]
-        names = keep
+    values, names = selected_draws(posterior, quantities)
     log_lik = aligned_draws(_log_lik_dataset(idata, "idata"), posterior, "log_likelihood")
     log_lik_values, obs = log_lik_variables(log_lik, var_name)
     if log_lik_values.shape[:2] != values.shape[:2]:

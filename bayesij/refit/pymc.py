@@ -15,6 +15,7 @@ import logging
 import numpy as np
 
 from bayesij.array.checks import fail
+from bayesij.data.inference_data import _group
 from bayesij.data.posterior import Posterior
 from bayesij.refit.backends import Backend, RefitFailed, content_digest, refit_seed
 
@@ -174,6 +175,4 @@ def _observed_values(model, name: str) -> np.ndarray:
 
 
 def _posterior_names(trace) -> list[str]:
-    posterior = trace["posterior"]
-    dataset = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
-    return [str(v) for v in dataset.data_vars]
+    return [str(v) for v in _group(trace, "posterior", "")]

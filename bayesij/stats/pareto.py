@@ -18,8 +18,8 @@ import pandas as pd
 from bayesij.adapters.arviz import tail_relative_ess_chains
 from bayesij.array.checks import as_float_array, check_finite, fail
 from bayesij.array.pareto import pareto_diagnostics, pareto_smooth_columns
-from bayesij.data.inference_data import _group, flatten_variables, has_groups
-from bayesij.data.posterior import Posterior, select_names
+from bayesij.data.inference_data import has_groups, posterior_draws
+from bayesij.data.posterior import Posterior
 
 __all__ = ["pareto_khat", "pareto_smooth", "ParetoSmoothed", "TAILS"]
 
@@ -116,18 +116,8 @@ def _tail(tail: str) -> str:
 
 def _draws(data, quantities) -> tuple[np.ndarray, list, tuple]:
     """(n_chains, n_draws, n_quantities) draws, their names and the input's shape."""
-    if isinstance(data, Posterior):
-        post = data if quantities is None else data.select(quantities)
-        return post.quantities.values, post.quantity_names, post.quantities.shape
-    if has_groups(data):  # the posterior group alone: no log-likelihood needed
-        posterior = _group(
-            data, "posterior", "Pass a fit with a posterior group, or draws.", "data"
-        )
-        values, names = flatten_variables(posterior, list(posterior.data_vars))
-        if quantities is not None:
-            keep = select_names(names, quantities)
-            values, names = values[:, :, [names.index(n) for n in keep]], keep
-        check_finite(values, "data")
+    if isinstance(data, Posterior) or has_groups(data):  # no log-likelihood needed
+        values, names = posterior_draws(data, quantities)
         return values, names, values.shape
     if quantities is not None:
         raise fail("quantities", repr(quantities), "None for draws given as an array")

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array.checks import as_float_array, check_finite, fail
-from bayesij.data.inference_data import _group, flatten_variables, has_groups
+from bayesij.data.inference_data import _group, has_groups, posterior_draws
 from bayesij.data.posterior import Posterior, base_name
 
 __all__ = ["bayesian_r2", "BayesianR2"]
@@ -101,26 +101,20 @@ def _draws(data, value, argument: str) -> np.ndarray:
         array = as_float_array(value, argument)
         check_finite(array, argument)
         return array
-    if isinstance(data, Posterior):
-        names = [n for n in data.quantity_names if base_name(n) == value]
-        if not names:
-            raise fail(
-                argument, repr(value), f"a quantity of data ({', '.join(data.quantity_names[:8])})"
-            )
-        return data.quantities.sel(quantity=names).values
-    if not has_groups(data):
+    if not (isinstance(data, Posterior) or has_groups(data)):
         raise fail(
             argument,
             f"the name {value!r} with data a {type(data).__name__}",
             "draws as an array, or a name in an InferenceData, DataTree or Posterior",
         )
-    posterior = _group(data, "posterior", "", "data")
-    if value not in posterior.data_vars:
-        raise fail(
-            argument,
-            repr(value),
-            f"a posterior variable ({', '.join(list(posterior.data_vars)[:8])})",
-        )
-    values, _ = flatten_variables(posterior, [value])
-    check_finite(values, argument)
-    return values
+    available = _variables(data)
+    if value not in available:
+        raise fail(argument, repr(value), f"a posterior variable ({', '.join(available[:8])})")
+    return posterior_draws(data, value, argument)[0]
+
+
+def _variables(data) -> list[str]:
+    """The posterior's variable names (a Posterior's: base names of its quantities)."""
+    if isinstance(data, Posterior):
+        return list(dict.fromkeys(base_name(n) for n in data.quantity_names))
+    return list(_group(data, "posterior", "", "data").data_vars)
