@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from bayesij.data.posterior import Posterior
 
 __all__ = ["main", "load_posterior"]
@@ -185,11 +187,16 @@ def _groups(value: str | None, fit):
 
 
 def _n_obs(fit) -> int:
+    """Observations of the fit, from the log-likelihood's sizes (no values are read)."""
     if isinstance(fit, Posterior):
         return fit.n_obs
-    from bayesij.data.inference_data import log_lik_group
+    from bayesij.data.inference_data import SAMPLE_DIMS, _group
 
-    return log_lik_group(fit)[0].shape[2] if fit is not None else 0
+    group = _group(fit, "log_likelihood", "")
+    return sum(
+        int(np.prod([n for d, n in group[v].sizes.items() if d not in SAMPLE_DIMS]))
+        for v in group.data_vars
+    )
 
 
 def _fit_of(args):

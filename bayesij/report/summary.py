@@ -181,7 +181,8 @@ def _misspecified_bullet(audit) -> str:
     sides = table[table["verdict"].isin(["posterior smaller", "posterior larger"])]
     if sides.empty:
         return ""
-    words = ", ".join(f"{q} ({reason.rsplit(' ', 1)[-1]})" for q, reason in sides["reason"].items())
+    ratio = np.sqrt(audit.ij.ratio)  # measured where the verdict is a side
+    words = ", ".join(f"{q} ({ratio[q]:.2f})" for q in sides.index)
     return (
         f"The posterior and frequentist (IJ over {unit_words(audit.unit_name)}) sd disagree "
         f"by more than 25 % for {words} (IJ sd / posterior sd): the model may be "
