@@ -154,6 +154,12 @@ def test_accuracy_and_balanced_accuracy():
     balanced = bayesij.loo_metrics(log_lik, y, p, kind="acc_balanced")
     tn, tp = right[y == 0].mean(), right[y == 1].mean()
     assert balanced.estimate == pytest.approx((tn + tp) / 2)
+    assert balanced.se == pytest.approx(np.sqrt((tp * (1 - tp) + tn * (1 - tn)) / (4 * y.size)))
+    # A probability of exactly 1/2 classifies as 0, as arviz-stats' `predicted > 0.5`.
+    from bayesij.stats.scores import _accuracy
+
+    assert _accuracy("acc", np.array([0.0, 1.0]), np.array([0.5, 0.5]))[0] == 0.5
+    assert _accuracy("acc", np.array([0.0, 0.0]), np.array([0.5, 0.5]))[0] == 1.0
     with pytest.raises(ValueError, match=r"y: found values other than 0 and 1"):
         bayesij.loo_metrics(log_lik, y + 0.5, p, kind="acc")
     with pytest.raises(ValueError, match=r"y: found outcomes of one class only"):
