@@ -139,18 +139,27 @@ def plot_amip(result, ax=None):
     if "reweighted" in curve:
         rows = curve.dropna(subset=["reweighted"])
         how = rows["estimate"] if "estimate" in rows else pd.Series("reweighted", rows.index)
-        for kind, style, colour in (
-            ("reweighted", "o-", "C1"),
-            ("linear continuation", "s--", "C2"),
-        ):
-            part = rows[how == kind]
-            if len(part):
-                label = (
-                    "reweighted (PSIS)"
-                    if kind == "reweighted"
-                    else ("linear continuation from the last reweighted set")
-                )
-                ax.plot(part["n_drop"], part["reweighted"], style, ms=3, color=colour, label=label)
+        continued = (how == "linear continuation").to_numpy()
+        reweighted = rows[~continued]  # the start (nothing dropped) and reweighted steps
+        ax.plot(
+            reweighted["n_drop"],
+            reweighted["reweighted"],
+            "o-",
+            ms=3,
+            color="C1",
+            label="reweighted (PSIS)",
+        )
+        if continued.any():  # drawn on from the last reweighted set it continues
+            start = max(int(np.argmax(continued)) - 1, 0)  # the last reweighted set
+            part = rows.iloc[start:][np.r_[True, continued[start + 1 :]]]
+            ax.plot(
+                part["n_drop"],
+                part["reweighted"],
+                "s--",
+                ms=3,
+                color="C2",
+                label="linear continuation from the last reweighted set",
+            )
     needed = -result.original_value if isinstance(result.target, str) else result.target
     ax.axhline(needed, color="C3", ls="--", lw=0.8, label=f"change needed ({result.target})")
     if result.verification is not None:

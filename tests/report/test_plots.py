@@ -53,8 +53,15 @@ def test_amip_plot_shows_the_curve_target_and_refit(backend, post):
     labels = [line.get_label() for line in ax.lines]
     assert "linear (sorted psi)" in labels and "reweighted (PSIS)" in labels
     # Steps estimated by the linear continuation are drawn and labelled as such.
-    continued = (result.curve["estimate"] == "linear continuation").any()
-    assert continued == ("linear continuation from the last reweighted set" in labels)
+    curve = result.curve.dropna(subset=["reweighted"])
+    continued = (curve["estimate"] == "linear continuation").to_numpy()
+    lines = {line.get_label(): line for line in ax.lines}
+    assert continued.any() == ("linear continuation from the last reweighted set" in lines)
+    reweighted = list(lines["reweighted (PSIS)"].get_xdata())
+    assert reweighted == curve["n_drop"][~continued].tolist()  # from 0 dropped
+    if continued.any():  # drawn on from the last reweighted set
+        drawn = lines["linear continuation from the last reweighted set"].get_xdata()
+        assert drawn[0] == reweighted[-1]
     target = [line for line in ax.lines if line.get_label().startswith("change needed")][0]
     assert target.get_ydata()[0] == pytest.approx(-result.original_value)
     star = ax.collections[-1].get_offsets()[0]
