@@ -27,6 +27,7 @@ __all__ = [
     "map_ordered",
     "transpose_columns",
     "sum_by_group",
+    "top_positive",
     "THREADS",
     "CHUNK_BYTES",
 ]
@@ -186,3 +187,17 @@ def sum_by_group(log_lik: np.ndarray, codes: np.ndarray, n_groups: int) -> np.nd
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(n_groups))
     return np.add.reduceat(log_lik[:, order], starts, axis=1, dtype=np.float64)
+
+
+def top_positive(gain: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the at most ``k`` largest positive values of ``gain``, largest first,
+    ties in index order: ``np.argsort(-gain, kind="stable")`` cut to the positive values
+    and to ``k``, without sorting everything (a partition first). NaN is not positive."""
+    positive = np.flatnonzero(gain > 0)
+    if k <= 0:
+        return positive[:0]
+    if positive.size > k:
+        cut = positive.size - k
+        kth = np.partition(gain[positive], cut)[cut]
+        positive = positive[gain[positive] >= kth]
+    return positive[np.argsort(-gain[positive], kind="stable")][:k]

@@ -13,11 +13,13 @@ the set greedily, re-estimating ``g`` and ``phi`` under importance weights
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from collections.abc import Generator
 from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks
+from bayesij.array._numeric import obs_chunks, top_positive
+from bayesij.array.amip_lockstep import run_in_lockstep
 from bayesij.array.amip_noise import NoiseAnswer, draws_to_decide, linear_answer
 from bayesij.array.checks import impossible_columns
 from bayesij.array.ess import relative_eff_rows
@@ -32,7 +34,11 @@ __all__ = [
     "take_draws",
     "metric_influence",
     "goal_influence",
+    "metrics_influence",
+    "goal_row",
     "reweighted_search",
+    "reweighted_searches",
+    "reweighted_steps",
     "search_path",
     "hybrid_change",
     "weighted_influence_mcse",
@@ -43,7 +49,6 @@ __all__ = [
     "AmipPath",
     "linear_path",
     "reweighted_path",
-    "weighted_metric",
     "weighted_value",
     "split_halves",
     "set_weights",
@@ -115,8 +120,7 @@ def linear_path(
     standard errors ``sqrt(sum mcse_u^2)`` of the predicted change.
     """
     gain = -direction * phi
-    order = np.argsort(-gain, kind="stable")
-    order = order[gain[order] > 0][:k_max]
+    order = top_positive(gain, k_max)
     change = np.concatenate([[0.0], np.cumsum(-phi[order])])
     noise = (
         np.zeros(change.size)
@@ -175,18 +179,6 @@ def weighted_value(
     return float(value), weighted, float(np.sqrt(np.sum(weighted**2)))
 
 
-def weighted_metric(
-    f: np.ndarray, log_lik: np.ndarray, weights: np.ndarray, sign: int, z: float
-) -> tuple[float, np.ndarray, float]:
-    """:func:`weighted_value` and the metric's influence per unit ``phi`` (U,) under the
-    weights: ``(g, phi, mcse)`` for ``log_lik`` of shape (S, U). Units with ``-inf`` at
-    some draw have no finite influence: NaN (see :func:`_exact_gains`)."""
-    value, weighted, mcse = weighted_value(f, weights, sign, z)
-    with np.errstate(invalid="ignore"):
-        phi = weighted @ log_lik
-    return value, np.where(np.isfinite(phi), phi, np.nan), mcse
-
-
 def weighted_influence_mcse(
     f: np.ndarray, log_lik: np.ndarray, weights: np.ndarray, sign: int, z: float
 ) -> np.ndarray:
@@ -230,25 +222,51 @@ def reweighted_path(
     k_threshold: float,
 ) -> AmipPath:
     """Greedy set growth with importance-reweighted re-estimation after each addition, then
-    a linear continuation once reweighting is no longer reliable.
+    a linear continuation once reweighting is no longer reliable (:func:`reweighted_steps`
+    run on its own).
 
-    ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U). One unit joins per step
-    up to 20, then 5 % of the set at a time (a cost of a few dozen passes over the draws
-    for any set size). While the weights' k-hat stays at most ``k_threshold`` the metric is
-    re-estimated by PSIS-reweighting the draws with ``exp(-sum_{u in set} l_u)``. When a
-    step would pass the threshold, the search goes back to the last reliable set and
-    continues from that reweighted posterior with the first-order prediction: units in
-    decreasing order of their influence under those weights (a reweighted covariance). The
-    target counts as reached once the estimate passes it by ``MC_MARGIN`` of its Monte Carlo
-    standard errors; the path ends at ``k_max`` units otherwise. So "not reachable" means
-    that neither reweighting nor the linear continuation reaches the target.
+    ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U).
+    """
+    steps = reweighted_steps(f, log_lik, sign, z, direction, need, k_max, k_threshold)
+    return run_in_lockstep(log_lik.reshape(f.size, -1), [steps])[0]
+
+
+def reweighted_steps(
+    f: np.ndarray,
+    log_lik: np.ndarray,
+    sign: int,
+    z: float,
+    direction: int,
+    need: float,
+    k_max: int,
+    k_threshold: float,
+    impossible: np.ndarray | None = None,
+) -> Generator[np.ndarray, np.ndarray, AmipPath]:
+    """The reweighted search as a generator: it yields ``w (g* - g*_w)`` over the draws
+    (S,) whenever it needs every unit's influence under the current weights, receives that
+    influence ``phi`` (U,) (NaN where not finite; :func:`bayesij.array.amip_lockstep.
+    run_in_lockstep` computes it, for many searches in one pass) and returns the
+    :class:`AmipPath`.
+
+    ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U); ``impossible``: the
+    units with ``-inf`` at some draw (found here when None). One unit joins per step up to
+    20, then 5 % of the set at a time (a few dozen products for any set size). While the
+    weights' k-hat stays at most ``k_threshold`` the metric is re-estimated by
+    PSIS-reweighting the draws with ``exp(-sum_{u in set} l_u)``. When a step would pass
+    the threshold, the search goes back to the last reliable set and continues from that
+    reweighted posterior with the first-order prediction: units in decreasing order of
+    their influence under those weights (a reweighted covariance). The target counts as
+    reached once the estimate passes it by ``MC_MARGIN`` of its Monte Carlo standard
+    errors; the path ends at ``k_max`` units otherwise. So "not reachable" means that
+    neither reweighting nor the linear continuation reaches the target.
 
     Units impossible under some draws (``-inf``) are ranked by the exact reweighted change
     of dropping them next; dropping one gives zero weight to those draws.
     """
     chain_shape = f.shape
     flat_f, flat_l = f.reshape(-1), log_lik.reshape(f.size, -1)
-    impossible = np.flatnonzero(impossible_columns(flat_l))
+    if impossible is None:
+        impossible = np.flatnonzero(impossible_columns(flat_l))
     uniform = np.full(flat_f.size, 1 / flat_f.size)
     base = weighted_value(flat_f, uniform, sign, z)[0]
     chosen: list[int] = []
@@ -256,7 +274,8 @@ def reweighted_path(
     set_lik = np.zeros(flat_f.size)
     weights, khat = uniform, np.nan
     while True:
-        value, phi, mcse = weighted_metric(flat_f, flat_l, weights, sign, z)
+        value, weighted, mcse = weighted_value(flat_f, weights, sign, z)
+        phi = np.array((yield weighted), dtype=float)
         if impossible.size:
             phi[impossible] = _exact_gains(
                 flat_f, flat_l, set_lik, impossible, value, chain_shape, sign, z
@@ -273,8 +292,7 @@ def reweighted_path(
         gain = -direction * phi
         gain[chosen] = -np.inf
         step = min(max(1, len(chosen) // 20), k_max - len(chosen))
-        best = np.argsort(-np.nan_to_num(gain, nan=-np.inf), kind="stable")[:step]
-        best = best[gain[best] > 0]
+        best = top_positive(gain, step)
         if not best.size:
             stopped = "no unit moves the metric that way"
             break
@@ -302,21 +320,37 @@ def reweighted_path(
     )
 
 
+#: The linear continuation reads the Monte Carlo errors of its candidates in prefixes of
+#: this many units, doubling, until the target is reached (or the candidates run out).
+FIRST_PREFIX = 64
+
+
 def _continue_linearly(
     flat_f, flat_l, weights, chosen, changes, khats, sizes, phi, mcse, goal
 ) -> AmipPath:
     """Extend a reweighted path from its last reliable posterior (``weights``) with the
-    first-order prediction under those weights."""
+    first-order prediction under those weights.
+
+    The Monte Carlo errors of the candidates' influences are computed for a growing prefix
+    of the ranking (:data:`FIRST_PREFIX` units, then doubling) until the target is reached:
+    the columns of the set, not the whole matrix."""
     sign, z, direction, need, k_max = goal
-    noise_phi = weighted_influence_mcse(flat_f, flat_l, weights, sign, z)
     gain = -direction * np.nan_to_num(phi, nan=-np.inf * direction)
     gain[chosen] = -np.inf
-    extra = np.argsort(-gain, kind="stable")
-    extra = extra[gain[extra] > 0][: k_max - len(chosen)]
+    extra = top_positive(gain, k_max - len(chosen))
     start = changes[-1]
     linear = start + np.cumsum(-phi[extra])
-    noise = np.sqrt(mcse**2 + np.cumsum(np.nan_to_num(noise_phi[extra]) ** 2))
-    reached = np.flatnonzero(direction * linear >= need + MC_MARGIN * noise)
+    noise_sq = np.empty(extra.size)
+    reached, done = np.zeros(0, dtype=int), 0
+    while done < extra.size and not reached.size:
+        upto = min(extra.size, max(FIRST_PREFIX, 2 * done))
+        columns = flat_l[:, extra[done:upto]]
+        noise_sq[done:upto] = np.nan_to_num(
+            weighted_influence_mcse(flat_f, columns, weights, sign, z)
+        ) ** 2
+        noise = np.sqrt(mcse**2 + np.cumsum(noise_sq[:upto]))
+        reached = np.flatnonzero(direction * linear[:upto] >= need + MC_MARGIN * noise)
+        done = upto
     if reached.size:
         extra, linear, stopped = extra[: reached[0] + 1], linear[: reached[0] + 1], "reached"
     elif len(chosen) + extra.size >= k_max:
@@ -403,16 +437,35 @@ def goal_for(f: np.ndarray, target, z: float) -> Goal:
 
 
 def metric_influence(f, log_lik, goal, score=None, unconstrained=None, keep_blocks=False):
-    """Influence of the goal's metric on every unit: one pass over the draws; with the log
-    posterior's ``score`` (and ``unconstrained`` draws), by zero-variance control variates
+    """Influence of the goal's metric on every unit (:func:`metrics_influence` of one)."""
+    return metrics_influence([f], log_lik, [goal], score, unconstrained, keep_blocks)
+
+
+def metrics_influence(fs, log_lik, goals, score=None, unconstrained=None, keep_blocks=False):
+    """Influence of each goal's metric on every unit, one row per goal: one pass over the
+    draws for all of them; with the log posterior's ``score`` (and ``unconstrained``
+    draws), by zero-variance control variates
     (:func:`bayesij.array.control_variates.zero_variance_influence`); ``keep_blocks``: with
-    the block sums the Monte Carlo replicates of :mod:`bayesij.array.amip_noise` need."""
-    g_star = metric_draws(f, goal.sign, goal.z)[..., None]
+    the block sums the Monte Carlo replicates of :mod:`bayesij.array.amip_noise` need.
+
+    ``fs``: draws (n_chains, n_draws) of each goal's quantity; ``log_lik`` (n_chains,
+    n_draws, U). Returns InfluenceScores with ``psi`` and ``mcse`` (len(goals), U)."""
+    g_star = np.stack([metric_draws(f, g.sign, g.z) for f, g in zip(fs, goals, strict=True)], -1)
     if score is None:
         return influence_scores(g_star, log_lik, check=False, keep_blocks=keep_blocks)
     from bayesij.array.control_variates import zero_variance_influence
 
     return zero_variance_influence(g_star, log_lik, score, unconstrained, keep_blocks=keep_blocks)
+
+
+def goal_row(scores, k: int):
+    """Row ``k`` of :func:`metrics_influence`'s scores, as the scores of that goal alone."""
+    blocks = scores.block_sums
+    return scores._replace(
+        psi=scores.psi[k : k + 1],
+        mcse=scores.mcse[k : k + 1],
+        block_sums=None if blocks is None else blocks[:, k : k + 1],
+    )
 
 
 def draw_block_layout(n_chains: int, n_draws: int, n_blocks: int = 50):
@@ -437,25 +490,27 @@ def _bootstrap_blocks(scores, f: np.ndarray):
 
 def goal_influence(
     log_lik: np.ndarray,
-    f: np.ndarray,
-    goal: Goal,
+    fs: list,
+    goals: list,
     with_half: bool,
     score=None,
     unconstrained=None,
 ) -> dict:
-    """The influence of the goal's metric on every unit of ``log_lik`` (n_chains, n_draws,
-    U) (checked), on all draws (``"all"``) and, with ``with_half``, on the first half of
-    :func:`split_halves` (``"half"``, where the linear split-draw check chooses its set).
-    ``score`` and ``unconstrained`` (n_chains, n_draws, P): as :func:`metric_influence`."""
-    out = {"all": metric_influence(f, log_lik, goal, score, unconstrained, keep_blocks=True)}
+    """The influence of each goal's metric on every unit of ``log_lik`` (n_chains,
+    n_draws, U) (checked), on all draws (``"all"``, with block sums) and, with
+    ``with_half``, on the first half of :func:`split_halves` (``"half"``, where the linear
+    split-draw check chooses its set); rows in the order of ``goals`` (:func:`goal_row`
+    takes one). ``fs``: each goal's quantity draws (n_chains, n_draws); ``score`` and
+    ``unconstrained`` (n_chains, n_draws, P): as :func:`metrics_influence`."""
+    out = {"all": metrics_influence(fs, log_lik, goals, score, unconstrained, keep_blocks=True)}
     if with_half:
-        _, (first, _), axis = split_halves(*f.shape)
+        _, (first, _), axis = split_halves(*fs[0].shape)
 
         def half(values):
             return None if values is None else take_draws(np.asarray(values), first, axis)
 
-        out["half"] = metric_influence(
-            half(f), half(log_lik), goal, half(score), half(unconstrained)
+        out["half"] = metrics_influence(
+            [half(f) for f in fs], half(log_lik), goals, half(score), half(unconstrained)
         )
     return out
 
@@ -477,18 +532,45 @@ def hybrid_change(
     """Change of the metric from dropping ``reliable`` (estimated by reweighting the draws)
     and then ``extra`` (first order under those weights). ``f`` (n_chains, n_draws),
     ``log_lik`` (n_chains, n_draws, U)."""
+    return hybrid_changes(f, log_lik, reliable, extra, [(sign, z)])[0]
+
+
+def hybrid_changes(f, log_lik, reliable, extra, metrics: list) -> list[float]:
+    """:func:`hybrid_change` of several metrics ``(sign, z)`` of the same set: the set's
+    columns are read once."""
     flat_f, flat_l = f.reshape(-1), log_lik.reshape(f.size, -1)
     uniform = np.full(flat_f.size, 1 / flat_f.size)
-    before = weighted_value(flat_f, uniform, sign, z)[0]
     weights = uniform
     if reliable.size:
         weights, _ = set_weights(flat_l[:, reliable].sum(axis=1), f.shape)
-    value, weighted, _ = weighted_value(flat_f, weights, sign, z)
-    if extra.size:
-        columns = flat_l[:, extra]
+    extra_sum = finite_column_sum(flat_l, extra) if extra.size else None
+    changes = []
+    for sign, z in metrics:
+        before = weighted_value(flat_f, uniform, sign, z)[0]
+        value, weighted, _ = weighted_value(flat_f, weights, sign, z)
+        if extra_sum is not None:
+            value -= float(weighted @ extra_sum)
+        changes.append(value - before)
+    return changes
+
+
+def finite_column_sum(flat_l: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """``sum_{u in units} l_su`` at each draw (S,), non-finite values counted as 0 (a unit
+    impossible at a draw adds nothing to its first-order change); read in chunks of
+    columns, or for a large set of a float64 matrix as one product with the set's
+    indicator."""
+    if flat_l.dtype == np.float64 and units.size * 16 > flat_l.shape[1]:
+        indicator = np.zeros(flat_l.shape[1])
+        indicator[units] = 1.0
         with np.errstate(invalid="ignore"):
-            value -= float(np.nansum(weighted @ np.where(np.isfinite(columns), columns, 0.0)))
-    return value - before
+            total = flat_l @ indicator  # one streaming pass rather than a large gather
+        if np.isfinite(total).all():  # else some unit is impossible somewhere: gather
+            return total
+    total = np.zeros(flat_l.shape[0])
+    for chunk in obs_chunks(units.size, flat_l.shape[0]):
+        columns = np.asarray(flat_l[:, units[chunk]], dtype=float)
+        total += np.where(np.isfinite(columns), columns, 0.0).sum(axis=1)
+    return total
 
 
 def _reweighted_after(f, log_lik, path: AmipPath) -> tuple[float, float]:
@@ -498,29 +580,62 @@ def _reweighted_after(f, log_lik, path: AmipPath) -> tuple[float, float]:
     if path.order.size == 0:
         return mean, sd
     reliable, extra = path.order[: path.reliable], path.order[path.reliable :]
-    change_mean = hybrid_change(f, log_lik, reliable, extra, 0, 1.0)
-    change_upper = hybrid_change(f, log_lik, reliable, extra, 1, 1.0)
+    change_mean, change_upper = hybrid_changes(f, log_lik, reliable, extra, [(0, 1.0), (1, 1.0)])
     sd = float(flat.std())  # divisor S, as weighted_value's sd under uniform weights
     return mean + change_mean, sd + change_upper - change_mean
 
 
-def _reweighted_split_check(f, log_lik, goal, k_threshold, path) -> dict:
-    """Choose the set on one half of the draws by reweighting, estimate its effect on the
-    other."""
+def _question_steps(f, log_lik, goal, k_max, k_threshold, impossible, halves):
+    """One question's searches as one generator (:func:`reweighted_steps`): its path on all
+    draws, then the split-draw check's path on the first half (``halves``: the first
+    half's slice, its axis and its impossible units; None: no check). Returns both paths
+    (the second None without a check)."""
+    path = yield from reweighted_steps(
+        f, log_lik, goal.sign, goal.z, goal.direction, goal.need, k_max, k_threshold, impossible
+    )
+    if halves is None:
+        return path, None
+    first, axis, impossible_a = halves
+    chosen = yield from reweighted_steps(
+        take_draws(f, first, axis),
+        take_draws(log_lik, first, axis),
+        goal.sign,
+        goal.z,
+        goal.direction,
+        goal.need if path.stopped == "reached" else np.inf,
+        max(1, path.order.size),
+        k_threshold,
+        impossible_a,
+    )
+    return path, chosen
+
+
+def _split_check(f, log_lik, goal, chosen) -> dict:
+    """The split-draw check of a set chosen by reweighting on the first half of the draws:
+    its effect estimated on the other half."""
     how, (first, second), axis = split_halves(*f.shape)
+    if chosen is None or chosen.order.size == 0:
+        return {}
     f_a, f_b = take_draws(f, first, axis), take_draws(f, second, axis)
-    if f_a.shape[1] < 4 or f_b.shape[1] < 4:
-        return {}
     l_a, l_b = take_draws(log_lik, first, axis), take_draws(log_lik, second, axis)
-    goal_a = replace(goal, need=goal.need if path.stopped == "reached" else np.inf)
-    chosen = search_path("reweighted", f_a, l_a, goal_a, max(1, path.order.size), k_threshold)
-    if chosen.order.size == 0:
-        return {}
     _, mcse = linear_set_change(f_b, l_b, chosen.order, goal.sign, goal.z)
     parts = chosen.order[: chosen.reliable], chosen.order[chosen.reliable :]
     naive = hybrid_change(f_a, l_a, *parts, goal.sign, goal.z)
     split = hybrid_change(f_b, l_b, *parts, goal.sign, goal.z)
     return _split_summary(how, chosen, naive, split, mcse)
+
+
+def _halves(shape, flat_l, impossible):
+    """The split-draw check's first half (slice, axis, impossible units there), or None
+    when a half has fewer than 4 draws per chain. ``shape``: (n_chains, n_draws); the
+    first half's draws are the first rows of ``flat_l``."""
+    _, (first, second), axis = split_halves(*shape)
+    positions = np.arange(shape[0] * shape[1]).reshape(shape)
+    part_a, part_b = take_draws(positions, first, axis), take_draws(positions, second, axis)
+    if part_a.shape[1] < 4 or part_b.shape[1] < 4:
+        return None
+    impossible_a = impossible[impossible_columns(flat_l[: part_a.size, impossible])]
+    return first, axis, impossible_a
 
 
 class AmipSearch(NamedTuple):
@@ -600,15 +715,53 @@ def amip_search(
 def reweighted_search(
     f: np.ndarray, log_lik: np.ndarray, goal: Goal, scores, k_max: int, k_threshold: float
 ) -> AmipSearch:
-    """The greedy reweighted AMIP from the metric's influence scores on all draws (which
-    order the first candidates); ``log_lik`` (n_chains, n_draws, n_units) is revisited after
-    every addition, so it must be in memory."""
-    path = search_path("reweighted", f, log_lik, goal, k_max, k_threshold, scores)
-    linear = linear_path(scores.psi[0], goal.direction, np.inf, k_max, scores.mcse[0])
-    mean_after, sd_after = _reweighted_after(f, log_lik, path)
-    monte_carlo = _reweighted_split_check(f, log_lik, goal, k_threshold, path)
-    answer = _reweighted_answer(path, scores, goal, k_max, f.size, _bootstrap_blocks(scores, f))
-    return AmipSearch(goal, path, linear.change, mean_after, sd_after, monte_carlo, answer)
+    """The greedy reweighted AMIP from the metric's influence scores on all draws;
+    ``log_lik`` (n_chains, n_draws, n_units) is revisited after every addition, so it must
+    be in memory (:func:`reweighted_searches` of one search)."""
+    return reweighted_searches([f], log_lik, [goal], [scores], k_max, k_threshold)[0]
+
+
+def reweighted_searches(
+    fs: list, log_lik: np.ndarray, goals: list, scores: list, k_max: int, k_threshold: float
+) -> list[AmipSearch]:
+    """Greedy reweighted AMIPs of several metrics at once, sharing passes over the draws.
+
+    Parameters
+    ----------
+    fs : list of ndarray of shape (n_chains, n_draws)
+        Draws of the quantity of each search.
+    log_lik : ndarray of shape (n_chains, n_draws, n_units)
+        In memory (float64 or float32): every greedy step reads it whole, once for all
+        searches (:func:`bayesij.array.amip_lockstep.run_in_lockstep`).
+    goals : list of Goal
+    scores : list of InfluenceScores
+        Each goal's metric influence on all draws, with block sums (:func:`goal_influence`).
+    k_max : int
+    k_threshold : float
+
+    Returns
+    -------
+    list of AmipSearch
+        In the order of ``goals``; each the same as a search run alone.
+    """
+    flat_l = log_lik.reshape(-1, log_lik.shape[-1])
+    impossible = np.flatnonzero(impossible_columns(flat_l))
+    halves = _halves(fs[0].shape, flat_l, impossible)
+    searches = [
+        _question_steps(f, log_lik, g, k_max, k_threshold, impossible, halves)
+        for f, g in zip(fs, goals, strict=True)
+    ]
+    both = run_in_lockstep(flat_l, searches)
+    paths = [path for path, _ in both]
+    checks = [_split_check(f, log_lik, g, c) for f, g, (_, c) in zip(fs, goals, both, strict=True)]
+    found = []
+    for f, goal, score, path, check in zip(fs, goals, scores, paths, checks, strict=True):
+        linear = linear_path(score.psi[0], goal.direction, np.inf, k_max, score.mcse[0])
+        mean_after, sd_after = _reweighted_after(f, log_lik, path)
+        blocks = _bootstrap_blocks(score, f)
+        answer = _reweighted_answer(path, score, goal, k_max, f.size, blocks)
+        found.append(AmipSearch(goal, path, linear.change, mean_after, sd_after, check, answer))
+    return found
 
 
 def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, n_draws: int, blocks):

@@ -23,12 +23,15 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesij.array._numeric import CHUNK_BYTES, top_positive
+
 __all__ = [
     "NoiseAnswer",
     "linear_answer",
     "answer_from_z",
     "draws_to_decide",
     "block_bootstrap",
+    "block_bootstrap_counts",
     "ANSWERS",
 ]
 
@@ -94,30 +97,31 @@ def linear_answer(
     rng = np.random.default_rng(seed)
     noise = np.nan_to_num(mcse, nan=0.0)
     gain = -direction * np.nan_to_num(psi, nan=0.0)
-    if blocks is not None:
-        block_sums, block_sizes, block_chains = blocks
-        replicated = block_bootstrap(block_sums, block_sizes, block_chains, replicates, rng)
-        samples = (-direction * np.nan_to_num(p) for p in replicated)
-    else:
-        samples = (gain + noise * rng.standard_normal(gain.size) for _ in range(replicates))
     top = min(k_max, gain.size)
-    ranking = np.argsort(-gain, kind="stable")[:top]  # the point estimate's order
-    ranking = ranking[gain[ranking] > 0]
+    ranking = top_positive(gain, top)  # the point estimate's order
     sizes = np.empty(replicates)  # the smallest reaching prefix of that order
     best = np.empty(replicates)  # the most any set within k_max could do (re-selected)
+    # (or, where the ranking already reaches the target, that lower bound of it)
     final = np.empty(replicates)  # what the whole ranking within k_max does
     chosen_changes = np.empty(replicates)  # the chosen set's change
     paths = np.empty((replicates, ranking.size))  # each replicate's gain along the ranking
-    for r, sample in enumerate(samples):
-        cumulative = np.cumsum(sample[ranking])
-        paths[r] = cumulative
-        final[r] = cumulative[-1] if cumulative.size else 0.0
+    draw = _replicate_gains(gain, noise, direction, replicates, rng, blocks)
+    for rows in _replicate_chunks(replicates, gain.size):
+        sample = draw(rows)  # (len(rows), U)
+        cumulative = np.cumsum(sample[:, ranking], axis=1)
+        paths[rows] = cumulative
+        final[rows] = cumulative[:, -1] if ranking.size else 0.0
         if chosen is not None:
-            chosen_changes[r] = np.sum(sample[chosen]) if chosen.size else 0.0
-        reach = np.flatnonzero(cumulative >= need)
-        sizes[r] = reach[0] + 1 if reach.size else np.inf
-        largest = np.partition(sample, sample.size - top)[sample.size - top :]
-        best[r] = np.sum(np.maximum(largest, 0.0))
+            chosen_changes[rows] = sample[:, chosen].sum(axis=1)
+        reach = cumulative >= need
+        first = np.argmax(reach, axis=1) + 1.0 if ranking.size else np.zeros(len(sample))
+        sizes[rows] = np.where(reach.any(axis=1), first, np.inf)
+        # Only whether the best set reaches the target matters: the ranking's own sum is a
+        # lower bound of it that often settles that without a partition.
+        short = final[rows] < need
+        best[rows] = final[rows]
+        if short.any():
+            best[np.arange(rows.start, rows.stop)[short]] = _sum_of_largest(sample[short], top)
     optimistic = float(np.mean(best >= need))
     share = float(np.mean(np.isfinite(sizes)))
     tail = (1 - level) / 2
@@ -151,17 +155,55 @@ def linear_answer(
     )
 
 
-def block_bootstrap(block_sums, sizes, chains, replicates: int, rng):
-    """Replicates of ``psi`` (U,) from a bootstrap over blocks of draws within chains: each
-    chain's blocks drawn with replacement, ``psi* = sum_b c_b T_b / sum_b c_b n_b`` for the
-    block sums ``T`` (B, U), the blocks' sizes ``n`` (B,) and chains (B,)."""
-    block_sums, sizes, chains = np.asarray(block_sums), np.asarray(sizes), np.asarray(chains)
+def _replicate_chunks(replicates: int, n_units: int) -> list[slice]:
+    """Slices of replicates whose (replicates, units) gains stay near 64 MiB."""
+    size = max(1, CHUNK_BYTES // (8 * max(1, n_units)))
+    return [slice(start, min(start + size, replicates)) for start in range(0, replicates, size)]
+
+
+def _replicate_gains(gain, noise, direction, replicates, rng, blocks):
+    """A function of a slice of replicates returning their gains (rows, U): block-bootstrap
+    replicates of ``psi`` when ``blocks`` are given, else independent normal errors of sd
+    ``noise``. The random numbers come in the order one replicate at a time would draw
+    them: the block counts all at once, the normal errors chunk by chunk (called in
+    order)."""
+    if blocks is None:
+        return lambda rows: gain + noise * rng.standard_normal((rows.stop - rows.start, gain.size))
+    block_sums, block_sizes, block_chains = blocks
+    counts = block_bootstrap_counts(block_sizes, block_chains, replicates, rng)
+    signed = -direction * np.nan_to_num(np.asarray(block_sums, dtype=float))
+    totals = counts @ np.asarray(block_sizes, dtype=float)  # positive: every chain drawn
+    return lambda rows: (counts[rows] @ signed) / totals[rows, None]
+
+
+def _sum_of_largest(sample: np.ndarray, top: int) -> np.ndarray:
+    """Per row, the sum of the positive values among its ``top`` largest."""
+    positive = np.maximum(sample, 0.0)
+    if top >= sample.shape[1]:
+        return positive.sum(axis=1)
+    cut = sample.shape[1] - top
+    return np.partition(positive, cut, axis=1)[:, cut:].sum(axis=1)
+
+
+def block_bootstrap_counts(sizes, chains, replicates: int, rng) -> np.ndarray:
+    """How often each block of draws is drawn in each replicate (replicates, B): each
+    chain's blocks drawn with replacement, as many as it has."""
+    sizes, chains = np.asarray(sizes), np.asarray(chains)
     members = [np.flatnonzero(chains == c) for c in np.unique(chains)]
-    for _ in range(replicates):
-        counts = np.zeros(sizes.size)
+    counts = np.zeros((replicates, sizes.size))
+    for r in range(replicates):
         for rows in members:
-            np.add.at(counts, rng.choice(rows, size=rows.size, replace=True), 1.0)
-        yield counts @ block_sums / (counts @ sizes)
+            np.add.at(counts[r], rng.choice(rows, size=rows.size, replace=True), 1.0)
+    return counts
+
+
+def block_bootstrap(block_sums, sizes, chains, replicates: int, rng) -> np.ndarray:
+    """Replicates of ``psi`` (replicates, U) from a bootstrap over blocks of draws within
+    chains: ``psi* = sum_b c_b T_b / sum_b c_b n_b`` for the block sums ``T`` (B, U), the
+    blocks' sizes ``n`` (B,), their chains (B,) and the counts ``c`` of
+    :func:`block_bootstrap_counts`."""
+    counts = block_bootstrap_counts(sizes, chains, replicates, rng)
+    return counts @ np.asarray(block_sums) / (counts @ np.asarray(sizes, float))[:, None]
 
 
 def answer_from_z(

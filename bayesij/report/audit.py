@@ -27,12 +27,12 @@ from bayesij.report.summary import (
 )
 from bayesij.stats.amip import (
     AmipResult,
+    amip_searches,
     check_search_options,
     check_target,
     looks_like_scale,
     one_signed,
 )
-from bayesij.stats.amip import amip as compute_amip
 from bayesij.stats.compare import compare
 from bayesij.stats.jackknife import IJCovariance, ij_covariance
 from bayesij.stats.linearity import linearity
@@ -554,9 +554,11 @@ def _variable_dims(data) -> dict:
 
 
 def _search(result: Audit, post, targets, groups, method, alpha_max) -> None:
-    """The AMIP searches of every (quantity, target), skipping meaningless ones."""
+    """The AMIP searches of every (quantity, target), skipping meaningless ones, run
+    together (:func:`bayesij.stats.amip.amip_searches`: shared passes over the draws)."""
     names = result.quantities
     constant = dict(zip(names, constant_columns(post.quantities.values), strict=True))
+    questions = []
     for q in names:
         draws = post.quantities.sel(quantity=q).values
         scale = one_signed(draws) is not None and looks_like_scale(q)
@@ -566,9 +568,12 @@ def _search(result: Audit, post, targets, groups, method, alpha_max) -> None:
             elif scale and t in ("sign", "sign_and_significance"):
                 result.skipped[(q, t)] = "one-signed scale"
             else:
-                result.amip[(q, t)] = compute_amip(
-                    post, q, target=t, groups=groups, method=method, alpha_max=alpha_max
-                )
+                questions.append((q, t))
+    if questions:
+        found = amip_searches(
+            post, questions, groups=groups, method=method, alpha_max=alpha_max
+        )
+        result.amip.update(zip(questions, found, strict=True))
 
 
 def _sensitivity(data, post, names, log_prior) -> pd.DataFrame | None:

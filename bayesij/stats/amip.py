@@ -17,7 +17,8 @@ from bayesij.array.amip import (
     goal_influence,
     linear_paths,
     linear_search,
-    reweighted_search,
+    goal_row,
+    reweighted_searches,
     search_path,
 )
 from bayesij.array.checks import check_real, constant_columns, fail
@@ -28,7 +29,7 @@ from bayesij.data.posterior import base_name
 from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import Summary
 
-__all__ = ["amip", "AmipResult", "TARGETS", "METHODS"]
+__all__ = ["amip", "amip_searches", "AmipResult", "TARGETS", "METHODS"]
 
 
 @dataclass(frozen=True)
@@ -447,26 +448,9 @@ def amip(
         whole_matrix={"backend": backend, "method": None if method == "linear" else method},
     )
     _check_quantity(source, quantity)
-    f = source.quantity_draws[..., source.quantity_names.index(quantity)]
-    _check_varies(f, quantity)
-    k_max = max(1, int(np.floor(alpha_max * source.n_units)))
-    goal = goal_for(f, target, float(z))
-    kernel = partial(
-        goal_influence,
-        f=f,
-        goal=goal,
-        with_half=method == "linear",
-        score=score,
-        unconstrained=unconstrained,
+    [(result, found)] = _searches(
+        source, [(quantity, target)], z, method, alpha_max, score, unconstrained
     )
-    scores = map_blocks(source, kernel)
-    if method == "linear":
-        paths = linear_paths(f, goal, scores["all"], scores["half"], k_max)
-        found = linear_search(f, goal, paths, source.rows(paths.units))
-    else:
-        threshold = pareto_k_threshold(source.n_draws)
-        found = reweighted_search(f, source.matrix(), goal, scores["all"], k_max, threshold)
-    result = _result(f, quantity, target, z, source.units, source.codes, found, method, alpha_max)
     if backend is None:
         return result
     return _refit_in_the_loop(
@@ -477,9 +461,87 @@ def amip(
         source.units,
         backend,
         max_refits,
-        k_max,
+        max(1, int(np.floor(alpha_max * source.n_units))),
         groups if groups is not None else source.posterior.groups,
     )
+
+
+def amip_searches(
+    data,
+    questions: list,
+    *,
+    groups=None,
+    var_name=None,
+    alpha_max: float = 0.1,
+    z: float = 1.96,
+    method: str = "reweighted",
+) -> list[AmipResult]:
+    """:func:`amip` of several ``(quantity, target)`` questions of one fit, sharing the
+    passes over the draws: one pass gives every question's influences, and the reweighted
+    searches advance together, one pass per greedy step for all of them
+    (:func:`bayesij.array.amip_lockstep.run_in_lockstep`). Each result is the one
+    :func:`amip` gives for the same question (without refits).
+
+    Parameters
+    ----------
+    data, groups, var_name, alpha_max, z, method
+        As :func:`amip`.
+    questions : list of (str, target)
+        Quantity names and targets, as :func:`amip`'s ``quantity`` and ``target``.
+
+    Returns
+    -------
+    list of AmipResult
+        In the order of ``questions``.
+    """
+    if not isinstance(questions, list) or not questions:
+        raise fail("questions", repr(questions)[:80], "a non-empty list of (quantity, target)")
+    for question in questions:
+        if not (isinstance(question, tuple) and len(question) == 2):
+            raise fail("questions", repr(question)[:80], "(quantity, target) pairs")
+        _check_options(question[1], alpha_max, z, method)
+    source = as_source(
+        data,
+        groups=groups,
+        var_name=var_name,
+        need_quantities=True,
+        whole_matrix={"method": None if method == "linear" else method},
+    )
+    for quantity, _ in questions:
+        _check_quantity(source, quantity)
+    return [result for result, _ in _searches(source, questions, z, method, alpha_max)]
+
+
+def _searches(source, questions, z, method, alpha_max, score=None, unconstrained=None) -> list:
+    """``(AmipResult, AmipSearch)`` of each ``(quantity, target)`` of a checked source: one
+    pass for all the influences, then the searches (reweighted ones in lockstep)."""
+    fs = [source.quantity_draws[..., source.quantity_names.index(q)] for q, _ in questions]
+    for f, (quantity, _) in zip(fs, questions, strict=True):
+        _check_varies(f, quantity)
+    k_max = max(1, int(np.floor(alpha_max * source.n_units)))
+    goals = [goal_for(f, target, float(z)) for f, (_, target) in zip(fs, questions, strict=True)]
+    kernel = partial(
+        goal_influence,
+        fs=fs,
+        goals=goals,
+        with_half=method == "linear",
+        score=score,
+        unconstrained=unconstrained,
+    )
+    scores = map_blocks(source, kernel)
+    rows = [goal_row(scores["all"], k) for k in range(len(goals))]
+    if method == "linear":
+        found = []
+        for k, (f, goal) in enumerate(zip(fs, goals, strict=True)):
+            paths = linear_paths(f, goal, rows[k], goal_row(scores["half"], k), k_max)
+            found.append(linear_search(f, goal, paths, source.rows(paths.units)))
+    else:
+        threshold = pareto_k_threshold(source.n_draws)
+        found = reweighted_searches(fs, source.matrix(), goals, rows, k_max, threshold)
+    return [
+        (_result(f, q, t, z, source.units, source.codes, one, method, alpha_max), one)
+        for f, (q, t), one in zip(fs, questions, found, strict=True)
+    ]
 
 
 def _check_varies(f: np.ndarray, quantity: str) -> None:

@@ -69,3 +69,15 @@ def test_blas_threads_are_restored_when_concurrent_calls_end_out_of_order():
     assert set(blas_threads()) <= {1}  # the second call still runs
     second.__exit__(None, None, None)
     assert blas_threads() == before
+
+
+def test_top_positive_is_the_stable_sort_cut_to_the_positive_values():
+    from bayesij.array._numeric import top_positive
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):  # ties, NaN and inf included: the order of a stable argsort
+        gain = rng.integers(-3, 4, size=int(rng.integers(1, 30))).astype(float)
+        gain[rng.integers(0, gain.size)] = rng.choice([np.nan, np.inf, 1.0])
+        k = int(rng.integers(0, gain.size + 2))
+        order = np.argsort(-gain, kind="stable")
+        np.testing.assert_array_equal(top_positive(gain, k), order[gain[order] > 0][:k])

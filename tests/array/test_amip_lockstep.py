@@ -1,0 +1,96 @@
+"""Many reweighted AMIP searches sharing their passes over the draws: the products the
+searches ask for are plain matrix products, and a search run beside others makes the same
+choices and predictions as the search run alone (the greedy growth of Broderick, Giordano &
+Meager 2020, reweighted as in Nguyen et al. 2024)."""
+
+import numpy as np
+import pytest
+
+from bayesij.array import amip
+from bayesij.array.amip_lockstep import influence_products, run_in_lockstep
+
+
+def _heavy_tailed_draws(n_units=150, seed=3):
+    """Draws of a location-scale model's mean and sd and the pointwise normal
+    log-likelihood of t(3) data: a few units carry most of the residual sum of squares."""
+    rng = np.random.default_rng(seed)
+    y = 0.2 + rng.standard_t(3, size=n_units)
+    mu = y.mean() + y.std() / np.sqrt(n_units) * rng.normal(size=(4, 400))
+    sigma = y.std() * np.sqrt(rng.chisquare(n_units - 1, size=(4, 400)) / (n_units - 1))
+    log_lik = -0.5 * ((y - mu[..., None]) / sigma[..., None]) ** 2 - np.log(sigma)[..., None]
+    return mu, sigma, log_lik
+
+
+def test_the_products_are_matrix_products_with_nan_where_not_finite():
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(40, 7))
+    vectors = rng.normal(size=(40, 3))
+    np.testing.assert_allclose(influence_products(matrix, vectors), vectors.T @ matrix, 1e-13)
+    matrix[5, 2] = -np.inf
+    products = influence_products(matrix, vectors)
+    assert np.isnan(products[:, 2]).all() and np.isfinite(np.delete(products, 2, 1)).all()
+    single = matrix.astype(np.float32)  # converted a chunk at a time, the same numbers
+    expected = vectors.T @ single.astype(np.float64)
+    np.testing.assert_allclose(influence_products(single, vectors)[:, [0, 1, 3]], expected[:, [0, 1, 3]], 1e-13)
+
+
+def test_searches_in_lockstep_choose_what_each_chooses_alone():
+    mu, sigma, log_lik = _heavy_tailed_draws()
+    questions = [(mu, "sign"), (mu, "significance"), (sigma, 0.3), (mu, "sign_and_significance")]
+    goals = [amip.goal_for(f, target, 1.96) for f, target in questions]
+    fs = [f for f, _ in questions]
+    scores = [amip.metric_influence(f, log_lik, g, keep_blocks=True) for f, g in zip(fs, goals)]
+    together = amip.reweighted_searches(fs, log_lik, goals, scores, 15, 0.7)
+    for f, goal, score, found in zip(fs, goals, scores, together):
+        alone = amip.reweighted_search(f, log_lik, goal, score, 15, 0.7)
+        np.testing.assert_array_equal(found.path.order, alone.path.order)
+        np.testing.assert_allclose(found.path.change, alone.path.change, rtol=1e-12)
+        assert found.path.stopped == alone.path.stopped
+        assert found.answer == alone.answer
+        assert found.monte_carlo.keys() == alone.monte_carlo.keys()
+        if found.monte_carlo:
+            assert found.monte_carlo["split"] == pytest.approx(alone.monte_carlo["split"], 1e-12)
+    # The runner itself: each search asks for v @ log_lik and gets exactly that product.
+    flat = log_lik.reshape(-1, log_lik.shape[-1])
+
+    def asks(vector):
+        product = yield vector
+        return product
+
+    vectors = [np.arange(flat.shape[0], dtype=float), np.ones(flat.shape[0] // 2)]
+    answers = run_in_lockstep(flat, [asks(v) for v in vectors])
+    np.testing.assert_allclose(answers[0], vectors[0] @ flat, rtol=1e-12)
+    np.testing.assert_allclose(answers[1], vectors[1] @ flat[: flat.shape[0] // 2], rtol=1e-12)
+
+
+def test_a_greedy_step_is_the_exact_reweighted_ranking():
+    """After one unit is dropped, the next is the unit with the largest gain under the
+    PSIS weights of that drop, computed here directly as a weighted covariance."""
+    mu, _, log_lik = _heavy_tailed_draws(seed=8)
+    goal = amip.goal_for(mu, "sign", 1.96)
+    path = amip.reweighted_path(mu, log_lik, goal.sign, goal.z, goal.direction, 1e9, 2, 0.7)
+    flat_f, flat_l = mu.reshape(-1), log_lik.reshape(mu.size, -1)
+    first_gain = -goal.direction * (np.cov(flat_f, flat_l.T, bias=True)[0, 1:])
+    assert path.order[0] == np.argmax(first_gain)
+    weights, _ = amip.set_weights(flat_l[:, path.order[0]], mu.shape)
+    centred_f = flat_f - weights @ flat_f
+    phi = (weights * centred_f) @ (flat_l - weights @ flat_l)
+    gain = -goal.direction * phi
+    gain[path.order[0]] = -np.inf
+    assert path.order[1] == np.argmax(gain)
+
+
+def test_the_columns_of_a_large_set_are_summed_as_those_of_a_small_one():
+    rng = np.random.default_rng(1)
+    flat = rng.normal(size=(30, 64))
+    units = np.arange(0, 64, 2)  # half the units: summed by one product
+    np.testing.assert_allclose(amip.finite_column_sum(flat, units), flat[:, units].sum(1), 1e-13)
+    flat[3, 4] = -np.inf  # impossible at one draw: counted as 0 there (gathered)
+    expected = np.where(np.isfinite(flat[:, units]), flat[:, units], 0).sum(1)
+    np.testing.assert_allclose(amip.finite_column_sum(flat, units), expected, 1e-13)
+    mu, sigma, log_lik = _heavy_tailed_draws()
+    both = amip.hybrid_changes(mu, log_lik, np.array([3]), np.array([5, 9]), [(0, 1.0), (1, 2.0)])
+    assert both == [
+        pytest.approx(amip.hybrid_change(mu, log_lik, np.array([3]), np.array([5, 9]), s, z), 1e-12)
+        for s, z in [(0, 1.0), (1, 2.0)]
+    ]
