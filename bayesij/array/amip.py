@@ -12,8 +12,8 @@ the set greedily, re-estimating ``g`` and ``phi`` under importance weights
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -180,20 +180,28 @@ def weighted_value(
 
 
 def weighted_influence_mcse(
-    f: np.ndarray, log_lik: np.ndarray, weights: np.ndarray, sign: int, z: float
+    f: np.ndarray,
+    log_lik: np.ndarray,
+    weights: np.ndarray,
+    sign: int,
+    z: float,
+    units: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Monte Carlo standard error of each unit's weighted influence ``phi`` (U,).
+    """Monte Carlo standard error of each unit's weighted influence ``phi``: (U,), or
+    (len(units),) for the columns ``units`` of ``log_lik`` (S, U) (read a chunk at a time).
 
     ``phi_u = sum_s w_s a_s (l_su - lbar_u)`` with ``a = g* - g*_w``; as a self-normalised
     importance-sampling estimate its variance is ``sum_s w_s^2 (a_s (l_su - lbar_u) -
     phi_u)^2`` (independent draws).
     """
+    units = np.arange(log_lik.shape[1]) if units is None else units
     _, weighted, _ = weighted_value(f, weights, sign, z)
     a = np.divide(weighted, weights, out=np.zeros_like(weights), where=weights > 0)
-    out = np.empty(log_lik.shape[1])
+    out = np.empty(units.size)
     w2 = weights**2
-    for chunk in obs_chunks(log_lik.shape[1], 2 * log_lik.shape[0]):
-        columns = np.where(np.isfinite(log_lik[:, chunk]), log_lik[:, chunk], 0.0)
+    for chunk in obs_chunks(units.size, 8 * log_lik.shape[0]):  # ~8 MiB a temporary
+        columns = np.asarray(log_lik[:, units[chunk]], dtype=float)
+        columns = np.where(np.isfinite(columns), columns, 0.0)
         centred = columns - weights @ columns
         phi = weighted @ centred
         out[chunk] = np.sqrt(w2 @ (a[:, None] * centred - phi) ** 2)
@@ -344,10 +352,8 @@ def _continue_linearly(
     reached, done = np.zeros(0, dtype=int), 0
     while done < extra.size and not reached.size:
         upto = min(extra.size, max(FIRST_PREFIX, 2 * done))
-        columns = flat_l[:, extra[done:upto]]
-        noise_sq[done:upto] = np.nan_to_num(
-            weighted_influence_mcse(flat_f, columns, weights, sign, z)
-        ) ** 2
+        noise = weighted_influence_mcse(flat_f, flat_l, weights, sign, z, extra[done:upto])
+        noise_sq[done:upto] = np.nan_to_num(noise) ** 2
         noise = np.sqrt(mcse**2 + np.cumsum(noise_sq[:upto]))
         reached = np.flatnonzero(direction * linear[:upto] >= need + MC_MARGIN * noise)
         done = upto
@@ -451,8 +457,10 @@ def metrics_influence(fs, log_lik, goals, score=None, unconstrained=None, keep_b
     ``fs``: draws (n_chains, n_draws) of each goal's quantity; ``log_lik`` (n_chains,
     n_draws, U). Returns InfluenceScores with ``psi`` and ``mcse`` (len(goals), U)."""
     g_star = np.stack([metric_draws(f, g.sign, g.z) for f, g in zip(fs, goals, strict=True)], -1)
-    if score is None:
-        return influence_scores(g_star, log_lik, check=False, keep_blocks=keep_blocks)
+    if score is None:  # block sums only feed the bootstrap: float32 is plenty, half the memory
+        return influence_scores(
+            g_star, log_lik, check=False, keep_blocks=keep_blocks, blocks_dtype=np.float32
+        )
     from bayesij.array.control_variates import zero_variance_influence
 
     return zero_variance_influence(g_star, log_lik, score, unconstrained, keep_blocks=keep_blocks)

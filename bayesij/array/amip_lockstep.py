@@ -12,6 +12,7 @@ number of steps of its longest search, not their sum over quantities and targets
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,9 @@ def influence_products(matrix: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     return out
 
 
-def run_in_lockstep(matrix: np.ndarray, searches: list[Generator]) -> list:
+def run_in_lockstep(
+    matrix: np.ndarray, searches: list[Generator[np.ndarray, np.ndarray, Any]]
+) -> list:
     """Run generator searches together; return what each returns, in order.
 
     A search yields a vector ``v`` of length ``n <= n_draws`` and receives
@@ -67,7 +70,7 @@ def run_in_lockstep(matrix: np.ndarray, searches: list[Generator]) -> list:
     for i, search in enumerate(searches):
         _advance(i, search, None, pending, results, first=True)
     while pending:
-        rows = {}
+        rows: dict[int, list[int]] = {}
         for i, vector in pending.items():
             rows.setdefault(vector.size, []).append(i)
         answers = {}

@@ -156,8 +156,9 @@ def linear_answer(
 
 
 def _replicate_chunks(replicates: int, n_units: int) -> list[slice]:
-    """Slices of replicates whose (replicates, units) gains stay near 64 MiB."""
-    size = max(1, CHUNK_BYTES // (8 * max(1, n_units)))
+    """Slices of replicates whose (replicates, units) gains stay near 16 MiB (each chunk
+    makes a few temporaries of that size)."""
+    size = max(1, CHUNK_BYTES // (32 * max(1, n_units)))
     return [slice(start, min(start + size, replicates)) for start in range(0, replicates, size)]
 
 

@@ -72,6 +72,11 @@ class LooArrays(NamedTuple):
         The normalised (smoothed, for PSIS) importance log-weights of each observation, kept
         on request (``save_log_weights=True``, as R loo's ``save_psis``) so that LOO
         expectations and the linearity check reuse them instead of smoothing again.
+    expectations : ndarray of shape (K, n_obs) or None
+        With ``expectation_draws``: the leave-one-out posterior mean of each of K
+        quantities, ``sum_s w_sn f_sk`` under the normalised weights of the base method,
+        from the same pass (the weights are never stored); NaN for an impossible
+        observation.
     """
 
     elpd: np.ndarray
@@ -84,6 +89,7 @@ class LooArrays(NamedTuple):
     tail_len: np.ndarray
     constant: np.ndarray
     log_weights: np.ndarray | None = None
+    expectations: np.ndarray | None = None
 
 
 def mcse_elpd(relative_error: np.ndarray, r_eff: np.ndarray) -> np.ndarray:
@@ -199,16 +205,18 @@ def _minimum_with_stand_in(rows: np.ndarray, which=slice(None)):
     return body, impossible
 
 
-def _psis_elpd_fused(log_lik, tail_len, r_eff, ties, scratch):
+def _psis_elpd_fused(log_lik, tail_len, r_eff, ties, scratch, expect=None):
     """:func:`_psis_elpd` (PSIS) by the compiled per-row kernel, the rows it leaves (ties,
     wide ranges, k-hat far above 1, impossible observations...) by :func:`_psis_elpd`.
 
-    Also returns the mask of the rows left and (minima, impossible) as
-    :func:`_minimum_with_stand_in` (the kernel finds the minima of the rows it does).
+    Also returns the mask of the rows left, (minima, impossible) as
+    :func:`_minimum_with_stand_in` (the kernel finds the minima of the rows it does) and,
+    with ``expect`` (K, n_draws), (rows whose expectations the kernel computed, those
+    expectations (n_rows, K)), else None.
     """
     from bayesij.array.kernels.psis import fused_psis_loo  # compiles (or loads) on first use
 
-    fused = fused_psis_loo(log_lik, tail_len)
+    fused = fused_psis_loo(log_lik, tail_len, expect)
     lppd, elpd, k, body = fused.lppd, fused.elpd, fused.pareto_k, fused.minimum
     with np.errstate(divide="ignore"):
         ess = r_eff / fused.sum_w2
@@ -223,7 +231,32 @@ def _psis_elpd_fused(log_lik, tail_len, r_eff, ties, scratch):
         )
         for values, part in zip((lppd, elpd, k, mcse, ess), results, strict=True):
             values[left] = part
-    return lppd, elpd, k, mcse, ess, ~fused.done, (body, impossible)
+    means = None if expect is None else (fused.expected & fused.done, fused.expectations)
+    return lppd, elpd, k, mcse, ess, ~fused.done, (body, impossible), means
+
+
+def _general_means(rows, body, tails, r_eff, base, ties, scratch, saved, expect, which, out):
+    """Leave-one-out means of ``expect`` (K, n_draws) for the rows ``which`` (mask) into
+    ``out`` (K, n_rows): from the saved log-weights when there are any, else from the
+    general path's weights of just those rows."""
+    rows_left = np.flatnonzero(which)
+    if not rows_left.size:
+        return
+    if saved is not None:
+        log_weights = saved[rows_left]
+    else:
+        log_weights = np.empty((rows_left.size, rows.shape[1]))
+        _psis_elpd(
+            rows[rows_left],
+            body[rows_left],
+            tails[rows_left],
+            r_eff[rows_left],
+            base == "psis",
+            ties,
+            scratch,
+            log_weights,
+        )
+    out[:, rows_left] = expect @ np.exp(log_weights).T
 
 
 #: Below this sum of weights (scaled to the largest raw ratio) a row is redone in log space.
@@ -362,12 +395,17 @@ def loo_methods(
     ties: str = "above",
     check: bool = True,
     save_log_weights: bool = False,
+    expectation_draws: np.ndarray | None = None,
 ) -> dict[str, LooArrays]:
     """Several LOO methods from one pass over the draws: :func:`loo_pointwise` for each of
     ``methods``, sharing the Pareto smoothing (k-hat, lppd, r_eff) of every chunk.
 
     ``save_log_weights`` keeps the log-weights of PSIS (or of IS when it is the only
-    importance-sampling method asked for).
+    importance-sampling method asked for). ``expectation_draws`` (n_draws_total, K), draws
+    of K quantities in the order of the log-likelihood's draws: their leave-one-out means
+    under those weights come from the same pass (:attr:`LooArrays.expectations`), which is
+    how the linearity check of the audit gets its importance-sampling changes without a
+    second smoothing or a stored copy of the weights.
     """
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
@@ -383,6 +421,11 @@ def loo_methods(
     out = np.full((4, n_obs), np.nan)  # lppd, k-hat, r_eff, constant
     per_method = {m: np.full((3, n_obs), np.nan) for m in methods}  # elpd, mcse, ess
     log_weights = np.empty((n_obs, n_draws)) if save_log_weights else None
+    expect = None
+    means = None
+    if expectation_draws is not None:
+        expect = np.ascontiguousarray(np.asarray(expectation_draws, dtype=float).T)  # (K, S)
+        means = np.full((expect.shape[0], n_obs), np.nan)
 
     chunks = obs_chunks(n_obs, 10 * n_draws + 60 * 250)
     buffers = threading.local()
@@ -399,12 +442,16 @@ def loo_methods(
             body, impossible = _minimum_with_stand_in(rows)
         efficiency = given[chunk] if given is not None else _r_eff_rows(rows, by_chain)
         tails = tail_length(n_draws, efficiency, tail_rule)
+        expected = np.zeros(len(rows), dtype=bool)
         if fused:
-            lppd, elpd, k, mcse, ess, checked, found = _psis_elpd_fused(
-                rows, tails, efficiency, ties, buffers.scratch
+            lppd, elpd, k, mcse, ess, checked, found, fused_means = _psis_elpd_fused(
+                rows, tails, efficiency, ties, buffers.scratch, expect
             )
             if given is not None:
                 body, impossible = found
+            if fused_means is not None and means is not None:
+                expected, values = fused_means
+                means[:, np.arange(chunk.start, chunk.stop)[expected]] = values[expected].T
         else:
             lppd, elpd, k, mcse, ess = _psis_elpd(
                 rows, body, tails, efficiency, base == "psis", ties, buffers.scratch, saved
@@ -418,6 +465,20 @@ def loo_methods(
                 per_method[m][:, chunk] = [plain[1], plain[3], plain[4]]
             else:
                 per_method[m][0, chunk] = _ij_elpd(rows) if m == "ij" else _cumulant_elpd(rows)
+        if expect is not None and means is not None:
+            _general_means(
+                rows,
+                body,
+                tails,
+                efficiency,
+                base,
+                ties,
+                buffers.scratch,
+                saved,
+                expect,
+                ~expected & ~impossible,
+                means[:, chunk],
+            )
         constant = np.zeros(len(rows), dtype=bool)  # a constant row is never done fused
         constant[checked] = (rows[checked] == rows[checked, :1]).all(axis=1)
         out[:, chunk] = [lppd, k, efficiency, constant]
@@ -448,6 +509,7 @@ def loo_methods(
             tail_len,
             constant == 1,
             log_weights.T if log_weights is not None and m == base else None,
+            means if m == base else None,
         )
         for m, values in per_method.items()
     }

@@ -35,7 +35,7 @@ from bayesij.stats.amip import (
 )
 from bayesij.stats.compare import compare
 from bayesij.stats.jackknife import IJCovariance, ij_covariance
-from bayesij.stats.linearity import linearity
+from bayesij.stats.linearity import loo_linearity
 
 # Aliased: audit() has arguments named loo, waic and amip.
 from bayesij.stats.loo import LooResult
@@ -452,8 +452,11 @@ def audit(
     quantities, only when the IJ variance is Monte Carlo-precise and its linear
     approximation reliable; otherwise the report says "undetermined" (with how many draws
     would decide) or "not applicable" (with why). Each piece of work is done once: the
-    influence scores come from the IJ covariance's pass over the draws, and the linearity
-    check reuses them and the PSIS-LOO smoothed weights.
+    influence scores come from the IJ covariance's pass over the draws; the linearity
+    check reuses them and gets its leave-one-out means from the PSIS-LOO pass itself
+    (:func:`bayesij.stats.linearity.loo_linearity`: no stored weights); every AMIP search
+    of every quantity and target shares its passes over the draws
+    (:func:`bayesij.stats.amip.amip_searches`).
 
     References
     ----------
@@ -482,14 +485,13 @@ def audit(
     with warnings.catch_warnings():  # every diagnostic is part of the report
         warnings.simplefilter("ignore")
         ij = ij_covariance(post, groups=groups)
-        loo_result = compute_loo(post, groups=groups, save_psis=True) if loo else None
         scores = InfluenceScores(ij.influence["psi"].values, ij.influence["mcse"].values)
-        checked = linearity(post, groups=groups, scores=scores, loo=loo_result)
+        loo_result, checked = loo_linearity(post, groups=groups, scores=scores)
         result = Audit(
             quantities=names,
             influence=ij.influence,
             ij=replace(ij, linearity=checked),
-            loo=replace(loo_result, log_weights=None) if loo_result is not None else None,
+            loo=loo_result if loo else None,
             waic=compute_waic(post, groups=groups) if waic else None,
             description=repr(post),
             units=units,
@@ -570,9 +572,7 @@ def _search(result: Audit, post, targets, groups, method, alpha_max) -> None:
             else:
                 questions.append((q, t))
     if questions:
-        found = amip_searches(
-            post, questions, groups=groups, method=method, alpha_max=alpha_max
-        )
+        found = amip_searches(post, questions, groups=groups, method=method, alpha_max=alpha_max)
         result.amip.update(zip(questions, found, strict=True))
 
 
@@ -594,8 +594,7 @@ def _comparison(loo_result, compare_with, post, groups) -> pd.DataFrame | None:
             repr(compare_with)[:80],
             "a non-empty dict of other fits by name (not 'audited', this fit's name)",
         )
-    own = loo_result if loo_result is not None else compute_loo(post, groups=groups)
-    results = {"audited": replace(own, log_weights=None)}
+    results = {"audited": loo_result}
     for name, other in compare_with.items():
         results[name] = other if isinstance(other, LooResult) else compute_loo(other, groups=groups)
     return compare(results, weights="stacking")

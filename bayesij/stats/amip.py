@@ -15,9 +15,9 @@ from bayesij.array.amip import (
     TARGETS,
     goal_for,
     goal_influence,
+    goal_row,
     linear_paths,
     linear_search,
-    goal_row,
     reweighted_searches,
     search_path,
 )

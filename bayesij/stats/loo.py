@@ -313,10 +313,12 @@ def loo_methods(
         save_log_weights=save_psis,
     )
     results = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
-    return _results(results, source.index, source.n_draws, tail_rule, ddof)
+    return loo_results(results, source.index, source.n_draws, tail_rule, ddof)
 
 
-def _results(results: dict, index: pd.Index, n_draws: int, tail_rule: str, ddof: int) -> dict:
+def loo_results(results: dict, index: pd.Index, n_draws: int, tail_rule: str, ddof: int) -> dict:
+    """LooResults (with their warnings) from :func:`bayesij.array.loo.loo_methods`'
+    arrays by method."""
     out = {}
     for method, arrays in results.items():
         pointwise = pd.DataFrame(

@@ -31,7 +31,9 @@ def test_the_products_are_matrix_products_with_nan_where_not_finite():
     assert np.isnan(products[:, 2]).all() and np.isfinite(np.delete(products, 2, 1)).all()
     single = matrix.astype(np.float32)  # converted a chunk at a time, the same numbers
     expected = vectors.T @ single.astype(np.float64)
-    np.testing.assert_allclose(influence_products(single, vectors)[:, [0, 1, 3]], expected[:, [0, 1, 3]], 1e-13)
+    np.testing.assert_allclose(
+        influence_products(single, vectors)[:, [0, 1, 3]], expected[:, [0, 1, 3]], 1e-13
+    )
 
 
 def test_searches_in_lockstep_choose_what_each_chooses_alone():
@@ -39,9 +41,12 @@ def test_searches_in_lockstep_choose_what_each_chooses_alone():
     questions = [(mu, "sign"), (mu, "significance"), (sigma, 0.3), (mu, "sign_and_significance")]
     goals = [amip.goal_for(f, target, 1.96) for f, target in questions]
     fs = [f for f, _ in questions]
-    scores = [amip.metric_influence(f, log_lik, g, keep_blocks=True) for f, g in zip(fs, goals)]
+    scores = [
+        amip.metric_influence(f, log_lik, g, keep_blocks=True)
+        for f, g in zip(fs, goals, strict=True)
+    ]
     together = amip.reweighted_searches(fs, log_lik, goals, scores, 15, 0.7)
-    for f, goal, score, found in zip(fs, goals, scores, together):
+    for f, goal, score, found in zip(fs, goals, scores, together, strict=True):
         alone = amip.reweighted_search(f, log_lik, goal, score, 15, 0.7)
         np.testing.assert_array_equal(found.path.order, alone.path.order)
         np.testing.assert_allclose(found.path.change, alone.path.change, rtol=1e-12)

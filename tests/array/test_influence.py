@@ -148,3 +148,18 @@ def test_tiled_transpose_equals_numpy(rng, n_draws, chunk):
     out = np.full((80, n_draws), np.nan)
     rows = _numeric.transpose_columns(matrix, chunk, out)
     np.testing.assert_array_equal(rows, matrix[:, chunk].T)
+
+
+def test_block_sums_kept_in_float32_are_the_float64_ones_rounded():
+    rng = np.random.default_rng(2)
+    f = rng.normal(size=(4, 300, 2))
+    log_lik = -0.5 * (rng.normal(size=20) - f[..., :1]) ** 2
+    wide = influence_scores(f, log_lik, keep_blocks=True)
+    narrow = influence_scores(f, log_lik, keep_blocks=True, blocks_dtype=np.float32)
+    assert (
+        narrow.block_sums.dtype == np.float32 and narrow.block_sums.shape == wide.block_sums.shape
+    )
+    np.testing.assert_allclose(narrow.block_sums, wide.block_sums, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(narrow.psi, wide.psi)
+    # The block sums add up to psi times (S - 1) / S ... times S: their mean over draws.
+    np.testing.assert_allclose(wide.block_sums.sum(axis=0) / f[..., 0].size, wide.psi, rtol=1e-12)

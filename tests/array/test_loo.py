@@ -1,6 +1,7 @@
 """Array-level pieces of PSIS-LOO checked against their direct definitions."""
 
 import numpy as np
+import pytest
 from scipy.special import logsumexp
 
 from bayesij.array.loo import _BLOM, loo_pointwise, mcse_elpd
@@ -25,3 +26,29 @@ def test_lppd_of_columns_with_a_huge_log_likelihood_range():
     log_lik[0, 2] = -1000.0
     result = loo_pointwise(log_lik, r_eff=1.0)
     np.testing.assert_allclose(result.lppd, logsumexp(log_lik, axis=0) - np.log(400), rtol=1e-13)
+
+
+@pytest.mark.parametrize("options", [{}, {"save_log_weights": True}, {"r_eff": 1.0}])
+@pytest.mark.parametrize("methods", [("psis",), ("is",), ("psis", "ij")])
+def test_leave_one_out_means_from_the_same_pass(options, methods):
+    """expectation_draws: the LOO means of quantities under the base method's normalised
+    weights, whichever path computed them (compiled kernel, general path for tied draws,
+    saved weights, plain IS), equal the means under the saved log-weights."""
+    from bayesij.array.loo import loo_methods
+
+    rng = np.random.default_rng(4)
+    f = rng.normal(size=(4, 500, 3))
+    y = rng.standard_t(3, size=300)
+    log_lik = -0.5 * (y - 0.3 * f[..., :1]) ** 2 / (1 + 0.1 * f[..., 1:2] ** 2)
+    log_lik[:, :3, 7] = log_lik[:, 3:6, 7]  # repeated draws in one column
+    flat = f.reshape(-1, 3)
+    if "r_eff" in options:
+        options = {"r_eff": np.ones(300)}
+    got = loo_methods(log_lik, methods, expectation_draws=flat, **options)
+    plain = {k: v for k, v in options.items() if k != "save_log_weights"}
+    saved = loo_methods(log_lik, methods, save_log_weights=True, **plain)
+    base = "is" if methods == ("is",) else "psis"
+    expected = flat.T @ np.exp(saved[base].log_weights)
+    np.testing.assert_allclose(got[base].expectations, expected, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(got[base].elpd, saved[base].elpd, rtol=0, atol=1e-12)
+    assert all(got[m].expectations is None for m in methods if m != base)

@@ -91,9 +91,13 @@ class FusedLoo(NamedTuple):
     sum_w2: np.ndarray
     minimum: np.ndarray
     done: np.ndarray
+    expectations: np.ndarray | None = None
+    expected: np.ndarray | None = None
 
 
-def fused_psis_loo(rows: np.ndarray, tail_len: np.ndarray) -> FusedLoo:
+def fused_psis_loo(
+    rows: np.ndarray, tail_len: np.ndarray, expectation_draws: np.ndarray | None = None
+) -> FusedLoo:
     """PSIS-LOO of every row of log-likelihood values, one observation per row.
 
     Parameters
@@ -102,15 +106,29 @@ def fused_psis_loo(rows: np.ndarray, tail_len: np.ndarray) -> FusedLoo:
         Log-likelihood draws of each observation (contiguous rows are fastest).
     tail_len : ndarray of shape (n_rows,)
         Pareto tail length ``M`` of each row (:func:`bayesij.array.psis.tail_length`).
+    expectation_draws : ndarray of shape (K, n_draws), optional
+        Draws of K quantities (in the draw order of the rows): their expectations under
+        each row's smoothed weights come from the same pass (the weights are never stored).
 
     Returns
     -------
     FusedLoo
     """
-    out = np.zeros((7, rows.shape[0]))
-    _rows(np.ascontiguousarray(rows, dtype=np.float64), np.asarray(tail_len, np.int64), out)
-    lppd, elpd, k, error, sum_w2, minimum, done = out
-    return FusedLoo(lppd, elpd, k, error, sum_w2, minimum, done == 1)
+    draws = np.zeros((0, rows.shape[1])) if expectation_draws is None else expectation_draws
+    draws = np.ascontiguousarray(draws, dtype=np.float64)
+    out = np.zeros((8, rows.shape[0]))
+    means = np.zeros((rows.shape[0], draws.shape[0]))
+    _rows(
+        np.ascontiguousarray(rows, dtype=np.float64),
+        np.asarray(tail_len, np.int64),
+        out,
+        draws,
+        means,
+    )
+    lppd, elpd, k, error, sum_w2, minimum, done, expected = out
+    if expectation_draws is None:
+        return FusedLoo(lppd, elpd, k, error, sum_w2, minimum, done == 1)
+    return FusedLoo(lppd, elpd, k, error, sum_w2, minimum, done == 1, means, expected == 1)
 
 
 @reordered
@@ -328,9 +346,9 @@ def _smooth_tail(top, m, k, sigma, smoothed, scratch):
 
 
 @_inlined
-def _row(row, m, work, top, sample, counts, x, theta, profile, product, scratch, out):
+def _row(row, m, work, top, sample, counts, x, theta, profile, product, scratch, out, draws, means):
     """PSIS-LOO of one row into ``out`` (lppd, elpd, k, relative error, sum_w2, minimum,
-    done)."""
+    done, expected) and the expectations of ``draws`` (K, n) into ``means`` (K,)."""
     n = row.shape[0]
     body, high = min_max(row)
     out[5] = body
@@ -376,10 +394,45 @@ def _row(row, m, work, top, sample, counts, x, theta, profile, product, scratch,
     out[3] = math.sqrt(max(square, 0.0))
     out[4] = sum_w2
     out[6] = 1.0
+    if draws.shape[0] and _weighted_means(work, top, x, m, cutoff, total, draws, sample, means):
+        out[7] = 1.0
+
+
+@reordered
+def _weighted_means(work, top, x, m, cutoff, total, draws, body, means):
+    """``sum_s w_s f_ks / total`` for each row ``f_k`` of ``draws``: raw ratios ``work`` at
+    or below the cutoff, the smoothed ``x[i]`` for the tail draw whose ratio is
+    ``top[i + 1]`` (found by bisection in the ascending ``top[1:m + 1]``). False (nothing
+    written) when tail values are tied."""
+    for i in range(1, m):
+        if top[i] == top[i + 1]:
+            return False
+    n = work.shape[0]
+    for s in range(n):
+        body[s] = work[s] if work[s] <= cutoff else 0.0
+    for k in range(draws.shape[0]):
+        acc = 0.0
+        for s in range(n):
+            acc += body[s] * draws[k, s]
+        means[k] = acc
+    for s in range(n):
+        if work[s] > cutoff:
+            low, high = 1, m
+            while low < high:
+                middle = (low + high) // 2
+                if top[middle] < work[s]:
+                    low = middle + 1
+                else:
+                    high = middle
+            for k in range(draws.shape[0]):
+                means[k] += x[low - 1] * draws[k, s]
+    for k in range(draws.shape[0]):
+        means[k] /= total
+    return True
 
 
 @compiled
-def _rows(rows, tail_len, out):
+def _rows(rows, tail_len, out, draws, means):
     n = rows.shape[1]
     m_max = max(tail_len.max() + 1, 1) if tail_len.shape[0] else 1
     work = np.empty(n)
@@ -403,4 +456,6 @@ def _rows(rows, tail_len, out):
             grid[2],
             scratch,
             out[:, i],
+            draws,
+            means[i],
         )

@@ -51,6 +51,29 @@ def test_fused_equals_the_general_path(make, seed):
     np.testing.assert_array_equal(fused.minimum, rows.min(axis=1))
 
 
+@pytest.mark.parametrize("make", [_normal_rows, _heavy_rows])
+def test_fused_expectations_are_the_general_paths_weighted_means(make):
+    """The leave-one-out means of quantities from the kernel's own smoothed weights (the
+    linearity check's importance-sampling changes) equal the means under the general
+    path's normalised log-weights; a tail with tied values is left to the general path."""
+    rows = make(3, n_rows=200)
+    draws = np.random.default_rng(9).normal(size=(3, rows.shape[1])) + rows[:3]
+    tails = tail_length(rows.shape[1], np.ones(len(rows)))
+    fused = fused_psis_loo(rows, tails, draws)
+    weights = np.empty(rows.shape)
+    scratch = tuple(np.empty(rows.shape) for _ in range(3))
+    _psis_elpd(rows, rows.min(axis=1), tails, np.ones(len(rows)), True, "above", scratch, weights)
+    expected = draws @ np.exp(weights).T  # (3, rows)
+    ok = fused.expected
+    assert ok.sum() >= 50 and np.array_equal(ok, fused.done)  # continuous draws: no ties
+    np.testing.assert_allclose(fused.expectations[ok].T, expected[:, ok], rtol=1e-12, atol=1e-13)
+    tied = rows[:2].copy()
+    top = np.argsort(tied[0])[:2]  # the two smallest log-likelihoods: the two largest ratios
+    tied[0, top[1]] = tied[0, top[0]]
+    again = fused_psis_loo(tied, tails[:2], draws)
+    assert again.done[0] and not again.expected[0] and again.expected[1]
+
+
 def test_rows_that_need_the_general_path_are_left():
     rng = np.random.default_rng(5)
     rows = rng.normal(size=(6, 1000))
