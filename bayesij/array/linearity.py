@@ -19,11 +19,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks, read_columns
+from bayesij.array._numeric import obs_chunks
 from bayesij.array.checks import checked_r_eff, fail, impossible_columns
-from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.influence import InfluenceScores, influence_scores
-from bayesij.array.psis import psis_chunk, tail_length
+from bayesij.array.loo import loo_methods
 
 __all__ = ["LinearityArrays", "leave_out_changes", "nonlinearity_index"]
 
@@ -76,6 +75,9 @@ def leave_out_changes(
     log_weights, pareto_k : ndarray of shape (n_draws_total, n_units) and (n_units,), optional
         Normalised PSIS leave-one-unit-out log-weights and their k-hat, when already
         computed (a LOO result kept with ``save_psis=True``): no smoothing is done again.
+        Otherwise the PSIS-LOO pass (:func:`bayesij.array.loo.loo_methods`, its compiled
+        kernel) gives the leave-one-out means from its own smoothed weights, which are
+        never stored.
     check : bool, default True
         As :func:`bayesij.array.influence.influence_scores`.
 
@@ -102,19 +104,16 @@ def leave_out_changes(
         for chunk in obs_chunks(n_units, 2 * f.shape[0]):
             delta_is[:, chunk] = f.T @ np.exp(log_weights[:, chunk]) - f.mean(axis=0)[:, None]
         return LinearityArrays(-scores.psi, delta_is, np.asarray(pareto_k), scores.mcse)
-    matrix = log_lik.reshape(n_chains * n_draws, n_units)
-    efficiency = log_lik_relative_eff(log_lik) if r_eff is None else given_r_eff
-    tails = tail_length(matrix.shape[0], efficiency, tail_rule)
-    delta_is = np.empty((f.shape[1], n_units))
-    pareto_k = np.empty(n_units)
-    mean = f.mean(axis=0)
-    for chunk in obs_chunks(n_units, 4 * matrix.shape[0]):
-        smoothed = psis_chunk(-read_columns(matrix, chunk), tails[chunk])
-        weights = np.exp(smoothed.log_weights)
-        weights /= weights.sum(axis=0)
-        delta_is[:, chunk] = f.T @ weights - mean[:, None]
-        pareto_k[chunk] = smoothed.pareto_k
-    return LinearityArrays(-scores.psi, delta_is, pareto_k, scores.mcse)
+    smoothed = loo_methods(
+        log_lik,
+        ("psis",),
+        r_eff=given_r_eff,
+        tail_rule=tail_rule,
+        check=False,
+        expectation_draws=f,
+    )["psis"]
+    delta_is = smoothed.expectations - f.mean(axis=0)[:, None]
+    return LinearityArrays(-scores.psi, delta_is, smoothed.pareto_k, scores.mcse)
 
 
 def nonlinearity_index(

@@ -18,6 +18,8 @@ reweighting, ...) are refused for a lazy source here, in one place, with one mes
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayesij.array._numeric import reserve_a_core
 from bayesij.array.checks import check_finite, check_log_lik_values, fail
 from bayesij.data.convert import as_posterior, node_as_dataset, unit_index
 from bayesij.data.lazy import LazyArray, lazy_log_lik, lazy_quantities
@@ -294,14 +297,32 @@ def _cut(per_unit: dict, start: int, stop: int) -> dict:
 
 
 def _prefetching(source, kernel, bounds, per_unit) -> list:
+    """The kernel over the blocks, the next block read meanwhile in a second thread. While
+    reading is the slower of the two (timed on the previous block: dask chunks of delayed
+    computations, a costly function), the kernel leaves a core to the reader
+    (:func:`bayesij.array._numeric.reserve_a_core`)."""
     parts = []
+    read_seconds = [0.0]
+
+    def read(start: int, stop: int) -> np.ndarray:
+        begin = time.perf_counter()
+        block = source.reader.block(start, stop)
+        read_seconds[0] = time.perf_counter() - begin
+        return block
+
+    kernel_seconds = np.inf  # the first block: no reserve
     with ThreadPoolExecutor(max_workers=1) as reader:  # reads; the check runs with the kernel
-        pending = reader.submit(source.reader.block, *bounds[0])
+        pending = reader.submit(read, *bounds[0])
         for index, (start, stop) in enumerate(bounds):
             block = source.checked(pending.result())
-            if index + 1 < len(bounds):
-                pending = reader.submit(source.reader.block, *bounds[index + 1])
-            parts.append(kernel(block, **_cut(per_unit, start, stop)))
+            reading = index + 1 < len(bounds)
+            reserve = reading and read_seconds[0] >= kernel_seconds
+            if reading:
+                pending = reader.submit(read, *bounds[index + 1])
+            begin = time.perf_counter()
+            with reserve_a_core() if reserve else contextlib.nullcontext():
+                parts.append(kernel(block, **_cut(per_unit, start, stop)))
+            kernel_seconds = time.perf_counter() - begin
             del block
     return parts
 

@@ -81,3 +81,13 @@ def test_top_positive_is_the_stable_sort_cut_to_the_positive_values():
         k = int(rng.integers(0, gain.size + 2))
         order = np.argsort(-gain, kind="stable")
         np.testing.assert_array_equal(top_positive(gain, k), order[gain[order] > 0][:k])
+
+
+def test_a_core_reserved_for_a_reader_is_given_back():
+    before = _numeric.threads()
+    with _numeric.reserve_a_core():
+        assert _numeric.threads() == max(1, _numeric.THREADS - 1)
+        seen = []
+        _numeric.map_chunks(lambda chunk: seen.append(chunk), _numeric.obs_chunks(10, 1))
+        assert seen == [slice(0, 10)]
+    assert _numeric.threads() == before
