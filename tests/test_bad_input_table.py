@@ -106,6 +106,8 @@ PROBABILITY = {"0": 0.0, "1.5": 1.5, "NaN": np.nan, "'0.1'": "0.1", "None": None
 OPTION = {"'nope'": "nope", "3": 3, "None": None}
 #: An option whose None means "the convention's" (bayesij.stats.peers).
 CONVENTION_OPTION = {"'nope'": "nope", "3": 3}
+#: An option whose None picks a default from the input (the audit's AMIP method).
+DEFAULTED_OPTION = {"'nope'": "nope", "3": 3}
 FLAG = {"'yes'": "yes", "2": 2, "None": None}
 NAMES = {"'nope'": "nope", "['f[1]', 'nope']": ["f[1]", "nope"], "3": 3}
 GROUPS = {"too short": [0, 1], "NaN labels": [0, 1, np.nan, 1, 0, 1], "3": 3}
@@ -204,7 +206,7 @@ def _catalogue():
             {"('nope',)": ("nope",), "3": 3},
         ),
         ("audit", "alpha_max", kw(bayesij.audit, "alpha_max", data=POST), PROBABILITY),
-        ("audit", "method", kw(bayesij.audit, "method", data=POST), OPTION),
+        ("audit", "method", kw(bayesij.audit, "method", data=POST), DEFAULTED_OPTION),
         ("audit", "loo", kw(bayesij.audit, "loo", data=POST), FLAG),
         ("audit", "quantities", kw(bayesij.audit, "quantities", data=POST), NAMES),
         (

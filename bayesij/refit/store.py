@@ -130,8 +130,9 @@ class CampaignStore:
                 raise ValueError(
                     f"store: found {self.path!r}, a file; expected a directory (new or existing)."
                 )
-            if not os.path.exists(self.path):
-                os.makedirs(self.path, mode=0o700)  # private: records and plan are the user's
+            # private: records and plan are the user's; exist_ok: two runners starting on
+            # one fresh store at once both find it made (the loser's makedirs raised)
+            os.makedirs(self.path, mode=0o700, exist_ok=True)
             _check_private(self.path)
             self.read_only = not os.access(self.path, os.W_OK)
 

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import check_flag, check_labels, constant_columns, fail
-from bayesij.array.influence import InfluenceScores
 from bayesij.data.inference_data import _group, group_names, has_groups
 from bayesij.data.posterior import base_name
 from bayesij.data.source import as_source
@@ -27,22 +26,20 @@ from bayesij.report.summary import (
 )
 from bayesij.stats.amip import (
     AmipResult,
-    amip_searches,
     check_search_options,
     check_target,
     looks_like_scale,
     one_signed,
 )
+from bayesij.stats.audit_pass import audit_pass
 from bayesij.stats.compare import compare
-from bayesij.stats.jackknife import IJCovariance, ij_covariance
-from bayesij.stats.linearity import loo_linearity
+from bayesij.stats.jackknife import IJCovariance
 
 # Aliased: audit() has arguments named loo, waic and amip.
 from bayesij.stats.loo import LooResult
 from bayesij.stats.loo import loo as compute_loo
 from bayesij.stats.power_scaling import psense
 from bayesij.stats.waic import WaicResult
-from bayesij.stats.waic import waic as compute_waic
 
 __all__ = ["audit", "Audit", "COLUMNS"]
 
@@ -100,6 +97,8 @@ class Audit:
     local: list = field(default_factory=list)
     loo_observations: LooResult | None = None
     n_quantities_available: int = 0
+    method: str = "reweighted"
+    not_computed: list = field(default_factory=list)
 
     @property
     def unit_name(self) -> str:
@@ -155,7 +154,12 @@ class Audit:
                 f"No influence search for {', '.join(constant)}: constant over the draws, so "
                 "no data can move it."
             )
-        return lines
+        if self.amip and self.method == "linear":
+            lines.append(
+                "Influential sets by the linear method: first-order predictions from the "
+                "influence scores, not re-estimated by reweighting the draws."
+            )
+        return lines + list(self.not_computed)
 
     # ----------------------------------------------------------------- tables and figures
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -390,7 +394,7 @@ def audit(
     loo: bool = True,
     waic: bool = True,
     amip: bool = True,
-    method: str = "reweighted",
+    method: str | None = None,
     alpha_max: float = 0.1,
     log_prior=None,
     compare_with: dict | None = None,
@@ -427,8 +431,11 @@ def audit(
         AMIP targets for every quantity (see :func:`bayesij.amip`).
     loo, waic, amip : bool, default True
         Which parts to compute.
-    method : str, default "reweighted"
-        AMIP method.
+    method : {None, "reweighted", "linear"}, optional
+        AMIP method. None: "reweighted" for a log-likelihood in memory, "linear" for a lazy
+        one (a dask-backed ``log_likelihood`` group or :func:`bayesij.loglik_function`,
+        read one block at a time: the reweighted search revisits the whole matrix at every
+        step). The report names the method.
     alpha_max : float, default 0.1
         Largest share of units an influential set may hold (as :func:`bayesij.amip`).
     log_prior : str, callable or array_like, optional
@@ -468,43 +475,74 @@ def audit(
     targets = check_labels(targets, "targets")
     for target in targets:
         check_target(target, "targets")
-    check_search_options(alpha_max, method)
     units = find_units(data, groups, var_name)
     chosen, n_available = _chosen_quantities(data, units, var_names, filter_vars, quantities)
-    post = as_source(
+    source = as_source(
         data,
+        groups=units.labels,
         quantities=chosen,
         var_name=var_name,
         need_quantities=True,
-        whole_matrix={"data": "the audit"},
-    ).posterior
-    names = post.quantity_names
-    groups = units.labels  # None: the observations are the units
-    if groups is None and post.groups is not None:
-        post = post.with_groups(None)  # groups=False over a container with groups
+        whole_matrix={"method": method if method == "reweighted" else None},
+    )
+    if (
+        units.labels is None
+        and source.posterior is not None
+        and source.posterior.groups is not None
+    ):
+        # groups=False over a container with groups: the observations are the units
+        plain = source.posterior.with_groups(None)
+        source = as_source(plain, quantities=chosen, need_quantities=True)
+    method = method if method is not None else ("linear" if source.lazy else "reweighted")
+    check_search_options(alpha_max, method)
+    if source.lazy and log_prior is not None:
+        raise fail(
+            "log_prior",
+            "a log prior with a lazy log-likelihood",
+            "no log_prior: power-scaling sensitivity needs the whole draws x units matrix in "
+            "memory",
+        )
+    names = list(source.quantity_names)
     with warnings.catch_warnings():  # every diagnostic is part of the report
         warnings.simplefilter("ignore")
-        ij = ij_covariance(post, groups=groups)
-        scores = InfluenceScores(ij.influence["psi"].values, ij.influence["mcse"].values)
-        loo_result, checked = loo_linearity(post, groups=groups, scores=scores)
+        questions, skipped = _questions(source, names, targets) if amip else ([], {})
+        found = audit_pass(source, questions, method=method, alpha_max=alpha_max)
         result = Audit(
             quantities=names,
-            influence=ij.influence,
-            ij=replace(ij, linearity=checked),
-            loo=loo_result if loo else None,
-            waic=compute_waic(post, groups=groups) if waic else None,
-            description=repr(post),
+            influence=found.ij.influence,
+            ij=replace(found.ij, linearity=found.linearity),
+            loo=found.loo if loo else None,
+            waic=found.waic if waic else None,
+            amip=dict(zip(questions, found.amip, strict=True)),
+            skipped=skipped,
+            description=_description(source),
             units=units,
             local=local_names(names, data, units),
             n_quantities_available=n_available,
+            method=method,
         )
         if loo and units.grouped:
-            result.loo_observations = compute_loo(post.with_groups(None))
-        result.sensitivity = _sensitivity(data, post, names, log_prior)
-        result.comparison = _comparison(loo_result, compare_with, post, groups)
-        if amip:
-            _search(result, post, targets, groups, method, alpha_max)
+            result.loo_observations = compute_loo(source.posterior.with_groups(None))
+        if not source.lazy:
+            result.sensitivity = _sensitivity(data, source.posterior, names, log_prior)
+        elif has_groups(data) and "log_prior" in group_names(data):
+            result.not_computed.append(
+                "Power-scaling sensitivity: the fit has a log prior, but the log-likelihood is "
+                "lazy and psense needs the whole draws x units matrix in memory."
+            )
+        result.comparison = _comparison(found.loo, compare_with, units.labels)
     return result
+
+
+def _description(source) -> str:
+    """The audited posterior in a line: the container's repr, or a lazy source's shape."""
+    if source.posterior is not None:
+        return repr(source.posterior)
+    return (
+        f"lazy log-likelihood: {source.n_chains} chains x {source.shape[1]} draws, "
+        f"{source.n_units} observations in {len(source.bounds())} blocks; "
+        f"{len(source.quantity_names)} quantities"
+    )
 
 
 def _chosen_quantities(data, units, var_names, filter_vars, quantities) -> tuple[list, int]:
@@ -555,25 +593,23 @@ def _variable_dims(data) -> dict:
     return {}
 
 
-def _search(result: Audit, post, targets, groups, method, alpha_max) -> None:
-    """The AMIP searches of every (quantity, target), skipping meaningless ones, run
-    together (:func:`bayesij.stats.amip.amip_searches`: shared passes over the draws)."""
-    names = result.quantities
-    constant = dict(zip(names, constant_columns(post.quantities.values), strict=True))
-    questions = []
-    for q in names:
-        draws = post.quantities.sel(quantity=q).values
+def _questions(source, names, targets) -> tuple[list, dict]:
+    """The AMIP questions (quantity, target) worth searching, and the skipped ones with
+    why: constant quantities, and sign targets of one-signed quantities named like scales.
+    The searches run together (:func:`bayesij.stats.audit_pass.audit_pass`)."""
+    constant = dict(zip(names, constant_columns(source.quantity_draws), strict=True))
+    questions, skipped = [], {}
+    for k, q in enumerate(names):
+        draws = source.quantity_draws[..., k]
         scale = one_signed(draws) is not None and looks_like_scale(q)
         for t in targets:
             if constant[q]:
-                result.skipped[(q, t)] = "constant"
+                skipped[(q, t)] = "constant"
             elif scale and t in ("sign", "sign_and_significance"):
-                result.skipped[(q, t)] = "one-signed scale"
+                skipped[(q, t)] = "one-signed scale"
             else:
                 questions.append((q, t))
-    if questions:
-        found = amip_searches(post, questions, groups=groups, method=method, alpha_max=alpha_max)
-        result.amip.update(zip(questions, found, strict=True))
+    return questions, skipped
 
 
 def _sensitivity(data, post, names, log_prior) -> pd.DataFrame | None:
@@ -584,7 +620,7 @@ def _sensitivity(data, post, names, log_prior) -> pd.DataFrame | None:
     return psense(source, log_prior=log_prior, quantities=names)
 
 
-def _comparison(loo_result, compare_with, post, groups) -> pd.DataFrame | None:
+def _comparison(loo_result, compare_with, groups) -> pd.DataFrame | None:
     """PSIS-LOO comparison with stacking weights of this fit and ``compare_with``'s."""
     if compare_with is None:
         return None

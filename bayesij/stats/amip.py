@@ -515,11 +515,7 @@ def amip_searches(
 def _searches(source, questions, z, method, alpha_max, score=None, unconstrained=None) -> list:
     """``(AmipResult, AmipSearch)`` of each ``(quantity, target)`` of a checked source: one
     pass for all the influences, then the searches (reweighted ones in lockstep)."""
-    fs = [source.quantity_draws[..., source.quantity_names.index(q)] for q, _ in questions]
-    for f, (quantity, _) in zip(fs, questions, strict=True):
-        _check_varies(f, quantity)
-    k_max = max(1, int(np.floor(alpha_max * source.n_units)))
-    goals = [goal_for(f, target, float(z)) for f, (_, target) in zip(fs, questions, strict=True)]
+    fs, goals = amip_goals(source, questions, z)
     kernel = partial(
         goal_influence,
         fs=fs,
@@ -529,12 +525,37 @@ def _searches(source, questions, z, method, alpha_max, score=None, unconstrained
         unconstrained=unconstrained,
     )
     scores = map_blocks(source, kernel)
+    return searches_from(source, questions, fs, goals, scores, z, method, alpha_max)
+
+
+def amip_goals(source, questions, z) -> tuple[list, list]:
+    """The draws (n_chains, n_draws) of each question's quantity and its Goal; a quantity
+    constant over the draws is refused."""
+    fs = [source.quantity_draws[..., source.quantity_names.index(q)] for q, _ in questions]
+    for f, (quantity, _) in zip(fs, questions, strict=True):
+        _check_varies(f, quantity)
+    goals = [goal_for(f, target, float(z)) for f, (_, target) in zip(fs, questions, strict=True)]
+    return fs, goals
+
+
+def searches_from(source, questions, fs, goals, scores, z, method, alpha_max) -> list:
+    """The searches of :func:`_searches` from the goals' influence scores
+    (:func:`bayesij.array.amip.goal_influence` over every block: ``"all"``, and ``"half"``
+    for the linear method)."""
+    k_max = max(1, int(np.floor(alpha_max * source.n_units)))
     rows = [goal_row(scores["all"], k) for k in range(len(goals))]
     if method == "linear":
-        found = []
-        for k, (f, goal) in enumerate(zip(fs, goals, strict=True)):
-            paths = linear_paths(f, goal, rows[k], goal_row(scores["half"], k), k_max)
-            found.append(linear_search(f, goal, paths, source.rows(paths.units)))
+        paths = [
+            linear_paths(f, goal, rows[k], goal_row(scores["half"], k), k_max)
+            for k, (f, goal) in enumerate(zip(fs, goals, strict=True))
+        ]
+        # The units every search reads, read once (a lazy source: their chunks once).
+        needed = np.unique(np.concatenate([p.units for p in paths])).astype(int)
+        columns = source.rows(needed)
+        found = [
+            linear_search(f, goal, p, columns[:, :, np.searchsorted(needed, p.units)])
+            for f, goal, p in zip(fs, goals, paths, strict=True)
+        ]
     else:
         threshold = pareto_k_threshold(source.n_draws)
         found = reweighted_searches(fs, source.matrix(), goals, rows, k_max, threshold)

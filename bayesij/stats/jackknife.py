@@ -242,12 +242,7 @@ def ij_covariance(
         need_quantities=True,
         whole_matrix={"check_linearity": check_linearity},
     )
-    if source.n_units < 2:
-        raise fail(
-            "groups" if source.units.dims[0] == "group" else "log_lik",
-            f"{source.n_units} {source.units.dims[0]}",
-            "at least 2 units: the IJ variance is that of a bootstrap over units",
-        )
+    check_units(source)
     draws = source.quantity_draws
     chains = np.repeat(np.arange(source.n_chains), source.shape[1])
     setup = ij_setup(
@@ -261,10 +256,20 @@ def ij_covariance(
     if check_linearity:
         checked = linearity(source.posterior, groups=groups, scores=result.scores)
     names = list(source.quantity_names)
-    return _ij_result(result, names, source.units, draws, n_blocks, checked)
+    return ij_result(result, names, source.units, draws, n_blocks, checked)
 
 
-def _ij_result(result, names, units, draws, n_blocks, checked=None) -> IJCovariance:
+def check_units(source) -> None:
+    """Refuse a source with fewer than 2 units: the IJ variance is a bootstrap's over them."""
+    if source.n_units < 2:
+        raise fail(
+            "groups" if source.units.dims[0] == "group" else "log_lik",
+            f"{source.n_units} {source.units.dims[0]}",
+            "at least 2 units: the IJ variance is that of a bootstrap over units",
+        )
+
+
+def ij_result(result, names, units, draws, n_blocks, checked=None) -> IJCovariance:
     """The labelled result from the arrays: covariances by quantity, the unit's name, the
     constant quantities of ``draws`` (n_chains, n_draws, K) and the influence scores."""
     index = pd.Index(names, name="quantity")

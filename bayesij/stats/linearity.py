@@ -8,17 +8,15 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from bayesij.array import loo as loo_arrays
 from bayesij.array.checks import checked_r_eff, constant_columns, fail
-from bayesij.array.influence import InfluenceScores, influence_scores
-from bayesij.array.linearity import LinearityArrays, leave_out_changes, nonlinearity_index
+from bayesij.array.influence import InfluenceScores
+from bayesij.array.linearity import leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import Summary
-from bayesij.stats.loo import LooResult, loo_results, saved_log_weights
-from bayesij.stats.peers import psis_settings
+from bayesij.stats.loo import saved_log_weights
 
-__all__ = ["linearity", "loo_linearity", "LinearityResult", "RELIABLE_BELOW", "UNRELIABLE_ABOVE"]
+__all__ = ["linearity", "LinearityResult", "RELIABLE_BELOW", "UNRELIABLE_ABOVE"]
 
 #: Index below which the linear approximation is called reliable (and no unit excluded).
 RELIABLE_BELOW = 0.1
@@ -190,68 +188,12 @@ def linearity(
         leave_out_changes, draws, tail_rule=tail_rule, scores=scores, check=False, **saved
     )
     changes = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
-    return _result(changes, draws, list(source.quantity_names), source.index, source.n_draws)
-
-
-def loo_linearity(
-    data, *, groups=None, quantities=None, var_name=None, scores=None
-) -> tuple[LooResult, LinearityResult]:
-    """:func:`bayesij.loo` (PSIS, bayesij's conventions) and :func:`linearity` from one pass
-    over the draws: the leave-one-unit-out means of the quantities come from the LOO
-    kernel's own smoothed weights (:attr:`bayesij.array.loo.LooArrays.expectations`), so
-    that no copy of the weights is stored and nothing is smoothed twice. The numbers are
-    those of ``loo(data, save_psis=True)`` and ``linearity(data, loo=that)`` (to rounding,
-    1e-13); this is how :func:`bayesij.audit` checks linearity.
-
-    Parameters
-    ----------
-    data, groups, quantities, var_name, scores
-        As :func:`linearity`.
-
-    Returns
-    -------
-    (LooResult, LinearityResult)
-    """
-    if scores is not None and not isinstance(scores, InfluenceScores):
-        raise fail(
-            "scores",
-            f"a {type(scores).__name__}",
-            "None or the InfluenceScores of the same draws (IJCovariance.scores)",
-        )
-    source = as_source(
-        data,
-        groups=groups,
-        quantities=quantities,
-        var_name=var_name,
-        need_quantities=True,
-        whole_matrix={"scores": scores},
+    return linearity_result(
+        changes, draws, list(source.quantity_names), source.index, source.n_draws
     )
-    draws = source.quantity_draws
-    flat = draws.reshape(-1, draws.shape[-1])
-    settings = psis_settings(None, source)
-    r_eff = None if settings.r_eff is None else checked_r_eff(settings.r_eff, source.n_units)
-    kernel = partial(
-        loo_arrays.loo_methods,
-        methods=("psis",),
-        tail_rule=settings.tail_rule,
-        ties=settings.ties,
-        check=False,
-        expectation_draws=flat,
-    )
-    arrays = map_blocks(source, kernel, per_unit={"r_eff": r_eff})
-    psis = arrays["psis"]
-    if np.isneginf(psis.elpd).any():
-        raise fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
-    result = loo_results(arrays, source.index, source.n_draws, settings.tail_rule, settings.ddof)
-    if scores is None:
-        scores = map_blocks(source, partial(influence_scores, draws, check=False))
-    delta_is = psis.expectations - flat.mean(axis=0)[:, None]
-    changes = LinearityArrays(-scores.psi, delta_is, psis.pareto_k, scores.mcse)
-    names = list(source.quantity_names)
-    return result["psis"], _result(changes, draws, names, source.index, source.n_draws)
 
 
-def _result(changes, draws, quantity_names, labels, n_draws) -> LinearityResult:
+def linearity_result(changes, draws, quantity_names, labels, n_draws) -> LinearityResult:
     threshold = pareto_k_threshold(n_draws)
     index, used = nonlinearity_index(changes, threshold)
     constant = constant_columns(draws)

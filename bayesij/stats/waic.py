@@ -172,10 +172,10 @@ def waic(
     ddof = check_ddof(ddof)
     source = as_source(data, groups=groups, var_name=var_name)
     parts = map_blocks(source, partial(info.waic_parts, beta=beta, check=False), client=client)
-    return _result(parts, source.index, beta, ddof, source.n_draws)
+    return waic_result(parts, source.index, beta, ddof, source.n_draws)
 
 
-def _result(parts: info.WaicParts, index, beta: float, ddof: int, n_draws: int) -> WaicResult:
+def waic_result(parts: info.WaicParts, index, beta: float, ddof: int, n_draws: int) -> WaicResult:
     moments = info.LogLikMoments(*parts[:5], n_draws)
     variance = moments.variance(ddof)
     elpd = moments.lppd - beta * variance

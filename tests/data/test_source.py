@@ -88,7 +88,22 @@ BLOCKWISE = {
     ],
     "amip": lambda d: bayesij.amip(d, "b", "significance", method="linear").curve,
     "loo_subsample": lambda d: bayesij.loo_subsample(d, 150, seed=3),
+    "audit": lambda d: _audit_numbers(bayesij.audit(d, method="linear")),
 }
+
+
+def _audit_numbers(result) -> list:
+    """What an audit reports, for comparison: IJ, LOO, linearity, WAIC and AMIP curves."""
+    curves = [r.curve[["n_drop", "linear"]] for r in result.amip.values()]
+    return [
+        result.ij.covariance,
+        result.ij.mcse_covariance,
+        result.loo,
+        result.ij.linearity.delta_is,
+        result.waic.pointwise,
+        *curves,
+    ]
+
 
 #: Estimators that need the whole matrix in memory: name -> call(data).
 WHOLE_MATRIX = {
@@ -100,7 +115,6 @@ WHOLE_MATRIX = {
     "loo_pit": lambda d: bayesij.loo_pit(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "loo_score": lambda d: bayesij.loo_score(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "loo_metrics": lambda d: bayesij.loo_metrics(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
-    "audit": lambda d: bayesij.audit(d),
 }
 
 #: Functions of posterior draws alone: no log-likelihood goes through the source door.
@@ -112,6 +126,8 @@ WHOLE_MATRIX_OPTIONS = [
     (lambda d: bayesij.waic(d, groups=np.arange(N_OBS) // 2), "groups"),
     (lambda d: bayesij.amip(d, "b", method="reweighted"), "method"),
     (lambda d: bayesij.ij_covariance(d, check_linearity=True), "check_linearity"),
+    (lambda d: bayesij.audit(d, method="reweighted"), "method"),
+    (lambda d: bayesij.audit(d, log_prior=np.zeros((N_CHAINS, N_DRAWS))), "log_prior"),
 ]
 
 

@@ -1,8 +1,6 @@
 """The linearity diagnostic: near zero where E_w[f] is linear, large where an exact refit shows
 the IJ prediction is off; thresholds of the verdicts checked against exact errors."""
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -118,35 +116,3 @@ def test_bad_input(rng):
     impossible = bayesij.from_arrays(post.quantities.values, log_lik)
     with pytest.raises(ValueError, match=r"log_lik: found -inf values; expected finite"):
         bayesij.linearity(impossible)
-
-
-def test_one_pass_gives_the_loo_and_linearity_of_two(rng):
-    """loo_linearity (the audit's way: leave-one-out means from the LOO kernel's own
-    weights, none stored) equals loo(save_psis=True) followed by linearity(loo=that), over
-    observations and over groups, and its delta_is is the exact leave-one-out change of a
-    conjugate model up to Monte Carlo error."""
-    from bayesij.stats.linearity import loo_linearity
-
-    model, groups, post = _hierarchical(rng, tau=0.5, n_per_group=8)
-    for by in (None, groups):
-        with warnings.catch_warnings():  # leaving out a whole group: k-hat is high
-            warnings.simplefilter("ignore")
-            saved = bayesij.loo(post, groups=by, save_psis=True)
-            separate = bayesij.linearity(post, groups=by, loo=saved)
-            loo_result, together = loo_linearity(post, groups=by)
-        np.testing.assert_allclose(
-            loo_result.pointwise["elpd_loo"], saved.pointwise["elpd_loo"], rtol=0, atol=1e-12
-        )
-        assert loo_result.log_weights is None
-        np.testing.assert_allclose(together.delta_is, separate.delta_is, rtol=0, atol=1e-13)
-        np.testing.assert_allclose(together.delta_lin, separate.delta_lin, rtol=0, atol=1e-15)
-        np.testing.assert_allclose(together.index, separate.index, rtol=1e-10)
-    weights = np.ones(model.n_obs)
-    weights[0] = 0
-    exact = _exact_change(model, weights)
-    _, result = loo_linearity(post)
-    np.testing.assert_allclose(result.delta_is[0].to_numpy(), exact, atol=0.02)
-    y = np.array(post.log_lik.values)
-    y[0, 0, 3] = -np.inf
-    with pytest.raises(ValueError, match="log_lik"):
-        loo_linearity(bayesij.from_arrays(post.quantities.values, y))

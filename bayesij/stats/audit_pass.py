@@ -1,0 +1,116 @@
+"""The estimators of an audit from one pass over the draws: IJ covariance and influence,
+PSIS-LOO, the linearity check, WAIC and the AMIP searches' influences, each block of units
+read once (:func:`bayesij.array.audit.audit_parts`)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import numpy as np
+
+from bayesij.array.audit import audit_parts
+from bayesij.array.checks import checked_r_eff
+from bayesij.array.jackknife import ij_join, ij_setup
+from bayesij.array.linearity import LinearityArrays
+from bayesij.data.source import join_blocks, map_blocks
+from bayesij.stats.amip import amip_goals, searches_from
+from bayesij.stats.jackknife import IJCovariance, check_units, ij_result
+from bayesij.stats.linearity import LinearityResult, linearity_result
+from bayesij.stats.loo import LooResult, loo_results
+from bayesij.stats.peers import psis_settings
+from bayesij.stats.waic import WaicResult, waic_result
+
+__all__ = ["AuditPass", "audit_pass"]
+
+
+class AuditPass(NamedTuple):
+    """What :func:`audit_pass` computed: each the result the estimator of its name gives
+    for the same source (``ij_covariance``, ``loo``, ``linearity`` with ``scores`` from the
+    IJ, ``waic``, and ``amip`` of each question, without refits)."""
+
+    ij: IJCovariance
+    loo: LooResult
+    linearity: LinearityResult
+    waic: WaicResult
+    amip: list
+
+
+def audit_pass(
+    source, questions: list, *, method: str, alpha_max: float, z: float = 1.96
+) -> AuditPass:
+    """Every estimator of an audit from one read of each block of units of ``source``.
+
+    Parameters
+    ----------
+    source : LogLikSource
+        With the quantities' draws (:func:`bayesij.data.source.as_source`,
+        ``need_quantities=True``); lazy or in memory.
+    questions : list of (str, target)
+        The AMIP questions (:func:`bayesij.stats.amip.amip_searches`); may be empty.
+    method : {"linear", "reweighted"}
+        AMIP method ("reweighted" needs the matrix in memory: its greedy steps revisit it).
+    alpha_max, z : float
+        As :func:`bayesij.amip`.
+
+    Returns
+    -------
+    AuditPass
+
+    Notes
+    -----
+    Influence, IJ sums, PSIS-LOO (with the quantities' leave-one-out means, which are the
+    linearity check's importance-sampling changes), WAIC terms and the AMIP metrics'
+    influences all depend on a unit's own column, so they come from one read of each block:
+    a dask chunk or a function's block is computed once for all of them. PSIS follows
+    bayesij's conventions (as :func:`bayesij.loo` with none given).
+
+    References
+    ----------
+    .. [1] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
+       variance. arXiv:2305.06466.
+    .. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
+       smoothed importance sampling. JMLR 25(72).
+    .. [3] Broderick, T., Giordano, R. and Meager, R. (2020). An automatic finite-sample
+       robustness metric. arXiv:2011.14999.
+    """
+    check_units(source)
+    draws = source.quantity_draws
+    chains = np.repeat(np.arange(source.n_chains), source.shape[1])
+    n_blocks = 50
+    setup = ij_setup(draws.reshape(source.n_draws, -1), chains, n_blocks=n_blocks)
+    settings = psis_settings(None, source)
+    r_eff = None if settings.r_eff is None else checked_r_eff(settings.r_eff, source.n_units)
+    fs, goals = amip_goals(source, questions, z) if questions else ([], [])
+    kernel = partial(
+        audit_parts,
+        setup=setup,
+        tail_rule=settings.tail_rule,
+        ties=settings.ties,
+        fs=fs,
+        goals=goals,
+        with_half=method == "linear",
+    )
+    per_unit = {"positions": np.arange(source.n_units), "r_eff": r_eff}
+    parts = map_blocks(source, kernel, per_unit=per_unit, join=False)
+    names = list(source.quantity_names)
+    ij_arrays = ij_join([part.ij for part in parts], setup)
+    ij = ij_result(ij_arrays, names, source.units, draws, n_blocks)
+    loo_arrays = join_blocks([part.loo for part in parts])
+    loo = loo_results(
+        {"psis": loo_arrays}, source.index, source.n_draws, settings.tail_rule, settings.ddof
+    )["psis"]
+    scores = ij_arrays.scores
+    changes = LinearityArrays(
+        -scores.psi, loo_arrays.expectations, loo_arrays.pareto_k, scores.mcse
+    )
+    checked = linearity_result(changes, draws, names, source.index, source.n_draws)
+    waic = waic_result(
+        join_blocks([part.waic for part in parts]), source.index, 1.0, 0, source.n_draws
+    )
+    found = []
+    if questions:
+        influence = join_blocks([part.influence for part in parts])
+        searches = searches_from(source, questions, fs, goals, influence, z, method, alpha_max)
+        found = [result for result, _ in searches]
+    return AuditPass(ij, loo, checked, waic, found)

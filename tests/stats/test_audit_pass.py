@@ -1,0 +1,116 @@
+"""One pass over the draws for the whole audit: every result equals what its own
+estimator gives for the same fit (IJ covariance and influence, PSIS-LOO, the linearity
+check, WAIC, AMIP), in memory, over groups and from a lazy dask log-likelihood read one
+chunk at a time; and the linearity check's importance-sampling change is the exact
+leave-one-out change of a conjugate model."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import bayesij
+from bayesij.array.influence import InfluenceScores
+from bayesij.data.source import as_source
+from bayesij.stats.amip import amip_searches
+from bayesij.stats.audit_pass import audit_pass
+from conjugate import hierarchical_normal
+
+QUESTIONS = [("mu", "sign"), ("mu", "significance"), ("alpha[2]", 0.2)]
+
+
+def _hierarchical(rng):
+    model, groups = hierarchical_normal(8, 6, np.random.default_rng(2), tau=0.5)
+    theta = model.draws(4000, rng)
+    names = ["mu"] + [f"alpha[{g + 1}]" for g in range(8)]
+    post = bayesij.from_arrays(
+        theta.reshape(4, 1000, -1), model.log_lik(theta).reshape(4, 1000, -1), quantity_names=names
+    )
+    return model, groups, post
+
+
+def _assert_same(found, data, groups, method):
+    ij = bayesij.ij_covariance(data, groups=groups)
+    np.testing.assert_allclose(found.ij.covariance, ij.covariance, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(found.ij.mcse_covariance, ij.mcse_covariance, rtol=1e-12)
+    saved = bayesij.loo(data, groups=groups, save_psis=True)
+    for column in ("elpd_loo", "pareto_k", "mcse_elpd_loo", "p_loo"):
+        np.testing.assert_allclose(found.loo.pointwise[column], saved.pointwise[column], 1e-12)
+    scores = InfluenceScores(ij.influence["psi"].values, ij.influence["mcse"].values)
+    checked = bayesij.linearity(data, groups=groups, scores=scores, loo=saved)
+    np.testing.assert_allclose(found.linearity.delta_is, checked.delta_is, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(found.linearity.index, checked.index, rtol=1e-10)
+    waic = bayesij.waic(data, groups=groups)
+    np.testing.assert_allclose(found.waic.pointwise, waic.pointwise, rtol=1e-12)
+    alone = amip_searches(data, QUESTIONS, groups=groups, method=method)
+    for ours, theirs in zip(found.amip, alone, strict=True):
+        assert ours.drop_ids == theirs.drop_ids and ours.answer == theirs.answer
+        assert ours.predicted_change == pytest.approx(theirs.predicted_change, rel=1e-10)
+
+
+@pytest.mark.parametrize("by_group", [False, True])
+def test_one_pass_gives_what_each_estimator_gives(rng, by_group):
+    _, groups, post = _hierarchical(rng)
+    groups = groups if by_group else None
+    source = as_source(post, groups=groups, need_quantities=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # k-hat of whole groups
+        found = audit_pass(source, QUESTIONS, method="reweighted", alpha_max=0.1)
+        _assert_same(found, post, groups, "reweighted")
+
+
+def test_a_lazy_log_likelihood_is_read_once_for_everything(rng):
+    da = pytest.importorskip("dask.array")
+    import dask
+    import xarray as xr
+
+    _, _, post = _hierarchical(rng)
+    matrix = post.log_lik.values
+    computed = []
+
+    def chunk(i):
+        computed.append(i)
+        return matrix[:, :, 12 * i : 12 * (i + 1)]
+
+    blocks = [
+        da.from_delayed(dask.delayed(chunk)(i), shape=(4, 1000, 12), dtype=float) for i in range(4)
+    ]
+    lazy = xr.DataArray(da.concatenate(blocks, axis=2), dims=("chain", "draw", "obs"))
+    posterior = xr.Dataset({"mu": (("chain", "draw"), post.quantities.values[..., 0])})
+    tree = xr.DataTree.from_dict(
+        {"posterior": posterior, "log_likelihood": xr.Dataset({"y": lazy})}
+    )
+    source = as_source(tree, need_quantities=True)
+    assert source.lazy and len(source.bounds()) == 4
+    questions = QUESTIONS[:2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = audit_pass(source, questions, method="linear", alpha_max=0.1)
+    reads = len(computed)
+    assert sorted(computed[:4]) == [0, 1, 2, 3]  # each chunk once for every estimator
+    assert reads <= 4 + 4  # and the chosen sets' rows (their chunks) once more at most
+    in_memory = bayesij.from_arrays(post.quantities.values[..., :1], matrix, quantity_names=["mu"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        memory = audit_pass(
+            as_source(in_memory, need_quantities=True), questions, method="linear", alpha_max=0.1
+        )
+    np.testing.assert_allclose(found.ij.covariance, memory.ij.covariance, rtol=1e-12)
+    np.testing.assert_allclose(found.loo.pointwise, memory.loo.pointwise, rtol=1e-12)
+    np.testing.assert_allclose(found.linearity.delta_is, memory.linearity.delta_is, 1e-12)
+    for ours, theirs in zip(found.amip, memory.amip, strict=True):
+        assert ours.drop_ids == theirs.drop_ids
+
+
+def test_the_linearity_change_is_the_exact_leave_one_out_change(rng):
+    model, _, post = _hierarchical(rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = audit_pass(
+            as_source(post, need_quantities=True), [], method="linear", alpha_max=0.1
+        )
+    weights = np.ones(model.n_obs)
+    weights[0] = 0
+    exact = model.posterior(weights)[0] - model.posterior()[0]
+    np.testing.assert_allclose(found.linearity.delta_is[0].to_numpy(), exact, atol=0.02)
+    assert found.amip == []
