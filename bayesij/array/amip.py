@@ -29,6 +29,8 @@ from bayesij.array.psis import psis_chunk, tail_length
 __all__ = [
     "amip_search",
     "linear_search",
+    "linear_sets",
+    "set_sums",
     "linear_paths",
     "LinearPaths",
     "take_draws",
@@ -716,7 +718,7 @@ def amip_search(
         _, (first, _), axis = split_halves(*f.shape)
         half = metric_influence(take_draws(f, first, axis), take_draws(log_lik, first, axis), goal)
         paths = linear_paths(f, goal, scores, half, k_max)
-        return linear_search(f, goal, paths, log_lik[:, :, paths.units])
+        return linear_search(f, goal, paths, set_sums(log_lik, linear_sets(paths)))
     return reweighted_search(f, log_lik, goal, scores, k_max, k_threshold)
 
 
@@ -813,22 +815,21 @@ class LinearPaths(NamedTuple):
         The whole linear curve (no stop at the goal).
     chosen : AmipPath or None
         The split-draw check's set, chosen on the first half of the draws (None: no check).
-    units : ndarray
-        The units whose log-likelihood the search then reads: ``path.order`` followed by
-        ``chosen.order``.
+    answer : NoiseAnswer or None
+        The three answers under Monte Carlo error (:func:`bayesij.array.amip_noise.linear_answer`).
     """
 
     path: AmipPath
     linear: AmipPath
     chosen: AmipPath | None
-    units: np.ndarray
     answer: NoiseAnswer | None = None
 
 
 def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
     """The linear method's paths from the metric's influence scores on all draws and on the
     first half of :func:`split_halves` (:func:`goal_influence`), which may come from a pass
-    over a lazy log-likelihood: after them only :attr:`LinearPaths.units` are read.
+    over a lazy log-likelihood: after them only the sets' summed log-likelihood is read
+    (:func:`linear_sets`, :func:`set_sums`).
 
     The set is the smallest prefix of the ranking that reaches the target in 97.5 % of the
     block-bootstrap replicates (:attr:`~bayesij.array.amip_noise.NoiseAnswer.sure_size`: a
@@ -865,8 +866,7 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
     if answer.answer == "reached" and path.stopped != "reached":
         answer = _undecided_set(answer, path, mcse, goal, f.size)
     chosen = _split_choice(f, goal, path, half_scores)
-    units = path.order if chosen is None else np.concatenate([path.order, chosen.order])
-    return LinearPaths(path, linear, chosen, units.astype(int), answer)
+    return LinearPaths(path, linear, chosen, answer)
 
 
 def _draws_for_size(answer: NoiseAnswer, size: int, n_draws: int) -> float:
@@ -887,29 +887,53 @@ def _undecided_set(answer: NoiseAnswer, path: AmipPath, mcse, goal: Goal, n_draw
     return answer._replace(answer="undetermined", draws_needed=needed)
 
 
-def linear_search(f, goal: Goal, paths: LinearPaths, columns: np.ndarray) -> AmipSearch:
-    """The linear AMIP from its paths and ``columns``, the log-likelihood of
-    ``paths.units`` (n_chains, n_draws, len(paths.units)).
+def linear_search(f, goal: Goal, paths: LinearPaths, sums: np.ndarray) -> AmipSearch:
+    """The linear AMIP from its paths and ``sums``, the summed log-likelihood of the set
+    (``paths.path.order``) and of the split-draw check's set (``paths.chosen.order``) at
+    each draw: every prediction of the linear method is the influence of a set's summed
+    log-likelihood, so nothing else is read.
 
     Parameters
     ----------
     f : ndarray of shape (n_chains, n_draws)
     goal : Goal
     paths : LinearPaths
-    columns : ndarray of shape (n_chains, n_draws, len(paths.units))
+    sums : ndarray of shape (n_chains, n_draws, 2)
+        :func:`set_sums` of ``[paths.path.order, paths.chosen.order]``.
     """
     path = paths.path
-    size = path.order.size
     mean, sd = float(f.mean()), float(f.std(ddof=1))
-    if size:
-        chosen_columns, every = columns[:, :, :size], np.arange(size)
-        change_mean, _ = linear_set_change(f, chosen_columns, every, 0, 1.0)
-        change_upper, _ = linear_set_change(f, chosen_columns, every, 1, 1.0)
+    whole = np.zeros(1, dtype=int)
+    if path.order.size:
+        change_mean, _ = linear_set_change(f, sums[:, :, :1], whole, 0, 1.0)
+        change_upper, _ = linear_set_change(f, sums[:, :, :1], whole, 1, 1.0)
         mean, sd = mean + change_mean, sd + change_upper - change_mean
     check = {}
     if paths.chosen is not None:
-        check = _linear_split_check(f, goal, paths.chosen, columns[:, :, size:])
+        check = _linear_split_check(f, goal, paths.chosen, sums[:, :, 1:])
     return AmipSearch(goal, path, paths.linear.change, mean, sd, check, paths.answer)
+
+
+def set_sums(log_lik: np.ndarray, sets: list, start: int = 0, out=None) -> np.ndarray:
+    """``sum_{u in set} l_u`` at each draw for each set of units, (n_chains, n_draws,
+    len(sets)), from a block of units ``start .. start + b`` of the log-likelihood
+    (n_chains, n_draws, b): the sets' units inside the block are added to ``out`` (made
+    zero when None), a bounded chunk of columns at a time; non-finite values as they are."""
+    n_chains, n_draws, width = log_lik.shape
+    if out is None:
+        out = np.zeros((n_chains, n_draws, len(sets)))
+    for k, units in enumerate(sets):
+        inside = units[(units >= start) & (units < start + width)] - start
+        for chunk in obs_chunks(inside.size, n_chains * n_draws):
+            out[:, :, k] += np.asarray(log_lik[:, :, inside[chunk]], dtype=float).sum(axis=2)
+    return out
+
+
+def linear_sets(paths: LinearPaths) -> list:
+    """The two sets a linear search sums (:func:`linear_search`): its set and the
+    split-draw check's (empty without a check)."""
+    chosen = paths.chosen.order if paths.chosen is not None else np.zeros(0, dtype=int)
+    return [paths.path.order.astype(int), chosen.astype(int)]
 
 
 def take_draws(values: np.ndarray, part: slice, axis: int) -> np.ndarray:
@@ -929,13 +953,14 @@ def _split_choice(f, goal: Goal, path: AmipPath, half_scores) -> AmipPath | None
     return chosen if chosen.order.size else None
 
 
-def _linear_split_check(f, goal: Goal, chosen: AmipPath, columns: np.ndarray) -> dict:
+def _linear_split_check(f, goal: Goal, chosen: AmipPath, summed: np.ndarray) -> dict:
     """:func:`_split_check` of the linear method: the set chosen on the first half, its
-    effect estimated on the second; ``columns`` are the chosen units' log-likelihood."""
+    effect estimated on the second; ``summed`` (n_chains, n_draws, 1) is the chosen units'
+    summed log-likelihood."""
     how, (first, second), axis = split_halves(*f.shape)
     f_a, f_b = take_draws(f, first, axis), take_draws(f, second, axis)
-    every = np.arange(chosen.order.size)
-    l_a, l_b = take_draws(columns, first, axis), take_draws(columns, second, axis)
+    every = np.zeros(1, dtype=int)
+    l_a, l_b = take_draws(summed, first, axis), take_draws(summed, second, axis)
     split, mcse_split = linear_set_change(f_b, l_b, every, goal.sign, goal.z)
     naive, _ = linear_set_change(f_a, l_a, every, goal.sign, goal.z)
     return _split_summary(how, chosen, naive, split, mcse_split)

@@ -18,8 +18,10 @@ from bayesij.array.amip import (
     goal_row,
     linear_paths,
     linear_search,
+    linear_sets,
     reweighted_searches,
     search_path,
+    set_sums,
 )
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.control_variates import zero_variance_mean
@@ -549,12 +551,10 @@ def searches_from(source, questions, fs, goals, scores, z, method, alpha_max) ->
             linear_paths(f, goal, rows[k], goal_row(scores["half"], k), k_max)
             for k, (f, goal) in enumerate(zip(fs, goals, strict=True))
         ]
-        # The units every search reads, read once (a lazy source: their chunks once).
-        needed = np.unique(np.concatenate([p.units for p in paths])).astype(int)
-        columns = source.rows(needed)
+        sums = _summed_sets(source, [s for p in paths for s in linear_sets(p)])
         found = [
-            linear_search(f, goal, p, columns[:, :, np.searchsorted(needed, p.units)])
-            for f, goal, p in zip(fs, goals, paths, strict=True)
+            linear_search(f, goal, p, sums[:, :, 2 * k : 2 * k + 2])
+            for k, (f, goal, p) in enumerate(zip(fs, goals, paths, strict=True))
         ]
     else:
         threshold = pareto_k_threshold(source.n_draws)
@@ -563,6 +563,18 @@ def searches_from(source, questions, fs, goals, scores, z, method, alpha_max) ->
         (_result(f, q, t, z, source.units, source.codes, one, method, alpha_max), one)
         for f, (q, t), one in zip(fs, questions, found, strict=True)
     ]
+
+
+def _summed_sets(source, sets: list) -> np.ndarray:
+    """The summed log-likelihood of each set of units at each draw (:func:`set_sums`),
+    reading only the blocks that hold some set's units, each once for all the sets (a
+    lazy source: those chunks once), never more than a block at a time."""
+    out = np.zeros((*source.shape, len(sets)))
+    touched = np.unique(np.concatenate([np.zeros(0, dtype=int), *sets]))
+    for start, stop in source.bounds():
+        if np.any((touched >= start) & (touched < stop)):
+            set_sums(source.block(start, stop), sets, start, out)
+    return out
 
 
 def _check_varies(f: np.ndarray, quantity: str) -> None:

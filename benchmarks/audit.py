@@ -1,0 +1,193 @@
+"""Speed and peak memory of the whole audit, against PSIS-LOO on the same draws.
+
+Fit: a linear regression with t(4) noise and 10 coefficients, N observations, 4 x 1000
+exact posterior draws of the normal model with unknown sd and a flat prior
+(:class:`bayesij.refit.conjugate.FlatPriorRegression`), the quantities the 10 coefficients and sigma
+(21 AMIP questions: sign and significance of each coefficient, significance of sigma).
+Every row runs in its own process, so that its peak RSS (``ru_maxrss``) is its own; it is
+printed beside the log-likelihood matrix's size. The yardsticks in the same run are
+``bayesij.loo`` and the installed ArviZ's PSIS-LOO (``--skip-arviz`` leaves it out).
+
+Rows: ``audit`` (``bayesij.audit``, the default reweighted AMIP), ``amip, all questions``
+(``amip_searches`` of the 21 questions: the audit's AMIP part, per question in the last
+column), ``linearity`` (per quantity), ``loo``. ``--lazy N`` adds the audit of a lazy
+log-likelihood: a dask array of delayed blocks of 10,000 observations computed from the
+draws when read, against computing those blocks once (the read ratio).
+
+Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000]``.
+Targets (scale issue): at N = 50,000 the audit within 15 x ``loo`` and its peak RSS within
+1.6 x the matrix; a lazy audit near the cost of computing the blocks once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+
+N_COEF = 10
+CHUNK = 10_000  # observations per lazy block
+
+
+def _problem(n_obs: int, seed: int = 1):
+    from bayesij.refit.conjugate import FlatPriorRegression
+
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n_obs), rng.normal(size=(n_obs, N_COEF - 1))])
+    y = X @ (rng.normal(size=N_COEF) * 0.05) + rng.standard_t(4, size=n_obs)
+    model = FlatPriorRegression(X, y)
+    beta, sigma = model.draws(4000, rng)
+    return model, beta, sigma
+
+
+def _posterior(n_obs: int):
+    """The container, its matrix made a block of draws at a time (no larger temporary)."""
+    import bayesij
+
+    model, beta, sigma = _problem(n_obs)
+    log_lik = np.empty((4000, n_obs))
+    for start in range(0, 4000, 250):
+        rows = slice(start, start + 250)
+        log_lik[rows] = model.log_lik(beta[rows], sigma[rows])
+    names = [f"beta[{k + 1}]" for k in range(N_COEF)] + ["sigma"]
+    quantities = np.column_stack([beta, sigma]).reshape(4, 1000, -1)
+    return bayesij.from_arrays(quantities, log_lik.reshape(4, 1000, n_obs), quantity_names=names)
+
+
+def _questions(post) -> list:
+    names = post.quantity_names
+    return [(q, t) for q in names[:-1] for t in ("sign", "significance")] + [
+        (names[-1], "significance")
+    ]
+
+
+def _lazy_tree(n_obs: int):
+    """A DataTree whose log-likelihood is a dask array of delayed blocks, and a function
+    computing every block once (the yardstick)."""
+    import dask
+    import dask.array as da
+    import xarray as xr
+
+    model, beta, sigma = _problem(n_obs)
+
+    def block(start: int) -> np.ndarray:
+        stop = min(start + CHUNK, n_obs)
+        resid = (model.y[start:stop] - beta @ model.X[start:stop].T) / sigma[:, None]
+        values = -0.5 * resid**2 - np.log(sigma)[:, None] - 0.5 * np.log(2 * np.pi)
+        return values.reshape(4, 1000, stop - start)
+
+    starts = range(0, n_obs, CHUNK)
+    parts = [
+        da.from_delayed(dask.delayed(block)(s), shape=(4, 1000, min(CHUNK, n_obs - s)), dtype=float)
+        for s in starts
+    ]
+    log_lik = xr.DataArray(da.concatenate(parts, axis=2), dims=("chain", "draw", "obs"))
+    posterior = {
+        f"beta{k + 1}": (("chain", "draw"), beta[:, k].reshape(4, 1000)) for k in range(N_COEF)
+    }
+    posterior["sigma"] = (("chain", "draw"), sigma.reshape(4, 1000))
+    tree = xr.DataTree.from_dict(
+        {"posterior": xr.Dataset(posterior), "log_likelihood": xr.Dataset({"y": log_lik})}
+    )
+
+    def blocks_once() -> None:  # each block computed and let go: never all at once
+        for s in starts:
+            block(s)
+
+    return tree, blocks_once
+
+
+def _child(what: str, n_obs: int) -> dict:
+    """One row in this process: seconds and peak RSS."""
+    import bayesij
+    from bayesij.stats.amip import amip_searches
+
+    warnings.simplefilter("ignore")
+    if what in ("lazy audit", "blocks once"):
+        tree, blocks_once = _lazy_tree(n_obs)
+        call = blocks_once if what == "blocks once" else (lambda: bayesij.audit(tree))
+        matrix_bytes = 8 * 4000 * n_obs
+    else:
+        post = _posterior(n_obs)
+        matrix_bytes = post.log_lik.values.nbytes
+        bayesij.loo(post.log_lik.values[..., :100])  # compile / load the kernels
+        if what == "audit":
+            call = lambda: bayesij.audit(post)  # noqa: E731
+        elif what == "amip, all questions":
+            call = lambda: amip_searches(post, _questions(post))  # noqa: E731
+        elif what == "linearity":
+            call = lambda: bayesij.linearity(post)  # noqa: E731
+        elif what == "loo":
+            call = lambda: bayesij.loo(post)  # noqa: E731
+        else:  # the installed ArviZ's PSIS-LOO
+            from common import inference_data, peer_loo
+
+            data = inference_data(post.log_lik.values)
+            _, peer, _, _ = peer_loo()
+            call = lambda: peer(data, pointwise=True)  # noqa: E731
+    start = time.perf_counter()
+    call()
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"seconds": seconds, "peak": peak, "matrix": matrix_bytes}
+
+
+def _run(what: str, n_obs: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", what, str(n_obs)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,50000,100000")
+    parser.add_argument("--lazy", type=int, default=0, help="N of the lazy audit (0: none)")
+    parser.add_argument("--skip-arviz", action="store_true")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(_child(args.child[0], int(args.child[1]))))
+        return
+    print(
+        f"{'N':>8} {'what':<22} {'seconds':>8} {'x loo':>7} {'peak GiB':>9} {'x matrix':>9} "
+        f"{'per item':>9}"
+    )
+    rows = ["loo", "audit", "amip, all questions", "linearity"]
+    if not args.skip_arviz:
+        rows.append("arviz loo")
+    for n_obs in [int(n) for n in args.sizes.split(",") if n]:
+        loo_seconds = None
+        for what in rows:
+            got = _run(what, n_obs)
+            loo_seconds = loo_seconds or got["seconds"]
+            items = {"amip, all questions": 2 * N_COEF + 1, "linearity": N_COEF + 1}.get(what, 1)
+            ratio = got["seconds"] / loo_seconds
+            print(
+                f"{n_obs:>8} {what:<22} {got['seconds']:>8.2f} {ratio:>7.1f} "
+                f"{got['peak'] / 2**30:>9.2f} {got['peak'] / got['matrix']:>9.2f} "
+                f"{got['seconds'] / items:>9.3f}",
+                flush=True,
+            )
+    if args.lazy:
+        once = _run("blocks once", args.lazy)
+        lazy = _run("lazy audit", args.lazy)
+        print(
+            f"{args.lazy:>8} lazy audit: {lazy['seconds']:.1f} s, computing the "
+            f"{-(-args.lazy // CHUNK)} blocks once {once['seconds']:.1f} s: read ratio "
+            f"{lazy['seconds'] / once['seconds']:.2f}; peak RSS {lazy['peak'] / 2**30:.2f} GiB "
+            f"for a {lazy['matrix'] / 2**30:.1f} GiB log-likelihood never held whole"
+        )
+
+
+if __name__ == "__main__":
+    main()
