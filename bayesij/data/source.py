@@ -355,8 +355,11 @@ def _evaluate_then(source, kernel, start, stop, cut):
 
 def join_blocks(parts: list):
     """Per-block results joined along their last (units) axis: arrays as they are,
-    NamedTuples field by field, dicts of them key by key."""
+    NamedTuples field by field, dicts of them key by key; one part is returned as it is
+    (no copy: the audit's single in-memory block holds its AMIP block sums once)."""
     first = parts[0]
+    if len(parts) == 1:
+        return first
     if isinstance(first, np.ndarray):
         return np.concatenate(parts, axis=-1)
     if isinstance(first, dict):

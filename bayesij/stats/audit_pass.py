@@ -95,8 +95,11 @@ def audit_pass(
     parts = map_blocks(source, kernel, per_unit=per_unit, join=False)
     names = list(source.quantity_names)
     ij_arrays = ij_join([part.ij for part in parts], setup)
-    ij = ij_result(ij_arrays, names, source.units, draws, n_blocks)
     loo_arrays = join_blocks([part.loo for part in parts])
+    waic_parts = join_blocks([part.waic for part in parts])
+    influence = join_blocks([part.influence for part in parts]) if questions else None
+    del parts  # the blocks' copies, before the searches
+    ij = ij_result(ij_arrays, names, source.units, draws, n_blocks)
     loo = loo_results(
         {"psis": loo_arrays}, source.index, source.n_draws, settings.tail_rule, settings.ddof
     )["psis"]
@@ -105,12 +108,9 @@ def audit_pass(
         -scores.psi, loo_arrays.expectations, loo_arrays.pareto_k, scores.mcse
     )
     checked = linearity_result(changes, draws, names, source.index, source.n_draws)
-    waic = waic_result(
-        join_blocks([part.waic for part in parts]), source.index, 1.0, 0, source.n_draws
-    )
+    waic = waic_result(waic_parts, source.index, 1.0, 0, source.n_draws)
     found = []
     if questions:
-        influence = join_blocks([part.influence for part in parts])
         searches = searches_from(source, questions, fs, goals, influence, z, method, alpha_max)
         found = [result for result, _ in searches]
     return AuditPass(ij, loo, checked, waic, found)
