@@ -210,6 +210,12 @@ def weighted_influence_mcse(
     return out
 
 
+def _float_columns(flat_l: np.ndarray, units) -> np.ndarray:
+    """Columns ``units`` of a (S, U) matrix as float64 (float32 input is converted only
+    here, a set at a time)."""
+    return np.asarray(flat_l[:, units], dtype=float)
+
+
 def _exact_gains(flat_f, flat_l, set_lik, units, base_value, chain_shape, sign, z):
     """``-phi`` stand-ins for units that are impossible under some draws: the reweighted
     change of the metric when each is dropped next, one at a time."""
@@ -306,7 +312,7 @@ def reweighted_steps(
         if not best.size:
             stopped = "no unit moves the metric that way"
             break
-        next_lik = set_lik + flat_l[:, best].sum(axis=1)
+        next_lik = set_lik + _float_columns(flat_l, best).sum(axis=1)
         next_weights, next_khat = set_weights(next_lik, chain_shape)
         if not next_khat <= k_threshold:
             return _continue_linearly(
@@ -410,7 +416,7 @@ def linear_set_change(
     ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U).
     """
     g_star = metric_draws(f, sign, z)[..., None]
-    set_lik = log_lik[:, :, units].sum(axis=2, keepdims=True)
+    set_lik = np.asarray(log_lik[:, :, units], dtype=float).sum(axis=2, keepdims=True)
     scores = influence_scores(g_star, set_lik, n_blocks=max(2, min(50, f.size // 20)), check=False)
     return float(-scores.psi[0, 0]), float(scores.mcse[0, 0])
 
@@ -552,7 +558,7 @@ def hybrid_changes(f, log_lik, reliable, extra, metrics: list) -> list[float]:
     uniform = np.full(flat_f.size, 1 / flat_f.size)
     weights = uniform
     if reliable.size:
-        weights, _ = set_weights(flat_l[:, reliable].sum(axis=1), f.shape)
+        weights, _ = set_weights(_float_columns(flat_l, reliable).sum(axis=1), f.shape)
     extra_sum = finite_column_sum(flat_l, extra) if extra.size else None
     changes = []
     for sign, z in metrics:
@@ -741,7 +747,8 @@ def reweighted_searches(
     fs : list of ndarray of shape (n_chains, n_draws)
         Draws of the quantity of each search.
     log_lik : ndarray of shape (n_chains, n_draws, n_units)
-        In memory (float64 or float32): every greedy step reads it whole, once for all
+        In memory, float64 or float32 (read as float64 a chunk or a set of columns at a
+        time, never converted whole): every greedy step reads it whole, once for all
         searches (:func:`bayesij.array.amip_lockstep.run_in_lockstep`).
     goals : list of Goal
     scores : list of InfluenceScores

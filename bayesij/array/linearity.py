@@ -112,6 +112,7 @@ def leave_out_changes(
         check=False,
         expectation_draws=f,
     )["psis"]
+    assert smoothed.expectations is not None  # asked for with expectation_draws
     delta_is = smoothed.expectations - f.mean(axis=0)[:, None]
     return LinearityArrays(-scores.psi, delta_is, smoothed.pareto_k, scores.mcse)
 

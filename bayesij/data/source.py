@@ -143,10 +143,14 @@ class LogLikSource:
             check_log_lik_values(values.reshape(-1, values.shape[2]))
         return values
 
-    def matrix(self) -> np.ndarray:
+    def matrix(self, keep_float32: bool = False) -> np.ndarray:
         """The whole (n_chains, n_draws, n_units) float64 matrix of an in-memory source, for
         options that revisit every unit (a lazy source refuses them in :func:`as_source`,
-        so only an in-memory reader, which has ``values``, gets here)."""
+        so only an in-memory reader, which has ``values``, gets here). ``keep_float32``:
+        float32 values as they are, for callers that convert what they read (no float64
+        copy of the whole matrix)."""
+        if keep_float32 and self.reader.values.dtype == np.float32:
+            return self.reader.values
         return np.asarray(self.reader.values, dtype=float)
 
 

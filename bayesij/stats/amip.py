@@ -558,7 +558,8 @@ def searches_from(source, questions, fs, goals, scores, z, method, alpha_max) ->
         ]
     else:
         threshold = pareto_k_threshold(source.n_draws)
-        found = reweighted_searches(fs, source.matrix(), goals, rows, k_max, threshold)
+        matrix = source.matrix(keep_float32=True)  # read a chunk or a set at a time
+        found = reweighted_searches(fs, matrix, goals, rows, k_max, threshold)
     return [
         (_result(f, q, t, z, source.units, source.codes, one, method, alpha_max), one)
         for f, (q, t), one in zip(fs, questions, found, strict=True)

@@ -104,6 +104,7 @@ def audit_pass(
         {"psis": loo_arrays}, source.index, source.n_draws, settings.tail_rule, settings.ddof
     )["psis"]
     scores = ij_arrays.scores
+    assert loo_arrays.expectations is not None  # asked for with expectation_draws
     changes = LinearityArrays(
         -scores.psi, loo_arrays.expectations, loo_arrays.pareto_k, scores.mcse
     )

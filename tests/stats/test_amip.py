@@ -399,3 +399,24 @@ def test_a_refit_within_two_monte_carlo_errors_of_the_target_does_not_count_as_r
         backend = refit.CallableBackend(lambda w, post=post: post)
         *_, reached, _ = _refit_metric(backend, np.ones(3), "f", goal)
         assert reached is expected, shift
+
+
+def test_float32_draws_are_searched_without_a_float64_copy():
+    """The reweighted search reads a float32 log-likelihood a chunk or a set of columns at
+    a time (no float64 copy of the matrix) and finds what the same values in float64 give."""
+    from bayesij.data.source import as_source
+
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=300)
+    y = 0.15 * x + rng.standard_t(3, size=300)
+    beta = 0.15 + 0.06 * rng.normal(size=(4, 500, 1))
+    single = (-0.5 * (y - beta * x) ** 2).astype(np.float32)
+    wide = single.astype(np.float64)
+    post32 = bayesij.from_arrays(beta, single, quantity_names=["b"])
+    post64 = bayesij.from_arrays(beta, wide, quantity_names=["b"])
+    source = as_source(post32)
+    assert np.shares_memory(source.matrix(keep_float32=True), post32.log_lik.values)
+    for target in ("sign", "significance"):
+        a, b = bayesij.amip(post32, "b", target), bayesij.amip(post64, "b", target)
+        assert a.drop_ids == b.drop_ids and a.answer == b.answer
+        assert a.predicted_change == pytest.approx(b.predicted_change, rel=1e-12, abs=1e-15)
