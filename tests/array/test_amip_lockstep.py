@@ -99,3 +99,41 @@ def test_the_columns_of_a_large_set_are_summed_as_those_of_a_small_one():
         pytest.approx(amip.hybrid_change(mu, log_lik, np.array([3]), np.array([5, 9]), s, z), 1e-12)
         for s, z in [(0, 1.0), (1, 2.0)]
     ]
+
+
+def test_the_linear_continuation_stops_two_monte_carlo_errors_past_the_target():
+    """With no reweighting trusted (k-hat threshold below any k-hat) the path continues
+    linearly from the full posterior: units by gain, the target reached at the first prefix
+    whose change passes it by 2 standard errors sqrt(mcse_g^2 + sum_u mcse_u^2), each unit's
+    from the importance-sampling formula sum_s w_s^2 (a_s (l_su - lbar_u) - phi_u)^2."""
+    mu, _, log_lik = _heavy_tailed_draws(seed=4)
+    goal = amip.goal_for(mu, "sign", 1.96)
+    flat_f, flat_l = mu.reshape(-1), log_lik.reshape(mu.size, -1)
+    w = np.full(flat_f.size, 1 / flat_f.size)
+    a = flat_f - flat_f.mean()
+    centred = flat_l - flat_l.mean(axis=0)
+    phi = (w * a) @ centred
+    per_unit = np.sqrt((w**2) @ (a[:, None] * centred - phi) ** 2)
+    mcse_g = np.sqrt(np.sum((w * a) ** 2))
+    order = np.argsort(goal.direction * phi, kind="stable")
+    order = order[-goal.direction * phi[order] > 0]
+    change = np.cumsum(-phi[order])
+    noise = np.sqrt(mcse_g**2 + np.cumsum(per_unit[order] ** 2))
+    # A need that a prefix reaches just past 2 errors and that a shorter one would reach if
+    # the units' errors counted for half: the per-unit errors decide the answer.
+    laxer = np.sqrt(mcse_g**2 + 0.5 * np.cumsum(per_unit[order] ** 2))
+    for j in range(1, order.size):
+        tight = goal.direction * change[j] - 2 * noise[j] - 1e-9
+        first = np.flatnonzero(goal.direction * change >= tight + 2 * noise)[0]
+        if first == j and np.flatnonzero(goal.direction * change >= tight + 2 * laxer)[0] < j:
+            break
+    else:
+        pytest.fail("no need separates the two error rules on these draws")
+    for need in (0.3 * goal.need, goal.need, tight):
+        reached = np.flatnonzero(goal.direction * change >= need + 2 * noise)
+        path = amip.reweighted_path(mu, log_lik, 0, 1.96, goal.direction, need, 150, -1.0)
+        assert path.reliable == 0 and set(path.how[1:]) == {"linear continuation"}
+        expected = reached[0] + 1 if reached.size else min(order.size, 150)
+        assert path.order.size == expected
+        np.testing.assert_array_equal(path.order, order[:expected])
+        assert path.stopped == ("reached" if reached.size else "alpha_max")

@@ -420,3 +420,29 @@ def test_float32_draws_are_searched_without_a_float64_copy():
         a, b = bayesij.amip(post32, "b", target), bayesij.amip(post64, "b", target)
         assert a.drop_ids == b.drop_ids and a.answer == b.answer
         assert a.predicted_change == pytest.approx(b.predicted_change, rel=1e-12, abs=1e-15)
+
+
+def test_the_sets_log_likelihood_is_summed_from_the_blocks_that_hold_them():
+    """The linear search's summed log-likelihood of each set, from a lazy source read block
+    by block: only blocks holding a set's units are read, each once, whatever unit of the
+    block (its first, its last) the set holds."""
+    from bayesij.data.source import as_source
+    from bayesij.stats.amip import _summed_sets
+
+    rng = np.random.default_rng(2)
+    matrix = rng.normal(size=(400, 60))
+    read = []
+
+    def columns(block):
+        read.append(int(block[0]))
+        return matrix[:, block]
+
+    lazy = bayesij.loglik_function(columns, np.arange(60), n_chains=4, block_size=12)
+    source = as_source(lazy)
+    assert source.shape == (4, 100)  # (evaluates the first observation once)
+    sets = [np.array([12]), np.array([0, 35]), np.array([], dtype=int), np.array([59, 24])]
+    read.clear()
+    sums = _summed_sets(source, sets)
+    assert sorted(read) == [0, 12, 24, 48]  # the blocks starting there; 36 holds none
+    for k, units in enumerate(sets):
+        np.testing.assert_allclose(sums[:, :, k].reshape(-1), matrix[:, units].sum(axis=1))
