@@ -458,12 +458,12 @@ def audit(
     The IJ-vs-posterior comparison (and its "may be misspecified") applies only to global
     quantities, only when the IJ variance is Monte Carlo-precise and its linear
     approximation reliable; otherwise the report says "undetermined" (with how many draws
-    would decide) or "not applicable" (with why). Each piece of work is done once: the
-    influence scores come from the IJ covariance's pass over the draws; the linearity
-    check reuses them and gets its leave-one-out means from the PSIS-LOO pass itself
-    (:func:`bayesij.stats.linearity.loo_linearity`: no stored weights); every AMIP search
-    of every quantity and target shares its passes over the draws
-    (:func:`bayesij.stats.amip.amip_searches`).
+    would decide) or "not applicable" (with why). Each piece of work is done once, in one
+    pass over the draws (:func:`bayesij.stats.audit_pass.audit_pass`): the influence
+    scores and IJ sums, PSIS-LOO with the quantities' leave-one-out means (the linearity
+    check's, no stored weights), WAIC and every AMIP metric's influence; the reweighted
+    searches of every quantity and target then share their passes over the draws
+    (:func:`bayesij.array.amip_lockstep.run_in_lockstep`).
 
     References
     ----------
