@@ -10,15 +10,14 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array.audit import audit_parts
-from bayesij.array.checks import checked_r_eff
-from bayesij.array.jackknife import ij_join, ij_setup
+from bayesij.array.jackknife import ij_join
 from bayesij.array.linearity import LinearityArrays
 from bayesij.data.source import join_blocks, map_blocks
 from bayesij.stats.amip import amip_goals, searches_from
-from bayesij.stats.jackknife import IJCovariance, check_units, ij_result
+from bayesij.stats.jackknife import IJCovariance, ij_result, source_setup
 from bayesij.stats.linearity import LinearityResult, linearity_result
 from bayesij.stats.loo import LooResult, loo_results
-from bayesij.stats.peers import psis_settings
+from bayesij.stats.peers import psis_settings, unit_r_eff
 from bayesij.stats.waic import WaicResult, waic_result
 
 __all__ = ["AuditPass", "audit_pass"]
@@ -74,13 +73,11 @@ def audit_pass(
     .. [3] Broderick, T., Giordano, R. and Meager, R. (2020). An automatic finite-sample
        robustness metric. arXiv:2011.14999.
     """
-    check_units(source)
-    draws = source.quantity_draws
-    chains = np.repeat(np.arange(source.n_chains), source.shape[1])
     n_blocks = 50
-    setup = ij_setup(draws.reshape(source.n_draws, -1), chains, n_blocks=n_blocks)
+    setup = source_setup(source, n_blocks=n_blocks)
+    draws = source.quantity_draws
     settings = psis_settings(None, source)
-    r_eff = None if settings.r_eff is None else checked_r_eff(settings.r_eff, source.n_units)
+    r_eff = unit_r_eff(settings, source)
     fs, goals = amip_goals(source, questions, z) if questions else ([], [])
     kernel = partial(
         audit_parts,
@@ -109,7 +106,7 @@ def audit_pass(
         -scores.psi, loo_arrays.expectations, loo_arrays.pareto_k, scores.mcse
     )
     checked = linearity_result(changes, draws, names, source.index, source.n_draws)
-    waic = waic_result(waic_parts, source.index, 1.0, 0, source.n_draws)
+    waic = waic_result(waic_parts, source.index, beta=1.0, ddof=0, n_draws=source.n_draws)
     found = []
     if questions:
         searches = searches_from(source, questions, fs, goals, influence, z, method, alpha_max)

@@ -242,12 +242,8 @@ def ij_covariance(
         need_quantities=True,
         whole_matrix={"check_linearity": check_linearity},
     )
-    check_units(source)
+    setup = source_setup(source, n_blocks=n_blocks, n_boot=n_boot, seed=seed)
     draws = source.quantity_draws
-    chains = np.repeat(np.arange(source.n_chains), source.shape[1])
-    setup = ij_setup(
-        draws.reshape(source.n_draws, -1), chains, n_blocks=n_blocks, n_boot=n_boot, seed=seed
-    )
     positions = np.arange(source.n_units)
     kernel = partial(ij_part, setup=setup)
     parts = map_blocks(source, kernel, per_unit={"positions": positions}, join=False)
@@ -257,6 +253,15 @@ def ij_covariance(
         checked = linearity(source.posterior, groups=groups, scores=result.scores)
     names = list(source.quantity_names)
     return ij_result(result, names, source.units, draws, n_blocks, checked)
+
+
+def source_setup(source, *, n_blocks: int = 50, n_boot: int = 200, seed: int = 0):
+    """The IJ's shared setup (:func:`bayesij.array.jackknife.ij_setup`) of a source's
+    quantity draws and chains, after :func:`check_units`."""
+    check_units(source)
+    chains = np.repeat(np.arange(source.n_chains), source.shape[1])
+    draws = source.quantity_draws.reshape(source.n_draws, -1)
+    return ij_setup(draws, chains, n_blocks=n_blocks, n_boot=n_boot, seed=seed)
 
 
 def check_units(source) -> None:

@@ -39,7 +39,7 @@ from bayesij.array.psis import (
 from bayesij.data.convert import unit_index
 from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import ElpdResult
-from bayesij.stats.peers import psis_settings
+from bayesij.stats.peers import psis_settings, unit_r_eff
 
 __all__ = ["loo", "loo_methods", "LooResult", "loo_expectation", "loo_pit", "saved_log_weights"]
 
@@ -302,7 +302,7 @@ def loo_methods(
         convention, source, tail_rule=tail_rule, ties=ties, r_eff=r_eff, ddof=ddof
     )
     tail_rule, ties, ddof = settings.tail_rule, settings.ties, check_ddof(settings.ddof)
-    r_eff = None if settings.r_eff is None else checked_r_eff(settings.r_eff, source.n_units)
+    r_eff = unit_r_eff(settings, source)
 
     kernel = partial(
         loo_arrays.loo_methods,

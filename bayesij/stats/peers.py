@@ -23,9 +23,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from bayesij.adapters.arviz import mean_relative_ess
-from bayesij.array.checks import fail
+from bayesij.array.checks import checked_r_eff, fail
 
-__all__ = ["CONVENTIONS", "PsisSettings", "psis_settings", "mean_relative_ess"]
+__all__ = ["CONVENTIONS", "PsisSettings", "psis_settings", "unit_r_eff", "mean_relative_ess"]
 
 
 class PsisSettings(NamedTuple):
@@ -96,3 +96,9 @@ def _posterior_r_eff(source, name: str) -> float:
             "data with a posterior group (its ESS gives r_eff), or r_eff= given",
         )
     return mean_relative_ess(draws)
+
+
+def unit_r_eff(settings, source):
+    """The settings' r_eff checked as one value per unit of ``source`` (None: the kernel
+    computes R loo's from the chains)."""
+    return None if settings.r_eff is None else checked_r_eff(settings.r_eff, source.n_units)
