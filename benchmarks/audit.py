@@ -106,7 +106,6 @@ def _lazy_tree(n_obs: int):
 def _child(what: str, n_obs: int) -> dict:
     """One row in this process: seconds and peak RSS."""
     import bayesij
-    from bayesij.stats.amip import amip_searches
 
     warnings.simplefilter("ignore")
     if what in ("lazy audit", "blocks once"):
@@ -117,25 +116,33 @@ def _child(what: str, n_obs: int) -> dict:
         post = _posterior(n_obs)
         matrix_bytes = post.log_lik.values.nbytes
         bayesij.loo(post.log_lik.values[..., :100])  # compile / load the kernels
-        if what == "audit":
-            call = lambda: bayesij.audit(post)  # noqa: E731
-        elif what == "amip, all questions":
-            call = lambda: amip_searches(post, _questions(post))  # noqa: E731
-        elif what == "linearity":
-            call = lambda: bayesij.linearity(post)  # noqa: E731
-        elif what == "loo":
-            call = lambda: bayesij.loo(post)  # noqa: E731
-        else:  # the installed ArviZ's PSIS-LOO
-            from common import inference_data, peer_loo
-
-            data = inference_data(post.log_lik.values)
-            _, peer, _, _ = peer_loo()
-            call = lambda: peer(data, pointwise=True)  # noqa: E731
+        call = _peer_call(post) if what == "arviz loo" else _in_memory_calls(post)[what]
     start = time.perf_counter()
     call()
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"seconds": seconds, "peak": peak, "matrix": matrix_bytes}
+
+
+def _in_memory_calls(post) -> dict:
+    """The rows on a posterior in memory, by name."""
+    import bayesij
+    from bayesij.stats.amip import amip_searches
+
+    return {
+        "audit": lambda: bayesij.audit(post),
+        "amip, all questions": lambda: amip_searches(post, _questions(post)),
+        "linearity": lambda: bayesij.linearity(post),
+        "loo": lambda: bayesij.loo(post),
+    }
+
+
+def _peer_call(post):
+    """The installed ArviZ's PSIS-LOO, on an ArviZ container made before the timing."""
+    from common import inference_data, peer_loo
+
+    data, (_, loo, _, _) = inference_data(post.log_lik.values), peer_loo()
+    return lambda: loo(data, pointwise=True)
 
 
 def _run(what: str, n_obs: int) -> dict:
