@@ -114,3 +114,38 @@ def test_the_linearity_change_is_the_exact_leave_one_out_change(rng):
     exact = model.posterior(weights)[0] - model.posterior()[0]
     np.testing.assert_allclose(found.linearity.delta_is[0].to_numpy(), exact, atol=0.02)
     assert found.amip == []
+
+
+def test_the_installed_arviz_container_with_a_lazy_log_likelihood_is_audited():
+    """ArviZ 0.23's InferenceData (Python 3.11) or ArviZ 1.x's DataTree (3.12+), its
+    log_likelihood group chunked with dask: the audit reads it lazily (linear AMIP, said in
+    the report) and reports what it reports for the same container in memory."""
+    az = pytest.importorskip("arviz")
+    pytest.importorskip("dask")
+    import xarray as xr
+
+    rng = np.random.default_rng(3)
+    y = 0.4 + rng.standard_t(4, size=120)
+    mu = y.mean() + y.std() / np.sqrt(120) * rng.normal(size=(4, 250))
+    log_lik = -0.5 * (y - mu[..., None]) ** 2
+    groups = {"posterior": {"mu": mu}, "log_likelihood": {"y": log_lik}}
+    if int(az.__version__.split(".")[0]) >= 1:
+        memory = az.from_dict(groups)
+        posterior = memory["posterior"].to_dataset()
+        lazy_ll = memory["log_likelihood"].to_dataset().chunk({"y_dim_0": 40})
+        lazy = xr.DataTree.from_dict({"posterior": posterior, "log_likelihood": lazy_ll})
+    else:
+        memory = az.from_dict(**groups)
+        lazy_ll = memory.log_likelihood.chunk({"y_dim_0": 40})
+        lazy = az.InferenceData(posterior=memory.posterior, log_likelihood=lazy_ll)
+    assert as_source(lazy).lazy and not as_source(memory).lazy
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = bayesij.audit(lazy)
+        reference = bayesij.audit(memory, method="linear")
+    assert ours.method == "linear" and any("linear method" in s for s in ours.skipped_words())
+    np.testing.assert_allclose(ours.ij.covariance, reference.ij.covariance, rtol=1e-12)
+    np.testing.assert_allclose(ours.loo.pointwise, reference.loo.pointwise, rtol=1e-12)
+    for key, result in reference.amip.items():
+        assert ours.amip[key].drop_ids == result.drop_ids
+        assert ours.amip[key].answer == result.answer
