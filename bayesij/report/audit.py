@@ -541,7 +541,7 @@ def _description(source) -> str:
     return (
         f"lazy log-likelihood: {source.n_chains} chains x {source.shape[1]} draws, "
         f"{source.n_units} observations in {len(source.bounds())} blocks; "
-        f"{len(source.quantity_names)} quantities"
+        f"{len(source.quantity_names)} quantit{'y' if len(source.quantity_names) == 1 else 'ies'}"
     )
 
 

@@ -273,9 +273,11 @@ def _robust_bullet(audit) -> str:
     if not robust:
         return ""
     far = [r for r in robust if not r.reachable]
-    limit = f" by dropping up to {unit_words(audit.unit_name, max(r.n_drop for r in far))}"
-    return (
+    text = (
         f"{len(robust)} of {len(audit.amip)} conclusions searched need more than a handful "
         f"of {unit_words(audit.unit_name)}"
-        + (f" ({len(far)} not reachable{limit})." if far else ".")
     )
+    if not far:  # every one reached, by a set larger than a handful
+        return text + "."
+    limit = unit_words(audit.unit_name, max(r.n_drop for r in far))
+    return text + f" ({len(far)} not reachable by dropping up to {limit})."

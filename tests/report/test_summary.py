@@ -86,3 +86,27 @@ def test_misspecification_is_claimed_where_the_sandwich_says_so():
     measured = np.sqrt(result.ij.ratio.to_numpy())
     np.testing.assert_allclose(measured, exact, rtol=0.1)
     assert any("the model may be misspecified for them" in line for line in result.summary())
+
+
+def test_conclusions_that_need_many_units_are_counted_reached_or_not():
+    """The robust bullet for sets larger than a handful: all reached (no 'not reachable'
+    clause; it once raised on an empty maximum), or some not reachable within alpha_max."""
+    from bayesij.report.summary import _robust_bullet
+
+    def result(reachable, n_drop):
+        return SimpleNamespace(
+            reachable=reachable,
+            n_drop=n_drop,
+            prop_drop=n_drop / 300,
+            undetermined=False,
+            quantity="mu",
+        )
+
+    reached = {("mu", "sign"): result(True, 25), ("mu", "significance"): result(True, 40)}
+    audit = SimpleNamespace(amip=reached, unit_name="observation")
+    assert (
+        _robust_bullet(audit)
+        == "2 of 2 conclusions searched need more than a handful of observations."
+    )
+    audit.amip[("mu", 0.5)] = result(False, 30)
+    assert _robust_bullet(audit).endswith("(1 not reachable by dropping up to 30 observations).")
