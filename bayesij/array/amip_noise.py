@@ -32,6 +32,7 @@ __all__ = [
     "draws_to_decide",
     "block_bootstrap",
     "block_bootstrap_counts",
+    "replicates_from_counts",
     "ANSWERS",
 ]
 
@@ -172,9 +173,8 @@ def _replicate_gains(gain, noise, direction, replicates, rng, blocks):
         return lambda rows: gain + noise * rng.standard_normal((rows.stop - rows.start, gain.size))
     block_sums, block_sizes, block_chains = blocks
     counts = block_bootstrap_counts(block_sizes, block_chains, replicates, rng)
-    signed = -direction * np.nan_to_num(np.asarray(block_sums, dtype=float))
-    totals = counts @ np.asarray(block_sizes, dtype=float)  # positive: every chain drawn
-    return lambda rows: (counts[rows] @ signed) / totals[rows, None]
+    sums = np.nan_to_num(np.asarray(block_sums, dtype=float))
+    return lambda rows: -direction * replicates_from_counts(counts[rows], sums, block_sizes)
 
 
 def _sum_of_largest(sample: np.ndarray, top: int) -> np.ndarray:
@@ -204,7 +204,13 @@ def block_bootstrap(block_sums, sizes, chains, replicates: int, rng) -> np.ndarr
     blocks' sizes ``n`` (B,), their chains (B,) and the counts ``c`` of
     :func:`block_bootstrap_counts`."""
     counts = block_bootstrap_counts(sizes, chains, replicates, rng)
-    return counts @ np.asarray(block_sums) / (counts @ np.asarray(sizes, float))[:, None]
+    return replicates_from_counts(counts, np.asarray(block_sums), sizes)
+
+
+def replicates_from_counts(counts, block_sums, sizes) -> np.ndarray:
+    """``psi* = sum_b c_b T_b / sum_b c_b n_b`` for each row of block counts ``c``
+    (R, B), the block sums ``T`` (B, U) and the blocks' sizes ``n`` (B,): (R, U)."""
+    return counts @ block_sums / (counts @ np.asarray(sizes, dtype=float))[:, None]
 
 
 def answer_from_z(

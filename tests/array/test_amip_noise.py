@@ -99,3 +99,33 @@ def test_not_reachable_needs_the_optimistic_replicates_to_fail_too():
     assert answer.answer == "undetermined"
     quiet = linear_answer(psi, np.zeros(10), 1, 0.31, 3, None, 1000)
     assert quiet.answer == "not reachable"
+
+
+def test_replicates_are_the_block_weighted_ratio_written_out():
+    """psi* = sum_b c_b T_b / sum_b c_b n_b, term by term, for the counts a seed draws;
+    each chain's blocks drawn as many times as it has."""
+    from bayesij.array.amip_noise import block_bootstrap_counts, replicates_from_counts
+
+    rng = np.random.default_rng(4)
+    sizes = np.array([10.0, 12.0, 9.0, 11.0, 10.0, 8.0])
+    chains = np.array([0, 0, 0, 1, 1, 1])
+    sums = rng.normal(size=(6, 4))
+    counts = block_bootstrap_counts(sizes, chains, 7, np.random.default_rng(1))
+    assert (counts[:, :3].sum(axis=1) == 3).all() and (counts[:, 3:].sum(axis=1) == 3).all()
+    got = replicates_from_counts(counts, sums, sizes)
+    for r in range(7):
+        numerator = sum(counts[r, b] * sums[b] for b in range(6))
+        denominator = sum(counts[r, b] * sizes[b] for b in range(6))
+        np.testing.assert_allclose(got[r], numerator / denominator, rtol=1e-14)
+    again = block_bootstrap(sums, sizes, chains, 7, np.random.default_rng(1))
+    np.testing.assert_allclose(again, got, rtol=0)
+
+
+def test_the_most_a_set_within_k_max_can_do_is_its_top_positive_values():
+    from bayesij.array.amip_noise import _sum_of_largest
+
+    rng = np.random.default_rng(6)
+    sample = rng.normal(size=(20, 30))
+    for top in (1, 5, 29, 30, 40):
+        expected = np.sort(sample, axis=1)[:, ::-1][:, :top].clip(0).sum(axis=1)
+        np.testing.assert_allclose(_sum_of_largest(sample, top), expected, rtol=1e-14)
