@@ -93,35 +93,28 @@ def leave_out_changes(
        smoothed importance sampling. JMLR 25(72).
     """
     given_r_eff = None if r_eff is None else checked_r_eff(r_eff, log_lik.shape[2])
+    if impossible_columns(log_lik).any():  # column by column: no matrix-sized mask
+        raise fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
+    if scores is None:
+        scores = influence_scores(quantities, log_lik, check=check)
     n_chains, n_draws, n_units = log_lik.shape
     f = quantities.reshape(n_chains * n_draws, -1)
     if log_weights is not None and pareto_k is not None:
-        if impossible_columns(log_lik).any():  # column by column: no matrix-sized mask
-            raise _impossible()
         delta_is = np.empty((f.shape[1], n_units))
         for chunk in obs_chunks(n_units, 2 * f.shape[0]):
             delta_is[:, chunk] = f.T @ np.exp(log_weights[:, chunk]) - f.mean(axis=0)[:, None]
-        k = np.asarray(pareto_k)
-    else:  # impossible units show as elpd -inf: no separate pass to find them
-        smoothed = loo_methods(
-            log_lik,
-            ("psis",),
-            r_eff=given_r_eff,
-            tail_rule=tail_rule,
-            check=check,
-            expectation_draws=f,
-        )["psis"]
-        if np.isneginf(smoothed.elpd).any():
-            raise _impossible()
-        assert smoothed.expectations is not None  # asked for with expectation_draws
-        delta_is, k = smoothed.expectations - f.mean(axis=0)[:, None], smoothed.pareto_k
-    if scores is None:
-        scores = influence_scores(quantities, log_lik, check=check)
-    return LinearityArrays(-scores.psi, delta_is, k, scores.mcse)
-
-
-def _impossible() -> ValueError:
-    return fail("log_lik", "-inf values", "finite log-likelihood for the linearity check")
+        return LinearityArrays(-scores.psi, delta_is, np.asarray(pareto_k), scores.mcse)
+    smoothed = loo_methods(
+        log_lik,
+        ("psis",),
+        r_eff=given_r_eff,
+        tail_rule=tail_rule,
+        check=False,
+        expectation_draws=f,
+    )["psis"]
+    assert smoothed.expectations is not None  # asked for with expectation_draws
+    delta_is = smoothed.expectations - f.mean(axis=0)[:, None]
+    return LinearityArrays(-scores.psi, delta_is, smoothed.pareto_k, scores.mcse)
 
 
 def nonlinearity_index(
