@@ -240,7 +240,22 @@ def _comparison_bullet(audit) -> str:
     if table is None:
         return ""
     weights = ", ".join(f"{name} {w:.2f}" for name, w in table["weight"].items())
-    return f"Stacking weights of the fits compared (best elpd_loo: {table.index[0]}): {weights}."
+    worse = []
+    for name, row in table.iloc[1:].iterrows():
+        caveats = [f"p_worse {row['p_worse']:.2f}"]
+        if row["diag_diff"]:
+            caveats.append(f"{row['diag_diff']}: the normal approximation may be poorly calibrated")
+        if row["diag_elpd"]:
+            caveats.append(f"{row['diag_elpd']}: its elpd_loo may be biased")
+        worse.append(
+            f"{name} predicts worse by {-row['elpd_diff']:.1f} ± {row['se_diff']:.1f} elpd "
+            f"({', '.join(caveats)})"
+        )
+    return (
+        f"Stacking weights of the fits compared (best elpd_loo: {table.index[0]}): {weights}; "
+        + "; ".join(worse)
+        + "."
+    )
 
 
 def _refit_bullet(audit) -> str:

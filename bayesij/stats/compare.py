@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -14,6 +16,12 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.model_weights import pseudobma_weights, stacking_weights
+from bayesij.stats.compare_diagnostics import (
+    difference_flag,
+    khat_flag,
+    probability_below_zero,
+    selection_check,
+)
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.subsample import LooSubsample, compare_subsampled
 
@@ -23,61 +31,132 @@ __all__ = ["compare", "model_weights", "WEIGHT_METHODS"]
 WEIGHT_METHODS = ("stacking", "pseudobma", "pseudobma+")
 
 
-def compare(results: dict, weights: str | None = None, *, seed=None) -> pd.DataFrame:
-    """Compare models by elpd, in the layout of R ``loo_compare`` (best model first).
+def compare(
+    results: dict, weights: str | None = None, *, reference: str | None = None, seed=None
+) -> pd.DataFrame:
+    """Compare models by elpd, in the layout of R ``loo_compare`` (best model first), with
+    the comparison diagnostics of R loo 2.8 and arviz-stats' ``compare``.
 
     Parameters
     ----------
     results : dict of str to ElpdResult
-        Results (LOO, WAIC, held-out, LFO, ...) of the models on the same units. Units are
-        paired by their ids (the pointwise index), so the order of the observations does
-        not matter; results whose ids are only positions 0..N-1 (no labels, e.g. from plain
-        arrays) are paired by position, as R loo and ArviZ do.
+        Results (LOO, WAIC, K-fold, held-out, LFO, ...) of the models on the same units.
+        Units are paired by their ids (the pointwise index), so the order of the
+        observations does not matter; results whose ids are only positions 0..N-1 (no
+        labels, e.g. from plain arrays) are paired by position, as R loo and ArviZ do.
     weights : {"stacking", "pseudobma", "pseudobma+"}, optional
         Add a ``weight`` column (:func:`model_weights`), as ArviZ's ``compare`` does
         (R ``loo_compare`` has none: the default).
+    reference : str, optional
+        The model the differences are taken to (a baseline or null model); by default the
+        best one. With a reference the probability column is ``p_better`` (that the model
+        predicts better than the reference) instead of ``p_worse``, as in arviz-stats.
     seed : int, optional
         For ``"pseudobma+"``'s Bayesian bootstrap.
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by model name, sorted by elpd: ``elpd_diff`` (to the best, <= 0) and
-        ``se_diff`` = ``sqrt(N) sd_n(elpd_n - elpd_best,n)`` with the results' ddof, then
-        each model's ``elpd``, ``se``, ``p`` and ``ic`` (-2 elpd), and ``weight`` if asked.
+        Indexed by model name, sorted by elpd (best first):
+
+        - ``elpd_diff``: elpd of the model minus that of the reference (the best by
+          default, so <= 0), and ``se_diff`` = ``sqrt(N) sd_n(elpd_n - elpd_ref,n)`` with
+          the results' ddof;
+        - ``p_worse``: ``P(D < 0)`` for ``D ~ N(elpd_diff, se_diff^2)``, the probability
+          that the model predicts worse than the best (NaN for the best), or ``p_better``
+          with a ``reference``;
+        - ``diag_diff``: ``"N < 100"`` or ``"|elpd_diff| < 4"`` where that normal
+          approximation is poorly calibrated (Sivula et al. 2025), else ``""``;
+        - ``diag_elpd``: ``"K k̂ > t"`` where K units' Pareto k exceed the LOO threshold
+          (the elpd is biased, favouring that model), else ``""``;
+        - each model's ``elpd``, ``se``, ``p`` and ``ic`` (-2 elpd); ``rank`` (0 = best);
+          and ``weight`` if asked.
+
+        With more than 11 models, the best model's lead is checked for selection bias
+        (McLatchie & Vehtari 2024): ``table.attrs["selection"]`` holds the
+        :class:`~bayesij.stats.compare_diagnostics.SelectionCheck`, and a warning says so
+        when the lead is within what chance gives the best of that many equal models.
         Subsampled results (:func:`bayesij.loo_subsample`, all on the same subsample) are
         compared by the difference estimator of the pointwise differences:
         ``elpd_diff``, ``se_diff``, ``subsampling_se_diff``, ``elpd``, ``se``,
         ``subsampling_se``.
+
+    References
+    ----------
+    .. [1] Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical Bayesian model
+       evaluation using leave-one-out cross-validation and WAIC. Statistics and Computing
+       27, 1413-1432.
+    .. [2] Sivula, T., Magnusson, M., Matamoros, A. A. and Vehtari, A. (2025). Uncertainty
+       in Bayesian leave-one-out cross-validation based model comparison. Bayesian
+       Analysis.
+    .. [3] McLatchie, Y. and Vehtari, A. (2024). Efficient estimation and correction of
+       selection-induced bias with order statistics. Statistics and Computing 34, 132.
     """
     if weights is not None and weights not in WEIGHT_METHODS:
         raise fail("weights", repr(weights), f"None or one of {WEIGHT_METHODS}")
     if isinstance(results, dict) and any(isinstance(r, LooSubsample) for r in results.values()):
         if weights is not None:
             raise fail("weights", repr(weights), "None for subsampled results")
+        if reference is not None:
+            raise fail("reference", repr(reference), "None for subsampled results")
         return compare_subsampled(results)
     frame, ddof = _pointwise_table(results)
-    order = frame.sum().sort_values(ascending=False).index
-    best = frame[order[0]]
+    if reference is not None and reference not in results:
+        raise fail("reference", repr(reference), f"one of the models {list(results)}")
+    order = list(frame.sum().sort_values(ascending=False).index)
+    baseline = frame[order[0] if reference is None else reference]
+    probability = "p_worse" if reference is None else "p_better"
+    sign = 1.0 if reference is None else -1.0
     rows = []
-    for name in order:
+    for rank, name in enumerate(order):
         result = results[name]
-        difference = frame[name] - best
+        difference = frame[name] - baseline
+        elpd_diff = float(difference.sum())
+        se_diff = elpd_standard_error(difference.to_numpy(), ddof)
         rows.append(
             {
                 "model": name,
-                "elpd_diff": float(difference.sum()),
-                "se_diff": elpd_standard_error(difference.to_numpy(), ddof),
+                "elpd_diff": elpd_diff,
+                "se_diff": se_diff,
+                probability: probability_below_zero(sign * elpd_diff, se_diff),
+                "diag_diff": difference_flag(elpd_diff, len(difference)),
+                "diag_elpd": khat_flag(*_pareto_k(result)),
                 "elpd": float(frame[name].sum()),
                 "se": result.se,
                 "p": result.p,
                 "ic": -2 * float(frame[name].sum()),
+                "rank": rank,
             }
         )
     table = pd.DataFrame(rows).set_index("model")
     if weights is not None:
         table["weight"] = model_weights(results, weights, seed=seed).loc[table.index]
+    _check_selection(table, frame, order)
     return table
+
+
+def _pareto_k(result) -> tuple:
+    """A LOO result's k-hat and threshold, (None, None) for criteria without them."""
+    if "pareto_k" not in result.pointwise or not hasattr(result, "k_threshold"):
+        return None, None
+    return result.pointwise["pareto_k"].to_numpy(), result.k_threshold
+
+
+def _check_selection(table: pd.DataFrame, frame: pd.DataFrame, order: list) -> None:
+    """Attach the order-statistics check (more than 11 models) and warn when the best
+    model's lead may be selection noise."""
+    check = selection_check(frame, order)
+    table.attrs["selection"] = check
+    if check is not None and check.by_chance:
+        warnings.warn(
+            f"The best model's elpd lead over the median model ({check.best_lead:.1f}) is "
+            f"within what the best of {len(order) - 1} equally good models would show by "
+            f"chance ({check.expected_by_chance:.1f}): the difference may be due to "
+            "selection; average the models (stacking weights) or use projection predictive "
+            "selection instead of picking the best (McLatchie & Vehtari 2024).",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def model_weights(

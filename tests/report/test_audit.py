@@ -80,7 +80,12 @@ def test_audit_reports_prior_sensitivity_and_model_weights(backend, post):
     weights = result.comparison["weight"]
     assert set(weights.index) == {"audited", "intercept only"}
     assert weights.sum() == pytest.approx(1.0) and weights["audited"] > 0.5
-    assert any(line.startswith("Stacking weights of the fits compared") for line in summary)
+    line = next(line for line in summary if line.startswith("Stacking weights of the fits"))
+    second, row = result.comparison.index[1], result.comparison.iloc[1]
+    assert f"{second} predicts worse by {-row['elpd_diff']:.1f}" in line
+    assert f"(p_worse {row['p_worse']:.2f}" in line
+    assert ("normal approximation may be poorly calibrated" in line) == bool(row["diag_diff"])
+    assert ("elpd_loo may be biased" in line) == bool(row["diag_elpd"])
     assert "Power-scaling sensitivity" in result.tables()
     # A log_prior group in the data is found without being asked for.
     tree = from_dict(
