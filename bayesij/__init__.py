@@ -32,6 +32,9 @@ _PUBLIC = {
     "LooResult": "bayesij.stats.loo",
     "loo_expectation": "bayesij.stats.loo",
     "loo_pit": "bayesij.stats.loo",
+    "loo_nonfactorized": "bayesij.stats.nonfactorized",
+    "loo_weighted": "bayesij.stats.weighted_loo",
+    "WeightedLooResult": "bayesij.stats.weighted_loo",
     "compare": "bayesij.stats.compare",
     "model_weights": "bayesij.stats.compare",
     "psense": "bayesij.stats.power_scaling",
@@ -83,6 +86,7 @@ POSITIONAL = {
     "loo_pit": ("y", "y_pred"),
     "loo_score": ("y", "y_pred"),
     "loo_subsample": ("observations",),
+    "loo_weighted": ("weights",),
 }
 
 #: Subpackages reachable as attributes (``bayesij.refit.bootstrap(...)``), loaded on first use.

@@ -24,6 +24,7 @@ from bayesij.stats.compare_diagnostics import (
 )
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.subsample import LooSubsample, compare_subsampled
+from bayesij.stats.weighted_loo import WeightedLooResult, weighted_standard_error
 
 __all__ = ["compare", "model_weights", "WEIGHT_METHODS"]
 
@@ -103,6 +104,7 @@ def compare(
     frame, ddof = _pointwise_table(results)
     if reference is not None and reference not in results:
         raise fail("reference", repr(reference), f"one of the models {list(results)}")
+    weighting = _common_weighting(results)
     order = list(frame.sum().sort_values(ascending=False).index)
     baseline = frame[order[0] if reference is None else reference]
     probability = "p_worse" if reference is None else "p_better"
@@ -112,14 +114,14 @@ def compare(
         result = results[name]
         difference = frame[name] - baseline
         elpd_diff = float(difference.sum())
-        se_diff = elpd_standard_error(difference.to_numpy(), ddof)
+        se_diff = _difference_se(difference.to_numpy(), weighting, ddof)
         rows.append(
             {
                 "model": name,
                 "elpd_diff": elpd_diff,
                 "se_diff": se_diff,
                 probability: probability_below_zero(sign * elpd_diff, se_diff),
-                "diag_diff": difference_flag(elpd_diff, len(difference)),
+                "diag_diff": difference_flag(elpd_diff, _n_observations(difference, weighting)),
                 "diag_elpd": khat_flag(*_pareto_k(result)),
                 "elpd": float(frame[name].sum()),
                 "se": result.se,
@@ -133,6 +135,43 @@ def compare(
         table["weight"] = model_weights(results, weights, seed=seed).loc[table.index]
     _check_selection(table, frame, order)
     return table
+
+
+def _common_weighting(results: dict) -> tuple[str, np.ndarray] | None:
+    """The weights of weighted LOO results (:func:`bayesij.loo_weighted`), which must be
+    the same kind and values for every model; None for unweighted results."""
+    weighted = {name: r for name, r in results.items() if isinstance(r, WeightedLooResult)}
+    if not weighted:
+        return None
+    first_name, first = next(iter(weighted.items()))
+    for name, result in results.items():
+        same = (
+            name in weighted
+            and result.kind == first.kind
+            and np.array_equal(result.weights, first.weights)
+        )
+        if not same:
+            raise fail(
+                "results",
+                f"{name!r} with other weights than {first_name!r}",
+                f"every model weighted alike ({first.kind} weights of the same values)",
+            )
+    return first.kind, first.weights
+
+
+def _difference_se(difference: np.ndarray, weighting, ddof: int) -> float:
+    """SE of the summed (weighted) pointwise differences."""
+    if weighting is None or weighting[0] == "survey":
+        return elpd_standard_error(difference, ddof)
+    kind, weights = weighting
+    return weighted_standard_error(difference / weights, weights, kind, ddof)
+
+
+def _n_observations(difference: pd.Series, weighting) -> float:
+    """The number of observations (the total weight of frequency-weighted rows)."""
+    if weighting is not None and weighting[0] == "frequency":
+        return float(weighting[1].sum())
+    return len(difference)
 
 
 def _pareto_k(result) -> tuple:
