@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import ClassVar, NamedTuple
 
@@ -137,7 +137,14 @@ class LooResult(ElpdResult):
         return pd.DataFrame(rows).set_index("interval")
 
     def _title(self) -> str:
-        title = {"psis": "PSIS-LOO", "is": "IS-LOO", "ij": "IJ-LOO", "cumulant": "cumulant LOO"}
+        title = {
+            "psis": "PSIS-LOO",
+            "is": "IS-LOO",
+            "ij": "IJ-LOO",
+            "cumulant": "cumulant LOO",
+            "psis-approximate": "PSIS-LOO of an approximate posterior",
+            "mixture": "mixture IS-LOO",
+        }
         return (
             f"Computed from {self.n_draws} by {self.n_units} log-likelihood matrix "
             f"({title[self.method]}, SE with ddof={self.ddof})"
@@ -145,7 +152,7 @@ class LooResult(ElpdResult):
 
     def _details(self) -> list[str]:
         lines = []
-        if self.method in ("psis", "is"):
+        if self.method in ("psis", "is", "psis-approximate", "mixture"):
             lines += ["------", f"Monte Carlo SE of elpd_loo is {self.mcse:.1f}."]
         table = self.pareto_k_table()
         table["proportion"] = (100 * table["proportion"]).map(lambda v: f"{v:.1f}%")
@@ -171,6 +178,7 @@ def loo(
     ties: str | None = None,
     ddof: int | None = None,
     save_psis: bool = False,
+    log_jacobian=None,
     client=None,
 ) -> LooResult:
     """Approximate leave-one-out cross-validation from posterior draws.
@@ -213,6 +221,11 @@ def loo(
         Keep the smoothed log-weights in the result (an array as large as the
         log-likelihood) for :func:`loo_expectation`, :func:`loo_pit` and
         :func:`bayesij.linearity` to reuse.
+    log_jacobian : array_like of shape (n_units,), optional
+        For a model fitted to a transformed response ``z = g(y)`` (e.g. ``log y``):
+        ``log |dz_n / dy_n|`` per unit (summed over a group's observations), added to each
+        ``elpd_loo`` and ``lppd`` so that the elpd is of ``y`` and comparable with models
+        of ``y`` itself (``-log y`` for ``z = log y``). ``p_loo`` and k-hat are unchanged.
     client : dask.distributed.Client, optional
         For a lazy log-likelihood: run its blocks as tasks on this cluster.
 
@@ -255,7 +268,7 @@ def loo(
     >>> result.bad_k_ids()
     []
     """
-    return loo_methods(
+    result = loo_methods(
         data,
         (method,),
         groups=groups,
@@ -268,6 +281,26 @@ def loo(
         save_psis=save_psis,
         client=client,
     )[method]
+    return with_log_jacobian(result, log_jacobian)
+
+
+def with_log_jacobian(result: LooResult, log_jacobian) -> LooResult:
+    """``result`` on the scale of the untransformed response: ``log |dz/dy|`` per unit
+    added to ``elpd_loo`` and ``lppd`` (None: ``result`` itself)."""
+    if log_jacobian is None:
+        return result
+    values = as_float_array(log_jacobian, "log_jacobian")
+    if values.shape != (result.n_units,):
+        raise fail(
+            "log_jacobian",
+            f"shape {values.shape}",
+            f"one value per unit, shape ({result.n_units},)",
+        )
+    check_finite(values, "log_jacobian")
+    pointwise = result.pointwise.copy()
+    pointwise["elpd_loo"] += values
+    pointwise["lppd"] += values
+    return replace(result, pointwise=pointwise)
 
 
 def loo_methods(
@@ -369,6 +402,12 @@ def _warn_about(result: LooResult, constant_units: np.ndarray) -> None:
             f"{int(result.pointwise['elpd_loo'].isna().sum())} unit(s): the linear "
             "approximation fails there (elpd_loo is NaN)."
         )
+
+
+def warn_about_khat(result: LooResult) -> None:
+    """The warnings of :func:`loo` (k-hat, few draws, impossible units) for a LOO result
+    computed elsewhere (an approximate posterior's)."""
+    _warn_about(result, np.zeros(result.n_units, dtype=bool))
 
 
 def _warn(message: str) -> None:

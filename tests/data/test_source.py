@@ -115,6 +115,11 @@ WHOLE_MATRIX = {
     "loo_pit": lambda d: bayesij.loo_pit(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "loo_score": lambda d: bayesij.loo_score(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "loo_metrics": lambda d: bayesij.loo_metrics(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
+    "loo_weighted": lambda d: bayesij.loo_weighted(d, np.ones(N_OBS)),
+    "loo_approximate_posterior": lambda d: bayesij.loo_approximate_posterior(
+        d, np.zeros(N_CHAINS * N_DRAWS), np.zeros(N_CHAINS * N_DRAWS)
+    ),
+    "loo_mixture": lambda d: bayesij.loo_mixture(d),
 }
 
 #: Functions of posterior draws alone: no log-likelihood goes through the source door.
