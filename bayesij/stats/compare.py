@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -26,7 +27,13 @@ from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.subsample import LooSubsample, compare_subsampled
 from bayesij.stats.weighted_loo import WeightedLooResult, weighted_standard_error
 
-__all__ = ["compare", "model_weights", "WEIGHT_METHODS"]
+__all__ = [
+    "compare",
+    "model_weights",
+    "weight_predictions",
+    "WeightedPredictions",
+    "WEIGHT_METHODS",
+]
 
 
 WEIGHT_METHODS = ("stacking", "pseudobma", "pseudobma+")
@@ -321,3 +328,100 @@ def _match_units(pointwise: dict) -> None:
                 f"extra {extra}, {len(values)} vs {len(reference)} units)",
                 "results computed on the same units (observation ids or groups)",
             )
+
+
+class WeightedPredictions(NamedTuple):
+    """Draws of the model-averaged predictive distribution.
+
+    Attributes
+    ----------
+    draws : ndarray of shape (S, ...)
+        ``S`` = the fewest draws of any model; each model's share is its weight.
+    model : ndarray of shape (S,)
+        The model each draw came from.
+    """
+
+    draws: np.ndarray
+    model: np.ndarray
+
+
+def weight_predictions(predictions: dict, weights=None, *, seed=None) -> WeightedPredictions:
+    """Predictive draws of the weighted mixture of models, as arviz-stats'
+    ``weight_predictions`` (and brms' ``pp_average``).
+
+    Parameters
+    ----------
+    predictions : dict of str to array_like
+        Each model's predictive draws, (n_chains, n_draws, ...) or (S, ...); the trailing
+        shape must be the same for all (the same observations).
+    weights : pandas.Series, dict or sequence, optional
+        Each model's weight, e.g. ``model_weights(...)`` or ``compare(...)["weight"]``
+        (by name), or in the order of ``predictions``; normalised. Default equal.
+    seed : int, optional
+        Seed of the choice of draws.
+
+    Returns
+    -------
+    WeightedPredictions
+        ``S = min_k S_k`` draws: ``round(S w_k)`` of model k by largest remainders, so that
+        they add up to ``S`` (arviz-stats truncates each share, losing up to one draw per
+        model), chosen without replacement; ``model`` names the source of each.
+
+    References
+    ----------
+    .. [1] Yao, Y., Vehtari, A., Simpson, D. and Gelman, A. (2018). Using stacking to
+       average Bayesian predictive distributions. Bayesian Analysis 13(3), 917-1007.
+    """
+    if not isinstance(predictions, dict) or len(predictions) < 2:
+        raise fail("predictions", type(predictions).__name__, "a dict of two or more models' draws")
+    names = list(predictions)
+    draws = {name: _flat_draws(values, name) for name, values in predictions.items()}
+    shapes = {values.shape[1:] for values in draws.values()}
+    if len(shapes) != 1:
+        raise fail("predictions", f"draws of shapes {sorted(shapes)}", "the same observations")
+    share = _normalised_weights(weights, names)
+    total = min(values.shape[0] for values in draws.values())
+    counts = _largest_remainders(share * total, total)
+    rng = np.random.default_rng(None if seed is None else check_seed(seed))
+    picked = [
+        rng.choice(draws[n].shape[0], c, replace=False) for n, c in zip(names, counts, strict=True)
+    ]
+    return WeightedPredictions(
+        np.concatenate([draws[n][rows] for n, rows in zip(names, picked, strict=True)]),
+        np.repeat(np.array(names, dtype=object), counts),
+    )
+
+
+def _flat_draws(values, name: str) -> np.ndarray:
+    array = as_float_array(values, f"predictions[{name!r}]")
+    if array.ndim < 2:
+        raise fail(
+            f"predictions[{name!r}]", f"shape {array.shape}", "draws (S, ...) or (C, D, ...)"
+        )
+    return array.reshape(-1, *array.shape[2:]) if array.ndim >= 3 else array
+
+
+def _normalised_weights(weights, names: list) -> np.ndarray:
+    if weights is None:
+        return np.full(len(names), 1 / len(names))
+    if isinstance(weights, (pd.Series, dict)):
+        missing = [n for n in names if n not in weights]
+        if missing:
+            raise fail("weights", f"no weight for {missing}", f"a weight for each of {names}")
+        values = np.array([float(weights[n]) for n in names])
+    else:
+        values = as_float_array(weights, "weights").reshape(-1)
+        if values.size != len(names):
+            raise fail("weights", f"{values.size} weights", f"one per model ({len(names)})")
+    if not np.all(np.isfinite(values)) or np.any(values < 0) or values.sum() <= 0:
+        raise fail("weights", repr(values.tolist()), "finite weights >= 0, not all 0")
+    return values / values.sum()
+
+
+def _largest_remainders(quotas: np.ndarray, total: int) -> np.ndarray:
+    """Whole counts adding up to ``total``, each its quota rounded down or up."""
+    counts = np.floor(quotas).astype(int)
+    extra = total - counts.sum()
+    order = np.argsort(-(quotas - counts), kind="stable")
+    counts[order[:extra]] += 1
+    return counts

@@ -7,6 +7,8 @@ References
    regression models. The American Statistician 73(3), 307-309.
 .. [2] Tjur, T. (2009). Coefficient of determination in logistic regression models. The
    American Statistician 63(4) (the Bernoulli pseudo-variance).
+.. [3] Rubin, D. B. (1981). The Bayesian bootstrap. The Annals of Statistics 9(1), 130-134
+   (the uncertainty of the LOO R²).
 """
 
 from __future__ import annotations
@@ -14,12 +16,20 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.stats import dirichlet
 
-from bayesij.array.checks import as_float_array, check_finite, fail
+from bayesij.array.checks import (
+    as_float_array,
+    check_finite,
+    check_positive_int,
+    check_seed,
+    fail,
+)
 from bayesij.data.inference_data import _group, has_groups, posterior_draws
 from bayesij.data.posterior import Posterior, base_name
+from bayesij.stats.loo import loo_expectation
 
-__all__ = ["bayesian_r2", "BayesianR2"]
+__all__ = ["bayesian_r2", "BayesianR2", "loo_r2"]
 
 
 class BayesianR2(NamedTuple):
@@ -118,3 +128,71 @@ def _variables(data) -> list[str]:
     if isinstance(data, Posterior):
         return list(dict.fromkeys(base_name(n) for n in data.quantity_names))
     return list(_group(data, "posterior", "", "data").data_vars)
+
+
+def loo_r2(
+    data,
+    y,
+    y_pred,
+    *,
+    var_name=None,
+    convention: str | None = None,
+    n_simulations: int = 4000,
+    seed: int = 42,
+    psis=None,
+) -> BayesianR2:
+    """LOO R²: ``1 - Var(y - E_loo[y_pred]) / Var(y)`` with its Bayesian-bootstrap
+    distribution, as brms' ``loo_R2`` and arviz-stats' ``loo_r2``.
+
+    Unlike the Bayesian R² (which uses the model's own residual variance), this one
+    measures out-of-sample prediction: the residuals are of the leave-one-out predictive
+    means. Its uncertainty is over the observations: ``n_simulations`` Dirichlet(1, ..., 1)
+    weightings of them (the Bayesian bootstrap), each giving weighted variances with the
+    ``N / (N - 1)`` correction; values are clipped to [-1, 1] as both peers do.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree, xarray or array_like
+        Source of the pointwise log-likelihood (as :func:`bayesij.loo`).
+    y : array_like, shape (N,)
+        The observations.
+    y_pred : array_like, shape (n_chains, n_draws, N)
+        Posterior predictive draws (or predicted means) whose LOO mean is the prediction.
+    var_name, convention
+        As :func:`bayesij.loo_expectation` (``convention="arviz-stats"`` for its PSIS).
+    n_simulations : int, default 4000
+        Bayesian bootstrap replicates.
+    seed : int, default 42
+        Seed of SciPy's Dirichlet draws (42: the same replicates as arviz-stats).
+    psis : LooResult, optional
+        A PSIS-LOO result with ``save_psis=True`` to reuse.
+
+    Returns
+    -------
+    BayesianR2
+        ``draws`` (n_simulations,) and ``summary()``.
+
+    References
+    ----------
+    .. [1] Gelman, A., Goodrich, B., Gabry, J. and Vehtari, A. (2019). R-squared for
+       Bayesian regression models. The American Statistician 73(3), 307-309.
+    .. [2] Rubin, D. B. (1981). The Bayesian bootstrap. The Annals of Statistics 9(1).
+    """
+    y = as_float_array(y, "y")
+    if y.ndim != 1 or y.size < 2:
+        raise fail("y", f"shape {y.shape}", "a vector of at least 2 observations")
+    check_finite(y, "y")
+    n_simulations = check_positive_int(n_simulations, "n_simulations")
+    means = loo_expectation(data, y_pred, var_name=var_name, convention=convention, psis=psis)[
+        "value"
+    ].to_numpy()
+    if means.size != y.size:
+        raise fail("y", f"{y.size} observations", f"one per unit of data ({means.size})")
+    residual = means - y
+    weights = dirichlet.rvs(np.ones(y.size), size=n_simulations, random_state=check_seed(seed))
+    correction = y.size / (y.size - 1)
+
+    def weighted_variance(values):
+        return (weights @ values**2 - (weights @ values) ** 2) * correction
+
+    return BayesianR2(np.clip(1 - weighted_variance(residual) / weighted_variance(y), -1, 1))

@@ -14,7 +14,7 @@ from scipy.stats import lognorm, multivariate_normal, norm
 
 import bayesij
 from bayesij.refit.conjugate import ConjugateNormal
-from peers import REFERENCE
+from peers import ARVIZ_1, REFERENCE, from_dict
 
 
 def test_equals_r_loo_approximate_posterior():
@@ -110,3 +110,38 @@ def test_log_jacobian_puts_a_log_model_on_the_original_scale():
 def test_bad_log_densities_are_refused_by_name(log_p, log_g, message):
     with pytest.raises(ValueError, match=message):
         bayesij.loo_approximate_posterior(np.zeros((4, 500, 3)), log_p, log_g)
+
+
+@pytest.mark.skipif(not ARVIZ_1, reason="arviz-stats' loo_approximate_posterior (Python >= 3.12)")
+def test_equal_to_arviz_stats_approximate_mixture_and_jacobian():
+    """arviz-stats' tail rule is "floor"; its mixture p_loo averages p(y_n | theta) over the
+    mixture's draws, ours over the draws weighted back to the posterior (the elpd, SE and
+    k-hat are the same)."""
+    import xarray as xr
+    from arviz_stats import loo as arviz_loo
+    from arviz_stats import loo_approximate_posterior as arviz_approximate
+
+    table = np.loadtxt(REFERENCE / "approximate_posterior_input.csv", delimiter=",", skiprows=1)
+    log_lik = table[None, :, 2:]
+    tree = from_dict(posterior={"b": table[None, :, 0]}, log_likelihood={"y": log_lik})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = arviz_approximate(tree, table[:, 0], table[:, 1], pointwise=True)
+        ours = bayesij.loo_approximate_posterior(
+            log_lik, table[:, 0], table[:, 1], tail_rule="floor", ddof=1
+        )
+        np.testing.assert_allclose(ours.pointwise["elpd_loo"], theirs.elpd_i, atol=1e-12)
+        np.testing.assert_allclose(ours.pointwise["pareto_k"], theirs.pareto_k, atol=1e-12)
+        assert ours.se == pytest.approx(theirs.se, rel=1e-12)
+        assert ours.p_loo == pytest.approx(theirs.p, rel=1e-12)
+        theirs = arviz_loo(tree, pointwise=True, mixture=True)
+        ours = bayesij.loo_mixture(log_lik, ddof=1)
+        np.testing.assert_allclose(ours.pointwise["elpd_loo"], theirs.elpd_i, atol=1e-12)
+        assert ours.se == pytest.approx(theirs.se, rel=1e-12)
+        jacobian = -0.01 * np.arange(log_lik.shape[2])
+        theirs = arviz_loo(
+            tree, pointwise=True, log_jacobian=xr.DataArray(jacobian, dims=["y_dim_0"])
+        )
+        ours = bayesij.loo(tree, log_jacobian=jacobian, convention="arviz-stats")
+        np.testing.assert_allclose(ours.pointwise["elpd_loo"], theirs.elpd_i, atol=1e-12)
+        assert ours.p_loo == pytest.approx(theirs.p, rel=1e-12)
