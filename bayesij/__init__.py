@@ -41,6 +41,7 @@ _PUBLIC = {
     "model_weights": "bayesij.stats.compare",
     "weight_predictions": "bayesij.stats.compare",
     "psense": "bayesij.stats.power_scaling",
+    "psense_sequence": "bayesij.stats.power_scaling",
     "pareto_khat": "bayesij.stats.pareto",
     "pareto_smooth": "bayesij.stats.pareto",
     "bayesian_r2": "bayesij.stats.r2",

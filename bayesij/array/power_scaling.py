@@ -16,7 +16,12 @@ from scipy.special import logsumexp
 from bayesij.array.ess import relative_eff
 from bayesij.array.psis import psis_chunk
 
-__all__ = ["power_scaling_log_weights", "cjs_distance", "power_sensitivity"]
+__all__ = [
+    "power_scaling_log_weights",
+    "power_scaling_weights",
+    "cjs_distance",
+    "power_sensitivity",
+]
 
 
 def _tail_relative_eff(component: np.ndarray) -> float:
@@ -57,11 +62,19 @@ def power_scaling_log_weights(component: np.ndarray, alpha: float) -> np.ndarray
        and diagnosing prior and likelihood sensitivity with power-scaling. Statistics and
        Computing 34, 57.
     """
+    return power_scaling_weights(component, alpha)[0]
+
+
+def power_scaling_weights(component: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
+    """:func:`power_scaling_log_weights` and the Pareto k-hat of their raw ratios (above
+    ``min(1 - 1/log10 S, 0.7)`` the reweighted posterior is not reliably reached)."""
     log_ratios = (alpha - 1.0) * component
+    if np.ptp(log_ratios) == 0:  # alpha = 1 (or a constant component): the draws themselves
+        return np.full(component.size, -np.log(component.size)), float("-inf")
     tail = _tail_draws(component.size, _tail_relative_eff(component))
     smoothed = psis_chunk(log_ratios[:, None] - np.max(log_ratios), np.array([tail]), "position")
     log_weights = smoothed.log_weights[:, 0]
-    return log_weights - logsumexp(log_weights)
+    return log_weights - logsumexp(log_weights), float(smoothed.pareto_k[0])
 
 
 def cjs_distance(draws: np.ndarray, weights: np.ndarray) -> np.ndarray:

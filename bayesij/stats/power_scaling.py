@@ -3,11 +3,14 @@ with the first-order derivatives from the influence engine."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import as_float_array, check_finite, check_real, fail
-from bayesij.array.power_scaling import power_sensitivity
+from bayesij.array.power_scaling import cjs_distance, power_scaling_weights, power_sensitivity
+from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.inference_data import (
     _group,
     aligned_draws,
@@ -18,7 +21,9 @@ from bayesij.data.inference_data import (
 from bayesij.data.posterior import Posterior
 from bayesij.data.source import as_source
 
-__all__ = ["psense", "log_prior_draws"]
+__all__ = ["psense", "psense_sequence", "log_prior_draws", "COMPONENTS"]
+
+COMPONENTS = ("prior", "likelihood")
 
 CONFLICT = "potential prior-data conflict"
 WEAK_LIKELIHOOD = "potential strong prior / weak likelihood"
@@ -30,6 +35,7 @@ def psense(
     quantities=None,
     var_name=None,
     log_prior=None,
+    prior_selection=None,
     alphas=(0.99, 1.01),
     threshold: float = 0.05,
 ) -> pd.DataFrame:
@@ -48,7 +54,12 @@ def psense(
         ``k``).
     quantities : str or list of str, optional
     var_name : str or list of str, optional
-        The log-likelihood variable(s), summed over observations for the likelihood.
+        The log-likelihood variable(s), summed over observations for the likelihood: the
+        likelihood parts to scale (priorsense's ``likelihood_selection``).
+    prior_selection : str or list, optional
+        The prior parts to scale (priorsense's ``prior_selection``, arviz-stats'
+        ``prior_var_names``): variable names of the ``log_prior`` group, or indices of the
+        last axis of a ``log_prior`` array of shape (n_chains, n_draws, k). Default all.
     alphas : (float, float), default (0.99, 1.01)
         Powers below and above 1 of the finite differences.
     threshold : float, default 0.05
@@ -63,7 +74,11 @@ def psense(
         ``"potential strong prior / weak likelihood"`` when only the prior does, else
         ``"-"``), and the first-order derivatives of the posterior mean,
         ``d_mean_prior = Cov(f, log p(theta))`` and ``d_mean_likelihood = Cov(f, sum_n l_n)
-        = sum_n psi_n`` (the influence scores summed), each per unit of ``alpha``.
+        = sum_n psi_n`` (the influence scores summed), each per unit of ``alpha``; and
+        ``prior_khat`` / ``likelihood_khat``, the larger Pareto k-hat of the two
+        power-scalings' importance ratios (one value per component: above
+        ``min(1 - 1/log10 S, 0.7)`` the scaled posterior is not reliably reached from these
+        draws and a warning says so — priorsense#139).
 
     References
     ----------
@@ -76,7 +91,7 @@ def psense(
     post = as_source(
         data, var_name=var_name, need_quantities=True, whole_matrix={"data": "psense"}
     ).posterior
-    prior = log_prior_draws(data, post, log_prior)
+    prior = log_prior_draws(data, post, log_prior, prior_selection)
     if isinstance(log_prior, str):
         quantities = [q for q in (quantities or post.quantity_names) if q != log_prior]
     if quantities is not None:
@@ -95,11 +110,30 @@ def psense(
     table["diagnosis"] = [_diagnosis(p, lik, threshold) for p, lik in table.to_numpy()]
     table["d_mean_prior"] = _covariances(draws, prior)
     table["d_mean_likelihood"] = _covariances(draws, likelihood)
+    for name, component in (("prior", prior), ("likelihood", likelihood)):
+        table[f"{name}_khat"] = max(power_scaling_weights(component, a)[1] for a in (low, high))
+    _warn_about_khat(table, draws.shape[0])
     return table
 
 
-def log_prior_draws(data, post: Posterior, log_prior=None) -> np.ndarray:
-    """The log prior at each draw, shape (S,), from any source :func:`psense` accepts."""
+def _warn_about_khat(table: pd.DataFrame, n_draws: int) -> None:
+    limit = pareto_k_threshold(n_draws)
+    for name in COMPONENTS:
+        k = float(table[f"{name}_khat"].iloc[0]) if len(table) else float("nan")
+        if k > limit:
+            warnings.warn(
+                f"Power-scaling the {name}: Pareto k-hat {k:.2f} > {limit:.2f}; the scaled "
+                "posterior is not reliably reached by reweighting these draws, so its "
+                "sensitivities are unreliable (more draws, or refit with the scaled "
+                f"{name}).",
+                UserWarning,
+                stacklevel=3,
+            )
+
+
+def log_prior_draws(data, post: Posterior, log_prior=None, selection=None) -> np.ndarray:
+    """The log prior at each draw, shape (S,), from any source :func:`psense` accepts,
+    summed over the parts ``selection`` names (all by default)."""
     n_draws, per_chain = post.n_draws, post.n_draws // post.n_chains
     if log_prior is None:
         if not has_groups(data):
@@ -112,7 +146,8 @@ def log_prior_draws(data, post: Posterior, log_prior=None) -> np.ndarray:
         group = _group(data, "log_prior", "Save the log prior (e.g. PyMC's compute_log_prior)")
         if "posterior" in group_names(data):
             group = aligned_draws(group, _group(data, "posterior", ""), "log_prior")
-        values, _ = flatten_variables(group, list(group.data_vars))
+        values, _ = flatten_variables(group, _selected(list(group.data_vars), selection))
+        selection = None
     elif isinstance(log_prior, str):
         if log_prior not in post.quantity_names:
             raise fail(
@@ -133,9 +168,27 @@ def log_prior_draws(data, post: Posterior, log_prior=None) -> np.ndarray:
             f"shape {values.shape}",
             f"one value per draw: ({post.n_chains}, {per_chain}[, k]) or ({n_draws},)",
         )
-    summed = values.reshape(n_draws, -1).sum(axis=1)
+    parts = values.reshape(n_draws, -1)
+    if selection is not None:
+        parts = parts[:, _selected(list(range(parts.shape[1])), selection)]
+    summed = parts.sum(axis=1)
     check_finite(summed, "log_prior")
     return summed
+
+
+def _selected(available: list, selection) -> list:
+    """The prior parts named by ``prior_selection`` (all when None), checked."""
+    if selection is None:
+        return available
+    chosen = [selection] if isinstance(selection, (str, int)) else list(selection)
+    unknown = [c for c in chosen if c not in available]
+    if unknown or not chosen:
+        raise fail(
+            "prior_selection",
+            repr(unknown or chosen),
+            f"parts of the log prior: {available[:10]}",
+        )
+    return chosen
 
 
 def _alphas(alphas) -> tuple[float, float]:
@@ -160,3 +213,70 @@ def _covariances(draws: np.ndarray, component: np.ndarray) -> np.ndarray:
     """``Cov(f, c)`` of each column with divisor ``S - 1`` (as the influence scores)."""
     centred = component - component.mean()
     return (draws - draws.mean(axis=0)).T @ centred / (draws.shape[0] - 1)
+
+
+def psense_sequence(
+    data,
+    *,
+    quantities=None,
+    var_name=None,
+    log_prior=None,
+    prior_selection=None,
+    component: str = "prior",
+    alphas=None,
+) -> pd.DataFrame:
+    """The posterior of each quantity along a sequence of power-scalings of the prior or
+    the likelihood (priorsense's ``powerscale_sequence``), by PSIS reweighting.
+
+    Parameters
+    ----------
+    data, quantities, var_name, log_prior, prior_selection
+        As :func:`psense`.
+    component : {"prior", "likelihood"}, default "prior"
+    alphas : array_like, optional
+        The powers; default priorsense's: 0.8 to 1.25 evenly in ``log alpha`` (11 values).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (alpha, quantity): the weighted ``mean`` and ``sd``, the ``cjs``
+        distance to the unscaled posterior, and ``pareto_k`` of that scaling's weights with
+        ``reliable`` (k-hat at most ``min(1 - 1/log10 S, 0.7)``).
+
+    References
+    ----------
+    .. [1] Kallioinen, N., Paananen, T., Bürkner, P.-C. and Vehtari, A. (2024). Detecting
+       and diagnosing prior and likelihood sensitivity with power-scaling. Statistics and
+       Computing 34, 57.
+    """
+    if component not in COMPONENTS:
+        raise fail("component", repr(component), f"one of {COMPONENTS}")
+    grid = np.exp(np.linspace(np.log(0.8), np.log(1.25), 11)) if alphas is None else alphas
+    grid = as_float_array(grid, "alphas").reshape(-1)
+    if grid.size == 0 or np.any(~np.isfinite(grid) | (grid <= 0)):
+        raise fail("alphas", repr(grid.tolist()[:5]), "positive powers")
+    post = as_source(
+        data, var_name=var_name, need_quantities=True, whole_matrix={"data": "psense_sequence"}
+    ).posterior
+    if component == "prior":
+        values = log_prior_draws(data, post, log_prior, prior_selection)
+        if isinstance(log_prior, str):
+            quantities = [q for q in (quantities or post.quantity_names) if q != log_prior]
+    if quantities is not None:
+        post = post.select(quantities)
+    draws = post.quantities.values.reshape(-1, len(post.quantity_names))
+    if component == "likelihood":
+        values = post.log_lik.values.reshape(draws.shape[0], -1).sum(axis=1)
+        check_finite(values, "log_lik")
+    limit = pareto_k_threshold(draws.shape[0])
+    rows = []
+    for alpha in grid:
+        log_weights, k = power_scaling_weights(values, float(alpha))
+        w = np.exp(log_weights)
+        mean = w @ draws
+        sd = np.sqrt(w @ (draws - mean) ** 2)
+        distance = cjs_distance(draws, w)
+        for j, name in enumerate(post.quantity_names):
+            rows.append((float(alpha), name, mean[j], sd[j], distance[j], k, k <= limit))
+    columns = ["alpha", "quantity", "mean", "sd", "cjs", "pareto_k", "reliable"]
+    return pd.DataFrame(rows, columns=columns)

@@ -109,12 +109,16 @@ def _audit_numbers(result) -> list:
 WHOLE_MATRIX = {
     "dic": lambda d: bayesij.dic(d),
     "psense": lambda d: bayesij.psense(d, log_prior=np.zeros((N_CHAINS, N_DRAWS))),
+    "psense_sequence": lambda d: bayesij.psense_sequence(
+        d, log_prior=np.zeros((N_CHAINS, N_DRAWS))
+    ),
     "loo_moment_match": lambda d: bayesij.loo_moment_match(d, object()),
     "lfo": lambda d: bayesij.lfo(d, min_train=500),
     "loo_expectation": lambda d: bayesij.loo_expectation(d, np.zeros((N_CHAINS, N_DRAWS, 1))),
     "loo_pit": lambda d: bayesij.loo_pit(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "loo_score": lambda d: bayesij.loo_score(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "loo_metrics": lambda d: bayesij.loo_metrics(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
+    "loo_r2": lambda d: bayesij.loo_r2(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "loo_weighted": lambda d: bayesij.loo_weighted(d, np.ones(N_OBS)),
     "loo_approximate_posterior": lambda d: bayesij.loo_approximate_posterior(
         d, np.zeros(N_CHAINS * N_DRAWS), np.zeros(N_CHAINS * N_DRAWS)

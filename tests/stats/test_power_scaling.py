@@ -2,6 +2,7 @@
 and its first-order derivatives against the closed form of a conjugate normal model."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import norm
 
@@ -111,3 +112,83 @@ def test_psense_equals_arviz_stats_on_the_same_draws():
         theirs = arviz_stats.psense(data, group=component)
         for name in ("mu", "sigma"):
             assert ours.loc[name, component] == pytest.approx(float(theirs[name]), rel=1e-8)
+
+
+@pytest.mark.parametrize("component", ["prior", "likelihood"])
+def test_sequence_follows_the_closed_form_scaled_posterior(component):
+    """Power-scaling a conjugate normal model's prior by alpha gives precision
+    alpha/tau^2 + N, its likelihood 1/tau^2 + alpha N: the sequence's weighted means and sds
+    follow the closed form within their Monte Carlo error."""
+    tau, prior_mean = 0.3, -1.0
+    data, _, _, _ = _conjugate(tau, prior_mean=prior_mean)
+    rng = np.random.default_rng(3)
+    y_sum = rng.normal(2.0, SIGMA, N).sum()  # the data _conjugate drew (same seed)
+    sequence = bayesij.psense_sequence(data, component=component, alphas=[0.8, 0.9, 1.0, 1.25])
+    assert list(sequence.columns) == [
+        "alpha",
+        "quantity",
+        "mean",
+        "sd",
+        "cjs",
+        "pareto_k",
+        "reliable",
+    ]
+    for alpha, row in sequence.set_index("alpha").iterrows():
+        a_prior, a_lik = (alpha, 1.0) if component == "prior" else (1.0, alpha)
+        precision = a_prior / tau**2 + a_lik * N / SIGMA**2
+        mean = (a_prior * prior_mean / tau**2 + a_lik * y_sum / SIGMA**2) / precision
+        assert row["reliable"]
+        assert row["mean"] == pytest.approx(mean, abs=4 * precision**-0.5 / np.sqrt(2000))
+        assert row["sd"] == pytest.approx(precision**-0.5, rel=0.05)
+    unscaled = sequence.set_index("alpha").loc[1.0]
+    assert unscaled["cjs"] == pytest.approx(0.0, abs=1e-6) and unscaled["pareto_k"] == -np.inf
+
+
+def test_prior_selection_scales_only_the_parts_named():
+    rng = np.random.default_rng(4)
+    mu, log_sigma = rng.normal(1.0, 0.2, size=(2, 4, 1000))
+    log_lik = norm.logpdf(rng.normal(1, 1, 15), mu[..., None], np.exp(log_sigma)[..., None])
+    parts = {"mu": norm.logpdf(mu, 0, 0.5), "sigma": norm.logpdf(log_sigma, 0, 1)}
+    data = from_dict(
+        posterior={"mu": mu, "log_sigma": log_sigma}, log_likelihood={"y": log_lik}, log_prior=parts
+    )
+    only_mu = bayesij.psense(data, prior_selection="mu")
+    post = bayesij.from_inference_data(data)
+    expected = bayesij.psense(post, log_prior=parts["mu"])
+    pd.testing.assert_frame_equal(only_mu, expected)
+    stacked = np.stack([parts["mu"], parts["sigma"]], axis=-1)  # an array: parts by index
+    pd.testing.assert_frame_equal(
+        bayesij.psense(post, log_prior=stacked, prior_selection=[0]), expected
+    )
+    with pytest.raises(ValueError, match=r"prior_selection: found \['tau'\]; expected parts"):
+        bayesij.psense(data, prior_selection="tau")
+
+
+def test_khat_of_the_scaling_is_reported_and_warned_about():
+    data, *_ = _conjugate(tau=0.5)
+    table = bayesij.psense(data)
+    assert (table["prior_khat"] < 0.5).all() and (table["likelihood_khat"] < 0.5).all()
+    post = bayesij.from_inference_data(data)
+    wild = 2000 * np.random.default_rng(5).standard_t(1.5, size=(4, 5000))
+    with pytest.warns(UserWarning, match=r"Power-scaling the prior: Pareto k-hat .* > 0\.70"):
+        flagged = bayesij.psense(post, log_prior=wild)
+    assert flagged["prior_khat"].iloc[0] > 0.7
+    sequence = bayesij.psense_sequence(post, log_prior=wild, alphas=[0.8])
+    assert not sequence["reliable"].any()
+
+
+@pytest.mark.skipif(not ARVIZ_1, reason="arviz-stats 1.x runs with ArviZ 1.x (Python >= 3.12)")
+def test_prior_selection_equals_arviz_stats_prior_var_names():
+    arviz_stats = pytest.importorskip("arviz_stats")
+    rng = np.random.default_rng(6)
+    mu = rng.normal(1.8, 0.22, size=(4, 1000))
+    sigma = np.exp(rng.normal(0, 0.15, size=(4, 1000)))
+    data = from_dict(
+        posterior={"mu": mu, "sigma": sigma},
+        log_likelihood={"y": norm.logpdf(rng.normal(2, 1, N), mu[..., None], sigma[..., None])},
+        log_prior={"mu": norm.logpdf(mu, 0, 1), "sigma": norm.logpdf(np.log(sigma), 0, 1)},
+    )
+    ours = bayesij.psense(data, prior_selection=["sigma"])
+    theirs = arviz_stats.psense(data, group="prior", group_var_names=["sigma"])
+    for name in ("mu", "sigma"):
+        assert ours.loc[name, "prior"] == pytest.approx(float(theirs[name]), rel=1e-6, abs=1e-8)
