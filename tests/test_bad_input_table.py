@@ -425,6 +425,197 @@ def _catalogue():
             lambda v: bayesij.loo_metrics(POST, Y, LOG_LIK, kind="r2", seed=v),
             {"-1": -1, "'1'": "1"},
         ),
+        ("loo_r2", "data", lambda v: bayesij.loo_r2(v, Y, LOG_LIK), DRAWS),
+        ("loo_r2", "y", lambda v: bayesij.loo_r2(POST, v, LOG_LIK), OBS_VECTOR),
+        (
+            "loo_r2",
+            "y_pred",
+            lambda v: bayesij.loo_r2(POST, Y, v),
+            {k: DRAWS[k] for k in ("a path", "NaN", "complex", "1-D", "None")},
+        ),
+        (
+            "loo_r2",
+            "n_simulations",
+            lambda v: bayesij.loo_r2(POST, Y, LOG_LIK, n_simulations=v),
+            POSITIVE_INT,
+        ),
+        (
+            "loo_r2",
+            "seed",
+            lambda v: bayesij.loo_r2(POST, Y, LOG_LIK, seed=v),
+            {"-1": -1, "'1'": "1"},
+        ),
+        (
+            "loo_nonfactorized",
+            "y",
+            lambda v: bayesij.loo_nonfactorized(v, np.zeros((C, D, N)), np.eye(N)),
+            # (a y shorter than the mean is reported under "mean": which one is wrong is unknown)
+            {
+                k: v
+                for k, v in {**OBS_VECTOR, "2-D": np.zeros((N, N)), "None": None}.items()
+                if k != "too short"
+            },
+        ),
+        (
+            "loo_nonfactorized",
+            "mean",
+            lambda v: bayesij.loo_nonfactorized(Y, v, np.eye(N)),
+            {
+                "NaN": np.full((C, D, N), np.nan),
+                "short": np.zeros((C, D, 2)),
+                "text": "m",
+                "one": np.zeros(N),
+            },
+        ),
+        (
+            "loo_nonfactorized",
+            "covariance",
+            lambda v: bayesij.loo_nonfactorized(Y, np.zeros((C, D, N)), v),
+            {
+                "None": None,
+                "not PD": -np.eye(N),
+                "NaN": np.full((N, N), np.nan),
+                "asymmetric": np.triu(np.ones((N, N))),
+            },
+        ),
+        (
+            "loo_nonfactorized",
+            "precision",
+            lambda v: bayesij.loo_nonfactorized(Y, np.zeros((C, D, N)), precision=v),
+            {"not PD": np.zeros((N, N)), "wrong shape": np.eye(3), "complex": np.eye(N) * 1j},
+        ),
+        (
+            "loo_nonfactorized",
+            "df",
+            lambda v: bayesij.loo_nonfactorized(Y, np.zeros((C, D, N)), np.eye(N), df=v),
+            {"0": 0.0, "-1": -1.0, "NaN": np.nan, "'3'": "3", "wrong shape": np.ones(3)},
+        ),
+        ("loo_weighted", "data", lambda v: bayesij.loo_weighted(v, np.ones(N)), DRAWS),
+        (
+            "loo_weighted",
+            "weights",
+            lambda v: bayesij.loo_weighted(POST, v),
+            {
+                "too short": np.ones(2),
+                "0.5": np.full(N, 0.5),
+                "NaN": np.full(N, np.nan),
+                "'w'": "w",
+                "None": None,
+            },
+        ),
+        ("loo_weighted", "kind", lambda v: bayesij.loo_weighted(POST, np.ones(N), kind=v), OPTION),
+        (
+            "loo_approximate_posterior",
+            "data",
+            lambda v: bayesij.loo_approximate_posterior(v, np.zeros(C * D), np.zeros(C * D)),
+            DRAWS,
+        ),
+        (
+            "loo_approximate_posterior",
+            "log_p",
+            lambda v: bayesij.loo_approximate_posterior(POST, v, np.zeros(C * D)),
+            {"too short": np.zeros(3), "NaN": np.full(C * D, np.nan), "'p'": "p", "None": None},
+        ),
+        (
+            "loo_approximate_posterior",
+            "log_g",
+            lambda v: bayesij.loo_approximate_posterior(POST, np.zeros(C * D), v),
+            {"too short": np.zeros(3), "inf": np.full(C * D, np.inf), "None": None},
+        ),
+        (
+            "loo_approximate_posterior",
+            "tail_rule",
+            lambda v: bayesij.loo_approximate_posterior(
+                POST, np.zeros(C * D), np.zeros(C * D), tail_rule=v
+            ),
+            OPTION,
+        ),
+        (
+            "loo_approximate_posterior",
+            "ties",
+            lambda v: bayesij.loo_approximate_posterior(
+                POST, np.zeros(C * D), np.zeros(C * D), ties=v
+            ),
+            OPTION,
+        ),
+        (
+            "loo_approximate_posterior",
+            "ddof",
+            lambda v: bayesij.loo_approximate_posterior(
+                POST, np.zeros(C * D), np.zeros(C * D), ddof=v
+            ),
+            {"2": 2, "'1'": "1"},
+        ),
+        ("loo_mixture", "data", bayesij.loo_mixture, DRAWS),
+        (
+            "loo_mixture",
+            "log_jacobian",
+            lambda v: bayesij.loo_mixture(POST, log_jacobian=v),
+            {"too short": np.zeros(2), "NaN": np.full(N, np.nan), "'j'": "j"},
+        ),
+        (
+            "loo",
+            "log_jacobian",
+            lambda v: bayesij.loo(POST, log_jacobian=v),
+            {"too short": np.zeros(2), "NaN": np.full(N, np.nan), "complex": np.full(N, 1j)},
+        ),
+        (
+            "compare",
+            "reference",
+            lambda v: bayesij.compare(TWO_LOOS, reference=v),
+            {"'c'": "c", "3": 3},
+        ),
+        (
+            "weight_predictions",
+            "predictions",
+            bayesij.weight_predictions,
+            {
+                "one model": {"a": np.zeros((C, D, N))},
+                "a list": [np.zeros((C, D, N))] * 2,
+                "None": None,
+            },
+        ),
+        (
+            "weight_predictions",
+            "weights",
+            lambda v: bayesij.weight_predictions({"a": THETA, "b": THETA}, v),
+            {
+                "negative": [-1.0, 2.0],
+                "zeros": [0.0, 0.0],
+                "three": [1.0, 1.0, 1.0],
+                "missing": {"a": 1.0},
+            },
+        ),
+        (
+            "weight_predictions",
+            "seed",
+            lambda v: bayesij.weight_predictions({"a": THETA, "b": THETA}, seed=v),
+            {"-1": -1, "'1'": "1"},
+        ),
+        (
+            "psense",
+            "prior_selection",
+            lambda v: bayesij.psense(POST, log_prior=np.zeros((C, D)), prior_selection=v),
+            {"'mu'": "mu", "[3]": [3], "[]": []},
+        ),
+        (
+            "psense_sequence",
+            "data",
+            lambda v: bayesij.psense_sequence(v, log_prior=np.zeros((C, D))),
+            DRAWS,
+        ),
+        (
+            "psense_sequence",
+            "component",
+            lambda v: bayesij.psense_sequence(POST, log_prior=np.zeros((C, D)), component=v),
+            OPTION,
+        ),
+        (
+            "psense_sequence",
+            "alphas",
+            lambda v: bayesij.psense_sequence(POST, log_prior=np.zeros((C, D)), alphas=v),
+            {"negative": [-1.0], "NaN": [np.nan], "empty": [], "'a'": "a"},
+        ),
         ("loo_expectation", "data", lambda v: bayesij.loo_expectation(v, LOG_LIK), DRAWS),
         (
             "loo_expectation",

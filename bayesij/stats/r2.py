@@ -183,6 +183,12 @@ def loo_r2(
         raise fail("y", f"shape {y.shape}", "a vector of at least 2 observations")
     check_finite(y, "y")
     n_simulations = check_positive_int(n_simulations, "n_simulations")
+    y_pred = as_float_array(y_pred, "y_pred")
+    if y_pred.ndim not in (2, 3):
+        raise fail(
+            "y_pred", f"shape {y_pred.shape}", "draws (n_draws, N) or (n_chains, n_draws, N)"
+        )
+    check_finite(y_pred, "y_pred")
     means = loo_expectation(data, y_pred, var_name=var_name, convention=convention, psis=psis)[
         "value"
     ].to_numpy()
