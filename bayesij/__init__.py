@@ -40,6 +40,8 @@ _PUBLIC = {
     "compare": "bayesij.stats.compare",
     "model_weights": "bayesij.stats.compare",
     "weight_predictions": "bayesij.stats.compare",
+    "pit_ecdf": "bayesij.stats.pit",
+    "calibration": "bayesij.stats.calibration",
     "psense": "bayesij.stats.power_scaling",
     "psense_sequence": "bayesij.stats.power_scaling",
     "pareto_khat": "bayesij.stats.pareto",

@@ -6,7 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["plot_influence", "plot_khat", "plot_ij", "plot_amip", "plot_refit", "plot_loo_pit"]
+__all__ = [
+    "plot_influence",
+    "plot_khat",
+    "plot_ij",
+    "plot_amip",
+    "plot_refit",
+    "plot_loo_pit",
+    "plot_compare",
+    "plot_calibration",
+    "plot_loo_intervals",
+    "plot_psense_sequence",
+]
 
 
 def _axes(ax):
@@ -212,18 +223,173 @@ def plot_refit(report, ax=None):
     return ax
 
 
-def plot_loo_pit(pit, ax=None):
-    """The empirical CDF of LOO-PIT values (:func:`bayesij.loo_pit`) against the uniform,
-    with a pointwise 95 % band for ``n`` uniform values."""
+def plot_loo_pit(pit, ax=None, difference: bool = True):
+    """The ECDF of LOO-PIT values against the uniform with its simultaneous 95 % band
+    (Säilynoja et al. 2022), as the difference ``ECDF - uniform`` by default (the band
+    around 0 shows every part of the distribution at the same scale).
+
+    ``pit`` is a :class:`bayesij.stats.pit.PitEcdf` (:func:`bayesij.pit_ecdf`, for another
+    level or seed) or the PIT values themselves (:func:`bayesij.loo_pit`).
+    """
+    from bayesij.stats.pit import PitEcdf, pit_ecdf
+
+    result = pit if isinstance(pit, PitEcdf) else pit_ecdf(pit)
     ax = _axes(ax)
-    values = np.sort(np.asarray(pit, dtype=float))
-    n = values.size
-    grid = np.linspace(0, 1, 201)
-    ecdf = np.searchsorted(values, grid, side="right") / n
-    band = 1.96 * np.sqrt(grid * (1 - grid) / n)
-    ax.fill_between(grid, grid - band, grid + band, color="0.85", label="95 % band (uniform)")
-    ax.plot(grid, grid, color="0.5", lw=0.8, ls="--")
-    ax.step(grid, ecdf, where="post", color="C0", label="LOO-PIT ECDF")
-    ax.set(xlabel="PIT", ylabel="ECDF", xlim=(0, 1), ylim=(0, 1), title="LOO-PIT")
-    ax.legend(loc="best", fontsize=8)
+    grid = result.grid
+    base = grid if difference else np.zeros_like(grid)
+    level = f"{100 * result.prob:g} % simultaneous band (uniform)"
+    ax.fill_between(
+        grid, result.lower - base, result.upper - base, step="post", color="0.85", label=level
+    )
+    ax.plot(grid, grid - base, color="0.5", lw=0.8, ls="--")
+    ax.step(grid, result.ecdf - base, where="post", color="C0", label="LOO-PIT ECDF")
+    verdict = "outside the band" if result.outside else "inside the band"
+    ax.set(
+        xlabel="PIT",
+        ylabel="ECDF - uniform" if difference else "ECDF",
+        xlim=(0, 1),
+        title=f"LOO-PIT: {verdict}, uniformity p = {result.p_value:.3f}",
+    )
+    if not difference:
+        ax.set_ylim(0, 1)
+    _legend_outside(ax)
+    return ax
+
+
+def plot_compare(table, ax=None):
+    """Models' elpd ± SE (open circles) and difference to the best ± its SE (filled,
+    with ``p_worse``), from :func:`bayesij.compare`; best model on top."""
+    ax = _axes(ax)
+    y = np.arange(len(table))[::-1].astype(float)
+    ax.errorbar(
+        table["elpd"], y, xerr=table["se"], fmt="o", mfc="none", color="C0", label="elpd ± SE"
+    )
+    best = table["elpd"].iloc[0]
+    diff = table.iloc[1:]
+    ax.errorbar(
+        best + diff["elpd_diff"],
+        y[1:] - 0.25,
+        xerr=diff["se_diff"],
+        fmt="o",
+        color="C1",
+        label="best + elpd_diff ± se_diff",
+    )
+    probability = "p_worse" if "p_worse" in table else "p_better"
+    for yy, (_, row) in zip(y[1:] - 0.25, diff.iterrows(), strict=True):
+        flag = f" ({row['diag_diff']})" if row.get("diag_diff") else ""
+        ax.annotate(
+            f"{probability} {row[probability]:.2f}{flag}",
+            (best + row["elpd_diff"], yy),
+            textcoords="offset points",
+            xytext=(0, -11),
+            ha="center",
+            fontsize=7,
+        )
+    ax.axvline(best, color="0.6", lw=0.8, ls="--")
+    ax.set_ylim(-0.9, len(table) - 0.5)  # room for the last model's note
+    ax.set_yticks(y, [_plain(name) for name in table.index])
+    ax.set(xlabel="elpd", title="Model comparison")
+    _legend_outside(ax)
+    return ax
+
+
+def plot_calibration(result, ax=None):
+    """CORP reliability diagram (:func:`bayesij.calibration`): PAV-calibrated against
+    forecast probability, with the consistency band and the Brier-score decomposition."""
+    ax = _axes(ax)
+    table = result.table
+    ax.fill_between(
+        table["forecast"],
+        table["lower"],
+        table["upper"],
+        step="post",
+        color="0.85",
+        label="consistency band",
+    )
+    ax.plot([0, 1], [0, 1], color="0.5", lw=0.8, ls="--")
+    ax.step(
+        table["forecast"], table["calibrated"], where="post", color="C0", label="PAV-calibrated"
+    )
+    ax.set(
+        xlabel="forecast probability",
+        ylabel="conditional event probability",
+        xlim=(0, 1),
+        ylim=(0, 1),
+        title=(
+            f"Reliability: Brier {result.score:.3f} = MCB {result.miscalibration:.3f} "
+            f"- DSC {result.discrimination:.3f} + UNC {result.uncertainty:.3f}"
+        ),
+    )
+    _legend_outside(ax)
+    return ax
+
+
+def plot_loo_intervals(y, lower, upper, center=None, labels=None, ax=None):
+    """Observations against their LOO predictive intervals (e.g. the 5 % and 95 % quantiles
+    of :func:`bayesij.loo_expectation`), ordered by the interval's centre; observations
+    outside are marked and labelled."""
+    ax = _axes(ax)
+    y, lower, upper = (np.asarray(v, dtype=float) for v in (y, lower, upper))
+    center = (lower + upper) / 2 if center is None else np.asarray(center, dtype=float)
+    labels = np.arange(y.size) if labels is None else np.asarray(labels)
+    order = np.argsort(center, kind="stable")
+    x = np.arange(y.size)
+    ax.vlines(x, lower[order], upper[order], color="C0", lw=1.2, alpha=0.6, label="LOO interval")
+    ax.scatter(x, center[order], s=8, color="C0", marker="_", label="LOO centre")
+    out = (y[order] < lower[order]) | (y[order] > upper[order])
+    ax.scatter(x[~out], y[order][~out], s=10, color="k", label="observed")
+    ax.scatter(x[out], y[order][out], s=18, color="C3", marker="x", label="observed, outside")
+    distance = np.maximum(lower[order] - y[order], y[order] - upper[order])
+    _label_points(ax, x, y[order], labels[order], np.argsort(-distance)[: min(5, out.sum())])
+    ax.margins(y=0.15)  # room for the labels inside the axes
+    inside = 1 - out.mean()
+    ax.set(
+        xlabel="observations, by LOO centre",
+        ylabel="y",
+        title=f"LOO predictive intervals: {100 * inside:.0f} % of observations inside",
+    )
+    _legend_outside(ax)
+    return ax
+
+
+def plot_psense_sequence(sequence, quantity: str, ax=None):
+    """A quantity's power-scaled posterior mean ± sd along alpha (:func:`bayesij.psense_sequence`),
+    with the CJS distance on a second axis; scalings whose k-hat is too high are crossed."""
+    ax = _axes(ax)
+    rows = sequence[sequence["quantity"] == quantity]
+    if rows.empty:
+        raise ValueError(
+            f"quantity: found {quantity!r}; expected one of {sorted(set(sequence['quantity']))}"
+        )
+    alpha = rows["alpha"].to_numpy()
+    ok = rows["reliable"].to_numpy()
+    ax.errorbar(
+        alpha[ok], rows["mean"][ok], yerr=rows["sd"][ok], fmt="o-", color="C0", label="mean ± sd"
+    )
+    if (~ok).any():
+        ax.scatter(
+            alpha[~ok], rows["mean"][~ok], marker="x", s=40, color="C3", label="k-hat too high"
+        )
+    ax.axvline(1.0, color="0.6", lw=0.8, ls="--")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(alpha, [f"{a:.2f}" for a in alpha], fontsize=7)
+    ax.minorticks_off()
+    ax.set(
+        xlabel="power-scaling alpha",
+        ylabel=_plain(quantity),
+        title=f"Power-scaling: {_plain(quantity)}",
+    )
+    twin = ax.twinx()
+    twin.plot(alpha, rows["cjs"], color="C2", lw=0.8, ls=":", label="CJS distance")
+    twin.set_ylabel("CJS distance", color="C2")
+    handles = ax.get_legend_handles_labels()
+    more = twin.get_legend_handles_labels()
+    ax.legend(
+        handles[0] + more[0],
+        handles[1] + more[1],
+        loc="upper left",
+        bbox_to_anchor=(1.12, 1.0),
+        fontsize=8,
+        frameon=False,
+    )
     return ax

@@ -1,6 +1,8 @@
 """The report's figures: every unit drawn at its id and the top ones labelled, k-hat against
 the threshold, one IJ point per quantity, the AMIP curve with its target and refit, exact
-against approximate refits, LOO-PIT as an ECDF, legends off the data."""
+against approximate refits, LOO-PIT as an ECDF with its simultaneous band, the model
+comparison, the CORP reliability diagram, LOO intervals, power-scaling sequences, legends
+off the data."""
 
 import matplotlib
 
@@ -77,15 +79,76 @@ def test_refit_plot_scatters_approximation_against_exact(backend, post):
     np.testing.assert_allclose(psis[:, 0], report.table("psis")["exact"])
 
 
-def test_loo_pit_plot_is_an_ecdf(post, backend):
+def test_loo_pit_plot_is_an_ecdf_with_its_simultaneous_band(post, backend):
     rng = np.random.default_rng(1)
     beta = post.quantities.values.reshape(-1, 2)
     y_rep = beta @ backend.model.X.T + rng.normal(size=(beta.shape[0], 60))
     pit = bayesij.loo_pit(post, backend.model.y, y_rep)
-    ax = plots.plot_loo_pit(pit)
-    ecdf = [line for line in ax.lines if line.get_label() == "LOO-PIT ECDF"][0]
-    values = ecdf.get_ydata()
-    assert values[0] >= 0 and values[-1] == 1.0 and np.all(np.diff(values) >= 0)
+    result = bayesij.pit_ecdf(pit)
+    for difference in (False, True):
+        ax = plots.plot_loo_pit(pit, difference=difference)
+        ecdf = [line for line in ax.lines if line.get_label() == "LOO-PIT ECDF"][0]
+        expected = result.ecdf - (result.grid if difference else 0)
+        np.testing.assert_allclose(ecdf.get_ydata(), expected)
+        band = ax.collections[0].get_paths()[0].vertices[:, 1]
+        shift = result.grid if difference else 0
+        assert band.max() == pytest.approx(np.max(result.upper - shift))
+        assert f"p = {result.p_value:.3f}" in ax.get_title()
+
+
+def test_compare_plot_places_each_model_and_its_difference():
+    rng = np.random.default_rng(2)
+    y = rng.normal(size=120)
+    mu = rng.normal(0, 0.1, (4, 250, 1))
+    from scipy.stats import norm
+
+    fits = {f"m{j}": bayesij.loo(norm.logpdf(y, mu + 0.2 * j, 1.0)) for j in range(3)}
+    table = bayesij.compare(fits)
+    ax = plots.plot_compare(table)
+    elpd = ax.containers[0].lines[0].get_xydata()
+    np.testing.assert_allclose(elpd[:, 0], table["elpd"])
+    ticks = {t.get_text(): t.get_position()[1] for t in ax.get_yticklabels()}
+    assert sorted(ticks, key=ticks.get, reverse=True) == list(table.index)  # best on top
+    notes = [t.get_text() for t in ax.texts]
+    assert notes[0].startswith(f"p_worse {table['p_worse'].iloc[1]:.2f}")
+
+
+def test_calibration_plot_is_the_pav_step_and_the_decomposition():
+    rng = np.random.default_rng(3)
+    prob = rng.uniform(size=300)
+    result = bayesij.calibration((rng.uniform(size=300) < prob).astype(float), prob)
+    ax = plots.plot_calibration(result)
+    step = [line for line in ax.lines if line.get_label() == "PAV-calibrated"][0]
+    np.testing.assert_allclose(step.get_ydata(), result.table["calibrated"])
+    assert f"MCB {result.miscalibration:.3f}" in ax.get_title()
+
+
+def test_loo_interval_plot_marks_the_observations_outside():
+    y = np.array([0.0, 3.0, -0.5, -4.0, 1.0])
+    lower, upper = np.full(5, -1.0), np.full(5, 1.0)
+    ax = plots.plot_loo_intervals(y, lower, upper, labels=["a", "b", "c", "d", "e"])
+    outside = [c for c in ax.collections if c.get_label() == "observed, outside"][0]
+    assert sorted(outside.get_offsets()[:, 1]) == [-4.0, 3.0]
+    assert sorted(t.get_text() for t in ax.texts) == ["b", "d"]
+    assert "60 %" in ax.get_title()
+
+
+def test_psense_sequence_plot_follows_the_means_and_crosses_unreliable_scalings(post):
+    wild = 2000 * np.random.default_rng(5).standard_t(1.5, size=post.quantities.shape[:2])
+    calm = bayesij.psense_sequence(post, log_prior=np.zeros(post.quantities.shape[:2]) + 0.0 * wild)
+    ax = plots.plot_psense_sequence(
+        calm, "beta[0]" if "beta[0]" in set(calm["quantity"]) else calm["quantity"].iloc[0]
+    )
+    line = ax.containers[0].lines[0].get_xydata()
+    rows = calm[calm["quantity"] == calm["quantity"].iloc[0]]
+    np.testing.assert_allclose(line[:, 1], rows["mean"])
+    with pytest.warns(UserWarning):
+        bayesij.psense(post, log_prior=wild)
+    flagged = bayesij.psense_sequence(post, log_prior=wild)
+    ax = plots.plot_psense_sequence(flagged, flagged["quantity"].iloc[0])
+    assert any(c.get_label() == "k-hat too high" for c in ax.collections)
+    with pytest.raises(ValueError, match=r"quantity: found 'nope'"):
+        plots.plot_psense_sequence(flagged, "nope")
 
 
 def test_plots_put_each_unit_at_its_id_and_keep_the_legend_off_the_data(rng):

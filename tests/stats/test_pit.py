@@ -1,0 +1,49 @@
+"""pit_ecdf: the uniformity test holds its size on uniform values and rejects the PIT of a
+model whose predictive is too narrow; bad input is refused by name."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import bayesij
+
+
+def test_p_values_of_uniform_values_are_uniform():
+    rng = np.random.default_rng(5)
+    p_values = np.array(
+        [
+            bayesij.pit_ecdf(rng.uniform(size=60), n_simulations=400, seed=s).p_value
+            for s in range(200)
+        ]
+    )
+    assert 0.02 < np.mean(p_values < 0.05) < 0.10
+    assert 0.4 < np.mean(p_values) < 0.6
+
+
+def test_too_narrow_a_predictive_is_rejected():
+    rng = np.random.default_rng(0)
+    n = 150
+    y = rng.normal(0, 1.5, n)
+    mu = rng.normal(0, 0.1, (4, 500, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pit = bayesij.loo_pit(norm.logpdf(y, mu, 1.0), y, mu + rng.normal(size=(4, 500, n)))
+    result = bayesij.pit_ecdf(pit)
+    assert result.outside and result.p_value < 0.01
+    assert result.ecdf[-1] == 1 and np.all(np.diff(result.ecdf) >= 0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"pit": [0.5]}, r"pit: found 1 value\(s\); expected at least 2 values in \[0, 1\]"),
+        ({"pit": [0.5, 1.5]}, r"pit: found 2 value\(s\), some outside \[0, 1\]"),
+        ({"pit": [0.1, 0.2], "prob": 1.0}, r"prob: found 1"),
+        ({"pit": [0.1, 0.2], "n_simulations": 0}, r"n_simulations: found 0"),
+    ],
+)
+def test_bad_input_is_refused_by_name(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        bayesij.pit_ecdf(**kwargs)
