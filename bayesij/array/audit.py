@@ -57,6 +57,8 @@ def audit_parts(
     fs: list | None = None,
     goals: list | None = None,
     with_half: bool = False,
+    score: np.ndarray | None = None,
+    unconstrained: np.ndarray | None = None,
 ) -> AuditParts:
     """The audit's parts of one checked block of units, (n_chains, n_draws, b).
 
@@ -77,6 +79,9 @@ def audit_parts(
     with_half : bool, default False
         Also the goals' influence on the first half of the draws (the linear AMIP's
         split-draw check).
+    score, unconstrained : ndarray of shape (n_chains, n_draws, P), optional
+        The log posterior's gradient and the unconstrained draws: the goals' influences
+        with zero-variance control variates (:func:`bayesij.array.amip.goal_influence`).
 
     Returns
     -------
@@ -95,5 +100,5 @@ def audit_parts(
     waic = waic_parts(log_lik, check=False)
     influence = None
     if goals:
-        influence = goal_influence(log_lik, fs or [], goals, with_half)
+        influence = goal_influence(log_lik, fs or [], goals, with_half, score, unconstrained)
     return AuditParts(ij, loo, waic, influence)

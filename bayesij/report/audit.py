@@ -81,6 +81,8 @@ class Audit:
         fits given in ``compare_with``.
     description : str
         The posterior audited.
+    control_variates : bool
+        Whether the AMIP influences used zero-variance control variates (``score``).
     """
 
     quantities: list
@@ -99,6 +101,7 @@ class Audit:
     n_quantities_available: int = 0
     method: str = "reweighted"
     not_computed: list = field(default_factory=list)
+    control_variates: bool = False
 
     @property
     def unit_name(self) -> str:
@@ -158,6 +161,12 @@ class Audit:
             lines.append(
                 "Influential sets by the linear method: first-order predictions from the "
                 "influence scores, not re-estimated by reweighting the draws."
+            )
+        if self.amip and self.control_variates:
+            lines.append(
+                "Influence scores of the influential-set searches estimated with "
+                "zero-variance control variates from the log posterior's gradient (smaller "
+                "Monte Carlo error than the plain covariances)."
             )
         return lines + list(self.not_computed)
 
@@ -398,6 +407,7 @@ def audit(
     alpha_max: float = 0.1,
     log_prior=None,
     compare_with: dict | None = None,
+    score=None,
 ) -> Audit:
     """Audit a fit: which conclusions hang on a few units, whether posterior and
     frequentist standard errors agree, how reliable LOO is, and what to refit.
@@ -446,6 +456,15 @@ def audit(
         Other fits of the same observations (anything :func:`bayesij.loo` reads, or their
         LooResults); the report then compares them with this fit (named ``"audited"``) by
         PSIS-LOO with stacking weights.
+    score : density or (array_like, array_like), optional
+        The log posterior's gradient for the AMIP influences' zero-variance control
+        variates (far smaller Monte Carlo error where a unit's log-likelihood is
+        heavy-tailed across draws, so sets are not padded to beat it): a model density with
+        ``score(post) -> (score, unconstrained)`` (:class:`bayesij.refit.PyStanDensity`,
+        :class:`bayesij.refit.PyMCDensity`) or those two arrays, each (n_chains, n_draws,
+        P), as :func:`bayesij.amip`'s ``score`` and ``unconstrained``. The report says
+        so. Best with ``method="linear"`` (the reweighted search reweights the plain
+        draws).
 
     Returns
     -------
@@ -506,7 +525,15 @@ def audit(
     with warnings.catch_warnings():  # every diagnostic is part of the report
         warnings.simplefilter("ignore")
         questions, skipped = _questions(source, names, targets) if amip else ([], {})
-        found = audit_pass(source, questions, method=method, alpha_max=alpha_max)
+        gradient = _score_arrays(score, source) if questions else (None, None)
+        found = audit_pass(
+            source,
+            questions,
+            method=method,
+            alpha_max=alpha_max,
+            score=gradient[0],
+            unconstrained=gradient[1],
+        )
         result = Audit(
             quantities=names,
             influence=found.ij.influence,
@@ -520,6 +547,7 @@ def audit(
             local=local_names(names, data, units),
             n_quantities_available=n_available,
             method=method,
+            control_variates=gradient[0] is not None,
         )
         if loo and units.grouped:
             result.loo_observations = compute_loo(source.posterior.with_groups(None))
@@ -532,6 +560,29 @@ def audit(
             )
         result.comparison = _comparison(found.loo, compare_with, units.labels)
     return result
+
+
+def _score_arrays(score, source) -> tuple:
+    """``(score, unconstrained)`` from a density (its ``score(post)``) or a pair of arrays;
+    (None, None) without one."""
+    if score is None:
+        return None, None
+    if hasattr(score, "score"):
+        if source.posterior is None:
+            raise fail(
+                "score",
+                "a model density with a lazy log-likelihood",
+                "the (score, unconstrained) arrays: a density reads the posterior draws in memory",
+            )
+        return score.score(source.posterior)
+    if isinstance(score, (tuple, list)) and len(score) == 2:
+        return score[0], score[1]
+    raise fail(
+        "score",
+        f"a {type(score).__name__}",
+        "a model density with score(post) (refit.PyStanDensity, refit.PyMCDensity) or a "
+        "(score, unconstrained) pair of arrays of shape (n_chains, n_draws, P)",
+    )
 
 
 def _description(source) -> str:

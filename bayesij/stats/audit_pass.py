@@ -36,7 +36,14 @@ class AuditPass(NamedTuple):
 
 
 def audit_pass(
-    source, questions: list, *, method: str, alpha_max: float, z: float = 1.96
+    source,
+    questions: list,
+    *,
+    method: str,
+    alpha_max: float,
+    z: float = 1.96,
+    score=None,
+    unconstrained=None,
 ) -> AuditPass:
     """Every estimator of an audit from one read of each block of units of ``source``.
 
@@ -51,6 +58,8 @@ def audit_pass(
         AMIP method ("reweighted" needs the matrix in memory: its greedy steps revisit it).
     alpha_max, z : float
         As :func:`bayesij.amip`.
+    score, unconstrained : array_like of shape (n_chains, n_draws, P), optional
+        As :func:`bayesij.amip`: the AMIP influences with zero-variance control variates.
 
     Returns
     -------
@@ -87,6 +96,8 @@ def audit_pass(
         fs=fs,
         goals=goals,
         with_half=method == "linear",
+        score=score,
+        unconstrained=unconstrained,
     )
     per_unit = {"positions": np.arange(source.n_units), "r_eff": r_eff}
     parts = map_blocks(source, kernel, per_unit=per_unit, join=False)

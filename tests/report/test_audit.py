@@ -126,3 +126,36 @@ def test_no_misspecification_claim_from_a_noise_dominated_ij():
     assert table.loc["b", "verdict"] == "undetermined"
     assert f"about {result.ij.draws_needed['b']:.3g} draws" in table.loc["b", "reason"]
     assert "misspecified" not in summary
+
+
+def test_audit_passes_the_score_to_its_amip_searches():
+    """With the log posterior's gradient (a density's score(post) or the arrays) the audit's
+    influential sets are amip's with control variates, and smaller than the plain ones on
+    a heavy-tailed field experiment."""
+    from ols_amip import heavy_tailed_experiment
+
+    X, y = heavy_tailed_experiment(2000, seed=0)
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=2000, chains=4, seed=1)
+    post, score, theta = backend.fit_with_score(np.ones(y.size))
+
+    class Density:
+        def score(self, posterior):
+            assert posterior.n_draws == post.n_draws
+            return score, theta
+
+    targets = ("sign", "significance")
+    kwargs = {"quantities": ["beta[2]"], "targets": targets, "method": "linear"}
+    with_cv = bayesij.audit(post, score=Density(), **kwargs)
+    plain = bayesij.audit(post, **kwargs)
+    for target in targets:
+        expected = bayesij.amip(
+            post, "beta[2]", target, method="linear", score=score, unconstrained=theta
+        )
+        got = with_cv.amip[("beta[2]", target)]
+        assert got.drop_ids == expected.drop_ids and got.answer == expected.answer
+        assert got.n_drop <= plain.amip[("beta[2]", target)].n_drop
+    assert any("zero-variance control variates" in line for line in with_cv.skipped_words())
+    same = bayesij.audit(post, score=(score, theta), **kwargs)
+    assert same.amip[("beta[2]", "sign")].drop_ids == with_cv.amip[("beta[2]", "sign")].drop_ids
+    with pytest.raises(ValueError, match=r"score: found a str; expected a model density"):
+        bayesij.audit(post, score="grad", **kwargs)
