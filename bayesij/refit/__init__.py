@@ -19,7 +19,7 @@ from bayesij.refit.backends import (
 )
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.refit.experiments import bootstrap, drop, kfold, loo, lwcv
-from bayesij.refit.pymc import PyMCBackend
+from bayesij.refit.pymc import PyMCBackend, PyMCDensity
 from bayesij.refit.report import RefitReport
 from bayesij.refit.scheduler import loo_priorities
 from bayesij.refit.splits import (
@@ -41,6 +41,7 @@ __all__ = [
     "PyStanBackend",
     "PyStanDensity",
     "PyMCBackend",
+    "PyMCDensity",
     "RefitFailed",
     "Task",
     "run_campaign",

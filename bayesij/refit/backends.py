@@ -547,7 +547,12 @@ class PyStanDensity:
         """The log posterior's gradient (with the Jacobian) at each draw of ``post`` and the
         draws on the unconstrained scale, each (n_chains, n_draws, P): the ``score`` and
         ``unconstrained`` of :func:`bayesij.influence` and :func:`bayesij.amip`
-        (zero-variance control variates). One ``grad_log_prob`` per draw."""
+        (zero-variance control variates). One ``grad_log_prob`` per draw. ``post`` may be
+        any container :func:`bayesij.as_posterior` reads (with every parameter's draws)."""
+        if not isinstance(post, Posterior):
+            from bayesij.data.convert import as_posterior
+
+            post = as_posterior(post, argument="post")
         upars = self.unconstrain(post)
         grads = outside_event_loop(_log_prob_grads, self._model(), upars)
         shape = (post.n_chains, post.n_draws // post.n_chains, upars.shape[1])

@@ -19,7 +19,7 @@ from bayesij.data.inference_data import _group
 from bayesij.data.posterior import Posterior
 from bayesij.refit.backends import Backend, RefitFailed, content_digest, refit_seed
 
-__all__ = ["PyMCBackend"]
+__all__ = ["PyMCBackend", "PyMCDensity"]
 
 WEIGHTS = "bayesij_weights"
 
@@ -131,6 +131,92 @@ class PyMCBackend(Backend):
             log_lik = model.logp(vars=[model[self.observed]], sum=False)[0]
             pm.Potential(f"{WEIGHTS}_term", ((w - 1.0) * log_lik).sum())
         return model
+
+
+class PyMCDensity:
+    """A PyMC model's log posterior gradient at posterior draws: the ``score`` of
+    :func:`bayesij.amip`, :func:`bayesij.influence` and :func:`bayesij.audit`
+    (zero-variance control variates).
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The fitted model (PyMC 5 or 6); its free variables must be continuous.
+
+    Notes
+    -----
+    The draws of each free variable (the posterior group, on the constrained scale) are
+    mapped to PyMC's unconstrained value variables by the model's own transforms, and the
+    gradient of the model's log density (with the Jacobian of those transforms) is taken
+    there by the compiled ``dlogp``: one call per draw.
+    """
+
+    def __init__(self, model):
+        import pymc as pm
+
+        if not isinstance(model, pm.Model):
+            raise fail("model", f"a {type(model).__name__}", "a pymc.Model")
+        discrete = [rv.name for rv in model.free_RVs if rv.type.dtype.startswith(("int", "bool"))]
+        if discrete:
+            raise fail(
+                "model",
+                f"discrete free variables {discrete}",
+                "continuous free variables only (a gradient needs them)",
+            )
+        self.model = model
+        self._compiled = None
+
+    def _functions(self):
+        """The forward transforms (constrained -> unconstrained) and the gradient, compiled
+        once."""
+        if self._compiled is None:
+            import pytensor
+            from pytensor.graph.replace import clone_replace
+
+            free = list(self.model.free_RVs)
+            inputs = [rv.type() for rv in free]
+            outputs = []
+            for rv, value in zip(free, inputs, strict=True):
+                transform = self.model.rvs_to_transforms.get(rv)
+                outputs.append(
+                    value if transform is None else transform.forward(value, *rv.owner.inputs)
+                )
+            outputs = clone_replace(outputs, replace=dict(zip(free, inputs, strict=True)))
+            forward = pytensor.function(inputs, outputs, on_unused_input="ignore")
+            values = [self.model.rvs_to_values[rv].name for rv in free]
+            gradient = self.model.compile_dlogp(vars=free, jacobian=True)
+            self._compiled = (free, forward, values, gradient)
+        return self._compiled
+
+    def score(self, data) -> tuple[np.ndarray, np.ndarray]:
+        """The log posterior's gradient (with the Jacobian) at each draw of ``data``'s
+        posterior group and the draws on the unconstrained scale, each (n_chains, n_draws,
+        P), P the total size of the free variables.
+
+        Parameters
+        ----------
+        data : InferenceData or DataTree
+            The fit (its ``posterior`` group holds every free variable of the model).
+        """
+        free, forward, values, gradient = self._functions()
+        group = _group(data, "posterior", "")
+        missing = [rv.name for rv in free if rv.name not in group.data_vars]
+        if missing:
+            raise fail(
+                "data",
+                f"a posterior without {missing}",
+                "draws of every free variable of the model",
+            )
+        arrays = [np.asarray(group[rv.name].values, dtype=float) for rv in free]
+        n_chains, n_draws = arrays[0].shape[:2]
+        flat = [a.reshape(n_chains * n_draws, *a.shape[2:]) for a in arrays]
+        unconstrained, scores = [], []
+        for s in range(n_chains * n_draws):
+            point = forward(*[a[s] for a in flat])
+            unconstrained.append(np.concatenate([np.ravel(v) for v in point]))
+            scores.append(gradient(dict(zip(values, point, strict=True))))
+        shape = (n_chains, n_draws, -1)
+        return np.asarray(scores).reshape(shape), np.asarray(unconstrained).reshape(shape)
 
 
 @contextlib.contextmanager

@@ -460,7 +460,7 @@ def audit(
         The log posterior's gradient for the AMIP influences' zero-variance control
         variates (far smaller Monte Carlo error where a unit's log-likelihood is
         heavy-tailed across draws, so sets are not padded to beat it): a model density with
-        ``score(post) -> (score, unconstrained)`` (:class:`bayesij.refit.PyStanDensity`,
+        ``score(data) -> (score, unconstrained)`` of the fit (:class:`bayesij.refit.PyStanDensity`,
         :class:`bayesij.refit.PyMCDensity`) or those two arrays, each (n_chains, n_draws,
         P), as :func:`bayesij.amip`'s ``score`` and ``unconstrained``. The report says
         so. Best with ``method="linear"`` (the reweighted search reweights the plain
@@ -525,7 +525,7 @@ def audit(
     with warnings.catch_warnings():  # every diagnostic is part of the report
         warnings.simplefilter("ignore")
         questions, skipped = _questions(source, names, targets) if amip else ([], {})
-        gradient = _score_arrays(score, source) if questions else (None, None)
+        gradient = _score_arrays(score, data) if questions else (None, None)
         found = audit_pass(
             source,
             questions,
@@ -562,19 +562,14 @@ def audit(
     return result
 
 
-def _score_arrays(score, source) -> tuple:
-    """``(score, unconstrained)`` from a density (its ``score(post)``) or a pair of arrays;
+def _score_arrays(score, data) -> tuple:
+    """``(score, unconstrained)`` from a density (its ``score`` of the audited fit, which
+    reads every parameter's draws, not only the audited quantities) or a pair of arrays;
     (None, None) without one."""
     if score is None:
         return None, None
     if hasattr(score, "score"):
-        if source.posterior is None:
-            raise fail(
-                "score",
-                "a model density with a lazy log-likelihood",
-                "the (score, unconstrained) arrays: a density reads the posterior draws in memory",
-            )
-        return score.score(source.posterior)
+        return score.score(data)
     if isinstance(score, (tuple, list)) and len(score) == 2:
         return score[0], score[1]
     raise fail(
