@@ -44,6 +44,7 @@ _PUBLIC = {
     "calibration": "bayesij.stats.calibration",
     "psense": "bayesij.stats.power_scaling",
     "psense_sequence": "bayesij.stats.power_scaling",
+    "power_scaled_draws": "bayesij.stats.power_scaling",
     "pareto_khat": "bayesij.stats.pareto",
     "pareto_smooth": "bayesij.stats.pareto",
     "bayesian_r2": "bayesij.stats.r2",

@@ -468,6 +468,18 @@ def _catalogue():
             lambda v: bayesij.calibration([0, 1], [0.2, 0.8], n_bootstrap=v),
             POSITIVE_INT,
         ),
+        (
+            "power_scaled_draws",
+            "data",
+            lambda v: bayesij.power_scaled_draws(v, log_prior=np.zeros((C, D))),
+            DRAWS,
+        ),
+        (
+            "power_scaled_draws",
+            "component",
+            lambda v: bayesij.power_scaled_draws(POST, log_prior=np.zeros((C, D)), component=v),
+            OPTION,
+        ),
         ("loo_r2", "data", lambda v: bayesij.loo_r2(v, Y, LOG_LIK), DRAWS),
         ("loo_r2", "y", lambda v: bayesij.loo_r2(POST, v, LOG_LIK), OBS_VECTOR),
         (

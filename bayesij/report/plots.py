@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bayesij.array.checks import fail
+
 __all__ = [
     "plot_influence",
     "plot_khat",
@@ -17,6 +19,7 @@ __all__ = [
     "plot_calibration",
     "plot_loo_intervals",
     "plot_psense_sequence",
+    "plot_psense_ecdf",
 ]
 
 
@@ -358,9 +361,7 @@ def plot_psense_sequence(sequence, quantity: str, ax=None):
     ax = _axes(ax)
     rows = sequence[sequence["quantity"] == quantity]
     if rows.empty:
-        raise ValueError(
-            f"quantity: found {quantity!r}; expected one of {sorted(set(sequence['quantity']))}"
-        )
+        raise fail("quantity", repr(quantity), f"one of {sorted(set(sequence['quantity']))}")
     alpha = rows["alpha"].to_numpy()
     ok = rows["reliable"].to_numpy()
     ax.errorbar(
@@ -392,4 +393,45 @@ def plot_psense_sequence(sequence, quantity: str, ax=None):
         fontsize=8,
         frameon=False,
     )
+    return ax
+
+
+def plot_psense_ecdf(scaled, quantity: str, ax=None):
+    """A quantity's weighted ECDF under each power-scaling of
+    :func:`bayesij.power_scaled_draws` (the smallest and largest alpha, and 1), as
+    priorsense's ``powerscale_plot_ecdf``; dashed where the scaling's k-hat is too high."""
+    ax = _axes(ax)
+    if quantity not in scaled.quantities:
+        raise fail("quantity", repr(quantity), f"one of {scaled.quantities}")
+    x = scaled.draws[:, scaled.quantities.index(quantity)]
+    order = np.argsort(x, kind="stable")
+    low, high = int(np.argmin(scaled.alphas)), int(np.argmax(scaled.alphas))
+    shown = [(low, "C0"), (high, "C3")]
+    for i, colour in shown:
+        cdf = np.cumsum(scaled.weights[i][order])
+        style = "-" if scaled.reliable[i] else "--"
+        flag = "" if scaled.reliable[i] else f", k-hat {scaled.pareto_k[i]:.2f}"
+        ax.step(
+            x[order],
+            cdf,
+            where="post",
+            color=colour,
+            ls=style,
+            label=f"{scaled.component} ^ {scaled.alphas[i]:.2f}{flag}",
+        )
+    ax.step(
+        x[order],
+        np.arange(1, x.size + 1) / x.size,
+        where="post",
+        color="k",
+        lw=0.9,
+        label="posterior (alpha = 1)",
+    )
+    ax.set(
+        xlabel=_plain(quantity),
+        ylabel="ECDF",
+        ylim=(0, 1),
+        title=f"Power-scaling the {scaled.component}: {_plain(quantity)}",
+    )
+    _legend_outside(ax)
     return ax

@@ -4,6 +4,7 @@ with the first-order derivatives from the influence engine."""
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,14 @@ from bayesij.data.inference_data import (
 from bayesij.data.posterior import Posterior
 from bayesij.data.source import as_source
 
-__all__ = ["psense", "psense_sequence", "log_prior_draws", "COMPONENTS"]
+__all__ = [
+    "psense",
+    "psense_sequence",
+    "power_scaled_draws",
+    "PowerScaled",
+    "log_prior_draws",
+    "COMPONENTS",
+]
 
 COMPONENTS = ("prior", "likelihood")
 
@@ -215,6 +223,95 @@ def _covariances(draws: np.ndarray, component: np.ndarray) -> np.ndarray:
     return (draws - draws.mean(axis=0)).T @ centred / (draws.shape[0] - 1)
 
 
+class PowerScaled(NamedTuple):
+    """Draws of quantities with their importance weights under several power-scalings.
+
+    Attributes
+    ----------
+    quantities : list of str
+    draws : ndarray of shape (S, K)
+    alphas : ndarray of shape (A,)
+    weights : ndarray of shape (A, S)
+        Normalised PSIS weights of each scaling.
+    pareto_k : ndarray of shape (A,)
+        k-hat of each scaling's ratios (-inf for alpha = 1).
+    component : str
+        ``"prior"`` or ``"likelihood"``.
+    """
+
+    quantities: list
+    draws: np.ndarray
+    alphas: np.ndarray
+    weights: np.ndarray
+    pareto_k: np.ndarray
+    component: str
+
+    @property
+    def reliable(self) -> np.ndarray:
+        """Whether each scaling's k-hat is at most ``min(1 - 1/log10 S, 0.7)``."""
+        return self.pareto_k <= pareto_k_threshold(self.draws.shape[0])
+
+
+def power_scaled_draws(
+    data,
+    *,
+    quantities=None,
+    var_name=None,
+    log_prior=None,
+    prior_selection=None,
+    component: str = "prior",
+    alphas=None,
+) -> PowerScaled:
+    """The posterior draws and their PSIS weights under power-scalings of the prior or the
+    likelihood by each ``alpha`` (what :func:`psense_sequence` summarises and
+    :func:`bayesij.plots.plot_psense_ecdf` draws).
+
+    Parameters
+    ----------
+    data, quantities, var_name, log_prior, prior_selection
+        As :func:`psense`.
+    component : {"prior", "likelihood"}, default "prior"
+    alphas : array_like, optional
+        The powers; default priorsense's: 0.8 to 1.25 evenly in ``log alpha`` (11 values).
+
+    Returns
+    -------
+    PowerScaled
+
+    References
+    ----------
+    .. [1] Kallioinen, N., Paananen, T., Bürkner, P.-C. and Vehtari, A. (2024). Detecting
+       and diagnosing prior and likelihood sensitivity with power-scaling. Statistics and
+       Computing 34, 57.
+    """
+    if component not in COMPONENTS:
+        raise fail("component", repr(component), f"one of {COMPONENTS}")
+    grid = np.exp(np.linspace(np.log(0.8), np.log(1.25), 11)) if alphas is None else alphas
+    grid = as_float_array(grid, "alphas").reshape(-1)
+    if grid.size == 0 or np.any(~np.isfinite(grid) | (grid <= 0)):
+        raise fail("alphas", repr(grid.tolist()[:5]), "positive powers")
+    post = as_source(
+        data,
+        var_name=var_name,
+        need_quantities=True,
+        whole_matrix={"data": "power-scaling sequences"},
+    ).posterior
+    if component == "prior":
+        values = log_prior_draws(data, post, log_prior, prior_selection)
+        if isinstance(log_prior, str):
+            quantities = [q for q in (quantities or post.quantity_names) if q != log_prior]
+    if quantities is not None:
+        post = post.select(quantities)
+    draws = post.quantities.values.reshape(-1, len(post.quantity_names))
+    if component == "likelihood":
+        values = post.log_lik.values.reshape(draws.shape[0], -1).sum(axis=1)
+        check_finite(values, "log_lik")
+    scaled = [power_scaling_weights(values, float(alpha)) for alpha in grid]
+    weights = np.exp(np.array([log_weights for log_weights, _ in scaled]))
+    k = np.array([khat for _, khat in scaled])
+    return PowerScaled(list(post.quantity_names), draws, grid, weights, k, component)
+
+
 def psense_sequence(
     data,
     *,
@@ -249,34 +346,23 @@ def psense_sequence(
        and diagnosing prior and likelihood sensitivity with power-scaling. Statistics and
        Computing 34, 57.
     """
-    if component not in COMPONENTS:
-        raise fail("component", repr(component), f"one of {COMPONENTS}")
-    grid = np.exp(np.linspace(np.log(0.8), np.log(1.25), 11)) if alphas is None else alphas
-    grid = as_float_array(grid, "alphas").reshape(-1)
-    if grid.size == 0 or np.any(~np.isfinite(grid) | (grid <= 0)):
-        raise fail("alphas", repr(grid.tolist()[:5]), "positive powers")
-    post = as_source(
-        data, var_name=var_name, need_quantities=True, whole_matrix={"data": "psense_sequence"}
-    ).posterior
-    if component == "prior":
-        values = log_prior_draws(data, post, log_prior, prior_selection)
-        if isinstance(log_prior, str):
-            quantities = [q for q in (quantities or post.quantity_names) if q != log_prior]
-    if quantities is not None:
-        post = post.select(quantities)
-    draws = post.quantities.values.reshape(-1, len(post.quantity_names))
-    if component == "likelihood":
-        values = post.log_lik.values.reshape(draws.shape[0], -1).sum(axis=1)
-        check_finite(values, "log_lik")
-    limit = pareto_k_threshold(draws.shape[0])
+    scaled = power_scaled_draws(
+        data,
+        quantities=quantities,
+        var_name=var_name,
+        log_prior=log_prior,
+        prior_selection=prior_selection,
+        component=component,
+        alphas=alphas,
+    )
     rows = []
-    for alpha in grid:
-        log_weights, k = power_scaling_weights(values, float(alpha))
-        w = np.exp(log_weights)
-        mean = w @ draws
-        sd = np.sqrt(w @ (draws - mean) ** 2)
-        distance = cjs_distance(draws, w)
-        for j, name in enumerate(post.quantity_names):
-            rows.append((float(alpha), name, mean[j], sd[j], distance[j], k, k <= limit))
+    for alpha, w, k, ok in zip(
+        scaled.alphas, scaled.weights, scaled.pareto_k, scaled.reliable, strict=True
+    ):
+        mean = w @ scaled.draws
+        sd = np.sqrt(w @ (scaled.draws - mean) ** 2)
+        distance = cjs_distance(scaled.draws, w)
+        for j, name in enumerate(scaled.quantities):
+            rows.append((float(alpha), name, mean[j], sd[j], distance[j], k, bool(ok)))
     columns = ["alpha", "quantity", "mean", "sd", "cjs", "pareto_k", "reliable"]
     return pd.DataFrame(rows, columns=columns)

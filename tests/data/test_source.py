@@ -112,6 +112,9 @@ WHOLE_MATRIX = {
     "psense_sequence": lambda d: bayesij.psense_sequence(
         d, log_prior=np.zeros((N_CHAINS, N_DRAWS))
     ),
+    "power_scaled_draws": lambda d: bayesij.power_scaled_draws(
+        d, log_prior=np.zeros((N_CHAINS, N_DRAWS))
+    ),
     "loo_moment_match": lambda d: bayesij.loo_moment_match(d, object()),
     "lfo": lambda d: bayesij.lfo(d, min_train=500),
     "loo_expectation": lambda d: bayesij.loo_expectation(d, np.zeros((N_CHAINS, N_DRAWS, 1))),

@@ -166,3 +166,18 @@ def test_plots_put_each_unit_at_its_id_and_keep_the_legend_off_the_data(rng):
     assert legend.x0 >= ax.get_window_extent(renderer).x1  # beside the axes, over no data
     offsets = sorted(t.xyann[1] for t in ax.texts)
     assert len(set(offsets)) == len(offsets)  # staggered: no two labels share an offset
+
+
+def test_psense_ecdf_plot_draws_the_weighted_ecdfs(post):
+    log_prior = -0.5 * (post.quantities.values**2).sum(axis=2) / 100
+    scaled = bayesij.power_scaled_draws(post, log_prior=log_prior, alphas=[0.5, 1.0, 2.0])
+    name = scaled.quantities[0]
+    ax = plots.plot_psense_ecdf(scaled, name)
+    lines = {line.get_label(): line for line in ax.lines}
+    top = lines["prior ^ 2.00"]
+    x = scaled.draws[:, 0]
+    order = np.argsort(x, kind="stable")
+    np.testing.assert_allclose(top.get_ydata(), np.cumsum(scaled.weights[2][order]))
+    assert lines["posterior (alpha = 1)"].get_ydata()[-1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"quantity: found 'nope'"):
+        plots.plot_psense_ecdf(scaled, "nope")

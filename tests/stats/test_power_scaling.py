@@ -192,3 +192,14 @@ def test_prior_selection_equals_arviz_stats_prior_var_names():
     theirs = arviz_stats.psense(data, group="prior", group_var_names=["sigma"])
     for name in ("mu", "sigma"):
         assert ours.loc[name, "prior"] == pytest.approx(float(theirs[name]), rel=1e-6, abs=1e-8)
+
+
+def test_power_scaled_draws_are_what_the_sequence_summarises():
+    data, *_ = _conjugate(tau=0.5)
+    scaled = bayesij.power_scaled_draws(data, alphas=[0.8, 1.0, 1.25])
+    assert scaled.weights.shape == (3, scaled.draws.shape[0])
+    np.testing.assert_allclose(scaled.weights.sum(axis=1), 1.0)
+    np.testing.assert_allclose(scaled.weights[1], 1 / scaled.draws.shape[0])  # alpha = 1
+    table = bayesij.psense_sequence(data, alphas=[0.8, 1.0, 1.25])
+    np.testing.assert_allclose(table["mean"], scaled.weights @ scaled.draws[:, 0])
+    assert scaled.reliable.all() and list(table["pareto_k"]) == list(scaled.pareto_k)
