@@ -327,11 +327,8 @@ def psense_sequence(
 
     Parameters
     ----------
-    data, quantities, var_name, log_prior, prior_selection
-        As :func:`psense`.
-    component : {"prior", "likelihood"}, default "prior"
-    alphas : array_like, optional
-        The powers; default priorsense's: 0.8 to 1.25 evenly in ``log alpha`` (11 values).
+    data, quantities, var_name, log_prior, prior_selection, component, alphas
+        As :func:`power_scaled_draws` (default: the prior, alpha from 0.8 to 1.25).
 
     Returns
     -------
