@@ -480,6 +480,17 @@ def _catalogue():
             lambda v: bayesij.power_scaled_draws(POST, log_prior=np.zeros((C, D)), component=v),
             OPTION,
         ),
+        (
+            "psense",
+            "moment_match",
+            lambda v: bayesij.psense(
+                POST,
+                log_prior=np.cumsum(RNG.normal(size=(C, D)), axis=1) * 50,
+                moment_match=v,
+                alphas=(0.25, 4.0),
+            ),
+            {"a dict": {}, "no log_prior": type("D", (), {"log_prob": lambda self, t: t[:, 0]})()},
+        ),
         ("loo_r2", "data", lambda v: bayesij.loo_r2(v, Y, LOG_LIK), DRAWS),
         ("loo_r2", "y", lambda v: bayesij.loo_r2(POST, v, LOG_LIK), OBS_VECTOR),
         (

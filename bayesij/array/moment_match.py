@@ -19,7 +19,7 @@ from scipy.special import logsumexp
 from bayesij.array.loo import weighted_elpd
 from bayesij.array.psis import psis_chunk
 
-__all__ = ["MomentMatch", "moment_match_observation"]
+__all__ = ["MomentMatch", "MatchedDraws", "moment_match_observation", "moment_matched_draws"]
 
 
 class MomentMatch(NamedTuple):
@@ -78,6 +78,23 @@ def _step(kind: str, draws: np.ndarray, weights: np.ndarray) -> _Affine:
     return _Affine(matrix, weighted_mean - mean @ matrix.T)
 
 
+class MatchedDraws(NamedTuple):
+    """Draws moved by importance-weighted moment matching and their weights.
+
+    ``draws`` (S, D): the moved draws (with ``split``, the first half moved by the
+    accumulated map and the second half the original draws); ``log_weights`` (S,)
+    normalised; ``pareto_k`` of the final ratios; ``removed`` (S,) the removed term at the
+    final draws; ``transformations`` the accepted steps; ``evaluations`` the density calls.
+    """
+
+    draws: np.ndarray
+    log_weights: np.ndarray
+    pareto_k: float
+    removed: np.ndarray
+    transformations: tuple[str, ...]
+    evaluations: int
+
+
 def moment_match_observation(
     draws: np.ndarray,
     log_prob: Callable[[np.ndarray], np.ndarray],
@@ -120,11 +137,72 @@ def moment_match_observation(
     .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. (2021). Implicitly
        adaptive importance sampling. Statistics and Computing 31, 16.
     """
+    matched = moment_matched_draws(
+        draws,
+        log_prob,
+        log_lik_i,
+        log_prob_draws,
+        log_lik_draws,
+        tail,
+        k_threshold=k_threshold,
+        max_iters=max_iters,
+        split=split,
+        cov=cov,
+    )
+    elpd, mcse, _ = weighted_elpd(matched.removed, matched.log_weights)
+    ess = 1.0 / float(np.sum(np.exp(2 * matched.log_weights)))
+    return MomentMatch(
+        float(elpd),
+        float(mcse),
+        matched.pareto_k,
+        matched.transformations,
+        matched.evaluations,
+        ess,
+    )
+
+
+def moment_matched_draws(
+    draws: np.ndarray,
+    log_prob: Callable[[np.ndarray], np.ndarray],
+    removed: Callable[[np.ndarray], np.ndarray],
+    log_prob_draws: np.ndarray,
+    removed_draws: np.ndarray,
+    tail: int,
+    *,
+    k_threshold: float = 0.7,
+    max_iters: int = 30,
+    split: bool = True,
+    cov: bool = True,
+) -> MatchedDraws:
+    """Importance-weighted moment matching towards the target ``log_prob - removed``
+    (leave-one-out: ``removed`` is ``log p(y_i | theta)``; power-scaling by ``alpha``:
+    ``-(alpha - 1) c(theta)``), from posterior draws on the unconstrained scale.
+
+    Parameters
+    ----------
+    draws : ndarray of shape (S, D)
+    log_prob, removed : callable
+        ``(n, D) -> (n,)``: the posterior's unnormalised log density (Jacobian included)
+        and the term the target removes from it.
+    log_prob_draws, removed_draws : ndarray of shape (S,)
+        Both at ``draws``.
+    tail, k_threshold, max_iters, split, cov
+        As :func:`moment_match_observation`.
+
+    Returns
+    -------
+    MatchedDraws
+
+    References
+    ----------
+    .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. (2021). Implicitly
+       adaptive importance sampling. Statistics and Computing 31, 16.
+    """
     n_draws, n_dims = draws.shape
     kinds = ["shift", "scale"] + (["covariance"] if cov and n_draws > 10 * n_dims else [])
     total = _Affine(np.eye(n_dims), np.zeros(n_dims))
-    current, current_lp, current_ll = draws, log_prob_draws, log_lik_draws
-    log_weights, k = _smoothed(-log_lik_draws, tail)
+    current, current_lp, current_ll = draws, log_prob_draws, removed_draws
+    log_weights, k = _smoothed(-removed_draws, tail)
     accepted: list[str] = []
     evaluations = 0
     while k > k_threshold and len(accepted) < max_iters:
@@ -132,7 +210,7 @@ def moment_match_observation(
         for kind in kinds:
             step = _step(kind, current, weights)
             moved = step.apply(current)
-            lp, ll = log_prob(moved), log_lik_i(moved)
+            lp, ll = log_prob(moved), removed(moved)
             evaluations += n_draws
             # Proposal density at a moved draw: p(original draw | y) / |det T| (constant).
             candidate, candidate_k = _smoothed(lp - ll - log_prob_draws, tail)
@@ -145,12 +223,12 @@ def moment_match_observation(
             break
     if split and accepted:
         log_weights, k, current_ll, extra = _split(
-            draws, total, current_lp, current_ll, log_prob_draws, log_lik_draws, log_prob, tail
+            draws, total, current_lp, current_ll, log_prob_draws, removed_draws, log_prob, tail
         )
         evaluations += extra
-    elpd, mcse, _ = weighted_elpd(current_ll, log_weights)
-    ess = 1.0 / float(np.sum(np.exp(2 * log_weights)))
-    return MomentMatch(float(elpd), float(mcse), k, tuple(accepted), evaluations, ess)
+        half = n_draws // 2
+        current = np.concatenate([current[:half], draws[half:]])
+    return MatchedDraws(current, log_weights, k, current_ll, tuple(accepted), evaluations)
 
 
 def _split(draws, total, moved_lp, moved_ll, log_prob_draws, log_lik_draws, log_prob, tail):

@@ -20,7 +20,9 @@ __all__ = [
     "power_scaling_log_weights",
     "power_scaling_weights",
     "cjs_distance",
+    "cjs_two_sample",
     "power_sensitivity",
+    "scaling_tail",
 ]
 
 
@@ -65,13 +67,18 @@ def power_scaling_log_weights(component: np.ndarray, alpha: float) -> np.ndarray
     return power_scaling_weights(component, alpha)[0]
 
 
+def scaling_tail(component: np.ndarray) -> int:
+    """The PSIS tail length of a power-scaling of ``component`` (S,)."""
+    return _tail_draws(component.size, _tail_relative_eff(component))
+
+
 def power_scaling_weights(component: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
     """:func:`power_scaling_log_weights` and the Pareto k-hat of their raw ratios (above
     ``min(1 - 1/log10 S, 0.7)`` the reweighted posterior is not reliably reached)."""
     log_ratios = (alpha - 1.0) * component
     if np.ptp(log_ratios) == 0:  # alpha = 1 (or a constant component): the draws themselves
         return np.full(component.size, -np.log(component.size)), float("-inf")
-    tail = _tail_draws(component.size, _tail_relative_eff(component))
+    tail = scaling_tail(component)
     smoothed = psis_chunk(log_ratios[:, None] - np.max(log_ratios), np.array([tail]), "position")
     log_weights = smoothed.log_weights[:, 0]
     return log_weights - logsumexp(log_weights), float(smoothed.pareto_k[0])
@@ -97,6 +104,21 @@ def cjs_distance(draws: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return _cjs(np.take_along_axis(draws, order, axis=0), weights[order])
 
 
+def cjs_two_sample(draws: np.ndarray, moved: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """:func:`cjs_distance` between the empirical distribution of ``draws`` (S, K) and
+    the weighted one of other draws ``moved`` (S', K) with normalised ``weights`` (S',)
+    (moment-matched draws), per column: both ECDFs on the pooled sorted values."""
+    n, m = draws.shape[0], moved.shape[0]
+    pooled = np.concatenate([draws, moved])
+    p_mass = np.r_[np.full(n, 1 / n), np.zeros(m)]
+    q_mass = np.r_[np.zeros(n), weights]
+    order = np.argsort(pooled, axis=0, kind="stable")
+    x = np.take_along_axis(pooled, order, axis=0)
+    cdf_p = np.cumsum(p_mass[order], axis=0)[:-1]
+    cdf_q = np.cumsum(q_mass[order], axis=0)[:-1]
+    return _cjs_from_cdfs(np.diff(x, axis=0), cdf_p, cdf_q)
+
+
 def _cjs(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """:func:`cjs_distance` of draws ``x`` sorted ascending down each column, with the
     weights ``w`` in the same order (both (S, K))."""
@@ -104,6 +126,11 @@ def _cjs(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     width = np.diff(x, axis=0)
     cdf_p = np.linspace(1 / n_draws, 1 - 1 / n_draws, n_draws - 1)[:, None]
     cdf_q = np.cumsum(w, axis=0)[:-1]
+    return _cjs_from_cdfs(width, cdf_p, cdf_q)
+
+
+def _cjs_from_cdfs(width: np.ndarray, cdf_p: np.ndarray, cdf_q: np.ndarray) -> np.ndarray:
+    """The normalised symmetric cumulative JS distance from two CDFs on the same steps."""
     int_p, int_q = (cdf_p * width).sum(axis=0), (cdf_q * width).sum(axis=0)
     mid = _log2(0.5 * (cdf_p + cdf_q))
     pq = np.sum(width * cdf_p * (_log2(cdf_p) - mid), axis=0) + 0.5 / np.log(2) * (int_q - int_p)

@@ -403,17 +403,19 @@ def plot_psense_ecdf(scaled, quantity: str, ax=None):
     ax = _axes(ax)
     if quantity not in scaled.quantities:
         raise fail("quantity", repr(quantity), f"one of {scaled.quantities}")
-    x = scaled.draws[:, scaled.quantities.index(quantity)]
+    column = scaled.quantities.index(quantity)
+    x = scaled.draws[:, column]
     order = np.argsort(x, kind="stable")
     low, high = int(np.argmin(scaled.alphas)), int(np.argmax(scaled.alphas))
-    shown = [(low, "C0"), (high, "C3")]
-    for i, colour in shown:
-        cdf = np.cumsum(scaled.weights[i][order])
+    for i, colour in [(low, "C0"), (high, "C3")]:
+        values = scaled.draws_at(i)[:, column]
+        at = np.argsort(values, kind="stable")
         style = "-" if scaled.reliable[i] else "--"
         flag = "" if scaled.reliable[i] else f", k-hat {scaled.pareto_k[i]:.2f}"
+        flag += "" if scaled.moved == () or scaled.moved[i] is None else ", moment-matched"
         ax.step(
-            x[order],
-            cdf,
+            values[at],
+            np.cumsum(scaled.weights[i][at]),
             where="post",
             color=colour,
             ls=style,

@@ -10,7 +10,14 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import as_float_array, check_finite, check_real, fail
-from bayesij.array.power_scaling import cjs_distance, power_scaling_weights, power_sensitivity
+from bayesij.array.moment_match import MatchedDraws, moment_matched_draws
+from bayesij.array.power_scaling import (
+    cjs_distance,
+    cjs_two_sample,
+    power_scaling_weights,
+    power_sensitivity,
+    scaling_tail,
+)
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.inference_data import (
     _group,
@@ -46,6 +53,7 @@ def psense(
     prior_selection=None,
     alphas=(0.99, 1.01),
     threshold: float = 0.05,
+    moment_match=None,
 ) -> pd.DataFrame:
     """Sensitivity of each quantity to power-scaling the prior and the likelihood.
 
@@ -72,6 +80,13 @@ def psense(
         Powers below and above 1 of the finite differences.
     threshold : float, default 0.05
         Sensitivities at or above it count as sensitive (priorsense's default).
+    moment_match : density, optional
+        Where a scaling's k-hat is too high, move the draws by importance-weighted moment
+        matching (Paananen et al. 2021, as priorsense's ``moment_match = TRUE``) instead of
+        only warning: an object with ``log_prob(theta)`` (the unnormalised log posterior)
+        and ``log_prior(theta)``, each ``(n, D) -> (n,)`` over draws of *all* the
+        posterior's quantities in their order, which must then be the model's unconstrained
+        parameters (``log sigma``, not ``sigma``). Its ``log_prior`` is the one scaled.
 
     Returns
     -------
@@ -100,6 +115,7 @@ def psense(
         data, var_name=var_name, need_quantities=True, whole_matrix={"data": "psense"}
     ).posterior
     prior = log_prior_draws(data, post, log_prior, prior_selection)
+    full = post
     if isinstance(log_prior, str):
         quantities = [q for q in (quantities or post.quantity_names) if q != log_prior]
     if quantities is not None:
@@ -120,8 +136,62 @@ def psense(
     table["d_mean_likelihood"] = _covariances(draws, likelihood)
     for name, component in (("prior", prior), ("likelihood", likelihood)):
         table[f"{name}_khat"] = max(power_scaling_weights(component, a)[1] for a in (low, high))
+    if moment_match is not None:
+        _match_unreliable(table, moment_match, full, post.quantity_names, (low, high))
+        table["diagnosis"] = [
+            _diagnosis(p, lik, threshold) for p, lik in table[["prior", "likelihood"]].to_numpy()
+        ]
     _warn_about_khat(table, draws.shape[0])
     return table
+
+
+def _match_unreliable(table, density, full, names, alphas) -> None:
+    """Recompute the sensitivity of each component whose k-hat is too high from
+    moment-matched draws (in place): the two-sample CJS of the original and moved draws."""
+    all_draws = full.quantities.values.reshape(full.n_draws, -1)
+    columns = [list(full.quantity_names).index(n) for n in names]
+    limit = pareto_k_threshold(full.n_draws)
+    for name in COMPONENTS:
+        if not table[f"{name}_khat"].iloc[0] > limit:
+            continue
+        gradients, k = [], -np.inf
+        for alpha in alphas:
+            matched = matched_scaling(density, all_draws, name, alpha)
+            w = np.exp(matched.log_weights)
+            x, y = all_draws[:, columns], matched.draws[:, columns]
+            distance = np.maximum(cjs_two_sample(x, y, w), cjs_two_sample(-x, -y, w))
+            gradients.append(distance / abs(np.log2(alpha)))
+            k = max(k, matched.pareto_k)
+        table[name] = 0.5 * (gradients[0] + gradients[1])
+        table[f"{name}_khat"] = k
+
+
+def matched_scaling(density, draws: np.ndarray, component: str, alpha: float) -> MatchedDraws:
+    """Moment matching of the draws (S, D) of all parameters (unconstrained) towards the
+    posterior with the ``component`` power-scaled by ``alpha``."""
+    for method in ("log_prob", "log_prior"):
+        if not callable(getattr(density, method, None)):
+            raise fail(
+                "moment_match",
+                f"a {type(density).__name__} without {method}(theta)",
+                "a density with log_prob(theta) and log_prior(theta) over the quantities' draws",
+            )
+
+    def part(theta):
+        prior = np.asarray(density.log_prior(theta), dtype=float)
+        return prior if component == "prior" else density.log_prob(theta) - prior
+
+    values = part(draws)
+    check_finite(values, "moment_match")
+    return moment_matched_draws(
+        draws,
+        lambda theta: np.asarray(density.log_prob(theta), dtype=float),
+        lambda theta: -(alpha - 1.0) * part(theta),
+        np.asarray(density.log_prob(draws), dtype=float),
+        -(alpha - 1.0) * values,
+        scaling_tail(values),
+        k_threshold=pareto_k_threshold(draws.shape[0]),
+    )
 
 
 def _warn_about_khat(table: pd.DataFrame, n_draws: int) -> None:
@@ -237,6 +307,8 @@ class PowerScaled(NamedTuple):
         k-hat of each scaling's ratios (-inf for alpha = 1).
     component : str
         ``"prior"`` or ``"likelihood"``.
+    moved : tuple of (ndarray of shape (S, K) or None)
+        Per scaling, the moment-matched draws its weights are for (None: ``draws``).
     """
 
     quantities: list
@@ -245,6 +317,12 @@ class PowerScaled(NamedTuple):
     weights: np.ndarray
     pareto_k: np.ndarray
     component: str
+    moved: tuple = ()
+
+    def draws_at(self, i: int) -> np.ndarray:
+        """The draws (S, K) that scaling ``i``'s weights apply to."""
+        moved = self.moved[i] if self.moved else None
+        return self.draws if moved is None else moved
 
     @property
     def reliable(self) -> np.ndarray:
@@ -261,6 +339,7 @@ def power_scaled_draws(
     prior_selection=None,
     component: str = "prior",
     alphas=None,
+    moment_match=None,
 ) -> PowerScaled:
     """The posterior draws and their PSIS weights under power-scalings of the prior or the
     likelihood by each ``alpha`` (what :func:`psense_sequence` summarises and
@@ -273,6 +352,9 @@ def power_scaled_draws(
     component : {"prior", "likelihood"}, default "prior"
     alphas : array_like, optional
         The powers; default priorsense's: 0.8 to 1.25 evenly in ``log alpha`` (11 values).
+    moment_match : density, optional
+        As :func:`psense`: scalings whose k-hat is too high are moment-matched (their
+        moved draws in ``moved``).
 
     Returns
     -------
@@ -296,6 +378,7 @@ def power_scaled_draws(
         need_quantities=True,
         whole_matrix={"data": "power-scaling sequences"},
     ).posterior
+    full = post
     if component == "prior":
         values = log_prior_draws(data, post, log_prior, prior_selection)
         if isinstance(log_prior, str):
@@ -309,7 +392,16 @@ def power_scaled_draws(
     scaled = [power_scaling_weights(values, float(alpha)) for alpha in grid]
     weights = np.exp(np.array([log_weights for log_weights, _ in scaled]))
     k = np.array([khat for _, khat in scaled])
-    return PowerScaled(list(post.quantity_names), draws, grid, weights, k, component)
+    moved: list = [None] * grid.size
+    if moment_match is not None:
+        all_draws = full.quantities.values.reshape(full.n_draws, -1)
+        columns = [list(full.quantity_names).index(n) for n in post.quantity_names]
+        for i in np.flatnonzero(k > pareto_k_threshold(draws.shape[0])):
+            matched = matched_scaling(moment_match, all_draws, component, float(grid[i]))
+            weights[i], k[i] = np.exp(matched.log_weights), matched.pareto_k
+            moved[i] = matched.draws[:, columns]
+    names = list(post.quantity_names)
+    return PowerScaled(names, draws, grid, weights, k, component, tuple(moved))
 
 
 def psense_sequence(
@@ -321,14 +413,16 @@ def psense_sequence(
     prior_selection=None,
     component: str = "prior",
     alphas=None,
+    moment_match=None,
 ) -> pd.DataFrame:
     """The posterior of each quantity along a sequence of power-scalings of the prior or
     the likelihood (priorsense's ``powerscale_sequence``), by PSIS reweighting.
 
     Parameters
     ----------
-    data, quantities, var_name, log_prior, prior_selection, component, alphas
-        As :func:`power_scaled_draws` (default: the prior, alpha from 0.8 to 1.25).
+    data, quantities, var_name, log_prior, prior_selection, component, alphas, moment_match
+        As :func:`power_scaled_draws` (default: the prior, alpha from 0.8 to 1.25; the
+        statistics of a moment-matched scaling are of its moved draws).
 
     Returns
     -------
@@ -351,14 +445,19 @@ def psense_sequence(
         prior_selection=prior_selection,
         component=component,
         alphas=alphas,
+        moment_match=moment_match,
     )
     rows = []
-    for alpha, w, k, ok in zip(
-        scaled.alphas, scaled.weights, scaled.pareto_k, scaled.reliable, strict=True
+    for i, (alpha, w, k, ok) in enumerate(
+        zip(scaled.alphas, scaled.weights, scaled.pareto_k, scaled.reliable, strict=True)
     ):
-        mean = w @ scaled.draws
-        sd = np.sqrt(w @ (scaled.draws - mean) ** 2)
-        distance = cjs_distance(scaled.draws, w)
+        draws = scaled.draws_at(i)
+        mean = w @ draws
+        sd = np.sqrt(w @ (draws - mean) ** 2)
+        if draws is scaled.draws:
+            distance = cjs_distance(draws, w)
+        else:
+            distance = cjs_two_sample(scaled.draws, draws, w)
         for j, name in enumerate(scaled.quantities):
             rows.append((float(alpha), name, mean[j], sd[j], distance[j], k, bool(ok)))
     columns = ["alpha", "quantity", "mean", "sd", "cjs", "pareto_k", "reliable"]
