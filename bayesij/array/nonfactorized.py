@@ -28,6 +28,8 @@ References
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.special import gammaln
 
@@ -90,20 +92,43 @@ def loo_log_densities(
     out = np.empty((*draws_shape, n_obs))
     flat_out = out.reshape(-1, n_obs)
     n_draws = flat_out.shape[0]
-    step = max(1, _CHUNK_BYTES // (8 * n_obs * n_obs))
+    invert = precision is None
+    shared = None if matrices.ndim == 4 else _factor(matrices[None], matrix_name, invert)
+    step = max(1, _CHUNK_BYTES // (8 * n_obs * n_obs)) if shared is None else 4096
     for start in range(0, n_draws, step):
         rows = np.arange(start, min(start + step, n_draws))
-        Q = _precisions(_rows(matrices, rows, 2), matrix_name, precision is None)
+        factor = (
+            shared if shared is not None else _factor(_rows(matrices, rows, 2), matrix_name, invert)
+        )
         residual = np.broadcast_to(y - _rows(mean, rows, 1), (rows.size, n_obs))
         nu = None if freedom is None else freedom.reshape(-1)[rows]
-        flat_out[rows] = _conditional_log_densities(residual, Q, nu)
+        g = factor.times(residual)
+        flat_out[rows] = _conditional_log_densities(residual, g, factor.diagonal, nu)
     return out
 
 
-def _conditional_log_densities(residual: np.ndarray, Q: np.ndarray, nu) -> np.ndarray:
-    """(S, N) log densities from residuals ``y - mu`` (S, N) and precisions (S or 1, N, N)."""
-    g = np.einsum("snm,sm->sn", np.broadcast_to(Q, (residual.shape[0], *Q.shape[1:])), residual)
-    q = np.diagonal(Q, axis1=1, axis2=2)
+class _Factor(NamedTuple):
+    """A chunk's precisions (c, N, N), c = 1 for one shared by all draws: given directly
+    (``precision``) or as ``L^-1`` of the covariance's Cholesky factor, ``Q = L^-T L^-1``."""
+
+    matrix: np.ndarray
+    inverse_cholesky: bool
+    diagonal: np.ndarray  # (c, N): Q_nn
+
+    def times(self, residual: np.ndarray) -> np.ndarray:
+        """``Q r`` per draw, (S, N); one shared matrix applies to every row of ``residual``."""
+        m = self.matrix
+        if m.shape[0] == 1:
+            m = m[0]
+            return (residual @ m.T) @ m if self.inverse_cholesky else residual @ m
+        if self.inverse_cholesky:
+            return np.einsum("skn,sk->sn", m, np.einsum("skm,sm->sk", m, residual))
+        return np.einsum("snm,sm->sn", m, residual)
+
+
+def _conditional_log_densities(residual: np.ndarray, g: np.ndarray, q: np.ndarray, nu):
+    """(S, N) log densities from residuals ``y - mu`` (S, N), ``g = Q (y - mu)`` (S, N)
+    and the precisions' diagonals ``q`` (S or 1, N)."""
     loo_residual_sq = g**2 / q**2  # (y_n - conditional mean)^2
     if nu is None:
         return -0.5 * np.log(2 * np.pi) + 0.5 * np.log(q) - 0.5 * loo_residual_sq * q
@@ -178,8 +203,10 @@ def _rows(values: np.ndarray, rows: np.ndarray, tail_ndim: int) -> np.ndarray:
     return values[None]
 
 
-def _precisions(matrices: np.ndarray, argument: str, invert: bool) -> np.ndarray:
-    """Checked symmetric positive-definite precisions of a chunk of draws."""
+def _factor(matrices: np.ndarray, argument: str, invert: bool) -> _Factor:
+    """Checked symmetric positive-definite matrices of a chunk of draws (c, N, N), as the
+    precisions' factor: the Cholesky factor's inverse of covariances (``Q = L^-T L^-1``,
+    whose diagonal is the column sums of ``L^-1`` squared), or the precisions themselves."""
     if not np.allclose(matrices, np.swapaxes(matrices, 1, 2), rtol=1e-10, atol=0):
         raise fail(argument, "a matrix that is not symmetric", "symmetric matrices")
     try:
@@ -189,6 +216,6 @@ def _precisions(matrices: np.ndarray, argument: str, invert: bool) -> np.ndarray
             argument, "a matrix that is not positive definite", "positive-definite matrices"
         ) from None
     if not invert:
-        return matrices
+        return _Factor(matrices, False, np.diagonal(matrices, axis1=1, axis2=2))
     inverse_lower = np.linalg.inv(lower)
-    return np.swapaxes(inverse_lower, 1, 2) @ inverse_lower
+    return _Factor(inverse_lower, True, (inverse_lower**2).sum(axis=1))
