@@ -774,11 +774,45 @@ def reweighted_searches(
     found = []
     for f, goal, score, path, check in zip(fs, goals, scores, paths, checks, strict=True):
         linear = linear_path(score.psi[0], goal.direction, np.inf, k_max, score.mcse[0])
-        mean_after, sd_after = _reweighted_after(f, log_lik, path)
         blocks = _bootstrap_blocks(score, f)
         answer = _reweighted_answer(path, score, goal, k_max, f.size, blocks)
+        if answer.answer == "undetermined" and path.stopped == "reached" and answer.sure_size:
+            path, answer = _sure_instead(linear, score, goal, k_max, f.size, blocks, path)
+        mean_after, sd_after = _reweighted_after(f, log_lik, path)
         found.append(AmipSearch(goal, path, linear.change, mean_after, sd_after, check, answer))
     return found
+
+
+def _sure_instead(linear: AmipPath, scores, goal: Goal, k_max, n_draws, blocks, path: AmipPath):
+    """The linear search's sure set in place of a smaller reweighted set that the linear
+    continuation reached but Monte Carlo error leaves undetermined: the target *is*
+    reached (by a set that reaches it in 97.5 % of the replicates), and the smaller set is
+    kept as ``smaller`` for the text."""
+    sure = linear_answer(
+        scores.psi[0],
+        scores.mcse[0],
+        goal.direction,
+        goal.need,
+        k_max,
+        None,
+        n_draws,
+        blocks=blocks,
+    )
+    prefix = _prefix(linear, sure.sure_size, "reached")
+    return prefix, sure._replace(answer="reached", draws_needed=np.nan, smaller=path.order.size)
+
+
+def _prefix(linear: AmipPath, size: int, stopped: str) -> AmipPath:
+    """The first ``size`` units of a linear path (nothing reweighted)."""
+    return linear._replace(
+        order=linear.order[:size],
+        change=linear.change[: size + 1],
+        pareto_k=linear.pareto_k[: size + 1],
+        sizes=linear.sizes[: size + 1],
+        how=linear.how[: size + 1],
+        stopped=stopped,
+        reliable=0,
+    )
 
 
 def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, n_draws: int, blocks):
@@ -862,14 +896,7 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
         stopped = "reached"
     else:
         stopped = "alpha_max" if size == k_max else "no unit moves the metric that way"
-    path = linear._replace(
-        order=linear.order[:size],
-        change=linear.change[: size + 1],
-        pareto_k=linear.pareto_k[: size + 1],
-        sizes=linear.sizes[: size + 1],
-        how=linear.how[: size + 1],
-        stopped=stopped,
-    )
+    path = _prefix(linear, size, stopped)
     if answer.answer == "reached" and path.stopped != "reached":
         answer = _undecided_set(answer, path, mcse, goal, f.size)
     chosen = _split_choice(f, goal, path, half_scores)

@@ -63,6 +63,9 @@ class NoiseAnswer(NamedTuple):
     chosen_size : int
         With ``chosen=None``: the prefix of the ranking the answer reports (``sure_size``,
         or the whole ranking within ``k_max`` when no prefix is sure).
+    smaller : int
+        The size of a smaller set that a search found but Monte Carlo error leaves
+        undetermined, when the answer reports the sure one instead (0: none).
     """
 
     answer: str
@@ -72,6 +75,7 @@ class NoiseAnswer(NamedTuple):
     draws_needed: float
     sure_size: int = 0
     chosen_size: int = 0
+    smaller: int = 0
 
 
 def linear_answer(

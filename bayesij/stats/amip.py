@@ -89,6 +89,10 @@ class AmipResult(Summary):
         the chosen set's predicted change.
     draws_needed : float
         When undetermined: about how many draws in all would decide the answer.
+    smaller_undetermined : int
+        The reweighted method: the size of the smaller set its search reached by linear
+        continuation past k-hat's threshold, which Monte Carlo error leaves undetermined;
+        the set reported is then the linear ranking's sure one (0: no such set).
     one_signed : str or None
         ``'positive'`` or ``'negative'`` when every draw of the quantity has that sign.
         Reweighting cannot then change the sign (only the linear continuation and refits
@@ -136,6 +140,7 @@ class AmipResult(Summary):
     draws_needed: float = float("nan")
     n_draws: int = 0
     alpha_max: float = 0.0
+    smaller_undetermined: int = 0
 
     @property
     def reachable(self) -> bool:
@@ -230,6 +235,12 @@ class AmipResult(Summary):
             )
         ids = ", ".join(map(str, self.drop_ids[:15])) + (" ..." if self.n_drop > 15 else "")
         lines = [head, body, f"  set: [{ids}]"]
+        if self.smaller_undetermined:
+            lines.append(
+                f"  a sure set (it reaches the target in 97.5 % of the influences' Monte Carlo "
+                f"replicates); the reweighted search's smaller set of "
+                f"{self.smaller_undetermined} is undetermined by Monte Carlo error"
+            )
         if self.size_interval and self.refits is None:
             low, high = self.size_interval
             lines.append(
@@ -613,6 +624,7 @@ def _result(f, quantity, target, z, units, codes, found, method, alpha_max) -> A
             "size_interval": answer.size_interval,
             "change_interval": answer.change_interval,
             "draws_needed": answer.draws_needed,
+            "smaller_undetermined": int(answer.smaller),
         }
     return AmipResult(
         quantity=quantity,
