@@ -36,3 +36,17 @@ def test_mixture_estimator_is_its_formula():
         weights = np.array(inverse_sum) / numerator
         lppd = np.log(np.sum(weights * np.exp(log_lik[:, n])))
         assert abs(arrays.lppd[n] - lppd) < 1e-12
+
+
+def test_mixture_khat_is_that_of_each_observations_mixture_weights():
+    from bayesij.array.psis import khat_tail_length, pareto_khat_columns
+
+    rng = np.random.default_rng(2)
+    log_lik = rng.normal(-1, 1, size=(400, 5)) + rng.standard_t(2, size=(400, 1))
+    arrays = mixture_loo(log_lik)
+    for n in range(5):
+        weights = np.array(
+            [np.exp(-log_lik[s, n]) / np.sum(np.exp(-log_lik[s])) for s in range(400)]
+        )
+        expected = pareto_khat_columns(weights[:, None], khat_tail_length(400, np.ones(1)))[0]
+        assert abs(arrays.pareto_k[n] - expected) < 1e-10

@@ -25,6 +25,8 @@ def test_band_covers_fresh_uniform_samples_with_its_probability(n):
 def test_gamma_is_its_binomial_definition():
     rng = np.random.default_rng(3)
     values = rng.uniform(size=(5, 30)) ** 1.3
+    values[3] = 0.5 + 0.5 * values[3]  # counts of 0 below 0.5
+    values[4, 1:] = 0.2 + 0.8 * values[4, 1:]  # a count of exactly 1 up to 0.2
     points = np.arange(1, 30) / 30
     got = uniformity_gamma(values, points)
     for row, value in zip(values, got, strict=True):

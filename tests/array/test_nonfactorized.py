@@ -25,7 +25,7 @@ def _left_out_directly(y, mu, cov, df=None):
     return np.array(out)
 
 
-@pytest.mark.parametrize("df", [None, 4.5])
+@pytest.mark.parametrize("df", [None, 0.6, 4.5])
 def test_each_draws_densities_are_joint_over_marginal(df):
     rng = np.random.default_rng(1)
     n_obs = 12
@@ -76,3 +76,20 @@ def test_mean_and_draws_must_vary_and_agree():
         loo_log_densities(np.zeros(4), np.zeros((2, 3, 5)), np.eye(4))
     with pytest.raises(ValueError, match=r"y: found shape \(1,\)"):
         loo_log_densities(np.zeros(1), np.zeros((2, 3, 1)), np.eye(1))
+
+
+def test_chunks_of_draws_give_the_same_densities(monkeypatch):
+    import bayesij.array.nonfactorized as nonfactorized
+
+    rng = np.random.default_rng(4)
+    n_obs = 6
+    a = rng.normal(size=(2, 5, n_obs, n_obs))
+    covariances = a @ np.swapaxes(a, 2, 3) + n_obs * np.eye(n_obs)
+    means, y = rng.normal(size=(2, 5, n_obs)), rng.normal(size=n_obs)
+    whole = loo_log_densities(y, means, covariances, df=np.full((2, 5), 3.0))
+    monkeypatch.setattr(nonfactorized, "_CHUNK_BYTES", 8 * n_obs * n_obs * 3)  # 3 draws
+    np.testing.assert_array_equal(
+        loo_log_densities(y, means, covariances, df=np.full((2, 5), 3.0)), whole
+    )
+    two = loo_log_densities(y[:2], means[..., :2], covariances[..., :2, :2])  # N = 2 works
+    assert two.shape == (2, 5, 2) and np.all(np.isfinite(two))

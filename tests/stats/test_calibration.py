@@ -36,6 +36,9 @@ def test_pav_and_the_decomposition():
     assert result.score == pytest.approx(np.mean((prob - y) ** 2))
     total = result.miscalibration - result.discrimination + result.uncertainty
     assert result.score == pytest.approx(total, abs=1e-12)
+    calibrated = dict(zip(table["forecast"], table["calibrated"], strict=True))
+    score_calibrated = np.mean((np.array([calibrated[f] for f in prob]) - y) ** 2)
+    assert result.miscalibration == pytest.approx(result.score - score_calibrated)
     assert result.uncertainty == pytest.approx(y.mean() * (1 - y.mean()))
 
 
@@ -63,3 +66,25 @@ def test_calibrated_forecasts_stay_in_the_band_and_miscalibrated_ones_leave_it()
 def test_bad_input_is_refused_by_name(y, prob, message):
     with pytest.raises(ValueError, match=message):
         bayesij.calibration(y, prob)
+
+
+def test_consistency_band_is_the_quantiles_of_calibrated_replicates():
+    """Outcomes resampled from the forecasts (calibrated by construction), each PAV-fitted:
+    the band is their (1 -/+ band_prob) / 2 quantiles at each distinct forecast."""
+    from scipy.optimize import isotonic_regression
+
+    rng = np.random.default_rng(5)
+    prob = np.round(rng.uniform(size=150), 2)
+    y = (rng.uniform(size=150) < prob).astype(float)
+    result = bayesij.calibration(y, prob, band_prob=0.8, n_bootstrap=300, seed=11)
+    levels, position, count = np.unique(prob, return_inverse=True, return_counts=True)
+    draws = np.random.default_rng(11).uniform(size=(300, 150)) < prob
+    fits = []
+    for outcome in draws.astype(float):
+        means = np.bincount(position, weights=outcome) / count
+        fits.append(isotonic_regression(means, weights=count).x)
+    low, high = np.quantile(np.array(fits), [0.1, 0.9], axis=0)
+    np.testing.assert_allclose(result.table["lower"], low, atol=1e-12)
+    np.testing.assert_allclose(result.table["upper"], high, atol=1e-12)
+    again = bayesij.calibration(y, prob, band_prob=0.8, n_bootstrap=300, seed=11)
+    np.testing.assert_array_equal(again.table["lower"], result.table["lower"])

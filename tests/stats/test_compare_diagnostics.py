@@ -164,3 +164,21 @@ def test_diagnostics_equal_arviz_stats(n_units, shifts, noise, seed, reference):
         return any("chance" in str(w.message) for w in record)
 
     assert chance(theirs_warned) == chance(ours_warned)
+
+
+def test_flags_at_their_boundaries():
+    from bayesij.stats.compare_diagnostics import difference_flag, khat_flag
+
+    assert difference_flag(-10.0, 100) == "" and difference_flag(-10.0, 99) == "N < 100"
+    assert difference_flag(-4.0, 300) == "" and difference_flag(-3.99, 300) == "|elpd_diff| < 4"
+    assert difference_flag(0.0, 10) == ""  # the reference itself
+    assert khat_flag(np.array([0.7, 0.69]), 0.7) == "" and khat_flag(None, 0.7) == ""
+    assert khat_flag(np.array([0.71, 0.7]), 0.7) == "1 k̂ > 0.70"
+
+
+def test_selection_check_of_models_that_all_predict_alike_is_none():
+    frame = pd.DataFrame(np.zeros((30, 13)), columns=[f"m{j}" for j in range(13)])
+    assert selection_check(frame, list(frame.columns)) is None
+    near = frame + np.linspace(0, 1e-3, 13)  # leads small but not zero: a check, sd > 0
+    check = selection_check(near, list(near.columns[::-1]))
+    assert check is not None and check.expected_by_chance > 0

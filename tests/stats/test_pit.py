@@ -47,3 +47,19 @@ def test_too_narrow_a_predictive_is_rejected():
 def test_bad_input_is_refused_by_name(kwargs, message):
     with pytest.raises(ValueError, match=message):
         bayesij.pit_ecdf(**kwargs)
+
+
+def test_p_value_and_band_by_their_definition():
+    from bayesij.array.ecdf_bands import simultaneous_band, uniformity_gamma
+
+    values = np.random.default_rng(6).beta(1.3, 1.0, size=40)
+    values[0] = 1.0  # a PIT of exactly 1 is a PIT
+    result = bayesij.pit_ecdf(values, prob=0.9, n_simulations=300, seed=3)
+    band = simultaneous_band(40, 0.9, 300, np.random.default_rng(3))
+    observed = uniformity_gamma(values[None], np.arange(1, 40) / 40)[0]
+    assert result.p_value == pytest.approx(np.mean(band.gammas >= observed))
+    np.testing.assert_array_equal(result.grid, np.arange(41) / 40)
+    np.testing.assert_array_equal(result.lower, band.lower)
+    expected_ecdf = [(values <= z).mean() for z in result.grid]
+    np.testing.assert_allclose(result.ecdf, expected_ecdf)
+    assert result.prob == 0.9 and result.pointwise_prob == band.pointwise_prob

@@ -10,6 +10,7 @@ import pytest
 
 import bayesij
 from bayesij.refit.conjugate import ConjugateNormal
+from bayesij.stats.weighted_loo import weighted_standard_error
 
 
 def _weighted_fit(kind: str, seed: int = 0, n_obs: int = 60):
@@ -100,6 +101,49 @@ def test_unit_weights_give_plain_loo_for_both_kinds():
             result.pointwise["pareto_k"], plain.pointwise["pareto_k"], rtol=1e-10
         )
         assert result.se == pytest.approx(plain.se, rel=1e-9)
+        for column in ("lppd", "p_loo"):
+            np.testing.assert_allclose(
+                result.pointwise[column], plain.pointwise[column], rtol=1e-9, atol=1e-12
+            )
+        np.testing.assert_allclose(
+            result.pointwise["mcse_elpd_loo"], plain.pointwise["mcse_elpd_loo"], rtol=0.05
+        )
+        given = bayesij.loo_weighted(log_lik, np.ones(log_lik.shape[2]), kind=kind, r_eff=1.0)
+        np.testing.assert_allclose(
+            given.pointwise["pareto_k"], bayesij.loo(log_lik, r_eff=1.0).pointwise["pareto_k"]
+        )
+
+
+def test_rows_keep_their_labels_and_the_estimates_are_weighted():
+    _, weights, log_lik = _weighted_fit("survey", seed=4)
+    labels = [f"unit{i}" for i in range(log_lik.shape[2])]
+    post = bayesij.from_arrays(np.zeros((*log_lik.shape[:2], 1)), log_lik, obs_names=labels)
+    for kind in ("frequency", "survey"):
+        w = np.ceil(weights) if kind == "frequency" else weights
+        result = bayesij.loo_weighted(post, w, kind=kind, ddof=1)
+        assert list(result.pointwise.index) == labels
+        assert list(result.pointwise.columns[:2]) == ["weight", "elpd_loo"]
+        assert result.method == "psis" and result.tail_rule == "ceil"
+        table = result.estimates()
+        assert table.loc["looic", "Estimate"] == pytest.approx(-2 * result.elpd)
+        p_terms = result.pointwise["p_loo"].to_numpy()
+        expected = weighted_standard_error(p_terms, w, kind, 1)
+        assert table.loc["p_loo", "SE"] == pytest.approx(expected)
+        assert table.loc["p_loo", "Estimate"] == pytest.approx(np.sum(w * p_terms))
+
+
+def test_weighted_standard_error_by_its_definition():
+    values, w = np.array([1.0, 2.0, 4.0]), np.array([1.0, 2.0, 1.0])
+    centre = np.sum(w * values) / 4
+    expected = np.sqrt(4 * np.sum(w * (values - centre) ** 2) / 3)
+    assert weighted_standard_error(values, w, "frequency", 1) == pytest.approx(expected)
+    terms = w * values
+    assert weighted_standard_error(values, w, "survey", 1) == pytest.approx(
+        np.sqrt(3) * terms.std(ddof=1)
+    )
+    assert np.isnan(weighted_standard_error(np.ones(1), np.ones(1), "survey", 1))
+    assert np.isnan(weighted_standard_error(np.ones(1), np.ones(1), "frequency", 1))
+    assert weighted_standard_error(np.ones(1), np.ones(1), "frequency", 0) == 0.0
 
 
 @pytest.mark.parametrize(
