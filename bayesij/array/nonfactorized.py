@@ -89,7 +89,7 @@ def loo_log_densities(
     matrices = _draws_of(covariance if precision is None else precision, matrix_name, (n_obs,) * 2)
     draws_shape = _common_draws(mean, matrices)
     freedom = None if df is None else _degrees_of_freedom(df, draws_shape)
-    out = np.empty((*draws_shape, n_obs))
+    out = np.full((*draws_shape, n_obs), np.nan)  # a draw left unwritten shows
     flat_out = out.reshape(-1, n_obs)
     n_draws = flat_out.shape[0]
     invert = precision is None

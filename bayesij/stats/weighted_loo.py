@@ -182,7 +182,9 @@ def loo_weighted(
     w = _checked_weights(weights, post.n_obs, kind)
     log_lik = post.log_lik.values  # one row is one unit here, whatever groups post has
     if kind == "frequency":
-        plain = loo(_rows_of(log_lik, w**0, post), convention=convention, r_eff=r_eff, ddof=ddof)
+        plain = loo(
+            _rows_of(log_lik, np.ones_like(w), post), convention=convention, r_eff=r_eff, ddof=ddof
+        )
         pointwise = plain.pointwise.copy()
     else:
         pointwise, plain = _unit_left_out(log_lik, w, post, convention, r_eff, ddof)

@@ -63,6 +63,12 @@ def test_sar_precision_equals_its_covariance():
         loo_log_densities(y, mean, np.linalg.inv(precision)),
         rtol=1e-9,
     )
+    shared = precision[0, 0]  # one matrix for every draw, given as precision or covariance
+    np.testing.assert_allclose(
+        loo_log_densities(y, mean, precision=shared),
+        loo_log_densities(y, mean, np.broadcast_to(np.linalg.inv(shared), precision.shape)),
+        rtol=1e-9,
+    )
 
 
 def test_mean_and_draws_must_vary_and_agree():

@@ -174,3 +174,20 @@ def test_compare_refuses_models_weighted_differently():
         bayesij.compare({"a": a, "b": plain})
     with pytest.raises(ValueError, match=r"with other weights"):
         bayesij.compare({"a": a, "b": bayesij.loo_weighted(log_lik, weights, kind="survey")})
+
+
+def test_convention_and_var_name_reach_the_psis():
+    from peers import from_dict
+
+    _, _, log_lik = _weighted_fit("survey", seed=5)
+    tree = from_dict(
+        posterior={"m": log_lik[..., 0]}, log_likelihood={"y": log_lik, "z": 2 * log_lik}
+    )
+    ones = np.ones(log_lik.shape[2])
+    for kind in ("frequency", "survey"):
+        chosen = bayesij.loo_weighted(tree, ones, var_name="z", kind=kind, convention="R loo")
+        plain = bayesij.loo(tree, var_name="z", convention="R loo")
+        assert chosen.ddof == 1  # R loo's SE convention came through
+        np.testing.assert_allclose(
+            chosen.pointwise["elpd_loo"], plain.pointwise["elpd_loo"], rtol=1e-9
+        )
