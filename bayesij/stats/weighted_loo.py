@@ -195,8 +195,14 @@ def loo_weighted(
 
 
 def _rows_of(log_lik: np.ndarray, w: np.ndarray, post):
-    """A container of ``w_n log p(y_n | theta)``, one unit per row, ids kept."""
-    return from_arrays(np.zeros((*log_lik.shape[:2], 0)), log_lik * w, obs_names=post.obs_names)
+    """A container of ``w_n log p(y_n | theta)``, one unit per row, ids and the posterior's
+    quantities kept (a peer convention's r_eff reads them)."""
+    return from_arrays(
+        post.quantities.values,
+        log_lik * w,
+        quantity_names=post.quantity_names,
+        obs_names=post.obs_names,
+    )
 
 
 def _unit_left_out(

@@ -191,3 +191,6 @@ def test_convention_and_var_name_reach_the_psis():
         np.testing.assert_allclose(
             chosen.pointwise["elpd_loo"], plain.pointwise["elpd_loo"], rtol=1e-9
         )
+        arviz = bayesij.loo_weighted(tree, ones, var_name="y", kind=kind, convention="arviz-stats")
+        expected = bayesij.loo(tree, var_name="y", convention="arviz-stats")
+        np.testing.assert_allclose(arviz.pointwise["r_eff"], expected.pointwise["r_eff"])
