@@ -153,14 +153,18 @@ def _observations(y) -> np.ndarray:
 
 
 def _draws_of(values, argument: str, tail: tuple) -> np.ndarray:
-    """``values`` as (chains, draws, *tail) or (*tail,) for one value shared by all draws."""
+    """``values`` as (chains, draws, *tail), from that, (draws, *tail) (one chain) or
+    (*tail,) for one value shared by all draws (returned as it is)."""
     values = as_float_array(values, argument)
+    if values.ndim == len(tail) + 1 and values.shape[1:] == tail:
+        values = values[None]  # (draws, *tail): one chain
     fixed = values.shape == tail
     if not fixed and (values.ndim != len(tail) + 2 or values.shape[2:] != tail):
         raise fail(
             argument,
             f"shape {values.shape}",
-            f"(n_chains, n_draws, {', '.join(map(str, tail))}) or {tail} for all draws",
+            f"(n_chains, n_draws, {', '.join(map(str, tail))}), (n_draws, "
+            f"{', '.join(map(str, tail))}) or {tail} for all draws",
         )
     check_finite(values, argument)
     return values
@@ -188,6 +192,8 @@ def _common_draws(mean: np.ndarray, matrices: np.ndarray) -> tuple:
 def _degrees_of_freedom(df, draws_shape: tuple) -> np.ndarray:
     """``df`` as (chains, draws): one number for all draws or one per draw, each > 0."""
     values = as_float_array(df, "df")
+    if values.shape == (int(np.prod(draws_shape)),):  # one value per draw, chains stacked
+        values = values.reshape(draws_shape)
     if values.shape not in ((), draws_shape):
         raise fail("df", f"shape {values.shape}", f"a number or an array of shape {draws_shape}")
     bad = int(np.sum(~(np.isfinite(values) & (values > 0))))

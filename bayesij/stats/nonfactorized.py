@@ -34,9 +34,9 @@ def loo_nonfactorized(
     ----------
     y : array_like, shape (N,)
         The observations.
-    mean : array_like, shape (n_chains, n_draws, N) or (N,)
+    mean : array_like, shape (n_chains, n_draws, N), (n_draws, N) or (N,)
         The location vector of each draw, e.g. ``X @ beta`` (or one for all draws).
-    covariance : array_like, shape (n_chains, n_draws, N, N) or (N, N), optional
+    covariance : array_like, shape (n_chains, n_draws, N, N), (n_draws, N, N) or (N, N), optional
         The covariance matrix (normal) or scale matrix (Student-t) of each draw.
     precision : array_like, same shapes, optional
         Its inverse instead, which saves one inversion per draw: for a lag-SAR model

@@ -140,7 +140,8 @@ def loo_weighted(
         weight in the model) and the *unweighted* pointwise log-likelihood
         ``log p(y_n | theta)`` of one observation of each row, shape (chains, draws, N).
     weights : array_like, shape (N,)
-        The weight of each row, as given to the fit: frequency weights >= 1 (counts of
+        The weight of each row (each is a unit here, whatever groups ``data`` carries),
+        as given to the fit: frequency weights >= 1 (counts of
         identical observations; fractional values allowed), survey weights > 0.
     kind : {"frequency", "survey"}, default "frequency"
         Frequency: leave one copy of a row out (ratio ``1/p(y_n|theta)``), count its LOO

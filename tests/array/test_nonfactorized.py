@@ -99,3 +99,13 @@ def test_chunks_of_draws_give_the_same_densities(monkeypatch):
     )
     two = loo_log_densities(y[:2], means[..., :2], covariances[..., :2, :2])  # N = 2 works
     assert two.shape == (2, 5, 2) and np.all(np.isfinite(two))
+
+
+def test_one_chain_of_draws_may_come_without_its_chain_axis():
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(1, 4, 5, 5))
+    covariances = a @ np.swapaxes(a, 2, 3) + 5 * np.eye(5)
+    means, y = rng.normal(size=(1, 4, 5)), rng.normal(size=5)
+    expected = loo_log_densities(y, means, covariances, df=np.full((1, 4), 3.0))
+    got = loo_log_densities(y, means[0], covariances[0], df=np.full(4, 3.0))
+    np.testing.assert_array_equal(got, expected)
