@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
-from bayesij.array.loo import mcse_elpd
+from bayesij.array.loo import weighted_elpds
 from bayesij.array.psis import khat_tail_length, pareto_khat_columns, psis_rows, tail_length
 
 __all__ = ["ApproximateLoo", "approximate_posterior_loo", "mixture_loo"]
@@ -79,8 +79,7 @@ def approximate_posterior_loo(
     ratios = (log_correction[:, None] - log_lik).T  # (N, S)
     tails = tail_length(n_draws, np.ones(ratios.shape[0]), tail_rule)
     smoothed = psis_rows(ratios, tails, ties)
-    normalised = smoothed.log_weights - logsumexp(smoothed.log_weights, axis=1, keepdims=True)
-    elpd, mcse, ess = _weighted_log_means(log_lik.T, normalised)
+    elpd, mcse, ess = weighted_elpds(log_lik.T, smoothed.log_weights)
     lppd = logsumexp(log_lik, axis=0) - np.log(n_draws)
     return ApproximateLoo(elpd, mcse, smoothed.pareto_k, ess, lppd)
 
@@ -110,21 +109,9 @@ def mixture_loo(log_lik: np.ndarray) -> ApproximateLoo:
     n_draws = log_lik.shape[0]
     to_posterior = -logsumexp(-log_lik, axis=1)  # log of 1 / sum_j exp(-l_js), (S,)
     log_weights = (to_posterior[:, None] - log_lik).T  # (N, S): weights of each LOO posterior
-    normalised = log_weights - logsumexp(log_weights, axis=1, keepdims=True)
-    elpd, mcse, ess = _weighted_log_means(log_lik.T, normalised)
+    elpd, mcse, ess = weighted_elpds(log_lik.T, log_weights)
     posterior = to_posterior - logsumexp(to_posterior)
     lppd = logsumexp(posterior[:, None] + log_lik, axis=0)
     tails = khat_tail_length(n_draws, np.ones(log_lik.shape[1]))
     k = pareto_khat_columns(np.exp(log_weights.T - log_weights.max(axis=1)), tails)
     return ApproximateLoo(elpd, mcse, k, ess, lppd)
-
-
-def _weighted_log_means(log_lik: np.ndarray, normalised: np.ndarray):
-    """Per row of (N, S): ``log sum_s w_s exp(l_s)``, its MCSE (R loo's, r_eff 1) and
-    the ESS ``1 / sum_s w_s^2``, from normalised log-weights."""
-    terms = normalised + log_lik
-    elpd = logsumexp(terms, axis=1)
-    w, c = np.exp(normalised), np.exp(terms - elpd[:, None])
-    relative_error = np.sqrt(np.sum((c - w) ** 2, axis=1))
-    mcse = mcse_elpd(relative_error, np.ones(elpd.size))
-    return elpd, mcse, 1.0 / np.sum(w**2, axis=1)

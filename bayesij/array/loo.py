@@ -38,7 +38,15 @@ from bayesij.array.ess import log_lik_relative_eff_rows
 from bayesij.array.psis import TIE_RULES, check_tail_rule, psis_rows, tail_length
 from bayesij.array.waic import log_lik_moments
 
-__all__ = ["LooArrays", "loo_pointwise", "loo_methods", "METHODS", "mcse_elpd", "weighted_elpd"]
+__all__ = [
+    "LooArrays",
+    "loo_pointwise",
+    "loo_methods",
+    "METHODS",
+    "mcse_elpd",
+    "weighted_elpd",
+    "weighted_elpds",
+]
 
 METHODS = ("psis", "is", "ij", "cumulant")
 
@@ -267,9 +275,20 @@ def weighted_elpd(log_lik: np.ndarray, log_weights: np.ndarray) -> tuple[float, 
     """``log sum_s w_s exp(l_s)`` for one column of draws with (smoothed) log-weights, its
     Monte Carlo SE (R loo's method, as :func:`mcse_elpd`, r_eff 1) and the ESS
     ``1 / sum_s w_s^2``; computed in log space."""
-    elpd, relative_error, sum_w2, _ = _elpd_in_log_space(log_lik, log_weights)
-    mcse = float(mcse_elpd(np.array([relative_error]), np.ones(1))[0])
-    return elpd, mcse, 1.0 / sum_w2
+    elpd, mcse, ess = weighted_elpds(log_lik[None], log_weights[None])
+    return float(elpd[0]), float(mcse[0]), float(ess[0])
+
+
+def weighted_elpds(log_lik: np.ndarray, log_weights: np.ndarray):
+    """:func:`weighted_elpd` of each row of (N, S) arrays: ``elpd``, ``mcse`` and ``ess``,
+    each (N,)."""
+    normalised = log_weights - exp_and_logsumexp(log_weights)[1][:, None]
+    terms = normalised + log_lik
+    elpd = exp_and_logsumexp(terms)[1]
+    w, c = np.exp(normalised), np.exp(terms - elpd[:, None])
+    relative_error = np.sqrt(np.sum((c - w) ** 2, axis=1))
+    mcse = mcse_elpd(relative_error, np.ones(elpd.size))
+    return elpd, mcse, 1.0 / np.sum(w**2, axis=1)
 
 
 def _elpd_in_log_space(log_lik: np.ndarray, log_weights: np.ndarray):
