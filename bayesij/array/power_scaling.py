@@ -147,8 +147,9 @@ def _log2(values: np.ndarray) -> np.ndarray:
 
 def power_sensitivity(
     draws: np.ndarray, component: np.ndarray, alphas=(0.99, 1.01), order=None
-) -> np.ndarray:
-    """Power-scaling sensitivity of each quantity to one component, shape (K,).
+) -> tuple[np.ndarray, float]:
+    """Power-scaling sensitivity of each quantity to one component, shape (K,), and the
+    larger k-hat of the two scalings' importance ratios.
 
     ``(CJS_lower / -log2(alpha_lower) + CJS_upper / log2(alpha_upper)) / 2``, each CJS the
     larger of the distances of ``f`` and of ``-f`` (the distance is not symmetric in the
@@ -170,9 +171,11 @@ def power_sensitivity(
     if order is None:
         order = np.argsort(draws, axis=0, kind="stable")
     x = np.take_along_axis(draws, order, axis=0)
-    gradients = []
+    gradients, khat = [], -np.inf
     for alpha in alphas:
-        w = np.exp(power_scaling_log_weights(component, alpha))[order]
+        log_weights, k = power_scaling_weights(component, alpha)
+        khat = max(khat, k)
+        w = np.exp(log_weights)[order]
         distance = np.maximum(_cjs(x, w), _cjs(-x[::-1], w[::-1]))
         gradients.append(distance / abs(np.log2(alpha)))
-    return 0.5 * (gradients[0] + gradients[1])
+    return 0.5 * (gradients[0] + gradients[1]), khat

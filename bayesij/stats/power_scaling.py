@@ -111,33 +111,24 @@ def psense(
     """
     low, high = _alphas(alphas)
     threshold = check_real(threshold, "threshold", 0.0, low_open=True)
-    post = as_source(
-        data, var_name=var_name, need_quantities=True, whole_matrix={"data": "psense"}
-    ).posterior
-    prior = log_prior_draws(data, post, log_prior, prior_selection)
-    full = post
-    if isinstance(log_prior, str):
-        quantities = [q for q in (quantities or post.quantity_names) if q != log_prior]
-    if quantities is not None:
-        post = post.select(quantities)
-    draws = post.quantities.values.reshape(-1, len(post.quantity_names))
-    likelihood = post.log_lik.values.reshape(draws.shape[0], -1).sum(axis=1)
-    check_finite(likelihood, "log_lik")
-    order = np.argsort(draws, axis=0, kind="stable")  # one sort for both components
-    table = pd.DataFrame(
-        {
-            "prior": power_sensitivity(draws, prior, (low, high), order),
-            "likelihood": power_sensitivity(draws, likelihood, (low, high), order),
-        },
-        index=pd.Index(post.quantity_names, name="quantity"),
+    inputs = _scaling_inputs(
+        data, quantities, var_name, log_prior, prior_selection, COMPONENTS, "psense"
     )
+    draws = inputs.draws
+    order = np.argsort(draws, axis=0, kind="stable")  # one sort for both components
+    table = pd.DataFrame(index=pd.Index(inputs.names, name="quantity"))
+    khat = {}
+    for name in COMPONENTS:
+        table[name], khat[name] = power_sensitivity(
+            draws, inputs.components[name], (low, high), order
+        )
     table["diagnosis"] = [_diagnosis(p, lik, threshold) for p, lik in table.to_numpy()]
-    table["d_mean_prior"] = _covariances(draws, prior)
-    table["d_mean_likelihood"] = _covariances(draws, likelihood)
-    for name, component in (("prior", prior), ("likelihood", likelihood)):
-        table[f"{name}_khat"] = max(power_scaling_weights(component, a)[1] for a in (low, high))
+    for name in COMPONENTS:
+        table[f"d_mean_{name}"] = _covariances(draws, inputs.components[name])
+    for name in COMPONENTS:
+        table[f"{name}_khat"] = khat[name]
     if moment_match is not None:
-        _match_unreliable(table, moment_match, full, post.quantity_names, (low, high))
+        _match_unreliable(table, moment_match, inputs, (low, high))
         table["diagnosis"] = [
             _diagnosis(p, lik, threshold) for p, lik in table[["prior", "likelihood"]].to_numpy()
         ]
@@ -145,20 +136,18 @@ def psense(
     return table
 
 
-def _match_unreliable(table, density, full, names, alphas) -> None:
+def _match_unreliable(table, density, inputs, alphas) -> None:
     """Recompute the sensitivity of each component whose k-hat is too high from
     moment-matched draws (in place): the two-sample CJS of the original and moved draws."""
-    all_draws = full.quantities.values.reshape(full.n_draws, -1)
-    columns = [list(full.quantity_names).index(n) for n in names]
-    limit = pareto_k_threshold(full.n_draws)
+    limit = pareto_k_threshold(inputs.draws.shape[0])
     for name in COMPONENTS:
         if not table[f"{name}_khat"].iloc[0] > limit:
             continue
         gradients, k = [], -np.inf
         for alpha in alphas:
-            matched = matched_scaling(density, all_draws, name, alpha)
+            matched = matched_scaling(density, inputs.all_draws, name, alpha)
             w = np.exp(matched.log_weights)
-            x, y = all_draws[:, columns], matched.draws[:, columns]
+            x, y = inputs.draws, matched.draws[:, inputs.columns]
             distance = np.maximum(cjs_two_sample(x, y, w), cjs_two_sample(-x, -y, w))
             gradients.append(distance / abs(np.log2(alpha)))
             k = max(k, matched.pareto_k)
@@ -372,36 +361,63 @@ def power_scaled_draws(
     grid = as_float_array(grid, "alphas").reshape(-1)
     if grid.size == 0 or np.any(~np.isfinite(grid) | (grid <= 0)):
         raise fail("alphas", repr(grid.tolist()[:5]), "positive powers")
-    post = as_source(
+    inputs = _scaling_inputs(
         data,
-        var_name=var_name,
-        need_quantities=True,
-        whole_matrix={"data": "power-scaling sequences"},
-    ).posterior
-    full = post
-    if component == "prior":
-        values = log_prior_draws(data, post, log_prior, prior_selection)
-        if isinstance(log_prior, str):
-            quantities = [q for q in (quantities or post.quantity_names) if q != log_prior]
-    if quantities is not None:
-        post = post.select(quantities)
-    draws = post.quantities.values.reshape(-1, len(post.quantity_names))
-    if component == "likelihood":
-        values = post.log_lik.values.reshape(draws.shape[0], -1).sum(axis=1)
-        check_finite(values, "log_lik")
+        quantities,
+        var_name,
+        log_prior,
+        prior_selection,
+        (component,),
+        "power-scaling sequences",
+    )
+    values = inputs.components[component]
     scaled = [power_scaling_weights(values, float(alpha)) for alpha in grid]
     weights = np.exp(np.array([log_weights for log_weights, _ in scaled]))
     k = np.array([khat for _, khat in scaled])
     moved: list = [None] * grid.size
     if moment_match is not None:
-        all_draws = full.quantities.values.reshape(full.n_draws, -1)
-        columns = [list(full.quantity_names).index(n) for n in post.quantity_names]
-        for i in np.flatnonzero(k > pareto_k_threshold(draws.shape[0])):
-            matched = matched_scaling(moment_match, all_draws, component, float(grid[i]))
+        for i in np.flatnonzero(k > pareto_k_threshold(values.size)):
+            matched = matched_scaling(moment_match, inputs.all_draws, component, float(grid[i]))
             weights[i], k[i] = np.exp(matched.log_weights), matched.pareto_k
-            moved[i] = matched.draws[:, columns]
+            moved[i] = matched.draws[:, inputs.columns]
+    return PowerScaled(inputs.names, inputs.draws, grid, weights, k, component, tuple(moved))
+
+
+class _ScalingInputs(NamedTuple):
+    """What a power-scaling reads: the chosen quantities' ``draws`` (S, K) and ``names``,
+    each requested component (S,) by name, and, for moment matching, the draws of all the
+    quantities (S, D) with the chosen ones' ``columns`` among them."""
+
+    names: list
+    draws: np.ndarray
+    components: dict
+    all_draws: np.ndarray
+    columns: list
+
+
+def _scaling_inputs(
+    data, quantities, var_name, log_prior, prior_selection, components, caller: str
+) -> _ScalingInputs:
+    """The draws and the log prior / summed log-likelihood of :func:`psense` and
+    :func:`power_scaled_draws` (a quantity that holds the log prior is left out)."""
+    post = as_source(
+        data, var_name=var_name, need_quantities=True, whole_matrix={"data": caller}
+    ).posterior
+    full, values = post, {}
+    if "prior" in components:
+        values["prior"] = log_prior_draws(data, post, log_prior, prior_selection)
+        if isinstance(log_prior, str):
+            quantities = [q for q in (quantities or post.quantity_names) if q != log_prior]
+    if quantities is not None:
+        post = post.select(quantities)
     names = list(post.quantity_names)
-    return PowerScaled(names, draws, grid, weights, k, component, tuple(moved))
+    draws = post.quantities.values.reshape(-1, len(names))
+    if "likelihood" in components:
+        values["likelihood"] = post.log_lik.values.reshape(draws.shape[0], -1).sum(axis=1)
+        check_finite(values["likelihood"], "log_lik")
+    all_draws = full.quantities.values.reshape(full.n_draws, -1)
+    columns = [list(full.quantity_names).index(n) for n in names]
+    return _ScalingInputs(names, draws, values, all_draws, columns)
 
 
 def psense_sequence(
