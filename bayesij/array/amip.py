@@ -20,7 +20,13 @@ import numpy as np
 
 from bayesij.array._numeric import obs_chunks, top_positive
 from bayesij.array.amip_lockstep import run_in_lockstep
-from bayesij.array.amip_noise import NoiseAnswer, draws_to_decide, linear_answer
+from bayesij.array.amip_noise import (
+    Moments,
+    NoiseAnswer,
+    Start,
+    draws_to_decide,
+    linear_answer,
+)
 from bayesij.array.checks import impossible_columns
 from bayesij.array.ess import relative_eff_rows
 from bayesij.array.influence import influence_scores
@@ -38,6 +44,7 @@ __all__ = [
     "goal_influence",
     "metrics_influence",
     "goal_row",
+    "goal_rows",
     "reweighted_search",
     "reweighted_searches",
     "reweighted_steps",
@@ -114,16 +121,26 @@ MC_MARGIN = 2.0
 
 
 def linear_path(
-    phi: np.ndarray, direction: int, need: float, k_max: int, mcse: np.ndarray | None = None
+    phi: np.ndarray,
+    direction: int,
+    need: float,
+    k_max: int,
+    mcse: np.ndarray | None = None,
+    along=None,
 ) -> AmipPath:
     """The first-order path: units by decreasing ``-direction phi``, up to ``k_max``.
 
     ``mcse`` (per unit) makes the target count as reached only beyond ``MC_MARGIN``
-    standard errors ``sqrt(sum mcse_u^2)`` of the predicted change.
+    standard errors ``sqrt(sum mcse_u^2)`` of the predicted change. ``along``: a function
+    of the order returning the predicted change after each prefix (k + 1,) in place of the
+    sums of ``-phi`` (an interval end's, from its moments: :func:`change_along`).
     """
     gain = -direction * phi
     order = top_positive(gain, k_max)
-    change = np.concatenate([[0.0], np.cumsum(-phi[order])])
+    if along is None:
+        change = np.concatenate([[0.0], np.cumsum(-phi[order])])
+    else:
+        change = along(order)
     noise = (
         np.zeros(change.size)
         if mcse is None
@@ -424,7 +441,8 @@ def linear_set_change(
 @dataclass(frozen=True)
 class Goal:
     """What to move and how far: the metric ``mean + sign z sd`` (``metric`` names it),
-    its value on the full data, the ``direction`` (+1 or -1) and the amount ``need``."""
+    its value on the full data, the ``direction`` (+1 or -1) and the amount ``need``;
+    ``sd`` is the quantity's posterior sd on the full data."""
 
     metric: str
     sign: int
@@ -432,6 +450,35 @@ class Goal:
     need: float
     value: float
     z: float
+    sd: float = float("nan")
+    fixed: bool = False
+
+    def need_at(self, mean, sd):
+        """The need had the quantity's mean and sd been ``mean`` and ``sd`` (arrays
+        alike): the metric's distance from zero in the goal's direction, or the fixed
+        change of a numeric target (``fixed``)."""
+        if self.fixed:
+            return np.full(np.shape(mean), self.need)
+        return -self.direction * (np.asarray(mean) + self.sign * self.z * np.asarray(sd))
+
+    @property
+    def parts(self) -> int:
+        """Influence rows the goal's searches use: 1 (the mean), or 3 for an interval end
+        (the linearised metric ``g*``, the mean and the centred square, whose moments
+        predict the sd after a drop: :meth:`change_from`)."""
+        return 1 if self.sign == 0 else 3
+
+    def change_from(self, d_mean, d_var):
+        """The metric's change after a drop whose first-order changes of the mean and of
+        the variance (``E[(f - mean)^2]``) are ``d_mean`` and ``d_var`` (arrays alike):
+        ``d_mean + s z (sqrt(sd^2 + d_var) - sd)``. Linear in the posterior moments, exact
+        in the square root: linearising the sd as well (``g*``) overshoots when a few
+        units hold much of the variance (an interval end predicted to cross zero one
+        observation early on a heavy-tailed regression)."""
+        if self.sign == 0:
+            return d_mean
+        var = np.maximum(self.sd**2 + np.asarray(d_var), 0.0)
+        return d_mean + self.sign * self.z * (np.sqrt(var) - self.sd)
 
 
 def goal_for(f: np.ndarray, target, z: float) -> Goal:
@@ -439,15 +486,15 @@ def goal_for(f: np.ndarray, target, z: float) -> Goal:
     Delta of the mean) for draws ``f`` of one quantity."""
     mean, sd = float(f.mean()), float(f.std(ddof=1))
     if not isinstance(target, str):
-        return Goal("mean", 0, 1 if target > 0 else -1, abs(float(target)), mean, z)
+        return Goal("mean", 0, 1 if target > 0 else -1, abs(float(target)), mean, z, sd, True)
     if target == "sign":
-        return Goal("mean", 0, -1 if mean > 0 else 1, abs(mean), mean, z)
+        return Goal("mean", 0, -1 if mean > 0 else 1, abs(mean), mean, z, sd)
     # The end on the mean's side is the far one (larger in magnitude), the other the near.
     same_side = 1 if mean >= 0 else -1
     sign = -same_side if target == "significance" else same_side
     value = mean + sign * z * sd
     name = "lower end" if sign < 0 else "upper end"
-    return Goal(name, sign, -1 if value > 0 else 1, abs(value), value, z)
+    return Goal(name, sign, -1 if value > 0 else 1, abs(value), value, z, sd)
 
 
 def metric_influence(f, log_lik, goal, score=None, unconstrained=None, keep_blocks=False):
@@ -463,8 +510,17 @@ def metrics_influence(fs, log_lik, goals, score=None, unconstrained=None, keep_b
     the block sums the Monte Carlo replicates of :mod:`bayesij.array.amip_noise` need.
 
     ``fs``: draws (n_chains, n_draws) of each goal's quantity; ``log_lik`` (n_chains,
-    n_draws, U). Returns InfluenceScores with ``psi`` and ``mcse`` (len(goals), U)."""
-    g_star = np.stack([metric_draws(f, g.sign, g.z) for f, g in zip(fs, goals, strict=True)], -1)
+    n_draws, U). Returns InfluenceScores with ``psi`` and ``mcse`` (sum of the goals'
+    :attr:`Goal.parts`, U): each goal's rows in turn (:func:`goal_rows`)."""
+    centres = [_centre(f, score, unconstrained) for f in fs]
+    g_star = np.stack(
+        [
+            part
+            for f, g, c in zip(fs, goals, centres, strict=True)
+            for part in _metric_parts(f, g, c)
+        ],
+        -1,
+    )
     if score is None:  # block sums only feed the bootstrap: float32 is plenty, half the memory
         return influence_scores(
             g_star, log_lik, check=False, keep_blocks=keep_blocks, blocks_dtype=np.float32
@@ -474,13 +530,72 @@ def metrics_influence(fs, log_lik, goals, score=None, unconstrained=None, keep_b
     return zero_variance_influence(g_star, log_lik, score, unconstrained, keep_blocks=keep_blocks)
 
 
-def goal_row(scores, k: int):
-    """Row ``k`` of :func:`metrics_influence`'s scores, as the scores of that goal alone."""
+def _metric_parts(f: np.ndarray, goal: Goal, centre: float) -> list:
+    """The draws whose influences a goal's searches use (:attr:`Goal.parts`): ``g*``
+    (:func:`metric_draws`), and for an interval end ``f`` and ``(f - centre)^2``, squares
+    centred at the estimate of the posterior mean ``centre``."""
+    if goal.parts == 1:
+        return [f]
+    square = (f - centre) ** 2
+    return [f + goal.sign * goal.z * square / (2 * f.std(ddof=1)), f, square]
+
+
+def _centre(f: np.ndarray, score, unconstrained) -> float:
+    """Where an interval end's squares are centred: the posterior mean, by zero-variance
+    control variates when the log posterior's ``score`` is given (of the draws' shape;
+    otherwise :func:`metrics_influence` refuses it), else the draws' mean. Centred at the
+    plain mean, ``Cov((f - fbar)^2, l)`` is off by ``2 (fbar - mu) Cov(f, l)``: negligible
+    beside the plain covariance's own error, but 20-30 % of the sd's influence once control
+    variates have removed that error (a heavy-tailed regression's outliers)."""
+    if score is None or np.shape(score)[:2] != f.shape:
+        return float(f.mean())
+    if unconstrained is not None and np.shape(unconstrained) != np.shape(score):
+        return float(f.mean())
+    from bayesij.array.control_variates import zero_variance_mean
+
+    return zero_variance_mean(f, score, unconstrained)[0]
+
+
+def change_along(scores, goal: Goal):
+    """For an interval end whose scores hold its moments' rows (:attr:`Goal.parts`): a
+    function of an order of units returning the metric's predicted change after each
+    prefix (k + 1,), by :meth:`Goal.change_from` on the summed influences of the mean and
+    the centred square. None for the mean (the sums of ``psi`` are its change)."""
+    if goal.parts == 1 or scores.psi.shape[0] < 3:
+        return None
+    psi_mean, psi_var = np.nan_to_num(scores.psi[1]), np.nan_to_num(scores.psi[2])
+
+    def along(order: np.ndarray) -> np.ndarray:
+        d_mean = np.concatenate([[0.0], np.cumsum(-psi_mean[order])])
+        d_var = np.concatenate([[0.0], np.cumsum(-psi_var[order])])
+        return np.asarray(goal.change_from(d_mean, d_var), dtype=float)
+
+    return along
+
+
+def _moments(scores, goal: Goal) -> Moments | None:
+    """The block bootstrap's moments of an interval end (:class:`Moments`), or None."""
+    if goal.parts == 1 or scores.psi.shape[0] < 3 or scores.block_sums is None:
+        return None
+    sums = scores.block_sums[:, 1:3, :]
+    return Moments(scores.psi[1:3], np.where(np.isfinite(sums), sums, 0.0), goal.change_from)
+
+
+def goal_rows(scores, goals: list) -> list:
+    """:func:`metrics_influence`'s scores split by goal: each goal's rows (its
+    :attr:`Goal.parts`), as the scores of that goal alone (row 0: ``g*``)."""
+    stops = np.cumsum([g.parts for g in goals])
+    return [goal_row(scores, stop - g.parts, g.parts) for g, stop in zip(goals, stops, strict=True)]
+
+
+def goal_row(scores, k: int, parts: int = 1):
+    """Rows ``k .. k + parts`` of :func:`metrics_influence`'s scores, as the scores of one
+    goal alone."""
     blocks = scores.block_sums
     return scores._replace(
-        psi=scores.psi[k : k + 1],
-        mcse=scores.mcse[k : k + 1],
-        block_sums=None if blocks is None else blocks[:, k : k + 1],
+        psi=scores.psi[k : k + parts],
+        mcse=scores.mcse[k : k + parts],
+        block_sums=None if blocks is None else blocks[:, k : k + parts],
     )
 
 
@@ -502,6 +617,18 @@ def _bootstrap_blocks(scores, f: np.ndarray):
     sizes, chains = draw_block_layout(*f.shape)
     finite = np.isfinite(scores.block_sums[:, 0, :])  # impossible units: no finite influence
     return np.where(finite, scores.block_sums[:, 0, :], 0.0), sizes, chains
+
+
+def _start(f: np.ndarray, goal: Goal) -> Start:
+    """The metric's value's Monte Carlo error for the block bootstrap (:class:`Start`):
+    the quantity's block sums in the layout of the influences' (:func:`draw_block_layout`)."""
+    from bayesij.array.blocks import draw_blocks
+
+    centre = float(f.mean())
+    flat = f.reshape(-1) - centre
+    blocks = draw_blocks(np.repeat(np.arange(f.shape[0]), f.shape[1]), 50)  # as the layout's
+    sums = np.array([[flat[b].sum(), (flat[b] ** 2).sum()] for b in blocks])
+    return Start(sums, centre, f.size, goal.need_at)
 
 
 def goal_influence(
@@ -536,7 +663,14 @@ def search_path(method, f, log_lik, goal, k_max, k_threshold, scores=None) -> Am
     (n_chains, n_draws) and ``log_lik`` (n_chains, n_draws, U)."""
     if method == "linear":
         scores = metric_influence(f, log_lik, goal) if scores is None else scores
-        return linear_path(scores.psi[0], goal.direction, goal.need, k_max, scores.mcse[0])
+        return linear_path(
+            scores.psi[0],
+            goal.direction,
+            goal.need,
+            k_max,
+            scores.mcse[0],
+            change_along(scores, goal),
+        )
     return reweighted_path(
         f, log_lik, goal.sign, goal.z, goal.direction, goal.need, k_max, k_threshold
     )
@@ -773,21 +907,32 @@ def reweighted_searches(
     checks = [_split_check(f, log_lik, g, c) for f, g, (_, c) in zip(fs, goals, both, strict=True)]
     found = []
     for f, goal, score, path, check in zip(fs, goals, scores, paths, checks, strict=True):
-        linear = linear_path(score.psi[0], goal.direction, np.inf, k_max, score.mcse[0])
+        linear = linear_path(
+            score.psi[0], goal.direction, np.inf, k_max, score.mcse[0], change_along(score, goal)
+        )
         blocks = _bootstrap_blocks(score, f)
-        answer = _reweighted_answer(path, score, goal, k_max, f.size, blocks)
+        answer = _reweighted_answer(path, score, goal, k_max, f, blocks)
+        continued = path.stopped == "reached" and path.reliable < path.order.size
         if answer.answer == "undetermined" and path.stopped == "reached" and answer.sure_size:
-            path, answer = _sure_instead(linear, score, goal, k_max, f.size, blocks, path)
+            smaller = path.order.size  # a smaller set, left open by Monte Carlo error
+            path, answer = _sure_instead(linear, score, goal, k_max, f, blocks, smaller)
+        elif continued and 0 < answer.sure_size < path.order.size:
+            # The continuation's first-order predictions from the reweighted posterior
+            # needed more units than the linear ranking's sure set: report the sure set.
+            path, answer = _sure_instead(linear, score, goal, k_max, f, blocks, 0)
         mean_after, sd_after = _reweighted_after(f, log_lik, path)
         found.append(AmipSearch(goal, path, linear.change, mean_after, sd_after, check, answer))
     return found
 
 
-def _sure_instead(linear: AmipPath, scores, goal: Goal, k_max, n_draws, blocks, path: AmipPath):
-    """The linear search's sure set in place of a smaller reweighted set that the linear
-    continuation reached but Monte Carlo error leaves undetermined: the target *is*
-    reached (by a set that reaches it in 97.5 % of the replicates), and the smaller set is
-    kept as ``smaller`` for the text."""
+def _sure_instead(linear: AmipPath, scores, goal: Goal, k_max, f, blocks, smaller: int):
+    """The linear search's sure set in place of a reweighted set that the linear
+    continuation reached: a smaller one that Monte Carlo error leaves undetermined (its
+    size ``smaller``, kept for the text), or a larger one (``smaller`` 0). The target *is*
+    reached by the sure set (it reaches it in 97.5 % of the replicates). When the sure
+    set is more than twice the size interval's low end plus 2, it is an upper bound and
+    the answer stays undetermined (``bound``,
+    :func:`bayesij.array.amip_noise.size_settled`)."""
     sure = linear_answer(
         scores.psi[0],
         scores.mcse[0],
@@ -795,11 +940,15 @@ def _sure_instead(linear: AmipPath, scores, goal: Goal, k_max, n_draws, blocks, 
         goal.need,
         k_max,
         None,
-        n_draws,
+        f.size,
         blocks=blocks,
+        moments=_moments(scores, goal),
+        start=_start(f, goal),
     )
     prefix = _prefix(linear, sure.sure_size, "reached")
-    return prefix, sure._replace(answer="reached", draws_needed=np.nan, smaller=path.order.size)
+    if sure.bound:  # the sure set is an upper bound: how few is undetermined
+        return prefix, sure._replace(smaller=smaller)
+    return prefix, sure._replace(answer="reached", draws_needed=np.nan, smaller=smaller)
 
 
 def _prefix(linear: AmipPath, size: int, stopped: str) -> AmipPath:
@@ -815,7 +964,7 @@ def _prefix(linear: AmipPath, size: int, stopped: str) -> AmipPath:
     )
 
 
-def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, n_draws: int, blocks):
+def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks):
     """The reweighted search's answer: reached when it reached the target (past its Monte
     Carlo margin); otherwise not reachable only if the linear search's replicates agree
     that even the optimistic end of the Monte Carlo error does not reach it, else
@@ -827,16 +976,19 @@ def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, n_draws: 
         goal.need,
         k_max,
         path.order,
-        n_draws,
+        f.size,
         blocks=blocks,
+        moments=_moments(scores, goal),
+        start=_start(f, goal),
     )
+    optimistic = optimistic._replace(bound=0)  # its set is not the one reported
     if path.stopped == "reached":
         continued = path.reliable < path.order.size
         if continued and optimistic.sure_size and path.order.size < optimistic.sure_size:
             # Past k-hat's threshold the set grew by first-order predictions whose Monte
             # Carlo errors are shared by all units: no surer than the linear search's, and
             # smaller than the smallest set the replicates agree on.
-            needed = _draws_for_size(optimistic, path.order.size, n_draws)
+            needed = _draws_for_size(optimistic, path.order.size, f.size)
             return optimistic._replace(answer="undetermined", draws_needed=needed)
         return optimistic._replace(answer="reached", draws_needed=np.nan)
     if optimistic.answer == "not reachable" or path.stopped == "no unit moves the metric that way":
@@ -878,9 +1030,11 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
     included); whether some set within ``k_max`` reaches it, and the interval of the
     smallest one's size, are the answer of
     :func:`bayesij.array.amip_noise.linear_answer`. When that answer is "reached" but no
-    prefix is sure, the answer is "undetermined"."""
+    prefix is sure, the answer is "undetermined"; when the sure prefix is more than twice
+    the size interval's low end plus 2, it is "undetermined" in its size, with the sure
+    prefix as the upper bound (``bound``)."""
     psi, mcse = scores.psi[0], scores.mcse[0]
-    linear = linear_path(psi, goal.direction, np.inf, k_max, mcse)
+    linear = linear_path(psi, goal.direction, np.inf, k_max, mcse, change_along(scores, goal))
     answer = linear_answer(
         psi,
         mcse,
@@ -890,6 +1044,8 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
         None,
         f.size,
         blocks=_bootstrap_blocks(scores, f),
+        moments=_moments(scores, goal),
+        start=_start(f, goal),
     )
     size = answer.chosen_size  # the sure prefix, or the whole ranking within k_max
     if answer.sure_size:
@@ -941,7 +1097,8 @@ def linear_search(f, goal: Goal, paths: LinearPaths, sums: np.ndarray) -> AmipSe
     if path.order.size:
         change_mean, _ = linear_set_change(f, sums[:, :, :1], whole, 0, 1.0)
         change_upper, _ = linear_set_change(f, sums[:, :, :1], whole, 1, 1.0)
-        mean, sd = mean + change_mean, sd + change_upper - change_mean
+        d_var = 2 * sd * (change_upper - change_mean)  # first order, as the search's
+        mean, sd = mean + change_mean, float(np.sqrt(max(sd**2 + d_var, 0.0)))
     check = {}
     if paths.chosen is not None:
         check = _linear_split_check(f, goal, paths.chosen, sums[:, :, 1:])
@@ -983,7 +1140,8 @@ def _split_choice(f, goal: Goal, path: AmipPath, half_scores) -> AmipPath | None
         return None
     need = goal.need if path.stopped == "reached" else np.inf
     psi, mcse = half_scores.psi[0], half_scores.mcse[0]
-    chosen = linear_path(psi, goal.direction, need, max(1, path.order.size), mcse)
+    along = change_along(half_scores, goal)
+    chosen = linear_path(psi, goal.direction, need, max(1, path.order.size), mcse, along)
     return chosen if chosen.order.size else None
 
 
@@ -993,11 +1151,27 @@ def _linear_split_check(f, goal: Goal, chosen: AmipPath, summed: np.ndarray) -> 
     summed log-likelihood."""
     how, (first, second), axis = split_halves(*f.shape)
     f_a, f_b = take_draws(f, first, axis), take_draws(f, second, axis)
-    every = np.zeros(1, dtype=int)
     l_a, l_b = take_draws(summed, first, axis), take_draws(summed, second, axis)
-    split, mcse_split = linear_set_change(f_b, l_b, every, goal.sign, goal.z)
-    naive, _ = linear_set_change(f_a, l_a, every, goal.sign, goal.z)
+    split, mcse_split = moment_set_change(f_b, l_b, goal)
+    naive, _ = moment_set_change(f_a, l_a, goal)
     return _split_summary(how, chosen, naive, split, mcse_split)
+
+
+def moment_set_change(f: np.ndarray, summed: np.ndarray, goal: Goal) -> tuple[float, float]:
+    """The goal's metric's predicted change from dropping a set whose summed
+    log-likelihood at each draw is ``summed`` (n_chains, n_draws, 1), on draws ``f``
+    (n_chains, n_draws): first order in the mean and the variance, the sd their square
+    root (:meth:`Goal.change_from`, with the sd of ``f``); and the MCSE of the linearised
+    change (:func:`linear_set_change`)."""
+    every = np.zeros(1, dtype=int)
+    change, mcse = linear_set_change(f, summed, every, goal.sign, goal.z)
+    if goal.sign == 0:
+        return change, mcse
+    d_mean, _ = linear_set_change(f, summed, every, 0, 1.0)
+    d_upper, _ = linear_set_change(f, summed, every, 1, 1.0)
+    sd = float(f.std(ddof=1))
+    at = Goal(goal.metric, goal.sign, goal.direction, goal.need, goal.value, goal.z, sd)
+    return float(at.change_from(d_mean, 2 * sd * (d_upper - d_mean))), mcse
 
 
 def _split_summary(how: str, chosen: AmipPath, naive: float, split: float, mcse: float) -> dict:

@@ -15,10 +15,17 @@ interval (a replicate that does not reach counts as beyond ``k_max``). Not reach
 the optimistic view to fail too: choosing the best ``k_max`` units of each replicate afresh
 (which overstates what is possible, as choosing the largest of noisy values does) reaches
 the target in at most ``alpha / 2`` of them. Anything between is undetermined.
+
+A sure set is not yet an answer to "how few": when Monte Carlo error makes the sure set
+more than twice the low end of the size interval (plus 2), the smallest set may be less
+than half of it. The answer is then undetermined in its size, with the sure set as an
+upper bound (``bound``) and the draws at which the sure set would be within that factor
+of the interval's low end (:func:`draws_to_settle_size`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -27,9 +34,13 @@ from bayesij.array._numeric import CHUNK_BYTES, top_positive
 
 __all__ = [
     "NoiseAnswer",
+    "Moments",
+    "Start",
     "linear_answer",
     "answer_from_z",
     "draws_to_decide",
+    "draws_to_settle_size",
+    "size_settled",
     "block_bootstrap",
     "block_bootstrap_counts",
     "replicates_from_counts",
@@ -66,6 +77,10 @@ class NoiseAnswer(NamedTuple):
     smaller : int
         The size of a smaller set that a search found but Monte Carlo error leaves
         undetermined, when the answer reports the sure one instead (0: none).
+    bound : int
+        When the answer is undetermined only in how small the set is (the sure set is more
+        than twice the size interval's low end plus 2: :func:`size_settled`), the sure
+        set's size, an upper bound of the smallest set's (0 otherwise).
     """
 
     answer: str
@@ -76,6 +91,57 @@ class NoiseAnswer(NamedTuple):
     sure_size: int = 0
     chosen_size: int = 0
     smaller: int = 0
+    bound: int = 0
+
+
+class Moments(NamedTuple):
+    """An interval end's prediction from the posterior moments it is a function of.
+
+    Attributes
+    ----------
+    psi : ndarray of shape (2, U)
+        Influences of the quantity and of its centred square on each unit.
+    block_sums : ndarray of shape (B, 2, U)
+        Their block sums, for the block bootstrap.
+    change_from : callable
+        ``(d_mean, d_var) -> change`` of the metric from the first-order changes of the
+        mean and the variance (arrays alike): :meth:`bayesij.array.amip.Goal.change_from`.
+    """
+
+    psi: np.ndarray
+    block_sums: np.ndarray
+    change_from: Callable
+
+
+class Start(NamedTuple):
+    """The metric's value on each replicate's draws, for targets whose ``need`` is the
+    distance of that value from zero.
+
+    Attributes
+    ----------
+    block_sums : ndarray of shape (B, 2)
+        Each block's sums of ``f - centre`` and ``(f - centre)^2`` (the blocks of the
+        influences' block sums).
+    centre : float
+        The draws' mean of the quantity (subtracted for precision).
+    n_draws : int
+    need_at : callable
+        ``(mean, sd) -> need`` (arrays alike): :meth:`bayesij.array.amip.Goal.need_at`.
+    """
+
+    block_sums: np.ndarray
+    centre: float
+    n_draws: int
+    need_at: Callable
+
+    def needs(self, counts: np.ndarray, sizes) -> np.ndarray:
+        """Each replicate's need (R,) for block ``counts`` (R, B) of blocks of ``sizes``."""
+        drawn = counts @ np.asarray(sizes, dtype=float)
+        first = counts @ self.block_sums[:, 0] / drawn
+        second = counts @ self.block_sums[:, 1] / drawn
+        n = self.n_draws
+        sd = np.sqrt(np.maximum(second - first**2, 0.0) * n / (n - 1))
+        return np.asarray(self.need_at(self.centre + first, sd), dtype=float)
 
 
 def linear_answer(
@@ -91,6 +157,8 @@ def linear_answer(
     level: float = 0.95,
     seed: int = 0,
     blocks: tuple | None = None,
+    moments: Moments | None = None,
+    start: Start | None = None,
 ) -> NoiseAnswer:
     """The answer of the linear search from ``psi`` (U,) and its ``mcse`` (U,).
 
@@ -98,36 +166,55 @@ def linear_answer(
     None: the prefix of the ranking the answer reports (``chosen_size``), from the same
     replicates. ``n_draws`` scales the draws needed. ``blocks``: ``(block_sums (B, U),
     sizes (B,), chains (B,))`` for the block bootstrap (:func:`block_bootstrap`).
+    ``moments`` (with ``blocks``): an interval end's changes along the ranking, and the
+    chosen set's, are predicted from its moments (:class:`Moments`) on each replicate
+    instead of by the sum of the linearised ``psi``, which still ranks the units.
+    ``start`` (with ``blocks``): the metric's value now carries Monte Carlo error too;
+    each replicate's ``need`` comes from its own draws of the quantity (:class:`Start`).
     """
     rng = np.random.default_rng(seed)
     noise = np.nan_to_num(mcse, nan=0.0)
     gain = -direction * np.nan_to_num(psi, nan=0.0)
     top = min(k_max, gain.size)
     ranking = top_positive(gain, top)  # the point estimate's order
+    counts = (
+        None if blocks is None else block_bootstrap_counts(blocks[1], blocks[2], replicates, rng)
+    )
+    if blocks is None:
+        moments = None  # replicates of the moments need the block sums
+    along = _moment_paths(moments, direction, blocks, counts)
+    needs = np.full(replicates, float(need))
+    if start is not None and counts is not None and blocks is not None:
+        needs = start.needs(counts, blocks[1])
     sizes = np.empty(replicates)  # the smallest reaching prefix of that order
     best = np.empty(replicates)  # the most any set within k_max could do (re-selected)
     # (or, where the ranking already reaches the target, that lower bound of it)
     final = np.empty(replicates)  # what the whole ranking within k_max does
     chosen_changes = np.empty(replicates)  # the chosen set's change
     paths = np.empty((replicates, ranking.size))  # each replicate's gain along the ranking
-    draw = _replicate_gains(gain, noise, direction, replicates, rng, blocks)
+    draw = _replicate_gains(gain, noise, direction, rng, blocks, counts)
     for rows in _replicate_chunks(replicates, gain.size):
         sample = draw(rows)  # (len(rows), U)
-        cumulative = np.cumsum(sample[:, ranking], axis=1)
+        if along is None:
+            cumulative = np.cumsum(sample[:, ranking], axis=1)
+        else:
+            cumulative = along(rows, ranking)
         paths[rows] = cumulative
         final[rows] = cumulative[:, -1] if ranking.size else 0.0
-        if chosen is not None:
+        if chosen is not None and along is None:
             chosen_changes[rows] = sample[:, chosen].sum(axis=1)
-        reach = cumulative >= need
+        elif chosen is not None and chosen.size:
+            chosen_changes[rows] = along(rows, chosen)[:, -1]
+        reach = cumulative >= needs[rows, None]
         first = np.argmax(reach, axis=1) + 1.0 if ranking.size else np.zeros(len(sample))
         sizes[rows] = np.where(reach.any(axis=1), first, np.inf)
         # Only whether the best set reaches the target matters: the ranking's own sum is a
         # lower bound of it that often settles that without a partition.
-        short = final[rows] < need
+        short = final[rows] < needs[rows]
         best[rows] = final[rows]
         if short.any():
             best[np.arange(rows.start, rows.stop)[short]] = _sum_of_largest(sample[short], top)
-    optimistic = float(np.mean(best >= need))
+    optimistic = float(np.mean(best >= needs))
     share = float(np.mean(np.isfinite(sizes)))
     tail = (1 - level) / 2
     bounds = np.quantile(sizes, [tail, 1 - tail], method="inverted_cdf")  # inf stays inf
@@ -135,7 +222,7 @@ def linear_answer(
     z = _z(level)
     sure_size = 0
     if ranking.size:
-        sure = np.flatnonzero(np.quantile(paths, tail, axis=0) >= need)
+        sure = np.flatnonzero(np.quantile(paths - needs[:, None], tail, axis=0) >= 0)
         sure_size = int(sure[0] + 1) if sure.size else 0
     chosen_size = 0
     if chosen is None:
@@ -143,6 +230,8 @@ def linear_answer(
         chosen = ranking[:chosen_size]
         chosen_changes = paths[:, chosen_size - 1] if chosen_size else np.zeros(replicates)
     change = float(-np.sum(psi[chosen])) if chosen.size else 0.0
+    if moments is not None and chosen.size:
+        change = float(direction * _point_path(moments, direction, chosen)[-1])
     if blocks is not None:
         spread = float(np.std(chosen_changes)) if chosen.size else 0.0
     else:
@@ -151,13 +240,76 @@ def linear_answer(
     answer = _answer(share, tail)
     if answer != "reached" and optimistic > tail:
         answer = "undetermined"  # some plausible truth lets a set within k_max reach it
-    needed = np.nan
+    needed, bound = np.nan, 0
     if answer == "undetermined":
-        margin = abs(float(np.mean(final)) - need)
-        needed = draws_to_decide(n_draws, margin, float(np.std(final)), z)
+        margin = abs(float(np.mean(final - needs)))
+        needed = draws_to_decide(n_draws, margin, float(np.std(final - needs)), z)
+    elif answer == "reached" and sure_size and not size_settled(sure_size, size_interval[0]):
+        answer, bound = "undetermined", sure_size
+        point = (
+            np.cumsum(gain[ranking[:sure_size]])
+            if moments is None
+            else _point_path(moments, direction, ranking[:sure_size])
+        )
+        excess = paths[:, :sure_size] - needs[:, None]
+        needed = draws_to_settle_size(point - need, excess, 0.0, n_draws, level)
     return NoiseAnswer(
-        answer, share, size_interval, change_interval, needed, sure_size, chosen_size
+        answer, share, size_interval, change_interval, needed, sure_size, chosen_size, 0, bound
     )
+
+
+def size_settled(sure_size: int, low: float) -> bool:
+    """Whether a sure set of ``sure_size`` answers "how few": at most twice the size
+    interval's low end ``low`` plus 2 (so at most twice the smallest set's size plus 2,
+    unless that size is below the interval)."""
+    return bool(sure_size <= 2 * low + 2)
+
+
+def draws_to_settle_size(
+    point: np.ndarray, paths: np.ndarray, need: float, n_draws: int, level: float = 0.95
+) -> float:
+    """Draws (in all) at which the sure set would settle the set's size
+    (:func:`size_settled`), by the ``1 / sqrt(S)`` law: each replicate's deviation from the
+    point estimate's cumulative gain shrinks by ``sqrt(S / S')`` and the sure size and the
+    size interval's low end are found again on the shrunk replicates, along the same
+    ranking (a rough figure: more draws also sharpen the ranking).
+
+    Parameters
+    ----------
+    point : ndarray of shape (K,)
+        The point estimate's cumulative gain along the ranking, up to the sure set.
+    paths : ndarray of shape (R, K)
+        Each replicate's cumulative gain along the same ranking.
+    need : float
+        The gain that reaches the target.
+    n_draws : int
+        Draws now.
+    level : float, default 0.95
+
+    Returns
+    -------
+    float
+        ``S'``, at most ``10^6`` times ``n_draws`` (``inf`` beyond).
+    """
+    tail = (1 - level) / 2
+    deviation = paths - point
+
+    def settled(factor: float) -> bool:
+        shrunk = point + deviation / np.sqrt(factor)
+        reach = shrunk >= need
+        sizes = np.where(reach.any(axis=1), np.argmax(reach, axis=1) + 1.0, np.inf)
+        low = float(np.quantile(sizes, tail, method="inverted_cdf"))
+        sure = np.flatnonzero(np.quantile(shrunk, tail, axis=0) >= need)
+        return bool(sure.size) and size_settled(int(sure[0] + 1), low)
+
+    factors = 1.25 ** np.arange(1, 63)  # up to 10^6
+    if not settled(factors[-1]):
+        return float("inf")
+    lo, hi = -1, factors.size - 1  # settled(factors[hi]) holds; factors[lo] (1) does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if settled(factors[mid]) else (mid, hi)
+    return float(np.ceil(n_draws * factors[hi]))
 
 
 def _replicate_chunks(replicates: int, n_units: int) -> list[slice]:
@@ -167,18 +319,43 @@ def _replicate_chunks(replicates: int, n_units: int) -> list[slice]:
     return [slice(start, min(start + size, replicates)) for start in range(0, replicates, size)]
 
 
-def _replicate_gains(gain, noise, direction, replicates, rng, blocks):
+def _replicate_gains(gain, noise, direction, rng, blocks, counts):
     """A function of a slice of replicates returning their gains (rows, U): block-bootstrap
-    replicates of ``psi`` when ``blocks`` are given, else independent normal errors of sd
-    ``noise``. The random numbers come in the order one replicate at a time would draw
-    them: the block counts all at once, the normal errors chunk by chunk (called in
-    order)."""
+    replicates of ``psi`` when ``blocks`` are given (with the block ``counts`` of
+    :func:`block_bootstrap_counts`), else independent normal errors of sd ``noise``, drawn
+    chunk by chunk (called in order)."""
     if blocks is None:
         return lambda rows: gain + noise * rng.standard_normal((rows.stop - rows.start, gain.size))
-    block_sums, block_sizes, block_chains = blocks
-    counts = block_bootstrap_counts(block_sizes, block_chains, replicates, rng)
+    block_sums, block_sizes, _ = blocks
     sums = np.nan_to_num(np.asarray(block_sums, dtype=float))
     return lambda rows: -direction * replicates_from_counts(counts[rows], sums, block_sizes)
+
+
+def _point_path(moments: Moments, direction: int, units: np.ndarray) -> np.ndarray:
+    """The gain after each prefix of ``units`` (k,), predicted from the moments."""
+    d_mean = np.cumsum(-np.nan_to_num(moments.psi[0, units]))
+    d_var = np.cumsum(-np.nan_to_num(moments.psi[1, units]))
+    return direction * np.asarray(moments.change_from(d_mean, d_var), dtype=float)
+
+
+def _moment_paths(moments: Moments | None, direction: int, blocks, counts):
+    """None, or a function of a slice of replicates and units returning each replicate's
+    gain after each prefix of the units (rows, k), predicted from block-bootstrap
+    replicates of the moments' influences (the same block counts as the gains')."""
+    if moments is None:
+        return None
+    sizes = np.asarray(blocks[1], dtype=float)
+    sums = np.nan_to_num(np.asarray(moments.block_sums, dtype=float))
+
+    def along(rows: slice, units: np.ndarray) -> np.ndarray:
+        if not units.size:
+            return np.zeros((rows.stop - rows.start, 0))
+        taken = sums[:, :, units].reshape(sums.shape[0], -1)  # (B, 2 k)
+        rep = replicates_from_counts(counts[rows], taken, sizes).reshape(-1, 2, units.size)
+        d_mean, d_var = np.cumsum(-rep[:, 0], axis=1), np.cumsum(-rep[:, 1], axis=1)
+        return direction * np.asarray(moments.change_from(d_mean, d_var), dtype=float)
+
+    return along
 
 
 def _sum_of_largest(sample: np.ndarray, top: int) -> np.ndarray:

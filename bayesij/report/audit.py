@@ -300,8 +300,10 @@ COLUMNS = {
     "target": "sign, significance, sign_and_significance, or a change to reach",
     "metric": "what the target moves: the mean, or the end of mean ± 1.96 sd nearer 0",
     "original": "the metric on all the data",
-    "answer": "reached / not reachable / undetermined (by Monte Carlo error)",
-    "n_drop": "size of the set dropped (the smallest found that reaches the target)",
+    "answer": "reached / not reachable / undetermined (by Monte Carlo error; with n_drop, "
+    "a sure set that may be more than twice the smallest: an upper bound)",
+    "n_drop": "size of the set dropped (the smallest found that reaches the target; an upper "
+    "bound when the answer is undetermined)",
     "size_interval": "95 % Monte Carlo interval of the set size (inf: beyond alpha_max)",
     "predicted_change": "the metric's change predicted from all draws (set chosen and "
     "predicted on the same draws: optimistic)",
@@ -332,7 +334,8 @@ def _amip_row(result: AmipResult) -> pd.DataFrame:
         "target": str(result.target),
         "metric": result.metric,
         "original": result.original_value,
-        "answer": result.answer or ("reached" if result.reachable else "not reachable"),
+        "answer": (result.answer or ("reached" if result.reachable else "not reachable"))
+        + (" (upper bound)" if result.upper_bound else ""),
         "n_drop": result.n_drop if result.reachable else np.nan,
         "size_interval": _interval(size, "{:.0f}") if size else "",
         "predicted_change": result.predicted_change,

@@ -176,6 +176,7 @@ def plot_amip(result, ax=None):
             )
     needed = -result.original_value if isinstance(result.target, str) else result.target
     ax.axhline(needed, color="C3", ls="--", lw=0.8, label=f"change needed ({result.target})")
+    _size_marks(ax, result)
     if result.verification is not None:
         ax.scatter(
             [result.n_drop],
@@ -194,6 +195,19 @@ def plot_amip(result, ax=None):
     )
     ax.legend(loc="best", fontsize=8)
     return ax
+
+
+def _size_marks(ax, result) -> None:
+    """The smallest set's 95 % Monte Carlo size interval (shaded, where finite) and the
+    reported set's size (a sure upper bound when the answer is undetermined)."""
+    if result.size_interval and result.refits is None:
+        low, high = result.size_interval
+        if np.isfinite(low):
+            right = high if np.isfinite(high) else result.curve["n_drop"].max()
+            ax.axvspan(low, right, color="0.85", zorder=0, label="smallest set, 95 % MC interval")
+    if result.reachable and result.n_drop:
+        what = "set (an upper bound)" if result.upper_bound else "set"
+        ax.axvline(result.n_drop, color="k", lw=0.8, ls=":", label=f"{what}: {result.n_drop}")
 
 
 def plot_refit(report, ax=None):

@@ -56,13 +56,29 @@ def _significant(result) -> bool:
 
 
 def fragile(amip: dict) -> list:
-    """AMIP results whose target a handful of units reaches, smallest sets first."""
-    found = [
-        r
-        for r in amip.values()
-        if r.reachable and (r.n_drop <= HANDFUL or r.prop_drop <= SMALL_SHARE)
-    ]
+    """AMIP results whose target a handful of units reaches (a sure upper bound counts),
+    smallest sets first."""
+    found = [r for r in amip.values() if r.reachable and _handful(r.n_drop, r.prop_drop)]
     return sorted(found, key=lambda r: (r.n_drop, r.quantity))
+
+
+def _handful(size: float, share: float) -> bool:
+    return bool(size <= HANDFUL or share <= SMALL_SHARE)
+
+
+def open_questions(amip: dict) -> list:
+    """AMIP results that leave open whether a handful of units decides: undetermined, and
+    for a sure upper bound beyond a handful, a smallest set that may still be one (the low
+    end of its size interval)."""
+    found = []
+    for r in amip.values():
+        if not r.undetermined or (r.reachable and _handful(r.n_drop, r.prop_drop)):
+            continue
+        low = r.size_interval[0] if r.upper_bound else 0
+        if r.upper_bound and not _handful(low, low / r.n_units):
+            continue  # even the smallest plausible set is more than a handful
+        found.append(r)
+    return found
 
 
 def summary_bullets(audit) -> list[str]:
@@ -94,8 +110,8 @@ def _fragile_bullet(audit) -> str:
         return ""
     unit = audit.unit_name
     shown = [
-        f"dropping {unit_words(unit, r.n_drop)} of {r.n_units} ({_ids(r.drop_ids)}) is "
-        f"predicted to {target_words(r)}"
+        f"dropping {'at most ' if r.upper_bound else ''}{unit_words(unit, r.n_drop)} of "
+        f"{r.n_units} ({_ids(r.drop_ids)}) is predicted to {target_words(r)}"
         for r in found[:3]
     ]
     more = f"; and {len(found) - 3} more (see the AMIP table)" if len(found) > 3 else ""
@@ -271,20 +287,28 @@ def _refit_bullet(audit) -> str:
 
 
 def _undetermined_bullet(audit) -> str:
-    open_ = [r for r in audit.amip.values() if r.undetermined]
+    open_ = open_questions(audit.amip)
     if not open_:
         return ""
     needed = max(r.draws_needed for r in open_)
+    bounded = [r for r in open_ if r.upper_bound]
+    bounds = ""
+    if bounded:
+        r = min(bounded, key=lambda r: r.n_drop)
+        bounds = (
+            f" (to {target_words(r)} takes at most {unit_words(audit.unit_name, r.n_drop)} "
+            f"and perhaps as few as {r.size_interval[0]:.0f})"
+        )
     return (
         f"Whether a handful of {unit_words(audit.unit_name)} decides {len(open_)} more "
-        f"conclusion{'s' if len(open_) > 1 else ''} is undetermined by Monte Carlo error: up "
-        f"to about {needed:.3g} draws (now {open_[0].n_draws}) would tell."
+        f"conclusion{'s' if len(open_) > 1 else ''} is undetermined by Monte Carlo error"
+        f"{bounds}: up to about {needed:.3g} draws (now {open_[0].n_draws}) would tell."
     )
 
 
 def _robust_bullet(audit) -> str:
-    found = set(map(id, fragile(audit.amip)))
-    robust = [r for r in audit.amip.values() if id(r) not in found and not r.undetermined]
+    found = set(map(id, fragile(audit.amip) + open_questions(audit.amip)))
+    robust = [r for r in audit.amip.values() if id(r) not in found]
     if not robust:
         return ""
     far = [r for r in robust if not r.reachable]

@@ -15,7 +15,7 @@ from bayesij.array.amip import (
     TARGETS,
     goal_for,
     goal_influence,
-    goal_row,
+    goal_rows,
     linear_paths,
     linear_search,
     linear_sets,
@@ -93,6 +93,16 @@ class AmipResult(Summary):
         The reweighted method: the size of the smaller set its search reached by linear
         continuation past k-hat's threshold, which Monte Carlo error leaves undetermined;
         the set reported is then the linear ranking's sure one (0: no such set).
+    upper_bound : int
+        When the target is surely reached but how few units suffice is undetermined: the
+        size of the reported set, which reaches the target in 97.5 % of the influences'
+        Monte Carlo replicates but is more than twice the low end of ``size_interval``
+        plus 2, so the smallest set may be less than half of it. ``answer`` is then
+        ``'undetermined'`` (``draws_needed``: about how many draws would settle the size
+        within that factor), and ``reachable`` is true (0: not such a case).
+    control_variates : bool
+        Whether the influences were estimated with zero-variance control variates
+        (``score``).
     one_signed : str or None
         ``'positive'`` or ``'negative'`` when every draw of the quantity has that sign.
         Reweighting cannot then change the sign (only the linear continuation and refits
@@ -141,10 +151,15 @@ class AmipResult(Summary):
     n_draws: int = 0
     alpha_max: float = 0.0
     smaller_undetermined: int = 0
+    upper_bound: int = 0
+    control_variates: bool = False
 
     @property
     def reachable(self) -> bool:
-        """Whether the answer is "reached" (Monte Carlo error included)."""
+        """Whether dropping ``drop_ids`` reaches the target, Monte Carlo error included:
+        the answer is "reached", or the set is a sure ``upper_bound`` of the smallest."""
+        if self.upper_bound:
+            return True
         return self.answer == "reached" if self.answer else self.stopped == "reached"
 
     @property
@@ -235,6 +250,8 @@ class AmipResult(Summary):
             )
         ids = ", ".join(map(str, self.drop_ids[:15])) + (" ..." if self.n_drop > 15 else "")
         lines = [head, body, f"  set: [{ids}]"]
+        if self.upper_bound:
+            lines.append(self._upper_bound_words(unit))
         if self.smaller_undetermined:
             lines.append(
                 f"  a sure set (it reaches the target in 97.5 % of the influences' Monte Carlo "
@@ -265,17 +282,19 @@ class AmipResult(Summary):
                 + " estimated by reweighting the draws; past them k-hat exceeds its "
                 "threshold and the rest is a linear continuation from that reweighted posterior"
                 if self.n_reweighted
-                else "no unit could be reweighted (k-hat exceeds its threshold at the first "
-                "step): the whole set is a linear continuation"
+                else "no unit of the set is estimated by reweighting the draws (k-hat "
+                "exceeds its threshold at the first step, or the linear ranking's sure set "
+                "was the smaller): the whole set is a first-order prediction"
             )
             lines.append(
                 f"  {first}: confirm by a refit (bayesij.refit.verify, or amip(..., backend=))"
             )
         if self.method == "linear" and self.metric != "mean" and self.refits is None:
             lines.append(
-                "  the interval end's change is a first-order prediction: its Monte Carlo "
-                "error is in the intervals, its nonlinearity is not; confirm by a refit "
-                "(bayesij.refit.verify, or amip(..., backend=))"
+                "  the interval end's change is predicted from first-order changes of the "
+                "posterior mean and variance (the sd their square root): their Monte Carlo "
+                "error is in the intervals, their second-order terms are not; confirm by a "
+                "refit (bayesij.refit.verify, or amip(..., backend=))"
             )
         if self.refits is not None:
             lines.append(
@@ -300,6 +319,21 @@ class AmipResult(Summary):
         return "\n".join(lines)
 
     __repr__ = __str__
+
+    def _upper_bound_words(self, unit: str) -> str:
+        """The line that says a sure set is only an upper bound, and what would settle it."""
+        remedy = (
+            ""
+            if self.control_variates
+            else ", or fewer with control variates from the model's gradient (score=)"
+        )
+        return (
+            f"  an upper bound, undetermined in its size: the set reaches the target in "
+            f"97.5 % of the influences' Monte Carlo replicates, but the smallest {unit} set "
+            f"may be less than half of it (its size's interval below); about "
+            f"{self.draws_needed:.3g} draws (now {self.n_draws}) would settle it within a "
+            f"factor of two{remedy}"
+        )
 
     def _limit(self) -> int:
         return int(np.floor(self.alpha_max * self.n_units)) if self.alpha_max else self.n_drop
@@ -427,9 +461,10 @@ def amip(
         those draws): the influences that rank and predict are estimated with zero-variance
         control variates (:func:`bayesij.influence`), whose Monte Carlo error is far
         smaller for observations whose log-likelihood is heavy-tailed across draws. With
-        them the linear method finds the estimating-equation AMIP set on a heavy-tailed
-        field experiment where the plain estimates pad it 2-3 times (README). The
-        reweighted method's steps reweight the plain draws.
+        them the linear method finds the estimating-equation AMIP set (+ 1) on a
+        heavy-tailed field experiment where the plain estimates give only a sure upper
+        bound 2-8 times larger (README). The reweighted method's steps reweight the plain
+        draws.
 
     Returns
     -------
@@ -438,8 +473,14 @@ def amip(
     Notes
     -----
     A target counts as reached only when the predicted change passes it by two Monte Carlo
-    standard errors of the prediction. Noise in the estimated influences also makes the top
-    of a sorted list look more influential than it is. ``monte_carlo`` reports the
+    standard errors of the prediction. The linear method's set is the smallest prefix of
+    its ranking that reaches the target in 97.5 % of block-bootstrap replicates of the
+    influences and of the metric's value; when it is more than twice the low end of the
+    smallest set's 95 % size interval plus 2, the answer is "undetermined" and the set a
+    sure ``upper_bound``. An interval end ``mean ± z sd`` is predicted from the
+    first-order changes of the posterior mean and variance, the sd their square root.
+    Noise in the estimated influences also makes the top of a sorted list look more
+    influential than it is. ``monte_carlo`` reports the
     split-draw check: the set is chosen again on one half of the draws (half the chains,
     or the first half of each draw sequence for one chain) and its effect estimated on the
     other half, with a 95 % interval from the batch-means Monte Carlo error.
@@ -538,7 +579,9 @@ def _searches(source, questions, z, method, alpha_max, score=None, unconstrained
         unconstrained=unconstrained,
     )
     scores = map_blocks(source, kernel)
-    return searches_from(source, questions, fs, goals, scores, z, method, alpha_max)
+    return searches_from(
+        source, questions, fs, goals, scores, z, method, alpha_max, score is not None
+    )
 
 
 def amip_goals(source, questions, z) -> tuple[list, list]:
@@ -551,15 +594,19 @@ def amip_goals(source, questions, z) -> tuple[list, list]:
     return fs, goals
 
 
-def searches_from(source, questions, fs, goals, scores, z, method, alpha_max) -> list:
+def searches_from(
+    source, questions, fs, goals, scores, z, method, alpha_max, control_variates=False
+) -> list:
     """The searches of :func:`_searches` from the goals' influence scores
     (:func:`bayesij.array.amip.goal_influence` over every block: ``"all"``, and ``"half"``
-    for the linear method)."""
+    for the linear method; ``control_variates``: whether they used the log posterior's
+    score)."""
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
-    rows = [goal_row(scores["all"], k) for k in range(len(goals))]
+    rows = goal_rows(scores["all"], goals)
     if method == "linear":
+        halves = goal_rows(scores["half"], goals)
         paths = [
-            linear_paths(f, goal, rows[k], goal_row(scores["half"], k), k_max)
+            linear_paths(f, goal, rows[k], halves[k], k_max)
             for k, (f, goal) in enumerate(zip(fs, goals, strict=True))
         ]
         sums = _summed_sets(source, [s for p in paths for s in linear_sets(p)])
@@ -572,7 +619,10 @@ def searches_from(source, questions, fs, goals, scores, z, method, alpha_max) ->
         matrix = source.matrix(keep_float32=True)  # read a chunk or a set at a time
         found = reweighted_searches(fs, matrix, goals, rows, k_max, threshold)
     return [
-        (_result(f, q, t, z, source.units, source.codes, one, method, alpha_max), one)
+        (
+            _result(f, q, t, z, source, one, method, alpha_max, control_variates=control_variates),
+            one,
+        )
         for f, (q, t), one in zip(fs, questions, found, strict=True)
     ]
 
@@ -599,8 +649,10 @@ def _check_varies(f: np.ndarray, quantity: str) -> None:
         )
 
 
-def _result(f, quantity, target, z, units, codes, found, method, alpha_max) -> AmipResult:
-    goal, path = found.goal, found.path
+def _result(
+    f, quantity, target, z, source, found, method, alpha_max, *, control_variates=False
+) -> AmipResult:
+    goal, path, units, codes = found.goal, found.path, source.units, source.codes
     curve = pd.DataFrame(
         {"n_drop": np.arange(found.linear_change.size), "linear": found.linear_change}
     )
@@ -625,6 +677,7 @@ def _result(f, quantity, target, z, units, codes, found, method, alpha_max) -> A
             "change_interval": answer.change_interval,
             "draws_needed": answer.draws_needed,
             "smaller_undetermined": int(answer.smaller),
+            "upper_bound": int(answer.bound),
         }
     return AmipResult(
         quantity=quantity,
@@ -647,6 +700,7 @@ def _result(f, quantity, target, z, units, codes, found, method, alpha_max) -> A
         one_signed=one_signed(f),
         n_draws=int(f.size),
         alpha_max=float(alpha_max),
+        control_variates=bool(control_variates),
         **noise,
     )
 
@@ -819,5 +873,7 @@ def _refit_in_the_loop(
         if reached
         else ("not reachable" if dropped.size >= k_max else "undetermined"),
         draws_needed=float("nan"),
+        upper_bound=0,
+        smaller_undetermined=0,
     )
     return verified.with_refit(mean, sd, refits=len(rows))

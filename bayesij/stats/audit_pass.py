@@ -120,6 +120,16 @@ def audit_pass(
     waic = waic_result(waic_parts, source.index, beta=1.0, ddof=0, n_draws=source.n_draws)
     found = []
     if questions:
-        searches = searches_from(source, questions, fs, goals, influence, z, method, alpha_max)
+        searches = searches_from(
+            source,
+            questions,
+            fs,
+            goals,
+            influence,
+            z,
+            method,
+            alpha_max,
+            control_variates=score is not None,
+        )
         found = [result for result, _ in searches]
     return AuditPass(ij, loo, checked, waic, found)

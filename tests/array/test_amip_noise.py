@@ -129,3 +129,81 @@ def test_the_most_a_set_within_k_max_can_do_is_its_top_positive_values():
     for top in (1, 5, 29, 30, 40):
         expected = np.sort(sample, axis=1)[:, ::-1][:, :top].clip(0).sum(axis=1)
         np.testing.assert_allclose(_sum_of_largest(sample, top), expected, rtol=1e-14)
+
+
+def _shared_slope_blocks(slope: float, spread: float, n_units: int = 200, seed: int = 3):
+    """Block sums whose replicates move every unit's influence together: unit u's
+    influence on block b is ``-(slope + a_b spread)`` for one shared block factor a_b (a
+    heavy-tailed fit's outliers err together through the draws of the noise scale)."""
+    rng = np.random.default_rng(seed)
+    sizes = np.full(40, 100.0)
+    chains = np.repeat(np.arange(4), 10)
+    factor = rng.normal(size=40)
+    factor = (factor - factor.mean()) / factor.std()
+    per_unit = -(slope + factor[:, None] * spread * np.sqrt(40)) * np.ones(n_units)
+    return sizes[:, None] * per_unit, sizes, chains
+
+
+def test_a_sure_set_far_above_the_smallest_is_an_upper_bound():
+    # Every unit moves the metric by 0.01 (point estimate), and the replicates' shared
+    # slope spreads the smallest reaching size over roughly 1 / (0.01 -+ 2 * 0.003): the
+    # sure set (about 250) is more than twice the interval's low end (about 62) plus 2.
+    sums, sizes, chains = _shared_slope_blocks(0.01, 0.003)
+    psi = sums.sum(axis=0) / sizes.sum()
+    mcse = np.full(psi.size, 0.003)
+    answer = linear_answer(psi, mcse, 1, 1.0, 200, None, 4000, blocks=(sums, sizes, chains))
+    low, high = answer.size_interval
+    assert answer.answer == "undetermined" and answer.bound == answer.sure_size
+    assert answer.sure_size > 2 * low + 2 and high <= answer.sure_size
+    assert 4000 < answer.draws_needed < np.inf
+    tight = linear_answer(psi, mcse / 20, 1, 1.0, 200, None, 4000)  # independent, small
+    assert tight.answer == "reached" and tight.bound == 0
+
+
+def test_the_draws_to_settle_a_size_are_the_first_grid_point_that_settles_it():
+    # Replicates along a shared slope: path_r(k) = (0.01 + e_r) k with need 1. Shrinking
+    # the deviations by sqrt(m) gives slopes 0.01 + e_r / sqrt(m); written out with the
+    # same quantile rules, the first m of the 1.25^j grid where the sure size is at most
+    # twice the low end plus 2.
+    from bayesij.array.amip_noise import draws_to_settle_size, size_settled
+
+    rng = np.random.default_rng(5)
+    e = rng.normal(scale=0.004, size=200)
+    k = np.arange(1, 401)
+    point = 0.01 * k
+    paths = point + e[:, None] * k
+    got = draws_to_settle_size(point, paths, 1.0, 1000)
+
+    def settled(m):
+        slopes = 0.01 + e / np.sqrt(m)
+        sizes = np.where(slopes > 0, np.ceil(1 / np.where(slopes > 0, slopes, 1) - 1e-12), np.inf)
+        sizes[sizes > 400] = np.inf
+        low = np.quantile(sizes, 0.025, method="inverted_cdf")
+        lower_path = np.quantile(point + e[:, None] * k / np.sqrt(m), 0.025, axis=0)
+        sure = np.flatnonzero(lower_path >= 1.0)
+        return sure.size > 0 and size_settled(int(sure[0] + 1), low)
+
+    grid = 1.25 ** np.arange(1, 63)
+    first = next(m for m in grid if settled(m))
+    assert got == np.ceil(1000 * first)
+    assert not settled(1.0)
+
+
+def test_each_replicate_re_estimates_the_metric_it_must_move():
+    # The need of a sign target is the mean's distance from 0: on a replicate that draws
+    # only chain 0's blocks, the need is chain 0's mean (and its sd for an interval end).
+    from bayesij.array.amip import _start, draw_block_layout, goal_for
+
+    rng = np.random.default_rng(8)
+    f = rng.normal(0.3, 0.2, size=(4, 500))
+    for target in ("sign", "significance"):
+        goal = goal_for(f, target, 1.96)
+        start = _start(f, goal)
+        sizes, chains = draw_block_layout(*f.shape)
+        everything = np.ones((1, sizes.size))
+        np.testing.assert_allclose(start.needs(everything, sizes), goal.need, rtol=1e-12)
+        chain0 = (chains == 0).astype(float)[None, :] * 4  # chain 0's blocks, 4 times each
+        # The replicate holds 2000 draws (chain 0's, four times): its sd has divisor 1999.
+        mean, sd = f[0].mean(), f[0].std() * np.sqrt(2000 / 1999)
+        value = mean + goal.sign * 1.96 * sd
+        np.testing.assert_allclose(start.needs(chain0, sizes), -goal.direction * value, rtol=1e-10)

@@ -181,3 +181,20 @@ def test_psense_ecdf_plot_draws_the_weighted_ecdfs(post):
     assert lines["posterior (alpha = 1)"].get_ydata()[-1] == pytest.approx(1.0)
     with pytest.raises(ValueError, match=r"quantity: found 'nope'"):
         plots.plot_psense_ecdf(scaled, "nope")
+
+
+def test_amip_plot_marks_the_size_interval_and_a_sure_upper_bound():
+    # Plain influences on a heavy-tailed field experiment: the sign's answer is a sure
+    # upper bound; the plot shades the smallest set's 95 % size interval and marks the set.
+    from ols_amip import heavy_tailed_experiment
+
+    X, y = heavy_tailed_experiment(2000, seed=0)
+    field = refit.FlatPriorRegressionBackend(X, y, draws=2000, seed=1).fit(np.ones(y.size))
+    result = bayesij.amip(field, "beta[2]", "sign", method="linear")
+    assert result.upper_bound
+    ax = plots.plot_amip(result)
+    labels = [line.get_label() for line in ax.lines]
+    assert f"set (an upper bound): {result.n_drop}" in labels
+    [band] = [p for p in ax.patches if p.get_label() == "smallest set, 95 % MC interval"]
+    low, high = result.size_interval
+    np.testing.assert_allclose([band.get_x(), band.get_x() + band.get_width()], [low, high])

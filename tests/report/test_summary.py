@@ -110,3 +110,45 @@ def test_conclusions_that_need_many_units_are_counted_reached_or_not():
     )
     audit.amip[("mu", 0.5)] = result(False, 30)
     assert _robust_bullet(audit).endswith("(1 not reachable by dropping up to 30 observations).")
+
+
+def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
+    """An undetermined answer with a sure upper bound: a handful when the bound is one
+    ("at most"), open when only the size interval's low end is one (the bullet gives both
+    ends), robust when even the low end is more than a handful."""
+    from bayesij.report.summary import (
+        _fragile_bullet,
+        _robust_bullet,
+        _undetermined_bullet,
+        fragile,
+        open_questions,
+    )
+
+    def bounded(n_drop, low, target="sign"):
+        return SimpleNamespace(
+            reachable=True,
+            undetermined=True,
+            upper_bound=n_drop,
+            n_drop=n_drop,
+            n_units=10_000,
+            prop_drop=n_drop / 10_000,
+            size_interval=(float(low), float(n_drop - 1)),
+            draws_needed=73_000.0,
+            n_draws=4000,
+            quantity="b",
+            target=target,
+            drop_ids=list(range(n_drop)),
+        )
+
+    small, wide, far = bounded(4, 1), bounded(174, 25), bounded(500, 200, 0.5)
+    audit = SimpleNamespace(
+        amip={("b", "sign"): small, ("b", "x"): wide, ("b", 0.5): far}, unit_name="obs"
+    )
+    assert fragile(audit.amip) == [small] and open_questions(audit.amip) == [wide]
+    assert "dropping at most 4 observations of 10000 (0, 1, 2, 3)" in _fragile_bullet(audit)
+    text = _undetermined_bullet(audit)
+    assert "takes at most 174 observations and perhaps as few as 25" in text
+    assert "about 7.3e+04 draws (now 4000) would tell" in text
+    assert _robust_bullet(audit) == (
+        "1 of 3 conclusions searched need more than a handful of observations."
+    )
