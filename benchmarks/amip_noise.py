@@ -63,8 +63,10 @@ def main() -> None:
                 after = metric(X, y, result.kept, 1, sign, 1.96)
                 confirmed = np.sign(after) != np.sign(result.original_value)
                 low, high = result.size_interval
+                bound = "<= " if result.upper_bound else ""
                 line.append(
-                    f"{name} {result.n_drop} ({result.answer}, refit {'yes' if confirmed else 'NO'}"
+                    f"{name} {bound}{result.n_drop} ({result.answer}, "
+                    f"refit {'yes' if confirmed else 'NO'}"
                     f", smallest {low:.0f}-{high:.0f})"
                 )
             sets.append(" | ".join(line))
