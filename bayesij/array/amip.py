@@ -551,6 +551,9 @@ def _centre(f: np.ndarray, score, unconstrained) -> float:
         return float(f.mean())
     if unconstrained is not None and np.shape(unconstrained) != np.shape(score):
         return float(f.mean())
+    arrays = [score] if unconstrained is None else [score, unconstrained]
+    if not all(np.all(np.isfinite(np.asarray(a, dtype=float))) for a in arrays):
+        return float(f.mean())
     from bayesij.array.control_variates import zero_variance_mean
 
     return zero_variance_mean(f, score, unconstrained)[0]
