@@ -207,3 +207,11 @@ def test_each_replicate_re_estimates_the_metric_it_must_move():
         mean, sd = f[0].mean(), f[0].std() * np.sqrt(2000 / 1999)
         value = mean + goal.sign * 1.96 * sd
         np.testing.assert_allclose(start.needs(chain0, sizes), -goal.direction * value, rtol=1e-10)
+
+
+def test_a_sure_set_settles_the_size_up_to_twice_the_low_end_plus_two():
+    from bayesij.array.amip_noise import size_settled
+
+    assert size_settled(12, 5.0) and not size_settled(13, 5.0)
+    assert size_settled(2, 0.0) and not size_settled(3, 0.0)
+    assert size_settled(4, 1.0) and not size_settled(5, 1.0)
