@@ -245,7 +245,15 @@ class LazyArray:
         )
 
     def block(self, start: int, stop: int) -> np.ndarray:
-        values = np.asarray(self.array[:, :, start:stop].values, dtype=float)
+        """Observations ``start .. stop`` (one dask chunk: :meth:`bounds`), computed in the
+        calling thread when dask's default scheduler is its local thread pool: a block is
+        read in a thread of its own already, and handing one chunk to the pool costs up to
+        a fifth more (the pool's threads and the kernel's contend on a 2-core machine). A
+        distributed or other configured scheduler is used as configured."""
+        part = self.array[:, :, start:stop].data
+        if hasattr(part, "dask"):
+            part = part.compute(scheduler=_local_scheduler(part))
+        values = np.asarray(part, dtype=float)
         return as_float_array(values, "log_lik")
 
     def rows(self, positions: np.ndarray) -> np.ndarray:
@@ -259,6 +267,15 @@ class LazyArray:
         chunks = self.array.chunks[2] if self.array.chunks is not None else (self.n_obs,)
         edges = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
         return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _local_scheduler(part):
+    """``"sync"`` when dask would run ``part`` on its local thread pool, else None (the
+    configured scheduler: a distributed client, processes)."""
+    import dask.base
+    import dask.threaded
+
+    return "sync" if dask.base.get_scheduler(collections=[part]) is dask.threaded.get else None
 
 
 def _default_block(shape: tuple[int, int]) -> int:

@@ -229,3 +229,32 @@ def test_linear_amip_of_a_lazy_log_likelihood_equals_the_in_memory_one():
         bayesij.amip(lazy, "slope")
     with pytest.raises(ValueError, match=r"backend: found backend with a lazy"):
         bayesij.amip(lazy, "slope", method="linear", backend=object())
+
+
+def test_a_dask_chunk_is_computed_in_the_reading_thread_unless_a_scheduler_is_configured():
+    # The reader already has a thread of its own: dask's local pool would only add a hand-off
+    # (and contend with the kernel's threads). A configured scheduler is respected.
+    import threading
+
+    import dask
+    import dask.array as da
+    import xarray as xr
+
+    from bayesij.data.lazy import LazyArray
+
+    threads = []
+
+    def block():
+        threads.append(threading.get_ident())
+        return np.zeros((2, 5, 3))
+
+    chunk = da.from_delayed(dask.delayed(block)(), shape=(2, 5, 3), dtype=float)
+    reader = LazyArray(xr.DataArray(chunk, dims=("chain", "draw", "obs")))
+    np.testing.assert_array_equal(reader.block(0, 3), np.zeros((2, 5, 3)))
+    assert threads == [threading.get_ident()]
+    with dask.config.set(scheduler="threads", num_workers=1):
+        reader.block(0, 3)  # the local pool, named: still read here
+    assert threads[-1] == threading.get_ident()
+    with dask.config.set(scheduler="single-threaded"):
+        reader.block(0, 3)
+    assert len(threads) == 3
