@@ -42,6 +42,8 @@ __all__ = [
     "take_draws",
     "metric_influence",
     "goal_influence",
+    "goal_centres",
+    "influence_centres",
     "metrics_influence",
     "goal_row",
     "goal_rows",
@@ -502,7 +504,9 @@ def metric_influence(f, log_lik, goal, score=None, unconstrained=None, keep_bloc
     return metrics_influence([f], log_lik, [goal], score, unconstrained, keep_blocks)
 
 
-def metrics_influence(fs, log_lik, goals, score=None, unconstrained=None, keep_blocks=False):
+def metrics_influence(
+    fs, log_lik, goals, score=None, unconstrained=None, keep_blocks=False, centres=None
+):
     """Influence of each goal's metric on every unit, one row per goal: one pass over the
     draws for all of them; with the log posterior's ``score`` (and ``unconstrained``
     draws), by zero-variance control variates
@@ -511,8 +515,10 @@ def metrics_influence(fs, log_lik, goals, score=None, unconstrained=None, keep_b
 
     ``fs``: draws (n_chains, n_draws) of each goal's quantity; ``log_lik`` (n_chains,
     n_draws, U). Returns InfluenceScores with ``psi`` and ``mcse`` (sum of the goals'
-    :attr:`Goal.parts`, U): each goal's rows in turn (:func:`goal_rows`)."""
-    centres = [_centre(f, score, unconstrained) for f in fs]
+    :attr:`Goal.parts`, U): each goal's rows in turn (:func:`goal_rows`). ``centres``:
+    :func:`goal_centres` of these draws, when already computed."""
+    if centres is None:
+        centres = goal_centres(fs, goals, score, unconstrained)
     g_star = np.stack(
         [
             part
@@ -540,23 +546,53 @@ def _metric_parts(f: np.ndarray, goal: Goal, centre: float) -> list:
     return [f + goal.sign * goal.z * square / (2 * f.std(ddof=1)), f, square]
 
 
-def _centre(f: np.ndarray, score, unconstrained) -> float:
-    """Where an interval end's squares are centred: the posterior mean, by zero-variance
-    control variates when the log posterior's ``score`` is given (of the draws' shape;
-    otherwise :func:`metrics_influence` refuses it), else the draws' mean. Centred at the
-    plain mean, ``Cov((f - fbar)^2, l)`` is off by ``2 (fbar - mu) Cov(f, l)``: negligible
-    beside the plain covariance's own error, but 20-30 % of the sd's influence once control
-    variates have removed that error (a heavy-tailed regression's outliers)."""
-    if score is None or np.shape(score)[:2] != f.shape:
-        return float(f.mean())
-    if unconstrained is not None and np.shape(unconstrained) != np.shape(score):
-        return float(f.mean())
-    arrays = [score] if unconstrained is None else [score, unconstrained]
-    if not all(np.all(np.isfinite(np.asarray(a, dtype=float))) for a in arrays):
-        return float(f.mean())
-    from bayesij.array.control_variates import zero_variance_mean
+def goal_centres(fs: list, goals: list, score=None, unconstrained=None) -> list:
+    """Where each interval end's squares are centred (:func:`_metric_parts`): the posterior
+    mean, by zero-variance control variates when the log posterior's ``score`` is given
+    (of the draws' shape and finite; otherwise :func:`metrics_influence` refuses it), else
+    the draws' mean; one fit for all the goals. Centred at the plain mean,
+    ``Cov((f - fbar)^2, l)`` is off by ``2 (fbar - mu) Cov(f, l)``: negligible beside the
+    plain covariance's own error, but 20-30 % of the sd's influence once control variates
+    have removed that error (a heavy-tailed regression's outliers). Compute them once per
+    set of draws (:func:`influence_centres`), not per block of units."""
+    centres = [float(f.mean()) for f in fs]
+    ends = [k for k, g in enumerate(goals) if g.parts > 1]
+    if not ends or not _usable(score, unconstrained, fs[0].shape):
+        return centres
+    from bayesij.array.control_variates import zero_variance_means
 
-    return zero_variance_mean(f, score, unconstrained)[0]
+    columns = np.stack([fs[k].reshape(-1) for k in ends], axis=1)
+    means, _ = zero_variance_means(columns, score, unconstrained)
+    for k, mean in zip(ends, means, strict=True):
+        centres[k] = float(mean)
+    return centres
+
+
+def _usable(score, unconstrained, shape) -> bool:
+    """Whether ``score`` (and ``unconstrained``) fit draws of ``shape`` and are finite."""
+    if score is None or np.shape(score)[:2] != shape:
+        return False
+    if unconstrained is not None and np.shape(unconstrained) != np.shape(score):
+        return False
+    arrays = [score] if unconstrained is None else [score, unconstrained]
+    return all(np.all(np.isfinite(np.asarray(a, dtype=float))) for a in arrays)
+
+
+def influence_centres(fs: list, goals: list, with_half: bool, score=None, unconstrained=None):
+    """:func:`goal_centres` for the draws :func:`goal_influence` uses, once for every block:
+    ``{"all": [...], "half": [...]}`` (the half of :func:`split_halves`), or None without
+    a ``score`` (the draws' means, cheap per block)."""
+    if score is None or not fs:
+        return None
+    out = {"all": goal_centres(fs, goals, score, unconstrained)}
+    if with_half:
+        _, (first, _), axis = split_halves(*fs[0].shape)
+
+        def half(values):
+            return None if values is None else take_draws(np.asarray(values), first, axis)
+
+        out["half"] = goal_centres([half(f) for f in fs], goals, half(score), half(unconstrained))
+    return out
 
 
 def change_along(scores, goal: Goal):
@@ -605,11 +641,17 @@ def goal_row(scores, k: int, parts: int = 1):
 def draw_block_layout(n_chains: int, n_draws: int, n_blocks: int = 50):
     """Sizes (B,) and chains (B,) of the blocks of draws the influence pass keeps sums of
     (:func:`bayesij.array.blocks.draw_blocks`)."""
+    codes, blocks = _influence_blocks(n_chains, n_draws, n_blocks)
+    return np.array([b.size for b in blocks], float), np.array([codes[b[0]] for b in blocks])
+
+
+def _influence_blocks(n_chains: int, n_draws: int, n_blocks: int = 50) -> tuple:
+    """The chain of each draw (flattened) and the blocks of draws (lists of positions) the
+    influence pass keeps sums of."""
     from bayesij.array.blocks import draw_blocks
 
     codes = np.repeat(np.arange(n_chains), n_draws)
-    blocks = draw_blocks(codes, n_blocks)
-    return np.array([b.size for b in blocks], float), np.array([codes[b[0]] for b in blocks])
+    return codes, draw_blocks(codes, n_blocks)
 
 
 def _bootstrap_blocks(scores, f: np.ndarray):
@@ -625,11 +667,9 @@ def _bootstrap_blocks(scores, f: np.ndarray):
 def _start(f: np.ndarray, goal: Goal) -> Start:
     """The metric's value's Monte Carlo error for the block bootstrap (:class:`Start`):
     the quantity's block sums in the layout of the influences' (:func:`draw_block_layout`)."""
-    from bayesij.array.blocks import draw_blocks
-
     centre = float(f.mean())
     flat = f.reshape(-1) - centre
-    blocks = draw_blocks(np.repeat(np.arange(f.shape[0]), f.shape[1]), 50)  # as the layout's
+    _, blocks = _influence_blocks(*f.shape)
     sums = np.array([[flat[b].sum(), (flat[b] ** 2).sum()] for b in blocks])
     return Start(sums, centre, f.size, goal.need_at)
 
@@ -641,14 +681,19 @@ def goal_influence(
     with_half: bool,
     score=None,
     unconstrained=None,
+    centres: dict | None = None,
 ) -> dict:
     """The influence of each goal's metric on every unit of ``log_lik`` (n_chains,
     n_draws, U) (checked), on all draws (``"all"``, with block sums) and, with
     ``with_half``, on the first half of :func:`split_halves` (``"half"``, where the linear
     split-draw check chooses its set); rows in the order of ``goals`` (:func:`goal_row`
     takes one). ``fs``: each goal's quantity draws (n_chains, n_draws); ``score`` and
-    ``unconstrained`` (n_chains, n_draws, P): as :func:`metrics_influence`."""
-    out = {"all": metrics_influence(fs, log_lik, goals, score, unconstrained, keep_blocks=True)}
+    ``unconstrained`` (n_chains, n_draws, P): as :func:`metrics_influence`; ``centres``:
+    :func:`influence_centres` of the same draws, computed once for every block."""
+    centres = centres or {}
+    out = {
+        "all": metrics_influence(fs, log_lik, goals, score, unconstrained, True, centres.get("all"))
+    }
     if with_half:
         _, (first, _), axis = split_halves(*fs[0].shape)
 
@@ -656,7 +701,12 @@ def goal_influence(
             return None if values is None else take_draws(np.asarray(values), first, axis)
 
         out["half"] = metrics_influence(
-            [half(f) for f in fs], half(log_lik), goals, half(score), half(unconstrained)
+            [half(f) for f in fs],
+            half(log_lik),
+            goals,
+            half(score),
+            half(unconstrained),
+            centres=centres.get("half"),
         )
     return out
 

@@ -59,6 +59,7 @@ def audit_parts(
     with_half: bool = False,
     score: np.ndarray | None = None,
     unconstrained: np.ndarray | None = None,
+    centres: dict | None = None,
 ) -> AuditParts:
     """The audit's parts of one checked block of units, (n_chains, n_draws, b).
 
@@ -82,6 +83,9 @@ def audit_parts(
     score, unconstrained : ndarray of shape (n_chains, n_draws, P), optional
         The log posterior's gradient and the unconstrained draws: the goals' influences
         with zero-variance control variates (:func:`bayesij.array.amip.goal_influence`).
+    centres : dict, optional
+        :func:`bayesij.array.amip.influence_centres` of the goals, computed once for every
+        block.
 
     Returns
     -------
@@ -100,5 +104,7 @@ def audit_parts(
     waic = waic_parts(log_lik, check=False)
     influence = None
     if goals:
-        influence = goal_influence(log_lik, fs or [], goals, with_half, score, unconstrained)
+        influence = goal_influence(
+            log_lik, fs or [], goals, with_half, score, unconstrained, centres
+        )
     return AuditParts(ij, loo, waic, influence)

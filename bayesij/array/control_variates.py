@@ -26,7 +26,13 @@ from bayesij.array.blocks import draw_blocks
 from bayesij.array.checks import as_draws_matrix, check_finite, check_same_draws, fail
 from bayesij.array.influence import InfluenceScores, prepare_draws
 
-__all__ = ["stein_basis", "zero_variance_influence", "zero_variance_mean", "DEGREES"]
+__all__ = [
+    "stein_basis",
+    "zero_variance_influence",
+    "zero_variance_mean",
+    "zero_variance_means",
+    "DEGREES",
+]
 
 DEGREES = (1, 2, 3)
 
@@ -240,13 +246,30 @@ def zero_variance_mean(values, score, unconstrained=None, *, degree=None) -> tup
     (float, float)
         ``mean(g) - mean(Z) B`` and ``sd(g - Z B) / sqrt(S)`` (independent draws).
     """
-    g = np.asarray(values, dtype=float).reshape(-1)
-    grad = np.asarray(score, dtype=float).reshape(g.size, -1)
-    theta = None if unconstrained is None else np.asarray(unconstrained, float).reshape(g.size, -1)
+    g = np.asarray(values, dtype=float).reshape(-1, 1)
+    means, mcse = zero_variance_means(g, score, unconstrained, degree=degree)
+    return float(means[0]), float(mcse[0])
+
+
+def zero_variance_means(
+    columns, score, unconstrained=None, *, degree=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`zero_variance_mean` of each column of ``columns`` (S, K), the draws flattened
+    as ``score``'s: one set of control functions and one least-squares fit for all.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        The means and their Monte Carlo SEs, each (K,).
+    """
+    g = np.asarray(columns, dtype=float)
+    grad = np.asarray(score, dtype=float).reshape(g.shape[0], -1)
+    theta = (
+        None if unconstrained is None else np.asarray(unconstrained, float).reshape(g.shape[0], -1)
+    )
     basis = stein_basis(grad, theta, _degree(degree, grad.shape, theta is not None))
     centred = basis - basis.mean(axis=0)
-    coef = np.linalg.lstsq(centred, g - g.mean(), rcond=None)[0]
+    coef = np.linalg.lstsq(centred, g - g.mean(axis=0), rcond=None)[0]  # (M, K)
     residual = g - centred @ coef
-    return float(g.mean() - basis.mean(axis=0) @ coef), float(
-        residual.std(ddof=1) / np.sqrt(g.size)
-    )
+    means = g.mean(axis=0) - basis.mean(axis=0) @ coef
+    return means, residual.std(axis=0, ddof=1) / np.sqrt(g.shape[0])

@@ -16,6 +16,7 @@ from bayesij.array.amip import (
     goal_for,
     goal_influence,
     goal_rows,
+    influence_centres,
     linear_paths,
     linear_search,
     linear_sets,
@@ -570,13 +571,15 @@ def _searches(source, questions, z, method, alpha_max, score=None, unconstrained
     """``(AmipResult, AmipSearch)`` of each ``(quantity, target)`` of a checked source: one
     pass for all the influences, then the searches (reweighted ones in lockstep)."""
     fs, goals = amip_goals(source, questions, z)
+    with_half = method == "linear"
     kernel = partial(
         goal_influence,
         fs=fs,
         goals=goals,
-        with_half=method == "linear",
+        with_half=with_half,
         score=score,
         unconstrained=unconstrained,
+        centres=influence_centres(fs, goals, with_half, score, unconstrained),
     )
     scores = map_blocks(source, kernel)
     return searches_from(

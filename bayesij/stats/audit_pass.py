@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesij.array.amip import influence_centres
 from bayesij.array.audit import audit_parts
 from bayesij.array.jackknife import ij_join
 from bayesij.array.linearity import LinearityArrays
@@ -98,6 +99,7 @@ def audit_pass(
         with_half=method == "linear",
         score=score,
         unconstrained=unconstrained,
+        centres=influence_centres(fs, goals, method == "linear", score, unconstrained),
     )
     per_unit = {"positions": np.arange(source.n_units), "r_eff": r_eff}
     parts = map_blocks(source, kernel, per_unit=per_unit, join=False)
