@@ -74,8 +74,8 @@ def open_questions(amip: dict) -> list:
     for r in amip.values():
         if not r.undetermined or (r.reachable and _handful(r.n_drop, r.prop_drop)):
             continue
-        low = r.size_interval[0] if r.upper_bound else 0
-        if r.upper_bound and not _handful(low, low / r.n_units):
+        low = r.size_interval[0] if r.upper_bound else 0.0
+        if not _handful(low, low / r.n_units):
             continue  # even the smallest plausible set is more than a handful
         found.append(r)
     return found

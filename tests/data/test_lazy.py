@@ -255,6 +255,6 @@ def test_a_dask_chunk_is_computed_in_the_reading_thread_unless_a_scheduler_is_co
     with dask.config.set(scheduler="threads", num_workers=1):
         reader.block(0, 3)  # the local pool, named: still read here
     assert threads[-1] == threading.get_ident()
-    with dask.config.set(scheduler="single-threaded"):
-        reader.block(0, 3)
-    assert len(threads) == 3
+    with dask.config.set(scheduler="processes", num_workers=1):
+        np.testing.assert_array_equal(reader.block(0, 3), np.zeros((2, 5, 3)))
+    assert len(threads) == 2  # computed in the configured scheduler's process, not here
