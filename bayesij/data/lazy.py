@@ -252,7 +252,7 @@ class LazyArray:
         distributed or other configured scheduler is used as configured."""
         part = self.array[:, :, start:stop].data
         if hasattr(part, "dask"):
-            part = part.compute(scheduler=_local_scheduler(part))
+            part = _computed(part)
         values = np.asarray(part, dtype=float)
         return as_float_array(values, "log_lik")
 
@@ -267,6 +267,22 @@ class LazyArray:
         chunks = self.array.chunks[2] if self.array.chunks is not None else (self.n_obs,)
         edges = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
         return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _computed(part) -> np.ndarray:
+    """A dask array computed, without the copy dask's ``compute`` makes of a single chunk
+    (its ``finalize`` copies it in case it is a buffer the graph holds: 0.09 s for a 320 MB
+    chunk, a fifth of computing a normal model's log-likelihood). Blocks are only read
+    here, never written, as a matrix in memory is only read. Several chunks (a block also
+    chunked along chains or draws) are joined by dask as usual."""
+    import dask
+
+    scheduler = _local_scheduler(part)
+    pieces = part.to_delayed().ravel()
+    if len(pieces) == 1:
+        (value,) = dask.compute(pieces[0], scheduler=scheduler)
+        return np.asarray(value)
+    return part.compute(scheduler=scheduler)
 
 
 def _local_scheduler(part):

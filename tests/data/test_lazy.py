@@ -258,3 +258,36 @@ def test_a_dask_chunk_is_computed_in_the_reading_thread_unless_a_scheduler_is_co
     with dask.config.set(scheduler="processes", num_workers=1):
         np.testing.assert_array_equal(reader.block(0, 3), np.zeros((2, 5, 3)))
     assert len(threads) == 2  # computed in the configured scheduler's process, not here
+
+
+def test_a_dask_chunk_is_handed_over_without_dask_s_copy():
+    # dask's compute copies a single chunk (its finalize); the reader takes the chunk as
+    # the graph computed it (0.09 s of a 0.46 s read of a 320 MB chunk), and joins a block
+    # that dask splits further (along the draws) into one array as usual.
+    import dask
+    import dask.array as da
+    import xarray as xr
+
+    from bayesij.data.lazy import LazyArray
+
+    made = []
+
+    def block(shift):
+        made.append(np.arange(30.0).reshape(2, 5, 3) + shift)
+        return made[-1]
+
+    chunks = [
+        da.from_delayed(dask.delayed(block)(10.0 * i), shape=(2, 5, 3), dtype=float)
+        for i in range(2)
+    ]
+    reader = LazyArray(xr.DataArray(da.concatenate(chunks, axis=2), dims=("chain", "draw", "obs")))
+    second = reader.block(3, 6)
+    assert np.shares_memory(second, made[-1])
+    np.testing.assert_array_equal(second, np.arange(30.0).reshape(2, 5, 3) + 10.0)
+    split = xr.DataArray(
+        da.from_array(np.arange(60.0).reshape(2, 5, 6), chunks=(2, 2, 3)),
+        dims=("chain", "draw", "obs"),
+    )
+    np.testing.assert_array_equal(
+        LazyArray(split).block(3, 6), np.arange(60.0).reshape(2, 5, 6)[:, :, 3:]
+    )
