@@ -8,9 +8,9 @@ log-likelihood does). Each estimator's time is divided by the time to compute ev
 once (the read ratio): 1 means the estimator costs nothing beyond reading its input once;
 a chunk computed twice would show as 2 or more.
 
-Run: ``python benchmarks/lazy.py [--blocks 10] [--width 10000]``. Target (scale issue):
-``loo`` at most 1.5x, and ``waic``, ``influence``, ``ij_covariance``, ``linearity`` and
-the linear ``amip`` likewise.
+Run: ``python benchmarks/lazy.py [--blocks 10] [--width 10000] [--repeats 3]``. Target
+(scale issue): ``loo`` at most 1.5x, and ``waic``, ``influence``, ``ij_covariance``,
+``linearity`` and the linear ``amip`` likewise.
 """
 
 from __future__ import annotations
@@ -63,18 +63,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=10)
     parser.add_argument("--width", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     import bayesij
 
     warnings.simplefilter("ignore")
     tree, once = _tree(args.blocks, args.width)
     bayesij.loo(np.zeros((4, 100, 3)))  # compile / load the kernels
-    reference = np.inf
-    for _ in range(2):  # the faster of two: the first also warms the caches
-        start = time.perf_counter()
-        once()
-        reference = min(reference, time.perf_counter() - start)
-    print(f"{args.blocks} blocks of 4 x 1000 x {args.width}: computed once in {reference:.2f} s")
+    once()  # warm the caches
+    print(
+        f"{args.blocks} blocks of 4 x 1000 x {args.width}; each estimator timed {args.repeats} "
+        "times, each time right after computing the blocks once (the reference), and its "
+        "ratio the median of the paired ratios (this shared machine's speed drifts by 20 % "
+        "from minute to minute: pairs keep both sides of a ratio in the same minute)"
+    )
     calls = {
         "loo": lambda: bayesij.loo(tree),
         "waic": lambda: bayesij.waic(tree),
@@ -85,12 +87,22 @@ def main() -> None:
         "audit (linear AMIP)": lambda: bayesij.audit(tree),
     }
     for name, call in calls.items():
-        seconds = np.inf
-        for _ in range(2):  # the faster of two, as the reference (single reads vary by 30 %)
-            start = time.perf_counter()
-            call()
-            seconds = min(seconds, time.perf_counter() - start)
-        print(f"{name:<22} {seconds:7.2f} s  {seconds / reference:5.2f} x the blocks once")
+        ratios, seconds, references = [], [], []
+        for _ in range(args.repeats):
+            references.append(_timed(once))
+            seconds.append(_timed(call))
+            ratios.append(seconds[-1] / references[-1])
+        print(
+            f"{name:<22} {np.median(seconds):7.2f} s (blocks once {np.median(references):5.2f} s)"
+            f"  {np.median(ratios):5.2f} x the blocks once (pairs {min(ratios):.2f}-"
+            f"{max(ratios):.2f})"
+        )
+
+
+def _timed(call) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

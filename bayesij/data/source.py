@@ -248,6 +248,7 @@ def map_blocks(
     per_unit: Mapping | None = None,
     client=None,
     join: bool = True,
+    keep: Callable | None = None,
 ):
     """``kernel(block, **per_unit_block)`` over every block of ``source``, joined.
 
@@ -268,6 +269,10 @@ def map_blocks(
     join : bool, default True
         Join the blocks' results along the units (:func:`join_blocks`); False returns
         the list of them in order, for estimators that add up over units (the IJ).
+    keep : callable, optional
+        ``keep(block, start, part)`` after the kernel of each block of a lazy source read
+        here (not on a cluster), with the kernel's result ``part``: what the caller keeps
+        of a block it would otherwise read again (the AMIP sets' columns).
 
     Returns
     -------
@@ -287,7 +292,7 @@ def map_blocks(
         part = kernel(source.block(start, stop), **_cut(per_unit, start, stop))
         return part if join else [part]
     if client is None or not source.lazy:
-        parts = _prefetching(source, kernel, bounds, per_unit)
+        parts = _prefetching(source, kernel, bounds, per_unit, keep if source.lazy else None)
     else:
         parts = _on_cluster(source, kernel, bounds, per_unit, client)
     return join_blocks(parts) if join else parts
@@ -300,7 +305,7 @@ def _cut(per_unit: dict, start: int, stop: int) -> dict:
     }
 
 
-def _prefetching(source, kernel, bounds, per_unit) -> list:
+def _prefetching(source, kernel, bounds, per_unit, keep=None) -> list:
     """The kernel over the blocks, the next block read meanwhile in a second thread. While
     reading is the slower of the two (timed on the previous block: dask chunks of delayed
     computations, a costly function), the kernel leaves a core to the reader
@@ -326,6 +331,8 @@ def _prefetching(source, kernel, bounds, per_unit) -> list:
             begin = time.perf_counter()
             with reserve_a_core() if reserve else contextlib.nullcontext():
                 parts.append(kernel(block, **_cut(per_unit, start, stop)))
+                if keep is not None:
+                    keep(block, start, parts[-1])
             kernel_seconds = time.perf_counter() - begin
             del block
     return parts

@@ -24,6 +24,7 @@ from bayesij.array.amip import (
     search_path,
     set_sums,
 )
+from bayesij.array.amip_columns import KeptColumns, kept_capacity
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.control_variates import zero_variance_mean
 from bayesij.array.psis import pareto_k_threshold
@@ -581,10 +582,22 @@ def _searches(source, questions, z, method, alpha_max, score=None, unconstrained
         unconstrained=unconstrained,
         centres=influence_centres(fs, goals, with_half, score, unconstrained),
     )
-    scores = map_blocks(source, kernel)
+    kept = set_columns(source, goals, method)
+    scores = map_blocks(source, kernel, keep=None if kept is None else kept.offer)
     return searches_from(
-        source, questions, fs, goals, scores, z, method, alpha_max, score is not None
+        source, questions, fs, goals, scores, z, method, alpha_max, score is not None, kept
     )
+
+
+def set_columns(source, goals: list, method: str) -> KeptColumns | None:
+    """What a pass over a lazy source keeps of its blocks for the linear sets' sums
+    (:class:`~bayesij.array.amip_columns.KeptColumns`); None for a matrix in memory (read
+    again at no cost) or the reweighted method."""
+    if method != "linear" or not source.lazy or not goals:
+        return None
+    widths = [stop - start for start, stop in source.bounds()]
+    block_bytes = 8 * source.n_draws * max(widths)
+    return KeptColumns(goals, kept_capacity(len(goals), source.n_draws, block_bytes))
 
 
 def amip_goals(source, questions, z) -> tuple[list, list]:
@@ -598,12 +611,12 @@ def amip_goals(source, questions, z) -> tuple[list, list]:
 
 
 def searches_from(
-    source, questions, fs, goals, scores, z, method, alpha_max, control_variates=False
+    source, questions, fs, goals, scores, z, method, alpha_max, control_variates=False, kept=None
 ) -> list:
     """The searches of :func:`_searches` from the goals' influence scores
     (:func:`bayesij.array.amip.goal_influence` over every block: ``"all"``, and ``"half"``
     for the linear method; ``control_variates``: whether they used the log posterior's
-    score)."""
+    score; ``kept``: the :func:`set_columns` of the pass, if any)."""
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
     rows = goal_rows(scores["all"], goals)
     if method == "linear":
@@ -612,7 +625,7 @@ def searches_from(
             linear_paths(f, goal, rows[k], halves[k], k_max)
             for k, (f, goal) in enumerate(zip(fs, goals, strict=True))
         ]
-        sums = _summed_sets(source, [s for p in paths for s in linear_sets(p)])
+        sums = _summed_sets(source, [s for p in paths for s in linear_sets(p)], kept)
         found = [
             linear_search(f, goal, p, sums[:, :, 2 * k : 2 * k + 2])
             for k, (f, goal, p) in enumerate(zip(fs, goals, paths, strict=True))
@@ -630,14 +643,20 @@ def searches_from(
     ]
 
 
-def _summed_sets(source, sets: list) -> np.ndarray:
+def _summed_sets(source, sets: list, kept: KeptColumns | None = None) -> np.ndarray:
     """The summed log-likelihood of each set of units at each draw (:func:`set_sums`),
-    reading only the blocks that hold some set's units, each once for all the sets (a
-    lazy source: those chunks once), never more than a block at a time."""
+    reading only the blocks that hold some set's units and whose columns the pass did not
+    keep (``kept``), each once for all the sets (a lazy source: those chunks once), never
+    more than a block at a time. Kept columns are summed as the block's would be."""
     out = np.zeros((*source.shape, len(sets)))
     touched = np.unique(np.concatenate([np.zeros(0, dtype=int), *sets]))
     for start, stop in source.bounds():
-        if np.any((touched >= start) & (touched < stop)):
+        here = touched[(touched >= start) & (touched < stop)]
+        if not here.size:
+            continue
+        if kept is not None and kept.holds(here):
+            set_sums(kept.block(start, stop), sets, start, out)
+        else:
             set_sums(source.block(start, stop), sets, start, out)
     return out
 

@@ -14,7 +14,7 @@ from bayesij.array.audit import audit_parts
 from bayesij.array.jackknife import ij_join
 from bayesij.array.linearity import LinearityArrays
 from bayesij.data.source import join_blocks, map_blocks
-from bayesij.stats.amip import amip_goals, searches_from
+from bayesij.stats.amip import amip_goals, searches_from, set_columns
 from bayesij.stats.jackknife import IJCovariance, ij_result, source_setup
 from bayesij.stats.linearity import LinearityResult, linearity_result
 from bayesij.stats.loo import LooResult, loo_results
@@ -102,7 +102,13 @@ def audit_pass(
         centres=influence_centres(fs, goals, method == "linear", score, unconstrained),
     )
     per_unit = {"positions": np.arange(source.n_units), "r_eff": r_eff}
-    parts = map_blocks(source, kernel, per_unit=per_unit, join=False)
+    kept = set_columns(source, goals, method)
+    keep = (
+        None
+        if kept is None
+        else lambda block, start, part: kept.offer(block, start, part.influence)
+    )
+    parts = map_blocks(source, kernel, per_unit=per_unit, join=False, keep=keep)
     names = list(source.quantity_names)
     ij_arrays = ij_join([part.ij for part in parts], setup)
     loo_arrays = join_blocks([part.loo for part in parts])
@@ -132,6 +138,7 @@ def audit_pass(
             method,
             alpha_max,
             control_variates=score is not None,
+            kept=kept,
         )
         found = [result for result, _ in searches]
     return AuditPass(ij, loo, checked, waic, found)

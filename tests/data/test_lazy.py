@@ -225,6 +225,15 @@ def test_linear_amip_of_a_lazy_log_likelihood_equals_the_in_memory_one():
                         found.monte_carlo[key], eager.monte_carlo[key], rtol=1e-10
                     )
     assert eager.drop_ids  # the target is within reach: a set was found
+    blocks = []
+
+    def counted(d, s):
+        blocks.append(len(d))
+        return _regression(d, s)
+
+    counting = bayesij.loglik_function(counted, data, slope, n_chains=4, block_size=300)
+    bayesij.amip(counting, "theta[1]", 0.01, method="linear")
+    assert sorted(blocks) == sorted([1] + [300] * 6 + [200])  # its shape, then each block once
     with pytest.raises(ValueError, match=r"method: found 'reweighted' with a lazy"):
         bayesij.amip(lazy, "slope")
     with pytest.raises(ValueError, match=r"backend: found backend with a lazy"):

@@ -86,9 +86,10 @@ def test_a_lazy_log_likelihood_is_read_once_for_everything(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         found = audit_pass(source, questions, method="linear", alpha_max=0.1)
-    reads = len(computed)
-    assert sorted(computed[:4]) == [0, 1, 2, 3]  # each chunk once for every estimator
-    assert reads <= 4 + 4  # and the chosen sets' rows (their chunks) once more at most
+    # Each chunk once for every estimator, the AMIP sets' sums included (their columns
+    # were kept as the chunks went by).
+    assert sorted(computed) == [0, 1, 2, 3]
+    assert all(result.drop_ids for result in found.amip)  # there were sets to sum
     in_memory = bayesij.from_arrays(post.quantities.values[..., :1], matrix, quantity_names=["mu"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -100,6 +101,23 @@ def test_a_lazy_log_likelihood_is_read_once_for_everything(rng):
     np.testing.assert_allclose(found.linearity.delta_is, memory.linearity.delta_is, 1e-12)
     for ours, theirs in zip(found.amip, memory.amip, strict=True):
         assert ours.drop_ids == theirs.drop_ids
+        np.testing.assert_allclose(ours.predicted_interval, theirs.predicted_interval, 1e-12)
+        for key in ("naive", "split", "mcse"):
+            np.testing.assert_allclose(ours.monte_carlo[key], theirs.monte_carlo[key], 1e-12)
+    # Kept too few columns (one per ranking), the sets' chunks are read again, with the
+    # same sums to the bit.
+    import bayesij.stats.amip as stats_amip
+
+    computed.clear()
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        patch.setattr(stats_amip, "kept_capacity", lambda *args: 1)
+        again = audit_pass(source, questions, method="linear", alpha_max=0.1)
+    assert len(computed) > 4 and sorted(computed[:4]) == [0, 1, 2, 3]
+    for ours, theirs in zip(again.amip, found.amip, strict=True):
+        assert ours.drop_ids == theirs.drop_ids
+        assert ours.predicted_interval == theirs.predicted_interval
+        assert ours.monte_carlo == theirs.monte_carlo
 
 
 def test_the_linearity_change_is_the_exact_leave_one_out_change(rng):

@@ -1,0 +1,54 @@
+"""The columns kept for the linear AMIP sets while a lazy log-likelihood is read: each
+ranking's first units over all blocks, whatever block they came from."""
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from bayesij.array._numeric import top_positive
+from bayesij.array.amip import set_sums
+from bayesij.array.amip_columns import KeptColumns, kept_capacity
+
+
+def _goal(direction, parts):
+    return SimpleNamespace(direction=direction, parts=parts)
+
+
+def test_each_ranking_keeps_its_first_units_over_all_blocks():
+    rng = np.random.default_rng(3)
+    log_lik = rng.normal(size=(2, 30, 90))
+    goals = [_goal(-1, 1), _goal(1, 3)]  # rows: goal 0 -> 0; goal 1 -> 1, 2, 3
+    psi = {"all": rng.normal(size=(4, 90)), "half": rng.normal(size=(4, 90))}
+    kept = KeptColumns(goals, capacity=7)
+    for start in range(0, 90, 25):  # blocks of 25, 25, 25, 15
+        stop = min(start + 25, 90)
+        kept.offer(
+            log_lik[:, :, start:stop],
+            start,
+            {name: SimpleNamespace(psi=rows[:, start:stop]) for name, rows in psi.items()},
+        )
+    wanted = set()
+    for rows in psi.values():
+        for row, goal in ((0, goals[0]), (1, goals[1])):
+            first = top_positive(-goal.direction * rows[row], 7)
+            wanted.update(first.tolist())
+            assert kept.holds(first)
+    assert set(kept.columns) == wanted  # nothing else is held
+    for unit, column in kept.columns.items():
+        np.testing.assert_array_equal(column, log_lik[:, :, unit])
+    # Sums of a set from the kept columns are the block's own, to the bit.
+    units = np.array(sorted(wanted))
+    inside = units[units < 25]
+    sets = [inside[::-1], inside[:2]]
+    np.testing.assert_array_equal(
+        set_sums(kept.block(0, 25), sets, 0), set_sums(log_lik[:, :, :25], sets, 0)
+    )
+    assert not kept.holds(np.setdiff1d(np.arange(90), units)[:1])
+
+
+def test_capacity_is_about_one_block_over_the_goals():
+    block = 8 * 4000 * 10_000  # a 320 MB block of 4000 draws
+    assert kept_capacity(1, 4000, block) == 10_000
+    assert kept_capacity(21, 4000, block) == 10_000 // 21
+    assert kept_capacity(1, 4000, 8 * 4000 * 100) == 2 * 64 * 2**20 // (8 * 4000)  # 128 MiB
+    assert kept_capacity(10_000, 4000, block) == 16
