@@ -366,17 +366,69 @@ def _evaluate_then(source, kernel, start, stop, cut):
 
 def join_blocks(parts: list):
     """Per-block results joined along their last (units) axis: arrays as they are,
-    NamedTuples field by field, dicts of them key by key; one part is returned as it is
-    (no copy: the audit's single in-memory block holds its AMIP block sums once)."""
-    first = parts[0]
+    NamedTuples field by field, tuples item by item, dicts of them key by key; one part is
+    returned as it is (no copy: the audit's single in-memory block holds its AMIP block
+    sums once).
+
+    ``parts`` is consumed: its items are replaced by None, and each block's array is let go
+    as soon as it is copied into the joined one, so a caller that holds no other reference
+    to the parts never holds the blocks' results and the joined result whole at once (the
+    lazy audit at N = 10^6: 10.7 GB of per-unit results, 21 GB at the join before).
+    """
     if len(parts) == 1:
-        return first
-    if isinstance(first, np.ndarray):
-        return np.concatenate(parts, axis=-1)
-    if isinstance(first, dict):
-        return {key: join_blocks([part[key] for part in parts]) for key in first}
-    fields = []
-    for name in first._fields:
-        values = [getattr(part, name) for part in parts]
-        fields.append(None if values[0] is None else np.concatenate(values, axis=-1))
-    return type(first)(*fields)
+        return parts[0]
+    skeleton = _flatten(parts[0])[0]  # (its leaves not held: they are let go below)
+    leaves = []
+    for index in range(len(parts)):  # the parts let go: only their leaves are held
+        leaves.append(_flatten(parts[index])[1])
+        parts[index] = None
+    joined = [_join_leaf(leaves, j) for j in range(len(leaves[0]))]
+    return _rebuild(skeleton, iter(joined))
+
+
+def _flatten(part) -> tuple:
+    """``(skeleton, leaves)``: the arrays (or None) of a part in order, and how to rebuild
+    it from them (:func:`_rebuild`)."""
+    if part is None or isinstance(part, np.ndarray):
+        return "leaf", [part]
+    if isinstance(part, dict):
+        keys, skeletons, leaves = list(part), [], []
+        for key in keys:
+            inner, found = _flatten(part[key])
+            skeletons.append(inner)
+            leaves += found
+        return ("dict", keys, skeletons), leaves
+    skeletons, leaves = [], []
+    for value in part:
+        inner, found = _flatten(value)
+        skeletons.append(inner)
+        leaves += found
+    return ("tuple", type(part), skeletons), leaves
+
+
+def _rebuild(skeleton, joined):
+    if skeleton == "leaf":
+        return next(joined)
+    kind, label, inner = skeleton
+    values = [_rebuild(child, joined) for child in inner]
+    if kind == "dict":
+        return dict(zip(label, values, strict=True))
+    return tuple(values) if label is tuple else label(*values)
+
+
+def _join_leaf(leaves: list, j: int):
+    """Leaf ``j`` of every block joined along its last axis, each block's copy let go once
+    copied (``leaves[i][j] = None``): the joined array and the blocks not yet copied are
+    held together, never both whole."""
+    if leaves[0][j] is None:
+        return None
+    dtype = np.result_type(*[leaf[j] for leaf in leaves])
+    shape = leaves[0][j].shape[:-1]
+    out = np.empty((*shape, sum(leaf[j].shape[-1] for leaf in leaves)), dtype=dtype)
+    position = 0
+    for leaf in leaves:
+        width = leaf[j].shape[-1]
+        out[..., position : position + width] = leaf[j]
+        leaf[j] = None
+        position += width
+    return out

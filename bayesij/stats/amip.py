@@ -23,6 +23,7 @@ from bayesij.array.amip import (
     reweighted_searches,
     search_path,
     set_sums,
+    split_goal_sums,
 )
 from bayesij.array.amip_columns import KeptColumns, kept_capacity
 from bayesij.array.checks import check_real, constant_columns, fail
@@ -30,7 +31,7 @@ from bayesij.array.control_variates import zero_variance_mean
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.convert import as_posterior
 from bayesij.data.posterior import base_name
-from bayesij.data.source import as_source, map_blocks
+from bayesij.data.source import as_source, join_blocks, map_blocks
 from bayesij.stats.elpd import Summary
 
 __all__ = ["amip", "amip_searches", "AmipResult", "TARGETS", "METHODS"]
@@ -583,10 +584,23 @@ def _searches(source, questions, z, method, alpha_max, score=None, unconstrained
         centres=influence_centres(fs, goals, with_half, score, unconstrained),
     )
     kept = set_columns(source, goals, method)
-    scores = map_blocks(source, kernel, keep=None if kept is None else kept.offer)
+    parts = map_blocks(source, kernel, keep=None if kept is None else kept.offer, join=False)
+    scores = joined_influence(parts, goals)
     return searches_from(
         source, questions, fs, goals, scores, z, method, alpha_max, score is not None, kept
     )
+
+
+def joined_influence(parts: list, goals: list) -> dict:
+    """The blocks' :func:`~bayesij.array.amip.goal_influence` joined, ``parts`` consumed:
+    with several blocks each block's block sums are first split by goal (one block at a
+    time, :func:`~bayesij.array.amip.split_goal_sums`), so that the join holds the joined
+    sums and the blocks' not yet copied, and about one goal's sums twice, not all of them
+    (the lazy audit of N = 10^6 and 21 questions: 8.9 GB of block sums)."""
+    if len(parts) > 1:
+        for index in range(len(parts)):
+            parts[index] = split_goal_sums(parts[index], goals)
+    return join_blocks(parts)
 
 
 def set_columns(source, goals: list, method: str) -> KeptColumns | None:

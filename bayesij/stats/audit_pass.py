@@ -14,7 +14,7 @@ from bayesij.array.audit import audit_parts
 from bayesij.array.jackknife import ij_join
 from bayesij.array.linearity import LinearityArrays
 from bayesij.data.source import join_blocks, map_blocks
-from bayesij.stats.amip import amip_goals, searches_from, set_columns
+from bayesij.stats.amip import amip_goals, joined_influence, searches_from, set_columns
 from bayesij.stats.jackknife import IJCovariance, ij_result, source_setup
 from bayesij.stats.linearity import LinearityResult, linearity_result
 from bayesij.stats.loo import LooResult, loo_results
@@ -111,10 +111,12 @@ def audit_pass(
     parts = map_blocks(source, kernel, per_unit=per_unit, join=False, keep=keep)
     names = list(source.quantity_names)
     ij_arrays = ij_join([part.ij for part in parts], setup)
-    loo_arrays = join_blocks([part.loo for part in parts])
-    waic_parts = join_blocks([part.waic for part in parts])
-    influence = join_blocks([part.influence for part in parts]) if questions else None
-    del parts  # the blocks' copies, before the searches
+    loo_parts, waic_parts = [part.loo for part in parts], [part.waic for part in parts]
+    influence_parts = [part.influence for part in parts]
+    del parts  # each section's list holds its blocks alone: joining lets go of them
+    loo_arrays = join_blocks(loo_parts)
+    waic_parts = join_blocks(waic_parts)
+    influence = joined_influence(influence_parts, goals) if questions else None
     ij = ij_result(ij_arrays, names, source.units, draws, n_blocks)
     loo = loo_results(
         {"psis": loo_arrays}, source.index, source.n_draws, settings.tail_rule, settings.ddof
