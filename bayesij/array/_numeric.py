@@ -28,6 +28,7 @@ __all__ = [
     "transpose_columns",
     "sum_by_group",
     "top_positive",
+    "release_freed_memory",
     "THREADS",
     "threads",
     "reserve_a_core",
@@ -229,3 +230,33 @@ def top_positive(gain: np.ndarray, k: int) -> np.ndarray:
         kth = np.partition(gain[positive], cut)[cut]
         positive = positive[gain[positive] >= kth]
     return positive[np.argsort(-gain[positive], kind="stable")][:k]
+
+
+def release_freed_memory() -> None:
+    """Give memory freed by the process back to the operating system where the C library
+    keeps it (glibc's ``malloc_trim``, as dask.distributed's workers do; nothing elsewhere).
+
+    Arrays of a few MB are carved from glibc's heap once larger ones have been freed (its
+    mmap threshold rises), and freeing them leaves the pages with the process: the lazy
+    audit's join, which lets go of each block's results as it copies them, kept its
+    resident memory at twice the results (4.1 GiB for 2.3 GB at N = 200,000) until trimmed.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+_TRIM: list = []
+
+
+def _malloc_trim():
+    if not _TRIM:
+        try:
+            import ctypes
+            import ctypes.util
+
+            name = ctypes.util.find_library("c")
+            _TRIM.append(getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None)
+        except (OSError, AttributeError):
+            _TRIM.append(None)
+    return _TRIM[0]

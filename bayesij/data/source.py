@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayesij.array._numeric import reserve_a_core
+from bayesij.array._numeric import release_freed_memory, reserve_a_core
 from bayesij.array.checks import check_finite, check_log_lik_values, fail
 from bayesij.data.convert import as_posterior, node_as_dataset, unit_index
 from bayesij.data.lazy import LazyArray, lazy_log_lik, lazy_quantities
@@ -431,4 +431,6 @@ def _join_leaf(leaves: list, j: int):
         out[..., position : position + width] = leaf[j]
         leaf[j] = None
         position += width
+    if out.nbytes >= 2**26:  # 64 MB let go: give the pages back
+        release_freed_memory()
     return out

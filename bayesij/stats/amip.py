@@ -10,6 +10,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from bayesij.array._numeric import release_freed_memory
 from bayesij.array.amip import (
     METHODS,
     TARGETS,
@@ -635,10 +636,10 @@ def searches_from(
     rows = goal_rows(scores["all"], goals)
     if method == "linear":
         halves = goal_rows(scores["half"], goals)
-        paths = [
-            linear_paths(f, goal, rows[k], halves[k], k_max)
-            for k, (f, goal) in enumerate(zip(fs, goals, strict=True))
-        ]
+        paths = []
+        for k, (f, goal) in enumerate(zip(fs, goals, strict=True)):
+            paths.append(linear_paths(f, goal, rows[k], halves[k], k_max))
+            release_freed_memory()  # its bootstrap's copies of the block sums
         sums = _summed_sets(source, [s for p in paths for s in linear_sets(p)], kept)
         found = [
             linear_search(f, goal, p, sums[:, :, 2 * k : 2 * k + 2])
