@@ -91,3 +91,24 @@ def test_a_core_reserved_for_a_reader_is_given_back():
         _numeric.map_chunks(lambda chunk: seen.append(chunk), _numeric.obs_chunks(10, 1))
         assert seen == [slice(0, 10)]
     assert _numeric.threads() == before
+
+
+def test_freed_memory_is_given_back_to_the_system():
+    # glibc keeps freed pages of arrays carved from its heap; malloc_trim returns them.
+    import sys
+
+    from bayesij.array._numeric import _malloc_trim, release_freed_memory
+
+    def resident() -> int:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1])
+
+    if not sys.platform.startswith("linux") or _malloc_trim() is None:
+        release_freed_memory()  # a no-op elsewhere
+        return
+    np.ones(2**21).sum()  # a 16 MB array freed: glibc now carves smaller ones from its heap
+    big = [np.ones(2**17) for _ in range(500)]  # 1 MB each
+    del big[: len(big) - 1]  # all but the last: the heap's top stays in use
+    before = resident()
+    release_freed_memory()
+    assert resident() < before - 25_000  # pages (4 kB): more than 100 MB given back
