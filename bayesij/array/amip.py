@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks, top_positive
+from bayesij.array._numeric import obs_chunks, release_freed_memory, top_positive
 from bayesij.array.amip_lockstep import run_in_lockstep
 from bayesij.array.amip_noise import (
     Moments,
@@ -236,6 +236,21 @@ def _float_columns(flat_l: np.ndarray, units) -> np.ndarray:
     return np.asarray(flat_l[:, units], dtype=float)
 
 
+#: Floats per unit that size the gathers of a set's columns: 8 MiB at a time, so that
+#: summing a set of thousands (an unreachable target's ``alpha_max`` prefix) adds little
+#: to an audit's peak memory (a whole set of 5,000 columns of 2,000 draws: 80 MB).
+_SET_GATHER = 8
+
+
+def set_column_sum(flat_l: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """``sum_{u in units} l_su`` at each draw (S,) of a (S, U) matrix, non-finite values as
+    they are, in the order of ``units``; gathered 8 MiB of columns at a time."""
+    total = np.zeros(flat_l.shape[0])
+    for chunk in obs_chunks(units.size, _SET_GATHER * flat_l.shape[0]):
+        total += _float_columns(flat_l, units[chunk]).sum(axis=1)
+    return total
+
+
 def _exact_gains(flat_f, flat_l, set_lik, units, base_value, chain_shape, sign, z):
     """``-phi`` stand-ins for units that are impossible under some draws: the reweighted
     change of the metric when each is dropped next, one at a time."""
@@ -436,7 +451,8 @@ def linear_set_change(
     ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U).
     """
     g_star = metric_draws(f, sign, z)[..., None]
-    set_lik = np.asarray(log_lik[:, :, units], dtype=float).sum(axis=2, keepdims=True)
+    flat_l = log_lik.reshape(f.size, -1)
+    set_lik = set_column_sum(flat_l, np.asarray(units)).reshape(*f.shape, 1)
     scores = influence_scores(g_star, set_lik, n_blocks=max(2, min(50, f.size // 20)), check=False)
     return float(-scores.psi[0, 0]), float(scores.mcse[0, 0])
 
@@ -617,8 +633,8 @@ def _moments(scores, goal: Goal) -> Moments | None:
     """The block bootstrap's moments of an interval end (:class:`Moments`), or None."""
     if goal.parts == 1 or scores.psi.shape[0] < 3 or scores.block_sums is None:
         return None
-    sums = scores.block_sums[:, 1:3, :]
-    return Moments(scores.psi[1:3], np.where(np.isfinite(sums), sums, 0.0), goal.change_from)
+    sums = _finite_copy(scores.block_sums[:, 1:3, :])
+    return Moments(scores.psi[1:3], sums, goal.change_from)
 
 
 def goal_rows(scores, goals: list) -> list:
@@ -684,8 +700,16 @@ def _bootstrap_blocks(scores, f: np.ndarray):
     if getattr(scores, "block_sums", None) is None:
         return None
     sizes, chains = draw_block_layout(*f.shape)
-    finite = np.isfinite(scores.block_sums[:, 0, :])  # impossible units: no finite influence
-    return np.where(finite, scores.block_sums[:, 0, :], 0.0), sizes, chains
+    return _finite_copy(scores.block_sums[:, 0, :]), sizes, chains
+
+
+def _finite_copy(sums) -> np.ndarray:
+    """A float64 copy of block sums (float32 kept) with 0 where they are not finite
+    (impossible units: no finite influence), made in place in the copy (one copy of 50 x U
+    values, not two)."""
+    out = np.array(sums, dtype=float)
+    out[~np.isfinite(out)] = 0.0
+    return out
 
 
 def _start(f: np.ndarray, goal: Goal) -> Start:
@@ -769,7 +793,7 @@ def hybrid_changes(f, log_lik, reliable, extra, metrics: list) -> list[float]:
     uniform = np.full(flat_f.size, 1 / flat_f.size)
     weights = uniform
     if reliable.size:
-        weights, _ = set_weights(_float_columns(flat_l, reliable).sum(axis=1), f.shape)
+        weights, _ = set_weights(set_column_sum(flat_l, reliable), f.shape)
     extra_sum = finite_column_sum(flat_l, extra) if extra.size else None
     changes = []
     for sign, z in metrics:
@@ -794,7 +818,7 @@ def finite_column_sum(flat_l: np.ndarray, units: np.ndarray) -> np.ndarray:
         if np.isfinite(total).all():  # else some unit is impossible somewhere: gather
             return total
     total = np.zeros(flat_l.shape[0])
-    for chunk in obs_chunks(units.size, flat_l.shape[0]):
+    for chunk in obs_chunks(units.size, _SET_GATHER * flat_l.shape[0]):
         columns = np.asarray(flat_l[:, units[chunk]], dtype=float)
         total += np.where(np.isfinite(columns), columns, 0.0).sum(axis=1)
     return total
@@ -988,40 +1012,30 @@ def reweighted_searches(
             score.psi[0], goal.direction, np.inf, k_max, score.mcse[0], change_along(score, goal)
         )
         blocks = _bootstrap_blocks(score, f)
-        answer = _reweighted_answer(path, score, goal, k_max, f, blocks)
+        answer, sure = _reweighted_answer(path, score, goal, k_max, f, blocks)
         continued = path.stopped == "reached" and path.reliable < path.order.size
         if answer.answer == "undetermined" and path.stopped == "reached" and answer.sure_size:
             smaller = path.order.size  # a smaller set, left open by Monte Carlo error
-            path, answer = _sure_instead(linear, score, goal, k_max, f, blocks, smaller)
+            path, answer = _sure_instead(linear, sure, smaller)
         elif continued and 0 < answer.sure_size < path.order.size:
             # The continuation's first-order predictions from the reweighted posterior
             # needed more units than the linear ranking's sure set: report the sure set.
-            path, answer = _sure_instead(linear, score, goal, k_max, f, blocks, 0)
+            path, answer = _sure_instead(linear, sure, 0)
         mean_after, sd_after = _reweighted_after(f, log_lik, path)
         found.append(AmipSearch(goal, path, linear.change, mean_after, sd_after, check, answer))
+        release_freed_memory()  # its bootstrap's copies of the block sums
     return found
 
 
-def _sure_instead(linear: AmipPath, scores, goal: Goal, k_max, f, blocks, smaller: int):
+def _sure_instead(linear: AmipPath, sure: NoiseAnswer, smaller: int):
     """The linear search's sure set in place of a reweighted set that the linear
     continuation reached: a smaller one that Monte Carlo error leaves undetermined (its
-    size ``smaller``, kept for the text), or a larger one (``smaller`` 0). The target *is*
-    reached by the sure set (it reaches it in 97.5 % of the replicates). When the sure
-    set is more than twice the size interval's low end plus 2, it is an upper bound and
-    the answer stays undetermined (``bound``,
+    size ``smaller``, kept for the text), or a larger one (``smaller`` 0). ``sure``: the
+    linear answer of the ranking's own set (:func:`_reweighted_answer`'s second). The
+    target *is* reached by the sure set (it reaches it in 97.5 % of the replicates). When
+    the sure set is more than twice the size interval's low end plus 2, it is an upper
+    bound and the answer stays undetermined (``bound``,
     :func:`bayesij.array.amip_noise.size_settled`)."""
-    sure = linear_answer(
-        scores.psi[0],
-        scores.mcse[0],
-        goal.direction,
-        goal.need,
-        k_max,
-        None,
-        f.size,
-        blocks=blocks,
-        moments=_moments(scores, goal),
-        start=_start(f, goal),
-    )
     prefix = _prefix(linear, sure.sure_size, "reached")
     if sure.bound:  # the sure set is an upper bound: how few is undetermined
         return prefix, sure._replace(smaller=smaller)
@@ -1042,11 +1056,13 @@ def _prefix(linear: AmipPath, size: int, stopped: str) -> AmipPath:
 
 
 def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks):
-    """The reweighted search's answer: reached when it reached the target (past its Monte
-    Carlo margin); otherwise not reachable only if the linear search's replicates agree
-    that even the optimistic end of the Monte Carlo error does not reach it, else
-    undetermined (with the draws that would decide it)."""
-    optimistic = linear_answer(
+    """The reweighted search's answer, and the linear answer of the ranking's own set from
+    the same replicates (what :func:`_sure_instead` reports when it takes over). Reached
+    when the search reached the target (past its Monte Carlo margin); otherwise not
+    reachable only if the linear search's replicates agree that even the optimistic end of
+    the Monte Carlo error does not reach it, else undetermined (with the draws that would
+    decide it)."""
+    optimistic, sure = linear_answer(
         scores.psi[0],
         scores.mcse[0],
         goal.direction,
@@ -1057,8 +1073,14 @@ def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks
         blocks=blocks,
         moments=_moments(scores, goal),
         start=_start(f, goal),
+        with_ranking_answer=True,
     )
-    optimistic = optimistic._replace(bound=0)  # its set is not the one reported
+    return _reweighted_verdict(path, optimistic._replace(bound=0), f), sure
+
+
+def _reweighted_verdict(path: AmipPath, optimistic: NoiseAnswer, f) -> NoiseAnswer:
+    """:func:`_reweighted_answer`'s first, from the linear answer of the path's set (its
+    ``bound`` cleared: that set is not the one reported)."""
     if path.stopped == "reached":
         continued = path.reliable < path.order.size
         if continued and optimistic.sure_size and path.order.size < optimistic.sure_size:

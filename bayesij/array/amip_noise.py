@@ -159,7 +159,8 @@ def linear_answer(
     blocks: tuple | None = None,
     moments: Moments | None = None,
     start: Start | None = None,
-) -> NoiseAnswer:
+    with_ranking_answer: bool = False,
+):
     """The answer of the linear search from ``psi`` (U,) and its ``mcse`` (U,).
 
     ``chosen`` are the units of the set whose predicted change's interval is reported;
@@ -171,6 +172,9 @@ def linear_answer(
     instead of by the sum of the linearised ``psi``, which still ranks the units.
     ``start`` (with ``blocks``): the metric's value now carries Monte Carlo error too;
     each replicate's ``need`` comes from its own draws of the quantity (:class:`Start`).
+    ``with_ranking_answer``: return ``(answer, answer with chosen None)`` from the same
+    replicates (the reweighted search reports the ranking's sure set in some cases: one
+    bootstrap instead of two, with the results of two calls).
     """
     rng = np.random.default_rng(seed)
     noise = np.nan_to_num(mcse, nan=0.0)
@@ -224,38 +228,45 @@ def linear_answer(
     if ranking.size:
         sure = np.flatnonzero(np.quantile(paths - needs[:, None], tail, axis=0) >= 0)
         sure_size = int(sure[0] + 1) if sure.size else 0
-    chosen_size = 0
-    if chosen is None:
-        chosen_size = sure_size or int(ranking.size)
-        chosen = ranking[:chosen_size]
-        chosen_changes = paths[:, chosen_size - 1] if chosen_size else np.zeros(replicates)
-    change = float(-np.sum(psi[chosen])) if chosen.size else 0.0
-    if moments is not None and chosen.size:
-        change = float(direction * _point_path(moments, direction, chosen)[-1])
-    if blocks is not None:
-        spread = float(np.std(chosen_changes)) if chosen.size else 0.0
-    else:
-        spread = float(np.sqrt(np.sum(noise[chosen] ** 2))) if chosen.size else 0.0
-    change_interval = (change - z * spread, change + z * spread)
-    answer = _answer(share, tail)
-    if answer != "reached" and optimistic > tail:
-        answer = "undetermined"  # some plausible truth lets a set within k_max reach it
-    needed, bound = np.nan, 0
-    if answer == "undetermined":
-        margin = abs(float(np.mean(final - needs)))
-        needed = draws_to_decide(n_draws, margin, float(np.std(final - needs)), z)
-    elif answer == "reached" and sure_size and not size_settled(sure_size, size_interval[0]):
-        answer, bound = "undetermined", sure_size
-        point = (
-            np.cumsum(gain[ranking[:sure_size]])
-            if moments is None
-            else _point_path(moments, direction, ranking[:sure_size])
+
+    def answer_for(chosen, chosen_changes) -> NoiseAnswer:
+        chosen_size = 0
+        if chosen is None:
+            chosen_size = sure_size or int(ranking.size)
+            chosen = ranking[:chosen_size]
+            chosen_changes = paths[:, chosen_size - 1] if chosen_size else np.zeros(replicates)
+        change = float(-np.sum(psi[chosen])) if chosen.size else 0.0
+        if moments is not None and chosen.size:
+            change = float(direction * _point_path(moments, direction, chosen)[-1])
+        if blocks is not None:
+            spread = float(np.std(chosen_changes)) if chosen.size else 0.0
+        else:
+            spread = float(np.sqrt(np.sum(noise[chosen] ** 2))) if chosen.size else 0.0
+        change_interval = (change - z * spread, change + z * spread)
+        answer = _answer(share, tail)
+        if answer != "reached" and optimistic > tail:
+            answer = "undetermined"  # some plausible truth lets a set within k_max reach it
+        needed, bound = np.nan, 0
+        if answer == "undetermined":
+            margin = abs(float(np.mean(final - needs)))
+            needed = draws_to_decide(n_draws, margin, float(np.std(final - needs)), z)
+        elif answer == "reached" and sure_size and not size_settled(sure_size, size_interval[0]):
+            answer, bound = "undetermined", sure_size
+            point = (
+                np.cumsum(gain[ranking[:sure_size]])
+                if moments is None
+                else _point_path(moments, direction, ranking[:sure_size])
+            )
+            excess = paths[:, :sure_size] - needs[:, None]
+            needed = draws_to_settle_size(point - need, excess, 0.0, n_draws, level)
+        return NoiseAnswer(
+            answer, share, size_interval, change_interval, needed, sure_size, chosen_size, 0, bound
         )
-        excess = paths[:, :sure_size] - needs[:, None]
-        needed = draws_to_settle_size(point - need, excess, 0.0, n_draws, level)
-    return NoiseAnswer(
-        answer, share, size_interval, change_interval, needed, sure_size, chosen_size, 0, bound
-    )
+
+    given = answer_for(chosen, chosen_changes)
+    if not with_ranking_answer:
+        return given
+    return given, answer_for(None, None)  # the same replicates, the ranking's own set
 
 
 def size_settled(sure_size: int, low: float) -> bool:
@@ -313,9 +324,10 @@ def draws_to_settle_size(
 
 
 def _replicate_chunks(replicates: int, n_units: int) -> list[slice]:
-    """Slices of replicates whose (replicates, units) gains stay near 16 MiB (each chunk
-    makes a few temporaries of that size)."""
-    size = max(1, CHUNK_BYTES // (32 * max(1, n_units)))
+    """Slices of replicates whose (replicates, units) gains stay near 4 MiB (each chunk
+    makes a few temporaries of that size, beside an audit's matrix: 16 MiB made the
+    audit's peak 1.61 times a 50,000-unit matrix)."""
+    size = max(1, CHUNK_BYTES // (128 * max(1, n_units)))
     return [slice(start, min(start + size, replicates)) for start in range(0, replicates, size)]
 
 
@@ -327,8 +339,16 @@ def _replicate_gains(gain, noise, direction, rng, blocks, counts):
     if blocks is None:
         return lambda rows: gain + noise * rng.standard_normal((rows.stop - rows.start, gain.size))
     block_sums, block_sizes, _ = blocks
-    sums = np.nan_to_num(np.asarray(block_sums, dtype=float))
+    sums = _finite_float(block_sums)
     return lambda rows: -direction * replicates_from_counts(counts[rows], sums, block_sizes)
+
+
+def _finite_float(values) -> np.ndarray:
+    """``values`` as float64 with NaN and infinities made finite (``np.nan_to_num``),
+    copied only where it must be: block sums already float64 and finite (the usual case)
+    are used as they are, not copied once more (50 x U values a copy)."""
+    array = np.asarray(values, dtype=float)
+    return array if np.isfinite(array).all() else np.nan_to_num(array)
 
 
 def _point_path(moments: Moments, direction: int, units: np.ndarray) -> np.ndarray:
@@ -345,7 +365,7 @@ def _moment_paths(moments: Moments | None, direction: int, blocks, counts):
     if moments is None:
         return None
     sizes = np.asarray(blocks[1], dtype=float)
-    sums = np.nan_to_num(np.asarray(moments.block_sums, dtype=float))
+    sums = _finite_float(moments.block_sums)
 
     def along(rows: slice, units: np.ndarray) -> np.ndarray:
         if not units.size:

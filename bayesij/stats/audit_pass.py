@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesij.array._numeric import release_freed_memory
 from bayesij.array.amip import influence_centres
 from bayesij.array.audit import audit_parts
 from bayesij.array.jackknife import ij_join
@@ -114,6 +115,7 @@ def audit_pass(
     loo_parts, waic_parts = [part.loo for part in parts], [part.waic for part in parts]
     influence_parts = [part.influence for part in parts]
     del parts  # each section's list holds its blocks alone: joining lets go of them
+    release_freed_memory()  # the pass's temporaries, before the searches allocate theirs
     loo_arrays = join_blocks(loo_parts)
     waic_parts = join_blocks(waic_parts)
     influence = joined_influence(influence_parts, goals) if questions else None

@@ -215,3 +215,23 @@ def test_a_sure_set_settles_the_size_up_to_twice_the_low_end_plus_two():
     assert size_settled(12, 5.0) and not size_settled(13, 5.0)
     assert size_settled(2, 0.0) and not size_settled(3, 0.0)
     assert size_settled(4, 1.0) and not size_settled(5, 1.0)
+
+
+def test_the_ranking_s_answer_from_the_same_replicates_is_that_of_a_call_of_its_own():
+    # The reweighted search asks for its set's answer and the ranking's sure set's: one
+    # bootstrap gives both, equal to two calls (same seed, same replicates).
+    rng = np.random.default_rng(5)
+    n_units, n_blocks = 300, 50
+    sums = rng.normal(0.002, 0.02, size=(n_blocks, n_units)) + 0.004 * (np.arange(n_units) < 20)
+    sizes = np.full(n_blocks, 80.0)
+    chains = np.repeat(np.arange(4), n_blocks // 4 + 1)[:n_blocks]
+    psi = sums.sum(axis=0) / sizes.sum()
+    mcse = np.full(n_units, 0.0005)
+    args = (psi, mcse, -1, 0.03, 60)
+    options = {"blocks": (sums, sizes, chains), "seed": 2}
+    chosen = np.argsort(psi)[::-1][:7]
+    given, ranking = linear_answer(*args, chosen, 4000, with_ranking_answer=True, **options)
+    alone = linear_answer(*args, None, 4000, **options)
+    assert given == linear_answer(*args, chosen, 4000, **options)
+    assert ranking == alone
+    assert given.chosen_size == 0 and ranking.chosen_size == alone.chosen_size > 0
