@@ -8,6 +8,7 @@ sums of log-likelihood columns within groups. NumPy only.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections import deque
@@ -246,17 +247,14 @@ def release_freed_memory() -> None:
         trim(0)
 
 
-_TRIM: list = []
-
-
+@functools.cache
 def _malloc_trim():
-    if not _TRIM:
-        try:
-            import ctypes
-            import ctypes.util
+    """glibc's ``malloc_trim``, or None (another C library, or none found)."""
+    import ctypes
+    import ctypes.util
 
-            name = ctypes.util.find_library("c")
-            _TRIM.append(getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None)
-        except (OSError, AttributeError):
-            _TRIM.append(None)
-    return _TRIM[0]
+    name = ctypes.util.find_library("c")
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None

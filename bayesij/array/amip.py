@@ -26,6 +26,7 @@ from bayesij.array.amip_noise import (
     Start,
     draws_to_decide,
     linear_answer,
+    linear_answers,
 )
 from bayesij.array.checks import impossible_columns
 from bayesij.array.ess import relative_eff_rows
@@ -1062,7 +1063,7 @@ def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks
     reachable only if the linear search's replicates agree that even the optimistic end of
     the Monte Carlo error does not reach it, else undetermined (with the draws that would
     decide it)."""
-    optimistic, sure = linear_answer(
+    optimistic, sure = linear_answers(
         scores.psi[0],
         scores.mcse[0],
         goal.direction,
@@ -1073,7 +1074,6 @@ def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks
         blocks=blocks,
         moments=_moments(scores, goal),
         start=_start(f, goal),
-        with_ranking_answer=True,
     )
     return _reweighted_verdict(path, optimistic._replace(bound=0), f), sure
 

@@ -25,11 +25,11 @@ __all__ = ["KeptColumns", "kept_capacity"]
 
 
 def kept_capacity(n_goals: int, n_draws: int, block_bytes: int) -> int:
-    """Units kept per ranking: the kept columns of all goals together hold at most about
-    as much as one block of the pass (or 128 MiB), ``max(block, 128 MiB) / (goals x
-    draws x 8 bytes)``, at least 16. (A goal's two rankings share most of their units.)"""
+    """Units kept per ranking: the kept columns of all goals' two rankings together hold
+    at most as much as one block of the pass (or 128 MiB), ``max(block, 128 MiB) / (2 x
+    goals x draws x 8 bytes)``, at least 16."""
     budget = max(block_bytes, 2 * CHUNK_BYTES)
-    return max(16, budget // (8 * n_draws * max(1, n_goals)))
+    return max(16, budget // (2 * 8 * n_draws * max(1, n_goals)))
 
 
 class KeptColumns:

@@ -37,6 +37,7 @@ __all__ = [
     "Moments",
     "Start",
     "linear_answer",
+    "linear_answers",
     "answer_from_z",
     "draws_to_decide",
     "draws_to_settle_size",
@@ -159,8 +160,7 @@ def linear_answer(
     blocks: tuple | None = None,
     moments: Moments | None = None,
     start: Start | None = None,
-    with_ranking_answer: bool = False,
-):
+) -> NoiseAnswer:
     """The answer of the linear search from ``psi`` (U,) and its ``mcse`` (U,).
 
     ``chosen`` are the units of the set whose predicted change's interval is reported;
@@ -172,10 +172,59 @@ def linear_answer(
     instead of by the sum of the linearised ``psi``, which still ranks the units.
     ``start`` (with ``blocks``): the metric's value now carries Monte Carlo error too;
     each replicate's ``need`` comes from its own draws of the quantity (:class:`Start`).
-    ``with_ranking_answer``: return ``(answer, answer with chosen None)`` from the same
-    replicates (the reweighted search reports the ranking's sure set in some cases: one
-    bootstrap instead of two, with the results of two calls).
     """
+    given, _ = _linear_answers(
+        psi,
+        mcse,
+        direction,
+        need,
+        k_max,
+        chosen,
+        n_draws,
+        False,
+        replicates=replicates,
+        level=level,
+        seed=seed,
+        blocks=blocks,
+        moments=moments,
+        start=start,
+    )
+    return given
+
+
+def linear_answers(
+    psi, mcse, direction: int, need: float, k_max: int, chosen, n_draws: int, **options
+) -> tuple[NoiseAnswer, NoiseAnswer]:
+    """:func:`linear_answer` of ``chosen`` and of the ranking's own set (``chosen`` None)
+    from the same replicates: one bootstrap, the results of two calls (the reweighted
+    search reports the ranking's sure set in some cases). ``options``: as
+    :func:`linear_answer`'s keywords."""
+    given, ranking = _linear_answers(
+        psi, mcse, direction, need, k_max, chosen, n_draws, True, **options
+    )
+    assert ranking is not None  # asked for
+    return given, ranking
+
+
+def _linear_answers(
+    psi: np.ndarray,
+    mcse: np.ndarray,
+    direction: int,
+    need: float,
+    k_max: int,
+    chosen: np.ndarray | None,
+    n_draws: int,
+    ranking_too: bool,
+    *,
+    replicates: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+    blocks: tuple | None = None,
+    moments: Moments | None = None,
+    start: Start | None = None,
+) -> tuple[NoiseAnswer, NoiseAnswer | None]:
+    """:func:`linear_answer` of ``chosen``, and with ``ranking_too`` of the ranking's own
+    set from the same replicates (else None)."""
     rng = np.random.default_rng(seed)
     noise = np.nan_to_num(mcse, nan=0.0)
     gain = -direction * np.nan_to_num(psi, nan=0.0)
@@ -263,10 +312,7 @@ def linear_answer(
             answer, share, size_interval, change_interval, needed, sure_size, chosen_size, 0, bound
         )
 
-    given = answer_for(chosen, chosen_changes)
-    if not with_ranking_answer:
-        return given
-    return given, answer_for(None, None)  # the same replicates, the ranking's own set
+    return answer_for(chosen, chosen_changes), answer_for(None, None) if ranking_too else None
 
 
 def size_settled(sure_size: int, low: float) -> bool:

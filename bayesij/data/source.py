@@ -377,11 +377,12 @@ def join_blocks(parts: list):
     """
     if len(parts) == 1:
         return parts[0]
-    skeleton = _flatten(parts[0])[0]  # (its leaves not held: they are let go below)
-    leaves = []
+    skeleton, leaves = None, []
     for index in range(len(parts)):  # the parts let go: only their leaves are held
-        leaves.append(_flatten(parts[index])[1])
+        skeleton, found = _flatten(parts[index])
+        leaves.append(found)
         parts[index] = None
+    del found  # the last part's leaves are held by ``leaves`` alone
     joined = [_join_leaf(leaves, j) for j in range(len(leaves[0]))]
     return _rebuild(skeleton, iter(joined))
 
