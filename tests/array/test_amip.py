@@ -81,3 +81,26 @@ def test_a_set_s_columns_are_summed_in_pieces_as_one_gather_would():
     np.testing.assert_allclose(total[4:], flat[4:, units].sum(axis=1), rtol=1e-12, atol=1e-10)
     assert total[3] == -np.inf if 17 in units else np.isfinite(total[3])
     assert len(amip.obs_chunks(units.size, amip._SET_GATHER * 400)) > 1  # in pieces
+
+
+def test_a_unit_without_finite_influence_adds_nothing_to_any_bootstrap_replicate():
+    # A unit impossible under some draws has NaN (or infinite) block sums: in the block
+    # bootstrap it must count as no influence at all (0), not as a number, for the mean's
+    # rows and the interval end's moments alike; float32 sums are resampled in float64.
+    from bayesij.array import InfluenceScores
+
+    rng = np.random.default_rng(2)
+    sums = rng.normal(size=(50, 3, 6)).astype(np.float32)
+    sums[:, :, 4] = np.nan
+    sums[7, 1, 2] = np.inf
+    scores = InfluenceScores(rng.normal(size=(3, 6)), np.ones((3, 6)), sums)
+    f = rng.normal(size=(4, 1000))
+    blocks, sizes, _ = amip._bootstrap_blocks(scores, f)
+    assert blocks.dtype == np.float64 and sizes.sum() == f.size
+    np.testing.assert_array_equal(blocks[:, 4], 0.0)
+    np.testing.assert_array_equal(blocks[:, :4], sums[:, 0, :4].astype(float))
+    goal = amip.goal_for(f, "significance", 1.96)
+    moments = amip._moments(scores, goal)
+    np.testing.assert_array_equal(moments.block_sums[:, :, 4], 0.0)
+    assert moments.block_sums[7, 0, 2] == 0.0 and np.isfinite(moments.block_sums).all()
+    assert sums.dtype == np.float32 and np.isnan(sums[0, 0, 4])  # the scores are not changed
