@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 
 import numpy as np
 
@@ -219,15 +220,27 @@ class PyMCDensity:
         return np.asarray(scores).reshape(shape), np.asarray(unconstrained).reshape(shape)
 
 
+#: Warnings the sampler raises from its own numerics (NumPy's floating-point warnings in
+#: PyMC's and PyTensor's code, e.g. "overflow encountered in dot" in the mass matrix's
+#: velocity during warmup) and its own divergence / r-hat notes: they say how the chain
+#: explored, which the refit judges itself by its divergences (``max_divergent``).
+_SAMPLER_WARNINGS = ((RuntimeWarning, r"(pymc|pytensor)(\.|$)"), (UserWarning, r"pymc(\.|$)"))
+
+
 @contextlib.contextmanager
 def _quiet_pymc():
-    """PyMC's INFO lines ("Initializing NUTS...") off during a refit: a campaign of hundreds
-    of refits would print thousands of them; divergences are checked and reported here."""
+    """PyMC's INFO lines ("Initializing NUTS...") and its sampler's warnings off during a
+    refit: a campaign of hundreds of refits would print thousands of them, and a warmup's
+    floating-point overflow is not a failed refit; divergences are checked and reported here.
+    Warnings from anywhere else (the user's model code, deprecations) pass as they are."""
     logger = logging.getLogger("pymc")
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
-        yield
+        with warnings.catch_warnings():
+            for category, module in _SAMPLER_WARNINGS:
+                warnings.filterwarnings("ignore", category=category, module=module)
+            yield
     finally:
         logger.setLevel(level)
 

@@ -48,6 +48,38 @@ def test_bad_model_and_observed_name():
         refit.PyMCBackend(_regression(), observed="z")
 
 
+def test_a_refit_survives_its_samplers_numerical_warnings(monkeypatch):
+    """PyMC's NUTS may warn "overflow encountered in dot" during warmup (its mass matrix's
+    velocity): the refit goes on and is judged by its divergences; a warning from the
+    user's own code still reaches the caller."""
+    import warnings
+
+    sample = pm.sample
+
+    def sample_that_overflows(*args, **kwargs):
+        warnings.warn_explicit(
+            "overflow encountered in dot", RuntimeWarning, "quadpotential.py", 1,
+            module="pymc.step_methods.hmc.quadpotential",
+        )
+        return sample(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", sample_that_overflows)
+    backend = refit.PyMCBackend(_regression(), draws=50, tune=50, chains=1, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as a user's script with -W error, config aside
+        post = backend.fit(np.ones(backend.n_obs))
+    assert post.n_draws == 50
+
+    def sample_with_user_warning(*args, **kwargs):
+        warnings.warn("the user's own warning", RuntimeWarning, stacklevel=1)
+        return sample(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", sample_with_user_warning)
+    with warnings.catch_warnings(), pytest.raises(RuntimeWarning, match="user's own"):
+        warnings.simplefilter("error")
+        backend.fit(np.ones(backend.n_obs))
+
+
 @pytest.mark.slow
 def test_an_amip_set_of_a_pymc_regression_is_verified_by_a_real_refit():
     backend = refit.PyMCBackend(_regression(), draws=1000, tune=1000, chains=4, seed=3)
