@@ -19,7 +19,7 @@ import xarray as xr
 
 from bayesij.array._numeric import CHUNK_BYTES
 from bayesij.array.checks import as_float_array, check_positive_int, fail
-from bayesij.data.inference_data import SAMPLE_DIMS, group_names, has_groups
+from bayesij.data.inference_data import SAMPLE_DIMS, aligned_draws, group_names, has_groups
 from bayesij.data.posterior import select_names
 
 __all__ = [
@@ -253,13 +253,12 @@ class LazyArray:
         part = self.array[:, :, start:stop].data
         if hasattr(part, "dask"):
             part = _computed(part)
-        values = np.asarray(part, dtype=float)
-        return as_float_array(values, "log_lik")
+        return as_float_array(np.asarray(part), "log_lik")
 
     def rows(self, positions: np.ndarray) -> np.ndarray:
         """The log-likelihood of the observations at ``positions`` (any order), (chains,
         draws, len(positions))."""
-        values = np.asarray(self.array[:, :, np.asarray(positions)].values, dtype=float)
+        values = np.asarray(self.array[:, :, np.asarray(positions)].values)
         return as_float_array(values, "log_lik")
 
     def bounds(self) -> list[tuple[int, int]]:
@@ -308,6 +307,10 @@ def _is_dask(array) -> bool:
     return hasattr(getattr(array, "data", None), "dask") or hasattr(array, "dask")
 
 
+def _as_dataset(group) -> xr.Dataset:
+    return group.to_dataset() if hasattr(group, "to_dataset") else group
+
+
 def _as_lazy_array(array: xr.DataArray, name: str) -> LazyArray:
     if tuple(array.dims[:2]) != SAMPLE_DIMS or array.ndim != 3:
         raise fail(
@@ -315,6 +318,8 @@ def _as_lazy_array(array: xr.DataArray, name: str) -> LazyArray:
             f"a lazy array with dims {array.dims}",
             "dims (chain, draw, one observation dim) for a lazy log-likelihood",
         )
+    # The dtype is known before any chunk is read: refused as a matrix in memory would be.
+    as_float_array(np.empty(0, dtype=array.dtype), name)
     return LazyArray(array)
 
 
@@ -331,8 +336,10 @@ def lazy_log_lik(data, var_name=None) -> LogLikFunction | LazyArray | None:
         return _as_lazy_array(data, "data")
     dataset = None
     if has_groups(data) and "log_likelihood" in group_names(data):
-        group = data["log_likelihood"]
-        dataset = group.to_dataset() if hasattr(group, "to_dataset") else group
+        dataset = _as_dataset(data["log_likelihood"])
+        if "posterior" in group_names(data):
+            # Draws paired by label with the posterior's, as in memory (or refused).
+            dataset = aligned_draws(dataset, _as_dataset(data["posterior"]), "log_likelihood")
     elif isinstance(data, xr.Dataset):
         dataset = data
     if dataset is None:

@@ -300,3 +300,78 @@ def test_a_dask_chunk_is_handed_over_without_dask_s_copy():
     np.testing.assert_array_equal(
         LazyArray(split).block(3, 6), np.arange(60.0).reshape(2, 5, 6)[:, :, 3:]
     )
+
+
+def _stored_fit(tmp_path, order):
+    """A DataTree file whose log_likelihood draws are the posterior's in the ``order``
+    given."""
+    rng = np.random.default_rng(12)
+    y = rng.standard_t(4, size=40)
+    mu = rng.normal(y.mean(), 0.2, size=(4, 200))
+    log_lik = -0.5 * (y - mu[..., None]) ** 2
+    posterior = xr.Dataset(
+        {"mu": (("chain", "draw"), mu)}, coords={"chain": range(4), "draw": range(200)}
+    )
+    stored = xr.Dataset(
+        {"y": (("chain", "draw", "obs"), log_lik)},
+        coords={"chain": range(4), "draw": range(200), "obs": range(40)},
+    ).isel(draw=order)  # the draws keep their labels in another order
+    path = tmp_path / "fit.nc"
+    xr.DataTree.from_dict({"posterior": posterior, "log_likelihood": stored}).to_netcdf(path)
+    return path
+
+
+@pytest.mark.skipif(not hasattr(xr, "DataTree"), reason="xarray without DataTree")
+def test_a_lazy_file_pairs_draws_by_label_as_in_memory(tmp_path):
+    """Draws of the log_likelihood group in another order than the posterior's are paired
+    by their labels, lazily as in memory; thinned or relabelled ones are refused alike."""
+    order = np.random.default_rng(3).permutation(200)
+    path = _stored_fit(tmp_path, order)
+    with xr.open_datatree(path) as opened:
+        eager = opened.load()
+    with xr.open_datatree(path, chunks={}) as lazy:
+        np.testing.assert_allclose(
+            bayesij.influence(lazy)["psi"], bayesij.influence(eager)["psi"], rtol=1e-12, atol=0
+        )
+        lazy_audit = bayesij.audit(lazy, method="linear")
+        eager_audit = bayesij.audit(eager, method="linear")
+    for name, table in eager_audit.tables().items():
+        pd.testing.assert_frame_equal(lazy_audit.tables()[name], table, rtol=1e-12)
+    assert lazy_audit.summary() == eager_audit.summary()
+    for labels, found in (
+        (np.arange(0, 200, 2), r"log_likelihood draws \[0, 2, \.\.\., 198\]"),
+        (np.arange(200) + 1000, r"log_likelihood draws \[1000, 1001, \.\.\., 1199\]"),
+    ):
+        rng = np.random.default_rng(12)
+        y = rng.standard_t(4, size=40)
+        mu = rng.normal(y.mean(), 0.2, size=(4, 200))
+        tree = xr.DataTree.from_dict(
+            {
+                "posterior": xr.Dataset(
+                    {"mu": (("chain", "draw"), mu)}, coords={"draw": range(200)}
+                ),
+                "log_likelihood": xr.Dataset(
+                    {"y": (("chain", "draw", "obs"), -0.5 * (y - mu[..., None]) ** 2)},
+                    coords={"draw": range(200)},
+                ).isel(draw=slice(0, len(labels)))
+                .assign_coords(draw=labels),
+            }
+        )
+        bad = tmp_path / f"bad{labels[1]}.nc"
+        tree.to_netcdf(bad)
+        for chunks in (None, {}):
+            with xr.open_datatree(bad, chunks=chunks) as opened:
+                with pytest.raises(ValueError, match=r"idata: found " + found):
+                    bayesij.influence(opened)
+
+
+def test_a_lazy_log_likelihood_of_complex_or_boolean_values_is_refused_before_reading():
+    da = pytest.importorskip("dask.array")
+    for values, found in (
+        (np.ones((2, 10, 5)) + 1j, "complex values"),
+        (np.ones((2, 10, 5), dtype=bool), "values of type bool"),
+    ):
+        with pytest.raises(ValueError, match=r"found " + found + "; expected real numbers"):
+            bayesij.loo(values)
+        with pytest.raises(ValueError, match=r"found " + found + "; expected real numbers"):
+            bayesij.loo(da.from_array(values, chunks=(2, 10, 2)))
