@@ -336,3 +336,20 @@ def test_values_checked_by_from_arrays_cannot_change_afterwards(rng):
     passing = rng.normal(-1, 0.1, (4, 100, 5))
     bayesij.loo(passing)  # an estimator's passing container leaves the caller's array as is
     passing[0, 0, 0] = -1.0
+
+
+def test_a_pickled_or_copied_container_stays_read_only(rng):
+    """Dask, loky and joblib pickle what they send: the copy's new arrays are as protected
+    as the checked originals, so NaN cannot be written into one to give a finite elpd."""
+    import copy
+    import pickle
+
+    post = bayesij.from_arrays(
+        rng.normal(size=(4, 100, 1)), rng.normal(-1, 0.1, (4, 100, 5)), groups=[0, 0, 1, 1, 2]
+    )
+    for copied in (pickle.loads(pickle.dumps(post)), copy.deepcopy(post)):
+        assert not np.shares_memory(copied.log_lik.values, post.log_lik.values)
+        for held in (copied.log_lik.values, copied.quantities.values, copied.groups.values):
+            with pytest.raises(ValueError, match="read-only"):
+                held[(0,) * held.ndim] = np.nan if held.dtype.kind == "f" else held.flat[1]
+        assert bayesij.loo(copied).elpd == bayesij.loo(post).elpd

@@ -155,6 +155,15 @@ class Posterior:
         if self.groups is not None:
             object.__setattr__(self, "groups", self._group_labels(self.groups))
 
+    def __setstate__(self, state: dict) -> None:
+        """An unpickled or deep-copied container (what Dask, loky and joblib send, and
+        ``copy.deepcopy`` makes) holds new arrays: they are made read-only as the checked
+        originals were, so that values checked once still cannot change."""
+        self.__dict__.update(state)
+        for array in (self.quantities, self.log_lik, self.groups):
+            if array is not None:
+                read_only(array.values)
+
     # ----------------------------------------------------------------- sizes and names
     @property
     def n_chains(self) -> int:
