@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import InitVar, dataclass
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from bayesij.array._numeric import sum_by_group
@@ -294,7 +295,7 @@ class Posterior:
             f"{len(names)} quantities ({shown}), {self.n_obs} observations"
         )
         if self.groups is not None:
-            text += f" in {np.unique(self.groups.values.astype(str)).size} groups"
+            text += f" in {label_codes(self.groups.values)[0].size} groups"
         return text
 
 
@@ -330,19 +331,31 @@ def _check_dims(array, dims: tuple[str, ...], argument: str) -> None:
 
 
 def _is_missing(label) -> bool:
-    if label is None:
-        return True
-    try:
-        return bool(np.isnan(label))
-    except TypeError:
-        return False
+    """None, NaN, ``pd.NA``, ``NaT``: no label (the text ``"NA"`` is a label)."""
+    return bool(pd.api.types.is_scalar(label) and pd.isna(label))
+
+
+def label_codes(labels, *, sort: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct labels and the code of each label, labels grouped by equality as pandas
+    groups them: ``1`` and ``1.0`` are one label, ``1`` and ``"1"`` two.
+
+    Parameters
+    ----------
+    labels : array_like of shape (n,)
+        No missing values (checked by the callers, which name their argument).
+    sort : bool, default False
+        Distinct labels sorted (numbers before text); else in order of first appearance.
+
+    Returns
+    -------
+    unique : ndarray of shape (n_unique,)
+    codes : ndarray of int, shape (n,)
+        ``unique[codes]`` equals ``labels``.
+    """
+    codes, unique = pd.factorize(np.asarray(labels, dtype=object), sort=sort)
+    return np.asarray(unique, dtype=object), codes.astype(np.intp)
 
 
 def _unique_in_order(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unique labels in order of first appearance, and the code of each label."""
-    keys = labels.astype(str)
-    _, first, codes = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    return labels[first[order]], rank[codes]
+    return label_codes(labels)

@@ -23,11 +23,11 @@ from bayesij.array.checks import check_positive_int, fail
 from bayesij.array.kfold import fold_elpd, subset_elpd
 from bayesij.array.linearity import leave_out_changes
 from bayesij.array.psis import pareto_k_threshold
-from bayesij.data.posterior import Posterior
+from bayesij.data.posterior import Posterior, label_codes
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.refit.report import RefitReport, comparison_rows
 from bayesij.refit.scheduler import LooStopRule, loo_priorities
-from bayesij.refit.splits import kfold_split_random
+from bayesij.refit.splits import kfold_split_random, label_vector
 from bayesij.refit.summary import summarise
 from bayesij.stats.elpd import KfoldResult
 from bayesij.stats.jackknife import ij_covariance
@@ -376,14 +376,18 @@ def kfold(
         ``summary`` has the exact and approximate elpd_kfold totals.
     """
     post = _checked(post, backend)
-    labels = kfold_split_random(post.n_obs, K, seed) if folds is None else np.asarray(folds)
+    labels = (
+        kfold_split_random(post.n_obs, K, seed)
+        if folds is None
+        else label_vector(folds, "folds", "fold")
+    )
     if labels.shape != (post.n_obs,):
         raise fail(
             "folds",
             f"shape {labels.shape}",
             f"a fold label for each of the {post.n_obs} observations",
         )
-    names, codes = np.unique(labels, return_inverse=True)
+    names, codes = label_codes(labels, sort=True)
     if names.size < 2:
         raise fail("folds", f"{names.size} fold", "at least 2 folds")
     tasks = [

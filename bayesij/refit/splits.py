@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import check_positive_int, check_real, check_seed, fail
+from bayesij.data.posterior import label_codes
 
 __all__ = ["kfold_split_random", "kfold_split_grouped", "kfold_split_stratified"]
 
@@ -83,9 +84,11 @@ def kfold_split_random(n_obs: int, K: int = 10, seed: int = 0) -> np.ndarray:
     return _balanced_labels(n_obs, K, np.random.default_rng(seed))
 
 
-def _label_vector(values, argument: str, what: str) -> np.ndarray:
-    """One label per observation, none missing (NaN or None)."""
-    labels = np.asarray(values)
+def label_vector(values, argument: str, what: str) -> np.ndarray:
+    """One label per observation, none missing (NaN, None, ``pd.NA``), as given: a list
+    mixing numbers and text stays mixed (NumPy would turn it all into text, so that ``1``
+    and ``"1"`` merged)."""
+    labels = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
     if labels.ndim != 1:
         raise fail(argument, f"shape {labels.shape}", f"one {what} label per observation")
     missing = pd.isna(labels)
@@ -105,8 +108,9 @@ def kfold_split_grouped(groups, K: int = 10, seed: int = 0) -> np.ndarray:
     observations so far, so fold sizes are as even as the group sizes allow (exactly
     balanced in groups when all groups have the same size).
     """
-    labels = _label_vector(groups, "groups", "group")
-    unique, codes, sizes = np.unique(labels, return_inverse=True, return_counts=True)
+    labels = label_vector(groups, "groups", "group")
+    unique, codes = label_codes(labels, sort=True)
+    sizes = np.bincount(codes, minlength=unique.size)
     if unique.size < 2:
         raise fail("groups", f"{unique.size} distinct group", "at least 2 groups to form folds")
     K = _check_k(K, unique.size, "groups")
@@ -129,11 +133,11 @@ def kfold_split_stratified(strata, K: int = 10, seed: int = 0) -> np.ndarray:
     turn, so every fold gets floor or ceil of its share of each stratum and fold sizes
     differ by at most one.
     """
-    labels = _label_vector(strata, "strata", "stratum")
+    labels = label_vector(strata, "strata", "stratum")
     K = _check_k(K, labels.size, "observations")
     rng = np.random.default_rng(seed)
     shuffled = rng.permutation(labels.size)
-    _, codes = np.unique(labels[shuffled], return_inverse=True)
+    _, codes = label_codes(labels[shuffled], sort=True)
     dealt = shuffled[np.argsort(codes, kind="stable")]
     folds = np.empty(labels.size, dtype=int)
     folds[dealt] = np.arange(labels.size) % K + 1

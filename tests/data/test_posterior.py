@@ -1,6 +1,7 @@
 """The posterior container: construction, selection, groups, bad input."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -91,3 +92,24 @@ def test_duplicate_ids_and_unequal_chains(rng):
         bayesij.from_arrays(
             rng.normal(size=(10, 1)), rng.normal(size=(10, 3)), chain_ids=[0] * 6 + [1] * 4
         )
+
+
+def test_group_labels_are_grouped_by_equality_as_pandas_groups():
+    """1 and 1.0 are one group, 1 and "1" two; pd.NA is missing, the text "NA" a label."""
+    rng = np.random.default_rng(2)
+    log_lik = rng.normal(-1, 0.1, (2, 50, 6))
+    post = bayesij.from_arrays(rng.normal(size=(2, 50, 1)), log_lik)
+    codes, labels = post.unit_codes([1, 1.0, "1", "1", "NA", 2])
+    assert codes.tolist() == [0, 0, 1, 1, 2, 3]
+    assert labels.values.tolist() == [1, "1", "NA", 2]
+    expected = [log_lik[..., :2].sum(-1), log_lik[..., 2:4].sum(-1)]
+    units, _ = post.units([1, 1.0, "1", "1", "NA", 2])
+    np.testing.assert_array_equal(units[..., :2], np.stack(expected, axis=-1))
+    for missing in (pd.NA, None, np.nan, pd.NaT):
+        with pytest.raises(ValueError, match=r"groups: found 1 missing label\(s\)"):
+            post.with_groups([1, 1, missing, 2, 2, 2])
+    from bayesij.refit import kfold_split_grouped
+
+    folds = kfold_split_grouped([1, 1.0, "1", "1", "b", "b"], K=3, seed=0)
+    assert folds[0] == folds[1] and folds[2] == folds[3] and folds[4] == folds[5]
+    assert len(set(folds.tolist())) == 3
