@@ -353,7 +353,8 @@ def test_a_lazy_file_pairs_draws_by_label_as_in_memory(tmp_path):
                 "log_likelihood": xr.Dataset(
                     {"y": (("chain", "draw", "obs"), -0.5 * (y - mu[..., None]) ** 2)},
                     coords={"draw": range(200)},
-                ).isel(draw=slice(0, len(labels)))
+                )
+                .isel(draw=slice(0, len(labels)))
                 .assign_coords(draw=labels),
             }
         )

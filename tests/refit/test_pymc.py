@@ -58,7 +58,10 @@ def test_a_refit_survives_its_samplers_numerical_warnings(monkeypatch):
 
     def sample_that_overflows(*args, **kwargs):
         warnings.warn_explicit(
-            "overflow encountered in dot", RuntimeWarning, "quadpotential.py", 1,
+            "overflow encountered in dot",
+            RuntimeWarning,
+            "quadpotential.py",
+            1,
             module="pymc.step_methods.hmc.quadpotential",
         )
         return sample(*args, **kwargs)
