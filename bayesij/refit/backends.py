@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import inspect
 import io
 import json
 import os
@@ -252,6 +253,10 @@ def _feed(digest, value, depth: int) -> None:
         _feed(digest, value.func, depth + 1)
         for item in (*value.args, *sorted(value.keywords.items())):
             _feed(digest, item, depth + 1)
+    elif inspect.ismethod(value):  # a bound method: its function and its object's data
+        _feed(digest, value.__func__, depth + 1)
+        for item in _held_arrays(value.__self__):
+            _feed(digest, item, depth + 1)
     elif hasattr(value, "__code__"):
         _feed_code(digest, value.__code__, depth)
         for item in value.__defaults__ or ():
@@ -269,6 +274,9 @@ def _feed(digest, value, depth: int) -> None:
                 _feed(digest, np.asarray(item.to_numpy()), depth + 1)
             elif callable(item) and hasattr(item, "__code__") and depth < 2:
                 _feed(digest, item, depth + 1)  # a function it calls
+            else:  # arrays held in a dict or an object (data, not counters)
+                for array in _held_arrays(item):
+                    _feed(digest, array, depth + 1)
     elif isinstance(value, np.ndarray):
         digest.update(f"{value.dtype}{value.shape}".encode())
         digest.update(np.ascontiguousarray(value).tobytes())
@@ -301,6 +309,24 @@ def _has_contents(cell) -> bool:
     except ValueError:  # an empty cell
         return False
     return True
+
+
+def _held_arrays(holder) -> list:
+    """The arrays and tables of data a dict, or an object's attributes, hold (one level
+    down, in a stable order): what a refit function may read its data from."""
+    if isinstance(holder, dict):
+        items = holder.items()
+    elif hasattr(holder, "__dict__") and not isinstance(holder, type) and not callable(holder):
+        items = vars(holder).items()
+    else:
+        return []
+    found = []
+    for key, value in sorted(items, key=lambda item: repr(item[0])):
+        if isinstance(value, np.ndarray):
+            found.append((repr(key), value))
+        elif callable(getattr(value, "to_numpy", None)):
+            found.append((repr(key), np.asarray(value.to_numpy())))
+    return found
 
 
 def _pickled_or_repr(value) -> bytes:

@@ -25,7 +25,7 @@ from bayesij.array.checks import fail
 from bayesij.refit.store import CampaignStore
 from bayesij.refit.summary import summarise
 
-__all__ = ["Task", "run_campaign", "execute"]
+__all__ = ["Task", "run_campaign", "execute", "reference_digest"]
 
 
 class Task(NamedTuple):
@@ -273,12 +273,39 @@ def _progress(total: int, done: int, description: str, enabled: bool):
     return tqdm(total=total, initial=done, desc=description, disable=not enabled, unit="refit")
 
 
+def reference_digest(reference) -> str | None:
+    """A hash of what a campaign is about (None: nothing given): a Posterior's draws,
+    log-likelihood, quantity names, observation ids and groups, or any arrays and numbers,
+    by their bytes."""
+    if reference is None:
+        return None
+    digest = hashlib.sha256()
+    parts = reference if isinstance(reference, tuple) else (reference,)
+    if hasattr(reference, "log_lik") and hasattr(reference, "quantities"):
+        groups = reference.groups
+        parts = (
+            reference.quantities.values,
+            reference.quantity_names,
+            reference.log_lik.values,
+            [repr(o) for o in reference.obs_names],
+            None if groups is None else [repr(g) for g in groups.values.tolist()],
+        )
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            digest.update(f"{part.dtype}{part.shape}".encode())
+            digest.update(np.ascontiguousarray(part).tobytes())
+        else:
+            digest.update(repr(part).encode())
+    return digest.hexdigest()[:16]
+
+
 def run_campaign(
     tasks: list[Task],
     backend,
     *,
     experiment: str,
     settings: dict,
+    reference=None,
     store=None,
     executor=None,
     progress: bool = True,
@@ -298,6 +325,12 @@ def run_campaign(
         Name of the experiment, recorded in the plan.
     settings : dict
         What else defines the campaign (JSON-ready); resuming requires the same.
+    reference : Posterior or arrays, optional
+        What the campaign is about: the full-data fit whose refits it runs (its draws,
+        log-likelihood, names and groups) or, for a check of a result, the numbers that
+        result was computed from. Its digest is part of the plan, so that a store is
+        never reused for other data, however the backend reads its data (a dict, an
+        object's attribute, a global).
     store : str, path or CampaignStore, optional
         Directory of the campaign store; default: kept in memory only. A second runner on
         the same directory waits for the first (a file lock) and then finds its refits
@@ -339,6 +372,7 @@ def run_campaign(
         campaign = CampaignStore(store, retry_failed=retry_failed)
     plan = {
         "experiment": experiment,
+        "reference": reference_digest(reference),
         "backend": repr(backend),
         "settings": settings,
         "tasks": {task.key: task.fingerprint() for task in tasks},

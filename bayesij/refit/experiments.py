@@ -73,10 +73,11 @@ def _quantity_columns(record: dict, names: list[str]) -> list[int]:
     return [record["quantities"].index(name) for name in names]
 
 
-def _campaign(tasks, backend, experiment, settings, store, executor, progress, **options):
+def _campaign(post, tasks, backend, experiment, settings, store, executor, progress, **options):
     return run_campaign(
         tasks,
         backend,
+        reference=post,
         experiment=experiment,
         settings=settings,
         store=store,
@@ -140,6 +141,7 @@ def bootstrap(
     tasks = [Task(f"boot-{b:05d}", counts[b][codes].astype(float)) for b in range(B)]
     settings = {"B": B, "seed": seed, "units": int(units.size)}
     records = _campaign(
+        post,
         tasks,
         backend,
         "bootstrap",
@@ -291,6 +293,7 @@ def loo(
         tasks.append(Task(_loo_key(post, n), weights, (int(n),)))
     settings = {"points": [str(post.obs_names[n]) for n in positions]}
     records = _campaign(
+        post,
         tasks,
         backend,
         "loo",
@@ -395,6 +398,7 @@ def kfold(
         for k, name in enumerate(names)
     ]
     records = _campaign(
+        post,
         tasks,
         backend,
         "kfold",
@@ -518,6 +522,7 @@ def lwcv(
         tasks.append(Task(f"lwcv-{j}", weights, tuple(int(t) for t in subset)))
     settings = {"folds": [[int(t) for t in subset] for subset in subsets]}
     records = _campaign(
+        post,
         tasks,
         backend,
         "lwcv",
@@ -601,6 +606,7 @@ def drop(
     deleted = np.isin(codes, chosen)
     task = Task("drop", (~deleted).astype(float))
     records = _campaign(
+        post,
         [task],
         backend,
         "drop",

@@ -154,6 +154,7 @@ def lfo(
     records = run_campaign(
         tasks,
         backend,
+        reference=post,
         experiment="lfo",
         settings={"min_train": int(min_train), "horizon": int(horizon)},
         store=store,

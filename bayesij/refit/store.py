@@ -2,8 +2,10 @@
 
 A store is a directory with three files:
 
-* ``plan.json`` — the campaign's experiment, backend and planned tasks (keys and a
-  fingerprint of each task's weights), written once, atomically;
+* ``plan.json`` — the campaign's experiment, a digest of its reference fit (the full-data
+  draws and log-likelihood the refits are compared with: the store is keyed by the
+  campaign's data, however the backend reads it), the backend and the planned tasks (keys
+  and a fingerprint of each task's weights), written once, atomically;
 * ``records.jsonl`` — one JSON line per finished refit (successful or failed), appended
   and synced to disk as each refit finishes; every line carries the fingerprint of the
   plan it was made for, so a record is never reused by a different campaign (even when
@@ -21,7 +23,9 @@ The store is private to its user: created with mode 0700, refused when another u
 or may write to it, its files opened without following links, the plan written through a
 ``mkstemp`` file. A fourth file, ``key`` (mode 0600), holds a secret with which every record
 is signed (HMAC-SHA256): a record edited by hand, or forged, is an error naming its line; a
-second finished record of the same refit too. A store that is not writable (a finished
+second finished record of the same refit too; signed records without their key (deleted) or
+with an empty one are refused. The key is written to a temporary file, synced, then linked
+into place, so it exists whole or not at all. A store that is not writable (a finished
 campaign kept read-only) is read without its lock.
 """
 
@@ -94,6 +98,10 @@ _LINE_FIX = (
     "expected one JSON record per line, as bayesij writes them. Delete that line (its "
     "refit is done again on the next run) or move the store aside to start afresh."
 )
+_KEY_FIX = (
+    "Records are signed with the store's key: move the store aside to start afresh (its "
+    "refits are done again)."
+)
 _PLAN_FIX = (
     "expected the plan bayesij wrote. Delete plan.json to re-plan: records carry their "
     "plan's fingerprint, so only those of the same campaign are reused."
@@ -132,7 +140,15 @@ class CampaignStore:
                 )
             # private: records and plan are the user's; exist_ok: two runners starting on
             # one fresh store at once both find it made (the loser's makedirs raised)
-            os.makedirs(self.path, mode=0o700, exist_ok=True)
+            try:
+                os.makedirs(self.path, mode=0o700, exist_ok=True)
+            except OSError as error:  # a read-only mount, no permission, a file on the way
+                raise OSError(
+                    error.errno,
+                    f"store: could not create {self.path!r} ({error.strerror or error}); "
+                    "expected a directory bayesij can create and write (another path, or "
+                    "a copy of the store on a writable disk).",
+                ) from error
             _check_private(self.path)
             self.read_only = not os.access(self.path, os.W_OK)
 
@@ -155,7 +171,7 @@ class CampaignStore:
             return
         lock = filelock.FileLock(self._file("lock"))
         try:
-            lock.acquire(timeout=0)
+            self._acquire(lock, timeout=0)
         except filelock.Timeout:
             warnings.warn(
                 f"store: {self.path!r} is in use by another runner; waiting for it to "
@@ -165,7 +181,7 @@ class CampaignStore:
                 stacklevel=4,
             )
             try:
-                lock.acquire(timeout=LOCK_WAIT)
+                self._acquire(lock, timeout=LOCK_WAIT)
             except filelock.Timeout:
                 raise ValueError(
                     f"store: found {self.path!r} locked by another runner for {LOCK_WAIT:g} s; "
@@ -177,6 +193,19 @@ class CampaignStore:
             yield self
         finally:
             lock.release()
+
+    @staticmethod
+    def _acquire(lock: filelock.FileLock, timeout: float) -> None:
+        try:
+            lock.acquire(timeout=timeout)
+        except filelock.Timeout:
+            raise
+        except OSError as error:  # a directory or another user's file named 'lock'
+            raise OSError(
+                error.errno,
+                f"store: could not lock {lock.lock_file!r} ({error.strerror or error}); "
+                "expected a lock file bayesij can create there: remove what is in its place.",
+            ) from error
 
     def _check_plan(self, plan: dict) -> None:
         """Record ``plan`` in a new store; in an existing one, insist it is the same plan."""
@@ -194,8 +223,8 @@ class CampaignStore:
             changed = sorted(k for k in set(found) | set(plan) if found.get(k) != plan.get(k))
             raise ValueError(
                 f"store: found {self.path!r} holding a campaign planned with different "
-                f"{', '.join(changed)}; expected the same experiment, backend and settings "
-                "to resume, or a new directory."
+                f"{', '.join(changed)}; expected the same experiment, data (the reference fit), "
+                "backend and settings to resume, or a new directory."
             )
 
     @staticmethod
@@ -246,6 +275,13 @@ class CampaignStore:
         key = self._key(create=False)
         for number, line in enumerate(complete.splitlines(), start=1):
             record = self._parse(file, number, line)
+            if key is None and "mac" in record:
+                raise ValueError(
+                    f"store: found signed records in {file!r} without its 'key' file; "
+                    "expected the key bayesij wrote beside them: without it an edited or "
+                    "forged record cannot be told from a real one. Move the store aside to "
+                    "start afresh."
+                )
             self._check_mac(file, number, record, key)
             if record["plan"] != self._plan_id:
                 others += 1
@@ -276,14 +312,42 @@ class CampaignStore:
         of their content with it, so an edited or forged record is found out."""
         file = self._file("key")
         if os.path.lexists(file):
-            with _open_private(file, "rb") as handle:
-                return handle.read()
+            try:
+                with _open_private(file, "rb") as handle:
+                    secret = handle.read()
+            except OSError as error:  # a link planted in its place, a directory
+                raise _damaged(
+                    file, "the path", f"not a readable file ({error.strerror})", _KEY_FIX
+                ) from None
+            if not secret:
+                raise ValueError(
+                    f"store: found an empty 'key' in {self.path!r}; expected the secret "
+                    f"bayesij wrote (an empty one would sign anything). {_KEY_FIX}"
+                )
+            return secret
         if not create or self.read_only:
             return None
+        return self._new_key(file)
+
+    def _new_key(self, file: str) -> bytes:
+        """A new secret, written to a private temporary file, synced, then linked into
+        place: the key exists whole or not at all (a full disk leaves none)."""
         secret = secrets.token_bytes(32)
-        descriptor = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(secret)
+        descriptor, temporary = tempfile.mkstemp(dir=self.path, prefix=".key-", suffix=".tmp")
+        try:
+            try:
+                data = secret
+                while data:
+                    data = data[os.write(descriptor, data) :]
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+            os.link(temporary, file)  # never replaces a key already there
+        except OSError as error:
+            raise self._write_error(file, error, "the key") from error
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(temporary)
         return secret
 
     @staticmethod

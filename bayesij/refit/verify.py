@@ -55,6 +55,8 @@ def verify(
     records = run_campaign(
         [task],
         backend,
+        # the fit the result was computed from: its value and predicted curve
+        reference=(result.original_value, result.curve.to_numpy(dtype=float)),
         experiment="verify",
         settings={"quantity": result.quantity, "ids": [str(i) for i in result.drop_ids]},
         store=store,

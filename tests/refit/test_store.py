@@ -113,6 +113,8 @@ def test_a_full_disk_stops_with_a_clear_error_and_loses_nothing(tmp_path, monkey
     real_write, calls = os.write, []
 
     def write(descriptor, data):
+        if b'"status"' not in data:  # the key, written first
+            return real_write(descriptor, data)
         calls.append(data)
         if len(calls) > 2:
             real_write(descriptor, data[:5])  # half a line, then the disk is full
@@ -220,3 +222,134 @@ def test_a_refit_that_kills_its_dask_worker_fails_alone(tmp_path):
     # alone, it finishes: only the refit that kills its worker is a failure.
     assert report.failures["key"].tolist() == ["loo-0"], report.failures
     assert report.n_refits == 1
+
+
+def _data_reading_backends():
+    """Refit functions that read their data through a dict, a bound method's object, an
+    object held in a closure and an int global: the four ways the callable's digest used
+    to miss a change of data."""
+
+    class Data:
+        def __init__(self, y):
+            self.y = y
+
+        def fit(self, weights):
+            return refit.ConjugateNormalBackend(np.ones((self.y.size, 1)), self.y, draws=200).fit(
+                weights
+            )
+
+    return Data
+
+
+def test_a_store_is_keyed_by_the_campaign_s_data_not_the_callable(tmp_path):
+    """A campaign on new data (a new full-data fit) refuses the store of the old one, however
+    the refit function reads its data; the same data resumes."""
+    Data = _data_reading_backends()
+    rng = np.random.default_rng(4)
+    for way in ("dict", "method", "closure object"):
+        store = tmp_path / way.replace(" ", "_")
+        data = {"y": rng.normal(size=8)}
+        holder = Data(data["y"])
+
+        def by_dict(weights, data=data):
+            return Data(data["y"]).fit(weights)
+
+        def by_object(weights, holder=holder):
+            return holder.fit(weights)
+
+        fn = {"dict": by_dict, "method": holder.fit, "closure object": by_object}[way]
+        backend = refit.CallableBackend(fn, 8)
+        for _ in range(2):  # the same data: resumed, nothing refitted
+            refit.loo(
+                backend.fit(np.ones(8)),
+                backend,
+                points=[0, 1],
+                store=store,
+                executor="sequential",
+                progress=False,
+            )
+            assert len(_lines(store)) == 2
+        new_y = rng.normal(size=8)
+        data["y"], holder.y = new_y, new_y  # the same callables now read other data
+        with pytest.raises(ValueError, match=r"planned with different (backend, )?reference"):
+            refit.loo(
+                backend.fit(np.ones(8)),
+                backend,
+                points=[0, 1],
+                store=store,
+                executor="sequential",
+                progress=False,
+            )
+
+
+def test_the_digest_of_a_callable_sees_arrays_of_its_object_and_dicts():
+    Data = _data_reading_backends()
+    a, b = Data(np.zeros(5)), Data(np.zeros(5))
+    assert repr(refit.CallableBackend(a.fit)) == repr(refit.CallableBackend(b.fit))
+    b.y = np.ones(5)
+    assert repr(refit.CallableBackend(a.fit)) != repr(refit.CallableBackend(b.fit))
+    held = {"y": np.zeros(5)}
+
+    def reads(weights):
+        return held["y"]
+
+    before = repr(refit.CallableBackend(reads))
+    held["y"] = np.ones(5)
+    assert repr(refit.CallableBackend(reads)) != before
+
+
+def test_a_signed_store_without_its_key_is_refused(tmp_path):
+    _loo(tmp_path)
+    Path(tmp_path, "key").unlink()
+    lines = _lines(tmp_path)
+    record = json.loads(lines[0])
+    record["lpd"] = [0.0]  # a hand edit that the missing key would let through
+    Path(tmp_path, "records.jsonl").write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    with pytest.raises(ValueError, match=r"store: found signed records in '.*' without its 'key'"):
+        _loo(tmp_path)
+
+
+def test_an_empty_or_linked_key_and_a_lock_directory_are_named(tmp_path):
+    _loo(tmp_path / "empty")
+    Path(tmp_path, "empty", "key").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"store: found an empty 'key' in '.*'"):
+        _loo(tmp_path / "empty")
+    _loo(tmp_path / "linked")
+    key = Path(tmp_path, "linked", "key")
+    Path(tmp_path, "elsewhere").write_bytes(key.read_bytes())
+    key.unlink()
+    key.symlink_to(Path(tmp_path, "elsewhere"))
+    with pytest.raises(ValueError, match=r"store: found the path of '.*key' not a readable file"):
+        _loo(tmp_path / "linked")
+    Path(tmp_path, "locked").mkdir(mode=0o700)
+    Path(tmp_path, "locked", "lock").mkdir()
+    with pytest.raises(OSError, match=r"store: could not lock '.*lock'"):
+        _loo(tmp_path / "locked")
+
+
+def test_the_key_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A full disk while the key is written leaves no key (no empty secret signing
+    everything) and a clear error; the next run writes it."""
+    real_write = os.write
+
+    def full_disk(descriptor, data):
+        if len(data) == 32:  # the secret
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(descriptor, data)
+
+    monkeypatch.setattr(store_module.os, "write", full_disk)
+    with pytest.raises(OSError, match=r"store: could not write the key"):
+        _loo(tmp_path)
+    assert not Path(tmp_path, "key").exists()
+    assert not [p for p in Path(tmp_path).iterdir() if p.name.startswith(".key")]
+    monkeypatch.setattr(store_module.os, "write", real_write)
+    assert _loo(tmp_path).n_refits == 4
+
+
+def test_a_store_that_cannot_be_made_is_named(tmp_path, monkeypatch):
+    def read_only_mount(path, mode=0o777, exist_ok=False):
+        raise OSError(errno.EROFS, "Read-only file system", path)
+
+    monkeypatch.setattr(store_module.os, "makedirs", read_only_mount)
+    with pytest.raises(OSError, match=r"store: could not create '.*new' \(Read-only file system\)"):
+        CampaignStore(tmp_path / "new")
