@@ -25,23 +25,48 @@ def load_posterior(files: list[str], log_lik: str | None, quantities) -> Posteri
     return from_inference_data(fit, var_name=log_lik, quantities=quantities)
 
 
-def load_fit(files: list[str], log_lik: str | None = None):
+def load_fit(files: list[str], log_lik: str | None = None, argument: str = "FILES"):
     """What FILES hold: one netCDF file as its DataTree (every group kept: the audit reads
-    the model's structure and log prior from it), or CmdStan CSV files as a Posterior."""
+    the model's structure and log prior from it), or CmdStan CSV files as a Posterior.
+    ``argument`` names the option in errors (``--compare`` for a compared fit)."""
     paths = [Path(f) for f in files]
+    folders = [str(p) for p in paths if p.is_dir()]
+    if folders:
+        raise ValueError(
+            f"{argument}: found the folder(s) {folders}; expected files (CmdStan CSV files "
+            "or one netCDF file), not the folder holding them."
+        )
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
-        raise ValueError(f"FILES: found missing file(s) {missing}; expected existing files.")
+        raise ValueError(f"{argument}: found missing file(s) {missing}; expected existing files.")
     if len(paths) == 1 and paths[0].suffix in {".nc", ".netcdf", ".h5"}:
-        return _open_netcdf(paths[0], "FILES")
+        return _open_netcdf(paths[0], argument)
     if all(p.suffix == ".csv" for p in paths):
         from bayesij.adapters.cmdstan import from_cmdstanpy
 
         return from_cmdstanpy([str(p) for p in paths], log_lik=log_lik or "log_lik")
     raise ValueError(
-        f"FILES: found {[p.name for p in paths]}; expected CmdStan CSV files (.csv) or one "
-        "InferenceData netCDF file (.nc)."
+        f"{argument}: found {[p.name for p in paths]}; expected CmdStan CSV files (.csv) or "
+        "one InferenceData netCDF file (.nc)."
     )
+
+
+#: The first bytes of a netCDF-3 (classic, 64-bit offset, 64-bit data) and an HDF5
+#: (netCDF-4) file.
+NETCDF_SIGNATURES = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
+
+
+def _check_signature(path: Path, argument: str) -> None:
+    """Refuse a file that is not netCDF before xarray tries its engines (whose error is a
+    page of install advice)."""
+    with open(path, "rb") as handle:
+        start = handle.read(8)
+    if not any(start.startswith(signature) for signature in NETCDF_SIGNATURES):
+        raise ValueError(
+            f"{argument}: found {path.name!r}, which is not a netCDF file (it does not start "
+            "as netCDF or HDF5 files do); expected an InferenceData / DataTree netCDF file "
+            "(idata.to_netcdf(path))."
+        )
 
 
 #: A netCDF file may declare at most this many times its size in data (MCMC draws barely
@@ -55,6 +80,7 @@ def _open_netcdf(path: Path, argument: str):
     refused before anything is read into memory)."""
     import xarray as xr
 
+    _check_signature(path, argument)
     try:
         with xr.open_datatree(path) as tree:
             declared = sum(
@@ -161,8 +187,10 @@ def _groups(value: str | None, fit):
     if path.is_file():
         import pandas as pd
 
-        try:
-            frame = pd.read_csv(path, header=0 if column else None)
+        try:  # labels as written: '01' is not '1', 'NA' (North America) is a label
+            frame = pd.read_csv(
+                path, header=0 if column else None, dtype=str, keep_default_na=False
+            )
         except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
             raise ValueError(
                 f"--groups: found {str(path)!r}, which is not a readable CSV file "
@@ -174,9 +202,7 @@ def _groups(value: str | None, fit):
                 f"{list(frame.columns)}); expected FILE:COLUMN naming one of them."
             )
         labels = frame[column].tolist() if column else frame.iloc[:, 0].tolist()
-        n_obs = _n_obs(fit)
-        if not column and len(labels) == n_obs + 1:  # a header line
-            labels = labels[1:]
+        _check_label_lines(labels, path, _n_obs(fit), header=bool(column))
         return labels
     if isinstance(fit, Posterior):
         raise ValueError(
@@ -184,6 +210,24 @@ def _groups(value: str | None, fit):
             f"label per observation ({fit.n_obs} lines) (a name needs a netCDF file)."
         )
     return value  # a name: audit() resolves it against the fit, or says what it could be
+
+
+def _check_label_lines(labels: list, path: Path, n_obs: int, header: bool) -> None:
+    """One non-empty label per observation: a file of N + 1 lines is not guessed to have a
+    header (that would shift every observation into its neighbour's group if it had none)."""
+    if len(labels) != n_obs:
+        hint = "" if header else " (a file with a header line: --groups FILE:COLUMN)"
+        raise ValueError(
+            f"--groups: found {len(labels)} label(s) in {path.name!r} for {n_obs} "
+            f"observations; expected one label per observation{hint}."
+        )
+    empty = [k for k, label in enumerate(labels) if not label.strip()]
+    if empty:
+        line = empty[0] + 1 + header
+        raise ValueError(
+            f"--groups: found {len(empty)} empty label(s) in {path.name!r} (first on line "
+            f"{line}); expected a group label for every observation."
+        )
 
 
 def _n_obs(fit) -> int:
@@ -240,15 +284,14 @@ def _compare(values: list[str] | None) -> dict | None:
     for value in values:
         name, _, path = value.partition("=") if "=" in value else (Path(value).stem, "", value)
         if not Path(path).is_file():
-            raise ValueError(
-                f"--compare: found {path!r}, which is not a file; expected a .nc file."
-            )
+            what = "a folder" if Path(path).is_dir() else "not a file"
+            raise ValueError(f"--compare: found {path!r}, {what}; expected a .nc file.")
         if name in fits or name == "audited":
             raise ValueError(
                 f"--compare: found the name {name!r} twice (or 'audited'); expected "
                 "distinct names (NAME=FILE)."
             )
-        fits[name] = load_fit([path])
+        fits[name] = load_fit([path], argument="--compare")
     return fits
 
 

@@ -177,3 +177,49 @@ def test_groups_from_an_unreadable_file_or_a_missing_column(tmp_path, capsys):
     assert "no column 'county'" in capsys.readouterr().err
     assert main(["audit", str(path), "--groups", f"{table}:region", "--quantity", "mu"]) == 0
     assert "Units: 2 groups (groups given)" in capsys.readouterr().out
+
+
+def test_group_label_files_are_read_as_written(tmp_path, capsys):
+    """Labels are text as written ('01' is not '1', 'NA' is North America), and a file of
+    N + 1 lines is refused, not guessed to have a header (which shifted every observation
+    into its neighbour's group)."""
+    path = tmp_path / "eight.nc"
+    load_example("centered_eight").to_netcdf(str(path))
+    labels = tmp_path / "labels.txt"
+    labels.write_text("\n".join(["01", "1", "NA", "NA", "01", "1", "NA", "EU"]) + "\n")
+    assert main(["audit", str(path), "--groups", str(labels), "--quantity", "mu"]) == 0
+    out = capsys.readouterr().out
+    assert "Units: 4 groups (groups given)" in out
+    table = out.split("Most influential groups")[1]
+    top = table.split("| mu |")[1].split("\n")[0].replace("|", " ").split()
+    assert sorted(top) == ["01", "1", "EU", "NA"]
+    labels.write_text("\n".join(["region", *"aabbccdd"]) + "\n")
+    assert main(["audit", str(path), "--groups", str(labels)]) == 2
+    err = capsys.readouterr().err
+    assert "--groups: found 9 label(s) in 'labels.txt' for 8 observations" in err
+    assert "--groups FILE:COLUMN" in err
+    labels.write_text("a\na\n\nb\nc\nc\nd\nd\n")
+    assert main(["audit", str(path), "--groups", str(labels)]) == 2
+    assert "--groups: found 7 label(s)" in capsys.readouterr().err  # a blank line is no label
+    labels.write_text("g,x\na,1\na,1\n ,1\nb,1\nc,1\nc,1\nd,1\nd,1\n")
+    assert main(["audit", str(path), "--groups", f"{labels}:g"]) == 2
+    assert "--groups: found 1 empty label(s) in 'labels.txt' (first on line 4)" in (
+        capsys.readouterr().err
+    )
+
+
+def test_files_that_are_folders_or_not_netcdf_are_named(tmp_path, capsys):
+    text = tmp_path / "notes.nc"
+    text.write_text("not a netCDF file\n")
+    assert main(["audit", str(tmp_path)]) == 2
+    assert "FILES: found the folder(s)" in capsys.readouterr().err
+    assert main(["audit", str(text)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "FILES: found 'notes.nc', which is not a netCDF file" in err
+    assert len(err.splitlines()) == 1 and "install" not in err
+    good = tmp_path / "eight.nc"
+    load_example("centered_eight").to_netcdf(str(good))
+    assert main(["audit", str(good), "--compare", f"m={text}"]) == 2
+    assert "--compare: found 'notes.nc', which is not a netCDF file" in capsys.readouterr().err
+    assert main(["audit", str(good), "--compare", f"m={tmp_path}"]) == 2
+    assert "--compare: found" in capsys.readouterr().err
