@@ -56,7 +56,7 @@ def verify(
         [task],
         backend,
         # the fit the result was computed from: its value and predicted curve
-        reference=(result.original_value, result.curve.to_numpy(dtype=float)),
+        reference=(result.original_value, result.curve.select_dtypes("number").to_numpy(float)),
         experiment="verify",
         settings={"quantity": result.quantity, "ids": [str(i) for i in result.drop_ids]},
         store=store,

@@ -122,19 +122,33 @@ def _loo_bullet(audit) -> str:
     loo = audit.loo
     if loo is None:
         return ""
-    bad = loo.bad_k_ids()
     unit = audit.unit_name
+    if loo.k_threshold <= 0:  # 1 - 1/log10(S) for S <= 10 draws
+        return (
+            f"PSIS-LOO cannot be checked with {loo.n_draws} draws: its k-hat threshold "
+            "1 - 1/log10(S) is not positive until S > 10; draw more before trusting "
+            f"elpd {loo.elpd:.1f}."
+        )
+    bad, exact = loo.unreliable_ids(), loo.exact_ids()
+    exact_note = ""
+    if exact:
+        exact_note = (
+            f" ({unit_words(unit, len(exact))} with a log-likelihood constant over the draws "
+            f"({_ids(exact)}): k-hat inf, but {'its' if len(exact) == 1 else 'their'} "
+            "estimate is exact)"
+        )
     if bad:
         return (
             f"PSIS-LOO is unreliable for {len(bad)} of {unit_words(unit, loo.n_units)} "
             f"(k-hat above {loo.k_threshold:.2f}: {_ids(bad)}): refit "
             + ("it" if len(bad) == 1 else "them")
-            + " for exact LOO (bayesij.refit.loo)."
+            + f" for exact LOO (bayesij.refit.loo){exact_note}."
         )
     how = f" (leave-one-{unit_words(unit, 1)[2:]}-out)" if audit.units.grouped else ""
+    below = "every k-hat is below" if not exact else "every other k-hat is below"
     return (
-        f"PSIS-LOO{how} is reliable: every k-hat is below {loo.k_threshold:.2f} "
-        f"(elpd {loo.elpd:.1f}, SE {loo.se:.1f})."
+        f"PSIS-LOO{how} is reliable: {below} {loo.k_threshold:.2f} "
+        f"(elpd {loo.elpd:.1f}, SE {loo.se:.1f}){exact_note}."
     )
 
 

@@ -67,6 +67,12 @@ class LooResult(ElpdResult):
         R loo's ``save_psis``); :func:`loo_expectation`, :func:`loo_pit` and
         :func:`bayesij.linearity` reuse them through their ``psis=`` / ``loo=`` argument.
         Otherwise the result holds no draws x units array.
+    constant : ndarray of bool, shape (n_units,), optional
+        Units whose log-likelihood is the same at every draw. Their k-hat is inf (no Pareto
+        fit, as R loo and ArviZ report it), yet their LOO estimate is exact: leaving such a
+        unit out multiplies every draw's weight by the same number, so the posterior, and
+        ``elpd_loo`` = that log-likelihood, are unchanged. :meth:`unreliable_ids` leaves
+        them out.
     """
 
     pointwise: pd.DataFrame
@@ -75,6 +81,7 @@ class LooResult(ElpdResult):
     tail_rule: str
     ddof: int
     log_weights: np.ndarray | None = field(default=None, repr=False, compare=False)
+    constant: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     criterion: ClassVar[str] = "loo"
     elpd_column: ClassVar[str] = "elpd_loo"
@@ -111,6 +118,18 @@ class LooResult(ElpdResult):
         """Units whose k-hat exceeds ``threshold`` (default: the sample-size threshold)."""
         limit = self.k_threshold if threshold is None else threshold
         return self.pointwise.index[self.pointwise["pareto_k"] > limit].tolist()
+
+    def exact_ids(self) -> list:
+        """Units whose log-likelihood is constant over the draws: k-hat inf, LOO exact."""
+        if self.constant is None:
+            return []
+        return self.pointwise.index[np.asarray(self.constant, dtype=bool)].tolist()
+
+    def unreliable_ids(self) -> list:
+        """Units whose PSIS estimate is unreliable: k-hat above the threshold, except those
+        whose estimate is exact (:meth:`exact_ids`). These are the ones to refit."""
+        exact = set(self.exact_ids())
+        return [i for i in self.bad_k_ids() if i not in exact]
 
     def pareto_k_table(self) -> pd.DataFrame:
         """Counts of k-hat in (-inf, threshold], (threshold, 1], (1, inf) and their min ESS."""
@@ -366,7 +385,9 @@ def loo_results(results: dict, index: pd.Index, n_draws: int, tail_rule: str, dd
             },
             index=index,
         )
-        out[method] = LooResult(pointwise, method, n_draws, tail_rule, ddof, arrays.log_weights)
+        out[method] = LooResult(
+            pointwise, method, n_draws, tail_rule, ddof, arrays.log_weights, arrays.constant
+        )
         _warn_about(out[method], arrays.constant)
     return out
 
@@ -376,7 +397,8 @@ def _warn_about(result: LooResult, constant_units: np.ndarray) -> None:
     if constant.size:
         _warn(
             f"{constant.size} unit(s) have a log-likelihood constant over all draws "
-            f"(positions {constant[:10].tolist()}): no Pareto fit, k-hat = inf."
+            f"(positions {constant[:10].tolist()}): no Pareto fit, k-hat = inf (as R loo "
+            "and ArviZ report it); their LOO estimate is exact (equal importance weights)."
         )
     if result.n_draws < MIN_DRAWS:
         _warn(
@@ -389,7 +411,7 @@ def _warn_about(result: LooResult, constant_units: np.ndarray) -> None:
             f"{int(impossible.sum())} unit(s) have log-likelihood -inf at some draws "
             f"(positions {np.flatnonzero(impossible)[:10].tolist()}): elpd_loo = -inf."
         )
-    bad = result.bad_k_ids()
+    bad = result.unreliable_ids()
     if bad:
         _warn(
             f"{len(bad)} of {result.n_units} units have Pareto k-hat above "

@@ -191,7 +191,14 @@ def loo_weighted(
         pointwise, plain = _unit_left_out(log_lik, w, post, convention, r_eff, ddof)
     pointwise.insert(0, "weight", w)
     return WeightedLooResult(
-        pointwise, plain.method, plain.n_draws, plain.tail_rule, plain.ddof, None, kind
+        pointwise,
+        plain.method,
+        plain.n_draws,
+        plain.tail_rule,
+        plain.ddof,
+        None,
+        constant=plain.constant,
+        kind=kind,
     )
 
 

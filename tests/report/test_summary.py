@@ -152,3 +152,41 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
     assert _robust_bullet(audit) == (
         "1 of 3 conclusions searched need more than a handful of observations."
     )
+
+
+def test_loo_advice_spares_exact_units_and_needs_enough_draws():
+    """A unit whose log-likelihood is constant over the draws has k-hat inf (as R loo and
+    ArviZ) but an exact PSIS estimate (leaving it out reweights every draw alike): no refit
+    is advised for it. With 10 draws or fewer the k-hat threshold is not positive, and the
+    verdict says the draws are too few instead of quoting a negative threshold."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    log_lik = rng.normal(-1, 0.3, (4, 100, 5))
+    log_lik[..., 2] = -1.7
+    draws = rng.normal(size=(4, 100, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loo = bayesij.loo(log_lik)
+        result = bayesij.audit(bayesij.from_arrays(draws, log_lik.copy()))
+    assert np.isinf(loo.pointwise["pareto_k"][2]) and loo.bad_k_ids() == [2]
+    assert loo.exact_ids() == [2] and loo.unreliable_ids() == []
+    # Exact: the LOO posterior is the posterior, so elpd_loo is that log-likelihood.
+    assert loo.pointwise["elpd_loo"][2] == pytest.approx(-1.7, abs=1e-14)
+    first = result.summary()[0]
+    assert first.startswith("PSIS-LOO is reliable") and "refit" not in first
+    assert "(2): k-hat inf, but its estimate is exact" in first
+    log_lik[..., 0] = 30 * rng.standard_cauchy((4, 100))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = bayesij.audit(bayesij.from_arrays(draws, log_lik))
+    assert result.summary()[0].startswith(
+        "PSIS-LOO is unreliable for 1 of 5 observations (k-hat above 0.62: 0): refit it"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        few = bayesij.audit(
+            bayesij.from_arrays(rng.normal(size=(1, 2, 1)), rng.normal(-1, 0.3, (1, 2, 5)))
+        )
+    assert few.summary()[0].startswith("PSIS-LOO cannot be checked with 2 draws")
+    assert not any("-2.32" in line for line in few.summary())

@@ -415,7 +415,10 @@ def test_warnings_for_high_k_constant_columns_and_few_draws(rng):
         result = bayesij.loo(log_lik)
     messages = " | ".join(str(w.message) for w in caught)
     assert "1 unit(s) have a log-likelihood constant over all draws (positions [2])" in messages
-    assert "1 of 4 units have Pareto k-hat above" in messages  # inf counts as bad
+    assert "their LOO estimate is exact" in messages
+    # k-hat inf is 'bad' in R loo's table, but the estimate is exact: no refit advised.
+    assert "units have Pareto k-hat above" not in messages
+    assert result.bad_k_ids() == [2] and result.unreliable_ids() == []
     assert np.isinf(result.pointwise["pareto_k"].iloc[2])
     assert np.isfinite(result.pointwise["elpd_loo"]).all()
     with pytest.warns(UserWarning, match=r"Only 60 draws \(fewer than 100\)"):
