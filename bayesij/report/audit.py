@@ -5,6 +5,7 @@ self-contained HTML file with the figures embedded."""
 from __future__ import annotations
 
 import html
+import re
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -257,13 +258,13 @@ class Audit:
     def to_markdown(self) -> str:
         """The report as Markdown (heading, summary, then the tables with their columns
         defined). Names from the data are escaped, so the text is safe to render."""
-        parts = ["# Model audit", "", _escape_md(self.description), "", _escape_md(self.heading())]
-        parts += ["", "## Summary", ""]
-        parts += [f"- {_escape_md(line)}" for line in self.summary()]
+        parts = ["# Model audit", "", _escape_md(self.description, line=True), ""]
+        parts += [_escape_md(self.heading(), line=True), "", "## Summary", ""]
+        parts += [f"- {_escape_md(line, line=True)}" for line in self.summary()]
         for line in self.skipped_words():
-            parts += ["", _escape_md(line)]
+            parts += ["", _escape_md(line, line=True)]
         for title, table in self.tables().items():
-            parts += ["", f"## {title}", "", _markdown_table(table)]
+            parts += ["", f"## {_escape_md(title)}", "", _markdown_table(table)]
             defined = column_definitions(table)
             if defined:
                 parts += [""] + [f"- `{c}`: {d}" for c, d in defined.items()]
@@ -367,19 +368,33 @@ def _ids(ids, limit: int = 8) -> str:
     return shown + (", ..." if len(ids) > limit else "")
 
 
-def _escape_md(text: str) -> str:
-    """Markdown-safe text: HTML-significant characters, backticks and asterisks escaped
-    (names from the data cannot inject markup into a rendered report)."""
-    text = html.escape(str(text), quote=False)
+#: Characters that end a line in some renderer (controls, line and paragraph separators).
+_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+#: What would make a line of text a heading, quote, list item or rule.
+_BLOCK_START = re.compile(r"^(\s*)([#>+\-=*~_]|\d+[.)])")
+
+
+def _escape_md(text, line: bool = False) -> str:
+    """Markdown-safe text from names in the data: one line (newlines and other control
+    characters become spaces, so no heading or image can be started on a line of its own),
+    HTML-significant characters, backslashes, backticks and asterisks escaped, and ``](``
+    broken so that no inline link or image (``[x](javascript:...)``, ``![](tracking-url)``)
+    can form. ``line=True``: text that starts a line or list item, whose first character
+    could otherwise open a heading, quote or list."""
+    text = _LINE_BREAKS.sub(" ", str(text))
+    text = html.escape(text, quote=False)
     for char in ("\\", "`", "*"):
         text = text.replace(char, "\\" + char)
+    text = text.replace("](", "]\\(")
+    if line:
+        text = _BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text, count=1)
     return text
 
 
 def _markdown_table(table: pd.DataFrame) -> str:
     frame = table.reset_index()
     cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
-    header = [_escape_md(c) for c in frame.columns]
+    header = [_escape_md(c).replace("|", "/") for c in frame.columns]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines)

@@ -33,3 +33,39 @@ def test_the_page_reads_top_down_and_escapes_names(tmp_path):
     assert "<script>" not in markdown and "&lt;script&gt;" in markdown
     path = result.to_html(tmp_path / "a.html")
     assert path.endswith("a.html")
+
+
+def test_names_cannot_inject_markdown():
+    """Quantity names, observation ids and group labels with a javascript: link, a
+    newline starting a heading, a remote image (a tracking pixel in a CI comment) or raw
+    HTML render as text in the Markdown report: a CommonMark parser finds no link, image,
+    injected heading or HTML in it."""
+    import re
+
+    from markdown_it import MarkdownIt
+
+    hostile = [
+        "[x](javascript:alert(1))",
+        "b\n# Injected\n![](http://track.example/p.png)",
+        "![pixel](http://track.example/q.png)",
+    ]
+    rng = np.random.default_rng(3)
+    draws = rng.normal(0.3, 0.1, size=(4, 250, 3))
+    log_lik = rng.normal(-1, 0.1, size=(4, 250, 6)) + 0.2 * draws[..., :1]
+    ids = [f"# obs {i}" if i % 2 else f"<img src=x>[{i}](http://x.example)" for i in range(6)]
+    post = bayesij.from_arrays(draws, log_lik, quantity_names=hostile, obs_names=ids)
+    labels = ["\r\n## g1 [a](http://a.example)", "-g2\u2028> quote", "1. g3"]
+    for result in (
+        bayesij.audit(post, amip=False),
+        bayesij.audit(post.with_groups([labels[i // 2] for i in range(6)]), amip=False),
+    ):
+        markdown = result.to_markdown()
+        rendered = MarkdownIt("commonmark").enable("table").render(markdown)
+        assert "<a " not in rendered and "<img" not in rendered
+        assert "<blockquote" not in rendered and "<ol" not in rendered
+        headings = re.findall(r"<h(\d)>(.*?)</h\1>", rendered)
+        expected = ["Model audit", "Summary", *result.tables()]
+        assert [text for _, text in headings] == [
+            e.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for e in expected
+        ]
+        assert "Injected" in rendered  # the names are still shown, as text
