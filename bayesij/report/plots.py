@@ -43,10 +43,20 @@ def _unit_positions(labels, ax) -> np.ndarray:
     return x
 
 
-def _plain(text) -> str:
-    """A name from the data as plain text: a ``$`` would start matplotlib's mathtext, and a
-    name such as ``'$x_{1'`` would make the figure fail to render."""
-    return str(text).replace("$", r"\$")
+#: Characters of a name shown in a figure: a longer one is cut (with an ellipsis). A name of
+#: 20,000 characters made matplotlib's renderer run out of memory, and one of a few
+#: thousand took 20-28 s to lay out.
+NAME_WIDTH = 40
+
+
+def _plain(text, width: int = NAME_WIDTH) -> str:
+    """A name from the data as plain text on one line, at most ``width`` characters: a ``$``
+    would start matplotlib's mathtext (a name such as ``'$x_{1'`` would make the figure fail
+    to render), a newline would stack lines, and a long name would take the figure."""
+    text = " ".join(str(text).split())
+    if len(text) > width:
+        text = text[: width - 1] + "\u2026"
+    return text.replace("$", r"\$")
 
 
 def _label_points(ax, x, y, labels, indices) -> None:
@@ -81,7 +91,11 @@ def plot_influence(scores, quantity: str, top: int = 5, ax=None):
     ax.errorbar(x, psi, yerr=2 * mcse, fmt="o", ms=3, lw=0.8, color="C0", label="psi ± 2 MCSE")
     ax.axhline(0.0, color="0.6", lw=0.8)
     _label_points(ax, x, psi, labels, np.argsort(-np.abs(np.nan_to_num(psi)))[:top])
-    ax.set(xlabel=unit, ylabel="psi = Cov(f, log-lik)", title=f"Influence on {_plain(quantity)}")
+    ax.set(
+        xlabel=_plain(unit),
+        ylabel="psi = Cov(f, log-lik)",
+        title=f"Influence on {_plain(quantity)}",
+    )
     _legend_outside(ax)
     return ax
 
@@ -111,7 +125,7 @@ def plot_khat(result, ax=None):
     ax.axhline(1.0, color="0.4", ls=":", lw=0.8, label="1")
     _label_points(ax, x, np.minimum(k, 2.0), result.pointwise.index, np.flatnonzero(bad)[:10])
     ax.set(
-        xlabel=result.pointwise.index.name or "unit",
+        xlabel=_plain(result.pointwise.index.name or "unit"),
         ylabel="Pareto k-hat",
         title="PSIS-LOO diagnostics",
     )

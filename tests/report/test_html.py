@@ -69,3 +69,24 @@ def test_names_cannot_inject_markdown():
             e.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for e in expected
         ]
         assert "Injected" in rendered  # the names are still shown, as text
+
+
+def test_long_names_are_shortened_in_figures(tmp_path):
+    """A 20,000-character observation id made matplotlib run out of memory, and a long
+    quantity name took 20-28 s to lay out: figures show the first 40 characters."""
+    import time
+
+    from bayesij.report.plots import _plain
+
+    rng = np.random.default_rng(4)
+    draws = rng.normal(0.3, 0.1, size=(4, 250, 1))
+    log_lik = rng.normal(-1, 0.1, size=(4, 250, 5)) + 0.2 * draws[..., :1]
+    ids = ["x" * 20_000, *"abcd"]
+    post = bayesij.from_arrays(draws, log_lik, quantity_names=["q" * 5000], obs_names=ids)
+    result = bayesij.audit(post, amip=False)
+    start = time.perf_counter()
+    path = result.to_html(tmp_path / "long.html")
+    assert time.perf_counter() - start < 15
+    assert "x" * 20_000 in (tmp_path / "long.html").read_text()  # tables keep the whole id
+    assert _plain("a\nb  c$" + "z" * 60) == "a b c\\$" + "z" * 33 + "\u2026"
+    assert not plt.get_fignums()
