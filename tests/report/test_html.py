@@ -85,7 +85,7 @@ def test_long_names_are_shortened_in_figures(tmp_path):
     post = bayesij.from_arrays(draws, log_lik, quantity_names=["q" * 5000], obs_names=ids)
     result = bayesij.audit(post, amip=False)
     start = time.perf_counter()
-    path = result.to_html(tmp_path / "long.html")
+    result.to_html(tmp_path / "long.html")
     assert time.perf_counter() - start < 15
     assert "x" * 20_000 in (tmp_path / "long.html").read_text()  # tables keep the whole id
     assert _plain("a\nb  c$" + "z" * 60) == "a b c\\$" + "z" * 33 + "\u2026"
