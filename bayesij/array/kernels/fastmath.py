@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 from numba import njit, types
+from numba.core import config as numba_config
 from numba.extending import intrinsic
 
 from bayesij.array.kernels.cache import CACHE
@@ -83,28 +84,42 @@ _A0, _A1, _A2, _A3, _A4, _A5, _A6, _A7, _A8, _A9, _A10, _A11 = (
 )
 
 
-@intrinsic
-def as_float(typingctx, bits):
-    """The float64 whose bits are the int64 ``bits`` (no conversion: a register bitcast)."""
-    if not isinstance(bits, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-
-    return types.float64(types.int64), codegen
+def _as_float_python(bits):
+    """The float64 whose bits are the int64 ``bits`` (pure Python, ``NUMBA_DISABLE_JIT``)."""
+    return np.int64(bits).view(np.float64)
 
 
-@intrinsic
-def as_int(typingctx, value):
-    """The int64 whose bits are those of the float64 ``value`` (a register bitcast)."""
-    if not isinstance(value, types.Float):
-        return None
+def _as_int_python(value):
+    """The int64 whose bits are those of the float64 ``value`` (pure Python)."""
+    return np.float64(value).view(np.int64)
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
 
-    return types.int64(types.float64), codegen
+if numba_config.DISABLE_JIT:  # debugging and coverage run the kernels as Python
+    as_float, as_int = _as_float_python, _as_int_python
+else:
+
+    @intrinsic
+    def as_float(typingctx, bits):
+        """The float64 whose bits are the int64 ``bits`` (no conversion: a register
+        bitcast)."""
+        if not isinstance(bits, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+        return types.float64(types.int64), codegen
+
+    @intrinsic
+    def as_int(typingctx, value):
+        """The int64 whose bits are those of the float64 ``value`` (a register bitcast)."""
+        if not isinstance(value, types.Float):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(types.int64))
+
+        return types.int64(types.float64), codegen
 
 
 @fused
