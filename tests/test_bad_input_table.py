@@ -100,6 +100,11 @@ PARETO_DRAWS = {
     "3 draws": np.zeros(3),
 }
 POSITIVE_INT = {"0": 0, "-1": -1, "2.5": 2.5, "'3'": "3", "True": True, "NaN": np.nan}
+#: A number of replicates (bootstrap draws, simulations, refits): a mistyped size is named
+#: before it is allocated (10**12 replicates were hundreds of TiB).
+REPLICATES = {**POSITIVE_INT, "10**12": 10**12}
+#: A random seed.
+SEED = {"-1": -1, "2.5": 2.5, "'1'": "1", "True": True}
 NON_NEGATIVE_INT = {"-1": -1, "2.5": 2.5, "'3'": "3", "True": True, "None": None}
 POSITIVE_REAL = {"0": 0.0, "-1": -1.0, "NaN": np.nan, "inf": np.inf, "'1'": "1", "None": None}
 PROBABILITY = {"0": 0.0, "1.5": 1.5, "NaN": np.nan, "'0.1'": "0.1", "None": None}
@@ -156,7 +161,7 @@ def _catalogue():
             kw(bayesij.ij_covariance, "n_blocks", data=POST),
             POSITIVE_INT,
         ),
-        ("ij_covariance", "n_boot", kw(bayesij.ij_covariance, "n_boot", data=POST), POSITIVE_INT),
+        ("ij_covariance", "n_boot", kw(bayesij.ij_covariance, "n_boot", data=POST), REPLICATES),
         ("ij_covariance", "seed", kw(bayesij.ij_covariance, "seed", data=POST), NON_NEGATIVE_INT),
         (
             "ij_covariance",
@@ -237,7 +242,7 @@ def _catalogue():
             "model_weights",
             "n_bootstrap",
             lambda v: bayesij.model_weights(TWO_LOOS, "pseudobma+", n_bootstrap=v),
-            POSITIVE_INT,
+            REPLICATES,
         ),
         (
             "model_weights",
@@ -421,6 +426,12 @@ def _catalogue():
         ("loo_metrics", "kind", lambda v: bayesij.loo_metrics(POST, Y, LOG_LIK, kind=v), OPTION),
         (
             "loo_metrics",
+            "n_bootstrap",
+            lambda v: bayesij.loo_metrics(POST, Y, LOG_LIK, kind="r2", n_bootstrap=v),
+            REPLICATES,
+        ),
+        (
+            "loo_metrics",
             "seed",
             lambda v: bayesij.loo_metrics(POST, Y, LOG_LIK, kind="r2", seed=v),
             {"-1": -1, "'1'": "1"},
@@ -436,7 +447,7 @@ def _catalogue():
             "pit_ecdf",
             "n_simulations",
             lambda v: bayesij.pit_ecdf([0.1, 0.7], n_simulations=v),
-            POSITIVE_INT,
+            REPLICATES,
         ),
         (
             "pit_ecdf",
@@ -466,7 +477,7 @@ def _catalogue():
             "calibration",
             "n_bootstrap",
             lambda v: bayesij.calibration([0, 1], [0.2, 0.8], n_bootstrap=v),
-            POSITIVE_INT,
+            REPLICATES,
         ),
         (
             "power_scaled_draws",
@@ -503,7 +514,7 @@ def _catalogue():
             "loo_r2",
             "n_simulations",
             lambda v: bayesij.loo_r2(POST, Y, LOG_LIK, n_simulations=v),
-            POSITIVE_INT,
+            REPLICATES,
         ),
         (
             "loo_r2",
@@ -788,7 +799,32 @@ def _catalogue():
             "refit.bootstrap",
             "B",
             lambda v: refit.bootstrap(POST, BACKEND, v, executor="sequential", progress=False),
-            POSITIVE_INT,
+            REPLICATES,
+        ),
+        (
+            "refit.bootstrap",
+            "seed",
+            lambda v: refit.bootstrap(POST, BACKEND, 2, v, executor="sequential", progress=False),
+            SEED,
+        ),
+        (
+            "refit.kfold",
+            "seed",
+            lambda v: refit.kfold(POST, BACKEND, 2, seed=v, executor="sequential", progress=False),
+            SEED,
+        ),
+        ("refit.kfold_split_random", "seed", lambda v: refit.kfold_split_random(N, 2, v), SEED),
+        (
+            "refit.kfold_split_grouped",
+            "seed",
+            lambda v: refit.kfold_split_grouped([0, 0, 1, 1, 2, 2], 2, v),
+            SEED,
+        ),
+        (
+            "refit.kfold_split_stratified",
+            "seed",
+            lambda v: refit.kfold_split_stratified([0, 1, 0, 1, 0, 1], 2, v),
+            SEED,
         ),
         (
             "refit.bootstrap",

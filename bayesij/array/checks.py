@@ -354,6 +354,24 @@ def check_positive_int(value, argument: str, minimum: int = 1) -> int:
     return int(value)
 
 
+#: The most replicates (bootstrap draws, simulations, refits) one argument may ask for: a
+#: mistyped size (10**12) is named instead of trying to allocate hundreds of TiB.
+MAX_REPLICATES = 10**6
+
+
+def check_replicates(value, argument: str, minimum: int = 1) -> int:
+    """A number of replicates: an integer from ``minimum`` to :data:`MAX_REPLICATES`."""
+    count = check_positive_int(value, argument, minimum)
+    if count > MAX_REPLICATES:
+        raise fail(
+            argument,
+            repr(value),
+            f"an integer from {minimum} to {MAX_REPLICATES:,} (each replicate holds a row of "
+            "results in memory)",
+        )
+    return count
+
+
 def constant_columns(values) -> np.ndarray:
     """Columns of draws (last axis) that do not vary: every draw equal, up to rounding
     (a range of at most 1e-12 of the mean's magnitude). Shape (n_columns,)."""

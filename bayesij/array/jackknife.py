@@ -13,7 +13,7 @@ from bayesij.array.blocks import (
     draw_blocks,
     error_weights,
 )
-from bayesij.array.checks import check_positive_int, check_seed, fail
+from bayesij.array.checks import check_positive_int, check_replicates, check_seed, fail
 from bayesij.array.influence import InfluenceScores, prepare_draws
 
 __all__ = ["IJArrays", "IJSetup", "IJPart", "ij_covariance", "ij_setup", "ij_part", "ij_join"]
@@ -204,7 +204,7 @@ def ij_setup(
 ) -> IJSetup:
     """The shared part of the IJ for quantity draws ``f`` (S, K) with their ``chains`` (S,)."""
     n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
-    n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
+    n_boot = check_replicates(n_boot, "n_boot", minimum=2)
     seed = check_seed(seed)
     blocks = draw_blocks(chains, n_blocks)
     counts = (

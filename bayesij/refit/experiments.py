@@ -19,7 +19,7 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from bayesij.array._numeric import elpd_standard_error
-from bayesij.array.checks import check_positive_int, fail
+from bayesij.array.checks import check_positive_int, check_replicates, check_seed, fail
 from bayesij.array.kfold import fold_elpd, subset_elpd
 from bayesij.array.linearity import leave_out_changes
 from bayesij.array.psis import pareto_k_threshold
@@ -132,7 +132,8 @@ def bootstrap(
        variance. arXiv:2305.06466.
     """
     post = _checked(post, backend)
-    B = check_positive_int(B, "B", minimum=2)
+    B = check_replicates(B, "B", minimum=2)
+    seed = check_seed(seed)
     if quantities is not None:
         post = post.select(quantities)
     codes, units = post.unit_codes(groups)
@@ -380,7 +381,7 @@ def kfold(
     """
     post = _checked(post, backend)
     labels = (
-        kfold_split_random(post.n_obs, K, seed)
+        kfold_split_random(post.n_obs, K, check_seed(seed))
         if folds is None
         else label_vector(folds, "folds", "fold")
     )

@@ -81,7 +81,7 @@ def kfold_split_random(n_obs: int, K: int = 10, seed: int = 0) -> np.ndarray:
     """Random folds of ``n_obs`` observations, shape (n_obs,), values 1..K."""
     check_positive_int(n_obs, "n_obs")
     K = _check_k(K, n_obs, "observations")
-    return _balanced_labels(n_obs, K, np.random.default_rng(seed))
+    return _balanced_labels(n_obs, K, np.random.default_rng(check_seed(seed)))
 
 
 def label_vector(values, argument: str, what: str) -> np.ndarray:
@@ -114,7 +114,7 @@ def kfold_split_grouped(groups, K: int = 10, seed: int = 0) -> np.ndarray:
     if unique.size < 2:
         raise fail("groups", f"{unique.size} distinct group", "at least 2 groups to form folds")
     K = _check_k(K, unique.size, "groups")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     order = rng.permutation(unique.size)
     order = order[np.argsort(-sizes[order], kind="stable")]
     fold_of_group = np.empty(unique.size, dtype=int)
@@ -135,7 +135,7 @@ def kfold_split_stratified(strata, K: int = 10, seed: int = 0) -> np.ndarray:
     """
     labels = label_vector(strata, "strata", "stratum")
     K = _check_k(K, labels.size, "observations")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     shuffled = rng.permutation(labels.size)
     _, codes = label_codes(labels[shuffled], sort=True)
     dealt = shuffled[np.argsort(codes, kind="stable")]

@@ -9,7 +9,13 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import isotonic_regression
 
-from bayesij.array.checks import as_float_array, check_positive_int, check_real, check_seed, fail
+from bayesij.array.checks import (
+    as_float_array,
+    check_real,
+    check_replicates,
+    check_seed,
+    fail,
+)
 
 __all__ = ["Calibration", "calibration"]
 
@@ -78,7 +84,7 @@ def calibration(
     if np.any(~np.isfinite(forecast) | (forecast < 0) | (forecast > 1)):
         raise fail("prob", "values outside [0, 1]", "probabilities")
     band_prob = check_real(band_prob, "band_prob", 0.0, 1.0, low_open=True, high_open=True)
-    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap")
+    n_bootstrap = check_replicates(n_bootstrap, "n_bootstrap")
     levels, position, count = np.unique(forecast, return_inverse=True, return_counts=True)
     calibrated = _pav(outcome, position, count)
     rng = np.random.default_rng(check_seed(seed))

@@ -12,7 +12,7 @@ from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import (
     as_float_array,
     check_finite,
-    check_positive_int,
+    check_replicates,
     check_seed,
     fail,
 )
@@ -245,7 +245,7 @@ def model_weights(
     """
     if method not in WEIGHT_METHODS:
         raise fail("method", repr(method), f"one of {WEIGHT_METHODS}")
-    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap")
+    n_bootstrap = check_replicates(n_bootstrap, "n_bootstrap")
     rng = np.random.default_rng(None if seed is None else check_seed(seed))
     if isinstance(results, pd.DataFrame):
         frame = _lpd_table(results)

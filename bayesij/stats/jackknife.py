@@ -12,6 +12,7 @@ import xarray as xr
 from bayesij.array.checks import (
     check_flag,
     check_positive_int,
+    check_replicates,
     constant_columns,
     fail,
 )
@@ -233,7 +234,7 @@ def ij_covariance(
     """
     check_linearity = check_flag(check_linearity, "check_linearity")
     n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
-    n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
+    n_boot = check_replicates(n_boot, "n_boot", minimum=2)
     source = as_source(
         data,
         groups=groups,

@@ -6,7 +6,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array.checks import as_float_array, check_positive_int, check_real, check_seed, fail
+from bayesij.array.checks import (
+    as_float_array,
+    check_real,
+    check_replicates,
+    check_seed,
+    fail,
+)
 from bayesij.array.ecdf_bands import simultaneous_band, uniformity_gamma
 
 __all__ = ["PitEcdf", "pit_ecdf"]
@@ -88,7 +94,7 @@ def pit_ecdf(pit, *, prob: float = 0.95, n_simulations: int = 1000, seed: int = 
             "at least 2 values in [0, 1]",
         )
     prob = check_real(prob, "prob", 0.0, 1.0, low_open=True, high_open=True)
-    n_simulations = check_positive_int(n_simulations, "n_simulations")
+    n_simulations = check_replicates(n_simulations, "n_simulations")
     rng = np.random.default_rng(check_seed(seed))
     band = simultaneous_band(values.size, prob, n_simulations, rng)
     ecdf = np.searchsorted(np.sort(values), band.grid, side="right") / values.size

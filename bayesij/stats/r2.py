@@ -21,7 +21,7 @@ from scipy.stats import dirichlet
 from bayesij.array.checks import (
     as_float_array,
     check_finite,
-    check_positive_int,
+    check_replicates,
     check_seed,
     fail,
 )
@@ -182,7 +182,7 @@ def loo_r2(
     if y.ndim != 1 or y.size < 2:
         raise fail("y", f"shape {y.shape}", "a vector of at least 2 observations")
     check_finite(y, "y")
-    n_simulations = check_positive_int(n_simulations, "n_simulations")
+    n_simulations = check_replicates(n_simulations, "n_simulations")
     y_pred = as_float_array(y_pred, "y_pred")
     if y_pred.ndim not in (2, 3):
         raise fail(

@@ -12,7 +12,7 @@ from bayesij.array.checks import (
     as_float_array,
     check_ddof,
     check_finite,
-    check_positive_int,
+    check_replicates,
     check_seed,
     fail,
 )
@@ -169,7 +169,7 @@ def loo_metrics(
     if kind not in METRICS:
         raise fail("kind", repr(kind), f"one of {METRICS}")
     seed = check_seed(seed)
-    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=2)
+    n_bootstrap = check_replicates(n_bootstrap, "n_bootstrap", minimum=2)
     means = loo_expectation(
         data,
         y_pred,
