@@ -353,3 +353,58 @@ def test_a_pickled_or_copied_container_stays_read_only(rng):
             with pytest.raises(ValueError, match="read-only"):
                 held[(0,) * held.ndim] = np.nan if held.dtype.kind == "f" else held.flat[1]
         assert bayesij.loo(copied).elpd == bayesij.loo(post).elpd
+
+
+def _tree(posterior, log_lik):
+    import xarray as xr
+
+    if hasattr(xr, "DataTree"):
+        return xr.DataTree.from_dict({"posterior": posterior, "log_likelihood": log_lik})
+    import arviz as az
+
+    return az.InferenceData(posterior=posterior, log_likelihood=log_lik)
+
+
+def test_estimators_of_the_log_likelihood_do_not_read_the_posterior_s_variables(rng):
+    """LOO, WAIC and held-out scores need the log-likelihood alone: a boolean flag, a NaN in
+    an unrelated deterministic or a variable without (chain, draw) in the posterior group
+    does not refuse them (they refused before); estimators of quantities still refuse the
+    unfit variable by name, and a peer's r_eff rule reads the posterior when it needs it."""
+    import xarray as xr
+
+    draws = rng.normal(size=(2, 50))
+    log_lik = xr.Dataset({"y": (("chain", "draw", "obs"), rng.normal(-1, 0.2, (2, 50, 6)))})
+    clean = xr.Dataset({"mu": (("chain", "draw"), draws)})
+    odd = clean.assign(
+        flag=(("chain", "draw"), draws > 0),
+        det=(("chain", "draw"), np.where(np.arange(100).reshape(2, 50) == 3, np.nan, 1.0)),
+        const=(("x",), np.arange(3.0)),
+    )
+    for estimator in (bayesij.loo, bayesij.waic, bayesij.holdout):
+        expected = estimator(_tree(clean, log_lik)).elpd
+        assert estimator(_tree(odd, log_lik)).elpd == expected
+    assert bayesij.loo(_tree(odd, log_lik), convention="arviz-stats", r_eff=1.0).elpd == (
+        bayesij.loo(_tree(clean, log_lik), convention="arviz-stats", r_eff=1.0).elpd
+    )
+    with pytest.raises(ValueError, match=r"flag: found values of type bool"):
+        bayesij.loo(_tree(odd, log_lik), convention="arviz-stats")
+    with pytest.raises(ValueError, match=r"flag: found values of type bool"):
+        bayesij.influence(_tree(odd, log_lik))
+    assert bayesij.influence(_tree(odd, log_lik), quantities="mu")["psi"].shape == (1, 6)
+
+
+def test_a_var_name_that_is_not_a_name_and_repeated_draw_labels_are_named(rng):
+    import xarray as xr
+
+    log_lik = xr.Dataset({"y": (("chain", "draw", "obs"), rng.normal(-1, 0.2, (2, 50, 6)))})
+    posterior = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(2, 50)))})
+    for bad in (3, {"y": 1}):
+        with pytest.raises(ValueError, match=r"var_name: found .*; expected a name or a list"):
+            bayesij.loo(_tree(posterior, log_lik), var_name=bad)
+    repeated = log_lik.assign_coords(draw=[0] * 25 + [1] * 25)
+    shuffled = posterior.assign_coords(draw=[1] * 25 + [0] * 25)
+    for estimator in (bayesij.loo, bayesij.influence):
+        with pytest.raises(ValueError, match=r"idata: found repeated draw labels"):
+            estimator(_tree(shuffled, repeated))
+    same = posterior.assign_coords(draw=[0] * 25 + [1] * 25)  # the same labels: by position
+    assert np.isfinite(bayesij.influence(_tree(same, repeated))["psi"]).all()

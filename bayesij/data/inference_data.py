@@ -9,7 +9,7 @@ import os
 import numpy as np
 import xarray as xr
 
-from bayesij.array.checks import as_float_array, check_finite, fail
+from bayesij.array.checks import as_float_array, check_finite, check_labels, fail
 from bayesij.data.arrays import from_arrays
 from bayesij.data.posterior import Posterior, base_name, select_names
 
@@ -122,7 +122,7 @@ def log_lik_variables(dataset: xr.Dataset, var_name=None) -> tuple[np.ndarray, l
                 "the name of one of them, or a list of names to concatenate",
             )
         var_name = available
-    names = [var_name] if isinstance(var_name, str) else list(var_name)
+    names = check_labels(var_name, "var_name")
     unknown = [n for n in names if n not in available]
     if unknown:
         raise fail("var_name", f"unknown variable(s) {unknown}", f"names among {available}")
@@ -202,6 +202,15 @@ def aligned_draws(dataset: xr.Dataset, reference: xr.Dataset, group: str) -> xr.
         own, wanted = dataset[dim].values, reference[dim].values
         if np.array_equal(own, wanted):
             continue
+        for labels, where in ((own, group), (wanted, "posterior")):
+            if len(set(labels.tolist())) != len(labels):
+                raise fail(
+                    "idata",
+                    f"repeated {dim} labels in the {where} group ({_labels(labels)}) while "
+                    "the two groups' labels differ",
+                    f"unique {dim} labels (draws are paired by label), or the same labels in "
+                    "the same order in both groups",
+                )
         if len(own) != len(wanted) or set(own.tolist()) != set(wanted.tolist()):
             raise fail(
                 "idata",
@@ -244,6 +253,29 @@ def posterior_draws(data, quantities=None, argument: str = "data") -> tuple[np.n
     values, names = selected_draws(posterior, quantities)
     check_finite(values, argument)
     return values, names
+
+
+def has_posterior(data) -> bool:
+    """Whether ``data`` is an InferenceData / DataTree with a posterior group."""
+    return has_groups(data) and "posterior" in group_names(data)
+
+
+def log_lik_of_fit(idata, var_name=None, argument: str = "data") -> Posterior:
+    """The ``log_likelihood`` group of a fit as a container without quantities, its draws
+    paired by label with the posterior's (whose variables are not read)."""
+    posterior = _group(idata, "posterior", "", argument)
+    log_lik = aligned_draws(_log_lik_dataset(idata, argument), posterior, "log_likelihood")
+    values, obs = log_lik_variables(log_lik, var_name)
+    shape = tuple(posterior.sizes.get(dim, 0) for dim in SAMPLE_DIMS)
+    if values.shape[:2] != shape:
+        raise fail(
+            argument,
+            f"log_likelihood draws of shape {values.shape[:2]} and posterior draws of shape "
+            f"{shape}",
+            "the same (chain, draw) in both groups",
+        )
+    empty = np.zeros((*values.shape[:2], 0))
+    return from_arrays(empty, values, obs_names=obs, argument=argument)
 
 
 def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> Posterior:

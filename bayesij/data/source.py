@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ import xarray as xr
 from bayesij.array._numeric import release_freed_memory, reserve_a_core
 from bayesij.array.checks import check_finite, check_log_lik_values, fail
 from bayesij.data.convert import as_posterior, node_as_dataset, unit_index
+from bayesij.data.inference_data import has_posterior, log_lik_of_fit, posterior_draws
 from bayesij.data.lazy import LazyArray, lazy_log_lik, lazy_quantities
 from bayesij.data.posterior import Posterior
 
@@ -79,6 +81,9 @@ class LogLikSource:
     quantity_draws : ndarray of shape (n_chains, n_draws, K) or None
         Draws of the selected quantities (only when asked for with ``quantities``).
     quantity_names : list of str
+    posterior_reader : callable or None
+        Reads the draws of every posterior variable when first asked
+        (:meth:`all_posterior_draws`) for a source made with ``log_lik_only=True``.
     """
 
     reader: object
@@ -87,6 +92,17 @@ class LogLikSource:
     posterior: Posterior | None = None
     quantity_draws: np.ndarray | None = None
     quantity_names: tuple[str, ...] = ()
+    posterior_reader: Callable[[], np.ndarray] | None = None
+
+    def all_posterior_draws(self) -> np.ndarray | None:
+        """(n_chains, n_draws, K) draws of every posterior quantity (a peer's r_eff rule
+        reads them), checked when read; None for a lazy log-likelihood."""
+        if self.posterior is None:
+            return None
+        draws = self.posterior.quantities.values
+        if draws.shape[2] == 0 and self.posterior_reader is not None:
+            draws = self.posterior_reader()
+        return draws
 
     @property
     def lazy(self) -> bool:
@@ -163,6 +179,7 @@ def as_source(
     need_quantities: bool = False,
     whole_matrix: Mapping | None = None,
     argument: str = "data",
+    log_lik_only: bool = False,
 ) -> LogLikSource:
     """Turn any accepted input into a :class:`LogLikSource`.
 
@@ -182,6 +199,12 @@ def as_source(
         memory: a lazy source with any of them set (not None, not False) is refused.
     argument : str, default "data"
         Name of the argument, for error messages.
+    log_lik_only : bool, default False
+        For estimators of the log-likelihood alone (LOO, WAIC, held-out): the posterior
+        group of an InferenceData / DataTree is not read (only its draw labels, to pair
+        the draws), so that a variable unfit as a quantity (a boolean flag, a NaN in a
+        deterministic, no (chain, draw) dims) does not refuse the log-likelihood; a peer's
+        r_eff rule reads it when it needs it (:meth:`LogLikSource.all_posterior_draws`).
 
     Returns
     -------
@@ -190,6 +213,8 @@ def as_source(
     data = node_as_dataset(data)
     lazy = lazy_log_lik(data, var_name)
     if lazy is None:
+        if log_lik_only and quantities is None and not need_quantities and has_posterior(data):
+            return _log_lik_of_fit(data, groups, var_name, argument)
         return _in_memory(data, groups, quantities, var_name, need_quantities, argument)
     _refuse_whole_matrix({"groups": groups, **(whole_matrix or {})})
     units = xr.DataArray(np.asarray(lazy.obs_names), dims="obs")
@@ -215,6 +240,20 @@ def _in_memory(data, groups, quantities, var_name, need_quantities, argument) ->
     if need_quantities or quantities is not None:
         draws, names = post.quantities.values, tuple(post.quantity_names)
     return LogLikSource(_InMemory(values), units, codes, post, draws, names)
+
+
+def _log_lik_of_fit(data, groups, var_name, argument) -> LogLikSource:
+    """The log-likelihood of an InferenceData / DataTree with its draws paired with the
+    posterior's, the posterior's variables read only when asked."""
+    post = log_lik_of_fit(data, var_name, argument)
+    values, units = post.units(groups)
+    codes, _ = post.unit_codes(groups)
+    reader = partial(_all_draws, data, argument)
+    return LogLikSource(_InMemory(values), units, codes, post, posterior_reader=reader)
+
+
+def _all_draws(data, argument: str) -> np.ndarray:
+    return posterior_draws(data, None, argument)[0]
 
 
 def _refuse_whole_matrix(options: Mapping) -> None:

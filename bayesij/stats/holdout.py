@@ -95,7 +95,7 @@ def holdout(data, *, var_name=None, ddof: int = 1) -> HoldoutResult:
 
 
 def _holdout(data, var_name, ddof: int, argument: str) -> HoldoutResult:
-    source = as_source(data, var_name=var_name, argument=argument)
+    source = as_source(data, var_name=var_name, argument=argument, log_lik_only=True)
     arrays = map_blocks(source, partial(log_predictive_density, check=False))
     pointwise = pd.DataFrame(
         {"elpd": arrays.elpd, "mcse": arrays.mcse, "r_eff": arrays.r_eff},

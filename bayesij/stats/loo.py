@@ -348,7 +348,11 @@ def loo_methods(
             "method", repr(unknown[0] if unknown else methods), f"one of {loo_arrays.METHODS}"
         )
     source = as_source(
-        data, groups=groups, var_name=var_name, whole_matrix={"save_psis": save_psis}
+        data,
+        groups=groups,
+        var_name=var_name,
+        whole_matrix={"save_psis": save_psis},
+        log_lik_only=True,
     )
     settings = psis_settings(
         convention, source, tail_rule=tail_rule, ties=ties, r_eff=r_eff, ddof=ddof
@@ -498,7 +502,9 @@ def draws_beside_log_lik(
     convention=None,
 ) -> LooDraws:
     """:class:`LooDraws` of ``data`` and ``values`` under ``convention`` (as :func:`loo`)."""
-    source = as_source(data, var_name=var_name, whole_matrix={"data": "LOO expectations"})
+    source = as_source(
+        data, var_name=var_name, whole_matrix={"data": "LOO expectations"}, log_lik_only=True
+    )
     settings = psis_settings(convention, source, tail_rule=tail_rule, ties=ties, r_eff=r_eff)
     ll, units = source.matrix(), source.units
     matrix = ll.reshape(-1, ll.shape[2])

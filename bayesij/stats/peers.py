@@ -88,7 +88,7 @@ def _posterior_r_eff(source, name: str) -> float:
             "r_eff= given with it (ArviZ's number: the posterior's mean ESS over S, "
             "bayesij.stats.peers.mean_relative_ess)",
         )
-    draws = source.posterior.quantities.values
+    draws = source.all_posterior_draws()
     if draws.shape[2] == 0:
         raise fail(
             "convention",

@@ -170,7 +170,7 @@ def waic(
     """
     beta = check_real(beta, "beta", 0.0, low_open=True)
     ddof = check_ddof(ddof)
-    source = as_source(data, groups=groups, var_name=var_name)
+    source = as_source(data, groups=groups, var_name=var_name, log_lik_only=True)
     parts = map_blocks(source, partial(info.waic_parts, beta=beta, check=False), client=client)
     return waic_result(parts, source.index, beta, ddof, source.n_draws)
 
@@ -248,6 +248,6 @@ def generating_function(data, alpha: float, *, groups=None, var_name=None) -> fl
     -1.386294
     """
     alpha = check_real(alpha, "alpha")
-    source = as_source(data, groups=groups, var_name=var_name)
+    source = as_source(data, groups=groups, var_name=var_name, log_lik_only=True)
     kernel = partial(info.log_mean_exp, alpha=alpha, check=False)
     return float(map_blocks(source, kernel).mean())
