@@ -7,6 +7,7 @@ The message names the argument, what was found and what was expected.
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import bayesij
@@ -408,3 +409,32 @@ def test_a_var_name_that_is_not_a_name_and_repeated_draw_labels_are_named(rng):
             estimator(_tree(shuffled, repeated))
     same = posterior.assign_coords(draw=[0] * 25 + [1] * 25)  # the same labels: by position
     assert np.isfinite(bayesij.influence(_tree(same, repeated))["psi"]).all()
+
+
+def test_nullable_numbers_survey_weights_csv_headers_and_weighted_predictions(rng, tmp_path):
+    """A nullable Float64 table is the numbers it holds (its pd.NA named); oversized
+    weights are blamed on the weights; a repeated CSV column is named (pandas renamed it
+    'a.1'); a weight given as text or a NaN prediction draw is refused (both were used)."""
+    log_lik = rng.normal(-1, 0.2, (200, 5))
+    frame = pd.DataFrame(log_lik).astype("Float64")
+    assert bayesij.loo(frame).elpd == bayesij.loo(log_lik).elpd
+    with pytest.raises(ValueError, match=r"data: found 10 missing value\(s\) \(pd.NA or None"):
+        bayesij.loo(frame.mask(pd.DataFrame(np.arange(1000).reshape(200, 5) % 100 == 7)))
+    with pytest.raises(ValueError, match=r"data: found values of type object"):
+        bayesij.loo(pd.DataFrame({"a": ["x"] * 200, "b": [1.0] * 200}))
+    for kind in ("survey", "frequency"):
+        with pytest.raises(ValueError, match=r"weights: found 5 weight\(s\) so large"):
+            bayesij.loo_weighted(log_lik, np.full(5, 1e300), kind=kind)
+    pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "a", "b"]).to_csv(
+        tmp_path / "draws.csv", index=False
+    )
+    pd.DataFrame(log_lik).to_csv(tmp_path / "log_lik.csv", index=False)
+    with pytest.raises(ValueError, match=r"draws: found repeated column name\(s\) \['a'\]"):
+        bayesij.from_csv(tmp_path / "draws.csv", tmp_path / "log_lik.csv")
+    predictions = {"a": rng.normal(size=(200, 5)), "b": rng.normal(size=(200, 5))}
+    for weights in ({"a": "0.5", "b": 0.5}, {"a": True, "b": 0.5}):
+        with pytest.raises(ValueError, match=r"weights: found the weight"):
+            bayesij.weight_predictions(predictions, weights)
+    predictions["a"][3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"predictions\['a'\]: found 1 non-finite"):
+        bayesij.weight_predictions(predictions, {"a": 0.5, "b": 0.5})

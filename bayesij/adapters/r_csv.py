@@ -10,6 +10,8 @@ What rstanarm, brms and cmdstanr users can write without knowing Python:
 
 from __future__ import annotations
 
+import collections
+import csv
 import os
 from pathlib import Path
 
@@ -35,12 +37,28 @@ def _read(path, argument: str) -> pd.DataFrame:
         table = pd.read_csv(path)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
         raise fail(argument, f"a file pandas cannot read as CSV ({error})", "a CSV file") from None
+    _check_unique_header(path, argument)
     first = table.columns[0]
     if first == "" or first.startswith("Unnamed: 0"):  # R's row names
         table = table.drop(columns=first)
     if table.shape[0] < 2 or table.shape[1] < 1:
         raise fail(argument, f"a table of shape {table.shape}", "one row per draw (at least 2)")
     return table
+
+
+def _check_unique_header(path, argument: str) -> None:
+    """Column names as written, each once: pandas renames a repeated ``a`` to ``a.1``, a
+    quantity or observation the file never named."""
+    with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+        header = next(csv.reader(handle), [])
+    counts = collections.Counter(header)
+    repeated = [name for name, count in counts.items() if count > 1]
+    if repeated:
+        raise fail(
+            argument,
+            f"repeated column name(s) {repeated[:5]}",
+            "each column named once (pandas would rename the second one, e.g. 'a.1')",
+        )
 
 
 def _numeric(table: pd.DataFrame, argument: str) -> np.ndarray:

@@ -86,13 +86,36 @@ def _plain_array(values, argument: str) -> np.ndarray:
     if getattr(index, "nlevels", 1) > 1 and hasattr(values, "to_numpy"):
         return _by_chain_and_draw(values, argument)
     try:
-        return np.asarray(values)
+        array = np.asarray(values)
     except ValueError as error:  # NumPy's "inhomogeneous shape"
         raise fail(
             argument,
             f"a sequence that is not a regular array ({str(error).split('.')[0]})",
             "rows (chains, draws) of equal lengths",
         ) from None
+    if array.dtype == object and callable(getattr(values, "to_numpy", None)):
+        return _nullable_numbers(values, array, argument)
+    return array
+
+
+def _nullable_numbers(values, array: np.ndarray, argument: str) -> np.ndarray:
+    """A pandas table or series of nullable numbers (``Float64``, ``Int64``) as the float
+    array it holds; its missing values (``pd.NA``) are named, not turned into NaN. A
+    column of text stays object and is refused by the caller."""
+    missing = np.array(
+        [value is None or type(value).__name__ == "NAType" for value in array.ravel()]
+    ).reshape(array.shape)
+    if missing.any():
+        where = np.argwhere(missing)[0].tolist()
+        raise fail(
+            argument,
+            f"{int(missing.sum())} missing value(s) (pd.NA or None; first at position {where})",
+            "a value everywhere (fill or drop the missing ones)",
+        )
+    try:
+        return np.asarray(values.to_numpy(dtype=float))
+    except (TypeError, ValueError):
+        return array
 
 
 def _by_chain_and_draw(frame, argument: str) -> np.ndarray:

@@ -394,6 +394,7 @@ def weight_predictions(predictions: dict, weights=None, *, seed=None) -> Weighte
 
 def _flat_draws(values, name: str) -> np.ndarray:
     array = as_float_array(values, f"predictions[{name!r}]")
+    check_finite(array, f"predictions[{name!r}]")  # a NaN draw would be sampled silently
     if array.ndim < 2:
         raise fail(
             f"predictions[{name!r}]", f"shape {array.shape}", "draws (S, ...) or (C, D, ...)"
@@ -408,7 +409,13 @@ def _normalised_weights(weights, names: list) -> np.ndarray:
         missing = [n for n in names if n not in weights]
         if missing:
             raise fail("weights", f"no weight for {missing}", f"a weight for each of {names}")
-        values = np.array([float(weights[n]) for n in names])
+        given = [weights[n] for n in names]
+        odd = [
+            w for w in given if isinstance(w, bool) or not isinstance(w, (int, float, np.number))
+        ]
+        if odd:  # as given, never parsed or cast: "0.5" is text and True a flag
+            raise fail("weights", f"the weight {odd[0]!r}", "a number for each model")
+        values = np.array(given, dtype=float)
     else:
         values = as_float_array(weights, "weights").reshape(-1)
         if values.size != len(names):

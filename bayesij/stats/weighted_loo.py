@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import as_float_array, fail
+from bayesij.array.checks import LOG_LIK_LIMIT, as_float_array, fail
 from bayesij.data.arrays import from_arrays
 from bayesij.data.source import as_source
 from bayesij.stats.loo import LooResult, loo, loo_expectation
@@ -182,6 +182,7 @@ def loo_weighted(
     post = as_source(data, var_name=var_name, whole_matrix={"data": "loo_weighted"}).posterior
     w = _checked_weights(weights, post.n_obs, kind)
     log_lik = post.log_lik.values  # one row is one unit here, whatever groups post has
+    _check_weighted_range(w, log_lik)
     if kind == "frequency":
         plain = loo(
             _rows_of(log_lik, np.ones_like(w), post), convention=convention, r_eff=r_eff, ddof=ddof
@@ -231,6 +232,23 @@ def _unit_left_out(
     pointwise["lppd"] = lppd
     pointwise["mcse_elpd_loo"] = (density["mcse"] / density["value"]).to_numpy()
     return pointwise, ratios
+
+
+def _check_weighted_range(w: np.ndarray, log_lik: np.ndarray) -> None:
+    """Weights times the log-likelihood must stay a log density (within
+    ``±LOG_LIK_LIMIT``): an oversized weight is the weights' fault, not the
+    log-likelihood's."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        largest = w * np.max(np.where(np.isneginf(log_lik), 0.0, np.abs(log_lik)), axis=(0, 1))
+    bad = ~(largest <= LOG_LIK_LIMIT)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise fail(
+            "weights",
+            f"{int(bad.sum())} weight(s) so large that weight x log-likelihood passes "
+            f"±{LOG_LIK_LIMIT:.0e} (first: {w[first]:.3g} at observation {first})",
+            "survey weights on a usual scale (e.g. normalised to mean 1)",
+        )
 
 
 def _checked_weights(weights, n_obs: int, kind: str) -> np.ndarray:
