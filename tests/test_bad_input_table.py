@@ -83,6 +83,10 @@ DRAWS = {
     "1e300": _matrix(1e300),
     "complex": _matrix(1j),
     "text": np.array([["a"] * N] * (C * D)),
+    "booleans": np.ones((C * D, N), dtype=bool),
+    "nullable with pd.NA": pd.DataFrame(_matrix()).astype("Float64").mask(
+        pd.DataFrame(np.eye(C * D, N, dtype=bool))
+    ),
     "no observations": np.zeros((C * D, 0)),
     "1-D": np.zeros(C * D),
 }
@@ -115,7 +119,13 @@ CONVENTION_OPTION = {"'nope'": "nope", "3": 3}
 DEFAULTED_OPTION = {"'nope'": "nope", "3": 3}
 FLAG = {"'yes'": "yes", "2": 2, "None": None}
 NAMES = {"'nope'": "nope", "['f[1]', 'nope']": ["f[1]", "nope"], "3": 3}
-GROUPS = {"too short": [0, 1], "NaN labels": [0, 1, np.nan, 1, 0, 1], "3": 3}
+GROUPS = {
+    "too short": [0, 1],
+    "NaN labels": [0, 1, np.nan, 1, 0, 1],
+    "pd.NA labels": [0, 1, pd.NA, 1, 0, 1],
+    "NaT labels": ["a", "b", pd.NaT, "a", "b", "a"],
+    "3": 3,
+}
 OBS_VECTOR = {"too short": np.zeros(2), "NaN": np.r_[np.nan, np.zeros(N - 1)], "'y'": "y"}
 
 
