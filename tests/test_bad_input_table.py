@@ -84,9 +84,9 @@ DRAWS = {
     "complex": _matrix(1j),
     "text": np.array([["a"] * N] * (C * D)),
     "booleans": np.ones((C * D, N), dtype=bool),
-    "nullable with pd.NA": pd.DataFrame(_matrix()).astype("Float64").mask(
-        pd.DataFrame(np.eye(C * D, N, dtype=bool))
-    ),
+    "nullable with pd.NA": pd.DataFrame(_matrix())
+    .astype("Float64")
+    .mask(pd.DataFrame(np.eye(C * D, N, dtype=bool))),
     "no observations": np.zeros((C * D, 0)),
     "1-D": np.zeros(C * D),
 }

@@ -124,8 +124,10 @@ def _futures(
     recorded as failed, or, with ``interrupted``, its task is appended there instead."""
     run = functools.partial(execute, timeout=timeout)
     futures = {submit(run, backend, task): task for task in tasks}
+    finished: set = set()
     try:
         for future in completed(list(futures)):
+            finished.add(future)
             try:
                 yield future.result()
             except Exception as error:
@@ -138,6 +140,10 @@ def _futures(
                 else:
                     reason = f"the executor lost the refit: {type(error).__name__}: {error}"
                     yield _failed(task, reason)
+    except ClusterLost as lost:  # no worker left to run the rest: each is a failure
+        for future, task in futures.items():
+            if future not in finished:
+                yield _failed(task, str(lost))
     finally:  # interrupted: drop what has not started
         for future in futures:
             future.cancel()
@@ -242,6 +248,52 @@ def _alone(backend, task: Task, timeout=None) -> dict:
         )
 
 
+#: Seconds a Dask cluster may have no worker while refits wait before they are recorded as
+#: failed (its workers died and none came back; a campaign never hangs on an empty cluster).
+NO_WORKERS_WAIT = 120.0
+
+
+class ClusterLost(Exception):
+    """The Dask cluster has had no worker for ``NO_WORKERS_WAIT`` seconds."""
+
+
+def _dask_completed(client, distributed) -> Callable:
+    """``distributed.as_completed`` that gives up when the cluster has no worker left for
+    :data:`NO_WORKERS_WAIT` seconds (a refit that kills its workers can make a
+    LocalCluster close its nanny: its tasks would wait forever)."""
+
+    def completed(futures):
+        pending, empty_since = set(futures), None
+        while pending:
+            try:
+                done, pending = distributed.wait(
+                    list(pending), timeout=1.0, return_when="FIRST_COMPLETED"
+                )
+            except TimeoutError:
+                done = set()
+            yield from done
+            if done or _has_workers(client):
+                empty_since = None
+            elif empty_since is None:
+                empty_since = time.monotonic()
+            elif time.monotonic() - empty_since > NO_WORKERS_WAIT:
+                raise ClusterLost(
+                    f"the Dask cluster had no worker for {NO_WORKERS_WAIT:g} s (its workers "
+                    "died and none came back); rerun with retry_failed=True once it has "
+                    "workers"
+                )
+
+    return completed
+
+
+def _has_workers(client) -> bool:
+    try:
+        info = client.scheduler_info(n_workers=1)  # distributed >= 2025: a bounded list
+    except TypeError:
+        info = client.scheduler_info()
+    return bool(info["workers"])
+
+
 def _dask_results(executor, backend, tasks, timeout=None) -> Iterator[dict]:
     try:
         import distributed
@@ -253,15 +305,14 @@ def _dask_results(executor, backend, tasks, timeout=None) -> Iterator[dict]:
     try:
         submit = lambda fn, *args: client.submit(fn, *args, pure=False)  # noqa: E731
         interrupted: list[Task] = []
-        yield from _futures(
-            submit, distributed.as_completed, backend, tasks, interrupted, timeout=timeout
-        )
+        completed = _dask_completed(client, distributed)
+        yield from _futures(submit, completed, backend, tasks, interrupted, timeout=timeout)
         # Tasks whose workers died (Dask's KilledWorker): the refit that kills its worker
         # takes the others on it down with it; each runs again alone, so that only the
         # refit that kills its worker is recorded as failed.
         order = {task.key: i for i, task in enumerate(tasks)}
         for task in sorted(interrupted, key=lambda task: order[task.key]):
-            yield from _futures(submit, distributed.as_completed, backend, [task], timeout=timeout)
+            yield from _futures(submit, completed, backend, [task], timeout=timeout)
     finally:
         if isinstance(executor, str):
             client.close()

@@ -206,22 +206,43 @@ def test_plan_json_that_is_a_directory_is_named(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_refit_that_kills_its_dask_worker_fails_alone(tmp_path):
+def test_a_refit_that_kills_its_dask_worker_fails_alone(tmp_path, monkeypatch):
+    """The slow refit beside the dying one finishes; only the refit that kills its worker
+    is a failure. (With one worker, distributed 2026.8 closes the worker's nanny after the
+    task that killed it four times is declared lost: the cluster is left with no worker,
+    which the next test covers.)"""
     distributed = pytest.importorskip("distributed")
+    from bayesij.refit import campaign
+
+    monkeypatch.setattr(campaign, "NO_WORKERS_WAIT", 20.0)
     marker = tmp_path / "die"
     marker.touch()
     backend = refit.CallableBackend(
         functools.partial(dying_or_slow_fit, str(marker)), BACKEND.n_obs
     )
     with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0"
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster:
         with distributed.Client(cluster) as client:
             report = _loo(tmp_path / "store", backend, points=[0, 1], executor=client)
-    # The slow refit beside the dying one dies with its worker each time; run again
-    # alone, it finishes: only the refit that kills its worker is a failure.
     assert report.failures["key"].tolist() == ["loo-0"], report.failures
     assert report.n_refits == 1
+
+
+def test_a_campaign_on_a_dask_cluster_without_workers_ends(tmp_path, monkeypatch):
+    """A cluster with no worker (all died, none came back) does not hang the campaign: after
+    NO_WORKERS_WAIT seconds each waiting refit is recorded as failed, saying why, and a
+    rerun with workers and retry_failed=True does them."""
+    distributed = pytest.importorskip("distributed")
+    from bayesij.refit import campaign
+
+    monkeypatch.setattr(campaign, "NO_WORKERS_WAIT", 2.0)
+    with distributed.LocalCluster(n_workers=0, dashboard_address=":0") as cluster:
+        with distributed.Client(cluster) as client:
+            report = _loo(tmp_path / "store", points=[0, 1], executor=client)
+    assert report.failures["key"].tolist() == ["loo-0", "loo-1"]
+    assert report.failures["reason"].str.startswith("the Dask cluster had no worker for 2 s").all()
+    assert _loo(tmp_path / "store", points=[0, 1], retry_failed=True).failures.empty
 
 
 def _data_reading_backends():
