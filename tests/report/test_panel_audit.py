@@ -26,6 +26,15 @@ def panel(tmp_path_factory):
     return fit, path
 
 
+def _mean_mcse(draws: np.ndarray) -> float:
+    """Monte Carlo SE of the mean of (chain, draw) draws: sd / sqrt(ESS), the ESS of the
+    mean as R loo's relative_eff computes it."""
+    from bayesij.array.ess import relative_eff
+
+    ess = relative_eff(draws[..., None])[0] * draws.size
+    return float(draws.std() / np.sqrt(ess))
+
+
 def _words(lines) -> int:
     return len(" ".join(lines).split())
 
@@ -112,10 +121,17 @@ def test_the_cli_audits_the_saved_file_as_python_does(panel, capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_unreliable_linear_approximation_is_borne_out_by_an_exact_refit(panel):
-    """The audit calls the IJ's linear approximation over firms unreliable for b[value]; an
-    exact PyMC refit without the firm it names first shows the linear change missing the
-    exact one by more than 30 % and 2 (conservative) Monte Carlo errors."""
+def test_the_firm_named_for_a_refit_is_one_psis_cannot_judge_and_a_refit_decides(panel):
+    """The audit calls b[value] undetermined (the IJ's linear approximation over firms is not
+    reliable) and names the firm to refit first: one whose k-hat is above the threshold, so
+    that PSIS cannot judge the linear change there. An exact PyMC refit without that firm
+    bears the caution out: the PSIS change at that k-hat misses the exact one by more than
+    4 Monte Carlo errors (the linear change is the closer here: only the refit could say).
+
+    (Before, this test claimed that the linear change missed the exact one by more than 2
+    Monte Carlo errors; with PyMC 5.28's draws the miss was 1.3-1.6 of them in four refits
+    of up to 4 x 4000 draws: the claim was not borne out, and the test is what the audit
+    says.)"""
     from bayesij import refit
 
     fit, _ = panel
@@ -123,15 +139,16 @@ def test_the_unreliable_linear_approximation_is_borne_out_by_an_exact_refit(pane
     assert result.comparison_table.loc["b[value]", "why"] == "linearity"
     checked = result.ij.linearity
     firm = checked.refit_first("b[value]", 1)[0]
+    assert checked.pareto_k[firm] > checked.k_threshold
     codes = np.asarray(fit["constant_data"]["firm_idx"].values)
     names = list(fit["posterior"]["firm"].values)
     weights = np.where(codes == names.index(firm), 0.0, 1.0)
     backend = refit.PyMCBackend(grunfeld_model(), draws=1000, chains=4, seed=2)
-    refitted = backend.fit(weights).quantities.sel(quantity="b[value]")
-    before = fit["posterior"]["b"].sel(coef="value")
+    refitted = backend.fit(weights).quantities.sel(quantity="b[value]").values
+    before = fit["posterior"]["b"].sel(coef="value").values
     exact = float(refitted.mean() - before.mean())
-    # Monte Carlo sd of the exact change: the two means' sds (ESS ~ draws / 4 at worst).
-    mcse = float(np.hypot(refitted.std(), before.std())) / np.sqrt(1000)
+    mcse = float(np.hypot(_mean_mcse(refitted), _mean_mcse(before)))
+    psis = float(checked.delta_is.loc["b[value]", firm])
     linear = float(checked.delta_lin.loc["b[value]", firm])
-    assert abs(linear - exact) > 2 * mcse
-    assert abs(linear - exact) > 0.3 * max(abs(linear), abs(exact))
+    assert abs(psis - exact) > 4 * mcse
+    assert abs(linear - exact) < abs(psis - exact)
