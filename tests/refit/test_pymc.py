@@ -68,19 +68,23 @@ def test_a_refit_survives_its_samplers_numerical_warnings(monkeypatch):
 
     monkeypatch.setattr(pm, "sample", sample_that_overflows)
     backend = refit.PyMCBackend(_regression(), draws=50, tune=50, chains=1, seed=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # as a user's script with -W error, config aside
+    # Every warning recorded, the configuration's filters aside (as a user's script sees
+    # them); not raised, which would change how PyTensor compiles for later tests.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         post = backend.fit(np.ones(backend.n_obs))
     assert post.n_draws == 50
+    assert not [w for w in caught if "overflow encountered" in str(w.message)]
 
     def sample_with_user_warning(*args, **kwargs):
         warnings.warn("the user's own warning", RuntimeWarning, stacklevel=1)
         return sample(*args, **kwargs)
 
     monkeypatch.setattr(pm, "sample", sample_with_user_warning)
-    with warnings.catch_warnings(), pytest.raises(RuntimeWarning, match="user's own"):
-        warnings.simplefilter("error")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         backend.fit(np.ones(backend.n_obs))
+    assert [w for w in caught if "the user's own warning" in str(w.message)]
 
 
 @pytest.mark.slow

@@ -6,14 +6,13 @@ the CLI says the same from the saved netCDF file."""
 import re
 import time
 
-import numpy as np
 import pytest
 
 import bayesij
 from bayesij.cli import main
 
 pytest.importorskip("pymc", reason="PyMC is sampled in the Python 3.12 environment")
-from bayesij.demo import grunfeld_model, sample_grunfeld  # noqa: E402
+from bayesij.demo import sample_grunfeld  # noqa: E402
 
 FIRMS = 11
 
@@ -24,15 +23,6 @@ def panel(tmp_path_factory):
     path = tmp_path_factory.mktemp("panel") / "panel.nc"
     fit.to_netcdf(str(path))
     return fit, path
-
-
-def _mean_mcse(draws: np.ndarray) -> float:
-    """Monte Carlo SE of the mean of (chain, draw) draws: sd / sqrt(ESS), the ESS of the
-    mean as R loo's relative_eff computes it."""
-    from bayesij.array.ess import relative_eff
-
-    ess = relative_eff(draws[..., None])[0] * draws.size
-    return float(draws.std() / np.sqrt(ess))
 
 
 def _words(lines) -> int:
@@ -120,35 +110,22 @@ def test_the_cli_audits_the_saved_file_as_python_does(panel, capsys, tmp_path):
     assert page.count("<details") >= 5 and 'class="verdict"' in page
 
 
-@pytest.mark.slow
-def test_the_firm_named_for_a_refit_is_one_psis_cannot_judge_and_a_refit_decides(panel):
+def test_b_value_is_left_undetermined_and_the_firm_to_refit_is_one_psis_cannot_judge(panel):
     """The audit calls b[value] undetermined (the IJ's linear approximation over firms is not
     reliable) and names the firm to refit first: one whose k-hat is above the threshold, so
-    that PSIS cannot judge the linear change there. An exact PyMC refit without that firm
-    bears the caution out: the PSIS change at that k-hat misses the exact one by more than
-    4 Monte Carlo errors (the linear change is the closer here: only the refit could say).
+    that PSIS cannot judge the linear change there; only a refit can.
 
-    (Before, this test claimed that the linear change missed the exact one by more than 2
-    Monte Carlo errors; with PyMC 5.28's draws the miss was 1.3-1.6 of them in four refits
-    of up to 4 x 4000 draws: the claim was not borne out, and the test is what the audit
-    says.)"""
-    from bayesij import refit
-
+    An exact refit does not land in one place: with PyMC 5.28's draws the linear change was
+    the closer (exact -0.006, linear -0.0096, PSIS +0.046 at k-hat 1.03), with PyMC 6.4's
+    once the PSIS one and once neither (exact -0.011 +- 0.004, both approximations above
+    +0.007). "Undetermined, a refit decides" is the answer those refits bear out; this test
+    once claimed more (the linear change missing the exact one by more than 2 Monte Carlo
+    errors), which refits of up to 4 x 4000 draws did not bear out (1.3-1.6 of them)."""
     fit, _ = panel
     result = bayesij.audit(fit, amip=False)
-    assert result.comparison_table.loc["b[value]", "why"] == "linearity"
+    row = result.comparison_table.loc["b[value]"]
+    assert row["verdict"] == "undetermined" and row["why"] == "linearity"
     checked = result.ij.linearity
     firm = checked.refit_first("b[value]", 1)[0]
+    assert firm in set(fit["posterior"]["firm"].values.tolist())
     assert checked.pareto_k[firm] > checked.k_threshold
-    codes = np.asarray(fit["constant_data"]["firm_idx"].values)
-    names = list(fit["posterior"]["firm"].values)
-    weights = np.where(codes == names.index(firm), 0.0, 1.0)
-    backend = refit.PyMCBackend(grunfeld_model(), draws=1000, chains=4, seed=2)
-    refitted = backend.fit(weights).quantities.sel(quantity="b[value]").values
-    before = fit["posterior"]["b"].sel(coef="value").values
-    exact = float(refitted.mean() - before.mean())
-    mcse = float(np.hypot(_mean_mcse(refitted), _mean_mcse(before)))
-    psis = float(checked.delta_is.loc["b[value]", firm])
-    linear = float(checked.delta_lin.loc["b[value]", firm])
-    assert abs(psis - exact) > 4 * mcse
-    assert abs(linear - exact) < abs(psis - exact)

@@ -94,7 +94,7 @@ def _as_int_python(value):
     return np.float64(value).view(np.int64)
 
 
-if numba_config.DISABLE_JIT:  # debugging and coverage run the kernels as Python
+if getattr(numba_config, "DISABLE_JIT", False):  # debugging, coverage: kernels as Python
     as_float, as_int = _as_float_python, _as_int_python
 else:
 
