@@ -264,18 +264,25 @@ def log_lik_of_fit(idata, var_name=None, argument: str = "data") -> Posterior:
     """The ``log_likelihood`` group of a fit as a container without quantities, its draws
     paired by label with the posterior's (whose variables are not read)."""
     posterior = _group(idata, "posterior", "", argument)
+    shape = tuple(posterior.sizes.get(dim, 0) for dim in SAMPLE_DIMS)
+    values, obs = _paired_log_lik(idata, posterior, var_name, shape, argument)
+    empty = np.zeros((*values.shape[:2], 0))
+    return from_arrays(empty, values, obs_names=obs, argument=argument)
+
+
+def _paired_log_lik(idata, posterior, var_name, shape: tuple, argument: str):
+    """The ``log_likelihood`` group's values (chain, draw, obs), draws paired by label with
+    ``posterior``'s, and their ids; refused unless the draws are ``shape``."""
     log_lik = aligned_draws(_log_lik_dataset(idata, argument), posterior, "log_likelihood")
     values, obs = log_lik_variables(log_lik, var_name)
-    shape = tuple(posterior.sizes.get(dim, 0) for dim in SAMPLE_DIMS)
-    if values.shape[:2] != shape:
+    if values.shape[:2] != tuple(shape):
         raise fail(
             argument,
             f"log_likelihood draws of shape {values.shape[:2]} and posterior draws of shape "
-            f"{shape}",
+            f"{tuple(shape)}",
             "the same (chain, draw) in both groups",
         )
-    empty = np.zeros((*values.shape[:2], 0))
-    return from_arrays(empty, values, obs_names=obs, argument=argument)
+    return values, obs
 
 
 def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> Posterior:
@@ -320,13 +327,5 @@ def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> P
         )
     posterior = _group(idata, "posterior", "")
     values, names = selected_draws(posterior, quantities)
-    log_lik = aligned_draws(_log_lik_dataset(idata, "idata"), posterior, "log_likelihood")
-    log_lik_values, obs = log_lik_variables(log_lik, var_name)
-    if log_lik_values.shape[:2] != values.shape[:2]:
-        raise fail(
-            "idata",
-            f"log_likelihood draws of shape {log_lik_values.shape[:2]} and posterior draws "
-            f"of shape {values.shape[:2]}",
-            "the same (chain, draw) in both groups",
-        )
+    log_lik_values, obs = _paired_log_lik(idata, posterior, var_name, values.shape[:2], "idata")
     return from_arrays(values, log_lik_values, quantity_names=names, obs_names=obs, groups=groups)

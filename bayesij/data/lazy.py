@@ -19,7 +19,13 @@ import xarray as xr
 
 from bayesij.array._numeric import CHUNK_BYTES
 from bayesij.array.checks import as_float_array, check_positive_int, fail
-from bayesij.data.inference_data import SAMPLE_DIMS, aligned_draws, group_names, has_groups
+from bayesij.data.inference_data import (
+    SAMPLE_DIMS,
+    aligned_draws,
+    group_names,
+    has_groups,
+    has_posterior,
+)
 from bayesij.data.posterior import select_names
 
 __all__ = [
@@ -205,7 +211,7 @@ def _all_quantities(data, source) -> tuple[np.ndarray, list[str]]:
         if len(names) != draws.shape[1]:
             raise fail("names", f"{len(names)} names", f"{draws.shape[1]}, one per column")
         return draws.reshape(*source.shape, draws.shape[1]), list(names)
-    if has_groups(data) and "posterior" in group_names(data):
+    if has_posterior(data):
         from bayesij.data.inference_data import flatten_variables
 
         group = data["posterior"]

@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 
 from bayesij.array.checks import fail
-from bayesij.data.inference_data import SAMPLE_DIMS, _group, group_names, has_groups
+from bayesij.data.inference_data import SAMPLE_DIMS, _group, group_names, has_groups, has_posterior
 from bayesij.data.posterior import Posterior, base_name
 
 __all__ = ["Units", "find_units", "local_names"]
@@ -120,7 +120,7 @@ def local_names(names: list[str], data, units: Units) -> list[str]:
     """The quantities among ``names`` that are local: elements of posterior variables with a
     dim over units (InferenceData / DataTree), or, for a Posterior without dims, variables
     with one element per group or per observation."""
-    if has_groups(data) and "posterior" in group_names(data):
+    if has_posterior(data):
         posterior = _group(data, "posterior", "")
         local = {v for v in posterior.data_vars if set(posterior[v].dims) & units.local_dims}
         return [n for n in names if base_name(n) in local]

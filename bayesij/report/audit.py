@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import check_flag, check_labels, constant_columns, fail
-from bayesij.data.inference_data import _group, group_names, has_groups
+from bayesij.data.inference_data import _group, group_names, has_groups, has_posterior
 from bayesij.data.posterior import base_name
 from bayesij.data.source import as_source
 from bayesij.data.structure import Units, find_units, local_names
@@ -631,7 +631,7 @@ def _chosen_quantities(data, units, var_names, filter_vars, quantities) -> tuple
 
 def _posterior_variables(data) -> tuple[list, dict]:
     """Variable names in order and their numbers of elements."""
-    if has_groups(data) and "posterior" in group_names(data):
+    if has_posterior(data):
         posterior = _group(data, "posterior", "")
         sizes = {
             str(v): int(
@@ -651,7 +651,7 @@ def _element_names(data) -> list[str]:
 
 
 def _variable_dims(data) -> dict:
-    if has_groups(data) and "posterior" in group_names(data):
+    if has_posterior(data):
         posterior = _group(data, "posterior", "")
         return {str(v): posterior[v].dims for v in posterior.data_vars}
     return {}
