@@ -102,10 +102,8 @@ def _nullable_numbers(values, array: np.ndarray, argument: str) -> np.ndarray:
     """A pandas table or series of nullable numbers (``Float64``, ``Int64``) as the float
     array it holds; its missing values (``pd.NA``) are named, not turned into NaN. A
     column of text stays object and is refused by the caller."""
-    missing = np.array(
-        [value is None or type(value).__name__ == "NAType" for value in array.ravel()]
-    ).reshape(array.shape)
-    if missing.any():
+    missing = np.asarray(values.isna()) if callable(getattr(values, "isna", None)) else None
+    if missing is not None and missing.any():
         where = np.argwhere(missing)[0].tolist()
         raise fail(
             argument,
