@@ -24,9 +24,10 @@ def _post():
     return BACKEND.fit(np.ones(BACKEND.n_obs))
 
 
-def _loo(store, backend=BACKEND, points=(0, 1, 2, 3), **options):
+def _loo(store, backend=BACKEND, points=(0, 1, 2, 3), post=None, **options):
     options.setdefault("executor", "sequential")
-    return refit.loo(_post(), backend, points=list(points), store=store, progress=False, **options)
+    post = _post() if post is None else post
+    return refit.loo(post, backend, points=list(points), store=store, progress=False, **options)
 
 
 def _lines(store) -> list[str]:
@@ -246,9 +247,9 @@ def test_a_campaign_on_a_dask_cluster_without_workers_ends(tmp_path, monkeypatch
 
 
 def _data_reading_backends():
-    """Refit functions that read their data through a dict, a bound method's object, an
-    object held in a closure and an int global: the four ways the callable's digest used
-    to miss a change of data."""
+    """A refit function's data held by an object: read through a dict, a bound method's
+    object or an object held in a closure, three ways the callable's digest used to miss a
+    change of data."""
 
     class Data:
         def __init__(self, y):
@@ -281,26 +282,12 @@ def test_a_store_is_keyed_by_the_campaign_s_data_not_the_callable(tmp_path):
         fn = {"dict": by_dict, "method": holder.fit, "closure object": by_object}[way]
         backend = refit.CallableBackend(fn, 8)
         for _ in range(2):  # the same data: resumed, nothing refitted
-            refit.loo(
-                backend.fit(np.ones(8)),
-                backend,
-                points=[0, 1],
-                store=store,
-                executor="sequential",
-                progress=False,
-            )
+            _loo(store, backend, points=[0, 1], post=backend.fit(np.ones(8)))
             assert len(_lines(store)) == 2
         new_y = rng.normal(size=8)
         data["y"], holder.y = new_y, new_y  # the same callables now read other data
         with pytest.raises(ValueError, match=r"planned with different (backend, )?reference"):
-            refit.loo(
-                backend.fit(np.ones(8)),
-                backend,
-                points=[0, 1],
-                store=store,
-                executor="sequential",
-                progress=False,
-            )
+            _loo(store, backend, points=[0, 1], post=backend.fit(np.ones(8)))
 
 
 def test_the_digest_of_a_callable_sees_arrays_of_its_object_and_dicts():
