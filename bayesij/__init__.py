@@ -13,7 +13,9 @@ from importlib import import_module
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    # data: the container and the one door
+    # data: the one door (a fit read once) and the container
+    "read": "bayesij.data.fit",
+    "Fit": "bayesij.data.fit",
     "Posterior": "bayesij.data.posterior",
     "as_posterior": "bayesij.data.convert",
     "from_arrays": "bayesij.data.arrays",

@@ -69,7 +69,15 @@ def as_posterior(
     Posterior
     """
     post = _convert(data, var_name, quantities, argument)
-    if need_quantities and not post.quantity_names:
+    if need_quantities:
+        check_has_quantities(post, argument)
+    return post
+
+
+def check_has_quantities(post: Posterior, argument: str = "data") -> None:
+    """Refuse a container without quantities (a log-likelihood alone) for an estimator of
+    quantities."""
+    if not post.quantity_names:
         raise fail(
             argument,
             "no posterior draws of quantities (a log-likelihood alone)",
@@ -77,7 +85,6 @@ def as_posterior(
             "(bayesij.from_arrays, from_cmdstanpy, from_pystan) or an InferenceData or "
             "DataTree with a posterior group",
         )
-    return post
 
 
 def _convert(data, var_name, quantities, argument: str) -> Posterior:

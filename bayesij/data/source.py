@@ -31,9 +31,9 @@ import xarray as xr
 
 from bayesij.array._numeric import release_freed_memory, reserve_a_core
 from bayesij.array.checks import check_finite, check_log_lik_values, fail
-from bayesij.data.convert import as_posterior, node_as_dataset, unit_index
-from bayesij.data.inference_data import has_posterior, log_lik_of_fit, posterior_draws
-from bayesij.data.lazy import LazyArray, lazy_log_lik, lazy_quantities
+from bayesij.data.convert import unit_index
+from bayesij.data.inference_data import log_lik_of_fit, posterior_draws
+from bayesij.data.lazy import LazyArray, lazy_quantities
 from bayesij.data.posterior import Posterior
 
 __all__ = ["LogLikSource", "as_source", "map_blocks", "join_blocks"]
@@ -181,13 +181,16 @@ def as_source(
     argument: str = "data",
     log_lik_only: bool = False,
 ) -> LogLikSource:
-    """Turn any accepted input into a :class:`LogLikSource`.
+    """The log-likelihood of any accepted input as a :class:`LogLikSource`: the input read
+    once (:func:`bayesij.data.fit.read`; a :class:`~bayesij.data.fit.Fit` is used as it
+    is), then :meth:`Fit.source <bayesij.data.fit.Fit.source>`.
 
     Parameters
     ----------
-    data : Posterior, InferenceData, DataTree, xarray, array_like, dask array or LogLikFunction
-    groups : array_like or mapping, optional
-        Units are groups (summed log-likelihoods); a container's groups by default.
+    data : Fit, Posterior, InferenceData, DataTree, xarray, array_like, dask array or LogLikFunction
+    groups : None, False or array_like, optional
+        The units: None, the fit's (for ``log_lik_only``, the observations unless the
+        units were given); False, the observations; labels, one per observation.
     quantities : str or list of str, optional
         The quantities to read beside the log-likelihood (all with ``need_quantities``).
     var_name : str or list of str, optional
@@ -205,50 +208,81 @@ def as_source(
         the draws), so that a variable unfit as a quantity (a boolean flag, a NaN in a
         deterministic, no (chain, draw) dims) does not refuse the log-likelihood; a peer's
         r_eff rule reads it when it needs it (:meth:`LogLikSource.all_posterior_draws`).
+        The units are the observations unless they were given, as ArviZ's pointwise
+        estimators.
 
     Returns
     -------
     LogLikSource
     """
-    data = node_as_dataset(data)
-    lazy = lazy_log_lik(data, var_name)
+    from bayesij.data.fit import read
+
+    fit = read(data, var_name=var_name, argument=argument)
+    return fit.source(
+        groups=groups,
+        quantities=quantities,
+        need_quantities=need_quantities,
+        whole_matrix=whole_matrix,
+        log_lik_only=log_lik_only,
+    )
+
+
+def source_of_fit(
+    fit, *, groups, quantities, need_quantities, whole_matrix, log_lik_only
+) -> LogLikSource:
+    """The :class:`LogLikSource` of a :class:`~bayesij.data.fit.Fit` for ``groups``
+    (labels, or False for the observations); containers are built once per fit."""
+    lazy = fit.lazy_reader()
     if lazy is None:
-        if log_lik_only and quantities is None and not need_quantities and has_posterior(data):
-            return _log_lik_of_fit(data, groups, var_name, argument)
-        return _in_memory(data, groups, quantities, var_name, need_quantities, argument)
-    _refuse_whole_matrix({"groups": groups, **(whole_matrix or {})})
+        if log_lik_only and quantities is None and not need_quantities and fit.has_posterior:
+            if not fit.is_container:
+                return _log_lik_of_fit(fit, groups)
+        post = fit.posterior(quantities, need_quantities=need_quantities)
+        return _in_memory(post, groups, quantities, need_quantities)
+    refuse_whole_matrix({"groups": groups, **(whole_matrix or {})})
     units = xr.DataArray(np.asarray(lazy.obs_names), dims="obs")
     draws, names = None, ()
     if need_quantities or quantities is not None:
-        draws, found = lazy_quantities(data, lazy, quantities)
+        draws, found = lazy_quantities(fit.data, lazy, quantities)
         check_finite(draws, "quantities")
         names = tuple(found)
     return LogLikSource(lazy, units, np.arange(lazy.n_obs), None, draws, names)
 
 
-def _in_memory(data, groups, quantities, var_name, need_quantities, argument) -> LogLikSource:
-    post = as_posterior(
-        data,
-        var_name=var_name,
-        quantities=quantities,
-        need_quantities=need_quantities,
-        argument=argument,
-    )
+def _cached(fit, key: tuple, build: Callable):
+    if key not in fit._posteriors:
+        fit._posteriors[key] = build()
+    return fit._posteriors[key]
+
+
+def _units_of(post: Posterior, groups) -> tuple[Posterior, np.ndarray, xr.DataArray, np.ndarray]:
+    """``post`` with the units ``groups`` (False: the observations), the units'
+    log-likelihood, labels and the unit code of each observation."""
+    if groups is False:
+        groups = None
+        if post.groups is not None:
+            post = post.with_groups(None)
     values, units = post.units(groups)
     codes, _ = post.unit_codes(groups)
+    return post, values, units, codes
+
+
+def _in_memory(post: Posterior, groups, quantities, need_quantities) -> LogLikSource:
+    post, values, units, codes = _units_of(post, groups)
     draws, names = None, ()
     if need_quantities or quantities is not None:
         draws, names = post.quantities.values, tuple(post.quantity_names)
     return LogLikSource(_InMemory(values), units, codes, post, draws, names)
 
 
-def _log_lik_of_fit(data, groups, var_name, argument) -> LogLikSource:
+def _log_lik_of_fit(fit, groups) -> LogLikSource:
     """The log-likelihood of an InferenceData / DataTree with its draws paired with the
     posterior's, the posterior's variables read only when asked."""
-    post = log_lik_of_fit(data, var_name, argument)
-    values, units = post.units(groups)
-    codes, _ = post.unit_codes(groups)
-    reader = partial(_all_draws, data, argument)
+    post = _cached(
+        fit, ("log_lik_of_fit",), lambda: log_lik_of_fit(fit.data, fit.var_name, fit.argument)
+    )
+    post, values, units, codes = _units_of(post, groups)
+    reader = partial(_all_draws, fit.data, fit.argument)
     return LogLikSource(_InMemory(values), units, codes, post, posterior_reader=reader)
 
 
@@ -256,7 +290,7 @@ def _all_draws(data, argument: str) -> np.ndarray:
     return posterior_draws(data, None, argument)[0]
 
 
-def _refuse_whole_matrix(options: Mapping) -> None:
+def refuse_whole_matrix(options: Mapping) -> None:
     """The one refusal of whole-matrix options for a lazy log-likelihood. ``{"data":
     "dic"}`` refuses a lazy input to an estimator that needs the matrix throughout."""
     reason = (

@@ -48,6 +48,9 @@ class Units:
         one of them is local (per unit), the others are global.
     others : tuple of str
         Other groupings found in the fit (a crossed design), for the report.
+    given : bool
+        Whether the unit was named (``groups=``, a container's own groups) rather than
+        read from the fit's structure.
     """
 
     name: str
@@ -55,6 +58,7 @@ class Units:
     reason: str
     local_dims: frozenset = frozenset()
     others: tuple = ()
+    given: bool = False
 
     @property
     def grouped(self) -> bool:
@@ -100,7 +104,7 @@ def find_units(data, groups=None, var_name=None) -> Units:
     # Per-group parameters are local whichever unit is audited.
     local = obs_dims | {g.dim for g in found if g.dim}
     if groups is False:
-        return Units("observation", None, "groups=False", frozenset(local))
+        return Units("observation", None, "groups=False", frozenset(local), given=True)
     if groups is None:
         if not found:
             why = "no grouping of the observations found in the fit"
@@ -113,7 +117,8 @@ def find_units(data, groups=None, var_name=None) -> Units:
         chosen = _Grouping("group", labels, "groups given", _dim_of_labels(data, labels))
     others = tuple(g.name for g in found if g.name != chosen.name and g.dim != chosen.dim)
     local |= {chosen.dim} if chosen.dim else set()
-    return Units(chosen.name, chosen.labels, chosen.reason, frozenset(local), others)
+    given = groups is not None
+    return Units(chosen.name, chosen.labels, chosen.reason, frozenset(local), others, given)
 
 
 def local_names(names: list[str], data, units: Units) -> list[str]:
@@ -133,7 +138,7 @@ def local_names(names: list[str], data, units: Units) -> list[str]:
 
 def _units_of_container(data, groups) -> Units:
     if groups is False:
-        return Units("observation", None, "groups=False")
+        return Units("observation", None, "groups=False", given=True)
     if isinstance(groups, str):
         raise fail(
             "groups",
@@ -142,10 +147,11 @@ def _units_of_container(data, groups) -> Units:
             "dims, coordinates and constant_data it names)",
         )
     if groups is not None:
-        return Units("group", np.asarray(groups, dtype=object), "groups given")
+        return Units("group", np.asarray(groups, dtype=object), "groups given", given=True)
     own = getattr(data, "groups", None) if isinstance(data, Posterior) else None
     if own is not None:
-        return Units("group", np.asarray(own.values, dtype=object), "the container's groups")
+        labels = np.asarray(own.values, dtype=object)
+        return Units("group", labels, "the container's groups", given=True)
     return Units("observation", None, "no groups given")
 
 

@@ -13,10 +13,9 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import check_flag, check_labels, constant_columns, fail
-from bayesij.data.inference_data import _group, group_names, has_groups, has_posterior
+from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
-from bayesij.data.source import as_source
-from bayesij.data.structure import Units, find_units, local_names
+from bayesij.data.structure import Units
 from bayesij.data.var_names import select_var_names
 from bayesij.report.summary import (
     fragile,
@@ -512,24 +511,14 @@ def audit(
     targets = check_labels(targets, "targets")
     for target in targets:
         check_target(target, "targets")
-    units = find_units(data, groups, var_name)
-    chosen, n_available = _chosen_quantities(data, units, var_names, filter_vars, quantities)
-    source = as_source(
-        data,
-        groups=units.labels,
+    fit = read(data, groups=groups, var_name=var_name)
+    units = fit.units
+    chosen, n_available = _chosen_quantities(fit, var_names, filter_vars, quantities)
+    source = fit.source(
         quantities=chosen,
-        var_name=var_name,
         need_quantities=True,
         whole_matrix={"method": method if method == "reweighted" else None},
     )
-    if (
-        units.labels is None
-        and source.posterior is not None
-        and source.posterior.groups is not None
-    ):
-        # groups=False over a container with groups: the observations are the units
-        plain = source.posterior.with_groups(None)
-        source = as_source(plain, quantities=chosen, need_quantities=True)
     method = method if method is not None else ("linear" if source.lazy else "reweighted")
     check_search_options(alpha_max, method)
     if source.lazy and log_prior is not None:
@@ -543,7 +532,7 @@ def audit(
     with warnings.catch_warnings():  # every diagnostic is part of the report
         warnings.simplefilter("ignore")
         questions, skipped = _questions(source, names, targets) if amip else ([], {})
-        gradient = _score_arrays(score, data) if questions else (None, None)
+        gradient = _score_arrays(score, fit.data) if questions else (None, None)
         found = audit_pass(
             source,
             questions,
@@ -562,21 +551,21 @@ def audit(
             skipped=skipped,
             description=_description(source),
             units=units,
-            local=local_names(names, data, units),
+            local=fit.local_quantities(names),
             n_quantities_available=n_available,
             method=method,
             control_variates=gradient[0] is not None,
         )
         if loo and units.grouped:
-            result.loo_observations = compute_loo(source.posterior.with_groups(None))
+            result.loo_observations = compute_loo(fit, groups=False)
         if not source.lazy:
-            result.sensitivity = _sensitivity(data, source.posterior, names, log_prior)
-        elif has_groups(data) and "log_prior" in group_names(data):
+            result.sensitivity = _sensitivity(fit, names, log_prior)
+        elif fit.has_log_prior:
             result.not_computed.append(
                 "Power-scaling sensitivity: the fit has a log prior, but the log-likelihood is "
                 "lazy and psense needs the whole draws x units matrix in memory."
             )
-        result.comparison = _comparison(found.loo, compare_with, units.labels)
+        result.comparison = _comparison(found.loo, compare_with, fit.unit_labels())
     return result
 
 
@@ -609,10 +598,11 @@ def _description(source) -> str:
     )
 
 
-def _chosen_quantities(data, units, var_names, filter_vars, quantities) -> tuple[list, int]:
+def _chosen_quantities(fit, var_names, filter_vars, quantities) -> tuple[list, int]:
     """The quantities to audit (``quantities``, ``var_names``, else the global variables)
     and how many elements the posterior has in all."""
-    variables, sizes = _posterior_variables(data)
+    sizes = fit.variable_sizes()
+    variables = list(sizes)
     if quantities is not None:
         if var_names is not None:
             raise fail("var_names", repr(var_names), "None when quantities is given")
@@ -621,40 +611,12 @@ def _chosen_quantities(data, units, var_names, filter_vars, quantities) -> tuple
         return select_var_names(variables, var_names, filter_vars), sum(sizes.values())
     if filter_vars is not None:
         raise fail("filter_vars", repr(filter_vars), "None when var_names is not given")
-    dims = _variable_dims(data)
-    chosen = [v for v in variables if not set(dims.get(v, ())) & units.local_dims]
-    if not dims and units.grouped:  # a Posterior: variables with one element per group
-        local = set(map(base_name, local_names(_element_names(data), data, units)))
+    dims = fit.posterior_dims()
+    chosen = [v for v in variables if not set(dims.get(v, ())) & fit.units.local_dims]
+    if not dims and fit.units.grouped:  # a Posterior: variables with one element per group
+        local = set(map(base_name, fit.local_quantities(fit.element_names())))
         chosen = [v for v in variables if v not in local]
     return (chosen or variables or None), sum(sizes.values())
-
-
-def _posterior_variables(data) -> tuple[list, dict]:
-    """Variable names in order and their numbers of elements."""
-    if has_posterior(data):
-        posterior = _group(data, "posterior", "")
-        sizes = {
-            str(v): int(
-                np.prod([n for d, n in posterior[v].sizes.items() if d not in ("chain", "draw")])
-            )
-            for v in posterior.data_vars
-        }
-        return list(sizes), sizes
-    sizes = {}
-    for name in _element_names(data):
-        sizes[base_name(name)] = sizes.get(base_name(name), 0) + 1
-    return list(sizes), sizes
-
-
-def _element_names(data) -> list[str]:
-    return list(getattr(data, "quantity_names", []) or [])
-
-
-def _variable_dims(data) -> dict:
-    if has_posterior(data):
-        posterior = _group(data, "posterior", "")
-        return {str(v): posterior[v].dims for v in posterior.data_vars}
-    return {}
 
 
 def _questions(source, names, targets) -> tuple[list, dict]:
@@ -676,12 +638,11 @@ def _questions(source, names, targets) -> tuple[list, dict]:
     return questions, skipped
 
 
-def _sensitivity(data, post, names, log_prior) -> pd.DataFrame | None:
-    """Power-scaling sensitivity when a log prior is given or ``data`` carries one."""
-    if log_prior is None and not (has_groups(data) and "log_prior" in group_names(data)):
+def _sensitivity(fit, names, log_prior) -> pd.DataFrame | None:
+    """Power-scaling sensitivity when a log prior is given or the fit carries one."""
+    if log_prior is None and not fit.has_log_prior:
         return None
-    source = data if log_prior is None else post
-    return psense(source, log_prior=log_prior, quantities=names)
+    return psense(fit, log_prior=log_prior, quantities=names)
 
 
 def _comparison(loo_result, compare_with, groups) -> pd.DataFrame | None:

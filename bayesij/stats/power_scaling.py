@@ -19,15 +19,9 @@ from bayesij.array.power_scaling import (
     scaling_tail,
 )
 from bayesij.array.psis import pareto_k_threshold
-from bayesij.data.inference_data import (
-    _group,
-    aligned_draws,
-    flatten_variables,
-    group_names,
-    has_groups,
-)
+from bayesij.data.fit import read
+from bayesij.data.inference_data import flatten_variables
 from bayesij.data.posterior import Posterior
-from bayesij.data.source import as_source
 
 __all__ = [
     "psense",
@@ -112,7 +106,14 @@ def psense(
     low, high = _alphas(alphas)
     threshold = check_real(threshold, "threshold", 0.0, low_open=True)
     inputs = _scaling_inputs(
-        data, quantities, var_name, log_prior, prior_selection, COMPONENTS, "psense"
+        data,
+        quantities,
+        var_name,
+        log_prior,
+        prior_selection,
+        COMPONENTS,
+        "psense",
+        need_all=moment_match is not None,
     )
     draws = inputs.draws
     order = np.argsort(draws, axis=0, kind="stable")  # one sort for both components
@@ -198,21 +199,13 @@ def _warn_about_khat(table: pd.DataFrame, n_draws: int) -> None:
             )
 
 
-def log_prior_draws(data, post: Posterior, log_prior=None, selection=None) -> np.ndarray:
-    """The log prior at each draw, shape (S,), from any source :func:`psense` accepts,
-    summed over the parts ``selection`` names (all by default)."""
+def log_prior_draws(fit, post: Posterior, log_prior=None, selection=None) -> np.ndarray:
+    """The log prior at each draw, shape (S,), from any source :func:`psense` accepts
+    (``fit`` a :class:`~bayesij.data.fit.Fit`), summed over the parts ``selection`` names
+    (all by default)."""
     n_draws, per_chain = post.n_draws, post.n_draws // post.n_chains
     if log_prior is None:
-        if not has_groups(data):
-            raise fail(
-                "log_prior",
-                f"None with data a {type(data).__name__}",
-                "the log prior: a log_prior group in data, a quantity name, a callable or "
-                "an array of draws",
-            )
-        group = _group(data, "log_prior", "Save the log prior (e.g. PyMC's compute_log_prior)")
-        if "posterior" in group_names(data):
-            group = aligned_draws(group, _group(data, "posterior", ""), "log_prior")
+        group = fit.log_prior_group()
         values, _ = flatten_variables(group, _selected(list(group.data_vars), selection))
         selection = None
     elif isinstance(log_prior, str):
@@ -369,6 +362,7 @@ def power_scaled_draws(
         prior_selection,
         (component,),
         "power-scaling sequences",
+        need_all=moment_match is not None,
     )
     values = inputs.components[component]
     scaled = [power_scaling_weights(values, float(alpha)) for alpha in grid]
@@ -396,16 +390,17 @@ class _ScalingInputs(NamedTuple):
 
 
 def _scaling_inputs(
-    data, quantities, var_name, log_prior, prior_selection, components, caller: str
+    data, quantities, var_name, log_prior, prior_selection, components, caller: str, need_all
 ) -> _ScalingInputs:
     """The draws and the log prior / summed log-likelihood of :func:`psense` and
     :func:`power_scaled_draws` (a quantity that holds the log prior is left out)."""
-    post = as_source(
-        data, var_name=var_name, need_quantities=True, whole_matrix={"data": caller}
-    ).posterior
+    fit = read(data, var_name=var_name)
+    # Moment matching moves every parameter; otherwise the quantities asked for suffice.
+    few = None if need_all or isinstance(log_prior, str) else quantities
+    post = fit.in_memory(caller, quantities=few, need_quantities=True)
     full, values = post, {}
     if "prior" in components:
-        values["prior"] = log_prior_draws(data, post, log_prior, prior_selection)
+        values["prior"] = log_prior_draws(fit, post, log_prior, prior_selection)
         if isinstance(log_prior, str):
             quantities = [q for q in (quantities or post.quantity_names) if q != log_prior]
     if quantities is not None:

@@ -1,0 +1,323 @@
+"""The one door: :func:`read` turns any accepted input into a :class:`Fit`, once.
+
+A :class:`Fit` is everything the package needs to know about a fitted model, read from the
+input in one place:
+
+* **the log-likelihood**, however it is held (a matrix in memory, dask chunks, a
+  function), handed out as a :class:`~bayesij.data.source.LogLikSource` by
+  :meth:`Fit.source`;
+* **the unit** — one rule for every estimator (:func:`bayesij.data.structure.find_units`):
+  the grouping the user names with ``groups=``, else a container's own groups, else the
+  grouping the fit states (an index variable of ``constant_data`` into a posterior dim, a
+  coordinate of the observations named like one), else the observations;
+* **the model's structure**: the posterior variables, their dims and sizes, which of them
+  are local (a dim over the units or over a grouping of the observations), the terms of
+  the ``log_prior`` group;
+* **the quantities' draws**, read when first asked for and kept.
+
+Nothing above this floor asks what the input was: estimators call :func:`read` (a
+:class:`Fit` is returned as it is) and ask the :class:`Fit`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+
+from bayesij.array.checks import fail
+from bayesij.data.convert import as_posterior, check_has_quantities, node_as_dataset
+from bayesij.data.inference_data import (
+    SAMPLE_DIMS,
+    _group,
+    aligned_draws,
+    group_names,
+    has_groups,
+    posterior_draws,
+)
+from bayesij.data.lazy import lazy_log_lik
+from bayesij.data.posterior import Posterior, base_name
+from bayesij.data.source import refuse_whole_matrix, source_of_fit
+from bayesij.data.structure import Units, find_units, local_names
+
+__all__ = ["Fit", "read"]
+
+
+@dataclass(frozen=True, eq=False)
+class Fit:
+    """A fitted model read once: its log-likelihood, its unit and its structure.
+
+    Build one with :func:`read`; every public estimator accepts a :class:`Fit` wherever it
+    accepts ``data``, and reads nothing again.
+
+    Attributes
+    ----------
+    data : object
+        The input as given (a DataTree node holding data: its Dataset).
+    var_name : str, list of str or None
+        The log-likelihood variable read.
+    units : Units
+        The exchangeable unit (:func:`bayesij.data.structure.find_units`) and the posterior
+        dims over units.
+    argument : str
+        The name of the argument the input came in, for error messages.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> fit = bayesij.read(rng.normal(size=(4, 100, 8)))
+    >>> fit.units.name, fit.n_obs
+    ('observation', 8)
+    >>> bayesij.loo(fit).n_units
+    8
+    """
+
+    data: object
+    var_name: object
+    units: Units
+    argument: str = "data"
+    _posteriors: dict = field(default_factory=dict, repr=False)
+
+    # ----------------------------------------------------------------- what the input is
+    @property
+    def is_fit_object(self) -> bool:
+        """Whether the input is an InferenceData / DataTree (named groups)."""
+        return has_groups(self.data)
+
+    @property
+    def groups_of_input(self) -> list[str]:
+        """The groups of an InferenceData / DataTree (``[]`` for other inputs)."""
+        return group_names(self.data) if self.is_fit_object else []
+
+    @property
+    def has_posterior(self) -> bool:
+        """Whether the input holds posterior draws of quantities (a posterior group, or a
+        Posterior with quantities)."""
+        if isinstance(self.data, Posterior):
+            return bool(self.data.quantity_names)
+        return "posterior" in self.groups_of_input
+
+    @property
+    def has_log_prior(self) -> bool:
+        """Whether the input holds a ``log_prior`` group."""
+        return "log_prior" in self.groups_of_input
+
+    @property
+    def is_container(self) -> bool:
+        """Whether the input is a :class:`~bayesij.data.posterior.Posterior`."""
+        return isinstance(self.data, Posterior)
+
+    @property
+    def n_obs(self) -> int:
+        """Number of observations (columns of the log-likelihood)."""
+        return self.source(log_lik_only=True, groups=False).n_units
+
+    # ----------------------------------------------------------------- the log-likelihood
+    def posterior(self, quantities=None, *, need_quantities: bool = False) -> Posterior:
+        """The checked container of the log-likelihood and ``quantities`` (all by default),
+        built once per selection."""
+        key = ("posterior", _key(quantities))
+        if key not in self._posteriors:
+            self._posteriors[key] = self._selected_from_read(quantities) or as_posterior(
+                self.data, var_name=self.var_name, quantities=quantities, argument=self.argument
+            )
+        if need_quantities:
+            check_has_quantities(self._posteriors[key], self.argument)
+        return self._posteriors[key]
+
+    def source(
+        self,
+        *,
+        groups=None,
+        quantities=None,
+        need_quantities: bool = False,
+        whole_matrix=None,
+        log_lik_only: bool = False,
+    ):
+        """The log-likelihood of the units as a :class:`~bayesij.data.source.LogLikSource`.
+
+        Parameters
+        ----------
+        groups : None, False or array_like, optional
+            None: the fit's unit (:attr:`units`); with ``log_lik_only`` the observations
+            unless the units were given (``groups=`` to :func:`read`, a container's own
+            groups), as ArviZ's pointwise estimators. False: the observations. Labels: one
+            per observation.
+        quantities, need_quantities, whole_matrix, log_lik_only
+            As :func:`bayesij.data.source.as_source`.
+        """
+        return source_of_fit(
+            self,
+            groups=self.unit_labels(groups, pointwise=log_lik_only),
+            quantities=quantities,
+            need_quantities=need_quantities,
+            whole_matrix=whole_matrix,
+            log_lik_only=log_lik_only,
+        )
+
+    def _selected_from_read(self, quantities) -> Posterior | None:
+        """``quantities`` from a container already built that holds them all (derived, not
+        checked again), or None."""
+        if quantities is None:
+            return None
+        for key, post in self._posteriors.items():
+            if key[0] == "posterior":
+                try:
+                    return post.select(quantities)
+                except ValueError:
+                    continue
+        return None
+
+    def in_memory(self, caller: str, *, quantities=None, need_quantities: bool = False):
+        """The checked container (:meth:`posterior`) for an estimator that needs the whole
+        draws x units matrix throughout (``caller``): a lazy log-likelihood is refused."""
+        if self.lazy:
+            refuse_whole_matrix({"data": caller})
+        return self.posterior(quantities, need_quantities=need_quantities)
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the log-likelihood is read block by block (dask chunks, a function)."""
+        return self.lazy_reader() is not None
+
+    def lazy_reader(self):
+        """The block reader of a lazy log-likelihood (None for one in memory), built once."""
+        if "lazy" not in self._posteriors:
+            self._posteriors["lazy"] = lazy_log_lik(self.data, self.var_name)
+        return self._posteriors["lazy"]
+
+    def unit_labels(self, groups=None, *, pointwise: bool = False):
+        """The group of each observation for ``groups`` (None: the fit's unit; pointwise:
+        the observations unless the units were given), or False for the observations."""
+        if groups is not None:
+            return groups
+        if self.units.labels is None or (pointwise and not self.units.given):
+            return False
+        return self.units.labels
+
+    # ----------------------------------------------------------------- the structure
+    def posterior_dims(self) -> dict[str, tuple]:
+        """``{variable: its dims beyond (chain, draw)}`` of a posterior group (``{}`` for
+        other inputs)."""
+        if "posterior" not in self.groups_of_input:
+            return {}
+        posterior = _group(self.data, "posterior", "")
+        return {
+            str(v): tuple(d for d in posterior[v].dims if d not in SAMPLE_DIMS)
+            for v in posterior.data_vars
+        }
+
+    def variable_sizes(self) -> dict[str, int]:
+        """``{variable: number of elements}`` of the posterior, in order (a Posterior's
+        variables are the base names of its quantities)."""
+        if "posterior" in self.groups_of_input:
+            posterior = _group(self.data, "posterior", "")
+            return {
+                str(v): int(
+                    np.prod([n for d, n in posterior[v].sizes.items() if d not in SAMPLE_DIMS])
+                )
+                for v in posterior.data_vars
+            }
+        sizes: dict[str, int] = {}
+        for name in self.element_names():
+            sizes[base_name(name)] = sizes.get(base_name(name), 0) + 1
+        return sizes
+
+    def element_names(self) -> list[str]:
+        """A Posterior's quantity names (``[]`` for other inputs: their elements are named
+        when read)."""
+        return list(self.data.quantity_names) if isinstance(self.data, Posterior) else []
+
+    def local_quantities(self, names: list[str], units: Units | None = None) -> list[str]:
+        """The quantities among ``names`` that are local to ``units`` (the fit's unit by
+        default): elements of variables with a dim over units."""
+        return local_names(names, self.data, units or self.units)
+
+    def posterior_draws(self, quantities=None) -> tuple[np.ndarray, list[str]]:
+        """(n_chains, n_draws, K) checked draws of ``quantities`` (every variable by
+        default) and their names; no log-likelihood needed."""
+        if not self.has_posterior and not self.is_container:
+            raise fail(
+                self.argument,
+                f"a {type(self.data).__name__} without posterior draws",
+                "an InferenceData / DataTree with a posterior group, or a bayesij.Posterior",
+            )
+        return posterior_draws(self.data, quantities, self.argument)
+
+    def log_prior_group(self) -> xr.Dataset:
+        """The ``log_prior`` group, its draws paired by label with the posterior's."""
+        if not self.is_fit_object:
+            raise fail(
+                "log_prior",
+                f"None with data a {type(self.data).__name__}",
+                "the log prior: a log_prior group in data, a quantity name, a callable or "
+                "an array of draws",
+            )
+        group = _group(
+            self.data, "log_prior", "Save the log prior (e.g. PyMC's compute_log_prior)"
+        )
+        if self.has_posterior:
+            group = aligned_draws(group, _group(self.data, "posterior", ""), "log_prior")
+        return group
+
+    def group(self, name: str) -> xr.Dataset:
+        """A group of an InferenceData / DataTree as a Dataset (refused, naming the groups
+        there are, when missing)."""
+        return _group(self.data, name, "", self.argument)
+
+
+def read(data, *, groups=None, var_name=None, argument: str = "data") -> Fit:
+    """Read a fitted model once: the log-likelihood, the unit and the model's structure.
+
+    Parameters
+    ----------
+    data : Fit, Posterior, InferenceData, DataTree, xarray, array_like, dask array or LogLikFunction
+        Anything an estimator accepts (a :class:`Fit` is returned as it is, or with the
+        units ``groups`` names).
+    groups : None, False, str or array_like, optional
+        The exchangeable unit: None reads it from the fit (a container's groups, an index
+        variable of ``constant_data`` into a posterior dim, a coordinate of the observations
+        named like one; else the observations); False: the observations; a name of such a
+        dim, coordinate or variable; or labels, one per observation.
+    var_name : str or list of str, optional
+        The log-likelihood variable of an InferenceData, DataTree or Dataset.
+    argument : str, default "data"
+        The name of the argument, for error messages.
+
+    Returns
+    -------
+    Fit
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bayesij
+    >>> rng = np.random.default_rng(1)
+    >>> log_lik = rng.normal(size=(2, 50, 6))
+    >>> fit = bayesij.read(log_lik, groups=["a", "a", "b", "b", "c", "c"])
+    >>> fit.units.name, fit.units.n_units
+    ('group', 3)
+    """
+    if isinstance(data, Fit):
+        return _reselected(data, groups, var_name)
+    data = node_as_dataset(data)
+    return Fit(data, var_name, find_units(data, groups, var_name), argument)
+
+
+def _reselected(fit: Fit, groups, var_name) -> Fit:
+    """``fit`` itself, or with the unit ``groups`` / the variable ``var_name`` asked for."""
+    if var_name is not None and var_name != fit.var_name:
+        return read(fit.data, groups=groups, var_name=var_name, argument=fit.argument)
+    if groups is None:
+        return fit
+    units = find_units(fit.data, groups, fit.var_name)
+    return Fit(fit.data, fit.var_name, units, fit.argument, fit._posteriors)
+
+
+def _key(quantities):
+    if quantities is None or isinstance(quantities, str):
+        return quantities
+    return tuple(quantities)
