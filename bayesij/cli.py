@@ -8,21 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from bayesij.data.posterior import Posterior
-
-__all__ = ["main", "load_posterior"]
-
-
-def load_posterior(files: list[str], log_lik: str | None, quantities) -> Posterior:
-    """A container from CmdStan CSV files or one InferenceData netCDF file."""
-    fit = load_fit(files)
-    if isinstance(fit, Posterior):
-        return fit if quantities is None else fit.select(quantities)
-    from bayesij.data.inference_data import from_inference_data
-
-    return from_inference_data(fit, var_name=log_lik, quantities=quantities)
+__all__ = ["main", "load_fit"]
 
 
 def load_fit(files: list[str], log_lik: str | None = None, argument: str = "FILES"):
@@ -39,7 +25,7 @@ def load_fit(files: list[str], log_lik: str | None = None, argument: str = "FILE
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise ValueError(f"{argument}: found missing file(s) {missing}; expected existing files.")
-    if len(paths) == 1 and paths[0].suffix in {".nc", ".netcdf", ".h5"}:
+    if _is_netcdf(files):
         return _open_netcdf(paths[0], argument)
     if all(p.suffix == ".csv" for p in paths):
         from bayesij.adapters.cmdstan import from_cmdstanpy
@@ -50,6 +36,9 @@ def load_fit(files: list[str], log_lik: str | None = None, argument: str = "FILE
         "one InferenceData netCDF file (.nc)."
     )
 
+
+#: The suffixes of a netCDF file.
+NETCDF_SUFFIXES = (".nc", ".netcdf", ".h5")
 
 #: The first bytes of a netCDF-3 (classic, 64-bit offset, 64-bit data) and an HDF5
 #: (netCDF-4) file.
@@ -202,9 +191,9 @@ def _groups(value: str | None, fit):
                 f"{list(frame.columns)}); expected FILE:COLUMN naming one of them."
             )
         labels = frame[column].tolist() if column else frame.iloc[:, 0].tolist()
-        _check_label_lines(labels, path, _n_obs(fit), header=bool(column))
+        _check_label_lines(labels, path, fit.n_obs, header=bool(column))
         return labels
-    if isinstance(fit, Posterior):
+    if not fit.is_fit_object:
         raise ValueError(
             f"--groups: found {value!r}, which is not a file; expected a file with one group "
             f"label per observation ({fit.n_obs} lines) (a name needs a netCDF file)."
@@ -230,22 +219,23 @@ def _check_label_lines(labels: list, path: Path, n_obs: int, header: bool) -> No
         )
 
 
-def _n_obs(fit) -> int:
-    """Observations of the fit, from the log-likelihood's sizes (no values are read)."""
-    if isinstance(fit, Posterior):
-        return fit.n_obs
-    from bayesij.data.inference_data import SAMPLE_DIMS, _group
-
-    group = _group(fit, "log_likelihood", "")
-    return sum(
-        int(np.prod([n for d, n in group[v].sizes.items() if d not in SAMPLE_DIMS]))
-        for v in group.data_vars
-    )
-
-
 def _fit_of(args):
-    """The fit named by the command line: a netCDF file's DataTree, CmdStan CSVs or R's CSV
-    exports (--draws with --log-lik as the log-likelihood CSV) as a Posterior."""
+    """The fit named by the command line, read once (:func:`bayesij.read`): a netCDF
+    file's DataTree (--log-lik its log-likelihood variable), CmdStan CSVs or R's CSV exports
+    (--draws with --log-lik as the log-likelihood CSV)."""
+    from bayesij.data.fit import read
+
+    if args.draws is None and args.files and _is_netcdf(args.files):
+        return read(load_fit(args.files), var_name=args.log_lik, argument="FILES")
+    return read(_loaded(args), argument="FILES")
+
+
+def _is_netcdf(files: list[str]) -> bool:
+    return len(files) == 1 and Path(files[0]).suffix in NETCDF_SUFFIXES
+
+
+def _loaded(args):
+    """What the command line names, as loaded (a DataTree or a Posterior)."""
     if args.draws is None:
         if not args.files:
             raise ValueError(
@@ -264,16 +254,6 @@ def _fit_of(args):
     from bayesij.adapters.r_csv import from_csv
 
     return from_csv(args.draws, args.log_lik, chains=args.chains)
-
-
-def _posterior_of(args) -> Posterior:
-    """The Posterior of the command line's fit (quantities selected)."""
-    fit = _fit_of(args)
-    if isinstance(fit, Posterior):
-        return fit if args.quantity is None else fit.select(args.quantity)
-    from bayesij.data.inference_data import from_inference_data
-
-    return from_inference_data(fit, var_name=args.log_lik, quantities=args.quantity)
 
 
 def _compare(values: list[str] | None) -> dict | None:
@@ -297,7 +277,6 @@ def _compare(values: list[str] | None) -> dict | None:
 
 def _run_audit(args) -> None:
     fit = _fit_of(args)
-    netcdf = not isinstance(fit, Posterior)
     options = {
         "groups": False if args.no_groups else _groups(args.groups, fit),
         "alpha_max": args.alpha_max,
@@ -306,8 +285,6 @@ def _run_audit(args) -> None:
         "filter_vars": args.filter_vars,
         "compare_with": _compare(args.compare),
     }
-    if netcdf:
-        options["var_name"] = args.log_lik
     if args.log_prior is not None:
         options["log_prior"] = args.log_prior
     if args.target:
@@ -316,10 +293,10 @@ def _run_audit(args) -> None:
 
 
 def _run_influence(args) -> None:
-    post = _posterior_of(args)
+    fit = _fit_of(args)
     from bayesij.report.text import influence_report
 
-    print(influence_report(post, top=args.top))
+    print(influence_report(fit, top=args.top, quantities=args.quantity))
 
 
 def _add_input_arguments(command: argparse.ArgumentParser) -> None:

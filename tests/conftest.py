@@ -54,3 +54,24 @@ def pystan_fit():
     data = _linear_regression_data()
     model = stan.build(stan_code("linear_regression"), data=data, random_seed=1)
     return model.sample(num_chains=3, num_samples=200, num_warmup=300), data
+
+
+#: Test files outside the fast loop, by what they need (``pytest -m "not (...)"``): the
+#: notebooks and the README's examples run whole documents, tooling runs ruff and mypy,
+#: the CLI tests start the command, and PyMC's models compile with PyTensor.
+MARKED_FILES = {
+    "test_notebooks.py": "notebook",
+    "test_readme.py": "notebook",
+    "test_tooling.py": "tooling",
+    "test_cli.py": "cli",
+    "test_panel_audit.py": "pymc",
+    "test_pymc.py": "pymc",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of the files in ``MARKED_FILES`` (the fast loop leaves them out)."""
+    for item in items:
+        marker = MARKED_FILES.get(item.path.name)
+        if marker is not None:
+            item.add_marker(getattr(pytest.mark, marker))

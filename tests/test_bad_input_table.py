@@ -806,6 +806,12 @@ def _catalogue():
             {k: DRAWS[k] for k in ("a path", "None", "NaN", "complex", "no observations")},
         ),
         (
+            "read",
+            "data",
+            bayesij.read,
+            {k: DRAWS[k] for k in ("a path", "None", "NaN", "complex", "no observations")},
+        ),
+        (
             "refit.bootstrap",
             "B",
             lambda v: refit.bootstrap(POST, BACKEND, v, executor="sequential", progress=False),

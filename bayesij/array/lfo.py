@@ -27,18 +27,7 @@ from bayesij.array.checks import check_positive_int, fail
 from bayesij.array.loo import weighted_elpd
 from bayesij.array.psis import psis_chunk, tail_length
 
-__all__ = ["LfoSteps", "LfoStep", "lfo_origins", "cumulative_log_lik", "psis_lfo", "ij_lfo"]
-
-
-class LfoSteps(NamedTuple):
-    """Per origin, shape (n_origins,): ``elpd``, ``pareto_k`` and the relative change of the
-    block's predictive density by importance sampling (``delta_is``) and to first order
-    (``delta_lin``), both ``E_origin[g] / E[g] - 1``."""
-
-    elpd: np.ndarray
-    pareto_k: np.ndarray
-    delta_is: np.ndarray
-    delta_lin: np.ndarray
+__all__ = ["LfoStep", "lfo_origins", "cumulative_log_lik", "psis_lfo", "ij_lfo"]
 
 
 class LfoStep(NamedTuple):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from bayesij.array.checks import fail
+from bayesij.array.checks import as_float_array, check_finite, check_labels, fail
 from bayesij.data.convert import as_posterior, check_has_quantities, node_as_dataset
 from bayesij.data.inference_data import (
     SAMPLE_DIMS,
@@ -41,7 +41,7 @@ from bayesij.data.posterior import Posterior, base_name
 from bayesij.data.source import refuse_whole_matrix, source_of_fit
 from bayesij.data.structure import Units, find_units, local_names
 
-__all__ = ["Fit", "read"]
+__all__ = ["Fit", "read", "read_draws", "named_draws", "is_fit"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,6 +79,7 @@ class Fit:
     var_name: object
     units: Units
     argument: str = "data"
+    given_groups: object = None
     _posteriors: dict = field(default_factory=dict, repr=False)
 
     # ----------------------------------------------------------------- what the input is
@@ -112,7 +113,15 @@ class Fit:
 
     @property
     def n_obs(self) -> int:
-        """Number of observations (columns of the log-likelihood)."""
+        """Number of observations (columns of the log-likelihood); an InferenceData's or
+        DataTree's from its sizes, no values read."""
+        if "log_likelihood" in self.groups_of_input:
+            group = _group(self.data, "log_likelihood", "", self.argument)
+            names = list(group.data_vars) if self.var_name is None else self.var_name
+            return sum(
+                int(np.prod([n for d, n in group[v].sizes.items() if d not in SAMPLE_DIMS]))
+                for v in ([names] if isinstance(names, str) else names)
+            )
         return self.source(log_lik_only=True, groups=False).n_units
 
     # ----------------------------------------------------------------- the log-likelihood
@@ -120,6 +129,8 @@ class Fit:
         """The checked container of the log-likelihood and ``quantities`` (all by default),
         built once per selection."""
         key = ("posterior", _key(quantities))
+        if key[1] is _UNKNOWN:  # not a selection: refused with its argument named
+            return as_posterior(self.data, var_name=self.var_name, quantities=quantities)
         if key not in self._posteriors:
             self._posteriors[key] = self._selected_from_read(quantities) or as_posterior(
                 self.data, var_name=self.var_name, quantities=quantities, argument=self.argument
@@ -149,6 +160,13 @@ class Fit:
         quantities, need_quantities, whole_matrix, log_lik_only
             As :func:`bayesij.data.source.as_source`.
         """
+        if groups is not None and groups is not False:  # a grouping named here
+            return read(self, groups=groups).source(
+                quantities=quantities,
+                need_quantities=need_quantities,
+                whole_matrix=whole_matrix,
+                log_lik_only=log_lik_only,
+            )
         return source_of_fit(
             self,
             groups=self.unit_labels(groups, pointwise=log_lik_only),
@@ -194,9 +212,21 @@ class Fit:
         the observations unless the units were given), or False for the observations."""
         if groups is not None:
             return groups
+        if self.given_groups is not None and not isinstance(self.given_groups, (str, bool)):
+            return self.given_groups  # labels or a mapping, as given
         if self.units.labels is None or (pointwise and not self.units.given):
             return False
         return self.units.labels
+
+    def grouping_note(self) -> str:
+        """What a pointwise result of a grouped fit says: the grouping, and how to ask for
+        it."""
+        name = self.units.name
+        return (
+            f"The fit is grouped by {name} ({self.units.reason}): these are per-observation "
+            f"values, as ArviZ computes them; groups={name!r} gives one per {name} (leave one "
+            f"{name} out), the unit of influence, IJ, linearity, AMIP and the audit."
+        )
 
     # ----------------------------------------------------------------- the structure
     def posterior_dims(self) -> dict[str, tuple]:
@@ -256,9 +286,7 @@ class Fit:
                 "the log prior: a log_prior group in data, a quantity name, a callable or "
                 "an array of draws",
             )
-        group = _group(
-            self.data, "log_prior", "Save the log prior (e.g. PyMC's compute_log_prior)"
-        )
+        group = _group(self.data, "log_prior", "Save the log prior (e.g. PyMC's compute_log_prior)")
         if self.has_posterior:
             group = aligned_draws(group, _group(self.data, "posterior", ""), "log_prior")
         return group
@@ -303,8 +331,13 @@ def read(data, *, groups=None, var_name=None, argument: str = "data") -> Fit:
     """
     if isinstance(data, Fit):
         return _reselected(data, groups, var_name)
+    if var_name is not None:
+        check_labels(var_name, "var_name")
     data = node_as_dataset(data)
-    return Fit(data, var_name, find_units(data, groups, var_name), argument)
+    fit = Fit(data, var_name, find_units(data, groups, var_name), argument, groups)
+    if not fit.is_fit_object and not fit.lazy:
+        fit.posterior()  # an array or a container: checked now (and kept), not at first use
+    return fit
 
 
 def _reselected(fit: Fit, groups, var_name) -> Fit:
@@ -314,10 +347,75 @@ def _reselected(fit: Fit, groups, var_name) -> Fit:
     if groups is None:
         return fit
     units = find_units(fit.data, groups, fit.var_name)
-    return Fit(fit.data, fit.var_name, units, fit.argument, fit._posteriors)
+    return Fit(fit.data, fit.var_name, units, fit.argument, groups, fit._posteriors)
+
+
+_UNKNOWN = object()
 
 
 def _key(quantities):
+    """A selection of quantities as a dict key (``_UNKNOWN`` for a value that is none)."""
     if quantities is None or isinstance(quantities, str):
         return quantities
-    return tuple(quantities)
+    try:
+        key = tuple(quantities)
+        hash(key)
+    except TypeError:
+        return _UNKNOWN
+    return key
+
+
+def is_fit(data) -> bool:
+    """Whether ``data`` is a fit with named draws (a :class:`Fit`, a Posterior, an
+    InferenceData or DataTree) rather than draws or a log-likelihood as an array."""
+    return isinstance(data, (Fit, Posterior)) or has_groups(data)
+
+
+def read_draws(data, quantities=None, argument: str = "data") -> tuple[np.ndarray, list, tuple]:
+    """Draws of quantities: a fit's posterior draws of ``quantities`` (anything :func:`read`
+    accepts that holds them; no log-likelihood needed), or draws given as an array of shape
+    (n_draws,), (n_chains, n_draws) or (n_chains, n_draws, n_quantities).
+
+    Returns
+    -------
+    draws : ndarray of shape (n_chains, n_draws, n_quantities), checked finite
+    names : list of str or None (an array's quantities are unnamed)
+    shape : tuple
+        The input's shape.
+    """
+    if is_fit(data):
+        values, names = read(data, argument=argument).posterior_draws(quantities)
+        return values, names, values.shape
+    if quantities is not None:
+        raise fail("quantities", repr(quantities), "None for draws given as an array")
+    array = as_float_array(data, argument)
+    shape = array.shape
+    if array.ndim in (1, 2):
+        array = array.reshape(1, -1, 1) if array.ndim == 1 else array[:, :, None]
+    elif array.ndim != 3:
+        raise fail(
+            argument,
+            f"an array of shape {shape}",
+            "draws of shape (n_draws,), (n_chains, n_draws) or (n_chains, n_draws, n_quantities)",
+        )
+    return array, None, shape
+
+
+def named_draws(data, value, argument: str) -> np.ndarray:
+    """Draws of the posterior variable ``value`` names in the fit ``data``, or ``value``
+    itself as a checked array."""
+    if not isinstance(value, str):
+        array = as_float_array(value, argument)
+        check_finite(array, argument)
+        return array
+    if not is_fit(data):
+        raise fail(
+            argument,
+            f"the name {value!r} with data a {type(data).__name__}",
+            "draws as an array, or a name in an InferenceData, DataTree or Posterior",
+        )
+    fit = read(data, argument="data")
+    available = list(fit.variable_sizes())
+    if value not in available:
+        raise fail(argument, repr(value), f"a posterior variable ({', '.join(available[:8])})")
+    return fit.posterior_draws(value)[0]

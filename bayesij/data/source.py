@@ -22,7 +22,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -84,6 +84,10 @@ class LogLikSource:
     posterior_reader : callable or None
         Reads the draws of every posterior variable when first asked
         (:meth:`all_posterior_draws`) for a source made with ``log_lik_only=True``.
+    grouping : str or None
+        Set when the units are the observations of a fit whose structure names a grouping
+        (a pointwise estimator, as ArviZ's): that grouping, how it was found and how to
+        ask for it, in words.
     """
 
     reader: object
@@ -93,6 +97,7 @@ class LogLikSource:
     quantity_draws: np.ndarray | None = None
     quantity_names: tuple[str, ...] = ()
     posterior_reader: Callable[[], np.ndarray] | None = None
+    grouping: str | None = None
 
     def all_posterior_draws(self) -> np.ndarray | None:
         """(n_chains, n_draws, K) draws of every posterior quantity (a peer's r_eff rule
@@ -232,6 +237,13 @@ def source_of_fit(
 ) -> LogLikSource:
     """The :class:`LogLikSource` of a :class:`~bayesij.data.fit.Fit` for ``groups``
     (labels, or False for the observations); containers are built once per fit."""
+    source = _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_lik_only)
+    if groups is False and fit.units.grouped and not fit.units.given:
+        return replace(source, grouping=fit.grouping_note())
+    return source
+
+
+def _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_lik_only):
     lazy = fit.lazy_reader()
     if lazy is None:
         if log_lik_only and quantities is None and not need_quantities and fit.has_posterior:
@@ -277,9 +289,15 @@ def _in_memory(post: Posterior, groups, quantities, need_quantities) -> LogLikSo
 
 def _log_lik_of_fit(fit, groups) -> LogLikSource:
     """The log-likelihood of an InferenceData / DataTree with its draws paired with the
-    posterior's, the posterior's variables read only when asked."""
-    post = _cached(
-        fit, ("log_lik_of_fit",), lambda: log_lik_of_fit(fit.data, fit.var_name, fit.argument)
+    posterior's, the posterior's variables read only when asked (a container the fit has
+    built already gives its log-likelihood)."""
+    built = [post for key, post in fit._posteriors.items() if key[0] == "posterior"]
+    post = (
+        built[0]
+        if built
+        else _cached(
+            fit, ("log_lik_of_fit",), lambda: log_lik_of_fit(fit.data, fit.var_name, fit.argument)
+        )
     )
     post, values, units, codes = _units_of(post, groups)
     reader = partial(_all_draws, fit.data, fit.argument)

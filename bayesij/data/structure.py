@@ -18,6 +18,7 @@ arXiv:2305.06466.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +64,11 @@ class Units:
     @property
     def grouped(self) -> bool:
         return self.labels is not None
+
+    def describe(self) -> str:
+        """The unit and how it was found, in words (``"firm (constant_data 'firm_idx'
+        indexes the posterior dim 'firm')"``)."""
+        return f"{self.name} ({self.reason})"
 
     @property
     def n_units(self) -> int | None:
@@ -112,6 +118,8 @@ def find_units(data, groups=None, var_name=None) -> Units:
         chosen = min(found, key=lambda g: len(set(g.labels.tolist())))
     elif isinstance(groups, str):
         chosen = _named(data, groups, found, obs_dims)
+    elif isinstance(groups, Mapping):  # from observation ids: labelled when read
+        return Units("group", None, "groups given", frozenset(local), given=True)
     else:
         labels = np.asarray(groups, dtype=object)
         chosen = _Grouping("group", labels, "groups given", _dim_of_labels(data, labels))
@@ -146,8 +154,13 @@ def _units_of_container(data, groups) -> Units:
             "labels, one per observation (a name needs an InferenceData or DataTree, whose "
             "dims, coordinates and constant_data it names)",
         )
-    if groups is not None:
+    if isinstance(groups, Mapping) and isinstance(data, Posterior):
+        labels = data.with_groups(groups).groups.values  # checked: one per observation
+        return Units("group", labels, "groups given", given=True)
+    if groups is not None and not isinstance(groups, Mapping):
         return Units("group", np.asarray(groups, dtype=object), "groups given", given=True)
+    if groups is not None:  # a mapping from observation ids: labelled when read
+        return Units("group", None, "groups given", given=True)
     own = getattr(data, "groups", None) if isinstance(data, Posterior) else None
     if own is not None:
         labels = np.asarray(own.values, dtype=object)
@@ -182,6 +195,8 @@ def _groupings(data, obs_dims: frozenset) -> list[_Grouping]:
             grouping = _index_grouping(data, constant[name], str(name), dims, obs_dims)
             if grouping is not None:
                 found.append(grouping)
+    if "log_likelihood" not in group_names(data):  # a posterior alone (pareto_khat, r2)
+        return found
     log_lik = _group(data, "log_likelihood", "")
     for name, coord in log_lik.coords.items():
         if name in dims and name not in log_lik.dims and set(coord.dims) <= obs_dims:

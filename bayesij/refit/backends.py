@@ -25,6 +25,7 @@ import numpy as np
 
 from bayesij.array.checks import fail
 from bayesij.data.arrays import element_names
+from bayesij.data.fit import is_fit, read
 from bayesij.data.posterior import Posterior
 from bayesij.refit.conjugate import ConjugateNormal, FlatPriorRegression
 from bayesij.refit.stan import outside_event_loop
@@ -221,17 +222,13 @@ class CallableBackend(Backend):
 
     def fit(self, weights) -> Posterior:
         result = self.fn(self.checked_weights(weights))
-        if not isinstance(result, Posterior) and hasattr(result, "log_likelihood"):
-            from bayesij.data.inference_data import from_inference_data
-
-            result = from_inference_data(result)
-        if not isinstance(result, Posterior):
+        if not is_fit(result):
             raise fail(
                 "fn",
                 f"a callable that returned a {type(result).__name__}",
                 "a callable returning a bayesij.Posterior or an InferenceData",
             )
-        return result
+        return read(result, argument="fn").posterior()
 
     def __repr__(self) -> str:
         return f"CallableBackend({_callable_name(self.fn)}, digest={_callable_digest(self.fn)})"
@@ -575,10 +572,7 @@ class PyStanDensity:
         ``unconstrained`` of :func:`bayesij.influence` and :func:`bayesij.amip`
         (zero-variance control variates). One ``grad_log_prob`` per draw. ``post`` may be
         any container :func:`bayesij.as_posterior` reads (with every parameter's draws)."""
-        if not isinstance(post, Posterior):
-            from bayesij.data.convert import as_posterior
-
-            post = as_posterior(post, argument="post")
+        post = read(post, argument="post").posterior()
         upars = self.unconstrain(post)
         grads = outside_event_loop(_log_prob_grads, self._model(), upars)
         shape = (post.n_chains, post.n_draws // post.n_chains, upars.shape[1])

@@ -23,6 +23,7 @@ from bayesij.array.checks import check_positive_int, check_replicates, check_see
 from bayesij.array.kfold import fold_elpd, subset_elpd
 from bayesij.array.linearity import leave_out_changes
 from bayesij.array.psis import pareto_k_threshold
+from bayesij.data.fit import read
 from bayesij.data.posterior import Posterior, label_codes
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.refit.report import RefitReport, comparison_rows
@@ -37,9 +38,10 @@ __all__ = ["bootstrap", "loo", "kfold", "drop"]
 
 
 def _checked(post, backend) -> Posterior:
-    if not isinstance(post, Posterior):
-        raise fail("post", f"a {type(post).__name__}", "a bayesij.Posterior")
-    if not hasattr(backend, "fit"):
+    """The fit refitted (anything :func:`bayesij.read` accepts) as its checked container,
+    and the backend checked against it."""
+    post = read(post, argument="post").posterior()
+    if not callable(getattr(backend, "fit", None)):
         raise fail(
             "backend",
             f"a {type(backend).__name__}",

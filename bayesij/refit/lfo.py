@@ -7,8 +7,7 @@ import numpy as np
 
 from bayesij.array.checks import check_real, fail
 from bayesij.array.lfo import lfo_origins
-from bayesij.data.convert import as_posterior
-from bayesij.data.source import as_source
+from bayesij.data.fit import read
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.stats.lfo import (
     METHODS,
@@ -111,14 +110,14 @@ def lfo(
         raise fail("method", repr(method), f"one of {METHODS}")
     if backend is not None and not callable(getattr(backend, "fit", None)):
         raise fail("backend", f"a {type(backend).__name__}", "a refit backend (fit(weights))")
-    post = as_source(data, var_name=var_name, whole_matrix={"data": "lfo"}).posterior
+    post = read(data, var_name=var_name).in_memory("lfo")
     origins = lfo_origins(post.n_obs, min_train, horizon)  # checks both
     k_threshold = check_real(k_threshold, "k_threshold", 0.0, low_open=True)
     if method == "psis" and backend is None:
         raise fail("backend", "None", NEEDS_REFITS.replace("a way to refit", "a refit backend"))
     if isinstance(weight_derivative, str):  # a variable of data's log-likelihood group
         try:
-            weight_derivative = as_posterior(data, var_name=weight_derivative)
+            weight_derivative = read(data, var_name=weight_derivative).posterior()
         except ValueError as error:
             raise fail(
                 "weight_derivative",

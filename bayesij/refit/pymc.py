@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from bayesij.array.checks import fail
-from bayesij.data.inference_data import _group
+from bayesij.data.fit import read
 from bayesij.data.posterior import Posterior
 from bayesij.refit.backends import Backend, RefitFailed, content_digest, refit_seed
 
@@ -200,7 +200,7 @@ class PyMCDensity:
             The fit (its ``posterior`` group holds every free variable of the model).
         """
         free, forward, values, gradient = self._functions()
-        group = _group(data, "posterior", "")
+        group = read(data).group("posterior")
         missing = [rv.name for rv in free if rv.name not in group.data_vars]
         if missing:
             raise fail(
@@ -274,4 +274,4 @@ def _observed_values(model, name: str) -> np.ndarray:
 
 
 def _posterior_names(trace) -> list[str]:
-    return [str(v) for v in _group(trace, "posterior", "")]
+    return [str(v) for v in read(trace).group("posterior").data_vars]

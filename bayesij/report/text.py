@@ -7,22 +7,25 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from bayesij.data.posterior import Posterior
+from bayesij.data.fit import read
 from bayesij.stats.jackknife import IJCovariance, ij_covariance
 from bayesij.stats.loo import loo
 
 __all__ = ["most_influential", "influence_report"]
 
 
-def most_influential(post: Posterior, top: int = 5, ij: IJCovariance | None = None) -> pd.DataFrame:
+def most_influential(data, top: int = 5, ij: IJCovariance | None = None) -> pd.DataFrame:
     """The ``top`` units of largest |psi| for each quantity, with the predicted change.
 
     ``change_if_removed = -psi`` is the first-order change of the posterior mean when the
-    unit is left out; ``change_in_sd`` divides it by the posterior sd. The scores come from
-    ``ij`` (an :func:`~bayesij.ij_covariance` result) when given.
+    unit is left out; ``change_in_sd`` divides it by the posterior sd. ``data`` is anything
+    :func:`bayesij.read` accepts (its unit is the fit's); the scores come from ``ij`` (an
+    :func:`~bayesij.ij_covariance` result of the same fit) when given.
     """
-    scores = (ij if ij is not None else ij_covariance(post)).influence
+    fit = read(data)
+    scores = (ij if ij is not None else ij_covariance(fit)).influence
     unit = scores["psi"].dims[1]
+    post = fit.posterior([str(q) for q in scores["quantity"].values], need_quantities=True)
     sd = post.quantities.std(dim=("chain", "draw"), ddof=1)
     rows = []
     for name in scores["quantity"].values:
@@ -45,11 +48,12 @@ def most_influential(post: Posterior, top: int = 5, ij: IJCovariance | None = No
     return pd.DataFrame(rows).set_index(["quantity", "rank"])
 
 
-def _loo_summary(post: Posterior) -> str:
-    """PSIS-LOO estimates and the units whose k-hat says LOO cannot be trusted there."""
+def _loo_summary(fit) -> str:
+    """PSIS-LOO estimates (over the report's units) and the units whose k-hat says LOO
+    cannot be trusted there."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the report states the diagnostics itself
-        result = loo(post)
+        result = loo(fit, groups=fit.unit_labels())
     lines = ["PSIS-LOO", result.estimates().to_string(float_format=lambda v: f"{v:.4g}")]
     bad = result.bad_k_ids()
     lines.append(
@@ -59,9 +63,12 @@ def _loo_summary(post: Posterior) -> str:
     return "\n".join(lines)
 
 
-def influence_report(post: Posterior, top: int = 5) -> str:
-    """Text report: posterior summary, most influential units, IJ vs posterior sd (with the
+def influence_report(data, top: int = 5, quantities=None) -> str:
+    """Text report of ``data`` (anything :func:`bayesij.read` accepts; its unit is the
+    fit's): posterior summary, most influential units, IJ vs posterior sd (with the
     linearity check), and PSIS-LOO with its k-hat diagnostics."""
+    fit = read(data)
+    post = fit.posterior(quantities, need_quantities=True)
     summary = pd.DataFrame(
         {
             "mean": post.quantities.mean(dim=("chain", "draw")).values,
@@ -70,14 +77,15 @@ def influence_report(post: Posterior, top: int = 5) -> str:
         index=pd.Index(post.quantity_names, name="quantity"),
     )
     fmt = {"float_format": lambda v: f"{v:.4g}"}
-    ij = ij_covariance(post, check_linearity=True)  # psi, IJ and linearity in one pass
+    # psi, IJ and linearity in one pass
+    ij = ij_covariance(fit, quantities=quantities, check_linearity=True)
     return "\n\n".join(
         [
-            repr(post),
+            f"{post!r}\nUnits: {fit.units.describe()}",
             "Posterior summary\n" + summary.to_string(**fmt),
             f"Most influential units (top {top} by |psi| per quantity; "
-            "change_if_removed = -psi)\n" + most_influential(post, top, ij).to_string(**fmt),
+            "change_if_removed = -psi)\n" + most_influential(fit, top, ij).to_string(**fmt),
             str(ij),
-            _loo_summary(post),
+            _loo_summary(fit),
         ]
     )

@@ -30,7 +30,7 @@ from bayesij.array.amip_columns import KeptColumns, kept_capacity
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.control_variates import zero_variance_mean
 from bayesij.array.psis import pareto_k_threshold
-from bayesij.data.convert import as_posterior
+from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
 from bayesij.data.source import as_source, join_blocks, map_blocks
 from bayesij.stats.elpd import Summary
@@ -498,10 +498,8 @@ def amip(
        with the Bayesian influence function (talk).
     """
     _check_options(target, alpha_max, z, method)
-    source = as_source(
-        data,
-        groups=groups,
-        var_name=var_name,
+    fit = read(data, groups=groups, var_name=var_name)
+    source = fit.source(
         need_quantities=True,
         whole_matrix={"backend": backend, "method": None if method == "linear" else method},
     )
@@ -520,7 +518,7 @@ def amip(
         backend,
         max_refits,
         max(1, int(np.floor(alpha_max * source.n_units))),
-        groups if groups is not None else source.posterior.groups,
+        fit.unit_labels() if fit.units.grouped else None,
     )
 
 
@@ -750,7 +748,7 @@ def _refit_metric(backend, weights, quantity, goal):
     moments are zero-variance control-variate estimates (nearly exact for a coefficient)."""
     if hasattr(backend, "fit_with_score"):
         refit, score, unconstrained = backend.fit_with_score(weights)
-        refit = as_posterior(refit, argument="backend")
+        refit = read(refit, argument="backend").posterior()
         _check_refit_quantity(refit, quantity)
         draws = refit.quantities.sel(quantity=quantity).values
         mean, mcse = zero_variance_mean(draws, score, unconstrained)
@@ -760,7 +758,7 @@ def _refit_metric(backend, weights, quantity, goal):
             g_star = draws + goal.sign * goal.z * (draws - mean) ** 2 / (2 * sd)
             mcse = zero_variance_mean(g_star, score, unconstrained)[1]
     else:
-        refit = as_posterior(backend.fit(weights), argument="backend")
+        refit = read(backend.fit(weights), argument="backend").posterior()
         _check_refit_quantity(refit, quantity)
         draws = refit.quantities.sel(quantity=quantity).values
         mean, sd = float(draws.mean()), float(draws.std(ddof=1))

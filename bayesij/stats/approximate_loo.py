@@ -8,7 +8,7 @@ import pandas as pd
 from bayesij.array.approximate_loo import ApproximateLoo, approximate_posterior_loo, mixture_loo
 from bayesij.array.checks import as_float_array, check_ddof, fail
 from bayesij.array.psis import TIE_RULES, check_tail_rule
-from bayesij.data.source import as_source
+from bayesij.data.fit import read
 from bayesij.stats.loo import LooResult, warn_about_khat, with_log_jacobian
 
 __all__ = ["loo_approximate_posterior", "loo_mixture"]
@@ -63,8 +63,7 @@ def loo_approximate_posterior(
     check_tail_rule(tail_rule)
     if ties not in TIE_RULES:
         raise fail("ties", repr(ties), f"one of {TIE_RULES}")
-    whole = {"data": "loo_approximate_posterior"}
-    post = as_source(data, var_name=var_name, whole_matrix=whole).posterior
+    post = read(data, var_name=var_name).in_memory("loo_approximate_posterior")
     log_lik = post.log_lik.values.reshape(-1, post.n_obs)
     correction = _per_draw(log_p, "log_p", post) - _per_draw(log_g, "log_g", post)
     arrays = approximate_posterior_loo(log_lik, correction, tail_rule, ties)
@@ -102,7 +101,7 @@ def loo_mixture(data, *, var_name=None, ddof: int = 0, log_jacobian=None) -> Loo
        high-dimensional Bayesian models. Journal of the American Statistical Association
        119, 2369-2381.
     """
-    post = as_source(data, var_name=var_name, whole_matrix={"data": "loo_mixture"}).posterior
+    post = read(data, var_name=var_name).in_memory("loo_mixture")
     arrays = mixture_loo(post.log_lik.values.reshape(-1, post.n_obs))
     return _result(arrays, post, "mixture", "ceil", ddof, log_jacobian)
 

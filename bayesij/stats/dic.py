@@ -9,7 +9,7 @@ import pandas as pd
 
 from bayesij.array.checks import as_float_array, fail
 from bayesij.array.dic import dic_terms
-from bayesij.data.source import as_source
+from bayesij.data.fit import read
 from bayesij.stats.elpd import Summary
 
 __all__ = ["dic", "DicResult"]
@@ -99,9 +99,7 @@ def dic(data, log_lik_at_point=None, *, var_name=None, point: str = "mean") -> D
        Analysis, 2nd ed.
     .. [3] Watanabe, S. (2010). JMLR 11, 3571-3594, section 6.
     """
-    post = as_source(
-        data, var_name=var_name, need_quantities=True, whole_matrix={"data": "dic"}
-    ).posterior
+    post = read(data, var_name=var_name).in_memory("dic", need_quantities=True)
     if point not in ("mean", "median"):
         raise fail("point", repr(point), "'mean' or 'median'")
     reduce = np.mean if point == "mean" else np.median

@@ -17,7 +17,8 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.jackknife import ij_join, ij_part, ij_setup
-from bayesij.data.source import as_source, map_blocks
+from bayesij.data.fit import read
+from bayesij.data.source import map_blocks
 from bayesij.stats.elpd import Summary
 from bayesij.stats.influence import scores_dataset
 from bayesij.stats.linearity import LinearityResult, linearity
@@ -235,11 +236,9 @@ def ij_covariance(
     check_linearity = check_flag(check_linearity, "check_linearity")
     n_blocks = check_positive_int(n_blocks, "n_blocks", minimum=2)
     n_boot = check_replicates(n_boot, "n_boot", minimum=2)
-    source = as_source(
-        data,
-        groups=groups,
+    fit = read(data, groups=groups, var_name=var_name)
+    source = fit.source(
         quantities=quantities,
-        var_name=var_name,
         need_quantities=True,
         whole_matrix={"check_linearity": check_linearity},
     )
@@ -251,7 +250,7 @@ def ij_covariance(
     result = ij_join(parts, setup)
     checked = None
     if check_linearity:
-        checked = linearity(source.posterior, groups=groups, scores=result.scores)
+        checked = linearity(fit, quantities=quantities, scores=result.scores)
     names = list(source.quantity_names)
     return ij_result(result, names, source.units, draws, n_blocks, checked)
 

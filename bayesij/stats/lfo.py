@@ -15,9 +15,8 @@ import pandas as pd
 from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import check_real, fail, impossible_columns
 from bayesij.array.lfo import cumulative_log_lik, ij_lfo, lfo_origins, psis_lfo
-from bayesij.data.convert import as_posterior
+from bayesij.data.fit import read
 from bayesij.data.posterior import Posterior
-from bayesij.data.source import as_source
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.linearity import RELIABLE_BELOW, UNRELIABLE_ABOVE
 
@@ -203,7 +202,7 @@ def lfo_from_draws(
     if method == "psis" and refit is None:
         raise fail("refit", "None", NEEDS_REFITS)
     k_threshold = check_real(k_threshold, "k_threshold", 0.0, low_open=True)
-    post = as_source(data, var_name=var_name, whole_matrix={"data": "lfo"}).posterior
+    post = read(data, var_name=var_name).in_memory("lfo")
     matrix = _conditional_terms(post)
     origins = lfo_origins(matrix.shape[1], min_train, horizon)
     cumulative = cumulative_log_lik(matrix)
@@ -249,9 +248,9 @@ def _derivative_terms(data, weight_derivative, shape) -> np.ndarray | None:
     if weight_derivative is None:
         return None
     if isinstance(weight_derivative, str):
-        derivative = as_posterior(data, var_name=weight_derivative)
+        derivative = read(data, var_name=weight_derivative).posterior()
     else:
-        derivative = as_posterior(weight_derivative, argument="weight_derivative")
+        derivative = read(weight_derivative, argument="weight_derivative").posterior()
     matrix = _conditional_terms(derivative, "weight_derivative")
     if matrix.shape != shape:
         raise fail(

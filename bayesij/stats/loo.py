@@ -73,6 +73,9 @@ class LooResult(ElpdResult):
         unit out multiplies every draw's weight by the same number, so the posterior, and
         ``elpd_loo`` = that log-likelihood, are unchanged. :meth:`unreliable_ids` leaves
         them out.
+    grouping : str, optional
+        Set when these are per-observation values of a fit whose structure names a
+        grouping (as ``az.loo``): the grouping and how to ask for it (``groups=``).
     """
 
     pointwise: pd.DataFrame
@@ -82,6 +85,7 @@ class LooResult(ElpdResult):
     ddof: int
     log_weights: np.ndarray | None = field(default=None, repr=False, compare=False)
     constant: np.ndarray | None = field(default=None, repr=False, compare=False)
+    grouping: str | None = field(default=None, repr=False, compare=False)
 
     criterion: ClassVar[str] = "loo"
     elpd_column: ClassVar[str] = "elpd_loo"
@@ -182,6 +186,8 @@ class LooResult(ElpdResult):
                 f"{len(bad)} unit(s) above k-hat {self.k_threshold:.2g}: "
                 f"{bad[:10]}{' ...' if len(bad) > 10 else ''}"
             )
+        if self.grouping:
+            lines += ["", self.grouping]
         return lines
 
 
@@ -369,7 +375,8 @@ def loo_methods(
         save_log_weights=save_psis,
     )
     results = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
-    return loo_results(results, source.index, source.n_draws, tail_rule, ddof)
+    found = loo_results(results, source.index, source.n_draws, tail_rule, ddof)
+    return {m: replace(r, grouping=source.grouping) for m, r in found.items()}
 
 
 def loo_results(results: dict, index: pd.Index, n_draws: int, tail_rule: str, ddof: int) -> dict:

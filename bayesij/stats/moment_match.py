@@ -12,8 +12,8 @@ import numpy as np
 from bayesij.array.checks import as_float_array, check_flag, check_positive_int, check_real, fail
 from bayesij.array.moment_match import moment_match_observation
 from bayesij.array.psis import tail_length
+from bayesij.data.fit import read
 from bayesij.data.posterior import Posterior
-from bayesij.data.source import as_source
 from bayesij.stats.loo import LooResult
 from bayesij.stats.loo import loo as compute_loo
 
@@ -82,9 +82,7 @@ def loo_moment_match(
     .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. (2021). Implicitly
        adaptive importance sampling. Statistics and Computing 31, 16.
     """
-    post = as_source(
-        data, var_name=var_name, need_quantities=True, whole_matrix={"data": "loo_moment_match"}
-    ).posterior
+    post = read(data, var_name=var_name).in_memory("loo_moment_match", need_quantities=True)
     missing = [
         m for m in ("unconstrain", "log_prob", "log_lik_i") if not callable(getattr(model, m, None))
     ]

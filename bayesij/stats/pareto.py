@@ -18,8 +18,7 @@ import pandas as pd
 from bayesij.adapters.arviz import tail_relative_ess_chains
 from bayesij.array.checks import as_float_array, check_finite, fail
 from bayesij.array.pareto import pareto_diagnostics, pareto_smooth_columns
-from bayesij.data.inference_data import has_groups, posterior_draws
-from bayesij.data.posterior import Posterior
+from bayesij.data.fit import read_draws
 
 __all__ = ["pareto_khat", "pareto_smooth", "ParetoSmoothed", "TAILS"]
 
@@ -116,23 +115,9 @@ def _tail(tail: str) -> str:
 
 def _draws(data, quantities) -> tuple[np.ndarray, list, tuple]:
     """(n_chains, n_draws, n_quantities) draws, their names and the input's shape."""
-    if isinstance(data, Posterior) or has_groups(data):  # no log-likelihood needed
-        values, names = posterior_draws(data, quantities)
-        return values, names, values.shape
-    if quantities is not None:
-        raise fail("quantities", repr(quantities), "None for draws given as an array")
-    array = as_float_array(data, "data")
-    shape = array.shape
-    if array.ndim == 1:
-        array = array[None, :, None]
-    elif array.ndim == 2:
-        array = array[:, :, None]
-    elif array.ndim != 3:
-        raise fail(
-            "data",
-            f"an array of shape {shape}",
-            "draws of shape (n_draws,), (n_chains, n_draws) or (n_chains, n_draws, n_quantities)",
-        )
+    array, names, shape = read_draws(data, quantities)
+    if names is not None:  # a fit's draws, checked when read
+        return array, names, shape
     if array.shape[2] == 0:
         raise fail("data", f"an array of shape {shape}", "draws of at least one quantity")
     if array.shape[0] * array.shape[1] < 10:

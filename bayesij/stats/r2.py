@@ -25,8 +25,7 @@ from bayesij.array.checks import (
     check_seed,
     fail,
 )
-from bayesij.data.inference_data import _group, has_groups, posterior_draws
-from bayesij.data.posterior import Posterior, base_name
+from bayesij.data.fit import named_draws
 from bayesij.stats.loo import loo_expectation
 
 __all__ = ["bayesian_r2", "BayesianR2", "loo_r2"]
@@ -82,7 +81,7 @@ def bayesian_r2(data, pred_mean, scale=None, *, scale_kind: str = "sd") -> Bayes
     """
     if scale_kind not in ("sd", "var"):
         raise fail("scale_kind", repr(scale_kind), "'sd' or 'var'")
-    mu = _draws(data, pred_mean, "pred_mean")
+    mu = named_draws(data, pred_mean, "pred_mean")
     mu = mu.reshape(-1, mu.shape[-1]) if mu.ndim == 3 else mu
     if mu.ndim != 2 or mu.shape[1] < 2:
         raise fail("pred_mean", f"draws of shape {mu.shape}", "draws of at least 2 observations")
@@ -95,7 +94,7 @@ def bayesian_r2(data, pred_mean, scale=None, *, scale_kind: str = "sd") -> Bayes
             )
         variance = np.mean(mu * (1 - mu), axis=1)
     else:
-        given = _draws(data, scale, "scale").reshape(-1)
+        given = named_draws(data, scale, "scale").reshape(-1)
         if given.size != mu.shape[0]:
             raise fail("scale", f"{given.size} draws", f"one per draw of pred_mean ({mu.shape[0]})")
         if np.any(given < 0):
@@ -103,31 +102,6 @@ def bayesian_r2(data, pred_mean, scale=None, *, scale_kind: str = "sd") -> Bayes
         variance = given**2 if scale_kind == "sd" else given
     explained = np.var(mu, axis=1, ddof=1)
     return BayesianR2(explained / (explained + variance))
-
-
-def _draws(data, value, argument: str) -> np.ndarray:
-    """Draws of a variable of ``data`` named ``value``, or ``value`` itself as an array."""
-    if not isinstance(value, str):
-        array = as_float_array(value, argument)
-        check_finite(array, argument)
-        return array
-    if not (isinstance(data, Posterior) or has_groups(data)):
-        raise fail(
-            argument,
-            f"the name {value!r} with data a {type(data).__name__}",
-            "draws as an array, or a name in an InferenceData, DataTree or Posterior",
-        )
-    available = _variables(data)
-    if value not in available:
-        raise fail(argument, repr(value), f"a posterior variable ({', '.join(available[:8])})")
-    return posterior_draws(data, value, argument)[0]
-
-
-def _variables(data) -> list[str]:
-    """The posterior's variable names (a Posterior's: base names of its quantities)."""
-    if isinstance(data, Posterior):
-        return list(dict.fromkeys(base_name(n) for n in data.quantity_names))
-    return list(_group(data, "posterior", "", "data").data_vars)
 
 
 def loo_r2(

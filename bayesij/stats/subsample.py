@@ -139,7 +139,7 @@ def loo_subsample(
         raise fail("approximation", repr(approximation), f"one of {APPROXIMATIONS}")
     ddof = check_ddof(ddof)
     seed = check_seed(seed)
-    source = as_source(data, var_name=var_name)
+    source = as_source(data, var_name=var_name, log_lik_only=True)
     settings = psis_settings(convention, source, tail_rule=tail_rule, ties=ties, r_eff=r_eff)
     options = {"r_eff": settings.r_eff, "tail_rule": settings.tail_rule, "ties": settings.ties}
     approx = _approximations(source, approximation)
@@ -172,7 +172,7 @@ def update_subsample(
     """
     if not isinstance(result, LooSubsample) or result.sampled is None:
         raise fail("result", f"a {type(result).__name__}", "a LooSubsample from loo_subsample")
-    source = as_source(data)
+    source = as_source(data, log_lik_only=True)
     if source.n_units != result.n_obs:
         raise fail(
             "data",

@@ -30,7 +30,7 @@ import pandas as pd
 
 from bayesij.array.checks import LOG_LIK_LIMIT, as_float_array, fail
 from bayesij.data.arrays import from_arrays
-from bayesij.data.source import as_source
+from bayesij.data.fit import read
 from bayesij.stats.loo import LooResult, loo, loo_expectation
 
 __all__ = ["WeightedLooResult", "loo_weighted", "WEIGHT_KINDS"]
@@ -179,7 +179,7 @@ def loo_weighted(
     """
     if kind not in WEIGHT_KINDS:
         raise fail("kind", repr(kind), f"one of {WEIGHT_KINDS}")
-    post = as_source(data, var_name=var_name, whole_matrix={"data": "loo_weighted"}).posterior
+    post = read(data, var_name=var_name).in_memory("loo_weighted")
     w = _checked_weights(weights, post.n_obs, kind)
     log_lik = post.log_lik.values  # one row is one unit here, whatever groups post has
     _check_weighted_range(w, log_lik)

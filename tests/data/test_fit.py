@@ -1,0 +1,242 @@
+"""read -> Fit: one door, one read, one unit rule.
+
+A public call reads and checks its input once (the log_likelihood group converted once, one
+checked Posterior built), whatever it computes inside; every estimator of a grouped fit
+works on the same unit as the audit, and the pointwise ones say the fit is grouped."""
+
+import ast
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import bayesij
+from bayesij.data import inference_data
+from bayesij.data.fit import Fit, read
+from bayesij.data.posterior import Posterior
+
+FIRMS = ["GM", "IBM", "GE", "GY", "US"]
+PACKAGE = Path(bayesij.__file__).parent
+
+
+def _groups(*, rng=None, log_prior=True, two_log_liks=False):
+    """The groups of a small hierarchical fit: 5 firms x 6 years, a firm index in
+    constant_data, a per-firm effect and its non-centred offset, a log_prior group."""
+    rng = rng or np.random.default_rng(3)
+    n_firms, per = len(FIRMS), 6
+    firm = np.repeat(np.arange(n_firms), per)
+    obs = [f"{FIRMS[f]} {2000 + t}" for f in range(n_firms) for t in range(per)]
+    y = rng.normal(np.arange(n_firms)[firm] * 0.3, 1.0)
+    mu = rng.normal(0.6, 0.1, (2, 200))
+    sigma_a = np.abs(rng.normal(0.5, 0.1, (2, 200)))
+    z = rng.normal(size=(2, 200, n_firms))
+    a = mu[..., None] + sigma_a[..., None] * z
+    posterior = xr.Dataset(
+        {
+            "mu": (("chain", "draw"), mu),
+            "sigma_a": (("chain", "draw"), sigma_a),
+            "z_a": (("chain", "draw", "firm"), z),
+            "a": (("chain", "draw", "firm"), a),
+        },
+        coords={"firm": FIRMS, "chain": [0, 1], "draw": np.arange(200)},
+    )
+    mean = a[..., firm]
+    log_lik = {"y": (("chain", "draw", "obs"), -0.5 * (y - mean) ** 2 - 0.919)}
+    if two_log_liks:
+        log_lik["y2"] = (("chain", "draw", "obs"), -0.5 * (y - mean - 0.1) ** 2 - 0.919)
+    groups = {
+        "posterior": posterior,
+        "log_likelihood": xr.Dataset(log_lik, coords={"obs": obs}),
+        "constant_data": xr.Dataset({"firm_idx": ("obs", firm)}, coords={"obs": obs}),
+    }
+    if log_prior:
+        groups["log_prior"] = xr.Dataset(
+            {
+                "mu": (("chain", "draw"), -0.5 * mu**2),
+                "sigma_a": (("chain", "draw"), -sigma_a),
+                "z_a": (("chain", "draw", "firm"), -0.5 * z**2),
+            }
+        )
+    return groups, np.array(FIRMS, dtype=object)[firm]
+
+
+def _tree(**kwargs):
+    groups, labels = _groups(**kwargs)
+    return xr.DataTree.from_dict(groups), labels
+
+
+def _inference_data(**kwargs):
+    arviz = pytest.importorskip("arviz")
+    if not hasattr(arviz, "InferenceData"):
+        pytest.skip("ArviZ 1.x has no InferenceData (DataTree is tested)")
+    groups, labels = _groups(**kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return arviz.InferenceData(**groups), labels
+
+
+FITS = {"DataTree": _tree, "InferenceData": _inference_data}
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How many times the log_likelihood group is converted and a checked Posterior built."""
+    counts = {"log_likelihood": 0, "Posterior": 0}
+    convert, check = inference_data.log_lik_variables, Posterior.__post_init__
+
+    def counting_convert(*args, **kwargs):
+        counts["log_likelihood"] += 1
+        return convert(*args, **kwargs)
+
+    def counting_check(self, *args, **kwargs):
+        counts["Posterior"] += 1
+        return check(self, *args, **kwargs)
+
+    monkeypatch.setattr(inference_data, "log_lik_variables", counting_convert)
+    monkeypatch.setattr(Posterior, "__post_init__", counting_check)
+    return counts
+
+
+@pytest.mark.parametrize("kind", FITS)
+@pytest.mark.parametrize("call", ["loo", "amip", "audit"])
+def test_one_public_call_reads_its_input_once(kind, call, counted):
+    fit, _ = FITS[kind]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if call == "loo":
+            bayesij.loo(fit)
+        elif call == "amip":
+            bayesij.amip(fit, "mu", "sign", method="linear")
+        else:
+            result = bayesij.audit(fit, targets=("sign",))
+            assert result.sensitivity is not None  # the log_prior group was power-scaled too
+    assert counted == {"log_likelihood": 1, "Posterior": 1}
+
+
+def test_a_fit_is_read_once_and_passed_on_as_it_is(counted):
+    tree, labels = _tree()
+    fit = read(tree)
+    assert isinstance(fit, Fit) and read(fit) is fit
+    assert fit.units.name == "firm" and fit.units.n_units == 5 and not fit.units.given
+    assert fit.n_obs == 30 and counted["log_likelihood"] == 0  # sizes, no values read
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bayesij.loo(fit)
+        bayesij.waic(fit)
+        bayesij.influence(fit)
+        bayesij.ij_covariance(fit)
+    # one conversion for the log-likelihood alone, one for the container with quantities
+    assert counted == {"log_likelihood": 2, "Posterior": 2}
+    by_obs = read(fit, groups=False)
+    assert by_obs.units.name == "observation" and by_obs.units.given
+    assert read(fit, groups=labels).units.n_units == 5
+
+
+@pytest.mark.parametrize("kind", FITS)
+def test_every_estimator_of_a_grouped_fit_uses_the_audits_unit(kind):
+    fit, labels = FITS[kind]()
+    post = bayesij.from_inference_data(fit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audit = bayesij.audit(fit, targets=("sign",), quantities=["mu"])
+        influence = bayesij.influence(fit, quantities=["mu"])
+        ij = bayesij.ij_covariance(fit, quantities=["mu"])
+        linear = bayesij.linearity(fit, quantities=["mu"])
+        amip = bayesij.amip(fit, "mu", "sign", method="linear")
+        explicit = bayesij.influence(post, groups=labels, quantities=["mu"])
+        loo = bayesij.loo(fit)
+    assert audit.units.name == "firm"
+    firms = list(audit.influence["group"].values)
+    assert sorted(firms) == sorted(FIRMS)
+    assert list(influence["group"].values) == firms
+    assert list(ij.influence["group"].values) == firms
+    assert list(linear.table().index) == ["mu"] and linear.pareto_k.size == 5
+    assert amip.n_units == 5
+    np.testing.assert_allclose(influence["psi"].values, explicit["psi"].values, rtol=1e-12)
+    np.testing.assert_allclose(
+        influence["psi"].values, audit.influence["psi"].sel(quantity=["mu"]).values, rtol=1e-12
+    )
+    # LOO stays per observation, as az.loo, and says how to ask for the firm
+    assert loo.n_units == 30
+    assert "grouped by firm" in str(loo) and "groups='firm'" in str(loo)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # made-up draws: k-hat is high
+        by_firm = bayesij.loo(fit, groups="firm")
+        explicit_loo = bayesij.loo(post, groups=labels)
+    assert by_firm.n_units == 5 and by_firm.grouping is None
+    np.testing.assert_allclose(
+        by_firm.pointwise["elpd_loo"].values,
+        explicit_loo.pointwise["elpd_loo"].values,
+        rtol=1e-12,
+    )
+
+
+@pytest.mark.parametrize("kind", FITS)
+def test_an_audit_of_one_of_two_log_likelihood_variables_with_a_log_prior(kind):
+    fit, _ = FITS[kind](two_log_liks=True)
+    with pytest.raises(ValueError, match=r"var_name: found 2 log-likelihood variables"):
+        bayesij.audit(fit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = bayesij.audit(fit, var_name="y2", targets=("sign",))
+    assert result.units.name == "firm" and result.sensitivity is not None
+    assert set(result.quantities) == {"mu", "sigma_a"}  # a and z_a are per firm
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = bayesij.loo(fit, var_name="y2", groups="firm")
+    np.testing.assert_allclose(result.loo.elpd, expected.elpd, rtol=1e-12)
+
+
+def _modules_above_the_data_floor():
+    # adapters/ read the Stan objects they convert (their input is a Stan fit, not a fit
+    # bayesij reads); everything from stats/ up takes what read() accepts.
+    for folder in ("stan_models", "stats", "refit", "report"):
+        yield from sorted((PACKAGE / folder).rglob("*.py"))
+    yield PACKAGE / "cli.py"
+    yield PACKAGE / "demo.py"
+
+
+#: What only the data floor may ask: the input's type and the groups it holds.
+INPUT_TESTS = {"has_groups", "group_names", "has_posterior", "_group", "node_as_dataset"}
+#: Names an input arrives under in the public functions and the refit backends.
+INPUT_NAMES = {"data", "post", "fit", "idata", "trace", "refit"}
+
+
+def test_no_module_above_the_data_floor_asks_what_the_input_was():
+    found = []
+    for path in _modules_above_the_data_floor():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bayesij.data"):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                asked = [a.name for a in node.names if a.name in INPUT_TESTS]
+                if private or asked:
+                    found.append(f"{path.name}:{node.lineno} imports {private + asked}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("isinstance", "hasattr")
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id in INPUT_NAMES
+                and not (len(node.args) == 2 and ast.unparse(node.args[1]) == "dict")
+            ):  # a Stan program's data dict is the model's data, not a fit
+                found.append(f"{path.name}:{node.lineno} {node.func.id}({node.args[0].id}, ...)")
+            if isinstance(node, ast.Name) and node.id == "Posterior" and _in_isinstance(node, tree):
+                found.append(f"{path.name}:{node.lineno} isinstance(..., Posterior)")
+    assert found == []
+
+
+def _in_isinstance(name: ast.Name, tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+            and any(n is name for n in ast.walk(node.args[1]))
+        ):
+            return True
+    return False
