@@ -58,7 +58,9 @@ def pystan_fit():
 
 #: Test files outside the fast loop, by what they need (``pytest -m "not (...)"``): the
 #: notebooks and the README's examples run whole documents, tooling runs ruff and mypy,
-#: the CLI tests start the command, and PyMC's models compile with PyTensor.
+#: the CLI tests start the command, PyMC's models compile with PyTensor, the campaign
+#: tests start process pools and Dask clusters and kill workers, and the kernel-cache
+#: tests compile the kernels afresh in new interpreters.
 MARKED_FILES = {
     "test_notebooks.py": "notebook",
     "test_readme.py": "notebook",
@@ -66,6 +68,11 @@ MARKED_FILES = {
     "test_cli.py": "cli",
     "test_panel_audit.py": "pymc",
     "test_pymc.py": "pymc",
+    "test_campaign.py": "processes",
+    "test_store.py": "processes",
+    "test_first_use.py": "processes",
+    "test_cache.py": "processes",
+    "test_pure_python.py": "processes",
 }
 
 

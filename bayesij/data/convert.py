@@ -67,6 +67,14 @@ def as_posterior(
     Returns
     -------
     Posterior
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> log_lik = np.random.default_rng(0).normal(-1, 0.1, size=(4, 100, 8))
+    >>> post = bayesij.as_posterior(log_lik)  # the checked container of read(log_lik)
+    >>> post.n_chains, post.n_obs, post.quantity_names
+    (4, 8, [])
     """
     post = _convert(data, var_name, quantities, argument)
     if need_quantities:

@@ -251,6 +251,13 @@ def _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_l
                 return _log_lik_of_fit(fit, groups)
         post = fit.posterior(quantities, need_quantities=need_quantities)
         return _in_memory(post, groups, quantities, need_quantities)
+    if groups is not False and not fit.units.given:
+        raise fail(
+            "groups",
+            f"the fit's grouping by {fit.units.describe()} with a lazy log-likelihood",
+            "groups=False (the observations are the units), or the log-likelihood in memory: "
+            "summing each group's terms needs the whole draws x units matrix",
+        )
     refuse_whole_matrix({"groups": groups, **(whole_matrix or {})})
     units = xr.DataArray(np.asarray(lazy.obs_names), dims="obs")
     draws, names = None, ()

@@ -501,6 +501,17 @@ def audit(
     searches of every quantity and target then share their passes over the draws
     (:func:`bayesij.array.amip_lockstep.run_in_lockstep`).
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> report = bayesij.audit(post, targets=("sign",))
+    >>> report.units.name, len(report.summary()) <= 8
+    ('observation', True)
+
     References
     ----------
     Giordano, R. & Broderick, T. (2023). The Bayesian infinitesimal jackknife for variance.

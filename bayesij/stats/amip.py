@@ -489,6 +489,17 @@ def amip(
     or the first half of each draw sequence for one chain) and its effect estimated on the
     other half, with a 95 % interval from the batch-means Monte Carlo error.
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))  # exact posterior draws
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> result = bayesij.amip(post, "mu", "sign")  # drop up to 10 % to change mu's sign?
+    >>> result.answer
+    'not reachable'
+
     References
     ----------
     .. [1] Broderick, T., Giordano, R. and Meager, R. (2020). An automatic finite-sample

@@ -89,6 +89,18 @@ def compare(
         ``elpd_diff``, ``se_diff``, ``subsampling_se_diff``, ``elpd``, ``se``,
         ``subsampling_se``.
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> right = bayesij.loo(-0.5 * (y - mu) ** 2)
+    >>> biased = bayesij.loo(-0.5 * (y - mu - 1.0) ** 2)  # predicts one unit too high
+    >>> table = bayesij.compare({"right": right, "biased": biased})
+    >>> list(table.index)
+    ['right', 'biased']
+
     References
     ----------
     .. [1] Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical Bayesian model

@@ -91,6 +91,18 @@ def dic(data, log_lik_at_point=None, *, var_name=None, point: str = "mean") -> D
     -------
     DicResult
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> result = bayesij.dic(post, -0.5 * (y - mu.mean()) ** 2)  # log-likelihood at the mean
+    >>> p_d = result.table()["p_eff"].iloc[0]  # one parameter
+    >>> bool(0.8 < p_d < 1.2)
+    True
+
     References
     ----------
     .. [1] Spiegelhalter, D. J., Best, N. G., Carlin, B. P. and van der Linde, A. (2002).

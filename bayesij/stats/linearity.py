@@ -159,6 +159,16 @@ def linearity(
     -------
     LinearityResult
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> bayesij.linearity(post).table().loc["mu", "verdict"]  # a normal mean is linear
+    'reliable'
+
     References
     ----------
     .. [1] Giordano, R. and Broderick, T. (2024). Approximate data deletion and replication

@@ -635,6 +635,18 @@ def loo_expectation(
     this one is checked for coverage against exact leave-one-out expectations of a
     conjugate model (tests/stats/test_loo.py).
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> means = np.broadcast_to(mu, (4, 500, 40))  # each observation's predictive mean
+    >>> table = bayesij.loo_expectation(post, means)
+    >>> list(table.columns)
+    ['value', 'mcse', 'pareto_k']
+
     References
     ----------
     .. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
@@ -762,6 +774,18 @@ def loo_pit(
     -------
     pandas.Series
         Values in [0, 1]; uniform when the model is calibrated.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> y_pred = rng.normal(mu, 1.0, size=(4, 500, 40))  # posterior predictive draws
+    >>> pit = bayesij.loo_pit(post, y, y_pred)
+    >>> len(pit), bool(((pit > 0) & (pit < 1)).all())
+    (40, True)
     """
     draws = draws_beside_log_lik(
         data,

@@ -97,6 +97,18 @@ def psense(
         ``min(1 - 1/log10 S, 0.7)`` the scaled posterior is not reliably reached from these
         draws and a warning says so — priorsense#139).
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> log_prior = -0.5 * (mu[..., 0] / 10) ** 2  # mu ~ N(0, 10): weak
+    >>> table = bayesij.psense(post, log_prior=log_prior)
+    >>> bool(table.loc["mu", "prior"] < 0.05 < table.loc["mu", "likelihood"])
+    True
+
     References
     ----------
     .. [1] Kallioinen, N., Paananen, T., Bürkner, P.-C. and Vehtari, A. (2024). Detecting

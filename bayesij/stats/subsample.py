@@ -127,6 +127,18 @@ def loo_subsample(
     LooSubsample
         :func:`update_subsample` adds observations to it.
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=400)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(400), size=(4, 500, 1))
+    >>> log_lik = -0.5 * (y - mu) ** 2
+    >>> sub = bayesij.loo_subsample(log_lik, 100)  # PSIS on 100 observations, 400 estimated
+    >>> full = bayesij.loo(log_lik)
+    >>> bool(abs(sub.elpd - full.elpd) < 3 * sub.subsampling_se)
+    True
+
     References
     ----------
     .. [1] Magnusson, M., Andersen, M. R., Jonasson, J. and Vehtari, A. (2019). Bayesian

@@ -72,6 +72,7 @@ def _ar1_chains(rng, n_chains, n_draws, rho, mean, var):
     return mean + np.sqrt(var) * x
 
 
+@pytest.mark.slow  # a coverage study: the full suite runs it
 def test_mcse_accounts_for_autocorrelation(rng):
     """AR(1) draws (rho = 0.9) of theta ~ N(m, v), l_n = -(y_n - theta)^2 / 2.
 

@@ -26,6 +26,7 @@ def test_raw_covariance_is_centred_sum_of_influence_products(rng):
     np.testing.assert_allclose(result.posterior_covariance, np.cov(f.reshape(400, 3).T), rtol=1e-12)
 
 
+@pytest.mark.slow  # a coverage study: the full suite runs it
 def test_ij_matches_exact_bootstrap_of_conjugate_model(misspecified_regression, rng):
     """N = 1000, noise sd depends on x but the model says 1: bootstrap variance != posterior."""
     model = misspecified_regression

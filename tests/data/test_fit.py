@@ -240,3 +240,18 @@ def _in_isinstance(name: ast.Name, tree: ast.AST) -> bool:
         ):
             return True
     return False
+
+
+def test_a_lazy_grouped_fit_says_which_grouping_it_cannot_sum():
+    pytest.importorskip("dask")
+    groups, _ = _groups(log_prior=False)
+    groups["log_likelihood"] = groups["log_likelihood"].chunk({"obs": 10})
+    tree = xr.DataTree.from_dict(groups)
+    with pytest.raises(ValueError, match=r"groups: found the fit's grouping by firm \(constant"):
+        bayesij.influence(tree)
+    lazy = bayesij.influence(tree, groups=False, quantities=["mu"])
+    in_memory = bayesij.influence(_tree(log_prior=False)[0], groups=False, quantities=["mu"])
+    np.testing.assert_allclose(lazy["psi"].values, in_memory["psi"].values, rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert "grouped by firm" in str(bayesij.loo(tree))  # per observation, as az.loo

@@ -56,6 +56,7 @@ def _lake_huron(seed: int):
     return backend, backend.fit(np.ones(y.size - 2))
 
 
+@pytest.mark.slow  # a coverage study: the full suite runs it
 @pytest.mark.parametrize("horizon", [1, 4])
 def test_forward_psis_lfo_on_lake_huron_is_unbiased_and_covered_by_its_mcse(horizon):
     # Bürkner, Gabry and Vehtari's forward algorithm against the closed-form LFO of a real

@@ -10,6 +10,7 @@ from scipy.stats import norm
 import bayesij
 
 
+@pytest.mark.slow  # a coverage study: the full suite runs it
 def test_p_values_of_uniform_values_are_uniform():
     rng = np.random.default_rng(5)
     p_values = np.array(

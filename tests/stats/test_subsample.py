@@ -49,6 +49,7 @@ def test_sampling_every_observation_gives_the_full_psis_loo(fit):
     assert every.se == pytest.approx(full.se, rel=1e-9)
 
 
+@pytest.mark.slow  # a coverage study: the full suite runs it
 def test_the_subsampling_se_covers_the_full_value_at_the_nominal_rate(fit):
     *_, matrix, full = fit
     hits, errors = 0, []
