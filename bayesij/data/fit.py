@@ -405,7 +405,7 @@ def named_draws(data, value, argument: str) -> np.ndarray:
     """Draws of the posterior variable ``value`` names in the fit ``data``, or ``value``
     itself as a checked array."""
     if not isinstance(value, str):
-        array = as_float_array(value, argument)
+        array = np.atleast_1d(as_float_array(value, argument))  # a number: one draw's value
         check_finite(array, argument)
         return array
     if not is_fit(data):

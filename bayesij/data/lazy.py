@@ -178,7 +178,20 @@ class LogLikFunction:
 
 
 def loglik_function(fn, data, draws=None, *, n_chains: int = 1, block_size=None, names=None):
-    """A :class:`LogLikFunction`: pass it wherever a log-likelihood is accepted."""
+    """A :class:`LogLikFunction`: pass it wherever a log-likelihood is accepted.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> def log_lik(block, draws):  # a block of observations at every draw: (S, b)
+    ...     return -0.5 * (block[None, :] - draws[:, :1]) ** 2
+    >>> lazy = bayesij.loglik_function(log_lik, y, mu.reshape(-1, 1), n_chains=4)
+    >>> float(bayesij.loo(lazy).elpd - bayesij.loo(-0.5 * (y - mu) ** 2).elpd)
+    0.0
+    """
     return LogLikFunction(fn, data, draws, n_chains, block_size, names)
 
 

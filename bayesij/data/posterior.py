@@ -124,6 +124,15 @@ class Posterior:
     -----
     Every value is checked here, once: the log-likelihood is finite or ``-inf``, the
     quantities finite. Estimators trust a container and do not check it again.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> mu = rng.normal(size=(4, 100, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (1.0 - mu) ** 2 + np.zeros(5), quantity_names=["mu"])
+    >>> post
+    Posterior: 4 chain(s) x 100 draws, 1 quantities (mu), 5 observations
     """
 
     quantities: xr.DataArray

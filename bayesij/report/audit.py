@@ -83,6 +83,17 @@ class Audit:
         The posterior audited.
     control_variates : bool
         Whether the AMIP influences used zero-variance control variates (``score``).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> report = bayesij.audit(post, targets=("sign",))
+    >>> report.to_markdown().startswith("# ")
+    True
     """
 
     quantities: list

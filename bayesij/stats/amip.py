@@ -125,6 +125,17 @@ class AmipResult(Summary):
         and change, and whether the target was reached.
 
     The result holds what it reports, not the posterior draws.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> result = bayesij.amip(post, "mu", "sign")
+    >>> result.n_units, result.reachable
+    (40, False)
     """
 
     quantity: str

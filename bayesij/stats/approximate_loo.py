@@ -54,6 +54,18 @@ def loo_approximate_posterior(
         ``log_p - log_g``). ``lppd`` and ``p_loo`` are R loo's, the plain mean of
         ``p(y_n | theta)`` over the approximation's draws.
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))  # draws of g
+    >>> log_g = -0.5 * ((mu[..., 0] - y.mean()) * np.sqrt(40)) ** 2  # g's log density
+    >>> log_p = log_g  # the posterior itself here: no correction
+    >>> result = bayesij.loo_approximate_posterior(-0.5 * (y - mu) ** 2, log_p, log_g)
+    >>> result.n_units
+    40
+
     References
     ----------
     .. [1] Magnusson, M., Andersen, M. R., Jonasson, J. and Vehtari, A. (2020).
@@ -94,6 +106,17 @@ def loo_mixture(data, *, var_name=None, ddof: int = 0, log_jacobian=None) -> Loo
         (a diagnostic of how much of the sample serves that observation), ``lppd`` from the
         same draws weighted back to the posterior, ``r_eff`` per observation from the
         chains is not used (the MCSE assumes independent draws).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> log_lik = -0.5 * (y - mu) ** 2
+    >>> mixture, psis = bayesij.loo_mixture(log_lik), bayesij.loo(log_lik)
+    >>> bool(abs(mixture.elpd - psis.elpd) < 0.5)  # both close to exact LOO here
+    True
 
     References
     ----------

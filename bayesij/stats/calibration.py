@@ -68,6 +68,16 @@ def calibration(
     -------
     Calibration
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> prob = rng.uniform(size=500)  # forecast probabilities
+    >>> y = (rng.uniform(size=500) < prob).astype(int)  # outcomes drawn from them: calibrated
+    >>> result = bayesij.calibration(y, prob, n_bootstrap=200)
+    >>> bool(result.miscalibration < 0.02)
+    True
+
     References
     ----------
     .. [1] Dimitriadis, T., Gneiting, T. and Jordan, A. I. (2021). Stable reliability

@@ -379,6 +379,16 @@ def weight_predictions(predictions: dict, weights=None, *, seed=None) -> Weighte
         they add up to ``S`` (arviz-stats truncates each share, losing up to one draw per
         model), chosen without replacement; ``model`` names the source of each.
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.normal(0.0, 1.0, size=(4, 500, 10))  # two models' predictive draws
+    >>> b = rng.normal(1.0, 1.0, size=(4, 500, 10))
+    >>> mixed = bayesij.weight_predictions({"a": a, "b": b}, weights={"a": 0.5, "b": 0.5}, seed=0)
+    >>> mixed.draws.shape
+    (2000, 10)
+
     References
     ----------
     .. [1] Yao, Y., Vehtari, A., Simpson, D. and Gelman, A. (2018). Using stacking to

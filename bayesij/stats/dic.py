@@ -23,6 +23,16 @@ class DicResult(Summary):
     ``dic1 = E[D] + p_d`` and ``dic2 = E[D] + p_v``. Watanabe's per-observation loss scale:
     ``dic1_loss = BtL + p_d / N`` and ``dic2_loss = BtL + p_v / N``, comparable with
     ``WaicResult.waic_loss`` and ``cv_loss``.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> bayesij.dic(post, -0.5 * (y - mu.mean()) ** 2).table().index.tolist()
+    ['DIC1 (Spiegelhalter p_D)', 'DIC2 (Gelman p_V)']
     """
 
     p_d: float

@@ -35,6 +35,16 @@ class HoldoutResult(ElpdResult):
         Monte Carlo SE of ``elpd``, ``sqrt(sum_j mcse_j^2)``.
     pointwise : pandas.DataFrame
         Per held-out point: ``elpd``, ``mcse`` (delta method, chain-aware), ``r_eff``.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> mu = rng.normal(1.0, 0.1, size=(4, 500, 1))  # draws fitted on other data
+    >>> y_test = rng.normal(1.0, 1.0, size=10)
+    >>> result = bayesij.holdout(-0.5 * (y_test - mu) ** 2 - 0.919)
+    >>> result.n_units, list(result.estimates().index)
+    (10, ['elpd', 'ic'])
     """
 
     elpd: float
@@ -130,6 +140,15 @@ class PredictionErrors:
         RMSE over draws: ``E[sqrt(MSE)] <= sqrt(E[MSE])``, the square root does not
         commute with the expectation); and ``elpd`` with ``elpd_se`` when log-likelihood
         draws were given.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y_pred = rng.normal(1.0, 1.0, size=(4, 500, 10))  # predictive draws of 10 test points
+    >>> errors = bayesij.prediction_errors(y_pred, rng.normal(1.0, 1.0, size=10))
+    >>> len(errors.pointwise)
+    10
     """
 
     pointwise: pd.DataFrame

@@ -57,6 +57,17 @@ class IJCovariance(Summary):
     influence : xarray.Dataset
         The influence scores ``psi`` and their MCSE (as :func:`bayesij.influence`), from
         the same pass over the draws.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> table = bayesij.ij_covariance(post).table()
+    >>> list(table.columns)[:3]  # the posterior sd against the bootstrap's (IJ)
+    ['posterior_sd', 'ij_sd', 'posterior_variance']
     """
 
     covariance: pd.DataFrame

@@ -55,6 +55,16 @@ class LinearityResult(Summary):
         Units left out of the index because of their k-hat (their effect is beyond what
         importance sampling can estimate: refit them).
     k_threshold : float
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> list(bayesij.linearity(post).table().columns)
+    ['nonlinearity_index', 'verdict', 'units_excluded', 'refit_first']
     """
 
     delta_lin: pd.DataFrame

@@ -76,6 +76,16 @@ class LooResult(ElpdResult):
     grouping : str, optional
         Set when these are per-observation values of a fit whose structure names a
         grouping (as ``az.loo``): the grouping and how to ask for it (``groups=``).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> log_lik = np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 500, 20))
+    >>> result = bayesij.loo(log_lik)
+    >>> result.n_units, list(result.estimates().index)
+    (20, ['elpd_loo', 'p_loo', 'looic'])
+    >>> list(result.pointwise.columns)[:3]
+    ['elpd_loo', 'p_loo', 'pareto_k']
     """
 
     pointwise: pd.DataFrame

@@ -97,6 +97,14 @@ def pareto_smooth(data, *, quantities=None, tail: str = "both", r_eff=None) -> P
     ParetoSmoothed
         ``values`` in the input's shape (n_draws,), (n_chains, n_draws) or
         (n_chains, n_draws, n_quantities); ``diagnostics`` as :func:`pareto_khat`.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> draws = np.random.default_rng(0).standard_t(2, size=(4, 1000))
+    >>> smoothed = bayesij.pareto_smooth(draws)
+    >>> smoothed.values.shape, bool(np.abs(smoothed.values).max() <= np.abs(draws).max())
+    ((4, 1000), True)
     """
     draws, names, shape = _draws(data, quantities)
     stacked = _stacked(draws)

@@ -78,6 +78,14 @@ def pit_ecdf(pit, *, prob: float = 0.95, n_simulations: int = 1000, seed: int = 
     its band slightly for larger ``n``; here that term is ``P(count >= 0) = 1``, as the
     method defines it.
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> pit = np.random.default_rng(0).uniform(size=200)  # LOO-PIT values of a calibrated model
+    >>> result = bayesij.pit_ecdf(pit, n_simulations=200)
+    >>> bool(result.p_value > 0.05)
+    True
+
     References
     ----------
     .. [1] Säilynoja, T., Bürkner, P.-C. and Vehtari, A. (2022). Graphical test for

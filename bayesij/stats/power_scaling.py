@@ -354,6 +354,17 @@ def power_scaled_draws(
     -------
     PowerScaled
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> scaled = bayesij.power_scaled_draws(post, component="likelihood", alphas=[0.5, 2.0])
+    >>> scaled.weights.shape  # one set of importance weights per power
+    (2, 2000)
+
     References
     ----------
     .. [1] Kallioinen, N., Paananen, T., Bürkner, P.-C. and Vehtari, A. (2024). Detecting
@@ -453,6 +464,19 @@ def psense_sequence(
         One row per (alpha, quantity): the weighted ``mean`` and ``sd``, the ``cjs``
         distance to the unscaled posterior, and ``pareto_k`` of that scaling's weights with
         ``reliable`` (k-hat at most ``min(1 - 1/log10 S, 0.7)``).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> table = bayesij.psense_sequence(post, log_prior=-0.5 * (mu[..., 0] / 10) ** 2)
+    >>> list(table.columns)
+    ['alpha', 'quantity', 'mean', 'sd', 'cjs', 'pareto_k', 'reliable']
+    >>> len(table), bool(table["reliable"].all())  # 11 powers from 0.8 to 1.25
+    (11, True)
 
     References
     ----------

@@ -74,6 +74,17 @@ def bayesian_r2(data, pred_mean, scale=None, *, scale_kind: str = "sd") -> Bayes
     BayesianR2
         ``draws`` and ``summary()``.
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.linspace(-1, 1, 40)
+    >>> slope = rng.normal(2.0, 0.1, size=(4, 500, 1))
+    >>> pred_mean = slope * x  # each draw's predicted means
+    >>> r2 = bayesij.bayesian_r2(pred_mean, pred_mean, np.ones((4, 500)))  # residual sd 1
+    >>> bool(0.5 < r2.summary()["mean"] < 0.65)  # var(2x) / (var(2x) + 1)
+    True
+
     References
     ----------
     .. [1] Gelman, A., Goodrich, B., Gabry, J. and Vehtari, A. (2019). R-squared for
@@ -145,6 +156,18 @@ def loo_r2(
     -------
     BayesianR2
         ``draws`` (n_simulations,) and ``summary()``.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> y_pred = rng.normal(mu, 1.0, size=(4, 500, 40))
+    >>> r2 = bayesij.loo_r2(post, y, y_pred)  # a constant mean explains nothing out of sample
+    >>> bool(r2.summary()["mean"] < 0.05)
+    True
 
     References
     ----------

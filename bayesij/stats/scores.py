@@ -40,6 +40,17 @@ class LooScore:
     pointwise : pandas.DataFrame
         Per observation: ``score`` and ``pareto_k`` (scores), or ``prediction`` (the LOO
         predictive mean) and ``error`` (``y - prediction``) and ``pareto_k`` (metrics).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> y_pred = rng.normal(mu, 1.0, size=(4, 500, 40))
+    >>> score = bayesij.loo_score(-0.5 * (y - mu) ** 2, y, y_pred)
+    >>> str(score).startswith("LOO CRPS")
+    True
     """
 
     kind: str
@@ -88,6 +99,18 @@ def loo_score(
         ``estimate`` is the mean pointwise score, larger is better (the CRPS is negated, as
         arviz-stats ``loo_score`` and R loo ``crps`` report it); ``pareto_k`` per point is
         that of the leave-one-out importance ratios.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> y_pred = rng.normal(mu, 1.0, size=(4, 500, 40))  # posterior predictive draws
+    >>> score = bayesij.loo_score(post, y, y_pred)  # the LOO CRPS (negatively oriented)
+    >>> score.kind, bool(score.estimate < 0), len(score.pointwise)
+    ('crps', True, 40)
 
     References
     ----------
@@ -160,6 +183,18 @@ def loo_metrics(
     LooScore
         ``pointwise`` has the LOO ``prediction``, the ``error`` and the ``pareto_k`` of each
         prediction.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> y_pred = rng.normal(mu, 1.0, size=(4, 500, 40))
+    >>> rmse = bayesij.loo_metrics(post, y, y_pred)  # the noise sd is 1
+    >>> bool(0.6 < rmse.estimate < 1.4)
+    True
 
     References
     ----------

@@ -53,6 +53,14 @@ class LooSubsample(ElpdResult):
     psis_options : dict
         The PSIS settings used (``r_eff``, ``tail_rule``, ``ties``), which
         :func:`update_subsample` keeps.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> log_lik = np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 500, 400))
+    >>> result = bayesij.loo_subsample(log_lik, 100)
+    >>> result.n_sampled, result.n_obs
+    (100, 400)
     """
 
     elpd: float
@@ -181,6 +189,17 @@ def update_subsample(
     -------
     LooSubsample
         With the PSIS settings, approximation and ``ddof`` of ``result``.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=400)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(400), size=(4, 500, 1))
+    >>> log_lik = -0.5 * (y - mu) ** 2
+    >>> first = bayesij.loo_subsample(log_lik, 50)
+    >>> bayesij.update_subsample(first, log_lik, 50).n_sampled  # 50 more observations
+    100
     """
     if not isinstance(result, LooSubsample) or result.sampled is None:
         raise fail("result", f"a {type(result).__name__}", "a LooSubsample from loo_subsample")

@@ -52,6 +52,13 @@ class WaicResult(ElpdResult):
         Inverse temperature of the posterior the draws come from.
     ddof : int
         Divisor convention of the variances (0: ArviZ and Watanabe; 1: R loo).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> log_lik = np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 500, 20))
+    >>> list(bayesij.waic(log_lik).estimates().index)
+    ['elpd_waic', 'p_waic', 'waic']
     """
 
     elpd_waic: float

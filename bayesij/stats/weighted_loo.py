@@ -45,6 +45,14 @@ class WeightedLooResult(LooResult):
     ``pointwise`` has one row per *row* of the data: ``weight``; ``elpd_loo``, ``p_loo``,
     ``lppd`` and ``mcse_elpd_loo`` of one observation of that row; ``pareto_k``, ``ess``
     and ``r_eff`` of its importance ratios. ``elpd`` is ``sum_n w_n elpd_loo_n``.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> log_lik = np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 500, 20))
+    >>> result = bayesij.loo_weighted(log_lik, np.full(20, 2))  # every row stands for two
+    >>> result.n_units
+    20
     """
 
     kind: str = "frequency"

@@ -255,3 +255,15 @@ def test_a_lazy_grouped_fit_says_which_grouping_it_cannot_sum():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert "grouped by firm" in str(bayesij.loo(tree))  # per observation, as az.loo
+
+
+def test_draws_named_or_given_a_number_is_one_value_and_refused_clearly():
+    from bayesij.data.fit import named_draws
+
+    rng = np.random.default_rng(0)
+    mu = rng.normal(size=(2, 100, 1))
+    post = bayesij.from_arrays(mu, -0.5 * (1.0 - mu) ** 2, quantity_names=["mu"])
+    assert named_draws(post, 1.0, "scale").shape == (1,)
+    np.testing.assert_array_equal(named_draws(post, "mu", "scale"), mu)
+    with pytest.raises(ValueError, match=r"scale: found 1 draws; expected one per draw"):
+        bayesij.bayesian_r2(post, np.broadcast_to(mu, (2, 100, 5)), 1.0)
