@@ -10,13 +10,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-__all__ = [
-    "to_elpd_data",
-    "arviz_generation",
-    "mean_relative_ess",
-    "tail_relative_ess",
-    "tail_relative_ess_chains",
-]
+__all__ = ["to_elpd_data", "arviz_generation"]
 
 
 def arviz_generation() -> int:
@@ -26,82 +20,6 @@ def arviz_generation() -> int:
     except ImportError:
         return 0
     return 1
-
-
-def mean_relative_ess(draws: np.ndarray) -> float:
-    """ArviZ's default ``r_eff`` for PSIS-LOO: the mean over every posterior element of its
-    split-chain ESS of the mean (``ess(method="mean")``), divided by the number of draws;
-    1 for a single chain (``arviz_stats.loo`` and ArviZ 0.23's ``az.loo`` alike).
-
-    Parameters
-    ----------
-    draws : ndarray of shape (n_chains, n_draws, n_elements)
-        The posterior's draws (every variable, flattened).
-    """
-    n_chains, n_draws, n_elements = draws.shape
-    if n_chains == 1:
-        return 1.0
-    if arviz_generation():
-        from arviz_stats.base import array_stats
-
-        ess = array_stats.ess(draws, method="mean", chain_axis=0, draw_axis=1)
-    else:
-        import arviz as az
-
-        ess = [
-            az.ess(np.ascontiguousarray(draws[..., j]), method="mean") for j in range(n_elements)
-        ]
-    return float(np.mean(ess) / (n_chains * n_draws))
-
-
-def tail_relative_ess(rows: np.ndarray, prob: float = 0.05) -> np.ndarray:
-    """ArviZ's relative tail ESS (``ess(method="tail", prob=prob, relative=True)``) of each
-    row taken as one chain, shape (n_rows,): what ``pareto_khat`` uses for its tail length
-    when given no ``r_eff`` (arviz-stats' k-hat of LOO expectations).
-
-    Parameters
-    ----------
-    rows : ndarray of shape (n_rows, n_draws)
-    """
-    if arviz_generation():
-        from arviz_stats.base import array_stats
-
-        return np.asarray(
-            array_stats.ess(
-                rows, method="tail", prob=prob, relative=True, chain_axis=None, draw_axis=-1
-            ),
-            dtype=float,
-        ).reshape(rows.shape[0])
-    import arviz as az
-
-    return np.array([az.ess(row, method="tail", prob=prob, relative=True) for row in rows], float)
-
-
-def tail_relative_ess_chains(draws: np.ndarray, prob: float = 0.05) -> np.ndarray:
-    """ArviZ's relative tail ESS of each column of (n_chains, n_draws, n_cols) draws, the
-    chains taken as chains: what arviz-stats' ``pareto_khat`` uses when given no r_eff."""
-    n_chains, n_draws, n_cols = draws.shape
-    if arviz_generation():
-        from arviz_stats.base import array_stats
-
-        ess = array_stats.ess(
-            np.moveaxis(draws, 2, 0),
-            method="tail",
-            prob=prob,
-            relative=True,
-            chain_axis=1,
-            draw_axis=2,
-        )
-        return np.asarray(ess, dtype=float).reshape(n_cols)
-    import arviz as az
-
-    return np.array(
-        [
-            az.ess(np.ascontiguousarray(draws[..., j]), method="tail", prob=prob, relative=True)
-            for j in range(n_cols)
-        ],
-        dtype=float,
-    )
 
 
 def _pointwise(result, column: str) -> xr.DataArray:

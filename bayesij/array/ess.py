@@ -1,4 +1,6 @@
-"""Relative efficiency of many columns of MCMC draws at once (as R loo's ``relative_eff``).
+"""Relative efficiency of many columns of MCMC draws at once: as R loo's ``relative_eff``,
+and as ArviZ's split-chain ``ess(relative=True)`` (:func:`split_relative_ess`), so that no
+estimator depends on which ArviZ generation is installed.
 
 R loo computes, for each observation, the effective sample size of ``exp(log_lik[, n])`` by
 Geyer's initial monotone sequence over chains (not split, not rank-normalised) and divides it
@@ -21,6 +23,8 @@ __all__ = [
     "exp_of_rows",
     "log_lik_relative_eff_rows",
     "fft_next_good_size",
+    "split_relative_ess",
+    "mean_relative_ess",
 ]
 
 
@@ -211,3 +215,110 @@ def relative_eff_rows(draws: np.ndarray) -> np.ndarray:
     rho[:, 0] = 1.0
     n_total = n_chains * n_draws
     return n_total / _geyer_tau(np.ascontiguousarray(rho.T), n_total) / n_total
+
+
+def split_relative_ess(draws, method: str = "mean", prob: float = 0.05) -> np.ndarray:
+    """ArviZ's relative effective sample size of each column: the split-chain ESS of the mean
+    (``method="mean"``) or of the tails (``"tail"``: the smaller ESS of the indicators of the
+    draws at or below the ``prob`` and the ``1 - prob`` quantiles), divided by the number of
+    draws, as ``ess(..., relative=True)`` computes it in ArviZ 0.23 and arviz-stats 1.x.
+
+    Parameters
+    ----------
+    draws : ndarray of shape (n_chains, n_draws, n_columns)
+    method : {"mean", "tail"}
+    prob : float, default 0.05
+
+    Returns
+    -------
+    ndarray of shape (n_columns,)
+        NaN for a column with a NaN or fewer than 4 draws per chain; a column constant (to
+        float resolution) gets the number of split draws, as ArviZ reports it.
+
+    References
+    ----------
+    .. [1] Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C. (2021).
+       Rank-normalization, folding, and localization: an improved R-hat for assessing
+       convergence of MCMC. Bayesian Analysis 16(2), 667-718.
+    .. [2] Geyer, C. J. (1992). Practical Markov chain Monte Carlo. Statistical Science 7(4).
+    """
+    if method not in ("mean", "tail"):
+        raise fail("method", repr(method), "'mean' or 'tail'")
+    columns = np.moveaxis(np.asarray(draws, dtype=float), 2, 0)  # (K, n_chains, n_draws)
+    if columns.shape[2] < 4:
+        return np.full(columns.shape[0], np.nan)
+    if method == "mean":
+        return _split_ess_columns(columns)
+    flat = columns.reshape(columns.shape[0], -1)
+    ess = [
+        _split_ess_columns(columns <= np.quantile(flat, p, axis=1)[:, None, None])
+        for p in (prob, 1.0 - prob)
+    ]
+    return np.minimum(*ess)
+
+
+def _split_ess_columns(columns: np.ndarray) -> np.ndarray:
+    """Relative split-chain ESS of each of (K, n_chains, n_draws) columns, their
+    autocovariances by FFT a chunk of columns at a time."""
+    half = columns.shape[2] // 2
+    split = np.concatenate(
+        [columns[:, :, :half], columns[:, :, columns.shape[2] - half :]], axis=1
+    ).astype(float)
+    out = np.empty(split.shape[0])
+    for chunk in obs_chunks(split.shape[0], 4 * split.shape[1] * split.shape[2]):
+        block = split[chunk]
+        centred = block - block.mean(axis=2, keepdims=True)
+        spectrum = np.fft.rfft(centred, n=2 * half, axis=2)
+        acov = np.fft.irfft(spectrum.real**2 + spectrum.imag**2, n=2 * half, axis=2)
+        acov = acov[:, :, :half] / half
+        for j, k in enumerate(range(chunk.start, chunk.stop)):
+            out[k] = _geyer_relative_ess(block[j], acov[j])
+    return out
+
+
+def _geyer_relative_ess(chains: np.ndarray, acov: np.ndarray) -> float:
+    """Relative ESS of (m, n) split chains from their autocovariances: autocorrelations
+    combined over chains (the between-chain variance in the denominator), summed over
+    Geyer's initial positive sequence made monotone, the integrated time at least
+    1 / log10(m n); a constant column gets m n, a NaN NaN (as ArviZ)."""
+    m, n = chains.shape
+    if np.isnan(chains).any():
+        return np.nan
+    if chains.max() - chains.min() < np.finfo(float).resolution:
+        return float(chains.size)
+    within = acov[:, 0].mean() * n / (n - 1.0)
+    pooled = within * (n - 1.0) / n + (np.var(chains.mean(axis=1), ddof=1) if m > 1 else 0.0)
+    rho = 1.0 - (within - acov.mean(axis=0)) / pooled
+    kept = np.zeros(n)
+    kept[0], kept[1] = 1.0, rho[1]
+    even, odd, t = 1.0, rho[1], 1
+    while t < n - 3 and even + odd > 0.0:  # the initial positive sequence
+        even, odd = rho[t + 1], rho[t + 2]
+        if even + odd >= 0:
+            kept[t + 1], kept[t + 2] = even, odd
+        t += 2
+    last = t - 2
+    if even > 0:
+        kept[last + 1] = even
+    for t in range(1, last - 1, 2):  # made monotone
+        if kept[t + 1] + kept[t + 2] > kept[t - 1] + kept[t]:
+            kept[t + 1] = kept[t + 2] = (kept[t - 1] + kept[t]) / 2.0
+    tau = -1.0 + 2.0 * kept[: last + 1].sum() + kept[last + 1 : last + 2].sum()
+    tau = max(tau, 1.0 / np.log10(m * n))
+    return np.nan if np.isnan(kept).any() else 1.0 / tau
+
+
+def mean_relative_ess(draws) -> float:
+    """ArviZ's default ``r_eff`` for PSIS-LOO: the mean over every posterior element of its
+    split-chain relative ESS of the mean; 1 for a single chain (``arviz_stats.loo`` and
+    ArviZ 0.23's ``az.loo`` alike).
+
+    Parameters
+    ----------
+    draws : ndarray of shape (n_chains, n_draws, n_elements)
+        The posterior's draws (every variable, flattened).
+    """
+    draws = np.asarray(draws, dtype=float)
+    if draws.shape[0] == 1:
+        return 1.0
+    return float(np.mean(split_relative_ess(draws, "mean")))

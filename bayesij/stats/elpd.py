@@ -107,7 +107,9 @@ class ElpdResult:
 
     def __str__(self) -> str:
         table = self.estimates().to_string(float_format=lambda v: f"{v:{self.number_format}}")
-        return "\n".join([self._title(), "", table, *self._details()])
+        grouping = getattr(self, "grouping", None)  # per observation of a grouped fit
+        notes = ["", grouping] if grouping else []
+        return "\n".join([self._title(), "", table, *self._details(), *notes])
 
     def _repr_html_(self) -> str:
         return _html(str(self), None)

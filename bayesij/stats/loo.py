@@ -10,7 +10,6 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesij.adapters.arviz import tail_relative_ess
 from bayesij.array import loo as loo_arrays
 from bayesij.array._numeric import (
     elpd_standard_error,
@@ -28,7 +27,7 @@ from bayesij.array.checks import (
     checked_r_eff,
     fail,
 )
-from bayesij.array.ess import log_lik_relative_eff
+from bayesij.array.ess import log_lik_relative_eff, split_relative_ess
 from bayesij.array.psis import (
     khat_tail_length,
     pareto_k_threshold,
@@ -196,8 +195,6 @@ class LooResult(ElpdResult):
                 f"{len(bad)} unit(s) above k-hat {self.k_threshold:.2g}: "
                 f"{bad[:10]}{' ...' if len(bad) > 10 else ''}"
             )
-        if self.grouping:
-            lines += ["", self.grouping]
         return lines
 
 
@@ -732,14 +729,14 @@ def expectation_khat(log_ratios: np.ndarray, g: np.ndarray, kind: str) -> np.nda
     ratios = np.exp(log_ratios - log_ratios.max(axis=0))
     n_draws = ratios.shape[0]
     k_r = pareto_khat_columns(
-        ratios, khat_tail_length(n_draws, tail_relative_ess(ratios.T), "right"), "right"
+        ratios, khat_tail_length(n_draws, _tail_ess_of_rows(ratios.T), "right"), "right"
     )
     if kind in ("median", "quantile"):
         return k_r
     h = g if kind == "mean" else g**2
     hr = h * ratios
     k_hr = pareto_khat_columns(
-        hr, khat_tail_length(n_draws, tail_relative_ess(hr.T), "both"), "both"
+        hr, khat_tail_length(n_draws, _tail_ess_of_rows(hr.T), "both"), "both"
     )
     plain = np.array([_few_values(column) for column in h.T], dtype=bool)
     k = np.fmax(k_hr, k_r)
@@ -821,3 +818,9 @@ def loo_pit(
         at = (weights * (replicated == observed[chunk])).sum(axis=0)
         pit[chunk] = below + at * np.where(at > 0, rng.uniform(size=at.size), 0.0)
     return pd.Series(np.minimum(pit, 1.0), index=unit_index(draws.units), name="loo_pit")
+
+
+def _tail_ess_of_rows(rows: np.ndarray) -> np.ndarray:
+    """ArviZ's relative tail ESS of each row taken as one chain, shape (n_rows,): the tail
+    length of arviz-stats' k-hat of a LOO expectation."""
+    return split_relative_ess(rows.T[None], "tail")

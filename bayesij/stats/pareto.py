@@ -15,8 +15,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesij.adapters.arviz import tail_relative_ess_chains
 from bayesij.array.checks import as_float_array, check_finite, fail
+from bayesij.array.ess import split_relative_ess
 from bayesij.array.pareto import pareto_diagnostics, pareto_smooth_columns
 from bayesij.data.fit import read_draws
 
@@ -142,7 +142,7 @@ def _stacked(draws: np.ndarray) -> np.ndarray:
 def _r_eff(draws: np.ndarray, r_eff) -> np.ndarray:
     n_cols = draws.shape[2]
     if r_eff is None:
-        return tail_relative_ess_chains(draws)
+        return split_relative_ess(draws, "tail")
     given = as_float_array(r_eff, "r_eff")
     if given.ndim > 1 or given.size not in (1, n_cols):
         raise fail("r_eff", f"shape {given.shape}", f"one value, or one per quantity ({n_cols})")

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from bayesij.adapters.arviz import mean_relative_ess
 from bayesij.array.checks import checked_r_eff, fail
+from bayesij.array.ess import mean_relative_ess
 
 __all__ = ["CONVENTIONS", "PsisSettings", "psis_settings", "unit_r_eff", "mean_relative_ess"]
 
@@ -86,7 +86,7 @@ def _posterior_r_eff(source, name: str) -> float:
             "convention",
             f"{name!r} with a lazy log-likelihood",
             "r_eff= given with it (ArviZ's number: the posterior's mean ESS over S, "
-            "bayesij.stats.peers.mean_relative_ess)",
+            "bayesij.array.ess.mean_relative_ess)",
         )
     draws = source.all_posterior_draws()
     if draws.shape[2] == 0:

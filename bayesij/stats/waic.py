@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import ClassVar
 
@@ -52,6 +52,9 @@ class WaicResult(ElpdResult):
         Inverse temperature of the posterior the draws come from.
     ddof : int
         Divisor convention of the variances (0: ArviZ and Watanabe; 1: R loo).
+    grouping : str, optional
+        Set when these are per-observation values of a fit whose structure names a
+        grouping (as ``az.waic``): the grouping and how to ask for it (``groups=``).
 
     Examples
     --------
@@ -73,6 +76,7 @@ class WaicResult(ElpdResult):
     beta: float
     ddof: int
     n_draws: int
+    grouping: str | None = field(default=None, repr=False, compare=False)
 
     criterion: ClassVar[str] = "waic"
     elpd_column: ClassVar[str] = "elpd_waic"
@@ -179,7 +183,8 @@ def waic(
     ddof = check_ddof(ddof)
     source = as_source(data, groups=groups, var_name=var_name, log_lik_only=True)
     parts = map_blocks(source, partial(info.waic_parts, beta=beta, check=False), client=client)
-    return waic_result(parts, source.index, beta, ddof, source.n_draws)
+    result = waic_result(parts, source.index, beta, ddof, source.n_draws)
+    return replace(result, grouping=source.grouping) if source.grouping else result
 
 
 def waic_result(parts: info.WaicParts, index, beta: float, ddof: int, n_draws: int) -> WaicResult:

@@ -1,4 +1,6 @@
-"""R loo's relative efficiency by short directly summed lags equals the all-lags FFT path."""
+"""R loo's relative efficiency by short directly summed lags equals the all-lags FFT path;
+ArviZ's split-chain relative ESS (mean and tail) equals the installed ArviZ's, in both
+generations, without calling it."""
 
 from pathlib import Path
 
@@ -10,9 +12,12 @@ from bayesij.array.ess import (
     _geyer_stops,
     exp_of_rows,
     log_lik_relative_eff_rows,
+    mean_relative_ess,
     relative_eff_rows,
+    split_relative_ess,
 )
 from bayesij.array.kernels.autocorrelation import short_lag_autocorrelations
+from peers import ARVIZ_1, load_example
 
 
 def _ar1_chains(phi, n_rows=200, n_chains=4, n_draws=1000, seed=0):
@@ -75,3 +80,82 @@ def test_very_short_chains_as_r_loo():
         log_lik = pd.read_csv(reference / f"log_lik_short_{draws}.csv").to_numpy()
         values = np.exp(log_lik.reshape(4, draws, 3))
         np.testing.assert_allclose(relative_eff(values), rows["r_eff"], rtol=1e-12)
+
+
+def test_arviz_s_r_eff_is_the_mean_ess_of_the_posterior_over_the_draws():
+    data = load_example("centered_eight")
+    posterior = data["posterior"]
+    draws = np.concatenate(
+        [posterior[v].values.reshape(4, 500, -1) for v in ("mu", "theta", "tau")], axis=2
+    )
+    if ARVIZ_1:
+        from arviz_stats.loo.loo_helper import _get_r_eff
+
+        expected = _get_r_eff(data, 2000)
+    else:
+        import arviz as az
+
+        ess = az.ess(data, method="mean")
+        expected = np.hstack([ess[v].values.ravel() for v in ess.data_vars]).mean() / 2000
+    assert mean_relative_ess(draws) == pytest.approx(expected, rel=1e-12)
+    assert mean_relative_ess(draws[:1]) == 1.0  # one chain: ArviZ uses 1
+
+
+def test_the_tail_ess_of_rows_is_arviz_s():
+    rows = np.exp(np.random.default_rng(1).normal(size=(3, 1000)).cumsum(axis=1) * 0.05)
+    ours = split_relative_ess(rows.T[None], "tail")  # each row one chain
+    if ARVIZ_1:  # each row is one chain
+        from arviz_stats.base import array_stats
+
+        def tail_ess(row):
+            return array_stats.ess(row[None], method="tail", prob=0.05, relative=True)
+
+    else:
+        import arviz as az
+
+        def tail_ess(row):
+            return az.ess(row, method="tail", prob=0.05, relative=True)
+
+    expected = [float(tail_ess(row)) for row in rows]
+    np.testing.assert_allclose(ours, expected, rtol=1e-12)
+    assert np.all((ours > 0) & (ours < 1))  # autocorrelated rows
+
+
+def _autoregressive(n_chains, n_draws, phi, rng):
+    noise = rng.standard_t(4, size=(n_chains, n_draws))
+    x = np.empty_like(noise)
+    x[:, 0] = noise[:, 0]
+    for t in range(1, n_draws):
+        x[:, t] = phi * x[:, t - 1] + noise[:, t]
+    return x
+
+
+@pytest.mark.parametrize("method", ["mean", "tail"])
+def test_the_split_chain_ess_is_the_installed_arviz_s(method):
+    rng = np.random.default_rng(5)
+    columns = [_autoregressive(4, 999, phi, rng) for phi in (0.0, 0.5, 0.9, 0.99)]
+    columns += [np.ones((4, 999)), rng.integers(0, 2, (4, 999)).astype(float)]  # constant, ties
+    draws = np.stack(columns, axis=2)  # an odd number of draws: the middle one left out
+    ours = split_relative_ess(draws, method)
+    if ARVIZ_1:
+        from arviz_stats.base import array_stats
+
+        def arviz_ess(x):
+            options = {"prob": 0.05} if method == "tail" else {}
+            return array_stats.ess(
+                x, method=method, chain_axis=0, draw_axis=1, relative=True, **options
+            )
+
+    else:
+        import arviz as az
+
+        def arviz_ess(x):
+            options = {"prob": 0.05} if method == "tail" else {}
+            return az.ess(x, method=method, relative=True, **options)
+
+    expected = [float(arviz_ess(draws[:, :, j])) for j in range(draws.shape[2])]
+    np.testing.assert_allclose(ours, expected, rtol=1e-12)
+    assert ours[4] == 4 * 2 * 499  # a constant column: the split draws' number, as ArviZ
+    assert np.isnan(split_relative_ess(draws[:, :3], method)).all()  # fewer than 4 draws
+    with pytest.raises(ValueError, match="method: found 'bulk'"):
+        split_relative_ess(draws, "bulk")

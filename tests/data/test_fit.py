@@ -162,6 +162,11 @@ def test_every_estimator_of_a_grouped_fit_uses_the_audits_unit(kind):
     assert loo.n_units == 30
     assert "grouped by firm" in str(loo) and "groups='firm'" in str(loo)
     with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        waic, plain = bayesij.waic(fit), bayesij.waic(post)
+    assert waic.n_units == 30 and "grouped by firm" in str(waic)
+    assert plain.grouping is None  # a container without groups: nothing to say
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # made-up draws: k-hat is high
         by_firm = bayesij.loo(fit, groups="firm")
         explicit_loo = bayesij.loo(post, groups=labels)
