@@ -26,7 +26,6 @@ from bayesij.array.amip_noise import (
     Start,
     draws_to_decide,
     linear_answer,
-    linear_answers,
 )
 from bayesij.array.checks import impossible_columns
 from bayesij.array.ess import relative_eff_rows
@@ -46,14 +45,12 @@ __all__ = [
     "goal_centres",
     "influence_centres",
     "metrics_influence",
-    "goal_row",
     "goal_rows",
     "split_goal_sums",
     "reweighted_search",
     "reweighted_searches",
     "reweighted_steps",
     "search_path",
-    "hybrid_change",
     "weighted_influence_mcse",
     "AmipSearch",
     "Goal",
@@ -642,24 +639,21 @@ def goal_rows(scores, goals: list) -> list:
     """:func:`metrics_influence`'s scores split by goal: each goal's rows (its
     :attr:`Goal.parts`), as the scores of that goal alone (row 0: ``g*``). Block sums
     already split by goal (:func:`split_goal_sums`) are taken goal by goal."""
-    stops = np.cumsum([g.parts for g in goals])
-    rows = [goal_row(scores, stop - g.parts, g.parts) for g, stop in zip(goals, stops, strict=True)]
-    if isinstance(scores.block_sums, tuple):
-        rows = [
-            row._replace(block_sums=sums) for row, sums in zip(rows, scores.block_sums, strict=True)
-        ]
+    rows, start = [], 0
+    for index, goal in enumerate(goals):
+        rows_of_goal = slice(start, start + goal.parts)
+        blocks = scores.block_sums
+        if isinstance(blocks, tuple):  # already split by goal
+            blocks = blocks[index]
+        elif isinstance(blocks, np.ndarray):
+            blocks = blocks[:, rows_of_goal]
+        rows.append(
+            scores._replace(
+                psi=scores.psi[rows_of_goal], mcse=scores.mcse[rows_of_goal], block_sums=blocks
+            )
+        )
+        start += goal.parts
     return rows
-
-
-def goal_row(scores, k: int, parts: int = 1):
-    """Rows ``k .. k + parts`` of :func:`metrics_influence`'s scores, as the scores of one
-    goal alone (block sums: those of an array of every goal's)."""
-    blocks = scores.block_sums
-    return scores._replace(
-        psi=scores.psi[k : k + parts],
-        mcse=scores.mcse[k : k + parts],
-        block_sums=blocks[:, k : k + parts] if isinstance(blocks, np.ndarray) else None,
-    )
 
 
 def split_goal_sums(influence: dict, goals: list) -> dict:
@@ -735,7 +729,7 @@ def goal_influence(
     """The influence of each goal's metric on every unit of ``log_lik`` (n_chains,
     n_draws, U) (checked), on all draws (``"all"``, with block sums) and, with
     ``with_half``, on the first half of :func:`split_halves` (``"half"``, where the linear
-    split-draw check chooses its set); rows in the order of ``goals`` (:func:`goal_row`
+    split-draw check chooses its set); rows in the order of ``goals`` (:func:`goal_rows`
     takes one). ``fs``: each goal's quantity draws (n_chains, n_draws); ``score`` and
     ``unconstrained`` (n_chains, n_draws, P): as :func:`metrics_influence`; ``centres``:
     :func:`influence_centres` of the same draws, computed once for every block."""
@@ -778,18 +772,10 @@ def search_path(method, f, log_lik, goal, k_max, k_threshold, scores=None) -> Am
     )
 
 
-def hybrid_change(
-    f: np.ndarray, log_lik: np.ndarray, reliable: np.ndarray, extra: np.ndarray, sign: int, z: float
-) -> float:
-    """Change of the metric from dropping ``reliable`` (estimated by reweighting the draws)
-    and then ``extra`` (first order under those weights). ``f`` (n_chains, n_draws),
-    ``log_lik`` (n_chains, n_draws, U)."""
-    return hybrid_changes(f, log_lik, reliable, extra, [(sign, z)])[0]
-
-
 def hybrid_changes(f, log_lik, reliable, extra, metrics: list) -> list[float]:
-    """:func:`hybrid_change` of several metrics ``(sign, z)`` of the same set: the set's
-    columns are read once."""
+    """Change of each metric ``(sign, z)`` from dropping ``reliable`` (estimated by
+    reweighting the draws) and then ``extra`` (first order under those weights), the set's
+    columns read once. ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U)."""
     flat_f, flat_l = f.reshape(-1), log_lik.reshape(f.size, -1)
     uniform = np.full(flat_f.size, 1 / flat_f.size)
     weights = uniform
@@ -872,8 +858,8 @@ def _split_check(f, log_lik, goal, chosen) -> dict:
     l_a, l_b = take_draws(log_lik, first, axis), take_draws(log_lik, second, axis)
     _, mcse = linear_set_change(f_b, l_b, chosen.order, goal.sign, goal.z)
     parts = chosen.order[: chosen.reliable], chosen.order[chosen.reliable :]
-    naive = hybrid_change(f_a, l_a, *parts, goal.sign, goal.z)
-    split = hybrid_change(f_b, l_b, *parts, goal.sign, goal.z)
+    [naive] = hybrid_changes(f_a, l_a, *parts, [(goal.sign, goal.z)])
+    [split] = hybrid_changes(f_b, l_b, *parts, [(goal.sign, goal.z)])
     return _split_summary(how, chosen, naive, split, mcse)
 
 
@@ -1063,7 +1049,7 @@ def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks
     reachable only if the linear search's replicates agree that even the optimistic end of
     the Monte Carlo error does not reach it, else undetermined (with the draws that would
     decide it)."""
-    optimistic, sure = linear_answers(
+    optimistic, sure = linear_answer(
         scores.psi[0],
         scores.mcse[0],
         goal.direction,
@@ -1071,6 +1057,7 @@ def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks
         k_max,
         path.order,
         f.size,
+        ranking_too=True,
         blocks=blocks,
         moments=_moments(scores, goal),
         start=_start(f, goal),

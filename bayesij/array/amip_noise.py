@@ -37,7 +37,6 @@ __all__ = [
     "Moments",
     "Start",
     "linear_answer",
-    "linear_answers",
     "answer_from_z",
     "draws_to_decide",
     "draws_to_settle_size",
@@ -154,77 +153,33 @@ def linear_answer(
     chosen: np.ndarray | None,
     n_draws: int,
     *,
+    ranking_too: bool = False,
     replicates: int = 200,
     level: float = 0.95,
     seed: int = 0,
     blocks: tuple | None = None,
     moments: Moments | None = None,
     start: Start | None = None,
-) -> NoiseAnswer:
+):
     """The answer of the linear search from ``psi`` (U,) and its ``mcse`` (U,).
 
     ``chosen`` are the units of the set whose predicted change's interval is reported;
     None: the prefix of the ranking the answer reports (``chosen_size``), from the same
-    replicates. ``n_draws`` scales the draws needed. ``blocks``: ``(block_sums (B, U),
-    sizes (B,), chains (B,))`` for the block bootstrap (:func:`block_bootstrap`).
-    ``moments`` (with ``blocks``): an interval end's changes along the ranking, and the
-    chosen set's, are predicted from its moments (:class:`Moments`) on each replicate
-    instead of by the sum of the linearised ``psi``, which still ranks the units.
-    ``start`` (with ``blocks``): the metric's value now carries Monte Carlo error too;
-    each replicate's ``need`` comes from its own draws of the quantity (:class:`Start`).
+    replicates. ``n_draws`` scales the draws needed. ``ranking_too``: also the answer of
+    the ranking's own set (``chosen`` None) from the same replicates, returned as
+    ``(answer, ranking_answer)`` — one bootstrap for the two answers the reweighted search
+    may report. ``blocks``: ``(block_sums (B, U), sizes (B,), chains (B,))`` for the block
+    bootstrap (:func:`block_bootstrap`). ``moments`` (with ``blocks``): an interval end's
+    changes along the ranking, and the chosen set's, are predicted from its moments
+    (:class:`Moments`) on each replicate instead of by the sum of the linearised ``psi``,
+    which still ranks the units. ``start`` (with ``blocks``): the metric's value now
+    carries Monte Carlo error too; each replicate's ``need`` comes from its own draws of
+    the quantity (:class:`Start`).
+
+    Returns
+    -------
+    NoiseAnswer, or (NoiseAnswer, NoiseAnswer) with ``ranking_too``
     """
-    given, _ = _linear_answers(
-        psi,
-        mcse,
-        direction,
-        need,
-        k_max,
-        chosen,
-        n_draws,
-        False,
-        replicates=replicates,
-        level=level,
-        seed=seed,
-        blocks=blocks,
-        moments=moments,
-        start=start,
-    )
-    return given
-
-
-def linear_answers(
-    psi, mcse, direction: int, need: float, k_max: int, chosen, n_draws: int, **options
-) -> tuple[NoiseAnswer, NoiseAnswer]:
-    """:func:`linear_answer` of ``chosen`` and of the ranking's own set (``chosen`` None)
-    from the same replicates: one bootstrap, the results of two calls (the reweighted
-    search reports the ranking's sure set in some cases). ``options``: as
-    :func:`linear_answer`'s keywords."""
-    given, ranking = _linear_answers(
-        psi, mcse, direction, need, k_max, chosen, n_draws, True, **options
-    )
-    assert ranking is not None  # asked for
-    return given, ranking
-
-
-def _linear_answers(
-    psi: np.ndarray,
-    mcse: np.ndarray,
-    direction: int,
-    need: float,
-    k_max: int,
-    chosen: np.ndarray | None,
-    n_draws: int,
-    ranking_too: bool,
-    *,
-    replicates: int = 200,
-    level: float = 0.95,
-    seed: int = 0,
-    blocks: tuple | None = None,
-    moments: Moments | None = None,
-    start: Start | None = None,
-) -> tuple[NoiseAnswer, NoiseAnswer | None]:
-    """:func:`linear_answer` of ``chosen``, and with ``ranking_too`` of the ranking's own
-    set from the same replicates (else None)."""
     rng = np.random.default_rng(seed)
     noise = np.nan_to_num(mcse, nan=0.0)
     gain = -direction * np.nan_to_num(psi, nan=0.0)
@@ -312,7 +267,8 @@ def _linear_answers(
             answer, share, size_interval, change_interval, needed, sure_size, chosen_size, 0, bound
         )
 
-    return answer_for(chosen, chosen_changes), answer_for(None, None) if ranking_too else None
+    given = answer_for(chosen, chosen_changes)
+    return (given, answer_for(None, None)) if ranking_too else given
 
 
 def size_settled(sure_size: int, low: float) -> bool:

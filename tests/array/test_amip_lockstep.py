@@ -96,8 +96,10 @@ def test_the_columns_of_a_large_set_are_summed_as_those_of_a_small_one():
     mu, sigma, log_lik = _heavy_tailed_draws()
     both = amip.hybrid_changes(mu, log_lik, np.array([3]), np.array([5, 9]), [(0, 1.0), (1, 2.0)])
     assert both == [
-        pytest.approx(amip.hybrid_change(mu, log_lik, np.array([3]), np.array([5, 9]), s, z), 1e-12)
-        for s, z in [(0, 1.0), (1, 2.0)]
+        pytest.approx(
+            amip.hybrid_changes(mu, log_lik, np.array([3]), np.array([5, 9]), [m])[0], 1e-12
+        )
+        for m in [(0, 1.0), (1, 2.0)]
     ]
 
 

@@ -11,7 +11,6 @@ from bayesij.array.amip_noise import (
     block_bootstrap,
     draws_to_decide,
     linear_answer,
-    linear_answers,
 )
 
 
@@ -231,7 +230,7 @@ def test_the_ranking_s_answer_from_the_same_replicates_is_that_of_a_call_of_its_
     args = (psi, mcse, -1, 0.03, 60)
     options = {"blocks": (sums, sizes, chains), "seed": 2}
     chosen = np.argsort(psi)[::-1][:7]
-    given, ranking = linear_answers(*args, chosen, 4000, **options)
+    given, ranking = linear_answer(*args, chosen, 4000, ranking_too=True, **options)
     alone = linear_answer(*args, None, 4000, **options)
     assert given == linear_answer(*args, chosen, 4000, **options)
     assert ranking == alone
