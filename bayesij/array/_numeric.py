@@ -87,8 +87,7 @@ _BLAS_USERS: list = []  # [the limiter] while any call holds BLAS at one thread
 @contextlib.contextmanager
 def one_blas_thread():
     """A context in which BLAS runs one thread per call: our threads already share the
-    cores, and a multi-threaded BLAS inside each of them oversubscribes them (the IJ at
-    N = 100,000 takes 2.0 s instead of 1.2 s).
+    cores, and a multi-threaded BLAS inside each of them oversubscribes them.
 
     Counted over the process: the first of concurrent calls (threads of the user's) sets the
     limit and the last one out restores BLAS as it found it. (Nested ``threadpool_limits``
@@ -239,8 +238,8 @@ def release_freed_memory() -> None:
 
     Arrays of a few MB are carved from glibc's heap once larger ones have been freed (its
     mmap threshold rises), and freeing them leaves the pages with the process: the lazy
-    audit's join, which lets go of each block's results as it copies them, kept its
-    resident memory at twice the results (4.1 GiB for 2.3 GB at N = 200,000) until trimmed.
+    audit's join, which lets go of each block's results as it copies them, would keep its
+    resident memory near twice the results until trimmed.
     """
     trim = _malloc_trim()
     if trim is not None:

@@ -289,8 +289,7 @@ class LazyArray:
 
 def _computed(part) -> np.ndarray:
     """A dask array computed, without the copy dask's ``compute`` makes of a single chunk
-    (its ``finalize`` copies it in case it is a buffer the graph holds: 0.09 s for a 320 MB
-    chunk, a fifth of computing a normal model's log-likelihood). Blocks are only read
+    (its ``finalize`` copies it in case it is a buffer the graph holds). Blocks are only read
     here, never written, as a matrix in memory is only read. Several chunks (a block also
     chunked along chains or draws) are joined by dask as usual."""
     import dask

@@ -503,9 +503,8 @@ class PyStanDensity:
     Notes
     -----
     The compiled model's ``log_prob``, gradient and ``transform_inits`` are called directly
-    (in the thread that loaded the model), not through httpstan's HTTP API: about 0.15 ms
-    per draw and function instead of about 6 ms (``score`` of 1000 draws of the shipped
-    linear regression: 0.30 s, was 2.6 s; 4000 draws of gradients alone had taken 26 s).
+    (in the thread that loaded the model), not through httpstan's HTTP API, which costs a
+    request per draw and function.
     """
 
     def __init__(self, model: str, data: dict, weights: str = "weights"):

@@ -43,9 +43,8 @@ def _unit_positions(labels, ax) -> np.ndarray:
     return x
 
 
-#: Characters of a name shown in a figure: a longer one is cut (with an ellipsis). A name of
-#: 20,000 characters made matplotlib's renderer run out of memory, and one of a few
-#: thousand took 20-28 s to lay out.
+#: Characters of a name shown in a figure: a longer one is cut (with an ellipsis); names of
+#: thousands of characters make matplotlib's layout slow and can exhaust its renderer.
 NAME_WIDTH = 40
 
 

@@ -51,9 +51,9 @@ def loo_nonfactorized(
     Notes
     -----
     Cost: one Cholesky factor and triangular inverse per draw, O(S N^3), for matrices that
-    vary by draw (N = 300, S = 4000: 22 s on two cores, ``benchmarks/nonfactorized.py``); a
-    matrix shared by all draws is factored once (0.03 s there). The direct computation, a
-    conditional normal from each sub-covariance, would take about 50 minutes.
+    vary by draw; a matrix shared by all draws is factored once. The direct computation, a
+    conditional normal from each sub-covariance, is O(S N^4). ``benchmarks/nonfactorized.py``
+    measures both.
 
     Returns
     -------
