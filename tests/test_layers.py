@@ -100,6 +100,7 @@ def test_array_layer_loads_neither_xarray_nor_pandas():
     assert not {"xarray", "pandas", "arviz", "stan", "cmdstanpy"} & loaded
 
 
+@pytest.mark.processes  # starts a fresh interpreter
 def test_importing_bayesij_is_cheap():
     loaded = _loaded_after("import bayesij")
     assert not {"numpy", "xarray", "arviz", "stan", "cmdstanpy"} & loaded

@@ -41,6 +41,7 @@ def test_the_control_functions_have_mean_zero():
     assert np.all(np.abs(cubic.mean(axis=0)) < 4 * standard_error)
 
 
+@pytest.mark.slow  # a Monte Carlo study: the full suite runs it
 def test_second_degree_control_variates_cut_the_error_of_psi_many_fold():
     f, log_lik, score, theta, exact = _fit(1)
     plain = influence_scores(f, log_lik).psi[0]
@@ -56,6 +57,7 @@ def test_second_degree_control_variates_cut_the_error_of_psi_many_fold():
     assert rmse["first"] < 1.2 * rmse["plain"]  # never much worse
 
 
+@pytest.mark.slow  # a Monte Carlo study: the full suite runs it
 def test_the_mcse_is_the_spread_over_independent_draws():
     estimates, reported = [], []
     for seed in range(12):

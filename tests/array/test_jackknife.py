@@ -70,6 +70,7 @@ def test_noise_correction_removes_inflation_with_few_draws(rng):
     assert abs(np.mean(corrected) - 1) < 0.1
 
 
+@pytest.mark.slow  # a Monte Carlo study: the full suite runs it
 def test_block_bootstrap_mcse_matches_spread_over_draw_sets(misspecified_regression, rng):
     model = misspecified_regression
     raws, mcses = [], []

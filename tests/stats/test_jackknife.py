@@ -1,6 +1,7 @@
 """The labelled IJ covariance against the array layer and its own table."""
 
 import numpy as np
+import pytest
 
 import bayesij
 from bayesij import array
@@ -49,6 +50,7 @@ def test_a_noise_dominated_ij_variance_says_how_many_draws_would_measure_it():
     assert f"undetermined; about {needed:.3g} draws (now 40) would measure it" in str(result)
 
 
+@pytest.mark.slow  # a Monte Carlo study: the full suite runs it
 def test_the_ij_matches_the_ols_sandwich_on_a_heavy_tailed_field_experiment():
     # The flat-prior regression of tests/helpers/ols_amip.py (N = 10^4, 1 % outliers): the
     # IJ sd of the treatment effect within 25 % of the OLS sandwich (HC0) sd, and decided.

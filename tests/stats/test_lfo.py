@@ -83,6 +83,7 @@ def test_forward_psis_lfo_on_lake_huron_is_unbiased_and_covered_by_its_mcse(hori
     assert np.mean(backward_errors) > 3, backward_errors
 
 
+@pytest.mark.slow  # a Monte Carlo study: the full suite runs it
 def test_the_lfo_mcse_is_the_spread_of_the_estimate_over_independent_draws(ar2):
     backend, _ = ar2
     estimates, mcses = [], []

@@ -230,6 +230,7 @@ def test_loo_expectations_equal_arviz_stats(name, kind, prob):
 @pytest.mark.parametrize(
     "kind,prob", [("mean", None), ("sd", None), ("median", None), ("quantile", 0.9)]
 )
+@pytest.mark.slow  # a Monte Carlo study: the full suite runs it
 def test_loo_expectation_mcse_covers_the_error_against_exact_loo(kind, prob):
     # Conjugate regression: the linear predictor x_n beta has the exact LOO posterior
     # N(x_n m_-n, x_n S_-n x_n); over 20 sets of 1000 exact draws, (error / MCSE) has mean
