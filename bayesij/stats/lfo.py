@@ -73,6 +73,16 @@ class LfoResult(ElpdResult):
     ij_gap : float
         IJ only: ``|sum_i (elpd_ij_i - elpd_is_i)|`` in nats over the same origins: how far
         the first-order total is from the importance-sampled one.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(1.0, 1.0, size=40)
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
+    >>> result = bayesij.lfo(-0.5 * (y - mu) ** 2, min_train=30, method="psis-backward")
+    >>> result.n_units, list(result.estimates().index)  # the last 10 points, one step ahead
+    (10, ['elpd_lfo', 'ic'])
     """
 
     method: str

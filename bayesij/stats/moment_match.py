@@ -77,6 +77,26 @@ def loo_moment_match(
         ``pareto_k``, ``mcse_elpd_loo`` and ``ess`` replaced, and columns
         ``moment_matched`` and ``transformations`` (e.g. ``"shift,scale"``).
 
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> class NormalMean:  # y_n ~ N(mu, 1), flat prior: the model's density at any draws
+    ...     def __init__(self, y):
+    ...         self.y = y
+    ...     def unconstrain(self, post):
+    ...         return post.quantities.values.reshape(-1, 1)
+    ...     def log_prob(self, upars):
+    ...         return -0.5 * ((self.y[None, :] - upars) ** 2).sum(axis=1)
+    ...     def log_lik_i(self, upars, i):
+    ...         return -0.5 * (self.y[i] - upars[:, 0]) ** 2
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.append(rng.normal(size=19), 8.0)  # an outlier: PSIS cannot leave it out
+    >>> mu = rng.normal(y.mean(), 1 / np.sqrt(20), size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> matched = bayesij.loo_moment_match(post, NormalMean(y))
+    >>> bool(matched.pointwise["pareto_k"].iloc[-1] < 0.7)
+    True
+
     References
     ----------
     .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. (2021). Implicitly
