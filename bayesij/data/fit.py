@@ -82,6 +82,22 @@ class Fit:
     given_groups: object = None
     _posteriors: dict = field(default_factory=dict, repr=False)
 
+    def __repr__(self) -> str:
+        kind = type(self.data).__name__
+        if self.is_fit_object:
+            kind += f" with groups {', '.join(self.groups_of_input)}"
+        elif self.lazy:
+            kind = f"lazy log-likelihood ({kind})"
+        sizes = self.variable_sizes()
+        shown = [f"{v}[{n}]" if n > 1 else v for v, n in list(sizes.items())[:8]]
+        more = ", ..." if len(sizes) > 8 else ""
+        units = self.units.describe()
+        if self.units.grouped:
+            units += f", {self.units.n_units} units"
+        return (
+            f"Fit: {kind}; unit: {units}; variables: {', '.join(shown) + more if shown else 'none'}"
+        )
+
     # ----------------------------------------------------------------- what the input is
     @property
     def is_fit_object(self) -> bool:

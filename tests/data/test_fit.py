@@ -272,3 +272,15 @@ def test_draws_named_or_given_a_number_is_one_value_and_refused_clearly():
     np.testing.assert_array_equal(named_draws(post, "mu", "scale"), mu)
     with pytest.raises(ValueError, match=r"scale: found 1 draws; expected one per draw"):
         bayesij.bayesian_r2(post, np.broadcast_to(mu, (2, 100, 5)), 1.0)
+
+
+def test_a_fit_says_in_a_line_what_it_read():
+    tree, labels = _tree()
+    text = repr(read(tree))
+    assert text.startswith("Fit: DataTree with groups posterior, log_likelihood")
+    assert "unit: firm (constant_data 'firm_idx' indexes the posterior dim 'firm'), 5 units" in text
+    assert text.endswith("variables: mu, sigma_a, z_a[5], a[5]")
+    assert "\n" not in text and len(text) < 300  # never the draws
+    assert repr(read(np.zeros((2, 10, 4)))) == (
+        "Fit: ndarray; unit: observation (no groups given); variables: none"
+    )
