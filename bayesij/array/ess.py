@@ -259,7 +259,7 @@ def split_relative_ess(draws, method: str = "mean", prob: float = 0.05) -> np.nd
 
 def _split_ess_columns(columns: np.ndarray) -> np.ndarray:
     """Relative split-chain ESS of each of (K, n_chains, n_draws) columns, their
-    autocovariances by FFT a chunk of columns at a time."""
+    autocovariances (:func:`_autocovariance`) a chunk of columns at a time."""
     half = columns.shape[2] // 2
     split = np.concatenate(
         [columns[:, :, :half], columns[:, :, columns.shape[2] - half :]], axis=1
@@ -267,10 +267,8 @@ def _split_ess_columns(columns: np.ndarray) -> np.ndarray:
     out = np.empty(split.shape[0])
     for chunk in obs_chunks(split.shape[0], 4 * split.shape[1] * split.shape[2]):
         block = split[chunk]
-        centred = block - block.mean(axis=2, keepdims=True)
-        spectrum = np.fft.rfft(centred, n=2 * half, axis=2)
-        acov = np.fft.irfft(spectrum.real**2 + spectrum.imag**2, n=2 * half, axis=2)
-        acov = acov[:, :, :half] / half
+        # R loo's normalisation (M / n^2, M the padded size) made ArviZ's biased one (1 / n)
+        acov = _autocovariance(block) * half / fft_next_good_size(half)
         for j, k in enumerate(range(chunk.start, chunk.stop)):
             out[k] = _geyer_relative_ess(block[j], acov[j])
     return out
