@@ -147,13 +147,31 @@ class Fit:
         key = ("posterior", _key(quantities))
         if key[1] is _UNKNOWN:  # not a selection: refused with its argument named
             return as_posterior(self.data, var_name=self.var_name, quantities=quantities)
-        if key not in self._posteriors:
-            self._posteriors[key] = self._selected_from_read(quantities) or as_posterior(
-                self.data, var_name=self.var_name, quantities=quantities, argument=self.argument
-            )
+        post = self.cached(
+            key,
+            lambda: (
+                self._selected_from_read(quantities)
+                or as_posterior(
+                    self.data, var_name=self.var_name, quantities=quantities, argument=self.argument
+                )
+            ),
+        )
         if need_quantities:
-            check_has_quantities(self._posteriors[key], self.argument)
+            check_has_quantities(post, self.argument)
+        return post
+
+    def cached(self, key, build):
+        """What ``build()`` returns, built once per fit (and the fits :func:`read` makes
+        of it with other units) under ``key``."""
+        if key not in self._posteriors:
+            self._posteriors[key] = build()
         return self._posteriors[key]
+
+    def built_container(self) -> Posterior | None:
+        """A checked container this fit has built already (its log-likelihood serves an
+        estimator of the log-likelihood alone), or None."""
+        built = [post for key, post in self._posteriors.items() if key[0] == "posterior"]
+        return built[0] if built else None
 
     def source(
         self,
@@ -219,9 +237,7 @@ class Fit:
 
     def lazy_reader(self):
         """The block reader of a lazy log-likelihood (None for one in memory), built once."""
-        if "lazy" not in self._posteriors:
-            self._posteriors["lazy"] = lazy_log_lik(self.data, self.var_name)
-        return self._posteriors["lazy"]
+        return self.cached(("lazy",), lambda: lazy_log_lik(self.data, self.var_name))
 
     def unit_labels(self, groups=None, *, pointwise: bool = False):
         """The group of each observation for ``groups`` (None: the fit's unit; pointwise:
@@ -277,10 +293,10 @@ class Fit:
         when read)."""
         return list(self.data.quantity_names) if isinstance(self.data, Posterior) else []
 
-    def local_quantities(self, names: list[str], units: Units | None = None) -> list[str]:
-        """The quantities among ``names`` that are local to ``units`` (the fit's unit by
-        default): elements of variables with a dim over units."""
-        return local_names(names, self.data, units or self.units)
+    def local_quantities(self, names: list[str]) -> list[str]:
+        """The quantities among ``names`` that are local to the fit's unit: elements of
+        variables with a dim over units."""
+        return local_names(names, self.data, self.units)
 
     def posterior_draws(self, quantities=None) -> tuple[np.ndarray, list[str]]:
         """(n_chains, n_draws, K) checked draws of ``quantities`` (every variable by

@@ -268,12 +268,6 @@ def _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_l
     return LogLikSource(lazy, units, np.arange(lazy.n_obs), None, draws, names)
 
 
-def _cached(fit, key: tuple, build: Callable):
-    if key not in fit._posteriors:
-        fit._posteriors[key] = build()
-    return fit._posteriors[key]
-
-
 def _units_of(post: Posterior, groups) -> tuple[Posterior, np.ndarray, xr.DataArray, np.ndarray]:
     """``post`` with the units ``groups`` (False: the observations), the units'
     log-likelihood, labels and the unit code of each observation."""
@@ -298,13 +292,8 @@ def _log_lik_of_fit(fit, groups) -> LogLikSource:
     """The log-likelihood of an InferenceData / DataTree with its draws paired with the
     posterior's, the posterior's variables read only when asked (a container the fit has
     built already gives its log-likelihood)."""
-    built = [post for key, post in fit._posteriors.items() if key[0] == "posterior"]
-    post = (
-        built[0]
-        if built
-        else _cached(
-            fit, ("log_lik_of_fit",), lambda: log_lik_of_fit(fit.data, fit.var_name, fit.argument)
-        )
+    post = fit.built_container() or fit.cached(
+        ("log_lik_of_fit",), lambda: log_lik_of_fit(fit.data, fit.var_name, fit.argument)
     )
     post, values, units, codes = _units_of(post, groups)
     reader = partial(_all_draws, fit.data, fit.argument)
