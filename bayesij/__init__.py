@@ -32,6 +32,7 @@ _PUBLIC = {
     "LinearityResult": "bayesij.stats.linearity",
     "loo": "bayesij.stats.loo",
     "LooResult": "bayesij.stats.loo",
+    "PsisOptions": "bayesij.stats.peers",
     "loo_expectation": "bayesij.stats.loo",
     "loo_pit": "bayesij.stats.loo",
     "loo_nonfactorized": "bayesij.stats.nonfactorized",

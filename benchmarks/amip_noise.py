@@ -37,7 +37,7 @@ def main() -> None:
     print(HEADER)
     for n_obs in map(int, args.sizes.split(",")):
         X, y = heavy_tailed_experiment(n_obs, seed=0)
-        post, score, theta = FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit_with_score(
+        post, score, theta = FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit_with_gradient(
             np.ones(n_obs)
         )
         rows = {"log-sum-exp pass": measure(log_sum_exp_pass, post.log_lik.values)}

@@ -149,9 +149,9 @@ def test_r_eff_is_checked_everywhere(r_eff, found, rng):
     post = bayesij.from_arrays(f, l)
     expected = r"r_eff: found " + found + r"; expected a finite positive number, or one per unit"
     for call in (
-        lambda: bayesij.loo(post, r_eff=r_eff),
-        lambda: bayesij.linearity(post, r_eff=r_eff),
-        lambda: bayesij.loo_expectation(post, l, r_eff=r_eff),
+        lambda: bayesij.loo(post, convention=bayesij.PsisOptions(r_eff=r_eff)),
+        lambda: bayesij.linearity(post, convention=bayesij.PsisOptions(r_eff=r_eff)),
+        lambda: bayesij.loo_expectation(post, l, convention=bayesij.PsisOptions(r_eff=r_eff)),
     ):
         with pytest.raises(ValueError, match=expected):
             call()
@@ -384,8 +384,12 @@ def test_estimators_of_the_log_likelihood_do_not_read_the_posterior_s_variables(
     for estimator in (bayesij.loo, bayesij.waic, bayesij.holdout):
         expected = estimator(_tree(clean, log_lik)).elpd
         assert estimator(_tree(odd, log_lik)).elpd == expected
-    assert bayesij.loo(_tree(odd, log_lik), convention="arviz-stats", r_eff=1.0).elpd == (
-        bayesij.loo(_tree(clean, log_lik), convention="arviz-stats", r_eff=1.0).elpd
+    assert bayesij.loo(
+        _tree(odd, log_lik), convention=bayesij.PsisOptions("arviz-stats", r_eff=1.0)
+    ).elpd == (
+        bayesij.loo(
+            _tree(clean, log_lik), convention=bayesij.PsisOptions("arviz-stats", r_eff=1.0)
+        ).elpd
     )
     with pytest.raises(ValueError, match=r"flag: found values of type bool"):
         bayesij.loo(_tree(odd, log_lik), convention="arviz-stats")

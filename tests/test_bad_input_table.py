@@ -136,13 +136,14 @@ def _catalogue():
     table = [
         ("loo", "data", pos(bayesij.loo), DRAWS),
         ("loo", "method", kw(bayesij.loo, "method", data=POST), OPTION),
-        ("loo", "tail_rule", kw(bayesij.loo, "tail_rule", data=POST), CONVENTION_OPTION),
-        ("loo", "ties", kw(bayesij.loo, "ties", data=POST), CONVENTION_OPTION),
         ("loo", "convention", kw(bayesij.loo, "convention", data=POST), CONVENTION_OPTION),
+        ("PsisOptions", "convention", kw(bayesij.PsisOptions, "convention"), CONVENTION_OPTION),
+        ("PsisOptions", "tail_rule", kw(bayesij.PsisOptions, "tail_rule"), CONVENTION_OPTION),
+        ("PsisOptions", "ties", kw(bayesij.PsisOptions, "ties"), CONVENTION_OPTION),
         (
-            "loo",
+            "PsisOptions",
             "ddof",
-            kw(bayesij.loo, "ddof", data=POST),
+            kw(bayesij.PsisOptions, "ddof"),
             {k: v for k, v in NON_NEGATIVE_INT.items() if v is not None},  # None: convention's
         ),
         ("loo", "save_psis", kw(bayesij.loo, "save_psis", data=POST), FLAG),
@@ -150,7 +151,7 @@ def _catalogue():
         (
             "loo",
             "r_eff",
-            kw(bayesij.loo, "r_eff", data=POST),
+            lambda v: bayesij.loo(POST, convention=bayesij.PsisOptions(r_eff=v)),
             {k: v for k, v in POSITIVE_REAL.items() if v is not None},
         ),
         ("waic", "data", pos(bayesij.waic), DRAWS),
@@ -181,8 +182,19 @@ def _catalogue():
         ),
         ("ij_covariance", "quantities", kw(bayesij.ij_covariance, "quantities", data=POST), NAMES),
         ("linearity", "data", pos(bayesij.linearity), DRAWS),
-        ("linearity", "tail_rule", kw(bayesij.linearity, "tail_rule", data=POST), OPTION),
-        ("linearity", "loo", kw(bayesij.linearity, "loo", data=POST), {"3": 3, "'x'": "x"}),
+        (
+            "linearity",
+            "convention",
+            kw(bayesij.linearity, "convention", data=POST),
+            {**CONVENTION_OPTION, "dict": {"tail_rule": "floor"}},
+        ),
+        (
+            "linearity",
+            "tail_rule",
+            lambda v: bayesij.linearity(POST, convention=bayesij.PsisOptions(tail_rule=v)),
+            CONVENTION_OPTION,
+        ),
+        ("linearity", "psis", kw(bayesij.linearity, "psis", data=POST), {"3": 3, "'x'": "x"}),
         ("linearity", "scores", kw(bayesij.linearity, "scores", data=POST), {"3": 3, "'x'": "x"}),
         ("linearity", "groups", kw(bayesij.linearity, "groups", data=POST), GROUPS),
         ("amip", "data", lambda v: bayesij.amip(v, "f[1]"), DRAWS),
@@ -430,7 +442,12 @@ def _catalogue():
         ),
         ("loo_score", "y", lambda v: bayesij.loo_score(POST, v, LOG_LIK), OBS_VECTOR),
         ("loo_score", "kind", lambda v: bayesij.loo_score(POST, Y, LOG_LIK, kind=v), OPTION),
-        ("loo_score", "ddof", lambda v: bayesij.loo_score(POST, Y, LOG_LIK, ddof=v), {"2": 2}),
+        (
+            "loo_score",
+            "ddof",
+            lambda v: bayesij.loo_score(POST, Y, LOG_LIK, convention=bayesij.PsisOptions(ddof=v)),
+            {"2": 2},
+        ),
         ("loo_metrics", "data", lambda v: bayesij.loo_metrics(v, Y, LOG_LIK), DRAWS),
         ("loo_metrics", "y", lambda v: bayesij.loo_metrics(POST, v, LOG_LIK), OBS_VECTOR),
         ("loo_metrics", "kind", lambda v: bayesij.loo_metrics(POST, Y, LOG_LIK, kind=v), OPTION),
@@ -613,23 +630,31 @@ def _catalogue():
             "loo_approximate_posterior",
             "tail_rule",
             lambda v: bayesij.loo_approximate_posterior(
-                POST, np.zeros(C * D), np.zeros(C * D), tail_rule=v
+                POST, np.zeros(C * D), np.zeros(C * D), convention=bayesij.PsisOptions(tail_rule=v)
             ),
-            OPTION,
+            CONVENTION_OPTION,
         ),
         (
             "loo_approximate_posterior",
             "ties",
             lambda v: bayesij.loo_approximate_posterior(
-                POST, np.zeros(C * D), np.zeros(C * D), ties=v
+                POST, np.zeros(C * D), np.zeros(C * D), convention=bayesij.PsisOptions(ties=v)
             ),
-            OPTION,
+            CONVENTION_OPTION,
+        ),
+        (
+            "loo_approximate_posterior",
+            "convention",
+            lambda v: bayesij.loo_approximate_posterior(
+                POST, np.zeros(C * D), np.zeros(C * D), convention=v
+            ),
+            {**CONVENTION_OPTION, "r_eff given": bayesij.PsisOptions(r_eff=0.5)},
         ),
         (
             "loo_approximate_posterior",
             "ddof",
             lambda v: bayesij.loo_approximate_posterior(
-                POST, np.zeros(C * D), np.zeros(C * D), ddof=v
+                POST, np.zeros(C * D), np.zeros(C * D), convention=bayesij.PsisOptions(ddof=v)
             ),
             {"2": 2, "'1'": "1"},
         ),
@@ -1050,14 +1075,14 @@ def _catalogue():
         ),
         (
             "influence",
-            "score",
-            kw(bayesij.influence, "score", data=POST),
+            "grad_log_posterior",
+            kw(bayesij.influence, "grad_log_posterior", data=POST),
             {"wrong draws": np.zeros((C, D - 1, 2)), "NaN": np.full((C, D, 2), np.nan)},
         ),
         (
             "amip",
-            "score",
-            kw(bayesij.amip, "score", data=POST, quantity="f[1]", method="linear"),
+            "grad_log_posterior",
+            kw(bayesij.amip, "grad_log_posterior", data=POST, quantity="f[1]", method="linear"),
             {"wrong draws": np.zeros((C, D - 1, 2)), "NaN": np.full((C, D, 2), np.nan)},
         ),
         ("CallableBackend", "fn", refit.CallableBackend, {"3": 3, "None": None}),

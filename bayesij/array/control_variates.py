@@ -90,7 +90,7 @@ def _monomial(theta: np.ndarray, powers: np.ndarray, power: np.ndarray) -> np.nd
 def zero_variance_influence(
     quantities,
     log_lik,
-    score,
+    grad_log_posterior,
     unconstrained=None,
     *,
     degree: int | None = None,
@@ -105,10 +105,10 @@ def zero_variance_influence(
     quantities : array_like of shape (n_draws, K) or (n_chains, n_draws, K)
     log_lik : array_like of shape (n_draws, N) or (n_chains, n_draws, N)
         Finite (an observation impossible under some draw has no finite influence).
-    score : array_like of shape (n_draws, P) or (n_chains, n_draws, P)
+    grad_log_posterior : array_like of shape (n_draws, P) or (n_chains, n_draws, P)
         Gradient of the log posterior density in the unconstrained parameters at each draw
         (``grad_log_prob`` of PyStan / BridgeStan with the Jacobian, PyMC's ``dlogp``).
-    unconstrained : array_like of the shape of ``score``, optional
+    unconstrained : array_like of the shape of ``grad_log_posterior``, optional
         The unconstrained parameter draws: with them the second-degree control functions
         are used too.
     degree : {1, 2, 3}, optional
@@ -136,9 +136,9 @@ def zero_variance_influence(
        variance. arXiv:2305.06466 (psi).
     """
     f, l, chains = prepare_draws(quantities, log_lik, chain_ids)
-    grad, _ = as_draws_matrix(score, "score", chain_ids)
-    check_same_draws(f, grad, ("quantities", "score"))
-    check_finite(grad, "score")
+    grad, _ = as_draws_matrix(grad_log_posterior, "grad_log_posterior", chain_ids)
+    check_same_draws(f, grad, ("quantities", "grad_log_posterior"))
+    check_finite(grad, "grad_log_posterior")
     theta = None
     if unconstrained is not None:
         theta, _ = as_draws_matrix(unconstrained, "unconstrained", chain_ids)
@@ -147,7 +147,7 @@ def zero_variance_influence(
             raise fail(
                 "unconstrained",
                 f"shape {theta.shape}",
-                f"one value per draw and parameter of score, {grad.shape}",
+                f"one value per draw and parameter of grad_log_posterior, {grad.shape}",
             )
     degree = _degree(degree, grad.shape, theta is not None)
     if not np.all(np.isfinite(l)):
@@ -170,7 +170,7 @@ def _degree(degree, shape, have_theta: bool) -> int:
         )
     if size[degree] >= n_draws // 2:
         raise fail(
-            "score",
+            "grad_log_posterior",
             f"{n_params} parameters for {n_draws} draws at degree {degree}",
             "far fewer control functions than draws (a lower degree, or more draws)",
         )
@@ -231,14 +231,16 @@ def _cv_scores(f, l, basis, blocks, keep_blocks: bool = False) -> InfluenceScore
     return InfluenceScores(psi, mcse, kept)
 
 
-def zero_variance_mean(values, score, unconstrained=None, *, degree=None) -> tuple[float, float]:
+def zero_variance_mean(
+    values, grad_log_posterior, unconstrained=None, *, degree=None
+) -> tuple[float, float]:
     """``E_post[g]`` with zero-variance control variates, and its Monte Carlo SE.
 
     Parameters
     ----------
     values : array_like of shape (S,) or (n_chains, n_draws)
         ``g`` at each draw.
-    score, unconstrained, degree
+    grad_log_posterior, unconstrained, degree
         As :func:`zero_variance_influence` (draws flattened the same way).
 
     Returns
@@ -247,15 +249,15 @@ def zero_variance_mean(values, score, unconstrained=None, *, degree=None) -> tup
         ``mean(g) - mean(Z) B`` and ``sd(g - Z B) / sqrt(S)`` (independent draws).
     """
     g = np.asarray(values, dtype=float).reshape(-1, 1)
-    means, mcse = zero_variance_means(g, score, unconstrained, degree=degree)
+    means, mcse = zero_variance_means(g, grad_log_posterior, unconstrained, degree=degree)
     return float(means[0]), float(mcse[0])
 
 
 def zero_variance_means(
-    columns, score, unconstrained=None, *, degree=None
+    columns, grad_log_posterior, unconstrained=None, *, degree=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`zero_variance_mean` of each column of ``columns`` (S, K), the draws flattened
-    as ``score``'s: one set of control functions and one least-squares fit for all.
+    as ``grad_log_posterior``'s: one set of control functions and one least-squares fit for all.
 
     Returns
     -------
@@ -263,7 +265,7 @@ def zero_variance_means(
         The means and their Monte Carlo SEs, each (K,).
     """
     g = np.asarray(columns, dtype=float)
-    grad = np.asarray(score, dtype=float).reshape(g.shape[0], -1)
+    grad = np.asarray(grad_log_posterior, dtype=float).reshape(g.shape[0], -1)
     theta = (
         None if unconstrained is None else np.asarray(unconstrained, float).reshape(g.shape[0], -1)
     )

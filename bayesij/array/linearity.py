@@ -54,6 +54,7 @@ def leave_out_changes(
     r_eff=None,
     tail_rule: str = "ceil",
     *,
+    ties: str = "above",
     scores: InfluenceScores | None = None,
     log_weights: np.ndarray | None = None,
     pareto_k: np.ndarray | None = None,
@@ -69,6 +70,8 @@ def leave_out_changes(
     r_eff : float or array_like of shape (n_units,), optional
         Relative efficiency for the Pareto tail length; default R loo's from the chains.
     tail_rule : {"ceil", "floor"}, default "ceil"
+    ties : {"above", "position"}, default "above"
+        As :func:`bayesij.array.psis.psis_chunk`.
     scores : InfluenceScores, optional
         ``psi`` and its MCSE for these quantities and units, when already computed (the IJ
         covariance computes them in the same pass).
@@ -109,6 +112,7 @@ def leave_out_changes(
         ("psis",),
         r_eff=given_r_eff,
         tail_rule=tail_rule,
+        ties=ties,
         check=False,
         expectation_draws=f,
     )["psis"]

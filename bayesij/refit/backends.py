@@ -179,13 +179,13 @@ class FlatPriorRegressionBackend(Backend):
         self.n_obs = self.model.n_obs
 
     def fit(self, weights) -> Posterior:
-        return self.fit_with_score(weights)[0]
+        return self.fit_with_gradient(weights)[0]
 
-    def fit_with_score(self, weights) -> tuple[Posterior, np.ndarray, np.ndarray]:
+    def fit_with_gradient(self, weights) -> tuple[Posterior, np.ndarray, np.ndarray]:
         """The posterior under ``weights``, the log posterior's gradient at its draws and
         those draws on the unconstrained scale, each (n_chains, n_draws, n_coef + 1) in the
         order ``beta[1..p], log sigma``: what :func:`bayesij.amip` and
-        :func:`bayesij.influence` take as ``score`` and ``unconstrained``."""
+        :func:`bayesij.influence` take as ``grad_log_posterior`` and ``unconstrained``."""
         from bayesij.data.arrays import from_arrays
 
         w = self.checked_weights(weights)
@@ -195,10 +195,10 @@ class FlatPriorRegressionBackend(Backend):
         log_lik = self.model.log_lik(beta, sigma).reshape(*shape, self.n_obs)
         names = [f"beta[{j + 1}]" for j in range(beta.shape[1])] + ["sigma"]
         quantities = np.column_stack([beta, sigma]).reshape(*shape, -1)
-        score = self.model.score(beta, sigma, w).reshape(*shape, -1)
+        gradient = self.model.grad_log_posterior(beta, sigma, w).reshape(*shape, -1)
         unconstrained = np.column_stack([beta, np.log(sigma)]).reshape(*shape, -1)
         post = from_arrays(quantities, log_lik, quantity_names=names)
-        return post, score, unconstrained
+        return post, gradient, unconstrained
 
     def __repr__(self) -> str:
         model = content_digest(self.model.X, self.model.y)
@@ -565,9 +565,10 @@ class PyStanDensity:
                 ) from None
         return np.asarray(rows, dtype=float)
 
-    def score(self, post: Posterior) -> tuple[np.ndarray, np.ndarray]:
+    def grad_log_posterior(self, post: Posterior) -> tuple[np.ndarray, np.ndarray]:
         """The log posterior's gradient (with the Jacobian) at each draw of ``post`` and the
-        draws on the unconstrained scale, each (n_chains, n_draws, P): the ``score`` and
+        draws on the unconstrained scale, each (n_chains, n_draws, P): the
+        ``grad_log_posterior`` and
         ``unconstrained`` of :func:`bayesij.influence` and :func:`bayesij.amip`
         (zero-variance control variates). One ``grad_log_prob`` per draw. ``post`` may be
         any container :func:`bayesij.as_posterior` reads (with every parameter's draws)."""

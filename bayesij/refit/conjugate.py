@@ -143,7 +143,7 @@ class FlatPriorRegression:
         resid = (self.y - beta @ self.X.T) / sigma[:, None]
         return -0.5 * resid**2 - np.log(sigma)[:, None] - 0.5 * np.log(2 * np.pi)
 
-    def score(self, beta: np.ndarray, sigma: np.ndarray, weights=None) -> np.ndarray:
+    def grad_log_posterior(self, beta: np.ndarray, sigma: np.ndarray, weights=None) -> np.ndarray:
         """Gradient of the log posterior in ``(beta, log sigma)`` at each draw,
         (n_draws, n_coef + 1): ``X^T W r / sigma^2`` and ``-sum w + RSS_w(beta) / sigma^2``
         (the flat prior on ``log sigma`` contributes nothing)."""

@@ -135,7 +135,7 @@ class PyMCBackend(Backend):
 
 
 class PyMCDensity:
-    """A PyMC model's log posterior gradient at posterior draws: the ``score`` of
+    """A PyMC model's log posterior gradient at posterior draws: the ``grad_log_posterior`` of
     :func:`bayesij.amip`, :func:`bayesij.influence` and :func:`bayesij.audit`
     (zero-variance control variates).
 
@@ -189,7 +189,7 @@ class PyMCDensity:
             self._compiled = (free, forward, values, gradient)
         return self._compiled
 
-    def score(self, data) -> tuple[np.ndarray, np.ndarray]:
+    def grad_log_posterior(self, data) -> tuple[np.ndarray, np.ndarray]:
         """The log posterior's gradient (with the Jacobian) at each draw of ``data``'s
         posterior group and the draws on the unconstrained scale, each (n_chains, n_draws,
         P), P the total size of the free variables.

@@ -82,7 +82,8 @@ class Audit:
     description : str
         The posterior audited.
     control_variates : bool
-        Whether the AMIP influences used zero-variance control variates (``score``).
+        Whether the AMIP influences used zero-variance control variates
+        (``grad_log_posterior``).
 
     Examples
     --------
@@ -435,7 +436,7 @@ def audit(
     alpha_max: float = 0.1,
     log_prior=None,
     compare_with: dict | None = None,
-    score=None,
+    grad_log_posterior=None,
 ) -> Audit:
     """Audit a fit: which conclusions hang on a few units, whether posterior and
     frequentist standard errors agree, how reliable LOO is, and what to refit.
@@ -484,13 +485,14 @@ def audit(
         Other fits of the same observations (anything :func:`bayesij.loo` reads, or their
         LooResults); the report then compares them with this fit (named ``"audited"``) by
         PSIS-LOO with stacking weights.
-    score : density or (array_like, array_like), optional
+    grad_log_posterior : density or (array_like, array_like), optional
         The log posterior's gradient for the AMIP influences' zero-variance control
         variates (far smaller Monte Carlo error where a unit's log-likelihood is
         heavy-tailed across draws, so sets are not padded to beat it): a model density with
-        ``score(data) -> (score, unconstrained)`` of the fit (:class:`bayesij.refit.PyStanDensity`,
-        :class:`bayesij.refit.PyMCDensity`) or those two arrays, each (n_chains, n_draws,
-        P), as :func:`bayesij.amip`'s ``score`` and ``unconstrained``. The report says
+        ``grad_log_posterior(data) -> (gradient, unconstrained)`` at the fit's draws
+        (:class:`bayesij.refit.PyStanDensity`, :class:`bayesij.refit.PyMCDensity`) or those
+        two arrays, each (n_chains, n_draws, P), as :func:`bayesij.amip`'s
+        ``grad_log_posterior`` and ``unconstrained``. The report says
         so. Best with ``method="linear"`` (the reweighted search reweights the plain
         draws).
 
@@ -554,7 +556,7 @@ def audit(
     with warnings.catch_warnings():  # every diagnostic is part of the report
         warnings.simplefilter("ignore")
         questions, skipped = _questions(source, names, targets) if amip else ([], {})
-        gradient = _score_arrays(score, fit.data) if questions else (None, None)
+        gradient = _gradient_arrays(grad_log_posterior, fit.data) if questions else (None, None)
         found = audit_pass(
             source,
             questions,
@@ -591,21 +593,22 @@ def audit(
     return result
 
 
-def _score_arrays(score, data) -> tuple:
-    """``(score, unconstrained)`` from a density (its ``score`` of the audited fit, which
-    reads every parameter's draws, not only the audited quantities) or a pair of arrays;
-    (None, None) without one."""
-    if score is None:
+def _gradient_arrays(gradient, data) -> tuple:
+    """``(gradient, unconstrained)`` from a density (its gradient at the audited fit's
+    draws, which reads every parameter's draws, not only the audited quantities) or a pair
+    of arrays; (None, None) without one."""
+    if gradient is None:
         return None, None
-    if hasattr(score, "score"):
-        return score.score(data)
-    if isinstance(score, (tuple, list)) and len(score) == 2:
-        return score[0], score[1]
+    if callable(getattr(gradient, "grad_log_posterior", None)):
+        return gradient.grad_log_posterior(data)
+    if isinstance(gradient, (tuple, list)) and len(gradient) == 2:
+        return gradient[0], gradient[1]
     raise fail(
-        "score",
-        f"a {type(score).__name__}",
-        "a model density with score(post) (refit.PyStanDensity, refit.PyMCDensity) or a "
-        "(score, unconstrained) pair of arrays of shape (n_chains, n_draws, P)",
+        "grad_log_posterior",
+        f"a {type(gradient).__name__}",
+        "a model density with grad_log_posterior(data) (refit.PyStanDensity, "
+        "refit.PyMCDensity) or a (gradient, unconstrained) pair of arrays of shape "
+        "(n_chains, n_draws, P)",
     )
 
 

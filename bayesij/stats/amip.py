@@ -106,7 +106,7 @@ class AmipResult(Summary):
         within that factor), and ``reachable`` is true (0: not such a case).
     control_variates : bool
         Whether the influences were estimated with zero-variance control variates
-        (``score``).
+        (``grad_log_posterior``).
     one_signed : str or None
         ``'positive'`` or ``'negative'`` when every draw of the quantity has that sign.
         Reweighting cannot then change the sign (only the linear continuation and refits
@@ -340,7 +340,7 @@ class AmipResult(Summary):
         remedy = (
             ""
             if self.control_variates
-            else ", or fewer with control variates from the model's gradient (score=)"
+            else ", or fewer with control variates from the model's gradient (grad_log_posterior=)"
         )
         return (
             f"  an upper bound, undetermined in its size: the set reaches the target in "
@@ -431,7 +431,7 @@ def amip(
     method: str = "reweighted",
     backend=None,
     max_refits: int = 5,
-    score=None,
+    grad_log_posterior=None,
     unconstrained=None,
 ) -> AmipResult:
     """Approximate most influential set: the fewest units whose removal reaches a target.
@@ -471,7 +471,7 @@ def amip(
         set is then refit-verified (``verification``) and ``refits`` holds the history.
     max_refits : int, default 5
         Budget of refits in the loop.
-    score, unconstrained : array_like of shape (n_chains, n_draws, P), optional
+    grad_log_posterior, unconstrained : array_like of shape (n_chains, n_draws, P), optional
         The log posterior's gradient in the unconstrained parameters at each draw (and
         those draws): the influences that rank and predict are estimated with zero-variance
         control variates (:func:`bayesij.influence`), whose Monte Carlo error is far
@@ -527,7 +527,7 @@ def amip(
     )
     _check_quantity(source, quantity)
     [(result, found)] = _searches(
-        source, [(quantity, target)], z, method, alpha_max, score, unconstrained
+        source, [(quantity, target)], z, method, alpha_max, grad_log_posterior, unconstrained
     )
     if backend is None:
         return result
@@ -766,10 +766,10 @@ def _refit_metric(backend, weights, quantity, goal):
     """Refit under ``weights``: the quantity's posterior mean and sd, the metric's value and
     whether it reaches the goal past its Monte Carlo error (two SEs: a refit too close to
     the target to tell counts as not reaching, so the answer does not hang on the refit's
-    seed). With a backend that gives the log posterior's score (``fit_with_score``), the
+    seed). With a backend that gives the log posterior's score (``fit_with_gradient``), the
     moments are zero-variance control-variate estimates (nearly exact for a coefficient)."""
-    if hasattr(backend, "fit_with_score"):
-        refit, score, unconstrained = backend.fit_with_score(weights)
+    if hasattr(backend, "fit_with_gradient"):
+        refit, score, unconstrained = backend.fit_with_gradient(weights)
         refit = read(refit, argument="backend").posterior()
         _check_refit_quantity(refit, quantity)
         draws = refit.quantities.sel(quantity=quantity).values

@@ -7,9 +7,9 @@ import pandas as pd
 
 from bayesij.array.approximate_loo import ApproximateLoo, approximate_posterior_loo, mixture_loo
 from bayesij.array.checks import as_float_array, check_ddof, fail
-from bayesij.array.psis import TIE_RULES, check_tail_rule
 from bayesij.data.fit import read
 from bayesij.stats.loo import LooResult, warn_about_khat, with_log_jacobian
+from bayesij.stats.peers import psis_settings
 
 __all__ = ["loo_approximate_posterior", "loo_mixture"]
 
@@ -20,9 +20,7 @@ def loo_approximate_posterior(
     log_g,
     *,
     var_name=None,
-    tail_rule: str = "ceil",
-    ties: str = "above",
-    ddof: int = 0,
+    convention=None,
     log_jacobian=None,
 ) -> LooResult:
     """PSIS-LOO from the draws of a posterior approximation (Laplace, variational,
@@ -40,8 +38,9 @@ def loo_approximate_posterior(
         The approximation's log density at each draw, e.g. CmdStan's ``lp_approx__``.
     var_name : str, optional
         Log-likelihood variable of an InferenceData / DataTree.
-    tail_rule, ties, ddof
-        As :func:`bayesij.loo` (R loo: ``tail_rule="ceil"``, ``ddof=1``).
+    convention : str or PsisOptions, optional
+        As :func:`bayesij.loo`: its tail rule, tie rule and SE divisor (``"R loo"`` for R
+        loo's); ``r_eff`` is 1 and cannot be given.
     log_jacobian : array_like of shape (N,), optional
         As :func:`bayesij.loo`.
 
@@ -72,14 +71,13 @@ def loo_approximate_posterior(
        Leave-one-out cross-validation for Bayesian model comparison in large data.
        AISTATS 2020.
     """
-    check_tail_rule(tail_rule)
-    if ties not in TIE_RULES:
-        raise fail("ties", repr(ties), f"one of {TIE_RULES}")
+    settings = psis_settings(convention, None)
+    tail_rule, ties = settings.tail_rule, settings.ties
     post = read(data, var_name=var_name).in_memory("loo_approximate_posterior")
     log_lik = post.log_lik.values.reshape(-1, post.n_obs)
     correction = _per_draw(log_p, "log_p", post) - _per_draw(log_g, "log_g", post)
     arrays = approximate_posterior_loo(log_lik, correction, tail_rule, ties)
-    return _result(arrays, post, "psis-approximate", tail_rule, ddof, log_jacobian)
+    return _result(arrays, post, "psis-approximate", tail_rule, settings.ddof, log_jacobian)
 
 
 def loo_mixture(data, *, var_name=None, ddof: int = 0, log_jacobian=None) -> LooResult:

@@ -20,7 +20,7 @@ def influence(
     quantities=None,
     var_name=None,
     n_blocks: int = 50,
-    score=None,
+    grad_log_posterior=None,
     unconstrained=None,
     client=None,
 ) -> xr.Dataset:
@@ -44,14 +44,14 @@ def influence(
         Log-likelihood variable of an InferenceData or DataTree.
     n_blocks : int, default 50
         Blocks of draws for the chain-aware (batch means) Monte Carlo standard errors.
-    score : array_like of shape (n_chains, n_draws, P), optional
+    grad_log_posterior : array_like of shape (n_chains, n_draws, P), optional
         The gradient of the log posterior in the unconstrained parameters at each draw
         (PyStan's ``grad_log_prob``, BridgeStan, PyMC's ``dlogp``;
-        ``FlatPriorRegressionBackend.fit_with_score``): ``psi`` is then estimated with
+        ``FlatPriorRegressionBackend.fit_with_gradient``): ``psi`` is then estimated with
         zero-variance control variates (:mod:`bayesij.array.control_variates`), whose Monte
         Carlo error is far smaller where the log-likelihood is heavy-tailed across draws
         (an outlier under a normal model: 40 times smaller on the tests' field experiment).
-    unconstrained : array_like of the shape of ``score``, optional
+    unconstrained : array_like of the shape of ``grad_log_posterior``, optional
         The unconstrained draws: second-degree control variates too.
     client : dask.distributed.Client, optional
         For a lazy log-likelihood (read one block of observations at a time, as in
@@ -70,7 +70,7 @@ def influence(
     .. [1] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
        variance. arXiv:2305.06466.
     .. [2] Mira, A., Solgi, R. and Imparato, D. (2013). Zero variance Markov chain Monte
-       Carlo for Bayesian estimators. Statistics and Computing 23(5) (``score=``).
+       Carlo for Bayesian estimators. Statistics and Computing 23(5) (``grad_log_posterior=``).
 
     Examples
     --------
@@ -86,13 +86,13 @@ def influence(
         data, groups=groups, quantities=quantities, var_name=var_name, need_quantities=True
     )
     draws = source.quantity_draws
-    if score is None:
+    if grad_log_posterior is None:
         kernel = partial(influence_scores, draws, n_blocks=n_blocks, check=False)
     else:
         kernel = partial(
             zero_variance_influence,
             draws,
-            score=score,
+            grad_log_posterior=grad_log_posterior,
             unconstrained=unconstrained,
             n_blocks=n_blocks,
         )

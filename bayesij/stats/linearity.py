@@ -8,13 +8,14 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import checked_r_eff, constant_columns, fail
+from bayesij.array.checks import constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.linearity import leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import Summary
 from bayesij.stats.loo import saved_log_weights
+from bayesij.stats.peers import psis_settings, unit_r_eff
 
 __all__ = ["linearity", "LinearityResult", "RELIABLE_BELOW", "UNRELIABLE_ABOVE"]
 
@@ -131,9 +132,8 @@ def linearity(
     groups=None,
     quantities=None,
     var_name=None,
-    r_eff=None,
-    tail_rule: str = "ceil",
-    loo=None,
+    convention=None,
+    psis=None,
     scores: InfluenceScores | None = None,
     client=None,
 ) -> LinearityResult:
@@ -152,12 +152,11 @@ def linearity(
     quantities : str or list of str, optional
     var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData or DataTree.
-    r_eff, tail_rule
-        As :func:`bayesij.loo`.
-    loo : LooResult, optional
+    convention : str or PsisOptions, optional
+        How to smooth, as :func:`bayesij.loo` (its ``ddof`` is not used).
+    psis : LooResult, optional
         A PSIS-LOO result of the same units computed with ``save_psis=True``: its smoothed
-        weights are used instead of smoothing again (``r_eff`` and ``tail_rule`` are then
-        those of that result).
+        weights are used instead of smoothing again (the options it was made with hold).
     scores : bayesij.array.InfluenceScores, optional
         ``psi`` and its MCSE for the same quantities and units, when already computed
         (:func:`bayesij.ij_covariance` passes its own).
@@ -199,13 +198,20 @@ def linearity(
         quantities=quantities,
         var_name=var_name,
         need_quantities=True,
-        whole_matrix={"loo": loo, "scores": scores},
+        whole_matrix={"psis": psis, "scores": scores},
     )
     draws = source.quantity_draws
-    r_eff = None if r_eff is None else checked_r_eff(r_eff, source.n_units)
-    saved = _saved_weights(loo, (source.n_draws, source.n_units))
+    settings = psis_settings(convention, source)
+    r_eff = unit_r_eff(settings, source)
+    saved = _saved_weights(psis, (source.n_draws, source.n_units))
     kernel = partial(
-        leave_out_changes, draws, tail_rule=tail_rule, scores=scores, check=False, **saved
+        leave_out_changes,
+        draws,
+        tail_rule=settings.tail_rule,
+        ties=settings.ties,
+        scores=scores,
+        check=False,
+        **saved,
     )
     changes = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
     return linearity_result(
@@ -230,9 +236,9 @@ def linearity_result(changes, draws, quantity_names, labels, n_draws) -> Lineari
     )
 
 
-def _saved_weights(loo, shape: tuple[int, int]) -> dict:
+def _saved_weights(psis, shape: tuple[int, int]) -> dict:
     """The smoothed log-weights and k-hat of a LOO result kept with ``save_psis=True``."""
-    if loo is None:
+    if psis is None:
         return {}
-    weights = saved_log_weights(loo, shape, "loo")
-    return {"log_weights": weights, "pareto_k": loo.pointwise["pareto_k"].to_numpy()}
+    weights = saved_log_weights(psis, shape, "psis")
+    return {"log_weights": weights, "pareto_k": psis.pointwise["pareto_k"].to_numpy()}

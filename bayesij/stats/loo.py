@@ -20,7 +20,6 @@ from bayesij.array._numeric import (
 from bayesij.array.checks import (
     as_draws_matrix,
     as_float_array,
-    check_ddof,
     check_finite,
     check_flag,
     check_seed,
@@ -64,7 +63,7 @@ class LooResult(ElpdResult):
     log_weights : ndarray of shape (n_draws, n_units) or None
         Normalised smoothed importance log-weights, kept only with ``save_psis=True`` (as
         R loo's ``save_psis``); :func:`loo_expectation`, :func:`loo_pit` and
-        :func:`bayesij.linearity` reuse them through their ``psis=`` / ``loo=`` argument.
+        :func:`bayesij.linearity` reuse them through their ``psis=`` argument.
         Otherwise the result holds no draws x units array.
     constant : ndarray of bool, shape (n_units,), optional
         Units whose log-likelihood is the same at every draw. Their k-hat is inf (no Pareto
@@ -204,11 +203,7 @@ def loo(
     groups=None,
     var_name=None,
     method: str = "psis",
-    convention: str | None = None,
-    r_eff=None,
-    tail_rule: str | None = None,
-    ties: str | None = None,
-    ddof: int | None = None,
+    convention=None,
     save_psis: bool = False,
     log_jacobian=None,
     client=None,
@@ -225,28 +220,16 @@ def loo(
         Pareto-smoothed importance sampling; plain importance sampling (harmonic mean);
         first-order infinitesimal jackknife ``log(E[p_n] - Cov(p_n, l_n))``; or the
         cumulant expansion ``k1 - k2/2 + k3/6 - k4/24``. All report PSIS k-hat.
-    convention : {None, "bayesij", "R loo", "arviz-stats", "ArviZ 0.23"}, optional
-        A peer's conventions, set together: tail rule, tie rule, default ``r_eff`` and SE
-        divisor (table in :mod:`bayesij.stats.peers`), so that the answer is that peer's
-        (``"arviz-stats"``: ``arviz_stats.loo`` pointwise to 1e-12). None is "bayesij":
-        ``tail_rule="ceil"``, ``ties="above"``, ``r_eff`` per unit from the chains,
-        ``ddof=0``. An option given explicitly overrides the convention's.
-    r_eff : float or array_like of shape (n_units,), optional
-        Relative efficiency of ``exp(l_n)``. Default: the convention's; bayesij's and R
-        loo's is per unit from the chains, exactly as R loo's ``relative_eff(exp(log_lik),
-        chain_id)``; ArviZ's is one number, the mean ESS of the posterior over S.
-    tail_rule : {"ceil", "floor"}, optional
-        Tail length ``ceil`` or ``floor`` of ``min(S/5, 3 sqrt(S/r_eff))``: "ceil" equals
-        R loo (<= 2.10) and ArviZ 0.23, "floor" the PSIS paper, posterior and arviz-stats.
+    convention : str or PsisOptions, optional
+        How to smooth and report, set together: a peer's name ("bayesij", "R loo",
+        "arviz-stats", "ArviZ 0.23"; tail rule, tie rule, default ``r_eff`` and SE divisor
+        as in :mod:`bayesij.stats.peers`), so that the answer is that peer's
+        (``"arviz-stats"``: ``arviz_stats.loo`` pointwise to 1e-12), or
+        :class:`bayesij.PsisOptions` to override any of them (``r_eff``, ``tail_rule``,
+        ``ties``, ``ddof``). None is "bayesij": ``tail_rule="ceil"``, ``ties="above"``,
+        ``r_eff`` per unit from the chains, ``ddof=0``.
     groups : array_like or mapping, optional
         Leave-group-out: units are groups, with summed log-likelihoods.
-    ties : {"above", "position"}, optional
-        Draws tied with the tail cutoff (repeated MCMC draws, e.g. after divergences):
-        "above" leaves them out of the Pareto tail, as ArviZ 0.23; "position" keeps the
-        ``M`` largest by stable sorted position, as R loo and arviz-stats (ties inside the
-        tail always get R's order). Without ties the two are identical.
-    ddof : {0, 1}, optional
-        SE: 0 as ArviZ 0.23 ``sqrt(N var_n)``, 1 as R loo and arviz-stats ``sqrt(N) sd_n``.
     var_name : str or list of str, optional
         Log-likelihood variable of an ``InferenceData``.
     save_psis : bool, default False
@@ -306,10 +289,6 @@ def loo(
         groups=groups,
         var_name=var_name,
         convention=convention,
-        r_eff=r_eff,
-        tail_rule=tail_rule,
-        ties=ties,
-        ddof=ddof,
         save_psis=save_psis,
         client=client,
     )[method]
@@ -341,11 +320,7 @@ def loo_methods(
     *,
     groups=None,
     var_name=None,
-    convention: str | None = None,
-    r_eff=None,
-    tail_rule: str | None = None,
-    ties: str | None = None,
-    ddof: int | None = None,
+    convention=None,
     save_psis: bool = False,
     client=None,
 ) -> dict[str, LooResult]:
@@ -367,10 +342,8 @@ def loo_methods(
         whole_matrix={"save_psis": save_psis},
         log_lik_only=True,
     )
-    settings = psis_settings(
-        convention, source, tail_rule=tail_rule, ties=ties, r_eff=r_eff, ddof=ddof
-    )
-    tail_rule, ties, ddof = settings.tail_rule, settings.ties, check_ddof(settings.ddof)
+    settings = psis_settings(convention, source)
+    tail_rule, ties, ddof = settings.tail_rule, settings.ties, settings.ddof
     r_eff = unit_r_eff(settings, source)
 
     kernel = partial(
@@ -508,9 +481,6 @@ def draws_beside_log_lik(
     values,
     argument,
     *,
-    r_eff=None,
-    tail_rule=None,
-    ties=None,
     var_name=None,
     psis=None,
     convention=None,
@@ -519,7 +489,7 @@ def draws_beside_log_lik(
     source = as_source(
         data, var_name=var_name, whole_matrix={"data": "LOO expectations"}, log_lik_only=True
     )
-    settings = psis_settings(convention, source, tail_rule=tail_rule, ties=ties, r_eff=r_eff)
+    settings = psis_settings(convention, source)
     ll, units = source.matrix(), source.units
     matrix = ll.reshape(-1, ll.shape[2])
     saved, r_eff, tail_rule = None, settings.r_eff, settings.tail_rule
@@ -592,10 +562,7 @@ def loo_expectation(
     var_name=None,
     kind: str = "mean",
     prob=None,
-    convention: str | None = None,
-    r_eff=None,
-    tail_rule: str | None = None,
-    ties: str | None = None,
+    convention=None,
     psis=None,
 ) -> pd.DataFrame:
     """Leave-one-out expectations ``E[g | x_-n]`` of per-draw values, with their Monte Carlo
@@ -615,7 +582,7 @@ def loo_expectation(
     prob : float, optional
         Probability for ``kind="quantile"``: R loo's weighted quantile, or arviz-stats' with
         ``convention="arviz-stats"``.
-    convention, var_name, r_eff, tail_rule, ties
+    convention, var_name
         As :func:`loo`.
     psis : LooResult, optional
         A PSIS-LOO result of the same observations made with ``save_psis=True``: its
@@ -670,9 +637,6 @@ def loo_expectation(
         data,
         values,
         "values",
-        r_eff=r_eff,
-        tail_rule=tail_rule,
-        ties=ties,
         var_name=var_name,
         psis=psis,
         convention=convention,
@@ -754,10 +718,7 @@ def loo_pit(
     y_pred,
     *,
     var_name=None,
-    convention: str | None = None,
-    r_eff=None,
-    tail_rule: str | None = None,
-    ties: str | None = None,
+    convention=None,
     seed: int = 0,
     psis=None,
 ) -> pd.Series:
@@ -771,7 +732,7 @@ def loo_pit(
         Observed values.
     y_pred : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
         Posterior predictive draws at the same draws.
-    convention, var_name, r_eff, tail_rule, ties, psis
+    convention, var_name, psis
         As :func:`loo_expectation`.
     seed : int, default 0
         For ties ``y_pred == y`` (discrete data) the PIT is drawn uniformly between the
@@ -798,9 +759,6 @@ def loo_pit(
         data,
         y_pred,
         "y_pred",
-        r_eff=r_eff,
-        tail_rule=tail_rule,
-        ties=ties,
         var_name=var_name,
         psis=psis,
         convention=convention,

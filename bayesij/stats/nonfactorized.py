@@ -15,9 +15,7 @@ def loo_nonfactorized(
     *,
     precision=None,
     df=None,
-    convention: str | None = None,
-    r_eff=None,
-    ddof: int | None = None,
+    convention=None,
     save_psis: bool = False,
 ) -> LooResult:
     """PSIS-LOO of a model whose observations are jointly normal or Student-t given the
@@ -45,7 +43,7 @@ def loo_nonfactorized(
         Exactly one of ``covariance`` and ``precision``.
     df : float or array_like of shape (n_chains, n_draws), optional
         Degrees of freedom of a multivariate Student-t model; None for the normal.
-    convention, r_eff, ddof, save_psis
+    convention, save_psis
         As :func:`bayesij.loo` (``r_eff`` by default per observation from the chains).
 
     Notes
@@ -81,4 +79,4 @@ def loo_nonfactorized(
     (30, True)
     """
     log_densities = loo_log_densities(y, mean, covariance, precision=precision, df=df)
-    return loo(log_densities, convention=convention, r_eff=r_eff, ddof=ddof, save_psis=save_psis)
+    return loo(log_densities, convention=convention, save_psis=save_psis)

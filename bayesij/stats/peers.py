@@ -20,12 +20,121 @@ element, divided by the number of draws (1 with one chain).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
-from bayesij.array.checks import checked_r_eff, fail
+from bayesij.array.checks import check_ddof, checked_r_eff, fail
 from bayesij.array.ess import mean_relative_ess
+from bayesij.array.psis import TIE_RULES, check_tail_rule
 
-__all__ = ["CONVENTIONS", "PsisSettings", "psis_settings", "unit_r_eff", "mean_relative_ess"]
+__all__ = [
+    "CONVENTIONS",
+    "PsisOptions",
+    "psis_options",
+    "own_ddof",
+    "PsisSettings",
+    "psis_settings",
+    "unit_r_eff",
+    "mean_relative_ess",
+]
+
+
+@dataclass(frozen=True)
+class PsisOptions:
+    """How every estimator that Pareto-smooths does it: a peer's convention, with any of its
+    settings overridden.
+
+    Passed as ``convention=`` to :func:`bayesij.loo` and every estimator that smooths
+    (``convention="R loo"`` is the shorthand for ``PsisOptions("R loo")``).
+
+    Parameters
+    ----------
+    convention : {None, "bayesij", "R loo", "arviz-stats", "ArviZ 0.23"}, optional
+        The peer whose settings are the defaults (table in :mod:`bayesij.stats.peers`);
+        None is "bayesij": ``tail_rule="ceil"``, ``ties="above"``, ``r_eff`` per unit from
+        the chains, ``ddof=0``.
+    r_eff : float or array_like of shape (n_units,), optional
+        Relative efficiency of ``exp(l_n)``. Default: the convention's; bayesij's and R
+        loo's is per unit from the chains, exactly as R loo's ``relative_eff(exp(log_lik),
+        chain_id)``; ArviZ's is one number, the mean ESS of the posterior over S.
+    tail_rule : {"ceil", "floor"}, optional
+        Tail length ``ceil`` or ``floor`` of ``min(S/5, 3 sqrt(S/r_eff))``: "ceil" equals
+        R loo (<= 2.10) and ArviZ 0.23, "floor" the PSIS paper, posterior and arviz-stats.
+    ties : {"above", "position"}, optional
+        Draws tied with the tail cutoff (repeated MCMC draws, e.g. after divergences):
+        "above" leaves them out of the Pareto tail, as ArviZ 0.23; "position" keeps the
+        ``M`` largest by stable sorted position, as R loo and arviz-stats (ties inside the
+        tail always get R's order). Without ties the two are identical.
+    ddof : {0, 1}, optional
+        The elpd SE's divisor: 0 as ArviZ 0.23 ``sqrt(N var_n)``, 1 as R loo and
+        arviz-stats ``sqrt(N) sd_n``. Estimators whose peer fixes it (``loo_score``,
+        ``loo_subsample``: 0) keep theirs unless it is given here.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=30)
+    >>> mu = y.mean() + rng.normal(size=(4, 250, 1)) / np.sqrt(30)  # exact posterior draws
+    >>> log_lik = -0.5 * (y - mu) ** 2
+    >>> r_loo = bayesij.loo(log_lik, convention="R loo")
+    >>> as_r_but_floor = bayesij.PsisOptions("R loo", tail_rule="floor")
+    >>> bayesij.loo(log_lik, convention=as_r_but_floor).tail_rule, r_loo.ddof
+    ('floor', 1)
+
+    References
+    ----------
+    .. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
+       smoothed importance sampling. JMLR 25(72).
+    """
+
+    convention: str | None = None
+    r_eff: object = None
+    tail_rule: str | None = None
+    ties: str | None = None
+    ddof: int | None = None
+
+    def __post_init__(self):
+        name = self.convention
+        if name is not None and (not isinstance(name, str) or name not in CONVENTIONS):
+            raise fail("convention", repr(name), f"one of {sorted(CONVENTIONS)} or None")
+        if self.tail_rule is not None:
+            check_tail_rule(self.tail_rule)
+        if self.ties is not None and self.ties not in TIE_RULES:
+            raise fail("ties", repr(self.ties), f"one of {TIE_RULES}")
+        if self.ddof is not None:
+            check_ddof(self.ddof)
+
+    def __repr__(self) -> str:
+        given = [
+            f"{field}={getattr(self, field)!r}"
+            for field in ("convention", "r_eff", "tail_rule", "ties", "ddof")
+            if getattr(self, field) is not None
+        ]
+        return f"PsisOptions({', '.join(given)})"
+
+
+def psis_options(value, argument: str = "convention") -> PsisOptions:
+    """``value`` as :class:`PsisOptions`: None (bayesij's), a convention's name, or the
+    options themselves."""
+    if value is None:
+        return PsisOptions()
+    if isinstance(value, PsisOptions):
+        return value
+    if isinstance(value, str):
+        return PsisOptions(value)
+    raise fail(
+        argument,
+        f"a {type(value).__name__}",
+        f"None, a convention's name (one of {sorted(CONVENTIONS)}) or bayesij.PsisOptions",
+    )
+
+
+def own_ddof(convention, default: int) -> int:
+    """The SE divisor of an estimator whose peer fixes it at ``default``: the options'
+    ``ddof`` where given, else ``default`` (a convention's name does not change it)."""
+    given = psis_options(convention).ddof
+    return default if given is None else given
 
 
 class PsisSettings(NamedTuple):
@@ -48,32 +157,42 @@ CONVENTIONS = {
 }
 
 
-def psis_settings(convention, source, *, tail_rule=None, ties=None, r_eff=None, ddof=None):
-    """The settings of ``convention`` for ``source`` (a :class:`LogLikSource`), each one
-    given explicitly taking precedence.
+def psis_settings(convention, source, *, ddof: int | None = None) -> PsisSettings:
+    """The settings of ``convention`` for ``source`` (a :class:`LogLikSource`): each one the
+    options give explicitly, else the convention's.
 
     Parameters
     ----------
-    convention : str or None
-        A key of :data:`CONVENTIONS`; None is ``"bayesij"``.
-    source : LogLikSource
-        Its posterior draws give the ``"posterior"`` r_eff rule's number.
-    tail_rule, ties, r_eff, ddof : optional
-        Explicit values (None: the convention's).
+    convention : None, str or PsisOptions
+        As :func:`psis_options` reads it.
+    source : LogLikSource or None
+        Its posterior draws give the ``"posterior"`` r_eff rule's number; None for
+        independent draws (``r_eff`` 1: none may be given).
+    ddof : {0, 1}, optional
+        The estimator's own SE divisor where its peer fixes one (the options' ``ddof``, if
+        given, still wins); None: the convention's.
 
     Returns
     -------
     PsisSettings
     """
-    name = "bayesij" if convention is None else convention
-    if not isinstance(name, str) or name not in CONVENTIONS:
-        raise fail("convention", repr(convention), f"one of {sorted(CONVENTIONS)} or None")
+    options = psis_options(convention)
+    name = "bayesij" if options.convention is None else options.convention
     default_tail, default_ties, r_eff_rule, default_ddof, quantile = CONVENTIONS[name]
-    if r_eff is None and r_eff_rule == "posterior":
+    r_eff = options.r_eff
+    if source is None and r_eff is not None:
+        raise fail(
+            "convention",
+            f"r_eff={r_eff!r} for independent draws",
+            "PsisOptions without r_eff (it is 1 here)",
+        )
+    if source is not None and r_eff is None and r_eff_rule == "posterior":
         r_eff = _posterior_r_eff(source, name)
+    if options.ddof is not None:
+        ddof = options.ddof
     return PsisSettings(
-        default_tail if tail_rule is None else tail_rule,
-        default_ties if ties is None else ties,
+        default_tail if options.tail_rule is None else options.tail_rule,
+        default_ties if options.ties is None else options.ties,
         r_eff,
         default_ddof if ddof is None else ddof,
         quantile,

@@ -10,7 +10,6 @@ import pandas as pd
 
 from bayesij.array.checks import (
     as_float_array,
-    check_ddof,
     check_finite,
     check_replicates,
     check_seed,
@@ -19,6 +18,7 @@ from bayesij.array.checks import (
 from bayesij.array.scores import weighted_crps
 from bayesij.data.convert import unit_index
 from bayesij.stats.loo import draws_beside_log_lik, loo_expectation, loo_weights
+from bayesij.stats.peers import own_ddof
 
 __all__ = ["LooScore", "loo_score", "loo_metrics", "SCORES", "METRICS"]
 
@@ -69,12 +69,8 @@ def loo_score(
     *,
     var_name=None,
     kind: str = "crps",
-    convention: str | None = None,
-    r_eff=None,
-    tail_rule: str | None = None,
-    ties: str | None = None,
+    convention=None,
     psis=None,
-    ddof: int = 0,
 ) -> LooScore:
     """LOO-CRPS or LOO-SCRPS from posterior predictive draws, PSIS-weighted.
 
@@ -88,10 +84,10 @@ def loo_score(
         Posterior predictive draws at the same draws as the log-likelihood (the order of
         :func:`bayesij.loo_pit`: observed, then predicted).
     kind : {"crps", "scrps"}, default "crps"
-    convention, var_name, r_eff, tail_rule, ties, psis
+    convention, var_name, psis
         As :func:`bayesij.loo_expectation` (``psis``: reuse a ``save_psis=True`` result).
-    ddof : {0, 1}, default 0
-        ``se = sd(pointwise, ddof) / sqrt(n)``: 0 as arviz-stats ``loo_score``.
+        ``se = sd(pointwise, ddof) / sqrt(n)`` with ``ddof`` 0 as arviz-stats
+        ``loo_score``, unless :class:`bayesij.PsisOptions` gives it.
 
     Returns
     -------
@@ -121,14 +117,11 @@ def loo_score(
     """
     if kind not in SCORES:
         raise fail("kind", repr(kind), f"one of {SCORES}")
-    ddof = check_ddof(ddof)
+    ddof = own_ddof(convention, 0)
     draws = draws_beside_log_lik(
         data,
         y_pred,
         "y_pred",
-        r_eff=r_eff,
-        tail_rule=tail_rule,
-        ties=ties,
         var_name=var_name,
         psis=psis,
         convention=convention,
@@ -152,10 +145,7 @@ def loo_metrics(
     *,
     var_name=None,
     kind: str = "rmse",
-    convention: str | None = None,
-    r_eff=None,
-    tail_rule: str | None = None,
-    ties: str | None = None,
+    convention=None,
     psis=None,
     n_bootstrap: int = 4000,
     seed: int = 0,
@@ -164,7 +154,7 @@ def loo_metrics(
 
     Parameters
     ----------
-    data, y, y_pred, convention, var_name, r_eff, tail_rule, ties, psis
+    data, y, y_pred, convention, var_name, psis
         As :func:`loo_score`.
     kind : {"mae", "mse", "rmse", "r2", "acc", "acc_balanced"}, default "rmse"
         ``mae``, ``mse``: mean absolute / squared error, SE ``sd(ddof=1) / sqrt(n)``;
@@ -210,9 +200,6 @@ def loo_metrics(
         y_pred,
         var_name=var_name,
         convention=convention,
-        r_eff=r_eff,
-        tail_rule=tail_rule,
-        ties=ties,
         psis=psis,
     )
     prediction = means["value"].to_numpy()

@@ -6,20 +6,20 @@ includes the subsampling error."""
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import check_ddof, check_positive_int, check_seed, fail
+from bayesij.array.checks import check_positive_int, check_seed, fail
 from bayesij.array.waic import log_mean_exp
 from bayesij.data.lazy import LogLikFunction
 from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.loo import loo as compute_loo
-from bayesij.stats.peers import psis_settings
+from bayesij.stats.peers import PsisOptions, psis_settings
 
 __all__ = ["LooSubsample", "loo_subsample", "update_subsample", "APPROXIMATIONS"]
 
@@ -50,7 +50,7 @@ class LooSubsample(ElpdResult):
         ``pi_n`` of every observation.
     sampled : ndarray of int
         Positions (0-based) of the sampled observations, ascending.
-    psis_options : dict
+    psis_options : PsisOptions
         The PSIS settings used (``r_eff``, ``tail_rule``, ``ties``), which
         :func:`update_subsample` keeps.
 
@@ -73,7 +73,7 @@ class LooSubsample(ElpdResult):
     approximations: pd.Series
     ddof: int = 0
     sampled: np.ndarray | None = None
-    psis_options: dict | None = None
+    psis_options: PsisOptions | None = None
 
     criterion: ClassVar[str] = "loo"
     elpd_column: ClassVar[str] = "elpd_loo"
@@ -101,11 +101,7 @@ def loo_subsample(
     var_name=None,
     approximation: str = "lpd",
     seed: int = 0,
-    convention: str | None = None,
-    r_eff=None,
-    tail_rule: str | None = None,
-    ties: str | None = None,
-    ddof: int = 0,
+    convention=None,
 ) -> LooSubsample:
     """PSIS-LOO from ``observations`` randomly chosen observations, all the others entering
     through a cheap approximation.
@@ -125,10 +121,10 @@ def loo_subsample(
         :func:`bayesij.loglik_function` whose draws are an (S, D) array.
     seed : int, default 0
         Of the random sample.
-    convention, var_name, r_eff, tail_rule, ties
-        As :func:`bayesij.loo` (``r_eff`` per observation of all ``N``, or one number).
-    ddof : {0, 1}, default 0
-        0 gives R loo's and arviz-stats' SE (the convention does not change it).
+    convention, var_name
+        As :func:`bayesij.loo` (an ``r_eff`` per observation of all ``N``, or one number).
+        The SE's ``ddof`` is 0 unless :class:`bayesij.PsisOptions` gives it: 0 is R loo's
+        and arviz-stats' SE here (a convention's name does not change it).
 
     Returns
     -------
@@ -157,11 +153,11 @@ def loo_subsample(
     """
     if approximation not in APPROXIMATIONS:
         raise fail("approximation", repr(approximation), f"one of {APPROXIMATIONS}")
-    ddof = check_ddof(ddof)
     seed = check_seed(seed)
     source = as_source(data, var_name=var_name, log_lik_only=True)
-    settings = psis_settings(convention, source, tail_rule=tail_rule, ties=ties, r_eff=r_eff)
-    options = {"r_eff": settings.r_eff, "tail_rule": settings.tail_rule, "ties": settings.ties}
+    settings = psis_settings(convention, source, ddof=0)
+    ddof = settings.ddof
+    options = PsisOptions(r_eff=settings.r_eff, tail_rule=settings.tail_rule, ties=settings.ties)
     approx = _approximations(source, approximation)
     sampled = _new_sample(observations, np.zeros(source.n_units, bool), seed)
     e, k = _exact_psis(source, sampled, options)
@@ -263,15 +259,13 @@ def _new_sample(observations, taken: np.ndarray, seed: int) -> np.ndarray:
     return np.sort(positions)
 
 
-def _exact_psis(source, sampled: np.ndarray, options: dict) -> tuple[np.ndarray, np.ndarray]:
+def _exact_psis(source, sampled: np.ndarray, options: PsisOptions) -> tuple[np.ndarray, np.ndarray]:
     """PSIS-LOO elpd and k-hat of the sampled observations."""
-    r_eff = options["r_eff"]
+    r_eff = options.r_eff
     given = np.asarray(r_eff)[sampled] if r_eff is not None and np.ndim(r_eff) else r_eff
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the k-hats are reported in the pointwise table
-        exact = compute_loo(
-            source.rows(sampled), r_eff=given, tail_rule=options["tail_rule"], ties=options["ties"]
-        )
+        exact = compute_loo(source.rows(sampled), convention=replace(options, r_eff=given))
     return exact.pointwise["elpd_loo"].to_numpy(), exact.pointwise["pareto_k"].to_numpy()
 
 

@@ -135,9 +135,7 @@ def loo_weighted(
     *,
     var_name=None,
     kind: str = "frequency",
-    convention: str | None = None,
-    r_eff=None,
-    ddof: int | None = None,
+    convention=None,
 ) -> WeightedLooResult:
     """PSIS-LOO of a fit whose observations carry frequency or survey weights.
 
@@ -157,7 +155,7 @@ def loo_weighted(
         the whole unit out (ratio ``1/p(y_n|theta)^{w_n}``, its k-hat says whether the fit
         without the unit is reachable), estimate the population total ``sum w_n elpd_n``
         with the with-replacement SE of its terms.
-    var_name, convention, r_eff, ddof
+    var_name, convention
         As :func:`bayesij.loo`.
 
     Returns
@@ -180,8 +178,8 @@ def loo_weighted(
     >>> y, counts = np.array([-1.0, 0.0, 0.5, 2.0]), np.array([3, 10, 6, 1])
     >>> mu = np.random.default_rng(0).normal(np.average(y, weights=counts), 0.22, (4, 500, 1))
     >>> log_lik = norm.logpdf(y, mu, 1.0)                   # one observation of each row
-    >>> compressed = bayesij.loo_weighted(log_lik, counts, ddof=1)
-    >>> full = bayesij.loo(np.repeat(log_lik, counts, axis=2), ddof=1)   # disaggregated
+    >>> compressed = bayesij.loo_weighted(log_lik, counts, convention="R loo")
+    >>> full = bayesij.loo(np.repeat(log_lik, counts, axis=2), convention="R loo")  # one per row
     >>> bool(np.isclose(compressed.elpd, full.elpd)), bool(np.isclose(compressed.se, full.se))
     (True, True)
     """
@@ -192,12 +190,10 @@ def loo_weighted(
     log_lik = post.log_lik.values  # one row is one unit here, whatever groups post has
     _check_weighted_range(w, log_lik)
     if kind == "frequency":
-        plain = loo(
-            _rows_of(log_lik, np.ones_like(w), post), convention=convention, r_eff=r_eff, ddof=ddof
-        )
+        plain = loo(_rows_of(log_lik, np.ones_like(w), post), convention=convention)
         pointwise = plain.pointwise.copy()
     else:
-        pointwise, plain = _unit_left_out(log_lik, w, post, convention, r_eff, ddof)
+        pointwise, plain = _unit_left_out(log_lik, w, post, convention)
     pointwise.insert(0, "weight", w)
     return WeightedLooResult(
         pointwise,
@@ -223,12 +219,12 @@ def _rows_of(log_lik: np.ndarray, w: np.ndarray, post):
 
 
 def _unit_left_out(
-    log_lik: np.ndarray, w: np.ndarray, post, convention, r_eff, ddof
+    log_lik: np.ndarray, w: np.ndarray, post, convention
 ) -> tuple[pd.DataFrame, LooResult]:
     """Survey weights: ratios from ``w_n log p(y_n | theta)``, expectation of one
     observation's density ``p(y_n | theta)``."""
     weighted = _rows_of(log_lik, w, post)
-    ratios = loo(weighted, convention=convention, r_eff=r_eff, ddof=ddof, save_psis=True)
+    ratios = loo(weighted, convention=convention, save_psis=True)
     top = log_lik.max(axis=(0, 1))
     density = loo_expectation(weighted, np.exp(log_lik - top), psis=ratios)
     with np.errstate(divide="ignore"):

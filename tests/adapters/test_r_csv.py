@@ -37,7 +37,9 @@ def test_psis_loo_equals_r_loo_on_the_exported_matrix():
     post = bayesij.from_csv(DRAWS, LOG_LIK, chains=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ours = bayesij.loo(post, ties="position", ddof=1)  # R's conventions; r_eff as R's
+        ours = bayesij.loo(
+            post, convention=bayesij.PsisOptions(ties="position", ddof=1)
+        )  # R's conventions; r_eff as R's
     expected = pd.read_csv(HERE / "loo_pointwise.csv")
     np.testing.assert_allclose(ours.pointwise["elpd_loo"], expected["elpd_loo"], rtol=1e-9)
     np.testing.assert_allclose(ours.pointwise["pareto_k"], expected["pareto_k"], rtol=1e-8)

@@ -15,7 +15,7 @@ def test_no_correction_is_psis_loo_with_unit_r_eff():
     arrays = approximate_posterior_loo(log_lik, np.zeros(1000))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plain = bayesij.loo(log_lik, r_eff=1.0).pointwise
+        plain = bayesij.loo(log_lik, convention=bayesij.PsisOptions(r_eff=1.0)).pointwise
     np.testing.assert_allclose(arrays.elpd, plain["elpd_loo"], rtol=1e-12)
     np.testing.assert_allclose(arrays.pareto_k, plain["pareto_k"], rtol=1e-12)
     np.testing.assert_allclose(arrays.mcse, plain["mcse_elpd_loo"], rtol=1e-10)

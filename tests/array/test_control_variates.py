@@ -18,7 +18,7 @@ from bayesij.refit import FlatPriorRegressionBackend
 def _fit(seed: int, n: int = 2000):
     X, y = heavy_tailed_experiment(n, seed=0)
     backend = FlatPriorRegressionBackend(X, y, draws=4000, chains=4, seed=seed)
-    post, score, theta = backend.fit_with_score(np.ones(n))
+    post, score, theta = backend.fit_with_gradient(np.ones(n))
     q = post.quantities.values
     unscaled = np.linalg.inv(X.T @ X)
     residual = y - X @ (unscaled @ X.T @ y)
@@ -72,7 +72,9 @@ def test_the_mcse_is_the_spread_over_independent_draws():
 
 def test_arguments_are_checked():
     f, log_lik, score, theta, _ = _fit(2, n=200)
-    with pytest.raises(ValueError, match=r"^score: found 40 draws while quantities has 4000"):
+    with pytest.raises(
+        ValueError, match=r"^grad_log_posterior: found 40 draws while quantities has 4000"
+    ):
         zero_variance_influence(f, log_lik, score[:, :10])
     with pytest.raises(ValueError, match=r"^degree: found 4; expected one of"):
         zero_variance_influence(f, log_lik, score, theta, degree=4)

@@ -41,7 +41,10 @@ def test_a_log_likelihood_function_gives_the_in_memory_results(model):
     _same(bayesij.loo(lazy), bayesij.loo(matrix))
     _same(bayesij.waic(lazy), bayesij.waic(matrix))
     r_eff = np.linspace(0.5, 1.0, y.size)  # sliced to each block
-    _same(bayesij.loo(lazy, r_eff=r_eff), bayesij.loo(matrix, r_eff=r_eff))
+    _same(
+        bayesij.loo(lazy, convention=bayesij.PsisOptions(r_eff=r_eff)),
+        bayesij.loo(matrix, convention=bayesij.PsisOptions(r_eff=r_eff)),
+    )
     # A DataFrame's index names the observations; a dict of columns is sliced by rows.
     frame = pd.DataFrame({"y": y}, index=[f"day {i}" for i in range(y.size)])
     named = bayesij.loo(

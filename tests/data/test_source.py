@@ -72,7 +72,9 @@ def _numbers(value) -> list:
 #: Estimators that run block by block: name -> call(data) -> what to compare.
 BLOCKWISE = {
     "loo": lambda d: bayesij.loo(d),
-    "loo (ij)": lambda d: bayesij.loo(d, method="ij", r_eff=np.linspace(0.5, 1.0, N_OBS)),
+    "loo (ij)": lambda d: bayesij.loo(
+        d, method="ij", convention=bayesij.PsisOptions(r_eff=np.linspace(0.5, 1.0, N_OBS))
+    ),
     "loo (cumulant)": lambda d: bayesij.loo(d, method="cumulant"),
     "waic": lambda d: bayesij.waic(d, beta=0.8),
     "generating_function": lambda d: bayesij.generating_function(d, 0.5),

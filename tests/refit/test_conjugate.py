@@ -83,7 +83,7 @@ def test_flat_prior_regression_score_is_the_gradient_of_the_log_posterior():
     model = _flat_prior_model()
     weights = np.r_[0.5, np.ones(59)]
     beta, sigma = np.array([[0.8, 1.3]]), np.array([1.7])
-    score = model.score(beta, sigma, weights)[0]
+    score = model.grad_log_posterior(beta, sigma, weights)[0]
     point = np.r_[beta[0], np.log(sigma[0])]
     step = 1e-6
     numeric = [

@@ -78,7 +78,9 @@ def test_exact_kfold_equals_the_closed_form_and_psis_is_close(backend, post):
     error = result.pointwise["p_kfold"].to_numpy() - (full - exact)
     assert np.all(np.abs(error) < 5 * np.sqrt(2) * result.pointwise["mcse"].to_numpy())
     assert result.p == pytest.approx(float(np.sum(full - exact)), abs=0.3)
-    table = bayesij.compare({"kfold": result, "loo": bayesij.loo(post, ddof=1)})
+    table = bayesij.compare(
+        {"kfold": result, "loo": bayesij.loo(post, convention=bayesij.PsisOptions(ddof=1))}
+    )
     assert abs(table["elpd_diff"].min()) < 3 * table["se_diff"].max() + 1
 
 

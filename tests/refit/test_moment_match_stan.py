@@ -90,7 +90,7 @@ def test_the_pystan_score_gives_control_variates_that_cut_the_influence_noise():
     )
     post = backend.fit(np.ones(n))
     density = refit.PyStanDensity("linear_regression", data)
-    score, upars = density.score(post)
+    score, upars = density.grad_log_posterior(post)
     assert score.shape == upars.shape == (4, 250, 3)
     point, step = upars[0, 0], 1e-5
     numeric = [
@@ -114,5 +114,7 @@ def test_the_pystan_score_gives_control_variates_that_cut_the_influence_noise():
     }
     np.testing.assert_allclose(upars[0, 0], model.unconstrain_pars(values), rtol=1e-12)
     plain = bayesij.influence(post, quantities="beta[1]")
-    cv = bayesij.influence(post, quantities="beta[1]", score=score, unconstrained=upars)
+    cv = bayesij.influence(
+        post, quantities="beta[1]", grad_log_posterior=score, unconstrained=upars
+    )
     assert np.median(plain["mcse"].values / cv["mcse"].values) > 3

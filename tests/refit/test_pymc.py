@@ -135,7 +135,7 @@ def test_density_score_is_the_log_posterior_gradient_on_the_unconstrained_scale(
     alpha, beta = rng.normal(0.4, 0.2, size=(2, 2, 50))
     sigma = np.exp(rng.normal(0.2, 0.1, size=(2, 50)))
     data = from_dict(posterior={"alpha": alpha, "beta": beta, "sigma": sigma})
-    score, unconstrained = refit.PyMCDensity(model).score(data)
+    score, unconstrained = refit.PyMCDensity(model).grad_log_posterior(data)
     assert score.shape == unconstrained.shape == (2, 50, 3)
     np.testing.assert_allclose(unconstrained[..., 2], np.log(sigma), rtol=1e-12)
     covariate, outcome = _regression_data()
@@ -151,7 +151,9 @@ def test_density_score_is_the_log_posterior_gradient_on_the_unconstrained_scale(
     )
     np.testing.assert_allclose(score, expected, rtol=1e-9)
     with pytest.raises(ValueError, match=r"data: found a posterior without \['sigma'\]"):
-        refit.PyMCDensity(model).score(from_dict(posterior={"alpha": alpha, "beta": beta}))
+        refit.PyMCDensity(model).grad_log_posterior(
+            from_dict(posterior={"alpha": alpha, "beta": beta})
+        )
     with pytest.raises(ValueError, match=r"model: found a dict; expected a pymc.Model"):
         refit.PyMCDensity({})
 
@@ -173,11 +175,13 @@ def test_density_score_gives_control_variates_for_a_sampled_pymc_model():
         fit = pm.sample(500, tune=500, chains=4, cores=1, random_seed=5, progressbar=False)
         pm.compute_log_likelihood(fit, progressbar=False)
     density = refit.PyMCDensity(model)
-    score, unconstrained = density.score(fit)
+    score, unconstrained = density.grad_log_posterior(fit)
     plain = bayesij.influence(fit, quantities="beta")
-    controlled = bayesij.influence(fit, quantities="beta", score=score, unconstrained=unconstrained)
+    controlled = bayesij.influence(
+        fit, quantities="beta", grad_log_posterior=score, unconstrained=unconstrained
+    )
     extreme = np.argsort(-np.abs(y - y.mean()))[:9]
     ratio = plain["mcse"].values[0, extreme] / controlled["mcse"].values[0, extreme]
     assert np.median(ratio) > 3
-    report = bayesij.audit(fit, quantities=["beta"], method="linear", score=density)
+    report = bayesij.audit(fit, quantities=["beta"], method="linear", grad_log_posterior=density)
     assert any("zero-variance control variates" in line for line in report.skipped_words())

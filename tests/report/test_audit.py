@@ -136,26 +136,28 @@ def test_audit_passes_the_score_to_its_amip_searches():
 
     X, y = heavy_tailed_experiment(2000, seed=0)
     backend = refit.FlatPriorRegressionBackend(X, y, draws=2000, chains=4, seed=1)
-    post, score, theta = backend.fit_with_score(np.ones(y.size))
+    post, score, theta = backend.fit_with_gradient(np.ones(y.size))
 
     class Density:
-        def score(self, fit):
+        def grad_log_posterior(self, fit):
             assert fit is post  # the audited fit itself: a density reads every parameter
             return score, theta
 
     targets = ("sign", "significance")
     kwargs = {"quantities": ["beta[2]"], "targets": targets, "method": "linear"}
-    with_cv = bayesij.audit(post, score=Density(), **kwargs)
+    with_cv = bayesij.audit(post, grad_log_posterior=Density(), **kwargs)
     plain = bayesij.audit(post, **kwargs)
     for target in targets:
         expected = bayesij.amip(
-            post, "beta[2]", target, method="linear", score=score, unconstrained=theta
+            post, "beta[2]", target, method="linear", grad_log_posterior=score, unconstrained=theta
         )
         got = with_cv.amip[("beta[2]", target)]
         assert got.drop_ids == expected.drop_ids and got.answer == expected.answer
         assert got.n_drop <= plain.amip[("beta[2]", target)].n_drop
     assert any("zero-variance control variates" in line for line in with_cv.skipped_words())
-    same = bayesij.audit(post, score=(score, theta), **kwargs)
+    same = bayesij.audit(post, grad_log_posterior=(score, theta), **kwargs)
     assert same.amip[("beta[2]", "sign")].drop_ids == with_cv.amip[("beta[2]", "sign")].drop_ids
-    with pytest.raises(ValueError, match=r"score: found a str; expected a model density"):
-        bayesij.audit(post, score="grad", **kwargs)
+    with pytest.raises(
+        ValueError, match=r"grad_log_posterior: found a str; expected a model density"
+    ):
+        bayesij.audit(post, grad_log_posterior="grad", **kwargs)

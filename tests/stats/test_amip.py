@@ -279,7 +279,7 @@ def field_experiment():
 
     X, y = heavy_tailed_experiment(10_000, seed=0)
     backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, chains=4, seed=1)
-    post, score, theta = backend.fit_with_score(np.ones(y.size))
+    post, score, theta = backend.fit_with_gradient(np.ones(y.size))
     return X, y, post, score, theta
 
 
@@ -296,7 +296,7 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     X, y, post, score, theta = field_experiment
     reference, _ = ols_amip(X, y, 1, target)
     result = bayesij.amip(
-        post, "beta[2]", target, method="linear", score=score, unconstrained=theta
+        post, "beta[2]", target, method="linear", grad_log_posterior=score, unconstrained=theta
     )
     assert result.reachable and result.answer == "reached" and not result.upper_bound
     low, high = result.size_interval  # the smallest set's size, within Monte Carlo error
@@ -370,7 +370,7 @@ def test_refits_in_the_loop_find_the_ols_amip_set_whatever_the_refit_seed(field_
             "beta[2]",
             target,
             method="linear",
-            score=score,
+            grad_log_posterior=score,
             unconstrained=theta,
             backend=backend,
             max_refits=10,
@@ -550,9 +550,9 @@ def test_draws_only_answers_over_independent_sets_of_draws():
     covered = {"plain": 0, "control variates": 0}
     for seed in range(2, 8):
         backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=seed)
-        post, score, theta = backend.fit_with_score(np.ones(y.size))
+        post, score, theta = backend.fit_with_gradient(np.ones(y.size))
         for target in targets:
-            for how, extra in (("plain", {}), ("control variates", {"score": score})):
+            for how, extra in (("plain", {}), ("control variates", {"grad_log_posterior": score})):
                 if extra:
                     extra["unconstrained"] = theta
                 result = bayesij.amip(post, "beta[2]", target, method="linear", **extra)

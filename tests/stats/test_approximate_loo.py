@@ -20,7 +20,9 @@ from peers import ARVIZ_1, REFERENCE, from_dict
 def test_equals_r_loo_approximate_posterior():
     table = np.loadtxt(REFERENCE / "approximate_posterior_input.csv", delimiter=",", skiprows=1)
     r = pd.read_csv(REFERENCE / "r_loo_approximate.csv")
-    ours = bayesij.loo_approximate_posterior(table[:, 2:], table[:, 0], table[:, 1], ddof=1)
+    ours = bayesij.loo_approximate_posterior(
+        table[:, 2:], table[:, 0], table[:, 1], convention=bayesij.PsisOptions(ddof=1)
+    )
     pointwise = ours.pointwise
     for column in ("elpd_loo", "p_loo", "pareto_k"):
         np.testing.assert_allclose(pointwise[column], r[column], rtol=1e-10, atol=1e-12)
@@ -46,7 +48,7 @@ def test_approximate_posterior_equals_exact_loo_within_mc_error():
     beta = proposal.rvs(size=4000, random_state=rng)
     log_p = multivariate_normal(mean, cov).logpdf(beta) + 7.0  # constants do not matter
     result = bayesij.loo_approximate_posterior(
-        model.log_lik(beta), log_p, proposal.logpdf(beta), ddof=1
+        model.log_lik(beta), log_p, proposal.logpdf(beta), convention=bayesij.PsisOptions(ddof=1)
     )
     pointwise = result.pointwise
     assert (pointwise["pareto_k"] < 0.5).all()
@@ -55,7 +57,7 @@ def test_approximate_posterior_equals_exact_loo_within_mc_error():
     # Without the correction (the approximation taken for the posterior) it is off.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        naive = bayesij.loo(model.log_lik(beta)[None], ddof=1)
+        naive = bayesij.loo(model.log_lik(beta)[None], convention=bayesij.PsisOptions(ddof=1))
     assert abs(naive.elpd - exact.sum()) > 5 * abs(result.elpd - exact.sum())
 
 
@@ -86,8 +88,8 @@ def test_log_jacobian_puts_a_log_model_on_the_original_scale():
     mu = rng.normal(np.log(y).mean(), 0.8 / np.sqrt(50), size=(4, 500, 1))
     of_log = norm.logpdf(np.log(y), mu, 0.8)
     of_y = lognorm.logpdf(y, s=0.8, scale=np.exp(mu))
-    adjusted = bayesij.loo(of_log, log_jacobian=-np.log(y), ddof=1)
-    direct = bayesij.loo(of_y, ddof=1)
+    adjusted = bayesij.loo(of_log, log_jacobian=-np.log(y), convention=bayesij.PsisOptions(ddof=1))
+    direct = bayesij.loo(of_y, convention=bayesij.PsisOptions(ddof=1))
     for column in ("elpd_loo", "p_loo", "pareto_k", "lppd"):
         np.testing.assert_allclose(adjusted.pointwise[column], direct.pointwise[column], atol=1e-10)
     assert adjusted.elpd == pytest.approx(direct.elpd) and adjusted.se == pytest.approx(direct.se)
@@ -128,7 +130,10 @@ def test_equal_to_arviz_stats_approximate_mixture_and_jacobian():
         warnings.simplefilter("ignore")
         theirs = arviz_approximate(tree, table[:, 0], table[:, 1], pointwise=True)
         ours = bayesij.loo_approximate_posterior(
-            log_lik, table[:, 0], table[:, 1], tail_rule="floor", ddof=1
+            log_lik,
+            table[:, 0],
+            table[:, 1],
+            convention=bayesij.PsisOptions(tail_rule="floor", ddof=1),
         )
         np.testing.assert_allclose(ours.pointwise["elpd_loo"], theirs.elpd_i, atol=1e-12)
         np.testing.assert_allclose(ours.pointwise["pareto_k"], theirs.pareto_k, atol=1e-12)

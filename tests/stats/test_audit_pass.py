@@ -37,7 +37,7 @@ def _assert_same(found, data, groups, method):
     for column in ("elpd_loo", "pareto_k", "mcse_elpd_loo", "p_loo"):
         np.testing.assert_allclose(found.loo.pointwise[column], saved.pointwise[column], 1e-12)
     scores = InfluenceScores(ij.influence["psi"].values, ij.influence["mcse"].values)
-    checked = bayesij.linearity(data, groups=groups, scores=scores, loo=saved)
+    checked = bayesij.linearity(data, groups=groups, scores=scores, psis=saved)
     np.testing.assert_allclose(found.linearity.delta_is, checked.delta_is, rtol=0, atol=1e-13)
     np.testing.assert_allclose(found.linearity.index, checked.index, rtol=1e-10)
     waic = bayesij.waic(data, groups=groups)

@@ -14,8 +14,8 @@ from peers import r_log_lik
 
 def test_compare_layout_and_values():
     log_lik = r_log_lik("reference")
-    good = bayesij.loo(log_lik, ddof=1)
-    worse = bayesij.loo(log_lik - np.linspace(0, 0.2, 25), ddof=1)
+    good = bayesij.loo(log_lik, convention=bayesij.PsisOptions(ddof=1))
+    worse = bayesij.loo(log_lik - np.linspace(0, 0.2, 25), convention=bayesij.PsisOptions(ddof=1))
     table = bayesij.compare({"worse": worse, "good": good})
     assert list(table.index) == ["good", "worse"]
     assert list(table.columns[:2]) == ["elpd_diff", "se_diff"]
@@ -24,7 +24,9 @@ def test_compare_layout_and_values():
     np.testing.assert_allclose(table.loc["worse", "se_diff"], np.sqrt(25) * difference.std(ddof=1))
     assert table.loc["good", "elpd_diff"] == 0 and table.loc["good", "se_diff"] == 0
     with pytest.raises(ValueError, match=r"results: found .b. on other units than .a."):
-        bayesij.compare({"a": good, "b": bayesij.loo(log_lik[..., :5], ddof=1)})
+        bayesij.compare(
+            {"a": good, "b": bayesij.loo(log_lik[..., :5], convention=bayesij.PsisOptions(ddof=1))}
+        )
     with pytest.raises(ValueError, match=r"results: found mixed SE conventions"):
         bayesij.compare({"a": good, "b": bayesij.loo(log_lik)})
 

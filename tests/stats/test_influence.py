@@ -46,16 +46,18 @@ def test_a_score_gives_zero_variance_control_variates_and_a_far_smaller_error():
 
     X, y = heavy_tailed_experiment(1000, seed=0)
     backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=2)
-    post, score, theta = backend.fit_with_score(np.ones(1000))
+    post, score, theta = backend.fit_with_gradient(np.ones(1000))
     unscaled = np.linalg.inv(X.T @ X)
     exact = (y - X @ (unscaled @ X.T @ y)) * (X @ unscaled[:, 1])
     plain = bayesij.influence(post, quantities="beta[2]")
-    cv = bayesij.influence(post, quantities="beta[2]", score=score, unconstrained=theta)
+    cv = bayesij.influence(
+        post, quantities="beta[2]", grad_log_posterior=score, unconstrained=theta
+    )
     error = {
         k: np.sqrt(np.mean((v["psi"].values[0] - exact) ** 2))
         for k, v in {"plain": plain, "cv": cv}.items()
     }
     assert error["cv"] < error["plain"] / 4, error  # 6.5 times smaller here
     assert np.median(cv["mcse"].values) < np.median(plain["mcse"].values) / 3
-    with pytest.raises(ValueError, match=r"^score: found 1000 draws"):
-        bayesij.influence(post, score=score[:1])
+    with pytest.raises(ValueError, match=r"^grad_log_posterior: found 1000 draws"):
+        bayesij.influence(post, grad_log_posterior=score[:1])

@@ -2,6 +2,7 @@
 conjugate model; equivalences, properties, bad input."""
 
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import arviz as az
@@ -60,7 +61,7 @@ def test_psis_equals_arviz_to_1e_10(source):
         log_lik = _heavy_tailed_draws(int(source[-1]))
         idata = _idata(log_lik)
     theirs = peer_loo(idata, reff=0.8)
-    ours = _quiet(bayesij.loo, log_lik, r_eff=0.8, **LOO_OPTIONS)
+    ours = _quiet(bayesij.loo, log_lik, convention=replace(LOO_OPTIONS, r_eff=0.8))
     k_ours, k_theirs = ours.pointwise["pareto_k"].to_numpy(), theirs.pareto_k
     elpd_ours = ours.pointwise["elpd_loo"].to_numpy()
     compared = np.ones(k_ours.size, dtype=bool)
@@ -95,8 +96,12 @@ def test_ties_follow_arviz_by_default_and_r_loo_on_request():
         (np.sort(-log_lik[:, n]) == np.sort(-log_lik[:, n])[-151]).sum() for n in range(8)
     ]
     assert max(cutoff_ties) > 1
-    above = _quiet(bayesij.loo, idata, r_eff=0.8).pointwise["pareto_k"]
-    position = _quiet(bayesij.loo, idata, r_eff=0.8, ties="position").pointwise["pareto_k"]
+    above = _quiet(bayesij.loo, idata, convention=bayesij.PsisOptions(r_eff=0.8)).pointwise[
+        "pareto_k"
+    ]
+    position = _quiet(
+        bayesij.loo, idata, convention=bayesij.PsisOptions(r_eff=0.8, ties="position")
+    ).pointwise["pareto_k"]
     tied = np.array(cutoff_ties) > 1
     assert np.all(above[~tied].to_numpy() == position[~tied].to_numpy())
     assert np.all(above[tied].to_numpy() != position[tied].to_numpy())
@@ -108,7 +113,7 @@ def test_psis_equals_r_loo_with_default_r_eff(name):
     """Values saved by tests/data/r_loo_reference.R (R loo 2.5.1, relative_eff from chains)."""
     log_lik = r_log_lik(name)
     expected = pd.read_csv(DATA / f"r_loo_psis_{name}_pointwise.csv")
-    ours = _quiet(bayesij.loo, log_lik, ddof=1, ties="position")
+    ours = _quiet(bayesij.loo, log_lik, convention=bayesij.PsisOptions(ddof=1, ties="position"))
     np.testing.assert_allclose(ours.pointwise["r_eff"], expected["r_eff"], rtol=1e-10)
     for column, theirs in [
         ("elpd_loo", "elpd_loo"),
@@ -140,11 +145,15 @@ def test_k_hat_far_above_one_keeps_a_positive_mcse_and_a_finite_ess():
     log_lik = r_log_lik("extreme")
     expected = pd.read_csv(DATA / "r_loo_psis_extreme_pointwise.csv")
     for ties in ("position", "above"):
-        ours = _quiet(bayesij.loo, log_lik, ddof=1, ties=ties).pointwise
+        ours = _quiet(
+            bayesij.loo, log_lik, convention=bayesij.PsisOptions(ddof=1, ties=ties)
+        ).pointwise
         assert np.all(ours["mcse_elpd_loo"] > 0) and np.all(np.isfinite(ours["ess"]))
         assert np.all(np.isfinite(ours["elpd_loo"]))
     assert ours["pareto_k"].iloc[-1] > 50, "ties='above' smooths the last column's tail"
-    ours = _quiet(bayesij.loo, log_lik, ddof=1, ties="position").pointwise
+    ours = _quiet(
+        bayesij.loo, log_lik, convention=bayesij.PsisOptions(ddof=1, ties="position")
+    ).pointwise
     for column, theirs in [("elpd_loo", "elpd_loo"), ("ess", "n_eff"), ("p_loo", "p_loo")]:
         np.testing.assert_allclose(ours[column], expected[theirs], rtol=1e-9, err_msg=column)
     k_r = expected["pareto_k"].fillna(np.inf)
@@ -159,7 +168,9 @@ def test_k_hat_far_above_one_keeps_a_positive_mcse_and_a_finite_ess():
     reff = float(ours["r_eff"].mean())
     data = from_dict(posterior={"m": log_lik[..., 0]}, log_likelihood={"y": log_lik})
     np.testing.assert_allclose(
-        _quiet(bayesij.loo, log_lik, r_eff=reff, **LOO_OPTIONS).pointwise["elpd_loo"],
+        _quiet(bayesij.loo, log_lik, convention=replace(LOO_OPTIONS, r_eff=reff)).pointwise[
+            "elpd_loo"
+        ],
         peer_loo(data, reff).elpd_i,
         rtol=1e-9,
     )
@@ -257,7 +268,7 @@ def test_loo_expectation_mcse_covers_the_error_against_exact_loo(kind, prob):
             (beta @ X.T)[None],
             kind=kind,
             prob=prob,
-            r_eff=1.0,
+            convention=bayesij.PsisOptions(r_eff=1.0),
         )
         z.append((result["value"] - truth) / result["mcse"])
     z = np.concatenate(z)
@@ -272,11 +283,14 @@ def test_loo_expectation_mean_and_variance_from_arviz_weights():
     w = np.exp(psis_log_weights(log_lik, reff=0.9))  # (draws, obs), normalised
     mean = (w * y_rep).sum(axis=0)
     variance = (w * (y_rep - mean) ** 2).sum(axis=0) / (1 - (w**2).sum(axis=0))
-    tail_rule = LOO_OPTIONS["tail_rule"]
+    tail_rule = LOO_OPTIONS.tail_rule
     ours = {
-        kind: bayesij.loo_expectation(log_lik, y_rep, kind=kind, r_eff=0.9, tail_rule=tail_rule)[
-            "value"
-        ]
+        kind: bayesij.loo_expectation(
+            log_lik,
+            y_rep,
+            kind=kind,
+            convention=bayesij.PsisOptions(r_eff=0.9, tail_rule=tail_rule),
+        )["value"]
         for kind in ("mean", "var", "sd")
     }
     np.testing.assert_allclose(ours["mean"], mean, rtol=1e-10)
@@ -288,7 +302,12 @@ def test_loo_pit_equals_arviz(rng):
     log_lik = r_log_lik("reference")
     y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
     y = np.loadtxt(DATA / "y_reference.csv", delimiter=",")
-    ours = bayesij.loo_pit(log_lik, y, y_rep, r_eff=0.9, tail_rule=LOO_OPTIONS["tail_rule"])
+    ours = bayesij.loo_pit(
+        log_lik,
+        y,
+        y_rep,
+        convention=bayesij.PsisOptions(r_eff=0.9, tail_rule=LOO_OPTIONS.tail_rule),
+    )
     log_weights = psis_log_weights(log_lik, reff=0.9)
     if ARVIZ_1:
         # arviz-stats 1.x's loo_pit smooths its own ECDF; the LOO-PIT of R loo and ArviZ
@@ -310,7 +329,12 @@ def test_errors_against_exact_loo_shrink_as_n_grows(method):
             X, y = heteroskedastic_regression(n, np.random.default_rng(seed))
             model = ConjugateNormal(X, y, sigma=1.0)
             beta = model.draws(4000, np.random.default_rng(100 + seed))
-            result = _quiet(bayesij.loo, model.log_lik(beta)[None], method=method, r_eff=1.0)
+            result = _quiet(
+                bayesij.loo,
+                model.log_lik(beta)[None],
+                method=method,
+                convention=bayesij.PsisOptions(r_eff=1.0),
+            )
             exact = exact_loo_log_predictive(model)
             error.append(np.mean(np.abs(result.pointwise["elpd_loo"] - exact)))
         errors.append(np.mean(error))
@@ -325,7 +349,9 @@ def test_reported_mcse_covers_the_error_of_psis():
     z = []
     for seed in range(20):
         beta = model.draws(1000, np.random.default_rng(seed))
-        result = _quiet(bayesij.loo, model.log_lik(beta)[None], r_eff=1.0)
+        result = _quiet(
+            bayesij.loo, model.log_lik(beta)[None], convention=bayesij.PsisOptions(r_eff=1.0)
+        )
         z.append((result.pointwise["elpd_loo"] - exact) / result.pointwise["mcse_elpd_loo"])
     z = np.concatenate(z)
     assert 0.5 < np.mean(z**2) < 2.0  # importance sampling bias is small next to the noise
@@ -334,8 +360,10 @@ def test_reported_mcse_covers_the_error_of_psis():
 # ----------------------------------------------------------------------------- equivalences
 def test_two_dimensional_equals_three_dimensional_with_given_r_eff():
     log_lik = r_log_lik("reference")
-    a = bayesij.loo(log_lik, r_eff=0.5)
-    b = bayesij.loo(log_lik.reshape(-1, log_lik.shape[2]), r_eff=0.5)
+    a = bayesij.loo(log_lik, convention=bayesij.PsisOptions(r_eff=0.5))
+    b = bayesij.loo(
+        log_lik.reshape(-1, log_lik.shape[2]), convention=bayesij.PsisOptions(r_eff=0.5)
+    )
     pd.testing.assert_frame_equal(a.pointwise, b.pointwise)
 
 
@@ -375,12 +403,16 @@ def test_leave_group_out_equals_loo_of_summed_log_lik():
 def test_permutation_and_column_constants(seed, shift):
     rng = np.random.default_rng(seed)
     log_lik = -0.5 * (rng.normal(size=8) - rng.normal(size=(2, 200, 1)) * 0.5) ** 2
-    base = _quiet(bayesij.loo, log_lik, r_eff=1.0).pointwise
+    base = _quiet(bayesij.loo, log_lik, convention=bayesij.PsisOptions(r_eff=1.0)).pointwise
     order = rng.permutation(8)
-    permuted = _quiet(bayesij.loo, log_lik[..., order], r_eff=1.0).pointwise
+    permuted = _quiet(
+        bayesij.loo, log_lik[..., order], convention=bayesij.PsisOptions(r_eff=1.0)
+    ).pointwise
     np.testing.assert_allclose(permuted["elpd_loo"], base["elpd_loo"].to_numpy()[order])
     constants = shift * np.arange(8)
-    shifted = _quiet(bayesij.loo, log_lik + constants, r_eff=1.0).pointwise
+    shifted = _quiet(
+        bayesij.loo, log_lik + constants, convention=bayesij.PsisOptions(r_eff=1.0)
+    ).pointwise
     np.testing.assert_allclose(shifted["pareto_k"], base["pareto_k"], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(shifted["elpd_loo"], base["elpd_loo"] + constants, atol=1e-8)
 
@@ -389,8 +421,8 @@ def test_tail_rules():
     assert tail_length(4000, 1.0, "ceil") == 190  # 3 sqrt(4000) = 189.7
     assert tail_length(4000, 1.0, "floor") == 189
     assert tail_length(100, 1.0, "ceil") == 20  # 0.2 S
-    a = bayesij.loo(r_log_lik("reference"), tail_rule="floor")
-    b = bayesij.loo(r_log_lik("reference"), tail_rule="ceil")
+    a = bayesij.loo(r_log_lik("reference"), convention=bayesij.PsisOptions(tail_rule="floor"))
+    b = bayesij.loo(r_log_lik("reference"), convention=bayesij.PsisOptions(tail_rule="ceil"))
     assert not np.allclose(a.pointwise["pareto_k"], b.pointwise["pareto_k"])
 
 
@@ -429,10 +461,14 @@ def test_warnings_for_high_k_constant_columns_and_few_draws(rng):
 @pytest.mark.parametrize("method", ["psis", "is", "ij", "cumulant"])
 def test_impossible_observation_has_minus_infinite_elpd(rng, method):
     log_lik = rng.normal(-1, 0.1, size=(1, 400, 3))
-    base = _quiet(bayesij.loo, log_lik, r_eff=1.0, method=method).pointwise
+    base = _quiet(
+        bayesij.loo, log_lik, convention=bayesij.PsisOptions(r_eff=1.0), method=method
+    ).pointwise
     log_lik[0, 10, 1] = -np.inf
     with pytest.warns(UserWarning, match=r"1 unit\(s\) have log-likelihood -inf at some draws"):
-        result = _quiet_except_impossible(bayesij.loo, log_lik, r_eff=1.0, method=method)
+        result = _quiet_except_impossible(
+            bayesij.loo, log_lik, convention=bayesij.PsisOptions(r_eff=1.0), method=method
+        )
     row = result.pointwise.iloc[1]
     assert row["elpd_loo"] == -np.inf and row["p_loo"] == np.inf and row["pareto_k"] == np.inf
     pd.testing.assert_frame_equal(result.pointwise.iloc[[0, 2]], base.iloc[[0, 2]])
@@ -451,12 +487,16 @@ def _quiet_except_impossible(function, *args, **kwargs):
         ({"tail_rule": "round"}, r"tail_rule: found 'round'; expected 'ceil'"),
         ({"r_eff": -1.0}, r"r_eff: found values that are not finite and positive"),
         ({"ddof": 3}, r"ddof: found 3; expected 0 \(ArviZ\) or 1 \(R loo\)"),
+        ({"convention": "R"}, r"convention: found 'R'; expected one of \['ArviZ 0.23', 'R loo'"),
         ({"groups": [1, 2]}, r"groups: found shape \(2,\)"),
     ],
 )
 def test_bad_arguments(kwargs, message):
+    """Bad options are named whether given to ``PsisOptions`` or (method, groups) to loo."""
+    options = {k: v for k, v in kwargs.items() if k in ("tail_rule", "r_eff", "ddof", "convention")}
+    rest = {k: v for k, v in kwargs.items() if k not in options}
     with pytest.raises(ValueError, match=message):
-        bayesij.loo(np.zeros((2, 200, 4)) - 1.0, **kwargs)
+        bayesij.loo(np.zeros((2, 200, 4)) - 1.0, convention=bayesij.PsisOptions(**options), **rest)
 
 
 def test_bad_log_lik_and_values(rng):
@@ -528,10 +568,10 @@ def test_saved_psis_weights_give_the_same_answers_without_smoothing_again():
             bayesij.loo_pit(post, y, y_rep),
             rtol=1e-12,
         )
-        reused, smoothed = bayesij.linearity(post, loo=kept), bayesij.linearity(post)
+        reused, smoothed = bayesij.linearity(post, psis=kept), bayesij.linearity(post)
         pd.testing.assert_frame_equal(reused.delta_is, smoothed.delta_is, rtol=1e-10)
         with pytest.raises(ValueError, match=r"psis: found a LooResult without saved PSIS"):
             bayesij.loo_expectation(post, y_rep, psis=plain)
         grouped = bayesij.loo(post, groups=np.arange(25) // 5, save_psis=True)
-        with pytest.raises(ValueError, match=r"loo: found saved weights of shape \(1000, 5\)"):
-            bayesij.linearity(post, loo=grouped)
+        with pytest.raises(ValueError, match=r"psis: found saved weights of shape \(1000, 5\)"):
+            bayesij.linearity(post, psis=grouped)

@@ -43,7 +43,7 @@ def test_gp_regression_elpd_equals_exact_loo_within_mc_error():
     inv = np.linalg.inv(cov)
     V = np.linalg.inv(X.T @ inv @ X)
     beta = rng.multivariate_normal(V @ X.T @ inv @ y, V, size=(4, 1000))  # exact posterior
-    result = bayesij.loo_nonfactorized(y, beta @ X.T, cov, ddof=1)
+    result = bayesij.loo_nonfactorized(y, beta @ X.T, cov, convention=bayesij.PsisOptions(ddof=1))
     exact = _exact_loo_gp_regression(y, X, cov)
     pointwise = result.pointwise
     assert (pointwise["pareto_k"] < 0.7).all()
@@ -54,7 +54,7 @@ def test_gp_regression_elpd_equals_exact_loo_within_mc_error():
     # The factorized (wrong) LOO of the same draws misses it by far more than that.
     marginal = norm.logpdf(y, beta @ X.T, np.sqrt(np.diag(cov)))
     with pytest.warns(UserWarning, match="k-hat above"):
-        wrong = bayesij.loo(marginal, ddof=1)
+        wrong = bayesij.loo(marginal, convention=bayesij.PsisOptions(ddof=1))
     assert abs(wrong.elpd - exact.sum()) > 10 * max(total_mcse, 0.1)
     assert abs(result.elpd - exact.sum()) < 0.1 * abs(wrong.elpd - exact.sum())
 

@@ -91,10 +91,10 @@ def test_the_r_loo_convention_gives_r_loo_s_values(name):
 def test_an_option_given_explicitly_overrides_the_convention():
     log_lik = r_log_lik("reference")
     r_loo = bayesij.loo(log_lik, convention="R loo")
-    with_ddof_0 = bayesij.loo(log_lik, convention="R loo", ddof=0)
+    with_ddof_0 = bayesij.loo(log_lik, convention=bayesij.PsisOptions("R loo", ddof=0))
     n = log_lik.shape[2]
     np.testing.assert_allclose(with_ddof_0.se, r_loo.se * np.sqrt((n - 1) / n), rtol=1e-12)
-    floor = bayesij.loo(log_lik, convention="R loo", tail_rule="floor")
+    floor = bayesij.loo(log_lik, convention=bayesij.PsisOptions("R loo", tail_rule="floor"))
     assert floor.tail_rule == "floor"
 
 
@@ -106,7 +106,7 @@ def test_conventions_are_named_and_checked():
     # An array has no posterior draws to take ArviZ's r_eff from.
     with pytest.raises(ValueError, match=r"convention: found 'arviz-stats' for a log-likeli"):
         bayesij.loo(log_lik, convention="arviz-stats")
-    given = bayesij.loo(log_lik, convention="arviz-stats", r_eff=0.8)
+    given = bayesij.loo(log_lik, convention=bayesij.PsisOptions("arviz-stats", r_eff=0.8))
     assert given.tail_rule == "floor" and np.all(given.pointwise["r_eff"] == 0.8)
     default = bayesij.loo(log_lik)
     same = bayesij.loo(log_lik, convention="bayesij")

@@ -119,7 +119,13 @@ def test_loo_scores_and_metrics_equal_arviz_stats(normal_mean):
     r_eff = float(_get_r_eff(tree, log_lik.shape[0] * log_lik.shape[1]))  # theirs: scalar
     for kind in ("crps", "scrps"):
         theirs = arviz_stats.loo_score(tree, kind=kind, pointwise=True)
-        ours = bayesij.loo_score(tree, y, y_rep, kind=kind, r_eff=r_eff, tail_rule="floor")
+        ours = bayesij.loo_score(
+            tree,
+            y,
+            y_rep,
+            kind=kind,
+            convention=bayesij.PsisOptions(r_eff=r_eff, tail_rule="floor"),
+        )
         np.testing.assert_allclose(
             ours.pointwise["score"], np.asarray(theirs.pointwise).ravel(), rtol=1e-10
         )
@@ -127,7 +133,13 @@ def test_loo_scores_and_metrics_equal_arviz_stats(normal_mean):
         assert ours.se == pytest.approx(theirs.se, rel=1e-10)
     for kind in ("mae", "mse", "rmse"):
         theirs = arviz_stats.loo_metrics(tree, kind=kind, round_to="none")
-        ours = bayesij.loo_metrics(tree, y, y_rep, kind=kind, r_eff=r_eff, tail_rule="floor")
+        ours = bayesij.loo_metrics(
+            tree,
+            y,
+            y_rep,
+            kind=kind,
+            convention=bayesij.PsisOptions(r_eff=r_eff, tail_rule="floor"),
+        )
         assert ours.estimate == pytest.approx(theirs.mean, rel=1e-10)
         assert ours.se == pytest.approx(theirs.se, rel=1e-10)
 
@@ -187,6 +199,12 @@ def test_accuracy_equals_arviz_stats():
         with warnings.catch_warnings():  # arviz-stats on its short expectation tails
             warnings.simplefilter("ignore")
             theirs = arviz_stats.loo_metrics(tree, kind=kind, round_to="none")
-            ours = bayesij.loo_metrics(tree, y, p, kind=kind, r_eff=r_eff, tail_rule="floor")
+            ours = bayesij.loo_metrics(
+                tree,
+                y,
+                p,
+                kind=kind,
+                convention=bayesij.PsisOptions(r_eff=r_eff, tail_rule="floor"),
+            )
         assert ours.estimate == pytest.approx(theirs.mean, rel=1e-12)
         assert ours.se == pytest.approx(theirs.se, rel=1e-12)

@@ -41,8 +41,8 @@ def _exact_elpd(model, weights, kind: str) -> np.ndarray:
 def test_frequency_weights_equal_the_disaggregated_data():
     _, weights, log_lik = _weighted_fit("frequency")
     counts = weights.astype(int)
-    compressed = bayesij.loo_weighted(log_lik, weights, ddof=1)
-    full = bayesij.loo(np.repeat(log_lik, counts, axis=2), ddof=1)
+    compressed = bayesij.loo_weighted(log_lik, weights, convention=bayesij.PsisOptions(ddof=1))
+    full = bayesij.loo(np.repeat(log_lik, counts, axis=2), convention=bayesij.PsisOptions(ddof=1))
     assert compressed.elpd == pytest.approx(full.elpd, rel=1e-12)
     assert compressed.se == pytest.approx(full.se, rel=1e-12)
     assert compressed.p_loo == pytest.approx(full.p_loo, rel=1e-12)
@@ -53,9 +53,19 @@ def test_frequency_weights_equal_the_disaggregated_data():
     assert full.mcse == pytest.approx(np.sqrt(np.sum(weights * mcse**2)), rel=1e-12)
     # A second model: the comparison of compressed rows is that of the full data.
     other = log_lik - 0.05 * np.arange(log_lik.shape[2]) / log_lik.shape[2]
-    pair = bayesij.compare({"a": compressed, "b": bayesij.loo_weighted(other, weights, ddof=1)})
+    pair = bayesij.compare(
+        {
+            "a": compressed,
+            "b": bayesij.loo_weighted(other, weights, convention=bayesij.PsisOptions(ddof=1)),
+        }
+    )
     full_pair = bayesij.compare(
-        {"a": full, "b": bayesij.loo(np.repeat(other, counts, axis=2), ddof=1)}
+        {
+            "a": full,
+            "b": bayesij.loo(
+                np.repeat(other, counts, axis=2), convention=bayesij.PsisOptions(ddof=1)
+            ),
+        }
     )
     for column in ("elpd_diff", "se_diff", "p_worse", "elpd", "se"):
         np.testing.assert_allclose(pair[column], full_pair[column], rtol=1e-10, atol=1e-12)
@@ -65,7 +75,9 @@ def test_frequency_weights_equal_the_disaggregated_data():
 @pytest.mark.parametrize("kind", ["frequency", "survey"])
 def test_weighted_loo_equals_exact_weighted_refits(kind):
     model, weights, log_lik = _weighted_fit(kind, seed=1)
-    result = bayesij.loo_weighted(log_lik, weights, kind=kind, ddof=1)
+    result = bayesij.loo_weighted(
+        log_lik, weights, kind=kind, convention=bayesij.PsisOptions(ddof=1)
+    )
     exact = _exact_elpd(model, weights, kind)
     pointwise = result.pointwise
     assert (pointwise["pareto_k"] < 0.7).all()
@@ -79,7 +91,9 @@ def test_weighted_loo_equals_exact_weighted_refits(kind):
 
 def test_survey_se_is_the_with_replacement_se_of_the_weighted_terms():
     _, weights, log_lik = _weighted_fit("survey", seed=2)
-    result = bayesij.loo_weighted(log_lik, weights, kind="survey", ddof=1)
+    result = bayesij.loo_weighted(
+        log_lik, weights, kind="survey", convention=bayesij.PsisOptions(ddof=1)
+    )
     terms = weights * result.pointwise["elpd_loo"].to_numpy()
     assert result.elpd == pytest.approx(terms.sum())
     assert result.se == pytest.approx(np.sqrt(terms.size) * terms.std(ddof=1))
@@ -91,9 +105,11 @@ def test_survey_se_is_the_with_replacement_se_of_the_weighted_terms():
 
 def test_unit_weights_give_plain_loo_for_both_kinds():
     _, _, log_lik = _weighted_fit("survey", seed=3)
-    plain = bayesij.loo(log_lik, ddof=1)
+    plain = bayesij.loo(log_lik, convention=bayesij.PsisOptions(ddof=1))
     for kind in ("frequency", "survey"):
-        result = bayesij.loo_weighted(log_lik, np.ones(log_lik.shape[2]), kind=kind, ddof=1)
+        result = bayesij.loo_weighted(
+            log_lik, np.ones(log_lik.shape[2]), kind=kind, convention=bayesij.PsisOptions(ddof=1)
+        )
         np.testing.assert_allclose(
             result.pointwise["elpd_loo"], plain.pointwise["elpd_loo"], rtol=1e-9
         )
@@ -108,9 +124,12 @@ def test_unit_weights_give_plain_loo_for_both_kinds():
         np.testing.assert_allclose(
             result.pointwise["mcse_elpd_loo"], plain.pointwise["mcse_elpd_loo"], rtol=0.05
         )
-        given = bayesij.loo_weighted(log_lik, np.ones(log_lik.shape[2]), kind=kind, r_eff=1.0)
+        given = bayesij.loo_weighted(
+            log_lik, np.ones(log_lik.shape[2]), kind=kind, convention=bayesij.PsisOptions(r_eff=1.0)
+        )
         np.testing.assert_allclose(
-            given.pointwise["pareto_k"], bayesij.loo(log_lik, r_eff=1.0).pointwise["pareto_k"]
+            given.pointwise["pareto_k"],
+            bayesij.loo(log_lik, convention=bayesij.PsisOptions(r_eff=1.0)).pointwise["pareto_k"],
         )
 
 
@@ -120,7 +139,7 @@ def test_rows_keep_their_labels_and_the_estimates_are_weighted():
     post = bayesij.from_arrays(np.zeros((*log_lik.shape[:2], 1)), log_lik, obs_names=labels)
     for kind in ("frequency", "survey"):
         w = np.ceil(weights) if kind == "frequency" else weights
-        result = bayesij.loo_weighted(post, w, kind=kind, ddof=1)
+        result = bayesij.loo_weighted(post, w, kind=kind, convention=bayesij.PsisOptions(ddof=1))
         assert list(result.pointwise.index) == labels
         assert list(result.pointwise.columns[:2]) == ["weight", "elpd_loo"]
         assert result.method == "psis" and result.tail_rule == "ceil"
