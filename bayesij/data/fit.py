@@ -39,7 +39,7 @@ from bayesij.data.inference_data import (
 from bayesij.data.lazy import lazy_log_lik
 from bayesij.data.posterior import Posterior, base_name
 from bayesij.data.source import refuse_whole_matrix, source_of_fit
-from bayesij.data.structure import Units, find_units, local_names
+from bayesij.data.structure import ModelStructure, Units, find_units, local_names, model_structure
 
 __all__ = ["Fit", "read", "read_draws", "named_draws", "is_fit"]
 
@@ -292,6 +292,14 @@ class Fit:
         """A Posterior's quantity names (``[]`` for other inputs: their elements are named
         when read)."""
         return list(self.data.quantity_names) if isinstance(self.data, Posterior) else []
+
+    @property
+    def structure(self) -> ModelStructure:
+        """The model's variables: global and local, non-centred offsets, deterministics,
+        and the ``log_prior`` group's top-level and group-level terms
+        (:func:`bayesij.data.structure.model_structure`)."""
+        key = ("structure", self.units.name, tuple(sorted(self.units.local_dims)))
+        return self.cached(key, lambda: model_structure(self.data, self.units))
 
     def local_quantities(self, names: list[str]) -> list[str]:
         """The quantities among ``names`` that are local to the fit's unit: elements of

@@ -28,7 +28,7 @@ from bayesij.array.checks import fail
 from bayesij.data.inference_data import SAMPLE_DIMS, _group, group_names, has_groups, has_posterior
 from bayesij.data.posterior import Posterior, base_name
 
-__all__ = ["Units", "find_units", "local_names"]
+__all__ = ["Units", "find_units", "local_names", "ModelStructure", "model_structure"]
 
 
 @dataclass(frozen=True)
@@ -281,3 +281,119 @@ def _dim_of_labels(data, labels: np.ndarray) -> str | None:
         if {str(v) for v in _dim_coords(data, dim).tolist()} == unique:
             return dim
     return None
+
+
+#: A local variable's log-prior term equal to the standard normal log density of its draws
+#: to this relative tolerance is a non-centred offset (``z ~ N(0, 1)``).
+STANDARD_NORMAL_RTOL = 1e-6
+
+
+@dataclass(frozen=True)
+class ModelStructure:
+    """What a fit says about its model's variables, beyond the unit.
+
+    Attributes
+    ----------
+    global_vars, local_vars : tuple of str
+        Posterior variables without / with a dim over units (:attr:`Units.local_dims`).
+    auxiliaries : tuple of str
+        Local variables whose log-prior term is the standard normal density of their
+        draws: non-centred offsets (``z_a ~ N(0, 1)`` with ``a = mu + sigma * z_a``).
+    deterministics : tuple of str or None
+        Posterior variables with no term in the ``log_prior`` group (PyMC's
+        ``pm.Deterministic``, Stan's transformed parameters); None without a ``log_prior``
+        group to tell.
+    top_level_priors, group_level_priors : tuple of str
+        The ``log_prior`` group's variables: the priors of global variables (the ones a
+        user chose, which power-scaling asks about) and the terms of local variables (the
+        distribution of the group effects, part of the model's likelihood for them).
+    """
+
+    global_vars: tuple = ()
+    local_vars: tuple = ()
+    auxiliaries: tuple = ()
+    deterministics: tuple | None = None
+    top_level_priors: tuple = ()
+    group_level_priors: tuple = ()
+
+    @property
+    def hierarchical(self) -> bool:
+        """Whether the log prior holds group-level terms (a hierarchy's effect density)."""
+        return bool(self.group_level_priors)
+
+    def describe(self) -> str:
+        """The structure in one sentence, for reports and ``repr``."""
+        parts = [f"global {', '.join(self.global_vars) or 'none'}"]
+        if self.local_vars:
+            parts.append(f"local {', '.join(self.local_vars)}")
+        if self.auxiliaries:
+            parts.append(f"non-centred offsets {', '.join(self.auxiliaries)}")
+        if self.deterministics:
+            parts.append(f"deterministic {', '.join(self.deterministics)}")
+        if self.group_level_priors:
+            parts.append(
+                f"log prior: top-level {', '.join(self.top_level_priors) or 'none'}, "
+                f"group-level {', '.join(self.group_level_priors)}"
+            )
+        return "; ".join(parts)
+
+
+def model_structure(data, units: Units) -> ModelStructure:
+    """The :class:`ModelStructure` of ``data`` (an InferenceData / DataTree: its posterior
+    dims and ``log_prior`` group) with the unit ``units``; for other inputs, the local
+    variables only (:func:`local_names`).
+
+    References
+    ----------
+    Papaspiliopoulos, O., Roberts, G. O. and Sköld, M. (2007). A general framework for the
+    parametrization of hierarchical models. Statistical Science 22(1), 59-73 (non-centred
+    offsets).
+    """
+    if not has_posterior(data):
+        names = list(getattr(data, "quantity_names", []) or [])
+        local = local_names(names, data, units) if names else []
+        local_vars = tuple(dict.fromkeys(base_name(n) for n in local))
+        global_vars = tuple(v for v in dict.fromkeys(map(base_name, names)) if v not in local_vars)
+        return ModelStructure(global_vars, local_vars)
+    posterior = _group(data, "posterior", "")
+    is_local = {
+        str(v): bool(set(posterior[v].dims) & units.local_dims) for v in posterior.data_vars
+    }
+    local_vars = tuple(v for v, here in is_local.items() if here)
+    global_vars = tuple(v for v, here in is_local.items() if not here)
+    if "log_prior" not in group_names(data):
+        return ModelStructure(global_vars, local_vars)
+    log_prior = _group(data, "log_prior", "")
+    terms = [str(v) for v in log_prior.data_vars]
+    term_local = {
+        t: is_local[t] if t in is_local else bool(set(log_prior[t].dims) & units.local_dims)
+        for t in terms
+    }
+    auxiliaries = tuple(
+        v for v in local_vars if v in terms and _standard_normal(posterior[v], log_prior[v])
+    )
+    return ModelStructure(
+        global_vars,
+        local_vars,
+        auxiliaries,
+        tuple(v for v in is_local if v not in terms),
+        tuple(t for t in terms if not term_local[t]),
+        tuple(t for t in terms if term_local[t]),
+    )
+
+
+def _standard_normal(draws: xr.DataArray, term: xr.DataArray) -> bool:
+    """Whether ``term`` is ``log N(draws | 0, 1)``, element by element or summed over the
+    variable's elements (up to a constant per draw the same for every draw)."""
+    z = np.asarray(draws.values, dtype=float)
+    values = np.asarray(term.values, dtype=float)
+    density = -0.5 * z**2
+    if values.shape != z.shape:
+        if values.shape != z.shape[:2]:
+            return False
+        density = density.reshape(*z.shape[:2], -1).sum(axis=2)
+    if not np.all(np.isfinite(values)):
+        return False
+    offset = values - density  # a constant: -log(2 pi) / 2 per element, or 0 if dropped
+    spread = np.ptp(offset) if offset.size else np.inf
+    return bool(spread <= STANDARD_NORMAL_RTOL * max(1.0, float(np.abs(density).max())))

@@ -76,6 +76,11 @@ class Audit:
         one-signed quantities named like scales, such as ``sigma``).
     sensitivity : pandas.DataFrame or None
         :func:`bayesij.psense` of the quantities, when a log prior was available.
+    prior_selection : tuple of str or None
+        The ``log_prior`` terms power-scaled when the fit is hierarchical: its top-level
+        priors only (``Fit.structure``); the group-level terms (the effects' distribution,
+        a non-centred offset's ``N(0, 1)``) are the model, not a prior the user chose.
+        None: the whole log prior.
     comparison : pandas.DataFrame or None
         :func:`bayesij.compare` with stacking weights of this fit (``"audited"``) and the
         fits given in ``compare_with``.
@@ -113,6 +118,7 @@ class Audit:
     n_quantities_available: int = 0
     method: str = "reweighted"
     not_computed: list = field(default_factory=list)
+    prior_selection: tuple | None = None
     control_variates: bool = False
 
     @property
@@ -200,7 +206,10 @@ class Audit:
         if self.waic is not None:
             tables["WAIC"] = self.waic.estimates()
         if self.sensitivity is not None:
-            tables["Power-scaling sensitivity"] = self.sensitivity
+            title = "Power-scaling sensitivity"
+            if self.prior_selection is not None:
+                title += f" (top-level priors: {', '.join(self.prior_selection)})"
+            tables[title] = self.sensitivity
         if self.comparison is not None:
             tables["Model comparison (PSIS-LOO, stacking weights)"] = self.comparison
         return tables
@@ -583,7 +592,9 @@ def audit(
         if loo and units.grouped:
             result.loo_observations = compute_loo(fit, groups=False)
         if not source.lazy:
-            result.sensitivity = _sensitivity(fit, names, log_prior)
+            selection = _top_level_priors(fit, log_prior)
+            result.sensitivity = _sensitivity(fit, names, log_prior, selection)
+            result.prior_selection = selection
         elif fit.has_log_prior:
             result.not_computed.append(
                 "Power-scaling sensitivity: the fit has a log prior, but the log-likelihood is "
@@ -663,11 +674,19 @@ def _questions(source, names, targets) -> tuple[list, dict]:
     return questions, skipped
 
 
-def _sensitivity(fit, names, log_prior) -> pd.DataFrame | None:
+def _sensitivity(fit, names, log_prior, selection) -> pd.DataFrame | None:
     """Power-scaling sensitivity when a log prior is given or the fit carries one."""
     if log_prior is None and not fit.has_log_prior:
         return None
-    return psense(fit, log_prior=log_prior, quantities=names)
+    return psense(fit, log_prior=log_prior, quantities=names, prior_selection=selection)
+
+
+def _top_level_priors(fit, log_prior) -> tuple | None:
+    """The fit's top-level prior terms when its own ``log_prior`` group also holds
+    group-level ones (None: scale it all, or the log prior given)."""
+    if log_prior is not None or not fit.has_log_prior or not fit.structure.hierarchical:
+        return None
+    return fit.structure.top_level_priors or None
 
 
 def _comparison(loo_result, compare_with, groups) -> pd.DataFrame | None:

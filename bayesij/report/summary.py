@@ -253,16 +253,22 @@ def _sensitivity_bullet(audit) -> str:
     if table is None:
         return ""
     flagged = table[table["diagnosis"] != "-"]
+    scaled = ""
+    if audit.prior_selection is not None:
+        scaled = (
+            f" (the top-level priors {_ids(list(audit.prior_selection), 4)} scaled; the "
+            "group-level terms are the hierarchy's model, not priors)"
+        )
     if flagged.empty:
         return (
             f"Power-scaling: no prior or likelihood sensitivity above the threshold for "
-            f"the {len(table)} quantities."
+            f"the {len(table)} quantities{scaled}."
         )
     kinds = {}
     for q, row in flagged.iterrows():
         kinds.setdefault(row.diagnosis, []).append(q)
     words = "; ".join(f"{kind} for {_ids(names, 4)}" for kind, names in kinds.items())
-    return f"Power-scaling sensitivity: {words}."
+    return f"Power-scaling sensitivity{scaled}: {words}."
 
 
 def _comparison_bullet(audit) -> str:

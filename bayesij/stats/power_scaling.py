@@ -69,7 +69,11 @@ def psense(
     prior_selection : str or list, optional
         The prior parts to scale (priorsense's ``prior_selection``, arviz-stats'
         ``prior_var_names``): variable names of the ``log_prior`` group, or indices of the
-        last axis of a ``log_prior`` array of shape (n_chains, n_draws, k). Default all.
+        last axis of a ``log_prior`` array of shape (n_chains, n_draws, k). Default all, as
+        the peers. In a hierarchical model the group-level terms (``a ~ N(mu, sigma)``, a
+        non-centred ``z ~ N(0, 1)``) are the model of the effects, not a prior the user
+        chose: ``bayesij.read(data).structure.top_level_priors`` names the others (the
+        audit scales those alone).
     alphas : (float, float), default (0.99, 1.01)
         Powers below and above 1 of the finite differences.
     threshold : float, default 0.05

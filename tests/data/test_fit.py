@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -192,6 +193,55 @@ def test_an_audit_of_one_of_two_log_likelihood_variables_with_a_log_prior(kind):
         warnings.simplefilter("ignore")
         expected = bayesij.loo(fit, var_name="y2", groups="firm")
     np.testing.assert_allclose(result.loo.elpd, expected.elpd, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", FITS)
+def test_the_fit_knows_its_model_structure(kind):
+    """Global and local variables by their dims; the non-centred offset by its N(0, 1)
+    log-prior term; the deterministic effect by having none; top-level vs group-level
+    log-prior terms. A log prior written up to a constant, or summed over the firms, is
+    recognised too; a N(0, 2) term is not an offset."""
+    fit = read(FITS[kind]()[0])
+    structure = fit.structure
+    assert structure.global_vars == ("mu", "sigma_a")
+    assert structure.local_vars == ("z_a", "a")
+    assert structure.auxiliaries == ("z_a",) and structure.deterministics == ("a",)
+    assert structure.top_level_priors == ("mu", "sigma_a")
+    assert structure.group_level_priors == ("z_a",) and structure.hierarchical
+    assert "non-centred offsets z_a" in structure.describe()
+    groups, _ = _groups()
+    z = groups["posterior"]["z_a"]
+    for term, offset in (
+        ((-0.5 * z**2 - 0.9189385332046727).sum("firm"), True),  # summed, with the constant
+        (-0.5 * (z / 2) ** 2, False),  # z ~ N(0, 2): a prior, not an offset
+    ):
+        groups["log_prior"]["z_a"] = term
+        assert (read(xr.DataTree.from_dict(groups)).structure.auxiliaries == ("z_a",)) is offset
+    flat = read(_tree(log_prior=False)[0]).structure
+    assert flat.deterministics is None and not flat.hierarchical
+    assert flat.local_vars == ("z_a", "a") and flat.auxiliaries == ()
+    post = bayesij.from_arrays(
+        np.zeros((2, 50, 2)), np.zeros((2, 50, 3)), quantity_names=["m", "s"]
+    )
+    assert read(post).structure.global_vars == ("m", "s")
+
+
+@pytest.mark.parametrize("kind", FITS)
+def test_the_audit_power_scales_the_top_level_priors_of_a_hierarchy(kind):
+    """The group-level term z_a ~ N(0, 1) is the model of the firm effects: the audit
+    scales mu's and sigma_a's priors alone, equal to psense with that selection, and says
+    so; psense on its own scales the whole group, as the peers do."""
+    fit, _ = FITS[kind]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = bayesij.audit(fit, targets=("sign",))
+        top = bayesij.psense(fit, quantities=result.quantities, prior_selection=["mu", "sigma_a"])
+        whole = bayesij.psense(fit, quantities=result.quantities)
+    assert result.prior_selection == ("mu", "sigma_a")
+    pd.testing.assert_frame_equal(result.sensitivity, top)
+    assert not np.allclose(whole["prior"], top["prior"])
+    assert "Power-scaling sensitivity (top-level priors: mu, sigma_a)" in result.tables()
+    assert any("top-level priors mu, sigma_a scaled" in s for s in result.summary())
 
 
 def _modules_above_the_data_floor():

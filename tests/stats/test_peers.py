@@ -122,3 +122,39 @@ def test_a_lazy_log_likelihood_needs_r_eff_for_arviz_s_convention():
     )
     with pytest.raises(ValueError, match=r"convention: found 'arviz-stats' with a lazy"):
         bayesij.loo(lazy, convention="arviz-stats")
+
+
+# ------------------------------------------------------------------- one settings object
+def test_a_name_is_short_for_its_options_and_options_override_one_rule():
+    """``convention="R loo"`` is ``PsisOptions("R loo")``; overriding its SE divisor changes
+    only the SE, by exactly sqrt(N / (N - 1)) against R's sd (elpd and k-hat untouched)."""
+    log_lik = r_log_lik("reference")
+    named = bayesij.loo(log_lik, convention="R loo")
+    spelled = bayesij.loo(log_lik, convention=bayesij.PsisOptions("R loo"))
+    pd.testing.assert_frame_equal(named.pointwise, spelled.pointwise, check_exact=True)
+    r_but_ddof_0 = bayesij.loo(log_lik, convention=bayesij.PsisOptions("R loo", ddof=0))
+    n = log_lik.shape[2]
+    pd.testing.assert_frame_equal(named.pointwise, r_but_ddof_0.pointwise, check_exact=True)
+    np.testing.assert_allclose(named.se, r_but_ddof_0.se * np.sqrt(n / (n - 1)), rtol=1e-12)
+    assert repr(bayesij.PsisOptions("R loo", ddof=0)) == "PsisOptions(convention='R loo', ddof=0)"
+    with pytest.raises(ValueError, match=r"^convention: found a dict; expected None, a conv"):
+        bayesij.loo(log_lik, convention={"ddof": 1})
+
+
+def test_linearity_follows_the_convention_it_is_given():
+    """linearity hard-coded the ceil tail rule; now its PSIS changes are the array kernel's
+    under the options given (floor and ceil give different k-hats on these draws)."""
+    from bayesij.array.linearity import leave_out_changes
+
+    rng = np.random.default_rng(3)
+    y = np.r_[rng.normal(size=29), 6.0]  # an outlier: a heavy tail for its ratios
+    mu = y.mean() + rng.normal(size=(4, 250, 1)) / np.sqrt(30)
+    post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    for rule in ("ceil", "floor"):
+        ours = bayesij.linearity(post, convention=bayesij.PsisOptions(tail_rule=rule, r_eff=1.0))
+        kernel = leave_out_changes(mu, -0.5 * (y - mu) ** 2, r_eff=1.0, tail_rule=rule)
+        np.testing.assert_allclose(ours.pareto_k.to_numpy(), kernel.pareto_k, rtol=1e-12)
+        np.testing.assert_allclose(ours.delta_is.to_numpy(), kernel.delta_is, rtol=1e-12)
+    floor = bayesij.linearity(post, convention=bayesij.PsisOptions(tail_rule="floor"))
+    ceil = bayesij.linearity(post)
+    assert not np.allclose(floor.pareto_k, ceil.pareto_k)
