@@ -8,11 +8,12 @@ Every row runs in its own process, so that its peak RSS (``ru_maxrss``) is its o
 printed beside the log-likelihood matrix's size. The yardsticks in the same run are
 ``bayesij.loo`` and the installed ArviZ's PSIS-LOO (``--skip-arviz`` leaves it out).
 
-Rows: ``audit`` (``bayesij.audit``, the default reweighted AMIP), ``amip, all questions``
-(``amip_searches`` of the 21 questions: the audit's AMIP part, per question in the last
-column), ``linearity`` (per quantity), ``loo``. ``--lazy N`` adds the audit of a lazy
-log-likelihood: a dask array of delayed blocks of 10,000 observations computed from the
-draws when read, against computing those blocks once (the read ratio).
+Rows: ``audit`` (``bayesij.audit``, the default reweighted AMIP), ``amip, each question
+alone`` (``bayesij.amip`` of the 21 questions one after the other, which the audit shares
+one pass for; per question in the last column), ``linearity`` (per quantity), ``loo``.
+``--lazy N`` adds the audit of a lazy log-likelihood: a dask array of delayed blocks of
+10,000 observations computed from the draws when read, against computing those blocks once
+(the read ratio).
 
 Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000]``.
 Targets (scale issue): at N = 50,000 the audit within 15 x ``loo`` and its peak RSS within
@@ -127,11 +128,12 @@ def _child(what: str, n_obs: int) -> dict:
 def _in_memory_calls(post) -> dict:
     """The rows on a posterior in memory, by name."""
     import bayesij
-    from bayesij.stats.amip import amip_searches
 
     return {
         "audit": lambda: bayesij.audit(post),
-        "amip, all questions": lambda: amip_searches(post, _questions(post)),
+        "amip, each question alone": lambda: [
+            bayesij.amip(post, q, t) for q, t in _questions(post)
+        ],
         "linearity": lambda: bayesij.linearity(post),
         "loo": lambda: bayesij.loo(post),
     }
@@ -166,10 +168,10 @@ def main() -> None:
         print(json.dumps(_child(args.child[0], int(args.child[1]))))
         return
     print(
-        f"{'N':>8} {'what':<22} {'seconds':>8} {'x loo':>7} {'peak GiB':>9} {'x matrix':>9} "
+        f"{'N':>8} {'what':<26} {'seconds':>8} {'x loo':>7} {'peak GiB':>9} {'x matrix':>9} "
         f"{'per item':>9}"
     )
-    rows = ["loo", "audit", "amip, all questions", "linearity"]
+    rows = ["loo", "audit", "amip, each question alone", "linearity"]
     if not args.skip_arviz:
         rows.append("arviz loo")
     for n_obs in [int(n) for n in args.sizes.split(",") if n]:
@@ -177,10 +179,12 @@ def main() -> None:
         for what in rows:
             got = _run(what, n_obs)
             loo_seconds = loo_seconds or got["seconds"]
-            items = {"amip, all questions": 2 * N_COEF + 1, "linearity": N_COEF + 1}.get(what, 1)
+            items = {"amip, each question alone": 2 * N_COEF + 1, "linearity": N_COEF + 1}.get(
+                what, 1
+            )
             ratio = got["seconds"] / loo_seconds
             print(
-                f"{n_obs:>8} {what:<22} {got['seconds']:>8.2f} {ratio:>7.1f} "
+                f"{n_obs:>8} {what:<26} {got['seconds']:>8.2f} {ratio:>7.1f} "
                 f"{got['peak'] / 2**30:>9.2f} {got['peak'] / got['matrix']:>9.2f} "
                 f"{got['seconds'] / items:>9.3f}",
                 flush=True,

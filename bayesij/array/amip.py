@@ -13,7 +13,7 @@ the set greedily, re-estimating ``g`` and ``phi`` under importance weights
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -33,7 +33,6 @@ from bayesij.array.influence import influence_scores
 from bayesij.array.psis import psis_chunk, tail_length
 
 __all__ = [
-    "amip_search",
     "linear_search",
     "linear_sets",
     "set_sums",
@@ -261,14 +260,7 @@ def _exact_gains(flat_f, flat_l, set_lik, units, base_value, chain_shape, sign, 
 
 
 def reweighted_path(
-    f: np.ndarray,
-    log_lik: np.ndarray,
-    sign: int,
-    z: float,
-    direction: int,
-    need: float,
-    k_max: int,
-    k_threshold: float,
+    f: np.ndarray, log_lik: np.ndarray, goal: Goal, k_max: int, k_threshold: float
 ) -> AmipPath:
     """Greedy set growth with importance-reweighted re-estimation after each addition, then
     a linear continuation once reweighting is no longer reliable (:func:`reweighted_steps`
@@ -276,17 +268,14 @@ def reweighted_path(
 
     ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U).
     """
-    steps = reweighted_steps(f, log_lik, sign, z, direction, need, k_max, k_threshold)
+    steps = reweighted_steps(f, log_lik, goal, k_max, k_threshold)
     return run_in_lockstep(log_lik.reshape(f.size, -1), [steps])[0]
 
 
 def reweighted_steps(
     f: np.ndarray,
     log_lik: np.ndarray,
-    sign: int,
-    z: float,
-    direction: int,
-    need: float,
+    goal: Goal,
     k_max: int,
     k_threshold: float,
     impossible: np.ndarray | None = None,
@@ -312,6 +301,7 @@ def reweighted_steps(
     Units impossible under some draws (``-inf``) are ranked by the exact reweighted change
     of dropping them next; dropping one gives zero weight to those draws.
     """
+    sign, z, direction, need = goal.sign, goal.z, goal.direction, goal.need
     chain_shape = f.shape
     flat_f, flat_l = f.reshape(-1), log_lik.reshape(f.size, -1)
     if impossible is None:
@@ -358,7 +348,8 @@ def reweighted_steps(
                 sizes,
                 phi,
                 mcse,
-                (sign, z, direction, need, k_max),
+                goal,
+                k_max,
             )
         chosen.extend(best.tolist())
         set_lik, weights, khat = next_lik, next_weights, next_khat
@@ -375,7 +366,7 @@ FIRST_PREFIX = 64
 
 
 def _continue_linearly(
-    flat_f, flat_l, weights, chosen, changes, khats, sizes, phi, mcse, goal
+    flat_f, flat_l, weights, chosen, changes, khats, sizes, phi, mcse, goal: Goal, k_max: int
 ) -> AmipPath:
     """Extend a reweighted path from its last reliable posterior (``weights``) with the
     first-order prediction under those weights.
@@ -383,7 +374,7 @@ def _continue_linearly(
     The Monte Carlo errors of the candidates' influences are computed for a growing prefix
     of the ranking (:data:`FIRST_PREFIX` units, then doubling) until the target is reached:
     the columns of the set, not the whole matrix."""
-    sign, z, direction, need, k_max = goal
+    sign, z, direction, need = goal.sign, goal.z, goal.direction, goal.need
     gain = -direction * np.nan_to_num(phi, nan=-np.inf * direction)
     gain[chosen] = -np.inf
     extra = top_positive(gain, k_max - len(chosen))
@@ -767,9 +758,7 @@ def search_path(method, f, log_lik, goal, k_max, k_threshold, scores=None) -> Am
             scores.mcse[0],
             change_along(scores, goal),
         )
-    return reweighted_path(
-        f, log_lik, goal.sign, goal.z, goal.direction, goal.need, k_max, k_threshold
-    )
+    return reweighted_path(f, log_lik, goal, k_max, k_threshold)
 
 
 def hybrid_changes(f, log_lik, reliable, extra, metrics: list) -> list[float]:
@@ -828,19 +817,14 @@ def _question_steps(f, log_lik, goal, k_max, k_threshold, impossible, halves):
     draws, then the split-draw check's path on the first half (``halves``: the first
     half's slice, its axis and its impossible units; None: no check). Returns both paths
     (the second None without a check)."""
-    path = yield from reweighted_steps(
-        f, log_lik, goal.sign, goal.z, goal.direction, goal.need, k_max, k_threshold, impossible
-    )
+    path = yield from reweighted_steps(f, log_lik, goal, k_max, k_threshold, impossible)
     if halves is None:
         return path, None
     first, axis, impossible_a = halves
     chosen = yield from reweighted_steps(
         take_draws(f, first, axis),
         take_draws(log_lik, first, axis),
-        goal.sign,
-        goal.z,
-        goal.direction,
-        goal.need if path.stopped == "reached" else np.inf,
+        goal if path.stopped == "reached" else replace(goal, need=np.inf),
         max(1, path.order.size),
         k_threshold,
         impossible_a,
@@ -877,7 +861,7 @@ def _halves(shape, flat_l, impossible):
 
 
 class AmipSearch(NamedTuple):
-    """Everything :func:`amip_search` found, as arrays.
+    """Everything one AMIP search found, as arrays.
 
     Attributes
     ----------
@@ -900,54 +884,6 @@ class AmipSearch(NamedTuple):
     sd_after: float
     monte_carlo: dict
     answer: NoiseAnswer | None = None
-
-
-def amip_search(
-    f: np.ndarray,
-    log_lik: np.ndarray,
-    target,
-    *,
-    z: float,
-    method: str,
-    k_max: int,
-    k_threshold: float,
-) -> AmipSearch:
-    """The whole AMIP procedure for one quantity: goal, set growth and split-draw check.
-
-    Parameters
-    ----------
-    f : ndarray of shape (n_chains, n_draws)
-        Draws of the quantity.
-    log_lik : ndarray of shape (n_chains, n_draws, n_units)
-        Log-likelihood of the exchangeable units.
-    target : {"sign", "significance", "sign_and_significance"} or float
-    z : float
-        Multiple of the sd in the interval ``mean +- z sd``.
-    method : {"linear", "reweighted"}
-    k_max : int
-        Largest set size considered.
-    k_threshold : float
-        k-hat above which reweighting is no longer trusted.
-
-    Notes
-    -----
-    The arrays are taken as checked (finite quantity, log-likelihood finite or ``-inf``):
-    the labelled :func:`bayesij.amip` passes a validated container's values.
-
-    References
-    ----------
-    .. [1] Broderick, T., Giordano, R. and Meager, R. (2020). An automatic finite-sample
-       robustness metric: when can dropping a little data make a big difference?
-       arXiv:2011.14999.
-    """
-    goal = goal_for(f, target, float(z))
-    scores = metric_influence(f, log_lik, goal, keep_blocks=True)
-    if method == "linear":
-        _, (first, _), axis = split_halves(*f.shape)
-        half = metric_influence(take_draws(f, first, axis), take_draws(log_lik, first, axis), goal)
-        paths = linear_paths(f, goal, scores, half, k_max)
-        return linear_search(f, goal, paths, set_sums(log_lik, linear_sets(paths)))
-    return reweighted_search(f, log_lik, goal, scores, k_max, k_threshold)
 
 
 def reweighted_search(
@@ -1256,7 +1192,7 @@ def moment_set_change(f: np.ndarray, summed: np.ndarray, goal: Goal) -> tuple[fl
     d_mean, _ = linear_set_change(f, summed, every, 0, 1.0)
     d_upper, _ = linear_set_change(f, summed, every, 1, 1.0)
     sd = float(f.std(ddof=1))
-    at = Goal(goal.metric, goal.sign, goal.direction, goal.need, goal.value, goal.z, sd)
+    at = replace(goal, sd=sd)
     return float(at.change_from(d_mean, 2 * sd * (d_upper - d_mean))), mcse
 
 

@@ -32,10 +32,10 @@ from bayesij.array.control_variates import zero_variance_mean
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
-from bayesij.data.source import as_source, join_blocks, map_blocks
+from bayesij.data.source import join_blocks, map_blocks
 from bayesij.stats.elpd import Summary
 
-__all__ = ["amip", "amip_searches", "AmipResult", "TARGETS", "METHODS"]
+__all__ = ["amip", "AmipResult", "TARGETS", "METHODS"]
 
 
 @dataclass(frozen=True)
@@ -542,52 +542,6 @@ def amip(
         max(1, int(np.floor(alpha_max * source.n_units))),
         fit.unit_labels() if fit.units.grouped else None,
     )
-
-
-def amip_searches(
-    data,
-    questions: list,
-    *,
-    groups=None,
-    var_name=None,
-    alpha_max: float = 0.1,
-    z: float = 1.96,
-    method: str = "reweighted",
-) -> list[AmipResult]:
-    """:func:`amip` of several ``(quantity, target)`` questions of one fit, sharing the
-    passes over the draws: one pass gives every question's influences, and the reweighted
-    searches advance together, one pass per greedy step for all of them
-    (:func:`bayesij.array.amip_lockstep.run_in_lockstep`). Each result is the one
-    :func:`amip` gives for the same question (without refits).
-
-    Parameters
-    ----------
-    data, groups, var_name, alpha_max, z, method
-        As :func:`amip`.
-    questions : list of (str, target)
-        Quantity names and targets, as :func:`amip`'s ``quantity`` and ``target``.
-
-    Returns
-    -------
-    list of AmipResult
-        In the order of ``questions``.
-    """
-    if not isinstance(questions, list) or not questions:
-        raise fail("questions", repr(questions)[:80], "a non-empty list of (quantity, target)")
-    for question in questions:
-        if not (isinstance(question, tuple) and len(question) == 2):
-            raise fail("questions", repr(question)[:80], "(quantity, target) pairs")
-        _check_options(question[1], alpha_max, z, method)
-    source = as_source(
-        data,
-        groups=groups,
-        var_name=var_name,
-        need_quantities=True,
-        whole_matrix={"method": None if method == "linear" else method},
-    )
-    for quantity, _ in questions:
-        _check_quantity(source, quantity)
-    return [result for result, _ in _searches(source, questions, z, method, alpha_max)]
 
 
 def _searches(source, questions, z, method, alpha_max, score=None, unconstrained=None) -> list:

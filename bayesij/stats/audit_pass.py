@@ -55,7 +55,8 @@ def audit_pass(
         With the quantities' draws (:func:`bayesij.data.source.as_source`,
         ``need_quantities=True``); lazy or in memory.
     questions : list of (str, target)
-        The AMIP questions (:func:`bayesij.stats.amip.amip_searches`); may be empty.
+        The AMIP questions, ``(quantity, target)`` pairs as :func:`bayesij.amip` takes them;
+        may be empty.
     method : {"linear", "reweighted"}
         AMIP method ("reweighted" needs the matrix in memory: its greedy steps revisit it).
     alpha_max, z : float

@@ -50,26 +50,6 @@ def test_the_metric_and_the_goal():
     assert shift.need == pytest.approx(0.25)
 
 
-@pytest.mark.parametrize("method", ["linear", "reweighted"])
-def test_the_whole_procedure_in_the_array_layer_equals_the_labelled_one(method):
-    """amip_search (arrays in, arrays out) is what bayesij.amip reports for a container."""
-    import bayesij
-
-    rng = np.random.default_rng(5)
-    x = rng.normal(size=60)
-    y = 0.3 * x + rng.standard_t(3, size=60)
-    slope = 0.3 + rng.normal(size=(4, 400)) * 0.13
-    log_lik = -0.5 * (y - slope[..., None] * x) ** 2
-    post = bayesij.from_arrays(slope[..., None], log_lik, quantity_names=["slope"])
-    labelled = bayesij.amip(post, "slope", "sign", method=method)
-    found = amip.amip_search(
-        slope, log_lik, "sign", z=1.96, method=method, k_max=6, k_threshold=0.7
-    )
-    np.testing.assert_array_equal(found.path.order, labelled.drop_ids)  # ids are positions
-    linear = labelled.curve["linear"].dropna().to_numpy()
-    np.testing.assert_allclose(found.linear_change[: linear.size], linear, rtol=1e-12)
-
-
 def test_a_set_s_columns_are_summed_in_pieces_as_one_gather_would():
     # A set of thousands is summed 8 MiB of columns at a time (a whole gather of it was most
     # of an audit's peak above the matrix); -inf values stay -inf.

@@ -3,6 +3,8 @@ searches ask for are plain matrix products, and a search run beside others makes
 choices and predictions as the search run alone (the greedy growth of Broderick, Giordano &
 Meager 2020, reweighted as in Nguyen et al. 2024)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -73,7 +75,7 @@ def test_a_greedy_step_is_the_exact_reweighted_ranking():
     PSIS weights of that drop, computed here directly as a weighted covariance."""
     mu, _, log_lik = _heavy_tailed_draws(seed=8)
     goal = amip.goal_for(mu, "sign", 1.96)
-    path = amip.reweighted_path(mu, log_lik, goal.sign, goal.z, goal.direction, 1e9, 2, 0.7)
+    path = amip.reweighted_path(mu, log_lik, replace(goal, need=1e9), 2, 0.7)
     flat_f, flat_l = mu.reshape(-1), log_lik.reshape(mu.size, -1)
     first_gain = -goal.direction * (np.cov(flat_f, flat_l.T, bias=True)[0, 1:])
     assert path.order[0] == np.argmax(first_gain)
@@ -133,7 +135,7 @@ def test_the_linear_continuation_stops_two_monte_carlo_errors_past_the_target():
         pytest.fail("no need separates the two error rules on these draws")
     for need in (0.3 * goal.need, goal.need, tight):
         reached = np.flatnonzero(goal.direction * change >= need + 2 * noise)
-        path = amip.reweighted_path(mu, log_lik, 0, 1.96, goal.direction, need, 150, -1.0)
+        path = amip.reweighted_path(mu, log_lik, replace(goal, need=need), 150, -1.0)
         assert path.reliable == 0 and set(path.how[1:]) == {"linear continuation"}
         expected = reached[0] + 1 if reached.size else min(order.size, 150)
         assert path.order.size == expected

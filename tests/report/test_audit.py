@@ -128,7 +128,7 @@ def test_no_misspecification_claim_from_a_noise_dominated_ij():
     assert "misspecified" not in summary
 
 
-def test_audit_passes_the_score_to_its_amip_searches():
+def test_audit_passes_the_gradient_to_its_amip_searches():
     """With the log posterior's gradient (a density's score(post) or the arrays) the audit's
     influential sets are amip's with control variates, and smaller than the plain ones on
     a heavy-tailed field experiment."""
