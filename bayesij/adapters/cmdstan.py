@@ -71,6 +71,18 @@ def from_cmdstanpy(fit_or_csv_files, log_lik="log_lik", quantities=None) -> Post
     Posterior
         Observation ids are Stan's 1-based indices of ``log_lik`` (``'i,j'`` for arrays).
         Warmup draws are left out.
+
+    Examples
+    --------
+    CmdStan's CSV files are read without CmdStan; sampling needs it installed, so this
+    example is not run by the doctests (``tests/adapters/test_cmdstan.py`` reads real
+    CmdStan-format files):
+
+    >>> import bayesij
+    >>> post = bayesij.from_cmdstanpy(["fit-1.csv", "fit-2.csv"])  # doctest: +SKIP
+    >>> fit = model.sample(data=data)  # a cmdstanpy.CmdStanModel  # doctest: +SKIP
+    >>> post = bayesij.from_cmdstanpy(fit, quantities=["beta"])  # doctest: +SKIP
+    >>> bayesij.loo(post)  # doctest: +SKIP
     """
     fit = _read_csv(fit_or_csv_files) if _is_paths(fit_or_csv_files) else fit_or_csv_files
     if not hasattr(fit, "draws") or not hasattr(fit, "column_names"):

@@ -44,6 +44,18 @@ def from_pystan(fit, log_lik="log_lik", quantities=None) -> Posterior:
     Posterior
         Element names are Stan-style and 1-based (``'Omega[1,2]'``); observation ids are
         Stan's 1-based indices of ``log_lik``. Saved warmup draws are left out.
+
+    Examples
+    --------
+    Compiling a Stan program takes a minute, so this example is not run by the doctests
+    (``tests/adapters/test_pystan.py`` samples it for real):
+
+    >>> import stan, bayesij  # doctest: +SKIP
+    >>> program = bayesij.stan_models.stan_code("linear_regression")  # doctest: +SKIP
+    >>> model = stan.build(program, data=data, random_seed=1)  # doctest: +SKIP
+    >>> fit = model.sample(num_chains=4)  # doctest: +SKIP
+    >>> post = bayesij.from_pystan(fit, quantities=["beta"])  # doctest: +SKIP
+    >>> bayesij.audit(post).summary()  # doctest: +SKIP
     """
     if not hasattr(fit, "param_names") or not hasattr(fit, "num_chains"):
         raise fail("fit", f"a {type(fit).__name__}", "a PyStan 3 fit (stan.fit.Fit)")
