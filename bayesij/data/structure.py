@@ -52,6 +52,14 @@ class Units:
     given : bool
         Whether the unit was named (``groups=``, a container's own groups) rather than
         read from the fit's structure.
+    suspected : tuple of str
+        Posterior dims that look like a grouping of the observations the fit does not
+        record (shared by several variables, at least :data:`MIN_SUSPECTED_LEVELS` long,
+        absent from the observations): their variables are local, and the report says how
+        to pass the grouping (``groups=``).
+    dim : str or None
+        The posterior dim over the units (``"firm"``), when one runs over them: variables
+        with it are the units' own effects.
     """
 
     name: str
@@ -60,6 +68,8 @@ class Units:
     local_dims: frozenset = frozenset()
     others: tuple = ()
     given: bool = False
+    suspected: tuple = ()
+    dim: str | None = None
 
     @property
     def grouped(self) -> bool:
@@ -113,8 +123,7 @@ def find_units(data, groups=None, var_name=None) -> Units:
         return Units("observation", None, "groups=False", frozenset(local), given=True)
     if groups is None:
         if not found:
-            why = "no grouping of the observations found in the fit"
-            return Units("observation", None, why, obs_dims)
+            return _observations_or_suspected(data, obs_dims)
         chosen = min(found, key=lambda g: len(set(g.labels.tolist())))
     elif isinstance(groups, str):
         chosen = _named(data, groups, found, obs_dims)
@@ -126,7 +135,40 @@ def find_units(data, groups=None, var_name=None) -> Units:
     others = tuple(g.name for g in found if g.name != chosen.name and g.dim != chosen.dim)
     local |= {chosen.dim} if chosen.dim else set()
     given = groups is not None
-    return Units(chosen.name, chosen.labels, chosen.reason, frozenset(local), others, given)
+    return Units(
+        chosen.name, chosen.labels, chosen.reason, frozenset(local), others, given, dim=chosen.dim
+    )
+
+
+#: A posterior dim shorter than this is not suspected of being a grouping (a regression's
+#: few coefficients may share a dim between a non-centred vector and its scaled copy).
+MIN_SUSPECTED_LEVELS = 3
+
+
+def _observations_or_suspected(data, obs_dims: frozenset) -> Units:
+    """The observations as units, with the posterior dims that look like an unrecorded
+    grouping (a dim over several variables: a group effect and its non-centred offset)
+    named and made local."""
+    why = "no grouping of the observations found in the fit"
+    if "posterior" not in group_names(data):
+        return Units("observation", None, why, obs_dims)
+    posterior = _group(data, "posterior", "")
+    suspects = {}
+    for dim, size in _posterior_dims(data).items():
+        on = [str(v) for v in posterior.data_vars if dim in posterior[v].dims]
+        if dim not in obs_dims and size >= MIN_SUSPECTED_LEVELS and len(on) >= 2:
+            suspects[dim] = (size, on)
+    if not suspects:
+        return Units("observation", None, why, obs_dims)
+    described = "; ".join(
+        f"the posterior dim {dim!r} ({size} levels, on {', '.join(on)}) looks like one"
+        for dim, (size, on) in suspects.items()
+    )
+    why += (
+        f", but {described}: its variables are treated as local; to use it as the unit, "
+        "pass its labels, one per observation (groups= / --groups)"
+    )
+    return Units("observation", None, why, obs_dims | set(suspects), suspected=tuple(suspects))
 
 
 def local_names(names: list[str], data, units: Units) -> list[str]:
@@ -294,6 +336,11 @@ class ModelStructure:
 
     Attributes
     ----------
+    unit_effects : tuple of str
+        Local variables over the units' own dim (:attr:`Units.dim`): each unit's effect
+        (and its non-centred offset). With them the log-likelihood of a unit is conditional
+        on its effect, so the IJ over units approximates reweighting units with their
+        effects held (the weight bootstrap), not drawing new units.
     global_vars, local_vars : tuple of str
         Posterior variables without / with a dim over units (:attr:`Units.local_dims`).
     auxiliaries : tuple of str
@@ -315,6 +362,7 @@ class ModelStructure:
     deterministics: tuple | None = None
     top_level_priors: tuple = ()
     group_level_priors: tuple = ()
+    unit_effects: tuple = ()
 
     @property
     def hierarchical(self) -> bool:
@@ -356,13 +404,15 @@ def model_structure(data, units: Units) -> ModelStructure:
         global_vars = tuple(v for v in dict.fromkeys(map(base_name, names)) if v not in local_vars)
         return ModelStructure(global_vars, local_vars)
     posterior = _group(data, "posterior", "")
+    effects = tuple(str(v) for v in posterior.data_vars if units.dim in posterior[v].dims)
     is_local = {
         str(v): bool(set(posterior[v].dims) & units.local_dims) for v in posterior.data_vars
     }
     local_vars = tuple(v for v, here in is_local.items() if here)
     global_vars = tuple(v for v, here in is_local.items() if not here)
     if "log_prior" not in group_names(data):
-        return ModelStructure(global_vars, local_vars)
+        offsets = _offsets_by_draws(posterior, local_vars)
+        return ModelStructure(global_vars, local_vars, offsets, unit_effects=effects)
     log_prior = _group(data, "log_prior", "")
     terms = [str(v) for v in log_prior.data_vars]
     term_local = {
@@ -379,7 +429,30 @@ def model_structure(data, units: Units) -> ModelStructure:
         tuple(v for v in is_local if v not in terms),
         tuple(t for t in terms if not term_local[t]),
         tuple(t for t in terms if term_local[t]),
+        effects,
     )
+
+
+#: Without a log-prior term, a local variable whose draws pooled over its elements have
+#: mean within this of 0 and sd within this of 1, beside another variable over the same
+#: dims (the effect it is scaled into), looks like a non-centred offset.
+OFFSET_TOLERANCE = 0.25
+
+
+def _offsets_by_draws(posterior: xr.Dataset, local_vars: tuple) -> tuple:
+    """Local variables that look like non-centred offsets from their draws alone."""
+    found = []
+    for v in local_vars:
+        dims = set(posterior[v].dims) - set(SAMPLE_DIMS)
+        partners = [
+            w for w in local_vars if w != v and set(posterior[w].dims) - set(SAMPLE_DIMS) == dims
+        ]
+        values = np.asarray(posterior[v].values, dtype=float)
+        if not partners or values.size < 2 or not np.all(np.isfinite(values)):
+            continue
+        if abs(values.mean()) <= OFFSET_TOLERANCE and abs(values.std() - 1) <= OFFSET_TOLERANCE:
+            found.append(v)
+    return tuple(found)
 
 
 def _standard_normal(draws: xr.DataArray, term: xr.DataArray) -> bool:

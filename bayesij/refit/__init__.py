@@ -2,9 +2,10 @@
 approximations computed from the original draws.
 
 Backends (:mod:`bayesij.refit.backends`) refit; experiments (:func:`bootstrap`, :func:`loo`,
-:func:`kfold`, :func:`drop`, :func:`verify`) plan refits as resumable campaigns (a directory
-``store``), run them sequentially, on local processes or on Dask, and return a
-:class:`RefitReport` (:func:`verify`: the AMIP result with its refit recorded).
+:func:`kfold`, :func:`drop`, :func:`verify`, :func:`cluster_bootstrap`) plan refits as
+resumable campaigns (a directory ``store``), run them sequentially, on local processes or
+on Dask, and return a :class:`RefitReport` (:func:`verify`: the AMIP result with its refit
+recorded).
 """
 
 from bayesij.refit.backends import (
@@ -18,6 +19,7 @@ from bayesij.refit.backends import (
     RefitFailed,
 )
 from bayesij.refit.campaign import Task, run_campaign
+from bayesij.refit.cluster import ClusterResampling, cluster_bootstrap
 from bayesij.refit.experiments import bootstrap, drop, kfold, loo, lwcv
 from bayesij.refit.pymc import PyMCBackend, PyMCDensity
 from bayesij.refit.report import RefitReport
@@ -46,6 +48,8 @@ __all__ = [
     "Task",
     "run_campaign",
     "bootstrap",
+    "cluster_bootstrap",
+    "ClusterResampling",
     "drop",
     "kfold",
     "loo",

@@ -267,7 +267,8 @@ def _feed(digest, value, depth: int) -> None:
         for item in (*cells, *read):
             if isinstance(item, _DATA) and not isinstance(item, bool):
                 _feed(digest, item, depth + 1)
-            elif callable(getattr(item, "to_numpy", None)):  # a pandas table of data
+            elif callable(getattr(item, "to_numpy", None)) and not isinstance(item, type):
+                # a pandas table of data (not the class of one)
                 _feed(digest, np.asarray(item.to_numpy()), depth + 1)
             elif callable(item) and hasattr(item, "__code__") and depth < 2:
                 _feed(digest, item, depth + 1)  # a function it calls
@@ -313,6 +314,8 @@ def _held_arrays(holder) -> list:
     down, in a stable order): what a refit function may read its data from."""
     if isinstance(holder, dict):
         items = holder.items()
+    elif inspect.ismodule(holder):  # a library it uses (numpy, pandas): code, not data
+        return []
     elif hasattr(holder, "__dict__") and not isinstance(holder, type) and not callable(holder):
         items = vars(holder).items()
     else:
@@ -321,7 +324,7 @@ def _held_arrays(holder) -> list:
     for key, value in sorted(items, key=lambda item: repr(item[0])):
         if isinstance(value, np.ndarray):
             found.append((repr(key), value))
-        elif callable(getattr(value, "to_numpy", None)):
+        elif callable(getattr(value, "to_numpy", None)) and not isinstance(value, type):
             found.append((repr(key), np.asarray(value.to_numpy())))
     return found
 

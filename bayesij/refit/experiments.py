@@ -13,6 +13,7 @@ processes, an Executor or Dask), ``retry_failed`` (run recorded failures again) 
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,7 @@ from bayesij.data.fit import read
 from bayesij.data.posterior import Posterior, label_codes
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.refit.report import RefitReport, comparison_rows
-from bayesij.refit.scheduler import LooStopRule, loo_priorities
+from bayesij.refit.scheduler import LooStopRule, exact_lpd, loo_priorities
 from bayesij.refit.splits import kfold_split_random, label_vector
 from bayesij.refit.summary import summarise
 from bayesij.stats.elpd import KfoldResult
@@ -198,57 +199,81 @@ def _bootstrap_variance(records: list[dict], names: list[str]):
 
 
 # --------------------------------------------------------------------------- leave-one-out
-def _loo_approximations(post: Posterior) -> dict:
+class LooUnits(NamedTuple):
+    """What a LOO campaign leaves out: each unit's name, its observations' positions, and
+    whether the units are groups (scored by their joint predictive density)."""
+
+    names: list
+    members: list
+    grouped: bool
+    labels: object  # the group of each observation (None: observations)
+
+    def key(self, u: int) -> str:
+        return f"{'logo' if self.grouped else 'loo'}-{self.names[u]}"
+
+
+def _loo_units(fit, post: Posterior, groups) -> LooUnits:
+    """Observations (``groups`` None) or the groups ``groups`` names: labels, a mapping, or
+    the name of the fit's grouping (``"county"``)."""
+    if groups is None or groups is False:
+        members = [np.array([n]) for n in range(post.n_obs)]
+        return LooUnits(list(post.obs_names), members, False, None)
+    labels = fit.units.labels if fit.units.labels is not None else groups
+    codes, unique = post.unit_codes(labels)
+    members = [np.flatnonzero(codes == u) for u in range(unique.size)]
+    return LooUnits(unique.values.tolist(), members, True, labels)
+
+
+def _loo_approximations(post: Posterior, labels=None) -> dict:
     with warnings.catch_warnings():  # k-hat is reported in the comparison, not warned
         warnings.simplefilter("ignore")
-        return loo_methods(post, ("psis", "ij", "cumulant"))  # one smoothing pass
+        return loo_methods(post, ("psis", "ij", "cumulant"), groups=labels)  # one smoothing
 
 
-def _loo_points(post, points, approx, budget, tolerance):
-    """Positions to refit, in order, and the stopping rule (scheduler) or None."""
+def _loo_points(post, units: LooUnits, points, approx, budget, tolerance):
+    """Units to refit (positions in ``units``), in order, and the stopping rule or None."""
     if isinstance(points, str) and points == "all":
-        return np.arange(post.n_obs), None
+        return np.arange(len(units.names)), None
     if isinstance(points, str) and points == "auto":
         budget = check_positive_int(budget, "budget")
         psis = approx["psis"].pointwise
-        var_log_lik = post.log_lik.values.reshape(post.n_draws, -1).var(
-            axis=0, ddof=1, dtype=np.float64
-        )
+        flat = post.log_lik.values.reshape(post.n_draws, -1)
+        unit_log_lik = np.stack([flat[:, m].sum(axis=1) for m in units.members], axis=1)
         priorities = loo_priorities(
             psis["elpd_loo"],
             approx["ij"].pointwise["elpd_loo"],
             psis["mcse_elpd_loo"],
             psis["pareto_k"],
-            var_log_lik,
+            unit_log_lik.var(axis=0, ddof=1, dtype=np.float64),
             pareto_k_threshold(post.n_draws),
         )
         chosen = priorities.order[:budget]
         tolerance = 0.1 * approx["psis"].se if tolerance is None else tolerance
-        keys = [_loo_key(post, n) for n in chosen]
-        return chosen, LooStopRule(priorities, psis["elpd_loo"], keys, chosen, tolerance)
-    positions = _positions(post.obs_names, points, "points")
-    return positions, None
+        keys = [units.key(u) for u in chosen]
+        rule = LooStopRule(
+            priorities, psis["elpd_loo"], keys, chosen, tolerance, joint=units.grouped
+        )
+        return chosen, rule
+    return _positions(units.names, points, "points", units.grouped), None
 
 
-def _positions(names: list, labels, argument: str) -> np.ndarray:
+def _positions(names: list, labels, argument: str, grouped: bool = False) -> np.ndarray:
     index = {name: i for i, name in enumerate(names)}
     labels = list(np.atleast_1d(np.asarray(labels, dtype=object)))
     unknown = [label for label in labels if label not in index]
+    what = "group labels (groups=)" if grouped else "observation ids of post"
     if unknown or not labels:
+        hint = "" if grouped else " (groups= to leave out whole groups)"
         raise fail(
             argument,
-            f"labels {unknown[:5]} not among the ids" if unknown else "none",
-            "'all', 'auto' or a list of observation ids of post",
+            f"labels {unknown[:5]} not among the {what}" if unknown else "none",
+            f"'all', 'auto' or a list of {what}{hint}",
         )
     positions = np.array([index[label] for label in labels])
     repeated = [labels[i] for i in range(len(labels)) if positions[i] in positions[:i]]
     if repeated:
         raise fail(argument, f"repeated ids {repeated[:5]}", "each id once")
     return positions
-
-
-def _loo_key(post: Posterior, n: int) -> str:
-    return f"loo-{post.obs_names[n]}"
 
 
 def loo(
@@ -258,22 +283,33 @@ def loo(
     store=None,
     executor=None,
     *,
+    groups=None,
     budget: int = 10,
     tolerance: float | None = None,
     progress: bool = True,
     retry_failed: bool = False,
     timeout: float | None = None,
 ) -> RefitReport:
-    """Exact leave-one-out refits against PSIS-, IJ- and cumulant-LOO.
+    """Exact leave-one-out (or leave-one-group-out) refits against PSIS-, IJ- and
+    cumulant-LOO.
 
     Parameters
     ----------
-    post : Posterior
+    post : Posterior, InferenceData or DataTree
+        The fit (anything :func:`bayesij.read` accepts).
     backend : refit backend
-    points : "auto", "all" or list of observation ids, default "auto"
-        "auto": the scheduler (:mod:`bayesij.refit.scheduler`) refits up to ``budget``
-        points in order of estimated PSIS error and stops early once the estimated
-        remaining error is below ``tolerance``.
+    points : "auto", "all" or list of ids, default "auto"
+        Observation ids, or group labels with ``groups``. "auto": the scheduler
+        (:mod:`bayesij.refit.scheduler`) refits up to ``budget`` units in order of
+        estimated PSIS error and stops early once the estimated remaining error is below
+        ``tolerance``.
+    groups : array_like, mapping or str, optional
+        Leave whole groups out (labels, one per observation; or the name of the fit's
+        grouping, ``"county"``): each refit gives the group's observations weight 0 and is
+        scored by their *joint* log predictive density ``log mean_s prod_n p(y_n |
+        theta_s)``, with the group's own effects drawn from their population distribution
+        in the refit (a model that keeps the group's effect as a parameter without its data
+        does), which is what leave-one-group-out PSIS (``bayesij.loo(groups=)``) estimates.
     store, executor, retry_failed, timeout : see :func:`bayesij.refit.campaign.run_campaign`
     budget : int, default 10
     tolerance : float, optional
@@ -282,19 +318,34 @@ def loo(
     Returns
     -------
     RefitReport
-        Rows per refitted point for methods ``'psis'``, ``'ij'``, ``'cumulant'`` (with
-        ``pareto_k``); ``summary`` has elpd_loo by PSIS and with the refitted points'
-        exact values put in (as R loo's ``reloo``).
+        Rows per refitted unit for methods ``'psis'``, ``'ij'``, ``'cumulant'`` (with
+        ``pareto_k``); ``summary`` has elpd_loo by PSIS and with the refitted units' exact
+        values put in (as R loo's ``reloo``).
+
+    Examples
+    --------
+    Exact LOO of a normal mean refitted in closed form (the conjugate backend):
+
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> y = np.random.default_rng(0).normal(size=20)
+    >>> backend = refit.ConjugateNormalBackend(np.ones((20, 1)), y, sigma=1.0, draws=2000)
+    >>> fit = backend.fit(np.ones(20))
+    >>> report = refit.loo(fit, backend, points=[fit.obs_names[0]], progress=False)
+    >>> report.n_refits
+    1
     """
-    post = _checked(post, backend)
-    approx = _loo_approximations(post)
-    positions, rule = _loo_points(post, points, approx, budget, tolerance)
+    fit = read(post, groups=groups, argument="post")
+    post = _checked(fit, backend)
+    units = _loo_units(fit, post, groups)
+    approx = _loo_approximations(post, units.labels)
+    positions, rule = _loo_points(post, units, points, approx, budget, tolerance)
     tasks = []
-    for n in positions:
+    for u in positions:
         weights = np.ones(post.n_obs)
-        weights[n] = 0.0
-        tasks.append(Task(_loo_key(post, n), weights, (int(n),)))
-    settings = {"points": [str(post.obs_names[n]) for n in positions]}
+        weights[units.members[u]] = 0.0
+        tasks.append(Task(units.key(u), weights, tuple(int(n) for n in units.members[u])))
+    settings = {"points": [str(units.names[u]) for u in positions], "groups": units.grouped}
     records = _campaign(
         post,
         tasks,
@@ -309,21 +360,19 @@ def loo(
         timeout=timeout,
     )
     ok = _ok(records)
-    done = np.array(
-        [n for n, task in zip(positions, tasks, strict=True) if task.key in ok], dtype=int
-    )
-    exact = np.array([ok[_loo_key(post, n)]["lpd"][0] for n in done])
-    exact_se = np.array([ok[_loo_key(post, n)]["lpd_mcse"][0] for n in done])
-    obs = [post.obs_names[n] for n in done]
+    done = np.array([u for u, task in zip(positions, tasks, strict=True) if task.key in ok], int)
+    score = "lpd_joint" if units.grouped else "lpd"
+    exact = np.array([exact_lpd(ok[units.key(u)], score) for u in done])
+    exact_se = np.array([exact_lpd(ok[units.key(u)], f"{score}_mcse") for u in done])
+    names = [units.names[u] for u in done]
     psis = approx["psis"].pointwise
     k = psis["pareto_k"].to_numpy()[done]
     frames = []
     for method, result in approx.items():
         values = result.pointwise["elpd_loo"].to_numpy()[done]
         se = result.pointwise["mcse_elpd_loo"].to_numpy()[done]
-        frames.append(
-            comparison_rows({"obs": obs, "pareto_k": k}, method, values, se, exact, exact_se)
-        )
+        row = {"group" if units.grouped else "obs": names, "pareto_k": k}
+        frames.append(comparison_rows(row, method, values, se, exact, exact_se))
     corrected = psis["elpd_loo"].to_numpy().copy()
     corrected[done] = exact
     summary = {

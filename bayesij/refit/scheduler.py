@@ -53,6 +53,13 @@ def loo_priorities(
     return LooPriorities(error, order)
 
 
+def exact_lpd(record: dict, score: str = "lpd") -> float:
+    """A LOO refit's exact log predictive density of its held-out unit: the point's
+    (``"lpd"``) or the group's joint one (``"lpd_joint"``), or their Monte Carlo SEs
+    (``"lpd_mcse"``, ``"lpd_joint_mcse"``)."""
+    return float(np.ravel(record[score])[0])
+
+
 class LooStopRule:
     """Stop a prioritised LOO campaign once the remaining estimated error is small.
 
@@ -67,8 +74,10 @@ class LooStopRule:
         keys: list[str],
         positions: np.ndarray,
         tolerance: float,
+        joint: bool = False,
     ):
         tolerance = check_real(tolerance, "tolerance", 0.0)
+        self.score = "lpd_joint" if joint else "lpd"  # a group's joint density, or a point's
         self.error, self.psis = priorities.error, np.asarray(psis_elpd, dtype=float)
         self.position_of = dict(zip(keys, np.asarray(positions).tolist(), strict=True))
         self.tolerance = float(tolerance)
@@ -81,7 +90,7 @@ class LooStopRule:
             if record["status"] == "ok":
                 n = self.position_of[key]
                 if self.error[n] > 0:
-                    ratios.append(abs(record["lpd"][0] - self.psis[n]) / self.error[n])
+                    ratios.append(abs(exact_lpd(record, self.score) - self.psis[n]) / self.error[n])
         return max(1.0, float(np.median(ratios))) if len(ratios) >= 3 else 1.0
 
     def __call__(self, records: dict) -> bool:

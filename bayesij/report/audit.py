@@ -60,6 +60,14 @@ class Audit:
     local : list of str
         The audited quantities that are local (per unit: group effects, non-centred offsets,
         per-observation values); the IJ-vs-posterior comparison does not apply to them.
+    offsets : list of str
+        The audited quantities that are non-centred offsets (``z_a`` of ``a = mu + sigma
+        z_a``; ``Fit.structure.auxiliaries``): standard normal by construction, reported in
+        the tables when asked for, never in the verdict.
+    unit_effects : list of str
+        Posterior variables over the units' own dim (a hierarchy's group effects): the IJ
+        over those units then approximates the weight bootstrap, not a bootstrap drawing
+        new units, and its comparison with the posterior sd is "undetermined".
     influence : xarray.Dataset
         :func:`bayesij.influence` (psi, mcse).
     ij : IJCovariance
@@ -114,6 +122,8 @@ class Audit:
     comparison: pd.DataFrame | None = None
     units: Units = field(default_factory=lambda: Units("observation", None, "no groups given"))
     local: list = field(default_factory=list)
+    offsets: list = field(default_factory=list)
+    unit_effects: list = field(default_factory=list)
     loo_observations: LooResult | None = None
     n_quantities_available: int = 0
     method: str = "reweighted"
@@ -196,7 +206,9 @@ class Audit:
             rows = pd.concat([_amip_row(r) for r in self.amip.values()], ignore_index=True)
             tables["Influential subsets (AMIP)"] = rows.set_index(["quantity", "target"])
         if self.ij.linearity is not None:
-            tables["Linearity of the IJ"] = self.ij.linearity.table()
+            linearity = self.ij.linearity.table()
+            linearity["refit_first"] = linearity["refit_first"].map(lambda ids: _ids(ids, 3))
+            tables["Linearity of the IJ"] = linearity
         tables[f"Most influential {unit_words(self.unit_name)} (|psi|)"] = self._top_units()
         if self.loo is not None:
             tables["PSIS-LOO"] = self.loo.estimates()
@@ -241,18 +253,18 @@ class Audit:
 
         for q in self.quantities[:MAX_INFLUENCE_FIGURES]:
             fig, ax = plt.subplots(figsize=(6.4, 3.0))
-            plots.plot_influence(self.influence, q, ax=ax)
+            plots.plot_influence(self.influence, q, ax=ax, unit=self.unit_name)
             yield f"Influence on {q}", fig
         fig, ax = plt.subplots(figsize=(4.8, 4.2))
         plots.plot_ij(self.ij, ax=ax)
         yield "IJ vs posterior sd", fig
         if self.loo is not None:
             fig, ax = plt.subplots(figsize=(6.4, 3.0))
-            plots.plot_khat(self.loo, ax=ax)
+            plots.plot_khat(self.loo, ax=ax, unit=self.unit_name)
             yield "Pareto k-hat", fig
         for result in self._amip_to_plot().values():
             fig, ax = plt.subplots(figsize=(6.4, 3.4))
-            plots.plot_amip(result, ax=ax)
+            plots.plot_amip(result, ax=ax, units=unit_words(self.unit_name))
             yield f"AMIP: {target_words(result)}", fig
 
     def figure_note(self) -> str:
@@ -350,19 +362,19 @@ def column_definitions(table: pd.DataFrame) -> dict:
 def _amip_row(result: AmipResult) -> pd.DataFrame:
     size = result.size_interval
     change = result.change_interval
-    row = {
+    row = {  # the answer and the units first: visible without scrolling
         "quantity": result.quantity,
         "target": str(result.target),
-        "metric": result.metric,
-        "original": result.original_value,
         "answer": (result.answer or ("reached" if result.reachable else "not reachable"))
         + (" (upper bound)" if result.upper_bound else ""),
         "n_drop": result.n_drop if result.reachable else np.nan,
+        "dropped": _ids(result.drop_ids, 5) if result.reachable else "",
         "size_interval": _interval(size, "{:.0f}") if size else "",
+        "metric": result.metric,
+        "original": result.original_value,
         "predicted_change": result.predicted_change,
         "split_change": result.monte_carlo.get("split", np.nan) if result.monte_carlo else np.nan,
         "change_interval": _interval(change, "{:.3g}") if change else "",
-        "dropped": _ids(result.drop_ids, 5) if result.reachable else "",
     }
     if result.verification is not None:
         row.update(
@@ -585,6 +597,8 @@ def audit(
             description=_description(source),
             units=units,
             local=fit.local_quantities(names),
+            offsets=[q for q in names if base_name(q) in fit.structure.auxiliaries],
+            unit_effects=list(fit.structure.unit_effects),
             n_quantities_available=n_available,
             method=method,
             control_variates=gradient[0] is not None,

@@ -31,15 +31,24 @@ def _axes(ax):
     return plt.subplots(figsize=(6.4, 3.6))[1]
 
 
+#: Most unit names written under an axis: more would overlap at the report's width (the
+#: most influential units are labelled beside their points whatever their number).
+MAX_TICK_LABELS = 15
+
+
 def _unit_positions(labels, ax) -> np.ndarray:
     """x of each unit: its id when the ids are numbers (Stan's 1-based indices, positions of
-    arrays), else its position with the names as tick labels (up to 30 units)."""
+    arrays), else its position, with the names of at most :data:`MAX_TICK_LABELS` evenly
+    spaced units as tick labels (cut to 16 characters)."""
     labels = np.asarray(labels)
     if labels.dtype.kind in "iuf":
         return labels.astype(float)
     x = np.arange(labels.size, dtype=float)
-    if labels.size <= 30:
-        ax.set_xticks(x, [_plain(label) for label in labels], rotation=60, ha="right", fontsize=7)
+    count = min(labels.size, MAX_TICK_LABELS)
+    shown = np.unique(np.linspace(0, labels.size - 1, count).round().astype(int))
+    ax.set_xticks(
+        x[shown], [_plain(labels[i], 16) for i in shown], rotation=45, ha="right", fontsize=7
+    )
     return x
 
 
@@ -75,13 +84,15 @@ def _legend_outside(ax) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
-def plot_influence(scores, quantity: str, top: int = 5, ax=None):
+def plot_influence(scores, quantity: str, top: int = 5, ax=None, unit: str | None = None):
     """Influence ``psi`` of every unit on ``quantity`` with ±2 MCSE bars; the ``top`` largest
     in absolute value are labelled.
 
-    ``scores`` is the Dataset returned by :func:`bayesij.influence`.
+    ``scores`` is the Dataset returned by :func:`bayesij.influence`; ``unit`` names the
+    axis (``"county"``; default the dataset's dim, ``obs`` or ``group``).
     """
     ax = _axes(ax)
+    axis_name = unit
     unit = [dim for dim in scores["psi"].dims if dim != "quantity"][0]
     psi = scores["psi"].sel(quantity=quantity).to_numpy()
     mcse = scores["mcse"].sel(quantity=quantity).to_numpy()
@@ -91,7 +102,7 @@ def plot_influence(scores, quantity: str, top: int = 5, ax=None):
     ax.axhline(0.0, color="0.6", lw=0.8)
     _label_points(ax, x, psi, labels, np.argsort(-np.abs(np.nan_to_num(psi)))[:top])
     ax.set(
-        xlabel=_plain(unit),
+        xlabel=_plain(axis_name or unit),
         ylabel="psi = Cov(f, log-lik)",
         title=f"Influence on {_plain(quantity)}",
     )
@@ -99,8 +110,9 @@ def plot_influence(scores, quantity: str, top: int = 5, ax=None):
     return ax
 
 
-def plot_khat(result, ax=None):
-    """Pareto k-hat of every unit of a :class:`bayesij.LooResult`, with the thresholds."""
+def plot_khat(result, ax=None, unit: str | None = None):
+    """Pareto k-hat of every unit of a :class:`bayesij.LooResult`, with the thresholds;
+    ``unit`` names the axis (default the result's index name)."""
     ax = _axes(ax)
     k = result.pointwise["pareto_k"].to_numpy()
     x = _unit_positions(result.pointwise.index.to_numpy(), ax)
@@ -124,7 +136,7 @@ def plot_khat(result, ax=None):
     ax.axhline(1.0, color="0.4", ls=":", lw=0.8, label="1")
     _label_points(ax, x, np.minimum(k, 2.0), result.pointwise.index, np.flatnonzero(bad)[:10])
     ax.set(
-        xlabel=_plain(result.pointwise.index.name or "unit"),
+        xlabel=_plain(unit or result.pointwise.index.name or "unit"),
         ylabel="Pareto k-hat",
         title="PSIS-LOO diagnostics",
     )
@@ -157,9 +169,10 @@ def plot_ij(ij, ax=None):
     return ax
 
 
-def plot_amip(result, ax=None):
+def plot_amip(result, ax=None, units: str | None = None):
     """Predicted change of the metric against the number of units dropped, the change
-    the target needs, and the refit when :func:`bayesij.refit.verify` has run."""
+    the target needs, and the refit when :func:`bayesij.refit.verify` has run; ``units``
+    names them (``"counties"``; default observations or groups)."""
     ax = _axes(ax)
     curve = result.curve
     ax.plot(curve["n_drop"], curve["linear"], color="C0", label="linear (sorted psi)")
@@ -201,7 +214,8 @@ def plot_amip(result, ax=None):
             label="refit",
         )
     ax.set(
-        xlabel=f"number of {'observations' if result.unit == 'obs' else 'groups'} dropped "
+        xlabel=f"number of {units or ('observations' if result.unit == 'obs' else 'groups')} "
+        "dropped "
         f"({result.answer or 'searched'})",
         ylabel=f"change of the {result.metric}",
         title=f"Influential subset for {_plain(result.quantity)}",

@@ -26,10 +26,30 @@ AGREE = (0.8, 1.25)
 def unit_words(unit: str, n: int | None = None) -> str:
     """``'firm'`` -> ``'firms'`` (``'1 firm'``, ``'2 firms'`` with ``n``)."""
     singular = {"obs": "observation", "group": "group"}.get(unit, unit)
-    plural = singular + ("es" if singular.endswith(("s", "x", "ch", "sh")) else "s")
+    plural = _plural(singular)
     if n is None:
         return plural
     return f"{n} {singular if n == 1 else plural}"
+
+
+#: Plurals English does not form by rule, for the group names fits use.
+IRREGULAR = {"person": "people", "child": "children", "mouse": "mice", "datum": "data"}
+
+
+def _plural(word: str) -> str:
+    """``county`` -> ``counties``, ``city`` -> ``cities``, ``day`` -> ``days``, ``class``
+    -> ``classes``, ``firm`` -> ``firms``; the last word of a name (``school district``)."""
+    head, _, last = word.rpartition(" ")
+    lower = last.lower()
+    if lower in IRREGULAR:
+        plural = IRREGULAR[lower]
+    elif lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
+        plural = last[:-1] + "ies"
+    elif lower.endswith(("s", "x", "z", "ch", "sh")):
+        plural = last + "es"
+    else:
+        plural = last + "s"
+    return f"{head} {plural}" if head else plural
 
 
 def target_words(result) -> str:
@@ -104,8 +124,14 @@ def _ids(ids, limit: int = 4) -> str:
     return ", ".join(ids[:limit]) + f" and {len(ids) - limit} more"
 
 
+def headline_amip(audit) -> dict:
+    """The audit's AMIP results about quantities the verdict may name: not non-centred
+    offsets (``audit.offsets``), standard normal by construction."""
+    return {key: r for key, r in audit.amip.items() if r.quantity not in audit.offsets}
+
+
 def _fragile_bullet(audit) -> str:
-    found = fragile(audit.amip)
+    found = fragile(headline_amip(audit))
     if not found:
         return ""
     unit = audit.unit_name
@@ -181,6 +207,8 @@ def ij_comparison(audit) -> pd.DataFrame:
             rows[q] = ("undetermined", why, "barely moved")
         elif linear is not None and linear.verdict[q] in ("doubtful", "unreliable"):
             rows[q] = ("undetermined", _linearity_reason(linear, q, audit.unit_name), "linearity")
+        elif audit.unit_effects:
+            rows[q] = ("undetermined", _hierarchy_reason(audit), "hierarchy")
         elif AGREE[0] <= ratio[q] <= AGREE[1]:
             rows[q] = ("agree", f"IJ sd / posterior sd {ratio[q]:.2f}", "ratio")
         else:
@@ -189,6 +217,16 @@ def ij_comparison(audit) -> pd.DataFrame:
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=["verdict", "reason", "why"])
     frame.index.name = "quantity"
     return frame
+
+
+def _hierarchy_reason(audit) -> str:
+    """Why the IJ over a hierarchy's groups does not judge a global quantity's sd."""
+    units = unit_words(audit.unit_name)
+    return (
+        f"the IJ over {units} holds each one's own effect ({', '.join(audit.unit_effects)}): "
+        f"it approximates reweighting the {units} (one drawn twice counts twice, with one "
+        f"effect), not drawing new {units}; bayesij.refit.cluster_bootstrap decides"
+    )
 
 
 def _linearity_reason(linear, q: str, unit: str) -> str:
@@ -232,6 +270,9 @@ def _ij_bullet(audit) -> str:
         "variance",
         "linearity": "the IJ's linear approximation is unreliable; an exact bootstrap "
         "(bayesij.refit.bootstrap) would decide",
+        "hierarchy": f"the IJ over {unit_words(audit.unit_name)} holds each one's own effect "
+        f"({', '.join(audit.unit_effects)}): it approximates reweighting them, not drawing "
+        f"new {unit_words(audit.unit_name)}; bayesij.refit.cluster_bootstrap would decide",
     }
     for why, words in says.items():
         which = table.index[table["why"] == why].tolist()
@@ -252,12 +293,13 @@ def _sensitivity_bullet(audit) -> str:
     table = audit.sensitivity
     if table is None:
         return ""
-    flagged = table[table["diagnosis"] != "-"]
+    flagged = table[(table["diagnosis"] != "-") & ~table.index.isin(audit.offsets)]
     scaled = ""
     if audit.prior_selection is not None:
+        n = len(audit.prior_selection)
         scaled = (
-            f" (the top-level priors {_ids(list(audit.prior_selection), 4)} scaled; the "
-            "group-level terms are the hierarchy's model, not priors)"
+            f" (the {n} top-level prior term{'s' if n > 1 else ''} scaled, named in the "
+            "table; the group-level terms are the hierarchy's model, not priors)"
         )
     if flagged.empty:
         return (
@@ -295,7 +337,7 @@ def _comparison_bullet(audit) -> str:
 
 
 def _refit_bullet(audit) -> str:
-    found = fragile(audit.amip)
+    found = fragile(headline_amip(audit))
     if not found:
         return ""
     first = found[0]
@@ -307,7 +349,7 @@ def _refit_bullet(audit) -> str:
 
 
 def _undetermined_bullet(audit) -> str:
-    open_ = open_questions(audit.amip)
+    open_ = open_questions(headline_amip(audit))
     if not open_:
         return ""
     needed = max(r.draws_needed for r in open_)
@@ -327,13 +369,14 @@ def _undetermined_bullet(audit) -> str:
 
 
 def _robust_bullet(audit) -> str:
-    found = set(map(id, fragile(audit.amip) + open_questions(audit.amip)))
-    robust = [r for r in audit.amip.values() if id(r) not in found]
+    searched = headline_amip(audit)
+    found = set(map(id, fragile(searched) + open_questions(searched)))
+    robust = [r for r in searched.values() if id(r) not in found]
     if not robust:
         return ""
     far = [r for r in robust if not r.reachable]
     text = (
-        f"{len(robust)} of {len(audit.amip)} conclusions searched need more than a handful "
+        f"{len(robust)} of {len(searched)} conclusions searched need more than a handful "
         f"of {unit_words(audit.unit_name)}"
     )
     if not far:  # every one reached, by a set larger than a handful

@@ -219,7 +219,8 @@ def test_the_fit_knows_its_model_structure(kind):
         assert (read(xr.DataTree.from_dict(groups)).structure.auxiliaries == ("z_a",)) is offset
     flat = read(_tree(log_prior=False)[0]).structure
     assert flat.deterministics is None and not flat.hierarchical
-    assert flat.local_vars == ("z_a", "a") and flat.auxiliaries == ()
+    assert flat.local_vars == ("z_a", "a")
+    assert flat.auxiliaries == ("z_a",)  # by its draws: mean 0, sd 1, beside a over firm
     post = bayesij.from_arrays(
         np.zeros((2, 50, 2)), np.zeros((2, 50, 3)), quantity_names=["m", "s"]
     )
@@ -241,7 +242,7 @@ def test_the_audit_power_scales_the_top_level_priors_of_a_hierarchy(kind):
     pd.testing.assert_frame_equal(result.sensitivity, top)
     assert not np.allclose(whole["prior"], top["prior"])
     assert "Power-scaling sensitivity (top-level priors: mu, sigma_a)" in result.tables()
-    assert any("top-level priors mu, sigma_a scaled" in s for s in result.summary())
+    assert any("the 2 top-level prior terms scaled" in s for s in result.summary())
 
 
 def _modules_above_the_data_floor():

@@ -104,7 +104,8 @@ def test_the_cli_audits_the_saved_file_as_python_does(panel, capsys, tmp_path):
     )
     out = capsys.readouterr().out
     assert "Units: 220 observations (groups=False)" in out
-    assert "| b[value] |" in out and "mu_a" not in out.split("## Summary")[1]
+    summary = out.split("## Summary")[1].split("\n## ")[0]
+    assert "| b[value] |" in out and "mu_a" not in summary
     assert "Stacking weights of the fits compared" in out
     page = (tmp_path / "panel.html").read_text()
     assert page.count("<details") >= 5 and 'class="verdict"' in page

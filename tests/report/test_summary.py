@@ -103,7 +103,7 @@ def test_conclusions_that_need_many_units_are_counted_reached_or_not():
         )
 
     reached = {("mu", "sign"): result(True, 25), ("mu", "significance"): result(True, 40)}
-    audit = SimpleNamespace(amip=reached, unit_name="observation")
+    audit = SimpleNamespace(amip=reached, unit_name="observation", offsets=[])
     assert (
         _robust_bullet(audit)
         == "2 of 2 conclusions searched need more than a handful of observations."
@@ -142,7 +142,9 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
 
     small, wide, far = bounded(4, 1), bounded(174, 25), bounded(500, 200, 0.5)
     audit = SimpleNamespace(
-        amip={("b", "sign"): small, ("b", "x"): wide, ("b", 0.5): far}, unit_name="obs"
+        amip={("b", "sign"): small, ("b", "x"): wide, ("b", 0.5): far},
+        unit_name="obs",
+        offsets=[],
     )
     assert fragile(audit.amip) == [small] and open_questions(audit.amip) == [wide]
     assert "dropping at most 4 observations of 10000 (0, 1, 2, 3)" in _fragile_bullet(audit)
