@@ -70,10 +70,10 @@ def psense(
         The prior parts to scale (priorsense's ``prior_selection``, arviz-stats'
         ``prior_var_names``): variable names of the ``log_prior`` group, or indices of the
         last axis of a ``log_prior`` array of shape (n_chains, n_draws, k). Default all, as
-        the peers. In a hierarchical model the group-level terms (``a ~ N(mu, sigma)``, a
-        non-centred ``z ~ N(0, 1)``) are the model of the effects, not a prior the user
-        chose: ``bayesij.read(data).structure.top_level_priors`` names the others (the
-        audit scales those alone).
+        the peers. ``"top-level"``: the priors of the global parameters only
+        (``bayesij.read(data).structure.top_level_priors``), as the audit scales them: in a
+        hierarchical model the group-level terms (``a ~ N(mu, sigma)``, a non-centred ``z ~
+        N(0, 1)``) are the model of the effects, not a prior the user chose.
     alphas : (float, float), default (0.99, 1.01)
         Powers below and above 1 of the finite differences.
     threshold : float, default 0.05
@@ -215,6 +215,22 @@ def _warn_about_khat(table: pd.DataFrame, n_draws: int) -> None:
             )
 
 
+#: ``prior_selection`` naming a hierarchy's top-level priors (``Fit.structure``).
+TOP_LEVEL = "top-level"
+
+
+def _top_level(fit) -> list:
+    """The ``log_prior`` group's top-level terms, refused where it holds none."""
+    terms = list(fit.structure.top_level_priors)
+    if not terms:
+        raise fail(
+            "prior_selection",
+            f"{TOP_LEVEL!r} for a log_prior group without top-level terms",
+            "names of its variables (the priors of the global parameters)",
+        )
+    return terms
+
+
 def log_prior_draws(fit, post: Posterior, log_prior=None, selection=None) -> np.ndarray:
     """The log prior at each draw, shape (S,), from any source :func:`psense` accepts
     (``fit`` a :class:`~bayesij.data.fit.Fit`), summed over the parts ``selection`` names
@@ -222,6 +238,8 @@ def log_prior_draws(fit, post: Posterior, log_prior=None, selection=None) -> np.
     n_draws, per_chain = post.n_draws, post.n_draws // post.n_chains
     if log_prior is None:
         group = fit.log_prior_group()
+        if isinstance(selection, str) and selection == TOP_LEVEL:
+            selection = _top_level(fit)
         values, _ = flatten_variables(group, _selected(list(group.data_vars), selection))
         selection = None
     elif isinstance(log_prior, str):

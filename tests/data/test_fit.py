@@ -240,9 +240,36 @@ def test_the_audit_power_scales_the_top_level_priors_of_a_hierarchy(kind):
         whole = bayesij.psense(fit, quantities=result.quantities)
     assert result.prior_selection == ("mu", "sigma_a")
     pd.testing.assert_frame_equal(result.sensitivity, top)
+    named = bayesij.psense(fit, quantities=result.quantities, prior_selection="top-level")
+    pd.testing.assert_frame_equal(named, top)
     assert not np.allclose(whole["prior"], top["prior"])
     assert "Power-scaling sensitivity (top-level priors: mu, sigma_a)" in result.tables()
     assert any("the 2 top-level prior terms scaled" in s for s in result.summary())
+
+
+def test_a_grouping_the_file_does_not_record_is_named_and_its_variables_kept_local():
+    """A fit saved without its firm index (a plain NumPy index in the model): the posterior
+    dim 'firm' over z_a and a looks like a grouping. The audit says so in its first line
+    and how to pass it, keeps z_a and a out of the global quantities, and never headlines
+    the offset z_a even when asked to audit it."""
+    groups, labels = _groups(log_prior=False)
+    del groups["constant_data"]
+    tree = xr.DataTree.from_dict(groups)
+    fit = read(tree)
+    assert fit.units.suspected == ("firm",) and not fit.units.grouped
+    assert fit.structure.local_vars == ("z_a", "a")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audit = bayesij.audit(tree, targets=("sign", "significance"))
+        asked = bayesij.audit(tree, var_names=["mu", "z_a"], targets=("sign",))
+    assert audit.quantities == ["mu", "sigma_a"]
+    assert "the posterior dim 'firm' (5 levels, on z_a, a) looks like one" in audit.heading()
+    assert "groups= / --groups" in audit.heading()
+    assert asked.offsets == [f"z_a[{f}]" for f in FIRMS]
+    assert not any("z_a" in line for line in asked.summary())
+    regrouped = bayesij.audit(tree, groups=labels, targets=("sign",))
+    assert regrouped.units.name == "group" and regrouped.units.dim == "firm"
+    assert regrouped.unit_effects == ["z_a", "a"]
 
 
 def _modules_above_the_data_floor():

@@ -192,3 +192,20 @@ def test_loo_advice_spares_exact_units_and_needs_enough_draws():
         )
     assert few.summary()[0].startswith("PSIS-LOO cannot be checked with 2 draws")
     assert not any("-2.32" in line for line in few.summary())
+
+
+def test_units_are_named_in_plural_as_english_forms_them():
+    from bayesij.report.summary import unit_words
+
+    words = ["county", "city", "day", "firm", "class", "person", "school district", "obs"]
+    assert [unit_words(w) for w in words] == [
+        "counties",
+        "cities",
+        "days",
+        "firms",
+        "classes",
+        "people",
+        "school districts",
+        "observations",
+    ]
+    assert unit_words("county", 1) == "1 county" and unit_words("county", 3) == "3 counties"
