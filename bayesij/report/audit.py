@@ -173,11 +173,17 @@ class Audit:
     def skipped_words(self) -> list[str]:
         """Why targets were not searched, one line per reason."""
         lines = []
-        scales = sorted({q for (q, _), why in self.skipped.items() if why != "constant"})
+        scales = sorted({q for (q, _), why in self.skipped.items() if why == "one-signed scale"})
         if scales:
             lines.append(
                 f"Sign targets skipped for {', '.join(scales)}: every draw is positive and the "
                 "name is a scale's, so its sign cannot change."
+            )
+        halved = sorted({q for (q, _), why in self.skipped.items() if why.startswith("scale:")})
+        if halved:
+            lines.append(
+                f"Significance of the scales {', '.join(halved)} asked as halving their mean: "
+                "mean - 1.96 sd of a positive scale tests nothing."
             )
         constant = sorted({q for (q, _), why in self.skipped.items() if why == "constant"})
         if constant:
@@ -669,10 +675,16 @@ def _chosen_quantities(fit, var_names, filter_vars, quantities) -> tuple[list, i
     return (chosen or variables or None), sum(sizes.values())
 
 
+#: A scale's significance is asked as this change of its mean, relative to the mean: can a
+#: handful of units halve it (three counties carrying half of a group sd)?
+SCALE_CHANGE = -0.5
+
+
 def _questions(source, names, targets) -> tuple[list, dict]:
     """The AMIP questions (quantity, target) worth searching, and the skipped ones with
-    why: constant quantities, and sign targets of one-signed quantities named like scales.
-    The searches run together (:func:`bayesij.stats.audit_pass.audit_pass`)."""
+    why: constant quantities, and sign targets of one-signed quantities named like scales,
+    whose significance is asked as halving their mean (``mean - z sd`` of a positive scale
+    tests nothing). The searches run together (:func:`bayesij.stats.audit_pass.audit_pass`)."""
     constant = dict(zip(names, constant_columns(source.quantity_draws), strict=True))
     questions, skipped = [], {}
     for k, q in enumerate(names):
@@ -683,6 +695,9 @@ def _questions(source, names, targets) -> tuple[list, dict]:
                 skipped[(q, t)] = "constant"
             elif scale and t in ("sign", "sign_and_significance"):
                 skipped[(q, t)] = "one-signed scale"
+            elif scale and t == "significance":
+                skipped[(q, t)] = "scale: asked as halving"
+                questions.append((q, SCALE_CHANGE * float(draws.mean())))
             else:
                 questions.append((q, t))
     return questions, skipped

@@ -58,6 +58,8 @@ def target_words(result) -> str:
     significant'``, ``'change b by -0.3'``."""
     q = result.quantity
     if not isinstance(result.target, str):
+        if np.isclose(result.target, -0.5 * result.original_value, rtol=1e-9, atol=0.0):
+            return f"halve {q} ({result.original_value:.3g} to {0.5 * result.original_value:.3g})"
         return f"change {q} by {result.target:.4g}"
     if result.target == "sign":
         return f"reverse the sign of {q}"

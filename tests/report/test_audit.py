@@ -161,3 +161,26 @@ def test_audit_passes_the_gradient_to_its_amip_searches():
         ValueError, match=r"grad_log_posterior: found a str; expected a model density"
     ):
         bayesij.audit(post, grad_log_posterior="grad", **kwargs)
+
+
+def test_a_scale_s_significance_is_asked_as_halving_it():
+    """mean - 1.96 sd of a positive scale tests nothing: the audit asks whether a handful
+    of units halves it, the change Delta = -mean / 2, in words "halve sigma_a"."""
+    from bayesij.report.summary import target_words
+
+    rng = np.random.default_rng(4)
+    y = rng.normal(size=60)
+    sigma_a = np.exp(rng.normal(-1.9, 0.6, size=(4, 500, 1)))  # positive, near 0
+    mu = y.mean() + rng.normal(size=(4, 500, 1)) / np.sqrt(60)
+    post = bayesij.from_arrays(
+        np.concatenate([mu, sigma_a], axis=2),
+        -0.5 * (y - mu) ** 2 + 0.1 * (sigma_a - sigma_a.mean()) * (y > 1.5),
+        quantity_names=["mu", "sigma_a"],
+    )
+    audit = bayesij.audit(post, targets=("sign", "significance"), amip=True)
+    halving = -0.5 * float(sigma_a.mean())
+    assert ("sigma_a", "significance") in audit.skipped and ("sigma_a", halving) in audit.amip
+    result = audit.amip[("sigma_a", halving)]
+    assert result.metric == "mean" and np.isclose(result.original_value, sigma_a.mean())
+    assert target_words(result).startswith("halve sigma_a (0.")
+    assert any("asked as halving their mean" in line for line in audit.skipped_words())
