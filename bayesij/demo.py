@@ -68,23 +68,24 @@ def grunfeld() -> pd.DataFrame:
     return frame
 
 
-def grunfeld_model(frame: pd.DataFrame | None = None):
+def grunfeld_model(frame: pd.DataFrame | None = None, reference: pd.DataFrame | None = None):
     """A hierarchical PyMC model of the Grunfeld panel (needs PyMC)::
 
         log invest ~ Normal(a[firm] + b[value] log value + b[capital] log capital, sigma)
         a = mu_a + tau_a * z_a,  z_a ~ Normal(0, 1)   (non-centred firm intercepts)
 
-    with the log predictors standardised, the firms as the ``firm`` coordinate, the rows'
-    ids as the ``obs`` coordinate and ``firm_idx`` as ``pm.Data`` over ``obs``: the fit then
-    says which unit is exchangeable (:func:`bayesij.audit` reads it).
+    with the log predictors standardised (by ``reference``'s mean and sd, default
+    ``frame``'s: a model of some rows with the whole panel's scaling is the whole model
+    without the others), the firms as the ``firm`` coordinate, the rows' ids as the
+    ``obs`` coordinate and ``firm_idx`` as ``pm.Data`` over ``obs``: the fit then says
+    which unit is exchangeable (:func:`bayesij.audit` reads it).
     """
     import pymc as pm
 
     frame = grunfeld() if frame is None else frame
     firms = list(dict.fromkeys(grunfeld()["firm"]))
     coords = {"firm": firms, "obs": frame["id"].tolist(), "coef": ["value", "capital"]}
-    x = np.log(frame[["value", "capital"]].to_numpy())
-    x = (x - x.mean(axis=0)) / x.std(axis=0)
+    x = standardised_predictors(frame, frame if reference is None else reference)
     with pm.Model(coords=coords) as model:
         firm_idx = pm.Data("firm_idx", frame["firm_idx"].to_numpy(), dims="obs")
         mu_a = pm.Normal("mu_a", 4.0, 2.0)
@@ -96,6 +97,12 @@ def grunfeld_model(frame: pd.DataFrame | None = None):
         mean = a[firm_idx] + pm.math.dot(x, b)
         pm.Normal("log_invest", mean, sigma, observed=np.log(frame["invest"]), dims="obs")
     return model
+
+
+def standardised_predictors(frame: pd.DataFrame, reference: pd.DataFrame) -> np.ndarray:
+    """``log value`` and ``log capital`` of ``frame``, centred and scaled as ``reference``'s."""
+    x, base = (np.log(f[["value", "capital"]].to_numpy()) for f in (frame, reference))
+    return (x - base.mean(axis=0)) / base.std(axis=0)
 
 
 def sample_grunfeld(draws: int = 1000, chains: int = 4, seed: int = 1):

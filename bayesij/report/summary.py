@@ -146,6 +146,13 @@ def _fragile_bullet(audit) -> str:
     return f"A handful of {unit_words(unit)} decides: " + "; ".join(shown) + more + "."
 
 
+def _groups_argument(audit) -> str:
+    """How to name the audit's unit again as ``groups=``: the grouping's name when the fit
+    holds it, else the labels given."""
+    units = audit.units
+    return "the same groups" if units.name == "group" else repr(units.name)
+
+
 def _loo_bullet(audit) -> str:
     loo = audit.loo
     if loo is None:
@@ -166,11 +173,18 @@ def _loo_bullet(audit) -> str:
             "estimate is exact)"
         )
     if bad:
+        call = "bayesij.refit.loo(fit, backend, points=[...])"
+        if audit.units.grouped:
+            groups = _groups_argument(audit)
+            call = (
+                f"bayesij.refit.loo(fit, backend, points=[...], groups={groups}), each "
+                f"{unit_words(unit, 1)[2:]} left out whole and scored jointly"
+            )
         return (
             f"PSIS-LOO is unreliable for {len(bad)} of {unit_words(unit, loo.n_units)} "
             f"(k-hat above {loo.k_threshold:.2f}: {_ids(bad)}): refit "
             + ("it" if len(bad) == 1 else "them")
-            + f" for exact LOO (bayesij.refit.loo){exact_note}."
+            + f" for exact LOO ({call}){exact_note}."
         )
     how = f" (leave-one-{unit_words(unit, 1)[2:]}-out)" if audit.units.grouped else ""
     below = "every k-hat is below" if not exact else "every other k-hat is below"

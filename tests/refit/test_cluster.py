@@ -6,11 +6,11 @@ import warnings
 
 import numpy as np
 import pytest
+from normal_hierarchy import simulate
 
 import bayesij
 from bayesij import refit
 from bayesij.array.hierarchy import normal_group_log_lik
-from normal_hierarchy import simulate
 
 
 def test_leave_one_group_out_refits_score_the_group_s_joint_density():
