@@ -169,7 +169,7 @@ def test_a_panel_saved_without_its_firm_index_is_not_audited_as_if_flat(panel):
     assert "misspecified" not in summary and not re.search(r"\ba\[|z_a\[", summary)
 
 
-def test_leave_one_firm_out_refits_equal_hand_refits_without_the_firm():
+def test_leave_one_firm_out_refits_equal_hand_refits_without_the_firm(panel):
     """refit.loo(groups="firm") with PyMCBackend (the firm's rows at weight 0, its intercept
     drawn from the population) equals a PyMC fit of the panel without the firm's rows,
     scored by the firm's joint predictive density, within 3 Monte Carlo SEs, on two firms."""
@@ -181,8 +181,8 @@ def test_leave_one_firm_out_refits_equal_hand_refits_without_the_firm():
     from bayesij.demo import grunfeld, grunfeld_model, standardised_predictors
 
     frame = grunfeld()
-    fit = bayesij.demo.sample_grunfeld(draws=1000, chains=4, seed=2)
-    backend = refit.PyMCBackend(grunfeld_model(), draws=1000, chains=4, seed=3)
+    fit, _ = panel
+    backend = refit.PyMCBackend(grunfeld_model(), draws=500, chains=4, seed=3)
     firms = ["IBM", "Goodyear"]
     report = refit.loo(
         fit, backend, points=firms, groups="firm", executor="sequential", progress=False
@@ -191,7 +191,7 @@ def test_leave_one_firm_out_refits_equal_hand_refits_without_the_firm():
     for seed, firm in enumerate(firms):
         kept, held = frame[frame["firm"] != firm], frame[frame["firm"] == firm]
         with grunfeld_model(kept, reference=frame):
-            hand = pm.sample(1000, chains=4, cores=1, random_seed=10 + seed, progressbar=False)
+            hand = pm.sample(500, chains=4, cores=1, random_seed=10 + seed, progressbar=False)
         post = hand["posterior"]
         a = post["a"].sel(firm=firm).values[..., None]
         b = post["b"].values  # (chain, draw, coef)
