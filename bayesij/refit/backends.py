@@ -54,7 +54,17 @@ def _draw_layout(draws, chains, seed) -> tuple[int, int, int]:
 
 
 class RefitFailed(RuntimeError):
-    """A refit finished but cannot be used (too many divergent transitions, say)."""
+    """A refit finished but cannot be used (too many divergent transitions, say).
+
+    Examples
+    --------
+    >>> from bayesij import refit
+    >>> try:
+    ...     raise refit.RefitFailed("12 % divergent transitions")
+    ... except refit.RefitFailed as error:  # a campaign records it as the refit's failure
+    ...     print(error)
+    12 % divergent transitions
+    """
 
 
 def refit_seed(seed: int, weights: np.ndarray) -> int:
@@ -75,7 +85,24 @@ def content_digest(*parts) -> str:
 
 
 class Backend:
-    """Interface of a refit backend: ``n_obs`` and ``fit(weights) -> Posterior``."""
+    """Interface of a refit backend: ``n_obs`` and ``fit(weights) -> Posterior``.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> class Exact(refit.Backend):  # any model refitted under observation weights
+    ...     n_obs = 30
+    ...     def fit(self, weights):
+    ...         return backend.fit(self.checked_weights(weights))
+    >>> Exact().fit(np.r_[np.zeros(5), np.ones(25)]).n_obs  # the log-likelihood of all 30
+    30
+    """
 
     n_obs: int | None = None
 
@@ -112,6 +139,20 @@ class ConjugateNormalBackend(Backend):
     draws : int, default 4000
     chains : int, default 4
     seed : int, default 0
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> post.quantity_names, post.n_draws
+    (['beta[1]', 'beta[2]'], 1000)
+    >>> backend.exact_means(np.ones(30)).round(2)  # no Monte Carlo error
+    array([1.23, 0.12])
     """
 
     def __init__(
@@ -171,6 +212,19 @@ class FlatPriorRegressionBackend(Backend):
     draws : int, default 4000
     chains : int, default 4
     seed : int, default 0
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> flat = refit.FlatPriorRegressionBackend(X, y, draws=1000)  # sigma unknown
+    >>> flat.fit(np.ones(30)).quantity_names
+    ['beta[1]', 'beta[2]', 'sigma']
     """
 
     def __init__(self, X, y, *, draws: int = 4000, chains: int = 4, seed: int = 0):
@@ -213,6 +267,19 @@ class CallableBackend(Backend):
 
     ``fn`` may be a module-level function, a lambda or a closure: worker processes and
     Dask receive it through cloudpickle.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> wrapped = refit.CallableBackend(lambda w: backend.fit(w), n_obs=30)
+    >>> wrapped.fit(np.ones(30)).quantity_names
+    ['beta[1]', 'beta[2]']
     """
 
     def __init__(self, fn: Callable, n_obs: int | None = None):
@@ -452,6 +519,18 @@ class PyStanBackend(_StanBackend):
     PyStan already runs the chains of each refit in parallel processes, and its sampler
     hangs when started from a process-pool worker. To spread refits over machines use
     :class:`CmdStanPyBackend` on Dask.
+
+    Examples
+    --------
+    Compiling a Stan program takes a minute (not run by the doctests;
+    ``tests/refit/test_stan.py`` runs it):
+
+    >>> from bayesij import refit
+    >>> data = {"N": 30, "K": 1, "X": x[:, None], "y": y, "weights": w}  # doctest: +SKIP
+    >>> backend = refit.PyStanBackend(  # doctest: +SKIP
+    ...     "linear_regression", data, quantities=["beta"]
+    ... )
+    >>> refit.verify(bayesij.amip(post, "beta[1]", "sign"), backend)  # doctest: +SKIP
     """
 
     process_pool_safe = False
@@ -474,6 +553,14 @@ class CmdStanPyBackend(_StanBackend):
 
     ``sample_kwargs`` go to ``CmdStanModel.sample`` (``chains``, ``iter_sampling``, ...).
     The program is compiled once per process.
+
+    Examples
+    --------
+    CmdStan must be installed to sample (not run by the doctests):
+
+    >>> from bayesij import refit
+    >>> backend = refit.CmdStanPyBackend("linear_regression", data)  # doctest: +SKIP
+    >>> report = refit.loo(post, backend, points="auto")  # doctest: +SKIP
     """
 
     def fit(self, weights) -> Posterior:
@@ -508,6 +595,14 @@ class PyStanDensity:
     The compiled model's ``log_prob``, gradient and ``transform_inits`` are called directly
     (in the thread that loaded the model), not through httpstan's HTTP API, which costs a
     request per draw and function.
+
+    Examples
+    --------
+    Not run by the doctests (it compiles a Stan program):
+
+    >>> density = refit.PyStanDensity("linear_regression", data)  # doctest: +SKIP
+    >>> bayesij.loo_moment_match(post, density)  # doctest: +SKIP
+    >>> gradient, upars = density.grad_log_posterior(post)  # doctest: +SKIP
     """
 
     def __init__(self, model: str, data: dict, weights: str = "weights"):

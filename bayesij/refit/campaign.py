@@ -30,7 +30,16 @@ __all__ = ["Task", "run_campaign", "execute", "reference_digest"]
 
 class Task(NamedTuple):
     """One refit: ``key`` names it, ``weights`` (n_obs,) define it, ``points`` are the
-    observation positions whose log predictive density the refit should report."""
+    observation positions whose log predictive density the refit should report.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesij import refit
+    >>> task = refit.Task("loo-3", np.r_[1.0, 1.0, 1.0, 0.0], points=(3,))
+    >>> len(task.fingerprint())  # the store checks a finished refit against it
+    16
+    """
 
     key: str
     weights: np.ndarray
@@ -408,6 +417,23 @@ def run_campaign(
         that runs the refit (sequential refits and local worker processes; on Dask, whose
         refits run in worker threads, it is not enforced). Local worker processes die with
         the runner: a killed runner leaves none behind.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> tasks = [refit.Task(f"drop-{n}", np.where(np.arange(30) == n, 0.0, 1.0)) for n in range(3)]
+    >>> records = refit.run_campaign(
+    ...     tasks, backend, experiment="drops", settings={}, reference=post, executor="sequential",
+    ...     progress=False,
+    ... )
+    >>> sorted(records), records["drop-0"]["status"]
+    (['drop-0', 'drop-1', 'drop-2'], 'ok')
     """
     check_executor(executor)
     timeout = _checked_timeout(timeout)

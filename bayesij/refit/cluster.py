@@ -55,6 +55,15 @@ class ClusterResampling(Backend):
         sampled; a Stan program's data dict rebuilt and sampled).
     codes : array_like of int, shape (n_obs,)
         The cluster of each original observation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesij import refit
+    >>> resampling = refit.ClusterResampling(lambda rows, groups: None, [0, 0, 1, 2])
+    >>> rows, groups = resampling.resampled([2.0, 2.0, 0.0, 1.0])  # cluster 0 drawn twice
+    >>> rows.tolist(), groups.tolist()  # two new clusters from it, each its own code
+    ([0, 1, 0, 1, 3], [0, 0, 1, 1, 2])
     """
 
     def __init__(self, model: Callable, codes):

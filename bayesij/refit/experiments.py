@@ -133,6 +133,19 @@ def bootstrap(
     ----------
     .. [1] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
        variance. arXiv:2305.06466.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> report = refit.bootstrap(post, backend, B=20, executor="sequential", progress=False)
+    >>> report.n_refits, sorted(report.comparisons["method"].unique())
+    (20, ['ij', 'posterior'])
     """
     post = _checked(post, backend)
     B = check_replicates(B, "B", minimum=2)
@@ -429,6 +442,19 @@ def kfold(
     RefitReport
         Rows per fold for methods ``'psis'`` and ``'ij'`` (with the fold's ``pareto_k``);
         ``summary`` has the exact and approximate elpd_kfold totals.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> report = refit.kfold(post, backend, K=5, executor="sequential", progress=False)
+    >>> report.summary["folds"], report.result.n_units
+    (5, 30)
     """
     post = _checked(post, backend)
     labels = (
@@ -561,6 +587,20 @@ def lwcv(
         has the totals and the mean relative error ``|approx - exact| / |exact|`` of each
         method (over folds where it is defined: the IJ is NaN where the first-order
         density is not positive), the figure Ghosh et al. (2020) report.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> folds = refit.lwcv_split(30, 0.1, n_folds=3)  # three sets of 3 time points
+    >>> report = refit.lwcv(post, backend, folds, executor="sequential", progress=False)
+    >>> report.n_refits
+    3
     """
     post = _checked(post, backend)
     if isinstance(folds, (str, bytes)) or not hasattr(folds, "__iter__"):
@@ -649,6 +689,20 @@ def drop(
         Rows per quantity for methods ``'linear'`` and ``'reweighted'``; ``exact`` is the
         change of the posterior mean (refit minus original), ``exact_se`` combines both
         fits' Monte Carlo errors.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> two = [post.obs_names[0], post.obs_names[1]]
+    >>> report = refit.drop(post, backend, two, executor="sequential", progress=False)
+    >>> report.n_refits
+    1
     """
     post = _checked(post, backend)
     if quantities is not None:

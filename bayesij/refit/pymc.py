@@ -150,6 +150,13 @@ class PyMCDensity:
     mapped to PyMC's unconstrained value variables by the model's own transforms, and the
     gradient of the model's log density (with the Jacobian of those transforms) is taken
     there by the compiled ``dlogp``: one call per draw.
+
+    Examples
+    --------
+    Not run by the doctests (it needs PyMC; ``tests/refit/test_pymc.py`` runs it):
+
+    >>> density = refit.PyMCDensity(model)  # doctest: +SKIP
+    >>> bayesij.audit(idata, method="linear", grad_log_posterior=density)  # doctest: +SKIP
     """
 
     def __init__(self, model):

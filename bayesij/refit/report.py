@@ -82,6 +82,19 @@ class RefitReport:
         The exact estimate as an elpd result (K-fold: a
         :class:`~bayesij.stats.elpd.KfoldResult`, which :func:`bayesij.compare` takes beside
         LOO and WAIC results).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> report = refit.kfold(post, backend, K=3, executor="sequential", progress=False)
+    >>> list(report.comparisons.columns[:3])
+    ['fold', 'pareto_k', 'method']
     """
 
     experiment: str

@@ -40,6 +40,15 @@ def loo_priorities(
     """Estimated error of PSIS-LOO per point and the order in which to refit.
 
     All arguments are arrays of shape (n_obs,), except ``k_threshold``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesij import refit
+    >>> psis, ij = np.array([-1.0, -1.2, -5.0]), np.array([-1.0, -1.2, -3.0])
+    >>> mcse, k = np.array([0.01, 0.01, 0.4]), np.array([0.2, 0.3, 0.9])
+    >>> int(refit.loo_priorities(psis, ij, mcse, k, np.array([0.1, 0.1, 2.0]), 0.7).order[0])
+    2
     """
     k_threshold = check_real(k_threshold, "k_threshold")
     psis_elpd, ij_elpd, mcse, pareto_k, var_log_lik = (

@@ -35,6 +35,12 @@ def kfold_split_contiguous(n_obs: int, K: int = 10) -> np.ndarray:
 
     >>> kfold_split_contiguous(7, 3).tolist()
     [1, 1, 1, 2, 2, 3, 3]
+
+    Examples
+    --------
+    >>> from bayesij import refit
+    >>> refit.kfold_split_contiguous(6, K=3)
+    array([1, 1, 2, 2, 3, 3])
     """
     check_positive_int(n_obs, "n_obs")
     K = _check_k(K, n_obs, "observations")
@@ -57,6 +63,8 @@ def lwcv_split(
 
     Returns a list of sorted 0-based positions, one array per fold.
 
+    Examples
+    --------
     >>> [fold.tolist() for fold in lwcv_split(10, 0.2, contiguous=True, n_folds=2, seed=1)]
     [[3, 4, 5], [4, 5, 6]]
     """
@@ -78,7 +86,15 @@ def lwcv_split(
 
 
 def kfold_split_random(n_obs: int, K: int = 10, seed: int = 0) -> np.ndarray:
-    """Random folds of ``n_obs`` observations, shape (n_obs,), values 1..K."""
+    """Random folds of ``n_obs`` observations, shape (n_obs,), values 1..K.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesij import refit
+    >>> np.bincount(refit.kfold_split_random(10, K=5, seed=0))[1:]  # balanced folds
+    array([2, 2, 2, 2, 2])
+    """
     check_positive_int(n_obs, "n_obs")
     K = _check_k(K, n_obs, "observations")
     return _balanced_labels(n_obs, K, np.random.default_rng(check_seed(seed)))
@@ -107,6 +123,13 @@ def kfold_split_grouped(groups, K: int = 10, seed: int = 0) -> np.ndarray:
     Groups are shuffled and assigned, largest first, to the fold with the fewest
     observations so far, so fold sizes are as even as the group sizes allow (exactly
     balanced in groups when all groups have the same size).
+
+    Examples
+    --------
+    >>> from bayesij import refit
+    >>> folds = refit.kfold_split_grouped(["a", "a", "b", "b", "c", "c"], K=3, seed=1)
+    >>> bool(folds[0] == folds[1] and folds[2] == folds[3])  # a group stays in one fold
+    True
     """
     labels = label_vector(groups, "groups", "group")
     unique, codes = label_codes(labels, sort=True)
@@ -132,6 +155,14 @@ def kfold_split_stratified(strata, K: int = 10, seed: int = 0) -> np.ndarray:
     Observations are ordered by stratum (randomly within each) and dealt to folds in
     turn, so every fold gets floor or ceil of its share of each stratum and fold sizes
     differ by at most one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesij import refit
+    >>> folds = refit.kfold_split_stratified([0, 0, 0, 0, 1, 1, 1, 1], K=2, seed=0)
+    >>> [sorted(np.asarray([0, 0, 0, 0, 1, 1, 1, 1])[folds == f].tolist()) for f in (1, 2)]
+    [[0, 0, 1, 1], [0, 0, 1, 1]]
     """
     labels = label_vector(strata, "strata", "stratum")
     K = _check_k(K, labels.size, "observations")

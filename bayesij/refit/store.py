@@ -121,6 +121,23 @@ class CampaignStore:
     retry_failed : bool, default False
         Treat recorded failures as not finished, so that a resumed campaign runs them
         again (for transient failures: a lost worker, a full disk, a time-out).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> import tempfile
+    >>> path = tempfile.mkdtemp()
+    >>> first = refit.kfold(post, backend, K=3, store=path, executor="sequential", progress=False)
+    >>> again = refit.kfold(post, backend, K=3, store=path, executor="sequential", progress=False)
+    >>> again.summary == first.summary  # the second call read the finished refits back
+    True
+    >>> store = refit.CampaignStore(path)  # the same records, opened directly
     """
 
     def __init__(self, path=None, *, retry_failed: bool = False):

@@ -41,6 +41,20 @@ def verify(
        robustness metric: when can dropping a little data make a big difference?
        arXiv:2011.14999 (refitting without the set gives an exact lower bound on the
        largest change).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> y = X @ [1.0, 0.5] + rng.normal(size=30)
+    >>> backend = refit.ConjugateNormalBackend(X, y, draws=1000)  # exact posteriors
+    >>> post = backend.fit(np.ones(30))
+    >>> found = bayesij.amip(post, "beta[2]", "sign", method="linear")
+    >>> checked = refit.verify(found, backend, progress=False)
+    >>> checked.verification is not None  # the refit without the set, recorded
+    True
     """
     if not isinstance(result, AmipResult) or result.kept is None:
         raise fail("result", f"a {type(result).__name__}", "an AmipResult from bayesij.amip")
