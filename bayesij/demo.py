@@ -12,7 +12,16 @@ from bayesij.data.posterior import Posterior
 from bayesij.refit.stan import sample_pystan
 from bayesij.stan_models import stan_code
 
-__all__ = ["demo_data", "fit_demo", "grunfeld", "grunfeld_model", "sample_grunfeld"]
+__all__ = [
+    "demo_data",
+    "fit_demo",
+    "grunfeld",
+    "grunfeld_model",
+    "sample_grunfeld",
+    "radon",
+    "radon_model",
+    "sample_radon",
+]
 
 GRUNFELD = Path(__file__).parent / "demo_data" / "grunfeld.csv"
 
@@ -111,6 +120,66 @@ def sample_grunfeld(draws: int = 1000, chains: int = 4, seed: int = 1):
     import pymc as pm
 
     with grunfeld_model():
+        fit = pm.sample(draws=draws, chains=chains, cores=1, random_seed=seed, progressbar=False)
+        pm.compute_log_likelihood(fit, progressbar=False)
+        pm.stats.compute_log_prior(fit, progressbar=False)
+    return fit
+
+
+RADON = Path(__file__).parent / "demo_data" / "radon.csv"
+
+
+def radon() -> pd.DataFrame:
+    """Gelman & Hill's (2007) Minnesota radon data: 919 houses in 85 counties, the log radon
+    level, the floor it was measured on (0 basement, 1 first floor) and the county's log
+    uranium, with the county's code (``county_idx``, order of first appearance) and an
+    ``id`` such as ``'AITKIN 1'`` (the house's number within its county)."""
+    frame = pd.read_csv(RADON)
+    counties = list(dict.fromkeys(frame["county"]))
+    frame["county_idx"] = frame["county"].map({c: i for i, c in enumerate(counties)})
+    frame["id"] = frame["county"] + " " + (frame.groupby("county").cumcount() + 1).astype(str)
+    return frame
+
+
+def radon_model(frame: pd.DataFrame | None = None):
+    """Gelman & Hill's varying-intercept radon model in PyMC, non-centred (needs PyMC)::
+
+        log_radon ~ Normal(a[county] + beta_floor floor, sigma_y)
+        a = mu_a + beta_uranium log_uranium[county] + sigma_a z_a,  z_a ~ Normal(0, 1)
+
+    with the counties as the ``county`` coordinate (all 85, whichever rows ``frame``
+    holds: a county without rows keeps its intercept, drawn from the population) and
+    ``county_idx`` as ``pm.Data`` over ``obs``.
+    """
+    import pymc as pm
+
+    everything = radon()
+    frame = everything if frame is None else frame
+    counties = list(dict.fromkeys(everything["county"]))
+    uranium = everything.groupby("county", sort=False)["log_uranium"].first()[counties]
+    coords = {"county": counties, "obs": frame["id"].tolist()}
+    with pm.Model(coords=coords) as model:
+        county_idx = pm.Data("county_idx", frame["county_idx"].to_numpy(), dims="obs")
+        mu_a = pm.Normal("mu_a", 0.0, 10.0)
+        beta_uranium = pm.Normal("beta_uranium", 0.0, 10.0)
+        sigma_a = pm.HalfNormal("sigma_a", 1.0)
+        z_a = pm.Normal("z_a", 0.0, 1.0, dims="county")
+        a = pm.Deterministic(
+            "a", mu_a + beta_uranium * uranium.to_numpy() + sigma_a * z_a, dims="county"
+        )
+        beta_floor = pm.Normal("beta_floor", 0.0, 10.0)
+        sigma_y = pm.HalfNormal("sigma_y", 1.0)
+        mean = a[county_idx] + beta_floor * frame["floor"].to_numpy()
+        pm.Normal("log_radon", mean, sigma_y, observed=frame["log_radon"].to_numpy(), dims="obs")
+    return model
+
+
+def sample_radon(draws: int = 1000, chains: int = 4, seed: int = 1):
+    """Sample :func:`radon_model` with the pointwise log-likelihood and the log prior stored,
+    as a user would."""
+    import pymc as pm
+
+    with radon_model():
         fit = pm.sample(draws=draws, chains=chains, cores=1, random_seed=seed, progressbar=False)
         pm.compute_log_likelihood(fit, progressbar=False)
         pm.stats.compute_log_prior(fit, progressbar=False)

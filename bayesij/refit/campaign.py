@@ -30,7 +30,9 @@ __all__ = ["Task", "run_campaign", "execute", "reference_digest"]
 
 class Task(NamedTuple):
     """One refit: ``key`` names it, ``weights`` (n_obs,) define it, ``points`` are the
-    observation positions whose log predictive density the refit should report.
+    observation positions whose log predictive density the refit should report, and
+    ``point_groups`` (one code per point, optional) the groups whose *joint* density it
+    should report too (a K-fold of whole groups).
 
     Examples
     --------
@@ -44,10 +46,13 @@ class Task(NamedTuple):
     key: str
     weights: np.ndarray
     points: tuple[int, ...] = ()
+    point_groups: tuple[int, ...] = ()
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256(np.ascontiguousarray(self.weights, dtype=float).tobytes())
         digest.update(repr(tuple(self.points)).encode())
+        if self.point_groups:  # absent from the fingerprints of ungrouped tasks, as before
+            digest.update(repr(tuple(self.point_groups)).encode())
         return digest.hexdigest()[:16]
 
 
@@ -94,7 +99,7 @@ def execute(backend, task: Task, *, in_worker: bool = True, timeout: float | Non
     try:
         with _time_limit(timeout):
             posterior = backend.fit(task.weights)
-        record.update(summarise(posterior, task.points), status="ok", reason="")
+        record.update(summarise(posterior, task.points, task.point_groups), status="ok", reason="")
     except RefitTimeout as error:
         record.update(status="failed", reason=str(error))
     except KeyboardInterrupt:

@@ -29,7 +29,7 @@ from bayesij.data.posterior import Posterior, label_codes
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.refit.report import RefitReport, comparison_rows
 from bayesij.refit.scheduler import LooStopRule, exact_lpd, loo_priorities
-from bayesij.refit.splits import kfold_split_random, label_vector
+from bayesij.refit.splits import kfold_split_grouped, kfold_split_random, label_vector
 from bayesij.refit.summary import summarise
 from bayesij.stats.elpd import KfoldResult
 from bayesij.stats.jackknife import ij_covariance
@@ -90,13 +90,17 @@ def _campaign(post, tasks, backend, experiment, settings, store, executor, progr
     )
 
 
-def _held_out_sums(tasks, records) -> tuple[list[int], np.ndarray, np.ndarray]:
+def _held_out_sums(tasks, records, grouped: bool = False):
     """Finished folds (positions in ``tasks``), the exact ``sum log p(x_n | x_-F)`` of each
-    and its Monte Carlo SE, from the refits' per-point lpd."""
+    (with ``grouped``: ``sum_g log p(x_g | x_-F)`` over its groups, jointly) and its Monte
+    Carlo SE, from the refits' lpd."""
     ok = _ok(records)
     done = [k for k, task in enumerate(tasks) if task.key in ok]
-    exact = np.array([np.sum(ok[tasks[k].key]["lpd"]) for k in done])
-    exact_se = np.array([np.sqrt(np.sum(np.square(ok[tasks[k].key]["lpd_mcse"]))) for k in done])
+    score = "lpd_groups" if grouped else "lpd"
+    exact = np.array([np.sum(ok[tasks[k].key][score]) for k in done])
+    exact_se = np.array(
+        [np.sqrt(np.sum(np.square(ok[tasks[k].key][f"{score}_mcse"]))) for k in done]
+    )
     return done, exact, exact_se
 
 
@@ -416,6 +420,7 @@ def kfold(
     store=None,
     executor=None,
     *,
+    groups=None,
     seed: int = 0,
     progress: bool = True,
     retry_failed: bool = False,
@@ -436,12 +441,20 @@ def kfold(
     folds : array_like of shape (n_obs,), optional
         The fold label of every observation (from the ``kfold_split_*`` functions or
         your own).
+    groups : array_like, mapping or str, optional
+        Cross-validate whole groups (labels, one per observation, or the name of the fit's
+        grouping, ``"county"``): folds of whole groups (:func:`kfold_split_grouped` when
+        ``folds`` is not given; given folds must not split a group), each held-out group
+        scored by its *joint* log predictive density ``log p(x_g | x_-F)``, what
+        leave-one-group-out PSIS estimates, and the approximations likewise from the
+        groups' summed log-likelihoods.
 
     Returns
     -------
     RefitReport
         Rows per fold for methods ``'psis'`` and ``'ij'`` (with the fold's ``pareto_k``);
-        ``summary`` has the exact and approximate elpd_kfold totals.
+        ``summary`` has the exact and approximate elpd_kfold totals; ``result`` the exact
+        pointwise values (per observation, or per group with ``groups``).
 
     Examples
     --------
@@ -456,45 +469,42 @@ def kfold(
     >>> report.summary["folds"], report.result.n_units
     (5, 30)
     """
-    post = _checked(post, backend)
-    labels = (
-        kfold_split_random(post.n_obs, K, check_seed(seed))
-        if folds is None
-        else label_vector(folds, "folds", "fold")
-    )
-    if labels.shape != (post.n_obs,):
-        raise fail(
-            "folds",
-            f"shape {labels.shape}",
-            f"a fold label for each of the {post.n_obs} observations",
+    fit = read(post, groups=groups, argument="post")
+    post = _checked(fit, backend)
+    units = _loo_units(fit, post, groups)
+    unit_of = np.empty(post.n_obs, dtype=int)  # each observation's unit (itself, or its group)
+    for u, members in enumerate(units.members):
+        unit_of[members] = u
+    names, codes = _fold_codes(post, units, unit_of, K, folds, seed)
+    tasks = []
+    for k, name in enumerate(names):
+        points = np.flatnonzero(codes == k)
+        grouped = tuple(unit_of[points].tolist()) if units.grouped else ()
+        tasks.append(
+            Task(f"fold-{name}", (codes != k).astype(float), tuple(points.tolist()), grouped)
         )
-    names, codes = label_codes(labels, sort=True)
-    if names.size < 2:
-        raise fail("folds", f"{names.size} fold", "at least 2 folds")
-    tasks = [
-        Task(f"fold-{name}", (codes != k).astype(float), tuple(np.flatnonzero(codes == k).tolist()))
-        for k, name in enumerate(names)
-    ]
     records = _campaign(
         post,
         tasks,
         backend,
         "kfold",
-        {"folds": codes.tolist()},
+        {"folds": codes.tolist(), "groups": units.grouped},
         store,
         executor,
         progress,
         retry_failed=retry_failed,
         timeout=timeout,
     )
-    done, exact, exact_se = _held_out_sums(tasks, records)
-    approx = fold_elpd(post.log_lik.values, codes)
+    done, exact, exact_se = _held_out_sums(tasks, records, units.grouped)
+    unit_log_lik = _unit_log_lik(post, units)
+    unit_folds = codes[[members[0] for members in units.members]]
+    approx = fold_elpd(unit_log_lik, unit_folds)
     index = {"fold": names[done], "pareto_k": approx.pareto_k[done]}
     frames = [
         comparison_rows(
             index,
             method,
-            np.bincount(codes, values, minlength=names.size)[done],
+            np.bincount(unit_folds, values, minlength=names.size)[done],
             np.nan,
             exact,
             exact_se,
@@ -514,39 +524,76 @@ def kfold(
         len(tasks),
         len(done),
         summary,
-        result=_kfold_result(tasks, records, names, post),
+        result=_kfold_result(tasks, records, names, post, units, unit_log_lik),
     )
 
 
-def _full_data_lpd(post, positions: np.ndarray) -> np.ndarray:
-    """``log mean_s p(x_n | theta_s)`` of the observations at ``positions`` in the full fit."""
-    log_lik = post.log_lik.values.reshape(post.n_draws, -1)[:, positions]
-    return logsumexp(log_lik, axis=0) - np.log(post.n_draws)
+def _fold_codes(post, units: LooUnits, unit_of, K: int, folds, seed: int):
+    """The folds' names and each observation's fold code, whole groups kept together."""
+    if folds is None:
+        seed = check_seed(seed)
+        if units.grouped:
+            labels = kfold_split_grouped(np.asarray(units.names, dtype=object)[unit_of], K, seed)
+        else:
+            labels = kfold_split_random(post.n_obs, K, seed)
+    else:
+        labels = label_vector(folds, "folds", "fold")
+    if labels.shape != (post.n_obs,):
+        raise fail(
+            "folds",
+            f"shape {labels.shape}",
+            f"a fold label for each of the {post.n_obs} observations",
+        )
+    names, codes = label_codes(labels, sort=True)
+    if names.size < 2:
+        raise fail("folds", f"{names.size} fold", "at least 2 folds")
+    split = [
+        units.names[u] for u, members in enumerate(units.members) if np.ptp(codes[members]) > 0
+    ]
+    if units.grouped and split:
+        raise fail(
+            "folds",
+            f"groups split across folds ({split[:5]})",
+            "each group in one fold (refit.kfold_split_grouped)",
+        )
+    return names, codes
 
 
-def _kfold_result(tasks, records, names, post) -> KfoldResult:
-    """The exact pointwise elpd of the observations whose fold's refit finished."""
+def _unit_log_lik(post, units: LooUnits) -> np.ndarray:
+    """(n_chains, n_draws, n_units) log-likelihood of each unit (a group's summed)."""
+    values = post.log_lik.values
+    if not units.grouped:
+        return values
+    return np.stack([values[..., m].sum(axis=-1) for m in units.members], axis=-1)
+
+
+def _kfold_result(tasks, records, names, post, units: LooUnits, unit_log_lik) -> KfoldResult:
+    """The exact pointwise elpd of the units (observations, or groups jointly) whose
+    fold's refit finished."""
     ok = _ok(records)
+    score = "lpd_groups" if units.grouped else "lpd"
     rows = []
     for k, task in enumerate(tasks):
         if task.key not in ok:
             continue
         record = ok[task.key]
-        for point, lpd, mcse in zip(task.points, record["lpd"], record["lpd_mcse"], strict=True):
+        held = list(dict.fromkeys(task.point_groups)) if units.grouped else list(task.points)
+        for unit, lpd, mcse in zip(held, record[score], record[f"{score}_mcse"], strict=True):
             rows.append(
                 {
-                    "obs": post.obs_names[point],
+                    "group" if units.grouped else "obs": units.names[unit],
                     "elpd_kfold": lpd,
                     "mcse": mcse,
                     "fold": names[k],
-                    "position": point,
+                    "position": unit,
                 }
             )
     frame = pd.DataFrame(rows).sort_values("position")
     # p_kfold = lpd - elpd_kfold, lpd from the full fit (as R loo's kfold objects carry it).
-    lpd = _full_data_lpd(post, frame["position"].to_numpy())
+    flat = unit_log_lik.reshape(-1, unit_log_lik.shape[-1])[:, frame["position"].to_numpy()]
+    lpd = logsumexp(flat, axis=0) - np.log(flat.shape[0])
     frame.insert(1, "p_kfold", lpd - frame["elpd_kfold"].to_numpy())
-    pointwise = frame.drop(columns="position").set_index("obs")
+    pointwise = frame.drop(columns="position").set_index(frame.columns[0])
     values = pointwise["elpd_kfold"].to_numpy()
     return KfoldResult(
         pointwise=pointwise,

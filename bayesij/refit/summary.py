@@ -21,11 +21,13 @@ def _mean_and_mcse(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return flat.mean(axis=0), sd, np.where(sd > 0, mcse, 0.0)
 
 
-def summarise(post: Posterior, points=()) -> dict:
+def summarise(post: Posterior, points=(), point_groups=()) -> dict:
     """A JSON-ready summary of a fit: quantity means, sds, MCSEs; lpd of ``points``.
 
     ``points`` are positions of observations whose ``log p(x_n | fit)`` is wanted (the
-    held-out ones of a LOO or K-fold refit).
+    held-out ones of a LOO or K-fold refit); ``point_groups``, a group code per point, asks
+    for each group's joint ``log p(x_g | fit)`` too (``lpd_groups``, in the order the
+    groups first appear among the points, with ``lpd_groups_mcse``).
     """
     mean, sd, mcse = _mean_and_mcse(post.quantities.values)
     record = {
@@ -44,4 +46,12 @@ def summarise(post: Posterior, points=()) -> dict:
         record["lpd"], record["lpd_mcse"] = lpd.elpd.tolist(), lpd.mcse.tolist()
         # Jointly: log p(x_points | fit), e.g. a block of future observations given the past.
         record["lpd_joint"], record["lpd_joint_mcse"] = joint_log_predictive_density(held_out)
+    if len(points) and len(point_groups):
+        codes = np.asarray(point_groups)
+        joint = [
+            joint_log_predictive_density(held_out[:, :, codes == g])
+            for g in dict.fromkeys(codes.tolist())
+        ]
+        record["lpd_groups"] = [value for value, _ in joint]
+        record["lpd_groups_mcse"] = [mcse for _, mcse in joint]
     return record

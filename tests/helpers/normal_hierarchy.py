@@ -80,6 +80,20 @@ class NormalHierarchy:
         spread = self.sigma**2 * np.eye(n) + (self.tau**2 + cov[0, 0]) * np.ones((n, n))
         return float(multivariate_normal(np.full(n, mean[0]), spread).logpdf(self.y[held]))
 
+    def kfold_exact(self, fold_groups) -> float:
+        """``sum_g log p(y_g | y_-F)`` over the groups of a fold ``F``: each held-out group's
+        joint predictive density given the data outside the fold (the groups of a fold
+        share the uncertainty about mu, but each is scored on its own)."""
+        held = np.isin(self.codes, fold_groups)
+        mean, cov = self.posterior(np.where(held, 0.0, 1.0))
+        total = 0.0
+        for g in fold_groups:
+            rows = self.codes == g
+            n = int(rows.sum())
+            spread = self.sigma**2 * np.eye(n) + (self.tau**2 + cov[0, 0]) * np.ones((n, n))
+            total += multivariate_normal(np.full(n, mean[0]), spread).logpdf(self.y[rows])
+        return float(total)
+
     def resampled_fit(self, rows, groups):
         """The factory of a cluster bootstrap: the model refitted to ``y[rows]`` with the
         clusters ``groups`` (mu only: the clusters' own effects have no counterpart); its

@@ -114,3 +114,28 @@ def test_the_audit_does_not_judge_a_hierarchy_s_global_sd_by_the_weight_ij():
     if row["why"] == "hierarchy":
         assert "refit.cluster_bootstrap" in row["reason"]
     assert not any("misspecified" in line for line in audit.summary())
+
+
+def test_a_kfold_of_whole_groups_scores_each_group_jointly():
+    """refit.kfold(groups=) keeps groups whole (kfold_split_grouped) and scores each held-out
+    group by its joint predictive density given the data outside the fold, which here is
+    sum_g log p(y_g | y_-F) in closed form (within 3 Monte Carlo SEs per fold); a fold
+    split that cuts a group is refused."""
+    model = simulate(n_groups=9, per_group=4, seed=5)
+    post = model.fit()
+    backend = refit.CallableBackend(lambda w: model.fit(w, seed=11), n_obs=model.y.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = refit.kfold(
+            post, backend, K=3, groups=model.codes, executor="sequential", progress=False
+        )
+    table = report.comparisons[report.comparisons["method"] == "psis"].set_index("fold")
+    pointwise = report.result.pointwise
+    assert pointwise.index.name == "group" and len(pointwise) == 9
+    for fold, rows in pointwise.groupby("fold"):
+        exact = model.kfold_exact(rows.index.to_numpy())
+        assert abs(table.loc[fold, "exact"] - exact) < 3 * table.loc[fold, "exact_se"] + 1e-9
+    np.testing.assert_allclose(report.result.elpd, table["exact"].sum(), rtol=1e-12)
+    split = np.arange(model.y.size) % 3  # cuts every group
+    with pytest.raises(ValueError, match=r"^folds: found groups split across folds"):
+        refit.kfold(post, backend, folds=split, groups=model.codes, progress=False)
