@@ -79,9 +79,38 @@ def _significant(result) -> bool:
 
 def fragile(amip: dict) -> list:
     """AMIP results whose target a handful of units reaches (a sure upper bound counts),
-    smallest sets first."""
-    found = [r for r in amip.values() if r.reachable and _handful(r.n_drop, r.prop_drop)]
+    smallest sets first; not those reached only by the first-order continuation past
+    k-hat's threshold (:func:`first_order_only`)."""
+    found = [
+        r
+        for r in amip.values()
+        if r.reachable and _handful(r.n_drop, r.prop_drop) and not _continued(r)
+    ]
     return sorted(found, key=lambda r: (r.n_drop, r.quantity))
+
+
+def first_order_only(amip: dict) -> list:
+    """AMIP results a handful of units reaches only by the reweighted search's linear
+    continuation, past the point where k-hat says reweighting the draws is reliable: the
+    prediction is first order where first order is known to miss (a radon fit's "halve
+    sigma_a" by 4 counties: refitted, a third of it), so a refit decides."""
+    found = [
+        r
+        for r in amip.values()
+        if r.reachable and _handful(r.n_drop, r.prop_drop) and _continued(r)
+    ]
+    return sorted(found, key=lambda r: (r.n_drop, r.quantity))
+
+
+def _continued(r) -> bool:
+    """Whether a reweighted set's last units are a linear continuation (no refit yet)."""
+    return (
+        r.method == "reweighted"
+        and r.refits is None
+        and r.verification is None
+        and 0 < r.n_drop
+        and r.n_reweighted < r.n_drop
+    )
 
 
 def _handful(size: float, share: float) -> bool:
@@ -107,6 +136,7 @@ def summary_bullets(audit) -> list[str]:
     """At most :data:`MAX_BULLETS` one-sentence findings, most consequential first."""
     candidates = [
         _fragile_bullet(audit),
+        _first_order_bullet(audit),
         _loo_bullet(audit),
         _misspecified_bullet(audit),
         _sensitivity_bullet(audit),
@@ -352,6 +382,26 @@ def _comparison_bullet(audit) -> str:
     )
 
 
+def _first_order_bullet(audit) -> str:
+    found = first_order_only(headline_amip(audit))
+    if not found:
+        return ""
+    unit = audit.unit_name
+    shown = found[:2]
+    claims = " and ".join(
+        f"dropping {unit_words(unit, r.n_drop)} ({_ids(r.drop_ids)}) would {target_words(r)}"
+        for r in shown
+    )
+    more = f" (and {len(found) - 2} more)" if len(found) > 2 else ""
+    reliable = " and ".join(str(r.n_reweighted) for r in shown)
+    return (
+        f"Undetermined, a refit decides: {claims}{more} to first order, but reweighting the "
+        f"draws is reliable (k-hat) for only the first {reliable} of "
+        f"{'those' if len(shown) > 1 else 'its'} {unit_words(unit)}, and first order can miss "
+        "beyond that: bayesij.refit.verify(result, backend) decides."
+    )
+
+
 def _refit_bullet(audit) -> str:
     found = fragile(headline_amip(audit))
     if not found:
@@ -386,7 +436,7 @@ def _undetermined_bullet(audit) -> str:
 
 def _robust_bullet(audit) -> str:
     searched = headline_amip(audit)
-    found = set(map(id, fragile(searched) + open_questions(searched)))
+    found = set(map(id, fragile(searched) + open_questions(searched) + first_order_only(searched)))
     robust = [r for r in searched.values() if id(r) not in found]
     if not robust:
         return ""
