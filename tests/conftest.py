@@ -67,6 +67,7 @@ MARKED_FILES = {
     "test_tooling.py": "tooling",
     "test_cli.py": "cli",
     "test_panel_audit.py": "pymc",
+    "test_radon.py": "pymc",
     "test_pymc.py": "pymc",
     "test_campaign.py": "processes",
     "test_store.py": "processes",
