@@ -129,6 +129,11 @@ GROUPS = {
 OBS_VECTOR = {"too short": np.zeros(2), "NaN": np.r_[np.nan, np.zeros(N - 1)], "'y'": "y"}
 
 
+def _cluster_model(rows, groups):
+    """A model factory for the cluster bootstrap: the posterior of POST's rows."""
+    return bayesij.from_arrays(THETA, LOG_LIK[..., rows])
+
+
 def _catalogue():
     """(function name, argument, call taking the bad value, bad values)."""
     kw = lambda fn, name, **base: lambda v: fn(**{**base, name: v})  # noqa: E731
@@ -866,6 +871,40 @@ def _catalogue():
             "seed",
             lambda v: refit.kfold_split_stratified([0, 1, 0, 1, 0, 1], 2, v),
             SEED,
+        ),
+        (
+            "refit.cluster_bootstrap",
+            "B",
+            lambda v: refit.cluster_bootstrap(
+                POST, _cluster_model, v, groups=[0, 0, 1, 1, 2, 2], progress=False
+            ),
+            REPLICATES,
+        ),
+        (
+            "refit.cluster_bootstrap",
+            "model",
+            lambda v: refit.cluster_bootstrap(POST, v, 2, groups=[0, 0, 1, 1, 2, 2]),
+            {"3": 3, "None": None},
+        ),
+        (
+            "refit.cluster_bootstrap",
+            "groups",
+            lambda v: refit.cluster_bootstrap(POST, _cluster_model, 2, groups=v, progress=False),
+            GROUPS,
+        ),
+        (
+            "refit.cluster_bootstrap",
+            "marginal_log_lik",
+            lambda v: refit.cluster_bootstrap(
+                POST,
+                _cluster_model,
+                2,
+                groups=[0, 0, 1, 1, 2, 2],
+                marginal_log_lik=v,
+                executor="sequential",
+                progress=False,
+            ),
+            {"wrong clusters": np.zeros((C, D, 2)), "'m'": "m"},
         ),
         (
             "refit.bootstrap",

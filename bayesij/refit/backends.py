@@ -288,17 +288,21 @@ class CallableBackend(Backend):
         self.fn, self.n_obs = fn, n_obs
 
     def fit(self, weights) -> Posterior:
-        result = self.fn(self.checked_weights(weights))
-        if not is_fit(result):
-            raise fail(
-                "fn",
-                f"a callable that returned a {type(result).__name__}",
-                "a callable returning a bayesij.Posterior or an InferenceData",
-            )
-        return read(result, argument="fn").posterior()
+        return returned_posterior(self.fn(self.checked_weights(weights)), "fn")
 
     def __repr__(self) -> str:
         return f"CallableBackend({_callable_name(self.fn)}, digest={_callable_digest(self.fn)})"
+
+
+def returned_posterior(result, argument: str) -> Posterior:
+    """The checked container of what a user's refit callable (``argument``) returned."""
+    if not is_fit(result):
+        raise fail(
+            argument,
+            f"a callable that returned a {type(result).__name__}",
+            "a callable returning a bayesij.Posterior or an InferenceData / DataTree",
+        )
+    return read(result, argument=argument).posterior()
 
 
 def _callable_digest(fn) -> str:

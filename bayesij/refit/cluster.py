@@ -26,10 +26,15 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import check_replicates, check_seed, fail
+from bayesij.array.checks import as_float_array, check_replicates, check_seed, fail
 from bayesij.data.arrays import from_arrays
-from bayesij.data.fit import is_fit, read
-from bayesij.refit.backends import Backend, _callable_digest, _callable_name
+from bayesij.data.fit import read
+from bayesij.refit.backends import (
+    Backend,
+    _callable_digest,
+    _callable_name,
+    returned_posterior,
+)
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.refit.experiments import _bootstrap_variance
 from bayesij.refit.report import RefitReport, comparison_rows
@@ -92,14 +97,7 @@ class ClusterResampling(Backend):
 
     def fit(self, weights):
         rows, groups = self.resampled(weights)
-        result = self.model(rows, groups)
-        if not is_fit(result):
-            raise fail(
-                "model",
-                f"a callable that returned a {type(result).__name__}",
-                "a callable returning a bayesij.Posterior or an InferenceData / DataTree",
-            )
-        return read(result, argument="model").posterior()
+        return returned_posterior(self.model(rows, groups), "model")
 
     def __repr__(self) -> str:
         clusters = hashlib.sha256(self.codes.tobytes()).hexdigest()[:12]
@@ -251,7 +249,7 @@ def cluster_bootstrap(
 
 def _marginal_ij(container, marginal_log_lik, n_clusters: int):
     """The IJ over clusters whose log-likelihoods integrate their effects out."""
-    values = np.asarray(marginal_log_lik, dtype=float)
+    values = as_float_array(marginal_log_lik, "marginal_log_lik")
     expected = (*container.quantities.shape[:2], n_clusters)
     if values.shape != expected:
         raise fail(
