@@ -141,23 +141,28 @@ def radon() -> pd.DataFrame:
     return frame
 
 
-def radon_model(frame: pd.DataFrame | None = None):
+def radon_model(frame: pd.DataFrame | None = None, counties: list | None = None):
     """Gelman & Hill's varying-intercept radon model in PyMC, non-centred (needs PyMC)::
 
         log_radon ~ Normal(a[county] + beta_floor floor, sigma_y)
         a = mu_a + beta_uranium log_uranium[county] + sigma_a z_a,  z_a ~ Normal(0, 1)
 
-    with the counties as the ``county`` coordinate (all 85, whichever rows ``frame``
-    holds: a county without rows keeps its intercept, drawn from the population) and
-    ``county_idx`` as ``pm.Data`` over ``obs``.
+    with the counties as the ``county`` coordinate (default all 85, whichever rows
+    ``frame`` holds: a county without rows keeps its intercept, drawn from the population)
+    and ``county_idx`` as ``pm.Data`` over ``obs``. ``counties``: other county labels,
+    ``frame``'s ``county_idx`` coding them (a cluster bootstrap's resampled counties, each
+    with its rows and its uranium level).
     """
     import pymc as pm
 
     everything = radon()
     frame = everything if frame is None else frame
-    counties = list(dict.fromkeys(everything["county"]))
-    uranium = everything.groupby("county", sort=False)["log_uranium"].first()[counties]
-    coords = {"county": counties, "obs": frame["id"].tolist()}
+    if counties is None:
+        counties = list(dict.fromkeys(everything["county"]))
+        uranium = everything.groupby("county", sort=False)["log_uranium"].first()[counties]
+    else:
+        uranium = frame.groupby("county_idx")["log_uranium"].first().reindex(range(len(counties)))
+    coords = {"county": list(counties), "obs": frame["id"].tolist()}
     with pm.Model(coords=coords) as model:
         county_idx = pm.Data("county_idx", frame["county_idx"].to_numpy(), dims="obs")
         mu_a = pm.Normal("mu_a", 0.0, 10.0)
