@@ -80,25 +80,6 @@ def test_a_resample_lays_out_each_drawn_copy_as_a_new_cluster():
         backend.fit(np.ones(6))
 
 
-def test_the_normal_group_log_lik_is_the_multivariate_normal_density():
-    from scipy.stats import multivariate_normal
-
-    rng = np.random.default_rng(0)
-    codes = np.array([0, 1, 1, 2, 2, 2])
-    r = rng.normal(size=(2, 3, 6))
-    tau, sigma = rng.uniform(0.5, 2, (2, 3)), rng.uniform(0.5, 2, (2, 3))
-    ours = normal_group_log_lik(r, codes, tau, sigma)
-    for c in range(2):
-        for s in range(3):
-            for g in range(3):
-                n = int((codes == g).sum())
-                cov = sigma[c, s] ** 2 * np.eye(n) + tau[c, s] ** 2
-                expected = multivariate_normal(np.zeros(n), cov).logpdf(r[c, s, codes == g])
-                np.testing.assert_allclose(ours[c, s, g], expected, rtol=1e-12)
-    with pytest.raises(ValueError, match=r"^tau: found values that are not finite and positive"):
-        normal_group_log_lik(r, codes, -1.0, 1.0)
-
-
 def test_the_audit_does_not_judge_a_hierarchy_s_global_sd_by_the_weight_ij():
     """On the fit as a DataTree (a over 'school', the index in constant_data) the unit is the
     school, a is its effect, and mu's IJ-vs-posterior verdict is "undetermined" naming the

@@ -470,7 +470,7 @@ def test_draws_only_a_sure_set_far_above_the_smallest_is_an_upper_bound(field_ex
             text = str(result)
             assert "an upper bound, undetermined in its size" in text
             assert f"about {result.draws_needed:.3g} draws (now 4000)" in text
-            assert "control variates from the model's gradient (score=)" in text
+            assert "control variates from the model's gradient (grad_log_posterior=)" in text
             sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
             after = metric(X, y, result.kept, 1, sign, 1.96)  # the exact refit without the set
             assert np.sign(after) != np.sign(result.original_value)
