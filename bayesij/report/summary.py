@@ -255,6 +255,8 @@ def ij_comparison(audit) -> pd.DataFrame:
             rows[q] = ("undetermined", _linearity_reason(linear, q, audit.unit_name), "linearity")
         elif audit.unit_effects:
             rows[q] = ("undetermined", _hierarchy_reason(audit), "hierarchy")
+        elif audit.units.suspected:
+            rows[q] = ("undetermined", _suspected_reason(audit), "suspected grouping")
         elif AGREE[0] <= ratio[q] <= AGREE[1]:
             rows[q] = ("agree", f"IJ sd / posterior sd {ratio[q]:.2f}", "ratio")
         else:
@@ -263,6 +265,16 @@ def ij_comparison(audit) -> pd.DataFrame:
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=["verdict", "reason", "why"])
     frame.index.name = "quantity"
     return frame
+
+
+def _suspected_reason(audit) -> str:
+    """Why the IJ over observations does not judge a sd when the fit looks grouped."""
+    dims = ", ".join(repr(d) for d in audit.units.suspected)
+    return (
+        f"the fit looks grouped (the posterior dim {dims}) but does not say which observation "
+        "belongs to which group: the observations may not be exchangeable units; pass "
+        "groups= to compare over the groups"
+    )
 
 
 def _hierarchy_reason(audit) -> str:
@@ -316,6 +328,8 @@ def _ij_bullet(audit) -> str:
         "variance",
         "linearity": "the IJ's linear approximation is unreliable; an exact bootstrap "
         "(bayesij.refit.bootstrap) would decide",
+        "suspected grouping": "the fit looks grouped but does not record the groups; "
+        "groups= decides",
         "hierarchy": f"the IJ over {unit_words(audit.unit_name)} holds each one's own effect "
         f"({', '.join(audit.unit_effects)}): it approximates reweighting them, not drawing "
         f"new {unit_words(audit.unit_name)}; bayesij.refit.cluster_bootstrap would decide",

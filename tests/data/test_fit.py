@@ -267,6 +267,9 @@ def test_a_grouping_the_file_does_not_record_is_named_and_its_variables_kept_loc
     assert "groups= / --groups" in audit.heading()
     assert asked.offsets == [f"z_a[{f}]" for f in FIRMS]
     assert not any("z_a" in line for line in asked.summary())
+    why = set(audit.comparison_table["why"])
+    assert why <= {"suspected grouping", "noise", "linearity", "barely moved"}
+    assert not any("misspecified" in line for line in audit.summary())
     regrouped = bayesij.audit(tree, groups=labels, targets=("sign",))
     assert regrouped.units.name == "group" and regrouped.units.dim == "firm"
     assert regrouped.unit_effects == ["z_a", "a"]
