@@ -122,7 +122,10 @@ def bootstrap(
     """Exact bootstrap of posterior means against the IJ covariance (and the posterior).
 
     ``B`` refits under multinomial bootstrap counts of the units (observations, or the
-    groups of ``groups``: a cluster bootstrap). The exact bootstrap variance of each
+    groups of ``groups``: the *weight* bootstrap over groups, a group drawn ``k`` times
+    counting ``k`` times with its one set of local parameters, which the IJ over groups
+    approximates; :func:`bayesij.refit.cluster_bootstrap` draws new groups instead, each
+    copy with its own). The exact bootstrap variance of each
     posterior mean is the variance of the refit means less the mean squared Monte Carlo
     error of those means (the noise each refit adds); its standard error is the sampling
     error over ``B`` replicates. It is compared with the noise-corrected IJ variance (with
