@@ -113,10 +113,38 @@ def _run_demo(args) -> None:
         f"Demo: linear regression of {data['N']} points; the last three "
         f"(ids {data['N'] - 2}..{data['N']}) are high-leverage points far out in x.\n"
     )
-    _print_audit(post, args.out)
+    result = _print_audit(post, args.out)
+    _refit_what_is_undetermined(result, data)
 
 
-def _print_audit(fit, out: str | None, **options) -> None:
+def _refit_what_is_undetermined(result, data) -> None:
+    """The demo's last step: the refit the verdict asks for, run (PyStan, the same model
+    without the set), and what it says."""
+    from bayesij.refit import PyStanBackend, verify
+    from bayesij.report.summary import first_order_only, target_words
+
+    open_ = first_order_only(result.amip)
+    if not open_:
+        return
+    backend = PyStanBackend(
+        "linear_regression", data, quantities=["alpha", "beta", "sigma"], num_warmup=1000
+    )
+    print("## The refit the verdict asks for\n")
+    for found in open_:
+        checked = verify(found, backend, progress=False).verification
+        print(
+            f"- Refit without {', '.join(map(str, found.drop_ids))} (PyStan): {found.quantity}'s "
+            f"{found.metric} goes from {found.original_value:.3g} to {checked['value']:.3g}: "
+            + (
+                f"it does {target_words(found)}."
+                if checked["reached"]
+                else f"it does not {target_words(found)}."
+            )
+        )
+    print()
+
+
+def _print_audit(fit, out: str | None, **options):
     from bayesij.report.audit import audit
 
     if out:
@@ -125,6 +153,7 @@ def _print_audit(fit, out: str | None, **options) -> None:
     print(result.to_markdown())
     if out:
         print(f"Report written to {result.to_html(out)}", file=sys.stderr)
+    return result
 
 
 def _check_out(out: str) -> None:
