@@ -336,16 +336,14 @@ class ModelStructure:
 
     Attributes
     ----------
-    unit_effects : tuple of str
-        Local variables over the units' own dim (:attr:`Units.dim`): each unit's effect
-        (and its non-centred offset). With them the log-likelihood of a unit is conditional
-        on its effect, so the IJ over units approximates reweighting units with their
-        effects held (the weight bootstrap), not drawing new units.
     global_vars, local_vars : tuple of str
         Posterior variables without / with a dim over units (:attr:`Units.local_dims`).
     auxiliaries : tuple of str
         Local variables whose log-prior term is the standard normal density of their
         draws: non-centred offsets (``z_a ~ N(0, 1)`` with ``a = mu + sigma * z_a``).
+        Without a ``log_prior`` group: local variables whose draws, pooled, have mean
+        within :data:`OFFSET_TOLERANCE` of 0 and sd within it of 1, beside another variable
+        over the same dims (what they are scaled into).
     deterministics : tuple of str or None
         Posterior variables with no term in the ``log_prior`` group (PyMC's
         ``pm.Deterministic``, Stan's transformed parameters); None without a ``log_prior``
@@ -354,6 +352,11 @@ class ModelStructure:
         The ``log_prior`` group's variables: the priors of global variables (the ones a
         user chose, which power-scaling asks about) and the terms of local variables (the
         distribution of the group effects, part of the model's likelihood for them).
+    unit_effects : tuple of str
+        Local variables over the units' own dim (:attr:`Units.dim`): each unit's effect
+        (and its non-centred offset). With them the log-likelihood of a unit is conditional
+        on its effect, so the IJ over units approximates reweighting units with their
+        effects held (the weight bootstrap), not drawing new units.
     """
 
     global_vars: tuple = ()
