@@ -154,8 +154,10 @@ def cluster_bootstrap(
     marginal_log_lik : array_like of shape (n_chains, n_draws, n_clusters), optional
         Each cluster's log-likelihood with its effect integrated out, at the draws of
         ``post``, columns in the order the clusters first appear among the observations
-        (:func:`bayesij.array.hierarchy.normal_group_log_lik` for a normal hierarchy): the
-        IJ over these, row ``'ij (marginal)'``, approximates this bootstrap.
+        (:func:`bayesij.array.hierarchy.normal_group_log_lik` for a normal hierarchy,
+        :func:`~bayesij.array.hierarchy.intercept_group_log_lik` by adaptive quadrature
+        for any likelihood with a normal random intercept): the IJ over these, row
+        ``'ij (marginal)'``, approximates this bootstrap.
 
     Returns
     -------
