@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesij.array._numeric import sum_by_group
 from bayesij.array.checks import as_float_array, check_finite, fail
 
 __all__ = ["normal_group_log_lik", "intercept_group_log_lik"]
@@ -62,32 +63,42 @@ def normal_group_log_lik(residuals, codes, tau, sigma) -> np.ndarray:
     if r.ndim != 3:
         raise fail("residuals", f"shape {r.shape}", "(n_chains, n_draws, n_obs)")
     check_finite(r, "residuals")
-    groups = np.asarray(codes)
-    if groups.shape != (r.shape[2],) or groups.dtype.kind not in "iu" or groups.min() < 0:
-        raise fail("codes", f"{groups.shape} {groups.dtype}", f"{r.shape[2]} codes >= 0")
-    tau2, sigma2 = (
-        _per_draw(v, name, r.shape[:2]) ** 2 for v, name in ((tau, "tau"), (sigma, "sigma"))
-    )
-    n_groups = int(groups.max()) + 1
-    one_hot = np.zeros((r.shape[2], n_groups))
-    one_hot[np.arange(r.shape[2]), groups] = 1.0
-    n = one_hot.sum(axis=0)
-    s1, s2 = r @ one_hot, (r**2) @ one_hot
-    total = sigma2[..., None] + n * tau2[..., None]
-    quadratic = (s2 - tau2[..., None] * s1**2 / total) / sigma2[..., None]
-    log_det = (n - 1) * np.log(sigma2[..., None]) + np.log(total)
+    groups, n_groups = _checked_codes(codes, r.shape[2])
+    tau2, sigma2 = (_per_draw_sd(v, name) ** 2 for v, name in ((tau, "tau"), (sigma, "sigma")))
+    n = np.bincount(groups, minlength=n_groups)
+    s1, s2 = _group_sums(r, groups, n_groups), _group_sums(r**2, groups, n_groups)
+    total = sigma2 + n * tau2
+    quadratic = (s2 - tau2 * s1**2 / total) / sigma2
+    log_det = (n - 1) * np.log(sigma2) + np.log(total)
     return -0.5 * (n * np.log(2 * np.pi) + log_det + quadratic)
 
 
-def _per_draw(value, name: str, shape: tuple) -> np.ndarray:
-    values = np.broadcast_to(as_float_array(value, name), shape) if np.ndim(value) == 0 else None
-    if values is None:
-        values = as_float_array(value, name)
-        if values.shape != shape:
-            raise fail(name, f"shape {values.shape}", f"a number or one per draw, {shape}")
-    if not np.all(np.isfinite(values) & (values > 0)):
+def _checked_codes(codes, n_obs: int) -> tuple[np.ndarray, int]:
+    """Group codes 0..G-1, one per observation, every group present; and G."""
+    groups = np.asarray(codes)
+    if groups.shape != (n_obs,) or groups.dtype.kind not in "iu" or n_obs == 0:
+        raise fail("codes", f"{groups.shape} {groups.dtype}", f"{n_obs} integer codes")
+    n_groups = int(groups.max()) + 1
+    if groups.min() < 0 or np.unique(groups).size != n_groups:
+        raise fail("codes", "codes missing from 0..G-1", "every group 0..G-1 present")
+    return groups, n_groups
+
+
+def _per_draw_sd(value, name: str) -> np.ndarray:
+    """An sd per draw, (n_chains, n_draws, 1), or one for all, (1, 1, 1): finite, positive."""
+    sd = as_float_array(value, name)
+    if sd.ndim not in (0, 2):
+        raise fail(name, f"shape {sd.shape}", "a number, or one per draw (n_chains, n_draws)")
+    if not np.all(np.isfinite(sd) & (sd > 0)):
         raise fail(name, "values that are not finite and positive", "positive sds")
-    return values
+    return sd[..., None] if sd.ndim == 2 else sd.reshape(1, 1, 1)
+
+
+def _group_sums(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """(n_chains, n_draws, n_obs) summed within groups: (n_chains, n_draws, G)."""
+    n_chains, n_draws, n_obs = values.shape
+    summed = sum_by_group(values.reshape(-1, n_obs), groups, n_groups)
+    return summed.reshape(n_chains, n_draws, n_groups)
 
 
 def intercept_group_log_lik(log_lik_at, codes, tau, n_nodes: int = 16) -> np.ndarray:
@@ -135,29 +146,21 @@ def intercept_group_log_lik(log_lik_at, codes, tau, n_nodes: int = 16) -> np.nda
     >>> bool(np.allclose(quadrature, closed, rtol=1e-10))
     True
     """
-    groups = np.asarray(codes)
-    if groups.ndim != 1 or groups.dtype.kind not in "iu" or groups.size == 0 or groups.min() < 0:
-        raise fail("codes", f"{groups.shape} {groups.dtype}", "one integer code >= 0 per obs")
     if not callable(log_lik_at):
         raise fail("log_lik_at", f"a {type(log_lik_at).__name__}", "a callable log_lik_at(a)")
-    sd = as_float_array(tau, "tau")
-    if sd.ndim not in (0, 2) or not np.all(np.isfinite(sd) & (sd > 0)):
-        raise fail("tau", f"shape {sd.shape} or values not finite and positive", "positive sds")
-    sd = sd[..., None] if sd.ndim == 2 else sd.reshape(1, 1, 1)
-    one_hot = np.zeros((groups.size, int(groups.max()) + 1))
-    one_hot[np.arange(groups.size), groups] = 1.0
+    groups, n_groups = _checked_codes(codes, np.size(codes))
+    sd = _per_draw_sd(tau, "tau")
 
     def h(a):  # log-likelihood of each group plus the intercept's log density (no constant)
-        values = as_float_array(log_lik_at(a @ one_hot.T), "log_lik_at(a)")
+        values = as_float_array(log_lik_at(a[..., groups]), "log_lik_at(a)")
         if values.ndim != 3 or values.shape[2] != groups.size:
             raise fail(
                 "log_lik_at(a)", f"shape {values.shape}", f"(n_chains, n_draws, {groups.size})"
             )
-        return values @ one_hot - 0.5 * (a / sd) ** 2
+        return _group_sums(values, groups, n_groups) - 0.5 * (a / sd) ** 2
 
-    probe = as_float_array(log_lik_at(np.zeros((1, 1, groups.size))), "log_lik_at(a)")
-    start = np.zeros((*probe.shape[:2], one_hot.shape[1]))
-    mode, curvature = _mode(h, start, sd)
+    draws = as_float_array(log_lik_at(np.zeros((1, 1, groups.size))), "log_lik_at(a)").shape[:2]
+    mode, curvature = _mode(h, np.zeros((*draws, n_groups)), sd)
     scale = 1.0 / np.sqrt(curvature)
     nodes, weights = np.polynomial.hermite.hermgauss(int(n_nodes))
     total = None
@@ -171,15 +174,12 @@ def _mode(h, start: np.ndarray, sd, steps: int = 30) -> tuple[np.ndarray, np.nda
     """Each group's mode of ``h`` from ``start`` (n_chains, n_draws, G) and ``-h''`` there,
     by Newton steps on central differences (``h`` concave: a log-concave likelihood times a
     normal density)."""
-    a = start
-    for _ in range(steps):
-        delta = 1e-4 * sd
+    a, delta = start, 1e-4 * sd
+    for _ in range(steps + 1):
         up, mid, down = h(a + delta), h(a), h(a - delta)
-        slope = (up - down) / (2 * delta)
         curvature = np.maximum(-(up - 2 * mid + down) / delta**2, 1.0 / sd**2)
-        step = slope / curvature
-        a = a + step
+        step = (up - down) / (2 * delta) / curvature
         if np.all(np.abs(step) <= 1e-10 * sd):
-            break
-    up, mid, down = h(a + 1e-4 * sd), h(a), h(a - 1e-4 * sd)
-    return a, np.maximum(-(up - 2 * mid + down) / (1e-4 * sd) ** 2, 1.0 / sd**2)
+            break  # the curvature is the mode's
+        a = a + step
+    return a, curvature
