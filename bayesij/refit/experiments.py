@@ -220,28 +220,37 @@ def _bootstrap_variance(records: list[dict], names: list[str]):
 
 # --------------------------------------------------------------------------- leave-one-out
 class LooUnits(NamedTuple):
-    """What a LOO campaign leaves out: each unit's name, its observations' positions, and
-    whether the units are groups (scored by their joint predictive density)."""
+    """What a LOO or K-fold campaign leaves out: each unit's name, the unit (code) of each
+    observation, whether the units are groups (scored by their joint predictive density),
+    the group labels (None: observations) and each unit's log-likelihood (n_chains,
+    n_draws, n_units), :meth:`Posterior.units`'s."""
 
     names: list
-    members: list
+    codes: np.ndarray
     grouped: bool
-    labels: object  # the group of each observation (None: observations)
+    labels: object
+    log_lik: np.ndarray
 
     def key(self, u: int) -> str:
         return f"{'logo' if self.grouped else 'loo'}-{self.names[u]}"
+
+    def members(self, u: int) -> np.ndarray:
+        """The positions of unit ``u``'s observations."""
+        return np.flatnonzero(self.codes == u) if self.grouped else np.array([u])
 
 
 def _loo_units(fit, post: Posterior, groups) -> LooUnits:
     """Observations (``groups`` None) or the groups ``groups`` names: labels, a mapping, or
     the name of the fit's grouping (``"county"``)."""
-    if groups is None or groups is False:
-        members = [np.array([n]) for n in range(post.n_obs)]
-        return LooUnits(list(post.obs_names), members, False, None)
-    labels = fit.units.labels if fit.units.labels is not None else groups
-    codes, unique = post.unit_codes(labels)
-    members = [np.flatnonzero(codes == u) for u in range(unique.size)]
-    return LooUnits(unique.values.tolist(), members, True, labels)
+    labels = None
+    if groups is not None and groups is not False:
+        labels = fit.units.labels if fit.units.labels is not None else groups
+    if labels is None:
+        observations = np.arange(post.n_obs)
+        return LooUnits(list(post.obs_names), observations, False, None, post.log_lik.values)
+    codes, _ = post.unit_codes(labels)
+    log_lik, unique = post.units(labels)
+    return LooUnits(unique.values.tolist(), codes, True, labels, log_lik)
 
 
 def _loo_approximations(post: Posterior, labels=None) -> dict:
@@ -257,8 +266,7 @@ def _loo_points(post, units: LooUnits, points, approx, budget, tolerance):
     if isinstance(points, str) and points == "auto":
         budget = check_positive_int(budget, "budget")
         psis = approx["psis"].pointwise
-        flat = post.log_lik.values.reshape(post.n_draws, -1)
-        unit_log_lik = np.stack([flat[:, m].sum(axis=1) for m in units.members], axis=1)
+        unit_log_lik = units.log_lik.reshape(post.n_draws, -1)
         priorities = loo_priorities(
             psis["elpd_loo"],
             approx["ij"].pointwise["elpd_loo"],
@@ -362,9 +370,10 @@ def loo(
     positions, rule = _loo_points(post, units, points, approx, budget, tolerance)
     tasks = []
     for u in positions:
+        members = units.members(u)
         weights = np.ones(post.n_obs)
-        weights[units.members[u]] = 0.0
-        tasks.append(Task(units.key(u), weights, tuple(int(n) for n in units.members[u])))
+        weights[members] = 0.0
+        tasks.append(Task(units.key(u), weights, tuple(members.tolist())))
     settings = {"points": [str(units.names[u]) for u in positions], "groups": units.grouped}
     records = _campaign(
         post,
@@ -475,14 +484,11 @@ def kfold(
     fit = read(post, groups=groups, argument="post")
     post = _checked(fit, backend)
     units = _loo_units(fit, post, groups)
-    unit_of = np.empty(post.n_obs, dtype=int)  # each observation's unit (itself, or its group)
-    for u, members in enumerate(units.members):
-        unit_of[members] = u
-    names, codes = _fold_codes(post, units, unit_of, K, folds, seed)
+    names, codes, unit_folds = _fold_codes(post, units, K, folds, seed)
     tasks = []
     for k, name in enumerate(names):
         points = np.flatnonzero(codes == k)
-        grouped = tuple(unit_of[points].tolist()) if units.grouped else ()
+        grouped = tuple(units.codes[points].tolist()) if units.grouped else ()
         tasks.append(
             Task(f"fold-{name}", (codes != k).astype(float), tuple(points.tolist()), grouped)
         )
@@ -499,9 +505,7 @@ def kfold(
         timeout=timeout,
     )
     done, exact, exact_se = _held_out_sums(tasks, records, units.grouped)
-    unit_log_lik = _unit_log_lik(post, units)
-    unit_folds = codes[[members[0] for members in units.members]]
-    approx = fold_elpd(unit_log_lik, unit_folds)
+    approx = fold_elpd(units.log_lik, unit_folds)
     index = {"fold": names[done], "pareto_k": approx.pareto_k[done]}
     frames = [
         comparison_rows(
@@ -527,16 +531,18 @@ def kfold(
         len(tasks),
         len(done),
         summary,
-        result=_kfold_result(tasks, records, names, post, units, unit_log_lik),
+        result=_kfold_result(tasks, records, names, units),
     )
 
 
-def _fold_codes(post, units: LooUnits, unit_of, K: int, folds, seed: int):
-    """The folds' names and each observation's fold code, whole groups kept together."""
+def _fold_codes(post, units: LooUnits, K: int, folds, seed: int):
+    """The folds' names, each observation's fold code and each unit's, whole groups kept
+    together."""
     if folds is None:
         seed = check_seed(seed)
         if units.grouped:
-            labels = kfold_split_grouped(np.asarray(units.names, dtype=object)[unit_of], K, seed)
+            names = np.asarray(units.names, dtype=object)
+            labels = kfold_split_grouped(names[units.codes], K, seed)
         else:
             labels = kfold_split_random(post.n_obs, K, seed)
     else:
@@ -550,27 +556,21 @@ def _fold_codes(post, units: LooUnits, unit_of, K: int, folds, seed: int):
     names, codes = label_codes(labels, sort=True)
     if names.size < 2:
         raise fail("folds", f"{names.size} fold", "at least 2 folds")
-    split = [
-        units.names[u] for u, members in enumerate(units.members) if np.ptp(codes[members]) > 0
-    ]
-    if units.grouped and split:
+    n_units = len(units.names)
+    lowest, highest = np.full(n_units, names.size), np.full(n_units, -1)
+    np.minimum.at(lowest, units.codes, codes)
+    np.maximum.at(highest, units.codes, codes)
+    split = np.flatnonzero(lowest != highest)
+    if split.size:
         raise fail(
             "folds",
-            f"groups split across folds ({split[:5]})",
+            f"groups split across folds ({[units.names[u] for u in split[:5]]})",
             "each group in one fold (refit.kfold_split_grouped)",
         )
-    return names, codes
+    return names, codes, lowest
 
 
-def _unit_log_lik(post, units: LooUnits) -> np.ndarray:
-    """(n_chains, n_draws, n_units) log-likelihood of each unit (a group's summed)."""
-    values = post.log_lik.values
-    if not units.grouped:
-        return values
-    return np.stack([values[..., m].sum(axis=-1) for m in units.members], axis=-1)
-
-
-def _kfold_result(tasks, records, names, post, units: LooUnits, unit_log_lik) -> KfoldResult:
+def _kfold_result(tasks, records, names, units: LooUnits) -> KfoldResult:
     """The exact pointwise elpd of the units (observations, or groups jointly) whose
     fold's refit finished."""
     ok = _ok(records)
@@ -593,7 +593,7 @@ def _kfold_result(tasks, records, names, post, units: LooUnits, unit_log_lik) ->
             )
     frame = pd.DataFrame(rows).sort_values("position")
     # p_kfold = lpd - elpd_kfold, lpd from the full fit (as R loo's kfold objects carry it).
-    flat = unit_log_lik.reshape(-1, unit_log_lik.shape[-1])[:, frame["position"].to_numpy()]
+    flat = units.log_lik.reshape(-1, len(units.names))[:, frame["position"].to_numpy()]
     lpd = logsumexp(flat, axis=0) - np.log(flat.shape[0])
     frame.insert(1, "p_kfold", lpd - frame["elpd_kfold"].to_numpy())
     pointwise = frame.drop(columns="position").set_index(frame.columns[0])
