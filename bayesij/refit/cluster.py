@@ -24,7 +24,6 @@ import hashlib
 from collections.abc import Callable
 
 import numpy as np
-import pandas as pd
 
 from bayesij.array.checks import as_float_array, check_replicates, check_seed, fail
 from bayesij.data.arrays import from_arrays
@@ -35,9 +34,9 @@ from bayesij.refit.backends import (
     _callable_name,
     returned_posterior,
 )
-from bayesij.refit.campaign import Task, run_campaign
-from bayesij.refit.experiments import _bootstrap_variance
-from bayesij.refit.report import RefitReport, comparison_rows
+from bayesij.refit.campaign import run_campaign
+from bayesij.refit.experiments import bootstrap_report, bootstrap_tasks
+from bayesij.refit.report import RefitReport
 from bayesij.stats.jackknife import ij_covariance
 
 __all__ = ["cluster_bootstrap", "ClusterResampling"]
@@ -195,13 +194,9 @@ def cluster_bootstrap(
     codes, units = container.unit_codes(labels)
     if quantities is not None:
         container = container.select(quantities)
-    backend = ClusterResampling(model, codes)
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(units.size, np.full(units.size, 1 / units.size), size=B)
-    tasks = [Task(f"cluster-{b:05d}", counts[b][codes].astype(float)) for b in range(B)]
     records = run_campaign(
-        tasks,
-        backend,
+        bootstrap_tasks("cluster", codes, units.size, B, seed),
+        ClusterResampling(model, codes),
         reference=container,
         experiment="cluster_bootstrap",
         settings={"B": B, "seed": seed, "clusters": int(units.size)},
@@ -211,42 +206,11 @@ def cluster_bootstrap(
         retry_failed=retry_failed,
         timeout=timeout,
     )
-    ok = [r for r in records.values() if r["status"] == "ok"]
-    names = list(container.quantity_names)
-    exact = _bootstrap_variance(ok, names)
-    ij = ij_covariance(container, groups=labels)
-    frames = [
-        comparison_rows(
-            {"quantity": names}, "posterior", ij.posterior_variance.to_numpy(), np.nan, *exact
-        ),
-        comparison_rows(
-            {"quantity": names},
-            "ij (weights)",
-            ij.variance_corrected.to_numpy(),
-            ij.mcse.to_numpy(),
-            *exact,
-        ),
-    ]
+    rows = {"posterior": None, "ij (weights)": ij_covariance(container, groups=labels)}
     if marginal_log_lik is not None:
-        marginal = _marginal_ij(container, marginal_log_lik, units.size)
-        frames.append(
-            comparison_rows(
-                {"quantity": names},
-                "ij (marginal)",
-                marginal.variance_corrected.to_numpy(),
-                marginal.mcse.to_numpy(),
-                *exact,
-            )
-        )
-    failed = [(k, r["reason"]) for k, r in records.items() if r["status"] != "ok"]
-    return RefitReport(
-        "cluster_bootstrap",
-        pd.concat(frames, ignore_index=True),
-        pd.DataFrame(failed, columns=["key", "reason"]),
-        B,
-        len(ok),
-        {"replicates used": len(ok), "clusters": int(units.size)},
-    )
+        rows["ij (marginal)"] = _marginal_ij(container, marginal_log_lik, units.size)
+    summary = {"clusters": int(units.size)}
+    return bootstrap_report("cluster_bootstrap", records, container, rows, B, summary)
 
 
 def _marginal_ij(container, marginal_log_lik, n_clusters: int):

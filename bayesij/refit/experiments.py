@@ -160,9 +160,7 @@ def bootstrap(
     if quantities is not None:
         post = post.select(quantities)
     codes, units = post.unit_codes(groups)
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(units.size, np.full(units.size, 1 / units.size), size=B)
-    tasks = [Task(f"boot-{b:05d}", counts[b][codes].astype(float)) for b in range(B)]
+    tasks = bootstrap_tasks("boot", codes, units.size, B, seed)
     settings = {"B": B, "seed": seed, "units": int(units.size)}
     records = _campaign(
         post,
@@ -176,32 +174,46 @@ def bootstrap(
         retry_failed=retry_failed,
         timeout=timeout,
     )
-    ok = list(_ok(records).values())
-    names = post.quantity_names
     ij = ij_covariance(post, groups=groups)
+    rows = {"ij": ij, "posterior": None}
+    return bootstrap_report("bootstrap", records, post, rows, B, {"units": int(units.size)})
+
+
+def bootstrap_tasks(prefix: str, codes: np.ndarray, n_units: int, B: int, seed: int) -> list:
+    """``B`` refits under multinomial bootstrap counts of ``n_units`` units, each
+    observation weighted by its unit's count (``codes``: the unit of each observation)."""
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(n_units, np.full(n_units, 1 / n_units), size=B)
+    return [Task(f"{prefix}-{b:05d}", counts[b][codes].astype(float)) for b in range(B)]
+
+
+def bootstrap_report(experiment, records, post, rows: dict, B: int, summary: dict):
+    """The exact bootstrap variance of each quantity's posterior mean against each
+    approximation of ``rows`` (method -> IJCovariance, its noise-corrected variance and
+    MCSE; None: the posterior variance of the first IJ's draws)."""
+    ok = list(_ok(records).values())
+    names = list(post.quantity_names)
+    exact = _bootstrap_variance(ok, names)
+    posterior = next(ij for ij in rows.values() if ij is not None).posterior_variance
     frames = [
-        comparison_rows(
+        comparison_rows({"quantity": names}, method, posterior.to_numpy(), np.nan, *exact)
+        if ij is None
+        else comparison_rows(
             {"quantity": names},
-            "ij",
+            method,
             ij.variance_corrected.to_numpy(),
             ij.mcse.to_numpy(),
-            *_bootstrap_variance(ok, names),
-        ),
-        comparison_rows(
-            {"quantity": names},
-            "posterior",
-            ij.posterior_variance.to_numpy(),
-            np.nan,
-            *_bootstrap_variance(ok, names),
-        ),
+            *exact,
+        )
+        for method, ij in rows.items()
     ]
     return RefitReport(
-        "bootstrap",
+        experiment,
         pd.concat(frames, ignore_index=True),
         _failures(records),
         B,
         len(ok),
-        {"replicates used": len(ok), "units": int(units.size)},
+        {"replicates used": len(ok), **summary},
     )
 
 
