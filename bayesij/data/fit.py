@@ -298,7 +298,8 @@ class Fit:
         """The model's variables: global and local, non-centred offsets, deterministics,
         and the ``log_prior`` group's top-level and group-level terms
         (:func:`bayesij.data.structure.model_structure`)."""
-        key = ("structure", self.units.name, tuple(sorted(self.units.local_dims)))
+        units = self.units
+        key = ("structure", units.name, units.dim, tuple(sorted(units.local_dims)))
         return self.cached(key, lambda: model_structure(self.data, self.units))
 
     def local_quantities(self, names: list[str]) -> list[str]:

@@ -103,14 +103,8 @@ def first_order_only(amip: dict) -> list:
 
 
 def _continued(r) -> bool:
-    """Whether a reweighted set's last units are a linear continuation (no refit yet)."""
-    return (
-        r.method == "reweighted"
-        and r.refits is None
-        and r.verification is None
-        and 0 < r.n_drop
-        and r.n_reweighted < r.n_drop
-    )
+    """Whether a set's last units are the first-order continuation, with no refit yet."""
+    return r.continued and r.verification is None
 
 
 def _handful(size: float, share: float) -> bool:

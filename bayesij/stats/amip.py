@@ -187,6 +187,17 @@ class AmipResult(Summary):
         return len(self.drop_ids)
 
     @property
+    def continued(self) -> bool:
+        """Whether the reweighted search's set ends in its first-order continuation past
+        k-hat's threshold, not refitted in the loop (a refit, ``verify``, decides it)."""
+        return (
+            self.refits is None
+            and self.method == "reweighted"
+            and 0 < self.n_drop
+            and self.n_reweighted < self.n_drop
+        )
+
+    @property
     def prop_drop(self) -> float:
         return self.n_drop / self.n_units if self.reachable else float("nan")
 
@@ -285,12 +296,7 @@ class AmipResult(Summary):
                 f"  every draw of {self.quantity} is {self.one_signed}: if it is constrained "
                 "to that sign (a scale), its sign cannot change and this target is moot"
             )
-        if (
-            self.refits is None
-            and self.method == "reweighted"
-            and 0 < self.n_drop
-            and self.n_reweighted < self.n_drop
-        ):
+        if self.continued:
             first = (
                 f"the first {_count(self.n_reweighted, unit)} of the set "
                 + ("is" if self.n_reweighted == 1 else "are")

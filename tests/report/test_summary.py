@@ -100,7 +100,7 @@ def test_conclusions_that_need_many_units_are_counted_reached_or_not():
             prop_drop=n_drop / 300,
             undetermined=False,
             quantity="mu",
-            method="linear",
+            continued=False,
         )
 
     reached = {("mu", "sign"): result(True, 25), ("mu", "significance"): result(True, 40)}
@@ -137,7 +137,7 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
             draws_needed=73_000.0,
             n_draws=4000,
             quantity="b",
-            method="linear",
+            continued=False,
             target=target,
             drop_ids=list(range(n_drop)),
         )
