@@ -120,15 +120,14 @@ def _run_demo(args) -> None:
 def _refit_what_is_undetermined(result, data) -> None:
     """The demo's last step: the refit the verdict asks for, run (PyStan, the same model
     without the set), and what it says."""
-    from bayesij.refit import PyStanBackend, verify
+    from bayesij.demo import demo_backend
+    from bayesij.refit import verify
     from bayesij.report.summary import first_order_only, target_words
 
     open_ = first_order_only(result.amip)
     if not open_:
         return
-    backend = PyStanBackend(
-        "linear_regression", data, quantities=["alpha", "beta", "sigma"], num_warmup=1000
-    )
+    backend = demo_backend(data)
     print("## The refit the verdict asks for\n")
     for found in open_:
         checked = verify(found, backend, progress=False).verification

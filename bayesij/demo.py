@@ -15,6 +15,7 @@ from bayesij.stan_models import stan_code
 __all__ = [
     "demo_data",
     "fit_demo",
+    "demo_backend",
     "grunfeld",
     "grunfeld_model",
     "sample_grunfeld",
@@ -40,6 +41,11 @@ def demo_data(n: int = 80, seed: int = 20261120) -> dict:
     return {"N": n, "K": 1, "X": x[:, None], "y": y, "weights": np.ones(n)}
 
 
+#: The demo's quantities and warmup, for its fit and its refits alike.
+DEMO_QUANTITIES = ["alpha", "beta", "sigma"]
+DEMO_WARMUP = 1000
+
+
 def fit_demo(
     n: int = 80,
     seed: int = 20261120,
@@ -60,9 +66,19 @@ def fit_demo(
         num_chains=num_chains,
         num_samples=num_samples,
         progress=progress,
-        num_warmup=1000,
+        num_warmup=DEMO_WARMUP,
     )
-    return from_pystan(fit, quantities=["alpha", "beta", "sigma"]), data
+    return from_pystan(fit, quantities=DEMO_QUANTITIES), data
+
+
+def demo_backend(data: dict):
+    """The demo regression refitted by PyStan under observation weights (the program and
+    settings of :func:`fit_demo`): what ``bayesij demo`` verifies its open verdicts with."""
+    from bayesij.refit.backends import PyStanBackend
+
+    return PyStanBackend(
+        "linear_regression", data, quantities=DEMO_QUANTITIES, num_warmup=DEMO_WARMUP
+    )
 
 
 def grunfeld() -> pd.DataFrame:
