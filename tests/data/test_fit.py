@@ -365,3 +365,24 @@ def test_a_fit_says_in_a_line_what_it_read():
     assert repr(read(np.zeros((2, 10, 4)))) == (
         "Fit: ndarray; unit: observation (no groups given); variables: none"
     )
+
+
+def test_a_suspected_grouping_reads_the_same_from_a_file_opened_lazily(tmp_path):
+    """The fit without its firm index, saved and opened with chunks=: the same suspected
+    dim, quantities, IJ (1e-10) and verdicts as in memory."""
+    groups, _ = _groups(log_prior=False)
+    del groups["constant_data"]
+    tree = xr.DataTree.from_dict(groups)
+    path = tmp_path / "no_index.nc"
+    tree.to_netcdf(path, engine="h5netcdf")
+    lazy = xr.open_datatree(path, engine="h5netcdf", chunks={"obs": 10})
+    assert read(lazy).lazy
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        in_memory = bayesij.audit(tree, targets=("sign",), amip=False)
+        opened = bayesij.audit(lazy, targets=("sign",), amip=False)
+    assert opened.units.suspected == in_memory.units.suspected == ("firm",)
+    assert opened.quantities == in_memory.quantities == ["mu", "sigma_a"]
+    assert opened.heading() == in_memory.heading()
+    np.testing.assert_allclose(opened.ij.variance, in_memory.ij.variance, rtol=1e-10)
+    pd.testing.assert_frame_equal(opened.comparison_table, in_memory.comparison_table)

@@ -211,3 +211,34 @@ def test_units_are_named_in_plural_as_english_forms_them():
         "observations",
     ]
     assert unit_words("county", 1) == "1 county" and unit_words("county", 3) == "3 counties"
+
+
+def test_a_ratio_measured_over_the_wrong_unit_is_undetermined_not_agree():
+    """The same measured IJ/posterior ratio (a conjugate regression: 'agree' for both
+    coefficients) is 'undetermined' when the units carry their own effects (the IJ then
+    approximates reweighting units, not drawing new ones) and when the fit looks grouped
+    without recording the groups; each reason names what decides, and the IJ bullet says
+    it. Real hierarchies reach these rows only where their linearity check passes."""
+    from dataclasses import replace
+
+    import bayesij
+    from bayesij import refit
+    from bayesij.report.summary import _ij_bullet, ij_comparison
+    from conjugate import small_regression
+
+    X, y = small_regression(200, seed=9)
+    y = X @ [1.0, 2.0] + np.random.default_rng(2).normal(size=200)
+    post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=2000).fit(np.ones(200))
+    audit = bayesij.audit(post, targets=("sign",), waic=False)
+    assert (audit.comparison_table["verdict"] == "agree").all()
+    hierarchy = replace(audit, unit_effects=["a", "z_a"])
+    table = ij_comparison(hierarchy)
+    assert (table["verdict"] == "undetermined").all() and (table["why"] == "hierarchy").all()
+    assert "holds each one's own effect (a, z_a)" in table["reason"].iloc[0]
+    assert "bayesij.refit.cluster_bootstrap decides" in table["reason"].iloc[0]
+    assert "cluster_bootstrap would decide" in _ij_bullet(hierarchy)
+    suspected = replace(audit, units=replace(audit.units, suspected=("firm",)))
+    table = ij_comparison(suspected)
+    assert (table["why"] == "suspected grouping").all()
+    assert "the posterior dim 'firm'" in table["reason"].iloc[0]
+    assert not any("misspecified" in line for line in suspected.summary())
