@@ -80,13 +80,8 @@ def _significant(result) -> bool:
 def fragile(amip: dict) -> list:
     """AMIP results whose target a handful of units reaches (a sure upper bound counts),
     smallest sets first; not those reached only by the first-order continuation past
-    k-hat's threshold (:func:`first_order_only`)."""
-    found = [
-        r
-        for r in amip.values()
-        if r.reachable and _handful(r.n_drop, r.prop_drop) and not _continued(r)
-    ]
-    return sorted(found, key=lambda r: (r.n_drop, r.quantity))
+    k-hat's threshold (:func:`first_order_only`), nor those a refit found not to reach it."""
+    return [r for r in _reached_by_a_handful(amip) if not _continued(r)]
 
 
 def first_order_only(amip: dict) -> list:
@@ -94,10 +89,18 @@ def first_order_only(amip: dict) -> list:
     continuation, past the point where k-hat says reweighting the draws is reliable: the
     prediction is first order where first order is known to miss (a radon fit's "halve
     sigma_a" by 4 counties: refitted, a third of it), so a refit decides."""
+    return [r for r in _reached_by_a_handful(amip) if _continued(r)]
+
+
+def _reached_by_a_handful(amip: dict) -> list:
+    """Results whose set is a handful and reaches the target, unless a refit said it does
+    not; smallest sets first."""
     found = [
         r
         for r in amip.values()
-        if r.reachable and _handful(r.n_drop, r.prop_drop) and _continued(r)
+        if r.reachable
+        and _handful(r.n_drop, r.prop_drop)
+        and (r.verification is None or r.verification["reached"])
     ]
     return sorted(found, key=lambda r: (r.n_drop, r.quantity))
 

@@ -386,3 +386,17 @@ def test_a_suspected_grouping_reads_the_same_from_a_file_opened_lazily(tmp_path)
     assert opened.heading() == in_memory.heading()
     np.testing.assert_allclose(opened.ij.variance, in_memory.ij.variance, rtol=1e-10)
     pd.testing.assert_frame_equal(opened.comparison_table, in_memory.comparison_table)
+
+
+def test_a_vector_of_coefficients_is_not_a_suspected_grouping():
+    """One variable over a dim (a regression's beta over 'coef') is global, not a grouping
+    the file forgot: only a dim shared by several variables (an effect and its offset) is
+    suspected."""
+    groups, _ = _groups(log_prior=False)
+    del groups["constant_data"]
+    posterior = groups["posterior"].drop_vars(["z_a", "a"])
+    beta = np.random.default_rng(1).normal(size=(2, 200, 4))
+    groups["posterior"] = posterior.assign(beta=(("chain", "draw", "coef"), beta))
+    fit = read(xr.DataTree.from_dict(groups))
+    assert fit.units.suspected == () and "looks like one" not in fit.units.reason
+    assert fit.structure.global_vars == ("mu", "sigma_a", "beta") and not fit.structure.local_vars

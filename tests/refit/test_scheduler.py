@@ -59,3 +59,22 @@ def test_scheduler_stops_early_when_the_remaining_error_is_small(backend, post):
     assert report.n_refits < 30
     se = bayesij.loo(post).se
     assert report.summary["estimated remaining error"] < 0.1 * se  # the default tolerance
+
+
+def test_a_group_campaign_s_stop_rule_calibrates_on_the_groups_joint_densities():
+    """With joint=True (leave-one-group-out) the stop rule's calibration reads each record's
+    joint density of the group, not the density of its first observation."""
+    from bayesij.refit.scheduler import LooPriorities, LooStopRule
+
+    error = np.array([0.1, 0.1, 0.1])
+    priorities = LooPriorities(order=np.arange(3), error=error)
+    psis = np.array([-10.0, -12.0, -11.0])
+    keys = ["logo-a", "logo-b", "logo-c"]
+    records = {
+        key: {"status": "ok", "lpd": [-1.0], "lpd_joint": psis[i] + 0.4}
+        for i, key in enumerate(keys)
+    }
+    joint = LooStopRule(priorities, psis, keys, np.arange(3), 0.0, joint=True)
+    pointwise = LooStopRule(priorities, psis, keys, np.arange(3), 0.0)
+    assert joint.calibration(records) == pytest.approx(4.0)  # |0.4| / 0.1
+    assert pointwise.calibration(records) > 50  # it would read the first point's -1.0

@@ -195,3 +195,21 @@ def test_a_scale_s_significance_is_asked_as_halving_it():
     assert result.metric == "mean" and np.isclose(result.original_value, sigma_a.mean())
     assert target_words(result).startswith("halve sigma_a (0.")
     assert any("asked as halving their mean" in line for line in audit.skipped_words())
+
+
+def test_a_verified_set_is_no_longer_left_to_a_refit(backend, post):
+    """Once refit.verify has refitted a set the reweighted search reached only to first
+    order, the verdict reads the refit: the set joins the handful that decides."""
+    from dataclasses import replace
+
+    from bayesij.report.summary import first_order_only, fragile
+
+    result = bayesij.audit(post, quantities="beta[2]")
+    key, continued = next((k, r) for k, r in result.amip.items() if r.continued)
+    assert continued in first_order_only(result.amip)
+    verified = refit.verify(continued, backend, progress=False)
+    checked = replace(result, amip={**result.amip, key: verified})
+    assert verified not in first_order_only(checked.amip) and verified in fragile(checked.amip)
+    assert "A handful of observations decides" in " ".join(checked.summary())
+    refuted = replace(verified, verification={**verified.verification, "reached": False})
+    assert refuted not in fragile({key: refuted}) + first_order_only({key: refuted})

@@ -101,6 +101,7 @@ def test_conclusions_that_need_many_units_are_counted_reached_or_not():
             undetermined=False,
             quantity="mu",
             continued=False,
+            verification=None,
         )
 
     reached = {("mu", "sign"): result(True, 25), ("mu", "significance"): result(True, 40)}
@@ -138,6 +139,7 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
             n_draws=4000,
             quantity="b",
             continued=False,
+            verification=None,
             target=target,
             drop_ids=list(range(n_drop)),
         )

@@ -158,3 +158,22 @@ def test_linearity_follows_the_convention_it_is_given():
     floor = bayesij.linearity(post, convention=bayesij.PsisOptions(tail_rule="floor"))
     ceil = bayesij.linearity(post)
     assert not np.allclose(floor.pareto_k, ceil.pareto_k)
+
+
+def test_linearity_follows_the_tie_rule_it_is_given():
+    """Repeated draws (a chain that sticks, each state four times) put ties at the tail
+    cutoff: linearity's PSIS changes follow the options' tie rule, as the kernel's."""
+    from bayesij.array.linearity import leave_out_changes
+
+    rng = np.random.default_rng(5)
+    y = np.r_[rng.normal(size=29), 5.0]
+    mu = np.repeat(y.mean() + rng.normal(size=(4, 50, 1)) / np.sqrt(30), 4, axis=1)
+    log_lik = -0.5 * (y - mu) ** 2
+    post = bayesij.from_arrays(mu, log_lik, quantity_names=["mu"])
+    found = {}
+    for ties in ("above", "position"):
+        options = bayesij.PsisOptions(ties=ties, r_eff=1.0)
+        found[ties] = _quiet(bayesij.linearity, post, convention=options)
+        kernel = leave_out_changes(mu, log_lik, r_eff=1.0, ties=ties)
+        np.testing.assert_allclose(found[ties].delta_is.to_numpy(), kernel.delta_is, rtol=1e-12)
+    assert not np.allclose(found["above"].pareto_k, found["position"].pareto_k)

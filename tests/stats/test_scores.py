@@ -208,3 +208,16 @@ def test_accuracy_equals_arviz_stats():
             )
         assert ours.estimate == pytest.approx(theirs.mean, rel=1e-12)
         assert ours.se == pytest.approx(theirs.se, rel=1e-12)
+
+
+def test_the_score_s_se_divisor_is_arviz_stats_unless_psis_options_give_one(normal_mean):
+    """loo_score's SE uses ddof 0 (arviz-stats) under every convention's name, and ddof 1
+    exactly when PsisOptions(ddof=1) asks: sd / sqrt(n) with the sample sd."""
+    y, log_lik, y_rep, _, _ = normal_mean
+    plain = bayesij.loo_score(log_lik, y, y_rep)
+    named = bayesij.loo_score(log_lik, y, y_rep, convention="R loo")  # R loo's ddof is 1
+    given = bayesij.loo_score(log_lik, y, y_rep, convention=bayesij.PsisOptions(ddof=1))
+    scores = plain.pointwise["score"].to_numpy()
+    assert plain.se == pytest.approx(scores.std(ddof=0) / np.sqrt(scores.size), rel=1e-12)
+    assert named.se == pytest.approx(named.pointwise["score"].std(ddof=0) / np.sqrt(N), rel=1e-12)
+    assert given.se == pytest.approx(scores.std(ddof=1) / np.sqrt(scores.size), rel=1e-12)
