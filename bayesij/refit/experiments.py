@@ -265,10 +265,12 @@ def _loo_units(fit, post: Posterior, groups) -> LooUnits:
     return LooUnits(unique.values.tolist(), codes, True, labels, log_lik)
 
 
-def _loo_approximations(post: Posterior, labels=None) -> dict:
+def _loo_approximations(unit_log_lik: np.ndarray) -> dict:
+    """PSIS-, IJ- and cumulant-LOO of the units' (n_chains, n_draws, n_units)
+    log-likelihood, from one smoothing pass."""
     with warnings.catch_warnings():  # k-hat is reported in the comparison, not warned
         warnings.simplefilter("ignore")
-        return loo_methods(post, ("psis", "ij", "cumulant"), groups=labels)  # one smoothing
+        return loo_methods(unit_log_lik, ("psis", "ij", "cumulant"))
 
 
 def _loo_points(post, units: LooUnits, points, approx, budget, tolerance):
@@ -378,7 +380,7 @@ def loo(
     fit = read(post, groups=groups, argument="post")
     post = _checked(fit, backend)
     units = _loo_units(fit, post, groups)
-    approx = _loo_approximations(post, units.labels)
+    approx = _loo_approximations(units.log_lik)
     positions, rule = _loo_points(post, units, points, approx, budget, tolerance)
     tasks = []
     for u in positions:
