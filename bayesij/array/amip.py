@@ -875,6 +875,10 @@ class AmipSearch(NamedTuple):
         Predicted posterior mean and sd of the quantity after dropping the set.
     monte_carlo : dict
         The split-draw check (empty when there are too few draws).
+    answer : NoiseAnswer or None
+    second_change : ndarray or None
+        The linear curve carried to second order (:mod:`bayesij.array.amip_curvature`;
+        ``+-inf`` past its breakdown), beside ``linear_change``; None without the model.
     """
 
     goal: Goal
@@ -884,6 +888,7 @@ class AmipSearch(NamedTuple):
     sd_after: float
     monte_carlo: dict
     answer: NoiseAnswer | None = None
+    second_change: np.ndarray | None = None
 
 
 def reweighted_search(
@@ -896,7 +901,13 @@ def reweighted_search(
 
 
 def reweighted_searches(
-    fs: list, log_lik: np.ndarray, goals: list, scores: list, k_max: int, k_threshold: float
+    fs: list,
+    log_lik: np.ndarray,
+    goals: list,
+    scores: list,
+    k_max: int,
+    k_threshold: float,
+    nonlinearities: list | None = None,
 ) -> list[AmipSearch]:
     """Greedy reweighted AMIPs of several metrics at once, sharing passes over the draws.
 
@@ -913,12 +924,15 @@ def reweighted_searches(
         Each goal's metric influence on all draws, with block sums (:func:`goal_influence`).
     k_max : int
     k_threshold : float
+    nonlinearities : list of callable or None, optional
+        Each goal's second-order ratios along a set (:func:`linear_paths`).
 
     Returns
     -------
     list of AmipSearch
         In the order of ``goals``; each the same as a search run alone.
     """
+    nonlinearities = nonlinearities or [None] * len(goals)
     flat_l = log_lik.reshape(-1, log_lik.shape[-1])
     impossible = np.flatnonzero(impossible_columns(flat_l))
     halves = _halves(fs[0].shape, flat_l, impossible)
@@ -930,12 +944,14 @@ def reweighted_searches(
     paths = [path for path, _ in both]
     checks = [_split_check(f, log_lik, g, c) for f, g, (_, c) in zip(fs, goals, both, strict=True)]
     found = []
-    for f, goal, score, path, check in zip(fs, goals, scores, paths, checks, strict=True):
+    for f, goal, score, path, check, nonlinearity in zip(
+        fs, goals, scores, paths, checks, nonlinearities, strict=True
+    ):
         linear = linear_path(
             score.psi[0], goal.direction, np.inf, k_max, score.mcse[0], change_along(score, goal)
         )
         blocks = _bootstrap_blocks(score, f)
-        answer, sure = _reweighted_answer(path, score, goal, k_max, f, blocks)
+        answer, sure = _reweighted_answer(path, score, goal, k_max, f, blocks, nonlinearity)
         continued = path.stopped == "reached" and path.reliable < path.order.size
         if answer.answer == "undetermined" and path.stopped == "reached" and answer.sure_size:
             smaller = path.order.size  # a smaller set, left open by Monte Carlo error
@@ -944,8 +960,15 @@ def reweighted_searches(
             # The continuation's first-order predictions from the reweighted posterior
             # needed more units than the linear ranking's sure set: report the sure set.
             path, answer = _sure_instead(linear, sure, 0)
+        elif path.stopped != "reached" and sure.answer == "reached" and sure.sure_size:
+            # The continuation fell short where the ranking's second-order prediction is
+            # sure to reach (the continuation is first order): report the sure set.
+            path, answer = _sure_instead(linear, sure, 0)
         mean_after, sd_after = _reweighted_after(f, log_lik, path)
-        found.append(AmipSearch(goal, path, linear.change, mean_after, sd_after, check, answer))
+        second = second_curve(linear, nonlinearity)
+        found.append(
+            AmipSearch(goal, path, linear.change, mean_after, sd_after, check, answer, second)
+        )
         release_freed_memory()  # its bootstrap's copies of the block sums
     return found
 
@@ -978,7 +1001,7 @@ def _prefix(linear: AmipPath, size: int, stopped: str) -> AmipPath:
     )
 
 
-def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks):
+def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks, nonlinearity):
     """The reweighted search's answer, and the linear answer of the ranking's own set from
     the same replicates (what :func:`_sure_instead` reports when it takes over). Reached
     when the search reached the target (past its Monte Carlo margin); otherwise not
@@ -997,26 +1020,38 @@ def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks
         blocks=blocks,
         moments=_moments(scores, goal),
         start=_start(f, goal),
+        nonlinearity=nonlinearity,
     )
     return _reweighted_verdict(path, optimistic._replace(bound=0), f), sure
 
 
 def _reweighted_verdict(path: AmipPath, optimistic: NoiseAnswer, f) -> NoiseAnswer:
     """:func:`_reweighted_answer`'s first, from the linear answer of the path's set (its
-    ``bound`` cleared: that set is not the one reported)."""
+    ``bound`` cleared: that set is not the one reported). A set reached by reweighting
+    alone (k-hat below its threshold throughout) is reached; one that the first-order
+    continuation reached is reached only when the linear ranking's sure set (sure under
+    the Monte Carlo error and the linearisation band) is no larger, else undetermined."""
     if path.stopped == "reached":
         continued = path.reliable < path.order.size
-        if continued and optimistic.sure_size and path.order.size < optimistic.sure_size:
-            # Past k-hat's threshold the set grew by first-order predictions whose Monte
-            # Carlo errors are shared by all units: no surer than the linear search's, and
-            # smaller than the smallest set the replicates agree on.
-            needed = _draws_for_size(optimistic, path.order.size, f.size)
-            return optimistic._replace(answer="undetermined", draws_needed=needed)
-        return optimistic._replace(answer="reached", draws_needed=np.nan)
+        if continued and not (optimistic.sure_size and path.order.size >= optimistic.sure_size):
+            # Past k-hat's threshold the set grew by first-order predictions: no surer than
+            # the linear search's, and smaller than the smallest set sure under both the
+            # Monte Carlo error and the linearisation band (or no set is sure).
+            by = optimistic.undetermined_by or (
+                "Monte Carlo error" if optimistic.sure_size else "linearisation"
+            )
+            needed = (
+                _draws_for_size(optimistic, path.order.size, f.size)
+                if by == "Monte Carlo error"
+                else np.nan
+            )
+            return optimistic._replace(answer="undetermined", draws_needed=needed, undetermined_by=by)
+        return optimistic._replace(answer="reached", draws_needed=np.nan, undetermined_by="")
     if optimistic.answer == "not reachable" or path.stopped == "no unit moves the metric that way":
-        return optimistic._replace(answer="not reachable", draws_needed=np.nan)
-    needed = optimistic.draws_needed if np.isfinite(optimistic.draws_needed) else np.inf
-    return optimistic._replace(answer="undetermined", draws_needed=needed)
+        return optimistic._replace(answer="not reachable", draws_needed=np.nan, undetermined_by="")
+    by = optimistic.undetermined_by or "Monte Carlo error"
+    needed = optimistic.draws_needed if by == "Monte Carlo error" else np.nan
+    return optimistic._replace(answer="undetermined", draws_needed=needed, undetermined_by=by)
 
 
 class LinearPaths(NamedTuple):
@@ -1040,7 +1075,9 @@ class LinearPaths(NamedTuple):
     answer: NoiseAnswer | None = None
 
 
-def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
+def linear_paths(
+    f, goal: Goal, scores, half_scores, k_max: int, nonlinearity=None
+) -> LinearPaths:
     """The linear method's paths from the metric's influence scores on all draws and on the
     first half of :func:`split_halves` (:func:`goal_influence`), which may come from a pass
     over a lazy log-likelihood: after them only the sets' summed log-likelihood is read
@@ -1054,7 +1091,9 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
     :func:`bayesij.array.amip_noise.linear_answer`. When that answer is "reached" but no
     prefix is sure, the answer is "undetermined"; when the sure prefix is more than twice
     the size interval's low end plus 2, it is "undetermined" in its size, with the sure
-    prefix as the upper bound (``bound``)."""
+    prefix as the upper bound (``bound``). ``nonlinearity``: the second-order ratios
+    along a set (:meth:`bayesij.array.amip_curvature.Curvature.ratios`), which put the
+    linearisation error in the answer."""
     psi, mcse = scores.psi[0], scores.mcse[0]
     linear = linear_path(psi, goal.direction, np.inf, k_max, mcse, change_along(scores, goal))
     answer = linear_answer(
@@ -1068,6 +1107,7 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int) -> LinearPaths:
         blocks=_bootstrap_blocks(scores, f),
         moments=_moments(scores, goal),
         start=_start(f, goal),
+        nonlinearity=nonlinearity,
     )
     size = answer.chosen_size  # the sure prefix, or the whole ranking within k_max
     if answer.sure_size:
@@ -1099,7 +1139,20 @@ def _undecided_set(answer: NoiseAnswer, path: AmipPath, mcse, goal: Goal, n_draw
     return answer._replace(answer="undetermined", draws_needed=needed)
 
 
-def linear_search(f, goal: Goal, paths: LinearPaths, sums: np.ndarray) -> AmipSearch:
+def second_curve(linear: AmipPath, nonlinearity) -> np.ndarray | None:
+    """The linear curve carried to second order by ``nonlinearity`` (None without it)."""
+    if nonlinearity is None:
+        return None
+    ratios = np.concatenate([[1.0], np.asarray(nonlinearity(linear.order), dtype=float)[0]])
+    with np.errstate(invalid="ignore"):
+        second = linear.change * ratios
+    runaway = np.copysign(np.inf, np.where(linear.change == 0, 1.0, linear.change))
+    return np.where(np.isfinite(ratios), second, runaway)
+
+
+def linear_search(
+    f, goal: Goal, paths: LinearPaths, sums: np.ndarray, nonlinearity=None
+) -> AmipSearch:
     """The linear AMIP from its paths and ``sums``, the summed log-likelihood of the set
     (``paths.path.order``) and of the split-draw check's set (``paths.chosen.order``) at
     each draw: every prediction of the linear method is the influence of a set's summed
@@ -1112,6 +1165,8 @@ def linear_search(f, goal: Goal, paths: LinearPaths, sums: np.ndarray) -> AmipSe
     paths : LinearPaths
     sums : ndarray of shape (n_chains, n_draws, 2)
         :func:`set_sums` of ``[paths.path.order, paths.chosen.order]``.
+    nonlinearity : callable, optional
+        The second-order ratios along a set (:func:`linear_paths`), for the curve.
     """
     path = paths.path
     mean, sd = float(f.mean()), float(f.std(ddof=1))
@@ -1124,7 +1179,8 @@ def linear_search(f, goal: Goal, paths: LinearPaths, sums: np.ndarray) -> AmipSe
     check = {}
     if paths.chosen is not None:
         check = _linear_split_check(f, goal, paths.chosen, sums[:, :, 1:])
-    return AmipSearch(goal, path, paths.linear.change, mean, sd, check, paths.answer)
+    second = second_curve(paths.linear, nonlinearity)
+    return AmipSearch(goal, path, paths.linear.change, mean, sd, check, paths.answer, second)
 
 
 def set_sums(log_lik: np.ndarray, sets: list, start: int = 0, out=None) -> np.ndarray:

@@ -81,6 +81,13 @@ class NoiseAnswer(NamedTuple):
         When the answer is undetermined only in how small the set is (the sure set is more
         than twice the size interval's low end plus 2: :func:`size_settled`), the sure
         set's size, an upper bound of the smallest set's (0 otherwise).
+    change : float
+        The chosen set's predicted change, carried to second order where a quadratic model
+        is given (``nonlinearity``), else to first; inside ``change_interval``.
+    undetermined_by : str
+        What leaves the answer (or the set's size) open: ``'Monte Carlo error'`` (more
+        draws would decide), ``'linearisation'`` (the first-order answer is decided; the
+        second-order term's size leaves it open: a refit decides), ``'both'``, or ``''``.
     """
 
     answer: str
@@ -92,6 +99,8 @@ class NoiseAnswer(NamedTuple):
     chosen_size: int = 0
     smaller: int = 0
     bound: int = 0
+    change: float = float("nan")
+    undetermined_by: str = ""
 
 
 class Moments(NamedTuple):
@@ -144,6 +153,21 @@ class Start(NamedTuple):
         return np.asarray(self.need_at(self.centre + first, sd), dtype=float)
 
 
+def nonlinear_band(first, factors):
+    """Where a change (or gain) lies given its first-order prediction ``first`` (..., K)
+    and the quadratic model's ``factors`` (2, K): the second-order prediction
+    ``ratio * first``, give or take ``width * |first|``
+    (:meth:`bayesij.array.amip_curvature.Curvature.ratios`). Returns ``(low, high)``;
+    ``(-inf, inf)`` past the model's breakdown."""
+    first = np.asarray(first, dtype=float)
+    ratio, width = np.asarray(factors, dtype=float)
+    finite = np.isfinite(ratio) & np.isfinite(width)
+    with np.errstate(invalid="ignore"):
+        second = first * np.where(finite, ratio, 1.0)
+        half = np.abs(first) * np.where(finite, width, 0.0)
+    return np.where(finite, second - half, -np.inf), np.where(finite, second + half, np.inf)
+
+
 def linear_answer(
     psi: np.ndarray,
     mcse: np.ndarray,
@@ -160,6 +184,7 @@ def linear_answer(
     blocks: tuple | None = None,
     moments: Moments | None = None,
     start: Start | None = None,
+    nonlinearity: Callable | None = None,
 ):
     """The answer of the linear search from ``psi`` (U,) and its ``mcse`` (U,).
 
@@ -194,81 +219,162 @@ def linear_answer(
     needs = np.full(replicates, float(need))
     if start is not None and counts is not None and blocks is not None:
         needs = start.needs(counts, blocks[1])
-    sizes = np.empty(replicates)  # the smallest reaching prefix of that order
-    best = np.empty(replicates)  # the most any set within k_max could do (re-selected)
-    # (or, where the ranking already reaches the target, that lower bound of it)
-    final = np.empty(replicates)  # what the whole ranking within k_max does
-    chosen_changes = np.empty(replicates)  # the chosen set's change
-    paths = np.empty((replicates, ranking.size))  # each replicate's gain along the ranking
+    # Each replicate's gain along the ranking: first order, and the band that the
+    # second-order term puts around it (nonlinear_band): its pessimistic and optimistic ends.
+    ratios = _ratios(nonlinearity, ranking)
+    chosen_ratio = (
+        _ratios(nonlinearity, chosen)[:, -1]
+        if chosen is not None and chosen.size
+        else np.array([1.0, 0.0])
+    )
+    paths = {key: np.empty((replicates, ranking.size)) for key in ("first", "low", "high")}
+    chosen_gains = {key: np.zeros(replicates) for key in ("first", "low", "high")}
+    best = {key: np.empty(replicates) for key in ("first", "high")}  # re-selected sets
     draw = _replicate_gains(gain, noise, direction, rng, blocks, counts)
     for rows in _replicate_chunks(replicates, gain.size):
         sample = draw(rows)  # (len(rows), U)
         if along is None:
-            cumulative = np.cumsum(sample[:, ranking], axis=1)
+            first = np.cumsum(sample[:, ranking], axis=1)
         else:
-            cumulative = along(rows, ranking)
-        paths[rows] = cumulative
-        final[rows] = cumulative[:, -1] if ranking.size else 0.0
-        if chosen is not None and along is None:
-            chosen_changes[rows] = sample[:, chosen].sum(axis=1)
-        elif chosen is not None and chosen.size:
-            chosen_changes[rows] = along(rows, chosen)[:, -1]
-        reach = cumulative >= needs[rows, None]
-        first = np.argmax(reach, axis=1) + 1.0 if ranking.size else np.zeros(len(sample))
-        sizes[rows] = np.where(reach.any(axis=1), first, np.inf)
-        # Only whether the best set reaches the target matters: the ranking's own sum is a
-        # lower bound of it that often settles that without a partition.
-        short = final[rows] < needs[rows]
-        best[rows] = final[rows]
-        if short.any():
-            best[np.arange(rows.start, rows.stop)[short]] = _sum_of_largest(sample[short], top)
-    optimistic = float(np.mean(best >= needs))
-    share = float(np.mean(np.isfinite(sizes)))
+            first = along(rows, ranking)
+        band = dict(zip(("low", "high"), nonlinear_band(first, ratios), strict=True))
+        paths["first"][rows], paths["low"][rows], paths["high"][rows] = first, *band.values()
+        if chosen is not None and chosen.size:
+            if along is None:
+                set_first = sample[:, chosen].sum(axis=1)
+            else:
+                set_first = along(rows, chosen)[:, -1]
+            set_low, set_high = nonlinear_band(set_first, chosen_ratio)
+            chosen_gains["first"][rows] = set_first
+            chosen_gains["low"][rows], chosen_gains["high"][rows] = set_low, set_high
+        # Whether the best set within k_max reaches the target (re-selected: optimistic);
+        # the ranking's own sum is a lower bound of it that often settles that.
+        for key in ("first", "high"):
+            final = paths[key][rows, -1] if ranking.size else np.zeros(len(sample))
+            best[key][rows] = final
+            short = final < needs[rows]
+            if short.any():
+                largest = _sum_of_largest(sample[short], top)
+                if key == "high" and ranking.size:  # the band's widening, re-selected
+                    base = first[short, -1]
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        ratio = np.where(base > 0, final[short] / base, 1.0)
+                    largest = largest * np.maximum(np.nan_to_num(ratio, nan=1.0), 1.0)
+                best[key][np.arange(rows.start, rows.stop)[short]] = largest
     tail = (1 - level) / 2
-    bounds = np.quantile(sizes, [tail, 1 - tail], method="inverted_cdf")  # inf stays inf
-    size_interval = tuple(float(q) for q in bounds)
+    sizes = {key: _first_reaching(paths[key], needs) for key in paths}
+    share = float(np.mean(np.isfinite(sizes["low"])))  # reached even pessimistically
+    share_first = float(np.mean(np.isfinite(sizes["first"])))
+    optimistic = float(np.mean(best["high"] >= needs))
+    optimistic_first = float(np.mean(best["first"] >= needs))
+    size_interval = (
+        float(np.quantile(sizes["high"], tail, method="inverted_cdf")),  # inf stays inf
+        float(np.quantile(sizes["low"], 1 - tail, method="inverted_cdf")),
+    )
+    first_low = float(np.quantile(sizes["first"], tail, method="inverted_cdf"))
+    sure_size = _sure_prefix(paths["low"], needs, tail)
+    sure_first = _sure_prefix(paths["first"], needs, tail)
     z = _z(level)
-    sure_size = 0
-    if ranking.size:
-        sure = np.flatnonzero(np.quantile(paths - needs[:, None], tail, axis=0) >= 0)
-        sure_size = int(sure[0] + 1) if sure.size else 0
 
-    def answer_for(chosen, chosen_changes) -> NoiseAnswer:
+    def answer_for(chosen, gains) -> NoiseAnswer:
         chosen_size = 0
         if chosen is None:
             chosen_size = sure_size or int(ranking.size)
             chosen = ranking[:chosen_size]
-            chosen_changes = paths[:, chosen_size - 1] if chosen_size else np.zeros(replicates)
+            gains = {key: paths[key][:, chosen_size - 1] for key in paths} if chosen_size else {
+                key: np.zeros(replicates) for key in paths
+            }
         change = float(-np.sum(psi[chosen])) if chosen.size else 0.0
         if moments is not None and chosen.size:
             change = float(direction * _point_path(moments, direction, chosen)[-1])
-        if blocks is not None:
-            spread = float(np.std(chosen_changes)) if chosen.size else 0.0
-        else:
-            spread = float(np.sqrt(np.sum(noise[chosen] ** 2))) if chosen.size else 0.0
-        change_interval = (change - z * spread, change + z * spread)
+        if chosen.size:  # to second order where the model holds
+            ratio = _ratios(nonlinearity, chosen)[0, -1]
+            change = change * ratio if np.isfinite(ratio) else change
+        change_interval = _change_interval(gains, chosen, noise, direction, change, z, tail, blocks)
         answer = _answer(share, tail)
         if answer != "reached" and optimistic > tail:
             answer = "undetermined"  # some plausible truth lets a set within k_max reach it
-        needed, bound = np.nan, 0
+        first_answer = _answer(share_first, tail)
+        if first_answer != "reached" and optimistic_first > tail:
+            first_answer = "undetermined"
+        needed, bound, by = np.nan, 0, ""
         if answer == "undetermined":
-            margin = abs(float(np.mean(final - needs)))
-            needed = draws_to_decide(n_draws, margin, float(np.std(final - needs)), z)
+            by = "Monte Carlo error" if first_answer == "undetermined" else "linearisation"
+            if by == "Monte Carlo error":
+                final = paths["first"][:, -1] if ranking.size else np.zeros(replicates)
+                margin = abs(float(np.mean(final - needs)))
+                needed = draws_to_decide(n_draws, margin, float(np.std(final - needs)), z)
         elif answer == "reached" and sure_size and not size_settled(sure_size, size_interval[0]):
             answer, bound = "undetermined", sure_size
-            point = (
-                np.cumsum(gain[ranking[:sure_size]])
-                if moments is None
-                else _point_path(moments, direction, ranking[:sure_size])
-            )
-            excess = paths[:, :sure_size] - needs[:, None]
-            needed = draws_to_settle_size(point - need, excess, 0.0, n_draws, level)
+            by = "linearisation"
+            if not (sure_first and size_settled(sure_first, first_low)):
+                by = "Monte Carlo error"
+                point = (
+                    np.cumsum(gain[ranking[:sure_size]])
+                    if moments is None
+                    else _point_path(moments, direction, ranking[:sure_size])
+                )
+                excess = paths["first"][:, :sure_size] - needs[:, None]
+                needed = draws_to_settle_size(point - need, excess, 0.0, n_draws, level)
         return NoiseAnswer(
-            answer, share, size_interval, change_interval, needed, sure_size, chosen_size, 0, bound
+            answer,
+            share,
+            size_interval,
+            change_interval,
+            needed,
+            sure_size,
+            chosen_size,
+            0,
+            bound,
+            change,
+            by,
         )
 
-    given = answer_for(chosen, chosen_changes)
+    given = answer_for(chosen, chosen_gains)
     return (given, answer_for(None, None)) if ranking_too else given
+
+
+def _ratios(nonlinearity, units: np.ndarray) -> np.ndarray:
+    """The second-to-first-order ratios and relative half-widths after each prefix of
+    ``units`` (2, k): ``(1, 0)`` without a model."""
+    if nonlinearity is None or not units.size:
+        return np.stack([np.ones(units.size), np.zeros(units.size)])
+    return np.asarray(nonlinearity(units), dtype=float)
+
+
+def _first_reaching(paths: np.ndarray, needs: np.ndarray) -> np.ndarray:
+    """Each replicate's smallest prefix (R,) whose gain reaches its need (inf: none)."""
+    if not paths.shape[1]:
+        return np.full(paths.shape[0], np.inf)
+    reach = paths >= needs[:, None]
+    return np.where(reach.any(axis=1), np.argmax(reach, axis=1) + 1.0, np.inf)
+
+
+def _sure_prefix(paths: np.ndarray, needs: np.ndarray, tail: float) -> int:
+    """The smallest prefix whose gain reaches the need in ``1 - tail`` of the replicates
+    (0: none)."""
+    if not paths.shape[1]:
+        return 0
+    excess = np.quantile(paths - needs[:, None], tail, axis=0, method="inverted_cdf")
+    sure = np.flatnonzero(excess >= 0)
+    return int(sure[0] + 1) if sure.size else 0
+
+
+def _change_interval(gains, chosen, noise, direction, change, z, tail, blocks) -> tuple:
+    """The chosen set's change interval: the replicates' pessimistic and optimistic ends of
+    the band (block bootstrap), or the first order ``+- z`` its independent errors' sd;
+    it holds the point prediction ``change``."""
+    if not chosen.size:
+        return (0.0, 0.0)
+    if blocks is not None:
+        low = float(np.quantile(gains["low"], tail, method="inverted_cdf"))
+        high = float(np.quantile(gains["high"], 1 - tail, method="inverted_cdf"))
+    else:
+        spread = float(np.sqrt(np.sum(noise[chosen] ** 2)))
+        low = high = direction * change
+        low, high = low - z * spread, high + z * spread
+    ends = sorted([direction * low, direction * high])
+    return (min(ends[0], change), max(ends[1], change))
 
 
 def size_settled(sure_size: int, low: float) -> bool:

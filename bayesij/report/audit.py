@@ -28,6 +28,7 @@ from bayesij.stats.amip import (
     AmipResult,
     check_search_options,
     check_target,
+    fit_parameters,
     looks_like_scale,
     one_signed,
 )
@@ -591,6 +592,7 @@ def audit(
             alpha_max=alpha_max,
             score=gradient[0],
             unconstrained=gradient[1],
+            parameters=fit_parameters(fit) if questions else None,
         )
         result = Audit(
             quantities=names,

@@ -10,7 +10,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from bayesij.array._numeric import release_freed_memory
+from bayesij.array._numeric import release_freed_memory, top_positive
 from bayesij.array.amip import (
     METHODS,
     TARGETS,
@@ -27,6 +27,12 @@ from bayesij.array.amip import (
     split_goal_sums,
 )
 from bayesij.array.amip_columns import KeptColumns, kept_capacity
+from bayesij.array.amip_curvature import (
+    MAX_COLUMNS,
+    MAX_PARAMETERS,
+    SetCurvature,
+    curvature_of,
+)
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.control_variates import zero_variance_mean
 from bayesij.array.psis import pareto_k_threshold
@@ -168,6 +174,8 @@ class AmipResult(Summary):
     smaller_undetermined: int = 0
     upper_bound: int = 0
     control_variates: bool = False
+    undetermined_by: str = ""
+    refits_needed: int = 0
 
     @property
     def reachable(self) -> bool:
@@ -533,7 +541,14 @@ def amip(
     )
     _check_quantity(source, quantity)
     [(result, found)] = _searches(
-        source, [(quantity, target)], z, method, alpha_max, grad_log_posterior, unconstrained
+        source,
+        [(quantity, target)],
+        z,
+        method,
+        alpha_max,
+        grad_log_posterior,
+        unconstrained,
+        fit_parameters(fit),
     )
     if backend is None:
         return result
@@ -550,7 +565,9 @@ def amip(
     )
 
 
-def _searches(source, questions, z, method, alpha_max, score=None, unconstrained=None) -> list:
+def _searches(
+    source, questions, z, method, alpha_max, score=None, unconstrained=None, parameters=None
+) -> list:
     """``(AmipResult, AmipSearch)`` of each ``(quantity, target)`` of a checked source: one
     pass for all the influences, then the searches (reweighted ones in lockstep)."""
     fs, goals = amip_goals(source, questions, z)
@@ -568,7 +585,17 @@ def _searches(source, questions, z, method, alpha_max, score=None, unconstrained
     parts = map_blocks(source, kernel, keep=None if kept is None else kept.offer, join=False)
     scores = joined_influence(parts, goals)
     return searches_from(
-        source, questions, fs, goals, scores, z, method, alpha_max, score is not None, kept
+        source,
+        questions,
+        fs,
+        goals,
+        scores,
+        z,
+        method,
+        alpha_max,
+        score is not None,
+        kept,
+        parameters,
     )
 
 
@@ -606,29 +633,42 @@ def amip_goals(source, questions, z) -> tuple[list, list]:
 
 
 def searches_from(
-    source, questions, fs, goals, scores, z, method, alpha_max, control_variates=False, kept=None
+    source,
+    questions,
+    fs,
+    goals,
+    scores,
+    z,
+    method,
+    alpha_max,
+    control_variates=False,
+    kept=None,
+    parameters=None,
 ) -> list:
     """The searches of :func:`_searches` from the goals' influence scores
     (:func:`bayesij.array.amip.goal_influence` over every block: ``"all"``, and ``"half"``
     for the linear method; ``control_variates``: whether they used the log posterior's
-    score; ``kept``: the :func:`set_columns` of the pass, if any)."""
+    score; ``kept``: the :func:`set_columns` of the pass, if any; ``parameters``: the
+    fit's quantity draws and names for the second-order model, :func:`fit_parameters`,
+    default the source's)."""
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
     rows = goal_rows(scores["all"], goals)
+    nonlinearities = _nonlinearities(source, questions, goals, rows, k_max, parameters, kept)
     if method == "linear":
         halves = goal_rows(scores["half"], goals)
         paths = []
         for k, (f, goal) in enumerate(zip(fs, goals, strict=True)):
-            paths.append(linear_paths(f, goal, rows[k], halves[k], k_max))
+            paths.append(linear_paths(f, goal, rows[k], halves[k], k_max, nonlinearities[k]))
             release_freed_memory()  # its bootstrap's copies of the block sums
         sums = _summed_sets(source, [s for p in paths for s in linear_sets(p)], kept)
         found = [
-            linear_search(f, goal, p, sums[:, :, 2 * k : 2 * k + 2])
+            linear_search(f, goal, p, sums[:, :, 2 * k : 2 * k + 2], nonlinearities[k])
             for k, (f, goal, p) in enumerate(zip(fs, goals, paths, strict=True))
         ]
     else:
         threshold = pareto_k_threshold(source.n_draws)
         matrix = source.matrix(keep_float32=True)  # read a chunk or a set at a time
-        found = reweighted_searches(fs, matrix, goals, rows, k_max, threshold)
+        found = reweighted_searches(fs, matrix, goals, rows, k_max, threshold, nonlinearities)
     return [
         (
             _result(f, q, t, z, source, one, method, alpha_max, control_variates=control_variates),
@@ -636,6 +676,76 @@ def searches_from(
         )
         for f, (q, t), one in zip(fs, questions, found, strict=True)
     ]
+
+
+def _nonlinearities(source, questions, goals, rows, k_max, parameters=None, kept=None) -> list:
+    """Each question's second-order ratios along a set of units
+    (:class:`~bayesij.array.amip_curvature.SetCurvature`), from a quadratic model of the
+    units' log-likelihood in the fit's quantities (:func:`curvature_of`; ``parameters``:
+    :func:`fit_parameters`, default the source's). A matrix in memory is read as asked; for
+    a lazy one, the columns of each linear ranking's first units (at most
+    :data:`~bayesij.array.amip_curvature.MAX_COLUMNS`), from the pass's ``kept`` columns
+    or read once for all questions. None where the draws are too few for the model."""
+    draws, names = parameters if parameters is not None else _parameter_draws(source)
+    curvatures = []
+    for quantity, _ in questions:
+        if quantity in names:
+            curvatures.append(curvature_of(draws, names.index(quantity)))
+        else:
+            index = list(source.quantity_names).index(quantity)
+            curvatures.append(curvature_of(source.quantity_draws, index))
+    matrix, columns = None, None
+    if not source.lazy:
+        matrix = source.matrix(keep_float32=True).reshape(source.n_draws, -1)
+    elif any(c is not None for c in curvatures):
+        columns = _ranked_columns(source, goals, rows, k_max, kept)
+    return [
+        None if c is None else SetCurvature(c, g.sign, g.z, matrix=matrix, columns=columns)
+        for c, g in zip(curvatures, goals, strict=True)
+    ]
+
+
+def _ranked_columns(source, goals, rows, k_max, kept) -> dict:
+    """``{unit: (S,) column}`` of the first units of each goal's linear ranking (at most
+    ``MAX_COLUMNS``): kept by the pass where it kept them, the rest read in one call."""
+    wanted = set()
+    for goal, scores in zip(goals, rows, strict=True):
+        gain = -goal.direction * np.nan_to_num(scores.psi[0], nan=0.0)
+        wanted.update(top_positive(gain, min(k_max, MAX_COLUMNS)).tolist())
+    held = kept.columns if kept is not None else {}
+    columns = {u: held[u].reshape(-1) for u in wanted if u in held}
+    missing = np.array(sorted(wanted - set(columns)), dtype=int)
+    if missing.size:
+        read = source.rows(missing).reshape(source.n_draws, -1)
+        columns.update({int(u): read[:, j] for j, u in enumerate(missing)})
+    return columns
+
+
+def fit_parameters(fit) -> tuple[np.ndarray, list] | None:
+    """Draws (n_chains, n_draws, Q) and names of the posterior's small variables (at most
+    :data:`~bayesij.array.amip_curvature.MAX_PARAMETERS` elements each, at most 64 in all)
+    of a :class:`~bayesij.data.fit.Fit`: the second-order model's parameters, the same
+    whichever quantities an audit searches; read without the log-likelihood. None when
+    there are none such (the searched quantities serve)."""
+    sizes = fit.variable_sizes()
+    small = [name for name, size in sizes.items() if 0 < size <= MAX_PARAMETERS]
+    if not small or sum(sizes[name] for name in small) > 64:
+        return None
+    try:
+        draws, names = fit.posterior_draws(small)
+    except ValueError:
+        return None
+    return np.asarray(draws, dtype=float), list(names)
+
+
+def _parameter_draws(source) -> tuple[np.ndarray, list]:
+    """Draws of every posterior quantity of the fit and their names (the quadratic model's
+    parameters do not depend on which quantities are searched), or the source's searched
+    quantities where it holds no posterior (a lazy log-likelihood)."""
+    draws = source.all_posterior_draws()
+    if draws is None or draws.shape[-1] != len(source.posterior.quantity_names):
+        return source.quantity_draws, list(source.quantity_names)
+    return draws, list(source.posterior.quantity_names)
 
 
 def _summed_sets(source, sets: list, kept: KeptColumns | None = None) -> np.ndarray:
@@ -673,6 +783,8 @@ def _result(
     curve = pd.DataFrame(
         {"n_drop": np.arange(found.linear_change.size), "linear": found.linear_change}
     )
+    if found.second_change is not None:
+        curve["second_order"] = found.second_change
     if method == "reweighted":
         steps = pd.DataFrame(
             {
@@ -683,18 +795,21 @@ def _result(
             }
         )
         curve = curve.merge(steps, on="n_drop", how="outer")
-    mean, sd = found.mean_after, found.sd_after
     answer = found.answer
+    change = _reported_change(path, answer, method)
+    mean, sd = _coherent_after(goal, found.mean_after, found.sd_after, change, z)
     noise = {}
     if answer is not None:
         noise = {
             "answer": answer.answer,
             "share_reached": answer.share_reached,
             "size_interval": answer.size_interval,
-            "change_interval": answer.change_interval,
+            "change_interval": _holding(answer.change_interval, change),
             "draws_needed": answer.draws_needed,
             "smaller_undetermined": int(answer.smaller),
             "upper_bound": int(answer.bound),
+            "undetermined_by": answer.undetermined_by,
+            "refits_needed": refits_to_decide(answer, alpha_max, units.size),
         }
     return AmipResult(
         quantity=quantity,
@@ -704,7 +819,7 @@ def _result(
         z=float(z),
         drop_ids=units.values[path.order].tolist(),
         n_units=int(units.size),
-        predicted_change=float(path.change[-1]),
+        predicted_change=change,
         predicted_mean=mean,
         predicted_interval=(mean - z * sd, mean + z * sd),
         curve=curve,
@@ -720,6 +835,46 @@ def _result(
         control_variates=bool(control_variates),
         **noise,
     )
+
+
+def _reported_change(path, answer, method: str) -> float:
+    """The set's one predicted change: the reweighted estimate where every unit of the set
+    was reweighted (k-hat below its threshold throughout), else the answer's (to second
+    order where the quadratic model holds), else the path's."""
+    reweighted = method == "reweighted" and path.reliable == path.order.size
+    if answer is None or reweighted or not np.isfinite(answer.change):
+        return float(path.change[-1])
+    return float(answer.change)
+
+
+def _holding(interval: tuple, change: float) -> tuple:
+    """``interval`` widened to hold ``change`` (a reweighted estimate beside the
+    influences' band)."""
+    if not interval:
+        return interval
+    return (min(interval[0], change), max(interval[1], change))
+
+
+def _coherent_after(goal, mean: float, sd: float, change: float, z: float) -> tuple:
+    """The predicted mean and sd after the drop, the mean moved so that the metric is the
+    reported change's (``mean + sign z sd = value + change``): the text's value and its
+    interval agree."""
+    if goal.sign == 0:
+        return goal.value + change, sd
+    return goal.value + change - goal.sign * z * sd, sd
+
+
+def refits_to_decide(answer, alpha_max: float, n_units: int) -> int:
+    """About how many refits would settle an undetermined answer: a bisection over the
+    size interval (its open end at the largest set allowed, plus one refit there); 0 when
+    decided."""
+    if answer.answer != "undetermined":
+        return 0
+    limit = max(1, int(np.floor(alpha_max * n_units)))
+    low, high = answer.size_interval
+    low = 1 if not np.isfinite(low) else max(1, int(low))
+    high = limit + 1 if not np.isfinite(high) else int(high)
+    return int(np.ceil(np.log2(max(high - low, 1) + 1))) + 1
 
 
 def _refit_metric(backend, weights, quantity, goal):

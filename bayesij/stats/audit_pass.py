@@ -46,6 +46,7 @@ def audit_pass(
     z: float = 1.96,
     score=None,
     unconstrained=None,
+    parameters=None,
 ) -> AuditPass:
     """Every estimator of an audit from one read of each block of units of ``source``.
 
@@ -63,6 +64,10 @@ def audit_pass(
         As :func:`bayesij.amip`.
     score, unconstrained : array_like of shape (n_chains, n_draws, P), optional
         As :func:`bayesij.amip`: the AMIP influences with zero-variance control variates.
+    parameters : tuple, optional
+        Draws and names of every posterior quantity of the fit
+        (:func:`bayesij.stats.amip.fit_parameters`), the AMIP's second-order model's
+        parameters; default the source's quantities.
 
     Returns
     -------
@@ -144,6 +149,7 @@ def audit_pass(
             alpha_max,
             control_variates=score is not None,
             kept=kept,
+            parameters=parameters,
         )
         found = [result for result, _ in searches]
     return AuditPass(ij, loo, checked, waic, found)

@@ -116,7 +116,7 @@ def test_an_undetermined_influential_set_is_said_to_be_open_with_the_draws_that_
     y = X @ [1.0, 0.3] + np.random.default_rng(2).standard_t(2, size=200)
     post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=2000).fit(np.ones(200))
     probe = bayesij.amip(post, "beta[2]", -10.0, method="linear", alpha_max=0.05)
-    limit = float(probe.curve["linear"].iloc[probe.n_drop])  # what 10 units just do
+    limit = float(probe.curve["second_order"].iloc[probe.n_drop])  # what 10 units just do
     result = bayesij.audit(
         post, quantities="beta[2]", targets=(limit,), method="linear", alpha_max=0.05
     )

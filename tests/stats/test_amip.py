@@ -56,17 +56,28 @@ def test_a_reached_significance_change_is_real(backend, post, method):
     assert low <= result.predicted_mean <= high
 
 
-def test_reweighting_is_at_least_as_accurate_as_the_linear_prediction(backend, post):
+def test_reweighting_and_the_second_order_beat_the_first_order_prediction(backend, post):
     # Deleting high-leverage points changes X^T W X: the posterior mean is curved in the
-    # weights, so the linear prediction misses part of the change.
-    errors = {}
+    # weights, so the first-order prediction misses part of the change. Reweighting
+    # estimates it from the draws; the second-order prediction (a quadratic model of each
+    # unit's log-likelihood, exact for this normal posterior) carries it; the first-order
+    # curve (``curve['linear']``) does not.
+    errors, first = {}, {}
     for method in ("linear", "reweighted"):
         result = bayesij.amip(post, "beta[2]", target=-0.1, method=method)
         mean, _ = _without(backend, result.drop_ids)
         exact_change = mean[1] - backend.exact_means(np.ones(backend.n_obs))[1]
         errors[method] = abs(result.predicted_change - exact_change)
-    assert errors["reweighted"] <= errors["linear"], errors
-    assert errors["linear"] > 0.005  # a case with clear curvature
+        row = result.curve.loc[result.curve["n_drop"] == result.n_drop].iloc[0]
+        first[method] = abs(row["linear"] - exact_change)
+        assert row["second_order"] == pytest.approx(result.predicted_change, rel=1e-9) or (
+            method == "reweighted"
+        )
+        low, high = result.change_interval
+        assert low <= result.predicted_change <= high and low <= exact_change <= high
+    assert first["linear"] > 0.005  # a case with clear curvature
+    assert errors["reweighted"] <= first["reweighted"], (errors, first)
+    assert errors["linear"] < first["linear"] / 2, (errors, first)
 
 
 def test_the_split_draw_estimate_removes_the_optimism_of_the_naive_one():
@@ -143,26 +154,30 @@ def _leveraged_slope(seed):
     return backend, backend.fit(np.ones(100))
 
 
-def test_the_search_continues_linearly_past_the_k_hat_threshold():
+def test_past_k_hats_threshold_the_second_order_prediction_answers():
     backend, post = _leveraged_slope(5)
     result = bayesij.amip(post, "beta[2]", "sign")  # the default: reweighted
-    # Reweighting is reliable for the first units only; the old search stopped there and
-    # answered "not reachable". The linear continuation reaches the target ...
-    assert result.reachable and 0 < result.n_reweighted < result.n_drop
-    estimates = result.curve["estimate"].dropna()
-    assert {"reweighted", "linear continuation"} <= set(estimates)
+    # Reweighting is reliable for the first units only, and the first-order prediction
+    # from there falls short; the log-likelihood is quadratic in beta (a normal model),
+    # so the second-order prediction is exact up to Monte Carlo error, and sure.
+    assert result.reachable and result.answer == "reached"
     assert (result.curve["pareto_k"].dropna() <= 0.7).all()
-    # ... and the exact posterior without the set has a negative slope.
-    assert backend.exact_means(result.kept)[1] < 0
-    assert "linear continuation" in str(result)
+    row = result.curve.loc[result.curve["n_drop"] == result.n_drop].iloc[0]
+    assert abs(row["linear"]) < result.original_value <= abs(row["second_order"])
+    # ... and the exact posterior without the set has a negative slope, as predicted.
+    exact = backend.exact_means(result.kept)[1]
+    assert exact < 0
+    low, high = result.change_interval
+    assert low <= exact - result.original_value <= high
 
 
 @pytest.mark.parametrize("seed", [1, 3])
-def test_refits_in_the_loop_find_a_set_the_cheap_searches_miss(seed):
+def test_refits_in_the_loop_confirm_what_first_order_misses(seed):
     backend, post = _leveraged_slope(seed)
     linear = bayesij.amip(post, "beta[2]", "sign", method="linear")
-    cheap = bayesij.amip(post, "beta[2]", "sign")
-    assert not linear.reachable and not cheap.reachable  # both predict too little change
+    # The first-order curve falls short within alpha_max; the second-order one reaches.
+    assert linear.curve["linear"].min() > -linear.original_value
+    assert linear.reachable and backend.exact_means(linear.kept)[1] < 0
     looped = bayesij.amip(post, "beta[2]", "sign", backend=backend, max_refits=5)
     assert looped.reachable and looped.verification["reached"]
     assert looped.n_drop <= linear.n_drop

@@ -1,0 +1,143 @@
+"""The second-order prediction of a set's change against exact mathematics: a normal linear
+model (the quadratic model is exact there) and exact MLE refits of a logistic regression
+(tests/helpers/logistic_amip.py)."""
+
+import numpy as np
+import pytest
+
+from bayesij.array.amip_curvature import (
+    BREAKDOWN,
+    MAX_COLUMNS,
+    MAX_PARAMETERS,
+    SetCurvature,
+    curvature_of,
+)
+from bayesij.array.amip_noise import nonlinear_band
+
+
+def _normal_model(n=60, draws=20_000, seed=0):
+    """Exact posterior draws of a normal regression with known sd 1 and a flat prior, the
+    pointwise log-likelihood, and the exact posterior mean under observation weights."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n), rng.normal(size=n)])
+    X[:5, 1] = [3.0, 3.2, 2.8, 3.1, 2.9]  # high leverage: dropping them curves the mean
+    y = X @ [0.5, 0.3] + rng.normal(size=n)
+    y[:5] += 2.0
+
+    def exact(weights):
+        gram = (X.T * weights) @ X
+        return np.linalg.solve(gram, (X.T * weights) @ y), np.linalg.inv(gram)
+
+    mean, cov = exact(np.ones(n))
+    beta = rng.multivariate_normal(mean, cov, size=draws)
+    log_lik = -0.5 * (y - beta @ X.T) ** 2
+    return beta, log_lik, exact
+
+
+def test_a_quadratic_log_likelihood_is_predicted_exactly_to_second_order():
+    beta, log_lik, exact = _normal_model()
+    curvature = curvature_of(beta[None], 1)
+    order = np.arange(5)  # the leveraged points
+    for sign in (0, -1):  # the mean, and the lower end of mean +- 1.96 sd
+        changes = curvature.changes(log_lik[:, order], sign, 1.96)
+        full_mean, full_cov = exact(np.ones(60))
+        for k in range(1, 6):
+            weights = np.ones(60)
+            weights[order[:k]] = 0
+            mean, cov = exact(weights)
+            truth = (mean[1] - full_mean[1]) + sign * 1.96 * (
+                np.sqrt(cov[1, 1]) - np.sqrt(full_cov[1, 1])
+            )
+            assert changes.second[k - 1] == pytest.approx(truth, rel=0.03, abs=2e-3)
+            assert changes.cubic[k - 1] < 1e-6 and changes.width[k - 1] < 1e-5
+        # the first order misses by far more than the second does
+        assert abs(changes.first[-1] - truth) > 5 * abs(changes.second[-1] - truth)
+
+
+def test_exact_logistic_refits_lie_in_the_second_order_band():
+    # Units ranked by their exact (MLE) first-order effect, so that the draws' first-order
+    # change along the ranking carries its Monte Carlo error without selection's optimism;
+    # the band (model error) widened by three of its Monte Carlo SEs holds the exact change.
+    from logistic_amip import NAMES, linear_effects, log_lik, metric, sample, wells_like
+
+    X, y = wells_like(3020, seed=0)
+    for seed in (1, 2):
+        beta, _ = sample(X, y, seed=seed)
+        flat = log_lik(X, y, beta).reshape(-1, y.size)
+        for k, sign in ((1, 0), (2, -1), (3, 0)):
+            start = metric(X, y, None, k, sign)
+            effects = -np.sign(start) * linear_effects(X, y, None, k, sign)
+            order = np.argsort(-effects)[:302]
+            changes = curvature_of(beta, k).changes(flat[:, order], sign, 1.96)
+            f = beta[..., k].reshape(-1)
+            for size in (50, 150, 302):
+                weights = np.ones(y.size)
+                weights[order[:size]] = 0
+                truth = metric(X, y, weights, k, sign) - start
+                summed = flat[:, order[:size]].sum(axis=1)
+                terms = (f - f.mean()) * (summed - summed.mean())
+                mcse = terms.std() / np.sqrt(f.size)  # independent-ish draws (IMH)
+                second, width = changes.second[size - 1], changes.width[size - 1]
+                ratio = second / changes.first[size - 1]
+                slack = width + 3 * mcse * abs(ratio)
+                assert second - slack <= truth <= second + slack, (NAMES[k], size)
+                first_error = abs(changes.first[size - 1] - truth)
+                if size >= 150:  # where the nonlinearity outgrows the Monte Carlo error
+                    assert abs(second - truth) < first_error  # better than first order
+            assert abs(changes.first[-1] - truth) > 0.2 * abs(truth)  # clearly nonlinear
+
+
+def test_a_set_holding_the_precision_breaks_the_model_down():
+    beta, log_lik, _ = _normal_model(n=8, draws=4000)
+    curvature = curvature_of(beta[None], 1)
+    changes = curvature.changes(log_lik, 0, 1.96)
+    # Dropping all 8 observations leaves an improper flat-prior posterior: past the
+    # breakdown the change is unbounded (+-inf) and the band with it.
+    assert np.isinf(changes.second[-1]) and np.isinf(changes.width[-1])
+    ratios = curvature.ratios(log_lik, 0, 1.96)
+    assert np.isinf(ratios[:, -1]).all() and np.isfinite(ratios[:, 0]).all()
+    low, high = nonlinear_band(np.array([0.3]), ratios[:, -1:])
+    assert low[0] == -np.inf and high[0] == np.inf
+    assert 0 < BREAKDOWN < 1
+
+
+def test_nonlinear_band_is_the_second_order_change_give_or_take_its_width():
+    first = np.array([[1.0, -2.0, 0.0]])
+    factors = np.array([[1.5, 2.0, 3.0], [0.25, 0.5, 0.1]])
+    low, high = nonlinear_band(first, factors)
+    np.testing.assert_allclose(low, [[1.25, -5.0, 0.0]])
+    np.testing.assert_allclose(high, [[1.75, -3.0, 0.0]])
+
+
+def test_set_curvature_reads_a_matrix_or_the_columns_it_was_given():
+    beta, log_lik, _ = _normal_model(draws=4000)
+    curvature = curvature_of(beta[None], 1)
+    from_matrix = SetCurvature(curvature, 0, 1.96, matrix=log_lik)
+    columns = {u: log_lik[:, u] for u in range(10)}
+    from_columns = SetCurvature(curvature, 0, 1.96, columns=columns)
+    units = np.array([0, 3, 1, 7, 2])
+    np.testing.assert_allclose(from_columns(units), from_matrix(units), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        from_matrix(units), curvature.ratios(log_lik[:, units], 0, 1.96), atol=1e-12
+    )
+    # a unit whose column was not read ends the model's reach: the band opens from there
+    partial = from_columns(np.array([0, 1, 20, 2]))
+    assert np.isfinite(partial[:, :2]).all() and np.isinf(partial[1, 2:]).all()
+    assert MAX_COLUMNS >= 1000
+
+
+def test_the_model_is_fitted_in_the_most_correlated_quantities():
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=(4000, 1))
+    noise = rng.normal(size=(4000, MAX_PARAMETERS + 4))
+    quantities = np.concatenate([base, noise], axis=1)
+    quantities[:, 3] += 5 * base[:, 0]  # strongly correlated with quantity 0
+    quantities[:, 5] = 1.0  # constant: left out
+    curvature = curvature_of(quantities[None], 0)
+    assert curvature.n_parameters == MAX_PARAMETERS
+    chosen = curvature.design[:, : curvature.n_parameters]
+    np.testing.assert_allclose(chosen[:, curvature.index], base[:, 0] - base.mean())
+    correlation = np.corrcoef(chosen.T)[curvature.index]
+    assert np.sort(np.abs(correlation))[-2] > 0.9  # with its partner
+    assert curvature_of(quantities[None, :20], 0) is None  # too few draws for the design
+    assert curvature_of(quantities[None], 5) is None  # a constant quantity

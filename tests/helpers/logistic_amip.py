@@ -1,0 +1,175 @@
+"""A logistic regression where the truth about influential sets is cheap: exact weighted
+MLE refits by Newton's method, the estimating-equation AMIP (greedy on the first-order
+influence, and iterated: re-ranked after every exact refit), and exact-in-distribution
+posterior draws of the flat-prior Bayesian twin from an independence Metropolis-Hastings
+sampler (a multivariate t proposal at the mode), fast enough to draw many independent sets
+and to refit in the loop.
+
+Written out here as the independent reference for bayesij.amip on a nonlinear model, where
+the first-order prediction of a set's change misses by tens of per cent at 60-300 drops
+(Broderick, Giordano & Meager 2020; Kuschnig, Zens & Crespo Cuaresma 2021)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, log_expit
+
+import bayesij
+from bayesij import refit
+
+NAMES = ["beta[1]", "beta[2]", "beta[3]", "beta[4]"]
+
+
+def wells_like(n: int = 3020, seed: int = 0):
+    """Simulated data in the spirit of the arsenic wells study (Gelman & Hill): whether a
+    household switches wells, against an intercept, the distance to the nearest safe well
+    (100 m), the arsenic level and education (years / 4). Returns X (n, 4) and y (n,)."""
+    rng = np.random.default_rng(seed)
+    dist100 = rng.gamma(1.5, 0.32, size=n)
+    arsenic = 0.5 + rng.gamma(1.3, 0.9, size=n)
+    educ4 = np.where(rng.random(n) < 0.28, 0.0, rng.integers(1, 18, size=n) / 4)
+    X = np.column_stack([np.ones(n), dist100, arsenic, educ4])
+    beta = np.array([-0.21, -0.90, 0.47, 0.12])
+    y = (rng.random(n) < expit(X @ beta)).astype(float)
+    return X, y
+
+
+def mle(X, y, weights=None, start=None):
+    """The weighted MLE and the inverse of the weighted observed information (Newton)."""
+    w = np.ones(y.size) if weights is None else np.asarray(weights, dtype=float)
+    beta = np.zeros(X.shape[1]) if start is None else np.array(start, dtype=float)
+    for _ in range(50):
+        p = expit(X @ beta)
+        info = (X.T * (w * p * (1 - p))) @ X
+        step = np.linalg.solve(info, X.T @ (w * (y - p)))
+        beta = beta + step
+        if np.max(np.abs(step)) < 1e-12:
+            break
+    p = expit(X @ beta)
+    return beta, np.linalg.inv((X.T * (w * p * (1 - p))) @ X)
+
+
+def log_lik(X, y, beta):
+    """Pointwise log-likelihood at draws ``beta`` (..., 4): shape (..., n)."""
+    eta = beta @ X.T
+    return y * log_expit(eta) + (1 - y) * log_expit(-eta)
+
+
+def sample(X, y, weights=None, *, chains=4, draws=1000, seed=0, nu=7.0):
+    """Draws of the flat-prior posterior under observation ``weights``: independence
+    Metropolis-Hastings from a multivariate t (``nu``) at the weighted MLE with its
+    covariance scaled by 1.1 (acceptance about 0.9 at n = 3000). Returns beta of shape
+    (chains, draws, 4) and the gradient of the weighted log posterior there."""
+    w = np.ones(y.size) if weights is None else np.asarray(weights, dtype=float)
+    rng = np.random.default_rng(seed)
+    mode, cov = mle(X, y, w)
+    chol = np.linalg.cholesky(1.1 * cov)
+    p = X.shape[1]
+    total = chains * (draws + 1)
+    z = rng.standard_normal((total, p))
+    scale = np.sqrt(nu / rng.chisquare(nu, size=total))
+    proposals = mode + scale[:, None] * (z @ chol.T)
+    solved = np.linalg.solve(chol, (proposals - mode).T).T
+    log_q = -0.5 * (nu + p) * np.log1p(np.sum(solved**2, axis=1) / nu)
+    log_target = log_lik(X, y, proposals) @ w
+    ratio = (log_target - log_q).reshape(chains, draws + 1)
+    proposals = proposals.reshape(chains, draws + 1, p)
+    u = np.log(rng.random((chains, draws + 1)))
+    out = np.empty((chains, draws, p))
+    for c in range(chains):
+        current = 0  # the first proposal starts the chain (an exact draw of q, warmed up)
+        for d in range(1, draws + 1):
+            if u[c, d] < ratio[c, d] - ratio[c, current]:
+                current = d
+            out[c, d - 1] = proposals[c, current]
+    gradient = ((y - expit(out @ X.T)) * w) @ X
+    return out, gradient
+
+
+class LogisticBackend(refit.Backend):
+    """Refits of the flat-prior logistic regression under observation weights (a fresh
+    set of 4 x 1000 draws each, seeded by the weights)."""
+
+    def __init__(self, X, y, *, draws=1000, chains=4, seed=0):
+        self.X, self.y, self.draws, self.chains, self.seed = X, y, draws, chains, seed
+        self.n_obs = y.size
+
+    def fit(self, weights):
+        return self.fit_with_gradient(weights)[0]
+
+    def fit_with_gradient(self, weights):
+        w = self.checked_weights(weights)
+        seed = refit.backends.refit_seed(self.seed, w)
+        beta, gradient = sample(
+            self.X, self.y, w, chains=self.chains, draws=self.draws, seed=seed
+        )
+        post = bayesij.from_arrays(beta, log_lik(self.X, self.y, beta), quantity_names=NAMES)
+        return post, gradient, beta
+
+
+def metric(X, y, weights, k: int, sign: int, z: float = 1.96) -> float:
+    """``beta_k + sign z se_k`` at the weighted MLE (the Bayesian metric to O(1/n))."""
+    beta, cov = mle(X, y, weights)
+    return float(beta[k] + sign * z * np.sqrt(cov[k, k]))
+
+
+def linear_effects(X, y, weights, k: int, sign: int, z: float = 1.96) -> np.ndarray:
+    """First-order change of the metric from setting each observation's weight to 0, at the
+    weighted MLE: the mean through the estimating equation, the variance through the
+    information's derivative (-p(1-p) x x^T for each observation)."""
+    beta, cov = mle(X, y, weights)
+    p = expit(X @ beta)
+    h = X @ cov  # (n, 4): rows cov x_n
+    d_beta = -h[:, k] * (y - p)  # dropping n: -cov x_n (y_n - p_n)
+    # d cov = cov (p(1-p) x x^T) cov when dropping n, plus the change through beta (ignored:
+    # second order at the MLE for the variance's leading term)
+    d_var = p * (1 - p) * h[:, k] ** 2
+    se = np.sqrt(cov[k, k])
+    return d_beta + sign * z * d_var / (2 * se)
+
+
+def _sign_for(X, y, k, target, z):
+    mean0 = metric(X, y, None, k, 0, z)
+    same = 1 if mean0 >= 0 else -1
+    return {"sign": 0, "significance": -same, "sign_and_significance": same}[target]
+
+
+def ee_amip(X, y, k: int, target: str, z: float = 1.96, max_drop=None, iterate=True):
+    """The estimating-equation AMIP with exact refits: rank by the first-order effect
+    (re-ranked at the current weights after each exact refit when ``iterate``, every
+    ``step`` drops), add the top unit, refit exactly; the first set whose refit crosses.
+    Returns (positions in the order dropped, metric after) or (None, nan)."""
+    n = y.size
+    max_drop = max_drop or n // 10
+    sign = _sign_for(X, y, k, target, z)
+    start = metric(X, y, None, k, sign, z)
+    direction = -1 if start > 0 else 1
+    weights = np.ones(n)
+    dropped = []
+    while len(dropped) < max_drop:
+        gain = direction * linear_effects(X, y, weights, k, sign, z)
+        gain[weights == 0] = -np.inf
+        order = np.argsort(-gain, kind="stable")
+        batch = order[: (1 if iterate else max_drop)]
+        for unit in batch:
+            weights[unit] = 0.0
+            dropped.append(int(unit))
+            after = metric(X, y, weights, k, sign, z)
+            if np.sign(after) != np.sign(start):
+                return np.array(dropped), after
+            if len(dropped) >= max_drop:
+                break
+    return None, float("nan")
+
+
+def exact_prefix(X, y, order, k: int, target: str, z: float = 1.96):
+    """The smallest prefix of ``order`` whose exact (MLE) refit crosses the target, by a
+    scan (None: no prefix does)."""
+    sign = _sign_for(X, y, k, target, z)
+    start = metric(X, y, None, k, sign, z)
+    weights = np.ones(y.size)
+    for size, unit in enumerate(order, start=1):
+        weights[unit] = 0.0
+        if np.sign(metric(X, y, weights, k, sign, z)) != np.sign(start):
+            return size
+    return None
