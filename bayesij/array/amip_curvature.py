@@ -13,8 +13,12 @@ set by least squares, a normal posterior tilted by ``exp(-L_S)`` is normal with 
 covariance becomes ``(I + Sigma A_S)^-1 Sigma`` — the Newton step of the reweighted
 problem, which sums the Taylor series of the weights under the quadratic model. On that
 regression this second-order change was within 3-15 % of an exact refit where the first
-order was 25-45 % short; what it misses (each unit's curvature changing along the way) is
-left to :func:`bayesij.array.amip_noise.nonlinear_band`.
+order was 25-45 % short. It is not a bound: a normal posterior is assumed over a shift of
+many posterior sds, and on a heavy-tailed regression whose outliers set the scale it
+overshoots by 60 % where the first order is right. The answers therefore use the band
+between the two (:func:`bayesij.array.amip_noise.nonlinear_band`), widened beyond the
+second-order prediction by how far the set's log-likelihood departs from its quadratic
+over the shift (its cubic terms).
 
 The parameters are the fit's quantities when there are few of them (at most
 :data:`MAX_PARAMETERS`), else the searched quantity and those most correlated with it: the
@@ -55,11 +59,12 @@ MAX_PARAMETERS = 8
 #: ``1 - BREAKDOWN``): the change is then unbounded as far as the draws can tell.
 BREAKDOWN = 0.75
 
-#: A departure from the quadratic (:meth:`Curvature._cubic_share`) of this much or more
-#: leaves the second-order change uncertain by half the second-order term; less, by
-#: proportionally less (a log-likelihood quadratic in the parameters: not at all). On a
-#: logistic regression the exact change lay within 0.37 of the second-order term of the
-#: second-order change at 50-302 drops of 3020, where the departure was 0.004-0.34.
+#: A departure of the set's log-likelihood from its quadratic
+#: (:meth:`Curvature._cubic_share`) of this much or more widens the band beyond the
+#: second-order prediction by half the second-order term; less, proportionally less (a
+#: log-likelihood quadratic in the parameters: not at all). The departure was 0.002-0.4 on
+#: a logistic regression's sets of 25-302 of 3020, where the exact change lay up to 7 % of
+#: the second-order term beyond the second-order prediction.
 CUBIC_SCALE = 0.01
 
 #: Prefix sizes at which the departure from the quadratic is computed.
@@ -130,26 +135,27 @@ class Curvature(NamedTuple):
         runaway = np.copysign(np.inf, np.where(first == 0, 1.0, first))
         second = np.where(ok, second, runaway)
         cubic = self._cubic_share(columns, shift, a)
-        with np.errstate(invalid="ignore"):
-            width = 0.5 * np.abs(second - first) * np.minimum(1.0, cubic / CUBIC_SCALE)
-        return Changes(first, second, np.where(ok, width, np.inf), cubic)
+        return Changes(first, second, np.minimum(1.0, cubic / CUBIC_SCALE), cubic)
 
     def _cubic_share(self, columns, shift, hessians) -> np.ndarray:
         """How far each prefix's summed log-likelihood departs from its quadratic over the
-        predicted shift (K,): along the shift's direction ``u`` in whitened coordinates
-        (``t = u' Sigma^-1/2 d``, shift ``Delta``), the cubic term ``g t^3`` left after the
-        quadratic fit changes the curvature by ``6 g Delta`` at the shift's end, half that
-        on average along the way; relative to the tilted precision there, ``1 + u' A u``
-        (whitened), ``3 |g| Delta / |1 + u' A u|``. Exactly 0 where the log-likelihood is
-        quadratic in the parameters (a normal linear model with known scale), about
-        0.01-0.3 for a logistic regression's sets of 50-300 of 3020. Computed on a
-        geometric grid of at most :data:`CUBIC_GRID` prefix sizes, interpolated between."""
+        predicted shift (K,): the cubic terms left after the quadratic fit (all of them,
+        fitted across the draws) change the Hessian by ``H3(shift)`` at the shift's end,
+        half that on average along the way; in whitened coordinates and relative to the
+        tilted precision there (the smallest eigenvalue of ``I + Sigma A``),
+        ``||Sigma^1/2 H3 Sigma^1/2|| / 2 / lambda_min``. Exactly 0 where the
+        log-likelihood is quadratic in the parameters (a normal linear model with known
+        scale). Computed on a geometric grid of at most :data:`CUBIC_GRID` prefix sizes,
+        interpolated between."""
         values = np.where(np.isfinite(columns), columns, 0.0)
         centred = values - values.mean(axis=0)
-        solve = np.linalg.pinv(self.design)  # (F, S)
-        chol = np.linalg.cholesky(self.cov + 1e-300 * np.eye(self.n_parameters))
-        whiten = np.linalg.inv(chol)
-        d = self.design[:, : self.n_parameters]
+        cubes = self._cubic_columns()
+        if cubes is None:
+            return np.full(values.shape[1], np.inf)
+        rest, triples = cubes
+        solve = np.linalg.pinv(rest)  # (C, S): the cubic coefficients of a residual
+        fit = np.linalg.pinv(self.design)
+        root = _symmetric_root(self.cov)
         k = values.shape[1]
         grid = np.unique(np.geomspace(1, k, min(k, CUBIC_GRID)).round().astype(int))
         shares = np.zeros(grid.size)
@@ -158,33 +164,40 @@ class Curvature(NamedTuple):
         for g_index, size in enumerate(grid):
             summed += centred[:, done:size].sum(axis=1)
             done = size
-            white = whiten @ shift[size - 1]
-            delta = float(np.linalg.norm(white))
-            if not np.isfinite(delta) or delta == 0:
-                continue
-            u = white / delta
-            t = d @ whiten.T @ u
-            cube = t**3
-            rest = cube - self.design @ (solve @ cube)
-            left = summed - self.design @ (solve @ summed)
-            g = float(rest @ left / (rest @ rest)) if rest @ rest > 0 else 0.0
-            curvature = 1 + float(u @ chol.T @ hessians[size - 1] @ chol @ u)
-            shares[g_index] = 3 * abs(g) * delta / max(abs(curvature), 1 - BREAKDOWN)
+            left = summed - self.design @ (fit @ summed)
+            gamma = solve @ left
+            change = _cubic_hessian(gamma, triples, shift[size - 1], self.n_parameters)
+            white = root @ change @ root
+            step = np.eye(self.n_parameters) + root @ hessians[size - 1] @ root
+            smallest = max(float(np.min(np.linalg.eigvalsh(step))), 1 - BREAKDOWN)
+            shares[g_index] = 0.5 * float(np.max(np.abs(np.linalg.eigvalsh(white)))) / smallest
         return np.interp(np.arange(1, k + 1), grid, shares)
 
+    def _cubic_columns(self):
+        """The draws' cubic monomials ``d_i d_j d_k`` (``i <= j <= k``) with the quadratic
+        design's part removed (S, C), and their index triples; None when the draws are too
+        few for them (fewer than four times the columns of both)."""
+        p = self.n_parameters
+        d = self.design[:, :p]
+        triples = [(i, j, k) for i in range(p) for j in range(i, p) for k in range(j, p)]
+        if d.shape[0] < 4 * (self.design.shape[1] + len(triples)):
+            return None
+        cubes = np.stack([d[:, i] * d[:, j] * d[:, k] for i, j, k in triples], axis=1)
+        rest = cubes - self.design @ np.linalg.lstsq(self.design, cubes, rcond=None)[0]
+        return rest, triples
+
     def ratios(self, columns: np.ndarray, sign: int, z: float) -> np.ndarray:
-        """The second-order prediction relative to the first after each prefix, and its
-        half-width relative to the first (2, K): what carries a first-order prediction (of
-        any estimator: plain, control variates, the block bootstrap's replicates) to the
-        band :func:`bayesij.array.amip_noise.nonlinear_band` puts it in; ``(1, 0)`` where
-        the first-order change is 0, ``inf`` past the breakdown."""
+        """The second-order prediction relative to the first after each prefix, and the
+        weight of the linearisation error (2, K): what carries a first-order prediction (of
+        any estimator: plain, control variates, the block bootstrap's replicates) into the
+        band of :func:`bayesij.array.amip_noise.nonlinear_band`; ``(1, 0)`` where the
+        first-order change is 0, ``inf`` past the breakdown."""
         changes = self.changes(columns, sign, z)
         first = changes.first
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(first != 0, changes.second / first, 1.0)
-            width = np.where(first != 0, changes.width / np.abs(first), 0.0)
-        finite = np.isfinite(changes.second) & np.isfinite(width)
-        return np.stack([np.where(finite, ratio, np.inf), np.where(finite, width, np.inf)])
+        finite = np.isfinite(changes.second)
+        return np.stack([np.where(finite, ratio, np.inf), np.where(finite, changes.weight, np.inf)])
 
 
 class Changes(NamedTuple):
@@ -195,18 +208,50 @@ class Changes(NamedTuple):
     first, second : ndarray
         To first order, and to second under the quadratic model (``+-inf`` past
         :data:`BREAKDOWN`).
-    width : ndarray
-        How far the second-order change may be off: half the second-order term, scaled by
-        how far the log-likelihood departs from its quadratic along the shift (``cubic``
-        over :data:`CUBIC_SCALE`, at most 1).
+    weight : ndarray
+        How much the linearisation error counts, in [0, 1]: how far the log-likelihood
+        departs from its quadratic along the shift (``cubic``) over :data:`CUBIC_SCALE`, at
+        most 1 (:func:`bayesij.array.amip_noise.nonlinear_band`).
     cubic : ndarray
         That departure (:meth:`Curvature._cubic_share`).
     """
 
     first: np.ndarray
     second: np.ndarray
-    width: np.ndarray
+    weight: np.ndarray
     cubic: np.ndarray
+
+    def band(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where the change lies (:func:`bayesij.array.amip_noise.nonlinear_band`)."""
+        from bayesij.array.amip_noise import nonlinear_band
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(self.first != 0, self.second / self.first, 1.0)
+        ratio = np.where(np.isfinite(self.second), ratio, np.inf)
+        return nonlinear_band(self.first, np.stack([ratio, self.weight]))
+
+
+def _symmetric_root(cov: np.ndarray) -> np.ndarray:
+    """``cov^1/2`` (symmetric; eigenvalues below 0 taken as 0)."""
+    values, vectors = np.linalg.eigh(cov)
+    return (vectors * np.sqrt(np.maximum(values, 0.0))) @ vectors.T
+
+
+def _cubic_hessian(gamma, triples, point, p: int) -> np.ndarray:
+    """The Hessian at ``point`` (P,) of ``sum gamma_t d_i d_j d_k`` over the triples
+    ``t = (i, j, k)``: each monomial's second derivatives, linear in the point."""
+    hessian = np.zeros((p, p))
+    for g, (i, j, k) in zip(gamma, triples, strict=True):
+        # d^2 (d_i d_j d_k) / (d_a d_b) = sum over the ways to pick a and b from the three
+        # factors of the third factor's value
+        factors = (i, j, k)
+        for first in range(3):
+            for second in range(3):
+                if first == second:
+                    continue
+                third = 3 - first - second
+                hessian[factors[first], factors[second]] += g * point[factors[third]]
+    return hessian
 
 
 def curvature_of(quantities: np.ndarray, index: int) -> Curvature | None:

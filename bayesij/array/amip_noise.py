@@ -155,17 +155,31 @@ class Start(NamedTuple):
 
 def nonlinear_band(first, factors):
     """Where a change (or gain) lies given its first-order prediction ``first`` (..., K)
-    and the quadratic model's ``factors`` (2, K): the second-order prediction
-    ``ratio * first``, give or take ``width * |first|``
-    (:meth:`bayesij.array.amip_curvature.Curvature.ratios`). Returns ``(low, high)``;
-    ``(-inf, inf)`` past the model's breakdown."""
+    and the quadratic model's ``factors`` (2, K), the ratio of the second-order prediction
+    to the first and the weight ``g`` of the departure from the quadratic
+    (:meth:`bayesij.array.amip_curvature.Curvature.ratios`): between the first-order
+    prediction and the second-order one ``s = ratio * first``, widened beyond ``s`` (away
+    from the first) by ``g |s - first| / 2``. Returns ``(low, high)``; ``(-inf, inf)`` past
+    the model's breakdown.
+
+    Neither prediction bounds the change alone: on a logistic regression's sets of 25-302
+    of 3020 the exact change lay 60-107 % of the way from the first-order prediction to the
+    second (the set held a share of the precision); on a heavy-tailed normal regression
+    with unknown scale, at the first-order one, the second overshooting by 60 % (the
+    posterior is not normal in the scale over the 17 sds the scale moves); for a normal
+    model with known scale, at the second. 4000 draws cannot tell these apart (the
+    posterior's third cumulants that decide are below their Monte Carlo error), so the
+    band spans both."""
     first = np.asarray(first, dtype=float)
-    ratio, width = np.asarray(factors, dtype=float)
-    finite = np.isfinite(ratio) & np.isfinite(width)
+    ratio, weight = np.asarray(factors, dtype=float)
+    finite = np.isfinite(ratio) & np.isfinite(weight)
+    ratio, weight = np.where(finite, ratio, 1.0), np.where(finite, weight, 0.0)
     with np.errstate(invalid="ignore"):
-        second = first * np.where(finite, ratio, 1.0)
-        half = np.abs(first) * np.where(finite, width, 0.0)
-    return np.where(finite, second - half, -np.inf), np.where(finite, second + half, np.inf)
+        second = first * ratio
+        beyond = 0.5 * weight * np.abs(second - first)
+    low = np.where(second < first, second - beyond, first)
+    high = np.where(second > first, second + beyond, first)
+    return np.where(finite, low, -np.inf), np.where(finite, high, np.inf)
 
 
 def linear_answer(

@@ -115,14 +115,15 @@ def _handful(size: float, share: float) -> bool:
 
 
 def open_questions(amip: dict) -> list:
-    """AMIP results that leave open whether a handful of units decides: undetermined, and
-    for a sure upper bound beyond a handful, a smallest set that may still be one (the low
-    end of its size interval)."""
+    """AMIP results that leave open whether a handful of units decides: undetermined, with
+    a smallest set that may still be a handful (the low end of its size interval; those
+    whose low end is beyond a handful are counted among the conclusions that need more,
+    :func:`_robust_bullet`)."""
     found = []
     for r in amip.values():
         if not r.undetermined or (r.reachable and _handful(r.n_drop, r.prop_drop)):
             continue
-        low = r.size_interval[0] if r.upper_bound else 0.0
+        low = r.size_interval[0] if r.size_interval else 0.0
         if not _handful(low, low / r.n_units):
             continue  # even the smallest plausible set is more than a handful
         found.append(r)
@@ -429,7 +430,6 @@ def _undetermined_bullet(audit) -> str:
     open_ = open_questions(headline_amip(audit))
     if not open_:
         return ""
-    needed = max(r.draws_needed for r in open_)
     bounded = [r for r in open_ if r.upper_bound]
     bounds = ""
     if bounded:
@@ -440,9 +440,39 @@ def _undetermined_bullet(audit) -> str:
         )
     return (
         f"Whether a handful of {unit_words(audit.unit_name)} decides {len(open_)} more "
-        f"conclusion{'s' if len(open_) > 1 else ''} is undetermined by Monte Carlo error"
-        f"{bounds}: up to about {needed:.3g} draws (now {open_[0].n_draws}) would tell."
+        f"conclusion{'s' if len(open_) > 1 else ''} is undetermined{_open_by(open_)}{bounds}: "
+        f"{_deciders(open_)}."
     )
+
+
+def _open_by(results: list) -> str:
+    """What leaves undetermined answers open, in words."""
+    causes = sorted({r.undetermined_by or "Monte Carlo error" for r in results})
+    names = {
+        "Monte Carlo error": "Monte Carlo error",
+        "linearisation": "the linear approximation",
+        "refits": "the refits so far",
+        "refit budget": "the refit budget",
+    }
+    return " by " + " and ".join(names.get(c, c) for c in causes)
+
+
+def _deciders(results: list) -> str:
+    """What would decide undetermined answers: refits (about how many each), and more
+    draws where the 1 / sqrt(S) law says they would."""
+    refits = max(max(r.refits_needed for r in results), 1)
+    words = (
+        f"a refit decides (about {refits} refits each by bisection: amip(..., backend=) or "
+        "audit(..., backend=))"
+    )
+    draws = [
+        r.draws_needed
+        for r in results
+        if r.undetermined_by in ("", "Monte Carlo error") and np.isfinite(r.draws_needed)
+    ]
+    if draws:
+        words += f", or up to about {max(draws):.3g} draws (now {results[0].n_draws})"
+    return words
 
 
 def _robust_bullet(audit) -> str:
@@ -451,12 +481,23 @@ def _robust_bullet(audit) -> str:
     robust = [r for r in searched.values() if id(r) not in found]
     if not robust:
         return ""
-    far = [r for r in robust if not r.reachable]
     text = (
         f"{len(robust)} of {len(searched)} conclusions searched need more than a handful "
         f"of {unit_words(audit.unit_name)}"
     )
-    if not far:  # every one reached, by a set larger than a handful
-        return text + "."
-    limit = unit_words(audit.unit_name, max(r.n_drop for r in far))
-    return text + f" ({len(far)} not reachable by dropping up to {limit})."
+    reached = [r for r in robust if r.reachable]
+    far = [r for r in robust if r.answer == "not reachable"]
+    beyond = [r for r in robust if not r.reachable and r.answer != "not reachable"]
+    parts = []
+    if reached and (far or beyond):
+        parts.append(f"{len(reached)} reached by larger sets")
+    if far:
+        limit = unit_words(audit.unit_name, max(r.n_drop for r in far))
+        parts.append(f"{len(far)} not reachable by dropping up to {limit}")
+    if beyond:
+        low = min(r.size_interval[0] for r in beyond if r.size_interval)
+        parts.append(
+            f"{len(beyond)} undetermined beyond a handful (at least {low:.0f}; "
+            f"{_deciders(beyond)})"
+        )
+    return text + (f" ({'; '.join(parts)})." if parts else ".")

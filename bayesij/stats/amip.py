@@ -18,9 +18,11 @@ from bayesij.array.amip import (
     goal_influence,
     goal_rows,
     influence_centres,
+    linear_path,
     linear_paths,
     linear_search,
     linear_sets,
+    metric_influence,
     reweighted_searches,
     search_path,
     set_sums,
@@ -262,84 +264,30 @@ class AmipResult(Summary):
             f"AMIP for {self.quantity}, target {self.target!r} ({self.metric} = "
             f"{self.original_value:.4g}), method {self.method}:"
         )
-        if self.reachable:
-            body = (
-                f"  dropping {self.n_drop} of {_count(self.n_units, unit)} "
-                f"({100 * self.prop_drop:.2f} %) is predicted to move the {self.metric} "
-                f"to {self.predicted_value:.4g}; interval after: "
-                f"[{self.predicted_interval[0]:.4g}, {self.predicted_interval[1]:.4g}]"
-            )
-        elif self.undetermined:
-            body = (
-                f"  undetermined by Monte Carlo error: {100 * self.share_reached:.0f} % of "
-                f"replicates of the influences reach the target within "
-                f"{_count(self._limit(), unit)} (the point estimate: {self._point_words()}); about "
-                f"{self.draws_needed:.3g} draws (now {self.n_draws}) would decide it"
-            )
-        else:
-            body = (
-                f"  not reachable by dropping up to {_count(self.n_drop, unit)} (stopped: "
-                f"{self.stopped}); the largest predicted change is "
-                f"{self.predicted_change:.4g}"
-            )
         ids = ", ".join(map(str, self.drop_ids[:15])) + (" ..." if self.n_drop > 15 else "")
-        lines = [head, body, f"  set: [{ids}]"]
-        if self.upper_bound:
-            lines.append(self._upper_bound_words(unit))
-        if self.smaller_undetermined:
-            lines.append(
-                f"  a sure set (it reaches the target in 97.5 % of the influences' Monte Carlo "
-                f"replicates); the reweighted search's smaller set of "
-                f"{self.smaller_undetermined} is undetermined by Monte Carlo error"
-            )
-        if self.size_interval and self.refits is None:
-            low, high = self.size_interval
-            lines.append(
-                f"  Monte Carlo: {100 * self.share_reached:.0f} % of replicates reach the "
-                f"target; the smallest set's size, 95 % interval {_size(low)} to {_size(high)}; "
-                f"this set's change {self.change_interval[0]:.4g} to {self.change_interval[1]:.4g}"
-            )
-        if self.one_signed and self.target in ("sign", "sign_and_significance"):
-            lines.append(
-                f"  every draw of {self.quantity} is {self.one_signed}: if it is constrained "
-                "to that sign (a scale), its sign cannot change and this target is moot"
-            )
-        if self.continued:
-            first = (
-                f"the first {_count(self.n_reweighted, unit)} of the set "
-                + ("is" if self.n_reweighted == 1 else "are")
-                + " estimated by reweighting the draws; past them k-hat exceeds its "
-                "threshold and the rest is a linear continuation from that reweighted posterior"
-                if self.n_reweighted
-                else "no unit of the set is estimated by reweighting the draws (k-hat "
-                "exceeds its threshold at the first step, or the linear ranking's sure set "
-                "was the smaller): the whole set is a first-order prediction"
-            )
-            lines.append(
-                f"  {first}: confirm by a refit (bayesij.refit.verify, or amip(..., backend=))"
-            )
-        if self.method == "linear" and self.metric != "mean" and self.refits is None:
-            lines.append(
-                "  the interval end's change is predicted from first-order changes of the "
-                "posterior mean and variance (the sd their square root): their Monte Carlo "
-                "error is in the intervals, their second-order terms are not; confirm by a "
-                "refit (bayesij.refit.verify, or amip(..., backend=))"
-            )
+        lines = [head, self._answer_words(unit), f"  set: [{ids}]"]
         if self.refits is not None:
+            lines += self._refit_words()
+        else:
+            lines += self._prediction_words(unit)
+        if (
+            self.one_signed
+            and self.target in ("sign", "sign_and_significance")
+            and looks_like_scale(self.quantity)
+        ):
             lines.append(
-                f"  refits in the loop ({len(self.refits)}):\n"
-                + self.refits.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+                f"  every draw of {self.quantity} is {self.one_signed} and its name is a "
+                "scale's: if it is constrained to that sign, this target is moot"
             )
         mc = self.monte_carlo
-        if mc:
+        if mc and self.refits is None:
             lines.append(
-                f"  Monte Carlo check ({mc['how']}): change {mc['naive']:.4g} where "
-                f"chosen, {mc['split']:.4g} on the other draws (95 % interval "
-                f"{mc['interval'][0]:.4g} to {mc['interval'][1]:.4g}); the other draws' "
-                "value is the honest one (chosen and predicted on the same draws, a change "
-                "is optimistic)"
+                f"  split-draw check ({mc['how']}): change {mc['naive']:.4g} where chosen, "
+                f"{mc['split']:.4g} on the other draws (95 % interval {mc['interval'][0]:.4g} "
+                f"to {mc['interval'][1]:.4g}; chosen and predicted on the same draws, a "
+                "change is optimistic, the other draws' estimate is free of that selection)"
             )
-        if self.verification is not None:
+        if self.verification is not None and self.refits is None:
             v = self.verification
             lines.append(
                 f"  refit without the set: {self.metric} {v['value']:.4g} (change "
@@ -349,19 +297,112 @@ class AmipResult(Summary):
 
     __repr__ = __str__
 
+    def _answer_words(self, unit: str) -> str:
+        """The answer's line."""
+        share = f"{_count(self.n_drop, unit)} of {_count(self.n_units, unit)}"
+        if self.refits is not None and self.verification is not None:
+            v = self.verification
+            verb = "moved" if v["reached"] else "moved only"
+            return (
+                f"  {self.answer}: refit without {share} "
+                f"({100 * self.n_drop / self.n_units:.2f} %): {verb} the {self.metric} to "
+                f"{v['value']:.4g} (change {v['change']:.4g}); interval after: "
+                f"[{v['mean'] - self.z * v['sd']:.4g}, {v['mean'] + self.z * v['sd']:.4g}]"
+            )
+        if self.reachable and not self.upper_bound:
+            return (
+                f"  dropping {share} ({100 * self.prop_drop:.2f} %) is predicted to move the "
+                f"{self.metric} to {self.predicted_value:.4g}; interval after: "
+                f"[{self.predicted_interval[0]:.4g}, {self.predicted_interval[1]:.4g}]"
+            )
+        if self.upper_bound:
+            return self._upper_bound_words(unit)
+        if self.undetermined:
+            return self._undetermined_words(unit)
+        return (
+            f"  not reachable by dropping up to {_count(self.n_drop, unit)} (stopped: "
+            f"{self.stopped}): even the optimistic ends of the Monte Carlo error and of the "
+            f"linearisation fall short; the predicted change of this set is "
+            f"{self.predicted_change:.4g}"
+        )
+
+    def _undetermined_words(self, unit: str) -> str:
+        """An undetermined answer: what leaves it open and what would decide it."""
+        low, high = self.size_interval or (float("nan"), float("nan"))
+        span = f"the smallest set's size is between {_size(low)} and {_size(high)}"
+        if self.undetermined_by == "linearisation":
+            why = (
+                "undetermined by the linearisation: the first-order prediction and the "
+                "second-order one disagree on whether or where the target is reached"
+            )
+        else:
+            why = (
+                f"undetermined by Monte Carlo error: {100 * self.share_reached:.0f} % of "
+                f"replicates of the influences reach the target within "
+                f"{_count(self._limit(), unit)} (the point estimate: {self._point_words()})"
+            )
+        return f"  {why}; {span}: {self._decider_words()}"
+
+    def _decider_words(self) -> str:
+        """What would decide: refits (always), and more draws where the 1 / sqrt(S) law
+        says they would."""
+        refits = max(self.refits_needed, 1)
+        words = (
+            f"a refit decides (about {refits} refit{'s' if refits > 1 else ''} by bisection: "
+            "amip(..., backend=) or bayesij.refit.verify)"
+        )
+        if self.undetermined_by == "Monte Carlo error" and np.isfinite(self.draws_needed):
+            words += f", or about {self.draws_needed:.3g} draws in all (now {self.n_draws})"
+        return words
+
+    def _prediction_words(self, unit: str) -> list:
+        """How the cheap searches predicted: the intervals, the second order, the
+        continuation."""
+        lines = []
+        if self.smaller_undetermined:
+            lines.append(
+                f"  a sure set (it reaches the target at the pessimistic end of the Monte "
+                f"Carlo error and the linearisation); the reweighted search's smaller set of "
+                f"{self.smaller_undetermined} is undetermined"
+            )
+        if self.size_interval:
+            low, high = self.size_interval
+            lines.append(
+                f"  95 % intervals (Monte Carlo error and linearisation): the smallest set's "
+                f"size {_size(low)} to {_size(high)}; this set's change "
+                f"{self.change_interval[0]:.4g} to {self.change_interval[1]:.4g} (predicted "
+                f"{self.predicted_change:.4g}, to second order where the model allows)"
+            )
+        if self.continued:
+            first = (
+                f"the first {_count(self.n_reweighted, unit)} of the set "
+                + ("is" if self.n_reweighted == 1 else "are")
+                + " estimated by reweighting the draws; past them k-hat exceeds its "
+                "threshold and the rest is a continuation from that reweighted posterior"
+                if self.n_reweighted
+                else "no unit of the set is estimated by reweighting the draws"
+            )
+            lines.append(f"  {first}: confirm by a refit (bayesij.refit.verify, or amip(..., backend=))")
+        return lines
+
+    def _refit_words(self) -> list:
+        """The refits in the loop, as a table."""
+        return [
+            f"  refits in the loop ({len(self.refits)}):\n"
+            + self.refits.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+        ]
+
     def _upper_bound_words(self, unit: str) -> str:
         """The line that says a sure set is only an upper bound, and what would settle it."""
-        remedy = (
-            ""
-            if self.control_variates
-            else ", or fewer with control variates from the model's gradient (grad_log_posterior=)"
-        )
+        low = self.size_interval[0] if self.size_interval else float("nan")
+        remedy = ""
+        if self.undetermined_by == "Monte Carlo error" and not self.control_variates:
+            remedy = "; control variates from the model's gradient (grad_log_posterior=) narrow it"
         return (
-            f"  an upper bound, undetermined in its size: the set reaches the target in "
-            f"97.5 % of the influences' Monte Carlo replicates, but the smallest {unit} set "
-            f"may be less than half of it (its size's interval below); about "
-            f"{self.draws_needed:.3g} draws (now {self.n_draws}) would settle it within a "
-            f"factor of two{remedy}"
+            f"  undetermined in its size: dropping these {_count(self.n_drop, unit)} reaches "
+            f"the target at the pessimistic end of the Monte Carlo error and the linearisation "
+            f"(an upper bound), but the smallest {unit} set may have as few as {_size(low)} "
+            f"({self.undetermined_by or 'Monte Carlo error'}): {self._decider_words()}{remedy}"
         )
 
     def _limit(self) -> int:
@@ -552,7 +593,20 @@ def amip(
     )
     if backend is None:
         return result
-    return _refit_in_the_loop(
+    if method == "reweighted" and result.n_reweighted < result.n_drop:
+        # Refits start from the linear ranking's second-order claim: past k-hat's
+        # threshold the reweighted set grew by first-order steps.
+        [(result, found)] = _searches(
+            source,
+            [(quantity, target)],
+            z,
+            "linear",
+            alpha_max,
+            grad_log_posterior,
+            unconstrained,
+            fit_parameters(fit),
+        )
+    looped = _refit_in_the_loop(
         result,
         found.goal,
         found.path,
@@ -563,6 +617,7 @@ def amip(
         max(1, int(np.floor(alpha_max * source.n_units))),
         fit.unit_labels() if fit.units.grouped else None,
     )
+    return replace(looped, method=method)
 
 
 def _searches(
@@ -903,7 +958,7 @@ def _refit_metric(backend, weights, quantity, goal):
         mcse = float(g_star.std() / np.sqrt(draws.size))
     value = mean + goal.sign * goal.z * sd
     margin = goal.direction * (value - goal.value) - goal.need
-    return mean, sd, value, bool(margin >= 2 * mcse), refit
+    return mean, sd, value, bool(margin >= 2 * mcse), refit, float(mcse)
 
 
 def _check_refit_quantity(refit, quantity) -> None:
@@ -915,26 +970,18 @@ def _check_refit_quantity(refit, quantity) -> None:
         )
 
 
-def _predicted_change(rows, size: int, start: float) -> float:
-    """The cheap prediction for the final set (the refit's change where bisection chose a
-    set no search predicted)."""
-    for row in reversed(rows):
-        if row["n_drop"] == size:
-            known = row["predicted"] if np.isfinite(row["predicted"]) else row["refit_value"]
-            return float(known - start)
-    return float(rows[-1]["refit_value"] - start)
-
-
-def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits):
+def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits, floor=0):
     """The smallest prefix of ``dropped`` (in the order units joined) that a refit confirms,
-    by bisection between the largest prefix a refit did not confirm and the smallest it
-    did, within the refit budget. Appends to ``rows``; returns the prefix and its refit."""
-    low = max([0] + [row["n_drop"] for row in rows if not row["reached"]])
+    by bisection between the largest prefix a refit did not confirm (or ``floor``, below
+    which the cheap search's optimistic end says no prefix reaches) and the smallest it
+    did, within the refit budget. Appends to ``rows``; returns the prefix, its refit and
+    the largest prefix known not to reach."""
+    low = max([min(floor, dropped.size - 1)] + [row["n_drop"] for row in rows if not row["reached"]])
     high = int(dropped.size)
     while high - low > 1 and len(rows) < max_refits:
         middle = (low + high) // 2
         weights = (~np.isin(codes, dropped[:middle])).astype(float)
-        mean, sd, value, reached, _ = _refit_metric(backend, weights, quantity, goal)
+        mean, sd, value, reached, _, mcse = _refit_metric(backend, weights, quantity, goal)
         rows.append(
             {
                 "refit": len(rows) + 1,
@@ -946,10 +993,10 @@ def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits):
             }
         )
         if reached:
-            high, last = middle, (mean, sd, weights, True)
+            high, last = middle, (mean, sd, weights, True, mcse)
         else:
             low = middle
-    return dropped[:high], last
+    return dropped[:high], last, low
 
 
 def _refit_in_the_loop(
@@ -957,11 +1004,15 @@ def _refit_in_the_loop(
 ) -> AmipResult:
     """Alternate cheap searches with refits until a refit confirms the target.
 
-    Each round refits without the current set when the search claims the target (the
-    claimed set) or when reweighting became unreliable (its reliable part), then searches
-    again from the refit's draws for the rest of the way. ``unit_groups`` (the search's
+    The first refit drops the cheap search's claimed set: its sure set when the answer is
+    reached; otherwise the prefix where the second-order prediction reaches the target
+    (the linear method), or the search's whole set. Each later round refits without the
+    current set when the search claims the target (the claimed set) or when reweighting
+    became unreliable (its reliable part), then searches again from the refit's draws for
+    the rest of the way. Once a refit confirms a set, bisection finds the smallest prefix
+    a refit confirms, above the size interval's low end. ``unit_groups`` (the search's
     groups, or None) gives the refit's log-likelihood the same units
-    (:meth:`Posterior.units`).
+    (:meth:`Posterior.units`). The result's fields come from the refits.
     """
     if not hasattr(backend, "fit"):
         raise fail(
@@ -974,11 +1025,19 @@ def _refit_in_the_loop(
     ):
         raise fail("max_refits", repr(max_refits), "an integer >= 1")
     method, n_units = first.method, units.size
-    path_order, value = path.order, goal.value
+    path_order, value = _first_claim(first, path, goal), goal.value
     dropped = np.zeros(0, dtype=int)
     rows, last = [], None
     for refit_number in range(1, max_refits + 1):
-        if path.stopped == "reached":
+        if refit_number == 1:
+            new, why = path_order, "cheap search's claim"
+            if path_order.size >= 2 * STAGE and max_refits > 2:
+                # Half the claim first: the rest is ranked again from that refit's draws
+                # (the influences change as the set grows: the estimating equation's
+                # iterated AMIP, in stages).
+                new, why = path_order[: path_order.size // 2], "first half of the claim"
+            predicted = value + _predicted_at(first, new.size)
+        elif path.stopped == "reached":
             new, why = path_order, "target claimed"
             predicted = value + float(path.change[-1])
         elif method == "reweighted" and path.reliable < path_order.size:
@@ -991,7 +1050,9 @@ def _refit_in_the_loop(
             break
         dropped = np.concatenate([dropped, new])
         weights = (~np.isin(codes, dropped)).astype(float)
-        mean, sd, value, reached, refit = _refit_metric(backend, weights, first.quantity, goal)
+        mean, sd, value, reached, refit, mcse = _refit_metric(
+            backend, weights, first.quantity, goal
+        )
         draws = refit.quantities.sel(quantity=first.quantity).values
         rows.append(
             {
@@ -1003,7 +1064,7 @@ def _refit_in_the_loop(
                 "reached": bool(reached),
             }
         )
-        last = (mean, sd, weights, reached)
+        last = (mean, sd, weights, reached, mcse)
         if reached or dropped.size >= k_max:
             break
         remaining = np.setdiff1d(np.arange(n_units), dropped)
@@ -1019,33 +1080,141 @@ def _refit_in_the_loop(
             k_max - dropped.size,
             pareto_k_threshold(refit.n_draws),
         )
+        if method == "linear":  # claim where the second order reaches, from these draws
+            path = _second_order_claim(refit, first.quantity, log_lik_now, goal_now, path)
         path_order = remaining[path.order]
     if last is None:
         return first
+    floor = 0
     if last[3]:
-        dropped, last = _bisect(
-            rows, dropped, last, codes, backend, first.quantity, goal, max_refits
+        floor = _bisection_floor(first, rows)
+        dropped, last, floor = _bisect(
+            rows, dropped, last, codes, backend, first.quantity, goal, max_refits, floor
         )
-    mean, sd, weights, reached = last
+    return _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max)
+
+
+#: A first claim of at least twice this many units is refitted in two halves, the second
+#: ranked again from the first half's refit.
+STAGE = 20
+
+
+def _second_order_claim(refit, quantity, log_lik, goal, path):
+    """The linear path from a refit's draws cut where its second-order prediction reaches
+    the goal (:mod:`bayesij.array.amip_curvature`), or left whole where it never does or
+    the draws are too few for the model."""
+    index = list(refit.quantity_names).index(quantity)
+    curvature = curvature_of(refit.quantities.values, index)
+    if curvature is None or path.order.size == 0:
+        return path
+    scores = metric_influence(refit.quantities.values[..., index], log_lik, goal)
+    whole = linear_path(scores.psi[0], goal.direction, np.inf, path.order.size, None)
+    flat = log_lik.reshape(-1, log_lik.shape[-1])
+    ratios = SetCurvature(curvature, goal.sign, goal.z, matrix=flat)(whole.order)[0]
+    with np.errstate(invalid="ignore"):
+        second = whole.change[1:] * np.where(np.isfinite(ratios), ratios, 1.0)
+    crossing = np.flatnonzero(goal.direction * second >= goal.need)
+    if not crossing.size:
+        return path
+    size = int(crossing[0]) + 1
+    return whole._replace(
+        order=whole.order[:size],
+        change=np.concatenate([[0.0], second[:size]]),
+        pareto_k=whole.pareto_k[: size + 1],
+        sizes=whole.sizes[: size + 1],
+        how=whole.how[: size + 1],
+        stopped="reached",
+    )
+
+
+def _first_claim(first: AmipResult, path, goal) -> np.ndarray:
+    """The set the first refit drops: the cheap search's set when it reached the target;
+    for an undetermined linear answer, the prefix of its ranking where the second-order
+    prediction reaches the target (the whole set when it never does)."""
+    order = np.asarray(path.order)
+    if first.answer == "reached" or first.method != "linear" or "second_order" not in first.curve:
+        return order
+    curve = first.curve.set_index("n_drop")["second_order"].to_numpy()[: order.size + 1]
+    crossing = np.flatnonzero(goal.direction * curve >= goal.need)
+    return order[: int(crossing[0])] if crossing.size and crossing[0] > 0 else order
+
+
+def _predicted_at(first: AmipResult, size: int) -> float:
+    """The cheap search's predicted change after ``size`` units (second order where the
+    curve has it)."""
+    curve = first.curve.set_index("n_drop")
+    column = "second_order" if "second_order" in curve else "linear"
+    if size in curve.index and np.isfinite(curve.loc[size, column]):
+        return float(curve.loc[size, column])
+    return float(first.predicted_change)
+
+
+def _bisection_floor(first: AmipResult, rows: list) -> int:
+    """Below which prefix bisection need not look: the cheap search's optimistic size
+    interval's low end, minus one (its own ranking: the linear method's, and only before
+    any re-search from a refit's draws changed the order)."""
+    low = first.size_interval[0] if first.size_interval else np.nan
+    if first.method != "linear" or not np.isfinite(low) or len(rows) > 1:
+        return 0
+    return max(int(low) - 1, 0)
+
+
+def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max):
+    """The result of a refit campaign, every field from the refits: the set, its refit
+    change and that change's Monte Carlo interval, the smallest set's size between the
+    largest prefix known not to reach and the set, the answer."""
+    mean, sd, weights, reached, mcse = last
     history = pd.DataFrame(rows)
+    change = float(history["refit_value"].iloc[_last_row(history, dropped.size)] - goal.value)
+    z = _z95()
+    if reached:
+        answer, by, sizes = "reached", "", (float(floor + 1), float(dropped.size))
+        stopped = "reached"
+    elif dropped.size >= k_max:
+        # The largest set searched does not reach on refit; another set might, unless the
+        # cheap search's optimistic end already said none could.
+        sizes = (float("inf"), float("inf"))
+        if first.answer == "not reachable":
+            answer, by = "not reachable", ""
+        else:
+            answer, by = "undetermined", "refits"
+            sizes = (float(dropped.size + 1), float("inf"))
+        stopped = "no refit reached the target"
+    else:
+        answer, by = "undetermined", "refit budget"
+        sizes = (float(dropped.size + 1), float("inf"))
+        stopped = f"refit budget spent ({max_refits} refits)"
+    mean_interval = (mean - goal.z * sd, mean + goal.z * sd)
     verified = replace(
         first,
         drop_ids=units.values[dropped].tolist(),
         kept=weights,
-        stopped="reached"
-        if reached
-        else (
-            f"refit budget spent ({max_refits} refits)"
-            if len(rows) == max_refits
-            else "no refit reached the target"
-        ),
-        predicted_change=_predicted_change(rows, dropped.size, goal.value),
+        stopped=stopped,
+        predicted_change=change,
+        predicted_mean=mean,
+        predicted_interval=mean_interval,
         refits=history,
-        answer="reached"
-        if reached
-        else ("not reachable" if dropped.size >= k_max else "undetermined"),
+        answer=answer,
+        share_reached=1.0 if reached else 0.0,
+        size_interval=sizes,
+        change_interval=(change - z * mcse, change + z * mcse),
         draws_needed=float("nan"),
         upper_bound=0,
         smaller_undetermined=0,
+        undetermined_by=by,
+        refits_needed=0 if answer != "undetermined" else first.refits_needed,
+        n_reweighted=0,
     )
     return verified.with_refit(mean, sd, refits=len(rows))
+
+
+def _last_row(history: pd.DataFrame, size: int) -> int:
+    """The row of the last refit of a set of ``size`` units."""
+    matches = np.flatnonzero(history["n_drop"].to_numpy() == size)
+    return int(matches[-1]) if matches.size else len(history) - 1
+
+
+def _z95() -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.975))

@@ -49,7 +49,7 @@ def test_a_quadratic_log_likelihood_is_predicted_exactly_to_second_order():
                 np.sqrt(cov[1, 1]) - np.sqrt(full_cov[1, 1])
             )
             assert changes.second[k - 1] == pytest.approx(truth, rel=0.03, abs=2e-3)
-            assert changes.cubic[k - 1] < 1e-6 and changes.width[k - 1] < 1e-5
+            assert changes.cubic[k - 1] < 1e-6 and changes.weight[k - 1] < 1e-4
         # the first order misses by far more than the second does
         assert abs(changes.first[-1] - truth) > 5 * abs(changes.second[-1] - truth)
 
@@ -57,7 +57,8 @@ def test_a_quadratic_log_likelihood_is_predicted_exactly_to_second_order():
 def test_exact_logistic_refits_lie_in_the_second_order_band():
     # Units ranked by their exact (MLE) first-order effect, so that the draws' first-order
     # change along the ranking carries its Monte Carlo error without selection's optimism;
-    # the band (model error) widened by three of its Monte Carlo SEs holds the exact change.
+    # the band (from the first-order change to beyond the second-order one), widened by
+    # three of its Monte Carlo SEs, holds the exact change.
     from logistic_amip import NAMES, linear_effects, log_lik, metric, sample, wells_like
 
     X, y = wells_like(3020, seed=0)
@@ -77,10 +78,11 @@ def test_exact_logistic_refits_lie_in_the_second_order_band():
                 summed = flat[:, order[:size]].sum(axis=1)
                 terms = (f - f.mean()) * (summed - summed.mean())
                 mcse = terms.std() / np.sqrt(f.size)  # independent-ish draws (IMH)
-                second, width = changes.second[size - 1], changes.width[size - 1]
-                ratio = second / changes.first[size - 1]
-                slack = width + 3 * mcse * abs(ratio)
-                assert second - slack <= truth <= second + slack, (NAMES[k], size)
+                second = changes.second[size - 1]
+                low, high = (end[size - 1] for end in changes.band())
+                slack = 3 * mcse * abs(second / changes.first[size - 1])
+                assert low - slack <= truth <= high + slack, (NAMES[k], size)
+                assert changes.weight[size - 1] > 0  # not quadratic: the band is widened
                 first_error = abs(changes.first[size - 1] - truth)
                 if size >= 150:  # where the nonlinearity outgrows the Monte Carlo error
                     assert abs(second - truth) < first_error  # better than first order
@@ -93,7 +95,7 @@ def test_a_set_holding_the_precision_breaks_the_model_down():
     changes = curvature.changes(log_lik, 0, 1.96)
     # Dropping all 8 observations leaves an improper flat-prior posterior: past the
     # breakdown the change is unbounded (+-inf) and the band with it.
-    assert np.isinf(changes.second[-1]) and np.isinf(changes.width[-1])
+    assert np.isinf(changes.second[-1])
     ratios = curvature.ratios(log_lik, 0, 1.96)
     assert np.isinf(ratios[:, -1]).all() and np.isfinite(ratios[:, 0]).all()
     low, high = nonlinear_band(np.array([0.3]), ratios[:, -1:])
@@ -101,12 +103,14 @@ def test_a_set_holding_the_precision_breaks_the_model_down():
     assert 0 < BREAKDOWN < 1
 
 
-def test_nonlinear_band_is_the_second_order_change_give_or_take_its_width():
-    first = np.array([[1.0, -2.0, 0.0]])
-    factors = np.array([[1.5, 2.0, 3.0], [0.25, 0.5, 0.1]])
+def test_nonlinear_band_spans_both_orders_and_widens_beyond_the_second():
+    first = np.array([[1.0, -2.0, 0.0, 1.0]])
+    factors = np.array([[1.5, 2.0, 3.0, 0.5], [1.0, 0.5, 0.1, 0.0]])
     low, high = nonlinear_band(first, factors)
-    np.testing.assert_allclose(low, [[1.25, -5.0, 0.0]])
-    np.testing.assert_allclose(high, [[1.75, -3.0, 0.0]])
+    # 1 -> 1.5 (weight 1): up to 1.5 + 0.25; -2 -> -4 (weight 0.5): down to -4 - 0.5;
+    # a zero change stays 0; 1 -> 0.5 with weight 0: between them.
+    np.testing.assert_allclose(low, [[1.0, -4.5, 0.0, 0.5]])
+    np.testing.assert_allclose(high, [[1.75, -2.0, 0.0, 1.0]])
 
 
 def test_set_curvature_reads_a_matrix_or_the_columns_it_was_given():

@@ -90,18 +90,28 @@ def test_misspecification_is_claimed_where_the_sandwich_says_so():
 
 def test_conclusions_that_need_many_units_are_counted_reached_or_not():
     """The robust bullet for sets larger than a handful: all reached (no 'not reachable'
-    clause; it once raised on an empty maximum), or some not reachable within alpha_max."""
+    clause; it once raised on an empty maximum), or some not reachable within alpha_max,
+    or some undetermined beyond a handful: each counted once, as what it is."""
     from bayesij.report.summary import _robust_bullet
 
-    def result(reachable, n_drop):
+    def result(reachable, n_drop, answer=None):
+        answer = answer or ("reached" if reachable else "not reachable")
         return SimpleNamespace(
             reachable=reachable,
             n_drop=n_drop,
             prop_drop=n_drop / 300,
-            undetermined=False,
+            undetermined=answer == "undetermined",
+            answer=answer,
             quantity="mu",
             continued=False,
             verification=None,
+            size_interval=(150.0, float("inf")),
+            upper_bound=0,
+            n_units=300,
+            refits_needed=7,
+            undetermined_by="linearisation",
+            draws_needed=float("nan"),
+            n_draws=4000,
         )
 
     reached = {("mu", "sign"): result(True, 25), ("mu", "significance"): result(True, 40)}
@@ -111,7 +121,15 @@ def test_conclusions_that_need_many_units_are_counted_reached_or_not():
         == "2 of 2 conclusions searched need more than a handful of observations."
     )
     audit.amip[("mu", 0.5)] = result(False, 30)
-    assert _robust_bullet(audit).endswith("(1 not reachable by dropping up to 30 observations).")
+    assert _robust_bullet(audit).endswith(
+        "(2 reached by larger sets; 1 not reachable by dropping up to 30 observations)."
+    )
+    audit.amip[("mu", 0.25)] = result(False, 30, "undetermined")
+    text = _robust_bullet(audit)
+    assert text.startswith("4 of 4 conclusions searched need more than a handful")
+    assert "1 not reachable by dropping up to 30" in text  # not counted twice
+    assert "1 undetermined beyond a handful (at least 150; a refit decides (about 7" in text
+    assert "inf" not in text
 
 
 def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
@@ -142,6 +160,9 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
             verification=None,
             target=target,
             drop_ids=list(range(n_drop)),
+            answer="undetermined",
+            undetermined_by="Monte Carlo error",
+            refits_needed=6,
         )
 
     small, wide, far = bounded(4, 1), bounded(174, 25), bounded(500, 200, 0.5)
@@ -154,7 +175,9 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
     assert "dropping at most 4 observations of 10000 (0, 1, 2, 3)" in _fragile_bullet(audit)
     text = _undetermined_bullet(audit)
     assert "takes at most 174 observations and perhaps as few as 25" in text
-    assert "about 7.3e+04 draws (now 4000) would tell" in text
+    assert "undetermined by Monte Carlo error" in text
+    assert "a refit decides (about 6 refits each" in text
+    assert "or up to about 7.3e+04 draws (now 4000)" in text
     assert _robust_bullet(audit) == (
         "1 of 3 conclusions searched need more than a handful of observations."
     )

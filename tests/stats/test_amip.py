@@ -154,30 +154,47 @@ def _leveraged_slope(seed):
     return backend, backend.fit(np.ones(100))
 
 
-def test_past_k_hats_threshold_the_second_order_prediction_answers():
-    backend, post = _leveraged_slope(5)
-    result = bayesij.amip(post, "beta[2]", "sign")  # the default: reweighted
+def _exact_smallest(backend, order):
+    """The smallest prefix of ``order`` whose exact posterior has a negative slope."""
+    for size in range(1, len(order) + 1):
+        weights = np.ones(backend.n_obs)
+        weights[list(order[:size])] = 0
+        if backend.exact_means(weights)[1] < 0:
+            return size
+    return None
+
+
+@pytest.mark.parametrize("method", ["reweighted", "linear"])
+def test_where_first_order_falls_short_the_answer_waits_for_a_refit(method):
+    backend, post = _leveraged_slope(1)
+    result = bayesij.amip(post, "beta[2]", "sign", method=method)
     # Reweighting is reliable for the first units only, and the first-order prediction
-    # from there falls short; the log-likelihood is quadratic in beta (a normal model),
-    # so the second-order prediction is exact up to Monte Carlo error, and sure.
-    assert result.reachable and result.answer == "reached"
-    assert (result.curve["pareto_k"].dropna() <= 0.7).all()
-    row = result.curve.loc[result.curve["n_drop"] == result.n_drop].iloc[0]
-    assert abs(row["linear"]) < result.original_value <= abs(row["second_order"])
-    # ... and the exact posterior without the set has a negative slope, as predicted.
-    exact = backend.exact_means(result.kept)[1]
-    assert exact < 0
-    low, high = result.change_interval
-    assert low <= exact - result.original_value <= high
+    # falls short within alpha_max where the second-order one reaches: the draws cannot
+    # tell which is right (here the second: the log-likelihood is quadratic in beta), so
+    # the answer is undetermined, its size interval holds the exact smallest set along
+    # the ranking, and a few refits decide.
+    assert result.answer == "undetermined" and not result.reachable
+    assert result.undetermined_by in ("linearisation", "Monte Carlo error")
+    assert 1 <= result.refits_needed <= 6
+    if method == "reweighted":
+        assert (result.curve["pareto_k"].dropna() <= 0.7).all()
+    curve = result.curve.set_index("n_drop")
+    assert curve["linear"].min() > -result.original_value  # first order never reaches
+    assert curve["second_order"].min() < -result.original_value  # second order does
+    low, high = result.size_interval  # of the smallest prefix of the linear ranking
+    ranking = bayesij.amip(post, "beta[2]", "sign", method="linear").drop_ids
+    exact = _exact_smallest(backend, ranking)
+    assert exact is not None and low <= exact <= high
+    assert "a refit decides" in str(result)
 
 
 @pytest.mark.parametrize("seed", [1, 3])
 def test_refits_in_the_loop_confirm_what_first_order_misses(seed):
     backend, post = _leveraged_slope(seed)
     linear = bayesij.amip(post, "beta[2]", "sign", method="linear")
-    # The first-order curve falls short within alpha_max; the second-order one reaches.
+    # The first-order curve falls short within alpha_max: undetermined without refits.
     assert linear.curve["linear"].min() > -linear.original_value
-    assert linear.reachable and backend.exact_means(linear.kept)[1] < 0
+    assert linear.answer == "undetermined"
     looped = bayesij.amip(post, "beta[2]", "sign", backend=backend, max_refits=5)
     assert looped.reachable and looped.verification["reached"]
     assert looped.n_drop <= linear.n_drop
@@ -411,7 +428,7 @@ def test_a_refit_within_two_monte_carlo_errors_of_the_target_does_not_count_as_r
         draws = base + shift
         post = bayesij.from_arrays(draws[..., None], np.zeros((4, 1000, 3)), quantity_names=["f"])
         backend = refit.CallableBackend(lambda w, post=post: post)
-        *_, reached, _ = _refit_metric(backend, np.ones(3), "f", goal)
+        *_, reached, _, _ = _refit_metric(backend, np.ones(3), "f", goal)
         assert reached is expected, shift
 
 
