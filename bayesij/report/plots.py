@@ -170,40 +170,31 @@ def plot_ij(ij, ax=None):
 
 
 def plot_amip(result, ax=None, units: str | None = None):
-    """Predicted change of the metric against the number of units dropped, the change
-    the target needs, and the refit when :func:`bayesij.refit.verify` has run; ``units``
-    names them (``"counties"``; default observations or groups)."""
+    """Predicted change of the metric against the number of units dropped — to first order
+    and to second along the linear ranking, reweighted where the draws allow — the change
+    the target needs, the smallest set's size interval, and the refits (in the loop, or
+    :func:`bayesij.refit.verify`'s); ``units`` names them (``"counties"``; default
+    observations or groups). Each curve's label says which estimate it is."""
     ax = _axes(ax)
     curve = result.curve
-    ax.plot(curve["n_drop"], curve["linear"], color="C0", label="linear (sorted psi)")
-    if "reweighted" in curve:
-        rows = curve.dropna(subset=["reweighted"])
-        how = rows["estimate"] if "estimate" in rows else pd.Series("reweighted", rows.index)
-        continued = (how == "linear continuation").to_numpy()
-        reweighted = rows[~continued]  # the start (nothing dropped) and reweighted steps
+    ax.plot(curve["n_drop"], curve["linear"], color="C0", label="first order (sorted psi)")
+    if "second_order" in curve:
+        finite = curve[np.isfinite(curve["second_order"])]
         ax.plot(
-            reweighted["n_drop"],
-            reweighted["reweighted"],
-            "o-",
-            ms=3,
-            color="C1",
-            label="reweighted (PSIS)",
+            finite["n_drop"],
+            finite["second_order"],
+            color="C4",
+            ls="-.",
+            label="second order (quadratic model)",
         )
-        if continued.any():  # drawn on from the last reweighted set it continues
-            start = max(int(np.argmax(continued)) - 1, 0)  # the last reweighted set
-            part = rows.iloc[start:][np.r_[True, continued[start + 1 :]]]
-            ax.plot(
-                part["n_drop"],
-                part["reweighted"],
-                "s--",
-                ms=3,
-                color="C2",
-                label="linear continuation from the last reweighted set",
-            )
+    if "reweighted" in curve:
+        _reweighted_curve(ax, curve)
     needed = -result.original_value if isinstance(result.target, str) else result.target
     ax.axhline(needed, color="C3", ls="--", lw=0.8, label=f"change needed ({result.target})")
     _size_marks(ax, result)
-    if result.verification is not None:
+    if result.refits is not None:
+        _refit_marks(ax, result)
+    elif result.verification is not None:
         ax.scatter(
             [result.n_drop],
             [result.verification["change"]],
@@ -224,14 +215,75 @@ def plot_amip(result, ax=None, units: str | None = None):
     return ax
 
 
+def _reweighted_curve(ax, curve) -> None:
+    """The reweighted search's points: reweighted ones (only where some unit was), and the
+    first-order continuation from the last of them."""
+    rows = curve.dropna(subset=["reweighted"])
+    how = rows["estimate"] if "estimate" in rows else pd.Series("reweighted", rows.index)
+    continued = (how == "linear continuation").to_numpy()
+    reweighted = rows[~continued]  # the start (nothing dropped) and reweighted steps
+    if (reweighted["n_drop"] > 0).any():
+        ax.plot(
+            reweighted["n_drop"],
+            reweighted["reweighted"],
+            "o-",
+            ms=3,
+            color="C1",
+            label="reweighted (PSIS)",
+        )
+    if continued.any():  # drawn on from the last reweighted set it continues
+        start = max(int(np.argmax(continued)) - 1, 0)  # the last reweighted set
+        part = rows.iloc[start:][np.r_[True, continued[start + 1 :]]]
+        label = (
+            "first order from the last reweighted set"
+            if (reweighted["n_drop"] > 0).any()
+            else "first order along the reweighted search"
+        )
+        ax.plot(part["n_drop"], part["reweighted"], "s--", ms=3, color="C2", label=label)
+
+
+def _refit_marks(ax, result) -> None:
+    """Each refit in the loop: its set size and change, filled where it reached the
+    target."""
+    refits = result.refits
+    change = refits["refit_value"] - result.original_value
+    reached = refits["reached"].to_numpy(dtype=bool)
+    ax.scatter(
+        refits["n_drop"][reached],
+        change[reached],
+        s=40,
+        marker="*",
+        color="k",
+        zorder=3,
+        label="refit: reached",
+    )
+    if (~reached).any():
+        ax.scatter(
+            refits["n_drop"][~reached],
+            change[~reached],
+            s=30,
+            marker="x",
+            color="k",
+            zorder=3,
+            label="refit: not reached",
+        )
+
+
 def _size_marks(ax, result) -> None:
-    """The smallest set's 95 % Monte Carlo size interval (shaded, where finite) and the
-    reported set's size (a sure upper bound when the answer is undetermined)."""
+    """The smallest set's 95 % size interval (Monte Carlo error and linearisation; shaded,
+    where finite) and the reported set's size (a sure upper bound when the answer is
+    undetermined)."""
     if result.size_interval and result.refits is None:
         low, high = result.size_interval
         if np.isfinite(low):
             right = high if np.isfinite(high) else result.curve["n_drop"].max()
-            ax.axvspan(low, right, color="0.85", zorder=0, label="smallest set, 95 % MC interval")
+            ax.axvspan(
+                low,
+                right,
+                color="0.85",
+                zorder=0,
+                label="smallest set, 95 % interval (Monte Carlo and linearisation)",
+            )
     if result.reachable and result.n_drop:
         what = "set (an upper bound)" if result.upper_bound else "set"
         ax.axvline(result.n_drop, color="k", lw=0.8, ls=":", label=f"{what}: {result.n_drop}")

@@ -69,14 +69,18 @@ class AmipResult(Summary):
         Whether a set of at most ``alpha_max`` of the units reaches the target (if not,
         ``drop_ids`` is the largest set tried and the prediction is for it).
     predicted_change, predicted_value : float
-        Of the metric, after dropping ``drop_ids``.
+        Of the metric, after dropping ``drop_ids``: to second order
+        (:mod:`bayesij.array.amip_curvature`; the reweighted estimate for a set reweighted
+        throughout); after refits in the loop, the refit's.
     predicted_mean, predicted_interval : float, tuple
-        Predicted posterior mean and ``mean ± z sd`` after the drop.
+        Posterior mean and ``mean ± z sd`` after the drop, predicted (their end is
+        ``predicted_value``) or refitted.
     curve : pandas.DataFrame
-        ``n_drop``, the predicted change of the metric (``linear``; for the reweighted
-        method also ``reweighted``, its ``pareto_k`` and ``estimate``: how each point was
-        estimated, ``'reweighted'`` while k-hat is below its threshold, then
-        ``'linear continuation'`` from the last reliably reweighted posterior).
+        ``n_drop``, the predicted change of the metric along the linear ranking to first
+        order (``linear``) and to second (``second_order``); for the reweighted method also
+        ``reweighted``, its ``pareto_k`` and ``estimate``: how each point was estimated,
+        ``'reweighted'`` while k-hat is below its threshold, then ``'linear continuation'``
+        from the last reliably reweighted posterior.
     method : str
     stopped : str
         Why the set stopped growing: ``'reached'``, ``'alpha_max'``, ``'no unit moves the
@@ -97,8 +101,11 @@ class AmipResult(Summary):
     share_reached : float
         Share of the replicates that reach the target within ``alpha_max``.
     size_interval, change_interval : tuple of float
-        95 % Monte Carlo intervals of the set size (``inf``: beyond ``alpha_max``) and of
-        the chosen set's predicted change.
+        95 % intervals, Monte Carlo error and linearisation together, of the smallest set's
+        size (``inf``: beyond ``alpha_max``) and of the chosen set's change (which holds
+        ``predicted_change``); after refits in the loop, the refits' (between the largest
+        prefix a refit did not confirm and the set; the refit change's Monte Carlo
+        interval).
     draws_needed : float
         When undetermined: about how many draws in all would decide the answer.
     smaller_undetermined : int
@@ -115,6 +122,15 @@ class AmipResult(Summary):
     control_variates : bool
         Whether the influences were estimated with zero-variance control variates
         (``grad_log_posterior``).
+    undetermined_by : str
+        What leaves an undetermined answer (or its size) open: ``'Monte Carlo error'``
+        (more draws would decide: ``draws_needed``), ``'linearisation'`` (the first-order
+        answer is decided but the band to the second order leaves it open: a refit
+        decides), ``'refits'`` or ``'refit budget'`` (after refits in the loop); ``''``
+        when decided.
+    refits_needed : int
+        When undetermined: about how many refits a bisection over ``size_interval`` would
+        take to decide (``amip(..., backend=)``); 0 when decided.
     one_signed : str or None
         ``'positive'`` or ``'negative'`` when every draw of the quantity has that sign.
         Reweighting cannot then change the sign (only the linear continuation and refits
@@ -485,7 +501,7 @@ def amip(
     z: float = 1.96,
     method: str = "reweighted",
     backend=None,
-    max_refits: int = 5,
+    max_refits: int = 6,
     grad_log_posterior=None,
     unconstrained=None,
 ) -> AmipResult:
@@ -519,13 +535,20 @@ def amip(
         within ``alpha_max``.
     backend : refit backend, optional
         Refits in the loop (:mod:`bayesij.refit.backends`, or any object with
-        ``fit(weights) -> Posterior``): whenever the cheap search claims the target, or
-        reweighting becomes unreliable, the model is refitted without the current set; the
-        influence is recomputed from the refit's draws and the search goes on from there,
-        until a refit confirms the target or ``max_refits`` refits are spent. The result's
-        set is then refit-verified (``verification``) and ``refits`` holds the history.
-    max_refits : int, default 5
-        Budget of refits in the loop.
+        ``fit(weights) -> Posterior``). The first refit drops the cheap search's claim (its
+        sure set, or where the second-order prediction reaches the target; half of it
+        first when it is large, the rest ranked again from that refit's draws); while no
+        refit reaches the target, the search goes on from the last refit's draws; once one
+        does, bisection finds the smallest prefix a refit confirms, above the size
+        interval's low end, within ``max_refits``. The answer, the set, ``size_interval``
+        (between the largest prefix a refit did not confirm and the set),
+        ``predicted_change`` and ``change_interval`` (the refit's change and its Monte
+        Carlo interval) then come from the refits (``verification``; ``refits`` holds the
+        history). A reweighted search whose set was partly a first-order continuation
+        starts its refits from the linear ranking's claim.
+    max_refits : int, default 6
+        Budget of refits in the loop (on a logistic regression with sets of 120-300 of
+        3020, 6 found sets within 4 % of the estimating equation's iterated AMIP).
     grad_log_posterior, unconstrained : array_like of shape (n_chains, n_draws, P), optional
         The log posterior's gradient in the unconstrained parameters at each draw (and
         those draws): the influences that rank and predict are estimated with zero-variance
@@ -542,6 +565,19 @@ def amip(
 
     Notes
     -----
+    Every first-order prediction is carried to second order by a quadratic model of the
+    units' log-likelihood in the fit's quantities, fitted across the draws
+    (:mod:`bayesij.array.amip_curvature`: the Newton step of the reweighted problem), and
+    the answers use the band from the first-order prediction to the second-order one,
+    widened beyond the second by the set's departure from its quadratic
+    (:func:`bayesij.array.amip_noise.nonlinear_band`): "reached" and the set need the
+    band's pessimistic end (with Monte Carlo error), "not reachable" the optimistic end's
+    failure; in between the answer is "undetermined", by Monte Carlo error or by the
+    linearisation (``undetermined_by``), with about how many refits would decide it
+    (``refits_needed``). ``predicted_change`` is the second-order prediction
+    (``curve["second_order"]``; ``curve["linear"]`` the first order). On a logistic
+    regression (N = 3020, sets of 60-300) the first-order change is 25-45 % short; the
+    band held every exact refit over independent sets of draws.
     A target counts as reached only when the predicted change passes it by two Monte Carlo
     standard errors of the prediction. The linear method's set is the smallest prefix of
     its ranking that reaches the target in 97.5 % of block-bootstrap replicates of the

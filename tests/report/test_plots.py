@@ -53,22 +53,39 @@ def test_amip_plot_shows_the_curve_target_and_refit(backend, post):
     )
     ax = plots.plot_amip(result)
     labels = [line.get_label() for line in ax.lines]
-    assert "linear (sorted psi)" in labels and "reweighted (PSIS)" in labels
+    assert "first order (sorted psi)" in labels and "reweighted (PSIS)" in labels
+    assert "second order (quadratic model)" in labels
     # Steps estimated by the linear continuation are drawn and labelled as such.
     curve = result.curve.dropna(subset=["reweighted"])
     continued = (curve["estimate"] == "linear continuation").to_numpy()
     lines = {line.get_label(): line for line in ax.lines}
-    assert continued.any() == ("linear continuation from the last reweighted set" in lines)
+    assert continued.any() == ("first order from the last reweighted set" in lines)
     reweighted = list(lines["reweighted (PSIS)"].get_xdata())
     assert reweighted == curve["n_drop"][~continued].tolist()  # from 0 dropped
     if continued.any():  # drawn on from the last reweighted set
-        drawn = lines["linear continuation from the last reweighted set"].get_xdata()
+        drawn = lines["first order from the last reweighted set"].get_xdata()
         assert drawn[0] == reweighted[-1]
     target = [line for line in ax.lines if line.get_label().startswith("change needed")][0]
     assert target.get_ydata()[0] == pytest.approx(-result.original_value)
     star = ax.collections[-1].get_offsets()[0]
     assert star[0] == result.n_drop
     assert star[1] == pytest.approx(result.verification["change"])
+
+
+def test_amip_plot_labels_say_which_estimate_each_curve_is(backend, post):
+    # No unit reweighted (k-hat passes at the first step, or the linear method): no curve
+    # is labelled "reweighted"; refits in the loop are marked reached or not.
+    result = bayesij.amip(post, "beta[2]", "sign", method="linear", backend=backend)
+    ax = plots.plot_amip(result)
+    labels = [line.get_label() for line in ax.lines] + [c.get_label() for c in ax.collections]
+    assert "reweighted (PSIS)" not in labels
+    assert "refit: reached" in labels
+    stars = [c for c in ax.collections if c.get_label() == "refit: reached"][0]
+    reached = result.refits[result.refits["reached"]]
+    np.testing.assert_allclose(stars.get_offsets()[:, 0], reached["n_drop"])
+    np.testing.assert_allclose(
+        stars.get_offsets()[:, 1], reached["refit_value"] - result.original_value
+    )
 
 
 def test_refit_plot_scatters_approximation_against_exact(backend, post):
@@ -195,6 +212,7 @@ def test_amip_plot_marks_the_size_interval_and_a_sure_upper_bound():
     ax = plots.plot_amip(result)
     labels = [line.get_label() for line in ax.lines]
     assert f"set (an upper bound): {result.n_drop}" in labels
-    [band] = [p for p in ax.patches if p.get_label() == "smallest set, 95 % MC interval"]
+    label = "smallest set, 95 % interval (Monte Carlo and linearisation)"
+    [band] = [p for p in ax.patches if p.get_label() == label]
     low, high = result.size_interval
     np.testing.assert_allclose([band.get_x(), band.get_x() + band.get_width()], [low, high])
