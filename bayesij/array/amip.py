@@ -1045,7 +1045,9 @@ def _reweighted_verdict(path: AmipPath, optimistic: NoiseAnswer, f) -> NoiseAnsw
                 if by == "Monte Carlo error"
                 else np.nan
             )
-            return optimistic._replace(answer="undetermined", draws_needed=needed, undetermined_by=by)
+            return optimistic._replace(
+                answer="undetermined", draws_needed=needed, undetermined_by=by
+            )
         return optimistic._replace(answer="reached", draws_needed=np.nan, undetermined_by="")
     if optimistic.answer == "not reachable" or path.stopped == "no unit moves the metric that way":
         return optimistic._replace(answer="not reachable", draws_needed=np.nan, undetermined_by="")
@@ -1075,9 +1077,7 @@ class LinearPaths(NamedTuple):
     answer: NoiseAnswer | None = None
 
 
-def linear_paths(
-    f, goal: Goal, scores, half_scores, k_max: int, nonlinearity=None
-) -> LinearPaths:
+def linear_paths(f, goal: Goal, scores, half_scores, k_max: int, nonlinearity=None) -> LinearPaths:
     """The linear method's paths from the metric's influence scores on all draws and on the
     first half of :func:`split_halves` (:func:`goal_influence`), which may come from a pass
     over a lazy log-likelihood: after them only the sets' summed log-likelihood is read

@@ -295,9 +295,11 @@ def linear_answer(
         if chosen is None:
             chosen_size = sure_size or int(ranking.size)
             chosen = ranking[:chosen_size]
-            gains = {key: paths[key][:, chosen_size - 1] for key in paths} if chosen_size else {
-                key: np.zeros(replicates) for key in paths
-            }
+            gains = (
+                {key: paths[key][:, chosen_size - 1] for key in paths}
+                if chosen_size
+                else {key: np.zeros(replicates) for key in paths}
+            )
         change = float(-np.sum(psi[chosen])) if chosen.size else 0.0
         if moments is not None and chosen.size:
             change = float(direction * _point_path(moments, direction, chosen)[-1])

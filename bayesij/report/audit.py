@@ -26,12 +26,14 @@ from bayesij.report.summary import (
 )
 from bayesij.stats.amip import (
     AmipResult,
-    amip as amip_search,
     check_search_options,
     check_target,
     fit_parameters,
     looks_like_scale,
     one_signed,
+)
+from bayesij.stats.amip import (
+    amip as amip_search,
 )
 from bayesij.stats.audit_pass import audit_pass
 from bayesij.stats.compare import compare
@@ -628,7 +630,9 @@ def audit(
             control_variates=gradient[0] is not None,
         )
         if backend is not None and questions:
-            result.amip = _refitted(fit, result.amip, backend, max_refits, gradient, alpha_max, method)
+            result.amip = _refitted(
+                fit, result.amip, backend, max_refits, gradient, alpha_max, method
+            )
         if loo and units.grouped:
             result.loo_observations = compute_loo(fit, groups=False)
         if not source.lazy:

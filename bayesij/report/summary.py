@@ -497,7 +497,6 @@ def _robust_bullet(audit) -> str:
     if beyond:
         low = min(r.size_interval[0] for r in beyond if r.size_interval)
         parts.append(
-            f"{len(beyond)} undetermined beyond a handful (at least {low:.0f}; "
-            f"{_deciders(beyond)})"
+            f"{len(beyond)} undetermined beyond a handful (at least {low:.0f}; {_deciders(beyond)})"
         )
     return text + (f" ({'; '.join(parts)})." if parts else ".")

@@ -398,7 +398,9 @@ class AmipResult(Summary):
                 if self.n_reweighted
                 else "no unit of the set is estimated by reweighting the draws"
             )
-            lines.append(f"  {first}: confirm by a refit (bayesij.refit.verify, or amip(..., backend=))")
+            lines.append(
+                f"  {first}: confirm by a refit (bayesij.refit.verify, or amip(..., backend=))"
+            )
         return lines
 
     def _refit_words(self) -> list:
@@ -1012,7 +1014,9 @@ def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits, flo
     which the cheap search's optimistic end says no prefix reaches) and the smallest it
     did, within the refit budget. Appends to ``rows``; returns the prefix, its refit and
     the largest prefix known not to reach."""
-    low = max([min(floor, dropped.size - 1)] + [row["n_drop"] for row in rows if not row["reached"]])
+    low = max(
+        [min(floor, dropped.size - 1)] + [row["n_drop"] for row in rows if not row["reached"]]
+    )
     high = int(dropped.size)
     while high - low > 1 and len(rows) < max_refits:
         middle = (low + high) // 2

@@ -100,9 +100,7 @@ class LogisticBackend(refit.Backend):
     def fit_with_gradient(self, weights):
         w = self.checked_weights(weights)
         seed = refit.backends.refit_seed(self.seed, w)
-        beta, gradient = sample(
-            self.X, self.y, w, chains=self.chains, draws=self.draws, seed=seed
-        )
+        beta, gradient = sample(self.X, self.y, w, chains=self.chains, draws=self.draws, seed=seed)
         post = bayesij.from_arrays(beta, log_lik(self.X, self.y, beta), quantity_names=NAMES)
         return post, gradient, beta
 
@@ -173,3 +171,12 @@ def exact_prefix(X, y, order, k: int, target: str, z: float = 1.96):
         if np.sign(metric(X, y, weights, k, sign, z)) != np.sign(start):
             return size
     return None
+
+
+def crosses(X, y, ids, k: int, target: str, z: float = 1.96) -> bool:
+    """Whether the exact refit without all of ``ids`` crosses the target."""
+    sign = _sign_for(X, y, k, target, z)
+    weights = np.ones(y.size)
+    weights[np.asarray(ids, dtype=int)] = 0.0
+    start = metric(X, y, None, k, sign, z)
+    return bool(np.sign(metric(X, y, weights, k, sign, z)) != np.sign(start))
