@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 from functools import partial
 
 import numpy as np
@@ -970,15 +971,32 @@ def refits_to_decide(answer, alpha_max: float, n_units: int) -> int:
     return int(np.ceil(np.log2(max(high - low, 1) + 1))) + 1
 
 
-def _refit_metric(backend, weights, quantity, goal):
+class RefitMetric(NamedTuple):
+    """One refit in the loop: the quantity's posterior mean and sd, the metric's value,
+    whether it reaches the goal past its Monte Carlo error, the refit, that error, and the
+    log posterior's gradient at its draws and those draws (or None)."""
+
+    mean: float
+    sd: float
+    value: float
+    reached: bool
+    refit: object
+    mcse: float
+    gradient: tuple | None = None
+
+
+def _refit_metric(backend, weights, quantity, goal) -> RefitMetric:
     """Refit under ``weights``: the quantity's posterior mean and sd, the metric's value and
     whether it reaches the goal past its Monte Carlo error (two SEs: a refit too close to
     the target to tell counts as not reaching, so the answer does not hang on the refit's
     seed). With a backend that gives the log posterior's score (``fit_with_gradient``), the
-    moments are zero-variance control-variate estimates (nearly exact for a coefficient)."""
+    moments are zero-variance control-variate estimates (nearly exact for a coefficient),
+    and the search goes on from the refit with control-variate influences."""
+    gradient = None
     if hasattr(backend, "fit_with_gradient"):
         refit, score, unconstrained = backend.fit_with_gradient(weights)
         refit = read(refit, argument="backend").posterior()
+        gradient = (score, unconstrained)
         _check_refit_quantity(refit, quantity)
         draws = refit.quantities.sel(quantity=quantity).values
         mean, mcse = zero_variance_mean(draws, score, unconstrained)
@@ -996,7 +1014,7 @@ def _refit_metric(backend, weights, quantity, goal):
         mcse = float(g_star.std() / np.sqrt(draws.size))
     value = mean + goal.sign * goal.z * sd
     margin = goal.direction * (value - goal.value) - goal.need
-    return mean, sd, value, bool(margin >= 2 * mcse), refit, float(mcse)
+    return RefitMetric(mean, sd, value, bool(margin >= 2 * mcse), refit, float(mcse), gradient)
 
 
 def _check_refit_quantity(refit, quantity) -> None:
@@ -1021,7 +1039,7 @@ def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits, flo
     while high - low > 1 and len(rows) < max_refits:
         middle = (low + high) // 2
         weights = (~np.isin(codes, dropped[:middle])).astype(float)
-        mean, sd, value, reached, _, mcse = _refit_metric(backend, weights, quantity, goal)
+        mean, sd, value, reached, _, mcse, _ = _refit_metric(backend, weights, quantity, goal)
         rows.append(
             {
                 "refit": len(rows) + 1,
@@ -1090,7 +1108,7 @@ def _refit_in_the_loop(
             break
         dropped = np.concatenate([dropped, new])
         weights = (~np.isin(codes, dropped)).astype(float)
-        mean, sd, value, reached, refit, mcse = _refit_metric(
+        mean, sd, value, reached, refit, mcse, gradient = _refit_metric(
             backend, weights, first.quantity, goal
         )
         draws = refit.quantities.sel(quantity=first.quantity).values
@@ -1112,6 +1130,9 @@ def _refit_in_the_loop(
         goal_now = replace(
             goal, value=value, need=goal.need - goal.direction * (value - goal.value)
         )
+        scores = None
+        if method == "linear" and gradient is not None:  # control variates from the refit
+            scores = metric_influence(draws, log_lik_now, goal_now, *gradient)
         path = search_path(
             method,
             draws,
@@ -1119,9 +1140,10 @@ def _refit_in_the_loop(
             goal_now,
             k_max - dropped.size,
             pareto_k_threshold(refit.n_draws),
+            scores,
         )
         if method == "linear":  # claim where the second order reaches, from these draws
-            path = _second_order_claim(refit, first.quantity, log_lik_now, goal_now, path)
+            path = _second_order_claim(refit, first.quantity, log_lik_now, goal_now, path, scores)
         path_order = remaining[path.order]
     if last is None:
         return first
@@ -1139,7 +1161,7 @@ def _refit_in_the_loop(
 STAGE = 20
 
 
-def _second_order_claim(refit, quantity, log_lik, goal, path):
+def _second_order_claim(refit, quantity, log_lik, goal, path, scores=None):
     """The linear path from a refit's draws cut where its second-order prediction reaches
     the goal (:mod:`bayesij.array.amip_curvature`), or left whole where it never does or
     the draws are too few for the model."""
@@ -1147,7 +1169,8 @@ def _second_order_claim(refit, quantity, log_lik, goal, path):
     curvature = curvature_of(refit.quantities.values, index)
     if curvature is None or path.order.size == 0:
         return path
-    scores = metric_influence(refit.quantities.values[..., index], log_lik, goal)
+    if scores is None:
+        scores = metric_influence(refit.quantities.values[..., index], log_lik, goal)
     whole = linear_path(scores.psi[0], goal.direction, np.inf, path.order.size, None)
     flat = log_lik.reshape(-1, log_lik.shape[-1])
     ratios = SetCurvature(curvature, goal.sign, goal.z, matrix=flat)(whole.order)[0]

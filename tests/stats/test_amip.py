@@ -323,7 +323,10 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     # (tests/helpers/ols_amip.py): 23, 7 and 87 observations here. The plain covariance of
     # an outlier's log-likelihood with the coefficient has a Monte Carlo SE as large as
     # itself (the plain sure sets are 174, 39 and 544: upper bounds); with third-degree
-    # control variates 24, 7 and 99, each reached on exact refit.
+    # control variates 24, 7 and 99, each reached on exact refit. The third is an upper
+    # bound: the second-order prediction (which overshoots here: the posterior is not
+    # normal in the scale over the shift) says it may take as few as 16, and only a refit
+    # decides (refits in the loop find 87, below).
     from ols_amip import metric, ols_amip
 
     X, y, post, score, theta = field_experiment
@@ -331,7 +334,11 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     result = bayesij.amip(
         post, "beta[2]", target, method="linear", grad_log_posterior=score, unconstrained=theta
     )
-    assert result.reachable and result.answer == "reached" and not result.upper_bound
+    assert result.reachable
+    if target != "sign_and_significance":
+        assert result.answer == "reached" and not result.upper_bound
+    else:
+        assert result.upper_bound == result.n_drop and result.undetermined_by == "linearisation"
     low, high = result.size_interval  # the smallest set's size, within Monte Carlo error
     assert low <= reference.size <= high
     sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
@@ -344,7 +351,7 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     if target != "sign_and_significance":
         assert result.n_drop <= reference.size + 1
     else:
-        assert "first-order changes of the posterior mean and variance" in str(result)
+        assert "a refit decides" in str(result)
     plain = bayesij.amip(post, "beta[2]", target, method="linear")
     assert plain.n_drop > result.n_drop and plain.upper_bound
 
@@ -379,7 +386,7 @@ def test_a_target_within_monte_carlo_error_is_undetermined_not_unreachable(field
     assert result.answer == "undetermined" and not result.reachable
     assert result.draws_needed > 4000
     text = str(result)
-    assert "undetermined by Monte Carlo error" in text and "draws (now 4000)" in text
+    assert "undetermined by Monte Carlo error" in text and "draws in all (now 4000)" in text
     for method in ("linear", "reweighted"):  # never "not reachable" when it may be reached
         again = bayesij.amip(post, "beta[2]", at_the_limit, method=method, alpha_max=0.001)
         assert again.answer != "not reachable"
@@ -428,7 +435,7 @@ def test_a_refit_within_two_monte_carlo_errors_of_the_target_does_not_count_as_r
         draws = base + shift
         post = bayesij.from_arrays(draws[..., None], np.zeros((4, 1000, 3)), quantity_names=["f"])
         backend = refit.CallableBackend(lambda w, post=post: post)
-        *_, reached, _, _ = _refit_metric(backend, np.ones(3), "f", goal)
+        reached = _refit_metric(backend, np.ones(3), "f", goal).reached
         assert reached is expected, shift
 
 
@@ -500,8 +507,8 @@ def test_draws_only_a_sure_set_far_above_the_smallest_is_an_upper_bound(field_ex
             assert result.n_drop > 2 * low + 2 and high <= result.n_drop
             assert 4000 < result.draws_needed < np.inf
             text = str(result)
-            assert "an upper bound, undetermined in its size" in text
-            assert f"about {result.draws_needed:.3g} draws (now 4000)" in text
+            assert "undetermined in its size" in text and "(an upper bound)" in text
+            assert f"about {result.draws_needed:.3g} draws in all (now 4000)" in text
             assert "control variates from the model's gradient (grad_log_posterior=)" in text
             sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
             after = metric(X, y, result.kept, 1, sign, 1.96)  # the exact refit without the set
@@ -571,7 +578,8 @@ def test_control_variates_centre_the_variance_s_influence_at_their_own_mean(fiel
 def test_draws_only_answers_over_independent_sets_of_draws():
     # The field experiment's posterior drawn six times (4 x 1000 exact draws each): with
     # control variates every set is reached on exact refit, the sign and significance sets
-    # within the OLS-AMIP set + 1, the third within twice it + 2; plain, every answer is a
+    # within the OLS-AMIP set + 1, the third (a sure set, or an upper bound where the
+    # second order leaves its size open) within twice it + 2; plain, every answer is a
     # sure upper bound reached on exact refit, never "not reachable", and never "reached"
     # with a set more than twice the OLS-AMIP's + 2. The size intervals cover the OLS-AMIP
     # sizes in at least 15 of the 18 (95 % intervals; 28 of 30 over ten sets, README).
@@ -596,10 +604,13 @@ def test_draws_only_answers_over_independent_sets_of_draws():
                 ref = reference[target]
                 if result.answer == "reached":
                     assert result.n_drop <= 2 * ref + 2
-                if how == "control variates":
-                    assert result.answer == "reached"
+                if how == "control variates":  # a sure set, or its size left open by the
+                    # second-order prediction (which overshoots here): a sure upper bound
+                    assert result.answer == "reached" or result.upper_bound == result.n_drop
                     if target != "sign_and_significance":
                         assert result.n_drop <= ref + 1
+                    else:
+                        assert result.n_drop <= 2 * ref + 2
                 else:
                     assert result.answer == "reached" or result.upper_bound == result.n_drop
                 low, high = result.size_interval
