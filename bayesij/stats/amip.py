@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
