@@ -52,9 +52,10 @@ def _fit(X, y, seed):
     return post, grad, beta
 
 
-def _check(result, X, y, k, target, reference):
-    """The acceptance rules of an answer against exact refits."""
-    ids = np.array(result.drop_ids, dtype=int)
+def _check(result, X, y, k, target, reference, first_id=0):
+    """The acceptance rules of an answer against exact refits (``first_id``: the id of
+    the first observation, 1 for Stan's)."""
+    ids = np.array(result.drop_ids, dtype=int) - first_id
     exact = exact_prefix(X, y, ids, k, target) if ids.size else None
     if result.answer == "reached":
         assert crosses(X, y, ids, k, target), "a reached set the exact refit refutes"
@@ -174,3 +175,25 @@ def test_the_audit_with_a_backend_answers_by_refits(wells):
     assert result.refits is not None and result.drop_ids == alone.drop_ids
     assert result.answer == "reached" and result.n_drop <= 1.05 * references[(3, "significance")]
     _refit_fields_agree(result)
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+def test_a_stan_fit_s_answers_hold_and_a_stan_refit_confirms_its_set(wells):
+    # The same data fitted by Stan (NUTS, weakly informative priors): the draws-only
+    # answer for education's significance holds under the exact MLE refit, and a Stan
+    # refit without the set confirms it.
+    pytest.importorskip("stan")
+    from bayesij import refit
+
+    X, y, references = wells
+    data = {"N": y.size, "K": 3, "X": X[:, 1:], "y": y.astype(int), "weights": np.ones(y.size)}
+    backend = refit.PyStanBackend("logistic_regression", data, quantities=["alpha", "beta"], seed=3)
+    post = backend.fit(np.ones(y.size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = bayesij.amip(post, "beta[3]", "significance")
+    _check(result, X, y, 3, "significance", references[(3, "significance")], first_id=1)
+    assert result.answer == "reached"
+    checked = refit.verify(result, backend, executor="sequential", progress=False)
+    assert checked.verification["reached"]
