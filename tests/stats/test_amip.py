@@ -616,3 +616,26 @@ def test_draws_only_answers_over_independent_sets_of_draws():
                 low, high = result.size_interval
                 covered[how] += bool(low <= ref <= high)
     assert covered["plain"] >= 15 and covered["control variates"] >= 15, covered
+
+
+@pytest.mark.parametrize("method", ["linear", "reweighted"])
+@pytest.mark.parametrize("target", ["sign", "significance", -0.1])
+def test_a_cheap_result_does_not_contradict_itself(backend, post, method, target):
+    # One predicted change per set, inside the interval that belongs to it; the interval
+    # after the drop ends at the predicted value; the curve's second order at the set's
+    # size is the reported change (unless the set was reweighted throughout); no 'inf'.
+    result = bayesij.amip(post, "beta[2]", target, method=method)
+    low, high = result.change_interval
+    assert low <= result.predicted_change <= high
+    end = {"mean": result.predicted_mean, "lower end": result.predicted_interval[0]}.get(
+        result.metric, result.predicted_interval[1]
+    )
+    assert end == pytest.approx(result.predicted_value)
+    row = result.curve.set_index("n_drop").loc[result.n_drop]
+    if result.n_reweighted < result.n_drop:
+        assert row["second_order"] == pytest.approx(result.predicted_change)
+    text = str(result)
+    assert "inf draws" not in text and "nan" not in text
+    assert result.answer in ("reached", "not reachable", "undetermined")
+    assert bool(result.undetermined_by) == (result.answer == "undetermined")
+    assert (result.refits_needed > 0) == (result.answer == "undetermined")
