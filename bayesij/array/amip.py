@@ -956,9 +956,10 @@ def reweighted_searches(
         if answer.answer == "undetermined" and path.stopped == "reached" and answer.sure_size:
             smaller = path.order.size  # a smaller set, left open by Monte Carlo error
             path, answer = _sure_instead(linear, sure, smaller)
-        elif continued and 0 < answer.sure_size < path.order.size:
+        elif continued and 0 < answer.sure_size <= path.order.size:
             # The continuation's first-order predictions from the reweighted posterior
-            # needed more units than the linear ranking's sure set: report the sure set.
+            # needed as many units as the linear ranking's sure set or more: report the
+            # sure set (the one the band proves).
             path, answer = _sure_instead(linear, sure, 0)
         elif path.stopped != "reached" and sure.answer == "reached" and sure.sure_size:
             # The continuation fell short where the ranking's second-order prediction is

@@ -220,6 +220,8 @@ def _reweighted_curve(ax, curve) -> None:
     first-order continuation from the last of them."""
     rows = curve.dropna(subset=["reweighted"])
     how = rows["estimate"] if "estimate" in rows else pd.Series("reweighted", rows.index)
+    rows = rows[how.isin(["start", "reweighted", "linear continuation"]).to_numpy()]
+    how = how[how.isin(["start", "reweighted", "linear continuation"])]
     continued = (how == "linear continuation").to_numpy()
     reweighted = rows[~continued]  # the start (nothing dropped) and reweighted steps
     if (reweighted["n_drop"] > 0).any():

@@ -216,12 +216,13 @@ class AmipResult(Summary):
     @property
     def continued(self) -> bool:
         """Whether the reweighted search's set ends in its first-order continuation past
-        k-hat's threshold, not refitted in the loop (a refit, ``verify``, decides it)."""
+        k-hat's threshold, not refitted in the loop, and is not sure under the band (a
+        refit, ``verify``, decides it)."""
         return (
             self.refits is None
             and self.method == "reweighted"
-            and 0 < self.n_drop
-            and self.n_reweighted < self.n_drop
+            and 0 < self.n_reweighted < self.n_drop
+            and self.answer != "reached"
         )
 
     @property
@@ -299,7 +300,8 @@ class AmipResult(Summary):
         mc = self.monte_carlo
         if mc and self.refits is None:
             lines.append(
-                f"  split-draw check ({mc['how']}): change {mc['naive']:.4g} where chosen, "
+                f"  split-draw check of the first-order change ({mc['how']}): "
+                f"{mc['naive']:.4g} where chosen, "
                 f"{mc['split']:.4g} on the other draws (95 % interval {mc['interval'][0]:.4g} "
                 f"to {mc['interval'][1]:.4g}; chosen and predicted on the same draws, a "
                 "change is optimistic, the other draws' estimate is free of that selection)"
@@ -316,7 +318,7 @@ class AmipResult(Summary):
 
     def _answer_words(self, unit: str) -> str:
         """The answer's line."""
-        share = f"{_count(self.n_drop, unit)} of {_count(self.n_units, unit)}"
+        share = f"{self.n_drop} of {_count(self.n_units, unit)}"
         if self.refits is not None and self.verification is not None:
             v = self.verification
             verb = "moved" if v["reached"] else "moved only"
@@ -405,11 +407,20 @@ class AmipResult(Summary):
         return lines
 
     def _refit_words(self) -> list:
-        """The refits in the loop, as a table."""
-        return [
+        """The refits in the loop, as a table, and what they say of the smallest set."""
+        lines = [
             f"  refits in the loop ({len(self.refits)}):\n"
             + self.refits.to_string(index=False, float_format=lambda v: f"{v:.4g}")
         ]
+        low, high = self.size_interval if self.size_interval else (np.nan, np.nan)
+        if self.answer == "reached" and low < high:
+            lines.append(
+                f"  along this order the smallest set a refit confirms has {_size(low)} to "
+                f"{_size(high)} units (more refits would narrow it: max_refits=)"
+            )
+        elif self.answer == "undetermined":
+            lines.append(f"  {self._decider_words()}")
+        return lines
 
     def _upper_bound_words(self, unit: str) -> str:
         """The line that says a sure set is only an upper bound, and what would settle it."""

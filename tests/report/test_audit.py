@@ -16,17 +16,17 @@ from conjugate import noise_dominated_slope, small_regression  # noqa: E402
 
 def test_audit_summary_names_the_fragile_conclusion_and_the_refits(backend, post, tmp_path):
     """The planted points reverse beta[2]'s sign and make it significant (exact refits in
-    closed form confirm both sets), but the reweighted searches reach them only by the
-    first-order continuation past k-hat's threshold: the verdict calls them undetermined
-    and names the refit that decides, as it must where first order misses (a radon fit's
-    "halve sigma_a" by 4 counties: a third of it, refitted)."""
+    closed form confirm both sets). Reweighting is reliable for the first of them only,
+    but the sets are sure at the pessimistic end of the band between the first- and
+    second-order predictions: the verdict names them as deciding, and the refit that
+    would verify them."""
     result = bayesij.audit(post, quantities="beta[2]")
     summary = " ".join(result.summary())
-    assert "Undetermined, a refit decides: dropping" in summary
-    assert "would reverse the sign of beta[2]" in summary
+    assert "A handful of observations decides: dropping" in summary
+    assert "is predicted to reverse the sign of beta[2]" in summary
     # beta[2]'s interval covers 0: the significance target is to make it significant.
-    assert "would make beta[2] significant" in summary
-    assert "bayesij.refit.verify(result, backend) decides" in summary
+    assert "is predicted to make beta[2] significant" in summary
+    assert "Refit without" in summary and "bayesij.refit.verify" in summary
     assert "k-hat above" in summary  # the planted points are badly approximated by PSIS
     for (_, target), found in result.amip.items():
         weights = np.ones(backend.n_obs)
@@ -206,7 +206,19 @@ def test_a_verified_set_is_no_longer_left_to_a_refit(backend, post):
     from bayesij.report.summary import first_order_only, fragile
 
     result = bayesij.audit(post, quantities="beta[2]")
-    key, continued = next((k, r) for k, r in result.amip.items() if r.continued)
+    # A set the reweighted search reached by its continuation with its size left open (a
+    # sure upper bound): what the verdict leaves to a refit.
+    key, reached = next((k, r) for k, r in result.amip.items() if r.answer == "reached")
+    continued = replace(
+        reached,
+        answer="undetermined",
+        upper_bound=reached.n_drop,
+        n_reweighted=1,
+        method="reweighted",
+        undetermined_by="linearisation",
+    )
+    assert continued.n_drop > 1 and continued.continued
+    result = replace(result, amip={**result.amip, key: continued})
     assert continued in first_order_only(result.amip)
     verified = refit.verify(continued, backend, progress=False)
     checked = replace(result, amip={**result.amip, key: verified})

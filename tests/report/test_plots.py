@@ -47,14 +47,21 @@ def test_ij_plot_has_one_point_per_quantity(post):
     assert [t.get_text() for t in ax.texts] == ["beta[1]", "beta[2]"]
 
 
-def test_amip_plot_shows_the_curve_target_and_refit(backend, post):
+@pytest.mark.parametrize("target", ["sign", "significance"])
+def test_amip_plot_shows_the_curve_target_and_refit(backend, post, target):
     result = refit.verify(
-        bayesij.amip(post, "beta[2]", target="sign"), backend, executor="sequential", progress=False
+        bayesij.amip(post, "beta[2]", target=target),
+        backend,
+        executor="sequential",
+        progress=False,
     )
     ax = plots.plot_amip(result)
     labels = [line.get_label() for line in ax.lines]
-    assert "first order (sorted psi)" in labels and "reweighted (PSIS)" in labels
-    assert "second order (quadratic model)" in labels
+    assert "first order (sorted psi)" in labels and "second order (quadratic model)" in labels
+    # "reweighted" labels the reweighted steps only, where there are any
+    assert ("reweighted (PSIS)" in labels) == (result.n_reweighted > 0)
+    if result.n_reweighted == 0:
+        return
     # Steps estimated by the linear continuation are drawn and labelled as such.
     curve = result.curve.dropna(subset=["reweighted"])
     continued = (curve["estimate"] == "linear continuation").to_numpy()
@@ -70,6 +77,20 @@ def test_amip_plot_shows_the_curve_target_and_refit(backend, post):
     star = ax.collections[-1].get_offsets()[0]
     assert star[0] == result.n_drop
     assert star[1] == pytest.approx(result.verification["change"])
+
+
+def test_reweighted_steps_are_labelled_as_such_where_there_are_some():
+    from conjugate import small_regression
+
+    X, y = small_regression(200, seed=8)
+    post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=4000, seed=3).fit(np.ones(200))
+    result = bayesij.amip(post, "beta[2]", -0.1)  # reweighting reliable all the way
+    assert result.answer == "reached" and result.n_reweighted == result.n_drop > 1
+    ax = plots.plot_amip(result)
+    lines = {line.get_label(): line for line in ax.lines}
+    assert list(lines["reweighted (PSIS)"].get_xdata()) == list(range(result.n_drop + 1))
+    np.testing.assert_allclose(lines["reweighted (PSIS)"].get_ydata()[-1], result.predicted_change)
+    assert "first order from the last reweighted set" not in lines
 
 
 def test_amip_plot_labels_say_which_estimate_each_curve_is(backend, post):
