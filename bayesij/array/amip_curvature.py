@@ -47,6 +47,7 @@ __all__ = [
     "MAX_COLUMNS",
     "BREAKDOWN",
     "CUBIC_SCALE",
+    "MIN_EXPLAINED",
     "curvature_of",
 ]
 
@@ -66,6 +67,14 @@ BREAKDOWN = 0.75
 #: a logistic regression's sets of 25-302 of 3020, where the exact change lay up to 7 % of
 #: the second-order term beyond the second-order prediction.
 CUBIC_SCALE = 0.01
+
+#: The quadratic model is used only where it explains at least this share of the set's
+#: log-likelihood's variance over the draws (about 1 for a regression's observations in
+#: the coefficients); below it — a hierarchy's groups, whose log-likelihood moves with
+#: their own effects, not with the global quantities the model is fitted in (0.001 on a
+#: normal hierarchy) — the linearisation error is unbounded as far as the draws can
+#: tell, and only a refit decides.
+MIN_EXPLAINED = 0.9
 
 #: Prefix sizes at which the departure from the quadratic is computed.
 CUBIC_GRID = 24
@@ -134,8 +143,9 @@ class Curvature(NamedTuple):
         second = shift[:, e] + sign * z * (np.sqrt(np.maximum(var, 0.0)) - sd)
         runaway = np.copysign(np.inf, np.where(first == 0, 1.0, first))
         second = np.where(ok, second, runaway)
-        cubic = self._cubic_share(columns, shift, a)
-        return Changes(first, second, np.minimum(1.0, cubic / CUBIC_SCALE), cubic)
+        cubic, explained = self._cubic_share(columns, shift, a)
+        weight = np.where(explained >= MIN_EXPLAINED, np.minimum(1.0, cubic / CUBIC_SCALE), np.inf)
+        return Changes(first, second, weight, cubic)
 
     def _cubic_share(self, columns, shift, hessians) -> np.ndarray:
         """How far each prefix's summed log-likelihood departs from its quadratic over the
@@ -146,32 +156,36 @@ class Curvature(NamedTuple):
         ``||Sigma^1/2 H3 Sigma^1/2|| / 2 / lambda_min``. Exactly 0 where the
         log-likelihood is quadratic in the parameters (a normal linear model with known
         scale). Computed on a geometric grid of at most :data:`CUBIC_GRID` prefix sizes,
-        interpolated between."""
+        interpolated between. Also the share of the set's log-likelihood's variance over the
+        draws that the quadratic explains (K,), from the same fits."""
         values = np.where(np.isfinite(columns), columns, 0.0)
         centred = values - values.mean(axis=0)
         cubes = self._cubic_columns()
         if cubes is None:
-            return np.full(values.shape[1], np.inf)
+            return np.full(values.shape[1], np.inf), np.ones(values.shape[1])
         rest, triples = cubes
         solve = np.linalg.pinv(rest)  # (C, S): the cubic coefficients of a residual
         fit = np.linalg.pinv(self.design)
         root = _symmetric_root(self.cov)
         k = values.shape[1]
         grid = np.unique(np.geomspace(1, k, min(k, CUBIC_GRID)).round().astype(int))
-        shares = np.zeros(grid.size)
+        shares, explained = np.zeros(grid.size), np.ones(grid.size)
         summed = np.zeros(values.shape[0])
         done = 0
         for g_index, size in enumerate(grid):
             summed += centred[:, done:size].sum(axis=1)
             done = size
             left = summed - self.design @ (fit @ summed)
+            total = float(summed @ summed)
+            explained[g_index] = 1 - float(left @ left) / total if total > 0 else 1.0
             gamma = solve @ left
             change = _cubic_hessian(gamma, triples, shift[size - 1], self.n_parameters)
             white = root @ change @ root
             step = np.eye(self.n_parameters) + root @ hessians[size - 1] @ root
             smallest = max(float(np.min(np.linalg.eigvalsh(step))), 1 - BREAKDOWN)
             shares[g_index] = 0.5 * float(np.max(np.abs(np.linalg.eigvalsh(white)))) / smallest
-        return np.interp(np.arange(1, k + 1), grid, shares)
+        sizes = np.arange(1, k + 1)
+        return np.interp(sizes, grid, shares), np.interp(sizes, grid, explained)
 
     def _cubic_columns(self):
         """The draws' cubic monomials ``d_i d_j d_k`` (``i <= j <= k``) with the quadratic
@@ -211,7 +225,8 @@ class Changes(NamedTuple):
     weight : ndarray
         How much the linearisation error counts, in [0, 1]: how far the log-likelihood
         departs from its quadratic along the shift (``cubic``) over :data:`CUBIC_SCALE`, at
-        most 1 (:func:`bayesij.array.amip_noise.nonlinear_band`).
+        most 1 (:func:`bayesij.array.amip_noise.nonlinear_band`); ``inf`` where the
+        quadratic explains less than :data:`MIN_EXPLAINED` of the set's log-likelihood.
     cubic : ndarray
         That departure (:meth:`Curvature._cubic_share`).
     """

@@ -145,3 +145,25 @@ def test_the_model_is_fitted_in_the_most_correlated_quantities():
     assert np.sort(np.abs(correlation))[-2] > 0.9  # with its partner
     assert curvature_of(quantities[None, :20], 0) is None  # too few draws for the design
     assert curvature_of(quantities[None], 5) is None  # a constant quantity
+
+
+def test_a_hierarchy_s_groups_are_beyond_a_model_in_its_global_quantities():
+    # A group's log-likelihood moves with its own effect, not with mu: the quadratic in mu
+    # explains almost none of it, so the model is not used (the band is unbounded).
+    from normal_hierarchy import simulate
+
+    hierarchy = simulate(30, 5, seed=1)
+    theta = hierarchy.draws(None, 4, 1000, seed=2)
+    log_lik = hierarchy.log_lik(theta)
+    groups = np.stack(
+        [log_lik[..., hierarchy.codes == g].sum(-1) for g in range(30)], axis=-1
+    ).reshape(4000, -1)
+    changes = curvature_of(theta[..., :1], 0).changes(groups[:, :8], 0, 1.96)
+    assert np.isinf(changes.weight).all()
+    low, high = changes.band()
+    assert np.isneginf(low).all() and np.isposinf(high).all()
+    # the observations of a regression, in its coefficients: explained, the model is used
+    beta, observations, _ = _normal_model(draws=4000)
+    assert np.isfinite(
+        curvature_of(beta[None], 1).changes(observations[:, :5], 0, 1.96).weight
+    ).all()
