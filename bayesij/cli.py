@@ -114,31 +114,39 @@ def _run_demo(args) -> None:
         f"(ids {data['N'] - 2}..{data['N']}) are high-leverage points far out in x.\n"
     )
     result = _print_audit(post, args.out)
-    _refit_what_is_undetermined(result, data)
+    _refit_what_is_undetermined(result, post, data)
 
 
-def _refit_what_is_undetermined(result, data) -> None:
-    """The demo's last step: the refit the verdict asks for, run (PyStan, the same model
-    without the set), and what it says."""
+def _refit_what_is_undetermined(result, post, data) -> None:
+    """The demo's last step: the refits the verdict asks for, run (PyStan, the same model
+    without the sets): the questions it leaves open, answered by refits in the loop."""
     from bayesij.demo import demo_backend
-    from bayesij.refit import verify
-    from bayesij.report.summary import first_order_only, target_words
+    from bayesij.report.summary import (
+        first_order_only,
+        headline_amip,
+        open_questions,
+        target_words,
+    )
+    from bayesij.stats.amip import amip
 
-    open_ = first_order_only(result.amip)
+    searched = headline_amip(result)
+    open_ = open_questions(searched) + first_order_only(searched)
     if not open_:
         return
     backend = demo_backend(data)
-    print("## The refit the verdict asks for\n")
+    print("## The refits the verdict asks for\n")
     for found in open_:
-        checked = verify(found, backend, progress=False).verification
+        looped = amip(post, found.quantity, found.target, backend=backend, max_refits=4)
+        v = looped.verification
+        words = target_words(found)
+        if v is None:
+            print(f"- To {words}: no refit was needed ({looped.answer}).")
+            continue
         print(
-            f"- Refit without {', '.join(map(str, found.drop_ids))} (PyStan): {found.quantity}'s "
-            f"{found.metric} goes from {found.original_value:.3g} to {checked['value']:.3g}: "
-            + (
-                f"it does {target_words(found)}."
-                if checked["reached"]
-                else f"it does not {target_words(found)}."
-            )
+            f"- To {words}, refits in the loop (PyStan, {len(looped.refits)}): "
+            f"{looped.answer}; without {', '.join(map(str, looped.drop_ids)) or 'nothing'} "
+            f"{found.quantity}'s {found.metric} goes from {found.original_value:.3g} to "
+            f"{v['value']:.3g}: it does{'' if v['reached'] else ' not'} {words}."
         )
     print()
 

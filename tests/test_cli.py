@@ -68,18 +68,15 @@ def test_demo_command_prints_the_audit(capsys, tmp_path):
         "## Pareto k-hat",
     ]:
         assert section in out
-    # The planted high-leverage points (ids 78-80) decide the sign of the slope: to first
-    # order past k-hat's threshold, so the verdict leaves it to a refit, which the demo runs.
-    assert "Undetermined, a refit decides: dropping 3 observations" in out
-    assert "would reverse the sign of beta[1]" in out
-    refit_line = out.split("## The refit the verdict asks for")[1]
-    assert "(PyStan): beta[1]'s mean goes from" in refit_line
-    assert "it does reverse the sign of beta[1]" in refit_line
-    assert {"78", "79", "80"} <= set(
-        refit_line.split("Refit without ")[1].split(" (")[0].split(", ")
-    )
-    page = report.read_text()
-    assert page.count("<img") >= 5 and "data:image/png;base64," in page
+    # The planted high-leverage points (ids 78-80) decide the sign of the slope, sure at the
+    # pessimistic end of the band between the first- and second-order predictions; the
+    # question the verdict leaves open is answered by refits in the loop, which the demo runs.
+    assert "A handful of observations decides" in out
+    assert "dropping 3 observations of 80 (79, 78, 80) is predicted to reverse the sign" in out
+    assert "a refit decides" in out
+    refit_lines = out.split("## The refits the verdict asks for")[1]
+    assert "refits in the loop (PyStan, " in refit_lines
+    assert "sigma's mean goes from" in refit_lines
 
 
 @pytest.mark.stan

@@ -91,14 +91,14 @@ class Curvature(NamedTuple):
         The ``(i, j)`` of each product column.
     cov : ndarray of shape (P, P)
         The draws' covariance ``Sigma`` (divisor S).
-    index : int
+    column : int
         The searched quantity's column.
     """
 
     design: np.ndarray
     pairs: tuple
     cov: np.ndarray
-    index: int
+    column: int
 
     @property
     def n_parameters(self) -> int:
@@ -129,7 +129,7 @@ class Curvature(NamedTuple):
         first_terms, hessians = self.unit_terms(columns)
         c = np.cumsum(first_terms, axis=0)  # (K, P)
         a = np.cumsum(hessians, axis=0)  # (K, P, P)
-        e, sigma = self.index, self.cov
+        e, sigma = self.column, self.cov
         sd = np.sqrt(sigma[e, e])
         sigma_a = np.einsum("ij,kjl->kil", sigma, a)  # Sigma A_k
         d_var_first = -np.einsum("kil,l->ki", sigma_a, sigma[:, e])[:, e]  # -(Sigma A Sigma)_ee
@@ -147,7 +147,7 @@ class Curvature(NamedTuple):
         weight = np.where(explained >= MIN_EXPLAINED, np.minimum(1.0, cubic / CUBIC_SCALE), np.inf)
         return Changes(first, second, weight, cubic)
 
-    def _cubic_share(self, columns, shift, hessians) -> np.ndarray:
+    def _cubic_share(self, columns, shift, hessians) -> tuple[np.ndarray, np.ndarray]:
         """How far each prefix's summed log-likelihood departs from its quadratic over the
         predicted shift (K,): the cubic terms left after the quadratic fit (all of them,
         fitted across the draws) change the Hessian by ``H3(shift)`` at the shift's end,

@@ -343,15 +343,18 @@ COLUMNS = {
     "target": "sign, significance, sign_and_significance, or a change to reach",
     "metric": "what the target moves: the mean, or the end of mean ± 1.96 sd nearer 0",
     "original": "the metric on all the data",
-    "answer": "reached / not reachable / undetermined (by Monte Carlo error; with n_drop, "
+    "answer": "reached / not reachable / undetermined (by Monte Carlo error or the "
+    "linearisation: a refit decides; with n_drop, "
     "a sure set that may be more than twice the smallest: an upper bound)",
     "n_drop": "size of the set dropped (the smallest found that reaches the target; an upper "
     "bound when the answer is undetermined)",
-    "size_interval": "95 % Monte Carlo interval of the set size (inf: beyond alpha_max)",
-    "predicted_change": "the metric's change predicted from all draws (set chosen and "
-    "predicted on the same draws: optimistic)",
-    "split_change": "the set chosen on half the draws, its change predicted on the other "
-    "half: the honest estimate to trust when the two differ",
+    "size_interval": "95 % interval of the smallest set's size, Monte Carlo error and "
+    "linearisation together (inf: beyond alpha_max)",
+    "predicted_change": "the metric's change predicted from all draws, to second order (set "
+    "chosen and predicted on the same draws: optimistic); after refits, the refit's",
+    "split_change": "the set chosen on half the draws, its first-order change predicted on "
+    "the other half: free of the selection's optimism (first order, so short where the "
+    "second order is not)",
     "change_interval": "95 % Monte Carlo interval of predicted_change",
     "dropped": "the units of the set",
     "nonlinearity_index": "how far the IJ's linear leave-one-unit-out changes are from "

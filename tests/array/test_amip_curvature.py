@@ -140,8 +140,8 @@ def test_the_model_is_fitted_in_the_most_correlated_quantities():
     curvature = curvature_of(quantities[None], 0)
     assert curvature.n_parameters == MAX_PARAMETERS
     chosen = curvature.design[:, : curvature.n_parameters]
-    np.testing.assert_allclose(chosen[:, curvature.index], base[:, 0] - base.mean())
-    correlation = np.corrcoef(chosen.T)[curvature.index]
+    np.testing.assert_allclose(chosen[:, curvature.column], base[:, 0] - base.mean())
+    correlation = np.corrcoef(chosen.T)[curvature.column]
     assert np.sort(np.abs(correlation))[-2] > 0.9  # with its partner
     assert curvature_of(quantities[None, :20], 0) is None  # too few draws for the design
     assert curvature_of(quantities[None], 5) is None  # a constant quantity
