@@ -30,6 +30,7 @@ import bayesij
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
 from logistic_amip import (  # noqa: E402
     NAMES,
+    QUESTIONS,
     LogisticBackend,
     crosses,
     ee_amip,
@@ -39,14 +40,6 @@ from logistic_amip import (  # noqa: E402
     wells_like,
 )
 
-QUESTIONS = [
-    (1, "sign"),
-    (1, "significance"),
-    (2, "significance"),
-    (3, "sign"),
-    (3, "significance"),
-    (3, "sign_and_significance"),
-]
 SHORT = {"sign": "sign", "significance": "signif", "sign_and_significance": "sign&signif"}
 
 

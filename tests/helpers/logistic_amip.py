@@ -19,6 +19,16 @@ from bayesij import refit
 
 NAMES = ["beta[1]", "beta[2]", "beta[3]", "beta[4]"]
 
+#: The questions the tests and the benchmark ask: (coefficient index, target).
+QUESTIONS = [
+    (1, "sign"),
+    (1, "significance"),
+    (2, "significance"),
+    (3, "sign"),
+    (3, "significance"),
+    (3, "sign_and_significance"),
+]
+
 
 def wells_like(n: int = 3020, seed: int = 0):
     """Simulated data in the spirit of the arsenic wells study (Gelman & Hill): whether a

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from logistic_amip import (  # noqa: E402  (tests/helpers)
     NAMES,
+    QUESTIONS,
     LogisticBackend,
     crosses,
     ee_amip,
@@ -25,15 +26,6 @@ from logistic_amip import (  # noqa: E402  (tests/helpers)
 )
 
 import bayesij
-
-QUESTIONS = [
-    (1, "sign"),
-    (1, "significance"),
-    (2, "significance"),
-    (3, "sign"),
-    (3, "significance"),
-    (3, "sign_and_significance"),
-]
 
 
 @pytest.fixture(scope="module")
