@@ -324,9 +324,18 @@ class SetCurvature:
     def __init__(self, curvature: Curvature, sign: int, z: float, matrix=None, columns=None):
         self.curvature, self.sign, self.z = curvature, int(sign), float(z)
         self.matrix, self.columns = matrix, columns or {}
+        self._last: tuple[bytes, np.ndarray] | None = None
 
     def __call__(self, units: np.ndarray) -> np.ndarray:
         units = np.asarray(units, dtype=int)
+        key = units.tobytes()
+        if self._last is not None and self._last[0] == key:  # the ranking asked again
+            return self._last[1].copy()
+        out = self._ratios(units)
+        self._last = (key, out)
+        return out.copy()
+
+    def _ratios(self, units: np.ndarray) -> np.ndarray:
         reach = min(units.size, MAX_COLUMNS)
         if self.matrix is None:
             known = np.array([int(u) in self.columns for u in units[:reach]], dtype=bool)

@@ -631,6 +631,7 @@ def amip(
         whole_matrix={"backend": backend, "method": None if method == "linear" else method},
     )
     _check_quantity(source, quantity)
+    parameters = fit_parameters(fit)  # the second-order model's, read once
     [(result, found)] = _searches(
         source,
         [(quantity, target)],
@@ -639,7 +640,7 @@ def amip(
         alpha_max,
         grad_log_posterior,
         unconstrained,
-        fit_parameters(fit),
+        parameters,
     )
     if backend is None:
         return result
@@ -654,7 +655,7 @@ def amip(
             alpha_max,
             grad_log_posterior,
             unconstrained,
-            fit_parameters(fit),
+            parameters,
         )
     looped = _refit_in_the_loop(
         result,

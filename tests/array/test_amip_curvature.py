@@ -167,3 +167,15 @@ def test_a_hierarchy_s_groups_are_beyond_a_model_in_its_global_quantities():
     assert np.isfinite(
         curvature_of(beta[None], 1).changes(observations[:, :5], 0, 1.96).weight
     ).all()
+
+
+def test_set_curvature_answers_the_same_units_once():
+    # The ranking is asked for by the answer and by the curve: computed once, and a caller
+    # that changes what it got back does not change what the next one gets.
+    beta, log_lik, _ = _normal_model(draws=4000)
+    ratios = SetCurvature(curvature_of(beta[None], 1), 0, 1.96, matrix=log_lik)
+    units = np.array([0, 3, 1])
+    first = ratios(units)
+    first[:] = 0.0
+    np.testing.assert_allclose(ratios(units), ratios._ratios(units))
+    assert ratios(np.array([0, 3]))[0, 0] == pytest.approx(ratios(units)[0, 0])
