@@ -156,11 +156,12 @@ class Start(NamedTuple):
 def nonlinear_band(first, factors):
     """Where a change (or gain) lies given its first-order prediction ``first`` (..., K)
     and the quadratic model's ``factors`` (2, K), the ratio of the second-order prediction
-    to the first and the weight ``g`` of the departure from the quadratic
+    to the first and the widening for the departure from the quadratic
     (:meth:`bayesij.array.amip_curvature.Curvature.ratios`): between the first-order
     prediction and the second-order one ``s = ratio * first``, widened beyond ``s`` (away
-    from the first) by ``g |s - first| / 2``. Returns ``(low, high)``; ``(-inf, inf)`` past
-    the model's breakdown.
+    from the first) by ``share |first|``
+    (:attr:`bayesij.array.amip_curvature.Changes.beyond` over the first-order change).
+    Returns ``(low, high)``; ``(-inf, inf)`` past the model's breakdown.
 
     Neither prediction bounds the change alone: on a logistic regression's sets of 25-302
     of 3020 the exact change lay 60-107 % of the way from the first-order prediction to the
@@ -171,12 +172,12 @@ def nonlinear_band(first, factors):
     posterior's third cumulants that decide are below their Monte Carlo error), so the
     band spans both."""
     first = np.asarray(first, dtype=float)
-    ratio, weight = np.asarray(factors, dtype=float)
-    finite = np.isfinite(ratio) & np.isfinite(weight)
-    ratio, weight = np.where(finite, ratio, 1.0), np.where(finite, weight, 0.0)
+    ratio, share = np.asarray(factors, dtype=float)
+    finite = np.isfinite(ratio) & np.isfinite(share)
+    ratio, share = np.where(finite, ratio, 1.0), np.where(finite, share, 0.0)
     with np.errstate(invalid="ignore"):
         second = first * ratio
-        beyond = 0.5 * weight * np.abs(second - first)
+        beyond = share * np.abs(first)
     low = np.where(second < first, second - beyond, first)
     high = np.where(second > first, second + beyond, first)
     return np.where(finite, low, -np.inf), np.where(finite, high, np.inf)

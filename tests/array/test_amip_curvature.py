@@ -105,10 +105,10 @@ def test_a_set_holding_the_precision_breaks_the_model_down():
 
 def test_nonlinear_band_spans_both_orders_and_widens_beyond_the_second():
     first = np.array([[1.0, -2.0, 0.0, 1.0]])
-    factors = np.array([[1.5, 2.0, 3.0, 0.5], [1.0, 0.5, 0.1, 0.0]])
+    factors = np.array([[1.5, 2.0, 3.0, 0.5], [0.25, 0.25, 0.1, 0.0]])
     low, high = nonlinear_band(first, factors)
-    # 1 -> 1.5 (weight 1): up to 1.5 + 0.25; -2 -> -4 (weight 0.5): down to -4 - 0.5;
-    # a zero change stays 0; 1 -> 0.5 with weight 0: between them.
+    # 1 -> 1.5, widened by a quarter of |1|: up to 1.75; -2 -> -4, widened by a quarter of
+    # |-2|: down to -4.5; a zero change stays 0; 1 -> 0.5, not widened: between them.
     np.testing.assert_allclose(low, [[1.0, -4.5, 0.0, 0.5]])
     np.testing.assert_allclose(high, [[1.75, -2.0, 0.0, 1.0]])
 
@@ -179,3 +179,73 @@ def test_set_curvature_answers_the_same_units_once():
     first[:] = 0.0
     np.testing.assert_allclose(ratios(units), ratios._ratios(units))
     assert ratios(np.array([0, 3]))[0, 0] == pytest.approx(ratios(units)[0, 0])
+
+
+def _standard_normal_draws(size=40_000):
+    """Quantiles of N(0, 1) standardised to mean 0 and variance 1 (divisor S): draws without
+    Monte Carlo error for the moments the quadratic model reads."""
+    from scipy.stats import norm
+
+    theta = norm.ppf((np.arange(size) + 0.5) / size)
+    return (theta - theta.mean()) / theta.std()
+
+
+def _tilted_mean(log_lik):
+    """The mean of N(0, 1) tilted by ``exp(-log_lik)`` (dropping the units), by quadrature."""
+    grid = np.linspace(-12, 12, 200_001)
+    log_density = -(grid**2) / 2 - log_lik(grid)
+    weights = np.exp(log_density - log_density.max())
+    return float(weights @ grid / weights.sum())
+
+
+def test_the_model_breaks_down_when_a_set_holds_three_quarters_of_the_precision():
+    # Exactly quadratic units l_u = -a theta^2 / 2 + b theta under a N(0, 1) posterior:
+    # dropping k of them leaves precision 1 - k a and mean -k b / (1 - k a). With a = 0.1 the
+    # second-order prediction is exact up to 7 units (precision 0.3) and unbounded from 8
+    # (precision 0.2, below 1 - BREAKDOWN = 0.25 of what it was).
+    theta = _standard_normal_draws()
+    a, b = 0.1, 0.05
+    columns = np.repeat((-a * theta**2 / 2 + b * theta)[:, None], 9, axis=1)
+    changes = curvature_of(theta[None, :, None], 0).changes(columns, 0, 1.96)
+    for k in range(1, 8):
+        assert changes.second[k - 1] == pytest.approx(-k * b / (1 - k * a), rel=1e-6)
+        assert changes.first[k - 1] == pytest.approx(-k * b, rel=1e-6)
+    assert np.isinf(changes.second[7:]).all() and np.isinf(changes.beyond[7:]).all()
+    low, high = changes.band()
+    assert np.isfinite(low[:7]).all() and (low[7:] == -np.inf).all() and (high[7:] == np.inf).all()
+    assert 1 - BREAKDOWN == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("a, b, g", [(0.05, 0.1, 0.01), (0.05, 0.2, 0.02), (0.08, 0.15, 0.015)])
+def test_a_cubic_log_likelihood_widens_the_band_to_the_exact_change(a, b, g):
+    # A unit l = -a theta^2 / 2 + b theta + g theta^3 under N(0, 1): the quadratic fit gives
+    # the Newton step, which the cubic term carries further (the tilted density is skewed).
+    # The exact mean after dropping it (quadrature) lies beyond the second-order
+    # prediction, by 35-85 % of the gap between the orders, and inside the band.
+    theta = _standard_normal_draws()
+    unit = -a * theta**2 / 2 + b * theta + g * theta**3
+    changes = curvature_of(theta[None, :, None], 0).changes(unit[:, None], 0, 1.96)
+    exact = _tilted_mean(lambda t: -a * t**2 / 2 + b * t + g * t**3)
+    first, second = changes.first[0], changes.second[0]
+    assert first == pytest.approx(-(b + 3 * g), rel=1e-3)  # Cov(theta, theta^3) = 3
+    assert second == pytest.approx(first / (1 - a), rel=1e-3)  # the quadratic part
+    # the departure: half the cubic term's change of the Hessian, 6 g, over the shift
+    assert changes.cubic[0] == pytest.approx(3 * abs(g * second) / (1 - a), rel=1e-2)
+    assert abs(exact) > abs(second) > abs(first)  # beyond both orders
+    low, high = changes.band()
+    assert low[0] <= exact <= high[0] and high[0] == first
+    assert exact - low[0] < abs(exact - first)  # and not wide open
+
+
+def test_a_larger_cubic_departure_can_take_the_change_just_beyond_the_band():
+    # The limit of the widening, stated: three such units (departure 0.05) move the mean
+    # 110 % of the gap between the orders beyond the second-order prediction; the band
+    # (one gap) falls short by 1.3 % of the change.
+    theta = _standard_normal_draws()
+    a, b, g = 0.05, 0.1, 0.01
+    unit = -a * theta**2 / 2 + b * theta + g * theta**3
+    changes = curvature_of(theta[None, :, None], 0).changes(np.repeat(unit[:, None], 3, 1), 0, 1.96)
+    exact = _tilted_mean(lambda t: 3 * (-a * t**2 / 2 + b * t + g * t**3))
+    low, _ = changes.band()
+    assert changes.cubic[-1] == pytest.approx(0.05, abs=0.005)
+    assert 0 < low[-1] - exact < 0.02 * abs(exact)
