@@ -70,7 +70,7 @@ def leave_out_changes(
     r_eff : float or array_like of shape (n_units,), optional
         Relative efficiency for the Pareto tail length; default R loo's from the chains.
     tail_rule : {"ceil", "floor"}, default "ceil"
-    ties : {"above", "position"}, default "above"
+    ties : {"above", "position", "quicksort"}, default "above"
         As :func:`bayesij.array.psis.psis_chunk`.
     scores : InfluenceScores, optional
         ``psi`` and its MCSE for these quantities and units, when already computed (the IJ

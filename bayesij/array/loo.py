@@ -367,9 +367,10 @@ def loo_pointwise(
     tail_rule : {"ceil", "floor"}, default "ceil"
         Rounding of the tail length: "ceil" as R loo (<= 2.10) and ArviZ 0.23, "floor" as the
         PSIS paper, the posterior package and arviz-stats.
-    ties : {"above", "position"}, default "above"
-        Draws tied with the tail cutoff: left out of the tail as ArviZ, or kept by position
-        as R loo (see :func:`bayesij.array.psis.psis_chunk`).
+    ties : {"above", "position", "quicksort"}, default "above"
+        Draws tied with the tail cutoff: left out of the tail as ArviZ 0.23, kept by stable
+        position as R loo, or by NumPy's sort as arviz-stats (see
+        :func:`bayesij.array.psis.psis_chunk`).
     check : bool, default True
         Check the values (NaN, +inf, non-finite quantities); ``False`` for input a
         :class:`~bayesij.data.posterior.Posterior` or a caller has already checked.
@@ -430,7 +431,11 @@ def loo_methods(
     if unknown or not methods:
         raise fail("methods", repr(methods), f"a non-empty tuple of {METHODS}")
     if ties not in TIE_RULES:
-        raise fail("ties", repr(ties), "'above' (ArviZ) or 'position' (R loo)")
+        raise fail(
+            "ties",
+            repr(ties),
+            "'above' (ArviZ 0.23), 'position' (R loo) or 'quicksort' (arviz-stats)",
+        )
     check_tail_rule(tail_rule)
     matrix, chains = log_lik_draws(log_lik, chain_ids, check, keep_float32=True)
     n_draws, n_obs = matrix.shape

@@ -10,8 +10,11 @@ ArviZ do one column at a time:
    normal float is floored there, as ArviZ 0.23 does, the tail then being the ratios above
    the floor; with ``ties="position"`` such a tail (exponentials that underflow) gets
    k-hat = inf and is not smoothed, as in R loo and arviz-stats. Draws tied with the
-   cutoff (repeated MCMC draws) are left out of the tail as ArviZ does (``ties="above"``)
-   or kept by sorted position as R loo does (``ties="position"``);
+   cutoff (repeated MCMC draws) are left out of the tail as ArviZ 0.23 does
+   (``ties="above"``), kept by stable sorted position (later draws last) as R loo does
+   (``ties="position"``), or by NumPy's default, unstable sort of the whole row as
+   arviz-stats does (``ties="quicksort"``: the same array sorts the same way, so tied draws
+   get the same smoothed weights);
 3. fit a generalized Pareto distribution to ``exp(tail) - exp(cutoff)`` by Zhang and
    Stephens' empirical Bayes method (grid of ``30 + floor(sqrt(M))`` points) with the weakly
    informative prior ``k <- (M k + 5) / (M + 10)``;
@@ -197,7 +200,7 @@ class PsisChunk(NamedTuple):
     tail_smoothed: np.ndarray
 
 
-TIE_RULES = ("above", "position")
+TIE_RULES = ("above", "position", "quicksort")
 
 
 def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above") -> PsisChunk:
@@ -208,10 +211,12 @@ def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above"
     log_ratios : ndarray of shape (n_draws, n_cols)
         Finite values.
     tail_len : ndarray of shape (n_cols,)
-    ties : {"above", "position"}, default "above"
-        Which draws form the tail when some equal the cutoff (repeated MCMC draws):
-        "above" takes only those strictly above it, as ArviZ; "position" takes the ``M``
-        largest by sorted position, as R loo.
+    ties : {"above", "position", "quicksort"}, default "above"
+        Which draws form the tail when some equal the cutoff (repeated MCMC draws), and in
+        which order tied draws take the smoothed values: "above" takes only those strictly
+        above it, as ArviZ 0.23; "position" takes the ``M`` largest by stable sorted
+        position, as R loo; "quicksort" by the position NumPy's default ``argsort`` gives
+        them, as arviz-stats.
 
     Returns
     -------
@@ -222,20 +227,31 @@ def psis_chunk(log_ratios: np.ndarray, tail_len: np.ndarray, ties: str = "above"
     return rows._replace(log_weights=rows.log_weights.T)
 
 
-def _largest_in_stable_order(lw: np.ndarray, count: int) -> np.ndarray:
-    """Per row, the draws of the ``count`` largest values, (n_rows, count), in draw order:
-    the last ``count`` positions of a stable ascending sort, as R loo's ``sort.int``.
+def _largest_in_tie_order(lw: np.ndarray, count: int, ties: str) -> np.ndarray:
+    """Per row, the draws of the ``count`` largest values, (n_rows, count), in an order
+    that a stable sort by value turns into the tie rule's: draw order (the last ``count``
+    positions of a stable ascending sort, as R loo's ``sort.int``), or for "quicksort" the
+    last ``count`` positions of NumPy's default ``argsort`` of the row, as arviz-stats.
 
     A partial sort picks any of the draws tied with the smallest value it keeps (repeated
     MCMC states); where the row holds more such draws than were kept, the row is sorted
-    whole so that, as in R, the later draws are the ones in the tail.
+    whole so that, as in R, the later draws are the ones in the tail. Under "quicksort" a
+    row with any tie among (or at) its largest values is sorted whole.
     """
     n_draws = lw.shape[1]
     top = np.argpartition(lw, n_draws - count, axis=1)[:, n_draws - count :]
     top.sort(axis=1)  # ties then keep draw order in the stable sort by value that follows
-    smallest = np.take_along_axis(lw, top, axis=1).min(axis=1, keepdims=True)
-    kept = (np.take_along_axis(lw, top, axis=1) == smallest).sum(axis=1)
-    for row in np.flatnonzero((lw == smallest).sum(axis=1) > kept):
+    values = np.take_along_axis(lw, top, axis=1)
+    smallest = values.min(axis=1, keepdims=True)
+    tied_out = (lw == smallest).sum(axis=1) > (values == smallest).sum(axis=1)
+    if ties == "quicksort":
+        tied_in = (np.diff(np.sort(values, axis=1), axis=1) == 0).any(axis=1)
+        rows = np.flatnonzero(tied_out | tied_in)
+        for chunk in np.array_split(rows, max(1, rows.size // 256)):  # bounded memory
+            # ascending, in the tie order of NumPy's sort of each row alone
+            top[chunk] = np.argsort(lw[chunk], axis=1)[:, n_draws - count :]
+        return top
+    for row in np.flatnonzero(tied_out):
         top[row] = np.sort(np.argsort(lw[row], kind="stable")[n_draws - count :])
     return top
 
@@ -272,7 +288,7 @@ def psis_rows(
         return PsisChunk(lw, k, tail_len, smoothed_draws, tail_raw, tail_smoothed)
     rows = np.arange(n_cols)
     # Flat indices into lw (contiguous rows): faster than take_along_axis for small blocks.
-    top = _largest_in_stable_order(lw, m_max + 1)
+    top = _largest_in_tie_order(lw, m_max + 1, ties)
     top += rows[:, None] * n_draws
     flat = lw.reshape(-1)
     values = flat[top]

@@ -40,10 +40,15 @@ WEIGHT_METHODS = ("stacking", "pseudobma", "pseudobma+")
 
 
 def compare(
-    results: dict, weights: str | None = None, *, reference: str | None = None, seed=None
+    results: dict,
+    weights: str | None = None,
+    *,
+    reference: str | None = None,
+    seed=None,
+    convention: str | None = None,
 ) -> pd.DataFrame:
     """Compare models by elpd, in the layout of R ``loo_compare`` (best model first), with
-    the comparison diagnostics of R loo 2.8 and arviz-stats' ``compare``.
+    the comparison diagnostics of R loo 2.10 and arviz-stats' ``compare``.
 
     Parameters
     ----------
@@ -61,15 +66,19 @@ def compare(
         predicts better than the reference) instead of ``p_worse``, as in arviz-stats.
     seed : int, optional
         For ``"pseudobma+"``'s Bayesian bootstrap.
-
-    Returns
+    convention : {None, "R loo", "arviz-stats", "ArviZ 0.23"}, optional
+        Whose standard error of the difference: R's ``loo_compare`` takes
+        ``sqrt(N) sd_n`` (ddof 1), arviz-stats' and ArviZ 0.23's ``compare`` ``sqrt(N
+        var_n)`` (ddof 0) — arviz-stats so even though its models' ``se`` use ddof 1.
+        Each model's ``se`` is its result's (compute the results with the same
+        ``convention=`` to reproduce a peer's whole table). None: the results' ddof.
     -------
     pandas.DataFrame
         Indexed by model name, sorted by elpd (best first):
 
         - ``elpd_diff``: elpd of the model minus that of the reference (the best by
           default, so <= 0), and ``se_diff`` = ``sqrt(N) sd_n(elpd_n - elpd_ref,n)`` with
-          the results' ddof;
+          the convention's ddof (the results' by default);
         - ``p_worse``: ``P(D < 0)`` for ``D ~ N(elpd_diff, se_diff^2)``, the probability
           that the model predicts worse than the best (NaN for the best), or ``p_better``
           with a ``reference``;
@@ -121,6 +130,7 @@ def compare(
             raise fail("reference", repr(reference), "None for subsampled results")
         return compare_subsampled(results)
     frame, ddof = _pointwise_table(results)
+    ddof = _difference_ddof(convention, ddof)
     if reference is not None and reference not in results:
         raise fail("reference", repr(reference), f"one of the models {list(results)}")
     weighting = _common_weighting(results)
@@ -154,6 +164,18 @@ def compare(
         table["weight"] = model_weights(results, weights, seed=seed).loc[table.index]
     _check_selection(table, frame, order)
     return table
+
+
+#: The divisor of the difference's SE in each peer's comparison table.
+DIFFERENCE_DDOF = {"R loo": 1, "arviz-stats": 0, "ArviZ 0.23": 0}
+
+
+def _difference_ddof(convention, results_ddof: int) -> int:
+    if convention is None:
+        return results_ddof
+    if not isinstance(convention, str) or convention not in DIFFERENCE_DDOF:
+        raise fail("convention", repr(convention), f"None or one of {sorted(DIFFERENCE_DDOF)}")
+    return DIFFERENCE_DDOF[convention]
 
 
 def _common_weighting(results: dict) -> tuple[str, np.ndarray] | None:

@@ -7,7 +7,7 @@ convention                tail     ties at the cutoff   default ``r_eff``    SE
 ========================  =======  ===================  ===================  ============
 ``"bayesij"`` (default)   ceil     left out of the tail per unit, chains     sqrt(N var)
 ``"R loo"``               ceil     by stable position   per unit, chains     sqrt(N) sd
-``"arviz-stats"``         floor    by stable position   posterior ESS        sqrt(N) sd
+``"arviz-stats"``         floor    by NumPy's argsort   posterior ESS        sqrt(N) sd
 ``"ArviZ 0.23"``          ceil     left out of the tail posterior ESS        sqrt(N var)
 ========================  =======  ===================  ===================  ============
 
@@ -60,11 +60,15 @@ class PsisOptions:
     tail_rule : {"ceil", "floor"}, optional
         Tail length ``ceil`` or ``floor`` of ``min(S/5, 3 sqrt(S/r_eff))``: "ceil" equals
         R loo (<= 2.10) and ArviZ 0.23, "floor" the PSIS paper, posterior and arviz-stats.
-    ties : {"above", "position"}, optional
-        Draws tied with the tail cutoff (repeated MCMC draws, e.g. after divergences):
-        "above" leaves them out of the Pareto tail, as ArviZ 0.23; "position" keeps the
-        ``M`` largest by stable sorted position, as R loo and arviz-stats (ties inside the
-        tail always get R's order). Without ties the two are identical.
+    ties : {"above", "position", "quicksort"}, optional
+        Draws tied with the tail cutoff (repeated MCMC draws, e.g. after divergences or
+        rejected proposals): "above" leaves them out of the Pareto tail, as ArviZ 0.23;
+        "position" keeps the ``M`` largest by stable sorted position (later draws last),
+        as R loo; "quicksort" by the position NumPy's default ``argsort`` of the draws
+        gives them, as arviz-stats. The order also decides which of the draws tied inside
+        the tail gets which smoothed weight: elpd and k-hat do not depend on it, an
+        expectation of another quantity (LOO-PIT, LOO means, CRPS) does. Without ties the
+        three are identical.
     ddof : {0, 1}, optional
         The elpd SE's divisor: 0 as ArviZ 0.23 ``sqrt(N var_n)``, 1 as R loo and
         arviz-stats ``sqrt(N) sd_n``. Estimators whose peer fixes it (``loo_score``,
@@ -152,7 +156,7 @@ class PsisSettings(NamedTuple):
 CONVENTIONS = {
     "bayesij": ("ceil", "above", "chains", 0, "R loo"),
     "R loo": ("ceil", "position", "chains", 1, "R loo"),
-    "arviz-stats": ("floor", "position", "posterior", 1, "type 7"),
+    "arviz-stats": ("floor", "quicksort", "posterior", 1, "type 7"),
     "ArviZ 0.23": ("ceil", "above", "posterior", 0, "R loo"),
 }
 

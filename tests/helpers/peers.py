@@ -20,9 +20,9 @@ from bayesij import PsisOptions
 ARVIZ_1 = int(az.__version__.split(".")[0]) >= 1
 
 #: bayesij.loo options that reproduce the installed peer: ArviZ 0.23 (ceil tail rule, ties
-#: left out of the tail, SE with ddof 0) or arviz-stats 1.x (floor, ties by position, ddof 1).
+#: left out of the tail, SE with ddof 0) or arviz-stats 1.x (floor, ties by NumPy's sort, ddof 1).
 LOO_OPTIONS = (
-    PsisOptions(tail_rule="floor", ties="position", ddof=1)
+    PsisOptions(tail_rule="floor", ties="quicksort", ddof=1)
     if ARVIZ_1
     else PsisOptions(tail_rule="ceil", ties="above", ddof=0)
 )

@@ -16,7 +16,7 @@ from bayesij.stats.compare_diagnostics import selection_check
 from peers import ARVIZ_1
 
 
-def _normal_fits(n_units: int, shifts, seed: int = 0, noise: float = 0.0) -> dict:
+def _normal_fits(n_units: int, shifts, seed: int = 0, noise: float = 0.0, convention=None) -> dict:
     """LOO results of models predicting ``y ~ N(0, 1)`` with posterior mean draws near 0:
     model j adds ``shifts[j]`` to its predictive mean, and ``noise`` per unit and model (so
     that the models predict about equally well, each better on some units)."""
@@ -29,7 +29,9 @@ def _normal_fits(n_units: int, shifts, seed: int = 0, noise: float = 0.0) -> dic
         log_lik = norm.logpdf(y, mu + offset, 1.0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fits[f"m{j}"] = bayesij.loo(log_lik)
+            fits[f"m{j}"] = bayesij.loo(
+                log_lik, convention=bayesij.PsisOptions(convention, r_eff=1.0)
+            )
     return fits
 
 
@@ -164,6 +166,32 @@ def test_diagnostics_equal_arviz_stats(n_units, shifts, noise, seed, reference):
         return any("chance" in str(w.message) for w in record)
 
     assert chance(theirs_warned) == chance(ours_warned)
+
+
+@pytest.mark.skipif(not ARVIZ_1, reason="arviz-stats' compare (Python >= 3.12)")
+def test_a_peer_s_convention_reproduces_its_whole_table():
+    # arviz-stats: each model's se with ddof 1 (as its loo), the difference's with ddof 0.
+    from arviz_stats import compare as arviz_compare
+
+    fits = _normal_fits(80, [0.0, 0.2, 0.5], noise=0.2, seed=3, convention="arviz-stats")
+    theirs = arviz_compare({name: r.to_arviz() for name, r in fits.items()}, round_to="none")
+    ours = bayesij.compare(fits, convention="arviz-stats")
+    np.testing.assert_allclose(theirs["se"].astype(float), ours["se"], rtol=1e-10)
+    np.testing.assert_allclose(theirs["dse"].astype(float), ours["se_diff"], rtol=1e-10)
+    assert not np.allclose(bayesij.compare(fits)["se_diff"].iloc[1:], ours["se_diff"].iloc[1:])
+
+
+def test_the_difference_s_se_follows_the_chosen_peer():
+    fits = _normal_fits(50, [0.0, 0.3], noise=0.3, seed=1)
+    difference = fits["m1"].pointwise_elpd.to_numpy() - fits["m0"].pointwise_elpd.to_numpy()
+    n = difference.size
+    r = bayesij.compare(fits, convention="R loo").loc["m1", "se_diff"]
+    assert r == pytest.approx(np.sqrt(n) * np.std(difference, ddof=1), rel=1e-12)
+    for peer in ("arviz-stats", "ArviZ 0.23"):
+        se = bayesij.compare(fits, convention=peer).loc["m1", "se_diff"]
+        assert se == pytest.approx(np.sqrt(n * np.var(difference)), rel=1e-12)
+    with pytest.raises(ValueError, match=r"convention: found 'loo'; expected None or one of"):
+        bayesij.compare(fits, convention="loo")
 
 
 def test_flags_at_their_boundaries():
