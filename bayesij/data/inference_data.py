@@ -329,3 +329,59 @@ def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> P
     values, names = selected_draws(posterior, quantities)
     log_lik_values, obs = _paired_log_lik(idata, posterior, var_name, values.shape[:2], "idata")
     return from_arrays(values, log_lik_values, quantity_names=names, obs_names=obs, groups=groups)
+
+
+def observed_or_fit(data, y, var_name=None, argument: str = "y") -> object:
+    """``y`` as given, or (when None) the fit's ``observed_data`` variable of the
+    log-likelihood's name (``var_name``, or the one log-likelihood variable), flattened
+    row-major as the log-likelihood's observations are: what arviz-stats reads."""
+    if y is not None:
+        return y
+    dataset, name = _fit_variable(data, "observed_data", var_name, argument)
+    return as_float_array(dataset[name].values, argument).reshape(-1)
+
+
+def predictions_or_fit(data, y_pred, var_name=None, argument: str = "y_pred") -> object:
+    """``y_pred`` as given, or (when None) the fit's ``posterior_predictive`` variable of
+    the log-likelihood's name, (chain, draw, obs), its draws paired by label with the
+    log-likelihood's."""
+    if y_pred is not None:
+        return y_pred
+    dataset, name = _fit_variable(data, "posterior_predictive", var_name, argument)
+    paired = aligned_draws(dataset, _log_lik_dataset(data, "data"), "posterior_predictive")
+    return sample_values(paired[name], argument)
+
+
+def _fit_variable(data, group: str, var_name, argument: str) -> tuple[xr.Dataset, str]:
+    """The ``group`` of a fit and the name of its variable that goes with the
+    log-likelihood; a clear error where there is no fit, no group or no such variable."""
+    if not has_groups(data):
+        raise fail(
+            argument,
+            f"None with data of type {type(data).__name__}",
+            f"the values, or an InferenceData/DataTree with a {group!r} group to read them from",
+        )
+    if var_name is None:
+        log_lik_names = list(_log_lik_dataset(data, "data").data_vars)
+        if len(log_lik_names) != 1:
+            raise fail(
+                "var_name",
+                f"{len(log_lik_names)} log-likelihood variables {log_lik_names}",
+                f"the one whose {group} values to read (or {argument}= given)",
+            )
+        var_name = log_lik_names[0]
+    if not isinstance(var_name, str):
+        raise fail(
+            "var_name",
+            f"{var_name!r}",
+            f"one variable name to read {argument} from the {group!r} group (or {argument}= given)",
+        )
+    dataset = _group(data, group, f"Pass {argument}= explicitly.", "data")
+    if var_name not in dataset.data_vars:
+        raise fail(
+            "data",
+            f"no variable {var_name!r} in the {group!r} group "
+            f"(variables: {list(dataset.data_vars)})",
+            f"the log-likelihood's variable {var_name!r} there, or {argument}= given",
+        )
+    return dataset, var_name

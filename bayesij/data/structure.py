@@ -214,8 +214,11 @@ def _obs_dims(data, var_name) -> frozenset:
     if not (has_groups(data) and "log_likelihood" in group_names(data)):
         return frozenset()
     log_lik = _group(data, "log_likelihood", "")
-    names = list(log_lik.data_vars) if var_name is None else [var_name]
-    names = [n for n in np.atleast_1d(names) if n in log_lik.data_vars]
+    if var_name is None:
+        names = list(log_lik.data_vars)
+    else:  # one name or a list of them (concatenated)
+        names = [var_name] if isinstance(var_name, str) else list(var_name)
+    names = [n for n in names if isinstance(n, str) and n in log_lik.data_vars]
     return frozenset(d for n in names for d in log_lik[n].dims if d not in SAMPLE_DIMS)
 
 

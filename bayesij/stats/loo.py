@@ -35,6 +35,7 @@ from bayesij.array.psis import (
     tail_length,
 )
 from bayesij.data.convert import unit_index
+from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.peers import psis_settings, unit_r_eff
@@ -557,7 +558,7 @@ QUANTILE_RULES = {"R loo": _weighted_quantile, "type 7": _weighted_quantile_type
 
 def loo_expectation(
     data,
-    values,
+    values=None,
     *,
     var_name=None,
     kind: str = "mean",
@@ -572,8 +573,10 @@ def loo_expectation(
     ----------
     data : Posterior, InferenceData, DataTree, xarray or array_like
         Source of the pointwise log-likelihood (as :func:`loo`).
-    values : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
-        ``g`` at each draw for each observation, e.g. posterior predictive draws ``y_rep``.
+    values : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs), optional
+        ``g`` at each draw for each observation, e.g. posterior predictive draws ``y_rep``;
+        by default the fit's ``posterior_predictive`` variable of the log-likelihood's name
+        (``var_name``), its draws paired by label, as arviz-stats reads it.
     kind : {"mean", "median", "var", "sd", "quantile"}, default "mean"
         ``var`` is the weighted variance ``sum_s w_s (g_s - mean)^2 / (1 - sum_s w_s^2)``
         (as R loo >= 2.6; R loo 2.5.1's "variance" is the Monte Carlo variance of the mean);
@@ -635,7 +638,7 @@ def loo_expectation(
     prob = 0.5 if kind == "median" else prob
     draws = draws_beside_log_lik(
         data,
-        values,
+        predictions_or_fit(data, values, var_name, "values"),
         "values",
         var_name=var_name,
         psis=psis,
@@ -714,8 +717,8 @@ def _few_values(h: np.ndarray) -> bool:
 
 def loo_pit(
     data,
-    y,
-    y_pred,
+    y=None,
+    y_pred=None,
     *,
     var_name=None,
     convention=None,
@@ -728,10 +731,13 @@ def loo_pit(
     ----------
     data : Posterior, InferenceData, DataTree, xarray or array_like
         Source of the pointwise log-likelihood (as :func:`loo`).
-    y : array_like of shape (n_obs,)
-        Observed values.
-    y_pred : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
-        Posterior predictive draws at the same draws.
+    y : array_like of shape (n_obs,), optional
+        Observed values; by default the fit's ``observed_data`` variable of the
+        log-likelihood's name (``var_name``), as arviz-stats reads it.
+    y_pred : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs), optional
+        Posterior predictive draws at the same draws; by default the fit's
+        ``posterior_predictive`` variable of the log-likelihood's name, its draws paired
+        by label.
     convention, var_name, psis
         As :func:`loo_expectation`.
     seed : int, default 0
@@ -757,14 +763,14 @@ def loo_pit(
     """
     draws = draws_beside_log_lik(
         data,
-        y_pred,
+        predictions_or_fit(data, y_pred, var_name),
         "y_pred",
         var_name=var_name,
         psis=psis,
         convention=convention,
     )
     n_obs = draws.matrix.shape[1]
-    observed = as_float_array(y, "y")
+    observed = as_float_array(observed_or_fit(data, y, var_name), "y")
     if observed.shape != (n_obs,):
         raise fail("y", f"shape {observed.shape}", f"one value per observation, shape ({n_obs},)")
     check_finite(observed, "y")

@@ -26,6 +26,7 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.data.fit import named_draws
+from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.stats.loo import loo_expectation
 
 __all__ = ["bayesian_r2", "BayesianR2", "loo_r2"]
@@ -117,8 +118,8 @@ def bayesian_r2(data, pred_mean, scale=None, *, scale_kind: str = "sd") -> Bayes
 
 def loo_r2(
     data,
-    y,
-    y_pred,
+    y=None,
+    y_pred=None,
     *,
     var_name=None,
     convention: str | None = None,
@@ -139,10 +140,12 @@ def loo_r2(
     ----------
     data : Posterior, InferenceData, DataTree, xarray or array_like
         Source of the pointwise log-likelihood (as :func:`bayesij.loo`).
-    y : array_like, shape (N,)
-        The observations.
-    y_pred : array_like, shape (n_chains, n_draws, N)
-        Posterior predictive draws (or predicted means) whose LOO mean is the prediction.
+    y : array_like, shape (N,), optional
+        The observations; by default the fit's ``observed_data`` variable of the
+        log-likelihood's name (``var_name``), as arviz-stats reads it.
+    y_pred : array_like, shape (n_chains, n_draws, N), optional
+        Posterior predictive draws (or predicted means) whose LOO mean is the prediction;
+        by default the fit's ``posterior_predictive`` variable of that name.
     var_name, convention
         As :func:`bayesij.loo_expectation` (``convention="arviz-stats"`` for its PSIS).
     n_simulations : int, default 4000
@@ -175,12 +178,12 @@ def loo_r2(
        Bayesian regression models. The American Statistician 73(3), 307-309.
     .. [2] Rubin, D. B. (1981). The Bayesian bootstrap. The Annals of Statistics 9(1).
     """
-    y = as_float_array(y, "y")
+    y = as_float_array(observed_or_fit(data, y, var_name), "y")
     if y.ndim != 1 or y.size < 2:
         raise fail("y", f"shape {y.shape}", "a vector of at least 2 observations")
     check_finite(y, "y")
     n_simulations = check_replicates(n_simulations, "n_simulations")
-    y_pred = as_float_array(y_pred, "y_pred")
+    y_pred = as_float_array(predictions_or_fit(data, y_pred, var_name), "y_pred")
     if y_pred.ndim not in (2, 3):
         raise fail(
             "y_pred", f"shape {y_pred.shape}", "draws (n_draws, N) or (n_chains, n_draws, N)"

@@ -17,6 +17,7 @@ from bayesij.array.checks import (
 )
 from bayesij.array.scores import weighted_crps
 from bayesij.data.convert import unit_index
+from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.stats.loo import draws_beside_log_lik, loo_expectation, loo_weights
 from bayesij.stats.peers import own_ddof
 
@@ -64,8 +65,8 @@ class LooScore:
 
 def loo_score(
     data,
-    y,
-    y_pred,
+    y=None,
+    y_pred=None,
     *,
     var_name=None,
     kind: str = "crps",
@@ -78,11 +79,14 @@ def loo_score(
     ----------
     data : Posterior, InferenceData, DataTree, xarray or array_like
         Source of the pointwise log-likelihood (as :func:`bayesij.loo`).
-    y : array_like of shape (n_obs,)
-        Observed values.
-    y_pred : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs)
+    y : array_like of shape (n_obs,), optional
+        Observed values; by default the fit's ``observed_data`` variable of the
+        log-likelihood's name (``var_name``), as arviz-stats reads it.
+    y_pred : array_like of shape (n_draws, n_obs) or (n_chains, n_draws, n_obs), optional
         Posterior predictive draws at the same draws as the log-likelihood (the order of
-        :func:`bayesij.loo_pit`: observed, then predicted).
+        :func:`bayesij.loo_pit`: observed, then predicted); by default the fit's
+        ``posterior_predictive`` variable of the log-likelihood's name, its draws paired
+        by label.
     kind : {"crps", "scrps"}, default "crps"
     convention, var_name, psis
         As :func:`bayesij.loo_expectation` (``psis``: reuse a ``save_psis=True`` result).
@@ -120,13 +124,13 @@ def loo_score(
     ddof = own_ddof(convention, 0)
     draws = draws_beside_log_lik(
         data,
-        y_pred,
+        predictions_or_fit(data, y_pred, var_name),
         "y_pred",
         var_name=var_name,
         psis=psis,
         convention=convention,
     )
-    observed = _observed(y, draws.matrix.shape[1])
+    observed = _observed(observed_or_fit(data, y, var_name), draws.matrix.shape[1])
     score = np.empty(draws.matrix.shape[1])
     k = psis.pointwise["pareto_k"].to_numpy() if psis is not None else np.empty(score.size)
     for chunk, weights, chunk_k in loo_weights(draws, 16):
@@ -140,8 +144,8 @@ def loo_score(
 
 def loo_metrics(
     data,
-    y,
-    y_pred,
+    y=None,
+    y_pred=None,
     *,
     var_name=None,
     kind: str = "rmse",
@@ -197,13 +201,13 @@ def loo_metrics(
     n_bootstrap = check_replicates(n_bootstrap, "n_bootstrap", minimum=2)
     means = loo_expectation(
         data,
-        y_pred,
+        predictions_or_fit(data, y_pred, var_name),
         var_name=var_name,
         convention=convention,
         psis=psis,
     )
     prediction = means["value"].to_numpy()
-    observed = _observed(y, prediction.size)
+    observed = _observed(observed_or_fit(data, y, var_name), prediction.size)
     error = observed - prediction
     estimate, se = _metric(kind, observed, error, n_bootstrap, seed)
     frame = pd.DataFrame(
