@@ -34,13 +34,22 @@ from bayesij.array.psis import (
     psis_chunk,
     tail_length,
 )
+from bayesij.data.arrays import from_arrays
 from bayesij.data.convert import unit_index
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.elpd import ElpdResult
-from bayesij.stats.peers import psis_settings, unit_r_eff
+from bayesij.stats.peers import psis_options, psis_settings, unit_r_eff
 
-__all__ = ["loo", "loo_methods", "LooResult", "loo_expectation", "loo_pit", "saved_log_weights"]
+__all__ = [
+    "loo",
+    "loo_i",
+    "loo_methods",
+    "LooResult",
+    "loo_expectation",
+    "loo_pit",
+    "saved_log_weights",
+]
 
 #: Fewer draws than this and LOO estimates are too noisy to trust (a warning says so).
 MIN_DRAWS = 100
@@ -294,6 +303,85 @@ def loo(
         client=client,
     )[method]
     return with_log_jacobian(result, log_jacobian)
+
+
+def loo_i(
+    data,
+    unit,
+    *,
+    groups=None,
+    var_name=None,
+    convention=None,
+    log_jacobian=None,
+) -> LooResult:
+    """PSIS-LOO of one unit, reading only its log-likelihood (R loo's and arviz-stats'
+    ``loo_i``): for a lazy log-likelihood (a function, a dask array) one column is
+    computed, never the matrix.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree, xarray, array_like or LogLikFunction
+        As :func:`loo`.
+    unit : int or label
+        The unit's id (a label of ``loo(data).pointwise``'s index), or, when it is not one,
+        its position among the units (as arviz-stats' flattened ``i``).
+    groups, var_name, log_jacobian
+        As :func:`loo` (``log_jacobian`` the unit's one value).
+    convention : str or PsisOptions, optional
+        As :func:`loo`; a convention whose ``r_eff`` is one number for the whole posterior
+        (arviz-stats, ArviZ 0.23) computes it from every posterior draw as :func:`loo`
+        does, so the unit's values equal its row of ``loo(data)``.
+
+    Returns
+    -------
+    LooResult
+        One row; ``elpd`` is the unit's ``elpd_loo`` (``se`` is 0).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=50)
+    >>> mu = y.mean() + rng.normal(size=(4, 500, 1)) / np.sqrt(50)
+    >>> log_lik = -0.5 * (y - mu) ** 2 - 0.5 * np.log(2 * np.pi)
+    >>> one = bayesij.loo_i(log_lik, 7)
+    >>> bool(np.isclose(one.elpd, bayesij.loo(log_lik).pointwise["elpd_loo"][7]))
+    True
+
+    References
+    ----------
+    .. [1] Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical Bayesian model evaluation
+       using leave-one-out cross-validation and WAIC. Statistics and Computing 27.
+    """
+    source = as_source(data, groups=groups, var_name=var_name, log_lik_only=True)
+    position = _unit_position(source, unit)
+    options = psis_options(convention)
+    settings = psis_settings(options, source)
+    if settings.r_eff is not None and options.r_eff is None:  # the posterior's one number
+        options = replace(options, r_eff=settings.r_eff)
+    column = np.asarray(source.rows([position]), dtype=float)
+    one = from_arrays(
+        np.zeros((*column.shape[:2], 0)), column, obs_names=[str(source.units[position])]
+    )
+    result = loo(one, groups=False, convention=options, log_jacobian=log_jacobian)
+    pointwise = result.pointwise.set_axis(source.index[position : position + 1])
+    return replace(result, pointwise=pointwise)
+
+
+def _unit_position(source, unit) -> int:
+    """The position of ``unit`` among ``source``'s units: its label, else an int position."""
+    labels = list(source.index)
+    if unit in labels:
+        return labels.index(unit)
+    if isinstance(unit, (int, np.integer)) and not isinstance(unit, bool):
+        if -len(labels) <= int(unit) < len(labels):
+            return int(unit) % len(labels)
+    shown = labels[:3] + (["..."] if len(labels) > 3 else [])
+    raise fail(
+        "unit",
+        repr(unit),
+        f"a unit's id ({', '.join(map(str, shown))}) or a position in 0..{len(labels) - 1}",
+    )
 
 
 def with_log_jacobian(result: LooResult, log_jacobian) -> LooResult:
@@ -582,9 +670,11 @@ def loo_expectation(
         (as R loo >= 2.6; R loo 2.5.1's "variance" is the Monte Carlo variance of the mean);
         NaN where one draw holds (nearly) all the weight (k-hat far above 1), not inf.
         ``median`` is the weighted quantile at 1/2.
-    prob : float, optional
+    prob : float or sequence of float, optional
         Probability for ``kind="quantile"``: R loo's weighted quantile, or arviz-stats' with
-        ``convention="arviz-stats"``.
+        ``convention="arviz-stats"``. Several (``prob=[0.05, 0.5, 0.95]``) are computed from
+        one smoothing: the columns are then a two-level index, ``(column, prob)``, so that
+        ``table["value"]`` has one column per probability.
     convention, var_name
         As :func:`loo`.
     psis : LooResult, optional
@@ -631,11 +721,7 @@ def loo_expectation(
     """
     if kind not in KINDS:
         raise fail("kind", repr(kind), f"one of {KINDS}")
-    if kind == "quantile" and not (
-        isinstance(prob, (int, float)) and not isinstance(prob, bool) and 0 < prob < 1
-    ):
-        raise fail("prob", repr(prob), "a probability strictly between 0 and 1 for quantiles")
-    prob = 0.5 if kind == "median" else prob
+    probs = _checked_probs(prob) if kind == "quantile" else [0.5 if kind == "median" else None]
     draws = draws_beside_log_lik(
         data,
         predictions_or_fit(data, values, var_name, "values"),
@@ -645,19 +731,47 @@ def loo_expectation(
         convention=convention,
     )
     n_obs = draws.matrix.shape[1]
-    value, mcse, k = np.empty(n_obs), np.empty(n_obs), np.empty(n_obs)
+    value, mcse = np.empty((len(probs), n_obs)), np.empty((len(probs), n_obs))
+    k = np.empty(n_obs)
     for chunk, weights, _ in loo_weights(draws, 12):
         g = draws.values[:, chunk]
-        value[chunk], influence = _weighted_estimate(g, weights, kind, prob, draws.quantile)
-        with np.errstate(invalid="ignore"):
-            mcse[chunk] = np.sqrt(np.sum(weights**2 * influence**2, axis=0) / draws.r_eff[chunk])
-        if kind == "sd":
-            mcse[chunk] /= 2 * value[chunk]
-        elif kind in ("median", "quantile"):
-            mcse[chunk] = _quantile_mcse(g, weights, prob, mcse[chunk], draws.quantile)
+        for j, p in enumerate(probs):
+            value[j, chunk], influence = _weighted_estimate(g, weights, kind, p, draws.quantile)
+            with np.errstate(invalid="ignore"):
+                error = np.sqrt(np.sum(weights**2 * influence**2, axis=0) / draws.r_eff[chunk])
+            if kind == "sd":
+                error /= 2 * value[j, chunk]
+            elif kind in ("median", "quantile"):
+                error = _quantile_mcse(g, weights, p, error, draws.quantile)
+            mcse[j, chunk] = error
         k[chunk] = expectation_khat(-read_columns(draws.matrix, chunk), g, kind)
-    frame = {"value": value, "mcse": mcse, "pareto_k": k}
-    return pd.DataFrame(frame, index=unit_index(draws.units))
+    index = unit_index(draws.units)
+    if kind != "quantile" or np.ndim(prob) == 0:
+        return pd.DataFrame({"value": value[0], "mcse": mcse[0], "pareto_k": k}, index=index)
+    columns = {("value", p): value[j] for j, p in enumerate(probs)}
+    columns |= {("mcse", p): mcse[j] for j, p in enumerate(probs)}
+    columns |= {("pareto_k", p): k for p in probs}
+    return pd.DataFrame(columns, index=index).rename_axis(columns=[None, "prob"])
+
+
+def _checked_probs(prob) -> list[float]:
+    """``prob`` as a list of probabilities strictly between 0 and 1 (one or several)."""
+    values = np.atleast_1d(np.asarray(prob, dtype=object))
+    good = (
+        values.size > 0
+        and values.ndim == 1
+        and all(
+            isinstance(p, (int, float, np.floating)) and not isinstance(p, bool) and 0 < p < 1
+            for p in values
+        )
+    )
+    if not good:
+        raise fail(
+            "prob",
+            repr(prob),
+            "a probability strictly between 0 and 1 for quantiles, or a list of them",
+        )
+    return [float(p) for p in values]
 
 
 def _weighted_estimate(g, weights, kind, prob, rule):

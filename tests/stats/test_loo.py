@@ -516,6 +516,58 @@ def test_bad_log_lik_and_values(rng):
         bayesij.loo_expectation(log_lik, rng.normal(size=(200, 4)), kind="quantile", prob=1.5)
     with pytest.raises(ValueError, match=r"y: found shape \(3,\); expected one value per"):
         bayesij.loo_pit(log_lik, np.zeros(3), rng.normal(size=(200, 4)))
+    for bad in ([0.5, 1.0], [], [[0.1]], "0.5", [True]):
+        with pytest.raises(ValueError, match=r"prob: found .*; expected a probability"):
+            bayesij.loo_expectation(log_lik, rng.normal(size=(200, 4)), kind="quantile", prob=bad)
+
+
+@pytest.mark.parametrize("name", ["reference", "ties"])
+def test_several_quantiles_at_once_equal_one_at_a_time(name):
+    log_lik = r_log_lik(name)
+    y_rep = log_lik + np.random.default_rng(1).normal(size=log_lik.shape)
+    probs = [0.05, 0.5, 0.95]
+    for convention in (None, "R loo"):
+        table = _quiet(
+            bayesij.loo_expectation,
+            log_lik,
+            y_rep,
+            kind="quantile",
+            prob=probs,
+            convention=convention,
+        )
+        assert list(table["value"].columns) == probs
+        for p in probs:
+            one = _quiet(
+                bayesij.loo_expectation,
+                log_lik,
+                y_rep,
+                kind="quantile",
+                prob=p,
+                convention=convention,
+            )
+            for column in ("value", "mcse", "pareto_k"):
+                np.testing.assert_array_equal(table[(column, p)].to_numpy(), one[column].to_numpy())
+    assert (table["value"].diff(axis=1).iloc[:, 1:] >= 0).all().all()  # ordered quantiles
+
+
+@pytest.mark.skipif(not ARVIZ_1, reason="arviz-stats needs ArviZ 1.x (Python >= 3.12)")
+def test_several_quantiles_equal_arviz_stats():
+    import arviz_stats
+
+    log_lik = r_log_lik("ties")
+    rng = np.random.default_rng(0)
+    y_rep = log_lik + rng.normal(size=log_lik.shape)
+    data = from_dict(
+        posterior={"mu": rng.normal(size=log_lik.shape[:2])},
+        log_likelihood={"y": log_lik},
+        posterior_predictive={"y": y_rep},
+        observed_data={"y": np.zeros(log_lik.shape[2])},
+    )
+    probs = [0.1, 0.5, 0.9]
+    theirs, _ = _quiet(arviz_stats.loo_expectations, data, kind="quantile", probs=probs)
+    ours = bayesij.loo_expectation(data, kind="quantile", prob=probs, convention="arviz-stats")
+    expected = np.asarray(theirs.transpose("quantile", ...)).reshape(len(probs), -1)
+    np.testing.assert_allclose(ours["value"].to_numpy().T, expected, rtol=1e-10, atol=1e-12)
 
 
 def test_one_thread_equals_many(monkeypatch):
