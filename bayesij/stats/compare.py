@@ -17,6 +17,7 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.model_weights import pseudobma_weights, stacking_weights
+from bayesij.data.inference_data import group_names, has_groups
 from bayesij.stats.compare_diagnostics import (
     difference_flag,
     khat_flag,
@@ -379,27 +380,35 @@ class WeightedPredictions(NamedTuple):
     model: np.ndarray
 
 
-def weight_predictions(predictions: dict, weights=None, *, seed=None) -> WeightedPredictions:
+def weight_predictions(
+    predictions: dict, weights=None, *, seed=None, group: str = "posterior_predictive"
+):
     """Predictive draws of the weighted mixture of models, as arviz-stats'
     ``weight_predictions`` (and brms' ``pp_average``).
 
     Parameters
     ----------
-    predictions : dict of str to array_like
+    predictions : dict of str to array_like, or of str to InferenceData / DataTree
         Each model's predictive draws, (n_chains, n_draws, ...) or (S, ...); the trailing
-        shape must be the same for all (the same observations).
+        shape must be the same for all (the same observations). Or each model's fit: then
+        every variable of its ``group`` is mixed, the same draws of a model for all of
+        them (joint draws stay joint), and the result is the peer's container.
     weights : pandas.Series, dict or sequence, optional
         Each model's weight, e.g. ``model_weights(...)`` or ``compare(...)["weight"]``
         (by name), or in the order of ``predictions``; normalised. Default equal.
     seed : int, optional
         Seed of the choice of draws.
+    group : str, default "posterior_predictive"
+        The group of fits to mix.
 
     Returns
     -------
-    WeightedPredictions
+    WeightedPredictions or xarray.DataTree
         ``S = min_k S_k`` draws: ``round(S w_k)`` of model k by largest remainders, so that
         they add up to ``S`` (arviz-stats truncates each share, losing up to one draw per
-        model), chosen without replacement; ``model`` names the source of each.
+        model), chosen without replacement; ``model`` names the source of each. For fits,
+        a DataTree as arviz-stats returns: ``group`` with the draws along ``sample``, the
+        last dim (and a ``model`` coordinate), and the first fit's ``observed_data``.
 
     Examples
     --------
@@ -419,6 +428,8 @@ def weight_predictions(predictions: dict, weights=None, *, seed=None) -> Weighte
     if not isinstance(predictions, dict) or len(predictions) < 2:
         raise fail("predictions", type(predictions).__name__, "a dict of two or more models' draws")
     names = list(predictions)
+    if any(has_groups(value) for value in predictions.values()):
+        return _weighted_fits(predictions, _normalised_weights(weights, names), seed, group)
     draws = {name: _flat_draws(values, name) for name, values in predictions.items()}
     shapes = {values.shape[1:] for values in draws.values()}
     if len(shapes) != 1:
@@ -434,6 +445,45 @@ def weight_predictions(predictions: dict, weights=None, *, seed=None) -> Weighte
         np.concatenate([draws[n][rows] for n, rows in zip(names, picked, strict=True)]),
         np.repeat(np.array(names, dtype=object), counts),
     )
+
+
+def _weighted_fits(fits: dict, share: np.ndarray, seed, group: str):
+    """:func:`weight_predictions` of fits: a DataTree of the mixed ``group`` draws."""
+    import xarray as xr
+
+    datasets = {}
+    for name, fit in fits.items():
+        if not has_groups(fit) or group not in group_names(fit):
+            raise fail(
+                f"predictions[{name!r}]",
+                f"a {type(fit).__name__} without a {group!r} group"
+                if has_groups(fit)
+                else f"a {type(fit).__name__} beside fits",
+                f"every model an InferenceData or DataTree with a {group!r} group",
+            )
+        node = fit[group]
+        dataset = node.to_dataset() if hasattr(node, "to_dataset") else node
+        datasets[name] = dataset.stack(sample=("chain", "draw")).transpose(..., "sample")
+    variables = {tuple(sorted(d.data_vars)) for d in datasets.values()}
+    if len(variables) != 1:
+        raise fail("predictions", f"{group} variables {sorted(variables)}", "the same in every fit")
+    total = min(d.sizes["sample"] for d in datasets.values())
+    counts = _largest_remainders(share * total, total)
+    rng = np.random.default_rng(None if seed is None else check_seed(seed))
+    parts = []
+    for (name, dataset), count in zip(datasets.items(), counts, strict=True):
+        rows = rng.choice(dataset.sizes["sample"], count, replace=False)
+        part = dataset.isel(sample=rows).drop_vars(["sample", "chain", "draw"])
+        parts.append(part.assign_coords(model=("sample", np.full(count, name, dtype=object))))
+    mixed = xr.concat(parts, dim="sample")
+    tree = {group: mixed}
+    first = next(iter(fits.values()))
+    if "observed_data" in group_names(first):
+        observed = first["observed_data"]
+        tree["observed_data"] = (
+            observed.to_dataset() if hasattr(observed, "to_dataset") else observed
+        )
+    return xr.DataTree.from_dict(tree)
 
 
 def _flat_draws(values, name: str) -> np.ndarray:

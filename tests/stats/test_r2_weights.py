@@ -84,3 +84,54 @@ def test_weight_predictions_shares_and_draws():
         bayesij.weight_predictions({"a": a, "b": b[..., :2]})
     with pytest.raises(ValueError, match=r"weights: found \[-1.0, 2.0\]"):
         bayesij.weight_predictions({"a": a, "b": b}, [-1.0, 2.0])
+
+
+def test_weight_predictions_of_fits_is_a_datatree_with_joint_draws():
+    rng = np.random.default_rng(2)
+    y = rng.normal(size=3)
+    fits = {}
+    for name, (chains, draws, shift) in {"a": (4, 250, 0.0), "b": (2, 400, 10.0)}.items():
+        y_rep = rng.normal(shift, 1, size=(chains, draws, 3))
+        fits[name] = from_dict(
+            posterior={"mu": rng.normal(size=(chains, draws))},
+            posterior_predictive={"y": y_rep, "y_twice": 2 * y_rep},  # joint with y
+            observed_data={"y": y},
+        )
+    mixed = bayesij.weight_predictions(fits, {"a": 0.75, "b": 0.25}, seed=3)
+    predictive = mixed["posterior_predictive"]
+    assert predictive["y"].dims[-1] == "sample" and predictive.sizes["sample"] == 800
+    models = predictive["model"].values
+    assert (models == "a").sum() == 600 and (models == "b").sum() == 200
+    np.testing.assert_array_equal(predictive["y_twice"].values, 2 * predictive["y"].values)
+    np.testing.assert_array_equal(mixed["observed_data"]["y"].values, y)
+    b_draws = np.asarray(fits["b"]["posterior_predictive"]["y"].values).reshape(-1, 3)
+    from_b = predictive["y"].values.T[models == "b"]
+    assert all((b_draws == row).all(axis=1).any() for row in from_b)  # each one of b's
+    assert len({tuple(row) for row in from_b}) == 200  # without replacement
+    bare = from_dict(posterior={"mu": rng.normal(size=(2, 400))})
+    with pytest.raises(
+        ValueError, match=r"predictions\['b'\]: found a .* without a 'posterior_predictive' group"
+    ):
+        bayesij.weight_predictions({"a": fits["a"], "b": bare})
+    with pytest.raises(ValueError, match=r"predictions\['b'\]: found a ndarray beside fits"):
+        bayesij.weight_predictions({"a": fits["a"], "b": np.zeros((800, 3))})
+
+
+@pytest.mark.skipif(not ARVIZ_1, reason="arviz-stats' weight_predictions (Python >= 3.12)")
+def test_weight_predictions_of_fits_has_arviz_stats_layout():
+    from arviz_stats import weight_predictions
+
+    rng = np.random.default_rng(5)
+    fits = [
+        from_dict(
+            posterior={"mu": rng.normal(size=(2, 100))},
+            posterior_predictive={"y": rng.normal(k, 1, size=(2, 100, 4))},
+            observed_data={"y": np.zeros(4)},
+        )
+        for k in range(2)
+    ]
+    theirs = weight_predictions(fits, weights=[0.5, 0.5], random_seed=1)
+    ours = bayesij.weight_predictions({"m0": fits[0], "m1": fits[1]}, seed=1)
+    assert set(ours.children) == set(theirs.children)
+    assert ours["posterior_predictive"]["y"].dims == theirs["posterior_predictive"]["y"].dims
+    assert ours["posterior_predictive"].sizes == theirs["posterior_predictive"].sizes
