@@ -299,7 +299,7 @@ def curvature_of(quantities: np.ndarray, index: int) -> Curvature | None:
     keep = np.flatnonzero(np.ptp(flat, axis=0) > 0)
     if index not in keep:
         return None
-    if keep.size > 1:  # the quantity and those most correlated with it
+    if keep.size > MAX_PARAMETERS:  # the quantity and those most correlated with it
         others = keep[keep != index]
         strength = np.abs(np.corrcoef(flat[:, others].T, flat[:, index])[-1, :-1])
         picked = others[np.argsort(-np.nan_to_num(strength), kind="stable")]

@@ -154,7 +154,8 @@ def log_lik_relative_eff(log_lik: np.ndarray) -> np.ndarray:
     return out
 
 
-#: Lags summed directly by :func:`log_lik_relative_eff_rows` before it turns to the FFT.
+#: Lags summed directly by :func:`log_lik_relative_eff_rows` and :func:`split_relative_ess`
+#: before they turn to the FFT.
 SHORT_LAGS = 16
 
 
@@ -250,16 +251,16 @@ def split_relative_ess(draws, method: str = "mean", prob: float = 0.05) -> np.nd
     if method == "mean":
         return _split_ess_columns(columns)
     flat = columns.reshape(columns.shape[0], -1)
-    ess = [
-        _split_ess_columns(columns <= np.quantile(flat, p, axis=1)[:, None, None])
-        for p in (prob, 1.0 - prob)
-    ]
+    quantiles = np.quantile(flat, [prob, 1.0 - prob], axis=1)  # one partial sort for both
+    ess = [_split_ess_columns(columns <= q[:, None, None]) for q in quantiles]
     return np.minimum(*ess)
 
 
 def _split_ess_columns(columns: np.ndarray) -> np.ndarray:
-    """Relative split-chain ESS of each of (K, n_chains, n_draws) columns, their
-    autocovariances (:func:`_autocovariance`) a chunk of columns at a time."""
+    """Relative split-chain ESS of each of (K, n_chains, n_draws) columns, a chunk of
+    columns at a time. Geyer's sequence usually stops within a few lags: the first
+    :data:`SHORT_LAGS` autocovariances are summed directly, and only the columns whose
+    sequence runs past them get every lag by FFT (:func:`_autocovariance`)."""
     half = columns.shape[2] // 2
     split = np.concatenate(
         [columns[:, :, :half], columns[:, :, columns.shape[2] - half :]], axis=1
@@ -267,43 +268,74 @@ def _split_ess_columns(columns: np.ndarray) -> np.ndarray:
     out = np.empty(split.shape[0])
     for chunk in obs_chunks(split.shape[0], 4 * split.shape[1] * split.shape[2]):
         block = split[chunk]
-        # R loo's normalisation (M / n^2, M the padded size) made ArviZ's biased one (1 / n)
-        acov = _autocovariance(block) * half / fft_next_good_size(half)
-        for j, k in enumerate(range(chunk.start, chunk.stop)):
-            out[k] = _geyer_relative_ess(block[j], acov[j])
+        ess, decided = _geyer_relative_ess_columns(block, _short_autocovariance(block))
+        if not decided.all():
+            rest = block[~decided]
+            # R loo's normalisation (M / n^2, M the padded size) made ArviZ's biased (1 / n)
+            acov = _autocovariance(rest) * half / fft_next_good_size(half)
+            ess[~decided] = _geyer_relative_ess_columns(rest, acov)[0]
+        out[chunk] = ess
     return out
 
 
-def _geyer_relative_ess(chains: np.ndarray, acov: np.ndarray) -> float:
-    """Relative ESS of (m, n) split chains from their autocovariances: autocorrelations
-    combined over chains (the between-chain variance in the denominator), summed over
-    Geyer's initial positive sequence made monotone, the integrated time at least
-    1 / log10(m n); a constant column gets m n, a NaN NaN (as ArviZ)."""
-    m, n = chains.shape
-    if np.isnan(chains).any():
-        return np.nan
-    if chains.max() - chains.min() < np.finfo(float).resolution:
-        return float(chains.size)
-    within = acov[:, 0].mean() * n / (n - 1.0)
-    pooled = within * (n - 1.0) / n + (np.var(chains.mean(axis=1), ddof=1) if m > 1 else 0.0)
-    rho = 1.0 - (within - acov.mean(axis=0)) / pooled
-    kept = np.zeros(n)
-    kept[0], kept[1] = 1.0, rho[1]
-    even, odd, t = 1.0, rho[1], 1
-    while t < n - 3 and even + odd > 0.0:  # the initial positive sequence
-        even, odd = rho[t + 1], rho[t + 2]
-        if even + odd >= 0:
-            kept[t + 1], kept[t + 2] = even, odd
-        t += 2
-    last = t - 2
-    if even > 0:
-        kept[last + 1] = even
-    for t in range(1, last - 1, 2):  # made monotone
-        if kept[t + 1] + kept[t + 2] > kept[t - 1] + kept[t]:
-            kept[t + 1] = kept[t + 2] = (kept[t - 1] + kept[t]) / 2.0
-    tau = -1.0 + 2.0 * kept[: last + 1].sum() + kept[last + 1 : last + 2].sum()
-    tau = max(tau, 1.0 / np.log10(m * n))
-    return np.nan if np.isnan(kept).any() else 1.0 / tau
+def _short_autocovariance(chains: np.ndarray) -> np.ndarray:
+    """The biased autocovariances ``sum_t c_t c_t+k / n`` of (K, m, n) chains at the first
+    :data:`SHORT_LAGS` lags (all of them for short chains), shape (K, m, L)."""
+    n = chains.shape[2]
+    centred = chains - chains.mean(axis=2, keepdims=True)
+    lags = min(SHORT_LAGS, n)
+    out = np.empty((*chains.shape[:2], lags))
+    for k in range(lags):
+        out[:, :, k] = np.einsum("kmt,kmt->km", centred[:, :, : n - k], centred[:, :, k:]) / n
+    return out
+
+
+def _geyer_relative_ess_columns(chains: np.ndarray, acov: np.ndarray):
+    """Relative ESS of many columns' (K, m, n) split chains from their autocovariances at
+    the first L lags (K, m, L), as ArviZ's ``_ess``: autocorrelations combined over chains
+    (the between-chain variance in the denominator), summed over Geyer's initial positive
+    sequence made monotone, the integrated time at least ``1 / log10(m n)``; a constant
+    column gets ``m n``, a NaN NaN. ArviZ's loop reads the pairs ``rho_2j + rho_2j+1``,
+    ``j = 1, 2, ...``, until one is not positive (read, kept if 0) or ``2j - 1`` reaches
+    ``n - 3``; the pairs before the last read are made monotone (a running minimum of the
+    pair sums, pair 0 included), and the last read pair's even lag is added where it was
+    kept or is positive. Returns the ESS (K,) and whether the L lags decided it (K,)."""
+    k_cols, m, n = chains.shape
+    within = acov[:, :, 0].mean(axis=1) * n / (n - 1.0)
+    between = np.var(chains.mean(axis=2), axis=1, ddof=1) if m > 1 else np.zeros(k_cols)
+    pooled = within * (n - 1.0) / n + between
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = 1.0 - (within[:, None] - acov.mean(axis=1)) / pooled[:, None]  # (K, L)
+    n_pairs = acov.shape[2] // 2  # the pairs whose two lags are given
+    pairs = rho[:, 0 : 2 * n_pairs : 2] + rho[:, 1 : 2 * n_pairs : 2]
+    pairs[:, 0] = 1.0 + rho[:, 1]
+    reads = np.arange(n_pairs)
+    readable = (2 * reads - 1 < n - 3) & (reads >= 1)  # the loop's bound on t = 2j - 1
+    stops = ~(pairs > 0) & readable[None, :]
+    bounded = not readable[-1] or 2 * n_pairs - 1 >= n - 3  # the bound falls within L
+    last_readable = int(np.flatnonzero(readable)[-1]) if readable.any() else 0
+    stopped = stops.any(axis=1)
+    last = np.where(stopped, np.argmax(stops, axis=1), last_readable)  # J, the last pair read
+    never = ~(pairs[:, 0] > 0)  # the loop never ran
+    last = np.where(never, 0, last)
+    decided = stopped | never | bounded
+    running = np.minimum.accumulate(np.where(np.isnan(pairs), np.inf, pairs), axis=1)
+    summed = np.where(reads[None, :] < last[:, None], running, 0.0).sum(axis=1)
+    rows = np.arange(k_cols)
+    even, pair = rho[rows, 2 * last], pairs[rows, last]
+    extra = np.where((pair >= 0) | (even > 0) | (last == 0), even, 0.0)
+    tau = np.maximum(-1.0 + 2.0 * summed + extra, 1.0 / np.log10(m * n))
+    with np.errstate(divide="ignore"):
+        out = 1.0 / tau
+    visited = reads[None, :] <= last[:, None]
+    nan_read = (np.isnan(pairs) & visited).any(axis=1) | np.isnan(rho[:, 1])
+    out[nan_read | np.isnan(within)] = np.nan
+    quiet = np.flatnonzero(~(within > 1e-24))  # a span below float resolution, or NaN
+    span = np.ptp(chains[quiet].reshape(quiet.size, m * n), axis=1)
+    constant = quiet[span < np.finfo(float).resolution]
+    out[constant] = float(m * n)
+    decided[constant] = True
+    return out, decided
 
 
 def mean_relative_ess(draws) -> float:

@@ -379,24 +379,33 @@ def pareto_khat_columns(values: np.ndarray, tail_len, tail: str = "right") -> np
     """
     tail_len = np.broadcast_to(np.asarray(tail_len, dtype=int), values.shape[1])
     sides = (values,) if tail == "right" else (-values, values)
+    n_draws = values.shape[0]
+    # only the largest M + 1 values of a column matter: a partial sort, then those sorted
+    kept = int(np.clip(max(int(tail_len.max(initial=0)), MIN_TAIL) + 1, 1, n_draws))
     k = np.full(values.shape[1], -np.inf)
     for side in sides:
-        k = np.maximum(k, _right_tail_khat(np.sort(side, axis=0), tail_len))
+        rows = np.ascontiguousarray(side.T)  # each column's draws contiguous: a faster sort
+        top = np.partition(rows, n_draws - kept, axis=1)[:, n_draws - kept :]
+        k = np.maximum(k, _right_tail_khat(np.sort(top, axis=1).T, tail_len, n_draws))
     return k
 
 
-def _right_tail_khat(ordered: np.ndarray, tail_len: np.ndarray) -> np.ndarray:
-    """k-hat of each sorted column's ``tail_len`` largest values above the next one."""
-    n_draws, n_cols = ordered.shape
+def _right_tail_khat(ordered: np.ndarray, tail_len: np.ndarray, n_draws: int) -> np.ndarray:
+    """k-hat of each column's ``tail_len`` largest values above the next one, from the
+    columns' largest values in ascending order (``ordered``, at least ``tail_len + 1`` of
+    them) among ``n_draws``."""
+    n_kept, n_cols = ordered.shape
     columns = np.arange(n_cols)
     k = np.full(n_cols, np.nan)
     usable = (tail_len >= MIN_TAIL) & (tail_len < n_draws)
     length = np.where(usable, tail_len, MIN_TAIL)
-    cutoff = ordered[n_draws - length - 1, columns]
-    spread = ordered[-1] - ordered[n_draws - length, columns]
+    usable &= length < n_kept
+    length = np.where(usable, length, min(MIN_TAIL, n_kept - 1))
+    cutoff = ordered[n_kept - length - 1, columns]
+    spread = ordered[-1] - ordered[n_kept - length, columns]
     usable &= np.abs(spread) >= np.finfo(float).tiny
     if usable.any():
         m_max = int(length[usable].max())
-        top = ordered[n_draws - m_max :, usable] - cutoff[usable]
+        top = ordered[n_kept - m_max :, usable] - cutoff[usable]
         k[usable] = gpd_fit(top, length[usable]).k
     return k
