@@ -306,7 +306,7 @@ def linear_answer(
             change = float(direction * _point_path(moments, direction, chosen)[-1])
         if chosen.size:  # to second order where the model holds
             ratio = _ratios(nonlinearity, chosen)[0, -1]
-            change = change
+            change = change * ratio if np.isfinite(ratio) else change
         change_interval = _change_interval(gains, chosen, noise, direction, change, z, tail, blocks)
         answer = _answer(share, tail)
         if answer != "reached" and optimistic > tail:

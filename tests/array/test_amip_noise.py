@@ -235,3 +235,20 @@ def test_the_ranking_s_answer_from_the_same_replicates_is_that_of_a_call_of_its_
     assert given == linear_answer(*args, chosen, 4000, **options)
     assert ranking == alone
     assert given.chosen_size == 0 and ranking.chosen_size == alone.chosen_size > 0
+
+
+def test_reached_needs_the_pessimistic_end_of_the_linearisation_band():
+    # No Monte Carlo error; the quadratic model says the change is half the first-order
+    # one (the set holds precision the other way). First order reaches 0.75 with 2 units,
+    # half of it never within 4: a refit decides, and "reached" is not said.
+    psi = -np.array([0.5, 0.3, 0.2, 0.1, 0.0])
+
+    def halved(units):
+        return np.stack([np.full(units.size, 0.5), np.zeros(units.size)])
+
+    answer = linear_answer(psi, np.zeros(5), 1, 0.75, 4, None, 1000, nonlinearity=halved)
+    assert answer.answer == "undetermined" and answer.undetermined_by == "linearisation"
+    assert answer.share_reached == 0.0 and answer.sure_size == 0
+    assert answer.size_interval == (2.0, np.inf)
+    plain = linear_answer(psi, np.zeros(5), 1, 0.75, 4, None, 1000)
+    assert plain.answer == "reached" and plain.size_interval == (2.0, 2.0)
