@@ -24,7 +24,9 @@ from bayesij.stats.compare_diagnostics import (
     probability_below_zero,
     selection_check,
 )
+from bayesij.stats.compare_scores import compare_scores
 from bayesij.stats.elpd import ElpdResult
+from bayesij.stats.scores import LooScore
 from bayesij.stats.subsample import LooSubsample, compare_subsampled
 from bayesij.stats.weighted_loo import WeightedLooResult, weighted_standard_error
 
@@ -53,8 +55,13 @@ def compare(
 
     Parameters
     ----------
-    results : dict of str to ElpdResult
+    results : dict of str to ElpdResult, or of str to LooScore
         Results (LOO, WAIC, K-fold, held-out, LFO, ...) of the models on the same units.
+        Or each model's :func:`bayesij.loo_score` / :func:`bayesij.loo_metrics` of one kind
+        (CRPS, SCRPS, MAE, MSE, RMSE, R², accuracy) on the same observations: the table is
+        then :func:`bayesij.stats.compare_scores.compare_scores`'s (the difference of each
+        model to the best by that score, the paired SE, ``p_worse``, ``diag_diff``,
+        ``diag_k``), which neither R loo nor arviz-stats offers.
         Units are paired by their ids (the pointwise index), so the order of the
         observations does not matter; results whose ids are only positions 0..N-1 (no
         labels, e.g. from plain arrays) are paired by position, as R loo and ArviZ do.
@@ -124,6 +131,8 @@ def compare(
     """
     if weights is not None and weights not in WEIGHT_METHODS:
         raise fail("weights", repr(weights), f"None or one of {WEIGHT_METHODS}")
+    if isinstance(results, dict) and any(isinstance(r, LooScore) for r in results.values()):
+        return _compared_scores(results, weights, reference, convention)
     if isinstance(results, dict) and any(isinstance(r, LooSubsample) for r in results.values()):
         if weights is not None:
             raise fail("weights", repr(weights), "None for subsampled results")
@@ -165,6 +174,21 @@ def compare(
         table["weight"] = model_weights(results, weights, seed=seed).loc[table.index]
     _check_selection(table, frame, order)
     return table
+
+
+def _compared_scores(results: dict, weights, reference, convention) -> pd.DataFrame:
+    """:func:`compare` of :class:`~bayesij.stats.scores.LooScore` results."""
+    others = [name for name, r in results.items() if not isinstance(r, LooScore)]
+    if others or len(results) < 2:
+        raise fail(
+            "results",
+            f"scores beside {others}" if others else f"{len(results)} score",
+            "two or more LooScore results (loo_score / loo_metrics), or elpd results only",
+        )
+    for name, value in (("weights", weights), ("reference", reference), ("convention", convention)):
+        if value is not None:
+            raise fail(name, repr(value), "None when comparing scores")
+    return compare_scores(results)
 
 
 #: The divisor of the difference's SE in each peer's comparison table.
