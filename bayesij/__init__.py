@@ -44,6 +44,7 @@ _PUBLIC = {
     "compare": "bayesij.stats.compare",
     "model_weights": "bayesij.stats.compare",
     "weight_predictions": "bayesij.stats.compare",
+    "score_weights": "bayesij.stats.score_stacking",
     "pit_ecdf": "bayesij.stats.pit",
     "calibration": "bayesij.stats.calibration",
     "psense": "bayesij.stats.power_scaling",

@@ -752,6 +752,47 @@ def _catalogue():
             kw(bayesij.loo_expectation, "prob", data=POST, values=LOG_LIK, kind="quantile"),
             PROBABILITY,
         ),
+        ("loo_i", "data", lambda v: bayesij.loo_i(v, 0), DRAWS),
+        (
+            "loo_i",
+            "unit",
+            lambda v: bayesij.loo_i(POST, v),
+            {"past the end": N, "-N - 1": -N - 1, "'nope'": "nope", "None": None, "1.5": 1.5},
+        ),
+        (
+            "score_weights",
+            "fits",
+            lambda v: bayesij.score_weights(v, y=Y, y_pred={"a": LOG_LIK}),
+            {"one model": {"a": LOG_LIK}, "a list": [LOG_LIK, LOG_LIK], "None": None},
+        ),
+        (
+            "score_weights",
+            "kind",
+            lambda v: bayesij.score_weights(
+                {"a": LOG_LIK, "b": LOG_LIK}, v, y=Y, y_pred={"a": LOG_LIK, "b": LOG_LIK}
+            ),
+            OPTION,
+        ),
+        (
+            "score_weights",
+            "y",
+            lambda v: bayesij.score_weights(
+                {"a": LOG_LIK, "b": LOG_LIK}, y=v, y_pred={"a": LOG_LIK, "b": LOG_LIK}
+            ),
+            {**OBS_VECTOR, "None": None},
+        ),
+        (
+            "score_weights",
+            "y_pred",
+            lambda v: bayesij.score_weights({"a": LOG_LIK, "b": LOG_LIK}, y=Y, y_pred=v),
+            {"other models": {"c": LOG_LIK}, "a list": [LOG_LIK]},
+        ),
+        (
+            "score_weights",
+            "y_pred['a']",  # the model's draws named
+            lambda v: bayesij.score_weights({"a": LOG_LIK, "b": LOG_LIK}, y=Y, y_pred=v),
+            {"NaN": {"a": _matrix(np.nan)}, "1-D": {"a": np.zeros(C * D)}},
+        ),
         ("loo_pit", "data", lambda v: bayesij.loo_pit(v, Y, LOG_LIK), DRAWS),
         ("loo_pit", "y", lambda v: bayesij.loo_pit(POST, v, LOG_LIK), OBS_VECTOR),
         (

@@ -11,7 +11,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
-__all__ = ["stacking_weights", "pseudobma_weights"]
+__all__ = ["stacking_weights", "pseudobma_weights", "score_stacking_weights"]
 
 
 def stacking_weights(lpd: np.ndarray, tol: float = 1e-12) -> np.ndarray:
@@ -98,3 +98,79 @@ def pseudobma_weights(
     alpha = rng.dirichlet(np.ones(n_obs), size=n_bootstrap)
     z = n_obs * (alpha @ lpd)
     return np.exp(z - logsumexp(z, axis=1, keepdims=True)).mean(axis=0)
+
+
+def score_stacking_weights(
+    absolute: np.ndarray, spread: np.ndarray, kind: str = "crps", tol: float = 1e-12
+) -> tuple[np.ndarray, float]:
+    """Stacking weights that maximise the mean LOO CRPS or SCRPS of the mixture.
+
+    For the mixture ``sum_k w_k F_k`` of predictive distributions, ``E|X - y| = w' a_n``
+    and ``E|X - X'| = w' B_n w`` with ``a_nk = E|X_k - y_n|`` and ``B_nkl = E|X_k - X_l|``
+    (independent draws of models k and l): the mixture's CRPS ``w' a_n - w' B_n w / 2`` is
+    a convex quadratic on the simplex (``B`` is conditionally negative definite), its SCRPS
+    ``-w' a_n / w' B_n w - log(w' B_n w) / 2`` is not: SLSQP from equal weights and from
+    each vertex, the best kept.
+
+    Parameters
+    ----------
+    absolute : ndarray of shape (n_obs, n_models)
+        ``a_nk``.
+    spread : ndarray of shape (n_obs, n_models, n_models)
+        ``B_nkl`` (symmetric).
+    kind : {"crps", "scrps"}
+
+    Returns
+    -------
+    weights : ndarray of shape (n_models,)
+    score : float
+        The mixture's mean score at the weights (CRPS negated, SCRPS: larger is better).
+
+    References
+    ----------
+    .. [1] Yao, Y., Vehtari, A., Simpson, D. and Gelman, A. (2018). Using stacking to
+       average Bayesian predictive distributions. Bayesian Analysis 13(3), 917-1007.
+    .. [2] Bolin, D. and Wallin, J. (2023). Local scale invariance and robustness of proper
+       scoring rules. Statistical Science 38(1), 140-159.
+    """
+    n_obs, n_models = absolute.shape
+    if kind == "crps":
+        a_mean, b_mean = absolute.mean(axis=0), spread.mean(axis=0)
+
+        def loss(w):
+            return float(w @ a_mean - 0.5 * w @ b_mean @ w)
+
+        def gradient(w):
+            return a_mean - b_mean @ w
+
+    else:
+
+        def loss(w):
+            q = np.einsum("k,nkl,l->n", w, spread, w)
+            return float(np.mean(absolute @ w / q + 0.5 * np.log(q)))
+
+        def gradient(w):
+            bw = np.einsum("nkl,l->nk", spread, w)
+            q = bw @ w
+            l_n = absolute @ w
+            terms = absolute / q[:, None] - 2.0 * (l_n / q**2)[:, None] * bw + bw / q[:, None]
+            return terms.mean(axis=0)
+
+    starts = [np.full(n_models, 1.0 / n_models), *np.eye(n_models)]
+    best = None
+    for start in starts:
+        result = minimize(
+            loss,
+            start,
+            jac=gradient,
+            method="SLSQP",
+            bounds=[(0.0, 1.0)] * n_models,
+            constraints=[{"type": "eq", "fun": lambda w: np.sum(w) - 1.0, "jac": np.ones_like}],
+            options={"ftol": tol, "maxiter": 1000},
+        )
+        weights = np.clip(result.x, 0.0, None)
+        weights /= weights.sum()
+        value = loss(weights)
+        if best is None or value < best[1]:
+            best = (weights, value)
+    return best[0], -best[1]

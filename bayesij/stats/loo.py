@@ -598,12 +598,17 @@ def loo_weights(draws: LooDraws, floats_per_obs: int):
     k-hat (n_cols,), smoothed here, or taken from saved log-weights (k-hat None)."""
     matrix = draws.matrix
     for chunk in obs_chunks(matrix.shape[1], floats_per_obs * matrix.shape[0]):
-        if draws.saved is not None:
-            yield chunk, np.exp(draws.saved[:, chunk]), None
-            continue
-        smoothed = psis_chunk(-read_columns(matrix, chunk), draws.tails[chunk], draws.ties)
-        log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
-        yield chunk, np.exp(log_weights), smoothed.pareto_k
+        yield (chunk, *chunk_loo_weights(draws, chunk))
+
+
+def chunk_loo_weights(draws: LooDraws, chunk) -> tuple[np.ndarray, np.ndarray | None]:
+    """The normalised PSIS leave-one-out weights (S, n_cols) of the observations ``chunk``
+    (a slice or positions) and their k-hat (None where taken from saved log-weights)."""
+    if draws.saved is not None:
+        return np.exp(draws.saved[:, chunk]), None
+    smoothed = psis_chunk(-read_columns(draws.matrix, chunk), draws.tails[chunk], draws.ties)
+    log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
+    return np.exp(log_weights), smoothed.pareto_k
 
 
 def _weighted_quantile(values: np.ndarray, weights: np.ndarray, prob: float) -> np.ndarray:
