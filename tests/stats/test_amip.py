@@ -639,3 +639,27 @@ def test_a_cheap_result_does_not_contradict_itself(backend, post, method, target
     assert result.answer in ("reached", "not reachable", "undetermined")
     assert bool(result.undetermined_by) == (result.answer == "undetermined")
     assert (result.refits_needed > 0) == (result.answer == "undetermined")
+
+
+def test_a_largest_set_that_misses_on_refit_leaves_an_undetermined_answer_open():
+    # A backend whose refits never move the posterior: the first refit drops the cheap
+    # search's second-order claim, the next the largest set searched; both miss. The cheap
+    # answer was undetermined (linearisation), so another set may still reach: not "not
+    # reachable" (which only the cheap search's optimistic end can say).
+    backend, post = _leveraged_slope(1)
+    cheap = bayesij.amip(post, "beta[2]", "sign", method="linear", alpha_max=0.1)
+    assert cheap.answer == "undetermined" and cheap.undetermined_by == "linearisation"
+    second = cheap.curve.set_index("n_drop")["second_order"]
+    crossing = int(second.index[np.sign(cheap.original_value + second) < 0][0])
+
+    class Unmoved:
+        def fit(self, weights):
+            return backend.fit(np.ones(backend.n_obs))
+
+    result = bayesij.amip(
+        post, "beta[2]", "sign", method="linear", alpha_max=0.1, backend=Unmoved(), max_refits=3
+    )
+    assert result.refits["n_drop"].tolist() == [crossing, 10]  # the claim, then k_max
+    assert not result.refits["reached"].any()
+    assert result.answer == "undetermined" and result.undetermined_by == "refits"
+    assert result.size_interval == (11.0, np.inf)
