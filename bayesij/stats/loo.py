@@ -14,6 +14,7 @@ from bayesij.array import loo as loo_arrays
 from bayesij.array._numeric import (
     elpd_standard_error,
     logsumexp_columns,
+    map_chunks,
     obs_chunks,
     read_columns,
 )
@@ -738,7 +739,9 @@ def loo_expectation(
     n_obs = draws.matrix.shape[1]
     value, mcse = np.empty((len(probs), n_obs)), np.empty((len(probs), n_obs))
     k = np.empty(n_obs)
-    for chunk, weights, _ in loo_weights(draws, 12):
+
+    def work(chunk):  # chunks on threads: each writes its own columns
+        weights, _ = chunk_loo_weights(draws, chunk)
         g = draws.values[:, chunk]
         for j, p in enumerate(probs):
             value[j, chunk], influence = _weighted_estimate(g, weights, kind, p, draws.quantile)
@@ -750,6 +753,8 @@ def loo_expectation(
                 error = _quantile_mcse(g, weights, p, error, draws.quantile)
             mcse[j, chunk] = error
         k[chunk] = expectation_khat(-read_columns(draws.matrix, chunk), g, kind)
+
+    map_chunks(work, obs_chunks(n_obs, 12 * draws.matrix.shape[0]))
     index = unit_index(draws.units)
     if kind != "quantile" or np.ndim(prob) == 0:
         return pd.DataFrame({"value": value[0], "mcse": mcse[0], "pareto_k": k}, index=index)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from bayesij.array._numeric import map_chunks, obs_chunks
 from bayesij.array.checks import (
     as_float_array,
     check_finite,
@@ -18,7 +19,7 @@ from bayesij.array.checks import (
 from bayesij.array.scores import weighted_crps
 from bayesij.data.convert import unit_index
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
-from bayesij.stats.loo import draws_beside_log_lik, loo_expectation, loo_weights
+from bayesij.stats.loo import chunk_loo_weights, draws_beside_log_lik, loo_expectation
 from bayesij.stats.peers import own_ddof
 
 __all__ = ["LooScore", "loo_score", "loo_metrics", "SCORES", "METRICS"]
@@ -133,11 +134,15 @@ def loo_score(
     observed = _observed(observed_or_fit(data, y, var_name), draws.matrix.shape[1])
     score = np.empty(draws.matrix.shape[1])
     k = psis.pointwise["pareto_k"].to_numpy() if psis is not None else np.empty(score.size)
-    for chunk, weights, chunk_k in loo_weights(draws, 16):
+
+    def work(chunk):  # chunks on threads: each writes its own columns
+        weights, chunk_k = chunk_loo_weights(draws, chunk)
         crps, scrps = weighted_crps(draws.values[:, chunk], observed[chunk], weights)
         score[chunk] = crps if kind == "crps" else scrps
         if chunk_k is not None:
             k[chunk] = chunk_k
+
+    map_chunks(work, obs_chunks(score.size, 16 * draws.matrix.shape[0]))
     frame = pd.DataFrame({"score": score, "pareto_k": k}, index=unit_index(draws.units))
     return LooScore(kind, float(score.mean()), _se(score, ddof), frame)
 
