@@ -27,6 +27,10 @@ STYLE = (
 )
 
 
+#: Tables shown open besides the first (the rest are folded under their titles).
+OPEN_TABLES = ("Influential subsets (AMIP)",)
+
+
 def html_body(audit, figures: bool = True) -> str:
     """The report's HTML (no page around it): heading, verdict, sections."""
     from bayesij.report.audit import column_definitions
@@ -42,7 +46,8 @@ def html_body(audit, figures: bool = True) -> str:
     parts.append("</ul></div>")
     parts += [f"<p>{esc(line)}</p>" for line in audit.skipped_words()]
     for index, (title, table) in enumerate(audit.tables().items()):
-        opened = " open" if index == 0 else ""
+        # open: the first table and the AMIP answers (what the verdict rests on)
+        opened = " open" if index == 0 or title in OPEN_TABLES else ""
         parts += [
             f"<details{opened}><summary>{esc(title)}</summary>",
             '<div class="scroll">'

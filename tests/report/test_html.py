@@ -22,7 +22,10 @@ def test_the_page_reads_top_down_and_escapes_names(tmp_path):
     page = html_page(result)
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert page.index('class="verdict"') < page.index("<details")
-    assert page.count("<details open>") == 1  # the first table; the rest folded
+    # open: the first table and the AMIP answers; the rest folded
+    assert page.count("<details open>") == 1 + ("Influential subsets (AMIP)" in result.tables())
+    if "Influential subsets (AMIP)" in result.tables():
+        assert "<details open><summary>Influential subsets (AMIP)" in page
     assert page.count("<details") >= len(result.tables()) + 2  # + the figure sections
     assert page.count('<dl class="columns">') >= 3
     assert "split_change</dt><dd>the set chosen on half the draws" in page
