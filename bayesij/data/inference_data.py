@@ -385,3 +385,32 @@ def _fit_variable(data, group: str, var_name, argument: str) -> tuple[xr.Dataset
             f"the log-likelihood's variable {var_name!r} there, or {argument}= given",
         )
     return dataset, var_name
+
+
+def fit_groups(values: dict, group: str, argument: str = "predictions") -> dict | None:
+    """Each value's ``group`` as a Dataset when the values are fits (InferenceData or
+    DataTree), None when none is; an error naming the model where some are and some are
+    not, or where a fit lacks the group."""
+    if not any(has_groups(value) for value in values.values()):
+        return None
+    datasets = {}
+    for name, value in values.items():
+        if not has_groups(value) or group not in group_names(value):
+            raise fail(
+                f"{argument}[{name!r}]",
+                f"a {type(value).__name__} without a {group!r} group"
+                if has_groups(value)
+                else f"a {type(value).__name__} beside fits",
+                f"every model an InferenceData or DataTree with a {group!r} group",
+            )
+        node = value[group]
+        datasets[name] = node.to_dataset() if hasattr(node, "to_dataset") else node
+    return datasets
+
+
+def optional_group(fit, group: str) -> xr.Dataset | None:
+    """A fit's ``group`` as a Dataset, or None where it has none."""
+    if not has_groups(fit) or group not in group_names(fit):
+        return None
+    node = fit[group]
+    return node.to_dataset() if hasattr(node, "to_dataset") else node

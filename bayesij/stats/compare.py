@@ -17,7 +17,7 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.model_weights import pseudobma_weights, stacking_weights
-from bayesij.data.inference_data import group_names, has_groups
+from bayesij.data.inference_data import fit_groups, optional_group
 from bayesij.stats.compare_diagnostics import (
     difference_flag,
     khat_flag,
@@ -452,8 +452,11 @@ def weight_predictions(
     if not isinstance(predictions, dict) or len(predictions) < 2:
         raise fail("predictions", type(predictions).__name__, "a dict of two or more models' draws")
     names = list(predictions)
-    if any(has_groups(value) for value in predictions.values()):
-        return _weighted_fits(predictions, _normalised_weights(weights, names), seed, group)
+    datasets = fit_groups(predictions, group)
+    if datasets is not None:
+        observed = optional_group(next(iter(predictions.values())), "observed_data")
+        share = _normalised_weights(weights, names)
+        return _weighted_fits(datasets, observed, share, seed, group)
     draws = {name: _flat_draws(values, name) for name, values in predictions.items()}
     shapes = {values.shape[1:] for values in draws.values()}
     if len(shapes) != 1:
@@ -471,42 +474,29 @@ def weight_predictions(
     )
 
 
-def _weighted_fits(fits: dict, share: np.ndarray, seed, group: str):
-    """:func:`weight_predictions` of fits: a DataTree of the mixed ``group`` draws."""
+def _weighted_fits(datasets: dict, observed, share: np.ndarray, seed, group: str):
+    """:func:`weight_predictions` of fits' ``group`` Datasets: a DataTree of the mixed
+    draws (and ``observed``, the first fit's observed_data, where there is one)."""
     import xarray as xr
 
-    datasets = {}
-    for name, fit in fits.items():
-        if not has_groups(fit) or group not in group_names(fit):
-            raise fail(
-                f"predictions[{name!r}]",
-                f"a {type(fit).__name__} without a {group!r} group"
-                if has_groups(fit)
-                else f"a {type(fit).__name__} beside fits",
-                f"every model an InferenceData or DataTree with a {group!r} group",
-            )
-        node = fit[group]
-        dataset = node.to_dataset() if hasattr(node, "to_dataset") else node
-        datasets[name] = dataset.stack(sample=("chain", "draw")).transpose(..., "sample")
-    variables = {tuple(sorted(d.data_vars)) for d in datasets.values()}
+    stacked = {
+        name: dataset.stack(sample=("chain", "draw")).transpose(..., "sample")
+        for name, dataset in datasets.items()
+    }
+    variables = {tuple(sorted(d.data_vars)) for d in stacked.values()}
     if len(variables) != 1:
         raise fail("predictions", f"{group} variables {sorted(variables)}", "the same in every fit")
-    total = min(d.sizes["sample"] for d in datasets.values())
+    total = min(d.sizes["sample"] for d in stacked.values())
     counts = _largest_remainders(share * total, total)
     rng = np.random.default_rng(None if seed is None else check_seed(seed))
     parts = []
-    for (name, dataset), count in zip(datasets.items(), counts, strict=True):
+    for (name, dataset), count in zip(stacked.items(), counts, strict=True):
         rows = rng.choice(dataset.sizes["sample"], count, replace=False)
         part = dataset.isel(sample=rows).drop_vars(["sample", "chain", "draw"])
         parts.append(part.assign_coords(model=("sample", np.full(count, name, dtype=object))))
-    mixed = xr.concat(parts, dim="sample")
-    tree = {group: mixed}
-    first = next(iter(fits.values()))
-    if "observed_data" in group_names(first):
-        observed = first["observed_data"]
-        tree["observed_data"] = (
-            observed.to_dataset() if hasattr(observed, "to_dataset") else observed
-        )
+    tree = {group: xr.concat(parts, dim="sample")}
+    if observed is not None:
+        tree["observed_data"] = observed
     return xr.DataTree.from_dict(tree)
 
 
