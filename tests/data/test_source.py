@@ -90,6 +90,7 @@ BLOCKWISE = {
     ],
     "amip": lambda d: bayesij.amip(d, "b", "significance", method="linear").curve,
     "loo_subsample": lambda d: bayesij.loo_subsample(d, 150, seed=3),
+    "loo_i": lambda d: bayesij.loo_i(d, 3).pointwise,  # one column read
     "audit": lambda d: _audit_numbers(bayesij.audit(d, method="linear")),
 }
 
