@@ -17,6 +17,7 @@ from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
 from bayesij.data.structure import Units
 from bayesij.data.var_names import select_var_names
+from bayesij.report.progress import Progress
 from bayesij.report.summary import (
     fragile,
     ij_comparison,
@@ -473,6 +474,7 @@ def audit(
     grad_log_posterior=None,
     backend=None,
     max_refits: int = 6,
+    progress: bool | None = None,
 ) -> Audit:
     """Audit a fit: which conclusions hang on a few units, whether posterior and
     frequentist standard errors agree, how reliable LOO is, and what to refit.
@@ -544,6 +546,10 @@ def audit(
         Refits per AMIP question with a ``backend`` (on a logistic regression with sets of
         120-300 of 3020, 6 refits found sets within 4 % of the estimating equation's
         iterated AMIP).
+    progress : bool, optional
+        One line per stage on standard error while the audit works (``bayesij audit
+        [2.1 s]: one pass over 4000 draws x 3020 observations ...``). None: shown in a
+        terminal and in Jupyter, silent in scripts and logs; True or False to decide.
 
     Returns
     -------
@@ -582,6 +588,8 @@ def audit(
     """
     loo, waic, amip = (check_flag(v, a) for v, a in ((loo, "loo"), (waic, "waic"), (amip, "amip")))
     targets = check_labels(targets, "targets")
+    say = Progress(progress, "audit")
+    say.stage("reading the fit")
     for target in targets:
         check_target(target, "targets")
     fit = read(data, groups=groups, var_name=var_name)
@@ -606,6 +614,10 @@ def audit(
         warnings.simplefilter("ignore")
         questions, skipped = _questions(source, names, targets) if amip else ([], {})
         gradient = _gradient_arrays(grad_log_posterior, fit.data) if questions else (None, None)
+        say.stage(
+            f"one pass over {source.n_draws} draws x {unit_words(units.name, source.n_units)}: "
+            f"influence, IJ, LOO, WAIC, {len(questions)} AMIP question(s)"
+        )
         found = audit_pass(
             source,
             questions,
@@ -633,12 +645,16 @@ def audit(
             control_variates=gradient[0] is not None,
         )
         if backend is not None and questions:
+            say.stage(f"refits in the loop: {len(questions)} question(s), up to {max_refits} each")
             result.amip = _refitted(
                 fit, result.amip, backend, max_refits, gradient, alpha_max, method
             )
         if loo and units.grouped:
+            say.stage("LOO over the observations")
             result.loo_observations = compute_loo(fit, groups=False)
         if not source.lazy:
+            if log_prior is not None or fit.has_log_prior:
+                say.stage("power-scaling sensitivity")
             selection = _top_level_priors(fit, log_prior)
             result.sensitivity = _sensitivity(fit, names, log_prior, selection)
             result.prior_selection = selection
@@ -647,7 +663,10 @@ def audit(
                 "Power-scaling sensitivity: the fit has a log prior, but the log-likelihood is "
                 "lazy and psense needs the whole draws x units matrix in memory."
             )
+        if compare_with:
+            say.stage(f"LOO of {len(compare_with)} model(s) to compare with")
         result.comparison = _comparison(found.loo, compare_with, fit.unit_labels())
+    say.done()
     return result
 
 
