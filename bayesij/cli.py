@@ -320,6 +320,7 @@ def _run_audit(args) -> None:
         "var_names": args.var_names,
         "filter_vars": args.filter_vars,
         "compare_with": _compare(args.compare),
+        "progress": args.progress,
     }
     if args.log_prior is not None:
         options["log_prior"] = args.log_prior
@@ -435,6 +436,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=0.1,
         help="largest share of units an influential set may hold (default 0.1)",
+    )
+    aud.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one line per stage on stderr while the audit works (default: in a terminal)",
     )
     aud.set_defaults(run=_run_audit)
     infl = commands.add_parser(

@@ -129,8 +129,10 @@ def test_audit_options_reach_the_audit(tmp_path, capsys):
         "--alpha-max",
         "0.5",
     ]
-    assert main(argv) == 0
-    out = capsys.readouterr().out
+    assert main([*argv, "--progress"]) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "bayesij audit [" in captured.err and captured.err.rstrip().endswith(": done")
     assert "Units: 4 groups (groups given)" in out
     assert "| target | answer |" in out and "| mu | -2.5 |" in out  # the Delta target reached
     assert "| mean |" in out  # a Delta target moves the mean
