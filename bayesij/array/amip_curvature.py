@@ -98,12 +98,21 @@ class Curvature(NamedTuple):
         The draws' covariance ``Sigma`` (divisor S).
     column : int
         The searched quantity's column.
+    fit : ndarray of shape (F, S)
+        The design's pseudo-inverse: a unit's least-squares coefficients from its
+        log-likelihood at the draws (computed once, used for every set).
+    cubic : tuple or None
+        The draws' cubic monomials less their quadratic part (S, C), their index triples
+        and that matrix's pseudo-inverse (C, S); None when the draws are too few for them
+        (fewer than four times the columns of both designs).
     """
 
     design: np.ndarray
     pairs: tuple
     cov: np.ndarray
     column: int
+    fit: np.ndarray
+    cubic: tuple | None
 
     @property
     def n_parameters(self) -> int:
@@ -118,7 +127,7 @@ class Curvature(NamedTuple):
         p = self.n_parameters
         centred = values - values.mean(axis=0)
         first = -(self.design[:, :p].T @ centred).T / values.shape[0]
-        coef = np.linalg.lstsq(self.design, centred, rcond=None)[0]  # (F, K)
+        coef = self.fit @ centred  # (F, K): least squares, the design's pseudo-inverse
         hessian = np.zeros((values.shape[1], p, p))
         i, j = self.pairs
         quad = coef[p:].T  # (K, F2)
@@ -168,12 +177,10 @@ class Curvature(NamedTuple):
         draws that the quadratic explains (K,), from the same fits."""
         values = np.where(np.isfinite(columns), columns, 0.0)
         centred = values - values.mean(axis=0)
-        cubes = self._cubic_columns()
-        if cubes is None:
+        if self.cubic is None:
             return np.full(values.shape[1], np.inf), np.ones(values.shape[1])
-        rest, triples = cubes
-        solve = np.linalg.pinv(rest)  # (C, S): the cubic coefficients of a residual
-        fit = np.linalg.pinv(self.design)
+        _, triples, solve = self.cubic  # solve (C, S): the cubic coefficients of a residual
+        fit = self.fit
         root = _symmetric_root(self.cov)
         k = values.shape[1]
         grid = np.unique(np.geomspace(1, k, min(k, CUBIC_GRID)).round().astype(int))
@@ -194,19 +201,6 @@ class Curvature(NamedTuple):
             shares[g_index] = 0.5 * float(np.max(np.abs(np.linalg.eigvalsh(white)))) / smallest
         sizes = np.arange(1, k + 1)
         return np.interp(sizes, grid, shares), np.interp(sizes, grid, explained)
-
-    def _cubic_columns(self):
-        """The draws' cubic monomials ``d_i d_j d_k`` (``i <= j <= k``) with the quadratic
-        design's part removed (S, C), and their index triples; None when the draws are too
-        few for them (fewer than four times the columns of both)."""
-        p = self.n_parameters
-        d = self.design[:, :p]
-        triples = [(i, j, k) for i in range(p) for j in range(i, p) for k in range(j, p)]
-        if d.shape[0] < 4 * (self.design.shape[1] + len(triples)):
-            return None
-        cubes = np.stack([d[:, i] * d[:, j] * d[:, k] for i, j, k in triples], axis=1)
-        rest = cubes - self.design @ np.linalg.lstsq(self.design, cubes, rcond=None)[0]
-        return rest, triples
 
     def ratios(self, columns: np.ndarray, sign: int, z: float) -> np.ndarray:
         """The second-order prediction relative to the first after each prefix, and the
@@ -313,7 +307,21 @@ def curvature_of(quantities: np.ndarray, index: int) -> Curvature | None:
     if flat.shape[0] < 4 * design.shape[1]:
         return None
     cov = d.T @ d / d.shape[0]
-    return Curvature(design, (i, j), cov, int(np.flatnonzero(keep == index)[0]))
+    column = int(np.flatnonzero(keep == index)[0])
+    return Curvature(design, (i, j), cov, column, np.linalg.pinv(design), _cubic_design(design, p))
+
+
+def _cubic_design(design: np.ndarray, p: int) -> tuple | None:
+    """The draws' cubic monomials ``d_i d_j d_k`` (``i <= j <= k``) with the quadratic
+    design's part removed (S, C), their index triples and that matrix's pseudo-inverse;
+    None when the draws are too few (fewer than four times the columns of both)."""
+    d = design[:, :p]
+    triples = [(i, j, k) for i in range(p) for j in range(i, p) for k in range(j, p)]
+    if d.shape[0] < 4 * (design.shape[1] + len(triples)):
+        return None
+    cubes = np.stack([d[:, i] * d[:, j] * d[:, k] for i, j, k in triples], axis=1)
+    rest = cubes - design @ np.linalg.lstsq(design, cubes, rcond=None)[0]
+    return rest, triples, np.linalg.pinv(rest)
 
 
 #: At most this many units along a set get the second-order model (their columns are read
