@@ -46,12 +46,18 @@ def stacking_weights(lpd: np.ndarray, tol: float = 1e-12) -> np.ndarray:
     def gradient(w):
         return -(density / (density @ w)[:, None]).sum(axis=0) / n_obs
 
+    return _simplex_minimum(negative_score, gradient, np.full(n_models, 1.0 / n_models), tol)
+
+
+def _simplex_minimum(loss, gradient, start: np.ndarray, tol: float) -> np.ndarray:
+    """SLSQP's minimum of ``loss`` over the simplex from ``start``: non-negative weights
+    summing to one."""
     result = minimize(
-        negative_score,
-        np.full(n_models, 1.0 / n_models),
+        loss,
+        start,
         jac=gradient,
         method="SLSQP",
-        bounds=[(0.0, 1.0)] * n_models,
+        bounds=[(0.0, 1.0)] * start.size,
         constraints=[{"type": "eq", "fun": lambda w: np.sum(w) - 1.0, "jac": np.ones_like}],
         options={"ftol": tol, "maxiter": 1000},
     )
@@ -159,17 +165,7 @@ def score_stacking_weights(
     starts = [np.full(n_models, 1.0 / n_models), *np.eye(n_models)]
     best = None
     for start in starts:
-        result = minimize(
-            loss,
-            start,
-            jac=gradient,
-            method="SLSQP",
-            bounds=[(0.0, 1.0)] * n_models,
-            constraints=[{"type": "eq", "fun": lambda w: np.sum(w) - 1.0, "jac": np.ones_like}],
-            options={"ftol": tol, "maxiter": 1000},
-        )
-        weights = np.clip(result.x, 0.0, None)
-        weights /= weights.sum()
+        weights = _simplex_minimum(loss, gradient, start, tol)
         value = loss(weights)
         if best is None or value < best[1]:
             best = (weights, value)
