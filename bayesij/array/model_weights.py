@@ -163,10 +163,7 @@ def score_stacking_weights(
             return terms.mean(axis=0)
 
     starts = [np.full(n_models, 1.0 / n_models), *np.eye(n_models)]
-    best = None
-    for start in starts:
-        weights = _simplex_minimum(loss, gradient, start, tol)
-        value = loss(weights)
-        if best is None or value < best[1]:
-            best = (weights, value)
-    return best[0], -best[1]
+    found = [_simplex_minimum(loss, gradient, start, tol) for start in starts]
+    values = [loss(weights) for weights in found]
+    best = int(np.argmin(values))
+    return found[best], -values[best]

@@ -226,21 +226,3 @@ def test_a_verified_set_is_no_longer_left_to_a_refit(backend, post):
     assert "A handful of observations decides" in " ".join(checked.summary())
     refuted = replace(verified, verification={**verified.verification, "reached": False})
     assert refuted not in fragile({key: refuted}) + first_order_only({key: refuted})
-
-
-def test_progress_is_one_line_per_stage_on_stderr_when_asked(capsys):
-    rng = np.random.default_rng(2)
-    draws = rng.normal(0.3, 0.1, size=(4, 250, 2))
-    log_lik = rng.normal(-1, 0.1, size=(4, 250, 30)) + 0.2 * draws[..., :1]
-    post = bayesij.from_arrays(draws, log_lik)
-    bayesij.audit(post, progress=True)
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert captured.out == "" and lines[0].startswith("bayesij audit [")
-    assert "one pass over 1000 draws x 30 observations" in captured.err
-    assert lines[-1].endswith(": done")
-    bayesij.audit(post)  # not a terminal, not Jupyter: silent
-    bayesij.audit(post, progress=False)
-    assert capsys.readouterr().err == ""
-    with pytest.raises(ValueError, match=r"progress: found 'yes'; expected None"):
-        bayesij.audit(post, progress="yes")
