@@ -25,15 +25,21 @@ def _models(shifts, scales, n=80, seed=0):
     return y, fits, y_pred
 
 
-def _mixture_score(y, fits, y_pred, weights, kind):
-    """The mean LOO score of the mixture, from the pooled draws weighted w_k * LOO weight."""
-    values, pooled = [], []
-    for (name, fit), w in zip(fits.items(), weights, strict=True):
+def _loo_draws(y, fits, y_pred):
+    """Each model's predictive draws and their PSIS leave-one-out weights."""
+    out = []
+    for name, fit in fits.items():
         draws = draws_beside_log_lik(fit, y_pred[name], "y_pred")
-        loo_weights, _ = chunk_loo_weights(draws, slice(0, y.size))
-        values.append(draws.values)
-        pooled.append(w * loo_weights)
-    crps, scrps = weighted_crps(np.concatenate(values), y, np.concatenate(pooled))
+        out.append((draws.values, chunk_loo_weights(draws, slice(0, y.size))[0]))
+    return out
+
+
+def _mixture_score(y, fits, y_pred, weights, kind, loo_draws=None):
+    """The mean LOO score of the mixture, from the pooled draws weighted w_k * LOO weight."""
+    loo_draws = loo_draws or _loo_draws(y, fits, y_pred)
+    values = np.concatenate([v for v, _ in loo_draws])
+    pooled = np.concatenate([w * lw for (_, lw), w in zip(loo_draws, weights, strict=True)])
+    crps, scrps = weighted_crps(values, y, pooled)
     return float(np.mean(crps if kind == "crps" else scrps))
 
 
@@ -44,7 +50,8 @@ def test_two_models_weights_are_the_grid_s_best(kind):
         warnings.simplefilter("ignore")
         weights = bayesij.score_weights(fits, kind, y=y, y_pred=y_pred)
         grid = np.linspace(0, 1, 201)
-        scores = [_mixture_score(y, fits, y_pred, (g, 1 - g), kind) for g in grid]
+        loo_draws = _loo_draws(y, fits, y_pred)
+        scores = [_mixture_score(y, fits, y_pred, (g, 1 - g), kind, loo_draws) for g in grid]
     best = grid[int(np.argmax(scores))]
     assert 0.05 < weights["m0"] < 0.95  # a real mixture
     assert abs(weights["m0"] - best) <= 0.0075
@@ -63,9 +70,10 @@ def test_three_models_no_random_weights_do_better():
         warnings.simplefilter("ignore")
         for kind in ("crps", "scrps"):
             weights = bayesij.score_weights(fits, kind, y=y, y_pred=y_pred)
-            ours = _mixture_score(y, fits, y_pred, weights.to_numpy(), kind)
+            loo_draws = _loo_draws(y, fits, y_pred)
+            ours = _mixture_score(y, fits, y_pred, weights.to_numpy(), kind, loo_draws)
             for w in rng.dirichlet(np.ones(3), size=40):
-                assert _mixture_score(y, fits, y_pred, w, kind) <= ours + 1e-9
+                assert _mixture_score(y, fits, y_pred, w, kind, loo_draws) <= ours + 1e-9
 
 
 def test_a_model_that_predicts_better_everywhere_takes_all_the_weight():
