@@ -11,7 +11,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
-__all__ = ["stacking_weights", "pseudobma_weights", "score_stacking_weights"]
+__all__ = ["stacking_weights", "pseudobma_weights", "score_stacking_weights", "mixture_score"]
 
 
 def stacking_weights(lpd: np.ndarray, tol: float = 1e-12) -> np.ndarray:
@@ -152,8 +152,7 @@ def score_stacking_weights(
     else:
 
         def loss(w):
-            q = np.einsum("k,nkl,l->n", w, spread, w)
-            return float(np.mean(absolute @ w / q + 0.5 * np.log(q)))
+            return -mixture_score(absolute, spread, w, kind)
 
         def gradient(w):
             bw = np.einsum("nkl,l->nk", spread, w)
@@ -167,3 +166,15 @@ def score_stacking_weights(
     values = [loss(weights) for weights in found]
     best = int(np.argmin(values))
     return found[best], -values[best]
+
+
+def mixture_score(absolute: np.ndarray, spread: np.ndarray, weights, kind: str) -> float:
+    """The mean LOO CRPS (negated) or SCRPS of the mixture with ``weights`` (K,), from
+    ``a_nk = E|X_k - y_n|`` (n, K) and ``B_nkl = E|X_k - X_l|`` (n, K, K) as in
+    :func:`score_stacking_weights`: larger is better."""
+    w = np.asarray(weights, dtype=float)
+    distance = absolute @ w
+    q = np.einsum("k,nkl,l->n", w, spread, w)
+    if kind == "crps":
+        return float(np.mean(0.5 * q - distance))
+    return float(np.mean(-distance / q - 0.5 * np.log(q)))

@@ -22,7 +22,7 @@ import pandas as pd
 
 from bayesij.array._numeric import obs_chunks
 from bayesij.array.checks import as_float_array, check_finite, fail
-from bayesij.array.model_weights import score_stacking_weights
+from bayesij.array.model_weights import mixture_score, score_stacking_weights
 from bayesij.array.scores import weighted_mean_difference
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.stats.loo import chunk_loo_weights, draws_beside_log_lik
@@ -115,7 +115,7 @@ def score_weights(
     result = pd.Series(weights, index=pd.Index(names, name="model"), name="weight")
     result.attrs["score"] = score
     result.attrs["single"] = {
-        name: float(score_stacking_weights(absolute[:, [k]], spread[:, [k]][:, :, [k]], kind)[1])
+        name: mixture_score(absolute, spread, np.eye(len(names))[k], kind)
         for k, name in enumerate(names)
     }
     return result

@@ -200,6 +200,21 @@ def test_loo_expectations_with_repeated_states_equal_r_loo_under_its_convention(
     assert not np.allclose(default["value"], expected["mean"], rtol=1e-6)
 
 
+def _fit_with_replicates(name: str):
+    """R's saved log-likelihood ``name`` as a fit with noisy replicates of it as the
+    posterior predictive (either ArviZ generation), and the replicates."""
+    log_lik = r_log_lik(name)
+    rng = np.random.default_rng(0)
+    y_rep = log_lik + rng.normal(size=log_lik.shape)
+    data = from_dict(
+        posterior={"mu": rng.normal(size=log_lik.shape[:2])},
+        log_likelihood={"y": log_lik},
+        posterior_predictive={"y": y_rep},
+        observed_data={"y": np.zeros(log_lik.shape[2])},
+    )
+    return data, y_rep
+
+
 @pytest.mark.skipif(not ARVIZ_1, reason="arviz-stats needs ArviZ 1.x (Python >= 3.12)")
 @pytest.mark.parametrize("name", ["reference", "heavy", "ties"])
 @pytest.mark.parametrize(
@@ -216,15 +231,7 @@ def test_loo_expectations_with_repeated_states_equal_r_loo_under_its_convention(
 def test_loo_expectations_equal_arviz_stats(name, kind, prob):
     import arviz_stats
 
-    log_lik = r_log_lik(name)
-    rng = np.random.default_rng(0)
-    y_rep = log_lik + rng.normal(size=log_lik.shape)
-    data = from_dict(
-        posterior={"mu": rng.normal(size=log_lik.shape[:2])},
-        log_likelihood={"y": log_lik},
-        posterior_predictive={"y": y_rep},
-        observed_data={"y": np.zeros(log_lik.shape[2])},
-    )
+    data, y_rep = _fit_with_replicates(name)
     theirs, khat = _quiet(arviz_stats.loo_expectations, data, kind=kind, probs=prob)
     ours = bayesij.loo_expectation(data, y_rep, kind=kind, prob=prob, convention="arviz-stats")
     np.testing.assert_allclose(ours["pareto_k"], khat.values.ravel(), rtol=0, atol=1e-8)
@@ -554,15 +561,7 @@ def test_several_quantiles_at_once_equal_one_at_a_time(name):
 def test_several_quantiles_equal_arviz_stats():
     import arviz_stats
 
-    log_lik = r_log_lik("ties")
-    rng = np.random.default_rng(0)
-    y_rep = log_lik + rng.normal(size=log_lik.shape)
-    data = from_dict(
-        posterior={"mu": rng.normal(size=log_lik.shape[:2])},
-        log_likelihood={"y": log_lik},
-        posterior_predictive={"y": y_rep},
-        observed_data={"y": np.zeros(log_lik.shape[2])},
-    )
+    data, y_rep = _fit_with_replicates("ties")
     probs = [0.1, 0.5, 0.9]
     theirs, _ = _quiet(arviz_stats.loo_expectations, data, kind="quantile", probs=probs)
     ours = bayesij.loo_expectation(data, kind="quantile", prob=probs, convention="arviz-stats")
