@@ -77,9 +77,20 @@ MARKED_FILES = {
 }
 
 
+#: Doctests outside the fast loop: their examples compile a Stan program or sample PyMC.
+MARKED_DOCTESTS = {
+    "bayesij.adapters.pystan.from_pystan": ("stan", "slow"),
+    "bayesij.refit.backends.PyStanDensity": ("stan", "slow"),
+    "bayesij.refit.pymc.PyMCBackend": ("pymc", "slow"),
+    "bayesij.refit.pymc.PyMCDensity": ("pymc", "slow"),
+}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests of the files in ``MARKED_FILES`` (the fast loop leaves them out)."""
+    """Mark the tests of the files in ``MARKED_FILES`` and the doctests in
+    ``MARKED_DOCTESTS`` (the fast loop leaves them out)."""
     for item in items:
+        markers = MARKED_DOCTESTS.get(item.name, ())
         marker = MARKED_FILES.get(item.path.name)
-        if marker is not None:
-            item.add_marker(getattr(pytest.mark, marker))
+        for name in (*markers, *([marker] if marker else [])):
+            item.add_marker(getattr(pytest.mark, name))

@@ -1,46 +1,130 @@
-"""Every Python example in the README runs as written, in order, in one namespace (as a
-reader pasting them into a notebook would), on data that ships offline."""
+"""The README is a front page and every Python example of the documentation runs as written.
+
+Each document (the README, then each page of ``docs/`` in the site's order) runs in order in
+one namespace of its own, as a reader pasting its blocks into a fresh notebook would, on
+data that ships offline. One Jupyter kernel runs them all (its namespace reset between
+documents), so a page that leans on another page's names fails."""
 
 import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).parents[1] / "README.md"
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 
 
-def _python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+def _python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
 
 
-def test_the_readme_has_python_examples():
-    assert len(_python_blocks()) >= 8
+def _toctree_pages(document: str = "index") -> list[str]:
+    """The site's pages in the order of the toctrees, from ``docs/index.md`` down."""
+    text = (DOCS / f"{document}.md").read_text(encoding="utf-8")
+    folder = document.rpartition("/")[0]
+    pages: list[str] = []
+    for tree in re.findall(r"```\{toctree\}\n(.*?)```", text, flags=re.S):
+        for line in tree.splitlines():
+            entry = line.strip()
+            if not entry or entry.startswith(":"):
+                continue
+            page = f"{folder}/{entry}" if folder else entry
+            pages.append(page)
+            if (DOCS / f"{page}.md").is_file():
+                pages += _toctree_pages(page)
+    return pages
+
+
+def _documents() -> list[Path]:
+    pages = [DOCS / f"{page}.md" for page in _toctree_pages()]
+    return [README, DOCS / "index.md"] + [page for page in pages if page.is_file()]
+
+
+def test_the_readme_is_a_front_page_that_links_every_guide_page():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    linked = set(re.findall(r"\]\((docs/[^)#]+)\)", text))
+    pages = {f"docs/{path.relative_to(DOCS).as_posix()}" for path in DOCS.rglob("*.md")}
+    pages -= {"docs/index.md"} | {p for p in pages if p.startswith("docs/_build/")}
+    assert pages <= linked, f"not linked from the README: {sorted(pages - linked)}"
+    assert all((ROOT / link).is_file() for link in linked), "a README link points nowhere"
+
+
+def test_every_page_of_the_site_is_in_its_table_of_contents():
+    listed = set(_toctree_pages())
+    markdown = {
+        path.relative_to(DOCS).with_suffix("").as_posix()
+        for path in DOCS.rglob("*.md")
+        if "_build" not in path.parts
+    }
+    assert markdown - {"index"} <= listed, sorted(markdown - {"index"} - listed)
+    assert all((DOCS / f"{page}.md").is_file() or page.startswith("gallery/") for page in listed)
+    notebooks = {f"gallery/{p.stem}" for p in (ROOT / "notebooks").glob("*.ipynb")}
+    gallery = (DOCS / "gallery.md").read_text(encoding="utf-8")
+    assert all(page in gallery for page in notebooks)
+
+
+def test_the_documentation_has_python_examples():
+    assert sum(len(_python_blocks(path)) for path in _documents()) >= 25
 
 
 @pytest.mark.stan
 @pytest.mark.slow
-def test_every_readme_python_block_runs_in_order_in_a_jupyter_kernel(tmp_path, monkeypatch):
+@pytest.mark.notebook
+def test_every_python_block_of_the_documentation_runs_in_a_jupyter_kernel(tmp_path, monkeypatch):
     """In a real kernel, as a notebook runs them: its event loop is running, which is what
     broke PyStan calls made without bayesij's Stan thread (``exec`` could not see that)."""
     pytest.importorskip("stan")
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    blocks = _python_blocks()
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(b) for b in blocks])
+    cells, origins = [], []
+    for path in _documents():
+        cells.append(nbformat.v4.new_code_cell("%reset -f"))
+        origins.append(None)
+        for number, block in enumerate(_python_blocks(path), start=1):
+            cells.append(nbformat.v4.new_code_cell(block))
+            origins.append((path.relative_to(ROOT).as_posix(), number, block))
+    notebook = nbformat.v4.new_notebook(cells=cells)
     client = nbclient.NotebookClient(
         notebook,
         timeout=1200,
         kernel_name="python3",
-        allow_errors=True,  # report the failing block by number, with the rest still run
-        resources={"metadata": {"path": str(tmp_path)}},  # audit.html and a store go here
+        allow_errors=True,  # report every failing block by document and number
+        resources={"metadata": {"path": str(tmp_path)}},  # audit.html and stores go here
     )
     client.execute()
     failures = [
-        f"README python block {number}: {output['ename']}: {output['evalue']}\n{blocks[number]}"
-        for number, cell in enumerate(notebook.cells)
+        f"{origin[0]}, python block {origin[1]}: {output['ename']}: {output['evalue']}\n{origin[2]}"
+        for origin, cell in zip(origins, notebook.cells, strict=True)
         for output in cell.get("outputs", [])
-        if output.get("output_type") == "error"
+        if origin and output.get("output_type") == "error"
     ]
     assert not failures, "\n\n".join(failures)
     assert (tmp_path / "audit.html").is_file()
+
+
+def _public_names() -> list[tuple[str, object]]:
+    import bayesij
+    from bayesij import refit
+    from bayesij.report import plots
+
+    return [
+        (f"{module.__name__}.{name}", getattr(module, name))
+        for module in (bayesij, refit, plots)
+        for name in module.__all__
+    ]
+
+
+def test_every_public_name_is_in_the_api_reference_with_an_example_the_doctests_run():
+    import inspect
+
+    api = (DOCS / "api.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^   (\w+)$", api, flags=re.M))
+    for qualified, value in _public_names():
+        name = qualified.rpartition(".")[2]
+        assert name in listed, f"{qualified} is not in docs/api.md"
+        doc = inspect.getdoc(value) or ""
+        examples = doc.partition("\nExamples\n--------\n")[2]
+        assert ">>> " in examples, f"{qualified} has no Examples section with a doctest"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-SOURCES = ["bayesij", "tests", "benchmarks", "examples"]
+SOURCES = ["bayesij", "tests", "benchmarks", "examples", "docs/conf.py", "docs/figures"]
 
 
 def _ruff(*args: str) -> list[str]:

@@ -47,15 +47,19 @@ def from_pystan(fit, log_lik="log_lik", quantities=None) -> Posterior:
 
     Examples
     --------
-    Compiling a Stan program takes a minute, so this example is not run by the doctests
-    (``tests/adapters/test_pystan.py`` samples it for real):
+    Compiling a Stan program takes a minute the first time (PyStan caches it), so the test
+    suite runs this example with the Stan tests, outside the fast loop:
 
-    >>> import stan, bayesij  # doctest: +SKIP
-    >>> program = bayesij.stan_models.stan_code("linear_regression")  # doctest: +SKIP
-    >>> model = stan.build(program, data=data, random_seed=1)  # doctest: +SKIP
-    >>> fit = model.sample(num_chains=4)  # doctest: +SKIP
-    >>> post = bayesij.from_pystan(fit, quantities=["beta"])  # doctest: +SKIP
-    >>> bayesij.audit(post).summary()  # doctest: +SKIP
+    >>> import stan, bayesij
+    >>> from bayesij.stan_models import example_data, stan_code
+    >>> data = example_data("linear_regression", n=20)
+    >>> program = stan_code("linear_regression")  # a Stan program emitting log_lik
+    >>> model = stan.build(program, data=data, random_seed=1)  # doctest: +ELLIPSIS
+    Building...
+    >>> fit = model.sample(num_chains=2, num_samples=200, num_warmup=200)
+    >>> post = bayesij.from_pystan(fit, quantities=["beta"])
+    >>> post.quantity_names, post.n_obs
+    (['beta[1]', 'beta[2]'], 20)
     """
     if not hasattr(fit, "param_names") or not hasattr(fit, "num_chains"):
         raise fail("fit", f"a {type(fit).__name__}", "a PyStan 3 fit (stan.fit.Fit)")

@@ -602,11 +602,20 @@ class PyStanDensity:
 
     Examples
     --------
-    Not run by the doctests (it compiles a Stan program):
+    Run with the Stan tests, outside the fast loop (it compiles a Stan program the first
+    time):
 
-    >>> density = refit.PyStanDensity("linear_regression", data)  # doctest: +SKIP
-    >>> bayesij.loo_moment_match(post, density)  # doctest: +SKIP
-    >>> gradient, upars = density.grad_log_posterior(post)  # doctest: +SKIP
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> from bayesij.stan_models import example_data
+    >>> data = example_data("linear_regression", n=20)
+    >>> backend = refit.PyStanBackend("linear_regression", data, num_chains=2, num_samples=200)
+    >>> post = backend.fit(np.ones(20))
+    >>> density = refit.PyStanDensity("linear_regression", data)
+    >>> gradient, upars = density.grad_log_posterior(post)  # alpha, beta[1], beta[2], sigma
+    >>> gradient.shape, upars.shape  # (chains, draws, unconstrained parameters)
+    ((2, 200, 4), (2, 200, 4))
+    >>> matched = bayesij.loo_moment_match(post, density)  # where k-hat is high
     """
 
     def __init__(self, model: str, data: dict, weights: str = "weights"):

@@ -89,7 +89,7 @@ def lfo(
     .. [1] Bürkner, P.-C., Gabry, J. and Vehtari, A. (2020). Approximate leave-future-out
        cross-validation for Bayesian time series models. J. Stat. Comput. Simul. 90(14).
     .. [2] Ghosh et al. (2020), Approximate cross-validation for structured models, NeurIPS
-           33, Proposition 3: for chain-structured models, leaving the future out by
+       33, Proposition 3: for chain-structured models, leaving the future out by
        weighting its terms is exact.
 
     Examples

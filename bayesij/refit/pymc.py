@@ -48,8 +48,21 @@ class PyMCBackend(Backend):
 
     Examples
     --------
-    >>> backend = PyMCBackend(model, draws=1000, chains=4)  # doctest: +SKIP
-    >>> checked = bayesij.refit.verify(bayesij.amip(fit, "b[value]"), backend)  # doctest: +SKIP
+    Run with the PyMC tests, outside the fast loop. A normal mean with known sd, whose
+    posterior without any rows is known in closed form:
+
+    >>> import numpy as np, pymc as pm, bayesij
+    >>> y = np.random.default_rng(0).normal(1.0, 1.0, size=30)
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 10.0)
+    ...     obs = pm.Normal("y", mu, 1.0, observed=y)
+    >>> backend = bayesij.refit.PyMCBackend(model, draws=500, chains=2, cores=1, seed=1)
+    >>> without = backend.fit(np.r_[np.zeros(3), np.ones(27)])  # the first three rows out
+    >>> exact = y[3:].sum() / (27 + 1 / 100)  # the closed-form posterior mean without them
+    >>> draws = without.quantities.sel(quantity="mu").values
+    >>> bool(abs(draws.mean() - exact) < 4 * draws.std() / np.sqrt(draws.size) + 1e-3)
+    True
+    >>> checked = bayesij.refit.verify(bayesij.amip(backend.fit(np.ones(30)), "mu"), backend)
 
     Notes
     -----
@@ -153,10 +166,22 @@ class PyMCDensity:
 
     Examples
     --------
-    Not run by the doctests (it needs PyMC; ``tests/refit/test_pymc.py`` runs it):
+    Run with the PyMC tests, outside the fast loop. For a normal mean with known sd the
+    gradient of the log posterior is known in closed form:
 
-    >>> density = refit.PyMCDensity(model)  # doctest: +SKIP
-    >>> bayesij.audit(idata, method="linear", grad_log_posterior=density)  # doctest: +SKIP
+    >>> import numpy as np, pymc as pm, bayesij
+    >>> y = np.random.default_rng(0).normal(1.0, 1.0, size=30)
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 10.0)
+    ...     obs = pm.Normal("y", mu, 1.0, observed=y)
+    ...     idata = pm.sample(300, chains=2, cores=1, random_seed=1, progressbar=False)
+    ...     idata = pm.compute_log_likelihood(idata, progressbar=False)
+    >>> density = bayesij.refit.PyMCDensity(model)
+    >>> gradient, upars = density.grad_log_posterior(idata)  # (chains, draws, 1) each
+    >>> closed_form = (y.sum() - y.size * upars) - upars / 100  # d/dmu of log p(mu | y)
+    >>> bool(np.allclose(gradient, closed_form))
+    True
+    >>> report = bayesij.audit(idata, method="linear", grad_log_posterior=density)
     """
 
     def __init__(self, model):

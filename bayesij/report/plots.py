@@ -90,6 +90,18 @@ def plot_influence(scores, quantity: str, top: int = 5, ax=None, unit: str | Non
 
     ``scores`` is the Dataset returned by :func:`bayesij.influence`; ``unit`` names the
     axis (``"county"``; default the dataset's dim, ``obs`` or ``group``).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> ax = bayesij.plots.plot_influence(bayesij.influence(post), "mu")
+    >>> ax.get_title()
+    'Influence on mu'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
     """
     ax = _axes(ax)
     axis_name = unit
@@ -112,7 +124,20 @@ def plot_influence(scores, quantity: str, top: int = 5, ax=None, unit: str | Non
 
 def plot_khat(result, ax=None, unit: str | None = None):
     """Pareto k-hat of every unit of a :class:`bayesij.LooResult`, with the thresholds;
-    ``unit`` names the axis (default the result's index name)."""
+    ``unit`` names the axis (default the result's index name).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> ax = bayesij.plots.plot_khat(bayesij.loo(post))
+    >>> ax.get_title()
+    'PSIS-LOO diagnostics'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
     ax = _axes(ax)
     k = result.pointwise["pareto_k"].to_numpy()
     x = _unit_positions(result.pointwise.index.to_numpy(), ax)
@@ -146,7 +171,20 @@ def plot_khat(result, ax=None, unit: str | None = None):
 
 def plot_ij(ij, ax=None):
     """IJ (frequentist) against posterior standard errors per quantity, from an
-    :class:`bayesij.IJCovariance`; bars are ±2 Monte Carlo errors of the IJ sd."""
+    :class:`bayesij.IJCovariance`; bars are ±2 Monte Carlo errors of the IJ sd.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> ax = bayesij.plots.plot_ij(bayesij.ij_covariance(post))
+    >>> ax.get_title()
+    'Frequentist vs posterior standard errors'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
     ax = _axes(ax)
     posterior = np.sqrt(ij.posterior_variance.to_numpy())
     variance = np.clip(ij.variance_corrected.to_numpy(), 0.0, None)
@@ -174,7 +212,20 @@ def plot_amip(result, ax=None, units: str | None = None):
     and to second along the linear ranking, reweighted where the draws allow — the change
     the target needs, the smallest set's size interval, and the refits (in the loop, or
     :func:`bayesij.refit.verify`'s); ``units`` names them (``"counties"``; default
-    observations or groups). Each curve's label says which estimate it is."""
+    observations or groups). Each curve's label says which estimate it is.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> ax = bayesij.plots.plot_amip(bayesij.amip(post, "mu", target="sign"))
+    >>> ax.get_title()
+    'Influential subset for mu'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
     ax = _axes(ax)
     curve = result.curve
     ax.plot(curve["n_drop"], curve["linear"], color="C0", label="first order (sorted psi)")
@@ -293,7 +344,24 @@ def _size_marks(ax, result) -> None:
 
 def plot_refit(report, ax=None):
     """Approximation against exact refit for every row of a :class:`RefitReport`, one colour
-    per method, with ±2 Monte Carlo error bars and the identity line."""
+    per method, with ±2 Monte Carlo error bars and the identity line.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> from bayesij import refit
+    >>> backend = refit.ConjugateNormalBackend(np.ones((20, 1)), y, sigma=1.0, draws=1000)
+    >>> fit = backend.fit(np.ones(20))
+    >>> exact = refit.loo(fit, backend, points=[0, 1], executor="sequential", progress=False)
+    >>> ax = bayesij.plots.plot_refit(exact)
+    >>> ax.get_title()
+    'Approximation vs exact: loo'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
     ax = _axes(ax)
     table = report.comparisons
     for i, (method, rows) in enumerate(table.groupby("method", sort=False)):
@@ -328,6 +396,19 @@ def plot_loo_pit(pit, ax=None, difference: bool = True):
 
     ``pit`` is a :class:`bayesij.stats.pit.PitEcdf` (:func:`bayesij.pit_ecdf`, for another
     level or seed) or the PIT values themselves (:func:`bayesij.loo_pit`).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> y_rep = mu + rng.normal(size=(4, 250, 20))     # posterior predictive draws
+    >>> ax = bayesij.plots.plot_loo_pit(bayesij.loo_pit(post, y, y_rep))
+    >>> ax.get_title()
+    'LOO-PIT: inside the band, uniformity p = 0.908'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
     """
     from bayesij.stats.pit import PitEcdf, pit_ecdf
 
@@ -356,7 +437,22 @@ def plot_loo_pit(pit, ax=None, difference: bool = True):
 
 def plot_compare(table, ax=None):
     """Models' elpd ± SE (open circles) and difference to the best ± its SE (filled,
-    with ``p_worse``), from :func:`bayesij.compare`; best model on top."""
+    with ``p_worse``), from :func:`bayesij.compare`; best model on top.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> wide = bayesij.from_arrays(mu, -0.5 * ((y - mu) / 2) ** 2 - np.log(2))   # sd 2
+    >>> table = bayesij.compare({"sd 1": bayesij.loo(post), "sd 2": bayesij.loo(wide)})
+    >>> ax = bayesij.plots.plot_compare(table)
+    >>> ax.get_title()
+    'Model comparison'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
     ax = _axes(ax)
     y = np.arange(len(table))[::-1].astype(float)
     ax.errorbar(
@@ -393,7 +489,22 @@ def plot_compare(table, ax=None):
 
 def plot_calibration(result, ax=None):
     """CORP reliability diagram (:func:`bayesij.calibration`): PAV-calibrated against
-    forecast probability, with the consistency band and the Brier-score decomposition."""
+    forecast probability, with the consistency band and the Brier-score decomposition.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> outcome = (rng.random(200) < 0.3).astype(float)
+    >>> ax = bayesij.plots.plot_calibration(bayesij.calibration(outcome, np.full(200, 0.3)))
+    >>> brier = f"{np.mean((outcome - 0.3) ** 2):.3f}"   # a constant forecast: all of it UNC
+    >>> ax.get_title() == f"Reliability: Brier {brier} = MCB 0.000 - DSC 0.000 + UNC {brier}"
+    True
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
     ax = _axes(ax)
     table = result.table
     ax.fill_between(
@@ -425,7 +536,20 @@ def plot_calibration(result, ax=None):
 def plot_loo_intervals(y, lower, upper, center=None, labels=None, ax=None):
     """Observations against their LOO predictive intervals (e.g. the 5 % and 95 % quantiles
     of :func:`bayesij.loo_expectation`), ordered by the interval's centre; observations
-    outside are marked and labelled."""
+    outside are marked and labelled.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> ax = bayesij.plots.plot_loo_intervals(y, y - 2, y + 2)
+    >>> ax.get_title()
+    'LOO predictive intervals: 100 % of observations inside'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
     ax = _axes(ax)
     y, lower, upper = (np.asarray(v, dtype=float) for v in (y, lower, upper))
     center = (lower + upper) / 2 if center is None else np.asarray(center, dtype=float)
@@ -452,7 +576,22 @@ def plot_loo_intervals(y, lower, upper, center=None, labels=None, ax=None):
 
 def plot_psense_sequence(sequence, quantity: str, ax=None):
     """A quantity's power-scaled posterior mean ± sd along alpha (:func:`bayesij.psense_sequence`),
-    with the CJS distance on a second axis; scalings whose k-hat is too high are crossed."""
+    with the CJS distance on a second axis; scalings whose k-hat is too high are crossed.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> log_prior = -0.5 * mu[..., 0] ** 2 / 25       # mu ~ N(0, 5)
+    >>> sequence = bayesij.psense_sequence(post, log_prior=log_prior, quantities=["mu"])
+    >>> ax = bayesij.plots.plot_psense_sequence(sequence, "mu")
+    >>> ax.get_title()
+    'Power-scaling: mu'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
     ax = _axes(ax)
     rows = sequence[sequence["quantity"] == quantity]
     if rows.empty:
@@ -494,7 +633,22 @@ def plot_psense_sequence(sequence, quantity: str, ax=None):
 def plot_psense_ecdf(scaled, quantity: str, ax=None):
     """A quantity's weighted ECDF under each power-scaling of
     :func:`bayesij.power_scaled_draws` (the smallest and largest alpha, and 1), as
-    priorsense's ``powerscale_plot_ecdf``; dashed where the scaling's k-hat is too high."""
+    priorsense's ``powerscale_plot_ecdf``; dashed where the scaling's k-hat is too high.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> log_prior = -0.5 * mu[..., 0] ** 2 / 25       # mu ~ N(0, 5)
+    >>> scaled = bayesij.power_scaled_draws(post, log_prior=log_prior)
+    >>> ax = bayesij.plots.plot_psense_ecdf(scaled, "mu")
+    >>> ax.get_title()
+    'Power-scaling the prior: mu'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
     ax = _axes(ax)
     if quantity not in scaled.quantities:
         raise fail("quantity", repr(quantity), f"one of {scaled.quantities}")

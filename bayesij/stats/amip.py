@@ -570,8 +570,8 @@ def amip(
         smaller for observations whose log-likelihood is heavy-tailed across draws. With
         them the linear method finds the estimating-equation AMIP set (+ 1) on a
         heavy-tailed field experiment where the plain estimates give only a sure upper
-        bound 2-8 times larger (README). The reweighted method's steps reweight the plain
-        draws.
+        bound 2-8 times larger (docs/guide/amip.md). The reweighted method's steps reweight
+        the plain draws.
 
     Returns
     -------

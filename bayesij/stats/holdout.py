@@ -184,7 +184,7 @@ def prediction_errors(y_pred, y_test, *, log_lik=None) -> PredictionErrors:
     References
     ----------
     .. [1] Stan Development Team. Stan User's Guide: held-out evaluation — the error of an
-           expectation versus the
+       expectation versus the
        expectation of an error, and why ``sqrt(E[MSE]) != E[sqrt(MSE)]``.
 
     Examples

@@ -255,12 +255,6 @@ def loo(
     client : dask.distributed.Client, optional
         For a lazy log-likelihood: run its blocks as tasks on this cluster.
 
-    A lazy log-likelihood — :func:`bayesij.loglik_function` (R loo's ``loo.function``), a
-    dask array, or a dask-backed xarray DataArray / Dataset / ``log_likelihood`` group
-    (e.g. opened with ``xr.open_dataset(path, chunks=...)``) — is read one block of
-    observations at a time: peak memory is one block, never the draws x observations
-    matrix. Blocks follow the dask chunks along the observations.
-
     Returns
     -------
     LooResult
@@ -273,6 +267,12 @@ def loo(
 
     Notes
     -----
+    A lazy log-likelihood — :func:`bayesij.loglik_function` (R loo's ``loo.function``), a
+    dask array, or a dask-backed xarray DataArray / Dataset / ``log_likelihood`` group
+    (e.g. opened with ``xr.open_dataset(path, chunks=...)``) — is read one block of
+    observations at a time: peak memory is one block, never the draws x observations
+    matrix. Blocks follow the dask chunks along the observations.
+
     An observation with ``-inf`` log-likelihood at some draw (impossible there) has an
     infinite importance ratio at that draw: its LOO predictive density is estimated as 0,
     so ``elpd_loo = -inf``, ``p_loo = inf`` and ``pareto_k = inf``, with a warning.

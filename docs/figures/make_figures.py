@@ -1,6 +1,6 @@
-"""Draw the README's figures of the workflow plots into docs/figures/ (run from the
+"""Draw the figures of the workflow plots into docs/figures/ (run from the
 repository root: ``python docs/figures/make_figures.py``; about 10 s). The same calls are
-in the README; tests/report/test_plots.py checks what each figure shows."""
+in docs/guide/plots.md; tests/report/test_plots.py checks what each figure shows."""
 
 import warnings
 from pathlib import Path

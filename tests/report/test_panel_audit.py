@@ -84,7 +84,7 @@ def test_the_cli_audits_the_saved_file_as_python_does(panel, capsys, tmp_path):
     summary = out.split("## Summary")[1].split("\n## ")[0]
     bullets = [line for line in summary.splitlines() if line.startswith("- ")]
     assert bullets == [f"- {line}" for line in bayesij.audit(fit).summary()]
-    assert elapsed < 60  # 3-4 s on the 2-core machine; the figure is in the README
+    assert elapsed < 60  # 3-4 s on the 2-core machine; the figure is in docs/guide/audit.md
     assert main(["audit", str(path), "--groups", "year"]) == 2
     assert "bayesij: error: groups: found the name 'year'" in capsys.readouterr().err
     assert (

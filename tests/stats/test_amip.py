@@ -582,7 +582,7 @@ def test_draws_only_answers_over_independent_sets_of_draws():
     # second order leaves its size open) within twice it + 2; plain, every answer is a
     # sure upper bound reached on exact refit, never "not reachable", and never "reached"
     # with a set more than twice the OLS-AMIP's + 2. The size intervals cover the OLS-AMIP
-    # sizes in at least 15 of the 18 (95 % intervals; 28 of 30 over ten sets, README).
+    # sizes in at least 15 of the 18 (95 % intervals; 28 of 30 over ten sets, docs/guide/amip.md).
     from ols_amip import heavy_tailed_experiment, metric, ols_amip
 
     X, y = heavy_tailed_experiment(10_000, seed=0)
