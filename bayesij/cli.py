@@ -311,6 +311,104 @@ def _compare(values: list[str] | None) -> dict | None:
     return fits
 
 
+def _gradient_file(path: str):
+    """--gradient FILE.npz: the log posterior's gradient and the unconstrained draws it was
+    taken at (``numpy.savez(path, gradient=..., unconstrained=...)``), each (chains, draws,
+    parameters)."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            if not hasattr(arrays, "files"):
+                raise ValueError("a single array")
+            found = {name: arrays[name] for name in arrays.files}
+    except OSError as error:
+        if Path(path).is_file():
+            raise ValueError(
+                f"--gradient: found {path!r}, not a NumPy .npz file ({error}); expected "
+                "numpy.savez(path, gradient=..., unconstrained=...)."
+            ) from None
+        raise
+    except ValueError as error:
+        raise ValueError(
+            f"--gradient: found {path!r}, {error}; expected an .npz file of the arrays "
+            "'gradient' and 'unconstrained' (numpy.savez)."
+        ) from None
+    if set(found) != {"gradient", "unconstrained"}:
+        raise ValueError(
+            f"--gradient: found the arrays {sorted(found)} in {path!r}; expected exactly "
+            "'gradient' and 'unconstrained', each (chains, draws, parameters)."
+        )
+    gradient, unconstrained = found["gradient"], found["unconstrained"]
+    if gradient.ndim != 3 or gradient.shape != unconstrained.shape:
+        raise ValueError(
+            f"--gradient: found 'gradient' of shape {gradient.shape} and 'unconstrained' of "
+            f"shape {unconstrained.shape}; expected two arrays of one shape (chains, draws, "
+            "parameters)."
+        )
+    return gradient, unconstrained
+
+
+def _stan_data(path: str) -> dict:
+    """--stan-data FILE.json: the data the fit was sampled with, as CmdStan reads it."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(
+            f"--stan-data: found {path!r}, not JSON ({error}); expected the data as CmdStan "
+            "reads it (a JSON object of names and values)."
+        ) from None
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"--stan-data: found a JSON {type(data).__name__} in {path!r}; expected an "
+            "object of names and values."
+        )
+    if "weights" not in data:
+        raise ValueError(
+            f"--stan-data: found no 'weights' in {path!r} ({sorted(data)}); expected the data "
+            "of a weighted program: a vector 'weights' multiplying each observation's "
+            "log-likelihood (all ones for the fit), as the shipped models take."
+        )
+    return data
+
+
+def _model_options(args) -> dict:
+    """The model behind the fit, as the audit takes it: --gradient (arrays) or --stan-model
+    with --stan-data (PyStan: the gradient for control variates, and with --refits the
+    refits in the loop)."""
+    if args.stan_model is None:
+        for option, value in (("--stan-data", args.stan_data), ("--refits", args.refits)):
+            if value is not None:
+                raise ValueError(
+                    f"{option}: found it without --stan-model; expected --stan-model "
+                    "PROGRAM.stan with --stan-data DATA.json."
+                )
+        if args.gradient is None:
+            return {}
+        return {"grad_log_posterior": _gradient_file(args.gradient)}
+    if args.gradient is not None:
+        raise ValueError(
+            "--gradient: found it with --stan-model; expected one of them (the program "
+            "gives the gradient)."
+        )
+    if args.stan_data is None:
+        raise ValueError(
+            "--stan-model: found it without --stan-data; expected the data JSON file the "
+            "fit was sampled with."
+        )
+    from bayesij.refit.backends import PyStanBackend, PyStanDensity
+
+    data = _stan_data(args.stan_data)
+    options: dict = {"grad_log_posterior": PyStanDensity(args.stan_model, data)}
+    if args.refits:
+        options["backend"] = PyStanBackend(args.stan_model, data)
+        options["max_refits"] = args.refits
+    return options
+
+
 def _run_audit(args) -> None:
     fit = _fit_of(args)
     options = {
@@ -326,6 +424,9 @@ def _run_audit(args) -> None:
         options["log_prior"] = args.log_prior
     if args.target:
         options["targets"] = tuple(args.target)
+    if args.method is not None:
+        options["method"] = args.method
+    options.update(_model_options(args))
     _print_audit(fit, args.out, **options)
 
 
@@ -436,6 +537,39 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=0.1,
         help="largest share of units an influential set may hold (default 0.1)",
+    )
+    aud.add_argument(
+        "--method",
+        choices=("reweighted", "linear"),
+        default=None,
+        help="AMIP search: reweighted (default; PSIS-reweighted draws) or linear (sorted "
+        "influence; best with a gradient)",
+    )
+    aud.add_argument(
+        "--gradient",
+        default=None,
+        metavar="FILE.npz",
+        help="the log posterior's gradient at each draw and the unconstrained draws "
+        "(numpy.savez(FILE, gradient=..., unconstrained=...), each chains x draws x "
+        "parameters), for the AMIP influences' control variates",
+    )
+    aud.add_argument(
+        "--stan-model",
+        default=None,
+        metavar="PROGRAM",
+        help="the weighted Stan program the fit was sampled from (a .stan file or a shipped "
+        "model's name; a 'weights' vector multiplies each log_lik term): its gradient "
+        "through PyStan for the control variates, and with --refits its refits",
+    )
+    aud.add_argument(
+        "--stan-data", default=None, metavar="DATA.json", help="the data of --stan-model"
+    )
+    aud.add_argument(
+        "--refits",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="answer every AMIP question by up to N refits of --stan-model in the loop",
     )
     aud.add_argument(
         "--progress",

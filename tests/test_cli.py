@@ -230,3 +230,127 @@ def test_files_that_are_folders_or_not_netcdf_are_named(tmp_path, capsys):
     assert "--compare: found 'notes.nc', which is not a netCDF file" in capsys.readouterr().err
     assert main(["audit", str(good), "--compare", f"m={tmp_path}"]) == 2
     assert "--compare: found" in capsys.readouterr().err
+
+
+def _field_fit_files(tmp_path, n: int = 400):
+    """A flat-prior regression's exact draws saved as a netCDF fit, with its gradient file."""
+    import arviz as az
+
+    from bayesij.refit import FlatPriorRegressionBackend
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=n)
+    y = 0.3 * x + np.where(rng.random(n) < 0.02, 20.0, 1.0) * rng.normal(size=n)
+    backend = FlatPriorRegressionBackend(np.column_stack([np.ones(n), x]), y, draws=2000)
+    post, gradient, unconstrained = backend.fit_with_gradient(np.ones(n))
+    values = post.quantities.values
+    idata = az.from_dict(
+        posterior={"beta": values[..., :2], "sigma": values[..., 2]},
+        log_likelihood={"y": post.log_lik.values},
+    )
+    fit_path, gradient_path = tmp_path / "field.nc", tmp_path / "gradient.npz"
+    idata.to_netcdf(str(fit_path))
+    np.savez(gradient_path, gradient=gradient, unconstrained=unconstrained)
+    return fit_path, gradient_path, idata, (gradient, unconstrained)
+
+
+def test_a_gradient_file_gives_the_audit_what_the_python_api_gives_it(tmp_path, capsys):
+    import bayesij
+
+    fit_path, gradient_path, idata, arrays = _field_fit_files(tmp_path)
+    argv = ["audit", str(fit_path), "--quantity", "beta", "--method", "linear"]
+    assert main([*argv, "--gradient", str(gradient_path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    expected = bayesij.audit(
+        idata, quantities=["beta"], method="linear", grad_log_posterior=arrays, progress=False
+    )
+    assert out.strip() == expected.to_markdown().strip()
+    assert "control variates from the log posterior's gradient" in out
+    assert main([*argv, "--no-progress"]) == 0  # without it: no control variates
+    assert "control variates from the log posterior's gradient" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "arrays, message",
+    [
+        ({"gradient": np.zeros((2, 3, 4))}, "expected exactly 'gradient' and 'unconstrained'"),
+        (
+            {"gradient": np.zeros((2, 3, 4)), "unconstrained": np.zeros((2, 3, 5))},
+            "expected two arrays of one shape (chains, draws, parameters)",
+        ),
+        (
+            {"gradient": np.zeros((6, 4)), "unconstrained": np.zeros((6, 4))},
+            "found 'gradient' of shape (6, 4)",
+        ),
+    ],
+)
+def test_a_gradient_file_without_its_two_arrays_is_refused(tmp_path, capsys, arrays, message):
+    path = tmp_path / "eight.nc"
+    load_example("centered_eight").to_netcdf(str(path))
+    np.savez(tmp_path / "g.npz", **arrays)
+    assert main(["audit", str(path), "--gradient", str(tmp_path / "g.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bayesij: error: --gradient: found") and message in err
+
+
+def test_model_options_that_do_not_go_together_are_named(tmp_path, capsys):
+    path = tmp_path / "eight.nc"
+    load_example("centered_eight").to_netcdf(str(path))
+    text = tmp_path / "notes.txt"
+    text.write_text("not numpy\n")
+    data = tmp_path / "data.json"
+    data.write_text('{"N": 8, "y": [1, 2, 3, 4, 5, 6, 7, 8]}')
+    cases = [
+        (["--gradient", str(text)], "--gradient: found"),
+        (["--gradient", str(tmp_path / "none.npz")], "No such file or directory"),
+        (["--stan-data", str(data)], "--stan-data: found it without --stan-model"),
+        (["--refits", "3"], "--refits: found it without --stan-model"),
+        (["--stan-model", "linear_regression"], "--stan-model: found it without --stan-data"),
+        (
+            ["--stan-model", "linear_regression", "--stan-data", str(data)],
+            "--stan-data: found no 'weights'",
+        ),
+        (["--stan-model", "linear_regression", "--stan-data", str(text)], "not JSON"),
+        (
+            ["--stan-model", "m.stan", "--stan-data", str(data), "--gradient", str(text)],
+            "--gradient: found it with --stan-model",
+        ),
+    ]
+    for options, message in cases:
+        assert main(["audit", str(path), *options]) == 2, options
+        err = capsys.readouterr().err
+        assert err.startswith("bayesij: error: ") and message in err, (options, err)
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+def test_a_stan_program_gives_the_audit_its_gradient_and_its_refits(pystan_fit, tmp_path, capsys):
+    """--stan-model with --stan-data: the program's gradient through PyStan (control
+    variates) and, with --refits, refits in the loop — the Python API's audit exactly."""
+    import json
+
+    import bayesij
+    from bayesij.refit import PyStanBackend, PyStanDensity
+
+    fit, data = pystan_fit
+    paths = write_cmdstan_csv(fit, tmp_path)
+    data_path = tmp_path / "data.json"
+    data_path.write_text(json.dumps({k: np.asarray(v).tolist() for k, v in data.items()}))
+    options = ["--quantity", "beta[2]", "--target", "significance", "--alpha-max", "0.5"]
+    model = ["--stan-model", "linear_regression", "--stan-data", str(data_path)]
+    argv = ["audit", *map(str, paths), *options, *model, "--refits", "2", "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    expected = bayesij.audit(
+        bayesij.from_cmdstanpy([str(p) for p in paths]),
+        quantities=["beta[2]"],
+        targets=("significance",),
+        alpha_max=0.5,
+        grad_log_posterior=PyStanDensity("linear_regression", data),
+        backend=PyStanBackend("linear_regression", data),
+        max_refits=2,
+        progress=False,
+    )
+    assert out.strip() == expected.to_markdown().strip()
+    assert "control variates from the log posterior's gradient" in out
+    assert "refit" in out.split("Influential subsets")[1]

@@ -167,7 +167,7 @@ def _fragile_bullet(audit) -> str:
     unit = audit.unit_name
     shown = [
         f"dropping {'at most ' if r.upper_bound else ''}{unit_words(unit, r.n_drop)} of "
-        f"{r.n_units} ({_ids(r.drop_ids)}) is predicted to {target_words(r)}"
+        f"{r.n_units} ({_ids(r.drop_ids)}) {_claim(r)} {target_words(r)}"
         for r in found[:3]
     ]
     more = f"; and {len(found) - 3} more (see the AMIP table)" if len(found) > 3 else ""
@@ -414,8 +414,16 @@ def _first_order_bullet(audit) -> str:
     )
 
 
+def _claim(result) -> str:
+    """How the set is known to reach its target: by a refit without it, or predicted."""
+    if result.verification is not None and result.verification["reached"]:
+        return "is confirmed by a refit to"
+    return "is predicted to"
+
+
 def _refit_bullet(audit) -> str:
-    found = fragile(headline_amip(audit))
+    """Which set to refit, unless every set named is a refit's already."""
+    found = [r for r in fragile(headline_amip(audit)) if r.verification is None]
     if not found:
         return ""
     first = found[0]

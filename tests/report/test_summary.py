@@ -267,3 +267,23 @@ def test_a_ratio_measured_over_the_wrong_unit_is_undetermined_not_agree():
     assert (table["why"] == "suspected grouping").all()
     assert "the posterior dim 'firm'" in table["reason"].iloc[0]
     assert not any("misspecified" in line for line in suspected.summary())
+
+
+def test_a_set_a_refit_confirmed_is_worded_so_and_not_sent_to_be_verified():
+    """With a backend the audit's sets are the refits': the verdict says a refit confirms
+    them (exact closed-form refits of the demo regression here), and asks for no refit."""
+    from bayesij.demo import demo_data
+
+    data = demo_data()
+    X = np.column_stack([np.ones(80), data["X"][:, 0]])
+    backend = refit.ConjugateNormalBackend(X, data["y"], sigma=1.0)
+    post = backend.fit(np.ones(80))
+    cheap = " ".join(bayesij.audit(post, loo=False, waic=False, progress=False).summary())
+    assert "is predicted to" in cheap and "to verify that" in cheap
+    looped = bayesij.audit(post, loo=False, waic=False, backend=backend, progress=False)
+    words = " ".join(looped.summary())
+    assert "is confirmed by a refit to" in words and "is predicted to" not in words
+    assert "to verify that" not in words
+    for result in looped.amip.values():  # each set named is one an exact refit reaches
+        if result.answer == "reached":
+            assert result.verification is not None and result.verification["reached"]
