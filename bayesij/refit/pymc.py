@@ -10,6 +10,7 @@ counts give a bootstrap replicate, all ones is the ordinary fit. The weights are
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import warnings
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from bayesij.array.checks import fail
 from bayesij.data.fit import read
-from bayesij.data.posterior import Posterior
+from bayesij.data.posterior import Posterior, base_name
 from bayesij.refit.backends import Backend, RefitFailed, content_digest, refit_seed
 
 __all__ = ["PyMCBackend", "PyMCDensity"]
@@ -148,21 +149,27 @@ class PyMCBackend(Backend):
 
 
 class PyMCDensity:
-    """A PyMC model's log posterior gradient at posterior draws: the ``grad_log_posterior`` of
-    :func:`bayesij.amip`, :func:`bayesij.influence` and :func:`bayesij.audit`
-    (zero-variance control variates).
+    """A PyMC model's log density at posterior draws: the log posterior's gradient for
+    :func:`bayesij.amip`, :func:`bayesij.influence` and :func:`bayesij.audit` (zero-variance
+    control variates), and the ``ModelDensity`` of :func:`bayesij.loo_moment_match`.
 
     Parameters
     ----------
     model : pymc.Model
         The fitted model (PyMC 5 or 6); its free variables must be continuous.
+    observed : str, optional
+        The observed variable whose observations moment matching leaves out (default: the
+        only one); its elementwise log-likelihood, flattened in C order, is the fit's
+        ``log_likelihood`` variable as ``pm.compute_log_likelihood`` stores it.
 
     Notes
     -----
     The draws of each free variable (the posterior group, on the constrained scale) are
-    mapped to PyMC's unconstrained value variables by the model's own transforms, and the
-    gradient of the model's log density (with the Jacobian of those transforms) is taken
-    there by the compiled ``dlogp``: one call per draw.
+    mapped to PyMC's unconstrained value variables by the model's own transforms; the model's
+    log density (with the Jacobian of those transforms), its gradient (``dlogp``) and the
+    observed variable's elementwise log-likelihood are compiled once and evaluated there,
+    one call per draw. Moment matching's affine maps act on the concatenated value
+    variables, in the order of ``model.free_RVs``.
 
     Examples
     --------
@@ -182,9 +189,10 @@ class PyMCDensity:
     >>> bool(np.allclose(gradient, closed_form))
     True
     >>> report = bayesij.audit(idata, method="linear", grad_log_posterior=density)
+    >>> matched = bayesij.loo_moment_match(idata, density)  # where k-hat is high
     """
 
-    def __init__(self, model):
+    def __init__(self, model, observed: str | None = None):
         import pymc as pm
 
         if not isinstance(model, pm.Model):
@@ -196,12 +204,17 @@ class PyMCDensity:
                 f"discrete free variables {discrete}",
                 "continuous free variables only (a gradient needs them)",
             )
-        self.model = model
+        if observed is not None:
+            _observed_name(model, observed)  # checked now, used by log_lik_i
+        self.model, self.observed = model, observed
         self._compiled = None
+        self._pointwise = None
+        self._last: tuple | None = None
 
     def _functions(self):
-        """The forward transforms (constrained -> unconstrained) and the gradient, compiled
-        once."""
+        """The forward transforms (constrained -> unconstrained), the gradient and the log
+        density, compiled once, with the free variables' constrained and unconstrained
+        shapes."""
         if self._compiled is None:
             import pytensor
             from pytensor.graph.replace import clone_replace
@@ -218,8 +231,70 @@ class PyMCDensity:
             forward = pytensor.function(inputs, outputs, on_unused_input="ignore")
             values = [self.model.rvs_to_values[rv].name for rv in free]
             gradient = self.model.compile_dlogp(vars=free, jacobian=True)
-            self._compiled = (free, forward, values, gradient)
+            log_density = self.model.compile_logp(jacobian=True)  # every term, observed too
+            shapes = self.model.eval_rv_shapes()
+            constrained = [tuple(int(n) for n in shapes[rv.name]) for rv in free]
+            unconstrained = [tuple(int(n) for n in shapes[name]) for name in values]
+            self._compiled = (
+                free, forward, values, gradient, log_density, constrained, unconstrained
+            )
         return self._compiled
+
+    def _constrained_draws(self, data) -> list[np.ndarray]:
+        """Each free variable's draws, (S, *shape): from a Posterior's quantities (named as
+        ArviZ labels them, ``z_a[General Motors]``, in C order) or from the posterior group
+        of an InferenceData / DataTree."""
+        free, *_, constrained, _ = self._functions()
+        if isinstance(data, Posterior):
+            variables = list(dict.fromkeys(base_name(n) for n in data.quantity_names))
+            missing = [rv.name for rv in free if rv.name not in variables]
+            if missing:
+                raise fail(
+                    "data",
+                    f"a posterior without {missing} (it has {variables})",
+                    "draws of every free variable of the model",
+                )
+            arrays = []
+            for shape, rv in zip(constrained, free, strict=True):
+                values = data.select(rv.name).quantities.values
+                arrays.append(values.reshape(data.n_draws, *shape))
+            return arrays
+        group = read(data).group("posterior")
+        missing = [rv.name for rv in free if rv.name not in group.data_vars]
+        if missing:
+            raise fail(
+                "data",
+                f"a posterior without {missing}",
+                "draws of every free variable of the model",
+            )
+        arrays = [np.asarray(group[rv.name].values, dtype=float) for rv in free]
+        return [a.reshape(-1, *a.shape[2:]) for a in arrays]
+
+    def unconstrain(self, data) -> np.ndarray:
+        """The draws of the model's free variables on the unconstrained scale, (S, D), D the
+        total size of the value variables (their order: ``model.free_RVs``)."""
+        forward = self._functions()[1]
+        flat = self._constrained_draws(data)
+        rows = [forward(*[a[s] for a in flat]) for s in range(flat[0].shape[0])]
+        return np.asarray([np.concatenate([np.ravel(v) for v in row]) for row in rows])
+
+    def _points(self, upars: np.ndarray):
+        """Each row of ``upars`` (n, D) as a point: value variable name -> array."""
+        _, _, values, _, _, _, shapes = self._functions()
+        upars = np.asarray(upars, dtype=float)
+        sizes = [int(np.prod(shape)) for shape in shapes]
+        if upars.ndim != 2 or upars.shape[1] != sum(sizes):
+            raise fail(
+                "upars",
+                f"an array of shape {upars.shape}",
+                f"(n, {sum(sizes)}): the model's value variables {values} concatenated",
+            )
+        edges = np.cumsum([0, *sizes])
+        for row in upars:
+            yield {
+                name: row[a:b].reshape(shape)
+                for name, shape, a, b in zip(values, shapes, edges[:-1], edges[1:], strict=True)
+            }
 
     def grad_log_posterior(self, data) -> tuple[np.ndarray, np.ndarray]:
         """The log posterior's gradient (with the Jacobian) at each draw of ``data``'s
@@ -231,25 +306,31 @@ class PyMCDensity:
         data : InferenceData or DataTree
             The fit (its ``posterior`` group holds every free variable of the model).
         """
-        free, forward, values, gradient = self._functions()
+        gradient = self._functions()[3]
         group = read(data).group("posterior")
-        missing = [rv.name for rv in free if rv.name not in group.data_vars]
-        if missing:
-            raise fail(
-                "data",
-                f"a posterior without {missing}",
-                "draws of every free variable of the model",
-            )
-        arrays = [np.asarray(group[rv.name].values, dtype=float) for rv in free]
-        n_chains, n_draws = arrays[0].shape[:2]
-        flat = [a.reshape(n_chains * n_draws, *a.shape[2:]) for a in arrays]
-        unconstrained, scores = [], []
-        for s in range(n_chains * n_draws):
-            point = forward(*[a[s] for a in flat])
-            unconstrained.append(np.concatenate([np.ravel(v) for v in point]))
-            scores.append(gradient(dict(zip(values, point, strict=True))))
-        shape = (n_chains, n_draws, -1)
-        return np.asarray(scores).reshape(shape), np.asarray(unconstrained).reshape(shape)
+        upars = self.unconstrain(data)
+        scores = [gradient(point) for point in self._points(upars)]
+        shape = (group.sizes["chain"], group.sizes["draw"], -1)
+        return np.asarray(scores).reshape(shape), upars.reshape(shape)
+
+    def log_prob(self, upars: np.ndarray) -> np.ndarray:
+        """Log posterior density (with the Jacobian) at unconstrained draws (n, D), (n,)."""
+        upars = np.asarray(upars, dtype=float)
+        key = hashlib.sha256(upars.tobytes()).hexdigest()
+        if self._last is None or self._last[0] != key:  # moment matching asks twice
+            log_density = self._functions()[4]
+            self._last = (key, np.array([log_density(p) for p in self._points(upars)]))
+        return self._last[1]
+
+    def log_lik_i(self, upars: np.ndarray, i: int) -> np.ndarray:
+        """``log p(y_i | theta)`` at unconstrained draws (n, D), (n,): element ``i`` of the
+        observed variable's elementwise log-likelihood, flattened in C order."""
+        if self._pointwise is None:
+            rv = self.model[_observed_name(self.model, self.observed)]
+            elementwise = self.model.logp(vars=[rv], sum=False)[0].flatten()
+            self._pointwise = self.model.compile_fn(elementwise, on_unused_input="ignore")
+        rows = [np.asarray(self._pointwise(point))[int(i)] for point in self._points(upars)]
+        return np.asarray(rows, dtype=float)
 
 
 #: Warnings the sampler raises from its own numerics (NumPy's floating-point warnings in
