@@ -236,7 +236,13 @@ class PyMCDensity:
             constrained = [tuple(int(n) for n in shapes[rv.name]) for rv in free]
             unconstrained = [tuple(int(n) for n in shapes[name]) for name in values]
             self._compiled = (
-                free, forward, values, gradient, log_density, constrained, unconstrained
+                free,
+                forward,
+                values,
+                gradient,
+                log_density,
+                constrained,
+                unconstrained,
             )
         return self._compiled
 
