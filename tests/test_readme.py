@@ -128,3 +128,14 @@ def test_every_public_name_is_in_the_api_reference_with_an_example_the_doctests_
         doc = inspect.getdoc(value) or ""
         examples = doc.partition("\nExamples\n--------\n")[2]
         assert ">>> " in examples, f"{qualified} has no Examples section with a doctest"
+
+
+def test_the_readmes_peers_map_is_the_peers_page_table():
+    """One table, shown twice: the README's copy may not drift from docs/peers.md."""
+
+    def table(text: str) -> str:
+        start = text.index("| feature | arviz-stats |")
+        return text[start : text.index("\n\n", start)]
+
+    readme = README.read_text(encoding="utf-8")
+    assert table(readme) == table((DOCS / "peers.md").read_text(encoding="utf-8"))
