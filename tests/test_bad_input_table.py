@@ -446,6 +446,15 @@ def _catalogue():
             {k: DRAWS[k] for k in ("a path", "NaN", "complex", "1-D", "None")},
         ),
         ("loo_score", "y", lambda v: bayesij.loo_score(POST, v, LOG_LIK), OBS_VECTOR),
+        ("loo_score", "groups", lambda v: bayesij.loo_score(POST, Y, LOG_LIK, groups=v), GROUPS),
+        (
+            "score_weights",
+            "groups",
+            lambda v: bayesij.score_weights(
+                {"a": POST, "b": POST}, y=Y, y_pred={"a": LOG_LIK, "b": LOG_LIK}, groups=v
+            ),
+            GROUPS,
+        ),
         ("loo_score", "kind", lambda v: bayesij.loo_score(POST, Y, LOG_LIK, kind=v), OPTION),
         (
             "loo_score",

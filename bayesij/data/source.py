@@ -304,6 +304,15 @@ def _all_draws(data, argument: str) -> np.ndarray:
     return posterior_draws(data, None, argument)[0]
 
 
+def unit_members(source: LogLikSource) -> np.ndarray | None:
+    """The unit label of each observation, in the observations' order, when the units are
+    groups (None when they are the observations): what a grouped result carries so that
+    results are compared only over the same groups, not merely the same labels."""
+    if source.index.name != "group":
+        return None
+    return np.asarray(source.index)[source.codes]
+
+
 def refuse_whole_matrix(options: Mapping) -> None:
     """The one refusal of whole-matrix options for a lazy log-likelihood. ``{"data":
     "dic"}`` refuses a lazy input to an estimator that needs the matrix throughout."""

@@ -19,6 +19,7 @@ from bayesij.array.checks import (
 from bayesij.array.model_weights import pseudobma_weights, stacking_weights
 from bayesij.data.inference_data import fit_groups, optional_group
 from bayesij.stats.compare_diagnostics import (
+    check_same_groups,
     difference_flag,
     khat_flag,
     probability_below_zero,
@@ -352,6 +353,7 @@ def _pointwise_table(results) -> tuple[pd.DataFrame, int]:
             )
         pointwise[name] = result.pointwise_elpd
     _match_units(pointwise)
+    check_same_groups(results)
     ddofs = {result.ddof for result in results.values()}
     if len(ddofs) != 1:
         raise fail("results", f"mixed SE conventions ddof={sorted(ddofs)}", "one convention")

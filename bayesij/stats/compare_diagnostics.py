@@ -28,8 +28,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from bayesij.array.checks import fail
+
 __all__ = [
     "SelectionCheck",
+    "check_same_groups",
     "difference_flag",
     "khat_flag",
     "probability_below_zero",
@@ -42,6 +45,25 @@ SMALL_DATA = 100
 SIMILAR_PREDICTIONS = 4.0
 #: More models than this and the best one's lead is checked for selection bias.
 MANY_MODELS = 11
+
+
+def check_same_groups(results: dict) -> None:
+    """Refuse results over groups that hold other observations: the same labels (or the
+    same number of groups) are not the same groups. Results that do not record their
+    groups' observations (K-fold, held-out) are matched by their labels alone."""
+    grouped = {n: r.members for n, r in results.items() if getattr(r, "members", None) is not None}
+    if len(grouped) < 2:
+        return
+    first, members = next(iter(grouped.items()))
+    for name, other in grouped.items():
+        if other.shape != members.shape or not np.array_equal(other, members):
+            differ = np.flatnonzero(other != members)[:5] if other.shape == members.shape else []
+            raise fail(
+                "results",
+                f"{name!r} grouped otherwise than {first!r} ({other.size} and {members.size} "
+                f"observations; observations {[int(i) for i in differ]} in other groups)",
+                "results over the same groups: each observation in the same group",
+            )
 
 
 def probability_below_zero(elpd_diff: float, se_diff: float) -> float:

@@ -25,7 +25,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from bayesij.array.checks import fail
-from bayesij.stats.compare_diagnostics import SMALL_DATA, khat_flag
+from bayesij.stats.compare_diagnostics import SMALL_DATA, check_same_groups, khat_flag
 from bayesij.stats.scores import LooScore
 
 __all__ = ["compare_scores", "LARGER_IS_BETTER", "COMPARABLE"]
@@ -49,6 +49,7 @@ def compare_scores(results: dict) -> pd.DataFrame:
     ``diag_k`` (``"K k̂ > 0.70"``: LOO terms that are unreliable), ``se`` and ``rank``.
     """
     kind = _common_kind(results)
+    check_same_groups(results)
     frame = _pointwise_terms(results, kind)
     estimates = {name: _estimate(kind, frame[name], results[name]) for name in results}
     better = 1.0 if kind in LARGER_IS_BETTER else -1.0

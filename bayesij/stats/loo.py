@@ -38,7 +38,7 @@ from bayesij.array.psis import (
 from bayesij.data.arrays import from_arrays
 from bayesij.data.convert import unit_index
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
-from bayesij.data.source import as_source, map_blocks
+from bayesij.data.source import as_source, map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.peers import psis_options, psis_settings, unit_r_eff
 
@@ -105,6 +105,7 @@ class LooResult(ElpdResult):
     log_weights: np.ndarray | None = field(default=None, repr=False, compare=False)
     constant: np.ndarray | None = field(default=None, repr=False, compare=False)
     grouping: str | None = field(default=None, repr=False, compare=False)
+    members: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     criterion: ClassVar[str] = "loo"
     elpd_column: ClassVar[str] = "elpd_loo"
@@ -446,7 +447,8 @@ def loo_methods(
     )
     results = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
     found = loo_results(results, source.index, source.n_draws, tail_rule, ddof)
-    return {m: replace(r, grouping=source.grouping) for m, r in found.items()}
+    members = unit_members(source)
+    return {m: replace(r, grouping=source.grouping, members=members) for m, r in found.items()}
 
 
 def loo_results(results: dict, index: pd.Index, n_draws: int, tail_rule: str, ddof: int) -> dict:
@@ -564,6 +566,9 @@ class LooDraws(NamedTuple):
     units: object
     saved: np.ndarray | None
     quantile: str = "R loo"
+    codes: np.ndarray | None = None
+    groups: pd.Index | None = None
+    members: np.ndarray | None = None
 
 
 def draws_beside_log_lik(
@@ -574,10 +579,19 @@ def draws_beside_log_lik(
     var_name=None,
     psis=None,
     convention=None,
+    groups=None,
 ) -> LooDraws:
-    """:class:`LooDraws` of ``data`` and ``values`` under ``convention`` (as :func:`loo`)."""
+    """:class:`LooDraws` of ``data`` and ``values`` under ``convention`` (as :func:`loo`).
+
+    With ``groups``, every observation's weights are its group's leave-one-group-out ones:
+    the matrix, tail lengths and ``r_eff`` are the group's, repeated for each of its
+    observations (``codes``: the group of each; ``groups``: their labels)."""
     source = as_source(
-        data, var_name=var_name, whole_matrix={"data": "LOO expectations"}, log_lik_only=True
+        data,
+        groups=groups,
+        var_name=var_name,
+        whole_matrix={"data": "LOO expectations"},
+        log_lik_only=True,
     )
     settings = psis_settings(convention, source)
     ll, units = source.matrix(), source.units
@@ -590,8 +604,27 @@ def draws_beside_log_lik(
         r_eff = log_lik_relative_eff(ll)
     r_eff = checked_r_eff(r_eff, ll.shape[2]) * np.ones(ll.shape[2])
     tails = tail_length(matrix.shape[0], r_eff, tail_rule)
-    checked = _matching_draws(values, matrix, argument)
-    return LooDraws(matrix, checked, tails, r_eff, settings.ties, units, saved, settings.quantile)
+    members = unit_members(source)
+    if members is None:
+        checked = _matching_draws(values, matrix, argument)
+        return LooDraws(
+            matrix, checked, tails, r_eff, settings.ties, units, saved, settings.quantile
+        )
+    codes = source.codes  # each observation's group: its columns, weights and tails
+    checked = _matching_draws(values, matrix[:, codes], argument)
+    return LooDraws(
+        matrix[:, codes],
+        checked,
+        tails[codes],
+        r_eff[codes],
+        settings.ties,
+        source.posterior.log_lik.coords["obs"],
+        None if saved is None else saved[:, codes],
+        settings.quantile,
+        codes,
+        source.index,
+        members,
+    )
 
 
 def loo_weights(draws: LooDraws, floats_per_obs: int):

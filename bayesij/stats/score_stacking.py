@@ -37,6 +37,7 @@ def score_weights(
     *,
     y=None,
     y_pred: dict | None = None,
+    groups=None,
     var_name=None,
     convention=None,
 ) -> pd.Series:
@@ -56,6 +57,10 @@ def score_weights(
         ``posterior_predictive`` variable of that name.
     var_name, convention
         As :func:`bayesij.loo_score`.
+    groups : array_like or mapping, optional
+        Leave one group out (as :func:`bayesij.loo_score`): each model's predictive of an
+        observation is the one without its whole group, so the weights are those for
+        predicting new groups.
 
     Returns
     -------
@@ -100,6 +105,7 @@ def score_weights(
             f"y_pred[{name!r}]",
             var_name=var_name,
             convention=convention,
+            groups=groups,
         )
         for name in names
     }

@@ -3,7 +3,7 @@ point-prediction metrics (MAE, MSE, RMSE, R²) of the LOO predictive means."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -42,6 +42,11 @@ class LooScore:
     pointwise : pandas.DataFrame
         Per observation: ``score`` and ``pareto_k`` (scores), or ``prediction`` (the LOO
         predictive mean) and ``error`` (``y - prediction``) and ``pareto_k`` (metrics).
+        Per group with ``groups=``: the group's ``score`` (the sum over its observations,
+        each scored leaving the whole group out) and ``pareto_k``.
+    members : ndarray or None
+        With ``groups=``: the group of each observation (results over other groups are not
+        compared).
 
     Examples
     --------
@@ -59,6 +64,7 @@ class LooScore:
     estimate: float
     se: float
     pointwise: pd.DataFrame
+    members: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         return f"LOO {self.kind.upper()}: {self.estimate:.4g} (SE {self.se:.2g})"
@@ -69,6 +75,7 @@ def loo_score(
     y=None,
     y_pred=None,
     *,
+    groups=None,
     var_name=None,
     kind: str = "crps",
     convention=None,
@@ -93,6 +100,14 @@ def loo_score(
         As :func:`bayesij.loo_expectation` (``psis``: reuse a ``save_psis=True`` result).
         ``se = sd(pointwise, ddof) / sqrt(n)`` with ``ddof`` 0 as arviz-stats
         ``loo_score``, unless :class:`bayesij.PsisOptions` gives it.
+    groups : array_like or mapping, optional
+        Leave one group out (a label per observation, as :func:`bayesij.loo`): each
+        observation is scored by the predictive distribution without its whole group (the
+        group's PSIS weights), and a group's score is the sum over its observations, the
+        score of its joint predictive's marginals. ``estimate`` is then the mean over
+        groups and ``se`` is over groups; :func:`bayesij.compare` pairs models group by
+        group (and refuses results over other groups). With ``psis``, a
+        ``loo(..., groups=, save_psis=True)`` result.
 
     Returns
     -------
@@ -130,10 +145,14 @@ def loo_score(
         var_name=var_name,
         psis=psis,
         convention=convention,
+        groups=groups,
     )
     observed = _observed(observed_or_fit(data, y, var_name), draws.matrix.shape[1])
     score = np.empty(draws.matrix.shape[1])
-    k = psis.pointwise["pareto_k"].to_numpy() if psis is not None else np.empty(score.size)
+    k = np.empty(score.size)
+    if psis is not None:
+        k = psis.pointwise["pareto_k"].to_numpy()
+        k = k if draws.codes is None else k[draws.codes]
 
     def work(chunk):  # chunks on threads: each writes its own columns
         weights, chunk_k = chunk_loo_weights(draws, chunk)
@@ -143,6 +162,12 @@ def loo_score(
             k[chunk] = chunk_k
 
     map_chunks(work, obs_chunks(score.size, 16 * draws.matrix.shape[0]))
+    if draws.codes is not None:  # each group's score: the sum over its observations
+        n_groups = len(draws.groups)
+        score = np.bincount(draws.codes, weights=score, minlength=n_groups)
+        k = pd.Series(k).groupby(draws.codes).max().to_numpy()
+        frame = pd.DataFrame({"score": score, "pareto_k": k}, index=draws.groups)
+        return LooScore(kind, float(score.mean()), _se(score, ddof), frame, draws.members)
     frame = pd.DataFrame({"score": score, "pareto_k": k}, index=unit_index(draws.units))
     return LooScore(kind, float(score.mean()), _se(score, ddof), frame)
 

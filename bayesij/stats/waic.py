@@ -13,7 +13,7 @@ import pandas as pd
 from bayesij.array import waic as info
 from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import check_ddof, check_real
-from bayesij.data.source import as_source, map_blocks
+from bayesij.data.source import as_source, map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult
 
 __all__ = ["waic", "WaicResult", "generating_function"]
@@ -77,6 +77,7 @@ class WaicResult(ElpdResult):
     ddof: int
     n_draws: int
     grouping: str | None = field(default=None, repr=False, compare=False)
+    members: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     criterion: ClassVar[str] = "waic"
     elpd_column: ClassVar[str] = "elpd_waic"
@@ -184,7 +185,7 @@ def waic(
     source = as_source(data, groups=groups, var_name=var_name, log_lik_only=True)
     parts = map_blocks(source, partial(info.waic_parts, beta=beta, check=False), client=client)
     result = waic_result(parts, source.index, beta, ddof, source.n_draws)
-    return replace(result, grouping=source.grouping) if source.grouping else result
+    return replace(result, grouping=source.grouping, members=unit_members(source))
 
 
 def waic_result(parts: info.WaicParts, index, beta: float, ddof: int, n_draws: int) -> WaicResult:

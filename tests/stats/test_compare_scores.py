@@ -142,3 +142,114 @@ def test_scores_that_cannot_be_compared_are_refused(two_models):
     few = {n: type(s)(s.kind, s.estimate, s.se, s.pointwise.iloc[:50]) for n, s in crps.items()}
     assert bayesij.compare(few)["diag_diff"].tolist() == ["", "N < 100"]
     assert isinstance(bayesij.compare(crps), pd.DataFrame)
+
+
+G, PER_GROUP = 40, 4
+
+
+@pytest.fixture(scope="module")
+def grouped_models():
+    """The same two conjugate models over 40 groups of 4 observations: leaving group g out,
+    each of its observations' predictive is N(m_-g, sigma^2 + v_-g), in closed form."""
+    rng = np.random.default_rng(7)
+    n = G * PER_GROUP
+    groups = np.repeat(np.arange(G), PER_GROUP)
+    y = rng.normal(1.0, 1.3, n)
+    group_sums = np.bincount(groups, weights=y)
+    fits, exact = {}, {}
+    for name, sigma, tau in (("right", 1.3, TAU), ("shrunk", 1.0, 0.15)):
+        precision = 1 / tau**2 + n / sigma**2
+        mu = rng.normal(y.sum() / sigma**2 / precision, precision**-0.5, size=(4, 5000, 1))
+        log_lik = norm.logpdf(y, mu, sigma)
+        y_rep = mu + sigma * rng.normal(size=(4, 5000, n))
+        logo_precision = 1 / tau**2 + (n - PER_GROUP) / sigma**2
+        logo_mean = (y.sum() - group_sums[groups]) / sigma**2 / logo_precision
+        fits[name] = (log_lik, y_rep)
+        exact[name] = (logo_mean, np.sqrt(sigma**2 + 1 / logo_precision))
+    return y, groups, fits, exact
+
+
+@pytest.mark.parametrize("kind", ["crps", "scrps"])
+def test_leave_one_group_out_scores_are_the_exact_group_scores(grouped_models, kind):
+    """Each group's score is the sum of its observations' scores under the predictive
+    without the whole group; compare pairs the models group by group."""
+    y, groups, fits, exact = grouped_models
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scores = {
+            name: bayesij.loo_score(ll, y, y_rep, kind=kind, groups=groups)
+            for name, (ll, y_rep) in fits.items()
+        }
+    totals = {
+        name: np.bincount(groups, weights=_exact_terms(kind, y, *exact[name]))
+        for name in exact
+    }
+    for name, score in scores.items():
+        assert len(score.pointwise) == G and score.pointwise.index.name == "group"
+        # (a group of four: the Monte Carlo error of the weighted draws, up to a few hundredths)
+        np.testing.assert_allclose(score.pointwise["score"], totals[name], atol=0.05)
+        assert score.estimate == pytest.approx(totals[name].mean(), abs=0.01)
+        assert score.se == pytest.approx(totals[name].std() / np.sqrt(G), rel=0.05)
+    table = bayesij.compare(scores)
+    best, other = table.index
+    difference = totals[other] - totals[best]
+    assert table.loc[other, "diff"] == pytest.approx(difference.mean(), abs=0.01)
+    assert table.loc[other, "se_diff"] == pytest.approx(
+        difference.std(ddof=1) / np.sqrt(G), rel=0.05
+    )
+    assert table.loc[other, "diag_diff"] == "N < 100"  # 40 groups: the units compared
+
+
+def test_results_over_other_groups_are_not_compared(grouped_models):
+    """Same labels, same number of groups, other members: refused for scores and elpd."""
+    y, groups, fits, _ = grouped_models
+    shuffled = np.random.default_rng(0).permutation(groups)
+    (ll_a, rep_a), (ll_b, rep_b) = fits.values()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = bayesij.loo_score(ll_a, y, rep_a, groups=groups)
+        b = bayesij.loo_score(ll_b, y, rep_b, groups=shuffled)
+        loo_a, loo_b = bayesij.loo(ll_a, groups=groups), bayesij.loo(ll_b, groups=shuffled)
+    with pytest.raises(ValueError, match="results: found 'b' grouped otherwise than 'a'"):
+        bayesij.compare({"a": a, "b": b})
+    with pytest.raises(ValueError, match="results: found 'b' grouped otherwise than 'a'"):
+        bayesij.compare({"a": loo_a, "b": loo_b})
+    with pytest.raises(ValueError, match="grouped otherwise"):
+        bayesij.model_weights({"a": loo_a, "b": loo_b})
+
+
+@pytest.mark.slow
+def test_stacking_by_score_over_groups_uses_the_leave_one_group_out_predictives(
+    grouped_models,
+):
+    """With groups, the mixture's score at the weights equals the score of the exact
+    leave-one-group-out mixture of the two normal predictives (by quadrature) within
+    Monte Carlo error, and no weight on a grid scores better."""
+    y, groups, fits, exact = grouped_models
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        weights = bayesij.score_weights(
+            {name: ll for name, (ll, _) in fits.items()},
+            "crps",
+            y=y,
+            y_pred={name: rep for name, (_, rep) in fits.items()},
+            groups=groups,
+        )
+    a, b, c = _mixture_crps_terms(y, exact)  # -CRPS(w) = -(w^2 a + 2 w b + c) per point
+    grid = np.linspace(0, 1, 201)
+    exact_scores = [-(w**2 * a + 2 * w * b + c).mean() for w in grid]
+    w_best = grid[int(np.argmax(exact_scores))]
+    assert weights.iloc[0] == pytest.approx(w_best, abs=0.05)
+    assert weights.attrs["score"] == pytest.approx(max(exact_scores), abs=0.01)
+
+
+def _mixture_crps_terms(y, exact):
+    """The CRPS of each observation under the mixture w F_1 + (1 - w) F_2 of the models'
+    normal predictives is the quadratic w^2 a + 2 w b + c in the weight, with a, b, c the
+    integrals of (F_1 - F_2)^2, (F_1 - F_2)(F_2 - 1{x >= y}) and (F_2 - 1{x >= y})^2
+    (numerical integration)."""
+    x = np.linspace(-12, 14, 6001)[:, None]
+    (mean_1, sd_1), (mean_2, sd_2) = exact.values()
+    gap = norm.cdf(x, mean_1, sd_1) - norm.cdf(x, mean_2, sd_2)
+    rest = norm.cdf(x, mean_2, sd_2) - (x >= y)
+    return (np.trapezoid(f, x, axis=0) for f in (gap**2, gap * rest, rest**2))
