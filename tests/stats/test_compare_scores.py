@@ -181,8 +181,7 @@ def test_leave_one_group_out_scores_are_the_exact_group_scores(grouped_models, k
             for name, (ll, y_rep) in fits.items()
         }
     totals = {
-        name: np.bincount(groups, weights=_exact_terms(kind, y, *exact[name]))
-        for name in exact
+        name: np.bincount(groups, weights=_exact_terms(kind, y, *exact[name])) for name in exact
     }
     for name, score in scores.items():
         assert len(score.pointwise) == G and score.pointwise.index.name == "group"
