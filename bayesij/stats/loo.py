@@ -769,25 +769,7 @@ def loo_expectation(
         psis=psis,
         convention=convention,
     )
-    n_obs = draws.matrix.shape[1]
-    value, mcse = np.empty((len(probs), n_obs)), np.empty((len(probs), n_obs))
-    k = np.empty(n_obs)
-
-    def work(chunk):  # chunks on threads: each writes its own columns
-        weights, _ = chunk_loo_weights(draws, chunk)
-        g = draws.values[:, chunk]
-        for j, p in enumerate(probs):
-            value[j, chunk], influence = _weighted_estimate(g, weights, kind, p, draws.quantile)
-            with np.errstate(invalid="ignore"):
-                error = np.sqrt(np.sum(weights**2 * influence**2, axis=0) / draws.r_eff[chunk])
-            if kind == "sd":
-                error /= 2 * value[j, chunk]
-            elif kind in ("median", "quantile"):
-                error = _quantile_mcse(g, weights, p, error, draws.quantile)
-            mcse[j, chunk] = error
-        k[chunk] = expectation_khat(-read_columns(draws.matrix, chunk), g, kind)
-
-    map_chunks(work, obs_chunks(n_obs, 12 * draws.matrix.shape[0]))
+    value, mcse, k = _expectations(draws, kind, probs)
     index = unit_index(draws.units)
     if kind != "quantile" or np.ndim(prob) == 0:
         return pd.DataFrame({"value": value[0], "mcse": mcse[0], "pareto_k": k}, index=index)
@@ -795,6 +777,44 @@ def loo_expectation(
     columns |= {("mcse", p): mcse[j] for j, p in enumerate(probs)}
     columns |= {("pareto_k", p): k for p in probs}
     return pd.DataFrame(columns, index=index).rename_axis(columns=[None, "prob"])
+
+
+def loo_means(data, values, *, var_name=None, convention=None, psis=None) -> np.ndarray:
+    """The LOO means ``E[values_n | y_-n]`` alone, (n_obs,): :func:`loo_expectation`'s
+    ``value`` without its MCSE and k-hat (for the estimators that use only the means,
+    such as :func:`bayesij.loo_r2`)."""
+    draws = draws_beside_log_lik(
+        data, values, "y_pred", var_name=var_name, psis=psis, convention=convention
+    )
+    return _expectations(draws, "mean", [None], diagnostics=False)[0][0]
+
+
+def _expectations(draws: LooDraws, kind: str, probs: list, diagnostics: bool = True):
+    """Values (len(probs), n), their MCSE (len(probs), n) and k-hat (n,) of the LOO
+    expectations of ``draws.values`` (MCSE and k-hat NaN without ``diagnostics``)."""
+    n_obs = draws.matrix.shape[1]
+    value = np.empty((len(probs), n_obs))
+    mcse, k = np.full((len(probs), n_obs), np.nan), np.full(n_obs, np.nan)
+
+    def work(chunk):  # chunks on threads: each writes its own columns
+        weights, _ = chunk_loo_weights(draws, chunk)
+        g = draws.values[:, chunk]
+        for j, p in enumerate(probs):
+            value[j, chunk], influence = _weighted_estimate(g, weights, kind, p, draws.quantile)
+            if not diagnostics:
+                continue
+            with np.errstate(invalid="ignore"):
+                error = np.sqrt(np.sum(weights**2 * influence**2, axis=0) / draws.r_eff[chunk])
+            if kind == "sd":
+                error /= 2 * value[j, chunk]
+            elif kind in ("median", "quantile"):
+                error = _quantile_mcse(g, weights, p, error, draws.quantile)
+            mcse[j, chunk] = error
+        if diagnostics:
+            k[chunk] = expectation_khat(-read_columns(draws.matrix, chunk), g, kind)
+
+    map_chunks(work, obs_chunks(n_obs, 12 * draws.matrix.shape[0]))
+    return value, mcse, k
 
 
 def _checked_probs(prob) -> list[float]:
@@ -862,14 +882,17 @@ def expectation_khat(log_ratios: np.ndarray, g: np.ndarray, kind: str) -> np.nda
     k_hr = pareto_khat_columns(
         hr, khat_tail_length(n_draws, _tail_ess_of_rows(hr.T), "both"), "both"
     )
-    plain = np.array([_few_values(column) for column in h.T], dtype=bool)
     k = np.fmax(k_hr, k_r)
-    return np.where(plain, k_r, k)
+    return np.where(_few_values(h), k_r, k)
 
 
-def _few_values(h: np.ndarray) -> bool:
-    """Whether ``h`` is not finite everywhere or has at most two distinct values."""
-    return not np.all(np.isfinite(h)) or np.unique(h).size <= 2
+def _few_values(h: np.ndarray) -> np.ndarray:
+    """Per column of (S, n) ``h``: not finite everywhere, or at most two distinct values
+    (every value its column's smallest or largest)."""
+    with np.errstate(invalid="ignore"):
+        low, high = h.min(axis=0), h.max(axis=0)
+        two = np.all((h == low) | (h == high), axis=0)
+    return two | ~np.isfinite(h).all(axis=0)
 
 
 def loo_pit(

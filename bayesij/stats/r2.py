@@ -27,7 +27,7 @@ from bayesij.array.checks import (
 )
 from bayesij.data.fit import named_draws
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
-from bayesij.stats.loo import loo_expectation
+from bayesij.stats.loo import loo_means
 
 __all__ = ["bayesian_r2", "BayesianR2", "loo_r2"]
 
@@ -189,9 +189,7 @@ def loo_r2(
             "y_pred", f"shape {y_pred.shape}", "draws (n_draws, N) or (n_chains, n_draws, N)"
         )
     check_finite(y_pred, "y_pred")
-    means = loo_expectation(data, y_pred, var_name=var_name, convention=convention, psis=psis)[
-        "value"
-    ].to_numpy()
+    means = loo_means(data, y_pred, var_name=var_name, convention=convention, psis=psis)
     if means.size != y.size:
         raise fail("y", f"{y.size} observations", f"one per unit of data ({means.size})")
     residual = means - y
