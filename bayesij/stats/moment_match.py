@@ -75,7 +75,10 @@ def loo_moment_match(
     LooResult
         ``loo`` with the moment-matched observations' ``elpd_loo``, ``p_loo``,
         ``pareto_k``, ``mcse_elpd_loo`` and ``ess`` replaced, and columns
-        ``moment_matched`` and ``transformations`` (e.g. ``"shift,scale"``).
+        ``moment_matched``, ``transformations`` (e.g. ``"shift,scale"``) and
+        ``influence_pareto_k`` (the k-hat before matching: how influential each
+        observation is, R loo's ``pareto_k_influence_values`` and arviz-stats'
+        ``influence_pareto_k``).
 
     Examples
     --------
@@ -128,6 +131,7 @@ def loo_moment_match(
     split, cov = check_flag(split, "split"), check_flag(cov, "cov")
     table = loo.pointwise.copy()
     table["moment_matched"], table["transformations"] = False, ""
+    table["influence_pareto_k"] = table["pareto_k"]  # before matching (R loo, arviz-stats)
     high = np.flatnonzero(table["pareto_k"].to_numpy() > threshold)
     if high.size == 0:
         return replace(loo, pointwise=table, log_weights=None)

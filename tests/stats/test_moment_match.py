@@ -75,6 +75,8 @@ def test_moment_matching_recovers_the_exact_loo_where_psis_fails(fit):
     rest = np.setdiff1d(np.arange(len(table)), high)
     np.testing.assert_array_equal(table["elpd_loo"].iloc[rest], before["elpd_loo"].iloc[rest])
     assert not table["moment_matched"].iloc[rest].any()
+    # the k-hats before matching stay (R loo's pareto_k_influence_values): how influential
+    np.testing.assert_array_equal(table["influence_pareto_k"], before["pareto_k"])
     np.testing.assert_allclose(table["p_loo"], table["lppd"] - table["elpd_loo"])
     assert matched.elpd == pytest.approx(sum(model.loo_density(i) for i in range(15)), abs=0.5)
 
