@@ -14,9 +14,11 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import check_positive_int, check_seed, fail
+from bayesij.array.psis import pareto_k_threshold
 from bayesij.array.waic import log_mean_exp
 from bayesij.data.lazy import LogLikFunction
 from bayesij.data.source import as_source, map_blocks
+from bayesij.stats.compare_diagnostics import difference_flag, khat_flag, probability_below_zero
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.loo import loo as compute_loo
 from bayesij.stats.peers import PsisOptions, psis_settings
@@ -53,6 +55,9 @@ class LooSubsample(ElpdResult):
     psis_options : PsisOptions
         The PSIS settings used (``r_eff``, ``tail_rule``, ``ties``), which
         :func:`update_subsample` keeps.
+    k_threshold : float
+        ``min(1 - 1 / log10(S), 0.7)`` of the draws: the sampled observations' k-hat above
+        it make ``compare``'s ``diag_elpd``.
 
     Examples
     --------
@@ -74,6 +79,7 @@ class LooSubsample(ElpdResult):
     ddof: int = 0
     sampled: np.ndarray | None = None
     psis_options: PsisOptions | None = None
+    k_threshold: float | None = None
 
     criterion: ClassVar[str] = "loo"
     elpd_column: ClassVar[str] = "elpd_loo"
@@ -161,7 +167,10 @@ def loo_subsample(
     approx = _approximations(source, approximation)
     sampled = _new_sample(observations, np.zeros(source.n_units, bool), seed)
     e, k = _exact_psis(source, sampled, options)
-    return _difference_estimator(e, approx, sampled, source.index, k, approximation, ddof, options)
+    result = _difference_estimator(
+        e, approx, sampled, source.index, k, approximation, ddof, options
+    )
+    return replace(result, k_threshold=pareto_k_threshold(source.n_draws))
 
 
 def update_subsample(
@@ -215,7 +224,7 @@ def update_subsample(
     e = np.concatenate([result.pointwise["elpd_loo"].to_numpy(), e_new])[order]
     k = np.concatenate([result.pointwise["pareto_k"].to_numpy(), k_new])[order]
     approx = result.approximations.to_numpy()
-    return _difference_estimator(
+    updated = _difference_estimator(
         e,
         approx,
         sampled[order],
@@ -225,6 +234,7 @@ def update_subsample(
         result.ddof,
         result.psis_options,
     )
+    return replace(updated, k_threshold=result.k_threshold)
 
 
 def _new_sample(observations, taken: np.ndarray, seed: int) -> np.ndarray:
@@ -324,8 +334,11 @@ def compare_subsampled(results: dict) -> pd.DataFrame:
     """:func:`bayesij.compare` of subsampled results: the difference estimator applied to
     each model's pointwise differences from the best (same subsample required).
 
-    Returns columns ``elpd_diff``, ``se_diff``, ``subsampling_se_diff``, ``elpd``, ``se``,
-    ``subsampling_se``, best model first.
+    Returns columns ``elpd_diff``, ``se_diff``, ``subsampling_se_diff``, ``p_worse`` (the
+    normal probability that the model predicts worse than the best, with both SEs:
+    ``sqrt(se_diff^2 + subsampling_se_diff^2)``), ``diag_diff`` and ``diag_elpd`` (as
+    :func:`bayesij.compare`'s; k-hat of the sampled observations), ``elpd``, ``se``,
+    ``subsampling_se`` and ``rank``, best model first.
     """
     first = next(iter(results.values()))
     for name, result in results.items():
@@ -353,15 +366,20 @@ def compare_subsampled(results: dict) -> pd.DataFrame:
         index = best.approximations.index
         no_k = np.full(gaps.size, np.nan)
         diff = _difference_estimator(gaps, approx, sampled, index, no_k, "", result.ddof)
+        both = float(np.hypot(diff.se, diff.subsampling_se))  # the data's and the subsample's
         rows.append(
             {
                 "model": name,
                 "elpd_diff": diff.elpd,
                 "se_diff": diff.se,
                 "subsampling_se_diff": diff.subsampling_se,
+                "p_worse": probability_below_zero(diff.elpd, both),
+                "diag_diff": difference_flag(diff.elpd, result.n_obs),
+                "diag_elpd": khat_flag(result.pointwise["pareto_k"], result.k_threshold),
                 "elpd": result.elpd,
                 "se": result.se,
                 "subsampling_se": result.subsampling_se,
+                "rank": len(rows),
             }
         )
     return pd.DataFrame(rows).set_index("model")

@@ -173,3 +173,41 @@ def test_the_subsampled_loo_equals_arviz_stats(fit):
     assert ours.elpd == pytest.approx(theirs.elpd, rel=1e-12)
     assert ours.subsampling_se == pytest.approx(theirs.subsampling_se, rel=1e-8)
     assert ours.se == pytest.approx(theirs.se, rel=1e-8)
+
+
+def test_subsampled_comparisons_carry_p_worse_and_the_diagnostics(fit):
+    """Every observation sampled: the difference estimator is the full comparison, so its
+    p_worse and flags are the full compare's (subsampling SE 0); a subsample adds its SE
+    to p_worse's normal approximation."""
+    beta, X, y, matrix, full = fit
+    wide = _log_lik({"X": X, "y": y}, beta, scale=1.1).reshape(4, 250, N)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full_table = bayesij.compare({"good": full, "wide": bayesij.loo(wide)})
+        whole = {
+            "good": bayesij.loo_subsample(matrix, N, seed=1),
+            "wide": bayesij.loo_subsample(wide, N, seed=1),
+        }
+        table = bayesij.compare(whole)
+        part = bayesij.compare(
+            {
+                "good": bayesij.loo_subsample(matrix, 100, seed=2),
+                "wide": bayesij.loo_subsample(wide, 100, seed=2),
+            }
+        )
+    assert table.loc["wide", "subsampling_se_diff"] == pytest.approx(0.0, abs=1e-9)
+    assert table.loc["wide", "elpd_diff"] == pytest.approx(full_table.loc["wide", "elpd_diff"])
+    worse = norm_cdf(-table.loc["wide", "elpd_diff"] / table.loc["wide", "se_diff"])
+    assert table.loc["wide", "p_worse"] == pytest.approx(worse, rel=1e-9)
+    for column in ("diag_diff", "diag_elpd"):
+        assert list(table[column]) == list(full_table[column])
+    assert np.isnan(table.loc["good", "p_worse"]) and list(table["rank"]) == [0, 1]
+    both = np.hypot(part.loc["wide", "se_diff"], part.loc["wide", "subsampling_se_diff"])
+    expected = norm_cdf(-part.loc["wide", "elpd_diff"] / both)
+    assert part.loc["wide", "p_worse"] == pytest.approx(expected, rel=1e-9)
+
+
+def norm_cdf(x: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.cdf(x))
