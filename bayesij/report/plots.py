@@ -20,6 +20,7 @@ __all__ = [
     "plot_loo_intervals",
     "plot_psense_sequence",
     "plot_psense_ecdf",
+    "plot_psense_density",
 ]
 
 
@@ -533,10 +534,11 @@ def plot_calibration(result, ax=None):
     return ax
 
 
-def plot_loo_intervals(y, lower, upper, center=None, labels=None, ax=None):
+def plot_loo_intervals(y, lower, upper, center=None, labels=None, ax=None, ribbon=False):
     """Observations against their LOO predictive intervals (e.g. the 5 % and 95 % quantiles
     of :func:`bayesij.loo_expectation`), ordered by the interval's centre; observations
-    outside are marked and labelled.
+    outside are marked and labelled. ``ribbon=True`` draws the intervals as one band
+    (bayesplot's ``ppc_loo_ribbon``), for many observations.
 
     Examples
     --------
@@ -556,7 +558,14 @@ def plot_loo_intervals(y, lower, upper, center=None, labels=None, ax=None):
     labels = np.arange(y.size) if labels is None else np.asarray(labels)
     order = np.argsort(center, kind="stable")
     x = np.arange(y.size)
-    ax.vlines(x, lower[order], upper[order], color="C0", lw=1.2, alpha=0.6, label="LOO interval")
+    if ribbon:
+        ax.fill_between(
+            x, lower[order], upper[order], color="C0", alpha=0.3, lw=0, label="LOO interval"
+        )
+    else:
+        ax.vlines(
+            x, lower[order], upper[order], color="C0", lw=1.2, alpha=0.6, label="LOO interval"
+        )
     ax.scatter(x, center[order], s=8, color="C0", marker="_", label="LOO centre")
     out = (y[order] < lower[order]) | (y[order] > upper[order])
     ax.scatter(x[~out], y[order][~out], s=10, color="k", label="observed")
@@ -682,6 +691,61 @@ def plot_psense_ecdf(scaled, quantity: str, ax=None):
         xlabel=_plain(quantity),
         ylabel="ECDF",
         ylim=(0, 1),
+        title=f"Power-scaling the {scaled.component}: {_plain(quantity)}",
+    )
+    _legend_outside(ax)
+    return ax
+
+
+def plot_psense_density(scaled, quantity: str, ax=None, points: int = 200):
+    """A quantity's density under the smallest and largest power-scaling of
+    :func:`bayesij.power_scaled_draws` beside the posterior's, as priorsense's
+    ``powerscale_plot_dens``: Gaussian kernel density estimates of the draws with each
+    scaling's importance weights (bandwidth by Scott's rule on the weights' effective
+    sample size); dashed where the scaling's k-hat is too high.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
+    >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+    >>> log_prior = -0.5 * mu[..., 0] ** 2 / 25       # mu ~ N(0, 5)
+    >>> scaled = bayesij.power_scaled_draws(post, log_prior=log_prior)
+    >>> ax = bayesij.plots.plot_psense_density(scaled, "mu")
+    >>> ax.get_title()
+    'Power-scaling the prior: mu'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    from scipy.stats import gaussian_kde
+
+    ax = _axes(ax)
+    if quantity not in scaled.quantities:
+        raise fail("quantity", repr(quantity), f"one of {scaled.quantities}")
+    column = scaled.quantities.index(quantity)
+    x = scaled.draws[:, column]
+    grid = np.linspace(x.min(), x.max(), points)
+    if np.ptp(x) == 0:
+        raise fail("quantity", f"{quantity!r}, constant over the draws", "a quantity that varies")
+    low, high = int(np.argmin(scaled.alphas)), int(np.argmax(scaled.alphas))
+    for i, colour in [(low, "C0"), (high, "C3")]:
+        values = scaled.draws_at(i)[:, column]
+        style = "-" if scaled.reliable[i] else "--"
+        flag = "" if scaled.reliable[i] else f", k-hat {scaled.pareto_k[i]:.2f}"
+        flag += "" if scaled.moved == () or scaled.moved[i] is None else ", moment-matched"
+        density = gaussian_kde(values, weights=scaled.weights[i])(grid)
+        ax.plot(
+            grid,
+            density,
+            color=colour,
+            ls=style,
+            label=f"{scaled.component} ^ {scaled.alphas[i]:.2f}{flag}",
+        )
+    ax.plot(grid, gaussian_kde(x)(grid), color="k", lw=0.9, label="posterior (alpha = 1)")
+    ax.set(
+        xlabel=_plain(quantity),
+        ylabel="density",
         title=f"Power-scaling the {scaled.component}: {_plain(quantity)}",
     )
     _legend_outside(ax)

@@ -237,3 +237,40 @@ def test_amip_plot_marks_the_size_interval_and_a_sure_upper_bound():
     [band] = [p for p in ax.patches if p.get_label() == label]
     low, high = result.size_interval
     np.testing.assert_allclose([band.get_x(), band.get_x() + band.get_width()], [low, high])
+
+
+def test_psense_density_plot_draws_the_scaled_posteriors_densities():
+    """mu ~ N(0, 1), y_n ~ N(mu, 1), n = 4: the prior raised to alpha gives the normal
+    posterior of precision alpha + 4, in closed form; the weighted densities follow it."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(2)
+    y = rng.normal(0.5, 1.0, size=4)
+    mu = rng.normal(y.sum() / 5, 5**-0.5, size=(4, 5000, 1))
+    post = bayesij.from_arrays(mu, norm.logpdf(y, mu, 1.0), quantity_names=["mu"])
+    log_prior = norm.logpdf(mu[..., 0], 0.0, 1.0)
+    scaled = bayesij.power_scaled_draws(post, log_prior=log_prior, alphas=[0.5, 1.0, 2.0])
+    ax = plots.plot_psense_density(scaled, "mu")
+    lines = {line.get_label(): line for line in ax.lines}
+    for alpha in (0.5, 2.0):
+        curve = lines[f"prior ^ {alpha:.2f}"]
+        grid, density = curve.get_xdata(), curve.get_ydata()
+        exact = norm.pdf(grid, y.sum() / (alpha + 4), (alpha + 4) ** -0.5)
+        assert np.trapezoid(density, grid) == pytest.approx(1.0, abs=0.02)
+        assert np.max(np.abs(density - exact)) < 0.05 * exact.max()  # kernel bias and noise
+    posterior = lines["posterior (alpha = 1)"]
+    assert np.trapezoid(posterior.get_ydata(), posterior.get_xdata()) == pytest.approx(1, abs=0.02)
+    with pytest.raises(ValueError, match=r"quantity: found 'nope'"):
+        plots.plot_psense_density(scaled, "nope")
+
+
+def test_loo_intervals_as_a_ribbon_span_each_interval_in_the_centres_order():
+    y = np.array([0.0, 3.0, -0.5])
+    lower, upper = np.array([1.0, -2.0, 0.0]), np.array([3.0, 0.0, 1.0])
+    ax = plots.plot_loo_intervals(y, lower, upper, ribbon=True)
+    band = [c for c in ax.collections if c.get_label() == "LOO interval"][0]
+    vertices = band.get_paths()[0].vertices
+    order = np.argsort((lower + upper) / 2)
+    for x, (low, high) in enumerate(zip(lower[order], upper[order], strict=True)):
+        at = vertices[np.isclose(vertices[:, 0], x), 1]
+        assert np.isclose(at, low).any() and np.isclose(at, high).any()
