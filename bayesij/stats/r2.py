@@ -193,10 +193,19 @@ def loo_r2(
     if means.size != y.size:
         raise fail("y", f"{y.size} observations", f"one per unit of data ({means.size})")
     residual = means - y
-    weights = dirichlet.rvs(np.ones(y.size), size=n_simulations, random_state=check_seed(seed))
+    # The Dirichlet weights a block of simulations at a time (at most about 64 MiB): the
+    # same stream of draws as all at once, without the n_simulations x N matrix (3 GiB at
+    # N = 10^5).
+    state = np.random.RandomState(check_seed(seed))
+    block = max(1, 2**23 // y.size)
+    r2 = np.empty(n_simulations)
     correction = y.size / (y.size - 1)
+    for start in range(0, n_simulations, block):
+        size = min(block, n_simulations - start)
+        weights = dirichlet.rvs(np.ones(y.size), size=size, random_state=state)
 
-    def weighted_variance(values):
-        return (weights @ values**2 - (weights @ values) ** 2) * correction
+        def weighted_variance(values, weights=weights):
+            return (weights @ values**2 - (weights @ values) ** 2) * correction
 
-    return BayesianR2(np.clip(1 - weighted_variance(residual) / weighted_variance(y), -1, 1))
+        r2[start : start + size] = 1 - weighted_variance(residual) / weighted_variance(y)
+    return BayesianR2(np.clip(r2, -1, 1))

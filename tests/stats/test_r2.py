@@ -62,3 +62,25 @@ def test_bernoulli_pseudo_variance_and_bad_input():
     tree, _, _ = _tree(rng)
     with pytest.raises(ValueError, match=r"pred_mean: found 'eta'; expected a posterior variable"):
         bayesij.bayesian_r2(tree, "eta", "sigma")
+
+
+def test_the_bootstrap_in_blocks_is_the_bootstrap_of_all_the_weights_at_once():
+    """N = 3000: the Dirichlet weights come a block of simulations at a time (never the
+    4000 x N matrix), the same draws as all at once, so the same R² draws."""
+    from scipy.stats import dirichlet
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    y = rng.normal(size=n)
+    mu = rng.normal(0.0, 0.05, size=(2, 50, 1))
+    y_pred = mu + rng.normal(size=(2, 50, n))
+    result = bayesij.loo_r2(-0.5 * (y - mu) ** 2, y, y_pred, seed=11)
+    means = bayesij.loo_expectation(-0.5 * (y - mu) ** 2, y_pred)["value"].to_numpy()
+    weights = dirichlet.rvs(np.ones(n), size=4000, random_state=11)  # all at once
+    correction = n / (n - 1)
+
+    def variance(values):
+        return (weights @ values**2 - (weights @ values) ** 2) * correction
+
+    expected = np.clip(1 - variance(means - y) / variance(y), -1, 1)
+    np.testing.assert_allclose(result.draws, expected, rtol=1e-12, atol=1e-14)
