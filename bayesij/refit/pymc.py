@@ -18,7 +18,7 @@ import numpy as np
 
 from bayesij.array.checks import fail
 from bayesij.data.fit import read
-from bayesij.data.posterior import Posterior, base_name
+from bayesij.data.posterior import Posterior
 from bayesij.refit.backends import Backend, RefitFailed, content_digest, refit_seed
 
 __all__ = ["PyMCBackend", "PyMCDensity"]
@@ -247,34 +247,25 @@ class PyMCDensity:
         return self._compiled
 
     def _constrained_draws(self, data) -> list[np.ndarray]:
-        """Each free variable's draws, (S, *shape): from a Posterior's quantities (named as
-        ArviZ labels them, ``z_a[General Motors]``, in C order) or from the posterior group
-        of an InferenceData / DataTree."""
+        """Each free variable's draws, (S, *shape), from any fit :func:`bayesij.read` takes
+        (an InferenceData / DataTree's posterior group, a Posterior's quantities named as
+        ArviZ labels them, ``z_a[General Motors]``), elements in C order."""
         free, *_, constrained, _ = self._functions()
-        if isinstance(data, Posterior):
-            variables = list(dict.fromkeys(base_name(n) for n in data.quantity_names))
-            missing = [rv.name for rv in free if rv.name not in variables]
-            if missing:
-                raise fail(
-                    "data",
-                    f"a posterior without {missing} (it has {variables})",
-                    "draws of every free variable of the model",
-                )
-            arrays = []
-            for shape, rv in zip(constrained, free, strict=True):
-                values = data.select(rv.name).quantities.values
-                arrays.append(values.reshape(data.n_draws, *shape))
-            return arrays
-        group = read(data).group("posterior")
-        missing = [rv.name for rv in free if rv.name not in group.data_vars]
+        fit = read(data)
+        names = [rv.name for rv in free]
+        variables = list(fit.variable_sizes())
+        missing = [name for name in names if name not in variables]
         if missing:
             raise fail(
                 "data",
-                f"a posterior without {missing}",
+                f"a posterior without {missing} (it has {variables})",
                 "draws of every free variable of the model",
             )
-        arrays = [np.asarray(group[rv.name].values, dtype=float) for rv in free]
-        return [a.reshape(-1, *a.shape[2:]) for a in arrays]
+        arrays = []
+        for name, shape in zip(names, constrained, strict=True):
+            values, _ = fit.posterior_draws([name])
+            arrays.append(values.reshape(-1, *shape))
+        return arrays
 
     def unconstrain(self, data) -> np.ndarray:
         """The draws of the model's free variables on the unconstrained scale, (S, D), D the
