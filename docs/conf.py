@@ -74,4 +74,5 @@ html_theme_options = {
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
-html_sidebars: dict[str, list[str]] = {"index": []}
+# Pages without children of their own: no empty "section navigation" column.
+html_sidebars: dict[str, list[str]] = {"index": [], "glossary": [], "getting-started": []}
