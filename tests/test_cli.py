@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bayesij.cli import main
-from peers import load_example
+from peers import from_dict, load_example
 from stan_csv import write_cmdstan_csv
 
 
@@ -234,8 +234,6 @@ def test_files_that_are_folders_or_not_netcdf_are_named(tmp_path, capsys):
 
 def _field_fit_files(tmp_path, n: int = 400):
     """A flat-prior regression's exact draws saved as a netCDF fit, with its gradient file."""
-    import arviz as az
-
     from bayesij.refit import FlatPriorRegressionBackend
 
     rng = np.random.default_rng(5)
@@ -244,7 +242,7 @@ def _field_fit_files(tmp_path, n: int = 400):
     backend = FlatPriorRegressionBackend(np.column_stack([np.ones(n), x]), y, draws=2000)
     post, gradient, unconstrained = backend.fit_with_gradient(np.ones(n))
     values = post.quantities.values
-    idata = az.from_dict(
+    idata = from_dict(  # either ArviZ generation
         posterior={"beta": values[..., :2], "sigma": values[..., 2]},
         log_likelihood={"y": post.log_lik.values},
     )
