@@ -228,10 +228,12 @@ def loo(
         The pointwise log-likelihood: a container, an ``InferenceData`` or ``DataTree``
         (its ``log_likelihood`` group), or an array of shape (n_draws, n_obs) (one chain)
         or (n_chains, n_draws, n_obs).
-    method : {"psis", "is", "ij", "cumulant"}, default "psis"
+    method : {"psis", "is", "tis", "ij", "cumulant"}, default "psis"
         Pareto-smoothed importance sampling; plain importance sampling (harmonic mean);
-        first-order infinitesimal jackknife ``log(E[p_n] - Cov(p_n, l_n))``; or the
-        cumulant expansion ``k1 - k2/2 + k3/6 - k4/24``. All report PSIS k-hat.
+        truncated importance sampling (the ratios cut at their mean times ``sqrt(S)``,
+        Ionides 2008; R loo's ``is_method = "tis"``, equal to it to 1e-9); first-order
+        infinitesimal jackknife ``log(E[p_n] - Cov(p_n, l_n))``; or the cumulant expansion
+        ``k1 - k2/2 + k3/6 - k4/24``. All report PSIS k-hat (R loo reports 0 for TIS).
     convention : str or PsisOptions, optional
         How to smooth and report, set together: a peer's name ("bayesij", "R loo",
         "arviz-stats", "ArviZ 0.23"; tail rule, tie rule, default ``r_eff`` and SE divisor
@@ -284,6 +286,8 @@ def loo(
        smoothed importance sampling. JMLR 25(72).
     .. [2] Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical Bayesian model evaluation
        using leave-one-out cross-validation and WAIC. Statistics and Computing 27.
+    .. [3] Ionides, E. L. (2008). Truncated importance sampling. Journal of Computational
+       and Graphical Statistics 17(2), 295-311.
 
     Examples
     --------

@@ -52,3 +52,23 @@ def test_leave_one_out_means_from_the_same_pass(options, methods):
     np.testing.assert_allclose(got[base].expectations, expected, rtol=0, atol=1e-13)
     np.testing.assert_allclose(got[base].elpd, saved[base].elpd, rtol=0, atol=1e-12)
     assert all(got[m].expectations is None for m in methods if m != base)
+
+
+def test_truncated_importance_sampling_by_hand():
+    """TIS cuts each ratio 1 / p_s at sqrt(S) times the ratios' mean, then self-normalises:
+    with no ratio above the cut it is plain IS; with one far above, that ratio is replaced
+    by the cut (Ionides 2008)."""
+    calm = np.log(np.array([[0.5, 0.6, 0.7, 0.8]] * 3)).T  # (S = 4, one column each)
+    tis = loo_pointwise(calm[:, :1], method="tis", r_eff=1.0)
+    plain = loo_pointwise(calm[:, :1], method="is", r_eff=1.0)
+    assert tis.elpd[0] == pytest.approx(plain.elpd[0], rel=1e-12)
+    p = np.array([1e-6, 0.5, 0.6, 0.7])  # one draw under which the point is nearly impossible
+    ratios = 1 / p
+    cut = ratios.mean() * np.sqrt(p.size)
+    weights = np.minimum(ratios, cut)
+    expected = np.log(np.sum(weights * p) / weights.sum())
+    result = loo_pointwise(np.log(p)[:, None], method="tis", r_eff=1.0)
+    assert result.elpd[0] == pytest.approx(expected, rel=1e-12)
+    assert result.elpd[0] != pytest.approx(
+        loo_pointwise(np.log(p)[:, None], method="is", r_eff=1.0).elpd[0], rel=1e-3
+    )

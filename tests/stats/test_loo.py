@@ -631,3 +631,27 @@ def test_saved_psis_weights_give_the_same_answers_without_smoothing_again():
         grouped = bayesij.loo(post, groups=np.arange(25) // 5, save_psis=True)
         with pytest.raises(ValueError, match=r"psis: found saved weights of shape \(1000, 5\)"):
             bayesij.linearity(post, psis=grouped)
+
+
+@pytest.mark.parametrize("name", ["reference", "heavy"])
+def test_truncated_importance_sampling_equals_r_loo(name):
+    """method="tis": R loo 2.5.1's loo(is_method = "tis") (tests/reference/r_loo_tis.R),
+    the ratios cut at their mean times sqrt(S): elpd, p_loo, its MCSE and n_eff. R reports
+    k-hat 0 for TIS; here PSIS's k-hat of the same ratios stays as the diagnostic."""
+    log_lik = r_log_lik(name)
+    expected = pd.read_csv(DATA / f"r_loo_tis_{name}_pointwise.csv")
+    ours = _quiet(bayesij.loo, log_lik, method="tis", convention="R loo")
+    for column, theirs in [
+        ("elpd_loo", "elpd_loo"),
+        ("p_loo", "p_loo"),
+        ("mcse_elpd_loo", "mcse_elpd_loo"),
+        ("ess", "n_eff"),
+    ]:
+        np.testing.assert_allclose(
+            ours.pointwise[column], expected[theirs], rtol=1e-9, err_msg=column
+        )
+    assert (expected["pareto_k"] == 0).all()
+    psis = _quiet(bayesij.loo, log_lik, convention="R loo")
+    np.testing.assert_array_equal(ours.pointwise["pareto_k"], psis.pointwise["pareto_k"])
+    if name == "heavy":  # where PSIS's tail is long, truncation differs from smoothing
+        assert np.abs(ours.pointwise["elpd_loo"] - psis.pointwise["elpd_loo"]).max() > 1e-3
