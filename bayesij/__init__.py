@@ -53,6 +53,7 @@ _PUBLIC = {
     "pareto_khat": "bayesij.stats.pareto",
     "pareto_smooth": "bayesij.stats.pareto",
     "bayesian_r2": "bayesij.stats.r2",
+    "residual_r2": "bayesij.stats.r2",
     "loo_r2": "bayesij.stats.r2",
     "loo_subsample": "bayesij.stats.subsample",
     "LooSubsample": "bayesij.stats.subsample",
@@ -90,6 +91,7 @@ COMMON_KEYWORDS = ("groups", "quantities", "var_name")
 POSITIONAL = {
     "amip": ("quantity", "target"),
     "bayesian_r2": ("pred_mean", "scale"),
+    "residual_r2": ("pred_mean", "y"),
     "dic": ("log_lik_at_point",),
     "generating_function": ("alpha",),
     "lfo": ("backend",),

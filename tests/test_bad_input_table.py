@@ -332,6 +332,22 @@ def _catalogue():
             lambda v: bayesij.bayesian_r2(None, np.zeros((C * D, 5)), np.ones(C * D), scale_kind=v),
             OPTION,
         ),
+        (
+            "residual_r2",
+            "pred_mean",
+            lambda v: bayesij.residual_r2(None, v, np.zeros(5)),
+            {
+                "NaN": np.full((C * D, 5), np.nan),
+                "1 observation": np.zeros((C * D, 1)),
+                "'mu' without data": "mu",
+            },
+        ),
+        (
+            "residual_r2",
+            "y",
+            lambda v: bayesij.residual_r2(None, np.zeros((C * D, 5)), v),
+            {"too short": np.zeros(3), "NaN": np.full(5, np.nan), "None without a fit": None},
+        ),
         ("pareto_khat", "data", bayesij.pareto_khat, PARETO_DRAWS),
         ("pareto_smooth", "data", bayesij.pareto_smooth, PARETO_DRAWS),
         ("pareto_khat", "tail", lambda v: bayesij.pareto_khat(POST, tail=v), OPTION),

@@ -29,7 +29,7 @@ from bayesij.data.fit import named_draws
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.stats.loo import loo_means
 
-__all__ = ["bayesian_r2", "BayesianR2", "loo_r2"]
+__all__ = ["bayesian_r2", "BayesianR2", "loo_r2", "residual_r2"]
 
 
 class BayesianR2(NamedTuple):
@@ -114,6 +114,59 @@ def bayesian_r2(data, pred_mean, scale=None, *, scale_kind: str = "sd") -> Bayes
         variance = given**2 if scale_kind == "sd" else given
     explained = np.var(mu, axis=1, ddof=1)
     return BayesianR2(explained / (explained + variance))
+
+
+def residual_r2(data, pred_mean, y=None, *, var_name=None) -> BayesianR2:
+    """Residual R² of a regression: ``Var_n(mu_sn) / (Var_n(mu_sn) + Var_n(y_n - mu_sn))``
+    per draw, the residual variance taken from the data (arviz-stats' ``residual_r2``)
+    where :func:`bayesian_r2` takes the model's.
+
+    Parameters
+    ----------
+    data : Posterior, InferenceData, DataTree or None
+        The fit whose posterior holds ``pred_mean`` (and whose ``observed_data`` holds ``y``
+        when it is omitted).
+    pred_mean : str or array_like
+        The predicted means: a posterior variable over the observations, or draws of shape
+        (n_draws, n_obs) or (n_chains, n_draws, n_obs).
+    y : array_like of shape (n_obs,), optional
+        The observations; by default the fit's ``observed_data`` variable of the
+        log-likelihood's name (``var_name``).
+    var_name : str, optional
+        As :func:`bayesij.loo_r2`.
+
+    Returns
+    -------
+    BayesianR2
+        ``draws`` and ``summary()``.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.linspace(-1, 1, 40)
+    >>> y = 2.0 * x + rng.normal(size=40)  # residual sd 1
+    >>> pred_mean = rng.normal(2.0, 0.1, size=(4, 500, 1)) * x  # each draw's predicted means
+    >>> r2 = bayesij.residual_r2(None, pred_mean, y)
+    >>> bool(0.45 < r2.summary()["mean"] < 0.7)  # about var(2x) / (var(2x) + 1)
+    True
+
+    References
+    ----------
+    .. [1] Gelman, A., Goodrich, B., Gabry, J. and Vehtari, A. (2019). R-squared for
+       Bayesian regression models. The American Statistician 73(3), 307-309.
+    """
+    mu = named_draws(data, pred_mean, "pred_mean")
+    mu = mu.reshape(-1, mu.shape[-1]) if mu.ndim == 3 else mu
+    if mu.ndim != 2 or mu.shape[1] < 2:
+        raise fail("pred_mean", f"draws of shape {mu.shape}", "draws of at least 2 observations")
+    observed = as_float_array(observed_or_fit(data, y, var_name), "y").reshape(-1)
+    if observed.shape != (mu.shape[1],):
+        raise fail("y", f"shape {observed.shape}", f"one value per observation, ({mu.shape[1]},)")
+    check_finite(observed, "y")
+    explained = np.var(mu, axis=1, ddof=1)
+    residual = np.var(observed - mu, axis=1, ddof=1)
+    return BayesianR2(explained / (explained + residual))
 
 
 def loo_r2(

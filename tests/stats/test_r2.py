@@ -84,3 +84,39 @@ def test_the_bootstrap_in_blocks_is_the_bootstrap_of_all_the_weights_at_once():
 
     expected = np.clip(1 - variance(means - y) / variance(y), -1, 1)
     np.testing.assert_allclose(result.draws, expected, rtol=1e-12, atol=1e-14)
+
+
+def _tree_with_observations(rng):
+    tree, mu, sigma = _tree(rng)
+    y = rng.normal(0, 2.5, size=30)
+    observed = xr.Dataset({"y": (("obs",), y)}, coords={"obs": range(30)})
+    return (
+        xr.DataTree.from_dict(
+            {**{k: v.to_dataset() for k, v in tree.children.items()}, "observed_data": observed}
+        ),
+        mu,
+        y,
+    )
+
+
+def test_residual_r2_as_arviz_stats():
+    arviz_stats = pytest.importorskip("arviz_stats", reason="arviz-stats 1.x (Python >= 3.12)")
+    tree, _, _ = _tree_with_observations(np.random.default_rng(4))
+    expected = arviz_stats.residual_r2(tree, pred_mean="mu", obs_name="y", summary=False)
+    ours = bayesij.residual_r2(tree, "mu").draws  # y read from observed_data, as the peer
+    np.testing.assert_allclose(ours, np.asarray(expected).ravel(), rtol=1e-12)
+
+
+def test_residual_r2_takes_the_residual_variance_from_the_data():
+    """Draws whose predicted means equal the data everywhere explain all of it (R² 1);
+    otherwise the residual variance over the observations, per draw, replaces sigma²."""
+    rng = np.random.default_rng(5)
+    tree, mu, y = _tree_with_observations(rng)
+    result = bayesij.residual_r2(tree, "mu")
+    flat = mu.reshape(1000, 30)
+    explained = flat.var(axis=1, ddof=1)
+    residual = np.array([np.var(y - draw, ddof=1) for draw in flat])
+    np.testing.assert_allclose(result.draws, explained / (explained + residual), rtol=1e-12)
+    np.testing.assert_allclose(bayesij.residual_r2(None, mu, y).draws, result.draws)
+    exact = np.broadcast_to(y, (2, 10, 30))
+    np.testing.assert_allclose(bayesij.residual_r2(None, exact, y).draws, 1.0)
