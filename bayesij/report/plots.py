@@ -659,26 +659,12 @@ def plot_psense_ecdf(scaled, quantity: str, ax=None):
     >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
     """
     ax = _axes(ax)
-    if quantity not in scaled.quantities:
-        raise fail("quantity", repr(quantity), f"one of {scaled.quantities}")
-    column = scaled.quantities.index(quantity)
+    column = _scaled_column(scaled, quantity)
     x = scaled.draws[:, column]
     order = np.argsort(x, kind="stable")
-    low, high = int(np.argmin(scaled.alphas)), int(np.argmax(scaled.alphas))
-    for i, colour in [(low, "C0"), (high, "C3")]:
-        values = scaled.draws_at(i)[:, column]
+    for i, values, style in _extreme_scalings(scaled, column):
         at = np.argsort(values, kind="stable")
-        style = "-" if scaled.reliable[i] else "--"
-        flag = "" if scaled.reliable[i] else f", k-hat {scaled.pareto_k[i]:.2f}"
-        flag += "" if scaled.moved == () or scaled.moved[i] is None else ", moment-matched"
-        ax.step(
-            values[at],
-            np.cumsum(scaled.weights[i][at]),
-            where="post",
-            color=colour,
-            ls=style,
-            label=f"{scaled.component} ^ {scaled.alphas[i]:.2f}{flag}",
-        )
+        ax.step(values[at], np.cumsum(scaled.weights[i][at]), where="post", **style)
     ax.step(
         x[order],
         np.arange(1, x.size + 1) / x.size,
@@ -721,27 +707,13 @@ def plot_psense_density(scaled, quantity: str, ax=None, points: int = 200):
     from scipy.stats import gaussian_kde
 
     ax = _axes(ax)
-    if quantity not in scaled.quantities:
-        raise fail("quantity", repr(quantity), f"one of {scaled.quantities}")
-    column = scaled.quantities.index(quantity)
+    column = _scaled_column(scaled, quantity)
     x = scaled.draws[:, column]
-    grid = np.linspace(x.min(), x.max(), points)
     if np.ptp(x) == 0:
         raise fail("quantity", f"{quantity!r}, constant over the draws", "a quantity that varies")
-    low, high = int(np.argmin(scaled.alphas)), int(np.argmax(scaled.alphas))
-    for i, colour in [(low, "C0"), (high, "C3")]:
-        values = scaled.draws_at(i)[:, column]
-        style = "-" if scaled.reliable[i] else "--"
-        flag = "" if scaled.reliable[i] else f", k-hat {scaled.pareto_k[i]:.2f}"
-        flag += "" if scaled.moved == () or scaled.moved[i] is None else ", moment-matched"
-        density = gaussian_kde(values, weights=scaled.weights[i])(grid)
-        ax.plot(
-            grid,
-            density,
-            color=colour,
-            ls=style,
-            label=f"{scaled.component} ^ {scaled.alphas[i]:.2f}{flag}",
-        )
+    grid = np.linspace(x.min(), x.max(), points)
+    for i, values, style in _extreme_scalings(scaled, column):
+        ax.plot(grid, gaussian_kde(values, weights=scaled.weights[i])(grid), **style)
     ax.plot(grid, gaussian_kde(x)(grid), color="k", lw=0.9, label="posterior (alpha = 1)")
     ax.set(
         xlabel=_plain(quantity),
@@ -750,3 +722,25 @@ def plot_psense_density(scaled, quantity: str, ax=None, points: int = 200):
     )
     _legend_outside(ax)
     return ax
+
+
+def _scaled_column(scaled, quantity: str) -> int:
+    """The column of ``quantity`` in :func:`bayesij.power_scaled_draws`' draws."""
+    if quantity not in scaled.quantities:
+        raise fail("quantity", repr(quantity), f"one of {scaled.quantities}")
+    return scaled.quantities.index(quantity)
+
+
+def _extreme_scalings(scaled, column: int):
+    """The smallest and largest power-scaling: their index, the quantity's draws there and
+    the line style (colour, dashed where k-hat is too high, a label saying so)."""
+    low, high = int(np.argmin(scaled.alphas)), int(np.argmax(scaled.alphas))
+    for i, colour in [(low, "C0"), (high, "C3")]:
+        flag = "" if scaled.reliable[i] else f", k-hat {scaled.pareto_k[i]:.2f}"
+        flag += "" if scaled.moved == () or scaled.moved[i] is None else ", moment-matched"
+        style = {
+            "color": colour,
+            "ls": "-" if scaled.reliable[i] else "--",
+            "label": f"{scaled.component} ^ {scaled.alphas[i]:.2f}{flag}",
+        }
+        yield i, scaled.draws_at(i)[:, column], style

@@ -573,6 +573,7 @@ class LooDraws(NamedTuple):
     codes: np.ndarray | None = None
     groups: pd.Index | None = None
     members: np.ndarray | None = None
+    pareto_k: np.ndarray | None = None
 
 
 def draws_beside_log_lik(
@@ -587,9 +588,11 @@ def draws_beside_log_lik(
 ) -> LooDraws:
     """:class:`LooDraws` of ``data`` and ``values`` under ``convention`` (as :func:`loo`).
 
-    With ``groups``, every observation's weights are its group's leave-one-group-out ones:
-    the matrix, tail lengths and ``r_eff`` are the group's, repeated for each of its
-    observations (``codes``: the group of each; ``groups``: their labels)."""
+    With ``groups``, every observation's weights are its group's leave-one-group-out ones,
+    smoothed once per group and repeated for each of its observations as saved
+    log-weights (with the group's k-hat in ``pareto_k``); the matrix, tail lengths and
+    ``r_eff`` are the group's too (``codes``: the group of each; ``groups``: their
+    labels)."""
     source = as_source(
         data,
         groups=groups,
@@ -616,6 +619,11 @@ def draws_beside_log_lik(
         )
     codes = source.codes  # each observation's group: its columns, weights and tails
     checked = _matching_draws(values, matrix[:, codes], argument)
+    group_k = psis.pointwise["pareto_k"].to_numpy() if psis is not None else None
+    if saved is None:  # each group's weights smoothed once, not once per observation
+        smoothed = psis_chunk(-matrix, tails, settings.ties)
+        saved = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
+        group_k = smoothed.pareto_k
     return LooDraws(
         matrix[:, codes],
         checked,
@@ -623,11 +631,12 @@ def draws_beside_log_lik(
         r_eff[codes],
         settings.ties,
         source.posterior.log_lik.coords["obs"],
-        None if saved is None else saved[:, codes],
+        saved[:, codes],
         settings.quantile,
         codes,
         source.index,
         members,
+        group_k[codes],
     )
 
 

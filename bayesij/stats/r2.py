@@ -93,10 +93,7 @@ def bayesian_r2(data, pred_mean, scale=None, *, scale_kind: str = "sd") -> Bayes
     """
     if scale_kind not in ("sd", "var"):
         raise fail("scale_kind", repr(scale_kind), "'sd' or 'var'")
-    mu = named_draws(data, pred_mean, "pred_mean")
-    mu = mu.reshape(-1, mu.shape[-1]) if mu.ndim == 3 else mu
-    if mu.ndim != 2 or mu.shape[1] < 2:
-        raise fail("pred_mean", f"draws of shape {mu.shape}", "draws of at least 2 observations")
+    mu = _predicted_means(data, pred_mean)
     if scale is None:
         if np.any((mu < 0) | (mu > 1)):
             raise fail(
@@ -114,6 +111,16 @@ def bayesian_r2(data, pred_mean, scale=None, *, scale_kind: str = "sd") -> Bayes
         variance = given**2 if scale_kind == "sd" else given
     explained = np.var(mu, axis=1, ddof=1)
     return BayesianR2(explained / (explained + variance))
+
+
+def _predicted_means(data, pred_mean) -> np.ndarray:
+    """``pred_mean``'s draws (a posterior variable of ``data`` or an array) as (S, n_obs),
+    at least two observations."""
+    mu = named_draws(data, pred_mean, "pred_mean")
+    mu = mu.reshape(-1, mu.shape[-1]) if mu.ndim == 3 else mu
+    if mu.ndim != 2 or mu.shape[1] < 2:
+        raise fail("pred_mean", f"draws of shape {mu.shape}", "draws of at least 2 observations")
+    return mu
 
 
 def residual_r2(data, pred_mean, y=None, *, var_name=None) -> BayesianR2:
@@ -156,10 +163,7 @@ def residual_r2(data, pred_mean, y=None, *, var_name=None) -> BayesianR2:
     .. [1] Gelman, A., Goodrich, B., Gabry, J. and Vehtari, A. (2019). R-squared for
        Bayesian regression models. The American Statistician 73(3), 307-309.
     """
-    mu = named_draws(data, pred_mean, "pred_mean")
-    mu = mu.reshape(-1, mu.shape[-1]) if mu.ndim == 3 else mu
-    if mu.ndim != 2 or mu.shape[1] < 2:
-        raise fail("pred_mean", f"draws of shape {mu.shape}", "draws of at least 2 observations")
+    mu = _predicted_means(data, pred_mean)
     observed = as_float_array(observed_or_fit(data, y, var_name), "y").reshape(-1)
     if observed.shape != (mu.shape[1],):
         raise fail("y", f"shape {observed.shape}", f"one value per observation, ({mu.shape[1]},)")

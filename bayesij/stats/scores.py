@@ -149,10 +149,9 @@ def loo_score(
     )
     observed = _observed(observed_or_fit(data, y, var_name), draws.matrix.shape[1])
     score = np.empty(draws.matrix.shape[1])
-    k = np.empty(score.size)
-    if psis is not None:
+    k = draws.pareto_k if draws.pareto_k is not None else np.empty(score.size)
+    if psis is not None and draws.codes is None:
         k = psis.pointwise["pareto_k"].to_numpy()
-        k = k if draws.codes is None else k[draws.codes]
 
     def work(chunk):  # chunks on threads: each writes its own columns
         weights, chunk_k = chunk_loo_weights(draws, chunk)
