@@ -24,6 +24,7 @@ __all__ = [
     "log_lik_relative_eff_rows",
     "fft_next_good_size",
     "split_relative_ess",
+    "tail_relative_ess_rows",
     "mean_relative_ess",
 ]
 
@@ -256,6 +257,47 @@ def split_relative_ess(draws, method: str = "mean", prob: float = 0.05) -> np.nd
     return np.minimum(*ess)
 
 
+def tail_relative_ess_rows(
+    rows: np.ndarray, extremes: tuple[np.ndarray, np.ndarray], prob: float = 0.05
+) -> np.ndarray:
+    """:func:`split_relative_ess` ``(rows.T[None], "tail", prob)`` of finite rows, each row
+    one chain, without sorting them: the quantiles from the rows' extremes, the first
+    :data:`SHORT_LAGS` autocovariances of the indicators compiled
+    (:mod:`bayesij.array.kernels.tails`), and only rows whose Geyer sequence runs past them
+    by FFT.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n), finite, ``n >= 4``
+    extremes : tuple of two ndarrays of shape (n_rows, count)
+        :func:`bayesij.array.kernels.tails.row_extremes` of ``rows``, ``count`` large
+        enough to hold the order statistics of both quantiles.
+    prob : float, default 0.05
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+    """
+    from bayesij.array.kernels.tails import indicator_autocovariances, row_quantiles
+
+    n = rows.shape[1]
+    half = n // 2
+    quantiles = row_quantiles(*extremes, n, [prob, 1.0 - prob])
+    means, acov = indicator_autocovariances(rows, quantiles, min(SHORT_LAGS, half))
+    ess = np.empty((2, rows.shape[0]))
+    for j in range(2):
+        out, decided, quiet = _geyer_relative_ess(means[:, j], acov[:, j], half)
+        constant = quiet[means[quiet, j, 0] == means[quiet, j, 1]]  # one value in both halves
+        out[constant] = float(2 * half)
+        decided[constant] = True
+        rest = np.flatnonzero(~decided)
+        if rest.size:
+            below = rows[rest] <= quantiles[rest, j, None]
+            out[rest] = _split_ess_columns(below[:, None, :])
+        ess[j] = out
+    return np.minimum(ess[0], ess[1])
+
+
 def _split_ess_columns(columns: np.ndarray) -> np.ndarray:
     """Relative split-chain ESS of each of (K, n_chains, n_draws) columns, a chunk of
     columns at a time. Geyer's sequence usually stops within a few lags: the first
@@ -292,17 +334,33 @@ def _short_autocovariance(chains: np.ndarray) -> np.ndarray:
 
 def _geyer_relative_ess_columns(chains: np.ndarray, acov: np.ndarray):
     """Relative ESS of many columns' (K, m, n) split chains from their autocovariances at
-    the first L lags (K, m, L), as ArviZ's ``_ess``: autocorrelations combined over chains
-    (the between-chain variance in the denominator), summed over Geyer's initial positive
-    sequence made monotone, the integrated time at least ``1 / log10(m n)``; a constant
-    column gets ``m n``, a NaN NaN. ArviZ's loop reads the pairs ``rho_2j + rho_2j+1``,
+    the first L lags (K, m, L), as :func:`_geyer_relative_ess` with a constant column (to
+    float resolution) given ``m n``. Returns the ESS (K,) and whether the L lags decided
+    it (K,)."""
+    k_cols, m, n = chains.shape
+    out, decided, quiet = _geyer_relative_ess(chains.mean(axis=2), acov, n)
+    span = np.ptp(chains[quiet].reshape(quiet.size, m * n), axis=1)
+    constant = quiet[span < np.finfo(float).resolution]
+    out[constant] = float(m * n)
+    decided[constant] = True
+    return out, decided
+
+
+def _geyer_relative_ess(means: np.ndarray, acov: np.ndarray, n: int):
+    """Relative ESS of many columns' split chains of ``n`` draws from their chain means
+    (K, m) and autocovariances at the first L lags (K, m, L), as ArviZ's ``_ess``:
+    autocorrelations combined over chains (the between-chain variance in the denominator),
+    summed over Geyer's initial positive sequence made monotone, the integrated time at
+    least ``1 / log10(m n)``. ArviZ's loop reads the pairs ``rho_2j + rho_2j+1``,
     ``j = 1, 2, ...``, until one is not positive (read, kept if 0) or ``2j - 1`` reaches
     ``n - 3``; the pairs before the last read are made monotone (a running minimum of the
     pair sums, pair 0 included), and the last read pair's even lag is added where it was
-    kept or is positive. Returns the ESS (K,) and whether the L lags decided it (K,)."""
-    k_cols, m, n = chains.shape
+    kept or is positive; a NaN NaN. Returns the ESS (K,), whether the L lags decided it
+    (K,) and the columns whose within-chain variance is below 1e-24 or NaN (possibly
+    constant: the caller decides)."""
+    k_cols, m = means.shape
     within = acov[:, :, 0].mean(axis=1) * n / (n - 1.0)
-    between = np.var(chains.mean(axis=2), axis=1, ddof=1) if m > 1 else np.zeros(k_cols)
+    between = np.var(means, axis=1, ddof=1) if m > 1 else np.zeros(k_cols)
     pooled = within * (n - 1.0) / n + between
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = 1.0 - (within[:, None] - acov.mean(axis=1)) / pooled[:, None]  # (K, L)
@@ -330,12 +388,7 @@ def _geyer_relative_ess_columns(chains: np.ndarray, acov: np.ndarray):
     visited = reads[None, :] <= last[:, None]
     nan_read = (np.isnan(pairs) & visited).any(axis=1) | np.isnan(rho[:, 1])
     out[nan_read | np.isnan(within)] = np.nan
-    quiet = np.flatnonzero(~(within > 1e-24))  # a span below float resolution, or NaN
-    span = np.ptp(chains[quiet].reshape(quiet.size, m * n), axis=1)
-    constant = quiet[span < np.finfo(float).resolution]
-    out[constant] = float(m * n)
-    decided[constant] = True
-    return out, decided
+    return out, decided, np.flatnonzero(~(within > 1e-24))
 
 
 def mean_relative_ess(draws) -> float:

@@ -18,11 +18,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array.psis import GpdFit, gpd_fit, khat_tail_length, pareto_khat_columns
+from bayesij.array.ess import split_relative_ess, tail_relative_ess_rows
+from bayesij.array.psis import (
+    GpdFit,
+    gpd_fit,
+    khat_tail_length,
+    pareto_khat_columns,
+)
 
 __all__ = [
     "ParetoDiagnostics",
     "pareto_diagnostics",
+    "own_tail_khat_rows",
     "pareto_smooth_columns",
     "min_sample_size",
     "khat_threshold",
@@ -98,6 +105,64 @@ def pareto_diagnostics(values: np.ndarray, r_eff, tail: str = "both") -> ParetoD
         convergence_rate=convergence_rate(k, n_draws),
         tail_len=length,
     )
+
+
+#: The tail probability of the tail ESS that sets a function's k-hat tail length.
+TAIL_PROB = 0.05
+
+
+def own_tail_khat_rows(rows: np.ndarray, tail: str = "right") -> np.ndarray:
+    """k-hat of each row of draws of a function (each row one chain), its tail length from
+    the row's own relative tail ESS, as arviz-stats takes the k-hat of a LOO expectation's
+    function: ``pareto_khat_columns(rows.T, khat_tail_length(n, ess, tail), tail)`` with
+    ``ess = split_relative_ess(rows.T[None], "tail")``.
+
+    Finite rows are never sorted: their extremes, quantiles and indicator autocovariances
+    come from :mod:`bayesij.array.kernels.tails`, the fits from the extremes kept (rows
+    whose tail is longer than those are fitted as :func:`pareto_khat_columns`).
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n_draws)
+    tail : {"right", "both"}
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+    """
+    from bayesij.array.kernels.tails import right_tail_khats, row_extremes
+
+    rows = np.asarray(rows, dtype=float)
+    n_rows, n = rows.shape
+    finite = np.isfinite(rows).all(axis=1)
+    if n < 64:
+        return _own_tail_khat_sorted(rows, tail)
+    if not finite.all():
+        k = np.empty(n_rows)
+        k[~finite] = _own_tail_khat_sorted(rows[~finite], tail)
+        k[finite] = own_tail_khat_rows(rows[finite], tail)
+        return k
+    values = np.ascontiguousarray(rows)
+    p = TAIL_PROB
+    count = max(int(np.floor((n - 1) * p)) + 2, n - int(np.floor((n - 1) * (1 - p))))
+    count = min(n, max(count, int(3 * np.sqrt(n / 0.5)) + 1))  # tails at r_eff >= 0.5
+    smallest, largest = row_extremes(values, count)
+    length = khat_tail_length(n, tail_relative_ess_rows(values, (smallest, largest), p), tail)
+    fitted = right_tail_khats(largest, length, n)
+    if tail == "both":
+        fitted = np.maximum(right_tail_khats(-smallest[:, ::-1], length, n), fitted)
+    longer = (length + 1 > count) & (length >= 5) & (length < n)
+    if longer.any():  # tails beyond the extremes kept
+        fitted[longer] = pareto_khat_columns(values[longer].T, length[longer], tail)
+    return fitted
+
+
+def _own_tail_khat_sorted(rows: np.ndarray, tail: str) -> np.ndarray:
+    """:func:`own_tail_khat_rows` by partial sorts (short rows, rows with non-finite
+    values: their k-hat is inf or NaN, without a warning)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        ess = split_relative_ess(rows.T[None], "tail")
+        return pareto_khat_columns(rows.T, khat_tail_length(rows.shape[1], ess, tail), tail)
 
 
 def pareto_smooth_columns(values: np.ndarray, r_eff, tail: str = "both") -> tuple:

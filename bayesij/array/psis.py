@@ -46,6 +46,7 @@ __all__ = [
     "TIE_RULES",
     "khat_tail_length",
     "pareto_khat_columns",
+    "right_tail_khat",
 ]
 
 #: Fewer tail draws than this and no generalized Pareto fit is made (k-hat = inf).
@@ -386,11 +387,11 @@ def pareto_khat_columns(values: np.ndarray, tail_len, tail: str = "right") -> np
     for side in sides:
         rows = np.ascontiguousarray(side.T)  # each column's draws contiguous: a faster sort
         top = np.partition(rows, n_draws - kept, axis=1)[:, n_draws - kept :]
-        k = np.maximum(k, _right_tail_khat(np.sort(top, axis=1).T, tail_len, n_draws))
+        k = np.maximum(k, right_tail_khat(np.sort(top, axis=1).T, tail_len, n_draws))
     return k
 
 
-def _right_tail_khat(ordered: np.ndarray, tail_len: np.ndarray, n_draws: int) -> np.ndarray:
+def right_tail_khat(ordered: np.ndarray, tail_len: np.ndarray, n_draws: int) -> np.ndarray:
     """k-hat of each column's ``tail_len`` largest values above the next one, from the
     columns' largest values in ascending order (``ordered``, at least ``tail_len + 1`` of
     them) among ``n_draws``."""

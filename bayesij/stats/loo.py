@@ -27,11 +27,10 @@ from bayesij.array.checks import (
     checked_r_eff,
     fail,
 )
-from bayesij.array.ess import log_lik_relative_eff, split_relative_ess
+from bayesij.array.ess import log_lik_relative_eff
+from bayesij.array.pareto import own_tail_khat_rows
 from bayesij.array.psis import (
-    khat_tail_length,
     pareto_k_threshold,
-    pareto_khat_columns,
     psis_chunk,
     tail_length,
 )
@@ -653,9 +652,18 @@ def chunk_loo_weights(draws: LooDraws, chunk) -> tuple[np.ndarray, np.ndarray | 
     (a slice or positions) and their k-hat (None where taken from saved log-weights)."""
     if draws.saved is not None:
         return np.exp(draws.saved[:, chunk]), None
-    smoothed = psis_chunk(-read_columns(draws.matrix, chunk), draws.tails[chunk], draws.ties)
-    log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
-    return np.exp(log_weights), smoothed.pareto_k
+    from bayesij.array.kernels.psis import psis_weight_rows  # compiled: numba
+
+    log_lik = read_columns(draws.matrix, chunk)
+    tails = draws.tails[chunk]
+    weights, pareto_k, done = psis_weight_rows(np.ascontiguousarray(log_lik.T), tails, draws.ties)
+    rest = np.flatnonzero(~done)
+    if rest.size:  # rows the compiled pass leaves (module bayesij.array.kernels.psis)
+        smoothed = psis_chunk(-log_lik[:, rest], tails[rest], draws.ties)
+        log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
+        weights[rest] = np.exp(log_weights).T
+        pareto_k[rest] = smoothed.pareto_k
+    return weights.T, pareto_k
 
 
 def _weighted_quantile(values: np.ndarray, weights: np.ndarray, prob: float) -> np.ndarray:
@@ -880,21 +888,17 @@ def expectation_khat(log_ratios: np.ndarray, g: np.ndarray, kind: str) -> np.nda
 
     The raw ratios ``r = exp(log_ratios - max)`` (right tail) and, for the mean, variance
     and sd, ``h r`` with ``h = g`` or ``g^2`` (both tails), each with the tail length
-    :func:`bayesij.array.psis.khat_tail_length` of its own relative tail ESS; the larger
-    of the two (the ratios' where ``h`` has at most two distinct values or is not finite).
+    :func:`bayesij.array.psis.khat_tail_length` of its own relative tail ESS
+    (:func:`bayesij.array.pareto.own_tail_khat_rows`); the larger of the two (the ratios'
+    where ``h`` has at most two distinct values or is not finite).
     """
-    ratios = np.exp(log_ratios - log_ratios.max(axis=0))
-    n_draws = ratios.shape[0]
-    k_r = pareto_khat_columns(
-        ratios, khat_tail_length(n_draws, _tail_ess_of_rows(ratios.T), "right"), "right"
-    )
+    rows = np.ascontiguousarray(log_ratios.T)
+    ratios = np.exp(rows - rows.max(axis=1, keepdims=True))  # (n, S): each row one chain
+    k_r = own_tail_khat_rows(ratios, "right")
     if kind in ("median", "quantile"):
         return k_r
     h = g if kind == "mean" else g**2
-    hr = h * ratios
-    k_hr = pareto_khat_columns(
-        hr, khat_tail_length(n_draws, _tail_ess_of_rows(hr.T), "both"), "both"
-    )
+    k_hr = own_tail_khat_rows(h.T * ratios, "both")
     k = np.fmax(k_hr, k_r)
     return np.where(_few_values(h), k_r, k)
 
@@ -975,9 +979,3 @@ def loo_pit(
         at = (weights * (replicated == observed[chunk])).sum(axis=0)
         pit[chunk] = below + at * np.where(at > 0, rng.uniform(size=at.size), 0.0)
     return pd.Series(np.minimum(pit, 1.0), index=unit_index(draws.units), name="loo_pit")
-
-
-def _tail_ess_of_rows(rows: np.ndarray) -> np.ndarray:
-    """ArviZ's relative tail ESS of each row taken as one chain, shape (n_rows,): the tail
-    length of arviz-stats' k-hat of a LOO expectation."""
-    return split_relative_ess(rows.T[None], "tail")

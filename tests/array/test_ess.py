@@ -15,6 +15,7 @@ from bayesij.array.ess import (
     mean_relative_ess,
     relative_eff_rows,
     split_relative_ess,
+    tail_relative_ess_rows,
 )
 from bayesij.array.kernels.autocorrelation import short_lag_autocorrelations
 from peers import ARVIZ_1, load_example
@@ -164,3 +165,24 @@ def test_the_split_chain_ess_is_the_installed_arviz_s(method, n_draws):
     assert np.isnan(split_relative_ess(draws[:, :3], method)).all()  # fewer than 4 draws
     with pytest.raises(ValueError, match="method: found 'bulk'"):
         split_relative_ess(draws, "bulk")
+
+
+def test_the_compiled_tail_ess_of_rows_equals_the_sorted_one():
+    """Independent, autocorrelated (Geyer's sequence past the short lags: the FFT), tied,
+    few-valued and constant rows (a constant indicator gets the number of draws)."""
+    from bayesij.array.kernels.tails import row_extremes
+
+    rng = np.random.default_rng(5)
+    rows = rng.normal(size=(12, 1001))
+    for r, phi in [(1, 0.5), (2, 0.95), (3, 0.995)]:
+        rows[r] = _autoregressive(1, 1001, phi, rng)[0]
+    rows[4, 1:1000:2] = rows[4, 0:999:2]  # every value twice
+    rows[5] = np.round(rows[5])
+    rows[6] = np.where(rows[6] > 1.0, 7.0, rows[6])  # 16 % at the maximum
+    rows[7] = 3.0
+    count = int(np.floor(1000 * 0.05)) + 2  # both quantiles' order statistics
+    ours = tail_relative_ess_rows(rows, row_extremes(rows, count), 0.05)
+    expected = split_relative_ess(rows.T[None], "tail")
+    np.testing.assert_allclose(ours, expected, rtol=1e-12)
+    assert ours[7] == 1000 / 1001 * 1.0 or ours[7] == expected[7]
+    assert ours[3] < 0.05 < ours[0]  # the slow chain is told apart

@@ -55,7 +55,7 @@ from bayesij.array.kernels.fastmath import (
     reordered,
 )
 
-__all__ = ["FusedLoo", "fused_psis_loo"]
+__all__ = ["FusedLoo", "fused_psis_loo", "psis_weight_rows", "TIES"]
 
 _TINY = float(np.finfo(float).tiny)
 _EPS = float(np.finfo(float).eps)
@@ -459,3 +459,111 @@ def _rows(rows, tail_len, out, draws, means):
             draws,
             means[i],
         )
+
+
+#: The tie rules of :func:`bayesij.array.psis.psis_chunk` as the kernel numbers them.
+TIES = {"above": 0, "position": 1, "quicksort": 2}
+
+
+def psis_weight_rows(
+    rows: np.ndarray, tail_len: np.ndarray, ties: str = "above"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Normalised PSIS leave-one-out weights of every row of log-likelihood values, one
+    observation per row, as :func:`bayesij.array.psis.psis_chunk` smooths ``-rows.T``.
+
+    The ratios ``exp(b - l_s)``, the tail and its fit as :func:`fused_psis_loo`; then each
+    draw's weight, the smoothed value of its place in the ascending tail (tied draws in
+    draw order, as the stable sort of the tie rules "above" and "position"), normalised.
+    Left to the general path (``done`` False, the row's weights unset): the rows
+    :func:`fused_psis_loo` leaves, and draws tied with the cutoff inside the tail under
+    "position", tied tail draws under "quicksort" (NumPy's sort of the whole row decides
+    their order), a tail left shorter than 5 draws or of equal values under "above".
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n_draws)
+    tail_len : ndarray of shape (n_rows,)
+    ties : {"above", "position", "quicksort"}
+
+    Returns
+    -------
+    weights : ndarray of shape (n_rows, n_draws)
+    pareto_k : ndarray of shape (n_rows,)
+    done : ndarray of bool, shape (n_rows,)
+    """
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    weights = np.empty(rows.shape)
+    k = np.full(rows.shape[0], np.nan)
+    done = np.zeros(rows.shape[0], dtype=np.bool_)
+    _weight_rows(rows, np.asarray(tail_len, np.int64), TIES[ties], weights, k, done)
+    return weights, k, done
+
+
+@compiled
+def _weight_rows(rows, tail_len, ties, weights, k_out, done):
+    n = rows.shape[1]
+    m_max = max(tail_len.max() + 1, 1) if tail_len.shape[0] else 1
+    top = np.empty(n)
+    sample = np.empty(n)
+    counts = np.empty(2048, dtype=np.int64)
+    x = np.empty(m_max)
+    taken = np.empty(m_max, dtype=np.int64)
+    scratch = np.zeros((5, m_max))
+    grid = np.empty((3, 31 + int(math.sqrt(m_max))))
+    for i in range(rows.shape[0]):
+        k = _weight_row(
+            rows[i], tail_len[i], ties, weights[i], top, sample, counts, x, taken, grid, scratch
+        )
+        if math.isfinite(k):
+            k_out[i] = k
+            done[i] = True
+
+
+@compiled
+def _weight_row(row, m, ties, work, top, sample, counts, x, taken, grid, scratch):
+    """One row's normalised weights into ``work``; its k-hat, NaN when left."""
+    n = row.shape[0]
+    body, high = min_max(row)
+    if not (math.isfinite(body) and high - body <= MAX_RANGE) or not _MIN_TAIL <= m < n:
+        return math.nan
+    ratios_and_sums(row, body, work)
+    _largest_sorted(work, m + 1, top, sample, counts)
+    cutoff = top[0]
+    tied = 0  # tail values equal to the cutoff
+    while tied < m and top[tied + 1] == cutoff:
+        tied += 1
+    if cutoff < _TINY or (tied and ties != 0):
+        return math.nan
+    first = 1 + tied  # the tail: top[first:m + 1], strictly above the cutoff
+    length = m - tied
+    if length < _MIN_TAIL or top[m] - top[first] < _EPS / 100:
+        return math.nan
+    for i in range(length - 1):
+        if ties == 2 and top[first + i] == top[first + i + 1]:
+            return math.nan
+    for i in range(length):
+        x[i] = top[first + i] - cutoff
+    k, sigma = _gpd_fit(x, length, grid[0], grid[1], grid[2], scratch)
+    if not (math.isfinite(k) and sigma > 0):
+        return math.nan
+    top[first - 1] = cutoff  # _smooth_tail reads the cutoff before the tail
+    _smooth_tail(top[first - 1 :], length, k, sigma, x, scratch)
+    tail = top[first : m + 1]
+    taken[:length] = 0
+    for s in range(n):  # each tail draw its place in the ascending tail, ties in draw order
+        if work[s] > cutoff:
+            low, up = 0, length - 1
+            while low < up:
+                middle = (low + up) // 2
+                if tail[middle] < work[s]:
+                    low = middle + 1
+                else:
+                    up = middle
+            work[s] = x[low + taken[low]]
+            taken[low] += 1
+    total = 0.0
+    for s in range(n):
+        total += work[s]
+    for s in range(n):
+        work[s] /= total
+    return k

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from bayesij.array.kernels.psis import _largest_sorted, fused_psis_loo
+from bayesij.array.kernels.psis import _largest_sorted, fused_psis_loo, psis_weight_rows
 from bayesij.array.loo import _psis_elpd, loo_pointwise, mcse_elpd
-from bayesij.array.psis import gpd_fit, tail_length
+from bayesij.array.psis import gpd_fit, psis_chunk, tail_length
 
 
 def _general(rows, tails, r_eff):
@@ -151,3 +151,39 @@ def test_the_kernels_k_hat_equals_the_reference_fit():
         top = np.sort(w)[-(tails[r] + 1) :]
         k, _ = _zhang_stephens(top[1:] - top[0])
         assert fused.pareto_k[r] == pytest.approx(k, rel=1e-9)
+
+
+def _repeating_rows(seed, n_rows=200, n_draws=2000):
+    """Heavy-tailed rows whose draws repeat as a Metropolis chain's (about 1 in 3 repeated)."""
+    rows = _heavy_rows(seed, n_rows, n_draws)
+    repeat = np.random.default_rng(seed).uniform(size=n_draws) < 0.35
+    repeat[0] = False
+    source = np.maximum.accumulate(np.where(repeat, 0, np.arange(n_draws)))
+    return np.ascontiguousarray(rows[:, source])
+
+
+@pytest.mark.parametrize("ties", ["above", "position", "quicksort"])
+@pytest.mark.parametrize("make", [_normal_rows, _heavy_rows, _repeating_rows])
+def test_the_compiled_weights_are_the_general_paths(make, ties):
+    """Normalised weights and k-hat as :func:`psis_chunk` smooths ``-rows.T``, repeated
+    draws taking the tail's places in draw order; the rows whose tie order NumPy's sort
+    decides (or whose cutoff is tied, under "position") are left to it."""
+    rows = make(3)
+    tails = tail_length(rows.shape[1], np.full(len(rows), 0.7))
+    weights, k, done = psis_weight_rows(rows, tails, ties)
+    with np.errstate(all="ignore"):
+        smoothed = psis_chunk(-rows.T, tails, ties)
+    expected = np.exp(smoothed.log_weights - logsumexp(smoothed.log_weights, axis=0)).T
+    np.testing.assert_allclose(weights[done], expected[done], rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(k[done], smoothed.pareto_k[done], rtol=1e-12)
+    in_range = rows.max(axis=1) - rows.min(axis=1) <= 700  # ratios within the float range
+    assert in_range.mean() > 0.4
+    tail_tied = [
+        np.unique(r[np.argsort(r)[: t + 1]]).size <= t for r, t in zip(rows, tails, strict=True)
+    ]
+    if make is not _repeating_rows or ties == "above":
+        np.testing.assert_array_equal(done, in_range)
+    elif ties == "position":  # a cutoff tied with the tail is left
+        assert 0.5 < done[in_range].mean() < 0.95
+    else:
+        np.testing.assert_array_equal(done, in_range & ~np.array(tail_tied))
