@@ -46,6 +46,7 @@ _PUBLIC = {
     "weight_predictions": "bayesij.stats.compare",
     "score_weights": "bayesij.stats.score_stacking",
     "pit_ecdf": "bayesij.stats.pit",
+    "pit_density": "bayesij.stats.pit",
     "calibration": "bayesij.stats.calibration",
     "psense": "bayesij.stats.power_scaling",
     "psense_sequence": "bayesij.stats.power_scaling",

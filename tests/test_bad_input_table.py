@@ -513,6 +513,30 @@ def _catalogue():
             {"-1": -1, "'1'": "1"},
         ),
         (
+            "pit_density",
+            "pit",
+            bayesij.pit_density,
+            {"one": [0.5], "outside": [0.2, 1.5], "NaN": [np.nan, 0.5], "'p'": "p", "None": None},
+        ),
+        (
+            "pit_density",
+            "n_uniform",
+            lambda v: bayesij.pit_density([0.1, 0.7], n_uniform=v),
+            REPLICATES,
+        ),
+        (
+            "pit_density",
+            "points",
+            lambda v: bayesij.pit_density([0.1, 0.7], points=v),
+            REPLICATES,
+        ),
+        (
+            "pit_density",
+            "seed",
+            lambda v: bayesij.pit_density([0.1, 0.7], seed=v),
+            {"-1": -1, "'1'": "1"},
+        ),
+        (
             "calibration",
             "y",
             lambda v: bayesij.calibration(v, [0.2, 0.8]),
@@ -831,6 +855,12 @@ def _catalogue():
             "seed",
             kw(bayesij.loo_pit, "seed", data=POST, y=Y, y_pred=LOG_LIK),
             NON_NEGATIVE_INT,
+        ),
+        (
+            "loo_pit",
+            "pareto_pit",
+            kw(bayesij.loo_pit, "pareto_pit", data=POST, y=Y, y_pred=LOG_LIK),
+            FLAG,
         ),
         (
             "from_arrays",

@@ -390,13 +390,22 @@ def plot_refit(report, ax=None):
     return ax
 
 
-def plot_loo_pit(pit, ax=None, difference: bool = True):
-    """The ECDF of LOO-PIT values against the uniform with its simultaneous 95 % band
-    (Säilynoja et al. 2022), as the difference ``ECDF - uniform`` by default (the band
-    around 0 shows every part of the distribution at the same scale).
+def plot_loo_pit(pit, ax=None, difference: bool = True, kind: str = "ecdf"):
+    """LOO-PIT values against the uniform: by default their ECDF with its simultaneous 95 %
+    band (Säilynoja et al. 2022), as the difference ``ECDF - uniform`` (the band around 0
+    shows every part of the distribution at the same scale).
 
     ``pit`` is a :class:`bayesij.stats.pit.PitEcdf` (:func:`bayesij.pit_ecdf`, for another
-    level or seed) or the PIT values themselves (:func:`bayesij.loo_pit`).
+    level or seed), a :class:`bayesij.stats.pit.PitDensity` (:func:`bayesij.pit_density`,
+    for ``kind="overlay"``) or the PIT values themselves (:func:`bayesij.loo_pit`).
+
+    ``kind="qq"`` draws the same test as a quantile plot, R bayesplot's
+    ``ppc_loo_pit_qq``: the sorted values against the uniform's quantiles
+    ``(i - 1/2) / n``, the simultaneous band turned with it (the share of values below
+    each PIT value that the band allows). ``kind="overlay"`` draws the values' density
+    over the densities of 100 uniform samples of the same size, as bayesplot's
+    ``ppc_loo_pit_overlay``: a hump in the middle says the predictive distributions are
+    too wide, a U that they are too narrow, a slope that they are shifted.
 
     Examples
     --------
@@ -406,15 +415,29 @@ def plot_loo_pit(pit, ax=None, difference: bool = True):
     >>> mu = rng.normal(y.mean(), 0.22, size=(4, 250, 1))
     >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
     >>> y_rep = mu + rng.normal(size=(4, 250, 20))     # posterior predictive draws
-    >>> ax = bayesij.plots.plot_loo_pit(bayesij.loo_pit(post, y, y_rep))
+    >>> pit = bayesij.loo_pit(post, y, y_rep)
+    >>> ax = bayesij.plots.plot_loo_pit(pit)
     >>> ax.get_title()
     'LOO-PIT: inside the band, uniformity p = 0.908'
-    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    >>> bayesij.plots.plot_loo_pit(pit, kind="qq").get_xlabel()
+    'uniform quantile'
+    >>> bayesij.plots.plot_loo_pit(pit, kind="overlay").get_ylabel()
+    'density'
+    >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    from bayesij.stats.pit import PitEcdf, pit_ecdf
+    from bayesij.stats.pit import PitDensity, PitEcdf, pit_density, pit_ecdf
 
+    kinds = ("ecdf", "qq", "overlay")
+    if kind not in kinds:
+        raise fail("kind", repr(kind), f"one of {kinds}")
+    if kind == "overlay":
+        return _pit_overlay(pit if isinstance(pit, PitDensity) else pit_density(pit), ax)
+    if isinstance(pit, PitDensity):
+        raise fail("pit", "a PitDensity", "PIT values or a PitEcdf for kind='ecdf' or 'qq'")
     result = pit if isinstance(pit, PitEcdf) else pit_ecdf(pit)
     ax = _axes(ax)
+    if kind == "qq":
+        return _pit_qq(result, pit, ax)
     grid = result.grid
     base = grid if difference else np.zeros_like(grid)
     level = f"{100 * result.prob:g} % simultaneous band (uniform)"
@@ -423,15 +446,65 @@ def plot_loo_pit(pit, ax=None, difference: bool = True):
     )
     ax.plot(grid, grid - base, color="0.5", lw=0.8, ls="--")
     ax.step(grid, result.ecdf - base, where="post", color="C0", label="LOO-PIT ECDF")
-    verdict = "outside the band" if result.outside else "inside the band"
     ax.set(
         xlabel="PIT",
         ylabel="ECDF - uniform" if difference else "ECDF",
         xlim=(0, 1),
-        title=f"LOO-PIT: {verdict}, uniformity p = {result.p_value:.3f}",
+        title=_pit_title(result),
     )
     if not difference:
         ax.set_ylim(0, 1)
+    _legend_outside(ax)
+    return ax
+
+
+def _pit_title(result) -> str:
+    verdict = "outside the band" if result.outside else "inside the band"
+    return f"LOO-PIT: {verdict}, uniformity p = {result.p_value:.3f}"
+
+
+def _pit_qq(result, pit, ax):
+    """The sorted PIT values against the uniform quantiles, the ECDF's band turned."""
+    from bayesij.stats.pit import PitEcdf
+
+    level = f"{100 * result.prob:g} % simultaneous band (uniform)"
+    ax.fill_betweenx(
+        result.grid, result.lower, result.upper, step="post", color="0.85", label=level
+    )
+    ax.plot([0, 1], [0, 1], color="0.5", lw=0.8, ls="--")
+    if isinstance(pit, PitEcdf):  # the values themselves are not kept: the ECDF's steps
+        ax.step(result.ecdf, result.grid, where="pre", color="C0", label="LOO-PIT")
+    else:
+        values = np.sort(np.asarray(pit, dtype=float).reshape(-1))
+        quantiles = (np.arange(values.size) + 0.5) / values.size
+        ax.plot(quantiles, values, ".", ms=3, color="C0", label="LOO-PIT")
+    ax.set(
+        xlabel="uniform quantile",
+        ylabel="PIT",
+        xlim=(0, 1),
+        ylim=(0, 1),
+        title=_pit_title(result),
+    )
+    _legend_outside(ax)
+    return ax
+
+
+def _pit_overlay(result, ax):
+    """The PIT values' density over the uniform samples' densities."""
+    ax = _axes(ax)
+    for i, density in enumerate(result.uniform):
+        label = f"{len(result.uniform)} uniform samples" if i == 0 else None
+        ax.plot(result.grid, density, color="0.8", lw=0.6, label=label)
+    ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
+    ax.plot(result.grid, result.density, color="C0", lw=1.6, label="LOO-PIT")
+    low, high = result.uniform.min(axis=0), result.uniform.max(axis=0)
+    share = np.mean((result.density < low) | (result.density > high))
+    ax.set(
+        xlabel="PIT",
+        ylabel="density",
+        xlim=(0, 1),
+        title=f"LOO-PIT density: {100 * share:.0f} % of [0, 1] outside the uniform samples'",
+    )
     _legend_outside(ax)
     return ax
 

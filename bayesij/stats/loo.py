@@ -29,6 +29,7 @@ from bayesij.array.checks import (
 )
 from bayesij.array.ess import log_lik_relative_eff
 from bayesij.array.pareto import own_tail_khat_rows
+from bayesij.array.pareto_pit import pareto_pit_columns
 from bayesij.array.psis import (
     pareto_k_threshold,
     psis_chunk,
@@ -921,6 +922,7 @@ def loo_pit(
     convention=None,
     seed: int = 0,
     psis=None,
+    pareto_pit: bool = False,
 ) -> pd.Series:
     """Leave-one-out probability integral transform ``P(y_rep_n <= y_n | x_-n)``.
 
@@ -940,6 +942,12 @@ def loo_pit(
     seed : int, default 0
         For ties ``y_pred == y`` (discrete data) the PIT is drawn uniformly between the
         weights below and at ``y`` (randomised PIT, Czado, Gneiting and Held 2009), as R loo.
+    pareto_pit : bool, default False
+        Refine each value in the tail of the predictive draws beyond which the observation
+        lies by a weighted generalized Pareto fit (:mod:`bayesij.array.pareto_pit`), as
+        arviz-stats' ``loo_pit(..., pareto_pit=True)``: an observation beyond most draws
+        gets a value strictly between 0 and 1 from the fitted tail (kept within
+        ``1 / (10^4 S)`` of either end), and the values suit tests of continuous uniformity.
 
     Returns
     -------
@@ -972,10 +980,13 @@ def loo_pit(
         raise fail("y", f"shape {observed.shape}", f"one value per observation, shape ({n_obs},)")
     check_finite(observed, "y")
     rng = np.random.default_rng(check_seed(seed))
+    check_flag(pareto_pit, "pareto_pit")
     pit = np.empty(n_obs)
     for chunk, weights, _ in loo_weights(draws, 8):
         replicated = draws.values[:, chunk]
         below = (weights * (replicated < observed[chunk])).sum(axis=0)
         at = (weights * (replicated == observed[chunk])).sum(axis=0)
         pit[chunk] = below + at * np.where(at > 0, rng.uniform(size=at.size), 0.0)
+        if pareto_pit:
+            pit[chunk] = pareto_pit_columns(replicated, observed[chunk], weights, pit[chunk])
     return pd.Series(np.minimum(pit, 1.0), index=unit_index(draws.units), name="loo_pit")

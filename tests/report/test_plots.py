@@ -274,3 +274,31 @@ def test_loo_intervals_as_a_ribbon_span_each_interval_in_the_centres_order():
     for x, (low, high) in enumerate(zip(lower[order], upper[order], strict=True)):
         at = vertices[np.isclose(vertices[:, 0], x), 1]
         assert np.isclose(at, low).any() and np.isclose(at, high).any()
+
+
+def test_loo_pit_quantile_and_overlay_plots_show_the_values_and_the_uniform(post, backend):
+    rng = np.random.default_rng(1)
+    beta = post.quantities.values.reshape(-1, 2)
+    y_rep = beta @ backend.model.X.T + rng.normal(size=(beta.shape[0], 60))
+    pit = bayesij.loo_pit(post, backend.model.y, y_rep)
+    ax = plots.plot_loo_pit(pit, kind="qq")
+    points = [line for line in ax.lines if line.get_label() == "LOO-PIT"][0].get_xydata()
+    np.testing.assert_allclose(points[:, 0], (np.arange(60) + 0.5) / 60)
+    np.testing.assert_allclose(points[:, 1], np.sort(pit))
+    band = ax.collections[0].get_paths()[0].vertices[:, 0]  # the band turned: along x
+    result = bayesij.pit_ecdf(pit)
+    assert band.max() == pytest.approx(result.upper.max())
+    steps = plots.plot_loo_pit(result, kind="qq").lines[-1].get_xydata()
+    np.testing.assert_allclose(steps[:, 0], result.ecdf)  # from a PitEcdf: its steps
+    ax = plots.plot_loo_pit(pit, kind="overlay")
+    density = bayesij.pit_density(pit)
+    curve = [line for line in ax.lines if line.get_label() == "LOO-PIT"][0]
+    np.testing.assert_allclose(curve.get_ydata(), density.density)
+    assert sum(line.get_color() == "0.8" for line in ax.lines) == 100
+    with pytest.raises(ValueError, match="kind"):
+        plots.plot_loo_pit(pit, kind="hist")
+    with pytest.raises(ValueError, match="PitDensity"):
+        plots.plot_loo_pit(density)
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

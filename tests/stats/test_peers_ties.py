@@ -131,3 +131,18 @@ def test_loo_r2_equals_arviz_stats_on_tied_draws(tied):
     theirs = np.asarray(_quiet(loo_r2, tree, "y", summary=False)).ravel()
     ours = _quiet(bayesij.loo_r2, tree, y, y_rep, convention="arviz-stats").draws
     np.testing.assert_allclose(ours, theirs, atol=1e-12)
+
+
+def test_pareto_smoothed_pit_equals_arviz_stats_on_tied_draws(tied):
+    """``loo_pit(pareto_pit=True)``: the observations beyond most predictive draws (t(4)
+    noise: a few in each tail) get their values from the weighted tail fits."""
+    import arviz_stats
+
+    tree, y, _, y_rep = tied
+    theirs = np.asarray(_quiet(arviz_stats.loo_pit, tree, pareto_pit=True)["y"]).ravel()
+    ours = _quiet(bayesij.loo_pit, tree, convention="arviz-stats", pareto_pit=True)
+    np.testing.assert_allclose(ours.to_numpy(), theirs, rtol=1e-10, atol=1e-14)
+    raw = _quiet(bayesij.loo_pit, tree, convention="arviz-stats").to_numpy()
+    refined = np.abs(ours.to_numpy() - raw) > 1e-12
+    assert 5 <= refined.sum() < y.size / 2  # the tails changed, the middle kept
+    assert np.all((ours > 0) & (ours < 1))
