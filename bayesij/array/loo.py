@@ -245,7 +245,7 @@ def _psis_elpd_fused(log_lik, tail_len, r_eff, ties, scratch, expect=None):
     """
     from bayesij.array.kernels.psis import fused_psis_loo  # compiles (or loads) on first use
 
-    fused = fused_psis_loo(log_lik, tail_len, expect)
+    fused = fused_psis_loo(log_lik, tail_len, expect, ties)
     lppd, elpd, k, body = fused.lppd, fused.elpd, fused.pareto_k, fused.minimum
     with np.errstate(divide="ignore"):
         ess = r_eff / fused.sum_w2

@@ -39,13 +39,17 @@ def weighted_crps(
     .. [2] Bolin, D. and Wallin, J. (2023). Local scale invariance and robustness of proper
        scoring rules. Statistical Science 38(1), 140-159.
     """
-    absolute_error = np.sum(weights * np.abs(draws - y), axis=0)
-    order = np.argsort(draws, axis=0, kind="stable")
-    x = np.take_along_axis(draws, order, axis=0)
-    x = x - x[:1]  # E|X - X'| is unchanged by a shift; from the minimum a point mass gives 0
-    w = np.take_along_axis(weights, order, axis=0)
-    below = np.cumsum(w, axis=0) - w  # F_(i-1)
-    mean_difference = 2.0 * np.sum(w * x * (2.0 * below + w - 1.0), axis=0)
+    rows = np.ascontiguousarray(draws.T)  # each column's draws contiguous: a faster sort
+    row_weights = np.ascontiguousarray(weights.T)
+    absolute_error = np.einsum("ij,ij->i", row_weights, np.abs(rows - y[:, None]))
+    # Tied draws may sort in any order: over a run of equal x the terms sum to
+    # x (2 F W + W^2 - W) whatever the order (F the weight below the run, W the run's).
+    order = np.argsort(rows, axis=1)
+    x = np.take_along_axis(rows, order, axis=1)
+    x -= x[:, :1]  # E|X - X'| is unchanged by a shift; from the minimum a point mass gives 0
+    w = np.take_along_axis(row_weights, order, axis=1)
+    below = np.cumsum(w, axis=1) - w  # F_(i-1)
+    mean_difference = 2.0 * np.einsum("ij,ij->i", w * x, 2.0 * below + w - 1.0)
     crps = absolute_error - 0.5 * mean_difference
     with np.errstate(divide="ignore", invalid="ignore"):
         scrps = -absolute_error / mean_difference - 0.5 * np.log(mean_difference)

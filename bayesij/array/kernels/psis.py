@@ -22,8 +22,10 @@ minimum ``b`` (the body):
 
 Rows that need more than this are left to the general path: a value that is not finite, a
 log-likelihood range above 700 (ratios that leave the float range), a tail shorter than 5
-draws, a cutoff tied with the tail (repeated draws: the tie rules differ), a tail of equal
-values, a failed fit (k-hat infinite) or weights that underflow at k-hat far above 1.
+draws, a cutoff tied with the tail (repeated draws) under the tie rules that keep such
+draws in the tail (under "above" the tail is the draws above the cutoff: done here), a
+tail of equal values, a failed fit (k-hat infinite) or weights that underflow at k-hat far
+above 1.
 
 Numba compiles the kernel on first use and caches it on disk.
 
@@ -65,6 +67,8 @@ _TINY_TOTAL = 1e-100
 _STEP = 16
 #: Fewer tail draws than this and no generalized Pareto fit is made.
 _MIN_TAIL = 5
+#: The tie rules of :func:`bayesij.array.psis.psis_chunk` as the kernels number them.
+TIES = {"above": 0, "position": 1, "quicksort": 2}
 #: As ``compiled``, inlined into its caller: the per-row call with its thirteen arrays cost
 #: 0.4 ns per draw (10 %).
 _inlined = njit(nogil=True, cache=CACHE, error_model="numpy", boundscheck=False, inline="always")
@@ -96,7 +100,10 @@ class FusedLoo(NamedTuple):
 
 
 def fused_psis_loo(
-    rows: np.ndarray, tail_len: np.ndarray, expectation_draws: np.ndarray | None = None
+    rows: np.ndarray,
+    tail_len: np.ndarray,
+    expectation_draws: np.ndarray | None = None,
+    ties: str = "position",
 ) -> FusedLoo:
     """PSIS-LOO of every row of log-likelihood values, one observation per row.
 
@@ -109,6 +116,10 @@ def fused_psis_loo(
     expectation_draws : ndarray of shape (K, n_draws), optional
         Draws of K quantities (in the draw order of the rows): their expectations under
         each row's smoothed weights come from the same pass (the weights are never stored).
+    ties : {"position", "above", "quicksort"}, default "position"
+        The tie rule of :func:`bayesij.array.psis.psis_chunk`. Under "above" draws tied
+        with the cutoff stay out of the tail (a shorter tail, done here); under the others
+        they join it and the row is left to the general path.
 
     Returns
     -------
@@ -124,6 +135,7 @@ def fused_psis_loo(
         out,
         draws,
         means,
+        TIES[ties],
     )
     lppd, elpd, k, error, sum_w2, minimum, done, expected = out
     if expectation_draws is None:
@@ -346,7 +358,9 @@ def _smooth_tail(top, m, k, sigma, smoothed, scratch):
 
 
 @_inlined
-def _row(row, m, work, top, sample, counts, x, theta, profile, product, scratch, out, draws, means):
+def _row(
+    row, m, work, top, sample, counts, x, theta, profile, product, scratch, out, draws, means, ties
+):
     """PSIS-LOO of one row into ``out`` (lppd, elpd, k, relative error, sum_w2, minimum,
     done, expected) and the expectations of ``draws`` (K, n) into ``means`` (K,)."""
     n = row.shape[0]
@@ -357,7 +371,14 @@ def _row(row, m, work, top, sample, counts, x, theta, profile, product, scratch,
     total, squares, inverses = ratios_and_sums(row, body, work)
     _largest_sorted(work, m + 1, top, sample, counts)
     cutoff = top[0]
-    if cutoff < _TINY or top[1] == cutoff or top[m] == top[1]:
+    tied = 0  # tail values equal to the cutoff: under "above" they leave the tail
+    while tied < m and top[tied + 1] == cutoff:
+        tied += 1
+    if cutoff < _TINY or (tied and ties != 0) or m - tied < _MIN_TAIL:
+        return
+    top = top[tied:]  # the cutoff, then the tail above it
+    m -= tied
+    if top[m] == top[1]:
         return
     for i in range(m):
         x[i] = top[i + 1] - cutoff
@@ -432,7 +453,7 @@ def _weighted_means(work, top, x, m, cutoff, total, draws, body, means):
 
 
 @compiled
-def _rows(rows, tail_len, out, draws, means):
+def _rows(rows, tail_len, out, draws, means, ties):
     n = rows.shape[1]
     m_max = max(tail_len.max() + 1, 1) if tail_len.shape[0] else 1
     work = np.empty(n)
@@ -458,11 +479,8 @@ def _rows(rows, tail_len, out, draws, means):
             out[:, i],
             draws,
             means[i],
+            ties,
         )
-
-
-#: The tie rules of :func:`bayesij.array.psis.psis_chunk` as the kernel numbers them.
-TIES = {"above": 0, "position": 1, "quicksort": 2}
 
 
 def psis_weight_rows(

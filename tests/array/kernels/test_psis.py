@@ -187,3 +187,28 @@ def test_the_compiled_weights_are_the_general_paths(make, ties):
         assert 0.5 < done[in_range].mean() < 0.95
     else:
         np.testing.assert_array_equal(done, in_range & ~np.array(tail_tied))
+
+
+def test_fused_does_rows_whose_cutoff_repeats_under_the_above_rule():
+    """Draws that repeat as a Metropolis chain's: under "above" the draws tied with the
+    cutoff stay out of the tail (done here, equal to the general path); under "position"
+    such rows are left to it."""
+    rows = _repeating_rows(4)
+    r_eff = np.full(len(rows), 0.7)
+    tails = tail_length(rows.shape[1], r_eff)
+    in_range = rows.max(axis=1) - rows.min(axis=1) <= 700
+    cutoff_tied = np.array(
+        [np.sort(-r)[-t - 1] == np.sort(-r)[-t] for r, t in zip(rows, tails, strict=True)]
+    )
+    assert cutoff_tied[in_range].mean() > 0.1
+    above = fused_psis_loo(rows, tails, ties="above")
+    position = fused_psis_loo(rows, tails, ties="position")
+    assert not (position.done & cutoff_tied).any()
+    assert (above.done <= in_range).all() and (above.done >= position.done).all()
+    assert above.done[in_range & cutoff_tied].mean() > 0.7  # left: k-hat far above 1
+    lppd, elpd, k, mcse, ess = _general(rows, tails, r_eff)
+    done = above.done
+    np.testing.assert_allclose(above.elpd[done], elpd[done], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(above.pareto_k[done], k[done], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(r_eff[done] / above.sum_w2[done], ess[done], rtol=1e-12)
+    np.testing.assert_allclose(mcse_elpd(above.relative_error[done], r_eff[done]), mcse[done])
