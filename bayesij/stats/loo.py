@@ -648,19 +648,23 @@ def loo_weights(draws: LooDraws, floats_per_obs: int):
         yield (chunk, *chunk_loo_weights(draws, chunk))
 
 
-def chunk_loo_weights(draws: LooDraws, chunk) -> tuple[np.ndarray, np.ndarray | None]:
+def chunk_loo_weights(
+    draws: LooDraws, chunk, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
     """The normalised PSIS leave-one-out weights (S, n_cols) of the observations ``chunk``
-    (a slice or positions) and their k-hat (None where taken from saved log-weights)."""
+    (a slice or positions) and their k-hat (None where taken from saved log-weights).
+    ``rows``: the chunk's log-likelihood as (n_cols, S) rows when the caller has them."""
     if draws.saved is not None:
         return np.exp(draws.saved[:, chunk]), None
     from bayesij.array.kernels.psis import psis_weight_rows  # compiled: numba
 
-    log_lik = read_columns(draws.matrix, chunk)
+    if rows is None:
+        rows = np.ascontiguousarray(read_columns(draws.matrix, chunk).T)
     tails = draws.tails[chunk]
-    weights, pareto_k, done = psis_weight_rows(np.ascontiguousarray(log_lik.T), tails, draws.ties)
+    weights, pareto_k, done = psis_weight_rows(rows, tails, draws.ties)
     rest = np.flatnonzero(~done)
     if rest.size:  # rows the compiled pass leaves (module bayesij.array.kernels.psis)
-        smoothed = psis_chunk(-log_lik[:, rest], tails[rest], draws.ties)
+        smoothed = psis_chunk(-rows[rest].T, tails[rest], draws.ties)
         log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
         weights[rest] = np.exp(log_weights).T
         pareto_k[rest] = smoothed.pareto_k
@@ -819,8 +823,9 @@ def _expectations(draws: LooDraws, kind: str, probs: list, diagnostics: bool = T
     mcse, k = np.full((len(probs), n_obs), np.nan), np.full(n_obs, np.nan)
 
     def work(chunk):  # chunks on threads: each writes its own columns
-        weights, _ = chunk_loo_weights(draws, chunk)
-        g = draws.values[:, chunk]
+        rows = np.ascontiguousarray(read_columns(draws.matrix, chunk).T)  # (n_cols, S)
+        weights, _ = chunk_loo_weights(draws, chunk, rows)
+        g = np.ascontiguousarray(draws.values[:, chunk].T).T  # as the weights: column-major
         for j, p in enumerate(probs):
             value[j, chunk], influence = _weighted_estimate(g, weights, kind, p, draws.quantile)
             if not diagnostics:
@@ -833,7 +838,7 @@ def _expectations(draws: LooDraws, kind: str, probs: list, diagnostics: bool = T
                 error = _quantile_mcse(g, weights, p, error, draws.quantile)
             mcse[j, chunk] = error
         if diagnostics:
-            k[chunk] = expectation_khat(-read_columns(draws.matrix, chunk), g, kind)
+            k[chunk] = expectation_khat(rows, g.T, kind)
 
     map_chunks(work, obs_chunks(n_obs, 12 * draws.matrix.shape[0]))
     return value, mcse, k
@@ -884,33 +889,34 @@ def _quantile_mcse(g, weights, prob, cdf_se, rule):
     return (high - low) / 2
 
 
-def expectation_khat(log_ratios: np.ndarray, g: np.ndarray, kind: str) -> np.ndarray:
-    """k-hat of LOO expectations as arviz-stats computes it, per column of (S, n) arrays.
+def expectation_khat(log_lik: np.ndarray, g: np.ndarray, kind: str) -> np.ndarray:
+    """k-hat of LOO expectations as arviz-stats computes it, one observation per row of
+    the (n, S) log-likelihood and values.
 
-    The raw ratios ``r = exp(log_ratios - max)`` (right tail) and, for the mean, variance
-    and sd, ``h r`` with ``h = g`` or ``g^2`` (both tails), each with the tail length
+    The raw ratios ``r = exp(min l - l)`` (right tail) and, for the mean, variance and sd,
+    ``h r`` with ``h = g`` or ``g^2`` (both tails), each with the tail length
     :func:`bayesij.array.psis.khat_tail_length` of its own relative tail ESS
     (:func:`bayesij.array.pareto.own_tail_khat_rows`); the larger of the two (the ratios'
     where ``h`` has at most two distinct values or is not finite).
     """
-    rows = np.ascontiguousarray(log_ratios.T)
-    ratios = np.exp(rows - rows.max(axis=1, keepdims=True))  # (n, S): each row one chain
+    ratios = np.exp(log_lik.min(axis=1, keepdims=True) - log_lik)  # each row one chain
     k_r = own_tail_khat_rows(ratios, "right")
     if kind in ("median", "quantile"):
         return k_r
     h = g if kind == "mean" else g**2
-    k_hr = own_tail_khat_rows(h.T * ratios, "both")
+    ratios *= h
+    k_hr = own_tail_khat_rows(ratios, "both")
     k = np.fmax(k_hr, k_r)
     return np.where(_few_values(h), k_r, k)
 
 
 def _few_values(h: np.ndarray) -> np.ndarray:
-    """Per column of (S, n) ``h``: not finite everywhere, or at most two distinct values
-    (every value its column's smallest or largest)."""
+    """Per row of (n, S) ``h``: not finite everywhere, or at most two distinct values
+    (every value its row's smallest or largest)."""
     with np.errstate(invalid="ignore"):
-        low, high = h.min(axis=0), h.max(axis=0)
-        two = np.all((h == low) | (h == high), axis=0)
-    return two | ~np.isfinite(h).all(axis=0)
+        low, high = h.min(axis=1, keepdims=True), h.max(axis=1, keepdims=True)
+        two = np.all((h == low) | (h == high), axis=1)
+    return two | ~np.isfinite(h).all(axis=1)
 
 
 def loo_pit(

@@ -579,9 +579,16 @@ def _weight_row(row, m, ties, work, top, sample, counts, x, taken, grid, scratch
                     up = middle
             work[s] = x[low + taken[low]]
             taken[low] += 1
-    total = 0.0
-    for s in range(n):
-        total += work[s]
-    for s in range(n):
-        work[s] /= total
+    _normalise(work)
     return k
+
+
+@reordered
+def _normalise(work):
+    """``work / sum(work)`` in place (finite positive values: vectorised)."""
+    total = 0.0
+    for s in range(work.shape[0]):
+        total += work[s]
+    scale = 1.0 / total
+    for s in range(work.shape[0]):
+        work[s] *= scale

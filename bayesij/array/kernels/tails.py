@@ -154,24 +154,30 @@ def indicator_autocovariances(
 def _indicators(rows, quantiles, means, acov):
     n = rows.shape[1]
     half = n // 2
-    n_lags = acov.shape[3]
-    positions = np.empty(half, dtype=np.int64)
-    pairs = np.empty(n_lags)
+    below = np.empty(half, dtype=np.int64)  # positions at or below the quantile
+    above = np.empty(half, dtype=np.int64)  # and above it
+    pairs = np.empty(acov.shape[3])
     for r in range(rows.shape[0]):
         for j in range(quantiles.shape[1]):
             q = quantiles[r, j]
             for c in range(2):
                 start = 0 if c == 0 else n - half
-                below = 0
-                for t in range(half):
-                    below += rows[r, start + t] <= q
-                rare = below <= half - below  # count the rarer value's positions
-                found = 0
-                for t in range(half):
-                    positions[found] = t
-                    found += (rows[r, start + t] <= q) == rare
-                means[r, j, c] = below / half
-                _counted_autocovariance(positions[:found], half, pairs, acov[r, j, c])
+                count = _split_positions(rows[r, start : start + half], q, below, above)
+                means[r, j, c] = count / half
+                rare = below[:count] if count <= half - count else above[: half - count]
+                _counted_autocovariance(rare, half, pairs, acov[r, j, c])
+
+
+@compiled
+def _split_positions(values, q, below, above):
+    """The positions of ``values`` at or below ``q`` into ``below``, the others into
+    ``above`` (one pass, no branch); returns how many are at or below."""
+    count = 0
+    for t in range(values.shape[0]):
+        below[count] = t
+        above[t - count] = t
+        count += values[t] <= q
+    return count
 
 
 @compiled
