@@ -28,7 +28,7 @@ from bayesij.array.amip_noise import (
     linear_answer,
 )
 from bayesij.array.checks import impossible_columns
-from bayesij.array.ess import relative_eff_rows
+from bayesij.array.ess import log_lik_relative_eff_rows, relative_eff_rows
 from bayesij.array.influence import influence_scores
 from bayesij.array.psis import psis_chunk, tail_length
 
@@ -170,8 +170,20 @@ def set_weights(set_lik: np.ndarray, chain_shape: tuple[int, int]) -> tuple[np.n
     if impossible.all():
         return np.full(n_draws, np.nan), np.inf
     lik = np.where(impossible, np.inf, set_lik)
-    ratios = np.exp(-(lik - lik[~impossible].min())).reshape(1, *chain_shape)
-    r_eff = relative_eff_rows(ratios / ratios.max()) if ratios.std() > 0 else np.ones(1)
+    r_eff = np.ones(1)
+    if not impossible.any():
+        if np.ptp(lik) > 0:  # the compiled kernels (modules kernels.psis, ess)
+            from bayesij.array.kernels.psis import psis_weight_rows
+
+            r_eff = log_lik_relative_eff_rows(-lik[None], chain_shape[0])
+            tails = tail_length(n_draws, np.clip(r_eff, 1e-3, None))
+            weights, k, done = psis_weight_rows(lik[None], tails)
+            if done[0]:
+                return weights[0], float(k[0])
+    else:
+        ratios = np.exp(-(lik - lik[~impossible].min())).reshape(1, *chain_shape)
+        if ratios.std() > 0:
+            r_eff = relative_eff_rows(ratios / ratios.max())
     smoothed = psis_chunk(-lik[:, None], tail_length(n_draws, np.clip(r_eff, 1e-3, None)))
     log_w = smoothed.log_weights[:, 0]
     weights = np.exp(log_w - log_w.max())

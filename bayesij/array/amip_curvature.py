@@ -123,12 +123,14 @@ class Curvature(NamedTuple):
         the Hessian ``A_u`` (K, P, P) of its fitted quadratic, from its log-likelihood at
         the draws ``columns`` (S, K) (non-finite values count as 0, as the first-order
         change does)."""
-        values = np.where(np.isfinite(columns), columns, 0.0)
+        return self._terms(_centred(columns))
+
+    def _terms(self, centred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`unit_terms` from the centred columns (:func:`_centred`)."""
         p = self.n_parameters
-        centred = values - values.mean(axis=0)
-        first = -(self.design[:, :p].T @ centred).T / values.shape[0]
+        first = -(self.design[:, :p].T @ centred).T / centred.shape[0]
         coef = self.fit @ centred  # (F, K): least squares, the design's pseudo-inverse
-        hessian = np.zeros((values.shape[1], p, p))
+        hessian = np.zeros((centred.shape[1], p, p))
         i, j = self.pairs
         quad = coef[p:].T  # (K, F2)
         hessian[:, i, j] += quad
@@ -140,7 +142,8 @@ class Curvature(NamedTuple):
         prefix of the units whose log-likelihood is ``columns`` (S, K), in that order, to
         first and to second order under the quadratic model, and how far the second may be
         off (:class:`Changes`)."""
-        first_terms, hessians = self.unit_terms(columns)
+        centred = _centred(columns)  # read once for the terms and the cubic share
+        first_terms, hessians = self._terms(centred)
         c = np.cumsum(first_terms, axis=0)  # (K, P)
         a = np.cumsum(hessians, axis=0)  # (K, P, P)
         e, sigma = self.column, self.cov
@@ -157,13 +160,13 @@ class Curvature(NamedTuple):
         second = shift[:, e] + sign * z * (np.sqrt(np.maximum(var, 0.0)) - sd)
         runaway = np.copysign(np.inf, np.where(first == 0, 1.0, first))
         second = np.where(ok, second, runaway)
-        cubic, explained = self._cubic_share(columns, shift, a)
+        cubic, explained = self._cubic_share(centred, shift, a)
         weight = np.where(explained >= MIN_EXPLAINED, np.minimum(1.0, cubic / CUBIC_SCALE), np.inf)
         with np.errstate(invalid="ignore"):
             beyond = weight * np.abs(second - first)
         return Changes(first, second, weight, cubic, np.where(ok, beyond, np.inf))
 
-    def _cubic_share(self, columns, shift, hessians) -> tuple[np.ndarray, np.ndarray]:
+    def _cubic_share(self, centred, shift, hessians) -> tuple[np.ndarray, np.ndarray]:
         """How far each prefix's summed log-likelihood departs from its quadratic over the
         predicted shift (K,): the cubic terms left after the quadratic fit (all of them,
         fitted across the draws) change the Hessian by ``H3(shift)`` at the shift's end,
@@ -174,18 +177,17 @@ class Curvature(NamedTuple):
         log-likelihood is quadratic in the parameters (a normal linear model with known
         scale). Computed on a geometric grid of at most :data:`CUBIC_GRID` prefix sizes,
         interpolated between. Also the share of the set's log-likelihood's variance over the
-        draws that the quadratic explains (K,), from the same fits."""
-        values = np.where(np.isfinite(columns), columns, 0.0)
-        centred = values - values.mean(axis=0)
+        draws that the quadratic explains (K,), from the same fits. ``centred``: the
+        columns as :func:`_centred` makes them."""
         if self.cubic is None:
-            return np.full(values.shape[1], np.inf), np.ones(values.shape[1])
+            return np.full(centred.shape[1], np.inf), np.ones(centred.shape[1])
         _, triples, solve = self.cubic  # solve (C, S): the cubic coefficients of a residual
         fit = self.fit
         root = _symmetric_root(self.cov)
-        k = values.shape[1]
+        k = centred.shape[1]
         grid = np.unique(np.geomspace(1, k, min(k, CUBIC_GRID)).round().astype(int))
         shares, explained = np.zeros(grid.size), np.ones(grid.size)
-        summed = np.zeros(values.shape[0])
+        summed = np.zeros(centred.shape[0])
         done = 0
         for g_index, size in enumerate(grid):
             summed += centred[:, done:size].sum(axis=1)
@@ -210,6 +212,14 @@ class Curvature(NamedTuple):
         band of :func:`bayesij.array.amip_noise.nonlinear_band`; ``(1, 0)`` where the
         first-order change is 0, ``inf`` past the breakdown."""
         return self.changes(columns, sign, z).factors()
+
+
+def _centred(columns: np.ndarray) -> np.ndarray:
+    """Log-likelihood columns (S, K) less their means over the draws, non-finite values
+    counting as 0 (as the first-order change counts them)."""
+    values = np.where(np.isfinite(columns), columns, 0.0)
+    values -= values.mean(axis=0)
+    return values
 
 
 class Changes(NamedTuple):
