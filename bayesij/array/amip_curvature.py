@@ -279,17 +279,16 @@ def _cubic_hessian(gamma, triples, point, p: int) -> np.ndarray:
     """The Hessian at ``point`` (P,) of ``sum gamma_t d_i d_j d_k`` over the triples
     ``t = (i, j, k)``: each monomial's second derivatives, linear in the point."""
     hessian = np.zeros((p, p))
-    for g, (i, j, k) in zip(gamma, triples, strict=True):
-        # d^2 (d_i d_j d_k) / (d_a d_b) = sum over the ways to pick a and b from the three
-        # factors of the third factor's value
-        factors = (i, j, k)
-        for first in range(3):
-            for second in range(3):
-                if first == second:
-                    continue
-                third = 3 - first - second
-                hessian[factors[first], factors[second]] += g * point[factors[third]]
+    factors = np.asarray(triples).T  # (3, C)
+    # d^2 (d_i d_j d_k) / (d_a d_b) = sum over the ways to pick a and b from the three
+    # factors of the third factor's value
+    for first, second, third in _ORDERED_PICKS:
+        np.add.at(hessian, (factors[first], factors[second]), gamma * point[factors[third]])
     return hessian
+
+
+#: The ordered ways to pick two of a monomial's three factors, and the one left.
+_ORDERED_PICKS = [(a, b, 3 - a - b) for a in range(3) for b in range(3) if a != b]
 
 
 def curvature_of(quantities: np.ndarray, index: int) -> Curvature | None:

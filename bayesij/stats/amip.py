@@ -793,13 +793,16 @@ def _nonlinearities(source, questions, goals, rows, k_max, parameters=None, kept
     :data:`~bayesij.array.amip_curvature.MAX_COLUMNS`), from the pass's ``kept`` columns
     or read once for all questions. None where the draws are too few for the model."""
     draws, names = parameters if parameters is not None else _parameter_draws(source)
-    curvatures = []
+    models: dict = {}  # one model per quantity, shared by its questions (sign, significance)
     for quantity, _ in questions:
+        if quantity in models:
+            continue
         if quantity in names:
-            curvatures.append(curvature_of(draws, names.index(quantity)))
+            models[quantity] = curvature_of(draws, names.index(quantity))
         else:
             index = list(source.quantity_names).index(quantity)
-            curvatures.append(curvature_of(source.quantity_draws, index))
+            models[quantity] = curvature_of(source.quantity_draws, index)
+    curvatures = [models[quantity] for quantity, _ in questions]
     matrix, columns = None, None
     if not source.lazy:
         matrix = source.matrix(keep_float32=True).reshape(source.n_draws, -1)
