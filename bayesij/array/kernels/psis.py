@@ -371,9 +371,7 @@ def _row(
     total, squares, inverses = ratios_and_sums(row, body, work)
     _largest_sorted(work, m + 1, top, sample, counts)
     cutoff = top[0]
-    tied = 0  # tail values equal to the cutoff: under "above" they leave the tail
-    while tied < m and top[tied + 1] == cutoff:
-        tied += 1
+    tied = _cutoff_ties(top, m)  # under "above" they leave the tail
     if cutoff < _TINY or (tied and ties != 0) or m - tied < _MIN_TAIL:
         return
     top = top[tied:]  # the cutoff, then the tail above it
@@ -453,16 +451,33 @@ def _weighted_means(work, top, x, m, cutoff, total, draws, body, means):
 
 
 @compiled
-def _rows(rows, tail_len, out, draws, means, ties):
-    n = rows.shape[1]
+def _buffers(n, tail_len):
+    """The per-row scratch of the kernels for rows of ``n`` draws and these tail lengths:
+    ``top``, ``sample`` (n,), ``counts`` (histogram), ``x`` (m_max,), ``scratch`` (5,
+    m_max) and the fit's ``grid`` (3, grid points)."""
     m_max = max(tail_len.max() + 1, 1) if tail_len.shape[0] else 1
-    work = np.empty(n)
     top = np.empty(n)
     sample = np.empty(n)
     counts = np.empty(2048, dtype=np.int64)
     x = np.empty(m_max)
     scratch = np.zeros((5, m_max))
     grid = np.empty((3, 31 + int(math.sqrt(m_max))))
+    return top, sample, counts, x, scratch, grid
+
+
+@compiled
+def _cutoff_ties(top, m):
+    """How many of the tail values ``top[1:m + 1]`` equal the cutoff ``top[0]``."""
+    tied = 0
+    while tied < m and top[tied + 1] == top[0]:
+        tied += 1
+    return tied
+
+
+@compiled
+def _rows(rows, tail_len, out, draws, means, ties):
+    work = np.empty(rows.shape[1])
+    top, sample, counts, x, scratch, grid = _buffers(rows.shape[1], tail_len)
     for i in range(rows.shape[0]):
         _row(
             rows[i],
@@ -519,15 +534,8 @@ def psis_weight_rows(
 
 @compiled
 def _weight_rows(rows, tail_len, ties, weights, k_out, done):
-    n = rows.shape[1]
-    m_max = max(tail_len.max() + 1, 1) if tail_len.shape[0] else 1
-    top = np.empty(n)
-    sample = np.empty(n)
-    counts = np.empty(2048, dtype=np.int64)
-    x = np.empty(m_max)
-    taken = np.empty(m_max, dtype=np.int64)
-    scratch = np.zeros((5, m_max))
-    grid = np.empty((3, 31 + int(math.sqrt(m_max))))
+    top, sample, counts, x, scratch, grid = _buffers(rows.shape[1], tail_len)
+    taken = np.empty(x.shape[0], dtype=np.int64)
     for i in range(rows.shape[0]):
         k = _weight_row(
             rows[i], tail_len[i], ties, weights[i], top, sample, counts, x, taken, grid, scratch
@@ -547,9 +555,7 @@ def _weight_row(row, m, ties, work, top, sample, counts, x, taken, grid, scratch
     ratios_and_sums(row, body, work)
     _largest_sorted(work, m + 1, top, sample, counts)
     cutoff = top[0]
-    tied = 0  # tail values equal to the cutoff
-    while tied < m and top[tied + 1] == cutoff:
-        tied += 1
+    tied = _cutoff_ties(top, m)
     if cutoff < _TINY or (tied and ties != 0):
         return math.nan
     first = 1 + tied  # the tail: top[first:m + 1], strictly above the cutoff
