@@ -436,13 +436,7 @@ def _weighted_means(work, top, x, m, cutoff, total, draws, body, means):
         means[k] = acc
     for s in range(n):
         if work[s] > cutoff:
-            low, high = 1, m
-            while low < high:
-                middle = (low + high) // 2
-                if top[middle] < work[s]:
-                    low = middle + 1
-                else:
-                    high = middle
+            low = _first_at_least(top, 1, m, work[s])
             for k in range(draws.shape[0]):
                 means[k] += x[low - 1] * draws[k, s]
     for k in range(draws.shape[0]):
@@ -463,6 +457,19 @@ def _buffers(n, tail_len):
     scratch = np.zeros((5, m_max))
     grid = np.empty((3, 31 + int(math.sqrt(m_max))))
     return top, sample, counts, x, scratch, grid
+
+
+@compiled
+def _first_at_least(ascending, low, high, value):
+    """The first index in ``low..high`` of the ascending values at or above ``value``
+    (``high`` when none before it is: bisection)."""
+    while low < high:
+        middle = (low + high) // 2
+        if ascending[middle] < value:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 @compiled
@@ -576,13 +583,7 @@ def _weight_row(row, m, ties, work, top, sample, counts, x, taken, grid, scratch
     taken[:length] = 0
     for s in range(n):  # each tail draw its place in the ascending tail, ties in draw order
         if work[s] > cutoff:
-            low, up = 0, length - 1
-            while low < up:
-                middle = (low + up) // 2
-                if tail[middle] < work[s]:
-                    low = middle + 1
-                else:
-                    up = middle
+            low = _first_at_least(tail, 0, length - 1, work[s])
             work[s] = x[low + taken[low]]
             taken[low] += 1
     _normalise(work)
