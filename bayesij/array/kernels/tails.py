@@ -66,7 +66,7 @@ def row_extremes(rows: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     high = np.empty((n_rows, capacity + 1))
     found = np.empty((n_rows, 2), dtype=np.int64)
     _beyond(rows, sample[:, rank - 1].copy(), sample[:, n_sample - rank].copy(), low, high, found)
-    width = int(min(found.max(), capacity))  # beyond it, only padding
+    width = min(int(np.max(found)), capacity)  # beyond it, only padding
     low = np.sort(low[:, :width], axis=1)
     high = np.sort(high[:, :width], axis=1)
     smallest = low[:, :count]
