@@ -27,13 +27,15 @@ def test_observations_beyond_most_draws_get_the_normal_tail_probability():
     weights = np.full(draws.shape, 1 / 4000)
     raw = (draws < y).mean(axis=0)
     smoothed = pareto_pit_columns(draws, y, weights, raw)
+    below = np.where(probs < 0.5, smoothed, 1 - smoothed)  # the tail's own side
     tails = np.minimum(probs, 1 - probs)
-    smoothed_tails = np.minimum(smoothed, 1 - smoothed)
     assert np.all((smoothed > 0) & (smoothed < 1))
     np.testing.assert_allclose(smoothed[2:4], raw[2:4])  # inside both cutoffs: unchanged
     far = [0, 1, 4, 5]
-    assert np.all(np.abs(np.log(smoothed_tails[far] / tails[far])) < np.log(3))
+    assert np.all(np.abs(np.log(below[far] / tails[far])) < np.log(3))
     assert raw[5] == 1.0 and smoothed[5] < 1 - 1 / 4000 / 1e4
+    beyond = pareto_pit_columns(draws[:, :2], np.array([-60.0, 60.0]), weights[:, :2], raw[:2])
+    np.testing.assert_array_equal(beyond, [1 / 4000 / 1e4, 1 - 1 / 4000 / 1e4])  # kept inside
 
 
 def test_equal_weights_give_the_unweighted_fit():

@@ -287,6 +287,21 @@ def test_loo_expectation_mcse_covers_the_error_against_exact_loo(kind, prob):
     assert 0.6 < np.mean(z**2) < 1.6, np.mean(z**2)
 
 
+def test_the_khat_of_a_two_valued_expectation_is_the_ratios_own(rng):
+    """arviz-stats' rule: where h takes two values (0/1 predictions) the k-hat of h r is not
+    fitted and the expectation's k-hat is that of the ratios alone (a quantile's)."""
+    log_lik = r_log_lik("reference")
+    y_rep = np.loadtxt(DATA / "y_rep_reference.csv", delimiter=",")
+    binary = 1.0 + (y_rep > np.median(y_rep))  # two values, neither 0
+    k = {
+        kind: bayesij.loo_expectation(log_lik, values, kind=kind, prob=0.5)["pareto_k"]
+        for kind, values in (("mean", binary), ("quantile", binary), ("var", y_rep))
+    }
+    np.testing.assert_array_equal(k["mean"], k["quantile"])
+    ratio_k = bayesij.loo_expectation(log_lik, y_rep, kind="quantile", prob=0.5)["pareto_k"]
+    assert (k["var"].to_numpy() > ratio_k.to_numpy()).any()  # h r fitted: its k-hat counts
+
+
 def test_loo_expectation_mean_and_variance_from_arviz_weights():
     """Weighted mean and variance sum w (g - mean)^2 / (1 - sum w^2), computed here from
     ArviZ's own PSIS weights with the same r_eff."""

@@ -28,6 +28,7 @@ def _rows(n_rows=60, n=1000, seed=0):
     rows[5, ::16] = rows[5, ::16].min()  # the sample sees only the smallest value
     rows[6, ::16] = rows[6].max() + 1.0  # and here only values above all others
     rows[7] = 2.5  # constant
+    rows[8, -40:] = rows[8].max() + 1.0  # the last 40 values equal, above all the others
     return rows
 
 
@@ -72,4 +73,5 @@ def test_the_compiled_khat_is_numpy_s(length):
     expected = right_tail_khat(rows.T, tail_len, 1000)
     np.testing.assert_allclose(ours, np.where(np.isinf(expected), np.nan, expected), rtol=1e-12)
     assert np.isnan(ours[7])  # all equal
+    assert np.isnan(ours[8]) == (length <= 40 or length >= 101)  # a tail of equal values
     assert np.isnan(right_tail_khats(rows, np.full(rows.shape[0], 1000), 1000)).all()
