@@ -15,7 +15,12 @@ one pass for; per question in the last column), ``linearity`` (per quantity), ``
 10,000 observations computed from the draws when read, against computing those blocks once
 (the read ratio).
 
-Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000]``.
+``--model normal`` fits the same regression with normal noise; ``--model logistic`` a
+wells-like logistic regression (intercept and 3 covariates, 4 x 1000 independence-sampler
+draws that repeat as PyMC's do; 8 questions: each coefficient's sign and significance).
+
+Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000]
+[--model t4|normal|logistic]``.
 Targets (scale issue): at N = 50,000 the audit within 15 x ``loo`` and its peak RSS within
 1.6 x the matrix; a lazy audit near the cost of computing the blocks once.
 """
@@ -29,11 +34,15 @@ import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
 N_COEF = 10
 CHUNK = 10_000  # observations per lazy block
+#: The fitted model (``--model``): "t4", "normal" or "logistic"; the children inherit it.
+MODELS = ("t4", "normal", "logistic")
+MODEL = "t4"
 
 
 def _problem(n_obs: int, seed: int = 1):
@@ -41,7 +50,8 @@ def _problem(n_obs: int, seed: int = 1):
 
     rng = np.random.default_rng(seed)
     X = np.column_stack([np.ones(n_obs), rng.normal(size=(n_obs, N_COEF - 1))])
-    y = X @ (rng.normal(size=N_COEF) * 0.05) + rng.standard_t(4, size=n_obs)
+    noise = rng.normal(size=n_obs) if MODEL == "normal" else rng.standard_t(4, size=n_obs)
+    y = X @ (rng.normal(size=N_COEF) * 0.05) + noise
     model = FlatPriorRegression(X, y)
     beta, sigma = model.draws(4000, rng)
     return model, beta, sigma
@@ -51,6 +61,8 @@ def _posterior(n_obs: int):
     """The container, its matrix made a block of draws at a time (no larger temporary)."""
     import bayesij
 
+    if MODEL == "logistic":
+        return _logistic_posterior(n_obs)
     model, beta, sigma = _problem(n_obs)
     log_lik = np.empty((4000, n_obs))
     for start in range(0, 4000, 250):
@@ -61,8 +73,24 @@ def _posterior(n_obs: int):
     return bayesij.from_arrays(quantities, log_lik.reshape(4, 1000, n_obs), quantity_names=names)
 
 
+def _logistic_posterior(n_obs: int):
+    """A wells-like logistic regression (intercept and 3 covariates; the tests' helper):
+    4 x 1000 exact-in-distribution draws of an independence sampler, repeated as PyMC's."""
+    import bayesij
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
+    from logistic_amip import log_lik, sample, wells_like
+
+    X, y = wells_like(n_obs, seed=0)
+    beta, _ = sample(X, y, seed=1)
+    names = [f"beta[{k + 1}]" for k in range(beta.shape[-1])]
+    return bayesij.from_arrays(beta, log_lik(X, y, beta), quantity_names=names)
+
+
 def _questions(post) -> list:
     names = post.quantity_names
+    if MODEL == "logistic":  # no scale: every coefficient's sign and significance
+        return [(q, t) for q in names for t in ("sign", "significance")]
     return [(q, t) for q in names[:-1] for t in ("sign", "significance")] + [
         (names[-1], "significance")
     ]
@@ -149,7 +177,7 @@ def _peer_call(post):
 
 def _run(what: str, n_obs: int) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", what, str(n_obs)],
+        [sys.executable, __file__, "--model", MODEL, "--child", what, str(n_obs)],
         capture_output=True,
         text=True,
         check=True,
@@ -162,8 +190,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,50000,100000")
     parser.add_argument("--lazy", type=int, default=0, help="N of the lazy audit (0: none)")
     parser.add_argument("--skip-arviz", action="store_true")
+    parser.add_argument("--model", choices=MODELS, default="t4")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global MODEL
+    MODEL = args.model
+    if args.lazy and MODEL == "logistic":
+        parser.error("--lazy builds the regression's blocks: use --model t4 or normal")
     if args.child:
         print(json.dumps(_child(args.child[0], int(args.child[1]))))
         return
@@ -179,7 +212,9 @@ def main() -> None:
         for what in rows:
             got = _run(what, n_obs)
             loo_seconds = loo_seconds or got["seconds"]
-            items = {"amip, each question alone": 2 * N_COEF + 1, "linearity": N_COEF + 1}.get(
+            n_quantities = 4 if MODEL == "logistic" else N_COEF + 1
+            n_questions = 8 if MODEL == "logistic" else 2 * N_COEF + 1
+            items = {"amip, each question alone": n_questions, "linearity": n_quantities}.get(
                 what, 1
             )
             ratio = got["seconds"] / loo_seconds
