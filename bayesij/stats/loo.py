@@ -972,6 +972,7 @@ def loo_pit(
     >>> len(pit), bool(((pit > 0) & (pit < 1)).all())
     (40, True)
     """
+    check_flag(pareto_pit, "pareto_pit")  # before any work
     draws = draws_beside_log_lik(
         data,
         predictions_or_fit(data, y_pred, var_name),
@@ -986,7 +987,6 @@ def loo_pit(
         raise fail("y", f"shape {observed.shape}", f"one value per observation, shape ({n_obs},)")
     check_finite(observed, "y")
     rng = np.random.default_rng(check_seed(seed))
-    check_flag(pareto_pit, "pareto_pit")
     pit = np.empty(n_obs)
     for chunk, weights, _ in loo_weights(draws, 8):
         replicated = draws.values[:, chunk]

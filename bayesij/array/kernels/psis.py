@@ -358,32 +358,56 @@ def _smooth_tail(top, m, k, sigma, smoothed, scratch):
 
 
 @_inlined
-def _row(
-    row, m, work, top, sample, counts, x, theta, profile, product, scratch, out, draws, means, ties
-):
+def _fitted_tail(row, m, ties, tail_order, work, top, sample, counts, x, grid, scratch, sums):
+    """The shared front of both kernels for one row: the raw ratios into ``work`` (their
+    sum, sum of squares and sum of inverses into ``sums``), the ``m + 1`` largest into
+    ``top``, the generalized Pareto fit of the tail above the cutoff and its smoothed
+    values into ``x``. Returns ``(k, tied)``: ``top[tied:]`` is the cutoff and the tail of
+    ``m - tied`` draws (under "above" draws tied with the cutoff leave the tail); k is NaN
+    where the row is left to the general path (as the module says; with ``tail_order``
+    also a tail of repeated values under "quicksort", whose order NumPy's sort decides).
+    ``sums[3]`` is the row's minimum ``b`` (ratios ``exp(b - l)``), whatever the outcome."""
+    n = row.shape[0]
+    body, high = min_max(row)
+    sums[3] = body
+    if not (math.isfinite(body) and high - body <= MAX_RANGE) or not _MIN_TAIL <= m < n:
+        return math.nan, 0
+    sums[0], sums[1], sums[2] = ratios_and_sums(row, body, work)
+    _largest_sorted(work, m + 1, top, sample, counts)
+    cutoff = top[0]
+    tied = _cutoff_ties(top, m)
+    length = m - tied
+    if cutoff < _TINY or (tied and ties != 0) or length < _MIN_TAIL:
+        return math.nan, tied
+    tail = top[tied + 1 : m + 1]
+    if tail[length - 1] - tail[0] < _EPS / 100:  # all equal, as the general path says
+        return math.nan, tied
+    if tail_order and ties == 2:
+        for i in range(length - 1):
+            if tail[i] == tail[i + 1]:
+                return math.nan, tied
+    for i in range(length):
+        x[i] = tail[i] - cutoff
+    k, sigma = _gpd_fit(x, length, grid[0], grid[1], grid[2], scratch)
+    if not (math.isfinite(k) and sigma > 0):
+        return math.nan, tied
+    _smooth_tail(top[tied:], length, k, sigma, x, scratch)
+    return k, tied
+
+
+@_inlined
+def _row(row, m, work, top, sample, counts, x, grid, scratch, sums, out, draws, means, ties):
     """PSIS-LOO of one row into ``out`` (lppd, elpd, k, relative error, sum_w2, minimum,
     done, expected) and the expectations of ``draws`` (K, n) into ``means`` (K,)."""
     n = row.shape[0]
-    body, high = min_max(row)
-    out[5] = body
-    if not (math.isfinite(body) and high - body <= MAX_RANGE) or not _MIN_TAIL <= m < n:
+    k, tied = _fitted_tail(row, m, ties, False, work, top, sample, counts, x, grid, scratch, sums)
+    body = out[5] = sums[3]
+    if not math.isfinite(k):
         return
-    total, squares, inverses = ratios_and_sums(row, body, work)
-    _largest_sorted(work, m + 1, top, sample, counts)
-    cutoff = top[0]
-    tied = _cutoff_ties(top, m)  # under "above" they leave the tail
-    if cutoff < _TINY or (tied and ties != 0) or m - tied < _MIN_TAIL:
-        return
+    total, squares, inverses = sums[0], sums[1], sums[2]
     top = top[tied:]  # the cutoff, then the tail above it
     m -= tied
-    if top[m] == top[1]:
-        return
-    for i in range(m):
-        x[i] = top[i + 1] - cutoff
-    k, sigma = _gpd_fit(x, m, theta, profile, product, scratch)
-    if not (math.isfinite(k) and sigma > 0):
-        return
-    _smooth_tail(top, m, k, sigma, x, scratch)
+    cutoff = top[0]
     raw_sum = raw_squares = new_sum = new_squares = ratio_sum = 0.0
     for i in range(m):
         raw_sum += top[i + 1]
@@ -484,6 +508,7 @@ def _cutoff_ties(top, m):
 @compiled
 def _rows(rows, tail_len, out, draws, means, ties):
     work = np.empty(rows.shape[1])
+    sums = np.empty(4)
     top, sample, counts, x, scratch, grid = _buffers(rows.shape[1], tail_len)
     for i in range(rows.shape[0]):
         _row(
@@ -494,10 +519,9 @@ def _rows(rows, tail_len, out, draws, means, ties):
             sample,
             counts,
             x,
-            grid[0],
-            grid[1],
-            grid[2],
+            grid,
             scratch,
+            sums,
             out[:, i],
             draws,
             means[i],
@@ -543,51 +567,31 @@ def psis_weight_rows(
 def _weight_rows(rows, tail_len, ties, weights, k_out, done):
     top, sample, counts, x, scratch, grid = _buffers(rows.shape[1], tail_len)
     taken = np.empty(x.shape[0], dtype=np.int64)
+    sums = np.empty(4)
     for i in range(rows.shape[0]):
-        k = _weight_row(
-            rows[i], tail_len[i], ties, weights[i], top, sample, counts, x, taken, grid, scratch
+        work = weights[i]
+        k, tied = _fitted_tail(
+            rows[i], tail_len[i], ties, True, work, top, sample, counts, x, grid, scratch, sums
         )
-        if math.isfinite(k):
-            k_out[i] = k
-            done[i] = True
+        if not math.isfinite(k):
+            continue
+        _place_tail(work, top[tied:], tail_len[i] - tied, x, taken)
+        _normalise(work)
+        k_out[i] = k
+        done[i] = True
 
 
 @compiled
-def _weight_row(row, m, ties, work, top, sample, counts, x, taken, grid, scratch):
-    """One row's normalised weights into ``work``; its k-hat, NaN when left."""
-    n = row.shape[0]
-    body, high = min_max(row)
-    if not (math.isfinite(body) and high - body <= MAX_RANGE) or not _MIN_TAIL <= m < n:
-        return math.nan
-    ratios_and_sums(row, body, work)
-    _largest_sorted(work, m + 1, top, sample, counts)
-    cutoff = top[0]
-    tied = _cutoff_ties(top, m)
-    if cutoff < _TINY or (tied and ties != 0):
-        return math.nan
-    first = 1 + tied  # the tail: top[first:m + 1], strictly above the cutoff
-    length = m - tied
-    if length < _MIN_TAIL or top[m] - top[first] < _EPS / 100:
-        return math.nan
-    for i in range(length - 1):
-        if ties == 2 and top[first + i] == top[first + i + 1]:
-            return math.nan
-    for i in range(length):
-        x[i] = top[first + i] - cutoff
-    k, sigma = _gpd_fit(x, length, grid[0], grid[1], grid[2], scratch)
-    if not (math.isfinite(k) and sigma > 0):
-        return math.nan
-    top[first - 1] = cutoff  # _smooth_tail reads the cutoff before the tail
-    _smooth_tail(top[first - 1 :], length, k, sigma, x, scratch)
-    tail = top[first : m + 1]
+def _place_tail(work, top, length, smoothed, taken):
+    """Each draw above the cutoff ``top[0]`` takes the smoothed value of its place in the
+    ascending tail ``top[1:length + 1]``, repeated draws in draw order (as a stable sort)."""
+    tail = top[1 : length + 1]
     taken[:length] = 0
-    for s in range(n):  # each tail draw its place in the ascending tail, ties in draw order
-        if work[s] > cutoff:
+    for s in range(work.shape[0]):
+        if work[s] > top[0]:
             low = _first_at_least(tail, 0, length - 1, work[s])
-            work[s] = x[low + taken[low]]
+            work[s] = smoothed[low + taken[low]]
             taken[low] += 1
-    _normalise(work)
-    return k
 
 
 @reordered
