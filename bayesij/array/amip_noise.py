@@ -25,6 +25,7 @@ of the interval's low end (:func:`draws_to_settle_size`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -220,14 +221,12 @@ def linear_answer(
     -------
     NoiseAnswer, or (NoiseAnswer, NoiseAnswer) with ``ranking_too``
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # with blocks, only their counts are drawn from it
     noise = np.nan_to_num(mcse, nan=0.0)
     gain = -direction * np.nan_to_num(psi, nan=0.0)
     top = min(k_max, gain.size)
     ranking = top_positive(gain, top)  # the point estimate's order
-    counts = (
-        None if blocks is None else block_bootstrap_counts(blocks[1], blocks[2], replicates, rng)
-    )
+    counts = None if blocks is None else _seeded_counts(blocks[1], blocks[2], replicates, seed)
     if blocks is None:
         moments = None  # replicates of the moments need the block sums
     along = _moment_paths(moments, direction, blocks, counts)
@@ -520,7 +519,25 @@ def block_bootstrap_counts(sizes, chains, replicates: int, rng) -> np.ndarray:
     counts = np.zeros((replicates, sizes.size))
     for r in range(replicates):
         for rows in members:
-            np.add.at(counts[r], rng.choice(rows, size=rows.size, replace=True), 1.0)
+            drawn = rng.choice(rows, size=rows.size, replace=True)
+            counts[r] += np.bincount(drawn, minlength=sizes.size)
+    return counts
+
+
+def _seeded_counts(sizes, chains, replicates: int, seed: int) -> np.ndarray:
+    """:func:`block_bootstrap_counts` from a generator seeded with ``seed`` (read-only):
+    the same for every question of an audit (its blocks are the draws'), drawn once."""
+    sizes, chains = np.asarray(sizes), np.asarray(chains)
+    key = (sizes.tobytes(), str(sizes.dtype), chains.tobytes(), str(chains.dtype))
+    return _counts_for(key, replicates, seed)
+
+
+@functools.lru_cache(maxsize=8)
+def _counts_for(key: tuple, replicates: int, seed: int) -> np.ndarray:
+    sizes = np.frombuffer(key[0], dtype=key[1])
+    chains = np.frombuffer(key[2], dtype=key[3])
+    counts = block_bootstrap_counts(sizes, chains, replicates, np.random.default_rng(seed))
+    counts.flags.writeable = False
     return counts
 
 

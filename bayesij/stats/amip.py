@@ -33,6 +33,7 @@ from bayesij.array.amip_columns import KeptColumns, kept_capacity
 from bayesij.array.amip_curvature import (
     MAX_COLUMNS,
     MAX_PARAMETERS,
+    CentredColumns,
     SetCurvature,
     curvature_of,
 )
@@ -803,24 +804,35 @@ def _nonlinearities(source, questions, goals, rows, k_max, parameters=None, kept
             index = list(source.quantity_names).index(quantity)
             models[quantity] = curvature_of(source.quantity_draws, index)
     curvatures = [models[quantity] for quantity, _ in questions]
-    matrix, columns = None, None
+    if all(c is None for c in curvatures):
+        return [None] * len(questions)
+    wanted = _ranked_units(goals, rows, k_max)
     if not source.lazy:
         matrix = source.matrix(keep_float32=True).reshape(source.n_draws, -1)
-    elif any(c is not None for c in curvatures):
-        columns = _ranked_columns(source, goals, rows, k_max, kept)
+        store = CentredColumns(source.n_draws, matrix=matrix, units=wanted)
+    else:
+        columns = _ranked_columns(source, wanted, kept)
+        store = CentredColumns(source.n_draws, columns=columns)
     return [
-        None if c is None else SetCurvature(c, g.sign, g.z, matrix=matrix, columns=columns)
+        None if c is None else SetCurvature(c, g.sign, g.z, store=store)
         for c, g in zip(curvatures, goals, strict=True)
     ]
 
 
-def _ranked_columns(source, goals, rows, k_max, kept) -> dict:
-    """``{unit: (S,) column}`` of the first units of each goal's linear ranking (at most
-    ``MAX_COLUMNS``): kept by the pass where it kept them, the rest read in one call."""
+def _ranked_units(goals, rows, k_max) -> np.ndarray:
+    """The first units of each goal's linear ranking (at most ``MAX_COLUMNS``), together:
+    the units the searches' second-order model will ask for."""
     wanted = set()
     for goal, scores in zip(goals, rows, strict=True):
         gain = -goal.direction * np.nan_to_num(scores.psi[0], nan=0.0)
         wanted.update(top_positive(gain, min(k_max, MAX_COLUMNS)).tolist())
+    return np.array(sorted(wanted), dtype=int)
+
+
+def _ranked_columns(source, wanted: np.ndarray, kept) -> dict:
+    """``{unit: (S,) column}`` of the units ``wanted`` (:func:`_ranked_units`) of a lazy
+    log-likelihood: kept by the pass where it kept them, the rest read in one call."""
+    wanted = set(wanted.tolist())
     held = kept.columns if kept is not None else {}
     columns = {u: held[u].reshape(-1) for u in wanted if u in held}
     missing = np.array(sorted(wanted - set(columns)), dtype=int)

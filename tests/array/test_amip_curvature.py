@@ -249,3 +249,56 @@ def test_a_larger_cubic_departure_can_take_the_change_just_beyond_the_band():
     low, _ = changes.band()
     assert changes.cubic[-1] == pytest.approx(0.05, abs=0.005)
     assert 0 < low[-1] - exact < 0.02 * abs(exact)
+
+
+def test_centred_columns_are_read_once_and_answer_as_the_matrix_does():
+    # The shared store: rows of the units read up front, others read when asked for, each
+    # unit's terms computed once per model; every answer as from the columns themselves.
+    from bayesij.array.amip_curvature import CentredColumns
+
+    beta, log_lik, _ = _normal_model(draws=4000)
+    log_lik = log_lik.copy()
+    log_lik[7, 4] = -np.inf  # a non-finite value counts as 0, as the first order counts it
+    curvature = curvature_of(beta[None], 1)
+    store = CentredColumns(4000, matrix=log_lik, units=np.array([9, 3, 4, 0, 3]))
+    np.testing.assert_array_equal(store.held, [0, 3, 4, 9])
+    units = np.array([4, 3, 12, 9, 0, 30])  # 12 and 30 are not held: read when asked
+    np.testing.assert_array_equal(store.slots(units), [2, 1, -1, 3, 0, -1])
+    expected = np.where(np.isfinite(log_lik[:, units]), log_lik[:, units], 0.0)
+    expected -= expected.mean(axis=0)
+    np.testing.assert_allclose(store.rows_of(units), expected.T, atol=1e-12)
+    np.testing.assert_allclose(
+        store.prefix_sums(units, np.array([1, 4, 6])), np.cumsum(expected.T, 0)[[0, 3, 5]]
+    )
+    for _ in range(2):  # the second time from the kept terms
+        first, hessians = store.terms(curvature, units)
+        want_first, want_hessians = curvature.unit_terms(log_lik[:, units])
+        np.testing.assert_allclose(first, want_first, rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(hessians, want_hessians, rtol=1e-10, atol=1e-14)
+    done = store._kept_terms(curvature)[2]
+    np.testing.assert_array_equal(done, [True] * 4)
+    shared = SetCurvature(curvature, -1, 1.96, store=store)
+    np.testing.assert_allclose(
+        shared(units), curvature.ratios(log_lik[:, units], -1, 1.96), rtol=1e-10
+    )
+    # from columns alone (a lazy log-likelihood): reach ends at the first unit not given
+    lazy = CentredColumns(4000, columns={u: log_lik[:, u] for u in (0, 3, 4)})
+    assert lazy.reach(np.array([3, 0, 9, 4])) == 2 and lazy.reach(np.array([4, 0])) == 2
+    assert CentredColumns(4000).reach(np.array([1])) == 0
+
+
+def test_set_curvature_keeps_its_latest_answers():
+    from bayesij.array.amip_curvature import RECENT
+
+    beta, log_lik, _ = _normal_model(draws=4000)
+    ratios = SetCurvature(curvature_of(beta[None], 1), 0, 1.96, matrix=log_lik)
+    calls = []
+    compute = ratios._ratios
+    ratios._ratios = lambda units: calls.append(units.size) or compute(units)
+    sets = [np.arange(k, k + 3) for k in range(RECENT + 1)]
+    for units in sets[:RECENT] + sets[:RECENT]:  # asked again: kept
+        ratios(units)
+    assert calls == [3] * RECENT
+    ratios(sets[RECENT])  # one more: the oldest is let go
+    ratios(sets[0])
+    assert len(calls) == RECENT + 2
