@@ -11,10 +11,14 @@ from pathlib import Path
 __all__ = ["main", "load_fit"]
 
 
-def load_fit(files: list[str], log_lik: str | None = None, argument: str = "FILES"):
+def load_fit(
+    files: list[str], log_lik: str | None = None, argument: str = "FILES", lazy: bool = False
+):
     """What FILES hold: one netCDF file as its DataTree (every group kept: the audit reads
     the model's structure and log prior from it), or CmdStan CSV files as a Posterior.
-    ``argument`` names the option in errors (``--compare`` for a compared fit)."""
+    ``argument`` names the option in errors (``--compare`` for a compared fit). ``lazy``:
+    the netCDF file opened, not loaded, its log-likelihood in dask blocks of
+    :data:`LAZY_BLOCK_BYTES` (CSV files are refused: they are read whole)."""
     paths = [Path(f) for f in files]
     folders = [str(p) for p in paths if p.is_dir()]
     if folders:
@@ -26,7 +30,12 @@ def load_fit(files: list[str], log_lik: str | None = None, argument: str = "FILE
     if missing:
         raise ValueError(f"{argument}: found missing file(s) {missing}; expected existing files.")
     if _is_netcdf(files):
-        return _open_netcdf(paths[0], argument)
+        return _open_netcdf(paths[0], argument, lazy=lazy)
+    if lazy:
+        raise ValueError(
+            f"--scheduler: found {[p.name for p in paths]}; expected one netCDF file (read "
+            "block by block on the cluster's workers; CSV files are read whole, here)."
+        )
     if all(p.suffix == ".csv" for p in paths):
         from bayesij.adapters.cmdstan import from_cmdstanpy
 
@@ -63,10 +72,15 @@ def _check_signature(path: Path, argument: str) -> None:
 DECLARED_RATIO, DECLARED_FLOOR = 100, 64 * 2**20
 
 
-def _open_netcdf(path: Path, argument: str):
+#: With ``--scheduler``, the log-likelihood is read in blocks of about this many bytes.
+LAZY_BLOCK_BYTES = 64 * 2**20
+
+
+def _open_netcdf(path: Path, argument: str, lazy: bool = False):
     """A netCDF file written by ArviZ 0.23 (InferenceData) or 1.x (DataTree), loaded after
     its declared size is checked against the file's (a tiny file declaring gigabytes is
-    refused before anything is read into memory)."""
+    refused before anything is read into memory); ``lazy``: opened with its log-likelihood's
+    units in dask blocks of :data:`LAZY_BLOCK_BYTES`, not loaded."""
     import xarray as xr
 
     _check_signature(path, argument)
@@ -85,7 +99,10 @@ def _open_netcdf(path: Path, argument: str):
                     f"at most {DECLARED_RATIO} times its size (a damaged or hostile file; "
                     "open a genuine one with xarray.open_datatree in Python)."
                 )
-            return tree.load()
+            if not lazy:
+                return tree.load()
+            chunks = _unit_chunks(tree)
+        return xr.open_datatree(path, chunks=chunks)
     except ValueError as error:
         if str(error).startswith(f"{argument}: found"):
             raise
@@ -97,6 +114,39 @@ def _open_netcdf(path: Path, argument: str):
         raise ValueError(
             f"{argument}: found {path.name!r}, which is not a readable netCDF file "
             f"({error}); expected an InferenceData / DataTree netCDF file."
+        ) from None
+
+
+def _unit_chunks(tree) -> dict:
+    """Dask chunks for the dims of a DataTree's log-likelihood other than chain and draw:
+    blocks of about :data:`LAZY_BLOCK_BYTES` of units."""
+    if "log_likelihood" not in tree.children:
+        return {}
+    group = tree["log_likelihood"].to_dataset()
+    draws = int(group.sizes.get("chain", 1)) * int(group.sizes.get("draw", 1))
+    size = max(1, LAZY_BLOCK_BYTES // (8 * max(1, draws)))
+    return {dim: size for dim in group.dims if dim not in ("chain", "draw")}
+
+
+#: How long ``--scheduler`` waits for the scheduler to answer.
+SCHEDULER_TIMEOUT = "10s"
+
+
+def _client(address: str):
+    """A dask.distributed Client of the scheduler at ``address`` (``--scheduler``)."""
+    try:
+        import distributed
+    except ImportError:
+        raise ValueError(
+            f"--scheduler: found {address!r} but dask.distributed is not installed; expected "
+            "it installed (pip install 'bayesij[dask]')."
+        ) from None
+    try:
+        return distributed.Client(address, timeout=SCHEDULER_TIMEOUT)
+    except (OSError, TimeoutError) as error:
+        raise ValueError(
+            f"--scheduler: found no scheduler answering at {address!r} ({error}); expected "
+            "the address of a running dask scheduler (tcp://host:8786)."
         ) from None
 
 
@@ -261,8 +311,11 @@ def _fit_of(args):
     (--draws with --log-lik as the log-likelihood CSV)."""
     from bayesij.data.fit import read
 
+    lazy = getattr(args, "scheduler", None) is not None
     if args.draws is None and args.files and _is_netcdf(args.files):
-        return read(load_fit(args.files), var_name=args.log_lik, argument="FILES")
+        return read(load_fit(args.files, lazy=lazy), var_name=args.log_lik, argument="FILES")
+    if lazy:
+        load_fit(args.files or [args.draws], lazy=True)  # refused: only netCDF is read lazily
     return read(_loaded(args), argument="FILES")
 
 
@@ -427,7 +480,11 @@ def _run_audit(args) -> None:
     if args.method is not None:
         options["method"] = args.method
     options.update(_model_options(args))
-    _print_audit(fit, args.out, **options)
+    if args.scheduler is None:
+        _print_audit(fit, args.out, **options)
+        return
+    with _client(args.scheduler) as client:
+        _print_audit(fit, args.out, client=client, **options)
 
 
 def _run_influence(args) -> None:
@@ -570,6 +627,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="answer every AMIP question by up to N refits of --stan-model in the loop",
+    )
+    aud.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run the audit's pass on this dask.distributed scheduler (tcp://host:8786): the "
+        "netCDF file is opened lazily and its log-likelihood read block by block by the "
+        "workers (they must see the file's path); AMIP by the linear method",
     )
     aud.add_argument(
         "--progress",

@@ -13,13 +13,15 @@ alone`` (``bayesij.amip`` of the 21 questions one after the other, which the aud
 one pass for; per question in the last column), ``linearity`` (per quantity), ``loo``.
 ``--lazy N`` adds the audit of a lazy log-likelihood: a dask array of delayed blocks of
 10,000 observations computed from the draws when read, against computing those blocks once
-(the read ratio).
+(the read ratio). ``--dask N`` audits that lazy log-likelihood on a 2-worker dask
+LocalCluster (worker processes, 3 GiB each): seconds, each worker's and the client's peak
+RSS and whether a worker was restarted.
 
 ``--model normal`` fits the same regression with normal noise; ``--model logistic`` a
 wells-like logistic regression (intercept and 3 covariates, 4 x 1000 independence-sampler
 draws that repeat as PyMC's do; 8 questions: each coefficient's sign and significance).
 
-Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000]
+Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000] [--dask 200000]
 [--model t4|normal|logistic] [--rows audit,linearity]`` (``--rows``: only these rows, with
 ``loo``).
 Targets (scale issue): at N = 50,000 the audit within 15 x ``loo`` and its peak RSS within
@@ -41,6 +43,7 @@ import numpy as np
 
 N_COEF = 10
 CHUNK = 10_000  # observations per lazy block
+DASK_MEMORY = "3GiB"  # each worker's memory limit (--dask)
 #: The fitted model (``--model``): "t4", "normal" or "logistic"; the children inherit it.
 MODELS = ("t4", "normal", "logistic")
 MODEL = "t4"
@@ -133,11 +136,43 @@ def _lazy_tree(n_obs: int):
     return tree, blocks_once
 
 
+def _dask_child(n_obs: int) -> dict:
+    """The lazy audit on a 2-worker LocalCluster (worker processes, 1 thread each,
+    ``DASK_MEMORY`` each): seconds, the client's and each worker's peak RSS, and whether a
+    worker was restarted (a restarted worker comes back at another address)."""
+    import distributed
+
+    import bayesij
+
+    tree, _ = _lazy_tree(n_obs)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, memory_limit=DASK_MEMORY, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        before = set(client.scheduler_info()["workers"])
+        start = time.perf_counter()
+        bayesij.audit(tree, client=client)
+        seconds = time.perf_counter() - start
+        after = set(client.scheduler_info()["workers"])
+        workers = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    return {
+        "seconds": seconds,
+        "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "workers": sorted(workers.values()),
+        "restarted": before != after,
+        "matrix": 8 * 4000 * n_obs,
+    }
+
+
 def _child(what: str, n_obs: int) -> dict:
     """One row in this process: seconds and peak RSS."""
     import bayesij
 
     warnings.simplefilter("ignore")
+    if what == "dask audit":
+        return _dask_child(n_obs)
     if what in ("lazy audit", "blocks once"):
         tree, blocks_once = _lazy_tree(n_obs)
         call = blocks_once if what == "blocks once" else (lambda: bayesij.audit(tree))
@@ -190,6 +225,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,50000,100000")
     parser.add_argument("--lazy", type=int, default=0, help="N of the lazy audit (0: none)")
+    parser.add_argument(
+        "--dask", type=int, default=0, help="N of the lazy audit on a 2-worker cluster (0: none)"
+    )
     parser.add_argument("--skip-arviz", action="store_true")
     parser.add_argument("--model", choices=MODELS, default="t4")
     parser.add_argument(
@@ -199,8 +237,8 @@ def main() -> None:
     args = parser.parse_args()
     global MODEL
     MODEL = args.model
-    if args.lazy and MODEL == "logistic":
-        parser.error("--lazy builds the regression's blocks: use --model t4 or normal")
+    if (args.lazy or args.dask) and MODEL == "logistic":
+        parser.error("--lazy and --dask build the regression's blocks: use --model t4 or normal")
     if args.child:
         print(json.dumps(_child(args.child[0], int(args.child[1]))))
         return
@@ -242,6 +280,16 @@ def main() -> None:
             f"{-(-args.lazy // CHUNK)} blocks once {once['seconds']:.1f} s: read ratio "
             f"{lazy['seconds'] / once['seconds']:.2f}; peak RSS {lazy['peak'] / 2**30:.2f} GiB "
             f"for a {lazy['matrix'] / 2**30:.1f} GiB log-likelihood never held whole"
+        )
+
+    if args.dask:
+        got = _run("dask audit", args.dask)
+        print(
+            f"{args.dask:>8} audit on a 2-worker LocalCluster ({DASK_MEMORY} each): "
+            f"{got['seconds']:.1f} s; worker peak RSS "
+            f"{', '.join(f'{w / 2**30:.2f}' for w in got['workers'])} GiB, the client's "
+            f"{got['peak'] / 2**30:.2f} GiB, for a {got['matrix'] / 2**30:.1f} GiB "
+            f"log-likelihood; worker restarted: {'yes' if got['restarted'] else 'no'}"
         )
 
 

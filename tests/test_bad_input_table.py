@@ -242,6 +242,12 @@ def _catalogue():
         ("audit", "loo", kw(bayesij.audit, "loo", data=POST), FLAG),
         ("audit", "quantities", kw(bayesij.audit, "quantities", data=POST), NAMES),
         (
+            "audit",
+            "client",
+            kw(bayesij.audit, "client", data=POST),
+            {"3": 3, "'tcp://host:8786'": "tcp://host:8786"},
+        ),
+        (
             "compare",
             "results",
             bayesij.compare,
@@ -1286,6 +1292,7 @@ CLI_CASES = {
     "--out a folder": ["audit", "fake.csv", "--out", "."],
     "--alpha-max 2": ["audit", "fake.csv", "--alpha-max", "2"],
     "--draws 0": ["audit", "fake.csv", "--draws", "0"],
+    "--scheduler with CSV files": ["audit", "fake.csv", "--scheduler", "tcp://127.0.0.1:1"],
     "unknown command": ["frobnicate"],
 }
 

@@ -352,3 +352,36 @@ def test_a_stan_program_gives_the_audit_its_gradient_and_its_refits(pystan_fit, 
     assert out.strip() == expected.to_markdown().strip()
     assert "control variates from the log posterior's gradient" in out
     assert "refit" in out.split("Influential subsets")[1]
+
+
+@pytest.mark.processes
+def test_audit_on_a_dask_scheduler_reads_the_file_lazily(tmp_path, capsys, monkeypatch):
+    # --scheduler: the netCDF file opened lazily (its log-likelihood in dask blocks), the
+    # pass run on the cluster's workers; the report is the lazy audit's without a cluster.
+    import warnings
+
+    import bayesij
+    from bayesij.cli import load_fit
+
+    distributed = pytest.importorskip("distributed")
+    fit_path, _, _, _ = _field_fit_files(tmp_path)
+    argv = ["audit", str(fit_path), "--quantity", "beta", "--no-progress"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cluster's start-up notices
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        )
+        with cluster:
+            assert main([*argv, "--scheduler", cluster.scheduler_address]) == 0
+    out = capsys.readouterr().out
+    lazy = load_fit([str(fit_path)], lazy=True)
+    assert hasattr(lazy["log_likelihood"]["y"].data, "dask")
+    expected = bayesij.audit(lazy, quantities=["beta"], progress=False)
+    assert out.strip() == expected.to_markdown().strip()
+    assert "lazy log-likelihood" in out and expected.method == "linear"
+    # no scheduler there: one line naming the option
+    monkeypatch.setattr("bayesij.cli.SCHEDULER_TIMEOUT", "1s")
+    assert main([*argv, "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    assert "--scheduler: found no scheduler answering at 'tcp://127.0.0.1:9'" in (
+        capsys.readouterr().err
+    )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
@@ -345,6 +345,7 @@ def map_blocks(
     client=None,
     join: bool = True,
     keep: Callable | None = None,
+    blocks: Sequence[int] | None = None,
 ):
     """``kernel(block, **per_unit_block)`` over every block of ``source``, joined.
 
@@ -369,6 +370,8 @@ def map_blocks(
         ``keep(block, start, part)`` after the kernel of each block of a lazy source read
         here (not on a cluster), with the kernel's result ``part``: what the caller keeps
         of a block it would otherwise read again (the AMIP sets' columns).
+    blocks : sequence of int, optional
+        Only these blocks (indices into ``source.bounds()``), in that order.
 
     Returns
     -------
@@ -383,6 +386,10 @@ def map_blocks(
     """
     per_unit = dict(per_unit or {})
     bounds = source.bounds()
+    if blocks is not None:
+        bounds = [bounds[int(index)] for index in blocks]
+        if not bounds:
+            return []
     if len(bounds) == 1 and (client is None or not source.lazy):  # e.g. a matrix in memory
         start, stop = bounds[0]
         part = kernel(source.block(start, stop), **_cut(per_unit, start, stop))

@@ -475,6 +475,7 @@ def audit(
     backend=None,
     max_refits: int = 6,
     progress: bool | None = None,
+    client=None,
 ) -> Audit:
     """Audit a fit: which conclusions hang on a few units, whether posterior and
     frequentist standard errors agree, how reliable LOO is, and what to refit.
@@ -550,6 +551,13 @@ def audit(
         One line per stage on standard error while the audit works (``bayesij audit
         [2.1 s]: one pass over 4000 draws x 3020 observations ...``). None: shown in a
         terminal and in Jupyter, silent in scripts and logs; True or False to decide.
+    client : dask.distributed.Client, optional
+        Run the pass over a lazy log-likelihood's blocks as tasks on this cluster (a
+        function's blocks are evaluated there, a dask chunk is computed there): each worker
+        holds a block at a time and returns per-unit results; the linear AMIP sets are
+        summed on the workers too. The columns of the units the AMIP's second-order model
+        reads (at most 4096 per question) come here. A log-likelihood in memory is audited
+        here, as without a client (as :func:`bayesij.loo`'s ``client``).
 
     Returns
     -------
@@ -587,6 +595,8 @@ def audit(
     metric: when can dropping a little data make a big difference?
     """
     loo, waic, amip = (check_flag(v, a) for v, a in ((loo, "loo"), (waic, "waic"), (amip, "amip")))
+    if client is not None and not callable(getattr(client, "submit", None)):
+        raise fail("client", f"a {type(client).__name__}", "a dask.distributed Client")
     targets = check_labels(targets, "targets")
     say = Progress(progress, "audit")
     say.stage("reading the fit")
@@ -626,6 +636,7 @@ def audit(
             score=gradient[0],
             unconstrained=gradient[1],
             parameters=fit_parameters(fit) if questions else None,
+            client=client,
         )
         result = Audit(
             quantities=names,

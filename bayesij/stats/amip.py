@@ -751,23 +751,27 @@ def searches_from(
     control_variates=False,
     kept=None,
     parameters=None,
+    client=None,
 ) -> list:
     """The searches of :func:`_searches` from the goals' influence scores
     (:func:`bayesij.array.amip.goal_influence` over every block: ``"all"``, and ``"half"``
     for the linear method; ``control_variates``: whether they used the log posterior's
     score; ``kept``: the :func:`set_columns` of the pass, if any; ``parameters``: the
     fit's quantity draws and names for the second-order model, :func:`fit_parameters`,
-    default the source's)."""
+    default the source's; ``client``: a dask.distributed Client that sums the linear sets
+    of a lazy source on its workers)."""
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
     rows = goal_rows(scores["all"], goals)
-    nonlinearities = _nonlinearities(source, questions, goals, rows, k_max, parameters, kept)
+    nonlinearities = _nonlinearities(
+        source, questions, goals, rows, k_max, parameters, kept, client
+    )
     if method == "linear":
         halves = goal_rows(scores["half"], goals)
         paths = []
         for k, (f, goal) in enumerate(zip(fs, goals, strict=True)):
             paths.append(linear_paths(f, goal, rows[k], halves[k], k_max, nonlinearities[k]))
             release_freed_memory()  # its bootstrap's copies of the block sums
-        sums = _summed_sets(source, [s for p in paths for s in linear_sets(p)], kept)
+        sums = _summed_sets(source, [s for p in paths for s in linear_sets(p)], kept, client)
         found = [
             linear_search(f, goal, p, sums[:, :, 2 * k : 2 * k + 2], nonlinearities[k])
             for k, (f, goal, p) in enumerate(zip(fs, goals, paths, strict=True))
@@ -785,7 +789,9 @@ def searches_from(
     ]
 
 
-def _nonlinearities(source, questions, goals, rows, k_max, parameters=None, kept=None) -> list:
+def _nonlinearities(
+    source, questions, goals, rows, k_max, parameters=None, kept=None, client=None
+) -> list:
     """Each question's second-order ratios along a set of units
     (:class:`~bayesij.array.amip_curvature.SetCurvature`), from a quadratic model of the
     units' log-likelihood in the fit's quantities (:func:`curvature_of`; ``parameters``:
@@ -811,8 +817,9 @@ def _nonlinearities(source, questions, goals, rows, k_max, parameters=None, kept
         matrix = source.matrix(keep_float32=True).reshape(source.n_draws, -1)
         store = CentredColumns(source.n_draws, matrix=matrix, units=wanted)
     else:
-        columns = _ranked_columns(source, wanted, kept)
+        columns = _ranked_columns(source, wanted, kept, client)
         store = CentredColumns(source.n_draws, columns=columns)
+        del columns  # the store holds them, centred
     return [
         None if c is None else SetCurvature(c, g.sign, g.z, store=store)
         for c, g in zip(curvatures, goals, strict=True)
@@ -829,17 +836,42 @@ def _ranked_units(goals, rows, k_max) -> np.ndarray:
     return np.array(sorted(wanted), dtype=int)
 
 
-def _ranked_columns(source, wanted: np.ndarray, kept) -> dict:
+def _ranked_columns(source, wanted: np.ndarray, kept, client=None) -> dict:
     """``{unit: (S,) column}`` of the units ``wanted`` (:func:`_ranked_units`) of a lazy
-    log-likelihood: kept by the pass where it kept them, the rest read in one call."""
+    log-likelihood: kept by the pass where it kept them, the rest read in one call — with a
+    dask.distributed ``client``, taken from each block on the workers (only the columns
+    come back)."""
     wanted = set(wanted.tolist())
     held = kept.columns if kept is not None else {}
     columns = {u: held[u].reshape(-1) for u in wanted if u in held}
     missing = np.array(sorted(wanted - set(columns)), dtype=int)
     if missing.size:
-        read = source.rows(missing).reshape(source.n_draws, -1)
+        read = (
+            source.rows(missing) if client is None else _columns_on(client, source, missing)
+        ).reshape(source.n_draws, -1)
         columns.update({int(u): read[:, j] for j, u in enumerate(missing)})
     return columns
+
+
+def _columns_on(client, source, units: np.ndarray) -> np.ndarray:
+    """The columns of the sorted ``units`` (n_chains, n_draws, k) of a lazy source, each
+    block's taken on the cluster's workers."""
+    bounds = source.bounds()
+    blocks = [
+        i for i, (start, stop) in enumerate(bounds) if np.any((units >= start) & (units < stop))
+    ]
+    kernel = partial(_block_columns, units=units)
+    positions = {"positions": np.arange(source.n_units)}
+    parts = map_blocks(source, kernel, per_unit=positions, client=client, join=False, blocks=blocks)
+    return np.concatenate(parts, axis=2)
+
+
+def _block_columns(block: np.ndarray, positions: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """The columns of a block (a task on a worker) among the sorted ``units``;
+    ``positions``: the block's units."""
+    start, stop = int(positions[0]), int(positions[-1]) + 1
+    inside = units[(units >= start) & (units < stop)] - start
+    return np.ascontiguousarray(block[:, :, inside])
 
 
 def fit_parameters(fit) -> tuple[np.ndarray, list] | None:
@@ -869,13 +901,28 @@ def _parameter_draws(source) -> tuple[np.ndarray, list]:
     return draws, list(source.posterior.quantity_names)
 
 
-def _summed_sets(source, sets: list, kept: KeptColumns | None = None) -> np.ndarray:
+def _summed_sets(source, sets: list, kept: KeptColumns | None = None, client=None) -> np.ndarray:
     """The summed log-likelihood of each set of units at each draw (:func:`set_sums`),
     reading only the blocks that hold some set's units and whose columns the pass did not
     keep (``kept``), each once for all the sets (a lazy source: those chunks once), never
-    more than a block at a time. Kept columns are summed as the block's would be."""
+    more than a block at a time. Kept columns are summed as the block's would be. With a
+    dask.distributed ``client`` (a lazy source), each block's share of the sums is computed
+    on the workers and only those (n_chains, n_draws, len(sets)) arrays come back."""
     out = np.zeros((*source.shape, len(sets)))
     touched = np.unique(np.concatenate([np.zeros(0, dtype=int), *sets]))
+    if client is not None and source.lazy:
+        blocks = [
+            index
+            for index, (start, stop) in enumerate(source.bounds())
+            if np.any((touched >= start) & (touched < stop))
+        ]
+        kernel = partial(_block_set_sums, sets=sets)
+        positions = {"positions": np.arange(source.n_units)}
+        for part in map_blocks(
+            source, kernel, per_unit=positions, client=client, join=False, blocks=blocks
+        ):
+            out += part
+        return out
     for start, stop in source.bounds():
         here = touched[(touched >= start) & (touched < stop)]
         if not here.size:
@@ -885,6 +932,12 @@ def _summed_sets(source, sets: list, kept: KeptColumns | None = None) -> np.ndar
         else:
             set_sums(source.block(start, stop), sets, start, out)
     return out
+
+
+def _block_set_sums(block: np.ndarray, positions: np.ndarray, sets: list) -> np.ndarray:
+    """A block's share of :func:`_summed_sets` (a task on a worker); ``positions``: the
+    block's units."""
+    return set_sums(block, sets, int(positions[0]))
 
 
 def _check_varies(f: np.ndarray, quantity: str) -> None:

@@ -47,6 +47,7 @@ def audit_pass(
     score=None,
     unconstrained=None,
     parameters=None,
+    client=None,
 ) -> AuditPass:
     """Every estimator of an audit from one read of each block of units of ``source``.
 
@@ -68,6 +69,10 @@ def audit_pass(
         Draws and names of every posterior quantity of the fit
         (:func:`bayesij.stats.amip.fit_parameters`), the AMIP's second-order model's
         parameters; default the source's quantities.
+    client : dask.distributed.Client, optional
+        Run the pass over a lazy source's blocks on this cluster, and sum the linear sets
+        there (:func:`bayesij.data.source.map_blocks`): only per-unit results and the sets'
+        sums come back. The columns of the second-order model's units are read here.
 
     Returns
     -------
@@ -109,13 +114,13 @@ def audit_pass(
         centres=influence_centres(fs, goals, method == "linear", score, unconstrained),
     )
     per_unit = {"positions": np.arange(source.n_units), "r_eff": r_eff}
-    kept = set_columns(source, goals, method)
+    kept = set_columns(source, goals, method) if client is None else None  # blocks stay there
     keep = (
         None
         if kept is None
         else lambda block, start, part: kept.offer(block, start, part.influence)
     )
-    parts = map_blocks(source, kernel, per_unit=per_unit, join=False, keep=keep)
+    parts = map_blocks(source, kernel, per_unit=per_unit, join=False, keep=keep, client=client)
     names = list(source.quantity_names)
     ij_arrays = ij_join([part.ij for part in parts], setup)
     loo_parts, waic_parts = [part.loo for part in parts], [part.waic for part in parts]
@@ -150,6 +155,7 @@ def audit_pass(
             control_variates=score is not None,
             kept=kept,
             parameters=parameters,
+            client=client,
         )
         found = [result for result, _ in searches]
     return AuditPass(ij, loo, checked, waic, found)

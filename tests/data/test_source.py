@@ -228,6 +228,12 @@ def test_map_blocks_cuts_per_unit_arguments_and_joins_on_the_last_axis(inputs):
     np.testing.assert_allclose(out[0], memory.mean(axis=(0, 1)), rtol=1e-13)
     parts = [{"x": bayesij.array.InfluenceScores(np.ones((2, 3)), None)}] * 2
     assert join_blocks(parts)["x"].psi.shape == (2, 6)
+    # only some blocks, in the order asked for (the AMIP's second read of the sets' blocks)
+    seen.clear()
+    some = map_blocks(source, kernel, per_unit={"weight": weights}, join=False, blocks=[2, 0])
+    np.testing.assert_array_equal(some[0][1], weights[300:450])
+    np.testing.assert_array_equal(some[1][1], weights[:150])
+    assert seen == [150, 150] and map_blocks(source, kernel, blocks=[]) == []
 
 
 def test_a_lazy_value_error_is_found_in_the_block_that_holds_it(inputs):

@@ -166,3 +166,61 @@ def test_the_installed_arviz_container_with_a_lazy_log_likelihood_is_audited():
     for key, result in reference.amip.items():
         assert ours.amip[key].drop_ids == result.drop_ids
         assert ours.amip[key].answer == result.answer
+
+
+@pytest.mark.processes
+def test_the_audit_runs_on_a_dask_cluster_with_the_local_results(rng):
+    """``audit(..., client=)``: the pass over a lazy log-likelihood's chunks and the linear
+    sets' sums run as tasks on the workers (each chunk computed there, never on the
+    client); every result equals the lazy audit without a cluster and the in-memory
+    linear audit (1e-10)."""
+    distributed = pytest.importorskip("distributed")
+    da = pytest.importorskip("dask.array")
+    import dask
+    import xarray as xr
+
+    _, _, post = _hierarchical(rng)
+    matrix = post.log_lik.values
+
+    def chunk(i):
+        return matrix[:, :, 12 * i : 12 * (i + 1)]
+
+    blocks = [
+        da.from_delayed(dask.delayed(chunk)(i), shape=(4, 1000, 12), dtype=float) for i in range(4)
+    ]
+    lazy = xr.DataArray(da.concatenate(blocks, axis=2), dims=("chain", "draw", "obs"))
+    mu = post.quantities.values[..., 0]
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset({"mu": (("chain", "draw"), mu)}),
+            "log_likelihood": xr.Dataset({"y": lazy}),
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cluster's start-up notices; k-hat
+        local = bayesij.audit(tree)
+        memory = bayesij.audit(
+            bayesij.from_arrays(mu[..., None], matrix, quantity_names=["mu"]), method="linear"
+        )
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        )
+        with cluster, distributed.Client(cluster) as client:
+            submitted = []
+            submit = client.submit
+            client.submit = lambda *a, **k: submitted.append(a[0]) or submit(*a, **k)
+            remote = bayesij.audit(tree, client=client)
+    kernels = {getattr(f, "__name__", "") for f in submitted}
+    assert kernels == {"_checked_then"}  # each chunk computed on a worker, checked there
+    assert any(result.drop_ids for result in remote.amip.values())
+    assert len(submitted) > 4  # the pass's 4 chunks, then those holding the sets, for sums
+    assert remote.method == local.method == "linear"
+    for reference in (local, memory):
+        np.testing.assert_allclose(remote.ij.covariance, reference.ij.covariance, rtol=1e-10)
+        np.testing.assert_allclose(remote.loo.pointwise, reference.loo.pointwise, rtol=1e-10)
+        np.testing.assert_allclose(remote.waic.pointwise, reference.waic.pointwise, rtol=1e-10)
+        for key, result in reference.amip.items():
+            ours = remote.amip[key]
+            assert ours.drop_ids == result.drop_ids and ours.answer == result.answer
+            np.testing.assert_allclose(ours.predicted_interval, result.predicted_interval, 1e-10)
+    assert remote.summary() == local.summary()
