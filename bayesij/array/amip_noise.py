@@ -490,12 +490,17 @@ def _moment_paths(moments: Moments | None, direction: int, blocks, counts):
         return None
     sizes = np.asarray(blocks[1], dtype=float)
     sums = _finite_float(moments.block_sums)
+    taken: dict = {}  # the ranking's and the set's block sums, once for every chunk
 
     def along(rows: slice, units: np.ndarray) -> np.ndarray:
         if not units.size:
             return np.zeros((rows.stop - rows.start, 0))
-        taken = sums[:, :, units].reshape(sums.shape[0], -1)  # (B, 2 k)
-        rep = replicates_from_counts(counts[rows], taken, sizes).reshape(-1, 2, units.size)
+        key = units.tobytes()
+        if key not in taken:
+            if len(taken) >= 2:
+                del taken[next(iter(taken))]
+            taken[key] = sums[:, :, units].reshape(sums.shape[0], -1)  # (B, 2 k)
+        rep = replicates_from_counts(counts[rows], taken[key], sizes).reshape(-1, 2, units.size)
         d_mean, d_var = np.cumsum(-rep[:, 0], axis=1), np.cumsum(-rep[:, 1], axis=1)
         return direction * np.asarray(moments.change_from(d_mean, d_var), dtype=float)
 
