@@ -52,3 +52,48 @@ def test_capacity_is_one_block_over_the_goals_two_rankings():
     assert kept_capacity(21, 4000, block) == 10_000 // 42
     assert kept_capacity(1, 4000, 8 * 4000 * 100) == 2 * 64 * 2**20 // (2 * 8 * 4000)  # 128 MiB
     assert kept_capacity(10_000, 4000, block) == 16
+
+
+def test_large_sets_are_summed_by_one_product_as_gathered():
+    # A set with many units in a block is summed by a product with its indicator (one read
+    # for all such sets); equal to the gathered sums to rounding, and gathered wherever
+    # -inf would meet a zero (the sum keeps its -inf, no NaN).
+    from bayesij.array import amip
+
+    rng = np.random.default_rng(4)
+    log_lik = rng.normal(size=(2, 50, 4000))
+    sets = [rng.choice(5000, 900, replace=False), np.arange(10), np.arange(3000, 4000)]
+
+    def gathered(block, start):
+        out = np.zeros((2, 50, len(sets)))
+        for k, units in enumerate(sets):
+            inside = units[(units >= start) & (units < start + block.shape[2])] - start
+            out[:, :, k] = block[:, :, inside].sum(axis=2)
+        return out
+
+    for block, start in ((log_lik, 0), (log_lik[:, :, 1000:3500], 1000)):  # a view too
+        np.testing.assert_allclose(
+            set_sums(block, sets, start), gathered(block, start), rtol=1e-13, atol=1e-12
+        )
+        np.testing.assert_allclose(
+            set_sums(block.astype(np.float32), sets, start),
+            gathered(block.astype(np.float32).astype(float), start),
+            rtol=1e-12,
+            atol=1e-10,
+        )
+    impossible = log_lik.copy()
+    impossible[0, 3, 3500] = -np.inf  # in the third set; not in the first (large) set
+    first = set_sums(impossible, sets, 0)
+    assert np.isneginf(first[0, 3, 2]) and np.isfinite(first[:, :, :2]).all()
+    np.testing.assert_allclose(first[:, :, 0], gathered(impossible, 0)[:, :, 0], rtol=1e-13)
+    assert 3500 not in sets[0]  # the first set's product met the -inf: gathered instead
+    calls = []
+    product = amip._indicator_sums
+    amip._indicator_sums = lambda block, insides: (
+        calls.append(len(insides)) or product(block, insides)
+    )
+    try:
+        set_sums(log_lik, sets, 0)
+    finally:
+        amip._indicator_sums = product
+    assert calls == [2]  # the two large sets in one product; the ten units gathered
