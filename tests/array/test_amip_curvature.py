@@ -299,6 +299,25 @@ def test_set_curvature_keeps_its_latest_answers():
     for units in sets[:RECENT] + sets[:RECENT]:  # asked again: kept
         ratios(units)
     assert calls == [3] * RECENT
-    ratios(sets[RECENT])  # one more: the oldest is let go
+    ratios(sets[RECENT])  # one more: the oldest is let go, the others kept
     ratios(sets[0])
+    ratios(sets[RECENT - 1])
     assert len(calls) == RECENT + 2
+
+
+def test_a_set_holding_one_direction_s_precision_breaks_the_model_down():
+    # Five points far out in x hold most of the slope's precision and little of the
+    # intercept's: dropping them leaves I + Sigma A with one small eigenvalue and one near 1;
+    # the smallest decides (past the breakdown the change is unbounded).
+    rng = np.random.default_rng(2)
+    n = 60
+    X = np.column_stack([np.ones(n), rng.normal(size=n)])
+    X[:5, 1] = 30.0
+    y = X @ [0.5, 0.3] + rng.normal(size=n)
+    cov = np.linalg.inv(X.T @ X)
+    beta = rng.multivariate_normal(np.linalg.solve(X.T @ X, X.T @ y), cov, size=20_000)
+    log_lik = -0.5 * (y - beta @ X.T) ** 2
+    step = np.eye(2) - cov @ (X[:5].T @ X[:5])  # I + Sigma A of the five, exactly
+    assert np.linalg.eigvalsh(step)[0] < 1 - BREAKDOWN < np.linalg.eigvalsh(step)[-1]
+    changes = curvature_of(beta[None], 1).changes(log_lik[:, :5], 0, 1.96)
+    assert np.isfinite(changes.second[0]) and np.isinf(changes.second[4])

@@ -224,3 +224,17 @@ def test_the_audit_runs_on_a_dask_cluster_with_the_local_results(rng):
             assert ours.drop_ids == result.drop_ids and ours.answer == result.answer
             np.testing.assert_allclose(ours.predicted_interval, result.predicted_interval, 1e-10)
     assert remote.summary() == local.summary()
+
+
+def test_a_block_s_columns_and_set_sums_on_a_worker_are_its_own():
+    # The tasks a cluster runs for the second read: the block of units 10..19 gives the
+    # columns of the asked units inside it (both ends included) and its share of each sum.
+    from bayesij.stats.amip import _block_columns, _block_set_sums
+
+    block = np.arange(2 * 3 * 10, dtype=float).reshape(2, 3, 10)
+    positions = np.arange(10, 20)
+    units = np.array([5, 10, 13, 19, 25])
+    np.testing.assert_array_equal(_block_columns(block, positions, units), block[:, :, [0, 3, 9]])
+    sums = _block_set_sums(block, positions, [units, np.array([19])])
+    np.testing.assert_array_equal(sums[..., 0], block[:, :, [0, 3, 9]].sum(axis=2))
+    np.testing.assert_array_equal(sums[..., 1], block[:, :, 9])
