@@ -32,10 +32,7 @@ def load_fit(
     if _is_netcdf(files):
         return _open_netcdf(paths[0], argument, lazy=lazy)
     if lazy:
-        raise ValueError(
-            f"--scheduler: found {[p.name for p in paths]}; expected one netCDF file (read "
-            "block by block on the cluster's workers; CSV files are read whole, here)."
-        )
+        raise _not_lazy([p.name for p in paths])
     if all(p.suffix == ".csv" for p in paths):
         from bayesij.adapters.cmdstan import from_cmdstanpy
 
@@ -315,8 +312,16 @@ def _fit_of(args):
     if args.draws is None and args.files and _is_netcdf(args.files):
         return read(load_fit(args.files, lazy=lazy), var_name=args.log_lik, argument="FILES")
     if lazy:
-        load_fit(args.files or [args.draws], lazy=True)  # refused: only netCDF is read lazily
+        raise _not_lazy(args.files or [args.draws])
     return read(_loaded(args), argument="FILES")
+
+
+def _not_lazy(names: list) -> ValueError:
+    """The refusal of ``--scheduler`` for input other than one netCDF file."""
+    return ValueError(
+        f"--scheduler: found {[Path(n).name for n in names]}; expected one netCDF file (read "
+        "block by block on the cluster's workers; CSV files are read whole, here)."
+    )
 
 
 def _is_netcdf(files: list[str]) -> bool:

@@ -39,6 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesij.array._numeric import TILE
+
 __all__ = [
     "Curvature",
     "Changes",
@@ -487,8 +489,6 @@ class CentredColumns:
 def _centred_rows(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:
     """Columns ``units`` of ``matrix`` (S, U) as centred float64 rows (K, S), read a tile
     of draws at a time (never a float64 copy of more than a tile of a float32 matrix)."""
-    from bayesij.array._numeric import TILE
-
     units = np.asarray(units, dtype=int)
     out = np.empty((units.size, matrix.shape[0]))
     if units.size:

@@ -856,14 +856,20 @@ def _ranked_columns(source, wanted: np.ndarray, kept, client=None) -> dict:
 def _columns_on(client, source, units: np.ndarray) -> np.ndarray:
     """The columns of the sorted ``units`` (n_chains, n_draws, k) of a lazy source, each
     block's taken on the cluster's workers."""
-    bounds = source.bounds()
-    blocks = [
-        i for i, (start, stop) in enumerate(bounds) if np.any((units >= start) & (units < stop))
-    ]
-    kernel = partial(_block_columns, units=units)
-    positions = {"positions": np.arange(source.n_units)}
-    parts = map_blocks(source, kernel, per_unit=positions, client=client, join=False, blocks=blocks)
+    parts = _on_blocks_holding(client, source, units, partial(_block_columns, units=units))
     return np.concatenate(parts, axis=2)
+
+
+def _on_blocks_holding(client, source, units: np.ndarray, kernel) -> list:
+    """``kernel(block, positions)`` on the cluster's workers for each block of a lazy
+    source that holds some of ``units``, in order (``positions``: the block's units)."""
+    blocks = [
+        i
+        for i, (start, stop) in enumerate(source.bounds())
+        if np.any((units >= start) & (units < stop))
+    ]
+    positions = {"positions": np.arange(source.n_units)}
+    return map_blocks(source, kernel, per_unit=positions, client=client, join=False, blocks=blocks)
 
 
 def _block_columns(block: np.ndarray, positions: np.ndarray, units: np.ndarray) -> np.ndarray:
@@ -911,15 +917,8 @@ def _summed_sets(source, sets: list, kept: KeptColumns | None = None, client=Non
     out = np.zeros((*source.shape, len(sets)))
     touched = np.unique(np.concatenate([np.zeros(0, dtype=int), *sets]))
     if client is not None and source.lazy:
-        blocks = [
-            index
-            for index, (start, stop) in enumerate(source.bounds())
-            if np.any((touched >= start) & (touched < stop))
-        ]
-        kernel = partial(_block_set_sums, sets=sets)
-        positions = {"positions": np.arange(source.n_units)}
-        for part in map_blocks(
-            source, kernel, per_unit=positions, client=client, join=False, blocks=blocks
+        for part in _on_blocks_holding(
+            client, source, touched, partial(_block_set_sums, sets=sets)
         ):
             out += part
         return out

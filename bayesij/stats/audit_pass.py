@@ -71,8 +71,9 @@ def audit_pass(
         parameters; default the source's quantities.
     client : dask.distributed.Client, optional
         Run the pass over a lazy source's blocks on this cluster, and sum the linear sets
-        there (:func:`bayesij.data.source.map_blocks`): only per-unit results and the sets'
-        sums come back. The columns of the second-order model's units are read here.
+        and take the second-order model's columns there
+        (:func:`bayesij.data.source.map_blocks`): only per-unit results, the sets' sums and
+        those columns come back.
 
     Returns
     -------
