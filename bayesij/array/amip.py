@@ -27,6 +27,7 @@ from bayesij.array.amip_noise import (
     draws_to_decide,
     linear_answer,
 )
+from bayesij.array.amip_screen import InfluenceScreen, screen_design
 from bayesij.array.checks import impossible_columns
 from bayesij.array.ess import log_lik_relative_eff_rows, relative_eff_rows
 from bayesij.array.influence import influence_scores
@@ -326,11 +327,7 @@ def reweighted_steps(
     weights, khat = uniform, np.nan
     while True:
         value, weighted, mcse = weighted_value(flat_f, weights, sign, z)
-        phi = np.array((yield weighted), dtype=float)
-        if impossible.size:
-            phi[impossible] = _exact_gains(
-                flat_f, flat_l, set_lik, impossible, value, chain_shape, sign, z
-            )
+        received = yield weighted
         changes.append(value - base)
         khats.append(khat)
         sizes.append(len(chosen))
@@ -340,9 +337,13 @@ def reweighted_steps(
         if len(chosen) >= k_max:
             stopped = "alpha_max"
             break
+        step = min(max(1, len(chosen) // 20), k_max - len(chosen))
+        phi = _influence(received, direction, step, chosen)
+        if impossible.size:
+            exact = _exact_gains(flat_f, flat_l, set_lik, impossible, value, chain_shape, sign, z)
+            phi[impossible] = exact
         gain = -direction * phi
         gain[chosen] = -np.inf
-        step = min(max(1, len(chosen) // 20), k_max - len(chosen))
         best = top_positive(gain, step)
         if not best.size:
             stopped = "no unit moves the metric that way"
@@ -350,6 +351,9 @@ def reweighted_steps(
         next_lik = set_lik + _float_columns(flat_l, best).sum(axis=1)
         next_weights, next_khat = set_weights(next_lik, chain_shape)
         if not next_khat <= k_threshold:
+            phi = _influence(received, direction, k_max - len(chosen), chosen)
+            if impossible.size:
+                phi[impossible] = exact
             return _continue_linearly(
                 flat_f,
                 flat_l,
@@ -370,6 +374,17 @@ def reweighted_steps(
     return AmipPath(
         order, np.array(changes), np.array(khats), stopped, np.array(sizes), how, order.size
     )
+
+
+def _influence(received, direction: int, m: int, chosen: list) -> np.ndarray:
+    """Every unit's influence ``phi`` (U,) as a search reads it: the product it received
+    (:func:`bayesij.array.amip_lockstep.run_in_lockstep`), or from a screened product the
+    exact values wherever a unit could be among the ``m`` largest positive gains
+    ``-direction * phi`` outside ``chosen`` (a gain of ``-inf`` elsewhere;
+    :meth:`bayesij.array.amip_screen.ScreenedInfluence.top`)."""
+    if isinstance(received, np.ndarray):
+        return np.array(received, dtype=float)
+    return received.top(direction, m, chosen)
 
 
 #: The linear continuation reads the Monte Carlo errors of its candidates in prefixes of
@@ -844,6 +859,19 @@ def _question_steps(f, log_lik, goal, k_max, k_threshold, impossible, halves):
     return path, chosen
 
 
+def _screen(flat_l, f, halves, parameters, store=None) -> InfluenceScreen | None:
+    """The screen of the steps' products over all draws and the split-draw check's first
+    half (reading the rows ``store`` holds), or None without parameters or where their
+    design is too wide."""
+    design = None if parameters is None else screen_design(parameters)
+    if design is None:
+        return None
+    prefixes = [flat_l.shape[0]]
+    if halves is not None:
+        prefixes.append(take_draws(f, halves[0], halves[1]).size)
+    return InfluenceScreen(flat_l, design, prefixes, store)
+
+
 def _split_check(f, log_lik, goal, chosen) -> dict:
     """The split-draw check of a set chosen by reweighting on the first half of the draws:
     its effect estimated on the other half."""
@@ -920,6 +948,7 @@ def reweighted_searches(
     k_max: int,
     k_threshold: float,
     nonlinearities: list | None = None,
+    parameters: np.ndarray | None = None,
 ) -> list[AmipSearch]:
     """Greedy reweighted AMIPs of several metrics at once, sharing passes over the draws.
 
@@ -938,6 +967,10 @@ def reweighted_searches(
     k_threshold : float
     nonlinearities : list of callable or None, optional
         Each goal's second-order ratios along a set (:func:`linear_paths`).
+    parameters : ndarray of shape (n_chains, n_draws, P), optional
+        The fit's parameter draws: the steps' products are then screened by a quadratic
+        model of the columns in them (:class:`~bayesij.array.amip_screen.InfluenceScreen`:
+        the same choices, most columns never read per step).
 
     Returns
     -------
@@ -952,7 +985,9 @@ def reweighted_searches(
         _question_steps(f, log_lik, g, k_max, k_threshold, impossible, halves)
         for f, g in zip(fs, goals, strict=True)
     ]
-    both = run_in_lockstep(flat_l, searches)
+    stores = [n.store for n in nonlinearities if n is not None and hasattr(n, "store")]
+    screen = _screen(flat_l, fs[0], halves, parameters, stores[0] if stores else None)
+    both = run_in_lockstep(flat_l, searches, screen)
     paths = [path for path, _ in both]
     checks = [_split_check(f, log_lik, g, c) for f, g, (_, c) in zip(fs, goals, both, strict=True)]
     found = []

@@ -51,19 +51,22 @@ def influence_products(matrix: np.ndarray, vectors: np.ndarray) -> np.ndarray:
 
 
 def run_in_lockstep(
-    matrix: np.ndarray, searches: list[Generator[np.ndarray, np.ndarray, Any]]
+    matrix: np.ndarray, searches: list[Generator[np.ndarray, Any, Any]], screen=None
 ) -> list:
     """Run generator searches together; return what each returns, in order.
 
     A search yields a vector ``v`` of length ``n <= n_draws`` and receives
     ``influence_products(matrix[:n], v)`` (its first ``n`` draws: a split-draw search works
     on the first half). Vectors of searches over the same draws go through the matrix in
-    one pass per round.
+    one pass per round. With a ``screen`` that knows ``n``, a search receives instead a
+    :class:`~bayesij.array.amip_screen.ScreenedInfluence`, whose exact products it reads
+    where it needs them.
 
     Parameters
     ----------
     matrix : ndarray of shape (n_draws, n_units)
     searches : list of generator
+    screen : InfluenceScreen, optional
     """
     results: list = [None] * len(searches)
     pending: dict[int, np.ndarray] = {}
@@ -76,7 +79,10 @@ def run_in_lockstep(
         answers = {}
         for n, members in rows.items():
             stacked = np.column_stack([pending[i] for i in members])
-            products = influence_products(matrix[:n], stacked)
+            if screen is not None and n in screen.slack:
+                products = screen.products(n, stacked)
+            else:
+                products = influence_products(matrix[:n], stacked)
             answers.update({i: products[j] for j, i in enumerate(members)})
         pending = {}
         for i, product in answers.items():

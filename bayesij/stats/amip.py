@@ -779,7 +779,10 @@ def searches_from(
     else:
         threshold = pareto_k_threshold(source.n_draws)
         matrix = source.matrix(keep_float32=True)  # read a chunk or a set at a time
-        found = reweighted_searches(fs, matrix, goals, rows, k_max, threshold, nonlinearities)
+        every, _ = _parameter_draws(source)  # the screen's design: all the quantities
+        found = reweighted_searches(
+            fs, matrix, goals, rows, k_max, threshold, nonlinearities, every
+        )
     return [
         (
             _result(f, q, t, z, source, one, method, alpha_max, control_variates=control_variates),

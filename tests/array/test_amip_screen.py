@@ -1,0 +1,120 @@
+"""The screened products of a reweighted AMIP step: whatever the screen leaves out could not
+have been among the largest gains, so a search makes the choices the full product
+``v^T log_lik`` makes (the greedy growth of Broderick, Giordano & Meager 2020, reweighted
+as in Nguyen et al. 2024), with and without a good model of the columns."""
+
+import numpy as np
+import pytest
+
+from bayesij.array import amip
+from bayesij.array.amip_curvature import CentredColumns
+from bayesij.array.amip_screen import InfluenceScreen, screen_design
+
+
+def _regression(n_units=300, seed=5):
+    """Exact draws (4 x 500) of a normal regression's two coefficients and sd (flat prior)
+    and the pointwise log-likelihood of t(3) data: quadratic in the coefficients, not in
+    the sd, heavy in a few units."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n_units), rng.normal(size=n_units)])
+    y = X @ [0.1, 0.3] + rng.standard_t(3, size=n_units)
+    beta_hat, *_ = np.linalg.lstsq(X, y, rcond=None)
+    rss = np.sum((y - X @ beta_hat) ** 2)
+    sigma = np.sqrt(rss / rng.chisquare(n_units - 2, size=2000))
+    chol = np.linalg.cholesky(np.linalg.inv(X.T @ X))
+    beta = beta_hat + sigma[:, None] * (rng.normal(size=(2000, 2)) @ chol.T)
+    resid = y - beta @ X.T
+    log_lik = -0.5 * (resid / sigma[:, None]) ** 2 - np.log(sigma)[:, None]
+    params = np.column_stack([beta, sigma]).reshape(4, 500, 3)
+    return params, log_lik.reshape(4, 500, n_units)
+
+
+def _top_positive(gain, m):
+    order = np.argsort(-gain, kind="stable")
+    return order[gain[order] > 0][:m]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_screened_step_reads_exactly_the_units_that_could_be_among_the_largest(dtype):
+    params, log_lik = _regression()
+    flat = log_lik.reshape(2000, -1).astype(dtype)
+    flat[1500, 17] = -np.inf  # impossible at a draw of the second half
+    screen = InfluenceScreen(flat, screen_design(params), (2000, 1000))
+    np.testing.assert_array_equal(screen.exact_only, [17])
+    rng = np.random.default_rng(0)
+    full = flat.astype(np.float64)
+    for n in (2000, 1000):
+        weights = rng.dirichlet(np.full(n, 5.0))
+        f = params.reshape(2000, 3)[:n, 2]
+        vector = weights * (f - weights @ f)
+        with np.errstate(invalid="ignore"):
+            exact = vector @ full[:n]
+        exact = np.where(np.isfinite(exact), exact, np.nan)
+        [influence] = screen.products(n, vector[:, None])
+        for direction in (1, -1):
+            for m in (1, 5, 40):
+                chosen = [int(u) for u in _top_positive(-direction * exact, 3)]
+                phi = influence.top(direction, m, chosen)
+                known = np.isfinite(phi) | np.isnan(phi)
+                np.testing.assert_allclose(phi[known], exact[known], rtol=1e-12, atol=1e-15)
+                gain = -direction * exact
+                gain[chosen] = -np.inf
+                expected = _top_positive(np.nan_to_num(gain, nan=-np.inf), m)
+                got = _top_positive(np.nan_to_num(-direction * phi, nan=-np.inf), m)
+                np.testing.assert_array_equal(got, expected)
+        assert np.isnan(phi[17]) == (n == 2000)  # finite on the first half alone
+        assert influence.known.sum() < 200  # most columns never read
+
+
+def test_the_screen_design_is_quadratic_and_refused_when_too_wide():
+    params, _ = _regression()
+    design = screen_design(params)
+    assert design.shape == (2000, 1 + 3 + 6)
+    constant = np.concatenate([params, np.ones((4, 500, 1))], axis=-1)
+    np.testing.assert_array_equal(screen_design(constant), design)
+    many = np.random.default_rng(1).normal(size=(4, 500, 70))
+    assert screen_design(many) is None  # 141 columns: more than MAX_BASIS
+    assert screen_design(many[..., :13]).shape[1] == 1 + 13 + 13  # squares, no products
+
+
+@pytest.mark.filterwarnings("ignore:log_lik is -inf")
+@pytest.mark.parametrize("good_model", [True, False])
+def test_searches_with_the_screen_choose_what_the_full_products_choose(good_model):
+    """With the fit's parameters the screen reads few columns; with parameters unrelated
+    to the log-likelihood its bounds cover everything and it falls back to full products:
+    either way the paths, answers and split-draw checks are those of the full products."""
+    params, log_lik = _regression(seed=11)
+    log_lik[0, 7, 40] = -np.inf
+    if not good_model:
+        params = np.random.default_rng(2).normal(size=params.shape)
+    mu, sigma = params[..., 1], params[..., 2]
+    questions = [(mu, "sign"), (mu, "significance"), (sigma, 0.1), (mu, "sign_and_significance")]
+    goals = [amip.goal_for(f, target, 1.96) for f, target in questions]
+    fs = [f for f, _ in questions]
+    scores = [
+        amip.metric_influence(f, log_lik, g, keep_blocks=True)
+        for f, g in zip(fs, goals, strict=True)
+    ]
+    plain = amip.reweighted_searches(fs, log_lik, goals, scores, 30, 0.7)
+    screened = amip.reweighted_searches(fs, log_lik, goals, scores, 30, 0.7, parameters=params)
+    for one, other in zip(screened, plain, strict=True):
+        np.testing.assert_array_equal(one.path.order, other.path.order)
+        np.testing.assert_allclose(one.path.change, other.path.change, rtol=1e-10)
+        assert one.path.stopped == other.path.stopped
+        assert repr(one.answer) == repr(other.answer)  # NaN fields alike
+        assert one.monte_carlo.keys() == other.monte_carlo.keys()
+        for key, value in one.monte_carlo.items():
+            assert value == pytest.approx(other.monte_carlo[key], rel=1e-10)
+
+
+def test_a_held_row_gives_the_product_of_its_column():
+    params, log_lik = _regression()
+    flat = log_lik.reshape(2000, -1)
+    store = CentredColumns(2000, matrix=flat, units=np.arange(0, 300, 3))
+    screen = InfluenceScreen(flat, screen_design(params), (2000, 1000), store)
+    weights = np.random.default_rng(3).dirichlet(np.ones(1000))
+    f = params.reshape(2000, 3)[:1000, 0]
+    vector = weights * (f - weights @ f)
+    [influence] = screen.products(1000, vector[:, None])
+    phi = influence.top(1, 300, [])
+    np.testing.assert_allclose(phi, vector @ flat[:1000], rtol=1e-9, atol=1e-14)
