@@ -396,9 +396,10 @@ def _fitted_tail(row, m, ties, tail_order, work, top, sample, counts, x, grid, s
 
 
 @_inlined
-def _row(row, m, work, top, sample, counts, x, grid, scratch, sums, out, draws, means, ties):
+def _row(row, m, work, top, sample, counts, x, grid, scratch, sums, out, draws, means, ties, taken):
     """PSIS-LOO of one row into ``out`` (lppd, elpd, k, relative error, sum_w2, minimum,
-    done, expected) and the expectations of ``draws`` (K, n) into ``means`` (K,)."""
+    done, expected) and the expectations of ``draws`` (K, n) into ``means`` (K,);
+    ``taken`` (m_max,): scratch of the tail's places."""
     n = row.shape[0]
     k, tied = _fitted_tail(row, m, ties, False, work, top, sample, counts, x, grid, scratch, sums)
     body = out[5] = sums[3]
@@ -437,19 +438,24 @@ def _row(row, m, work, top, sample, counts, x, grid, scratch, sums, out, draws, 
     out[3] = math.sqrt(max(square, 0.0))
     out[4] = sum_w2
     out[6] = 1.0
-    if draws.shape[0] and _weighted_means(work, top, x, m, cutoff, total, draws, sample, means):
+    if draws.shape[0] and _weighted_means(
+        work, top, x, m, cutoff, total, draws, sample, means, ties, taken
+    ):
         out[7] = 1.0
 
 
 @reordered
-def _weighted_means(work, top, x, m, cutoff, total, draws, body, means):
+def _weighted_means(work, top, x, m, cutoff, total, draws, body, means, ties, taken):
     """``sum_s w_s f_ks / total`` for each row ``f_k`` of ``draws``: raw ratios ``work`` at
     or below the cutoff, the smoothed ``x[i]`` for the tail draw whose ratio is
-    ``top[i + 1]`` (found by bisection in the ascending ``top[1:m + 1]``). False (nothing
-    written) when tail values are tied."""
+    ``top[i + 1]`` (found by bisection in the ascending ``top[1:m + 1]``; draws with tied
+    ratios take its places in draw order, as the stable sort of the tie rules "above" and
+    "position" does: repeated draws of an MCMC sampler). False (nothing written) when tail
+    values are tied under "quicksort" (NumPy's sort of the whole row decides)."""
     for i in range(1, m):
-        if top[i] == top[i + 1]:
+        if top[i] == top[i + 1] and ties == 2:
             return False
+    taken[: m + 1] = 0
     n = work.shape[0]
     for s in range(n):
         body[s] = work[s] if work[s] <= cutoff else 0.0
@@ -461,8 +467,10 @@ def _weighted_means(work, top, x, m, cutoff, total, draws, body, means):
     for s in range(n):
         if work[s] > cutoff:
             low = _first_at_least(top, 1, m, work[s])
+            place = low + taken[low]
+            taken[low] += 1
             for k in range(draws.shape[0]):
-                means[k] += x[low - 1] * draws[k, s]
+                means[k] += x[place - 1] * draws[k, s]
     for k in range(draws.shape[0]):
         means[k] /= total
     return True
@@ -510,6 +518,7 @@ def _rows(rows, tail_len, out, draws, means, ties):
     work = np.empty(rows.shape[1])
     sums = np.empty(4)
     top, sample, counts, x, scratch, grid = _buffers(rows.shape[1], tail_len)
+    taken = np.empty(x.shape[0] + 1, dtype=np.int64)
     for i in range(rows.shape[0]):
         _row(
             rows[i],
@@ -526,6 +535,7 @@ def _rows(rows, tail_len, out, draws, means, ties):
             draws,
             means[i],
             ties,
+            taken,
         )
 
 

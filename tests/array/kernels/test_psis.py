@@ -55,7 +55,9 @@ def test_fused_equals_the_general_path(make, seed):
 def test_fused_expectations_are_the_general_paths_weighted_means(make):
     """The leave-one-out means of quantities from the kernel's own smoothed weights (the
     linearity check's importance-sampling changes) equal the means under the general
-    path's normalised log-weights; a tail with tied values is left to the general path."""
+    path's normalised log-weights; a tail with tied values (repeated draws) too, its tied
+    draws taking their places in draw order under "above" and "position", and is left to
+    the general path under "quicksort" (NumPy's unstable sort decides there)."""
     rows = make(3, n_rows=200)
     draws = np.random.default_rng(9).normal(size=(3, rows.shape[1])) + rows[:3]
     tails = tail_length(rows.shape[1], np.ones(len(rows)))
@@ -68,9 +70,18 @@ def test_fused_expectations_are_the_general_paths_weighted_means(make):
     assert ok.sum() >= 50 and np.array_equal(ok, fused.done)  # continuous draws: no ties
     np.testing.assert_allclose(fused.expectations[ok].T, expected[:, ok], rtol=1e-12, atol=1e-13)
     tied = rows[:2].copy()
-    top = np.argsort(tied[0])[:2]  # the two smallest log-likelihoods: the two largest ratios
-    tied[0, top[1]] = tied[0, top[0]]
-    again = fused_psis_loo(tied, tails[:2], draws)
+    order = np.argsort(tied[0])  # ascending log-likelihood: descending ratios
+    tied[0, order[1]] = tied[0, order[0]]  # the two largest ratios
+    tied[0, order[5:9]] = tied[0, order[4]]  # five repeats inside the tail
+    for rule in ("above", "position"):
+        again = fused_psis_loo(tied, tails[:2], draws, rule)
+        assert again.done.all() and again.expected.all()
+        weights = np.empty(tied.shape)
+        _psis_elpd(tied, tied.min(axis=1), tails[:2], np.ones(2), True, rule, scratch, weights)
+        np.testing.assert_allclose(
+            again.expectations.T, draws @ np.exp(weights).T, rtol=1e-12, atol=1e-13
+        )
+    again = fused_psis_loo(tied, tails[:2], draws, "quicksort")
     assert again.done[0] and not again.expected[0] and again.expected[1]
 
 
