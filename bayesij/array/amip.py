@@ -218,9 +218,12 @@ def weighted_influence_mcse(
     sign: int,
     z: float,
     units: np.ndarray | None = None,
+    store=None,
 ) -> np.ndarray:
     """Monte Carlo standard error of each unit's weighted influence ``phi``: (U,), or
-    (len(units),) for the columns ``units`` of ``log_lik`` (S, U) (read a chunk at a time).
+    (len(units),) for the columns ``units`` of ``log_lik`` (S, U) (read a chunk at a time;
+    ``store``: centred rows read before, :class:`~bayesij.array.amip_curvature.
+    CentredColumns`, whose first ``S`` draws stand for the columns it holds).
 
     ``phi_u = sum_s w_s a_s (l_su - lbar_u)`` with ``a = g* - g*_w``; as a self-normalised
     importance-sampling estimate its variance is ``sum_s w_s^2 (a_s (l_su - lbar_u) -
@@ -232,12 +235,29 @@ def weighted_influence_mcse(
     out = np.empty(units.size)
     w2 = weights**2
     for chunk in obs_chunks(units.size, 8 * log_lik.shape[0]):  # ~8 MiB a temporary
-        columns = np.asarray(log_lik[:, units[chunk]], dtype=float)
-        columns = np.where(np.isfinite(columns), columns, 0.0)
+        columns = _finite_columns(log_lik, units[chunk], store)
         centred = columns - weights @ columns
         phi = weighted @ centred
         out[chunk] = np.sqrt(w2 @ (a[:, None] * centred - phi) ** 2)
     return out
+
+
+def _finite_columns(log_lik: np.ndarray, units: np.ndarray, store=None) -> np.ndarray:
+    """Columns ``units`` of ``log_lik`` (n, U) as float64 (n, k), non-finite values as 0,
+    up to a constant per column: the first ``n`` draws of the ``store``'s centred rows
+    where it holds the unit (contiguous rows, not a gather of strided columns)."""
+    n = log_lik.shape[0]
+    slots = np.full(units.size, -1) if store is None else store.slots(units)
+    held = slots >= 0
+    if not held.any():
+        columns = np.asarray(log_lik[:, units], dtype=float)
+        return np.where(np.isfinite(columns), columns, 0.0)
+    rows = np.empty((units.size, n))
+    rows[held] = store.rows[slots[held], :n]
+    if not held.all():
+        columns = np.asarray(log_lik[:, units[~held]], dtype=float)
+        rows[~held] = np.where(np.isfinite(columns), columns, 0.0).T
+    return rows.T
 
 
 def _float_columns(flat_l: np.ndarray, units) -> np.ndarray:
@@ -292,6 +312,7 @@ def reweighted_steps(
     k_max: int,
     k_threshold: float,
     impossible: np.ndarray | None = None,
+    store=None,
 ) -> Generator[np.ndarray, np.ndarray, AmipPath]:
     """The reweighted search as a generator: it yields ``w (g* - g*_w)`` over the draws
     (S,) whenever it needs every unit's influence under the current weights, receives that
@@ -312,7 +333,10 @@ def reweighted_steps(
     neither reweighting nor the linear continuation reaches the target.
 
     Units impossible under some draws (``-inf``) are ranked by the exact reweighted change
-    of dropping them next; dropping one gives zero weight to those draws.
+    of dropping them next; dropping one gives zero weight to those draws. ``store``: the
+    centred rows of units read before (:class:`~bayesij.array.amip_curvature.
+    CentredColumns`), from which the continuation's Monte Carlo errors read the units it
+    holds.
     """
     sign, z, direction, need = goal.sign, goal.z, goal.direction, goal.need
     chain_shape = f.shape
@@ -366,6 +390,7 @@ def reweighted_steps(
                 mcse,
                 goal,
                 k_max,
+                store,
             )
         chosen.extend(best.tolist())
         set_lik, weights, khat = next_lik, next_weights, next_khat
@@ -393,7 +418,18 @@ FIRST_PREFIX = 64
 
 
 def _continue_linearly(
-    flat_f, flat_l, weights, chosen, changes, khats, sizes, phi, mcse, goal: Goal, k_max: int
+    flat_f,
+    flat_l,
+    weights,
+    chosen,
+    changes,
+    khats,
+    sizes,
+    phi,
+    mcse,
+    goal: Goal,
+    k_max: int,
+    store=None,
 ) -> AmipPath:
     """Extend a reweighted path from its last reliable posterior (``weights``) with the
     first-order prediction under those weights.
@@ -411,7 +447,7 @@ def _continue_linearly(
     reached, done = np.zeros(0, dtype=int), 0
     while done < extra.size and not reached.size:
         upto = min(extra.size, max(FIRST_PREFIX, 2 * done))
-        noise = weighted_influence_mcse(flat_f, flat_l, weights, sign, z, extra[done:upto])
+        noise = weighted_influence_mcse(flat_f, flat_l, weights, sign, z, extra[done:upto], store)
         noise_sq[done:upto] = np.nan_to_num(noise) ** 2
         noise = np.sqrt(mcse**2 + np.cumsum(noise_sq[:upto]))
         reached = np.flatnonzero(direction * linear[:upto] >= need + MC_MARGIN * noise)
@@ -839,12 +875,12 @@ def _reweighted_after(f, log_lik, path: AmipPath) -> tuple[float, float]:
     return mean + change_mean, sd + change_upper - change_mean
 
 
-def _question_steps(f, log_lik, goal, k_max, k_threshold, impossible, halves):
-    """One question's searches as one generator (:func:`reweighted_steps`): its path on all
-    draws, then the split-draw check's path on the first half (``halves``: the first
-    half's slice, its axis and its impossible units; None: no check). Returns both paths
-    (the second None without a check)."""
-    path = yield from reweighted_steps(f, log_lik, goal, k_max, k_threshold, impossible)
+def _question_steps(f, log_lik, goal, k_max, k_threshold, impossible, halves, store=None):
+    """One question's searches as one generator (:func:`reweighted_steps`, reading the
+    rows ``store`` holds): its path on all draws, then the split-draw check's path on the
+    first half (``halves``: the first half's slice, its axis and its impossible units;
+    None: no check). Returns both paths (the second None without a check)."""
+    path = yield from reweighted_steps(f, log_lik, goal, k_max, k_threshold, impossible, store)
     if halves is None:
         return path, None
     first, axis, impossible_a = halves
@@ -855,6 +891,7 @@ def _question_steps(f, log_lik, goal, k_max, k_threshold, impossible, halves):
         max(1, path.order.size),
         k_threshold,
         impossible_a,
+        store,
     )
     return path, chosen
 
@@ -981,12 +1018,13 @@ def reweighted_searches(
     flat_l = log_lik.reshape(-1, log_lik.shape[-1])
     impossible = np.flatnonzero(impossible_columns(flat_l))
     halves = _halves(fs[0].shape, flat_l, impossible)
+    stores = [n.store for n in nonlinearities if n is not None and hasattr(n, "store")]
+    store = stores[0] if stores else None  # the second-order model's rows, shared
     searches = [
-        _question_steps(f, log_lik, g, k_max, k_threshold, impossible, halves)
+        _question_steps(f, log_lik, g, k_max, k_threshold, impossible, halves, store)
         for f, g in zip(fs, goals, strict=True)
     ]
-    stores = [n.store for n in nonlinearities if n is not None and hasattr(n, "store")]
-    screen = _screen(flat_l, fs[0], halves, parameters, stores[0] if stores else None)
+    screen = _screen(flat_l, fs[0], halves, parameters, store)
     both = run_in_lockstep(flat_l, searches, screen)
     paths = [path for path, _ in both]
     checks = [_split_check(f, log_lik, g, c) for f, g, (_, c) in zip(fs, goals, both, strict=True)]

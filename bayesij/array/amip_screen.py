@@ -81,6 +81,12 @@ class InfluenceScreen:
     prefixes : sequence of int
         The vector lengths the searches will ask for (all draws; the split-draw check's
         first half).
+    store : CentredColumns, optional
+        Units' centred rows read before (:class:`~bayesij.array.amip_curvature.
+        CentredColumns`): a held unit's exact product is its row's (contiguous) instead of
+        a gather of its column. A row less its mean gives the same product: the searches'
+        vectors sum to zero (``w (g* - g*_w)``, normalised weights), and what rounding
+        leaves of that sum is within :data:`ROUNDING`.
 
     Attributes
     ----------
@@ -90,12 +96,8 @@ class InfluenceScreen:
         ``||r_u||`` over the first ``n`` draws plus :data:`ROUNDING` times the column's
         norm there.
     exact_only : ndarray of int
-        Units with a value that is not finite: their products are always computed.
-    store : CentredColumns, optional
-        Units' centred rows read before (:class:`~bayesij.array.amip_curvature.
-        CentredColumns`): a held unit's product is its row's (contiguous) instead of a
-        gather of its column. A row less its mean gives the same product: the searches'
-        vectors sum to zero (``w (g* - g*_w)``, normalised weights).
+        Units with a value that is not finite: their products are always computed (from
+        their columns).
     """
 
     def __init__(self, matrix: np.ndarray, design: np.ndarray, prefixes, store=None) -> None:

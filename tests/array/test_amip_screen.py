@@ -118,3 +118,56 @@ def test_a_held_row_gives_the_product_of_its_column():
     [influence] = screen.products(1000, vector[:, None])
     phi = influence.top(1, 300, [])
     np.testing.assert_allclose(phi, vector @ flat[:1000], rtol=1e-9, atol=1e-14)
+
+
+@pytest.mark.filterwarnings("ignore:log_lik is -inf")
+def test_searches_reading_the_shared_rows_choose_what_the_gathered_columns_choose():
+    """The second-order model's shared rows (centred, read once) stand for the columns in
+    the screened products and in the continuation's Monte Carlo errors: the searches equal
+    those whose model holds no rows (every column gathered), a unit with -inf included."""
+    from bayesij.array.amip_curvature import SetCurvature, curvature_of
+
+    params, log_lik = _regression(seed=13)
+    log_lik[1, 3, 60] = -np.inf
+    flat = log_lik.reshape(2000, -1)
+    mu, sigma = params[..., 1], params[..., 2]
+    questions = [(mu, "sign", 1), (mu, "significance", 1), (sigma, "significance", 2)]
+    goals = [amip.goal_for(f, target, 1.96) for f, target, _ in questions]
+    fs = [f for f, _, _ in questions]
+    scores = [
+        amip.metric_influence(f, log_lik, g, keep_blocks=True)
+        for f, g in zip(fs, goals, strict=True)
+    ]
+    store = CentredColumns(2000, matrix=flat, units=np.arange(0, 300, 2))
+    results = {}
+    for how in ("shared", "gathered"):
+        nonlinear = [
+            SetCurvature(
+                curvature_of(params, index),
+                g.sign,
+                g.z,
+                **({"store": store} if how == "shared" else {"matrix": flat}),
+            )
+            for (_, _, index), g in zip(questions, goals, strict=True)
+        ]
+        results[how] = amip.reweighted_searches(
+            fs, log_lik, goals, scores, 45, 0.7, nonlinear, parameters=params
+        )
+    weights = np.random.default_rng(4).dirichlet(np.ones(1000))  # the first half's draws
+    f_half = mu.reshape(-1)[:1000]
+    units = np.array([60, 2, 3, 4, 100, 101])  # held and not, one with -inf
+    for sign in (0, 1):
+        np.testing.assert_allclose(
+            amip.weighted_influence_mcse(f_half, flat[:1000], weights, sign, 1.96, units, store),
+            amip.weighted_influence_mcse(f_half, flat[:1000], weights, sign, 1.96, units),
+            rtol=1e-10,
+        )
+    continued = 0
+    for one, other in zip(results["shared"], results["gathered"], strict=True):
+        np.testing.assert_array_equal(one.path.order, other.path.order)
+        np.testing.assert_allclose(one.path.change, other.path.change, rtol=1e-10)
+        assert repr(one.answer) == repr(other.answer)
+        for key, value in one.monte_carlo.items():
+            assert value == pytest.approx(other.monte_carlo[key], rel=1e-10)
+        continued += one.path.reliable < one.path.order.size
+    assert continued  # a continuation read its Monte Carlo errors from the rows
