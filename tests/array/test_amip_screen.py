@@ -29,6 +29,16 @@ def _regression(n_units=300, seed=5):
     return params, log_lik.reshape(4, 500, n_units)
 
 
+def _same_check(one: dict, other: dict) -> None:
+    """Two split-draw checks alike: their words equal, their numbers to 1e-10."""
+    assert one.keys() == other.keys()
+    for key, value in one.items():
+        if isinstance(value, str):
+            assert value == other[key]
+        else:
+            assert value == pytest.approx(other[key], rel=1e-10)
+
+
 def _top_positive(gain, m):
     order = np.argsort(-gain, kind="stable")
     return order[gain[order] > 0][:m]
@@ -102,9 +112,7 @@ def test_searches_with_the_screen_choose_what_the_full_products_choose(good_mode
         np.testing.assert_allclose(one.path.change, other.path.change, rtol=1e-10)
         assert one.path.stopped == other.path.stopped
         assert repr(one.answer) == repr(other.answer)  # NaN fields alike
-        assert one.monte_carlo.keys() == other.monte_carlo.keys()
-        for key, value in one.monte_carlo.items():
-            assert value == pytest.approx(other.monte_carlo[key], rel=1e-10)
+        _same_check(one.monte_carlo, other.monte_carlo)
 
 
 def test_a_held_row_gives_the_product_of_its_column():
@@ -167,7 +175,6 @@ def test_searches_reading_the_shared_rows_choose_what_the_gathered_columns_choos
         np.testing.assert_array_equal(one.path.order, other.path.order)
         np.testing.assert_allclose(one.path.change, other.path.change, rtol=1e-10)
         assert repr(one.answer) == repr(other.answer)
-        for key, value in one.monte_carlo.items():
-            assert value == pytest.approx(other.monte_carlo[key], rel=1e-10)
+        _same_check(one.monte_carlo, other.monte_carlo)
         continued += one.path.reliable < one.path.order.size
     assert continued  # a continuation read its Monte Carlo errors from the rows
