@@ -7,8 +7,9 @@ exact posterior draws of the normal model with unknown sd and a flat prior
 Every row runs in its own process, so that its peak RSS (``ru_maxrss``) is its own; it is
 printed beside the log-likelihood matrix's size. Before its timed call a row loads its
 compiled kernels and modules on a small input (``loo`` on 100 units; the audit on the first
-200 units), so that neither row's time holds a first use that the other's does not. The yardsticks in the same run are
-``bayesij.loo`` and the installed ArviZ's PSIS-LOO (``--skip-arviz`` leaves it out).
+200 units), so that neither row's time holds a first use that the other's does not. The
+yardsticks in the same run are ``bayesij.loo`` and the installed ArviZ's PSIS-LOO
+(``--skip-arviz`` leaves it out).
 
 Rows: ``audit`` (``bayesij.audit``, the default reweighted AMIP), ``amip, each question
 alone`` (``bayesij.amip`` of the 21 questions one after the other, which the audit shares
