@@ -244,20 +244,13 @@ def weighted_influence_mcse(
 
 def _finite_columns(log_lik: np.ndarray, units: np.ndarray, store=None) -> np.ndarray:
     """Columns ``units`` of ``log_lik`` (n, U) as float64 (n, k), non-finite values as 0,
-    up to a constant per column: the first ``n`` draws of the ``store``'s centred rows
-    where it holds the unit (contiguous rows, not a gather of strided columns)."""
-    n = log_lik.shape[0]
-    slots = np.full(units.size, -1) if store is None else store.slots(units)
-    held = slots >= 0
-    if not held.any():
-        columns = np.asarray(log_lik[:, units], dtype=float)
-        return np.where(np.isfinite(columns), columns, 0.0)
-    rows = np.empty((units.size, n))
-    rows[held] = store.rows[slots[held], :n]
-    if not held.all():
-        columns = np.asarray(log_lik[:, units[~held]], dtype=float)
-        rows[~held] = np.where(np.isfinite(columns), columns, 0.0).T
-    return rows.T
+    up to a constant per column: with a ``store`` of the same matrix, the first ``n`` draws
+    of its centred rows (:meth:`~bayesij.array.amip_curvature.CentredColumns.rows_of`: held
+    rows copied, contiguous, the others read)."""
+    if store is not None and store.matrix is not None:
+        return store.rows_of(units)[:, : log_lik.shape[0]].T
+    columns = np.asarray(log_lik[:, units], dtype=float)
+    return np.where(np.isfinite(columns), columns, 0.0)
 
 
 def _float_columns(flat_l: np.ndarray, units) -> np.ndarray:

@@ -34,11 +34,15 @@ import numpy as np
 from bayesij.array._numeric import map_chunks, obs_chunks, read_columns
 from bayesij.array.amip_lockstep import influence_products
 
-__all__ = ["InfluenceScreen", "ScreenedInfluence", "screen_design", "MAX_BASIS"]
+__all__ = ["InfluenceScreen", "ScreenedInfluence", "screen_design", "MAX_BASIS", "MAX_SCREENED"]
 
 #: At most this many columns in the screen's basis (the constant, the parameters, their
 #: squares and, for up to 12 parameters, their products); more parameters: no screen.
 MAX_BASIS = 128
+
+#: More parameters than this cannot make a basis of :data:`MAX_BASIS` columns (the constant,
+#: each parameter and its square): :func:`screen_design` refuses them before reading them.
+MAX_SCREENED = (MAX_BASIS - 1) // 2
 
 #: A unit's bound also covers the rounding of its products: this fraction of the norm of
 #: its column (products of 4000 draws round to about 1e-13 of it).
@@ -60,6 +64,8 @@ def screen_design(parameters: np.ndarray) -> np.ndarray | None:
     scaled, their squares, and with at most 12 parameters their products; None when that
     needs more than :data:`MAX_BASIS` columns or more than a tenth of the draws. Parameters
     constant over the draws, or not finite, are left out."""
+    if parameters.shape[-1] > MAX_SCREENED:  # a posterior of per-observation values: not
+        return None  # copied to find out
     flat = np.asarray(parameters, dtype=float).reshape(-1, parameters.shape[-1])
     flat = flat[:, np.isfinite(flat).all(axis=0) & (np.ptp(flat, axis=0) > 0)]
     d = (flat - flat.mean(axis=0)) / flat.std(axis=0)
@@ -181,20 +187,19 @@ class ScreenedInfluence:
         return np.where(self.known, self.exact, direction * np.inf)
 
     def _compute(self, units: np.ndarray, finite: bool = True) -> None:
-        """The exact products of ``units`` (``finite``: all their values are): from the
-        store's rows where it holds them, else from their columns, a few MiB at a time."""
-        store = self.screen.store
-        if finite and store is not None and units.size:
-            slots = store.slots(units)
-            held = slots >= 0
-            self.exact[units[held]] = store.rows[slots[held], : self.n] @ self.vector
-            self.known[units[held]] = True
-            units = units[~held]
-        rows = self.screen.matrix[: self.n]
+        """The exact products of ``units`` (``finite``: all their values are), a few MiB of
+        them at a time: from the store's centred rows where there is one
+        (:meth:`~bayesij.array.amip_curvature.CentredColumns.rows_of`), else from their
+        columns (NaN where a product is not finite)."""
+        store = self.screen.store if finite else None
+        columns = self.screen.matrix[: self.n]
         for part in obs_chunks(units.size, 8 * self.n):
             chosen = units[part]
             with np.errstate(invalid="ignore"):
-                product = self.vector @ read_columns(rows, chosen)
+                if store is not None and store.matrix is not None:
+                    product = store.rows_of(chosen)[:, : self.n] @ self.vector
+                else:
+                    product = self.vector @ read_columns(columns, chosen)
             self.exact[chosen] = np.where(np.isfinite(product), product, np.nan)
         self.known[units] = True
 
