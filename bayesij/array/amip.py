@@ -14,11 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks, read_columns, release_freed_memory, top_positive
+from bayesij.array._numeric import (
+    map_ordered,
+    obs_chunks,
+    read_columns,
+    release_freed_memory,
+    top_positive,
+)
 from bayesij.array.amip_lockstep import run_in_lockstep
 from bayesij.array.amip_noise import (
     Moments,
@@ -1019,37 +1026,46 @@ def reweighted_searches(
     ]
     screen = _screen(flat_l, fs[0], halves, parameters, store)
     both = run_in_lockstep(flat_l, searches, screen)
-    paths = [path for path, _ in both]
-    checks = [_split_check(f, log_lik, g, c) for f, g, (_, c) in zip(fs, goals, both, strict=True)]
-    found = []
-    for f, goal, score, path, check, nonlinearity in zip(
-        fs, goals, scores, paths, checks, nonlinearities, strict=True
-    ):
-        linear = linear_path(
-            score.psi[0], goal.direction, np.inf, k_max, score.mcse[0], change_along(score, goal)
+    work = [
+        (f, goal, score, path, chosen, nonlinearity)
+        for f, goal, score, (path, chosen), nonlinearity in zip(
+            fs, goals, scores, both, nonlinearities, strict=True
         )
-        blocks = _bootstrap_blocks(score, f)
-        answer, sure = _reweighted_answer(path, score, goal, k_max, f, blocks, nonlinearity)
-        continued = path.stopped == "reached" and path.reliable < path.order.size
-        if answer.answer == "undetermined" and path.stopped == "reached" and answer.sure_size:
-            smaller = path.order.size  # a smaller set, left open by Monte Carlo error
-            path, answer = _sure_instead(linear, sure, smaller)
-        elif continued and 0 < answer.sure_size <= path.order.size:
-            # The continuation's first-order predictions from the reweighted posterior
-            # needed as many units as the linear ranking's sure set or more: report the
-            # sure set (the one the band proves).
-            path, answer = _sure_instead(linear, sure, 0)
-        elif path.stopped != "reached" and sure.answer == "reached" and sure.sure_size:
-            # The continuation fell short where the ranking's second-order prediction is
-            # sure to reach (the continuation is first order): report the sure set.
-            path, answer = _sure_instead(linear, sure, 0)
-        mean_after, sd_after = _reweighted_after(f, log_lik, path)
-        second = second_curve(linear, nonlinearity)
-        found.append(
-            AmipSearch(goal, path, linear.change, mean_after, sd_after, check, answer, second)
-        )
-        release_freed_memory()  # its bootstrap's copies of the block sums
+    ]
+    found = list(map_ordered(partial(_finished_search, log_lik=log_lik, k_max=k_max), work))
+    release_freed_memory()  # the bootstraps' copies of the block sums
     return found
+
+
+def _finished_search(question: tuple, log_lik: np.ndarray, k_max: int) -> AmipSearch:
+    """One question's :class:`AmipSearch` from its reweighted paths (``question``: its
+    draws, goal, influence scores, path, split-draw path and second-order model): the
+    answer under Monte Carlo error and linearisation, the set reported and its split-draw
+    check. Questions are independent: :func:`reweighted_searches` finishes them on
+    threads."""
+    f, goal, score, path, chosen, nonlinearity = question
+    check = _split_check(f, log_lik, goal, chosen)
+    linear = linear_path(
+        score.psi[0], goal.direction, np.inf, k_max, score.mcse[0], change_along(score, goal)
+    )
+    blocks = _bootstrap_blocks(score, f)
+    answer, sure = _reweighted_answer(path, score, goal, k_max, f, blocks, nonlinearity)
+    continued = path.stopped == "reached" and path.reliable < path.order.size
+    if answer.answer == "undetermined" and path.stopped == "reached" and answer.sure_size:
+        smaller = path.order.size  # a smaller set, left open by Monte Carlo error
+        path, answer = _sure_instead(linear, sure, smaller)
+    elif continued and 0 < answer.sure_size <= path.order.size:
+        # The continuation's first-order predictions from the reweighted posterior
+        # needed as many units as the linear ranking's sure set or more: report the
+        # sure set (the one the band proves).
+        path, answer = _sure_instead(linear, sure, 0)
+    elif path.stopped != "reached" and sure.answer == "reached" and sure.sure_size:
+        # The continuation fell short where the ranking's second-order prediction is
+        # sure to reach (the continuation is first order): report the sure set.
+        path, answer = _sure_instead(linear, sure, 0)
+    mean_after, sd_after = _reweighted_after(f, log_lik, path)
+    second = second_curve(linear, nonlinearity)
+    return AmipSearch(goal, path, linear.change, mean_after, sd_after, check, answer, second)
 
 
 def _sure_instead(linear: AmipPath, sure: NoiseAnswer, smaller: int):

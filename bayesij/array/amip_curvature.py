@@ -35,6 +35,7 @@ References
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -419,6 +420,7 @@ class CentredColumns:
                 row[:] = np.asarray(columns[int(unit)], dtype=float).reshape(-1)
             _centre_rows(self.rows)
         self._terms: dict[int, tuple] = {}
+        self._lock = threading.Lock()
 
     def slots(self, units: np.ndarray) -> np.ndarray:
         """Each unit's row (-1 where not held)."""
@@ -462,11 +464,12 @@ class CentredColumns:
         and kept."""
         slots = self.slots(units)
         held = slots >= 0
-        first_all, quad_all, done = self._kept_terms(curvature)
-        new = np.unique(slots[held][~done[slots[held]]])
-        if new.size:
-            first_all[new], quad_all[new] = curvature._coefficients(self.rows[new].T)
-            done[new] = True
+        with self._lock:  # questions of one quantity share its terms from their threads
+            first_all, quad_all, done = self._kept_terms(curvature)
+            new = np.unique(slots[held][~done[slots[held]]])
+            if new.size:
+                first_all[new], quad_all[new] = curvature._coefficients(self.rows[new].T)
+                done[new] = True
         first = np.empty((slots.size, curvature.n_parameters))
         quad = np.empty((slots.size, quad_all.shape[1]))
         first[held], quad[held] = first_all[slots[held]], quad_all[slots[held]]
