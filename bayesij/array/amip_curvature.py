@@ -106,9 +106,9 @@ class Curvature(NamedTuple):
         The design's pseudo-inverse: a unit's least-squares coefficients from its
         log-likelihood at the draws (computed once, used for every set).
     cubic : tuple or None
-        The draws' cubic monomials less their quadratic part (S, C), their index triples
-        and that matrix's pseudo-inverse (C, S); None when the draws are too few for them
-        (fewer than four times the columns of both designs).
+        The index triples of the draws' cubic monomials and the pseudo-inverse (C, S) of
+        those monomials less their quadratic part; None when the draws are too few for
+        them (fewer than four times the columns of both designs).
     """
 
     design: np.ndarray
@@ -212,7 +212,7 @@ class Curvature(NamedTuple):
         k = shift.shape[0]
         if self.cubic is None:
             return np.full(k, np.inf), np.ones(k)
-        _, triples, solve = self.cubic  # solve (C, S): the cubic coefficients of a residual
+        triples, solve = self.cubic  # solve (C, S): the cubic coefficients of a residual
         left = sums - (sums @ self.fit.T) @ self.design.T  # (G, S)
         totals = np.einsum("gs,gs->g", sums, sums)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -364,17 +364,17 @@ def _pseudo_inverse(design: np.ndarray) -> np.ndarray:
 
 
 def _cubic_design(design: np.ndarray, fit: np.ndarray, p: int) -> tuple | None:
-    """The draws' cubic monomials ``d_i d_j d_k`` (``i <= j <= k``) with the quadratic
-    design's part removed (S, C; ``fit``: the design's pseudo-inverse), their index triples
-    and that matrix's pseudo-inverse; None when the draws are too few (fewer than four
-    times the columns of both)."""
+    """The index triples of the draws' cubic monomials ``d_i d_j d_k`` (``i <= j <= k``)
+    and the pseudo-inverse (C, S) of those monomials with the quadratic design's part
+    removed (``fit``: the design's pseudo-inverse); None when the draws are too few (fewer
+    than four times the columns of both)."""
     d = design[:, :p]
     triples = [(i, j, k) for i in range(p) for j in range(i, p) for k in range(j, p)]
     if d.shape[0] < 4 * (design.shape[1] + len(triples)):
         return None
     cubes = np.stack([d[:, i] * d[:, j] * d[:, k] for i, j, k in triples], axis=1)
     rest = cubes - design @ (fit @ cubes)
-    return rest, triples, _pseudo_inverse(rest)
+    return triples, _pseudo_inverse(rest)
 
 
 #: At most this many units along a set get the second-order model (their columns are read
