@@ -173,12 +173,13 @@ def log_lik_relative_eff_rows(log_lik: np.ndarray, n_chains: int) -> np.ndarray:
     n_draws = n_total // n_chains
     if n_draws < MIN_CHAIN_DRAWS or n_draws <= SHORT_LAGS:
         return relative_eff_rows(exp_of_rows(log_lik.reshape(n_rows, n_chains, n_draws)))
-    from bayesij.array.kernels.autocorrelation import short_lag_autocorrelations  # compiled: numba
+    from bayesij.array.kernels.autocorrelation import (  # compiled: numba
+        geyer_relative_eff,
+        short_lag_autocorrelations,
+    )
 
     rho = short_lag_autocorrelations(log_lik, n_chains, fft_next_good_size(n_draws), SHORT_LAGS)
-    stops = _geyer_stops(rho, n_draws)[1].any(axis=0)
-    r_eff = np.empty(n_rows)
-    r_eff[stops] = n_total / _geyer_tau(rho[:, stops], n_total, n_draws) / n_total
+    r_eff, stops = geyer_relative_eff(rho, n_total, n_draws)
     if not stops.all():
         long = log_lik[~stops].reshape(-1, n_chains, n_draws)
         r_eff[~stops] = relative_eff_rows(exp_of_rows(long))

@@ -16,7 +16,7 @@ from numba import njit
 from bayesij.array.kernels.cache import CACHE
 from bayesij.array.kernels.fastmath import compiled, exp, min_max, reordered, row_mean
 
-__all__ = ["short_lag_autocorrelations"]
+__all__ = ["short_lag_autocorrelations", "geyer_relative_eff"]
 
 
 def short_lag_autocorrelations(
@@ -81,6 +81,60 @@ def _autocorrelations(rows, n_chains, fft_size, out):
             out[t, r] = 1 - (mean_var - lagged[t % 4] * scale) / var_plus
             if t % 2 == 1 and not out[t - 1, r] + out[t, r] > 0:
                 break  # Geyer's sequence stops at this pair: later lags are not used
+
+
+def geyer_relative_eff(rho: np.ndarray, n_total: int, n_draws: int) -> tuple:
+    """R loo's relative efficiency from short-lag autocorrelations, for the columns whose
+    Geyer sequence stops within the lags given; compiled, the same arithmetic in the same
+    order as :func:`bayesij.array.ess._geyer_tau` (each sum from the first pair on), so
+    equal to it to the bit.
+
+    Parameters
+    ----------
+    rho : ndarray of shape (n_lags, n_rows)
+        :func:`short_lag_autocorrelations`.
+    n_total, n_draws : int
+        Draws in all and per chain.
+
+    Returns
+    -------
+    r_eff : ndarray of shape (n_rows,)
+        ``n_total / tau / n_total``; NaN where the sequence runs past the lags.
+    stops : ndarray of bool, shape (n_rows,)
+        Where it stops within them (the others need every lag: the FFT).
+    """
+    r_eff = np.empty(rho.shape[1])
+    stops = np.empty(rho.shape[1], dtype=np.bool_)
+    _geyer_rows(np.ascontiguousarray(rho, dtype=np.float64), n_total, n_draws, r_eff, stops)
+    return r_eff, stops
+
+
+@compiled
+def _geyer_rows(rho, n_total, n_draws, r_eff, stops):
+    n_pairs = rho.shape[0] // 2
+    floor = 1 / math.log10(n_total)
+    for r in range(rho.shape[1]):
+        first = -1
+        for j in range(n_pairs):
+            pair = rho[2 * j, r] + rho[2 * j + 1, r]
+            ends = n_draws <= 5 if j == 0 else 2 * j >= n_draws - 5
+            if not pair > 0 or ends:
+                first = j
+                break
+        stops[r] = first >= 0
+        if first < 0:
+            r_eff[r] = math.nan
+            continue
+        body, adjusted = 0.0, math.inf
+        for j in range(first):  # the monotone sequence: each pair at most the one before
+            pair = rho[2 * j, r] + rho[2 * j + 1, r]
+            adjusted = min(adjusted, math.inf if math.isnan(pair) else pair)
+            body += adjusted
+        last_even = rho[2 * first, r]
+        last_pair = rho[2 * first, r] + rho[2 * first + 1, r]
+        last = last_even if (last_even > 0 or last_pair >= 0) else 0.0
+        tau = 2.0 if first == 0 else -1 + 2 * body + last
+        r_eff[r] = n_total / max(tau, floor) / n_total
 
 
 @reordered
