@@ -35,6 +35,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import NamedTuple
 
@@ -184,8 +185,10 @@ class Curvature(NamedTuple):
         smallest = np.linalg.eigvalsh(np.eye(self.n_parameters) + root @ a @ root)[:, 0]
         ok = smallest > 1 - BREAKDOWN
         safe = np.where(ok[:, None, None], step, np.eye(self.n_parameters))
-        shift = np.linalg.solve(safe, c[..., None])[..., 0]  # (K, P)
-        var = np.linalg.solve(safe, np.broadcast_to(sigma, safe.shape))[:, e, e]
+        # (I + Sigma A)^-1 c and column e of (I + Sigma A)^-1 Sigma, in one solve
+        sides = np.stack([c, np.broadcast_to(sigma[:, e], c.shape)], axis=-1)
+        solved = np.linalg.solve(safe, sides)
+        shift, var = solved[..., 0], solved[:, e, 1]  # (K, P), (K,)
         second = shift[:, e] + sign * z * (np.sqrt(np.maximum(var, 0.0)) - sd)
         runaway = np.copysign(np.inf, np.where(first == 0, 1.0, first))
         second = np.where(ok, second, runaway)
@@ -305,16 +308,24 @@ def _symmetric_root(cov: np.ndarray) -> np.ndarray:
 def _cubic_hessian(gamma, triples, point, p: int) -> np.ndarray:
     """The Hessians (G, P, P) at ``point`` (G, P) of ``sum gamma_t d_i d_j d_k`` over the
     triples ``t = (i, j, k)``, one per row of ``gamma`` (G, C): each monomial's second
-    derivatives, linear in the point."""
-    hessian = np.zeros((gamma.shape[0], p, p))
-    factors = np.asarray(triples).T  # (3, C)
-    every = np.arange(gamma.shape[0])[:, None]
-    # d^2 (d_i d_j d_k) / (d_a d_b) = sum over the ways to pick a and b from the three
-    # factors of the third factor's value
-    for first, second, third in _ORDERED_PICKS:
-        values = gamma * point[:, factors[third]]
-        np.add.at(hessian, (every, factors[first][None], factors[second][None]), values)
-    return hessian
+    derivatives, linear in the point (one product with :func:`_second_derivatives`)."""
+    g, c = gamma.shape
+    linear = (gamma[:, :, None] * point[:, None, :]).reshape(g, c * p)
+    return (linear @ _second_derivatives(tuple(map(tuple, triples)), p)).reshape(g, p, p)
+
+
+@functools.lru_cache(maxsize=16)
+def _second_derivatives(triples: tuple, p: int) -> np.ndarray:
+    """``D`` (C P, P P) with ``H_ab = sum_tk gamma_t x_k D[(t, k), (a, b)]`` the Hessian of
+    ``sum_t gamma_t d_i d_j d_k`` at ``x``: ``d^2 (d_i d_j d_k) / (d_a d_b)`` is the sum,
+    over the ordered ways to pick ``a`` and ``b`` from the monomial's three factors, of the
+    third factor's value."""
+    out = np.zeros((len(triples), p, p, p))
+    for t, factors in enumerate(triples):
+        for first, second, third in _ORDERED_PICKS:
+            out[t, factors[third], factors[first], factors[second]] += 1.0
+    out.setflags(write=False)
+    return out.reshape(len(triples) * p, p * p)
 
 
 #: The ordered ways to pick two of a monomial's three factors, and the one left.
