@@ -141,3 +141,32 @@ def test_the_linear_continuation_stops_two_monte_carlo_errors_past_the_target():
         assert path.order.size == expected
         np.testing.assert_array_equal(path.order, order[:expected])
         assert path.stopped == ("reached" if reached.size else "alpha_max")
+
+
+def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch):
+    # The reweighted audit finishes its questions (bootstrap, second-order band along a
+    # store of rows and terms shared by the questions of one quantity, split-draw check)
+    # on threads: the same answers, sets and intervals as one question at a time.
+    import bayesij
+    from bayesij.array import _numeric
+
+    mu, sigma, log_lik = _heavy_tailed_draws(n_units=200, seed=5)
+    post = bayesij.from_arrays(
+        np.stack([mu, sigma], axis=-1), log_lik, quantity_names=["mu", "sigma"]
+    )
+    found = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(_numeric, "THREADS", threads)
+        found[threads] = bayesij.audit(post, method="reweighted").amip
+    assert found[1].keys() == found[2].keys() and len(found[1]) >= 3
+    for key, one in found[1].items():
+        two = found[2][key]
+        assert (one.answer, one.n_drop, one.upper_bound) == (
+            two.answer,
+            two.n_drop,
+            two.upper_bound,
+        )
+        np.testing.assert_array_equal(one.drop_ids, two.drop_ids)
+        assert one.size_interval == two.size_interval
+        np.testing.assert_allclose(one.change_interval, two.change_interval, rtol=1e-12)
+        assert one.predicted_change == pytest.approx(two.predicted_change, rel=1e-12)
