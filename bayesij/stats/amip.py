@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesij.array._numeric import map_ordered, release_freed_memory, top_positive
+from bayesij.array._numeric import release_freed_memory, top_positive
 from bayesij.array.amip import (
     METHODS,
     TARGETS,
@@ -803,14 +803,15 @@ def _nonlinearities(
     :data:`~bayesij.array.amip_curvature.MAX_COLUMNS`), from the pass's ``kept`` columns
     or read once for all questions. None where the draws are too few for the model."""
     draws, names = parameters if parameters is not None else _parameter_draws(source)
-    quantities = list(dict.fromkeys(quantity for quantity, _ in questions))
-
-    def model(quantity: str):  # one per quantity, shared by its questions
+    models: dict = {}  # one model per quantity, shared by its questions (sign, significance)
+    for quantity, _ in questions:
+        if quantity in models:
+            continue
         if quantity in names:
-            return curvature_of(draws, names.index(quantity))
-        return curvature_of(source.quantity_draws, list(source.quantity_names).index(quantity))
-
-    models = dict(zip(quantities, map_ordered(model, quantities), strict=True))
+            models[quantity] = curvature_of(draws, names.index(quantity))
+        else:
+            index = list(source.quantity_names).index(quantity)
+            models[quantity] = curvature_of(source.quantity_draws, index)
     curvatures = [models[quantity] for quantity, _ in questions]
     if all(c is None for c in curvatures):
         return [None] * len(questions)
