@@ -2,8 +2,8 @@
 pass over the draws) until Geyer's sequence stops, as R loo's ``relative_eff`` combines them
 over chains.
 
-NumPy reference: the FFT autocovariances of :mod:`bayesij.array.ess`
-(``tests/array/kernels/test_autocorrelation.py``).
+NumPy reference: the FFT autocovariances and the Geyer sequence (``_geyer_tau``) of
+:mod:`bayesij.array.ess` (``tests/array/kernels/test_autocorrelation.py``).
 """
 
 from __future__ import annotations
