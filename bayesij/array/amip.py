@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -1026,24 +1025,25 @@ def reweighted_searches(
     ]
     screen = _screen(flat_l, fs[0], halves, parameters, store)
     both = run_in_lockstep(flat_l, searches, screen)
-    work = [
-        (f, goal, score, path, chosen, nonlinearity)
-        for f, goal, score, (path, chosen), nonlinearity in zip(
-            fs, goals, scores, both, nonlinearities, strict=True
+
+    def finish(k: int) -> AmipSearch:
+        path, chosen = both[k]
+        return _finished_search(
+            fs[k], log_lik, goals[k], scores[k], path, chosen, nonlinearities[k], k_max
         )
-    ]
-    found = list(map_ordered(partial(_finished_search, log_lik=log_lik, k_max=k_max), work))
+
+    found = list(map_ordered(finish, range(len(goals))))
     release_freed_memory()  # the bootstraps' copies of the block sums
     return found
 
 
-def _finished_search(question: tuple, log_lik: np.ndarray, k_max: int) -> AmipSearch:
-    """One question's :class:`AmipSearch` from its reweighted paths (``question``: its
-    draws, goal, influence scores, path, split-draw path and second-order model): the
-    answer under Monte Carlo error and linearisation, the set reported and its split-draw
-    check. Questions are independent: :func:`reweighted_searches` finishes them on
-    threads."""
-    f, goal, score, path, chosen, nonlinearity = question
+def _finished_search(
+    f, log_lik, goal: Goal, score, path: AmipPath, chosen, nonlinearity, k_max: int
+) -> AmipSearch:
+    """One question's :class:`AmipSearch` from its reweighted ``path`` and split-draw path
+    ``chosen`` (:func:`_question_steps`): the answer under Monte Carlo error and
+    linearisation, the set reported and its split-draw check. Questions are independent:
+    :func:`reweighted_searches` finishes them on threads."""
     check = _split_check(f, log_lik, goal, chosen)
     linear = linear_path(
         score.psi[0], goal.direction, np.inf, k_max, score.mcse[0], change_along(score, goal)

@@ -106,10 +106,10 @@ class Curvature(NamedTuple):
     fit : ndarray of shape (F, S)
         The design's pseudo-inverse: a unit's least-squares coefficients from its
         log-likelihood at the draws (computed once, used for every set).
-    cubic : tuple or None
-        The index triples of the draws' cubic monomials and the pseudo-inverse (C, S) of
-        those monomials less their quadratic part; None when the draws are too few for
-        them (fewer than four times the columns of both designs).
+    cubic : ndarray of shape (C, S) or None
+        The pseudo-inverse of the draws' cubic monomials (:func:`_triples` of the
+        parameters) less their quadratic part; None when the draws are too few for them
+        (fewer than four times the columns of both designs).
     """
 
     design: np.ndarray
@@ -117,7 +117,7 @@ class Curvature(NamedTuple):
     cov: np.ndarray
     column: int
     fit: np.ndarray
-    cubic: tuple | None
+    cubic: np.ndarray | None
 
     @property
     def n_parameters(self) -> int:
@@ -215,13 +215,13 @@ class Curvature(NamedTuple):
         k = shift.shape[0]
         if self.cubic is None:
             return np.full(k, np.inf), np.ones(k)
-        triples, solve = self.cubic  # solve (C, S): the cubic coefficients of a residual
+        solve = self.cubic  # (C, S): the cubic coefficients of a residual
         left = sums - (sums @ self.fit.T) @ self.design.T  # (G, S)
         totals = np.einsum("gs,gs->g", sums, sums)
         with np.errstate(divide="ignore", invalid="ignore"):
             unexplained = np.einsum("gs,gs->g", left, left) / totals
         explained = np.where(totals > 0, 1 - unexplained, 1.0)
-        change = _cubic_hessian(left @ solve.T, triples, shift[grid - 1], self.n_parameters)
+        change = _cubic_hessian(left @ solve.T, shift[grid - 1], self.n_parameters)
         white = root @ change @ root  # (G, P, P)
         lowest = np.maximum(smallest[grid - 1], 1 - BREAKDOWN)
         shares = 0.5 * np.max(np.abs(np.linalg.eigvalsh(white)), axis=1) / lowest
@@ -305,21 +305,29 @@ def _symmetric_root(cov: np.ndarray) -> np.ndarray:
     return (vectors * np.sqrt(np.maximum(values, 0.0))) @ vectors.T
 
 
-def _cubic_hessian(gamma, triples, point, p: int) -> np.ndarray:
+def _cubic_hessian(gamma, point, p: int) -> np.ndarray:
     """The Hessians (G, P, P) at ``point`` (G, P) of ``sum gamma_t d_i d_j d_k`` over the
-    triples ``t = (i, j, k)``, one per row of ``gamma`` (G, C): each monomial's second
-    derivatives, linear in the point (one product with :func:`_second_derivatives`)."""
+    triples ``t = (i, j, k)`` of :func:`_triples`, one per row of ``gamma`` (G, C): each
+    monomial's second derivatives, linear in the point (one product with
+    :func:`_second_derivatives`)."""
     g, c = gamma.shape
     linear = (gamma[:, :, None] * point[:, None, :]).reshape(g, c * p)
-    return (linear @ _second_derivatives(tuple(map(tuple, triples)), p)).reshape(g, p, p)
+    return (linear @ _second_derivatives(p)).reshape(g, p, p)
+
+
+def _triples(p: int) -> list[tuple[int, int, int]]:
+    """The index triples ``(i, j, k)``, ``i <= j <= k < p``, of the cubic monomials, in the
+    order of :attr:`Curvature.cubic`'s rows."""
+    return [(i, j, k) for i in range(p) for j in range(i, p) for k in range(j, p)]
 
 
 @functools.lru_cache(maxsize=16)
-def _second_derivatives(triples: tuple, p: int) -> np.ndarray:
+def _second_derivatives(p: int) -> np.ndarray:
     """``D`` (C P, P P) with ``H_ab = sum_tk gamma_t x_k D[(t, k), (a, b)]`` the Hessian of
-    ``sum_t gamma_t d_i d_j d_k`` at ``x``: ``d^2 (d_i d_j d_k) / (d_a d_b)`` is the sum,
-    over the ordered ways to pick ``a`` and ``b`` from the monomial's three factors, of the
-    third factor's value."""
+    ``sum_t gamma_t d_i d_j d_k`` (the :func:`_triples` of ``p`` parameters) at ``x``:
+    ``d^2 (d_i d_j d_k) / (d_a d_b)`` is the sum, over the ordered ways to pick ``a`` and
+    ``b`` from the monomial's three factors, of the third factor's value."""
+    triples = _triples(p)
     out = np.zeros((len(triples), p, p, p))
     for t, factors in enumerate(triples):
         for first, second, third in _ORDERED_PICKS:
@@ -374,18 +382,18 @@ def _pseudo_inverse(design: np.ndarray) -> np.ndarray:
     return (np.linalg.pinv(unit.T @ unit, hermitian=True) @ unit.T) / scale[:, None]
 
 
-def _cubic_design(design: np.ndarray, fit: np.ndarray, p: int) -> tuple | None:
-    """The index triples of the draws' cubic monomials ``d_i d_j d_k`` (``i <= j <= k``)
-    and the pseudo-inverse (C, S) of those monomials with the quadratic design's part
-    removed (``fit``: the design's pseudo-inverse); None when the draws are too few (fewer
-    than four times the columns of both)."""
+def _cubic_design(design: np.ndarray, fit: np.ndarray, p: int) -> np.ndarray | None:
+    """The pseudo-inverse (C, S) of the draws' cubic monomials ``d_i d_j d_k``
+    (:func:`_triples`) with the quadratic design's part removed (``fit``: the design's
+    pseudo-inverse); None when the draws are too few (fewer than four times the columns of
+    both)."""
     d = design[:, :p]
-    triples = [(i, j, k) for i in range(p) for j in range(i, p) for k in range(j, p)]
+    triples = _triples(p)
     if d.shape[0] < 4 * (design.shape[1] + len(triples)):
         return None
     cubes = np.stack([d[:, i] * d[:, j] * d[:, k] for i, j, k in triples], axis=1)
     rest = cubes - design @ (fit @ cubes)
-    return triples, _pseudo_inverse(rest)
+    return _pseudo_inverse(rest)
 
 
 #: At most this many units along a set get the second-order model (their columns are read

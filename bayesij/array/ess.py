@@ -165,9 +165,11 @@ def log_lik_relative_eff_rows(log_lik: np.ndarray, n_chains: int) -> np.ndarray:
 
     ``log_lik`` (n_rows, n_chains * n_draws) holds each chain's draws contiguously. Geyer's
     sequence usually stops within a few lags: those are summed directly by a compiled kernel
-    (:func:`bayesij.array.kernels.autocorrelation.short_lag_autocorrelations`), and only rows whose
-    sequence runs past ``SHORT_LAGS`` lags get every lag by FFT
-    (:func:`relative_eff_rows`). Equal to the FFT for every row up to rounding.
+    (:func:`bayesij.array.kernels.autocorrelation.short_lag_autocorrelations`) and the
+    sequence is taken from them compiled too
+    (:func:`~bayesij.array.kernels.autocorrelation.geyer_relative_eff`, equal to the bit to
+    :func:`_geyer_tau`); only rows whose sequence runs past ``SHORT_LAGS`` lags get every lag
+    by FFT (:func:`relative_eff_rows`). Equal to the FFT for every row up to rounding.
     """
     n_rows, n_total = log_lik.shape
     n_draws = n_total // n_chains

@@ -321,3 +321,38 @@ def test_a_set_holding_one_direction_s_precision_breaks_the_model_down():
     assert np.linalg.eigvalsh(step)[0] < 1 - BREAKDOWN < np.linalg.eigvalsh(step)[-1]
     changes = curvature_of(beta[None], 1).changes(log_lik[:, :5], 0, 1.96)
     assert np.isfinite(changes.second[0]) and np.isinf(changes.second[4])
+
+
+@pytest.mark.parametrize("p", [1, 2, 4])
+def test_the_cubic_term_s_hessian_is_the_polynomial_s(p):
+    # Reference: central second differences of sum_t gamma_t d_i d_j d_k itself (exact for
+    # a cubic up to rounding), the monomials in the order of the model's cubic rows.
+    from bayesij.array.amip_curvature import _cubic_hessian, _triples
+
+    rng = np.random.default_rng(p)
+    triples = _triples(p)
+    gamma = rng.normal(size=(3, len(triples)))
+    point = rng.normal(size=(3, p))
+
+    def cubic(g, x):
+        return sum(c * x[i] * x[j] * x[k] for c, (i, j, k) in zip(g, triples, strict=True))
+
+    step, eye = 0.5, np.eye(p)
+    for row in range(3):
+        g, x = gamma[row], point[row]
+        expected = np.array(
+            [
+                [
+                    (
+                        cubic(g, x + step * (eye[a] + eye[b]))
+                        - cubic(g, x + step * (eye[a] - eye[b]))
+                        - cubic(g, x - step * (eye[a] - eye[b]))
+                        + cubic(g, x - step * (eye[a] + eye[b]))
+                    )
+                    / (4 * step**2)
+                    for b in range(p)
+                ]
+                for a in range(p)
+            ]
+        )
+        np.testing.assert_allclose(_cubic_hessian(gamma, point, p)[row], expected, atol=1e-10)

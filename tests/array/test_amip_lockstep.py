@@ -147,6 +147,8 @@ def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch
     # The reweighted audit finishes its questions (bootstrap, second-order band along a
     # store of rows and terms shared by the questions of one quantity, split-draw check)
     # on threads: the same answers, sets and intervals as one question at a time.
+    import threading
+
     import bayesij
     from bayesij.array import _numeric
 
@@ -154,10 +156,21 @@ def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch
     post = bayesij.from_arrays(
         np.stack([mu, sigma], axis=-1), log_lik, quantity_names=["mu", "sigma"]
     )
-    found = {}
+    finished_on = []
+    finish = amip._finished_search
+
+    def recorded(*args, **kwargs):
+        finished_on.append(threading.current_thread() is threading.main_thread())
+        return finish(*args, **kwargs)
+
+    monkeypatch.setattr(amip, "_finished_search", recorded)
+    found, on_main = {}, {}
     for threads in (1, 2):
         monkeypatch.setattr(_numeric, "THREADS", threads)
+        finished_on.clear()
         found[threads] = bayesij.audit(post, method="reweighted").amip
+        on_main[threads] = set(finished_on)
+    assert on_main == {1: {True}, 2: {False}}  # one by one here; on the pool's threads
     assert found[1].keys() == found[2].keys() and len(found[1]) >= 3
     for key, one in found[1].items():
         two = found[2][key]
