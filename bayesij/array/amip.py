@@ -695,14 +695,19 @@ def goal_rows(scores, goals: list) -> list:
     rows, start = [], 0
     for index, goal in enumerate(goals):
         rows_of_goal = slice(start, start + goal.parts)
-        blocks = scores.block_sums
+        blocks, units = scores.block_sums, scores.block_units
         if isinstance(blocks, tuple):  # already split by goal
             blocks = blocks[index]
+        if isinstance(units, tuple):  # each goal's own units (CandidateSums)
+            units = units[index]
         elif isinstance(blocks, np.ndarray):
             blocks = blocks[:, rows_of_goal]
         rows.append(
             scores._replace(
-                psi=scores.psi[rows_of_goal], mcse=scores.mcse[rows_of_goal], block_sums=blocks
+                psi=scores.psi[rows_of_goal],
+                mcse=scores.mcse[rows_of_goal],
+                block_sums=blocks,
+                block_units=units,
             )
         )
         start += goal.parts
@@ -1172,7 +1177,9 @@ class LinearPaths(NamedTuple):
     answer: NoiseAnswer | None = None
 
 
-def linear_paths(f, goal: Goal, scores, half_scores, k_max: int, nonlinearity=None) -> LinearPaths:
+def linear_paths(
+    f, goal: Goal, scores, half_scores, k_max: int, nonlinearity=None, half_units=None
+) -> LinearPaths:
     """The linear method's paths from the metric's influence scores on all draws and on the
     first half of :func:`split_halves` (:func:`goal_influence`), which may come from a pass
     over a lazy log-likelihood: after them only the sets' summed log-likelihood is read
@@ -1188,7 +1195,9 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int, nonlinearity=No
     the size interval's low end plus 2, it is "undetermined" in its size, with the sure
     prefix as the upper bound (``bound``). ``nonlinearity``: the second-order ratios
     along a set (:meth:`bayesij.array.amip_curvature.Curvature.ratios`), which put the
-    linearisation error in the answer."""
+    linearisation error in the answer. ``half_units``: the units (sorted) the first half's
+    scores are of, when only the first ``k_max`` of its ranking were kept
+    (:class:`~bayesij.array.amip_candidates.HalfRankings`); None: every unit."""
     psi, mcse = scores.psi[0], scores.mcse[0]
     linear = linear_path(psi, goal.direction, np.inf, k_max, mcse, change_along(scores, goal))
     answer = linear_answer(
@@ -1203,6 +1212,7 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int, nonlinearity=No
         moments=_moments(scores, goal),
         start=_start(f, goal),
         nonlinearity=nonlinearity,
+        units=getattr(scores, "block_units", None),
     )
     size = answer.chosen_size  # the sure prefix, or the whole ranking within k_max
     if answer.sure_size:
@@ -1212,7 +1222,7 @@ def linear_paths(f, goal: Goal, scores, half_scores, k_max: int, nonlinearity=No
     path = _prefix(linear, size, stopped)
     if answer.answer == "reached" and path.stopped != "reached":
         answer = _undecided_set(answer, path, mcse, goal, f.size)
-    chosen = _split_choice(f, goal, path, half_scores)
+    chosen = _split_choice(f, goal, path, half_scores, half_units)
     return LinearPaths(path, linear, chosen, answer)
 
 
@@ -1246,7 +1256,7 @@ def second_curve(linear: AmipPath, nonlinearity) -> np.ndarray | None:
 
 
 def linear_search(
-    f, goal: Goal, paths: LinearPaths, sums: np.ndarray, nonlinearity=None
+    f, goal: Goal, paths: LinearPaths, sums: np.ndarray, second: np.ndarray | None = None
 ) -> AmipSearch:
     """The linear AMIP from its paths and ``sums``, the summed log-likelihood of the set
     (``paths.path.order``) and of the split-draw check's set (``paths.chosen.order``) at
@@ -1260,8 +1270,8 @@ def linear_search(
     paths : LinearPaths
     sums : ndarray of shape (n_chains, n_draws, 2)
         :func:`set_sums` of ``[paths.path.order, paths.chosen.order]``.
-    nonlinearity : callable, optional
-        The second-order ratios along a set (:func:`linear_paths`), for the curve.
+    second : ndarray of shape (k + 1,), optional
+        The linear curve carried to second order (:func:`second_curve`).
     """
     path = paths.path
     mean, sd = float(f.mean()), float(f.std(ddof=1))
@@ -1274,7 +1284,6 @@ def linear_search(
     check = {}
     if paths.chosen is not None:
         check = _linear_split_check(f, goal, paths.chosen, sums[:, :, 1:])
-    second = second_curve(paths.linear, nonlinearity)
     return AmipSearch(goal, path, paths.linear.change, mean, sd, check, paths.answer, second)
 
 
@@ -1345,9 +1354,9 @@ def take_draws(values: np.ndarray, part: slice, axis: int) -> np.ndarray:
     return values[part] if axis == 0 else values[:, part]
 
 
-def _split_choice(f, goal: Goal, path: AmipPath, half_scores) -> AmipPath | None:
+def _split_choice(f, goal: Goal, path: AmipPath, half_scores, units=None) -> AmipPath | None:
     """The split-draw check's set, chosen on the first half's scores (None: halves too
-    short, or nothing chosen)."""
+    short, or nothing chosen); ``units``: those the scores are of (None: every unit)."""
     _, (first, second), axis = split_halves(*f.shape)
     if take_draws(f, first, axis).shape[1] < 4 or take_draws(f, second, axis).shape[1] < 4:
         return None
@@ -1355,6 +1364,8 @@ def _split_choice(f, goal: Goal, path: AmipPath, half_scores) -> AmipPath | None
     psi, mcse = half_scores.psi[0], half_scores.mcse[0]
     along = change_along(half_scores, goal)
     chosen = linear_path(psi, goal.direction, need, max(1, path.order.size), mcse, along)
+    if units is not None:
+        chosen = chosen._replace(order=np.asarray(units)[chosen.order])
     return chosen if chosen.order.size else None
 
 

@@ -423,14 +423,25 @@ class CentredColumns:
         Without ``matrix``: ``{unit: (S,) column}``, the only units there are (a unit not
         there ends the model's reach, :meth:`reach`).
     units : array of int, optional
-        With ``matrix``: the units to read up front.
+        With ``matrix``: the units to read up front; with ``rows``: the units they are of
+        (sorted, unique).
+    rows : ndarray of shape (K, S), optional
+        Without ``matrix`` and ``columns``: the log-likelihood of ``units``, one float64
+        row each, read by the caller; centred in place and held (no copy: a lazy
+        audit's tens of thousands of rows).
     """
 
-    def __init__(self, n_draws: int, matrix=None, columns=None, units=None):
+    def __init__(self, n_draws: int, matrix=None, columns=None, units=None, rows=None):
         self.n_draws, self.matrix = int(n_draws), matrix
         if matrix is not None:
             self.held = np.unique(np.asarray(units if units is not None else [], dtype=int))
             self.rows = _centred_rows(matrix, self.held)
+        elif rows is not None:
+            self.held = np.asarray(units, dtype=int)
+            if self.held.shape != rows.shape[:1] or np.any(np.diff(self.held) <= 0):
+                raise ValueError("units: expected the sorted, distinct units of the rows")
+            self.rows = rows
+            _centre_rows(self.rows)
         else:
             columns = columns or {}
             self.held = np.array(sorted(int(u) for u in columns), dtype=int)

@@ -44,11 +44,16 @@ __all__ = [
     "size_settled",
     "block_bootstrap",
     "block_bootstrap_counts",
+    "bootstrap_counts",
+    "REPLICATES",
     "replicates_from_counts",
     "ANSWERS",
 ]
 
 ANSWERS = ("reached", "not reachable", "undetermined")
+
+#: Replicates of the block bootstrap (:func:`linear_answer`).
+REPLICATES = 200
 
 
 class NoiseAnswer(NamedTuple):
@@ -194,13 +199,14 @@ def linear_answer(
     n_draws: int,
     *,
     ranking_too: bool = False,
-    replicates: int = 200,
+    replicates: int = REPLICATES,
     level: float = 0.95,
     seed: int = 0,
     blocks: tuple | None = None,
     moments: Moments | None = None,
     start: Start | None = None,
     nonlinearity: Callable | None = None,
+    units: np.ndarray | None = None,
 ):
     """The answer of the linear search from ``psi`` (U,) and its ``mcse`` (U,).
 
@@ -226,10 +232,11 @@ def linear_answer(
     gain = -direction * np.nan_to_num(psi, nan=0.0)
     top = min(k_max, gain.size)
     ranking = top_positive(gain, top)  # the point estimate's order
-    counts = None if blocks is None else _seeded_counts(blocks[1], blocks[2], replicates, seed)
+    counts = None if blocks is None else bootstrap_counts(blocks[1], blocks[2], replicates, seed)
     if blocks is None:
-        moments = None  # replicates of the moments need the block sums
-    along = _moment_paths(moments, direction, blocks, counts)
+        moments, units = None, None  # replicates of the moments need the block sums
+    at = _column_positions(units)
+    along = _moment_paths(moments, direction, blocks, counts, at)
     needs = np.full(replicates, float(need))
     if start is not None and counts is not None and blocks is not None:
         needs = start.needs(counts, blocks[1])
@@ -248,14 +255,14 @@ def linear_answer(
     for rows in _replicate_chunks(replicates, gain.size):
         sample = draw(rows)  # (len(rows), U)
         if along is None:
-            first = np.cumsum(sample[:, ranking], axis=1)
+            first = np.cumsum(sample[:, at(ranking)], axis=1)
         else:
             first = along(rows, ranking)
         band = dict(zip(("low", "high"), nonlinear_band(first, ratios), strict=True))
         paths["first"][rows], paths["low"][rows], paths["high"][rows] = first, *band.values()
         if chosen is not None and chosen.size:
             if along is None:
-                set_first = sample[:, chosen].sum(axis=1)
+                set_first = sample[:, at(chosen)].sum(axis=1)
             else:
                 set_first = along(rows, chosen)[:, -1]
             set_low, set_high = nonlinear_band(set_first, chosen_ratio)
@@ -348,6 +355,23 @@ def linear_answer(
 
     given = answer_for(chosen, chosen_gains)
     return (given, answer_for(None, None)) if ranking_too else given
+
+
+def _column_positions(units: np.ndarray | None):
+    """A function of unit ids returning their columns among the block sums of ``units``
+    (sorted; None: every unit, its column its id); an id not there is refused."""
+    if units is None:
+        return lambda ids: ids
+    units = np.asarray(units)
+
+    def at(ids: np.ndarray) -> np.ndarray:
+        where = np.searchsorted(units, ids)
+        inside = where < units.size
+        if not (inside.all() and np.array_equal(units[where], ids)):
+            raise ValueError("units: the block sums lack some unit of the ranking or the set")
+        return where
+
+    return at
 
 
 def _ratios(nonlinearity, units: np.ndarray) -> np.ndarray:
@@ -482,10 +506,12 @@ def _point_path(moments: Moments, direction: int, units: np.ndarray) -> np.ndarr
     return direction * np.asarray(moments.change_from(d_mean, d_var), dtype=float)
 
 
-def _moment_paths(moments: Moments | None, direction: int, blocks, counts):
+def _moment_paths(moments: Moments | None, direction: int, blocks, counts, at=None):
     """None, or a function of a slice of replicates and units returning each replicate's
     gain after each prefix of the units (rows, k), predicted from block-bootstrap
-    replicates of the moments' influences (the same block counts as the gains')."""
+    replicates of the moments' influences (the same block counts as the gains'; ``at``:
+    the units' columns among the moments' block sums, :func:`_column_positions`)."""
+    at = at or (lambda ids: ids)
     if moments is None:
         return None
     sizes = np.asarray(blocks[1], dtype=float)
@@ -499,7 +525,7 @@ def _moment_paths(moments: Moments | None, direction: int, blocks, counts):
         if key not in taken:
             if len(taken) >= 2:
                 del taken[next(iter(taken))]
-            taken[key] = sums[:, :, units].reshape(sums.shape[0], -1)  # (B, 2 k)
+            taken[key] = sums[:, :, at(units)].reshape(sums.shape[0], -1)  # (B, 2 k)
         rep = replicates_from_counts(counts[rows], taken[key], sizes).reshape(-1, 2, units.size)
         d_mean, d_var = np.cumsum(-rep[:, 0], axis=1), np.cumsum(-rep[:, 1], axis=1)
         return direction * np.asarray(moments.change_from(d_mean, d_var), dtype=float)
@@ -529,9 +555,10 @@ def block_bootstrap_counts(sizes, chains, replicates: int, rng) -> np.ndarray:
     return counts
 
 
-def _seeded_counts(sizes, chains, replicates: int, seed: int) -> np.ndarray:
+def bootstrap_counts(sizes, chains, replicates: int = REPLICATES, seed: int = 0) -> np.ndarray:
     """:func:`block_bootstrap_counts` from a generator seeded with ``seed`` (read-only):
-    the same for every question of an audit (its blocks are the draws'), drawn once."""
+    the same for every question of an audit (its blocks are the draws'), drawn once; the
+    counts :func:`linear_answer` uses (known before any unit is read)."""
     sizes, chains = np.asarray(sizes), np.asarray(chains)
     key = (sizes.tobytes(), str(sizes.dtype), chains.tobytes(), str(chains.dtype))
     return _counts_for(key, replicates, seed)

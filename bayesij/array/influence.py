@@ -35,11 +35,16 @@ class InfluenceScores(NamedTuple):
         With ``keep_blocks``: each block's sum of the per-draw terms whose mean over all
         draws is ``psi`` (blocks of :func:`bayesij.array.blocks.draw_blocks`), from which a
         bootstrap over blocks of draws recomputes ``psi`` without another pass.
+    block_units : ndarray of shape (C,) or None
+        The units (sorted) whose block sums ``block_sums`` holds (its last axis of length
+        C), when only some are kept (:class:`~bayesij.array.amip_candidates.
+        CandidateSums`); None: every unit.
     """
 
     psi: np.ndarray
     mcse: np.ndarray
     block_sums: np.ndarray | None = None
+    block_units: np.ndarray | None = None
 
 
 def prepare_draws(quantities, log_lik, chain_ids=None, check: bool = True):

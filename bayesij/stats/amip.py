@@ -15,6 +15,7 @@ from bayesij.array._numeric import release_freed_memory, top_positive
 from bayesij.array.amip import (
     METHODS,
     TARGETS,
+    draw_block_layout,
     goal_for,
     goal_influence,
     goal_rows,
@@ -26,9 +27,11 @@ from bayesij.array.amip import (
     metric_influence,
     reweighted_searches,
     search_path,
+    second_curve,
     set_sums,
     split_goal_sums,
 )
+from bayesij.array.amip_candidates import CandidateSums, HalfRankings, PassKeeps, offer_block
 from bayesij.array.amip_columns import KeptColumns, kept_capacity
 from bayesij.array.amip_curvature import (
     MAX_COLUMNS,
@@ -37,8 +40,10 @@ from bayesij.array.amip_curvature import (
     SetCurvature,
     curvature_of,
 )
+from bayesij.array.amip_noise import bootstrap_counts
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.control_variates import zero_variance_mean
+from bayesij.array.influence import InfluenceScores
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
@@ -689,8 +694,11 @@ def _searches(
         centres=influence_centres(fs, goals, with_half, score, unconstrained),
     )
     kept = set_columns(source, goals, method)
-    parts = map_blocks(source, kernel, keep=None if kept is None else kept.offer, join=False)
+    keeps = pass_keeps(source, fs, goals, method, alpha_max)
+    parts = map_blocks(source, kernel, keep=partial(offer_block, kept, keeps), join=False)
     scores = joined_influence(parts, goals)
+    if keeps is not None:
+        scores = keeps.into(scores)
     return searches_from(
         source,
         questions,
@@ -729,6 +737,18 @@ def set_columns(source, goals: list, method: str) -> KeptColumns | None:
     return KeptColumns(goals, kept_capacity(len(goals), source.n_draws, block_bytes))
 
 
+def pass_keeps(source, fs: list, goals: list, method: str, alpha_max: float):
+    """:class:`PassKeeps` for a pass over a lazy source of several blocks with the linear
+    method; None otherwise (a matrix in memory is one block, whose results are kept
+    whole; the reweighted method revisits the matrix)."""
+    if method != "linear" or not source.lazy or not goals or len(source.bounds()) < 2:
+        return None
+    sizes, chains = draw_block_layout(*fs[0].shape)
+    k_max = max(1, int(np.floor(alpha_max * source.n_units)))
+    counts = bootstrap_counts(sizes, chains)
+    return PassKeeps(CandidateSums(goals, k_max, counts, sizes), HalfRankings(goals, k_max))
+
+
 def amip_goals(source, questions, z) -> tuple[list, list]:
     """The draws (n_chains, n_draws) of each question's quantity and its Goal; a quantity
     constant over the draws is refused."""
@@ -755,25 +775,33 @@ def searches_from(
 ) -> list:
     """The searches of :func:`_searches` from the goals' influence scores
     (:func:`bayesij.array.amip.goal_influence` over every block: ``"all"``, and ``"half"``
-    for the linear method; ``control_variates``: whether they used the log posterior's
-    score; ``kept``: the :func:`set_columns` of the pass, if any; ``parameters``: the
-    fit's quantity draws and names for the second-order model, :func:`fit_parameters`,
-    default the source's; ``client``: a dask.distributed Client that sums the linear sets
-    of a lazy source on its workers)."""
+    for the linear method, which empties the dict once read; ``control_variates``:
+    whether they used the log posterior's score; ``kept``: the :func:`set_columns` of
+    the pass, if any; ``parameters``: the fit's quantity draws and names for the
+    second-order model, :func:`fit_parameters`, default the source's; ``client``: a
+    dask.distributed Client that sums the linear sets of a lazy source on its workers)."""
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
     rows = goal_rows(scores["all"], goals)
     nonlinearities = _nonlinearities(
         source, questions, goals, rows, k_max, parameters, kept, client
     )
     if method == "linear":
-        halves = goal_rows(scores["half"], goals)
+        halves, half_units = _half_rows(scores["half"], goals)
+        scores.clear()  # consumed: the rows below hold what is left of it
         paths = []
         for k, (f, goal) in enumerate(zip(fs, goals, strict=True)):
-            paths.append(linear_paths(f, goal, rows[k], halves[k], k_max, nonlinearities[k]))
+            paths.append(
+                linear_paths(f, goal, rows[k], halves[k], k_max, nonlinearities[k], half_units[k])
+            )
             release_freed_memory()  # its bootstrap's copies of the block sums
+        seconds = [second_curve(p.linear, n) for p, n in zip(paths, nonlinearities, strict=True)]
+        # The block sums and the second-order model's columns let go before the sets are
+        # read (a lazy source's blocks, each computed again).
+        del rows, halves, nonlinearities
+        release_freed_memory()
         sums = _summed_sets(source, [s for p in paths for s in linear_sets(p)], kept, client)
         found = [
-            linear_search(f, goal, p, sums[:, :, 2 * k : 2 * k + 2], nonlinearities[k])
+            linear_search(f, goal, p, sums[:, :, 2 * k : 2 * k + 2], seconds[k])
             for k, (f, goal, p) in enumerate(zip(fs, goals, paths, strict=True))
         ]
     else:
@@ -790,6 +818,15 @@ def searches_from(
         )
         for f, (q, t), one in zip(fs, questions, found, strict=True)
     ]
+
+
+def _half_rows(half, goals: list) -> tuple[list, list]:
+    """Each goal's first-half influence rows and the units they are of (None: every
+    unit), from :func:`~bayesij.array.amip.goal_influence`'s ``"half"`` or from
+    :meth:`~bayesij.array.amip_candidates.HalfRankings.result` (units, psi, mcse)."""
+    if isinstance(half, list):
+        return [InfluenceScores(psi, mcse) for _, psi, mcse in half], [u for u, _, _ in half]
+    return goal_rows(half, goals), [None] * len(goals)
 
 
 def _nonlinearities(
@@ -820,9 +857,8 @@ def _nonlinearities(
         matrix = source.matrix(keep_float32=True).reshape(source.n_draws, -1)
         store = CentredColumns(source.n_draws, matrix=matrix, units=wanted)
     else:
-        columns = _ranked_columns(source, wanted, kept, client)
-        store = CentredColumns(source.n_draws, columns=columns)
-        del columns  # the store holds them, centred
+        rows = _ranked_rows(source, wanted, kept, client)
+        store = CentredColumns(source.n_draws, units=wanted, rows=rows)
     return [
         None if c is None else SetCurvature(c, g.sign, g.z, store=store)
         for c, g in zip(curvatures, goals, strict=True)
@@ -839,21 +875,34 @@ def _ranked_units(goals, rows, k_max) -> np.ndarray:
     return np.array(sorted(wanted), dtype=int)
 
 
-def _ranked_columns(source, wanted: np.ndarray, kept, client=None) -> dict:
-    """``{unit: (S,) column}`` of the units ``wanted`` (:func:`_ranked_units`) of a lazy
-    log-likelihood: kept by the pass where it kept them, the rest read in one call — with a
-    dask.distributed ``client``, taken from each block on the workers (only the columns
-    come back)."""
-    wanted = set(wanted.tolist())
+def _ranked_rows(source, wanted: np.ndarray, kept, client=None) -> np.ndarray:
+    """The log-likelihood of the sorted units ``wanted`` (:func:`_ranked_units`) of a lazy
+    source, one row each (K, S), written into the rows as they are read: kept by the pass
+    where it kept them, the rest read from the blocks holding them, a block at a time as
+    the pass reads them (:func:`~bayesij.data.source.map_blocks`: a dask chunk computed
+    once, never several at once; with a dask.distributed ``client``, each block's columns
+    taken on the workers: only the columns come back)."""
+    rows = np.empty((wanted.size, source.n_draws))
     held = kept.columns if kept is not None else {}
-    columns = {u: held[u].reshape(-1) for u in wanted if u in held}
-    missing = np.array(sorted(wanted - set(columns)), dtype=int)
-    if missing.size:
-        read = (
-            source.rows(missing) if client is None else _columns_on(client, source, missing)
-        ).reshape(source.n_draws, -1)
-        columns.update({int(u): read[:, j] for j, u in enumerate(missing)})
-    return columns
+    missing = np.ones(wanted.size, dtype=bool)
+    for j, unit in enumerate(wanted.tolist()):
+        if unit in held:
+            rows[j], missing[j] = held[unit].reshape(-1), False
+    units = wanted[missing]
+    if not units.size:
+        return rows
+    if client is not None:
+        rows[missing] = _columns_on(client, source, units).reshape(source.n_draws, -1).T
+        return rows
+    slots = np.flatnonzero(missing)
+
+    def write(block: np.ndarray, positions: np.ndarray) -> None:
+        start, stop = int(positions[0]), int(positions[-1]) + 1
+        inside = (units >= start) & (units < stop)
+        rows[slots[inside]] = block[:, :, units[inside] - start].reshape(source.n_draws, -1).T
+
+    _on_blocks_holding(None, source, units, write)
+    return rows
 
 
 def _columns_on(client, source, units: np.ndarray) -> np.ndarray:
@@ -864,8 +913,9 @@ def _columns_on(client, source, units: np.ndarray) -> np.ndarray:
 
 
 def _on_blocks_holding(client, source, units: np.ndarray, kernel) -> list:
-    """``kernel(block, positions)`` on the cluster's workers for each block of a lazy
-    source that holds some of ``units``, in order (``positions``: the block's units)."""
+    """``kernel(block, positions)`` for each block of a lazy source that holds some of
+    ``units``, in order (``positions``: the block's units), on the cluster's workers with
+    a dask.distributed ``client``, else here a block at a time."""
     blocks = [
         i
         for i, (start, stop) in enumerate(source.bounds())

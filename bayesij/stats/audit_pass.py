@@ -15,7 +15,14 @@ from bayesij.array.audit import audit_parts
 from bayesij.array.jackknife import ij_join
 from bayesij.array.linearity import LinearityArrays
 from bayesij.data.source import join_blocks, map_blocks
-from bayesij.stats.amip import amip_goals, joined_influence, searches_from, set_columns
+from bayesij.stats.amip import (
+    amip_goals,
+    joined_influence,
+    offer_block,
+    pass_keeps,
+    searches_from,
+    set_columns,
+)
 from bayesij.stats.jackknife import IJCovariance, ij_result, source_setup
 from bayesij.stats.linearity import LinearityResult, linearity_result
 from bayesij.stats.loo import LooResult, loo_results
@@ -116,12 +123,16 @@ def audit_pass(
     )
     per_unit = {"positions": np.arange(source.n_units), "r_eff": r_eff}
     kept = set_columns(source, goals, method) if client is None else None  # blocks stay there
-    keep = (
-        None
-        if kept is None
-        else lambda block, start, part: kept.offer(block, start, part.influence)
-    )
+    keeps = pass_keeps(source, fs, goals, method, alpha_max)
+
+    def keep(block, start, part) -> None:
+        offer_block(kept, keeps, block, start, part.influence)
+
     parts = map_blocks(source, kernel, per_unit=per_unit, join=False, keep=keep, client=client)
+    if keeps is not None:  # blocks not offered as read (a cluster's), in order
+        for (start, _), part in zip(source.bounds(), parts, strict=True):
+            if part.influence["half"] is not None:
+                keeps.offer(start, part.influence)
     names = list(source.quantity_names)
     ij_arrays = ij_join([part.ij for part in parts], setup)
     loo_parts, waic_parts = [part.loo for part in parts], [part.waic for part in parts]
@@ -131,6 +142,8 @@ def audit_pass(
     loo_arrays = join_blocks(loo_parts)
     waic_parts = join_blocks(waic_parts)
     influence = joined_influence(influence_parts, goals) if questions else None
+    if keeps is not None:
+        influence = keeps.into(influence)
     ij = ij_result(ij_arrays, names, source.units, draws, n_blocks)
     loo = loo_results(
         {"psis": loo_arrays}, source.index, source.n_draws, settings.tail_rule, settings.ddof

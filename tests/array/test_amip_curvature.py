@@ -285,6 +285,14 @@ def test_centred_columns_are_read_once_and_answer_as_the_matrix_does():
     lazy = CentredColumns(4000, columns={u: log_lik[:, u] for u in (0, 3, 4)})
     assert lazy.reach(np.array([3, 0, 9, 4])) == 2 and lazy.reach(np.array([4, 0])) == 2
     assert CentredColumns(4000).reach(np.array([1])) == 0
+    # from rows read by the caller: centred in place, held without a copy
+    rows = np.ascontiguousarray(log_lik[:, [0, 3, 4]].T)
+    given = CentredColumns(4000, units=np.array([0, 3, 4]), rows=rows)
+    assert given.rows is rows
+    np.testing.assert_allclose(given.rows_of(np.array([4, 0])), expected.T[[0, 4]], atol=1e-12)
+    for units in (np.array([0, 4, 3]), np.array([0, 3])):
+        with pytest.raises(ValueError, match="units: expected the sorted, distinct units"):
+            CentredColumns(4000, units=units, rows=rows.copy())
 
 
 def test_set_curvature_keeps_its_latest_answers():

@@ -103,6 +103,11 @@ def test_a_lazy_log_likelihood_is_read_once_for_everything(rng):
         np.testing.assert_allclose(ours.predicted_interval, theirs.predicted_interval, 1e-12)
         for key in ("naive", "split", "mcse"):
             np.testing.assert_allclose(ours.monte_carlo[key], theirs.monte_carlo[key], 1e-12)
+        # The block bootstrap's answer from the candidate units' sums alone (the lazy
+        # pass keeps no others): that of every unit's.
+        assert (ours.answer, ours.upper_bound) == (theirs.answer, theirs.upper_bound)
+        for name in ("share_reached", "size_interval", "change_interval", "draws_needed"):
+            np.testing.assert_allclose(getattr(ours, name), getattr(theirs, name), 1e-12)
     # Kept too few columns (one per ranking), the sets' chunks are read again, with the
     # same sums to the bit.
     import bayesij.stats.amip as stats_amip
@@ -238,3 +243,35 @@ def test_a_block_s_columns_and_set_sums_on_a_worker_are_its_own():
     sums = _block_set_sums(block, positions, [units, np.array([19])])
     np.testing.assert_array_equal(sums[..., 0], block[:, :, [0, 3, 9]].sum(axis=2))
     np.testing.assert_array_equal(sums[..., 1], block[:, :, 9])
+
+
+def test_the_second_order_columns_are_read_a_block_at_a_time(rng):
+    """The lazy audit's columns for the second-order model not kept by the pass come from
+    the blocks holding them, each computed once, written into the rows as read."""
+    da = pytest.importorskip("dask.array")
+    import dask
+    import xarray as xr
+
+    import bayesij.stats.amip as stats_amip
+
+    _, _, post = _hierarchical(rng)
+    matrix = post.log_lik.values
+    computed = []
+
+    def chunk(i):
+        computed.append(i)
+        return matrix[:, :, 12 * i : 12 * (i + 1)]
+
+    blocks = [
+        da.from_delayed(dask.delayed(chunk)(i), shape=(4, 1000, 12), dtype=float) for i in range(4)
+    ]
+    lazy = xr.DataArray(da.concatenate(blocks, axis=2), dims=("chain", "draw", "obs"))
+    source = as_source(xr.Dataset({"y": lazy}))
+    wanted = np.array([1, 3, 26, 27, 35])  # in blocks 0, 2 and 3
+
+    class Kept:
+        columns = {3: matrix[:, :, 3], 35: matrix[:, :, 35]}  # block 3's only unit kept
+
+    rows = stats_amip._ranked_rows(source, wanted, Kept())
+    np.testing.assert_array_equal(rows, matrix[:, :, wanted].reshape(4000, -1).T)
+    assert computed == [0, 2]
