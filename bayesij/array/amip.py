@@ -538,6 +538,13 @@ class Goal:
         predict the sd after a drop: :meth:`change_from`)."""
         return 1 if self.sign == 0 else 3
 
+    @property
+    def block_parts(self) -> int:
+        """Rows of block sums the goal keeps for the block bootstrap: the mean's, and for
+        an interval end the centred square's (``g*`` is linear in the two:
+        :func:`metric_block_sums`)."""
+        return 1 if self.sign == 0 else 2
+
     def change_from(self, d_mean, d_var):
         """The metric's change after a drop whose first-order changes of the mean and of
         the variance (``E[(f - mean)^2]``) are ``d_mean`` and ``d_var`` (arrays alike):
@@ -587,6 +594,7 @@ def metrics_influence(
     :func:`goal_centres` of these draws, when already computed."""
     if centres is None:
         centres = goal_centres(fs, goals, score, unconstrained)
+    blocks_of = _block_rows(goals) if keep_blocks else None
     g_star = np.stack(
         [
             part
@@ -597,11 +605,40 @@ def metrics_influence(
     )
     if score is None:  # block sums only feed the bootstrap: float32 is plenty, half the memory
         return influence_scores(
-            g_star, log_lik, check=False, keep_blocks=keep_blocks, blocks_dtype=np.float32
+            g_star,
+            log_lik,
+            check=False,
+            keep_blocks=keep_blocks,
+            blocks_dtype=np.float32,
+            blocks_of=blocks_of,
         )
     from bayesij.array.control_variates import zero_variance_influence
 
-    return zero_variance_influence(g_star, log_lik, score, unconstrained, keep_blocks=keep_blocks)
+    return zero_variance_influence(
+        g_star, log_lik, score, unconstrained, keep_blocks=keep_blocks, blocks_of=blocks_of
+    )
+
+
+def _block_rows(goals: list) -> np.ndarray:
+    """The influence rows whose block sums are kept (:attr:`Goal.block_parts` per goal:
+    each goal's first row for the mean, the mean's and the square's for an interval end,
+    not ``g*``'s)."""
+    rows, start = [], 0
+    for goal in goals:
+        rows += [start] if goal.parts == 1 else [start + 1, start + 2]
+        start += goal.parts
+    return np.array(rows, dtype=int)
+
+
+def metric_block_sums(block_sums, goal: Goal) -> np.ndarray:
+    """The block sums of a goal's metric (B, U) as float64, 0 where not finite, from its
+    block rows (B, :attr:`Goal.block_parts`, U): the mean's, or for an interval end
+    ``g* = f + s z (f - c)^2 / (2 sd)`` from the mean's and the centred square's (block
+    sums are linear in the draws they sum: ``sd`` is the goal's, the draws' own)."""
+    sums = _finite_copy(block_sums[:, 0, :])
+    if goal.block_parts > 1:
+        sums += goal.sign * goal.z / (2 * goal.sd) * _finite_copy(block_sums[:, 1, :])
+    return sums
 
 
 def _metric_parts(f: np.ndarray, goal: Goal, centre: float) -> list:
@@ -684,24 +721,25 @@ def _moments(scores, goal: Goal) -> Moments | None:
     """The block bootstrap's moments of an interval end (:class:`Moments`), or None."""
     if goal.parts == 1 or scores.psi.shape[0] < 3 or scores.block_sums is None:
         return None
-    sums = _finite_copy(scores.block_sums[:, 1:3, :])
+    sums = _finite_copy(scores.block_sums[:, :2, :])
     return Moments(scores.psi[1:3], sums, goal.change_from)
 
 
 def goal_rows(scores, goals: list) -> list:
     """:func:`metrics_influence`'s scores split by goal: each goal's rows (its
-    :attr:`Goal.parts`), as the scores of that goal alone (row 0: ``g*``). Block sums
-    already split by goal (:func:`split_goal_sums`) are taken goal by goal."""
-    rows, start = [], 0
+    :attr:`Goal.parts`; block sums: its :attr:`Goal.block_parts`), as the scores of that
+    goal alone (row 0: ``g*``). Block sums already split by goal
+    (:func:`split_goal_sums`) are taken goal by goal."""
+    rows, start, block_start = [], 0, 0
     for index, goal in enumerate(goals):
         rows_of_goal = slice(start, start + goal.parts)
         blocks, units = scores.block_sums, scores.block_units
         if isinstance(blocks, tuple):  # already split by goal
             blocks = blocks[index]
+        elif isinstance(blocks, np.ndarray):
+            blocks = blocks[:, block_start : block_start + goal.block_parts]
         if isinstance(units, tuple):  # each goal's own units (CandidateSums)
             units = units[index]
-        elif isinstance(blocks, np.ndarray):
-            blocks = blocks[:, rows_of_goal]
         rows.append(
             scores._replace(
                 psi=scores.psi[rows_of_goal],
@@ -710,22 +748,22 @@ def goal_rows(scores, goals: list) -> list:
                 block_units=units,
             )
         )
-        start += goal.parts
+        start, block_start = start + goal.parts, block_start + goal.block_parts
     return rows
 
 
 def split_goal_sums(influence: dict, goals: list) -> dict:
     """One block's :func:`goal_influence` with the block sums on all draws as one array per
-    goal, (B, parts, b) each, instead of one (B, rows, b) array: joined over many blocks,
-    each goal's sums are then let go block by block as they are copied, where one array of
-    all of them would be held twice over at the join (they are most of an audit's
-    per-unit results: 8.9 of 10.7 kB per unit for 21 questions)."""
+    goal, (B, :attr:`Goal.block_parts`, b) each, instead of one (B, rows, b) array:
+    joined over many blocks, each goal's sums are then let go block by block as they are
+    copied, where one array of all of them would be held twice over at the join (they are
+    most of an audit's per-unit results)."""
     scores = influence["all"]
     if not isinstance(scores.block_sums, np.ndarray):
         return influence
-    stops = np.cumsum([g.parts for g in goals])
+    stops = np.cumsum([g.block_parts for g in goals])
     sums = tuple(
-        np.ascontiguousarray(scores.block_sums[:, stop - g.parts : stop])
+        np.ascontiguousarray(scores.block_sums[:, stop - g.block_parts : stop])
         for g, stop in zip(goals, stops, strict=True)
     )
     return {**influence, "all": scores._replace(block_sums=sums)}
@@ -747,13 +785,13 @@ def _influence_blocks(n_chains: int, n_draws: int, n_blocks: int = 50) -> tuple:
     return codes, draw_blocks(codes, n_blocks)
 
 
-def _bootstrap_blocks(scores, f: np.ndarray):
+def _bootstrap_blocks(scores, f: np.ndarray, goal: Goal):
     """The block bootstrap's inputs of :func:`bayesij.array.amip_noise.linear_answer`, or
     None without block sums."""
     if getattr(scores, "block_sums", None) is None:
         return None
     sizes, chains = draw_block_layout(*f.shape)
-    return _finite_copy(scores.block_sums[:, 0, :]), sizes, chains
+    return metric_block_sums(scores.block_sums, goal), sizes, chains
 
 
 def _finite_copy(sums) -> np.ndarray:
@@ -1053,7 +1091,7 @@ def _finished_search(
     linear = linear_path(
         score.psi[0], goal.direction, np.inf, k_max, score.mcse[0], change_along(score, goal)
     )
-    blocks = _bootstrap_blocks(score, f)
+    blocks = _bootstrap_blocks(score, f, goal)
     answer, sure = _reweighted_answer(path, score, goal, k_max, f, blocks, nonlinearity)
     continued = path.stopped == "reached" and path.reliable < path.order.size
     if answer.answer == "undetermined" and path.stopped == "reached" and answer.sure_size:
@@ -1208,7 +1246,7 @@ def linear_paths(
         k_max,
         None,
         f.size,
-        blocks=_bootstrap_blocks(scores, f),
+        blocks=_bootstrap_blocks(scores, f, goal),
         moments=_moments(scores, goal),
         start=_start(f, goal),
         nonlinearity=nonlinearity,

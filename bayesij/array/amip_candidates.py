@@ -32,6 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesij.array.amip import metric_block_sums
+
 __all__ = ["CandidateSums", "HalfRankings", "PassKeeps", "offer_block"]
 
 #: Relative slack of the replicate-gain threshold: the bootstrap computes the same gains
@@ -104,8 +106,10 @@ class CandidateSums:
     """
 
     def __init__(self, goals: list, k_max: int, counts: np.ndarray, sizes: np.ndarray):
+        self.goals = list(goals)
         self.directions = [int(g.direction) for g in goals]
         self.rows = _goal_rows(goals)
+        self.block_rows = _goal_rows(goals, "block_parts")
         self.k_max = int(k_max)
         counts = np.asarray(counts, dtype=float)
         self.weights = counts / (counts @ np.asarray(sizes, dtype=float))[:, None]  # (R, B)
@@ -126,10 +130,10 @@ class CandidateSums:
             )
         self._next = start + block_sums.shape[2]
         units = start + np.arange(block_sums.shape[2])
-        for k, (rows, direction) in enumerate(zip(self.rows, self.directions, strict=True)):
-            gain = -direction * np.nan_to_num(scores.psi[rows.start], nan=0.0)
-            metric = np.asarray(block_sums[:, rows.start, :], dtype=float)
-            metric[~np.isfinite(metric)] = 0.0
+        for k, (goal, rows) in enumerate(zip(self.goals, self.block_rows, strict=True)):
+            direction = self.directions[k]
+            gain = -direction * np.nan_to_num(scores.psi[self.rows[k].start], nan=0.0)
+            metric = metric_block_sums(block_sums[:, rows], goal)
             replicates = -direction * (self.weights @ metric)  # (R, b)
             low, high = replicates.min(axis=0), replicates.max(axis=0)
             self._best_gain[k] = _largest(self._best_gain[k], gain[gain > 0], self.k_max)
@@ -151,7 +155,7 @@ class CandidateSums:
         """Each goal's kept units (sorted, (C,)) and their block sums (B, parts, C): two
         tuples in the order of the goals (the kept units let go of here)."""
         units_out, sums_out = [], []
-        for k, rows in enumerate(self.rows):
+        for k, rows in enumerate(self.block_rows):
             kept = self._kept.take(k)
             if kept is None:
                 n_rows = rows.stop - rows.start
@@ -249,10 +253,12 @@ def offer_block(kept, keeps: PassKeeps | None, block, start, influence) -> None:
         keeps.offer(start, influence)
 
 
-def _goal_rows(goals: list) -> list[slice]:
-    """Each goal's influence rows (:attr:`~bayesij.array.amip.Goal.parts` of them)."""
-    stops = np.cumsum([g.parts for g in goals]).tolist()
-    return [slice(stop - g.parts, stop) for g, stop in zip(goals, stops, strict=True)]
+def _goal_rows(goals: list, parts: str = "parts") -> list[slice]:
+    """Each goal's influence rows (:attr:`~bayesij.array.amip.Goal.parts` of them), or its
+    rows of block sums (``parts="block_parts"``)."""
+    counts = [getattr(g, parts) for g in goals]
+    stops = np.cumsum(counts).tolist()
+    return [slice(stop - n, stop) for n, stop in zip(counts, stops, strict=True)]
 
 
 def _largest(best: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:

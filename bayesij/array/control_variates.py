@@ -97,6 +97,7 @@ def zero_variance_influence(
     chain_ids=None,
     n_blocks: int = 50,
     keep_blocks: bool = False,
+    blocks_of=None,
 ) -> InfluenceScores:
     """Influence scores ``Cov_post(f_k, l_n)`` with zero-variance control variates.
 
@@ -117,7 +118,7 @@ def zero_variance_influence(
         and 4000 draws), else 1. Degree 3 matters for interval ends: the influence of the
         sd involves ``(f - mean)^2`` (77 times less error than degree 2 on the tests'
         field experiment).
-    chain_ids, n_blocks, keep_blocks
+    chain_ids, n_blocks, keep_blocks, blocks_of
         As :func:`bayesij.array.influence.influence_scores` (batch means of the residuals
         ``h - Z B`` give the MCSE; their block sums are ``block_sums``).
 
@@ -153,7 +154,8 @@ def zero_variance_influence(
     if not np.all(np.isfinite(l)):
         raise fail("log_lik", "-inf values", "a finite log-likelihood for control variates")
     basis = stein_basis(grad, theta, degree)
-    return _cv_scores(f, l, basis, draw_blocks(chains, n_blocks), keep_blocks)
+    rows = None if not keep_blocks else np.arange(f.shape[1]) if blocks_of is None else blocks_of
+    return _cv_scores(f, l, basis, draw_blocks(chains, n_blocks), rows)
 
 
 def _degree(degree, shape, have_theta: bool) -> int:
@@ -177,11 +179,12 @@ def _degree(degree, shape, have_theta: bool) -> int:
     return degree
 
 
-def _cv_scores(f, l, basis, blocks, keep_blocks: bool = False) -> InfluenceScores:
+def _cv_scores(f, l, basis, blocks, blocks_of=None) -> InfluenceScores:
     """psi_cv, cross-fitted: the draws fall in two folds (alternate blocks), each fold's
     terms ``h - Z B`` use the coefficients ``B`` fitted on the other fold, so that every
     term has mean ``psi`` whatever the fit, and their batch means give an honest MCSE (an
-    in-sample fit with many heavy-tailed control functions understates it several-fold)."""
+    in-sample fit with many heavy-tailed control functions understates it several-fold).
+    ``blocks_of``: the quantities whose terms' block sums are kept (None: none)."""
     n_draws = f.shape[0]
     fold = np.zeros(n_draws, dtype=int)
     for b, rows in enumerate(blocks):
@@ -206,7 +209,8 @@ def _cv_scores(f, l, basis, blocks, keep_blocks: bool = False) -> InfluenceScore
     centred_f = f - cv_mean(f)
     psi = np.empty((f.shape[1], l.shape[1]))
     mcse = np.empty_like(psi)
-    kept = np.empty((len(blocks), *psi.shape)) if keep_blocks else None
+    slot = {} if blocks_of is None else {int(k): j for j, k in enumerate(blocks_of)}
+    kept = None if blocks_of is None else np.empty((len(blocks), len(slot), l.shape[1]))
     sizes = np.array([rows.size for rows in blocks], dtype=float)
 
     def work(chunk: slice) -> None:
@@ -221,8 +225,8 @@ def _cv_scores(f, l, basis, blocks, keep_blocks: bool = False) -> InfluenceScore
                 terms[held_out] = h[held_out] - scaled[held_out] @ coef  # E[Z] = 0
             psi[k, chunk] = terms.mean(axis=0)
             sums = np.stack([terms[rows].sum(axis=0) for rows in blocks])
-            if kept is not None:
-                kept[:, k, chunk] = sums
+            if kept is not None and k in slot:
+                kept[:, slot[k], chunk] = sums
             means = sums / sizes[:, None]
             spread = np.sum(sizes[:, None] * (means - psi[k, chunk]) ** 2, axis=0)
             mcse[k, chunk] = np.sqrt(spread / (len(blocks) - 1) / n_draws)

@@ -84,6 +84,7 @@ def influence_scores(
     check: bool = True,
     keep_blocks: bool = False,
     blocks_dtype=np.float64,
+    blocks_of=None,
 ) -> InfluenceScores:
     """Bayesian influence scores with chain-aware Monte Carlo standard errors.
 
@@ -114,6 +115,9 @@ def influence_scores(
     blocks_dtype : numpy dtype, default float64
         Of the kept block sums: float32 halves their memory (50 blocks x quantities x
         observations), for uses that only resample them (the AMIP's block bootstrap).
+    blocks_of : array_like of int, optional
+        With ``keep_blocks``: the quantities whose block sums are kept (their rows, in this
+        order); default all. The sums of a quantity linear in others need not be kept.
 
     Returns
     -------
@@ -143,7 +147,8 @@ def influence_scores(
     centred_f = f - f.mean(axis=0)
     psi = np.empty((f.shape[1], l.shape[1]))
     variance = np.empty_like(psi)
-    kept = np.empty((len(blocks), *psi.shape), dtype=blocks_dtype) if keep_blocks else None
+    rows = np.arange(f.shape[1]) if blocks_of is None else np.asarray(blocks_of, dtype=int)
+    kept = np.empty((len(blocks), rows.size, l.shape[1]), blocks_dtype) if keep_blocks else None
     floats_per_obs = 2 * f.shape[0] + 3 * len(blocks) * f.shape[1]
     impossible = np.zeros(l.shape[1], dtype=bool)
 
@@ -155,7 +160,7 @@ def influence_scores(
             variance[:, chunk] = moments.psi_variance()
             if kept is not None:
                 total = moments.sizes.sum()
-                kept[:, :, chunk] = moments.cross * total / (total - 1)
+                kept[:, :, chunk] = moments.cross[:, rows] * total / (total - 1)
 
     map_chunks(work, obs_chunks(l.shape[1], floats_per_obs))
     if impossible.any():

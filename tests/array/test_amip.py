@@ -70,17 +70,66 @@ def test_a_unit_without_finite_influence_adds_nothing_to_any_bootstrap_replicate
     from bayesij.array import InfluenceScores
 
     rng = np.random.default_rng(2)
-    sums = rng.normal(size=(50, 3, 6)).astype(np.float32)
+    sums = rng.normal(size=(50, 2, 6)).astype(np.float32)  # the mean's and the square's
     sums[:, :, 4] = np.nan
     sums[7, 1, 2] = np.inf
     scores = InfluenceScores(rng.normal(size=(3, 6)), np.ones((3, 6)), sums)
     f = rng.normal(size=(4, 1000))
-    blocks, sizes, _ = amip._bootstrap_blocks(scores, f)
+    goal = amip.goal_for(f, "significance", 1.96)
+    blocks, sizes, _ = amip._bootstrap_blocks(scores, f, goal)
     assert blocks.dtype == np.float64 and sizes.sum() == f.size
     np.testing.assert_array_equal(blocks[:, 4], 0.0)
-    np.testing.assert_array_equal(blocks[:, :4], sums[:, 0, :4].astype(float))
-    goal = amip.goal_for(f, "significance", 1.96)
+    square = np.where(np.isfinite(sums[:, 1]), sums[:, 1], 0.0).astype(float)
+    expected = sums[:, 0].astype(float) + goal.sign * goal.z / (2 * goal.sd) * square
+    np.testing.assert_array_equal(blocks[:, :4], expected[:, :4])
+    mean_goal = amip.goal_for(f, "sign", 1.96)
+    mean_blocks, _, _ = amip._bootstrap_blocks(
+        scores._replace(block_sums=sums[:, :1]), f, mean_goal
+    )
+    np.testing.assert_array_equal(mean_blocks[:, :4], sums[:, 0, :4].astype(float))
     moments = amip._moments(scores, goal)
     np.testing.assert_array_equal(moments.block_sums[:, :, 4], 0.0)
-    assert moments.block_sums[7, 0, 2] == 0.0 and np.isfinite(moments.block_sums).all()
+    assert moments.block_sums[7, 1, 2] == 0.0 and np.isfinite(moments.block_sums).all()
     assert sums.dtype == np.float32 and np.isnan(sums[0, 0, 4])  # the scores are not changed
+
+
+@pytest.mark.parametrize("control_variates", [False, True])
+def test_the_metric_s_block_sums_follow_from_the_mean_s_and_the_square_s(control_variates):
+    """An interval end's ``g*`` is linear in the quantity and its centred square, and so
+    are block sums (with control variates too: their fit is a projection): the block sums
+    kept for the mean's and the square's rows give ``g*``'s as ``g*``'s own would be."""
+    from bayesij.array.control_variates import zero_variance_influence
+    from bayesij.array.influence import influence_scores
+
+    rng = np.random.default_rng(4)
+    theta = rng.normal(size=(4, 500, 2))
+    y = rng.normal(size=30)
+    log_lik = -0.5 * (y - theta[..., :1] - 0.3 * theta[..., 1:]) ** 2
+    fs = [theta[..., 0], theta[..., 1]]
+    goals = [amip.goal_for(fs[0], "sign", 1.96), amip.goal_for(fs[1], "significance", 1.96)]
+    grad = -theta if control_variates else None
+    kept = amip.metrics_influence(fs, log_lik, goals, grad, keep_blocks=True)
+    assert kept.block_sums.shape[1:] == (3, 30)  # g*'s rows are not kept
+    centres = amip.goal_centres(fs, goals, grad)
+    parts = np.stack(
+        [
+            p
+            for f, g, c in zip(fs, goals, centres, strict=True)
+            for p in amip._metric_parts(f, g, c)
+        ],
+        -1,
+    )
+    whole = (
+        zero_variance_influence(parts, log_lik, grad, keep_blocks=True)
+        if control_variates
+        else influence_scores(parts, log_lik, keep_blocks=True)
+    )
+    np.testing.assert_array_equal(kept.psi, whole.psi)
+    for goal, rows, metric_row in zip(goals, amip.goal_rows(kept, goals), (0, 1), strict=True):
+        derived = amip.metric_block_sums(rows.block_sums, goal)
+        np.testing.assert_allclose(
+            derived,
+            whole.block_sums[:, metric_row],
+            rtol=1e-5 if not control_variates else 1e-10,
+            atol=1e-5,
+        )

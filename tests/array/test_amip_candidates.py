@@ -10,8 +10,9 @@ from bayesij.array.amip import (
     goal_influence,
     goal_rows,
     linear_paths,
+    metric_block_sums,
 )
-from bayesij.array.amip_candidates import CandidateSums
+from bayesij.array.amip_candidates import CandidateSums, HalfRankings
 from bayesij.array.amip_noise import bootstrap_counts, replicates_from_counts
 
 N_CHAINS, N_DRAWS, N_UNITS, BLOCK = 4, 250, 2400, 300
@@ -67,7 +68,7 @@ def test_every_unit_a_replicate_can_need_is_kept(regression, k_max):
         zip(goal_rows(scores, goals), goal_rows(restricted, goals), strict=True)
     ):
         direction = goals[k].direction
-        sums = np.asarray(full.block_sums[:, 0, :], dtype=float)
+        sums = metric_block_sums(full.block_sums, goals[k])
         gains = -direction * replicates_from_counts(counts, sums, sizes)  # (R, U)
         # Brute force: each replicate's k_max largest positive gains, and the ranking's.
         needed = set()
@@ -92,6 +93,15 @@ def test_every_unit_a_replicate_can_need_is_kept(regression, k_max):
         np.testing.assert_array_equal(kept.block_sums, full.block_sums[:, :, units])
 
 
+def _first_halves(scores, goals, k_max):
+    """HalfRankings fed block by block: each goal's (units, psi, mcse)."""
+    halves = HalfRankings(goals, k_max)
+    for start in range(0, N_UNITS, BLOCK):
+        part = slice(start, start + BLOCK)
+        halves.offer(start, scores._replace(psi=scores.psi[:, part], mcse=scores.mcse[:, part]))
+    return halves.result()
+
+
 @pytest.mark.parametrize("k_max", [40, 240])
 def test_restricted_answers_equal_those_of_every_unit(regression, k_max):
     fs, log_lik = regression
@@ -99,18 +109,25 @@ def test_restricted_answers_equal_those_of_every_unit(regression, k_max):
     scores = goal_influence(log_lik, fs, goals, with_half=True)
     restricted = _restricted(scores["all"], goals, k_max)
     halves = goal_rows(scores["half"], goals)
+    kept_halves = _first_halves(scores["half"], goals, k_max)
     answers = set()
-    for f, goal, full, kept, half in zip(
+    for f, goal, full, kept, half, (units, psi, mcse) in zip(
         fs,
         goals,
         goal_rows(scores["all"], goals),
         goal_rows(restricted, goals),
         halves,
+        kept_halves,
         strict=True,
     ):
-        ours = linear_paths(f, goal, kept, half, k_max)
+        assert units.size < N_UNITS // 4  # the first half's ranking: its first k_max kept
+        first = half._replace(psi=psi, mcse=mcse)
+        ours = linear_paths(f, goal, kept, first, k_max, half_units=units)
         theirs = linear_paths(f, goal, full, half, k_max)
         np.testing.assert_array_equal(ours.path.order, theirs.path.order)
+        assert ours.chosen is not None and theirs.chosen is not None
+        np.testing.assert_array_equal(ours.chosen.order, theirs.chosen.order)
+        np.testing.assert_allclose(ours.chosen.change, theirs.chosen.change, rtol=1e-12)
         for mine, exact in zip(ours.answer, theirs.answer, strict=True):
             if isinstance(exact, str):
                 assert mine == exact
