@@ -43,13 +43,16 @@ SLACK = 1e-9
 
 class _Kept:
     """Per goal, units and arrays along them (last axis), kept while ``wanted(k, keys)``
-    says so of their keys; pruned as the owner's thresholds rise."""
+    says so of their keys; pruned as the owner's thresholds rise, whenever a quarter of
+    ``k_max`` more units than at the last pruning are kept (so a goal holds at most that
+    many more than it needs, and is pruned a few times per ``k_max`` units read)."""
 
     def __init__(self, n_goals: int, k_max: int, wanted, n_keys: int):
         self.k_max, self.wanted, self.n_keys = int(k_max), wanted, int(n_keys)
         self._parts: list[list] = [[] for _ in range(n_goals)]
+        self._slack = max(1, self.k_max // 4)
         self._count = [0] * n_goals
-        self._limit = [2 * self.k_max] * n_goals
+        self._limit = [self.k_max + self._slack] * n_goals
 
     def add(self, k: int, units: np.ndarray, keys: tuple, arrays) -> None:
         """Keep those of ``units`` whose ``keys`` are wanted, with their ``arrays`` (a
@@ -58,9 +61,9 @@ class _Kept:
         if keep.size:
             self._parts[k].append((units[keep], *(key[keep] for key in keys), *arrays(keep)))
             self._count[k] += keep.size
-        if self._count[k] > self._limit[k]:
+        if self._count[k] > self._limit[k]:  # pruned again once k_max / 4 more are kept
             self.prune(k)
-            self._limit[k] = max(2 * self.k_max, 2 * self._count[k])
+            self._limit[k] = max(self.k_max, self._count[k]) + self._slack
 
     def prune(self, k: int) -> None:
         """Let go of goal ``k``'s units that the risen thresholds leave out."""

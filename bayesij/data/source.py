@@ -368,8 +368,10 @@ def map_blocks(
         the list of them in order, for estimators that add up over units (the IJ).
     keep : callable, optional
         ``keep(block, start, part)`` after the kernel of each block of a lazy source read
-        here (not on a cluster), with the kernel's result ``part``: what the caller keeps
-        of a block it would otherwise read again (the AMIP sets' columns).
+        here, with the kernel's result ``part``: what the caller keeps of a block it would
+        otherwise read again (the AMIP sets' columns), or of its result (which it may
+        trim); on a cluster, ``keep(None, start, part)`` as each block's result comes
+        back, in order.
     blocks : sequence of int, optional
         Only these blocks (indices into ``source.bounds()``), in that order.
 
@@ -397,7 +399,7 @@ def map_blocks(
     if client is None or not source.lazy:
         parts = _prefetching(source, kernel, bounds, per_unit, keep if source.lazy else None)
     else:
-        parts = _on_cluster(source, kernel, bounds, per_unit, client)
+        parts = _on_cluster(source, kernel, bounds, per_unit, client, keep)
     return join_blocks(parts) if join else parts
 
 
@@ -441,7 +443,9 @@ def _prefetching(source, kernel, bounds, per_unit, keep=None) -> list:
     return parts
 
 
-def _on_cluster(source, kernel, bounds, per_unit, client) -> list:
+def _on_cluster(source, kernel, bounds, per_unit, client, keep=None) -> list:
+    """The kernel over the blocks on the cluster's workers; the results gathered one at a
+    time, in order, each handed to ``keep`` (with no block) as it comes back."""
     if not callable(getattr(client, "submit", None)):
         raise fail("client", f"a {type(client).__name__}", "a dask.distributed Client")
     futures = []
@@ -454,7 +458,13 @@ def _on_cluster(source, kernel, bounds, per_unit, client) -> list:
             futures.append(
                 client.submit(_evaluate_then, source, kernel, start, stop, cut, pure=False)
             )
-    return client.gather(futures)
+    parts = []
+    for index, (start, _) in enumerate(bounds):
+        parts.append(futures[index].result())
+        futures[index] = None  # the worker may let go of it
+        if keep is not None:
+            keep(None, start, parts[-1])
+    return parts
 
 
 def _checked_then(kernel, block, cut):

@@ -129,10 +129,6 @@ def audit_pass(
         offer_block(kept, keeps, block, start, part.influence)
 
     parts = map_blocks(source, kernel, per_unit=per_unit, join=False, keep=keep, client=client)
-    if keeps is not None:  # blocks not offered as read (a cluster's), in order
-        for (start, _), part in zip(source.bounds(), parts, strict=True):
-            if part.influence["half"] is not None:
-                keeps.offer(start, part.influence)
     names = list(source.quantity_names)
     ij_arrays = ij_join([part.ij for part in parts], setup)
     loo_parts, waic_parts = [part.loo for part in parts], [part.waic for part in parts]

@@ -196,3 +196,27 @@ def test_impossible_units_count_as_the_bootstrap_counts_them(regression):
     with_zero = _restricted(scores._replace(psi=psi, block_sums=sums), goals, 240)
     for ours, theirs in zip(with_nan.block_units, with_zero.block_units, strict=True):
         np.testing.assert_array_equal(ours, theirs)
+
+
+def test_what_is_kept_stays_near_what_is_needed(regression):
+    """Pruned whenever a quarter of k_max more units are kept: never much more than the
+    units the final thresholds keep (pruned only when they doubled, 1.5-1.9 times)."""
+    fs, log_lik = regression
+    fs, goals = _goals(fs)
+    scores = goal_influence(log_lik, fs, goals, with_half=False)["all"]
+    sizes, chains = draw_block_layout(N_CHAINS, N_DRAWS)
+    k_max, block = 240, 50
+    candidates = CandidateSums(goals, k_max, bootstrap_counts(sizes, chains), sizes)
+    most = np.zeros(len(goals), dtype=int)
+    for start in range(0, N_UNITS, block):
+        part = slice(start, start + block)
+        candidates.offer(
+            start,
+            scores._replace(psi=scores.psi[:, part], block_sums=scores.block_sums[:, :, part]),
+        )
+        most = np.maximum(most, candidates._kept._count)
+    units, _ = candidates.result()
+    final = np.array([u.size for u in units])
+    assert np.all(final > k_max)  # more candidates than the ranking
+    # The thresholds of the units seen so far are lower than the final ones: some drift.
+    assert np.all(most <= 1.2 * final + k_max // 4 + block)

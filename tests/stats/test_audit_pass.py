@@ -228,6 +228,8 @@ def test_the_audit_runs_on_a_dask_cluster_with_the_local_results(rng):
             ours = remote.amip[key]
             assert ours.drop_ids == result.drop_ids and ours.answer == result.answer
             np.testing.assert_allclose(ours.predicted_interval, result.predicted_interval, 1e-10)
+            for name in ("share_reached", "size_interval", "change_interval"):  # bootstrap
+                np.testing.assert_allclose(getattr(ours, name), getattr(result, name), 1e-10)
     assert remote.summary() == local.summary()
 
 
