@@ -75,14 +75,16 @@ class _Kept:
         self._parts[k] = [tuple(a[..., keep] for a in joined)]
         self._count[k] = keep.size
 
-    def take(self, k: int) -> tuple | None:
-        """Goal ``k``'s kept units (sorted) and arrays, let go of here; None if none."""
+    def take(self, k: int, keys: bool = False) -> tuple | None:
+        """Goal ``k``'s kept units (sorted), their keys (with ``keys``) and arrays, let go
+        of here; None if none."""
         self.prune(k)
         parts, self._parts[k] = self._parts[k], []
         if not parts:
             return None
         units, arrays = parts[0][0], parts[0][1 + self.n_keys :]
-        return (units, *(np.ascontiguousarray(a) for a in arrays))
+        found = parts[0][1 : 1 + self.n_keys] if keys else ()
+        return (units, *found, *(np.ascontiguousarray(a) for a in arrays))
 
 
 class CandidateSums:
@@ -159,13 +161,37 @@ class CandidateSums:
         tuples in the order of the goals (the kept units let go of here)."""
         units_out, sums_out = [], []
         for k, rows in enumerate(self.block_rows):
-            kept = self._kept.take(k)
+            kept = self._kept.take(k, keys=True)
             if kept is None:
                 n_rows = rows.stop - rows.start
-                kept = (np.zeros(0, dtype=int), np.zeros((self.weights.shape[1], n_rows, 0)))
-            units_out.append(kept[0])
-            sums_out.append(kept[1])
+                units, sums = np.zeros(0, dtype=int), np.zeros((self.weights.shape[1], n_rows, 0))
+            else:
+                units, gain, _, sums = kept
+                needed = self._needed(k, gain, sums)
+                units, sums = units[needed], np.ascontiguousarray(sums[:, :, needed])
+            units_out.append(units)
+            sums_out.append(sums)
         return tuple(units_out), tuple(sums_out)
+
+    def _needed(self, k: int, gain: np.ndarray, sums: np.ndarray) -> np.ndarray:
+        """Of goal ``k``'s kept units (point ``gain``, block ``sums``), those of its
+        ranking's first ``k_max`` and those among some replicate's ``k_max`` largest
+        positive gains: once every unit that can be there is kept, each replicate's
+        ``k_max``-th largest gain is that of the kept units, and the rest are let go."""
+        ranked = (gain > 0) & (gain >= _kth(self._best_gain[k], self.k_max))
+        metric = metric_block_sums(sums, self.goals[k])
+        needed = ranked.copy()
+        step = max(1, (1 << 25) // (8 * max(1, gain.size)))  # replicates a chunk: 32 MiB
+        for start in range(0, self.weights.shape[0], step):
+            replicates = -self.directions[k] * (self.weights[start : start + step] @ metric)
+            if gain.size > self.k_max:
+                cut = gain.size - self.k_max
+                kth = np.partition(replicates, cut, axis=1)[:, cut : cut + 1]
+                slack = SLACK * (np.abs(replicates) + np.abs(kth))
+                needed |= np.any((replicates > 0) & (replicates >= kth - slack), axis=0)
+            else:
+                needed |= np.any(replicates > 0, axis=0)
+        return np.flatnonzero(needed)
 
 
 class HalfRankings:
