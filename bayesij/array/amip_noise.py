@@ -252,7 +252,8 @@ def linear_answer(
     chosen_gains = {key: np.zeros(replicates) for key in ("first", "low", "high")}
     best = {key: np.empty(replicates) for key in ("first", "high")}  # re-selected sets
     draw = _replicate_gains(gain, noise, direction, rng, blocks, counts)
-    for rows in _replicate_chunks(replicates, gain.size):
+    columns = gain.size if blocks is None else np.shape(blocks[0])[1]
+    for rows in _replicate_chunks(replicates, columns):
         sample = draw(rows)  # (len(rows), U)
         if along is None:
             first = np.cumsum(sample[:, at(ranking)], axis=1)

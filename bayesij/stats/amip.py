@@ -878,10 +878,10 @@ def _ranked_units(goals, rows, k_max) -> np.ndarray:
 def _ranked_rows(source, wanted: np.ndarray, kept, client=None) -> np.ndarray:
     """The log-likelihood of the sorted units ``wanted`` (:func:`_ranked_units`) of a lazy
     source, one row each (K, S), written into the rows as they are read: kept by the pass
-    where it kept them, the rest read from the blocks holding them, a block at a time as
-    the pass reads them (:func:`~bayesij.data.source.map_blocks`: a dask chunk computed
-    once, never several at once; with a dask.distributed ``client``, each block's columns
-    taken on the workers: only the columns come back)."""
+    where it kept them, the rest read from the blocks holding them as the pass reads them
+    (:func:`~bayesij.data.source.map_blocks`: each dask chunk computed once, the next one
+    while a block's columns are copied, never more; with a dask.distributed ``client``,
+    each block's columns taken on the workers: only the columns come back)."""
     rows = np.empty((wanted.size, source.n_draws))
     held = kept.columns if kept is not None else {}
     missing = np.ones(wanted.size, dtype=bool)
