@@ -1235,7 +1235,7 @@ def linear_paths(
     along a set (:meth:`bayesij.array.amip_curvature.Curvature.ratios`), which put the
     linearisation error in the answer. ``half_units``: the units (sorted) the first half's
     scores are of, when only the first ``k_max`` of its ranking were kept
-    (:class:`~bayesij.array.amip_candidates.HalfRankings`); None: every unit."""
+    (:class:`~bayesij.array.amip_candidates.RankingRows`); None: every unit."""
     psi, mcse = scores.psi[0], scores.mcse[0]
     linear = linear_path(psi, goal.direction, np.inf, k_max, mcse, change_along(scores, goal))
     answer = linear_answer(

@@ -17,8 +17,9 @@ rise. The answers are those of the whole bootstrap, up to the order of floating-
 sums.
 
 The split-draw check chooses its set along the ranking of the first half of the draws
-(:func:`bayesij.array.amip.linear_paths`), at most ``k_max`` units: :class:`HalfRankings`
-keeps the influence rows of each goal's first ``k_max`` units of that ranking so far.
+(:func:`bayesij.array.amip.linear_paths`), at most ``k_max`` units, and the search's own
+sets are prefixes of the ranking on all draws: :class:`RankingRows` keeps the influence rows
+of each goal's first ``k_max`` units of each ranking so far.
 
 References
 ----------
@@ -33,8 +34,9 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array.amip import metric_block_sums
+from bayesij.array.influence import InfluenceScores
 
-__all__ = ["CandidateSums", "HalfRankings", "PassKeeps", "offer_block"]
+__all__ = ["CandidateSums", "RankingRows", "DenseRows", "PassKeeps", "offer_block"]
 
 #: Relative slack of the replicate-gain threshold: the bootstrap computes the same gains
 #: in other products, whose rounding may differ in the last digits.
@@ -194,10 +196,11 @@ class CandidateSums:
         return np.flatnonzero(needed)
 
 
-class HalfRankings:
-    """The influence rows of each goal's first ``k_max`` units of the ranking on the first
-    half of the draws (what the linear split-draw check chooses from), from the blocks of
-    a pass.
+class RankingRows:
+    """The influence rows of each goal's first ``k_max`` units of its ranking, from the
+    blocks of a pass: on all draws, what the linear search ranks and predicts along (its
+    sets are prefixes of the ranking); on the first half of the draws, what the split-draw
+    check chooses from.
 
     Parameters
     ----------
@@ -214,8 +217,7 @@ class HalfRankings:
 
     def offer(self, start: int, scores) -> None:
         """Keep the rows (``psi`` and ``mcse``) of the units ``start .. start + b`` of a
-        block's first-half influence ``scores`` that are among some goal's first ``k_max``
-        so far."""
+        block's influence ``scores`` that are among some goal's first ``k_max`` so far."""
         units = start + np.arange(scores.psi.shape[1])
         for k, (rows, direction) in enumerate(zip(self.rows, self.directions, strict=True)):
             gain = -direction * scores.psi[rows.start]  # NaN: never chosen
@@ -243,32 +245,60 @@ class HalfRankings:
         return out
 
 
+class DenseRows:
+    """Each goal's influence rows on all draws (:class:`~bayesij.array.influence.
+    InfluenceScores`, ``psi`` and ``mcse`` (parts, N), 0 outside the units kept) made when
+    asked for, one goal at a time, with the goal's kept block sums: what
+    :func:`~bayesij.array.amip.goal_rows` gives of every unit's rows, for the searches
+    (which read only the ranking's first ``k_max``; a unit of gain 0 is never ranked).
+
+    Parameters
+    ----------
+    ranked : list of (units, psi, mcse)
+        :meth:`RankingRows.result`.
+    block_units, block_sums : tuple
+        :meth:`CandidateSums.result`.
+    n_units : int
+    """
+
+    def __init__(self, ranked: list, block_units: tuple, block_sums: tuple, n_units: int):
+        self.ranked, self.block_units, self.block_sums = ranked, block_units, block_sums
+        self.n_units = int(n_units)
+
+    def __len__(self) -> int:
+        return len(self.ranked)
+
+    def __getitem__(self, k: int) -> InfluenceScores:
+        units, psi, mcse = self.ranked[k]
+        dense = np.zeros((2, psi.shape[0], self.n_units))
+        dense[0][:, units], dense[1][:, units] = psi, mcse
+        return InfluenceScores(dense[0], dense[1], self.block_sums[k], self.block_units[k])
+
+
 class PassKeeps(NamedTuple):
     """What a pass over a lazy source keeps of the goals' per-unit influences for the
-    linear searches, in place of every unit's: the block sums of the units some
-    replicate of the block bootstrap can need (:class:`~bayesij.array.amip_candidates.
-    CandidateSums`), and each first-half ranking's first ``k_max`` units' rows
-    (:class:`~bayesij.array.amip_candidates.HalfRankings`)."""
+    linear searches, in place of every unit's: each ranking's first ``k_max`` units' rows
+    on all draws and on the first half (:class:`RankingRows`), and the block sums of the
+    units some replicate of the block bootstrap can need (:class:`CandidateSums`)."""
 
     sums: CandidateSums
-    halves: HalfRankings
+    ranked: RankingRows
+    halves: RankingRows
 
     def offer(self, start: int, influence: dict) -> None:
         """Offer a block's :func:`~bayesij.array.amip.goal_influence` (units from
-        ``start``), and drop from it what they keep: it is kept only here."""
-        scores = influence["all"]
-        self.sums.offer(start, scores)
-        influence["all"] = scores._replace(block_sums=None)
+        ``start``), and drop it: what is kept is kept only here."""
+        self.sums.offer(start, influence["all"])
+        self.ranked.offer(start, influence["all"])
         self.halves.offer(start, influence["half"])
-        influence["half"] = None
+        influence["all"], influence["half"] = None, None
 
-    def into(self, influence: dict) -> dict:
-        """The joined influence with what was kept put back (the kept let go of here)."""
+    def into(self, n_units: int) -> dict:
+        """The goals' influences as the searches read them (the kept let go of here):
+        ``"all"``, :class:`DenseRows`; ``"half"``, :meth:`RankingRows.result`."""
         units, sums = self.sums.result()
-        return {
-            "all": influence["all"]._replace(block_sums=sums, block_units=units),
-            "half": self.halves.result(),
-        }
+        ranked = DenseRows(self.ranked.result(), units, sums, n_units)
+        return {"all": ranked, "half": self.halves.result()}
 
 
 def offer_block(kept, keeps: PassKeeps | None, block, start, influence) -> None:

@@ -31,7 +31,13 @@ from bayesij.array.amip import (
     set_sums,
     split_goal_sums,
 )
-from bayesij.array.amip_candidates import CandidateSums, HalfRankings, PassKeeps, offer_block
+from bayesij.array.amip_candidates import (
+    CandidateSums,
+    DenseRows,
+    PassKeeps,
+    RankingRows,
+    offer_block,
+)
 from bayesij.array.amip_columns import KeptColumns, kept_capacity
 from bayesij.array.amip_curvature import (
     MAX_COLUMNS,
@@ -696,9 +702,8 @@ def _searches(
     kept = set_columns(source, goals, method)
     keeps = pass_keeps(source, fs, goals, method, alpha_max)
     parts = map_blocks(source, kernel, keep=partial(offer_block, kept, keeps), join=False)
-    scores = joined_influence(parts, goals)
-    if keeps is not None:
-        scores = keeps.into(scores)
+    scores = joined_influence(parts, goals) if keeps is None else keeps.into(source.n_units)
+    del parts
     return searches_from(
         source,
         questions,
@@ -746,7 +751,8 @@ def pass_keeps(source, fs: list, goals: list, method: str, alpha_max: float):
     sizes, chains = draw_block_layout(*fs[0].shape)
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
     counts = bootstrap_counts(sizes, chains)
-    return PassKeeps(CandidateSums(goals, k_max, counts, sizes), HalfRankings(goals, k_max))
+    sums = CandidateSums(goals, k_max, counts, sizes)
+    return PassKeeps(sums, RankingRows(goals, k_max), RankingRows(goals, k_max))
 
 
 def amip_goals(source, questions, z) -> tuple[list, list]:
@@ -781,7 +787,9 @@ def searches_from(
     second-order model, :func:`fit_parameters`, default the source's; ``client``: a
     dask.distributed Client that sums the linear sets of a lazy source on its workers)."""
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
-    rows = goal_rows(scores["all"], goals)
+    every = scores["all"]  # DenseRows: each goal's rows made when read (a lazy pass)
+    rows = every if isinstance(every, DenseRows) else goal_rows(every, goals)
+    del every
     nonlinearities = _nonlinearities(
         source, questions, goals, rows, k_max, parameters, kept, client
     )
@@ -823,7 +831,7 @@ def searches_from(
 def _half_rows(half, goals: list) -> tuple[list, list]:
     """Each goal's first-half influence rows and the units they are of (None: every
     unit), from :func:`~bayesij.array.amip.goal_influence`'s ``"half"`` or from
-    :meth:`~bayesij.array.amip_candidates.HalfRankings.result` (units, psi, mcse)."""
+    :meth:`~bayesij.array.amip_candidates.RankingRows.result` (units, psi, mcse)."""
     if isinstance(half, list):
         return [InfluenceScores(psi, mcse) for _, psi, mcse in half], [u for u, _, _ in half]
     return goal_rows(half, goals), [None] * len(goals)

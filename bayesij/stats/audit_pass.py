@@ -137,9 +137,12 @@ def audit_pass(
     release_freed_memory()  # the pass's temporaries, before the searches allocate theirs
     loo_arrays = join_blocks(loo_parts)
     waic_parts = join_blocks(waic_parts)
-    influence = joined_influence(influence_parts, goals) if questions else None
-    if keeps is not None:
-        influence = keeps.into(influence)
+    influence = None
+    if keeps is not None:  # the pass kept what the searches read: nothing to join
+        influence = keeps.into(source.n_units)
+    elif questions:
+        influence = joined_influence(influence_parts, goals)
+    del influence_parts
     ij = ij_result(ij_arrays, names, source.units, draws, n_blocks)
     loo = loo_results(
         {"psis": loo_arrays}, source.index, source.n_draws, settings.tail_rule, settings.ddof

@@ -12,7 +12,7 @@ from bayesij.array.amip import (
     linear_paths,
     metric_block_sums,
 )
-from bayesij.array.amip_candidates import CandidateSums, HalfRankings
+from bayesij.array.amip_candidates import CandidateSums, DenseRows, RankingRows
 from bayesij.array.amip_noise import bootstrap_counts, replicates_from_counts
 
 N_CHAINS, N_DRAWS, N_UNITS, BLOCK = 4, 250, 2400, 300
@@ -93,13 +93,13 @@ def test_every_unit_a_replicate_can_need_is_kept(regression, k_max):
         np.testing.assert_array_equal(kept.block_sums, full.block_sums[:, :, units])
 
 
-def _first_halves(scores, goals, k_max):
-    """HalfRankings fed block by block: each goal's (units, psi, mcse)."""
-    halves = HalfRankings(goals, k_max)
+def _first_ranked(scores, goals, k_max):
+    """RankingRows fed block by block: each goal's (units, psi, mcse)."""
+    ranked = RankingRows(goals, k_max)
     for start in range(0, N_UNITS, BLOCK):
         part = slice(start, start + BLOCK)
-        halves.offer(start, scores._replace(psi=scores.psi[:, part], mcse=scores.mcse[:, part]))
-    return halves.result()
+        ranked.offer(start, scores._replace(psi=scores.psi[:, part], mcse=scores.mcse[:, part]))
+    return ranked.result()
 
 
 @pytest.mark.parametrize("k_max", [40, 240])
@@ -108,18 +108,25 @@ def test_restricted_answers_equal_those_of_every_unit(regression, k_max):
     fs, goals = _goals(fs)
     scores = goal_influence(log_lik, fs, goals, with_half=True)
     restricted = _restricted(scores["all"], goals, k_max)
+    dense = DenseRows(
+        _first_ranked(scores["all"], goals, k_max),
+        restricted.block_units,
+        restricted.block_sums,
+        N_UNITS,
+    )
     halves = goal_rows(scores["half"], goals)
-    kept_halves = _first_halves(scores["half"], goals, k_max)
+    kept_halves = _first_ranked(scores["half"], goals, k_max)
     answers = set()
     for f, goal, full, kept, half, (units, psi, mcse) in zip(
         fs,
         goals,
         goal_rows(scores["all"], goals),
-        goal_rows(restricted, goals),
+        [dense[k] for k in range(len(dense))],
         halves,
         kept_halves,
         strict=True,
     ):
+        assert np.count_nonzero(kept.psi[0]) <= k_max + 1  # the ranking's rows only
         assert units.size < N_UNITS // 4  # the first half's ranking: its first k_max kept
         first = half._replace(psi=psi, mcse=mcse)
         ours = linear_paths(f, goal, kept, first, k_max, half_units=units)

@@ -58,23 +58,31 @@ def test_one_pass_gives_what_each_estimator_gives(rng, by_group):
         _assert_same(found, post, groups, "reweighted")
 
 
-def test_a_lazy_log_likelihood_is_read_once_for_everything(rng):
+def _lazy_chunks(matrix, computed=None):
+    """``matrix`` (4, 1000, 48) as a dask array of four delayed chunks of 12 units, each
+    computation noted in ``computed``."""
     da = pytest.importorskip("dask.array")
     import dask
     import xarray as xr
 
-    _, _, post = _hierarchical(rng)
-    matrix = post.log_lik.values
-    computed = []
-
     def chunk(i):
-        computed.append(i)
+        if computed is not None:
+            computed.append(i)
         return matrix[:, :, 12 * i : 12 * (i + 1)]
 
     blocks = [
         da.from_delayed(dask.delayed(chunk)(i), shape=(4, 1000, 12), dtype=float) for i in range(4)
     ]
-    lazy = xr.DataArray(da.concatenate(blocks, axis=2), dims=("chain", "draw", "obs"))
+    return xr.DataArray(da.concatenate(blocks, axis=2), dims=("chain", "draw", "obs"))
+
+
+def test_a_lazy_log_likelihood_is_read_once_for_everything(rng):
+    import xarray as xr
+
+    _, _, post = _hierarchical(rng)
+    matrix = post.log_lik.values
+    computed = []
+    lazy = _lazy_chunks(matrix, computed)
     posterior = xr.Dataset({"mu": (("chain", "draw"), post.quantities.values[..., 0])})
     tree = xr.DataTree.from_dict(
         {"posterior": posterior, "log_likelihood": xr.Dataset({"y": lazy})}
@@ -180,20 +188,11 @@ def test_the_audit_runs_on_a_dask_cluster_with_the_local_results(rng):
     client); every result equals the lazy audit without a cluster and the in-memory
     linear audit (1e-10)."""
     distributed = pytest.importorskip("distributed")
-    da = pytest.importorskip("dask.array")
-    import dask
     import xarray as xr
 
     _, _, post = _hierarchical(rng)
     matrix = post.log_lik.values
-
-    def chunk(i):
-        return matrix[:, :, 12 * i : 12 * (i + 1)]
-
-    blocks = [
-        da.from_delayed(dask.delayed(chunk)(i), shape=(4, 1000, 12), dtype=float) for i in range(4)
-    ]
-    lazy = xr.DataArray(da.concatenate(blocks, axis=2), dims=("chain", "draw", "obs"))
+    lazy = _lazy_chunks(matrix)
     mu = post.quantities.values[..., 0]
     tree = xr.DataTree.from_dict(
         {
@@ -250,8 +249,6 @@ def test_a_block_s_columns_and_set_sums_on_a_worker_are_its_own():
 def test_the_second_order_columns_are_read_a_block_at_a_time(rng):
     """The lazy audit's columns for the second-order model not kept by the pass come from
     the blocks holding them, each computed once, written into the rows as read."""
-    da = pytest.importorskip("dask.array")
-    import dask
     import xarray as xr
 
     import bayesij.stats.amip as stats_amip
@@ -259,16 +256,7 @@ def test_the_second_order_columns_are_read_a_block_at_a_time(rng):
     _, _, post = _hierarchical(rng)
     matrix = post.log_lik.values
     computed = []
-
-    def chunk(i):
-        computed.append(i)
-        return matrix[:, :, 12 * i : 12 * (i + 1)]
-
-    blocks = [
-        da.from_delayed(dask.delayed(chunk)(i), shape=(4, 1000, 12), dtype=float) for i in range(4)
-    ]
-    lazy = xr.DataArray(da.concatenate(blocks, axis=2), dims=("chain", "draw", "obs"))
-    source = as_source(xr.Dataset({"y": lazy}))
+    source = as_source(xr.Dataset({"y": _lazy_chunks(matrix, computed)}))
     wanted = np.array([1, 3, 26, 27, 35])  # in blocks 0, 2 and 3
 
     class Kept:
