@@ -867,6 +867,7 @@ def _nonlinearities(
     else:
         rows = _ranked_rows(source, wanted, kept, client)
         store = CentredColumns(source.n_draws, units=wanted, rows=rows)
+        release_freed_memory()  # the blocks read for them
     return [
         None if c is None else SetCurvature(c, g.sign, g.z, store=store)
         for c, g in zip(curvatures, goals, strict=True)

@@ -140,6 +140,7 @@ def audit_pass(
     influence = None
     if keeps is not None:  # the pass kept what the searches read: nothing to join
         influence = keeps.into(source.n_units)
+        release_freed_memory()  # what the exact cut let go, before the columns are read
     elif questions:
         influence = joined_influence(influence_parts, goals)
     del influence_parts
