@@ -108,8 +108,9 @@ def test_restricted_answers_equal_those_of_every_unit(regression, k_max):
     fs, goals = _goals(fs)
     scores = goal_influence(log_lik, fs, goals, with_half=True)
     restricted = _restricted(scores["all"], goals, k_max)
+    ranked = _first_ranked(scores["all"], goals, k_max)
     dense = DenseRows(
-        _first_ranked(scores["all"], goals, k_max),
+        ranked,
         restricted.block_units,
         restricted.block_sums,
         N_UNITS,
@@ -117,16 +118,23 @@ def test_restricted_answers_equal_those_of_every_unit(regression, k_max):
     halves = goal_rows(scores["half"], goals)
     kept_halves = _first_ranked(scores["half"], goals, k_max)
     answers = set()
-    for f, goal, full, kept, half, (units, psi, mcse) in zip(
-        fs,
-        goals,
-        goal_rows(scores["all"], goals),
-        [dense[k] for k in range(len(dense))],
-        halves,
-        kept_halves,
-        strict=True,
+    for k, (f, goal, full, kept, half, (units, psi, mcse)) in enumerate(
+        zip(
+            fs,
+            goals,
+            goal_rows(scores["all"], goals),
+            [dense[k] for k in range(len(dense))],
+            halves,
+            kept_halves,
+            strict=True,
+        )
     ):
         assert np.count_nonzero(kept.psi[0]) <= k_max + 1  # the ranking's rows only
+        rank_units = ranked[k][0]
+        for name in ("psi", "mcse"):  # as every unit's there, 0 elsewhere
+            ours_rows, full_rows = getattr(kept, name), getattr(full, name)
+            np.testing.assert_array_equal(ours_rows[:, rank_units], full_rows[:, rank_units])
+            assert not np.delete(ours_rows, rank_units, axis=1).any()
         assert units.size < N_UNITS // 4  # the first half's ranking: its first k_max kept
         first = half._replace(psi=psi, mcse=mcse)
         ours = linear_paths(f, goal, kept, first, k_max, half_units=units)
