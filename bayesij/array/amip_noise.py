@@ -248,7 +248,12 @@ def linear_answer(
         if chosen is not None and chosen.size
         else np.array([1.0, 0.0])
     )
-    paths = {key: np.empty((replicates, ranking.size)) for key in ("first", "low", "high")}
+    # Each replicate's first-order path is kept (R, k); the band's ends are functions of
+    # it column by column (nonlinear_band), so only what the answer reads of them is kept:
+    # where each replicate first reaches, and how many fall short at each prefix.
+    first_path = np.empty((replicates, ranking.size))
+    sizes = {key: np.empty(replicates) for key in ("first", "low", "high")}
+    short = {key: _Short(ranking.size) for key in ("first", "low")}
     chosen_gains = {key: np.zeros(replicates) for key in ("first", "low", "high")}
     best = {key: np.empty(replicates) for key in ("first", "high")}  # re-selected sets
     draw = _replicate_gains(gain, noise, direction, rng, blocks, counts)
@@ -259,8 +264,13 @@ def linear_answer(
             first = np.cumsum(sample[:, at(ranking)], axis=1)
         else:
             first = along(rows, ranking)
-        band = dict(zip(("low", "high"), nonlinear_band(first, ratios), strict=True))
-        paths["first"][rows], paths["low"][rows], paths["high"][rows] = first, *band.values()
+        first_path[rows] = first
+        chunk = dict(zip(("low", "high"), nonlinear_band(first, ratios), strict=True))
+        chunk["first"] = first
+        for key in sizes:
+            sizes[key][rows] = _first_reaching(chunk[key], needs[rows])
+        for key in short:
+            short[key].add(chunk[key], needs[rows])
         if chosen is not None and chosen.size:
             if along is None:
                 set_first = sample[:, at(chosen)].sum(axis=1)
@@ -272,19 +282,19 @@ def linear_answer(
         # Whether the best set within k_max reaches the target (re-selected: optimistic);
         # the ranking's own sum is a lower bound of it that often settles that.
         for key in ("first", "high"):
-            final = paths[key][rows, -1] if ranking.size else np.zeros(len(sample))
+            final = chunk[key][:, -1] if ranking.size else np.zeros(len(sample))
             best[key][rows] = final
-            short = final < needs[rows]
-            if short.any():
-                largest = _sum_of_largest(sample[short], top)
+            below = final < needs[rows]
+            if below.any():
+                largest = _sum_of_largest(sample[below], top)
                 if key == "high" and ranking.size:  # the band's widening, re-selected
-                    base = first[short, -1]
+                    base = first[below, -1]
                     with np.errstate(divide="ignore", invalid="ignore"):
-                        ratio = np.where(base > 0, final[short] / base, 1.0)
+                        ratio = np.where(base > 0, final[below] / base, 1.0)
                     largest = largest * np.maximum(np.nan_to_num(ratio, nan=1.0), 1.0)
-                best[key][np.arange(rows.start, rows.stop)[short]] = largest
+                best[key][np.arange(rows.start, rows.stop)[below]] = largest
+        del chunk, first
     tail = (1 - level) / 2
-    sizes = {key: _first_reaching(paths[key], needs) for key in paths}
     share = float(np.mean(np.isfinite(sizes["low"])))  # reached even pessimistically
     share_first = float(np.mean(np.isfinite(sizes["first"])))
     optimistic = float(np.mean(best["high"] >= needs))
@@ -294,8 +304,8 @@ def linear_answer(
         float(np.quantile(sizes["low"], 1 - tail, method="inverted_cdf")),
     )
     first_low = float(np.quantile(sizes["first"], tail, method="inverted_cdf"))
-    sure_size = _sure_prefix(paths["low"], needs, tail)
-    sure_first = _sure_prefix(paths["first"], needs, tail)
+    sure_size = short["low"].sure_prefix(tail)
+    sure_first = short["first"].sure_prefix(tail)
     z = _z(level)
 
     def answer_for(chosen, gains) -> NoiseAnswer:
@@ -304,9 +314,9 @@ def linear_answer(
             chosen_size = sure_size or int(ranking.size)
             chosen = ranking[:chosen_size]
             gains = (
-                {key: paths[key][:, chosen_size - 1] for key in paths}
+                _band_at(first_path[:, chosen_size - 1], ratios[:, chosen_size - 1])
                 if chosen_size
-                else {key: np.zeros(replicates) for key in paths}
+                else {key: np.zeros(replicates) for key in ("first", "low", "high")}
             )
         change = float(-np.sum(psi[chosen])) if chosen.size else 0.0
         if moments is not None and chosen.size:
@@ -325,7 +335,7 @@ def linear_answer(
         if answer == "undetermined":
             by = "Monte Carlo error" if first_answer == "undetermined" else "linearisation"
             if by == "Monte Carlo error":
-                final = paths["first"][:, -1] if ranking.size else np.zeros(replicates)
+                final = first_path[:, -1] if ranking.size else np.zeros(replicates)
                 margin = abs(float(np.mean(final - needs)))
                 needed = draws_to_decide(n_draws, margin, float(np.std(final - needs)), z)
         elif answer == "reached" and sure_size and not size_settled(sure_size, size_interval[0]):
@@ -338,7 +348,7 @@ def linear_answer(
                     if moments is None
                     else _point_path(moments, direction, ranking[:sure_size])
                 )
-                excess = paths["first"][:, :sure_size] - needs[:, None]
+                excess = first_path[:, :sure_size] - needs[:, None]
                 needed = draws_to_settle_size(point - need, excess, 0.0, n_draws, level)
         return NoiseAnswer(
             answer,
@@ -391,14 +401,40 @@ def _first_reaching(paths: np.ndarray, needs: np.ndarray) -> np.ndarray:
     return np.where(reach.any(axis=1), np.argmax(reach, axis=1) + 1.0, np.inf)
 
 
-def _sure_prefix(paths: np.ndarray, needs: np.ndarray, tail: float) -> int:
-    """The smallest prefix whose gain reaches the need in ``1 - tail`` of the replicates
-    (0: none)."""
-    if not paths.shape[1]:
-        return 0
-    excess = np.quantile(paths - needs[:, None], tail, axis=0, method="inverted_cdf")
-    sure = np.flatnonzero(excess >= 0)
-    return int(sure[0] + 1) if sure.size else 0
+class _Short:
+    """How many replicates fall short of their need after each of ``k`` prefixes, counted
+    a chunk of replicates at a time; a prefix with a NaN gain is never sure (as
+    ``np.quantile`` has it)."""
+
+    def __init__(self, k: int):
+        self.counts = np.zeros(k, dtype=np.int64)
+        self.nan = np.zeros(k, dtype=bool)
+        self.replicates = 0
+
+    def add(self, paths: np.ndarray, needs: np.ndarray) -> None:
+        """A chunk's gains after each prefix (rows, k) and its replicates' needs (rows,)."""
+        excess = paths - needs[:, None]
+        self.counts += np.count_nonzero(excess < 0, axis=0)
+        self.nan |= np.isnan(excess).any(axis=0)
+        self.replicates += paths.shape[0]
+
+    def sure_prefix(self, tail: float) -> int:
+        """The smallest prefix whose gain reaches the need in ``1 - tail`` of the
+        replicates (0: none): the ``tail`` quantile (``inverted_cdf``, the ``m``-th
+        smallest) of the excess over the need is at least 0, that is fewer than ``m``
+        replicates fall short."""
+        if not self.counts.size:
+            return 0
+        m = 1 + int(np.quantile(np.arange(self.replicates), tail, method="inverted_cdf"))
+        sure = np.flatnonzero((self.counts < m) & ~self.nan)
+        return int(sure[0] + 1) if sure.size else 0
+
+
+def _band_at(first: np.ndarray, factors: np.ndarray) -> dict:
+    """The replicates' gains after one prefix (R,), and the ends of the band around them
+    (:func:`nonlinear_band` with that prefix's ``factors`` (2,))."""
+    low, high = nonlinear_band(first, factors)
+    return {"first": first, "low": low, "high": high}
 
 
 def _change_interval(gains, chosen, noise, direction, change, z, tail, blocks) -> tuple:

@@ -346,6 +346,7 @@ def map_blocks(
     join: bool = True,
     keep: Callable | None = None,
     blocks: Sequence[int] | None = None,
+    read_ahead: bool = True,
 ):
     """``kernel(block, **per_unit_block)`` over every block of ``source``, joined.
 
@@ -374,6 +375,11 @@ def map_blocks(
         back, in order.
     blocks : sequence of int, optional
         Only these blocks (indices into ``source.bounds()``), in that order.
+    read_ahead : bool, default True
+        Read the next block of a lazy source while the kernel computes the current one;
+        False for a kernel that takes little time beside the read (copying or summing some
+        columns), where reading ahead gains little and holds a second block, and what
+        computing it takes (a dask chunk's or a function's temporaries), beside the first.
 
     Returns
     -------
@@ -384,7 +390,8 @@ def map_blocks(
     Locally, the next block is read (or evaluated) in a second thread while the current one
     is checked and computed (the check in the computing thread: on the reader's it competes
     with the kernel's threads, 10 % slower for a function source); NumPy releases the GIL,
-    so reading and computing overlap; at most two blocks are in memory.
+    so reading and computing overlap; at most two blocks are in memory (one without
+    ``read_ahead``).
     """
     per_unit = dict(per_unit or {})
     bounds = source.bounds()
@@ -397,7 +404,8 @@ def map_blocks(
         part = kernel(source.block(start, stop), **_cut(per_unit, start, stop))
         return part if join else [part]
     if client is None or not source.lazy:
-        parts = _prefetching(source, kernel, bounds, per_unit, keep if source.lazy else None)
+        keep = keep if source.lazy else None
+        parts = _prefetching(source, kernel, bounds, per_unit, keep, ahead=read_ahead)
     else:
         parts = _on_cluster(source, kernel, bounds, per_unit, client, keep)
     return join_blocks(parts) if join else parts
@@ -410,11 +418,15 @@ def _cut(per_unit: dict, start: int, stop: int) -> dict:
     }
 
 
-def _prefetching(source, kernel, bounds, per_unit, keep=None) -> list:
-    """The kernel over the blocks, the next block read meanwhile in a second thread. While
-    reading is the slower of the two (timed on the previous block: dask chunks of delayed
-    computations, a costly function), the kernel leaves a core to the reader
-    (:func:`bayesij.array._numeric.reserve_a_core`)."""
+def _prefetching(source, kernel, bounds, per_unit, keep=None, ahead=True) -> list:
+    """The kernel over the blocks, the next block read meanwhile in a second thread (with
+    ``ahead``; else once the previous one is let go). While reading is the slower of the
+    two (timed on the previous block: dask chunks of delayed computations, a costly
+    function), the kernel leaves a core to the reader
+    (:func:`bayesij.array._numeric.reserve_a_core`). Memory the kernel freed is given back
+    after each block of a lazy source (:func:`~bayesij.array._numeric.release_freed_memory`:
+    the per-block results and their trimming leave freed pages that would otherwise add
+    up to a large part of what is kept)."""
     parts = []
     read_seconds = [0.0]
 
@@ -429,10 +441,11 @@ def _prefetching(source, kernel, bounds, per_unit, keep=None) -> list:
         pending = reader.submit(read, *bounds[0])
         for index, (start, stop) in enumerate(bounds):
             block = source.checked(pending.result())
-            reading = index + 1 < len(bounds)
-            reserve = reading and read_seconds[0] >= kernel_seconds
-            if reading:
-                pending = reader.submit(read, *bounds[index + 1])
+            pending = None  # the future would hold the block
+            following = bounds[index + 1] if index + 1 < len(bounds) else None
+            reserve = ahead and following is not None and read_seconds[0] >= kernel_seconds
+            if ahead and following is not None:
+                pending = reader.submit(read, *following)
             begin = time.perf_counter()
             with reserve_a_core() if reserve else contextlib.nullcontext():
                 parts.append(kernel(block, **_cut(per_unit, start, stop)))
@@ -440,6 +453,10 @@ def _prefetching(source, kernel, bounds, per_unit, keep=None) -> list:
                     keep(block, start, parts[-1])
             kernel_seconds = time.perf_counter() - begin
             del block
+            if source.lazy:
+                release_freed_memory()
+            if not ahead and following is not None:
+                pending = reader.submit(read, *following)
     return parts
 
 

@@ -931,7 +931,15 @@ def _on_blocks_holding(client, source, units: np.ndarray, kernel) -> list:
         if np.any((units >= start) & (units < stop))
     ]
     positions = {"positions": np.arange(source.n_units)}
-    return map_blocks(source, kernel, per_unit=positions, client=client, join=False, blocks=blocks)
+    return map_blocks(  # the kernel copies columns: reading ahead would only cost memory
+        source,
+        kernel,
+        per_unit=positions,
+        client=client,
+        join=False,
+        blocks=blocks,
+        read_ahead=False,
+    )
 
 
 def _block_columns(block: np.ndarray, positions: np.ndarray, units: np.ndarray) -> np.ndarray:

@@ -154,6 +154,7 @@ def audit_pass(
         -scores.psi, loo_arrays.expectations, loo_arrays.pareto_k, scores.mcse
     )
     checked = linearity_result(changes, draws, names, source.index, source.n_draws)
+    del changes, loo_arrays  # copied into the results: not held while the searches run
     waic = waic_result(waic_parts, source.index, beta=1.0, ddof=0, n_draws=source.n_draws)
     found = []
     if questions:

@@ -252,3 +252,33 @@ def test_reached_needs_the_pessimistic_end_of_the_linearisation_band():
     assert answer.size_interval == (2.0, np.inf)
     plain = linear_answer(psi, np.zeros(5), 1, 0.75, 4, None, 1000)
     assert plain.answer == "reached" and plain.size_interval == (2.0, 2.0)
+
+
+@pytest.mark.parametrize("replicates", [200, 37, 1])
+def test_the_sure_prefix_counted_by_chunks_is_numpy_s_quantile_rule(replicates):
+    # The linear answer counts, a chunk of replicates at a time, how many fall short of
+    # their need after each prefix, instead of keeping every replicate's band (3 x 200 x
+    # k_max floats: 480 MB at N = 10^6): the smallest prefix whose tail quantile
+    # (inverted_cdf) of the excess is at least 0, NaN never sure, as np.quantile says.
+    from bayesij.array.amip_noise import _Short
+
+    rng = np.random.default_rng(replicates)
+    k = 60
+    paths = np.cumsum(rng.normal(0.1, 1.0, size=(replicates, k)), axis=1)
+    needs = rng.normal(2.0, 0.5, size=replicates)
+    paths[:, 20] = needs + 1.0  # every replicate reaches, but one gain is NaN: not sure
+    paths[rng.integers(replicates), 20] = np.nan
+    paths[:, 55] = needs  # ties: an excess of exactly 0 reaches
+    found = []
+    for tail in (0.025, 0.1, 0.5):
+        excess = paths - needs[:, None]
+        quantile = np.quantile(excess, tail, axis=0, method="inverted_cdf")
+        sure = np.flatnonzero(quantile >= 0)
+        expected = int(sure[0] + 1) if sure.size else 0
+        counted = _Short(k)
+        for start in range(0, replicates, 16):
+            counted.add(paths[start : start + 16], needs[start : start + 16])
+        assert counted.sure_prefix(tail) == expected
+        found.append(expected)
+    assert 21 not in found and (len(set(found)) > 1 or replicates == 1)
+    assert _Short(0).sure_prefix(0.025) == 0

@@ -280,3 +280,63 @@ def test_joining_blocks_lets_go_of_each_block_as_it_is_copied():
     blocks_bytes = n_blocks * goals * 50 * width * 8
     # Held at most: the blocks, plus one goal's joined sums (not the blocks twice over).
     assert peak - held < blocks_bytes / goals + 2**20
+
+
+def _logged_source(events: list):
+    """A log-likelihood function source (N_OBS units, blocks of 150) that logs each block
+    it computes, ``("read", first unit)``, and the blocks it gave out (weak references)."""
+    import weakref
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"x": rng.normal(size=N_OBS), "y": rng.normal(size=N_OBS)})
+    theta = rng.normal(size=(N_CHAINS * N_DRAWS, 2)) / 10
+    function = bayesij.loglik_function(_normal, frame, theta, n_chains=N_CHAINS, block_size=150)
+    source = as_source(function)
+    original, given = source.reader.block, []
+
+    def block(start, stop):
+        events.append(("read", start, [ref() is not None for ref in given]))
+        out = original(start, stop)
+        given.append(weakref.ref(out))
+        return out
+
+    source.reader.block = block
+    return source
+
+
+@pytest.mark.parametrize("read_ahead", [True, False])
+def test_the_next_block_is_read_ahead_unless_asked_not_to(read_ahead):
+    # Reading ahead holds a second block, and what computing it takes, beside the first:
+    # a kernel that only copies some columns (the AMIP's second read) reads one block at a
+    # time, each let go (the reader's future does not hold it) before the next is read.
+    import threading
+
+    events: list = []
+    source = _logged_source(events)
+    next_read = threading.Event()
+
+    def kernel(block, positions=None):
+        if read_ahead and positions[-1] + 1 < N_OBS:
+            assert next_read.wait(10)  # the next block is read while this one is computed
+            next_read.clear()
+        events.append(("kernel", int(positions[0])))
+        return positions
+
+    logged = source.reader.block
+
+    def noting(start, stop):
+        out = logged(start, stop)
+        if start:
+            next_read.set()
+        return out
+
+    source.reader.block = noting
+    per_unit = {"positions": np.arange(N_OBS)}
+    out = map_blocks(source, kernel, per_unit=per_unit, join=False, read_ahead=read_ahead)
+    np.testing.assert_array_equal(np.concatenate(out), np.arange(N_OBS))
+    reads = [e for e in events if e[0] == "read"]
+    assert [e[1] for e in reads] == [0, 150, 300, 450]
+    if not read_ahead:
+        order = [(e[0], e[1]) for e in events]
+        assert order == [(what, s) for s in (0, 150, 300, 450) for what in ("read", "kernel")]
+        assert not any(any(alive) for _, _, alive in reads)  # the previous blocks let go
