@@ -24,12 +24,17 @@ from bayesij.array._numeric import CHUNK_BYTES
 __all__ = ["KeptColumns", "kept_capacity"]
 
 
-def kept_capacity(n_goals: int, n_draws: int, block_bytes: int) -> int:
+#: What the kept columns of all goals' rankings hold together, at most: at N = 10^6 the
+#: sets outgrew any such budget and were read again anyway, while a block's worth (305 MiB
+#: there) was a tenth of the lazy audit's peak.
+KEPT_BYTES = 2 * CHUNK_BYTES
+
+
+def kept_capacity(n_goals: int, n_draws: int) -> int:
     """Units kept per ranking: the kept columns of all goals' two rankings together hold
-    at most as much as one block of the pass (or 128 MiB), ``max(block, 128 MiB) / (2 x
-    goals x draws x 8 bytes)``, at least 16."""
-    budget = max(block_bytes, 2 * CHUNK_BYTES)
-    return max(16, budget // (2 * 8 * n_draws * max(1, n_goals)))
+    at most :data:`KEPT_BYTES`, ``KEPT_BYTES / (2 x goals x draws x 8 bytes)``, at least
+    16."""
+    return max(16, KEPT_BYTES // (2 * 8 * n_draws * max(1, n_goals)))
 
 
 class KeptColumns:

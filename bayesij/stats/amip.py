@@ -737,9 +737,7 @@ def set_columns(source, goals: list, method: str) -> KeptColumns | None:
     again at no cost) or the reweighted method."""
     if method != "linear" or not source.lazy or not goals:
         return None
-    widths = [stop - start for start, stop in source.bounds()]
-    block_bytes = 8 * source.n_draws * max(widths)
-    return KeptColumns(goals, kept_capacity(len(goals), source.n_draws, block_bytes))
+    return KeptColumns(goals, kept_capacity(len(goals), source.n_draws))
 
 
 def pass_keeps(source, fs: list, goals: list, method: str, alpha_max: float):

@@ -46,12 +46,11 @@ def test_each_ranking_keeps_its_first_units_over_all_blocks():
     assert not kept.holds(np.setdiff1d(np.arange(90), units)[:1])
 
 
-def test_capacity_is_one_block_over_the_goals_two_rankings():
-    block = 8 * 4000 * 10_000  # a 320 MB block of 4000 draws
-    assert kept_capacity(1, 4000, block) == 5_000
-    assert kept_capacity(21, 4000, block) == 10_000 // 42
-    assert kept_capacity(1, 4000, 8 * 4000 * 100) == 2 * 64 * 2**20 // (2 * 8 * 4000)  # 128 MiB
-    assert kept_capacity(10_000, 4000, block) == 16
+def test_capacity_is_128_mib_over_the_goals_two_rankings():
+    budget = 2 * 64 * 2**20
+    assert kept_capacity(1, 4000) == budget // (2 * 8 * 4000)
+    assert kept_capacity(21, 4000) == budget // (2 * 21 * 8 * 4000)
+    assert kept_capacity(10_000, 4000) == 16
 
 
 def test_large_sets_are_summed_by_one_product_as_gathered():
