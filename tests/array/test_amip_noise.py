@@ -282,3 +282,34 @@ def test_the_sure_prefix_counted_by_chunks_is_numpy_s_quantile_rule(replicates):
         found.append(expected)
     assert 21 not in found and (len(set(found)) > 1 or replicates == 1)
     assert _Short(0).sure_prefix(0.025) == 0
+
+
+def test_the_ranking_s_set_is_judged_by_the_band_at_its_own_size():
+    # The sure set's change interval comes from the replicates' band after that set's
+    # units, with the second-order factors at that size: factors further along the
+    # ranking (a wider band past the set) change neither the set nor its interval.
+    rng = np.random.default_rng(5)
+    n_units, n_blocks = 300, 50
+    sums = rng.normal(0.002, 0.02, size=(n_blocks, n_units)) + 0.004 * (np.arange(n_units) < 20)
+    sizes = np.full(n_blocks, 80.0)
+    chains = np.repeat(np.arange(4), n_blocks // 4 + 1)[:n_blocks]
+    psi = sums.sum(axis=0) / sizes.sum()
+    options = {"blocks": (sums, sizes, chains), "seed": 2}
+
+    def factors(near: float, far: float, at: int):
+        def nonlinearity(units):
+            share = np.where(np.arange(units.size) < at, near, far)
+            return np.stack([np.full(units.size, 1.1), share])
+
+        return nonlinearity
+
+    def answer(nonlinearity):
+        args = (psi, np.full(n_units, 0.0005), -1, 0.001, 60, None, 4000)
+        return linear_answer(*args, nonlinearity=nonlinearity, **options)
+
+    narrow, wider_past = answer(factors(0.05, 0.05, 0)), answer(factors(0.05, 3.0, 30))
+    assert 0 < narrow.sure_size < 30 and narrow.chosen_size == narrow.sure_size
+    assert wider_past.chosen_size == narrow.chosen_size
+    assert wider_past.change_interval == narrow.change_interval
+    wide = answer(factors(3.0, 3.0, 0))
+    assert wide.change_interval != narrow.change_interval  # the band is felt
