@@ -220,15 +220,10 @@ def test_a_sure_set_settles_the_size_up_to_twice_the_low_end_plus_two():
 def test_the_ranking_s_answer_from_the_same_replicates_is_that_of_a_call_of_its_own():
     # The reweighted search asks for its set's answer and the ranking's sure set's: one
     # bootstrap gives both, equal to two calls (same seed, same replicates).
-    rng = np.random.default_rng(5)
-    n_units, n_blocks = 300, 50
-    sums = rng.normal(0.002, 0.02, size=(n_blocks, n_units)) + 0.004 * (np.arange(n_units) < 20)
-    sizes = np.full(n_blocks, 80.0)
-    chains = np.repeat(np.arange(4), n_blocks // 4 + 1)[:n_blocks]
-    psi = sums.sum(axis=0) / sizes.sum()
+    n_units, psi, blocks = _twenty_influential_of_300()
     mcse = np.full(n_units, 0.0005)
     args = (psi, mcse, -1, 0.03, 60)
-    options = {"blocks": (sums, sizes, chains), "seed": 2}
+    options = {"blocks": blocks, "seed": 2}
     chosen = np.argsort(psi)[::-1][:7]
     given, ranking = linear_answer(*args, chosen, 4000, ranking_too=True, **options)
     alone = linear_answer(*args, None, 4000, **options)
@@ -288,13 +283,8 @@ def test_the_ranking_s_set_is_judged_by_the_band_at_its_own_size():
     # The sure set's change interval comes from the replicates' band after that set's
     # units, with the second-order factors at that size: factors further along the
     # ranking (a wider band past the set) change neither the set nor its interval.
-    rng = np.random.default_rng(5)
-    n_units, n_blocks = 300, 50
-    sums = rng.normal(0.002, 0.02, size=(n_blocks, n_units)) + 0.004 * (np.arange(n_units) < 20)
-    sizes = np.full(n_blocks, 80.0)
-    chains = np.repeat(np.arange(4), n_blocks // 4 + 1)[:n_blocks]
-    psi = sums.sum(axis=0) / sizes.sum()
-    options = {"blocks": (sums, sizes, chains), "seed": 2}
+    n_units, psi, blocks = _twenty_influential_of_300()
+    options = {"blocks": blocks, "seed": 2}
 
     def factors(near: float, far: float, at: int):
         def nonlinearity(units):
@@ -313,3 +303,14 @@ def test_the_ranking_s_set_is_judged_by_the_band_at_its_own_size():
     assert wider_past.change_interval == narrow.change_interval
     wide = answer(factors(3.0, 3.0, 0))
     assert wide.change_interval != narrow.change_interval  # the band is felt
+
+
+def _twenty_influential_of_300():
+    """300 units whose first 20 move the metric, as block sums over 50 blocks of draws
+    (4 chains): the number of units, their influence and the block bootstrap's blocks."""
+    rng = np.random.default_rng(5)
+    n_units, n_blocks = 300, 50
+    sums = rng.normal(0.002, 0.02, size=(n_blocks, n_units)) + 0.004 * (np.arange(n_units) < 20)
+    sizes = np.full(n_blocks, 80.0)
+    chains = np.repeat(np.arange(4), n_blocks // 4 + 1)[:n_blocks]
+    return n_units, sums.sum(axis=0) / sizes.sum(), (sums, sizes, chains)
