@@ -109,12 +109,7 @@ def test_restricted_answers_equal_those_of_every_unit(regression, k_max):
     scores = goal_influence(log_lik, fs, goals, with_half=True)
     restricted = _restricted(scores["all"], goals, k_max)
     ranked = _first_ranked(scores["all"], goals, k_max)
-    dense = DenseRows(
-        ranked,
-        restricted.block_units,
-        restricted.block_sums,
-        N_UNITS,
-    )
+    dense = DenseRows(ranked, restricted.block_units, restricted.block_sums, N_UNITS)
     halves = goal_rows(scores["half"], goals)
     kept_halves = _first_ranked(scores["half"], goals, k_max)
     answers = set()
@@ -123,7 +118,7 @@ def test_restricted_answers_equal_those_of_every_unit(regression, k_max):
             fs,
             goals,
             goal_rows(scores["all"], goals),
-            [dense[k] for k in range(len(dense))],
+            [dense[g] for g in range(len(dense))],
             halves,
             kept_halves,
             strict=True,

@@ -11,7 +11,7 @@ import pytest
 
 import bayesij
 from bayesij.array.influence import InfluenceScores
-from bayesij.data.source import as_source
+from bayesij.data.source import as_source, map_blocks
 from bayesij.stats.audit_pass import audit_pass
 from conjugate import hierarchical_normal
 
@@ -246,9 +246,12 @@ def test_a_block_s_columns_and_set_sums_on_a_worker_are_its_own():
     np.testing.assert_array_equal(sums[..., 1], block[:, :, 9])
 
 
-def test_the_second_order_columns_are_read_a_block_at_a_time(rng):
+def test_the_second_order_columns_are_read_a_block_at_a_time(rng, monkeypatch):
     """The lazy audit's columns for the second-order model not kept by the pass come from
-    the blocks holding them, each computed once, written into the rows as read."""
+    the blocks holding them, each computed once, written into the rows as read, one block
+    at a time (``map_blocks(read_ahead=False)``, whose order is tested in
+    tests/data/test_source.py: this read only copies columns, and reading ahead would
+    hold the next block's computation beside them)."""
     import xarray as xr
 
     import bayesij.stats.amip as stats_amip
@@ -262,6 +265,13 @@ def test_the_second_order_columns_are_read_a_block_at_a_time(rng):
     class Kept:
         columns = {3: matrix[:, :, 3], 35: matrix[:, :, 35]}  # block 3's only unit kept
 
+    asked = []
+
+    def noted(*args, **options):
+        asked.append(options.get("read_ahead", True))
+        return map_blocks(*args, **options)
+
+    monkeypatch.setattr(stats_amip, "map_blocks", noted)
     rows = stats_amip._ranked_rows(source, wanted, Kept())
     np.testing.assert_array_equal(rows, matrix[:, :, wanted].reshape(4000, -1).T)
-    assert computed == [0, 2]
+    assert computed == [0, 2] and asked == [False]
