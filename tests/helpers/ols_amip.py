@@ -10,13 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def heavy_tailed_experiment(n: int, seed: int, effect: float = 0.16, outliers: float = 0.01):
+def heavy_tailed_experiment(
+    n: int, seed: int, effect: float = 0.16, outliers: float = 0.01, spread: float = 30.0
+):
     """A field experiment's profits: an intercept, a randomised treatment, and noise from a
-    mixture where ``outliers`` of the households have 30 times the sd (they carry most of
-    the residual sum of squares). Returns X (n, 2) and y (n,)."""
+    mixture where ``outliers`` of the households have ``spread`` times the sd (they carry
+    most of the residual sum of squares). Returns X (n, 2) and y (n,)."""
     rng = np.random.default_rng(seed)
     treated = rng.integers(0, 2, size=n).astype(float)
-    scale = np.where(rng.random(n) < outliers, 30.0, 1.0)
+    scale = np.where(rng.random(n) < outliers, spread, 1.0)
     y = 1.0 + effect * treated + scale * rng.standard_normal(n)
     return np.column_stack([np.ones(n), treated]), y
 
