@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import TILE
+from bayesij.array._numeric import TILE, map_ordered
 
 __all__ = [
     "Curvature",
@@ -54,6 +54,7 @@ __all__ = [
     "CUBIC_SCALE",
     "MIN_EXPLAINED",
     "curvature_of",
+    "curvatures_of",
 ]
 
 #: Up to this many quantities, the quadratic model is fitted in all of them (a design of
@@ -347,27 +348,56 @@ def curvature_of(quantities: np.ndarray, index: int) -> Curvature | None:
     draws (the cross terms act through the posterior correlations); quantities constant
     over the draws are left out. None when too few draws for the design (fewer than four
     times its columns)."""
+    return curvatures_of(quantities, [index])[0]
+
+
+def curvatures_of(quantities: np.ndarray, indices) -> list[Curvature | None]:
+    """:func:`curvature_of` of each of the quantities ``indices``: one model for those
+    fitted in the same parameters (all of them when ``Q <= MAX_PARAMETERS``), its design
+    computed once and its :attr:`Curvature.column` each quantity's."""
     flat = np.asarray(quantities, dtype=float).reshape(-1, quantities.shape[-1])
     keep = np.flatnonzero(np.ptp(flat, axis=0) > 0)
-    if index not in keep:
-        return None
-    if keep.size > MAX_PARAMETERS:  # the quantity and those most correlated with it
-        others = keep[keep != index]
-        strength = np.abs(np.corrcoef(flat[:, others].T, flat[:, index])[-1, :-1])
-        picked = others[np.argsort(-np.nan_to_num(strength), kind="stable")]
-        keep = np.sort(np.concatenate([[index], picked[: MAX_PARAMETERS - 1]]))
-    theta = flat[:, keep]
+    fitted_in = {i: _parameters_of(flat, keep, i) for i in indices if i in keep}
+    designs = list(dict.fromkeys(tuple(kept.tolist()) for kept in fitted_in.values()))
+    # Each design on a thread (NumPy releases the GIL in its products and factorisations).
+    built = map_ordered(lambda columns: _curvature(flat[:, columns]), designs)
+    models = dict(zip(designs, built, strict=True))
+    out: list[Curvature | None] = []
+    for index in indices:
+        model = models.get(tuple(fitted_in[index].tolist())) if index in fitted_in else None
+        if model is None:
+            out.append(None)
+            continue
+        column = int(np.flatnonzero(fitted_in[index] == index)[0])
+        out.append(model._replace(column=column))
+    return out
+
+
+def _parameters_of(flat: np.ndarray, keep: np.ndarray, index: int) -> np.ndarray:
+    """The columns of ``flat`` (S, Q) the model of quantity ``index`` is fitted in: all
+    of ``keep`` (the non-constant ones) up to :data:`MAX_PARAMETERS`, else ``index`` and
+    those most correlated with it."""
+    if keep.size <= MAX_PARAMETERS:
+        return keep
+    others = keep[keep != index]
+    strength = np.abs(np.corrcoef(flat[:, others].T, flat[:, index])[-1, :-1])
+    picked = others[np.argsort(-np.nan_to_num(strength), kind="stable")]
+    return np.sort(np.concatenate([[index], picked[: MAX_PARAMETERS - 1]]))
+
+
+def _curvature(theta: np.ndarray) -> Curvature | None:
+    """The model in the parameters' draws ``theta`` (S, P), its column 0 (None: too few
+    draws for the design)."""
     d = theta - theta.mean(axis=0)
     p = d.shape[1]
     i, j = np.triu_indices(p)
     products = d[:, i] * d[:, j]
     design = np.column_stack([d, products - products.mean(axis=0)])
-    if flat.shape[0] < 4 * design.shape[1]:
+    if d.shape[0] < 4 * design.shape[1]:
         return None
     cov = d.T @ d / d.shape[0]
-    column = int(np.flatnonzero(keep == index)[0])
     fit = _pseudo_inverse(design)
-    return Curvature(design, (i, j), cov, column, fit, _cubic_design(design, fit, p))
+    return Curvature(design, (i, j), cov, 0, fit, _cubic_design(design, fit, p))
 
 
 def _pseudo_inverse(design: np.ndarray) -> np.ndarray:
@@ -391,7 +421,8 @@ def _cubic_design(design: np.ndarray, fit: np.ndarray, p: int) -> np.ndarray | N
     triples = _triples(p)
     if d.shape[0] < 4 * (design.shape[1] + len(triples)):
         return None
-    cubes = np.stack([d[:, i] * d[:, j] * d[:, k] for i, j, k in triples], axis=1)
+    i, j, k = (np.array(index) for index in zip(*triples, strict=True))
+    cubes = d[:, i] * d[:, j] * d[:, k]
     rest = cubes - design @ (fit @ cubes)
     return _pseudo_inverse(rest)
 
@@ -510,7 +541,7 @@ class CentredColumns:
 
     def _kept_terms(self, curvature: Curvature) -> tuple:
         """The arrays keeping ``curvature``'s terms of the held units, and which are done."""
-        key = id(curvature)
+        key = id(curvature.fit)  # models differing only in their column share terms
         if key not in self._terms:
             p = curvature.n_parameters
             n = self.held.size

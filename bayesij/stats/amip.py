@@ -45,6 +45,7 @@ from bayesij.array.amip_curvature import (
     CentredColumns,
     SetCurvature,
     curvature_of,
+    curvatures_of,
 )
 from bayesij.array.amip_noise import bootstrap_counts
 from bayesij.array.checks import check_real, constant_columns, fail
@@ -846,15 +847,16 @@ def _nonlinearities(
     :data:`~bayesij.array.amip_curvature.MAX_COLUMNS`), from the pass's ``kept`` columns
     or read once for all questions. None where the draws are too few for the model."""
     draws, names = parameters if parameters is not None else _parameter_draws(source)
-    models: dict = {}  # one model per quantity, shared by its questions (sign, significance)
-    for quantity, _ in questions:
-        if quantity in models:
-            continue
-        if quantity in names:
-            models[quantity] = curvature_of(draws, names.index(quantity))
-        else:
-            index = list(source.quantity_names).index(quantity)
-            models[quantity] = curvature_of(source.quantity_draws, index)
+    # One model per quantity, shared by its questions (sign, significance); quantities
+    # modelled in the same parameters share its design (curvatures_of).
+    quantities = list(dict.fromkeys(quantity for quantity, _ in questions))
+    inside = [q for q in quantities if q in names]
+    outside = [q for q in quantities if q not in names]
+    searched = list(source.quantity_names)
+    models = dict(zip(inside, curvatures_of(draws, [names.index(q) for q in inside]), strict=True))
+    if outside:
+        found = curvatures_of(source.quantity_draws, [searched.index(q) for q in outside])
+        models.update(zip(outside, found, strict=True))
     curvatures = [models[quantity] for quantity, _ in questions]
     if all(c is None for c in curvatures):
         return [None] * len(questions)

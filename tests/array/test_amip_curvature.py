@@ -9,8 +9,10 @@ from bayesij.array.amip_curvature import (
     BREAKDOWN,
     MAX_COLUMNS,
     MAX_PARAMETERS,
+    CentredColumns,
     SetCurvature,
     curvature_of,
+    curvatures_of,
 )
 from bayesij.array.amip_noise import nonlinear_band
 
@@ -145,6 +147,33 @@ def test_the_model_is_fitted_in_the_most_correlated_quantities():
     assert np.sort(np.abs(correlation))[-2] > 0.9  # with its partner
     assert curvature_of(quantities[None, :20], 0) is None  # too few draws for the design
     assert curvature_of(quantities[None], 5) is None  # a constant quantity
+
+
+def test_quantities_modelled_in_the_same_parameters_share_one_design():
+    # Up to MAX_PARAMETERS quantities every model is fitted in all of them: one design, the
+    # searched quantity's column each; beyond, each quantity's own. Either way the same
+    # arrays as the model built for that quantity alone, and a store computes the shared
+    # design's terms of a unit once for all its quantities.
+    rng = np.random.default_rng(3)
+    few = rng.normal(size=(1, 4000, 4)) * [1.0, 2.0, 0.5, 3.0]
+    many = rng.normal(size=(1, 4000, MAX_PARAMETERS + 2))
+    for quantities, indices in ((few, [2, 0, 3, 2]), (many, [0, 4, MAX_PARAMETERS + 1])):
+        models = curvatures_of(quantities, indices)
+        for model, index in zip(models, indices, strict=True):
+            alone = curvature_of(quantities, index)
+            assert model.column == alone.column
+            for a, b in zip(model, alone, strict=True):
+                if isinstance(a, np.ndarray):
+                    np.testing.assert_array_equal(a, b)
+        shared = {id(model.fit) for model in models}
+        assert len(shared) == (1 if quantities is few else len(set(indices)))
+    models = curvatures_of(few, [0, 1])
+    log_lik = rng.normal(size=(4000, 6))
+    store = CentredColumns(4000, matrix=log_lik, units=np.arange(6))
+    for model in models:
+        store.terms(model, np.arange(6))
+    assert len(store._terms) == 1
+    assert curvatures_of(few[:, :20], [0, 1]) == [None, None]  # too few draws
 
 
 def test_a_hierarchy_s_groups_are_beyond_a_model_in_its_global_quantities():
