@@ -33,8 +33,9 @@ def metric(X, y, weights, k: int, sign: int, z: float) -> float:
     return float(beta[k] + sign * z * np.sqrt(rss / (nu - 2) * unscaled[k, k]))
 
 
-def linear_effects(X, y, k: int, sign: int, z: float) -> np.ndarray:
-    """First-order change of the metric from dropping each observation (weight 1 -> 0)."""
+def moment_effects(X, y, k: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """The derivatives of coefficient ``k``'s posterior mean and variance in each
+    observation's weight at 1 (n,) each, and the variance."""
     unscaled = np.linalg.inv(X.T @ X)
     beta = unscaled @ (X.T @ y)
     e = y - X @ beta
@@ -44,6 +45,12 @@ def linear_effects(X, y, k: int, sign: int, z: float) -> np.ndarray:
     d_beta = h * e  # d beta_k / d w_n
     var = rss / (nu - 2) * unscaled[k, k]
     d_var = (e**2 * unscaled[k, k] - rss * unscaled[k, k] / (nu - 2) - rss * h**2) / (nu - 2)
+    return d_beta, d_var, float(var)
+
+
+def linear_effects(X, y, k: int, sign: int, z: float) -> np.ndarray:
+    """First-order change of the metric from dropping each observation (weight 1 -> 0)."""
+    d_beta, d_var, var = moment_effects(X, y, k)
     return -(d_beta + sign * z * d_var / (2 * np.sqrt(var)))
 
 

@@ -526,17 +526,12 @@ def test_an_interval_end_is_predicted_from_the_moments_it_is_a_function_of():
     # and variance of the coefficient, summed over the top outliers, through
     # Goal.change_from, against the exact refit without them. Linearising the sd as well
     # misses by up to 5 times more (it crosses zero one observation early).
-    from ols_amip import heavy_tailed_experiment, metric
+    from ols_amip import heavy_tailed_experiment, metric, moment_effects
 
     from bayesij.array.amip import Goal
 
     X, y = heavy_tailed_experiment(10_000, seed=0)
-    unscaled = np.linalg.inv(X.T @ X)
-    e = y - X @ (unscaled @ (X.T @ y))
-    nu, rss, h = y.size - 2, e @ e, X @ unscaled[:, 1]
-    var = rss / (nu - 2) * unscaled[1, 1]
-    d_mean = h * e
-    d_var = (e**2 * unscaled[1, 1] - rss * unscaled[1, 1] / (nu - 2) - rss * h**2) / (nu - 2)
+    d_mean, d_var, var = moment_effects(X, y, 1)
     start = metric(X, y, np.ones(y.size), 1, -1, 1.96)
     goal = Goal("lower end", -1, -1, start, start, 1.96, float(np.sqrt(var)))
     linearised = d_mean - 1.96 * d_var / (2 * np.sqrt(var))
@@ -558,16 +553,14 @@ def test_control_variates_centre_the_variance_s_influence_at_their_own_mean(fiel
     # The sd's influence is Cov((f - mu)^2, l): centred at the plain mean, the control
     # variates' estimate is off by 2 (fbar - mu) Cov(f, l), 20-30 % for the outliers here;
     # centred at the control-variate mean it is within 2 % of the closed form.
-    from ols_amip import heavy_tailed_experiment
+    from ols_amip import heavy_tailed_experiment, moment_effects
 
     from bayesij.array.amip import goal_for, metrics_influence
 
     X, y = heavy_tailed_experiment(10_000, seed=0)
     _, _, post, score, theta = field_experiment
-    unscaled = np.linalg.inv(X.T @ X)
-    e = y - X @ (unscaled @ (X.T @ y))
-    nu, rss, h = y.size - 2, e @ e, X @ unscaled[:, 1]
-    d_var = (e**2 * unscaled[1, 1] - rss * unscaled[1, 1] / (nu - 2) - rss * h**2) / (nu - 2)
+    _, d_var, _ = moment_effects(X, y, 1)
+    e = y - X @ np.linalg.lstsq(X, y, rcond=None)[0]
     f = post.quantities.sel(quantity="beta[2]").values
     goal = goal_for(f, "significance", 1.96)
     scores = metrics_influence([f], post.log_lik.values, [goal], score, theta)
@@ -686,15 +679,9 @@ def test_with_control_variates_a_microcredit_style_experiment_gets_the_ols_amip_
     for seed in (1, 2, 3):
         backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=seed)
         post, score, theta = backend.fit_with_gradient(np.ones(y.size))
+        gradient = {"grad_log_posterior": score, "unconstrained": theta}
         for target in targets:
-            result = bayesij.amip(
-                post,
-                "beta[2]",
-                target,
-                method="linear",
-                grad_log_posterior=score,
-                unconstrained=theta,
-            )
+            result = bayesij.amip(post, "beta[2]", target, method="linear", **gradient)
             assert result.answer == "reached" and not result.upper_bound, (seed, target)
             assert result.n_drop <= reference[target] + 1, (seed, target)
             low, high = result.size_interval
@@ -711,17 +698,12 @@ def test_on_the_field_experiment_even_exact_first_order_needs_more_than_the_refi
     # (closed-form) influences of the posterior mean and variance, summed along the
     # OLS-AMIP ranking and combined exactly (Goal.change_from), the first-order prediction
     # first reaches the target at 93 observations where the exact refits reach it at 87.
-    from ols_amip import heavy_tailed_experiment, metric, ols_amip
+    from ols_amip import heavy_tailed_experiment, metric, moment_effects, ols_amip
 
     from bayesij.array.amip import Goal
 
     X, y = heavy_tailed_experiment(10_000, seed=0)
-    unscaled = np.linalg.inv(X.T @ X)
-    e = y - X @ (unscaled @ (X.T @ y))
-    nu, rss, h = y.size - 2, e @ e, X @ unscaled[:, 1]
-    var = rss / (nu - 2) * unscaled[1, 1]
-    d_mean = h * e
-    d_var = (e**2 * unscaled[1, 1] - rss * unscaled[1, 1] / (nu - 2) - rss * h**2) / (nu - 2)
+    d_mean, d_var, var = moment_effects(X, y, 1)
     start = metric(X, y, np.ones(y.size), 1, 1, 1.96)  # the upper end, to move below 0
     goal = Goal("upper end", 1, -1, start, start, 1.96, float(np.sqrt(var)))
     order, after = ols_amip(X, y, 1, "sign_and_significance", max_drop=200)
