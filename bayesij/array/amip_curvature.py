@@ -359,8 +359,13 @@ def curvatures_of(quantities: np.ndarray, indices) -> list[Curvature | None]:
     keep = np.flatnonzero(np.ptp(flat, axis=0) > 0)
     fitted_in = {i: _parameters_of(flat, keep, i) for i in indices if i in keep}
     designs = list(dict.fromkeys(tuple(kept.tolist()) for kept in fitted_in.values()))
-    # Each design on a thread (NumPy releases the GIL in its products and factorisations).
-    built = map_ordered(lambda columns: _curvature(flat[:, columns]), designs)
+
+    def build(columns: tuple) -> Curvature | None:
+        return _curvature(flat[:, columns])
+
+    # Each design on a thread (NumPy releases the GIL in its products and factorisations;
+    # BLAS at one thread each), a single one with BLAS as it is.
+    built = map_ordered(build, designs) if len(designs) > 1 else map(build, designs)
     models = dict(zip(designs, built, strict=True))
     out: list[Curvature | None] = []
     for index in indices:
