@@ -357,8 +357,8 @@ def curvatures_of(quantities: np.ndarray, indices) -> list[Curvature | None]:
     computed once and its :attr:`Curvature.column` each quantity's."""
     flat = np.asarray(quantities, dtype=float).reshape(-1, quantities.shape[-1])
     keep = np.flatnonzero(np.ptp(flat, axis=0) > 0)
-    fitted_in = {i: _parameters_of(flat, keep, i) for i in indices if i in keep}
-    designs = list(dict.fromkeys(tuple(kept.tolist()) for kept in fitted_in.values()))
+    fitted_in = {i: tuple(_parameters_of(flat, keep, i).tolist()) for i in indices if i in keep}
+    designs = list(dict.fromkeys(fitted_in.values()))
 
     def build(columns: tuple) -> Curvature | None:
         return _curvature(flat[:, columns])
@@ -369,12 +369,9 @@ def curvatures_of(quantities: np.ndarray, indices) -> list[Curvature | None]:
     models = dict(zip(designs, built, strict=True))
     out: list[Curvature | None] = []
     for index in indices:
-        model = models.get(tuple(fitted_in[index].tolist())) if index in fitted_in else None
-        if model is None:
-            out.append(None)
-            continue
-        column = int(np.flatnonzero(fitted_in[index] == index)[0])
-        out.append(model._replace(column=column))
+        model = models[fitted_in[index]] if index in fitted_in else None
+        column = fitted_in[index].index(index) if model is not None else 0
+        out.append(None if model is None else model._replace(column=column))
     return out
 
 

@@ -393,3 +393,22 @@ def test_the_cubic_term_s_hessian_is_the_polynomial_s(p):
             ]
         )
         np.testing.assert_allclose(_cubic_hessian(gamma, point, p)[row], expected, atol=1e-10)
+
+
+def test_the_cubic_fit_recovers_a_cubic_polynomial_s_coefficients():
+    # A unit whose log-likelihood is a cubic polynomial in three parameters: what is left
+    # after the quadratic fit, solved against the model's cubic design, gives back the
+    # polynomial's coefficients, in the order of its triples (each monomial built from
+    # its own three factors).
+    from bayesij.array.amip_curvature import _triples
+
+    rng = np.random.default_rng(8)
+    theta = rng.normal(size=(40_000, 3))
+    triples = _triples(3)
+    gamma = rng.normal(size=len(triples))
+    monomials = [theta[:, i] * theta[:, j] * theta[:, k] for i, j, k in triples]
+    unit = np.stack(monomials, axis=1) @ gamma
+    curvature = curvature_of(theta[None], 0)
+    centred = unit - unit.mean()
+    left = centred - curvature.design @ (curvature.fit @ centred)
+    np.testing.assert_allclose(curvature.cubic @ left, gamma, atol=1e-3)  # 1.4e-5 here
