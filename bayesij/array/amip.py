@@ -35,7 +35,13 @@ from bayesij.array.amip_noise import (
 )
 from bayesij.array.amip_screen import InfluenceScreen, screen_design
 from bayesij.array.checks import impossible_columns
-from bayesij.array.ess import log_lik_relative_eff_rows, relative_eff_rows
+from bayesij.array.ess import (
+    MIN_CHAIN_DRAWS,
+    SHORT_LAGS,
+    fft_next_good_size,
+    log_lik_relative_eff_rows,
+    relative_eff_rows,
+)
 from bayesij.array.influence import influence_scores
 from bayesij.array.psis import psis_chunk, tail_length
 
@@ -173,6 +179,14 @@ def set_weights(set_lik: np.ndarray, chain_shape: tuple[int, int]) -> tuple[np.n
     are NaN and k-hat is infinite.)
     """
     n_draws = set_lik.size
+    per_chain = n_draws // chain_shape[0]
+    if per_chain >= MIN_CHAIN_DRAWS and per_chain > SHORT_LAGS:  # the common case, compiled
+        from bayesij.array.kernels.set_weights import psis_set_weights
+
+        fft_size = fft_next_good_size(per_chain)
+        found = psis_set_weights(set_lik, chain_shape[0], fft_size, SHORT_LAGS)
+        if found is not None:
+            return found
     impossible = np.isneginf(set_lik)
     if impossible.all():
         return np.full(n_draws, np.nan), np.inf
@@ -361,13 +375,18 @@ def reweighted_steps(
             stopped = "alpha_max"
             break
         step = min(max(1, len(chosen) // 20), k_max - len(chosen))
-        phi = _influence(received, direction, step, chosen)
-        if impossible.size:
-            exact = _exact_gains(flat_f, flat_l, set_lik, impossible, value, chain_shape, sign, z)
-            phi[impossible] = exact
-        gain = -direction * phi
-        gain[chosen] = -np.inf
-        best = top_positive(gain, step)
+        if impossible.size or isinstance(received, np.ndarray):
+            phi = _influence(received, direction, step, chosen)
+            if impossible.size:
+                exact = _exact_gains(
+                    flat_f, flat_l, set_lik, impossible, value, chain_shape, sign, z
+                )
+                phi[impossible] = exact
+            gain = -direction * phi
+            gain[chosen] = -np.inf
+            best = top_positive(gain, step)
+        else:  # screened: the same units from the candidates alone
+            best = received.best(direction, step, chosen)
         if not best.size:
             stopped = "no unit moves the metric that way"
             break
@@ -495,15 +514,18 @@ def split_halves(n_chains: int, n_draws: int) -> tuple[str, tuple[slice, slice],
 
 
 def linear_set_change(
-    f: np.ndarray, log_lik: np.ndarray, units: np.ndarray, sign: int, z: float
+    f: np.ndarray, log_lik: np.ndarray, units: np.ndarray, sign: int, z: float, set_lik=None
 ) -> tuple[float, float]:
     """First-order change of the metric from dropping ``units``, and its MCSE (batch means).
 
-    ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U).
+    ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U); ``set_lik``: the set's
+    log-likelihood at the draws (S,) up to a constant, finite (read from ``log_lik`` when
+    None).
     """
     g_star = metric_draws(f, sign, z)[..., None]
-    flat_l = log_lik.reshape(f.size, -1)
-    set_lik = set_column_sum(flat_l, np.asarray(units)).reshape(*f.shape, 1)
+    if set_lik is None:
+        set_lik = set_column_sum(log_lik.reshape(f.size, -1), np.asarray(units))
+    set_lik = set_lik.reshape(*f.shape, 1)
     scores = influence_scores(g_star, set_lik, n_blocks=max(2, min(50, f.size // 20)), check=False)
     return float(-scores.psi[0, 0]), float(scores.mcse[0, 0])
 
@@ -866,16 +888,24 @@ def search_path(method, f, log_lik, goal, k_max, k_threshold, scores=None) -> Am
     return reweighted_path(f, log_lik, goal, k_max, k_threshold)
 
 
-def hybrid_changes(f, log_lik, reliable, extra, metrics: list) -> list[float]:
+def hybrid_changes(f, log_lik, reliable, extra, metrics: list, sums=(None, None)) -> list[float]:
     """Change of each metric ``(sign, z)`` from dropping ``reliable`` (estimated by
     reweighting the draws) and then ``extra`` (first order under those weights), the set's
-    columns read once. ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U)."""
+    columns read once. ``f`` (n_chains, n_draws), ``log_lik`` (n_chains, n_draws, U);
+    ``sums``: the two sets' log-likelihood at the draws (S,) up to a constant, where known
+    (:func:`held_sums`; ``reliable``'s finite, ``extra``'s non-finite values as 0)."""
     flat_f, flat_l = f.reshape(-1), log_lik.reshape(f.size, -1)
     uniform = np.full(flat_f.size, 1 / flat_f.size)
     weights = uniform
+    reliable_sum, extra_sum = sums
     if reliable.size:
-        weights, _ = set_weights(set_column_sum(flat_l, reliable), f.shape)
-    extra_sum = finite_column_sum(flat_l, extra) if extra.size else None
+        if reliable_sum is None:
+            reliable_sum = set_column_sum(flat_l, reliable)
+        weights, _ = set_weights(reliable_sum, f.shape)
+    if extra.size and extra_sum is None:
+        extra_sum = finite_column_sum(flat_l, extra)
+    if not extra.size:
+        extra_sum = None
     changes = []
     for sign, z in metrics:
         before = weighted_value(flat_f, uniform, sign, z)[0]
@@ -905,14 +935,17 @@ def finite_column_sum(flat_l: np.ndarray, units: np.ndarray) -> np.ndarray:
     return total
 
 
-def _reweighted_after(f, log_lik, path: AmipPath) -> tuple[float, float]:
-    """Predicted posterior mean and sd after dropping the reweighted path's set."""
+def _reweighted_after(f, log_lik, path: AmipPath, store=None) -> tuple[float, float]:
+    """Predicted posterior mean and sd after dropping the reweighted path's set (its sums
+    from the rows ``store`` holds, :func:`held_sums`)."""
     flat = f.reshape(-1)
     mean, sd = float(flat.mean()), float(flat.std(ddof=1))
     if path.order.size == 0:
         return mean, sd
     reliable, extra = path.order[: path.reliable], path.order[path.reliable :]
-    change_mean, change_upper = hybrid_changes(f, log_lik, reliable, extra, [(0, 1.0), (1, 1.0)])
+    _, *sums = held_sums(store, path.order, path.reliable, f.size)
+    metrics = [(0, 1.0), (1, 1.0)]
+    change_mean, change_upper = hybrid_changes(f, log_lik, reliable, extra, metrics, sums)
     sd = float(flat.std())  # divisor S, as weighted_value's sd under uniform weights
     return mean + change_mean, sd + change_upper - change_mean
 
@@ -951,19 +984,45 @@ def _screen(flat_l, f, halves, parameters, store=None) -> InfluenceScreen | None
     return InfluenceScreen(flat_l, design, prefixes, store)
 
 
-def _split_check(f, log_lik, goal, chosen) -> dict:
+def _split_check(f, log_lik, goal, chosen, store=None) -> dict:
     """The split-draw check of a set chosen by reweighting on the first half of the draws:
-    its effect estimated on the other half."""
+    its effect estimated on the other half (the set's sums from the rows ``store`` holds,
+    :func:`held_sums`)."""
     how, (first, second), axis = split_halves(*f.shape)
     if chosen is None or chosen.order.size == 0:
         return {}
     f_a, f_b = take_draws(f, first, axis), take_draws(f, second, axis)
     l_a, l_b = take_draws(log_lik, first, axis), take_draws(log_lik, second, axis)
-    _, mcse = linear_set_change(f_b, l_b, chosen.order, goal.sign, goal.z)
+    whole, *parts_sums = held_sums(store, chosen.order, chosen.reliable, f.size, whole=True)
+
+    def half(total, part):
+        if total is None:
+            return None
+        return take_draws(total.reshape(f.shape), part, axis).reshape(-1)
+
+    _, mcse = linear_set_change(f_b, l_b, chosen.order, goal.sign, goal.z, half(whole, second))
     parts = chosen.order[: chosen.reliable], chosen.order[chosen.reliable :]
-    [naive] = hybrid_changes(f_a, l_a, *parts, [(goal.sign, goal.z)])
-    [split] = hybrid_changes(f_b, l_b, *parts, [(goal.sign, goal.z)])
+    metric = [(goal.sign, goal.z)]
+    [naive] = hybrid_changes(f_a, l_a, *parts, metric, [half(t, first) for t in parts_sums])
+    [split] = hybrid_changes(f_b, l_b, *parts, metric, [half(t, second) for t in parts_sums])
     return _split_summary(how, chosen, naive, split, mcse)
+
+
+def held_sums(store, order: np.ndarray, reliable: int, n_draws: int, whole=False) -> tuple:
+    """A set's log-likelihood summed at each draw (S,), up to a constant, from the centred
+    rows a :class:`~bayesij.array.amip_curvature.CentredColumns` ``store`` holds (None
+    where it does not hold them all): with ``whole`` the set ``order`` (else None), its
+    first ``reliable`` units, each where finite at every draw (a unit impossible at some
+    draw must keep its ``-inf``), and the rest with non-finite values as 0. A constant
+    changes neither importance weights nor covariances with the draws, and the rows lie
+    contiguous where the columns of a (draws, units) matrix are gathered one cache line
+    per draw."""
+    if store is None or store.n_draws != n_draws:
+        return None, None, None
+    whole = store.set_sum(order, finite=True) if whole else None
+    reliable_sum = store.set_sum(order[:reliable], finite=True) if reliable else None
+    extra_sum = store.set_sum(order[reliable:]) if reliable < order.size else None
+    return whole, reliable_sum, extra_sum
 
 
 def _halves(shape, flat_l, impossible):
@@ -1087,7 +1146,8 @@ def _finished_search(
     ``chosen`` (:func:`_question_steps`): the answer under Monte Carlo error and
     linearisation, the set reported and its split-draw check. Questions are independent:
     :func:`reweighted_searches` finishes them on threads."""
-    check = _split_check(f, log_lik, goal, chosen)
+    store = getattr(nonlinearity, "store", None)
+    check = _split_check(f, log_lik, goal, chosen, store)
     linear = linear_path(
         score.psi[0], goal.direction, np.inf, k_max, score.mcse[0], change_along(score, goal)
     )
@@ -1106,7 +1166,7 @@ def _finished_search(
         # The continuation fell short where the ranking's second-order prediction is
         # sure to reach (the continuation is first order): report the sure set.
         path, answer = _sure_instead(linear, sure, 0)
-    mean_after, sd_after = _reweighted_after(f, log_lik, path)
+    mean_after, sd_after = _reweighted_after(f, log_lik, path, store)
     second = second_curve(linear, nonlinearity)
     return AmipSearch(goal, path, linear.change, mean_after, sd_after, check, answer, second)
 

@@ -462,26 +462,36 @@ class CentredColumns:
         Without ``matrix`` and ``columns``: the log-likelihood of ``units``, one float64
         row each, read by the caller; centred in place and held (no copy: a lazy
         audit's tens of thousands of rows).
+
+    Attributes
+    ----------
+    held : ndarray of int, shape (K,)
+        The units held, sorted.
+    rows : ndarray of shape (K, S)
+        Their centred rows.
+    finite : ndarray of bool, shape (K,)
+        Whether each held unit's log-likelihood was finite at every draw.
     """
 
     def __init__(self, n_draws: int, matrix=None, columns=None, units=None, rows=None):
         self.n_draws, self.matrix = int(n_draws), matrix
         if matrix is not None:
             self.held = np.unique(np.asarray(units if units is not None else [], dtype=int))
-            self.rows = _centred_rows(matrix, self.held)
+            self.rows = _read_rows(matrix, self.held)
+            self.finite = _centre_rows(self.rows)
         elif rows is not None:
             self.held = np.asarray(units, dtype=int)
             if self.held.shape != rows.shape[:1] or np.any(np.diff(self.held) <= 0):
                 raise ValueError("units: expected the sorted, distinct units of the rows")
             self.rows = rows
-            _centre_rows(self.rows)
+            self.finite = _centre_rows(self.rows)
         else:
             columns = columns or {}
             self.held = np.array(sorted(int(u) for u in columns), dtype=int)
             self.rows = np.empty((self.held.size, self.n_draws))
             for row, unit in zip(self.rows, self.held, strict=True):
                 row[:] = np.asarray(columns[int(unit)], dtype=float).reshape(-1)
-            _centre_rows(self.rows)
+            self.finite = _centre_rows(self.rows)
         self._terms: dict[int, tuple] = {}
         self._lock = threading.Lock()
 
@@ -515,12 +525,32 @@ class CentredColumns:
     def prefix_sums(self, units: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         """The centred rows of ``units`` summed over the first ``sizes[g]`` of them (G, S);
         ``sizes`` increasing."""
+        slots = self.slots(units[: sizes[-1]] if len(sizes) else units[:0])
+        in_place = self.rows.flags.c_contiguous and self.rows.dtype == np.float64
+        if len(sizes) and in_place and (slots >= 0).all():  # held rows summed where they lie
+            from bayesij.array.kernels.rows import held_prefix_sums
+
+            return held_prefix_sums(self.rows, slots, sizes)
         out = np.empty((len(sizes), self.n_draws))
         summed, done = np.zeros(self.n_draws), 0
         for g, size in enumerate(sizes):
             summed = summed + self.rows_of(units[done:size]).sum(axis=0)
             out[g], done = summed, size
         return out
+
+    def set_sum(self, units: np.ndarray, finite: bool = False) -> np.ndarray | None:
+        """The centred rows of ``units`` summed (S,): a set's log-likelihood at each draw
+        up to a constant (non-finite values as 0), in place (no rows copied). None unless
+        every unit is held and, with ``finite``, was finite at every draw."""
+        slots = self.slots(units)
+        usable = self.rows.flags.c_contiguous and self.rows.dtype == np.float64
+        if not (usable and slots.size and (slots >= 0).all()):
+            return None
+        if finite and not self.finite[slots].all():
+            return None
+        from bayesij.array.kernels.rows import held_prefix_sums
+
+        return held_prefix_sums(self.rows, slots, np.array([slots.size]))[0]
 
     def terms(self, curvature: Curvature, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`Curvature.unit_terms` of ``units``: a held unit's computed once per model
@@ -553,21 +583,31 @@ class CentredColumns:
 
 
 def _centred_rows(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:
-    """Columns ``units`` of ``matrix`` (S, U) as centred float64 rows (K, S), read a tile
-    of draws at a time (never a float64 copy of more than a tile of a float32 matrix)."""
+    """Columns ``units`` of ``matrix`` (S, U) as centred float64 rows (K, S)
+    (:func:`_read_rows`, :func:`_centre_rows`)."""
+    out = _read_rows(matrix, units)
+    _centre_rows(out)
+    return out
+
+
+def _read_rows(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Columns ``units`` of ``matrix`` (S, U) as float64 rows (K, S), read a tile of draws
+    at a time (never a float64 copy of more than a tile of a float32 matrix)."""
     units = np.asarray(units, dtype=int)
     out = np.empty((units.size, matrix.shape[0]))
     if units.size:
         for start in range(0, matrix.shape[0], TILE):
             out[:, start : start + TILE] = matrix[start : start + TILE][:, units].T
-    _centre_rows(out)
     return out
 
 
-def _centre_rows(rows: np.ndarray) -> None:
-    """Rows (K, S) in place: non-finite values as 0, less each row's mean."""
-    rows[~np.isfinite(rows)] = 0.0
+def _centre_rows(rows: np.ndarray) -> np.ndarray:
+    """Rows (K, S) in place: non-finite values as 0, less each row's mean. Returns which
+    rows were finite throughout (K,)."""
+    bad = ~np.isfinite(rows)
+    rows[bad] = 0.0
     rows -= rows.mean(axis=1, keepdims=True)
+    return ~bad.any(axis=1)
 
 
 #: How many of its latest answers a :class:`SetCurvature` keeps (the ranking's, the

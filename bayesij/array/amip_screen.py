@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij.array._numeric import map_chunks, obs_chunks, read_columns
+from bayesij.array._numeric import map_chunks, obs_chunks, read_columns, top_positive
 from bayesij.array.amip_lockstep import influence_products
 
 __all__ = ["InfluenceScreen", "ScreenedInfluence", "screen_design", "MAX_BASIS", "MAX_SCREENED"]
@@ -158,33 +158,67 @@ class ScreenedInfluence:
     def __init__(self, screen: InfluenceScreen, n: int, vector: np.ndarray, approximate):
         self.screen, self.n, self.vector = screen, n, vector
         self.approximate = approximate
-        self.bound = np.linalg.norm(vector) * screen.slack[n]
+        self.scale = float(np.linalg.norm(vector))
         self.exact = np.full(approximate.size, np.nan)
         self.known = np.zeros(approximate.size, dtype=bool)
         self._compute(screen.exact_only, finite=False)
+
+    @property
+    def bound(self) -> np.ndarray:
+        """Each unit's bound on ``|phi_u - approximate_u|`` (n_units,)."""
+        return self.scale * self.screen.slack[self.n]
 
     def top(self, direction: int, m: int, chosen) -> np.ndarray:
         """``phi`` (n_units,): exact (NaN where not finite) for every unit that could be
         among the ``m`` largest positive gains ``-direction * phi`` outside ``chosen`` and
         for the units with non-finite values; ``direction * inf`` (a gain of ``-inf``)
         elsewhere."""
-        gain = -direction * self.approximate
-        lower, upper = gain - self.bound, gain + self.bound
-        out = np.zeros(gain.size, dtype=bool)
-        out[np.asarray(chosen, dtype=int)] = True
-        out[self.screen.exact_only] = True
-        eligible = np.flatnonzero(~out)
-        threshold = 0.0
-        if 0 < m <= eligible.size:
-            threshold = max(threshold, np.partition(lower[eligible], eligible.size - m)[-m])
-        candidates = eligible[upper[eligible] >= threshold]
+        self._candidates(direction, m, chosen)
+        return np.where(self.known, self.exact, direction * np.inf)
+
+    def best(self, direction: int, m: int, chosen) -> np.ndarray:
+        """The at most ``m`` units of largest positive gain ``-direction * phi`` outside
+        ``chosen``, largest first, ties in index order: ``top_positive`` of the gains of
+        :meth:`top`, read from the candidates alone (a unit that is not one has an exact
+        gain below the ``m``-th largest, or not positive) and the units with non-finite
+        values."""
+        units = self._candidates(direction, m, chosen)
+        always = self.screen.exact_only
+        if always.size:
+            units = np.union1d(units, np.setdiff1d(always, np.asarray(chosen, dtype=int)))
+        return units[top_positive(-direction * self.exact[units], m)]
+
+    def _candidates(self, direction: int, m: int, chosen) -> np.ndarray:
+        """The units not in ``chosen`` (nor always exact) whose gain's upper bound reaches
+        the ``m``-th largest lower bound (and 0), their exact products computed."""
+        from bayesij.array.kernels.screen import screened_candidates  # compiled: numba
+
+        excluded = np.zeros(self.approximate.size, dtype=bool)
+        excluded[np.asarray(chosen, dtype=int)] = True
+        excluded[self.screen.exact_only] = True
+        slack = self.screen.slack[self.n]
+        candidates = screened_candidates(
+            self.approximate, slack, self.scale, excluded, direction, m
+        )
+        if candidates is None:  # a bound is NaN: NumPy's partition decides
+            candidates = self._partitioned(direction, m, excluded)
         missing = candidates[~self.known[candidates]]
-        if missing.size > FULL_SHARE * gain.size:  # one pass costs less than the gathers
+        if missing.size > FULL_SHARE * self.approximate.size:  # one pass costs less
             self.exact = influence_products(self.screen.matrix[: self.n], self.vector[:, None])[0]
             self.known[:] = True
         else:
             self._compute(missing)
-        return np.where(self.known, self.exact, direction * np.inf)
+        return candidates
+
+    def _partitioned(self, direction: int, m: int, excluded: np.ndarray) -> np.ndarray:
+        """:meth:`_candidates`' units by NumPy's partition of the lower bounds."""
+        gain = -direction * self.approximate
+        lower, upper = gain - self.bound, gain + self.bound
+        eligible = np.flatnonzero(~excluded)
+        threshold = 0.0
+        if 0 < m <= eligible.size:
+            threshold = max(threshold, np.partition(lower[eligible], eligible.size - m)[-m])
+        return eligible[upper[eligible] >= threshold]
 
     def _compute(self, units: np.ndarray, finite: bool = True) -> None:
         """The exact products of ``units`` (``finite``: all their values are), a few MiB of

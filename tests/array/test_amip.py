@@ -133,3 +133,50 @@ def test_the_metric_s_block_sums_follow_from_the_mean_s_and_the_square_s(control
             rtol=1e-5 if not control_variates else 1e-10,
             atol=1e-5,
         )
+
+
+def test_a_set_s_sums_from_held_rows_are_its_columns_up_to_a_constant():
+    # A set's log-likelihood at the draws from the store's centred rows (contiguous)
+    # instead of its columns: the same up to a constant, which changes neither the
+    # importance weights nor covariances with the draws; a unit impossible at a draw
+    # keeps its -inf (no sum from rows where it must), a unit not held gives no sum.
+    from bayesij.array.amip_curvature import CentredColumns
+
+    rng = np.random.default_rng(8)
+    log_lik = rng.normal(size=(4, 500, 30)) * 0.3 - 1.0
+    log_lik[2, 9, 7] = -np.inf
+    flat = log_lik.reshape(2000, 30)
+    store = CentredColumns(2000, matrix=flat, units=np.arange(30))
+
+    def same_up_to_a_constant(ours, theirs):
+        assert np.ptp(ours - theirs) < 1e-12
+
+    whole, first, rest = amip.held_sums(store, np.array([3, 12, 20, 7]), 3, 2000, whole=True)
+    assert whole is None  # unit 7 is impossible at a draw
+    same_up_to_a_constant(first, amip.set_column_sum(flat, np.array([3, 12, 20])))
+    same_up_to_a_constant(rest, amip.finite_column_sum(flat, np.array([7])))
+    whole, first, rest = amip.held_sums(store, np.array([7, 3, 12]), 1, 2000, whole=True)
+    assert whole is None and first is None
+    same_up_to_a_constant(rest, amip.finite_column_sum(flat, np.array([3, 12])))
+    whole, _, _ = amip.held_sums(store, np.array([3, 12]), 2, 2000, whole=True)
+    same_up_to_a_constant(whole, amip.set_column_sum(flat, np.array([3, 12])))
+    some = CentredColumns(2000, matrix=flat, units=np.arange(10))
+    for unheld in (some, CentredColumns(1000, matrix=flat[:1000], units=np.arange(30))):
+        found = amip.held_sums(unheld, np.array([12, 15]), 1, 2000, whole=True)
+        assert all(total is None for total in found)
+
+    f = rng.normal(size=(4, 500))
+    reliable, extra = np.array([3, 12, 20]), np.array([7, 25])
+    _, *sums = amip.held_sums(store, np.concatenate([reliable, extra]), 3, 2000)
+    metrics = [(0, 1.0), (1, 1.96), (-1, 1.0)]
+    np.testing.assert_allclose(
+        amip.hybrid_changes(f, log_lik, reliable, extra, metrics, sums),
+        amip.hybrid_changes(f, log_lik, reliable, extra, metrics),
+        rtol=1e-12,
+    )
+    whole, _, _ = amip.held_sums(store, reliable, 3, 2000, whole=True)
+    np.testing.assert_allclose(
+        amip.linear_set_change(f, log_lik, reliable, 1, 1.96, whole),
+        amip.linear_set_change(f, log_lik, reliable, 1, 1.96),
+        rtol=1e-12,
+    )

@@ -149,15 +149,12 @@ def test_searches_reading_the_shared_rows_choose_what_the_gathered_columns_choos
         for f, g in zip(fs, goals, strict=True)
     ]
     store = CentredColumns(2000, matrix=flat, units=np.arange(0, 300, 2))
+    every = CentredColumns(2000, matrix=flat, units=np.arange(300))  # every set's sums too
+    stores = {"shared": {"store": store}, "every": {"store": every}, "gathered": {"matrix": flat}}
     results = {}
-    for how in ("shared", "gathered"):
+    for how, source in stores.items():
         nonlinear = [
-            SetCurvature(
-                curvature_of(params, index),
-                g.sign,
-                g.z,
-                **({"store": store} if how == "shared" else {"matrix": flat}),
-            )
+            SetCurvature(curvature_of(params, index), g.sign, g.z, **source)
             for (_, _, index), g in zip(questions, goals, strict=True)
         ]
         results[how] = amip.reweighted_searches(
@@ -173,10 +170,13 @@ def test_searches_reading_the_shared_rows_choose_what_the_gathered_columns_choos
             rtol=1e-10,
         )
     continued = 0
-    for one, other in zip(results["shared"], results["gathered"], strict=True):
-        np.testing.assert_array_equal(one.path.order, other.path.order)
-        np.testing.assert_allclose(one.path.change, other.path.change, rtol=1e-10)
-        assert repr(one.answer) == repr(other.answer)
-        _same_check(one.monte_carlo, other.monte_carlo)
-        continued += one.path.reliable < one.path.order.size
+    for how in ("shared", "every"):
+        for one, other in zip(results[how], results["gathered"], strict=True):
+            np.testing.assert_array_equal(one.path.order, other.path.order)
+            np.testing.assert_allclose(one.path.change, other.path.change, rtol=1e-10)
+            assert repr(one.answer) == repr(other.answer)
+            _same_check(one.monte_carlo, other.monte_carlo)
+            after = (one.mean_after, one.sd_after)
+            assert after == pytest.approx((other.mean_after, other.sd_after), rel=1e-10)
+            continued += one.path.reliable < one.path.order.size
     assert continued  # a continuation read its Monte Carlo errors from the rows
