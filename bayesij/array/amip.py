@@ -251,6 +251,10 @@ def weighted_influence_mcse(
     """
     units = np.arange(log_lik.shape[1]) if units is None else units
     _, weighted, _ = weighted_value(f, weights, sign, z)
+    if store is not None and store.matrix is not None:
+        held = store.influence_mcse(units, weights, weighted)  # rows read in place
+        if held is not None:
+            return held
     a = np.divide(weighted, weights, out=np.zeros_like(weights), where=weights > 0)
     out = np.empty(units.size)
     w2 = weights**2

@@ -525,10 +525,9 @@ class CentredColumns:
     def prefix_sums(self, units: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         """The centred rows of ``units`` summed over the first ``sizes[g]`` of them (G, S);
         ``sizes`` increasing."""
-        slots = self.slots(units[: sizes[-1]] if len(sizes) else units[:0])
-        in_place = self.rows.flags.c_contiguous and self.rows.dtype == np.float64
-        if len(sizes) and in_place and (slots >= 0).all():  # held rows summed where they lie
-            from bayesij.array.kernels.rows import held_prefix_sums
+        slots = self._in_place(units[: sizes[-1]] if len(sizes) else units[:0])
+        if slots is not None:
+            from bayesij.array.kernels.rows import held_prefix_sums  # compiled: numba
 
             return held_prefix_sums(self.rows, slots, sizes)
         out = np.empty((len(sizes), self.n_draws))
@@ -542,15 +541,40 @@ class CentredColumns:
         """The centred rows of ``units`` summed (S,): a set's log-likelihood at each draw
         up to a constant (non-finite values as 0), in place (no rows copied). None unless
         every unit is held and, with ``finite``, was finite at every draw."""
-        slots = self.slots(units)
-        usable = self.rows.flags.c_contiguous and self.rows.dtype == np.float64
-        if not (usable and slots.size and (slots >= 0).all()):
+        slots = self._in_place(units)
+        if slots is None or (finite and not self.finite[slots].all()):
             return None
-        if finite and not self.finite[slots].all():
-            return None
-        from bayesij.array.kernels.rows import held_prefix_sums
+        from bayesij.array.kernels.rows import held_prefix_sums  # compiled: numba
 
         return held_prefix_sums(self.rows, slots, np.array([slots.size]))[0]
+
+    def products(self, units: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """``rows_of(units)[:, :n] @ vector`` (K,) over the first ``n = vector.size``
+        draws: held rows read in place."""
+        slots = self._in_place(units)
+        if slots is None or not np.isfinite(vector).all():
+            return self.rows_of(units)[:, : vector.size] @ vector
+        from bayesij.array.kernels.rows import held_products  # compiled: numba
+
+        return held_products(self.rows, slots, vector)
+
+    def influence_mcse(self, units, weights, weighted) -> np.ndarray | None:
+        """The Monte Carlo error of each unit's weighted influence over the first
+        ``n = weights.size`` draws (:func:`bayesij.array.amip.weighted_influence_mcse`)
+        from rows read in place; None unless every unit is held and the weights finite."""
+        slots = self._in_place(units)
+        if slots is None or not (np.isfinite(weights).all() and np.isfinite(weighted).all()):
+            return None
+        from bayesij.array.kernels.rows import held_influence_mcse  # compiled: numba
+
+        return held_influence_mcse(self.rows, slots, weights, weighted)
+
+    def _in_place(self, units: np.ndarray) -> np.ndarray | None:
+        """The rows of ``units`` when every one is held and the rows can be read where they
+        lie by the compiled kernels (:mod:`bayesij.array.kernels.rows`), else None."""
+        slots = self.slots(units)
+        usable = self.rows.flags.c_contiguous and self.rows.dtype == np.float64
+        return slots if usable and slots.size and (slots >= 0).all() else None
 
     def terms(self, curvature: Curvature, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`Curvature.unit_terms` of ``units``: a held unit's computed once per model

@@ -231,7 +231,7 @@ class ScreenedInfluence:
             chosen = units[part]
             with np.errstate(invalid="ignore"):
                 if store is not None and store.matrix is not None:
-                    product = store.rows_of(chosen)[:, : self.n] @ self.vector
+                    product = store.products(chosen, self.vector)
                 else:
                     product = self.vector @ read_columns(columns, chosen)
             self.exact[chosen] = np.where(np.isfinite(product), product, np.nan)
