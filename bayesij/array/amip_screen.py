@@ -128,18 +128,19 @@ class InfluenceScreen:
         ``1 / sqrt(S)`` and columns orthogonal to it, so the residual's squared norm is the
         centred column's less its other coefficients' (no residual matrix); over the first
         ``n`` draws the whole residual's norm bounds it."""
+        from bayesij.array.kernels.screen import column_moments  # compiled: numba
+
         columns = read_columns(self.matrix, chunk)
+        total, norms = column_moments(columns, list(self.slack))
         with np.errstate(invalid="ignore"):
             coefficients = self.basis.T @ columns
-            centred = columns - columns.mean(axis=0)
             explained = np.einsum("ij,ij->j", coefficients[1:], coefficients[1:])
-            total = np.einsum("ij,ij->j", centred, centred)
             residual = np.sqrt(np.maximum(total - explained, 0.0) + CANCELLATION * total)
         finite[chunk] = np.isfinite(coefficients).all(axis=0)
         self.coefficients[:, chunk] = np.where(finite[chunk], coefficients, 0.0)
-        for n, slack in self.slack.items():
+        for slack, norm in zip(self.slack.values(), norms, strict=True):
             with np.errstate(invalid="ignore"):
-                slack[chunk] = residual + ROUNDING * _norms(columns[:n])
+                slack[chunk] = residual + ROUNDING * norm
 
     def products(self, n: int, vectors: np.ndarray) -> list:
         """A :class:`ScreenedInfluence` for each column of ``vectors`` (n, k) over the
@@ -240,15 +241,23 @@ class ScreenedInfluence:
 
 def _centred_basis(design: np.ndarray) -> np.ndarray:
     """An orthonormal basis (S, r) of ``design``'s span with the constant: ``1 / sqrt(S)``
-    first, then the left singular vectors of the other columns centred (orthogonal to it),
-    those with a singular value below 1e-10 of the largest left out."""
+    first, then the other columns centred (orthogonal to it) and made orthonormal: by the
+    eigenvectors of their Gram matrix, directions with an eigenvalue below :data:`KEPT` of
+    the largest left out, then once more by the Cholesky factor of the result's Gram matrix
+    (orthonormal to rounding, as the bounds assume: a fifteenth of an SVD's time)."""
     n = design.shape[0]
     rest = design[:, 1:] - design[:, 1:].mean(axis=0)
-    left, scales, _ = np.linalg.svd(rest, full_matrices=False)
-    kept = left[:, scales > scales[0] * 1e-10] if scales.size else left[:, :0]
-    return np.column_stack([np.full(n, 1 / np.sqrt(n)), kept])
+    columns = [np.full((n, 1), 1 / np.sqrt(n))]
+    if rest.shape[1]:
+        values, vectors = np.linalg.eigh(rest.T @ rest)
+        kept = values > values[-1] * KEPT
+        basis = rest @ (vectors[:, kept] / np.sqrt(values[kept]))
+        factor = np.linalg.cholesky(basis.T @ basis)
+        columns.append(basis @ np.linalg.inv(factor).T)
+    return np.hstack(columns)
 
 
-def _norms(columns: np.ndarray) -> np.ndarray:
-    """Each column's Euclidean norm (n, k) -> (k,)."""
-    return np.sqrt(np.einsum("ij,ij->j", columns, columns))
+#: The screen's basis leaves out the directions of its design whose eigenvalue in the
+#: centred columns' Gram matrix is below this share of the largest (singular values below
+#: 1e-6 of the largest: directions the draws barely span, which it need not explain).
+KEPT = 1e-12

@@ -8,7 +8,13 @@ threshold by a partition of every lower end and the candidates by a dozen passes
 arrays the size of the units; here one pass keeps the ``m`` largest lower ends in a heap and
 a second collects the candidates, with the same arithmetic (so the same candidates).
 
-NumPy reference: the partition of :meth:`~bayesij.array.amip_screen.ScreenedInfluence.top`
+The screen itself (:class:`~bayesij.array.amip_screen.InfluenceScreen`) needs each column's
+centred sum of squares and its norm over the first ``n`` draws of each prefix:
+:func:`column_moments` takes them in two passes over a block of columns, where NumPy writes a
+centred copy and reads the block four times.
+
+NumPy references: the partition of :meth:`~bayesij.array.amip_screen.ScreenedInfluence.top`;
+``((x - x.mean(0)) ** 2).sum(0)`` and ``np.linalg.norm(x[:n], axis=0)``
 (``tests/array/kernels/test_screen.py``).
 
 References
@@ -23,7 +29,7 @@ import numpy as np
 
 from bayesij.array.kernels.fastmath import compiled
 
-__all__ = ["screened_candidates"]
+__all__ = ["screened_candidates", "column_moments"]
 
 
 def screened_candidates(
@@ -129,3 +135,54 @@ def _replace_root(heap, size, value):
             return
         heap[smallest], heap[i] = heap[i], heap[smallest]
         i = smallest
+
+
+def column_moments(columns: np.ndarray, prefixes) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's sum of squares about its mean, and its norm over the first ``n`` rows
+    for each ``n`` of ``prefixes``.
+
+    Parameters
+    ----------
+    columns : ndarray of shape (S, c)
+        float64 (any strides); NaN where a column is not finite, as NumPy gives.
+    prefixes : sequence of int
+        Each at most ``S``.
+
+    Returns
+    -------
+    centred : ndarray of shape (c,)
+    norms : ndarray of shape (len(prefixes), c)
+    """
+    order = np.argsort(np.asarray(prefixes, dtype=np.int64), kind="stable")
+    sizes = np.asarray(prefixes, dtype=np.int64)[order]
+    centred = np.empty(columns.shape[1])
+    squares = np.zeros((len(sizes), columns.shape[1]))
+    _column_moments(np.asarray(columns, dtype=np.float64), sizes, centred, squares)
+    norms = np.empty_like(squares)
+    norms[order] = np.sqrt(squares)
+    return centred, norms
+
+
+@compiled
+def _column_moments(columns, sizes, centred, squares):
+    n, c = columns.shape
+    sums = np.zeros(c)
+    running = np.zeros(c)
+    p = 0
+    for s in range(n):
+        row = columns[s]
+        for j in range(c):
+            value = row[j]
+            sums[j] += value
+            running[j] += value * value
+        while p < sizes.shape[0] and sizes[p] == s + 1:
+            squares[p] = running
+            p += 1
+    for j in range(c):
+        sums[j] = sums[j] / n
+        centred[j] = 0.0
+    for s in range(n):
+        row = columns[s]
+        for j in range(c):
+            d = row[j] - sums[j]
+            centred[j] += d * d

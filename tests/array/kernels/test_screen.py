@@ -5,7 +5,7 @@ excluded whose upper bound reaches the ``m``-th largest lower bound and zero."""
 import numpy as np
 import pytest
 
-from bayesij.array.kernels.screen import screened_candidates
+from bayesij.array.kernels.screen import column_moments, screened_candidates
 
 
 def _reference(approximate, slack, scale, excluded, direction, m):
@@ -52,3 +52,22 @@ def test_a_nan_bound_is_left_to_numpy():
     assert screened_candidates(np.zeros(5), slack, 1.0, excluded, 1, 2) is None
     excluded[2] = True  # an excluded unit's bound is never read
     assert screened_candidates(np.zeros(5), slack, 1.0, excluded, 1, 2) is not None
+
+
+@pytest.mark.parametrize("strided", [False, True])
+def test_column_moments_are_numpy_s_centred_squares_and_prefix_norms(strided):
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(400, 30)) * 0.1 - 5.0  # a mean far from the spread
+    matrix[17, 4] = np.nan
+    matrix[3, 9] = -np.inf
+    columns = matrix[:, ::2] if strided else matrix[:, :15]
+    centred, norms = column_moments(columns, [400, 200, 1])
+    with np.errstate(invalid="ignore"):
+        expected = ((columns - columns.mean(axis=0)) ** 2).sum(axis=0)
+    finite = np.isfinite(expected)
+    assert not finite.all() and np.array_equal(np.isfinite(centred), finite)
+    np.testing.assert_allclose(centred[finite], expected[finite], rtol=1e-12)
+    for norm, n in zip(norms, (400, 200, 1), strict=True):
+        with np.errstate(invalid="ignore"):
+            reference = np.linalg.norm(columns[:n], axis=0)
+        np.testing.assert_allclose(norm, reference, rtol=1e-12)
