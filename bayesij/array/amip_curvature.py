@@ -183,8 +183,9 @@ class Curvature(NamedTuple):
         # I + Sigma A has the eigenvalues of the symmetric I + R A R (R = Sigma^1/2)
         root = _symmetric_root(sigma)
         step = np.eye(self.n_parameters) + sigma_a
-        smallest = np.linalg.eigvalsh(np.eye(self.n_parameters) + root @ a @ root)[:, 0]
-        ok = smallest > 1 - BREAKDOWN
+        tilted = np.eye(self.n_parameters) + root @ a @ root
+        ok = _above_breakdown(tilted)
+        smallest = np.linalg.eigvalsh(tilted[grid - 1])[:, 0]  # where the cubic share is
         safe = np.where(ok[:, None, None], step, np.eye(self.n_parameters))
         # (I + Sigma A)^-1 c and column e of (I + Sigma A)^-1 Sigma, in one solve
         sides = np.stack([c, np.broadcast_to(sigma[:, e], c.shape)], axis=-1)
@@ -205,7 +206,8 @@ class Curvature(NamedTuple):
         fitted across the draws) change the Hessian by ``H3(shift)`` at the shift's end,
         half that on average along the way; in whitened coordinates and relative to the
         tilted precision there (the smallest eigenvalue of ``I + Sigma A``, ``smallest``
-        (K,)), ``||Sigma^1/2 H3 Sigma^1/2|| / 2 / lambda_min`` (``lambda_min`` at least
+        (G,), at the sizes ``grid``), ``||Sigma^1/2 H3 Sigma^1/2|| / 2 / lambda_min``
+        (``lambda_min`` at least
         ``1 - BREAKDOWN``). Exactly 0 where the
         log-likelihood is quadratic in the parameters (a normal linear model with known
         scale). Computed at the prefix sizes ``grid`` (:func:`_cubic_grid`), from the
@@ -224,7 +226,7 @@ class Curvature(NamedTuple):
         explained = np.where(totals > 0, 1 - unexplained, 1.0)
         change = _cubic_hessian(left @ solve.T, shift[grid - 1], self.n_parameters)
         white = root @ change @ root  # (G, P, P)
-        lowest = np.maximum(smallest[grid - 1], 1 - BREAKDOWN)
+        lowest = np.maximum(smallest, 1 - BREAKDOWN)
         shares = 0.5 * np.max(np.abs(np.linalg.eigvalsh(white)), axis=1) / lowest
         sizes = np.arange(1, k + 1)
         return np.interp(sizes, grid, shares), np.interp(sizes, grid, explained)
@@ -237,6 +239,20 @@ class Curvature(NamedTuple):
         band of :func:`bayesij.array.amip_noise.nonlinear_band`; ``(1, 0)`` where the
         first-order change is 0, ``inf`` past the breakdown."""
         return self.changes(columns, sign, z).factors()
+
+
+def _above_breakdown(tilted: np.ndarray) -> np.ndarray:
+    """Whether the smallest eigenvalue of each symmetric matrix (K, P, P) exceeds ``1 -
+    BREAKDOWN`` (K,): the matrices less that are factorised by Cholesky in one batch (the
+    usual case: all positive definite), else their eigenvalues decide."""
+    shifted = tilted - (1 - BREAKDOWN) * np.eye(tilted.shape[-1])
+    if np.isfinite(shifted).all():
+        try:
+            np.linalg.cholesky(shifted)
+            return np.ones(len(tilted), dtype=bool)
+        except np.linalg.LinAlgError:
+            pass
+    return np.linalg.eigvalsh(tilted)[:, 0] > 1 - BREAKDOWN
 
 
 def _cubic_grid(k: int) -> np.ndarray:

@@ -412,3 +412,22 @@ def test_the_cubic_fit_recovers_a_cubic_polynomial_s_coefficients():
     centred = unit - unit.mean()
     left = centred - curvature.design @ (curvature.fit @ centred)
     np.testing.assert_allclose(curvature.cubic @ left, gamma, atol=1e-3)  # 1.4e-5 here
+
+
+def test_the_breakdown_test_is_the_smallest_eigenvalue_s():
+    # One batched Cholesky factorisation stands for the eigenvalues where every matrix is
+    # above the breakdown; with one below, the eigenvalues decide.
+    from bayesij.array.amip_curvature import BREAKDOWN, _above_breakdown
+
+    rng = np.random.default_rng(2)
+    root = rng.normal(size=(40, 5, 5)) * 0.2
+    tilted = np.eye(5) + root @ root.transpose(0, 2, 1)  # eigenvalues at least 1
+    assert _above_breakdown(tilted).all()
+    below = tilted.copy()
+    vectors = np.linalg.eigh(below[7])[1]
+    below[7] -= 0.9 * np.outer(vectors[:, 0], vectors[:, 0]) * np.linalg.eigvalsh(below[7])[0]
+    below[9] = np.eye(5) * (1 - BREAKDOWN) * 0.999
+    expected = np.linalg.eigvalsh(below)[:, 0] > 1 - BREAKDOWN
+    got = _above_breakdown(below)
+    np.testing.assert_array_equal(got, expected)
+    assert not got[7] and not got[9] and got.sum() == 38
