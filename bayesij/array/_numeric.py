@@ -84,6 +84,15 @@ _BLAS_LOCK = threading.Lock()
 _BLAS_USERS: list = []  # [the limiter] while any call holds BLAS at one thread
 
 
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """threadpoolctl's controller of the BLAS libraries loaded, found once per process (a
+    search of the loaded libraries takes 4 ms: seven per audit)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
 @contextlib.contextmanager
 def one_blas_thread():
     """A context in which BLAS runs one thread per call: our threads already share the
@@ -93,11 +102,9 @@ def one_blas_thread():
     limit and the last one out restores BLAS as it found it. (Nested ``threadpool_limits``
     contexts entered and left out of order would leave it at one thread for good.)
     """
-    from threadpoolctl import threadpool_limits
-
     with _BLAS_LOCK:
         if not _BLAS_USERS:
-            _BLAS_USERS.append([threadpool_limits(limits=1, user_api="blas"), 0])
+            _BLAS_USERS.append([_blas_controller().limit(limits=1, user_api="blas"), 0])
         _BLAS_USERS[0][1] += 1
     try:
         yield
