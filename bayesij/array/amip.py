@@ -394,7 +394,7 @@ def reweighted_steps(
         if not best.size:
             stopped = "no unit moves the metric that way"
             break
-        next_lik = set_lik + _float_columns(flat_l, best).sum(axis=1)
+        next_lik = set_lik + _joining_sum(flat_l, best, store)
         next_weights, next_khat = set_weights(next_lik, chain_shape)
         if not next_khat <= k_threshold:
             phi = _influence(received, direction, k_max - len(chosen), chosen)
@@ -421,6 +421,18 @@ def reweighted_steps(
     return AmipPath(
         order, np.array(changes), np.array(khats), stopped, np.array(sizes), how, order.size
     )
+
+
+def _joining_sum(flat_l: np.ndarray, units: np.ndarray, store=None) -> np.ndarray:
+    """The log-likelihood of the units joining a set, summed at each of the first ``n``
+    draws of ``flat_l`` (n, U): from the rows ``store`` holds where they are all held and
+    finite (up to a constant, which the set's importance weights do not see; the rows lie
+    contiguous, a column is a cache line per draw), else from the columns."""
+    if store is not None and store.n_draws >= flat_l.shape[0]:
+        held = store.set_sum(units, finite=True)
+        if held is not None:
+            return held[: flat_l.shape[0]]
+    return _float_columns(flat_l, units).sum(axis=1)
 
 
 def _influence(received, direction: int, m: int, chosen: list) -> np.ndarray:

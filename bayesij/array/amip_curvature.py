@@ -566,13 +566,20 @@ class CentredColumns:
 
     def products(self, units: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """``rows_of(units)[:, :n] @ vector`` (K,) over the first ``n = vector.size``
-        draws: held rows read in place."""
-        slots = self._in_place(units)
-        if slots is None or not np.isfinite(vector).all():
+        draws: held rows read in place, the others read from the matrix."""
+        slots = self.slots(units)
+        held = slots >= 0
+        usable = self.rows.flags.c_contiguous and self.rows.dtype == np.float64
+        if not (usable and held.any() and np.isfinite(vector).all()):
             return self.rows_of(units)[:, : vector.size] @ vector
         from bayesij.array.kernels.rows import held_products  # compiled: numba
 
-        return held_products(self.rows, slots, vector)
+        out = np.empty(slots.size)
+        out[held] = held_products(self.rows, slots[held], vector)
+        if not held.all():
+            others = np.asarray(units, dtype=int)[~held]
+            out[~held] = _centred_rows(self.matrix, others)[:, : vector.size] @ vector
+        return out
 
     def influence_mcse(self, units, weights, weighted) -> np.ndarray | None:
         """The Monte Carlo error of each unit's weighted influence over the first
