@@ -255,10 +255,13 @@ def _above_breakdown(tilted: np.ndarray) -> np.ndarray:
     return np.linalg.eigvalsh(tilted)[:, 0] > 1 - BREAKDOWN
 
 
+@functools.lru_cache(maxsize=64)
 def _cubic_grid(k: int) -> np.ndarray:
     """The prefix sizes (at most :data:`CUBIC_GRID`, geometric from 1 to ``k``) at which
-    :meth:`Curvature._cubic_share` is computed."""
-    return np.unique(np.geomspace(1, k, min(k, CUBIC_GRID)).round().astype(int))
+    :meth:`Curvature._cubic_share` is computed (read-only, kept)."""
+    grid = np.unique(np.geomspace(1, k, min(k, CUBIC_GRID)).round().astype(int))
+    grid.flags.writeable = False
+    return grid
 
 
 def _centred(columns: np.ndarray) -> np.ndarray:

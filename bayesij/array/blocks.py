@@ -16,6 +16,7 @@ chains and differences between chains.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -39,13 +40,24 @@ def draw_blocks(chain_ids: np.ndarray, n_blocks: int) -> list[np.ndarray]:
     list of ndarray
         Draw indices of each block.
     """
+    ids = np.ascontiguousarray(chain_ids)
+    return list(_blocks_of(ids.tobytes(), ids.dtype.str, ids.shape, int(n_blocks)))
+
+
+@functools.lru_cache(maxsize=16)
+def _blocks_of(key: bytes, dtype: str, shape: tuple, n_blocks: int) -> tuple:
+    """:func:`draw_blocks` of the chain codes held in ``key``, read-only, kept: an audit
+    asks for the same layout a hundred times."""
+    chain_ids = np.frombuffer(key, dtype=dtype).reshape(shape)
     chains = np.unique(chain_ids)
     per_chain = max(1, -(-n_blocks // chains.size))
     blocks = []
     for chain in chains:
         rows = np.flatnonzero(chain_ids == chain)
         blocks.extend(np.array_split(rows, min(per_chain, rows.size)))
-    return blocks
+    for rows in blocks:
+        rows.flags.writeable = False
+    return tuple(blocks)
 
 
 def _as_index(rows: np.ndarray) -> slice | np.ndarray:

@@ -180,3 +180,21 @@ def test_searches_reading_the_shared_rows_choose_what_the_gathered_columns_choos
             assert after == pytest.approx((other.mean_after, other.sd_after), rel=1e-10)
             continued += one.path.reliable < one.path.order.size
     assert continued  # a continuation read its Monte Carlo errors from the rows
+
+
+def test_the_screen_s_basis_is_orthonormal_and_spans_its_design():
+    # The screen's bounds assume an orthonormal basis (a coefficient's square is the share
+    # of a column it explains); directions the draws barely span may be left out.
+    from bayesij.array.amip_screen import _centred_basis
+
+    params, _ = _regression()
+    design = screen_design(params)
+    nearly = design.copy()
+    nearly[:, 2] = design[:, 1] + 1e-9 * design[:, 3]  # all but collinear
+    for candidate in (design, nearly):
+        basis = _centred_basis(candidate)
+        np.testing.assert_allclose(basis.T @ basis, np.eye(basis.shape[1]), atol=1e-13)
+        left = candidate - basis @ (basis.T @ candidate)
+        assert np.abs(left).max() < 1e-6 * np.abs(candidate).max()
+    assert _centred_basis(design).shape[1] == design.shape[1]
+    assert _centred_basis(nearly).shape[1] == design.shape[1] - 1
