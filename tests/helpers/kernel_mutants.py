@@ -50,6 +50,51 @@ MUTANTS = [
         "        out[0, r] = 1.0",
         "        out[0, r] = 0.99",
     ),
+    (
+        "bayesij/array/kernels/screen.py",
+        "        elif low > heap[0]:",
+        "        elif low >= heap[0] + 1e-3:",
+    ),
+    (
+        "bayesij/array/kernels/screen.py",
+        "    if 0 < m <= eligible and heap[0] > threshold:",
+        "    if 0 < m < eligible and heap[0] > threshold:",
+    ),
+    (
+        "bayesij/array/kernels/screen.py",
+        "        if not excluded[u] and negated * approximate[u] + scale * slack[u] >= threshold:",
+        "        if not excluded[u] and negated * approximate[u] >= threshold:",
+    ),
+    (
+        "bayesij/array/kernels/screen.py",
+        "        sums[j] = sums[j] / n",
+        "        sums[j] = sums[j] / (n - 1)",
+    ),
+    (
+        "bayesij/array/kernels/set_weights.py",
+        "    raw = min(0.2 * n_total, 3 * math.sqrt(n_total / max(r_eff[0], 1e-3)))",
+        "    raw = min(0.2 * n_total, 2 * math.sqrt(n_total / max(r_eff[0], 1e-3)))",
+    ),
+    (
+        "bayesij/array/kernels/set_weights.py",
+        "    tail = np.full(1, min(math.ceil(raw), n_total - 1))",
+        "    tail = np.full(1, min(math.floor(raw), n_total - 1))",
+    ),
+    (
+        "bayesij/array/kernels/rows.py",
+        "            for i in range(done + 1, size):",
+        "            for i in range(done + 2, size):",
+    ),
+    (
+        "bayesij/array/kernels/rows.py",
+        "            mean += weights[s] * row[s]",
+        "            mean += row[s] / n",
+    ),
+    (
+        "bayesij/array/kernels/rows.py",
+        "            term = weights[s] * (ratio[s] * (row[s] - mean) - phi)",
+        "            term = weights[s] * (ratio[s] * (row[s] - mean))",
+    ),
 ]
 
 
