@@ -57,11 +57,6 @@ MUTANTS = [
     ),
     (
         "bayesij/array/kernels/screen.py",
-        "    if 0 < m <= eligible and heap[0] > threshold:",
-        "    if 0 < m < eligible and heap[0] > threshold:",
-    ),
-    (
-        "bayesij/array/kernels/screen.py",
         "        if not excluded[u] and negated * approximate[u] + scale * slack[u] >= threshold:",
         "        if not excluded[u] and negated * approximate[u] >= threshold:",
     ),

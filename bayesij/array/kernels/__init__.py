@@ -11,7 +11,13 @@ chunk per step. Each module is readable on its own, imports only the public name
   tempered cross-validation term);
 * :mod:`~bayesij.array.kernels.mcse` — R loo's Monte Carlo error of elpd;
 * :mod:`~bayesij.array.kernels.autocorrelation` — R loo's relative efficiency of ``exp(l)``;
-* :mod:`~bayesij.array.kernels.values` — the value check of a matrix.
+* :mod:`~bayesij.array.kernels.values` — the value check of a matrix;
+* :mod:`~bayesij.array.kernels.set_weights` — the PSIS weights of the posterior without a
+  set of units (one call per greedy AMIP step);
+* :mod:`~bayesij.array.kernels.screen` — a screened AMIP step's candidates, and the
+  screen's centred squares and prefix norms of each column;
+* :mod:`~bayesij.array.kernels.rows` — sums, products and Monte Carlo errors of the AMIP
+  searches' held rows, read where they lie.
 
 The array-layer estimators import them on first use (importing :mod:`bayesij.array` does
 not load numba); rows a kernel cannot do exactly are marked not done and computed by the
