@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import TILE, map_ordered
+from bayesij.array._numeric import TILE, map_chunks, map_ordered, threads
 
 __all__ = [
     "Curvature",
@@ -496,8 +496,8 @@ class CentredColumns:
         self.n_draws, self.matrix = int(n_draws), matrix
         if matrix is not None:
             self.held = np.unique(np.asarray(units if units is not None else [], dtype=int))
-            self.rows = _read_rows(matrix, self.held)
-            self.finite = _centre_rows(self.rows)
+            self.rows = _read_rows(matrix, self.held, threaded=True)
+            self.finite = _centre_rows(self.rows, threaded=True)
         elif rows is not None:
             self.held = np.asarray(units, dtype=int)
             if self.held.shape != rows.shape[:1] or np.any(np.diff(self.held) <= 0):
@@ -640,24 +640,44 @@ def _centred_rows(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:
     return out
 
 
-def _read_rows(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:
+def _read_rows(matrix: np.ndarray, units: np.ndarray, threaded: bool = False) -> np.ndarray:
     """Columns ``units`` of ``matrix`` (S, U) as float64 rows (K, S), read a tile of draws
-    at a time (never a float64 copy of more than a tile of a float32 matrix)."""
+    at a time (never a float64 copy of more than a tile of a float32 matrix); ``threaded``:
+    the tiles shared among :func:`~bayesij.array._numeric.map_chunks`' threads (NumPy's
+    gathers release the GIL)."""
     units = np.asarray(units, dtype=int)
     out = np.empty((units.size, matrix.shape[0]))
+
+    def read(tiles: slice) -> None:
+        for start in range(tiles.start, tiles.stop, TILE):
+            stop = min(start + TILE, tiles.stop)
+            out[:, start:stop] = matrix[start:stop][:, units].T
+
     if units.size:
-        for start in range(0, matrix.shape[0], TILE):
-            out[:, start : start + TILE] = matrix[start : start + TILE][:, units].T
+        n_draws = matrix.shape[0]
+        parts = threads() if threaded else 1
+        step = -(-n_draws // (parts * TILE)) * TILE  # whole tiles per thread
+        map_chunks(read, [slice(a, min(a + step, n_draws)) for a in range(0, n_draws, step)])
     return out
 
 
-def _centre_rows(rows: np.ndarray) -> np.ndarray:
+def _centre_rows(rows: np.ndarray, threaded: bool = False) -> np.ndarray:
     """Rows (K, S) in place: non-finite values as 0, less each row's mean. Returns which
-    rows were finite throughout (K,)."""
-    bad = ~np.isfinite(rows)
-    rows[bad] = 0.0
-    rows -= rows.mean(axis=1, keepdims=True)
-    return ~bad.any(axis=1)
+    rows were finite throughout (K,); ``threaded``: blocks of rows on
+    :func:`~bayesij.array._numeric.map_chunks`' threads."""
+    finite = np.empty(rows.shape[0], dtype=bool)
+
+    def centre(part: slice) -> None:
+        block = rows[part]
+        bad = ~np.isfinite(block)
+        block[bad] = 0.0
+        block -= block.mean(axis=1, keepdims=True)
+        finite[part] = ~bad.any(axis=1)
+
+    parts = threads() if threaded else 1
+    step = max(1, -(-rows.shape[0] // parts))
+    map_chunks(centre, [slice(a, a + step) for a in range(0, rows.shape[0], step)])
+    return finite
 
 
 #: How many of its latest answers a :class:`SetCurvature` keeps (the ranking's, the
