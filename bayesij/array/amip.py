@@ -918,10 +918,10 @@ def hybrid_changes(f, log_lik, reliable, extra, metrics: list, sums=(None, None)
         if reliable_sum is None:
             reliable_sum = set_column_sum(flat_l, reliable)
         weights, _ = set_weights(reliable_sum, f.shape)
-    if extra.size and extra_sum is None:
-        extra_sum = finite_column_sum(flat_l, extra)
     if not extra.size:
         extra_sum = None
+    elif extra_sum is None:
+        extra_sum = finite_column_sum(flat_l, extra)
     changes = []
     for sign, z in metrics:
         before = weighted_value(flat_f, uniform, sign, z)[0]
