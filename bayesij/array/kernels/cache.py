@@ -18,7 +18,7 @@ import pickle
 import warnings
 from typing import Any
 
-__all__ = ["CACHE", "KernelCacheWarning", "cache_folder"]
+__all__ = ["CACHE", "KernelCacheWarning", "cache_folder", "kernel_modules"]
 
 
 class KernelCacheWarning(UserWarning):
@@ -65,12 +65,19 @@ def _not_private(path: str) -> str:
     return ""
 
 
+def kernel_modules() -> list[str]:
+    """The modules of this folder whose functions numba compiles and caches (every module
+    but this one, ``first_use`` and the package's ``__init__``): the prefixes of their
+    cache files."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    names = (name[:-3] for name in os.listdir(folder) if name.endswith(".py"))
+    return sorted(set(names) - {"__init__", "cache", "first_use"})
+
+
 def _remove_damaged(path: str) -> list[str]:
     """Delete index files of this package's kernels that do not unpickle (private folder)."""
     removed = []
-    prefixes = tuple(
-        f"{name}." for name in ("fastmath", "psis", "waic", "mcse", "autocorrelation", "values")
-    )
+    prefixes = tuple(f"{name}." for name in kernel_modules())
     for name in os.listdir(path):
         if not (name.endswith(".nbi") and name.startswith(prefixes)):
             continue

@@ -2,6 +2,7 @@
 files are removed; otherwise the kernels compile in memory with one warning saying why."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -66,3 +67,26 @@ def test_no_usable_folder_means_memory_not_a_crash(tmp_path, monkeypatch):
     blocker.write_text("")
     out, _ = _run(blocker / "cache")  # NUMBA_CACHE_DIR unusable: numba's next folder, no crash
     assert "CACHE" in out
+
+
+def test_every_kernel_module_s_damaged_index_is_removed_and_nothing_else(tmp_path):
+    # The damaged-file sweep knows every compiled module of the folder (the AMIP steps'
+    # kernels too), and leaves other packages' files alone.
+    from pathlib import Path
+
+    from bayesij.array.kernels import cache
+
+    folder = Path(cache.__file__).parent
+    decorated = re.compile(r"^@(compiled|fused|reordered|_inlined|njit)\b|cache=CACHE", re.M)
+    compiled = sorted(p.stem for p in folder.glob("*.py") if decorated.search(p.read_text()))
+    assert cache.kernel_modules() == compiled
+    assert {"set_weights", "screen", "rows", "tails"} <= set(compiled)
+    for name in ("set_weights._set_weights-64.py311.nbi", "rows._products-9.py311.nbi"):
+        (tmp_path / name).write_bytes(b"\x80\x04 cut short")
+    (tmp_path / "otherpackage.f-1.py311.nbi").write_bytes(b"not ours")
+    removed = cache._remove_damaged(str(tmp_path))
+    assert sorted(removed) == [
+        "rows._products-9.py311.nbi",
+        "set_weights._set_weights-64.py311.nbi",
+    ]
+    assert [p.name for p in tmp_path.iterdir()] == ["otherpackage.f-1.py311.nbi"]
