@@ -572,8 +572,7 @@ class CentredColumns:
         draws: held rows read in place, the others read from the matrix."""
         slots = self.slots(units)
         held = slots >= 0
-        usable = self.rows.flags.c_contiguous and self.rows.dtype == np.float64
-        if not (usable and held.any() and np.isfinite(vector).all()):
+        if not (self._readable() and held.any() and np.isfinite(vector).all()):
             return self.rows_of(units)[:, : vector.size] @ vector
         from bayesij.array.kernels.rows import held_products  # compiled: numba
 
@@ -599,8 +598,12 @@ class CentredColumns:
         """The rows of ``units`` when every one is held and the rows can be read where they
         lie by the compiled kernels (:mod:`bayesij.array.kernels.rows`), else None."""
         slots = self.slots(units)
-        usable = self.rows.flags.c_contiguous and self.rows.dtype == np.float64
-        return slots if usable and slots.size and (slots >= 0).all() else None
+        return slots if self._readable() and slots.size and (slots >= 0).all() else None
+
+    def _readable(self) -> bool:
+        """Whether the compiled kernels can read the rows where they lie (C-contiguous
+        float64; a caller's ``rows`` may be neither)."""
+        return self.rows.flags.c_contiguous and self.rows.dtype == np.float64
 
     def terms(self, curvature: Curvature, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`Curvature.unit_terms` of ``units``: a held unit's computed once per model
