@@ -160,6 +160,14 @@ def test_a_set_s_sums_from_held_rows_are_its_columns_up_to_a_constant():
     same_up_to_a_constant(rest, amip.finite_column_sum(flat, np.array([3, 12])))
     whole, _, _ = amip.held_sums(store, np.array([3, 12]), 2, 2000, whole=True)
     same_up_to_a_constant(whole, amip.set_column_sum(flat, np.array([3, 12])))
+    # a unit joining a reweighted set: from its row up to a constant, or with its -inf
+    same_up_to_a_constant(
+        amip._joining_sum(flat, np.array([3, 12]), store), flat[:, [3, 12]].sum(1)
+    )
+    joined = amip._joining_sum(flat[:1000], np.array([3, 7]), store)
+    assert joined.shape == (1000,) and np.isneginf(joined).sum() == 0  # -inf in the 2nd half
+    joined = amip._joining_sum(flat, np.array([3, 7]), store)
+    np.testing.assert_array_equal(np.isneginf(joined), np.isneginf(flat[:, 7]))
     some = CentredColumns(2000, matrix=flat, units=np.arange(10))
     for unheld in (some, CentredColumns(1000, matrix=flat[:1000], units=np.arange(30))):
         found = amip.held_sums(unheld, np.array([12, 15]), 1, 2000, whole=True)
