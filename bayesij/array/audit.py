@@ -4,7 +4,8 @@ The audit needs, for every unit, its influence on the quantities and their IJ su
 (:func:`bayesij.array.jackknife.ij_part`), its PSIS-LOO terms with the leave-one-out means
 of the quantities that the linearity check compares with ``-psi``
 (:func:`bayesij.array.loo.loo_methods`), its WAIC terms
-(:func:`bayesij.array.waic.waic_parts`) and the influence of every AMIP metric
+(:func:`bayesij.array.waic.waic_parts`, from the rows PSIS-LOO transposes: one
+transposition for both) and the influence of every AMIP metric
 (:func:`bayesij.array.amip.metrics_influence`). Each depends on the unit's own column
 only, so one block read once gives them all: a lazy log-likelihood (dask chunks, a
 function) is computed once for the whole audit, not once per section.
@@ -12,6 +13,7 @@ function) is computed once for the whole audit, not once per section.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -19,7 +21,7 @@ import numpy as np
 from bayesij.array.amip import goal_influence
 from bayesij.array.jackknife import IJPart, IJSetup, ij_part
 from bayesij.array.loo import LooArrays, loo_methods
-from bayesij.array.waic import WaicParts, waic_parts
+from bayesij.array.waic import WaicParts, terms_of_rows
 
 __all__ = ["AuditParts", "audit_parts"]
 
@@ -92,6 +94,7 @@ def audit_parts(
     AuditParts
     """
     ij = ij_part(log_lik, setup, positions)
+    waic_terms = np.empty((6, log_lik.shape[-1]))  # WAIC's, from PSIS's transposed rows
     loo = loo_methods(
         log_lik,
         ("psis",),
@@ -100,8 +103,9 @@ def audit_parts(
         ties=ties,
         check=False,
         expectation_draws=setup.centred_f,
+        each_chunk=partial(terms_of_rows, beta=1.0, out=waic_terms),
     )["psis"]
-    waic = waic_parts(log_lik, check=False)
+    waic = WaicParts(*waic_terms)
     influence = None
     if goals:
         influence = goal_influence(

@@ -437,6 +437,7 @@ def loo_methods(
     check: bool = True,
     save_log_weights: bool = False,
     expectation_draws: np.ndarray | None = None,
+    each_chunk=None,
 ) -> dict[str, LooArrays]:
     """Several LOO methods from one pass over the draws: :func:`loo_pointwise` for each of
     ``methods``, sharing the Pareto smoothing (k-hat, lppd, r_eff) of every chunk.
@@ -446,7 +447,11 @@ def loo_methods(
     of K quantities in the order of the log-likelihood's draws: their leave-one-out means
     under those weights come from the same pass (:attr:`LooArrays.expectations`), which is
     how the linearity check of the audit gets its importance-sampling changes without a
-    second smoothing or a stored copy of the weights.
+    second smoothing or a stored copy of the weights. ``each_chunk(matrix, chunk, rows)``,
+    when given, is called on the threads with each chunk of observations (a slice) of the
+    (n_draws_total, n_obs) matrix and its values transposed to rows (only to be read):
+    another per-observation pass over the same rows (the audit's WAIC terms,
+    :func:`bayesij.array.waic.terms_of_rows`) without a second transposition.
     """
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
@@ -481,6 +486,8 @@ def loo_methods(
             buffers.rows = np.empty(shape)
             buffers.scratch = (np.empty(shape), np.empty(shape), np.empty(shape))
         rows = transpose_columns(matrix, chunk, buffers.rows)
+        if each_chunk is not None:  # before anything below may write to the rows
+            each_chunk(matrix, chunk, rows)
         saved = None if log_weights is None else log_weights[chunk]
         fused = base == "psis" and saved is None
         if given is None or not fused:  # the fused kernel finds each row's minimum itself

@@ -33,6 +33,7 @@ __all__ = [
     "log_mean_exp",
     "waic_terms",
     "waic_parts",
+    "terms_of_rows",
     "WaicParts",
     "functional_cumulants",
     "predicted_cv_gap",
@@ -120,8 +121,6 @@ def waic_terms(log_lik, beta: float = 1.0, *, check: bool = True):
     ndarray of shape (n_obs,)
         The cross-validation term, whose mean over observations is ``CvL(beta)``.
     """
-    from bayesij.array.kernels.waic import fused_waic_terms  # compiled: numba
-
     matrix = log_lik_matrix(log_lik, check, keep_float32=True)
     if not np.isfinite(beta):
         raise fail("beta", repr(beta), "a finite number")
@@ -133,14 +132,26 @@ def waic_terms(log_lik, beta: float = 1.0, *, check: bool = True):
     def work(chunk: slice) -> None:
         if not hasattr(buffers, "rows"):
             buffers.rows = np.empty((chunks[0].stop, n_draws))
-        terms, done = fused_waic_terms(transpose_columns(matrix, chunk, buffers.rows), beta)
-        out[:, chunk] = terms
-        if not done.all():
-            columns = np.arange(chunk.start, chunk.stop)[~done]
-            out[:, columns] = general_terms(read_columns(matrix, columns), beta)
+        terms_of_rows(matrix, chunk, transpose_columns(matrix, chunk, buffers.rows), beta, out)
 
     map_chunks(work, chunks)
     return LogLikMoments(out[0], out[1], out[2], out[3], out[4], n_draws), out[5]
+
+
+def terms_of_rows(
+    matrix: np.ndarray, chunk: slice, rows: np.ndarray, beta: float, out: np.ndarray
+) -> None:
+    """The terms of :func:`waic_terms` of the observations ``chunk`` of ``matrix`` (S, N),
+    from their values transposed to rows (b, S; only read), into ``out[:, chunk]`` (6, N):
+    by the compiled kernel, the rows it leaves by NumPy from ``matrix``'s columns. What
+    another pass that transposes the same chunks (PSIS-LOO's, in an audit) calls on them."""
+    from bayesij.array.kernels.waic import fused_waic_terms  # compiled: numba
+
+    terms, done = fused_waic_terms(rows, beta)
+    out[:, chunk] = terms
+    if not done.all():
+        columns = np.arange(chunk.start, chunk.stop)[~done]
+        out[:, columns] = general_terms(read_columns(matrix, columns), beta)
 
 
 def general_terms(columns: np.ndarray, beta: float) -> np.ndarray:

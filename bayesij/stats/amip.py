@@ -1019,25 +1019,46 @@ def _check_varies(f: np.ndarray, quantity: str) -> None:
         )
 
 
+def _curve(found, method: str) -> pd.DataFrame:
+    """The predicted change after each number of units dropped: ``linear`` (and
+    ``second_order``) at every size, the reweighted path's ``reweighted``, ``pareto_k`` and
+    ``estimate`` at its sizes (NaN between), sorted by ``n_drop`` — an outer merge on
+    ``n_drop``, built by placing the path's points when its sizes are distinct sizes of the
+    linear curve (the usual case; 2 ms a merge, 21 per audit)."""
+    linear = found.linear_change
+    curve = {"n_drop": np.arange(linear.size), "linear": linear}
+    if found.second_change is not None:
+        curve["second_order"] = found.second_change
+    if method != "reweighted":
+        return pd.DataFrame(curve)
+    path = found.path
+    steps = {"reweighted": path.change, "pareto_k": path.pareto_k, "estimate": path.how}
+    sizes = np.asarray(path.sizes)
+    placed = (
+        sizes.size > 0
+        and sizes.dtype.kind in "iu"
+        and sizes.min() >= 0
+        and sizes.max() < linear.size
+        and np.unique(sizes).size == sizes.size
+    )
+    if not placed:
+        return pd.DataFrame(curve).merge(
+            pd.DataFrame({"n_drop": path.sizes, **steps}), on="n_drop", how="outer"
+        )
+    for name, values in steps.items():
+        values = np.asarray(values)
+        kind = float if values.dtype.kind == "f" else object
+        column = np.full(linear.size, np.nan, dtype=kind)
+        column[sizes] = values
+        curve[name] = column
+    return pd.DataFrame(curve)
+
+
 def _result(
     f, quantity, target, z, source, found, method, alpha_max, *, control_variates=False
 ) -> AmipResult:
     goal, path, units, codes = found.goal, found.path, source.units, source.codes
-    curve = pd.DataFrame(
-        {"n_drop": np.arange(found.linear_change.size), "linear": found.linear_change}
-    )
-    if found.second_change is not None:
-        curve["second_order"] = found.second_change
-    if method == "reweighted":
-        steps = pd.DataFrame(
-            {
-                "n_drop": path.sizes,
-                "reweighted": path.change,
-                "pareto_k": path.pareto_k,
-                "estimate": path.how,
-            }
-        )
-        curve = curve.merge(steps, on="n_drop", how="outer")
+    curve = _curve(found, method)
     answer = found.answer
     change = _reported_change(path, answer, method)
     mean, sd = _coherent_after(goal, found.mean_after, found.sd_after, change, z)

@@ -22,8 +22,25 @@ def test_the_parts_of_a_block_are_those_of_each_kernel():
     loo = loo_methods(log_lik, ("psis",), expectation_draws=setup.centred_f)["psis"]
     np.testing.assert_array_equal(parts.loo.elpd, loo.elpd)
     np.testing.assert_array_equal(parts.loo.expectations, loo.expectations)
-    np.testing.assert_array_equal(parts.waic.lppd, waic_parts(log_lik).lppd)
+    for name, values in waic_parts(log_lik)._asdict().items():
+        np.testing.assert_array_equal(getattr(parts.waic, name), values, err_msg=name)
     influence = goal_influence(log_lik, fs, goals, True)
     np.testing.assert_array_equal(parts.influence["all"].psi, influence["all"].psi)
     np.testing.assert_array_equal(parts.influence["half"].psi, influence["half"].psi)
     assert audit_parts(log_lik, positions, setup=setup).influence is None
+
+
+def test_waic_from_the_rows_psis_transposes_over_several_chunks():
+    """The audit's WAIC terms come from PSIS-LOO's transposed chunks (three of 310 units
+    here, on the threads): every unit's terms, the NumPy ones of a range above 700 too,
+    are those of the WAIC pass of its own."""
+    rng = np.random.default_rng(1)
+    f = rng.normal(size=(4, 300, 1))
+    log_lik = -0.5 * (rng.normal(size=700) - f) ** 2
+    log_lik[..., 650] *= 900  # a range above 700: the NumPy terms
+    setup = ij_setup(f.reshape(1200, 1), np.repeat(np.arange(4), 300))
+    parts = audit_parts(log_lik, np.arange(700), setup=setup)
+    reference = waic_parts(log_lik)
+    assert np.ptp(log_lik[..., 650]) > 700
+    for name, values in reference._asdict().items():
+        np.testing.assert_array_equal(getattr(parts.waic, name), values, err_msg=name)

@@ -72,3 +72,26 @@ def test_truncated_importance_sampling_by_hand():
     assert result.elpd[0] != pytest.approx(
         loo_pointwise(np.log(p)[:, None], method="is", r_eff=1.0).elpd[0], rel=1e-3
     )
+
+
+def test_each_chunk_sees_every_observation_once_as_rows():
+    """``each_chunk`` gets each chunk of observations once, with the columns' values as
+    rows, before PSIS may overwrite them (here: an impossible observation, whose ``-inf``
+    the PSIS rows replace), and the results do not change."""
+    from bayesij.array.loo import loo_methods
+
+    rng = np.random.default_rng(2)
+    matrix = rng.normal(-1.0, 0.5, size=(1200, 700))
+    matrix[:3, 40] = -np.inf
+    seen = np.zeros(700, dtype=int)
+
+    def each_chunk(values, chunk, rows):
+        assert values is not None and rows.shape == (chunk.stop - chunk.start, 1200)
+        np.testing.assert_array_equal(rows, matrix[:, chunk].T)
+        seen[chunk] += 1
+
+    with_hook = loo_methods(matrix, ("psis",), each_chunk=each_chunk)["psis"]
+    plain = loo_methods(matrix, ("psis",))["psis"]
+    np.testing.assert_array_equal(seen, 1)
+    np.testing.assert_array_equal(with_hook.elpd, plain.elpd)
+    np.testing.assert_array_equal(with_hook.pareto_k, plain.pareto_k)

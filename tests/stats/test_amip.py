@@ -1,6 +1,7 @@
 """Influential subsets (AMIP) against the closed-form conjugate normal regression."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import bayesij
@@ -712,3 +713,45 @@ def test_on_the_field_experiment_even_exact_first_order_needs_more_than_the_refi
     predicted = mean_change + 1.96 * (np.sqrt(var + var_change) - np.sqrt(var))
     first_reach = 1 + int(np.flatnonzero(predicted <= -start)[0])
     assert first_reach == 93
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [[0, 1, 3, 4], [0, 2, 2, 5], [], [0, 9]],
+    ids=["placed", "repeated", "empty", "beyond"],
+)
+def test_the_curve_is_the_outer_merge_of_the_two_paths(sizes):
+    """A result's curve: the linear (and second-order) change at every size and the
+    reweighted path's points at its sizes, as pandas' outer merge on ``n_drop`` gives them
+    (points placed directly where the sizes are distinct sizes of the linear curve)."""
+    from types import SimpleNamespace
+
+    from bayesij.stats.amip import _curve
+
+    k = len(sizes)
+    path = SimpleNamespace(
+        sizes=np.array(sizes, dtype=int),
+        change=np.linspace(0.0, 1.0, k),
+        pareto_k=np.linspace(0.1, 0.8, k),
+        how=np.array(["start", "reweighted", "reweighted", "linear continuation"][:k]),
+    )
+    found = SimpleNamespace(
+        linear_change=np.linspace(0.0, 2.0, 6), second_change=np.linspace(0.0, 1.5, 6), path=path
+    )
+    curve = _curve(found, "reweighted")
+    reference = pd.DataFrame(
+        {"n_drop": np.arange(6), "linear": found.linear_change, "second_order": found.second_change}
+    ).merge(
+        pd.DataFrame(
+            {
+                "n_drop": path.sizes,
+                "reweighted": path.change,
+                "pareto_k": path.pareto_k,
+                "estimate": path.how,
+            }
+        ),
+        on="n_drop",
+        how="outer",
+    )
+    pd.testing.assert_frame_equal(curve, reference)
+    assert list(_curve(found, "linear").columns) == ["n_drop", "linear", "second_order"]
