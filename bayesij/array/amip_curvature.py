@@ -111,6 +111,15 @@ class Curvature(NamedTuple):
         The pseudo-inverse of the draws' cubic monomials (:func:`_triples` of the
         parameters) less their quadratic part; None when the draws are too few for them
         (fewer than four times the columns of both designs).
+    terms_map : ndarray of shape (P + F - P, S)
+        The centred draws' rows ``design[:, :P].T`` over the rows ``fit[P:]``: a unit's
+        covariance with the parameters and its quadratic's coefficients in one product.
+    share_map : ndarray of shape (S, F + C)
+        ``fit.T`` and ``cubic.T`` side by side (``fit`` and ``cubic`` are views of it): a
+        prefix's quadratic and cubic coefficients in one product.
+    gram : ndarray of shape (F, F)
+        ``design.T @ design``: the squared length of a fitted quadratic from its
+        coefficients.
     """
 
     design: np.ndarray
@@ -119,6 +128,9 @@ class Curvature(NamedTuple):
     column: int
     fit: np.ndarray
     cubic: np.ndarray | None
+    terms_map: np.ndarray
+    share_map: np.ndarray
+    gram: np.ndarray
 
     @property
     def n_parameters(self) -> int:
@@ -137,9 +149,8 @@ class Curvature(NamedTuple):
         from the centred columns (S, K) (:func:`_centred`; a transposed view of
         :class:`CentredColumns`' rows)."""
         p = self.n_parameters
-        first = -(self.design[:, :p].T @ centred).T / centred.shape[0]
-        quad = (self.fit[p:] @ centred).T  # least squares: the design's pseudo-inverse
-        return first, quad
+        both = (self.terms_map @ centred).T  # least squares: the design's pseudo-inverse
+        return both[:, :p] / -centred.shape[0], both[:, p:]
 
     def _hessians(self, quad: np.ndarray) -> np.ndarray:
         """The Hessians ``A_u`` (K, P, P) of the quadratics with coefficients ``quad``."""
@@ -177,8 +188,8 @@ class Curvature(NamedTuple):
         a = np.cumsum(hessians, axis=0)  # (K, P, P)
         e, sigma = self.column, self.cov
         sd = np.sqrt(sigma[e, e])
-        sigma_a = np.einsum("ij,kjl->kil", sigma, a)  # Sigma A_k
-        d_var_first = -np.einsum("kil,l->ki", sigma_a, sigma[:, e])[:, e]  # -(Sigma A Sigma)_ee
+        sigma_a = np.matmul(sigma, a)  # Sigma A_k
+        d_var_first = -(sigma_a[:, e] @ sigma[:, e])  # -(Sigma A Sigma)_ee
         first = c[:, e] + sign * z * (np.sqrt(np.maximum(sd**2 + d_var_first, 0.0)) - sd)
         # I + Sigma A has the eigenvalues of the symmetric I + R A R (R = Sigma^1/2)
         root = _symmetric_root(sigma)
@@ -218,13 +229,18 @@ class Curvature(NamedTuple):
         k = shift.shape[0]
         if self.cubic is None:
             return np.full(k, np.inf), np.ones(k)
-        solve = self.cubic  # (C, S): the cubic coefficients of a residual
-        left = sums - (sums @ self.fit.T) @ self.design.T  # (G, S)
+        # The quadratic's coefficients (F) and the cubic's (C) of each prefix in one product:
+        # the cubic's rows are orthogonal to the design, so the prefix's residual after its
+        # quadratic has the prefix's own cubic coefficients, and the residual's squared
+        # length is the prefix's less its projection's (c' Z'Z c).
+        n_quadratic = self.gram.shape[0]
+        both = sums @ self.share_map  # (G, F + C)
+        quadratic, cubic = both[:, :n_quadratic], both[:, n_quadratic:]
         totals = np.einsum("gs,gs->g", sums, sums)
+        fitted = np.einsum("gi,ij,gj->g", quadratic, self.gram, quadratic)
         with np.errstate(divide="ignore", invalid="ignore"):
-            unexplained = np.einsum("gs,gs->g", left, left) / totals
-        explained = np.where(totals > 0, 1 - unexplained, 1.0)
-        change = _cubic_hessian(left @ solve.T, shift[grid - 1], self.n_parameters)
+            explained = np.where(totals > 0, np.minimum(fitted / totals, 1.0), 1.0)
+        change = _cubic_hessian(cubic, shift[grid - 1], self.n_parameters)
         white = root @ change @ root  # (G, P, P)
         lowest = np.maximum(smallest, 1 - BREAKDOWN)
         shares = 0.5 * np.max(np.abs(np.linalg.eigvalsh(white)), axis=1) / lowest
@@ -418,7 +434,13 @@ def _curvature(theta: np.ndarray) -> Curvature | None:
         return None
     cov = d.T @ d / d.shape[0]
     fit = _pseudo_inverse(design)
-    return Curvature(design, (i, j), cov, 0, fit, _cubic_design(design, fit, p))
+    cubic = _cubic_design(design, fit, p)
+    share_map = np.ascontiguousarray(np.hstack([fit.T] + ([] if cubic is None else [cubic.T])))
+    fit = share_map[:, : design.shape[1]].T
+    cubic = None if cubic is None else share_map[:, design.shape[1] :].T
+    terms_map = np.vstack([d.T, fit[p:]])
+    gram = design.T @ design
+    return Curvature(design, (i, j), cov, 0, fit, cubic, terms_map, share_map, gram)
 
 
 def _pseudo_inverse(design: np.ndarray) -> np.ndarray:
@@ -610,8 +632,9 @@ class CentredColumns:
         and kept."""
         slots = self.slots(units)
         held = slots >= 0
-        with self._lock:  # questions of one quantity share its terms from their threads
-            first_all, quad_all, done = self._kept_terms(curvature)
+        with self._lock:
+            first_all, quad_all, done, lock = self._kept_terms(curvature)
+        with lock:  # questions of one quantity share its terms from their threads
             new = np.unique(slots[held][~done[slots[held]]])
             if new.size:
                 first_all[new], quad_all[new] = curvature._coefficients(self.rows[new].T)
@@ -625,13 +648,14 @@ class CentredColumns:
         return first, curvature._hessians(quad)
 
     def _kept_terms(self, curvature: Curvature) -> tuple:
-        """The arrays keeping ``curvature``'s terms of the held units, and which are done."""
+        """The arrays keeping ``curvature``'s terms of the held units, which are done, and
+        the lock of the model (two models' terms are computed at once, one model's once)."""
         key = id(curvature.fit)  # models differing only in their column share terms
         if key not in self._terms:
             p = curvature.n_parameters
             n = self.held.size
             empty = (np.empty((n, p)), np.empty((n, curvature.fit.shape[0] - p)))
-            self._terms[key] = (curvature, *empty, np.zeros(n, dtype=bool))
+            self._terms[key] = (curvature, *empty, np.zeros(n, dtype=bool), threading.Lock())
         return self._terms[key][1:]
 
 

@@ -431,3 +431,35 @@ def test_the_breakdown_test_is_the_smallest_eigenvalue_s():
     got = _above_breakdown(below)
     np.testing.assert_array_equal(got, expected)
     assert not got[7] and not got[9] and got.sum() == 38
+
+
+def test_one_product_gives_a_prefix_s_residual_cubic_and_explained_share():
+    # The cubic share reads a prefix's quadratic and cubic coefficients from one product:
+    # the cubic rows are orthogonal to the design, so the residual after the quadratic
+    # (least squares, solved here by NumPy) has the prefix's own cubic coefficients, and the
+    # explained share is the projection's squared length over the prefix's.
+    rng = np.random.default_rng(4)
+    theta = rng.normal(size=(6000, 3)) @ np.array([[1.0, 0.3, 0.0], [0, 1, 0.5], [0, 0, 1]])
+    curvature = curvature_of(theta[None], 0)
+    d = theta - theta.mean(axis=0)
+    sums = np.stack(
+        [
+            d @ rng.normal(size=3) + 0.3 * (d[:, 0] * d[:, 1]) + s * d[:, 2] ** 3 + noise
+            for s, noise in [(0.0, 0.0), (0.2, 0.0), (0.05, rng.normal(size=6000))]
+        ]
+    )
+    sums -= sums.mean(axis=1, keepdims=True)
+    coefficients = np.linalg.lstsq(curvature.design, sums.T, rcond=None)[0]
+    left = sums - (curvature.design @ coefficients).T
+    both = sums @ curvature.share_map
+    f = curvature.design.shape[1]
+    np.testing.assert_allclose(both[:, :f], coefficients.T, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(both[:, f:], left @ curvature.cubic.T, rtol=1e-9, atol=1e-10)
+    explained = np.einsum("gi,ij,gj->g", both[:, :f], curvature.gram, both[:, :f])
+    expected = 1 - (left**2).sum(axis=1) / (sums**2).sum(axis=1)
+    np.testing.assert_allclose(explained / (sums**2).sum(axis=1), expected, rtol=1e-9)
+    assert expected[2] < 0.99 < expected[0]  # the noisy prefix is partly unexplained
+    # a unit's terms: minus its covariance with the parameters, its quadratic's coefficients
+    first, quad = curvature._coefficients(sums.T)
+    np.testing.assert_allclose(first, -(d.T @ sums.T).T / 6000, rtol=1e-12)
+    np.testing.assert_allclose(quad, coefficients[3:].T, rtol=1e-9, atol=1e-12)
