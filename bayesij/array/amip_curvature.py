@@ -580,14 +580,30 @@ class CentredColumns:
 
     def set_sum(self, units: np.ndarray, finite: bool = False) -> np.ndarray | None:
         """The centred rows of ``units`` summed (S,): a set's log-likelihood at each draw
-        up to a constant (non-finite values as 0), in place (no rows copied). None unless
-        every unit is held and, with ``finite``, was finite at every draw."""
-        slots = self._in_place(units)
-        if slots is None or (finite and not self.finite[slots].all()):
+        up to a constant (non-finite values as 0), the held rows in place (no rows
+        copied), the columns of units not held (a reported set's tail beyond the rankings
+        the store read) gathered from the matrix. None unless the rows can be read in
+        place, some unit is held and the others have a matrix to be read from; with
+        ``finite``, None unless every unit is finite at every draw."""
+        units = np.asarray(units, dtype=int)
+        slots = self.slots(units)
+        held = slots >= 0
+        if not (self._readable() and held.any()):
             return None
+        if finite and not self.finite[slots[held]].all():
+            return None
+        rest = 0.0
+        if not held.all():
+            if self.matrix is None:
+                return None
+            columns = np.asarray(self.matrix[:, units[~held]], dtype=float)
+            finite_columns = np.isfinite(columns)
+            if finite and not finite_columns.all():
+                return None
+            rest = np.where(finite_columns, columns, 0.0).sum(axis=1)
         from bayesij.array.kernels.rows import held_prefix_sums  # compiled: numba
 
-        return held_prefix_sums(self.rows, slots, np.array([slots.size]))[0]
+        return held_prefix_sums(self.rows, slots[held], np.array([held.sum()]))[0] + rest
 
     def products(self, units: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """``rows_of(units)[:, :n] @ vector`` (K,) over the first ``n = vector.size``

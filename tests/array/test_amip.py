@@ -168,10 +168,20 @@ def test_a_set_s_sums_from_held_rows_are_its_columns_up_to_a_constant():
     assert joined.shape == (1000,) and np.isneginf(joined).sum() == 0  # -inf in the 2nd half
     joined = amip._joining_sum(flat, np.array([3, 7]), store)
     np.testing.assert_array_equal(np.isneginf(joined), np.isneginf(flat[:, 7]))
+    short = CentredColumns(1000, matrix=flat[:1000], units=np.arange(30))
+    assert all(total is None for total in amip.held_sums(short, np.array([12, 15]), 1, 2000))
+    # units not held: their columns read from the matrix (a set's tail beyond the rows),
+    # with the same rules; a store of rows alone, or of none of the set, gives no sum
     some = CentredColumns(2000, matrix=flat, units=np.arange(10))
-    for unheld in (some, CentredColumns(1000, matrix=flat[:1000], units=np.arange(30))):
-        found = amip.held_sums(unheld, np.array([12, 15]), 1, 2000, whole=True)
-        assert all(total is None for total in found)
+    whole, first, rest = amip.held_sums(some, np.array([3, 12, 5, 7, 15]), 3, 2000, whole=True)
+    assert whole is None  # unit 7, not held, is impossible at a draw
+    same_up_to_a_constant(first, amip.set_column_sum(flat, np.array([3, 12, 5])))
+    same_up_to_a_constant(rest, amip.finite_column_sum(flat, np.array([7, 15])))
+    whole, *_ = amip.held_sums(some, np.array([3, 12, 15]), 3, 2000, whole=True)
+    same_up_to_a_constant(whole, amip.set_column_sum(flat, np.array([3, 12, 15])))
+    assert all(total is None for total in amip.held_sums(some, np.array([12, 15]), 1, 2000, True))
+    rows_alone = CentredColumns(2000, rows=store.rows[:10].copy(), units=np.arange(10))
+    assert amip.held_sums(rows_alone, np.array([3, 12]), 2, 2000, whole=True)[0] is None
 
     f = rng.normal(size=(4, 500))
     reliable, extra = np.array([3, 12, 20]), np.array([7, 25])
