@@ -249,12 +249,21 @@ def weighted_influence_mcse(
     importance-sampling estimate its variance is ``sum_s w_s^2 (a_s (l_su - lbar_u) -
     phi_u)^2`` (independent draws).
     """
-    units = np.arange(log_lik.shape[1]) if units is None else units
+    units = np.arange(log_lik.shape[1]) if units is None else np.asarray(units)
     _, weighted, _ = weighted_value(f, weights, sign, z)
     if store is not None and store.matrix is not None:
-        held = store.influence_mcse(units, weights, weighted)  # rows read in place
-        if held is not None:
-            return held
+        found = store.influence_mcse(units, weights, weighted)  # held rows read in place
+        if found is not None:
+            out, held = found
+            if not held.all():  # the others from their columns
+                out[~held] = _influence_mcse_of_columns(log_lik, units[~held], weights, weighted)
+            return out
+    return _influence_mcse_of_columns(log_lik, units, weights, weighted, store)
+
+
+def _influence_mcse_of_columns(log_lik, units, weights, weighted, store=None) -> np.ndarray:
+    """:func:`weighted_influence_mcse` of the columns ``units`` of ``log_lik`` (read a
+    chunk at a time) given ``w (g* - g*_w)`` (``weighted``)."""
     a = np.divide(weighted, weights, out=np.zeros_like(weights), where=weights > 0)
     out = np.empty(units.size)
     w2 = weights**2

@@ -621,16 +621,24 @@ class CentredColumns:
             out[~held] = _centred_rows(self.matrix, others)[:, : vector.size] @ vector
         return out
 
-    def influence_mcse(self, units, weights, weighted) -> np.ndarray | None:
-        """The Monte Carlo error of each unit's weighted influence over the first
+    def influence_mcse(self, units, weights, weighted) -> tuple | None:
+        """The Monte Carlo error of each held unit's weighted influence over the first
         ``n = weights.size`` draws (:func:`bayesij.array.amip.weighted_influence_mcse`)
-        from rows read in place; None unless every unit is held and the weights finite."""
-        slots = self._in_place(units)
-        if slots is None or not (np.isfinite(weights).all() and np.isfinite(weighted).all()):
+        from rows read in place: the errors (K,) and which of ``units`` are held (K,; the
+        errors of the others left for the caller to compute from their columns). None
+        unless some unit is held, the rows can be read in place and the weights are
+        finite."""
+        slots = self.slots(units)
+        held = slots >= 0
+        if not (self._readable() and held.any()):
+            return None
+        if not (np.isfinite(weights).all() and np.isfinite(weighted).all()):
             return None
         from bayesij.array.kernels.rows import held_influence_mcse  # compiled: numba
 
-        return held_influence_mcse(self.rows, slots, weights, weighted)
+        out = np.full(slots.size, np.nan)
+        out[held] = held_influence_mcse(self.rows, slots[held], weights, weighted)
+        return out, held
 
     def _in_place(self, units: np.ndarray) -> np.ndarray | None:
         """The rows of ``units`` when every one is held and the rows can be read where they

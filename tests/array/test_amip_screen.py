@@ -163,9 +163,9 @@ def test_searches_reading_the_shared_rows_choose_what_the_gathered_columns_choos
     weights = np.random.default_rng(4).dirichlet(np.ones(1000))  # the first half's draws
     f_half = mu.reshape(-1)[:1000]
     units = np.array([60, 2, 3, 4, 100, 101])  # held and not, one with -inf
-    for sign in (0, 1):
+    for sign, kept in [(0, store), (1, store), (1, every)]:  # some held, then all
         np.testing.assert_allclose(
-            amip.weighted_influence_mcse(f_half, flat[:1000], weights, sign, 1.96, units, store),
+            amip.weighted_influence_mcse(f_half, flat[:1000], weights, sign, 1.96, units, kept),
             amip.weighted_influence_mcse(f_half, flat[:1000], weights, sign, 1.96, units),
             rtol=1e-10,
         )
