@@ -642,6 +642,17 @@ def metrics_influence(
     if centres is None:
         centres = goal_centres(fs, goals, score, unconstrained)
     blocks_of = _block_rows(goals) if keep_blocks else None
+    if score is None:  # block sums only feed the bootstrap: float32 is plenty, half the memory
+        draws, rows = _shared_parts(fs, goals, centres)
+        return influence_scores(
+            draws,
+            log_lik,
+            check=False,
+            keep_blocks=keep_blocks,
+            blocks_dtype=np.float32,
+            blocks_of=blocks_of,
+            rows=rows,
+        )
     g_star = np.stack(
         [
             part
@@ -650,15 +661,6 @@ def metrics_influence(
         ],
         -1,
     )
-    if score is None:  # block sums only feed the bootstrap: float32 is plenty, half the memory
-        return influence_scores(
-            g_star,
-            log_lik,
-            check=False,
-            keep_blocks=keep_blocks,
-            blocks_dtype=np.float32,
-            blocks_of=blocks_of,
-        )
     from bayesij.array.control_variates import zero_variance_influence
 
     return zero_variance_influence(
@@ -696,6 +698,38 @@ def _metric_parts(f: np.ndarray, goal: Goal, centre: float) -> list:
         return [f]
     square = (f - centre) ** 2
     return [f + goal.sign * goal.z * square / (2 * f.std(ddof=1)), f, square]
+
+
+def _shared_parts(fs: list, goals: list, centres: list) -> tuple[np.ndarray, tuple]:
+    """The distinct draws behind the goals' rows (:func:`_metric_parts`), (n_chains,
+    n_draws, D), and each row as a combination of them, ``(first, second, coef)``
+    (:func:`bayesij.array.influence.influence_scores`' ``rows``): a quantity's draws once
+    for all its goals, its squares once per centre, and ``g* = f + s z (f - c)^2 / (2 sd)``
+    from the two (the influence is linear in the draws)."""
+    columns: list = []
+    where: dict = {}
+
+    def column(key, values) -> int:
+        if key not in where:
+            where[key] = len(columns)
+            columns.append(values)
+        return where[key]
+
+    first: list = []
+    second: list = []
+    coef: list = []
+    for f, goal, centre in zip(fs, goals, centres, strict=True):
+        mean = column(("f", f.shape, f.tobytes()), f)
+        if goal.parts == 1:
+            first, second, coef = first + [mean], second + [mean], coef + [0.0]
+            continue
+        square = column(("square", f.shape, f.tobytes(), centre), (f - centre) ** 2)
+        scale = goal.sign * goal.z / (2 * f.std(ddof=1))
+        first += [mean, mean, square]
+        second += [square, mean, square]
+        coef += [scale, 0.0, 0.0]
+    rows = (np.array(first), np.array(second), np.array(coef, dtype=float))
+    return np.stack(columns, -1), rows
 
 
 def goal_centres(fs: list, goals: list, score=None, unconstrained=None) -> list:

@@ -85,6 +85,7 @@ def influence_scores(
     keep_blocks: bool = False,
     blocks_dtype=np.float64,
     blocks_of=None,
+    rows: tuple | None = None,
 ) -> InfluenceScores:
     """Bayesian influence scores with chain-aware Monte Carlo standard errors.
 
@@ -118,6 +119,12 @@ def influence_scores(
     blocks_of : array_like of int, optional
         With ``keep_blocks``: the quantities whose block sums are kept (their rows, in this
         order); default all. The sums of a quantity linear in others need not be kept.
+    rows : tuple of three ndarray of shape (R,), optional
+        ``(first, second, coef)``: the influence of the R combinations
+        ``f[:, first] + coef * f[:, second]`` of the quantities' columns (their rows in
+        ``psi``; ``blocks_of`` indexes them) instead of the columns: one product with the
+        log-likelihood per column however many combinations use it (the AMIP's metrics
+        ``mean + s z sd`` share their quantity's draws and squares).
 
     Returns
     -------
@@ -145,22 +152,28 @@ def influence_scores(
     f, l, chains = prepare_draws(quantities, log_lik, chain_ids, check)
     blocks = draw_blocks(chains, n_blocks)
     centred_f = f - f.mean(axis=0)
-    psi = np.empty((f.shape[1], l.shape[1]))
+    combine = None if rows is None else tuple(np.asarray(part) for part in rows)
+    n_rows = f.shape[1] if combine is None else combine[0].size
+    psi = np.empty((n_rows, l.shape[1]))
     variance = np.empty_like(psi)
-    rows = np.arange(f.shape[1]) if blocks_of is None else np.asarray(blocks_of, dtype=int)
-    kept = np.empty((len(blocks), rows.size, l.shape[1]), blocks_dtype) if keep_blocks else None
-    floats_per_obs = 2 * f.shape[0] + 3 * len(blocks) * f.shape[1]
+    kept_rows = np.arange(n_rows) if blocks_of is None else np.asarray(blocks_of, dtype=int)
+    kept = None
+    if keep_blocks:
+        kept = np.empty((len(blocks), kept_rows.size, l.shape[1]), blocks_dtype)
+    floats_per_obs = 2 * f.shape[0] + 3 * len(blocks) * (f.shape[1] + n_rows)
     impossible = np.zeros(l.shape[1], dtype=bool)
 
     def work(chunk: slice) -> None:
         columns = read_columns(l, chunk)
         moments, impossible[chunk] = block_moments(centred_f, columns, blocks)
         with np.errstate(invalid="ignore"):  # -inf columns are NaN, reported below
+            if combine is not None:
+                moments = moments.combined(*combine)
             psi[:, chunk] = moments.psi
             variance[:, chunk] = moments.psi_variance()
             if kept is not None:
                 total = moments.sizes.sum()
-                kept[:, :, chunk] = moments.cross[:, rows] * total / (total - 1)
+                kept[:, :, chunk] = moments.cross[:, kept_rows] * total / (total - 1)
 
     map_chunks(work, obs_chunks(l.shape[1], floats_per_obs))
     if impossible.any():

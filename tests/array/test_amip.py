@@ -124,7 +124,10 @@ def test_the_metric_s_block_sums_follow_from_the_mean_s_and_the_square_s(control
         if control_variates
         else influence_scores(parts, log_lik, keep_blocks=True)
     )
-    np.testing.assert_array_equal(kept.psi, whole.psi)
+    # without control variates g*'s influence is combined from the quantity's and the
+    # square's moments (one product each), so equal up to rounding
+    np.testing.assert_allclose(kept.psi, whole.psi, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(kept.mcse, whole.mcse, rtol=1e-10, atol=1e-15)
     for goal, rows, metric_row in zip(goals, amip.goal_rows(kept, goals), (0, 1), strict=True):
         derived = amip.metric_block_sums(rows.block_sums, goal)
         np.testing.assert_allclose(
@@ -198,3 +201,27 @@ def test_a_set_s_sums_from_held_rows_are_its_columns_up_to_a_constant():
         amip.linear_set_change(f, log_lik, reliable, 1, 1.96),
         rtol=1e-12,
     )
+
+
+def test_goals_on_one_quantity_share_its_draws_and_square():
+    # The sign and both interval ends of one quantity read its draws once and its square
+    # once: two columns for their seven rows, each row the goal's part it stands for.
+    rng = np.random.default_rng(9)
+    f = rng.normal(1.0, 0.5, size=(4, 300))
+    other = rng.normal(size=(4, 300))
+    fs = [f, f.copy(), f, other]
+    goals = [amip.goal_for(f, "sign", 1.96), amip.goal_for(f, "significance", 1.96)]
+    goals += [amip.Goal("mean - 1.96 sd", -1, 1, 1.0, 0.0, 1.96, 0.5), goals[0]]
+    centres = amip.goal_centres(fs, goals)
+    draws, (first, second, coef) = amip._shared_parts(fs, goals, centres)
+    assert draws.shape == (4, 300, 3)
+    parts = [
+        part
+        for q, g, c in zip(fs, goals, centres, strict=True)
+        for part in amip._metric_parts(q, g, c)
+    ]
+    assert len(parts) == first.size == 8
+    for row, part in enumerate(parts):
+        np.testing.assert_allclose(
+            draws[..., first[row]] + coef[row] * draws[..., second[row]], part, rtol=1e-13
+        )

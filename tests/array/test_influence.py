@@ -164,3 +164,43 @@ def test_block_sums_kept_in_float32_are_the_float64_ones_rounded():
     np.testing.assert_array_equal(narrow.psi, wide.psi)
     # The block sums add up to psi times (S - 1) / S ... times S: their mean over draws.
     np.testing.assert_allclose(wide.block_sums.sum(axis=0) / f[..., 0].size, wide.psi, rtol=1e-12)
+
+
+def test_combinations_of_the_quantities_are_the_combined_quantities_influence():
+    """``rows``: the influence, its Monte Carlo error and kept block sums of
+    ``f[:, first] + coef * f[:, second]`` from the columns' moments combined equal those of
+    the combined draws themselves, an impossible observation NaN in both."""
+    from bayesij.array.blocks import block_moments, draw_blocks
+
+    rng = np.random.default_rng(5)
+    f = rng.normal(size=(4, 250, 3))
+    log_lik = -0.5 * (rng.normal(size=20) - f[..., :1] - 0.5 * f[..., 2:]) ** 2
+    log_lik[1, 7, 4] = -np.inf
+    first, second = np.array([0, 2, 1, 0, 2]), np.array([1, 2, 1, 2, 0])
+    coef = np.array([0.7, 0.0, 0.0, -1.3, 2.0])
+    combined = f[..., first] + coef * f[..., second]
+    with pytest.warns(RuntimeWarning, match="-inf"):
+        ours = influence_scores(
+            f, log_lik, keep_blocks=True, blocks_of=[4, 0], rows=(first, second, coef)
+        )
+    with pytest.warns(RuntimeWarning, match="-inf"):
+        theirs = influence_scores(combined, log_lik, keep_blocks=True, blocks_of=[4, 0])
+    np.testing.assert_allclose(ours.psi, theirs.psi, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(ours.mcse, theirs.mcse, rtol=1e-10, atol=1e-15)
+    possible = np.arange(20) != 4  # the impossible one's block sums: not finite in both
+    np.testing.assert_allclose(
+        ours.block_sums[..., possible], theirs.block_sums[..., possible], rtol=1e-12, atol=1e-13
+    )
+    assert not np.isfinite(ours.block_sums[..., 4]).any()
+    assert np.isnan(ours.psi[:, 4]).all() and np.isnan(ours.mcse[:, 4]).all()
+    flat = f.reshape(1000, 3)
+    blocks = draw_blocks(np.repeat(np.arange(4), 250), 8)
+    moments, _ = block_moments(flat - flat.mean(0), log_lik.reshape(1000, -1)[:, :4], blocks)
+    direct, _ = block_moments(
+        combined.reshape(1000, 5) - combined.reshape(1000, 5).mean(0),
+        log_lik.reshape(1000, -1)[:, :4],
+        blocks,
+    )
+    mixed = moments.combined(first, second, coef)
+    np.testing.assert_allclose(mixed.products, direct.products, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mixed.sum_f, direct.sum_f, atol=1e-12)
