@@ -1185,6 +1185,8 @@ def reweighted_searches(
         for f, g in zip(fs, goals, strict=True)
     ]
     screen = _screen(flat_l, fs[0], halves, parameters, store)
+    if screen is not None and store is not None:
+        store.screened_by(screen)  # the second-order model's unit terms from its basis
     both = run_in_lockstep(flat_l, searches, screen)
 
     def finish(k: int) -> AmipSearch:

@@ -37,11 +37,14 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from bayesij.array._numeric import TILE, map_chunks, map_ordered, threads
+
+if TYPE_CHECKING:
+    from bayesij.array.amip_screen import InfluenceScreen
 
 __all__ = [
     "Curvature",
@@ -535,6 +538,26 @@ class CentredColumns:
             self.finite = _centre_rows(self.rows)
         self._terms: dict[int, tuple] = {}
         self._lock = threading.Lock()
+        self._screen: InfluenceScreen | None = None  # screened_by
+        self._maps: dict[int, np.ndarray | None] = {}  # each model's map on its basis
+
+    def screened_by(self, screen) -> bool:
+        """Take the units' coefficients on an :class:`~bayesij.array.amip_screen.
+        InfluenceScreen`'s orthonormal basis, when the screen read the same matrix over the
+        same draws and its basis spans its whole design: a model whose design lies in that
+        span then gets a unit's terms from them (:meth:`terms`; the quadratic designs of
+        the fit's parameters, the screen's own design), a small product instead of one with
+        the unit's row. Returns whether it took them."""
+        same = (
+            self.matrix is not None
+            and screen.matrix.shape == self.matrix.shape
+            and screen.matrix.strides == self.matrix.strides
+            and screen.matrix.dtype == self.matrix.dtype
+            and _address(screen.matrix) == _address(self.matrix)
+        )
+        if same and screen.complete and screen.basis.shape[0] == self.n_draws:
+            self._screen = screen
+        return self._screen is not None
 
     def slots(self, units: np.ndarray) -> np.ndarray:
         """Each unit's row (-1 where not held)."""
@@ -661,7 +684,7 @@ class CentredColumns:
         with lock:  # questions of one quantity share its terms from their threads
             new = np.unique(slots[held][~done[slots[held]]])
             if new.size:
-                first_all[new], quad_all[new] = curvature._coefficients(self.rows[new].T)
+                first_all[new], quad_all[new] = self._held_terms(curvature, new)
                 done[new] = True
         first = np.empty((slots.size, curvature.n_parameters))
         quad = np.empty((slots.size, quad_all.shape[1]))
@@ -681,6 +704,50 @@ class CentredColumns:
             empty = (np.empty((n, p)), np.empty((n, curvature.fit.shape[0] - p)))
             self._terms[key] = (curvature, *empty, np.zeros(n, dtype=bool), threading.Lock())
         return self._terms[key][1:]
+
+    def _held_terms(self, curvature: Curvature, slots: np.ndarray) -> tuple:
+        """:meth:`Curvature._coefficients` of the held rows ``slots``: from the screen's
+        coefficients where the model's design lies in its basis's span and the unit's
+        column was finite (its row and column then differ by a constant, which the basis's
+        first column holds), else from the rows."""
+        mapped = self._screen_map(curvature)
+        units = self.held[slots]
+        if mapped is None or self._screen is None:
+            return curvature._coefficients(self.rows[slots].T)
+        p = curvature.n_parameters
+        first = np.empty((slots.size, p))
+        quad = np.empty((slots.size, mapped.shape[0] - p))
+        direct = ~self.finite[slots]  # the screen's exact_only: its coefficients are 0
+        both = (mapped @ self._screen.coefficients[:, units[~direct]]).T
+        first[~direct], quad[~direct] = both[:, :p] / -self.n_draws, both[:, p:]
+        if direct.any():
+            first[direct], quad[direct] = curvature._coefficients(self.rows[slots[direct]].T)
+        return first, quad
+
+    def _screen_map(self, curvature: Curvature) -> np.ndarray | None:
+        """The model's terms map on the screen's basis (T, r), or None without a screen or
+        where the model's design is not within the basis's span (its squared length outside
+        above 1e-13 of a column's: the model fitted in quantities the screen is not)."""
+        if self._screen is None:
+            return None
+        key = id(curvature.fit)
+        if key in self._maps:
+            return self._maps[key]
+        basis = self._screen.basis
+        design = curvature.design
+        inside = basis.T @ design
+        with np.errstate(divide="ignore", invalid="ignore"):
+            outside = 1 - np.einsum("rf,rf->f", inside, inside) / np.einsum(
+                "sf,sf->f", design, design
+            )
+        mapped = curvature.terms_map @ basis if (outside < 1e-13).all() else None
+        self._maps[key] = mapped
+        return mapped
+
+
+def _address(array: np.ndarray) -> int:
+    """Where an array's first element lies in memory (two views of the same data agree)."""
+    return array.__array_interface__["data"][0]
 
 
 def _centred_rows(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:

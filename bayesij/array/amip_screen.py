@@ -122,6 +122,9 @@ class InfluenceScreen:
         finite = np.empty(n_units, dtype=bool)
         map_chunks(lambda chunk: self._read(chunk, finite), obs_chunks(n_units, 2 * len(design)))
         self.exact_only = np.flatnonzero(~finite)
+        #: Whether the basis spans the whole design (no direction the draws barely span
+        #: was left out): a design within the same parameters' quadratic then lies in it.
+        self.complete = self.basis.shape[1] == design.shape[1]
 
     def _read(self, chunk: slice, finite: np.ndarray) -> None:
         """The coefficients and slacks of the units ``chunk``. The basis is the constant

@@ -30,13 +30,14 @@ def _regression(n_units=300, seed=5):
 
 
 def _same_check(one: dict, other: dict) -> None:
-    """Two split-draw checks alike: their words equal, their numbers to 1e-10."""
+    """Two split-draw checks (or answers) alike: their words equal, their numbers to
+    1e-10."""
     assert one.keys() == other.keys()
     for key, value in one.items():
         if isinstance(value, str):
             assert value == other[key]
         else:
-            assert value == pytest.approx(other[key], rel=1e-10)
+            assert value == pytest.approx(other[key], rel=1e-10, nan_ok=True), key
 
 
 def _top_positive(gain, m):
@@ -174,7 +175,7 @@ def test_searches_reading_the_shared_rows_choose_what_the_gathered_columns_choos
         for one, other in zip(results[how], results["gathered"], strict=True):
             np.testing.assert_array_equal(one.path.order, other.path.order)
             np.testing.assert_allclose(one.path.change, other.path.change, rtol=1e-10)
-            assert repr(one.answer) == repr(other.answer)
+            _same_check(one.answer._asdict(), other.answer._asdict())
             _same_check(one.monte_carlo, other.monte_carlo)
             after = (one.mean_after, one.sd_after)
             assert after == pytest.approx((other.mean_after, other.sd_after), rel=1e-10)
@@ -198,3 +199,34 @@ def test_the_screen_s_basis_is_orthonormal_and_spans_its_design():
         assert np.abs(left).max() < 1e-6 * np.abs(candidate).max()
     assert _centred_basis(design).shape[1] == design.shape[1]
     assert _centred_basis(nearly).shape[1] == design.shape[1] - 1
+
+
+def test_a_unit_s_second_order_terms_from_the_screen_s_coefficients():
+    # The quadratic model of the fit's parameters lies in the screen's basis (their
+    # quadratic): a unit's terms from its coefficients there equal those from its row; a
+    # unit with -inf, a model in a quantity the screen does not span, a screen of another
+    # matrix or with a direction left out: from the rows.
+    from bayesij.array.amip_curvature import curvature_of
+
+    params, log_lik = _regression(seed=17)
+    log_lik[0, 4, 30] = -np.inf
+    flat = log_lik.reshape(2000, -1)
+    units = np.array([30, 2, 7, 150, 299])
+    plain = CentredColumns(2000, matrix=flat, units=np.arange(300))
+    screened = CentredColumns(2000, matrix=flat, units=np.arange(300))
+    screen = InfluenceScreen(flat, screen_design(params), [2000])
+    assert screen.complete and screened.screened_by(screen)
+    derived = np.concatenate([params, np.exp(params[..., 1:2])], axis=-1)  # not quadratic
+    for model in (curvature_of(params, 1), curvature_of(params, 2), curvature_of(derived, 3)):
+        pairs = zip(screened.terms(model, units), plain.terms(model, units), strict=True)
+        for ours, theirs in pairs:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12 * np.abs(theirs).max())
+    maps = list(screened._maps.values())
+    assert sum(m is not None for m in maps) == 2 and maps[-1] is None  # exp(sd): not spanned
+    other = CentredColumns(2000, matrix=flat.copy(), units=np.arange(300))
+    assert not other.screened_by(screen)
+    nearly = screen_design(params)
+    nearly[:, 2] = nearly[:, 1] + 1e-9 * nearly[:, 3]
+    incomplete = InfluenceScreen(flat, nearly, [2000])
+    assert not incomplete.complete
+    assert not CentredColumns(2000, matrix=flat, units=np.arange(300)).screened_by(incomplete)
