@@ -37,14 +37,11 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from bayesij.array._numeric import TILE, map_chunks, map_ordered, threads
-
-if TYPE_CHECKING:
-    from bayesij.array.amip_screen import InfluenceScreen
 
 __all__ = [
     "Curvature",
@@ -538,7 +535,7 @@ class CentredColumns:
             self.finite = _centre_rows(self.rows)
         self._terms: dict[int, tuple] = {}
         self._lock = threading.Lock()
-        self._screen: InfluenceScreen | None = None  # screened_by
+        self._screen: tuple | None = None  # screened_by: the basis and the coefficients
         self._maps: dict[int, np.ndarray | None] = {}  # each model's map on its basis
 
     def screened_by(self, screen) -> bool:
@@ -556,7 +553,9 @@ class CentredColumns:
             and _address(screen.matrix) == _address(self.matrix)
         )
         if same and screen.complete and screen.basis.shape[0] == self.n_draws:
-            self._screen = screen
+            # its arrays, not the screen: the screen holds the store (no reference cycle
+            # keeping the rows alive past the audit until a garbage collection)
+            self._screen = (screen.basis, screen.coefficients)
         return self._screen is not None
 
     def slots(self, units: np.ndarray) -> np.ndarray:
@@ -718,7 +717,7 @@ class CentredColumns:
         first = np.empty((slots.size, p))
         quad = np.empty((slots.size, mapped.shape[0] - p))
         direct = ~self.finite[slots]  # the screen's exact_only: its coefficients are 0
-        both = (mapped @ self._screen.coefficients[:, units[~direct]]).T
+        both = (mapped @ self._screen[1][:, units[~direct]]).T
         first[~direct], quad[~direct] = both[:, :p] / -self.n_draws, both[:, p:]
         if direct.any():
             first[direct], quad[direct] = curvature._coefficients(self.rows[slots[direct]].T)
@@ -733,7 +732,7 @@ class CentredColumns:
         key = id(curvature.fit)
         if key in self._maps:
             return self._maps[key]
-        basis = self._screen.basis
+        basis = self._screen[0]
         design = curvature.design
         inside = basis.T @ design
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -129,7 +129,8 @@ def influence_scores(
     Returns
     -------
     InfluenceScores
-        ``psi`` and ``mcse``, each of shape (n_quantities, n_obs).
+        ``psi`` and ``mcse``, each of shape (n_quantities, n_obs) (with ``rows``, (R,
+        n_obs)).
 
     References
     ----------

@@ -275,3 +275,41 @@ def test_the_second_order_columns_are_read_a_block_at_a_time(rng, monkeypatch):
     rows = stats_amip._ranked_rows(source, wanted, Kept())
     np.testing.assert_array_equal(rows, matrix[:, :, wanted].reshape(4000, -1).T)
     assert computed == [0, 2] and asked == [False]
+
+
+def test_an_audit_leaves_nothing_of_its_own_in_reference_cycles(rng):
+    # The second-order model's store (every question's rows) takes the screen's arrays,
+    # not the screen, which holds the store: a cycle would keep the rows alive past the
+    # audit until a garbage collection (a report calling audit repeatedly grew by them).
+    import gc
+
+    from bayesij.array import amip_curvature
+
+    _, _, post = _hierarchical(rng)
+    screened = []
+    taken = amip_curvature.CentredColumns.screened_by
+
+    def spy(store, screen):
+        screened.append(taken(store, screen))
+        return screened[-1]
+
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        warnings.simplefilter("ignore")
+        patch.setattr(amip_curvature.CentredColumns, "screened_by", spy)
+        gc.collect()
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            found = bayesij.audit(post, quantities=["mu", "alpha[2]"], method="reweighted")
+            assert found.amip
+            del found
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            gc.collect()
+            cycled = [o for o in gc.garbage if type(o).__module__.startswith("bayesij")]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            if enabled:
+                gc.enable()
+    assert screened == [True]  # the store took the screen's coefficients
+    assert not cycled
