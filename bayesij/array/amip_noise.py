@@ -259,9 +259,9 @@ def linear_answer(
     draw = _replicate_gains(gain, noise, direction, rng, blocks, counts)
     columns = gain.size if blocks is None else np.shape(blocks[0])[1]
     for rows in _replicate_chunks(replicates, columns):
-        sample = draw(rows)  # (len(rows), U)
+        sample = draw(rows)  # (len(rows), U), computed where read
         if along is None:
-            first = np.cumsum(sample[:, at(ranking)], axis=1)
+            first = np.cumsum(sample.columns(at(ranking)), axis=1)
         else:
             first = along(rows, ranking)
         first_path[rows] = first
@@ -273,7 +273,7 @@ def linear_answer(
             short[key].add(chunk[key], needs[rows])
         if chosen is not None and chosen.size:
             if along is None:
-                set_first = sample[:, at(chosen)].sum(axis=1)
+                set_first = sample.columns(at(chosen)).sum(axis=1)
             else:
                 set_first = along(rows, chosen)[:, -1]
             set_low, set_high = nonlinear_band(set_first, chosen_ratio)
@@ -282,11 +282,11 @@ def linear_answer(
         # Whether the best set within k_max reaches the target (re-selected: optimistic);
         # the ranking's own sum is a lower bound of it that often settles that.
         for key in ("first", "high"):
-            final = chunk[key][:, -1] if ranking.size else np.zeros(len(sample))
+            final = chunk[key][:, -1] if ranking.size else np.zeros(rows.stop - rows.start)
             best[key][rows] = final
             below = final < needs[rows]
             if below.any():
-                largest = _sum_of_largest(sample[below], top)
+                largest = _sum_of_largest(sample.whole()[below], top)
                 if key == "high" and ranking.size:  # the band's widening, re-selected
                     base = first[below, -1]
                     with np.errstate(divide="ignore", invalid="ignore"):
@@ -517,15 +517,46 @@ def _replicate_chunks(replicates: int, n_units: int) -> list[slice]:
 
 
 def _replicate_gains(gain, noise, direction, rng, blocks, counts):
-    """A function of a slice of replicates returning their gains (rows, U): block-bootstrap
-    replicates of ``psi`` when ``blocks`` are given (with the block ``counts`` of
-    :func:`block_bootstrap_counts`), else independent normal errors of sd ``noise``, drawn
-    chunk by chunk (called in order)."""
+    """A function of a slice of replicates returning their gains (rows, U) as a
+    :class:`_Gains`: block-bootstrap replicates of ``psi`` when ``blocks`` are given (with
+    the block ``counts`` of :func:`block_bootstrap_counts`), computed only where read, else
+    independent normal errors of sd ``noise``, drawn chunk by chunk (called in order)."""
     if blocks is None:
-        return lambda rows: gain + noise * rng.standard_normal((rows.stop - rows.start, gain.size))
+        return lambda rows: _Gains(
+            whole=gain + noise * rng.standard_normal((rows.stop - rows.start, gain.size))
+        )
     block_sums, block_sizes, _ = blocks
     sums = _finite_float(block_sums)
-    return lambda rows: -direction * replicates_from_counts(counts[rows], sums, block_sizes)
+    return lambda rows: _Gains(counts=counts[rows], sums=sums, sizes=block_sizes, sign=-direction)
+
+
+class _Gains:
+    """A chunk of replicates' gains (rows, U): given ``whole``, or the block bootstrap's
+    ``sign * psi*`` (:func:`replicates_from_counts` of ``counts`` (rows, B), ``sums`` (B, U)
+    and ``sizes``) computed where read — the columns of a ranking or a set (a product with
+    their block sums alone), every unit's only when a replicate falls short and its best
+    set is re-selected (in a search that reaches its target, none)."""
+
+    def __init__(self, whole=None, counts=None, sums=None, sizes=None, sign: int = 1):
+        self._whole, self.counts, self.sums, self.sizes, self.sign = (
+            whole,
+            counts,
+            sums,
+            sizes,
+            sign,
+        )
+
+    def columns(self, units: np.ndarray) -> np.ndarray:
+        """The gains of the columns ``units`` (rows, k)."""
+        if self._whole is not None:
+            return self._whole[:, units]
+        return self.sign * replicates_from_counts(self.counts, self.sums[:, units], self.sizes)
+
+    def whole(self) -> np.ndarray:
+        """Every unit's gains (rows, U), computed once."""
+        if self._whole is None:
+            self._whole = self.sign * replicates_from_counts(self.counts, self.sums, self.sizes)
+        return self._whole
 
 
 def _finite_float(values) -> np.ndarray:

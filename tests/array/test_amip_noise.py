@@ -314,3 +314,22 @@ def _twenty_influential_of_300():
     sizes = np.full(n_blocks, 80.0)
     chains = np.repeat(np.arange(4), n_blocks // 4 + 1)[:n_blocks]
     return n_units, sums.sum(axis=0) / sizes.sum(), (sums, sizes, chains)
+
+
+def test_a_chunk_s_gains_are_the_block_bootstrap_s_wherever_read():
+    # The replicates' gains of a ranking's columns come from their block sums alone, every
+    # unit's only when asked for: both are the block bootstrap's replicates of -direction psi.
+    from bayesij.array.amip_noise import _replicate_gains, block_bootstrap_counts
+
+    rng = np.random.default_rng(3)
+    sums = rng.normal(size=(12, 40))
+    sizes = np.full(12, 25.0)
+    chains = np.repeat(np.arange(3), 4)
+    counts = block_bootstrap_counts(sizes, chains, 30, np.random.default_rng(1))
+    expected = -(counts @ sums) / (counts @ sizes)[:, None]  # direction +1
+    draw = _replicate_gains(None, None, 1, None, (sums, sizes, chains), counts)
+    chunk = draw(slice(5, 17))
+    units = np.array([7, 3, 39])
+    np.testing.assert_allclose(chunk.columns(units), expected[5:17][:, units], rtol=1e-12)
+    np.testing.assert_allclose(chunk.whole(), expected[5:17], rtol=1e-12)
+    assert chunk.whole() is chunk.whole()  # computed once
