@@ -107,16 +107,18 @@ class Curvature(NamedTuple):
     fit : ndarray of shape (F, S)
         The design's pseudo-inverse: a unit's least-squares coefficients from its
         log-likelihood at the draws (computed once, used for every set).
-    cubic : ndarray of shape (C, S) or None
-        The pseudo-inverse of the draws' cubic monomials (:func:`_triples` of the
-        parameters) less their quadratic part; None when the draws are too few for them
-        (fewer than four times the columns of both designs).
+    cubic_post : ndarray of shape (C, C) or None
+        With the last ``C`` columns of ``share_map`` (``Z``, the draws' cubic monomials of
+        :func:`_triples` less their quadratic part, each scaled to unit length), the factor
+        of their pseudo-inverse :attr:`cubic` ``= (Z @ cubic_post).T`` (``pinv(Z'Z)`` over
+        the scales); None when the draws are too few for them (fewer than four times the
+        columns of both designs).
     terms_map : ndarray of shape (P + F - P, S)
         The centred draws' rows ``design[:, :P].T`` over the rows ``fit[P:]``: a unit's
         covariance with the parameters and its quadratic's coefficients in one product.
     share_map : ndarray of shape (S, F + C)
-        ``fit.T`` and ``cubic.T`` side by side (``fit`` and ``cubic`` are views of it): a
-        prefix's quadratic and cubic coefficients in one product.
+        ``fit.T`` (``fit`` is a view of it) and ``Z`` side by side: a prefix's quadratic
+        coefficients, and its cubic ones before ``cubic_post``, in one product.
     gram : ndarray of shape (F, F)
         ``design.T @ design``: the squared length of a fitted quadratic from its
         coefficients.
@@ -127,7 +129,7 @@ class Curvature(NamedTuple):
     cov: np.ndarray
     column: int
     fit: np.ndarray
-    cubic: np.ndarray | None
+    cubic_post: np.ndarray | None
     terms_map: np.ndarray
     share_map: np.ndarray
     gram: np.ndarray
@@ -135,6 +137,15 @@ class Curvature(NamedTuple):
     @property
     def n_parameters(self) -> int:
         return self.cov.shape[0]
+
+    @property
+    def cubic(self) -> np.ndarray | None:
+        """The pseudo-inverse (C, S) of the draws' cubic monomials less their quadratic
+        part (computed when asked for: the searches use its factors); None when the draws
+        are too few for them."""
+        if self.cubic_post is None:
+            return None
+        return (self.share_map[:, self.design.shape[1] :] @ self.cubic_post).T
 
     def unit_terms(self, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each unit's first-order change of the parameters ``-Cov(theta, l_u)`` (K, P) and
@@ -227,7 +238,7 @@ class Curvature(NamedTuple):
         draws that the quadratic explains (K,), from the same fits. ``root``:
         ``Sigma^1/2``."""
         k = shift.shape[0]
-        if self.cubic is None:
+        if self.cubic_post is None:
             return np.full(k, np.inf), np.ones(k)
         # The quadratic's coefficients (F) and the cubic's (C) of each prefix in one product:
         # the cubic's rows are orthogonal to the design, so the prefix's residual after its
@@ -235,7 +246,7 @@ class Curvature(NamedTuple):
         # length is the prefix's less its projection's (c' Z'Z c).
         n_quadratic = self.gram.shape[0]
         both = sums @ self.share_map  # (G, F + C)
-        quadratic, cubic = both[:, :n_quadratic], both[:, n_quadratic:]
+        quadratic, cubic = both[:, :n_quadratic], both[:, n_quadratic:] @ self.cubic_post
         totals = np.einsum("gs,gs->g", sums, sums)
         fitted = np.einsum("gi,ij,gj->g", quadratic, self.gram, quadratic)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -435,12 +446,12 @@ def _curvature(theta: np.ndarray) -> Curvature | None:
     cov = d.T @ d / d.shape[0]
     fit = _pseudo_inverse(design)
     cubic = _cubic_design(design, fit, p)
-    share_map = np.ascontiguousarray(np.hstack([fit.T] + ([] if cubic is None else [cubic.T])))
+    unit, post = (None, None) if cubic is None else cubic
+    share_map = np.hstack([fit.T] + ([] if unit is None else [unit]))
     fit = share_map[:, : design.shape[1]].T
-    cubic = None if cubic is None else share_map[:, design.shape[1] :].T
     terms_map = np.vstack([d.T, fit[p:]])
     gram = design.T @ design
-    return Curvature(design, (i, j), cov, 0, fit, cubic, terms_map, share_map, gram)
+    return Curvature(design, (i, j), cov, 0, fit, post, terms_map, share_map, gram)
 
 
 def _pseudo_inverse(design: np.ndarray) -> np.ndarray:
@@ -449,17 +460,24 @@ def _pseudo_inverse(design: np.ndarray) -> np.ndarray:
     design of full rank (to 1e-13 on these designs), six times faster for 4000 draws, and
     directions the draws barely span (singular values below 3e-8 of the largest, after
     scaling) are left out where ``pinv`` would keep them."""
+    unit, post = _pseudo_inverse_factors(design)
+    return post.T @ unit.T
+
+
+def _pseudo_inverse_factors(design: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_pseudo_inverse` ``= (unit @ post).T`` as its factors: the design's columns
+    scaled to unit length (S, F) and ``pinv(unit' unit)`` over the scales (F, F)."""
     scale = np.sqrt(np.einsum("ij,ij->j", design, design))
     scale[scale == 0] = 1.0
     unit = design / scale
-    return (np.linalg.pinv(unit.T @ unit, hermitian=True) @ unit.T) / scale[:, None]
+    return unit, np.linalg.pinv(unit.T @ unit, hermitian=True) / scale
 
 
-def _cubic_design(design: np.ndarray, fit: np.ndarray, p: int) -> np.ndarray | None:
-    """The pseudo-inverse (C, S) of the draws' cubic monomials ``d_i d_j d_k``
-    (:func:`_triples`) with the quadratic design's part removed (``fit``: the design's
-    pseudo-inverse); None when the draws are too few (fewer than four times the columns of
-    both)."""
+def _cubic_design(design: np.ndarray, fit: np.ndarray, p: int) -> tuple | None:
+    """The pseudo-inverse of the draws' cubic monomials ``d_i d_j d_k`` (:func:`_triples`)
+    with the quadratic design's part removed (``fit``: the design's pseudo-inverse), as its
+    factors (:func:`_pseudo_inverse_factors`: the searches need only products with it);
+    None when the draws are too few (fewer than four times the columns of both)."""
     d = design[:, :p]
     triples = _triples(p)
     if d.shape[0] < 4 * (design.shape[1] + len(triples)):
@@ -467,7 +485,7 @@ def _cubic_design(design: np.ndarray, fit: np.ndarray, p: int) -> np.ndarray | N
     i, j, k = (np.array(index) for index in zip(*triples, strict=True))
     cubes = d[:, i] * d[:, j] * d[:, k]
     rest = cubes - design @ (fit @ cubes)
-    return _pseudo_inverse(rest)
+    return _pseudo_inverse_factors(rest)
 
 
 #: At most this many units along a set get the second-order model (their columns are read

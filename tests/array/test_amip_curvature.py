@@ -434,7 +434,8 @@ def test_the_breakdown_test_is_the_smallest_eigenvalue_s():
 
 
 def test_one_product_gives_a_prefix_s_residual_cubic_and_explained_share():
-    # The cubic share reads a prefix's quadratic and cubic coefficients from one product:
+    # The cubic share reads a prefix's quadratic and cubic coefficients from one product
+    # (the latter then through the cubic pseudo-inverse's small factor):
     # the cubic rows are orthogonal to the design, so the residual after the quadratic
     # (least squares, solved here by NumPy) has the prefix's own cubic coefficients, and the
     # explained share is the projection's squared length over the prefix's.
@@ -454,7 +455,8 @@ def test_one_product_gives_a_prefix_s_residual_cubic_and_explained_share():
     both = sums @ curvature.share_map
     f = curvature.design.shape[1]
     np.testing.assert_allclose(both[:, :f], coefficients.T, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(both[:, f:], left @ curvature.cubic.T, rtol=1e-9, atol=1e-10)
+    cubic = both[:, f:] @ curvature.cubic_post
+    np.testing.assert_allclose(cubic, left @ curvature.cubic.T, rtol=1e-9, atol=1e-10)
     explained = np.einsum("gi,ij,gj->g", both[:, :f], curvature.gram, both[:, :f])
     expected = 1 - (left**2).sum(axis=1) / (sums**2).sum(axis=1)
     np.testing.assert_allclose(explained / (sums**2).sum(axis=1), expected, rtol=1e-9)
@@ -463,3 +465,21 @@ def test_one_product_gives_a_prefix_s_residual_cubic_and_explained_share():
     first, quad = curvature._coefficients(sums.T)
     np.testing.assert_allclose(first, -(d.T @ sums.T).T / 6000, rtol=1e-12)
     np.testing.assert_allclose(quad, coefficients[3:].T, rtol=1e-9, atol=1e-12)
+
+
+def test_the_pseudo_inverses_are_numpy_s():
+    # The design's pseudo-inverse and the cubic monomials' (less their quadratic part,
+    # kept as factors) are NumPy's for designs of full rank.
+    from bayesij.array.amip_curvature import _pseudo_inverse, _triples
+
+    rng = np.random.default_rng(6)
+    theta = rng.normal(size=(5000, 3)) @ np.array([[1, 0.4, 0], [0, 1, -0.3], [0, 0, 2.0]])
+    curvature = curvature_of(theta[None], 1)
+    np.testing.assert_allclose(
+        _pseudo_inverse(curvature.design), np.linalg.pinv(curvature.design), atol=1e-12
+    )
+    np.testing.assert_allclose(curvature.fit, np.linalg.pinv(curvature.design), atol=1e-12)
+    d = curvature.design[:, :3]
+    cubes = np.stack([d[:, i] * d[:, j] * d[:, k] for i, j, k in _triples(3)], axis=1)
+    rest = cubes - curvature.design @ np.linalg.lstsq(curvature.design, cubes, rcond=None)[0]
+    np.testing.assert_allclose(curvature.cubic, np.linalg.pinv(rest), atol=1e-10)
