@@ -120,22 +120,6 @@ class BlockMoments(NamedTuple):
         """Batch-means weights of the blocks (:func:`error_weights`)."""
         return error_weights(self.sizes)
 
-    def combined(self, first: np.ndarray, second: np.ndarray, coef: np.ndarray) -> BlockMoments:
-        """The moments of the quantities ``f[:, first] + coef * f[:, second]`` (R each):
-        cross-products and sums are linear in the quantities, so combinations of the
-        quantities' moments are the combinations' moments (``coef`` 0: a column as it
-        is)."""
-        rows = first.size
-        products = np.empty((self.products.shape[0], rows + 1, self.products.shape[2]))
-        cross = self.cross
-        np.take(cross, first, axis=1, out=products[:, :rows])
-        mixed = np.flatnonzero(coef != 0)
-        if mixed.size:
-            products[:, mixed] += coef[mixed, None] * cross[:, second[mixed]]
-        products[:, rows] = self.sum_l
-        sum_f = self.sum_f[:, first] + coef * self.sum_f[:, second]
-        return BlockMoments(products, sum_f, self.sizes)
-
     def psi_variance(self, errors: np.ndarray | None = None) -> np.ndarray:
         """Batch-means estimate of the Monte Carlo variance of ``psi``, shape (K, n_obs);
         ``errors``: :meth:`block_errors` when already at hand."""

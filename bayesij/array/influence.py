@@ -75,6 +75,38 @@ def prepare_draws(quantities, log_lik, chain_ids=None, check: bool = True):
     return f, l, f_chains
 
 
+def _combined_rows(moments, first, second, coef) -> tuple[np.ndarray, np.ndarray]:
+    """``psi`` and its batch-means variance (R, n) of the combinations ``f[:, first] + coef
+    * f[:, second]`` from the columns' block moments: ``psi`` and the block errors are
+    linear in the quantities, so a row that is a column is the column's, and only the
+    mixed rows' errors are formed (their variance from them, not from the expansion, which
+    could cancel)."""
+    errors = moments.block_errors()
+    weights = moments.error_weights()
+    psi = moments.psi[first]
+    variance = np.einsum("b,bkn->kn", weights, errors**2)[first]
+    mixed = np.flatnonzero(coef != 0)
+    if mixed.size:
+        scale = coef[mixed, None]
+        psi[mixed] += scale * moments.psi[second[mixed]]
+        joint = errors[:, first[mixed]] + scale * errors[:, second[mixed]]
+        variance[mixed] = np.einsum("b,bkn->kn", weights, joint**2)
+    return psi, variance
+
+
+def _cross_of_rows(moments, rows: np.ndarray, combine) -> np.ndarray:
+    """The block cross-products (B, len(rows), n) of the quantities' ``rows``, or with
+    ``combine`` of those combinations of them."""
+    if combine is None:
+        return moments.cross[:, rows]
+    first, second, coef = (part[rows] for part in combine)
+    cross = moments.cross[:, first]
+    mixed = np.flatnonzero(coef != 0)
+    if mixed.size:
+        cross[:, mixed] += coef[mixed, None] * moments.cross[:, second[mixed]]
+    return cross
+
+
 def influence_scores(
     quantities,
     log_lik,
@@ -161,20 +193,23 @@ def influence_scores(
     kept = None
     if keep_blocks:
         kept = np.empty((len(blocks), kept_rows.size, l.shape[1]), blocks_dtype)
-    floats_per_obs = 2 * f.shape[0] + 3 * len(blocks) * (f.shape[1] + n_rows)
+    floats_per_obs = 2 * f.shape[0] + 3 * len(blocks) * max(f.shape[1], n_rows)
     impossible = np.zeros(l.shape[1], dtype=bool)
 
     def work(chunk: slice) -> None:
         columns = read_columns(l, chunk)
         moments, impossible[chunk] = block_moments(centred_f, columns, blocks)
         with np.errstate(invalid="ignore"):  # -inf columns are NaN, reported below
-            if combine is not None:
-                moments = moments.combined(*combine)
-            psi[:, chunk] = moments.psi
-            variance[:, chunk] = moments.psi_variance()
+            if combine is None:
+                psi[:, chunk] = moments.psi
+                variance[:, chunk] = moments.psi_variance()
+            else:
+                psi[:, chunk], variance[:, chunk] = _combined_rows(moments, *combine)
             if kept is not None:
                 total = moments.sizes.sum()
-                kept[:, :, chunk] = moments.cross[:, kept_rows] * total / (total - 1)
+                kept[:, :, chunk] = _cross_of_rows(moments, kept_rows, combine) * (
+                    total / (total - 1)
+                )
 
     map_chunks(work, obs_chunks(l.shape[1], floats_per_obs))
     if impossible.any():

@@ -170,8 +170,6 @@ def test_combinations_of_the_quantities_are_the_combined_quantities_influence():
     """``rows``: the influence, its Monte Carlo error and kept block sums of
     ``f[:, first] + coef * f[:, second]`` from the columns' moments combined equal those of
     the combined draws themselves, an impossible observation NaN in both."""
-    from bayesij.array.blocks import block_moments, draw_blocks
-
     rng = np.random.default_rng(5)
     f = rng.normal(size=(4, 250, 3))
     log_lik = -0.5 * (rng.normal(size=20) - f[..., :1] - 0.5 * f[..., 2:]) ** 2
@@ -193,14 +191,3 @@ def test_combinations_of_the_quantities_are_the_combined_quantities_influence():
     )
     assert not np.isfinite(ours.block_sums[..., 4]).any()
     assert np.isnan(ours.psi[:, 4]).all() and np.isnan(ours.mcse[:, 4]).all()
-    flat = f.reshape(1000, 3)
-    blocks = draw_blocks(np.repeat(np.arange(4), 250), 8)
-    moments, _ = block_moments(flat - flat.mean(0), log_lik.reshape(1000, -1)[:, :4], blocks)
-    direct, _ = block_moments(
-        combined.reshape(1000, 5) - combined.reshape(1000, 5).mean(0),
-        log_lik.reshape(1000, -1)[:, :4],
-        blocks,
-    )
-    mixed = moments.combined(first, second, coef)
-    np.testing.assert_allclose(mixed.products, direct.products, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(mixed.sum_f, direct.sum_f, atol=1e-12)
