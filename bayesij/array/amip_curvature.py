@@ -728,9 +728,9 @@ class CentredColumns:
         column was finite (its row and column then differ by a constant, which the basis's
         first column holds), else from the rows."""
         mapped = self._screen_map(curvature)
-        units = self.held[slots]
         if mapped is None or self._screen is None:
             return curvature._coefficients(self.rows[slots].T)
+        units = self.held[slots]
         p = curvature.n_parameters
         first = np.empty((slots.size, p))
         quad = np.empty((slots.size, mapped.shape[0] - p))
