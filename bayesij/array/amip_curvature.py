@@ -240,10 +240,21 @@ class Curvature(NamedTuple):
         k = shift.shape[0]
         if self.cubic_post is None:
             return np.full(k, np.inf), np.ones(k)
-        # The quadratic's coefficients (F) and the cubic's (C) of each prefix in one product:
-        # the cubic's rows are orthogonal to the design, so the prefix's residual after its
-        # quadratic has the prefix's own cubic coefficients, and the residual's squared
-        # length is the prefix's less its projection's (c' Z'Z c).
+        cubic, explained = self._prefix_fits(sums)
+        change = _cubic_hessian(cubic, shift[grid - 1], self.n_parameters)
+        white = root @ change @ root  # (G, P, P)
+        lowest = np.maximum(smallest, 1 - BREAKDOWN)
+        shares = 0.5 * np.max(np.abs(np.linalg.eigvalsh(white)), axis=1) / lowest
+        sizes = np.arange(1, k + 1)
+        return np.interp(sizes, grid, shares), np.interp(sizes, grid, explained)
+
+    def _prefix_fits(self, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The cubic coefficients (G, C) of what the quadratic leaves of each prefix's
+        centred log-likelihood ``sums`` (G, S), and the share of its variance over the
+        draws that the quadratic explains (G,; 1 for a prefix constant over the draws).
+        Both from one product: the cubic pseudo-inverse's rows are orthogonal to the
+        design, so the residual has the prefix's own cubic coefficients, and its squared
+        length is the prefix's less its projection's (``c' Z'Z c``)."""
         n_quadratic = self.gram.shape[0]
         both = sums @ self.share_map  # (G, F + C)
         quadratic, cubic = both[:, :n_quadratic], both[:, n_quadratic:] @ self.cubic_post
@@ -251,12 +262,7 @@ class Curvature(NamedTuple):
         fitted = np.einsum("gi,ij,gj->g", quadratic, self.gram, quadratic)
         with np.errstate(divide="ignore", invalid="ignore"):
             explained = np.where(totals > 0, np.minimum(fitted / totals, 1.0), 1.0)
-        change = _cubic_hessian(cubic, shift[grid - 1], self.n_parameters)
-        white = root @ change @ root  # (G, P, P)
-        lowest = np.maximum(smallest, 1 - BREAKDOWN)
-        shares = 0.5 * np.max(np.abs(np.linalg.eigvalsh(white)), axis=1) / lowest
-        sizes = np.arange(1, k + 1)
-        return np.interp(sizes, grid, shares), np.interp(sizes, grid, explained)
+        return cubic, explained
 
     def ratios(self, columns: np.ndarray, sign: int, z: float) -> np.ndarray:
         """The second-order prediction relative to the first after each prefix, and the

@@ -434,6 +434,8 @@ def test_the_breakdown_test_is_the_smallest_eigenvalue_s():
 
 
 def test_one_product_gives_a_prefix_s_residual_cubic_and_explained_share():
+    from bayesij.array.amip_curvature import _triples
+
     # The cubic share reads a prefix's quadratic and cubic coefficients from one product
     # (the latter then through the cubic pseudo-inverse's small factor):
     # the cubic rows are orthogonal to the design, so the residual after the quadratic
@@ -461,6 +463,17 @@ def test_one_product_gives_a_prefix_s_residual_cubic_and_explained_share():
     expected = 1 - (left**2).sum(axis=1) / (sums**2).sum(axis=1)
     np.testing.assert_allclose(explained / (sums**2).sum(axis=1), expected, rtol=1e-9)
     assert expected[2] < 0.99 < expected[0]  # the noisy prefix is partly unexplained
+    # what the cubic share reads: the residual's cubic coefficients by NumPy's pinv, and
+    # a prefix constant over the draws fully explained (nothing to explain)
+    d3 = curvature.design[:, :3]
+    cubes = np.stack([d3[:, i] * d3[:, j] * d3[:, k] for i, j, k in _triples(3)], axis=1)
+    rest = cubes - curvature.design @ np.linalg.lstsq(curvature.design, cubes, rcond=None)[0]
+    with_constant = np.vstack([sums, np.zeros(6000)])
+    fitted_cubic, share = curvature._prefix_fits(with_constant)
+    np.testing.assert_allclose(
+        fitted_cubic[:3], left @ np.linalg.pinv(rest).T, rtol=1e-8, atol=1e-10
+    )
+    np.testing.assert_allclose(share, [*expected, 1.0], rtol=1e-9)
     # a unit's terms: minus its covariance with the parameters, its quadratic's coefficients
     first, quad = curvature._coefficients(sums.T)
     np.testing.assert_allclose(first, -(d.T @ sums.T).T / 6000, rtol=1e-12)
