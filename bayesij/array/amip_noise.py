@@ -538,13 +538,8 @@ class _Gains:
     set is re-selected (in a search that reaches its target, none)."""
 
     def __init__(self, whole=None, counts=None, sums=None, sizes=None, sign: int = 1):
-        self._whole, self.counts, self.sums, self.sizes, self.sign = (
-            whole,
-            counts,
-            sums,
-            sizes,
-            sign,
-        )
+        self._whole = whole
+        self.counts, self.sums, self.sizes, self.sign = counts, sums, sizes, sign
 
     def columns(self, units: np.ndarray) -> np.ndarray:
         """The gains of the columns ``units`` (rows, k)."""

@@ -107,14 +107,16 @@ class BlockMoments(NamedTuple):
         """Sample covariance over all draws (divisor ``S - 1``), shape (n_quantities, n_obs)."""
         return self.cross.sum(axis=0) / (self.sizes.sum() - 1)
 
-    def block_errors(self) -> np.ndarray:
-        """Deviations of the block estimates from ``psi``, shape (n_blocks, K, n_obs).
+    def block_errors(self, psi: np.ndarray | None = None) -> np.ndarray:
+        """Deviations of the block estimates from ``psi``, shape (n_blocks, K, n_obs)
+        (``psi``: :attr:`psi` when already at hand).
 
         Block ``b`` estimates the covariance by ``c P_b / n_b`` with ``c = S / (S - 1)``, so
         that ``psi = sum_b a_b c P_b / n_b`` with block weights ``a_b = n_b / S``.
         """
         total = self.sizes.sum()
-        return self.cross * (total / (total - 1) / self.sizes)[:, None, None] - self.psi
+        psi = self.psi if psi is None else psi
+        return self.cross * (total / (total - 1) / self.sizes)[:, None, None] - psi
 
     def error_weights(self) -> np.ndarray:
         """Batch-means weights of the blocks (:func:`error_weights`)."""

@@ -81,14 +81,15 @@ def _combined_rows(moments, first, second, coef) -> tuple[np.ndarray, np.ndarray
     linear in the quantities, so a row that is a column is the column's, and only the
     mixed rows' errors are formed (their variance from them, not from the expansion, which
     could cancel)."""
-    errors = moments.block_errors()
+    base = moments.psi
+    errors = moments.block_errors(base)
     weights = moments.error_weights()
-    psi = moments.psi[first]
+    psi = base[first]
     variance = np.einsum("b,bkn->kn", weights, errors**2)[first]
     mixed = np.flatnonzero(coef != 0)
     if mixed.size:
         scale = coef[mixed, None]
-        psi[mixed] += scale * moments.psi[second[mixed]]
+        psi[mixed] += scale * base[second[mixed]]
         joint = errors[:, first[mixed]] + scale * errors[:, second[mixed]]
         variance[mixed] = np.einsum("b,bkn->kn", weights, joint**2)
     return psi, variance
