@@ -638,7 +638,7 @@ class CentredColumns:
             return None
         if finite and not self.finite[slots[held]].all():
             return None
-        rest = 0.0
+        rest: float | np.ndarray = 0.0
         if not held.all():
             if self.matrix is None:
                 return None
