@@ -88,8 +88,14 @@ def metric_draws(f: np.ndarray, sign: int, z: float) -> np.ndarray:
     influence of ``mean + s z sd``. ``f`` of shape (n_chains, n_draws)."""
     if sign == 0:
         return f
-    centred = f - f.mean()
-    return f + sign * z * centred**2 / (2 * f.std(ddof=1))
+    square, scale = _square_and_scale(f, sign, z, f.mean())
+    return f + scale * square
+
+
+def _square_and_scale(f: np.ndarray, sign: int, z: float, centre: float) -> tuple:
+    """An interval end's ``(f - centre)^2`` and its weight ``s z / (2 sd)`` in
+    ``g* = f + s z (f - centre)^2 / (2 sd)`` (``sd`` the draws' own, divisor ``S - 1``)."""
+    return (f - centre) ** 2, sign * z / (2 * f.std(ddof=1))
 
 
 class AmipPath(NamedTuple):
@@ -696,8 +702,8 @@ def _metric_parts(f: np.ndarray, goal: Goal, centre: float) -> list:
     centred at the estimate of the posterior mean ``centre``."""
     if goal.parts == 1:
         return [f]
-    square = (f - centre) ** 2
-    return [f + goal.sign * goal.z * square / (2 * f.std(ddof=1)), f, square]
+    square, scale = _square_and_scale(f, goal.sign, goal.z, centre)
+    return [f + scale * square, f, square]
 
 
 def _shared_parts(fs: list, goals: list, centres: list) -> tuple[np.ndarray, tuple]:
@@ -719,12 +725,13 @@ def _shared_parts(fs: list, goals: list, centres: list) -> tuple[np.ndarray, tup
     second: list = []
     coef: list = []
     for f, goal, centre in zip(fs, goals, centres, strict=True):
-        mean = column(("f", f.shape, f.tobytes()), f)
+        key = (f.shape, f.tobytes())
+        mean = column(("f", key), f)
         if goal.parts == 1:
             first, second, coef = first + [mean], second + [mean], coef + [0.0]
             continue
-        square = column(("square", f.shape, f.tobytes(), centre), (f - centre) ** 2)
-        scale = goal.sign * goal.z / (2 * f.std(ddof=1))
+        values, scale = _square_and_scale(f, goal.sign, goal.z, centre)
+        square = column(("square", key, centre), values)
         first += [mean, mean, square]
         second += [square, mean, square]
         coef += [scale, 0.0, 0.0]
