@@ -23,9 +23,16 @@ RSS and whether a worker was restarted.
 ``--model normal`` fits the same regression with normal noise; ``--model logistic`` a
 wells-like logistic regression (intercept and 3 covariates, 4 x 1000 independence-sampler
 draws that repeat as PyMC's do; 8 questions: each coefficient's sign and significance).
+``--model hierarchy`` a varying-intercept model (N / 100 groups, t(4) noise in the data, exact
+Gibbs draws of ``mu``, ``tau``, ``sigma`` and the group effects) saved as a PyMC user saves
+it, its group index in ``constant_data``: the default audit's unit is the group and its
+quantities the global ``mu``, ``tau``, ``sigma`` (4 questions), and ``loo`` leaves out
+groups; ``--model hierarchy-no-index`` the same fit saved without its group index, the
+group effects and their non-centred offsets sharing a posterior dim: the unit is the
+observation, the group effects local (the audit and ``loo`` rows only, for both).
 
 Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000] [--dask 200000]
-[--model t4|normal|logistic] [--rows audit,linearity] [--repeat 5]`` (``--rows``: only these
+[--model t4|normal|logistic|hierarchy|hierarchy-no-index] [--rows audit,linearity] [--repeat 5]`` (``--rows``: only these
 rows, with ``loo``; ``--repeat``: each in-memory row timed that many times in its process,
 the median printed: single calls of a fraction of a second vary by ±20 % on a shared
 machine; the audit's process then also times ``loo`` right before each of its calls, and
@@ -51,8 +58,10 @@ import numpy as np
 N_COEF = 10
 CHUNK = 10_000  # observations per lazy block
 DASK_MEMORY = "3GiB"  # each worker's memory limit (--dask)
-#: The fitted model (``--model``): "t4", "normal" or "logistic"; the children inherit it.
-MODELS = ("t4", "normal", "logistic")
+#: The fitted model (``--model``); the children inherit it.
+MODELS = ("t4", "normal", "logistic", "hierarchy", "hierarchy-no-index")
+#: Observations per group of the hierarchy (``--model hierarchy``): N / 100 groups.
+PER_GROUP = 100
 MODEL = "t4"
 #: Timed calls of each in-memory row (``--repeat``), their median reported; the children
 #: inherit it.
@@ -77,6 +86,8 @@ def _posterior(n_obs: int):
 
     if MODEL == "logistic":
         return _logistic_posterior(n_obs)
+    if MODEL.startswith("hierarchy"):
+        return _hierarchy_tree(n_obs, group_index=MODEL == "hierarchy")
     model, beta, sigma = _problem(n_obs)
     log_lik = np.empty((4000, n_obs))
     for start in range(0, 4000, 250):
@@ -99,6 +110,62 @@ def _logistic_posterior(n_obs: int):
     beta, _ = sample(X, y, seed=1)
     names = [f"beta[{k + 1}]" for k in range(beta.shape[-1])]
     return bayesij.from_arrays(beta, log_lik(X, y, beta), quantity_names=names)
+
+
+def _hierarchy_draws(n_obs: int, seed: int = 1, warmup: int = 200):
+    """Varying intercepts ``y ~ N(alpha[g], sigma)``, ``alpha ~ N(mu, tau)`` (flat priors on
+    ``mu``, ``tau``, ``sigma``), N / 100 groups, t(4) noise in the data: 4 chains x 1000 draws
+    of the exact Gibbs sampler (each conditional from the groups' sums, so a sweep costs
+    O(groups)). Returns y, each observation's group, and the draws (chains first)."""
+    rng = np.random.default_rng(seed)
+    n_groups = max(10, n_obs // PER_GROUP)
+    group = np.arange(n_obs) % n_groups
+    y = (1.0 + 0.5 * rng.normal(size=n_groups))[group] + rng.standard_t(4, size=n_obs)
+    count, total = np.bincount(group), np.bincount(group, weights=y)
+    squares = float(y @ y)
+    mu, tau, sigma = np.full(4, y.mean()), np.ones(4), np.ones(4)
+    kept = {"mu": [], "tau": [], "sigma": [], "alpha": []}
+    for sweep in range(warmup + 1000):
+        precision = count / sigma[:, None] ** 2 + 1 / tau[:, None] ** 2
+        mean = (total / sigma[:, None] ** 2 + (mu / tau**2)[:, None]) / precision
+        alpha = mean + rng.normal(size=mean.shape) / np.sqrt(precision)
+        mu = alpha.mean(axis=1) + tau / np.sqrt(n_groups) * rng.normal(size=4)
+        spread = ((alpha - mu[:, None]) ** 2).sum(axis=1)
+        tau = np.sqrt(spread / 2 / rng.gamma((n_groups - 1) / 2, size=4))
+        residual = squares - 2 * alpha @ total + (alpha**2) @ count
+        sigma = np.sqrt(residual / 2 / rng.gamma(n_obs / 2, size=4))
+        if sweep >= warmup:
+            for name, value in zip(kept, (mu, tau, sigma, alpha), strict=True):
+                kept[name].append(value)
+    return y, group, {k: np.stack(v, axis=1) for k, v in kept.items()}
+
+
+def _hierarchy_tree(n_obs: int, group_index: bool = True):
+    """The hierarchy as a PyMC user saves it: a DataTree with the posterior (``alpha`` over
+    the ``group`` dim), the log-likelihood over ``obs`` and, with ``group_index``, the
+    observations' group index in ``constant_data`` (the audit's unit is then the group;
+    without it the observation, ``alpha`` and its non-centred offsets ``alpha_z`` read as
+    local by the dim they share: a suspected grouping)."""
+    import xarray as xr
+
+    y, group, draws = _hierarchy_draws(n_obs)
+    alpha, sigma = draws["alpha"].reshape(4000, -1), draws["sigma"].reshape(4000)
+    log_lik = np.empty((4000, n_obs))
+    for start in range(0, 4000, 250):
+        rows = slice(start, start + 250)
+        resid = (y - alpha[rows][:, group]) / sigma[rows, None]
+        log_lik[rows] = -0.5 * resid**2 - np.log(sigma[rows])[:, None] - 0.5 * np.log(2 * np.pi)
+    posterior = {k: (("chain", "draw"), draws[k]) for k in ("mu", "tau", "sigma")}
+    posterior["alpha"] = (("chain", "draw", "group"), draws["alpha"])
+    offsets = (draws["alpha"] - draws["mu"][..., None]) / draws["tau"][..., None]
+    posterior["alpha_z"] = (("chain", "draw", "group"), offsets)  # as a non-centred fit saves
+    groups = {
+        "posterior": xr.Dataset(posterior),
+        "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), log_lik.reshape(4, 1000, -1))}),
+    }
+    if group_index:
+        groups["constant_data"] = xr.Dataset({"group_idx": ("obs", group)})
+    return xr.DataTree.from_dict(groups)
 
 
 def _questions(post) -> list:
@@ -189,8 +256,8 @@ def _child(what: str, n_obs: int) -> dict:
         matrix_bytes = 8 * 4000 * n_obs
     else:
         post = _posterior(n_obs)
-        matrix_bytes = post.log_lik.values.nbytes
-        bayesij.loo(post.log_lik.values[..., :100])  # compile / load the kernels
+        matrix_bytes = _log_lik(post).nbytes
+        bayesij.loo(_log_lik(post)[..., :100])  # compile / load the kernels
         if what == "audit":  # load the audit's other kernels and modules the same way
             _in_memory_calls(_first_units(post, 200))[what]()
         call = _peer_call(post) if what == "arviz loo" else _in_memory_calls(post)[what]
@@ -213,10 +280,21 @@ def _child(what: str, n_obs: int) -> dict:
     }
 
 
+def _log_lik(post) -> np.ndarray:
+    """The (chain, draw, obs) log-likelihood of a Posterior or of the hierarchy's tree."""
+    if hasattr(post, "log_lik"):
+        return post.log_lik.values
+    return post["log_likelihood"]["y"].values
+
+
 def _first_units(post, n_units: int):
-    """The posterior with the log-likelihood of its first ``n_units`` units only."""
+    """The posterior with the log-likelihood of its first ``n_units`` units only (of the
+    hierarchy's tree: its first observations)."""
     import bayesij
 
+    if not hasattr(post, "log_lik"):
+        kept = {"obs": slice(0, n_units)}
+        return post.map_over_datasets(lambda d: d.isel(kept) if "obs" in d.dims else d)
     return bayesij.from_arrays(
         post.quantities.values,
         post.log_lik.values[..., :n_units],
@@ -242,7 +320,7 @@ def _peer_call(post):
     """The installed ArviZ's PSIS-LOO, on an ArviZ container made before the timing."""
     from common import inference_data, peer_loo
 
-    data, (_, loo, _, _) = inference_data(post.log_lik.values), peer_loo()
+    data, (_, loo, _, _) = inference_data(_log_lik(post)), peer_loo()
     return lambda: loo(data, pointwise=True)
 
 
@@ -280,7 +358,7 @@ def main() -> None:
     args = parser.parse_args()
     global MODEL, REPEAT
     MODEL, REPEAT = args.model, max(1, args.repeat)
-    if (args.lazy or args.dask) and MODEL == "logistic":
+    if (args.lazy or args.dask) and MODEL not in ("t4", "normal"):
         parser.error("--lazy and --dask build the regression's blocks: use --model t4 or normal")
     if args.child:
         print(json.dumps(_child(args.child[0], int(args.child[1]))))
@@ -298,6 +376,8 @@ def main() -> None:
         if unknown:
             parser.error(f"--rows: unknown {sorted(unknown)}; expected some of {rows}")
         rows = [r for r in rows if r == "loo" or r in asked]
+    if MODEL.startswith("hierarchy"):  # the audit's own units (groups): no per-question rows
+        rows = [r for r in rows if r in ("loo", "audit")]
     for n_obs in [int(n) for n in args.sizes.split(",") if n]:
         loo_seconds = None
         for what in rows:
