@@ -32,12 +32,12 @@ group effects and their non-centred offsets sharing a posterior dim: the unit is
 observation, the group effects local (the audit and ``loo`` rows only, for both).
 
 Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000] [--dask 200000]
-[--model t4|normal|logistic|hierarchy|hierarchy-no-index] [--rows audit,linearity] [--repeat 5]`` (``--rows``: only these
-rows, with ``loo``; ``--repeat``: each in-memory row timed that many times in its process,
-the median printed: single calls of a fraction of a second vary by ±20 % on a shared
-machine; the audit's process then also times ``loo`` right before each of its calls, and
-``x loo paired`` is the median of those pairs' ratios, which a drift of the machine's
-speed between the rows' processes does not move).
+[--model t4|normal|logistic|hierarchy|hierarchy-no-index] [--rows audit,linearity]
+[--repeat 5]`` (``--rows``: only these rows, with ``loo``; ``--repeat``: each in-memory row
+timed that many times in its process, the median printed: single calls of a fraction of a
+second vary by ±20 % on a shared machine; the audit's process then also times ``loo`` right
+before each of its calls, and ``x loo paired`` is the median of those pairs' ratios, which a
+drift of the machine's speed between the rows' processes does not move).
 Targets (scale issue): at N = 50,000 the audit within 15 x ``loo`` and its peak RSS within
 1.6 x the matrix; a lazy audit near the cost of computing the blocks once.
 """
@@ -161,7 +161,9 @@ def _hierarchy_tree(n_obs: int, group_index: bool = True):
     posterior["alpha_z"] = (("chain", "draw", "group"), offsets)  # as a non-centred fit saves
     groups = {
         "posterior": xr.Dataset(posterior),
-        "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), log_lik.reshape(4, 1000, -1))}),
+        "log_likelihood": xr.Dataset(
+            {"y": (("chain", "draw", "obs"), log_lik.reshape(4, 1000, -1))}
+        ),
     }
     if group_index:
         groups["constant_data"] = xr.Dataset({"group_idx": ("obs", group)})

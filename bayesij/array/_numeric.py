@@ -222,7 +222,13 @@ def sum_by_group(log_lik: np.ndarray, codes: np.ndarray, n_groups: int) -> np.nd
     """
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(n_groups))
-    return np.add.reduceat(log_lik[:, order], starts, axis=1, dtype=np.float64)
+    in_order = bool(np.all(order == np.arange(order.size)))  # grouped already: no gather
+    out = np.empty((log_lik.shape[0], n_groups))
+    # A few draws at a time: the gathered columns never a copy of the whole matrix.
+    for rows in obs_chunks(log_lik.shape[0], log_lik.shape[1]):
+        block = log_lik[rows] if in_order else log_lik[rows][:, order]
+        out[rows] = np.add.reduceat(block, starts, axis=1, dtype=np.float64)
+    return out
 
 
 def top_positive(gain: np.ndarray, k: int) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 import xarray as xr
 
 from bayesij.array.checks import as_float_array, check_finite, check_labels, fail
-from bayesij.data.arrays import from_arrays
+from bayesij.data.arrays import _posterior_of_arrays
 from bayesij.data.posterior import Posterior, base_name, select_names
 
 __all__ = [
@@ -128,7 +128,9 @@ def log_lik_variables(dataset: xr.Dataset, var_name=None) -> tuple[np.ndarray, l
         raise fail("var_name", f"unknown variable(s) {unknown}", f"names among {available}")
     values = [sample_values(dataset[n], n, keep_float32=True) for n in names]
     labels = [lab for n in names for lab in _obs_labels(dataset[n], n, len(names) > 1)]
-    return np.concatenate(values, axis=2), labels
+    # One variable's values as they are (no copy of the matrix when already float, laid
+    # out as (chain, draw, obs)); several concatenated.
+    return (values[0] if len(values) == 1 else np.concatenate(values, axis=2)), labels
 
 
 def flatten_variables(dataset, variables) -> tuple[np.ndarray, list[str]]:
@@ -267,7 +269,7 @@ def log_lik_of_fit(idata, var_name=None, argument: str = "data") -> Posterior:
     shape = tuple(posterior.sizes.get(dim, 0) for dim in SAMPLE_DIMS)
     values, obs = _paired_log_lik(idata, posterior, var_name, shape, argument)
     empty = np.zeros((*values.shape[:2], 0))
-    return from_arrays(empty, values, obs_names=obs, argument=argument)
+    return _container_of_fit(empty, values, None, obs, None, argument)
 
 
 def _paired_log_lik(idata, posterior, var_name, shape: tuple, argument: str):
@@ -328,7 +330,19 @@ def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> P
     posterior = _group(idata, "posterior", "")
     values, names = selected_draws(posterior, quantities)
     log_lik_values, obs = _paired_log_lik(idata, posterior, var_name, values.shape[:2], "idata")
-    return from_arrays(values, log_lik_values, quantity_names=names, obs_names=obs, groups=groups)
+    return _container_of_fit(values, log_lik_values, names, obs, groups, "idata")
+
+
+def _container_of_fit(quantities, log_lik, names, obs, groups, argument: str) -> Posterior:
+    """The container of draws read from a fit's groups. A variable laid out as (chain,
+    draw, ...) in float is read without a copy (a copy of the log-likelihood doubled the
+    peak memory of every estimator given a saved fit), so the container's own views are
+    made read-only, not the caller's arrays they show: the fit stays as writeable as it
+    was, and what the checks passed cannot be changed through the container."""
+    post = _posterior_of_arrays(quantities, log_lik, None, names, obs, groups, argument)
+    for array in (post.quantities, post.log_lik):
+        array.values.flags.writeable = False
+    return post
 
 
 def observed_or_fit(data, y, var_name=None, argument: str = "y") -> object:

@@ -49,6 +49,31 @@ def test_tiled_transpose_group_sums_and_ordered_maps():
     assert results == [x * x for x in range(50)]
 
 
+@pytest.mark.parametrize("sorted_codes", [False, True])
+def test_group_sums_a_few_draws_at_a_time(monkeypatch, sorted_codes):
+    """The groups' sums are the same whether the draws are summed in one chunk or several,
+    from observations in any order or grouped already (no gather), float32 or float64;
+    and no copy of the whole matrix is made (the gathered columns are a chunk's)."""
+    rng = np.random.default_rng(2)
+    codes = np.repeat(np.arange(7), 9) if sorted_codes else rng.permutation(np.arange(63) % 7)
+    matrix = rng.normal(size=(1000, 63))
+    whole = _numeric.sum_by_group(matrix, codes, 7)
+    monkeypatch.setattr(_numeric, "CHUNK_BYTES", 8)  # 256 draws a chunk: four chunks
+    import tracemalloc
+
+    tracemalloc.start()
+    chunked = _numeric.sum_by_group(matrix, codes, 7)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_array_equal(chunked, whole)
+    assert peak < 0.75 * matrix.nbytes  # not the whole 504 kB gathered (with the result)
+    for g in range(7):
+        np.testing.assert_allclose(whole[:, g], matrix[:, codes == g].sum(axis=1), atol=1e-13)
+    single = _numeric.sum_by_group(matrix.astype(np.float32), codes, 7)
+    assert single.dtype == np.float64
+    np.testing.assert_allclose(single, whole, atol=1e-5)
+
+
 def test_blas_threads_are_restored_when_concurrent_calls_end_out_of_order():
     """Two calls hold BLAS at one thread at once and end in the other order than they
     began: the last one out restores what the first one found (not one thread for good)."""

@@ -81,6 +81,34 @@ def test_float64_chain_layout_is_not_copied(log_lik):
     assert np.shares_memory(values, log_lik)
 
 
+def test_a_fit_s_log_likelihood_is_read_without_a_copy_and_left_writeable(log_lik):
+    """A DataTree's (or InferenceData's) one log-likelihood variable is the fit's matrix
+    itself (a copy doubled the peak memory of every audit of a saved fit), and the
+    caller's arrays stay as writeable as they were."""
+    draws = np.arange(1000.0).reshape(4, 250)
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset({"mu": (("chain", "draw"), draws)}),
+            "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), log_lik)}),
+        }
+    )
+    from bayesij.data.fit import read
+
+    fit = read(tree)
+    assert np.shares_memory(fit.source(log_lik_only=True).matrix(), log_lik)
+    assert np.shares_memory(fit.source(need_quantities=True).matrix(), log_lik)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = bayesij.loo(log_lik.copy()).pointwise
+        np.testing.assert_array_equal(bayesij.loo(tree).pointwise.values, expected.values)
+    assert log_lik.flags.writeable and tree["log_likelihood"]["y"].values.flags.writeable
+    two = tree.copy()
+    y = tree["log_likelihood"]["y"]
+    two["log_likelihood"] = xr.Dataset({"y": y, "z": y})
+    both = read(two, var_name=["y", "z"]).source(log_lik_only=True).matrix()
+    assert both.shape[-1] == 2 * log_lik.shape[-1]  # two variables: concatenated
+
+
 def test_every_input_form_gives_the_same_log_lik(log_lik):
     data_array = xr.DataArray(log_lik, dims=("chain", "draw", "y_dim_0"))
     for form in (log_lik, data_array, data_array.to_dataset(name="y")):
