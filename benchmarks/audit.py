@@ -29,7 +29,10 @@ it, its group index in ``constant_data``: the default audit's unit is the group 
 quantities the global ``mu``, ``tau``, ``sigma`` (4 questions), and ``loo`` leaves out
 groups; ``--model hierarchy-no-index`` the same fit saved without its group index, the
 group effects and their non-centred offsets sharing a posterior dim: the unit is the
-observation, the group effects local (the audit and ``loo`` rows only, for both).
+observation, the group effects local; ``--model hierarchy-by-name`` the centred fit as a
+Stan fit read by name (``mu``, ``tau``, ``sigma``, ``alpha[1]``..., no group index), whose
+group effects the log-likelihood tells (each observation moves with one ``alpha``): the
+audit and ``loo`` rows only, for the three.
 
 Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000] [--dask 200000]
 [--model t4|normal|logistic|hierarchy|hierarchy-no-index] [--rows audit,linearity]
@@ -59,7 +62,7 @@ N_COEF = 10
 CHUNK = 10_000  # observations per lazy block
 DASK_MEMORY = "3GiB"  # each worker's memory limit (--dask)
 #: The fitted model (``--model``); the children inherit it.
-MODELS = ("t4", "normal", "logistic", "hierarchy", "hierarchy-no-index")
+MODELS = ("t4", "normal", "logistic", "hierarchy", "hierarchy-no-index", "hierarchy-by-name")
 #: Observations per group of the hierarchy (``--model hierarchy``): N / 100 groups.
 PER_GROUP = 100
 MODEL = "t4"
@@ -86,6 +89,8 @@ def _posterior(n_obs: int):
 
     if MODEL == "logistic":
         return _logistic_posterior(n_obs)
+    if MODEL == "hierarchy-by-name":
+        return _hierarchy_by_name(n_obs)
     if MODEL.startswith("hierarchy"):
         return _hierarchy_tree(n_obs, group_index=MODEL == "hierarchy")
     model, beta, sigma = _problem(n_obs)
@@ -168,6 +173,21 @@ def _hierarchy_tree(n_obs: int, group_index: bool = True):
     if group_index:
         groups["constant_data"] = xr.Dataset({"group_idx": ("obs", group)})
     return xr.DataTree.from_dict(groups)
+
+
+def _hierarchy_by_name(n_obs: int):
+    """The centred hierarchy as a Stan fit read by name (``bayesij.from_cmdstanpy``'s
+    container): ``mu``, ``tau``, ``sigma``, ``alpha[1]``... and no group index."""
+    import bayesij
+
+    tree = _hierarchy_tree(n_obs, group_index=False)
+    draws = tree["posterior"]
+    alpha = draws["alpha"].values
+    names = ["mu", "tau", "sigma"] + [f"alpha[{g + 1}]" for g in range(alpha.shape[-1])]
+    scalars = [draws[k].values[..., None] for k in ("mu", "tau", "sigma")]
+    return bayesij.from_arrays(
+        np.concatenate([*scalars, alpha], axis=-1), _log_lik(tree), quantity_names=names
+    )
 
 
 def _questions(post) -> list:
@@ -294,7 +314,7 @@ def _first_units(post, n_units: int):
     hierarchy's tree: its first observations)."""
     import bayesij
 
-    if not hasattr(post, "log_lik"):
+    if not hasattr(post, "log_lik"):  # the hierarchy's tree
         kept = {"obs": slice(0, n_units)}
         return post.map_over_datasets(lambda d: d.isel(kept) if "obs" in d.dims else d)
     return bayesij.from_arrays(

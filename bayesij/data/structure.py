@@ -25,7 +25,15 @@ import numpy as np
 import xarray as xr
 
 from bayesij.array.checks import fail
-from bayesij.data.inference_data import SAMPLE_DIMS, _group, group_names, has_groups, has_posterior
+from bayesij.array.locality import MIN_LEVELS, N_COLUMNS, one_level_each
+from bayesij.data.inference_data import (
+    SAMPLE_DIMS,
+    _group,
+    aligned_draws,
+    group_names,
+    has_groups,
+    has_posterior,
+)
 from bayesij.data.posterior import Posterior, base_name
 
 __all__ = ["Units", "find_units", "local_names", "ModelStructure", "model_structure"]
@@ -55,11 +63,17 @@ class Units:
     suspected : tuple of str
         Posterior dims that look like a grouping of the observations the fit does not
         record (shared by several variables, at least :data:`MIN_SUSPECTED_LEVELS` long,
-        absent from the observations): their variables are local, and the report says how
-        to pass the grouping (``groups=``).
+        absent from the observations; or of a variable each observation's log-likelihood
+        moves with one level of, :func:`bayesij.array.locality.one_level_each`): their
+        variables are local, and the report says how to pass the grouping (``groups=``).
+        For a Posterior (no dims): the variables themselves (``local_variables``).
     dim : str or None
         The posterior dim over the units (``"firm"``), when one runs over them: variables
         with it are the units' own effects.
+    local_variables : frozenset of str
+        Variables of a Posterior (no dims: named ``alpha[1]``...) found local by the
+        log-likelihood (one element per group, :func:`bayesij.array.locality.
+        one_level_each`).
     """
 
     name: str
@@ -70,6 +84,7 @@ class Units:
     given: bool = False
     suspected: tuple = ()
     dim: str | None = None
+    local_variables: frozenset = frozenset()
 
     @property
     def grouped(self) -> bool:
@@ -123,7 +138,7 @@ def find_units(data, groups=None, var_name=None) -> Units:
         return Units("observation", None, "groups=False", frozenset(local), given=True)
     if groups is None:
         if not found:
-            return _observations_or_suspected(data, obs_dims)
+            return _observations_or_suspected(data, obs_dims, var_name)
         chosen = min(found, key=lambda g: len(set(g.labels.tolist())))
     elif isinstance(groups, str):
         chosen = _named(data, groups, found, obs_dims)
@@ -145,23 +160,29 @@ def find_units(data, groups=None, var_name=None) -> Units:
 MIN_SUSPECTED_LEVELS = 3
 
 
-def _observations_or_suspected(data, obs_dims: frozenset) -> Units:
+def _observations_or_suspected(data, obs_dims: frozenset, var_name=None) -> Units:
     """The observations as units, with the posterior dims that look like an unrecorded
-    grouping (a dim over several variables: a group effect and its non-centred offset)
-    named and made local."""
+    grouping named and made local: a dim over several variables (a group effect and its
+    non-centred offset), or a variable each observation's log-likelihood moves with one
+    level of (a vector of group effects: :func:`_moved_dims`)."""
     why = "no grouping of the observations found in the fit"
     if "posterior" not in group_names(data):
         return Units("observation", None, why, obs_dims)
     posterior = _group(data, "posterior", "")
-    suspects = {}
-    for dim, size in _posterior_dims(data).items():
+    suspects, moved = {}, set()
+    sizes = _posterior_dims(data)
+    for dim, size in sizes.items():
         on = [str(v) for v in posterior.data_vars if dim in posterior[v].dims]
         if dim not in obs_dims and size >= MIN_SUSPECTED_LEVELS and len(on) >= 2:
             suspects[dim] = (size, on)
+    for dim, on in _moved_dims(data, posterior, obs_dims | set(suspects), var_name).items():
+        suspects[dim], moved = (sizes[dim], on), moved | {dim}
     if not suspects:
         return Units("observation", None, why, obs_dims)
+    moves = " (each observation's log-likelihood moves with one of its levels)"
     described = "; ".join(
         f"the posterior dim {dim!r} ({size} levels, on {', '.join(on)}) looks like one"
+        + (moves if dim in moved else "")
         for dim, (size, on) in suspects.items()
     )
     why += (
@@ -169,6 +190,80 @@ def _observations_or_suspected(data, obs_dims: frozenset) -> Units:
         "pass its labels, one per observation (groups= / --groups)"
     )
     return Units("observation", None, why, obs_dims | set(suspects), suspected=tuple(suspects))
+
+
+def _moved_dims(data, posterior, excluded: set, var_name) -> dict:
+    """Posterior dims of at least :data:`~bayesij.array.locality.MIN_LEVELS` levels, not
+    in ``excluded`` (the observations' dims, dims suspected already), with a variable that
+    each of the first observations' log-likelihood moves with one level of
+    (:func:`~bayesij.array.locality.one_level_each`): ``{dim: the variables over it}``."""
+    candidates = {
+        dim: [str(v) for v in posterior.data_vars if dim in posterior[v].dims]
+        for dim, size in _posterior_dims(data).items()
+        if dim not in excluded and size >= MIN_LEVELS
+    }
+    if not candidates or "log_likelihood" not in group_names(data):
+        return {}
+    columns = _first_columns(data, posterior, var_name)
+    if columns is None:
+        return {}
+    return {
+        dim: on
+        for dim, on in candidates.items()
+        if any(one_level_each(_levels(posterior[v], dim), columns) for v in on)
+    }
+
+
+def _first_columns(data, posterior, var_name) -> np.ndarray | None:
+    """The log-likelihood of the first :data:`~bayesij.array.locality.N_COLUMNS`
+    observations (S, m), its draws paired with the posterior's; None where the variable is
+    not one to tell or its values are not real."""
+    log_lik = _group(data, "log_likelihood", "")
+    names = [var_name] if isinstance(var_name, str) else list(var_name or log_lik.data_vars)
+    if len(names) != 1 or names[0] not in log_lik.data_vars:
+        return None
+    variable = aligned_draws(log_lik[[names[0]]], posterior, "log_likelihood")[names[0]]
+    obs = [d for d in variable.dims if d not in SAMPLE_DIMS]
+    if not obs or any(d not in variable.dims for d in SAMPLE_DIMS):
+        return None
+    first = variable.isel({obs[0]: slice(0, N_COLUMNS)}).transpose(*SAMPLE_DIMS, ...)
+    values = np.asarray(first.values)
+    if values.dtype.kind not in "iuf":
+        return None
+    return values.reshape(values.shape[0] * values.shape[1], -1)[:, :N_COLUMNS].astype(float)
+
+
+def _levels(variable: xr.DataArray, dim: str) -> np.ndarray:
+    """Draws of ``variable`` as (S, levels of ``dim``, its other elements)."""
+    values = variable.transpose(*SAMPLE_DIMS, dim, ...).values
+    return np.asarray(values, dtype=float).reshape(
+        values.shape[0] * values.shape[1], values.shape[2], -1
+    )
+
+
+def _moved_variables(post: Posterior) -> list[str]:
+    """Variables of a Posterior (elements named ``alpha[1]``, ``b[2,3]``: grouped by the
+    first index) with at least :data:`~bayesij.array.locality.MIN_LEVELS` levels that each
+    of the first observations' log-likelihood moves with one level of."""
+    levels: dict = {}
+    for k, name in enumerate(post.quantity_names):
+        if "[" in name and name.endswith("]"):
+            first = name[len(base_name(name)) + 1 : -1].split(",")[0]
+            levels.setdefault(base_name(name), {}).setdefault(first, []).append(k)
+    candidates = {
+        v: list(by.values())
+        for v, by in levels.items()
+        if len(by) >= MIN_LEVELS and len({len(i) for i in by.values()}) == 1
+    }
+    if not candidates:
+        return []
+    draws = post.quantities.values.reshape(post.n_draws, -1)
+    columns = post.log_lik.values[..., :N_COLUMNS].reshape(post.n_draws, -1)
+    return [
+        v
+        for v, index in candidates.items()
+        if one_level_each(draws[:, np.array(index)], np.asarray(columns, dtype=float))
+    ]
 
 
 def local_names(names: list[str], data, units: Units) -> list[str]:
@@ -183,7 +278,11 @@ def local_names(names: list[str], data, units: Units) -> list[str]:
     for name in names:
         sizes[base_name(name)] = sizes.get(base_name(name), 0) + 1
     per_unit = {units.n_units, getattr(data, "n_obs", None)} - {None, 1}
-    return [n for n in names if "[" in n and sizes[base_name(n)] in per_unit]
+    return [
+        n
+        for n in names
+        if ("[" in n and sizes[base_name(n)] in per_unit) or base_name(n) in units.local_variables
+    ]
 
 
 def _units_of_container(data, groups) -> Units:
@@ -207,6 +306,17 @@ def _units_of_container(data, groups) -> Units:
     if own is not None:
         labels = np.asarray(own.values, dtype=object)
         return Units("group", labels, "the container's groups", given=True)
+    moved = _moved_variables(data) if isinstance(data, Posterior) else []
+    if moved:
+        why = (
+            "no groups given, but "
+            + "; ".join(f"the variable {v!r}" for v in moved)
+            + " looks like one effect per group (each observation's log-likelihood moves "
+            "with one of its levels): its elements are treated as local; to use the groups "
+            "as the unit, pass their labels, one per observation (groups= / --groups)"
+        )
+        found = tuple(moved)
+        return Units("observation", None, why, suspected=found, local_variables=frozenset(found))
     return Units("observation", None, "no groups given")
 
 

@@ -746,7 +746,8 @@ def _chosen_quantities(fit, var_names, filter_vars, quantities) -> tuple[list, i
         raise fail("filter_vars", repr(filter_vars), "None when var_names is not given")
     dims = fit.posterior_dims()
     chosen = [v for v in variables if not set(dims.get(v, ())) & fit.units.local_dims]
-    if not dims and fit.units.grouped:  # a Posterior: variables with one element per group
+    if not dims and (fit.units.grouped or fit.units.local_variables):  # a Posterior: group
+        # effects (one element per group, or found so by the log-likelihood)
         local = set(map(base_name, fit.local_quantities(fit.element_names())))
         chosen = [v for v in variables if v not in local]
     return (chosen or variables or None), sum(sizes.values())

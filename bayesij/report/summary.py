@@ -267,9 +267,10 @@ def ij_comparison(audit) -> pd.DataFrame:
 
 def _suspected_reason(audit) -> str:
     """Why the IJ over observations does not judge a sd when the fit looks grouped."""
-    dims = ", ".join(repr(d) for d in audit.units.suspected)
+    names = ", ".join(repr(d) for d in audit.units.suspected)
+    what = "variable" if audit.units.local_variables else "posterior dim"
     return (
-        f"the fit looks grouped (the posterior dim {dims}) but does not say which observation "
+        f"the fit looks grouped (the {what} {names}) but does not say which observation "
         "belongs to which group: the observations may not be exchangeable units; pass "
         "groups= to compare over the groups"
     )

@@ -382,10 +382,68 @@ def test_a_suspected_grouping_reads_the_same_from_a_file_opened_lazily(tmp_path)
         in_memory = bayesij.audit(tree, targets=("sign",), amip=False)
         opened = bayesij.audit(lazy, targets=("sign",), amip=False)
     assert opened.units.suspected == in_memory.units.suspected == ("firm",)
+    centred, _, _ = _centred_hierarchy()
+    centred.to_netcdf(tmp_path / "centred.nc", engine="h5netcdf")
+    reopened = xr.open_datatree(tmp_path / "centred.nc", engine="h5netcdf", chunks={"obs": 10})
+    assert read(reopened).lazy and read(reopened).units.suspected == ("school",)
     assert opened.quantities == in_memory.quantities == ["mu", "sigma_a"]
     assert opened.heading() == in_memory.heading()
     np.testing.assert_allclose(opened.ij.variance, in_memory.ij.variance, rtol=1e-10)
     pd.testing.assert_frame_equal(opened.comparison_table, in_memory.comparison_table)
+
+
+def _centred_hierarchy(n_groups=12, per=5):
+    """A centred varying-intercept fit (exact draws of mu and alpha_1..12, known sds) as a
+    DataTree saved without its group index (alpha over 'school' alone), the same as a
+    Stan fit read by name (a Posterior of mu, alpha[1]..alpha[12]), and the labels."""
+    from conjugate import hierarchical_normal
+
+    model, groups = hierarchical_normal(n_groups, per, np.random.default_rng(6))
+    theta = model.draws(4000, np.random.default_rng(7))
+    log_lik = model.log_lik(theta).reshape(4, 1000, -1)
+    draws = theta.reshape(4, 1000, -1)
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset(
+                {
+                    "mu": (("chain", "draw"), draws[..., 0]),
+                    "alpha": (("chain", "draw", "school"), draws[..., 1:]),
+                }
+            ),
+            "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), log_lik)}),
+        }
+    )
+    names = ["mu"] + [f"alpha[{g + 1}]" for g in range(n_groups)]
+    return tree, bayesij.from_arrays(draws, log_lik, quantity_names=names), groups
+
+
+def test_group_effects_saved_without_their_index_are_found_by_the_log_likelihood():
+    """A centred hierarchy's one vector of group effects, saved without the group index (a
+    DataTree) or read by name (a Stan fit's alpha[1..12]): each observation's
+    log-likelihood moves with one of its levels, so it is local, named in the heading,
+    left out of the default audit (which was the audit of 13 quantities as if global), and
+    the IJ of the global mu is not judged over observations; given the groups, the unit
+    is the group as before."""
+    tree, post, labels = _centred_hierarchy()
+    fit = read(tree)
+    assert fit.units.suspected == ("school",) and not fit.units.grouped
+    assert "'school' (12 levels, on alpha) looks like one (each observation's" in (fit.units.reason)
+    assert fit.structure.local_vars == ("alpha",)
+    named = read(post)
+    assert named.units.local_variables == {"alpha"} and named.units.suspected == ("alpha",)
+    assert named.structure.local_vars == ("alpha",)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audits = [bayesij.audit(data, targets=("sign",)) for data in (tree, post)]
+        regrouped = bayesij.audit(tree, groups=labels, targets=("sign",))
+    for audit in audits:
+        assert audit.quantities == ["mu"] and audit.n_quantities_available == 13
+        why = audit.comparison_table.loc["mu", "why"]
+        assert why in ("suspected grouping", "noise", "linearity", "barely moved")
+        assert not any("misspecified" in line for line in audit.summary())
+        assert "groups= / --groups" in audit.heading()
+    assert "the variable 'alpha' looks like one effect per group" in audits[1].heading()
+    assert regrouped.units.dim == "school" and regrouped.unit_effects == ["alpha"]
 
 
 def test_a_vector_of_coefficients_is_not_a_suspected_grouping():
@@ -400,3 +458,31 @@ def test_a_vector_of_coefficients_is_not_a_suspected_grouping():
     fit = read(xr.DataTree.from_dict(groups))
     assert fit.units.suspected == () and "looks like one" not in fit.units.reason
     assert fit.structure.global_vars == ("mu", "sigma_a", "beta") and not fit.structure.local_vars
+
+
+def test_a_regression_s_twelve_coefficients_are_global_by_the_log_likelihood_too():
+    """Twelve coefficients over 'coef' that the log-likelihood depends on (a dense
+    design, exact draws): every observation moves with several, so they are audited."""
+    from conjugate import ConjugateNormal
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(200, 12))
+    model = ConjugateNormal(X, X @ rng.normal(size=12) + rng.normal(size=200))
+    beta = model.draws(4000, np.random.default_rng(9))
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset(
+                {"beta": (("chain", "draw", "coef"), beta.reshape(4, 1000, 12))}
+            ),
+            "log_likelihood": xr.Dataset(
+                {"y": (("chain", "draw", "obs"), model.log_lik(beta).reshape(4, 1000, -1))}
+            ),
+        }
+    )
+    names = [f"beta[{k + 1}]" for k in range(12)]
+    post = bayesij.from_arrays(
+        beta.reshape(4, 1000, 12), model.log_lik(beta).reshape(4, 1000, -1), quantity_names=names
+    )
+    for data in (tree, post):
+        units = read(data).units
+        assert units.suspected == () and not units.local_variables

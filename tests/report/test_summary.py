@@ -267,6 +267,13 @@ def test_a_ratio_measured_over_the_wrong_unit_is_undetermined_not_agree():
     assert (table["why"] == "suspected grouping").all()
     assert "the posterior dim 'firm'" in table["reason"].iloc[0]
     assert not any("misspecified" in line for line in suspected.summary())
+    named = replace(
+        audit,
+        units=replace(audit.units, suspected=("alpha",), local_variables=frozenset({"alpha"})),
+    )
+    table = ij_comparison(named)
+    assert (table["why"] == "suspected grouping").all()
+    assert "(the variable 'alpha')" in table["reason"].iloc[0]
 
 
 def test_a_set_a_refit_confirmed_is_worded_so_and_not_sent_to_be_verified():
