@@ -45,3 +45,29 @@ def test_from_pystan_selects_quantities(pystan_fit):
         bayesij.from_pystan(fit, quantities=["gamma"])
     with pytest.raises(ValueError, match=r"log_lik: found no variable named 'll'"):
         bayesij.from_pystan(fit, log_lik="ll")
+
+
+def test_a_varying_intercept_fit_read_by_name_has_its_group_effects_local():
+    """A real PyStan fit of stan_models/varying_intercept.stan (12 groups of 5,
+    non-centred: z and alpha = mu + tau z) read by name, no group index: the
+    log-likelihood tells that z and alpha are one element per group, so the default audit
+    is of mu, tau, beta and sigma (it was of all 28 elements), and the heading says how to
+    pass the groups."""
+    stan = pytest.importorskip("stan")
+    import warnings
+
+    from bayesij.stan_models import example_data, stan_code
+
+    data = example_data("varying_intercept", n=60, seed=1)
+    model = stan.build(stan_code("varying_intercept"), data=data, random_seed=1)
+    fit = model.sample(num_chains=4, num_samples=250, num_warmup=300)
+    post = bayesij.from_pystan(fit)
+    units = bayesij.read(post).units
+    assert units.local_variables == {"z", "alpha"} and not units.grouped
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audit = bayesij.audit(post, targets=("sign",), amip=False)
+    assert audit.quantities == ["mu", "tau", "beta[1]", "sigma"]
+    assert "groups= / --groups" in audit.heading()
+    grouped = bayesij.read(post, groups=data["g"]).units
+    assert grouped.grouped and grouped.n_units == 12
