@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["one_level_each", "STRONG", "DOMINANT", "MIN_LEVELS", "N_COLUMNS"]
+__all__ = ["one_level_each", "STRONG", "DOMINANT", "MIN_LEVELS", "MAX_ELEMENTS", "N_COLUMNS"]
 
 #: An observation is moved by a level when its squared correlation with the level
 #: (summed over the level's elements) exceeds this many squared standard errors of the
@@ -35,19 +35,29 @@ DOMINANT = 10.0
 #: effects, which do group the observations, are audited as global quantities).
 MIN_LEVELS = 10
 
+#: A variable with more elements than this is not tested (its correlations would cost
+#: more than the estimators it is read for: 10^4 elements x 64 observations x the draws).
+MAX_ELEMENTS = 10_000
+
 #: Observations whose log-likelihood is read for the test: the first ones (a lazy
 #: log-likelihood computes only its first chunk for them).
 N_COLUMNS = 64
 
+#: Elements standardised at a time (with 4000 draws, 64 MiB).
+_CHUNK_BYTES = 64 * 2**20
 
-def one_level_each(levels: np.ndarray, columns: np.ndarray) -> bool:
+
+def one_level_each(draws: np.ndarray, levels: np.ndarray, columns: np.ndarray) -> bool:
     """Whether each observation's log-likelihood moves with one level of a variable.
 
     Parameters
     ----------
-    levels : ndarray of shape (n_draws, L, E)
-        Draws of the variable's elements by level (``L``, the dim tested) and the elements
-        within a level (``E``: its other dims, flattened).
+    draws : ndarray of shape (n_draws, Q)
+        Draws of posterior quantities (read a chunk of columns at a time: no copy of the
+        variable's draws).
+    levels : ndarray of int, shape (L, E)
+        The columns of ``draws`` that are the variable's elements, by level (``L``, the dim
+        tested) and the elements within a level (``E``: its other dims, flattened).
     columns : ndarray of shape (n_draws, m)
         The log-likelihood of a few observations at the same draws (columns with a value
         that is not finite are left out).
@@ -65,13 +75,19 @@ def one_level_each(levels: np.ndarray, columns: np.ndarray) -> bool:
     Giordano, R. & Broderick, T. (2023). The Bayesian infinitesimal jackknife for
     variance. arXiv:2305.06466.
     """
-    n_draws, n_levels, n_elements = levels.shape
+    n_draws = draws.shape[0]
+    n_levels, n_elements = levels.shape
     columns = columns[:, np.isfinite(columns).all(axis=0)]
     if n_levels < 2 or not columns.shape[1]:
         return False
-    draws = _standardised(levels.reshape(n_draws, -1))
-    correlation = draws.T @ _standardised(columns) / n_draws  # (L E, m)
-    squared = (correlation**2).reshape(n_levels, n_elements, -1).sum(axis=1)  # (L, m)
+    observed = _standardised(np.asarray(columns, dtype=float))
+    flat = levels.reshape(-1)
+    squared = np.empty((flat.size, observed.shape[1]))  # (L E, m)
+    step = max(1, _CHUNK_BYTES // (8 * n_draws))
+    for start in range(0, flat.size, step):
+        part = _standardised(np.asarray(draws[:, flat[start : start + step]], dtype=float))
+        squared[start : start + step] = (part.T @ observed / n_draws) ** 2
+    squared = squared.reshape(n_levels, n_elements, -1).sum(axis=1)  # (L, m)
     second, top = np.partition(squared, n_levels - 2, axis=0)[-2:]
     moved = top > n_elements * STRONG**2 / n_draws
     if moved.sum() < columns.shape[1] / 2:

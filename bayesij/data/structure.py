@@ -25,7 +25,7 @@ import numpy as np
 import xarray as xr
 
 from bayesij.array.checks import fail
-from bayesij.array.locality import MIN_LEVELS, N_COLUMNS, one_level_each
+from bayesij.array.locality import MAX_ELEMENTS, MIN_LEVELS, N_COLUMNS, one_level_each
 from bayesij.data.inference_data import (
     SAMPLE_DIMS,
     _group,
@@ -198,10 +198,15 @@ def _moved_dims(data, posterior, excluded: set, var_name) -> dict:
     each of the first observations' log-likelihood moves with one level of
     (:func:`~bayesij.array.locality.one_level_each`): ``{dim: the variables over it}``."""
     candidates = {
-        dim: [str(v) for v in posterior.data_vars if dim in posterior[v].dims]
+        dim: [
+            str(v)
+            for v in posterior.data_vars
+            if dim in posterior[v].dims and _elements(posterior[v]) <= MAX_ELEMENTS
+        ]
         for dim, size in _posterior_dims(data).items()
         if dim not in excluded and size >= MIN_LEVELS
     }
+    candidates = {dim: on for dim, on in candidates.items() if on}
     if not candidates or "log_likelihood" not in group_names(data):
         return {}
     columns = _first_columns(data, posterior, var_name)
@@ -210,8 +215,12 @@ def _moved_dims(data, posterior, excluded: set, var_name) -> dict:
     return {
         dim: on
         for dim, on in candidates.items()
-        if any(one_level_each(_levels(posterior[v], dim), columns) for v in on)
+        if any(one_level_each(*_levels(posterior[v], dim), columns) for v in on)
     }
+
+
+def _elements(variable: xr.DataArray) -> int:
+    return int(np.prod([n for d, n in variable.sizes.items() if d not in SAMPLE_DIMS]))
 
 
 def _first_columns(data, posterior, var_name) -> np.ndarray | None:
@@ -233,12 +242,12 @@ def _first_columns(data, posterior, var_name) -> np.ndarray | None:
     return values.reshape(values.shape[0] * values.shape[1], -1)[:, :N_COLUMNS].astype(float)
 
 
-def _levels(variable: xr.DataArray, dim: str) -> np.ndarray:
-    """Draws of ``variable`` as (S, levels of ``dim``, its other elements)."""
+def _levels(variable: xr.DataArray, dim: str) -> tuple[np.ndarray, np.ndarray]:
+    """Draws of ``variable`` (S, its elements, ``dim`` first) and its elements' columns by
+    level of ``dim`` (levels, other elements)."""
     values = variable.transpose(*SAMPLE_DIMS, dim, ...).values
-    return np.asarray(values, dtype=float).reshape(
-        values.shape[0] * values.shape[1], values.shape[2], -1
-    )
+    draws = values.reshape(values.shape[0] * values.shape[1], -1)
+    return draws, np.arange(draws.shape[1]).reshape(values.shape[2], -1)
 
 
 def _moved_variables(post: Posterior) -> list[str]:
@@ -251,19 +260,17 @@ def _moved_variables(post: Posterior) -> list[str]:
             first = name[len(base_name(name)) + 1 : -1].split(",")[0]
             levels.setdefault(base_name(name), {}).setdefault(first, []).append(k)
     candidates = {
-        v: list(by.values())
+        v: np.array(list(by.values()))
         for v, by in levels.items()
-        if len(by) >= MIN_LEVELS and len({len(i) for i in by.values()}) == 1
+        if MIN_LEVELS <= len(by) < post.n_obs  # per observation: local by their number
+        and len({len(i) for i in by.values()}) == 1
+        and sum(map(len, by.values())) <= MAX_ELEMENTS
     }
     if not candidates:
         return []
     draws = post.quantities.values.reshape(post.n_draws, -1)
     columns = post.log_lik.values[..., :N_COLUMNS].reshape(post.n_draws, -1)
-    return [
-        v
-        for v, index in candidates.items()
-        if one_level_each(draws[:, np.array(index)], np.asarray(columns, dtype=float))
-    ]
+    return [v for v, index in candidates.items() if one_level_each(draws, index, columns)]
 
 
 def local_names(names: list[str], data, units: Units) -> list[str]:

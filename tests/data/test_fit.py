@@ -446,6 +446,30 @@ def test_group_effects_saved_without_their_index_are_found_by_the_log_likelihood
     assert regrouped.units.dim == "school" and regrouped.unit_effects == ["alpha"]
 
 
+def test_the_log_likelihood_is_asked_only_of_variables_it_can_afford(monkeypatch):
+    """A variable over more than MAX_ELEMENTS elements is not tested (global, as before the
+    test: its correlations would cost more than the audit they serve); a per-observation
+    variable is local by its number of elements, without the test."""
+    from bayesij.data import structure
+
+    tree, post, _ = _centred_hierarchy()
+    monkeypatch.setattr(structure, "MAX_ELEMENTS", 11)
+    assert read(tree).units.suspected == () and not read(post).units.local_variables
+    monkeypatch.undo()
+    log_lik = post.log_lik.values
+    mu = post.quantities.values[..., :1]
+    fitted = mu + log_lik  # a value per observation (fitted[1..60]) that moves with each
+    names = ["mu"] + [f"fitted[{n + 1}]" for n in range(60)]
+    per_obs = bayesij.from_arrays(
+        np.concatenate([mu, fitted], axis=-1), log_lik, quantity_names=names
+    )
+    calls = []
+    monkeypatch.setattr(structure, "one_level_each", lambda *a: calls.append(a) or True)
+    fit = read(per_obs)
+    assert calls == [] and not fit.units.local_variables
+    assert fit.structure.local_vars == ("fitted",)
+
+
 def test_a_vector_of_coefficients_is_not_a_suspected_grouping():
     """One variable over a dim (a regression's beta over 'coef') is global, not a grouping
     the file forgot: only a dim shared by several variables (an effect and its offset) is
