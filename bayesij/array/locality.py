@@ -18,9 +18,19 @@ arXiv:2305.06466 (global and local parameters).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
-__all__ = ["one_level_each", "STRONG", "DOMINANT", "MIN_LEVELS", "MAX_ELEMENTS", "N_COLUMNS"]
+__all__ = [
+    "one_level_each",
+    "level_chunks",
+    "STRONG",
+    "DOMINANT",
+    "MIN_LEVELS",
+    "MAX_ELEMENTS",
+    "N_COLUMNS",
+]
 
 #: An observation is moved by a level when its squared correlation with the level
 #: (summed over the level's elements) exceeds this many squared standard errors of the
@@ -43,21 +53,26 @@ MAX_ELEMENTS = 10_000
 #: log-likelihood computes only its first chunk for them).
 N_COLUMNS = 64
 
-#: Elements standardised at a time (with 4000 draws, 64 MiB).
-_CHUNK_BYTES = 64 * 2**20
+#: A chunk of levels holds at most this many bytes of draws (with 4000 draws, 2000
+#: elements).
+CHUNK_BYTES = 64 * 2**20
 
 
-def one_level_each(draws: np.ndarray, levels: np.ndarray, columns: np.ndarray) -> bool:
+def level_chunks(n_levels: int, n_elements: int, n_draws: int) -> list[slice]:
+    """Slices of the levels so that a chunk's draws stay within :data:`CHUNK_BYTES`."""
+    step = max(1, CHUNK_BYTES // (8 * n_draws * max(n_elements, 1)))
+    return [slice(start, min(start + step, n_levels)) for start in range(0, n_levels, step)]
+
+
+def one_level_each(chunks: Iterable[np.ndarray], columns: np.ndarray) -> bool:
     """Whether each observation's log-likelihood moves with one level of a variable.
 
     Parameters
     ----------
-    draws : ndarray of shape (n_draws, Q)
-        Draws of posterior quantities (read a chunk of columns at a time: no copy of the
-        variable's draws).
-    levels : ndarray of int, shape (L, E)
-        The columns of ``draws`` that are the variable's elements, by level (``L``, the dim
-        tested) and the elements within a level (``E``: its other dims, flattened).
+    chunks : iterable of ndarray of shape (n_draws, l, E)
+        The variable's draws a few levels at a time (:func:`level_chunks`; never the whole
+        variable at once): ``l`` levels of the dim tested, ``E`` elements within a level
+        (its other dims, flattened).
     columns : ndarray of shape (n_draws, m)
         The log-likelihood of a few observations at the same draws (columns with a value
         that is not finite are left out).
@@ -75,20 +90,20 @@ def one_level_each(draws: np.ndarray, levels: np.ndarray, columns: np.ndarray) -
     Giordano, R. & Broderick, T. (2023). The Bayesian infinitesimal jackknife for
     variance. arXiv:2305.06466.
     """
-    n_draws = draws.shape[0]
-    n_levels, n_elements = levels.shape
     columns = columns[:, np.isfinite(columns).all(axis=0)]
-    if n_levels < 2 or not columns.shape[1]:
+    if not columns.shape[1]:
         return False
     observed = _standardised(np.asarray(columns, dtype=float))
-    flat = levels.reshape(-1)
-    squared = np.empty((flat.size, observed.shape[1]))  # (L E, m)
-    step = max(1, _CHUNK_BYTES // (8 * n_draws))
-    for start in range(0, flat.size, step):
-        part = _standardised(np.asarray(draws[:, flat[start : start + step]], dtype=float))
-        squared[start : start + step] = (part.T @ observed / n_draws) ** 2
-    squared = squared.reshape(n_levels, n_elements, -1).sum(axis=1)  # (L, m)
-    second, top = np.partition(squared, n_levels - 2, axis=0)[-2:]
+    n_draws, parts, n_elements = observed.shape[0], [], 1
+    for chunk in chunks:
+        n_elements = chunk.shape[2]
+        draws = _standardised(np.asarray(chunk, dtype=float).reshape(n_draws, -1))
+        squared = (draws.T @ observed / n_draws) ** 2  # (l E, m)
+        parts.append(squared.reshape(chunk.shape[1], n_elements, -1).sum(axis=1))
+    if sum(part.shape[0] for part in parts) < 2:
+        return False
+    by_level = np.concatenate(parts)  # (L, m)
+    second, top = np.partition(by_level, by_level.shape[0] - 2, axis=0)[-2:]
     moved = top > n_elements * STRONG**2 / n_draws
     if moved.sum() < columns.shape[1] / 2:
         return False

@@ -29,6 +29,16 @@ def base_name(name: str) -> str:
     return str(name).split("[", 1)[0]
 
 
+def element_index(name: str) -> list[str]:
+    """The labels between an element name's brackets: ``'Omega[1,2]' -> ['1', '2']``,
+    ``'a[US Steel]' -> ['US Steel']``; ``[]`` for a name without them."""
+    name = str(name)
+    variable = base_name(name)
+    if len(name) == len(variable) or not name.endswith("]"):
+        return []
+    return name[len(variable) + 1 : -1].split(",")
+
+
 def select_names(available: Iterable[str], requested, argument: str = "quantities") -> list[str]:
     """Resolve requested names against available element names.
 
@@ -82,13 +92,14 @@ def _by_position(available: list[str], request: str) -> list[str]:
     """The element at a Stan-style 1-based position (``'a[2]'``, ``'Omega[1,2]'``) of a
     variable whose elements are named by labels (``'a[US Steel]'``); [] if none."""
     variable = base_name(request)
-    inside = request[len(variable) + 1 : -1] if request.endswith("]") else ""
     try:
-        position = [int(part) - 1 for part in inside.split(",")]
+        position = [int(part) - 1 for part in element_index(request)]
     except ValueError:
         return []
     elements = [n for n in available if base_name(n) == variable and "[" in n]
-    parts = [n[len(variable) + 1 : -1].split(",") for n in elements]
+    parts = [element_index(n) for n in elements]
+    if not position:
+        return []
     if not elements or any(len(p) != len(position) for p in parts):
         return []
     grids = [list(dict.fromkeys(p[k] for p in parts)) for k in range(len(position))]

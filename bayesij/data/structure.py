@@ -25,7 +25,13 @@ import numpy as np
 import xarray as xr
 
 from bayesij.array.checks import fail
-from bayesij.array.locality import MAX_ELEMENTS, MIN_LEVELS, N_COLUMNS, one_level_each
+from bayesij.array.locality import (
+    MAX_ELEMENTS,
+    MIN_LEVELS,
+    N_COLUMNS,
+    level_chunks,
+    one_level_each,
+)
 from bayesij.data.inference_data import (
     SAMPLE_DIMS,
     _group,
@@ -33,8 +39,9 @@ from bayesij.data.inference_data import (
     group_names,
     has_groups,
     has_posterior,
+    sample_values,
 )
-from bayesij.data.posterior import Posterior, base_name
+from bayesij.data.posterior import Posterior, base_name, element_index
 
 __all__ = ["Units", "find_units", "local_names", "ModelStructure", "model_structure"]
 
@@ -169,14 +176,14 @@ def _observations_or_suspected(data, obs_dims: frozenset, var_name=None) -> Unit
     if "posterior" not in group_names(data):
         return Units("observation", None, why, obs_dims)
     posterior = _group(data, "posterior", "")
-    suspects, moved = {}, set()
+    suspects = {}
     sizes = _posterior_dims(data)
     for dim, size in sizes.items():
         on = [str(v) for v in posterior.data_vars if dim in posterior[v].dims]
         if dim not in obs_dims and size >= MIN_SUSPECTED_LEVELS and len(on) >= 2:
             suspects[dim] = (size, on)
-    for dim, on in _moved_dims(data, posterior, obs_dims | set(suspects), var_name).items():
-        suspects[dim], moved = (sizes[dim], on), moved | {dim}
+    moved = _moved_dims(data, posterior, obs_dims | set(suspects), var_name)
+    suspects.update({dim: (sizes[dim], on) for dim, on in moved.items()})
     if not suspects:
         return Units("observation", None, why, obs_dims)
     moves = " (each observation's log-likelihood moves with one of its levels)"
@@ -201,7 +208,7 @@ def _moved_dims(data, posterior, excluded: set, var_name) -> dict:
         dim: [
             str(v)
             for v in posterior.data_vars
-            if dim in posterior[v].dims and _elements(posterior[v]) <= MAX_ELEMENTS
+            if dim in posterior[v].dims and 0 < _elements(posterior[v]) <= MAX_ELEMENTS
         ]
         for dim, size in _posterior_dims(data).items()
         if dim not in excluded and size >= MIN_LEVELS
@@ -215,11 +222,15 @@ def _moved_dims(data, posterior, excluded: set, var_name) -> dict:
     return {
         dim: on
         for dim, on in candidates.items()
-        if any(one_level_each(*_levels(posterior[v], dim), columns) for v in on)
+        if any(one_level_each(_level_chunks(posterior[v], dim), columns) for v in on)
     }
 
 
 def _elements(variable: xr.DataArray) -> int:
+    """Elements of a real-valued posterior variable at each draw (0 for another type, or
+    one without its draws' dims: it is not read here)."""
+    if variable.dtype.kind not in "iuf" or not set(SAMPLE_DIMS) <= set(variable.dims):
+        return 0
     return int(np.prod([n for d, n in variable.sizes.items() if d not in SAMPLE_DIMS]))
 
 
@@ -233,21 +244,25 @@ def _first_columns(data, posterior, var_name) -> np.ndarray | None:
         return None
     variable = aligned_draws(log_lik[[names[0]]], posterior, "log_likelihood")[names[0]]
     obs = [d for d in variable.dims if d not in SAMPLE_DIMS]
-    if not obs or any(d not in variable.dims for d in SAMPLE_DIMS):
+    if (
+        not obs
+        or any(d not in variable.dims for d in SAMPLE_DIMS)
+        or variable.dtype.kind not in "iuf"
+    ):
         return None
-    first = variable.isel({obs[0]: slice(0, N_COLUMNS)}).transpose(*SAMPLE_DIMS, ...)
-    values = np.asarray(first.values)
-    if values.dtype.kind not in "iuf":
-        return None
-    return values.reshape(values.shape[0] * values.shape[1], -1)[:, :N_COLUMNS].astype(float)
+    values = sample_values(variable.isel({obs[0]: slice(0, N_COLUMNS)}), names[0])
+    return values.reshape(values.shape[0] * values.shape[1], -1)[:, :N_COLUMNS]
 
 
-def _levels(variable: xr.DataArray, dim: str) -> tuple[np.ndarray, np.ndarray]:
-    """Draws of ``variable`` (S, its elements, ``dim`` first) and its elements' columns by
-    level of ``dim`` (levels, other elements)."""
-    values = variable.transpose(*SAMPLE_DIMS, dim, ...).values
-    draws = values.reshape(values.shape[0] * values.shape[1], -1)
-    return draws, np.arange(draws.shape[1]).reshape(values.shape[2], -1)
+def _level_chunks(variable: xr.DataArray, dim: str):
+    """The draws of ``variable`` (S, levels, other elements), ``dim``'s levels a chunk at a
+    time (:func:`~bayesij.array.locality.level_chunks`; a lazy variable computed a chunk
+    at a time)."""
+    n_draws = variable.sizes["chain"] * variable.sizes["draw"]
+    n_levels = variable.sizes[dim]
+    for part in level_chunks(n_levels, _elements(variable) // n_levels, n_draws):
+        chunk = variable.isel({dim: part}).transpose(*SAMPLE_DIMS, dim, ...)
+        yield sample_values(chunk, str(variable.name)).reshape(n_draws, part.stop - part.start, -1)
 
 
 def _moved_variables(post: Posterior) -> list[str]:
@@ -256,9 +271,9 @@ def _moved_variables(post: Posterior) -> list[str]:
     of the first observations' log-likelihood moves with one level of."""
     levels: dict = {}
     for k, name in enumerate(post.quantity_names):
-        if "[" in name and name.endswith("]"):
-            first = name[len(base_name(name)) + 1 : -1].split(",")[0]
-            levels.setdefault(base_name(name), {}).setdefault(first, []).append(k)
+        index = element_index(name)
+        if index:
+            levels.setdefault(base_name(name), {}).setdefault(index[0], []).append(k)
     candidates = {
         v: np.array(list(by.values()))
         for v, by in levels.items()
@@ -270,7 +285,12 @@ def _moved_variables(post: Posterior) -> list[str]:
         return []
     draws = post.quantities.values.reshape(post.n_draws, -1)
     columns = post.log_lik.values[..., :N_COLUMNS].reshape(post.n_draws, -1)
-    return [v for v, index in candidates.items() if one_level_each(draws, index, columns)]
+
+    def chunks(index: np.ndarray):  # (levels, elements) columns of draws, a chunk at a time
+        for part in level_chunks(*index.shape, post.n_draws):
+            yield draws[:, index[part]]
+
+    return [v for v, index in candidates.items() if one_level_each(chunks(index), columns)]
 
 
 def local_names(names: list[str], data, units: Units) -> list[str]:

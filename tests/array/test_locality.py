@@ -11,10 +11,8 @@ from conjugate import ConjugateNormal, hierarchical_normal
 
 
 def _each(levels, columns):
-    """:func:`one_level_each` of draws laid out (S, L, E)."""
-    n_draws, n_levels, n_elements = levels.shape
-    index = np.arange(n_levels * n_elements).reshape(n_levels, n_elements)
-    return one_level_each(levels.reshape(n_draws, -1), index, columns)
+    """:func:`one_level_each` of draws laid out (S, L, E), in one chunk."""
+    return one_level_each([levels], columns)
 
 
 def _hierarchy(n_groups=12, n_per_group=5, seed=0):
@@ -82,17 +80,45 @@ def test_columns_that_are_not_finite_are_left_out():
     assert MIN_LEVELS == 10
 
 
-def test_levels_are_read_from_the_draws_a_chunk_at_a_time(monkeypatch):
-    """The draws' columns are named by ``levels`` (in any order among other quantities)
-    and standardised a chunk at a time: the same answer with one column a chunk."""
+def test_levels_read_a_chunk_at_a_time_give_the_same_answer(monkeypatch):
+    """The levels come in chunks of at most CHUNK_BYTES of draws (one level each here), in
+    any order: the same answers as in one chunk."""
     theta, log_lik, _ = _hierarchy()
-    rng = np.random.default_rng(8)
-    others = rng.normal(size=(4000, 5))
-    draws = np.column_stack([others, theta[:, ::-1]])  # alpha_12 .. alpha_1, mu last
-    index = np.arange(5, 17).reshape(12, 1)
-    assert one_level_each(draws, index, log_lik[:, :64])
-    monkeypatch.setattr(locality, "_CHUNK_BYTES", 1)
-    assert one_level_each(draws, index, log_lik[:, :64])
-    assert not one_level_each(draws, np.arange(5).reshape(5, 1), log_lik[:, :64])
-    shuffled = index[rng.permutation(12)]  # levels in another order: the same
-    assert one_level_each(draws, shuffled, log_lik[:, :64])
+    alpha = theta[:, 1:, None]
+    monkeypatch.setattr(locality, "CHUNK_BYTES", 1)
+    parts = locality.level_chunks(12, 1, 4000)
+    assert len(parts) == 12 and parts[-1] == slice(11, 12)
+    assert one_level_each((alpha[:, part] for part in parts), log_lik[:, :64])
+    shuffled = alpha[:, np.random.default_rng(8).permutation(12)]
+    assert one_level_each((shuffled[:, part] for part in parts), log_lik[:, :64])
+    noise = np.random.default_rng(9).normal(size=(4000, 12, 1))
+    assert not one_level_each((noise[:, part] for part in parts), log_lik[:, :64])
+    assert not one_level_each([alpha[:, :1]], log_lik[:, :64])  # one level in all
+    monkeypatch.undo()
+    assert locality.level_chunks(12, 1, 4000) == [slice(0, 12)]
+
+
+def _bernoulli_log_lik(eta, y):
+    """log p(y | logit^-1(eta)), (S, n)."""
+    return y * eta - np.logaddexp(0.0, eta)
+
+
+def test_a_logistic_hierarchy_s_effects_are_found_and_its_coefficients_are_not():
+    """Logistic links: varying intercepts of 12 groups of 20 Bernoulli outcomes (draws of
+    each alpha_g around its group's logit with the Laplace sd, a shared mu shifting them
+    all) move one observation each; 12 coefficients of a dense logistic regression do not."""
+    rng = np.random.default_rng(10)
+    groups = np.repeat(np.arange(12), 20)
+    y = (rng.random(groups.size) < 1 / (1 + np.exp(-rng.normal(0, 1, 12)[groups]))).astype(float)
+    rate = np.clip(np.bincount(groups, weights=y) / 20, 0.1, 0.9)
+    centre, sd = np.log(rate / (1 - rate)), 1 / np.sqrt(20 * rate * (1 - rate))
+    mu = rng.normal(0, 0.2, size=(4000, 1))
+    alpha = centre + mu + sd * rng.normal(size=(4000, 12))
+    order = rng.permutation(groups.size)[:64]
+    log_lik = _bernoulli_log_lik(alpha[:, groups[order]], y[order])
+    assert _each(alpha[:, :, None], log_lik)
+    X = rng.normal(size=(200, 12))
+    beta = rng.normal(0, 0.5, 12) + 0.1 * rng.normal(size=(4000, 12))
+    outcome = (rng.random(200) < 1 / (1 + np.exp(-X @ beta[0]))).astype(float)
+    dense = _bernoulli_log_lik(beta @ X[:64].T, outcome[:64])
+    assert not _each(beta[:, :, None], dense)

@@ -417,6 +417,29 @@ def _centred_hierarchy(n_groups=12, per=5):
     return tree, bayesij.from_arrays(draws, log_lik, quantity_names=names), groups
 
 
+def test_group_effects_are_found_the_same_in_an_inference_data():
+    """ArviZ 0.23's InferenceData of the same centred fit (Python 3.11; ArviZ 1.x has only
+    the DataTree): the same suspected dim and default quantities, and its log-likelihood
+    read without a copy, the fit's arrays left writable."""
+    arviz = pytest.importorskip("arviz")
+    if int(arviz.__version__.split(".")[0]) >= 1:
+        pytest.skip("ArviZ 1.x has no InferenceData (DataTree is tested)")
+    tree, _, _ = _centred_hierarchy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = arviz.InferenceData(
+            posterior=tree["posterior"].to_dataset().copy(deep=True),
+            log_likelihood=tree["log_likelihood"].to_dataset().copy(deep=True),
+        )
+        audit = bayesij.audit(idata, targets=("sign",), amip=False)
+    values = idata.log_likelihood["y"].values
+    fit = read(idata)
+    assert fit.units.suspected == ("school",) and fit.structure.local_vars == ("alpha",)
+    assert audit.quantities == ["mu"]
+    assert np.shares_memory(fit.source(log_lik_only=True).matrix(), values)
+    assert values.flags.writeable
+
+
 def test_group_effects_saved_without_their_index_are_found_by_the_log_likelihood():
     """A centred hierarchy's one vector of group effects, saved without the group index (a
     DataTree) or read by name (a Stan fit's alpha[1..12]): each observation's

@@ -113,3 +113,11 @@ def test_group_labels_are_grouped_by_equality_as_pandas_groups():
     folds = kfold_split_grouped([1, 1.0, "1", "1", "b", "b"], K=3, seed=0)
     assert folds[0] == folds[1] and folds[2] == folds[3] and folds[4] == folds[5]
     assert len(set(folds.tolist())) == 3
+
+
+def test_element_index_reads_the_labels_between_brackets():
+    from bayesij.data.posterior import element_index
+
+    assert element_index("Omega[1,2]") == ["1", "2"]
+    assert element_index("a[US Steel]") == ["US Steel"]
+    assert element_index("sigma") == [] and element_index("odd[1") == []
