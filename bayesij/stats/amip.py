@@ -24,6 +24,7 @@ from bayesij.array.amip import (
     linear_paths,
     linear_search,
     linear_sets,
+    metric_draws,
     metric_influence,
     reweighted_searches,
     search_path,
@@ -50,6 +51,7 @@ from bayesij.array.amip_curvature import (
 from bayesij.array.amip_noise import bootstrap_counts
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.control_variates import zero_variance_mean
+from bayesij.array.ess import split_relative_ess
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.fit import read
@@ -1075,6 +1077,10 @@ def _result(
             "undetermined_by": answer.undetermined_by,
             "refits_needed": refits_to_decide(answer, alpha_max, units.size),
         }
+        noise = _coherent(noise, path.order.size, curve, change, _undecided_start(f, goal))
+        noise["refits_needed"] = refits_to_decide(
+            _Decided(noise["answer"], noise["size_interval"]), alpha_max, units.size
+        )
     return AmipResult(
         quantity=quantity,
         target=target,
@@ -1099,6 +1105,82 @@ def _result(
         control_variates=bool(control_variates),
         **noise,
     )
+
+
+class _Decided(NamedTuple):
+    """What :func:`refits_to_decide` reads of an answer."""
+
+    answer: str
+    size_interval: tuple
+
+
+#: The metric's distance from zero must exceed this many of its Monte Carlo standard errors
+#: for the draws to say on which side of zero it starts; the same margin decides whether a
+#: prediction or a refit passes a target (two SEs).
+MARGIN = 2.0
+
+
+def _undecided_start(f: np.ndarray, goal) -> str:
+    """Why the draws do not say on which side of zero the metric starts ("" when they
+    do): its value within :data:`MARGIN` Monte Carlo standard errors of zero (the
+    split-chain ESS error of ``g*``, the interval end's linearisation), so that no change of
+    sign can be claimed from them. A numeric target's change needs no start."""
+    if goal.fixed:
+        return ""
+    draws = np.asarray(metric_draws(f, goal.sign, goal.z), dtype=float)
+    ess = float(split_relative_ess(draws[..., None], "mean")[0]) * draws.size
+    mcse = float(draws.std(ddof=1) / np.sqrt(ess)) if ess > 0 else float("inf")
+    if abs(goal.value) > MARGIN * mcse:
+        return ""
+    return (
+        f"the draws: the {goal.metric} {goal.value:.3g} is within {MARGIN:g} Monte Carlo "
+        f"standard errors ({mcse:.2g}) of 0, so its sign is not determined by them"
+    )
+
+
+def _coherent(noise: dict, n_drop: int, curve: pd.DataFrame, change: float, start: str) -> dict:
+    """The answer's fields made to agree with each other.
+
+    - A metric whose side of zero the draws do not determine (``start``) has no change of
+      sign to find: the answer is "undetermined", by the draws.
+    - "Reached" holds its set: the smallest set's size interval is finite and holds the set's
+      size (the set reaches, so the smallest set has at most ``n_drop`` units).
+    - A sure upper bound lies inside the size interval.
+    - Where the second-order model breaks down (an infinite end of the change interval), the
+      interval is the span of the finite predictions of the set's change (first order, second
+      order where finite, reweighted) instead of infinite, and the answer says so.
+    """
+    out = dict(noise)
+    low, high = out["size_interval"] or (np.nan, np.nan)
+    if start:
+        out.update(answer="undetermined", undetermined_by=start, upper_bound=0)
+    elif out["answer"] == "reached" and n_drop:
+        low = min(low, n_drop) if np.isfinite(low) else 1.0
+        high = min(high, n_drop) if np.isfinite(high) else float(n_drop)
+        out["size_interval"] = (float(max(low, 1.0)), float(max(high, low, 1.0)))
+    bound = out.get("upper_bound", 0)
+    if bound and out["size_interval"]:
+        low, high = out["size_interval"]
+        out["size_interval"] = (float(min(low, bound)), float(min(high, bound)))
+    ends = out.get("change_interval") or ()
+    if ends and not np.all(np.isfinite(ends)):
+        out["change_interval"] = _finite_change_interval(curve, n_drop, change)
+        if out["answer"] == "undetermined" and out["undetermined_by"] == "linearisation":
+            out["undetermined_by"] = "second-order breakdown"
+    return out
+
+
+def _finite_change_interval(curve: pd.DataFrame, n_drop: int, change: float) -> tuple:
+    """The span of the set's finite predicted changes (the curve's first-order, second-order
+    and reweighted values at ``n_drop``, and ``change``): what the draws still say where the
+    second-order model's band is unbounded."""
+    row = curve.loc[curve["n_drop"] == n_drop]
+    columns = [c for c in ("linear", "second_order", "reweighted") if c in curve]
+    values = np.concatenate([row[columns].to_numpy(dtype=float).ravel(), [change]])
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return (float("nan"), float("nan"))
+    return (float(values.min()), float(values.max()))
 
 
 def _reported_change(path, answer, method: str) -> float:
@@ -1276,6 +1358,9 @@ def _refit_in_the_loop(
             predicted = value + float(path.change[-1])
         else:
             break
+        new = new[~np.isin(new, dropped)]  # a set is never refitted twice
+        if not new.size:
+            break
         dropped = np.concatenate([dropped, new])
         weights = (~np.isin(codes, dropped)).astype(float)
         mean, sd, value, reached, refit, mcse, gradient = _refit_metric(
@@ -1296,7 +1381,7 @@ def _refit_in_the_loop(
         if reached or dropped.size >= k_max:
             break
         remaining = np.setdiff1d(np.arange(n_units), dropped)
-        log_lik_now = refit.units(unit_groups)[0][:, :, remaining]
+        log_lik_now = _refit_units(refit, unit_groups, n_units)[:, :, remaining]
         goal_now = replace(
             goal, value=value, need=goal.need - goal.direction * (value - goal.value)
         )
@@ -1324,6 +1409,21 @@ def _refit_in_the_loop(
             rows, dropped, last, codes, backend, first.quantity, goal, max_refits, floor
         )
     return _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max)
+
+
+def _refit_units(refit, unit_groups, n_units: int) -> np.ndarray:
+    """A refit's log-likelihood by the search's units (n_chains, n_draws, n_units): a
+    backend whose refits report another number of units (kept rows only, other groups)
+    is refused, so that the search from its draws never ranks other units' columns."""
+    log_lik = refit.units(unit_groups)[0]
+    if log_lik.shape[-1] != n_units:
+        raise fail(
+            "backend",
+            f"refits whose log-likelihood has {log_lik.shape[-1]} units",
+            f"the {n_units} units of the fit searched (every observation's term, the "
+            "dropped ones included, as the weights zero them)",
+        )
+    return log_lik
 
 
 #: A first claim of at least twice this many units is refitted in two halves, the second
@@ -1411,11 +1511,13 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
             answer, by = "not reachable", ""
         else:
             answer, by = "undetermined", "refits"
-            sizes = (float(dropped.size + 1), float("inf"))
+            sizes = (_optimistic_low(first), float("inf"))
         stopped = "no refit reached the target"
     else:
+        # A set that a refit did not confirm says nothing of smaller sets of other units:
+        # the smallest set's size keeps the cheap search's optimistic low end.
         answer, by = "undetermined", "refit budget"
-        sizes = (float(dropped.size + 1), float("inf"))
+        sizes = (_optimistic_low(first), float("inf"))
         stopped = f"refit budget spent ({max_refits} refits)"
     mean_interval = (mean - goal.z * sd, mean + goal.z * sd)
     verified = replace(
@@ -1439,6 +1541,13 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
         n_reweighted=0,
     )
     return verified.with_refit(mean, sd, refits=len(rows))
+
+
+def _optimistic_low(first: AmipResult) -> float:
+    """The cheap search's optimistic low end of the smallest set's size (1 where it has
+    none): what is known of the smallest set when no refit confirmed one."""
+    low = first.size_interval[0] if first.size_interval else np.nan
+    return float(max(low, 1.0)) if np.isfinite(low) else 1.0
 
 
 def _last_row(history: pd.DataFrame, size: int) -> int:
