@@ -462,6 +462,7 @@ def _open_by(results: list) -> str:
         "linearisation": "the linear approximation",
         "refits": "the refits so far",
         "refit budget": "the refit budget",
+        "second-order breakdown": "the second-order model's breakdown",
     }
     return " by " + " and ".join(names.get(c, c) for c in causes)
 

@@ -337,8 +337,9 @@ class AmipResult(Summary):
         if self.refits is not None and self.verification is not None:
             v = self.verification
             verb = "moved" if v["reached"] else "moved only"
+            used = f"{len(self.refits)} refit{'s' if len(self.refits) != 1 else ''}"
             return (
-                f"  {self.answer}: refit without {share} "
+                f"  {self.answer} ({used}): refit without {share} "
                 f"({100 * self.n_drop / self.n_units:.2f} %): {verb} the {self.metric} to "
                 f"{v['value']:.4g} (change {v['change']:.4g}); interval after: "
                 f"[{v['mean'] - self.z * v['sd']:.4g}, {v['mean'] + self.z * v['sd']:.4g}]"
@@ -369,6 +370,17 @@ class AmipResult(Summary):
                 "undetermined by the linearisation: the first-order prediction and the "
                 "second-order one disagree on whether or where the target is reached"
             )
+        elif self.undetermined_by == "second-order breakdown":
+            low_change, high_change = self.change_interval or (np.nan, np.nan)
+            why = (
+                "undetermined: the second-order model breaks down along the set (it holds "
+                "most of the posterior precision in some direction, or the quadratic explains "
+                "too little of its log-likelihood); what still holds: the set's predicted "
+                f"change lies between {low_change:.4g} and {high_change:.4g} (first order, "
+                "second order where finite, reweighted)"
+            )
+        elif self.undetermined_by.startswith("the draws"):
+            why = f"undetermined by {self.undetermined_by}"
         else:
             why = (
                 f"undetermined by Monte Carlo error: {100 * self.share_reached:.0f} % of "
