@@ -446,6 +446,12 @@ def _change_interval(gains, chosen, noise, direction, change, z, tail, blocks) -
     if blocks is not None:
         low = float(np.quantile(gains["low"], tail, method="inverted_cdf"))
         high = float(np.quantile(gains["high"], 1 - tail, method="inverted_cdf"))
+        # Past the second-order model's breakdown its band is unbounded: the first-order
+        # prediction's Monte Carlo interval is what the draws still say of that side.
+        if not np.isfinite(low):
+            low = float(np.quantile(gains["first"], tail, method="inverted_cdf"))
+        if not np.isfinite(high):
+            high = float(np.quantile(gains["first"], 1 - tail, method="inverted_cdf"))
     else:
         spread = float(np.sqrt(np.sum(noise[chosen] ** 2)))
         low = high = direction * change

@@ -377,7 +377,8 @@ class AmipResult(Summary):
                 "most of the posterior precision in some direction, or the quadratic explains "
                 "too little of its log-likelihood); what still holds: the set's predicted "
                 f"change lies between {low_change:.4g} and {high_change:.4g} (first order, "
-                "second order where finite, reweighted)"
+                "second order where finite, reweighted; an infinite end: the change runs "
+                "away on that side as far as the draws can tell)"
             )
         elif self.undetermined_by.startswith("the draws"):
             why = f"undetermined by {self.undetermined_by}"
@@ -1164,8 +1165,9 @@ def _coherent(noise: dict, n_drop: int, curve: pd.DataFrame, change: float, star
     """
     out = dict(noise)
     low, high = out["size_interval"] or (np.nan, np.nan)
-    if start:
+    if start:  # the metric may already be past zero: the smallest set may be empty
         out.update(answer="undetermined", undetermined_by=start, upper_bound=0)
+        out["size_interval"] = (0.0, float(high) if np.isfinite(high) else float("inf"))
     elif out["answer"] == "reached" and n_drop:
         low = min(low, n_drop) if np.isfinite(low) else 1.0
         high = min(high, n_drop) if np.isfinite(high) else float(n_drop)
@@ -1175,11 +1177,39 @@ def _coherent(noise: dict, n_drop: int, curve: pd.DataFrame, change: float, star
         low, high = out["size_interval"]
         out["size_interval"] = (float(min(low, bound)), float(min(high, bound)))
     ends = out.get("change_interval") or ()
-    if ends and not np.all(np.isfinite(ends)):
-        out["change_interval"] = _finite_change_interval(curve, n_drop, change)
+    if ends and (not np.all(np.isfinite(ends)) or _broken_at(curve, n_drop)):
+        # The second-order model's band is unbounded here: the interval is what the draws
+        # still say, the first-order Monte Carlo interval and the finite predictions.
+        # The side the runaway goes stays open: past the breakdown the change grows
+        # without a bound the draws can give, but no less than the first order says.
+        finite = [e for e in ends if np.isfinite(e)]
+        spread = _finite_change_interval(curve, n_drop, change)
+        low, high = min([spread[0], *finite]), max([spread[1], *finite])
+        runaway = _runaway_at(curve, n_drop)
+        out["change_interval"] = (
+            -np.inf if runaway < 0 else low,
+            np.inf if runaway > 0 else high,
+        )
         if out["answer"] == "undetermined" and out["undetermined_by"] == "linearisation":
             out["undetermined_by"] = "second-order breakdown"
     return out
+
+
+def _runaway_at(curve: pd.DataFrame, n_drop: int) -> float:
+    """The sign (+-1) of the second-order prediction of the set of ``n_drop`` where it is
+    unbounded (the model past its breakdown: the change runs away in the first order's
+    direction), else 0."""
+    if "second_order" not in curve or not n_drop:
+        return 0.0
+    row = curve.loc[curve["n_drop"] == n_drop, "second_order"].to_numpy(dtype=float)
+    if not row.size or np.isfinite(row[0]) or np.isnan(row[0]):
+        return 0.0
+    return float(np.sign(row[0]))
+
+
+def _broken_at(curve: pd.DataFrame, n_drop: int) -> bool:
+    """Whether the second-order prediction of the set of ``n_drop`` is unbounded."""
+    return _runaway_at(curve, n_drop) != 0
 
 
 def _finite_change_interval(curve: pd.DataFrame, n_drop: int, change: float) -> tuple:
