@@ -167,7 +167,13 @@ def nonlinear_band(first, factors):
     prediction and the second-order one ``s = ratio * first``, widened beyond ``s`` (away
     from the first) by ``share |first|``
     (:attr:`bayesij.array.amip_curvature.Changes.beyond` over the first-order change).
-    Returns ``(low, high)``; ``(-inf, inf)`` past the model's breakdown.
+    Returns ``(low, high)``. Past the model's breakdown (the second-order prediction
+    infinite, in the first order's direction) or where the quadratic explains too little of
+    the set's log-likelihood (an infinite widening), the band is open in the first order's
+    direction and keeps the end nearer zero of the first-order and (finite) second-order
+    predictions: the change is at least that, and unbounded the other way as far as the
+    draws can tell (a hierarchy's conditional terms, whose first order falls short of
+    dropping the group, or a set that holds most of the precision).
 
     Neither prediction bounds the change alone: on a logistic regression's sets of 25-302
     of 3020 the exact change lay 60-107 % of the way from the first-order prediction to the
@@ -180,13 +186,22 @@ def nonlinear_band(first, factors):
     first = np.asarray(first, dtype=float)
     ratio, share = np.asarray(factors, dtype=float)
     finite = np.isfinite(ratio) & np.isfinite(share)
+    with np.errstate(invalid="ignore"):
+        raw = first * np.where(np.isfinite(ratio), ratio, 1.0)  # second order where finite
     ratio, share = np.where(finite, ratio, 1.0), np.where(finite, share, 0.0)
     with np.errstate(invalid="ignore"):
         second = first * ratio
         beyond = share * np.abs(first)
     low = np.where(second < first, second - beyond, first)
     high = np.where(second > first, second + beyond, first)
-    return np.where(finite, low, -np.inf), np.where(finite, high, np.inf)
+    # Where the model does not hold, the band is open in the first order's direction and
+    # ends, on the other side, at the smaller of the two predictions (the first order
+    # alone past the breakdown): never a "not reachable" from it, a "reached" only where
+    # both orders reach.
+    up = first >= 0
+    low = np.where(finite, low, np.where(up, np.minimum(first, raw), -np.inf))
+    high = np.where(finite, high, np.where(up, np.inf, np.maximum(first, raw)))
+    return low, high
 
 
 def linear_answer(
@@ -446,12 +461,6 @@ def _change_interval(gains, chosen, noise, direction, change, z, tail, blocks) -
     if blocks is not None:
         low = float(np.quantile(gains["low"], tail, method="inverted_cdf"))
         high = float(np.quantile(gains["high"], 1 - tail, method="inverted_cdf"))
-        # Past the second-order model's breakdown its band is unbounded: the first-order
-        # prediction's Monte Carlo interval is what the draws still say of that side.
-        if not np.isfinite(low):
-            low = float(np.quantile(gains["first"], tail, method="inverted_cdf"))
-        if not np.isfinite(high):
-            high = float(np.quantile(gains["first"], 1 - tail, method="inverted_cdf"))
     else:
         spread = float(np.sqrt(np.sum(noise[chosen] ** 2)))
         low = high = direction * change

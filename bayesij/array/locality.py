@@ -24,6 +24,8 @@ import numpy as np
 
 __all__ = [
     "one_level_each",
+    "indexed_levels",
+    "AGREEING",
     "level_chunks",
     "STRONG",
     "DOMINANT",
@@ -93,6 +95,64 @@ def one_level_each(chunks: Iterable[np.ndarray], columns: np.ndarray) -> bool:
     columns = columns[:, np.isfinite(columns).all(axis=0)]
     if not columns.shape[1]:
         return False
+    by_level, threshold = _squared_correlations(chunks, columns)
+    if by_level.shape[0] < 2:
+        return False
+    second, top = np.partition(by_level, by_level.shape[0] - 2, axis=0)[-2:]
+    moved = top > threshold
+    if moved.sum() < columns.shape[1] / 2:
+        return False
+    with np.errstate(divide="ignore"):
+        ratio = np.where(second[moved] > 0, top[moved] / second[moved], np.inf)
+    return bool(np.median(ratio) >= DOMINANT)
+
+
+#: An index agrees with a variable's levels when the level each moved observation moves
+#: with most is the one the index gives it, for at least this share of them.
+AGREEING = 0.75
+
+
+def indexed_levels(chunks: Iterable[np.ndarray], columns: np.ndarray, codes) -> bool | None:
+    """Whether each observation's log-likelihood moves with the level of a variable that an
+    index gives it: the evidence that an index over the observations is a grouping (a
+    0/1 covariate or a coefficient's position is not; a group index is).
+
+    Parameters
+    ----------
+    chunks : iterable of ndarray of shape (n_draws, l, E)
+        The variable's draws a few levels at a time, as :func:`one_level_each` reads them.
+    columns : ndarray of shape (n_draws, m)
+        The log-likelihood of the first ``m`` observations.
+    codes : array_like of int, shape (m,)
+        The level (0-based) that the index gives each of those observations.
+
+    Returns
+    -------
+    bool or None
+        True when at least half of the observations are moved by some level (as in
+        :func:`one_level_each`) and, of those, at least :data:`AGREEING` move most with the
+        level their code names; False when as many are moved and fewer agree; None when
+        the draws cannot tell (fewer moved, fewer than two levels, no finite column).
+    """
+    codes = np.asarray(codes).reshape(-1)
+    finite = np.isfinite(columns).all(axis=0)
+    columns, codes = columns[:, finite], codes[finite]
+    if not columns.shape[1]:
+        return None
+    by_level, threshold = _squared_correlations(chunks, columns)
+    if by_level.shape[0] < 2:
+        return None
+    moved = by_level.max(axis=0) > threshold
+    if moved.sum() < columns.shape[1] / 2:
+        return None
+    strongest = np.argmax(by_level, axis=0)
+    return bool(np.mean(strongest[moved] == codes[moved]) >= AGREEING)
+
+
+def _squared_correlations(chunks: Iterable[np.ndarray], columns: np.ndarray) -> tuple:
+    """Each level's squared correlation with each column, summed over the level's
+    elements (L, m), and the threshold above which a column is moved by a level
+    (``E STRONG^2 / S``)."""
     observed = _standardised(np.asarray(columns, dtype=float))
     n_draws, parts, n_elements = observed.shape[0], [], 1
     for chunk in chunks:
@@ -100,16 +160,8 @@ def one_level_each(chunks: Iterable[np.ndarray], columns: np.ndarray) -> bool:
         draws = _standardised(np.asarray(chunk, dtype=float).reshape(n_draws, -1))
         squared = (draws.T @ observed / n_draws) ** 2  # (l E, m)
         parts.append(squared.reshape(chunk.shape[1], n_elements, -1).sum(axis=1))
-    if sum(part.shape[0] for part in parts) < 2:
-        return False
-    by_level = np.concatenate(parts)  # (L, m)
-    second, top = np.partition(by_level, by_level.shape[0] - 2, axis=0)[-2:]
-    moved = top > n_elements * STRONG**2 / n_draws
-    if moved.sum() < columns.shape[1] / 2:
-        return False
-    with np.errstate(divide="ignore"):
-        ratio = np.where(second[moved] > 0, top[moved] / second[moved], np.inf)
-    return bool(np.median(ratio) >= DOMINANT)
+    by_level = np.concatenate(parts) if parts else np.zeros((0, columns.shape[1]))
+    return by_level, n_elements * STRONG**2 / n_draws
 
 
 def _standardised(values: np.ndarray) -> np.ndarray:

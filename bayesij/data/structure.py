@@ -29,6 +29,7 @@ from bayesij.array.locality import (
     MAX_ELEMENTS,
     MIN_LEVELS,
     N_COLUMNS,
+    indexed_levels,
     level_chunks,
     one_level_each,
 )
@@ -138,7 +139,7 @@ def find_units(data, groups=None, var_name=None) -> Units:
     if not has_groups(data):
         return _units_of_container(data, groups)
     obs_dims = _obs_dims(data, var_name)
-    found = _groupings(data, obs_dims)
+    found = _groupings(data, obs_dims, var_name)
     # Per-group parameters are local whichever unit is audited.
     local = obs_dims | {g.dim for g in found if g.dim}
     if groups is False:
@@ -364,7 +365,7 @@ def _posterior_dims(data) -> dict:
     return {d: s for d, s in posterior.sizes.items() if d not in SAMPLE_DIMS}
 
 
-def _groupings(data, obs_dims: frozenset) -> list[_Grouping]:
+def _groupings(data, obs_dims: frozenset, var_name=None) -> list[_Grouping]:
     """Index variables of constant_data into posterior dims, and coordinates of the
     observations named like a posterior dim."""
     if "posterior" not in group_names(data):
@@ -374,7 +375,9 @@ def _groupings(data, obs_dims: frozenset) -> list[_Grouping]:
     if "constant_data" in group_names(data):
         constant = _group(data, "constant_data", "")
         for name in constant.data_vars:
-            grouping = _index_grouping(data, constant[name], str(name), dims, obs_dims)
+            grouping = _index_grouping(
+                data, constant[name], str(name), dims, obs_dims, var_name
+            )
             if grouping is not None:
                 found.append(grouping)
     if "log_likelihood" not in group_names(data):  # a posterior alone (pareto_khat, r2)
@@ -388,23 +391,72 @@ def _groupings(data, obs_dims: frozenset) -> list[_Grouping]:
     return found
 
 
-def _index_grouping(data, variable: xr.DataArray, name, dims, obs_dims) -> _Grouping | None:
-    """A grouping when ``variable`` is an integer index over the observations into one
-    posterior dim (every level used)."""
-    if set(variable.dims) != set(obs_dims) or variable.dtype.kind not in "iu":
+def _index_grouping(
+    data, variable: xr.DataArray, name, dims, obs_dims, var_name=None
+) -> _Grouping | None:
+    """A grouping when ``variable`` is an integer index over the observations into the
+    levels of a posterior dim: 0-based (Python) or 1-based (Stan), unused levels allowed,
+    at least :data:`MIN_INDEX_LEVELS` levels used, and, where the fit has the
+    log-likelihood, borne out by it: each observation's log-likelihood moves with the level
+    of a variable over the dim that the index gives it
+    (:func:`~bayesij.array.locality.indexed_levels`; where the draws cannot tell, every
+    level used). A 0/1 covariate, or an index the log-likelihood does not follow, is not a
+    grouping."""
+    if set(variable.dims) != set(obs_dims) or variable.dtype.kind not in "iuf":
         return None
     codes = np.asarray(variable.values).reshape(-1)
-    if codes.size == 0 or codes.min() < 0:
+    if codes.size == 0 or not np.all(np.isfinite(codes)) or np.any(codes != np.round(codes)):
         return None
-    used = np.unique(codes).size
-    matches = [d for d, size in dims.items() if size == used and codes.max() < size]
-    if not matches:
-        return None
-    named = [d for d in matches if d in name]  # firm_idx -> firm
-    dim = (named or matches)[0]
-    labels = _dim_coords(data, dim)[codes]
-    why = f"constant_data {name!r} indexes the posterior dim {dim!r}"
-    return _Grouping(dim, labels, why, dim)
+    codes = codes.astype(np.int64)
+    if np.unique(codes).size < MIN_INDEX_LEVELS:
+        return None  # a 0/1 (or two-valued) covariate is never a grouping
+    candidates = [
+        (d, offset)
+        for d, size in dims.items()
+        for offset in (0, 1)
+        if codes.min() >= offset and codes.max() - offset < size
+    ]
+    named = [c for c in candidates if c[0] in name]  # firm_idx -> firm
+    for dim, offset in sorted(candidates, key=lambda c: (c not in named, c[1])):
+        evidence = _index_evidence(data, dim, codes - offset, var_name)
+        if evidence is False:
+            continue
+        labels = _dim_coords(data, dim)[codes - offset]
+        base = "" if offset == 0 else " (1-based, as Stan writes it)"
+        why = f"constant_data {name!r} indexes the posterior dim {dim!r}{base}"
+        return _Grouping(dim, labels, why, dim)
+    return None
+
+
+#: An index variable with fewer distinct values than this is not read as a grouping (a 0/1
+#: covariate in constant_data indexes a two-level coefficient dim by coincidence).
+MIN_INDEX_LEVELS = 3
+
+
+def _index_evidence(data, dim: str, codes: np.ndarray, var_name=None) -> bool | None:
+    """Whether the log-likelihood of the first observations moves with the levels of a
+    variable over ``dim`` that ``codes`` give them: True when some variable says so, False
+    when one says otherwise or, with none telling, a level is unused; None when none tells
+    and every level is used (the index is taken as it is)."""
+    posterior = _group(data, "posterior", "")
+    on = [
+        str(v)
+        for v in posterior.data_vars
+        if dim in posterior[v].dims and 0 < _elements(posterior[v]) <= MAX_ELEMENTS
+    ]
+    columns = None
+    if on and "log_likelihood" in group_names(data):
+        columns = _first_columns(data, posterior, var_name)
+    told = set()
+    if columns is not None:
+        first = codes[: columns.shape[1]]
+        told = {indexed_levels(_level_chunks(posterior[v], dim), columns, first) for v in on}
+    if True in told:
+        return True
+    if False in told:
+        return False
+    # Nothing tells: the index stands when it uses every level (as it always did).
+    return None if np.unique(codes).size == posterior.sizes[dim] else False
 
 
 def _dim_coords(data, dim: str) -> np.ndarray:

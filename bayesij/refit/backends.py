@@ -36,6 +36,7 @@ __all__ = [
     "ConjugateNormalBackend",
     "FlatPriorRegressionBackend",
     "CallableBackend",
+    "OnceEach",
     "PyStanBackend",
     "CmdStanPyBackend",
     "refit_seed",
@@ -292,6 +293,62 @@ class CallableBackend(Backend):
 
     def __repr__(self) -> str:
         return f"CallableBackend({_callable_name(self.fn)}, digest={_callable_digest(self.fn)})"
+
+
+class OnceEach:
+    """A backend that refits each set of weights once: a later call with the same weights
+    returns the first refit (and its gradient), so that the questions of an audit that drop
+    the same set share one refit. ``fit_with_gradient`` exists exactly when the wrapped
+    backend has it; every other attribute is the wrapped backend's.
+
+    Attributes
+    ----------
+    n_refits : int
+        The distinct refits made.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([np.ones(30), rng.normal(size=30)])
+    >>> once = refit.OnceEach(refit.ConjugateNormalBackend(X, X @ [1.0, 0.5], draws=100))
+    >>> w = np.r_[np.zeros(3), np.ones(27)]
+    >>> once.fit(w) is once.fit(w.copy()), once.n_refits
+    (True, 1)
+    """
+
+    def __init__(self, backend):
+        self.backend, self._fits = backend, {}
+        if hasattr(backend, "fit_with_gradient"):
+            self.fit_with_gradient = self._fit_with_gradient
+
+    @property
+    def n_refits(self) -> int:
+        return len(self._fits)
+
+    def fit(self, weights):
+        if hasattr(self.backend, "fit_with_gradient"):
+            return self._fit_with_gradient(weights)[0]
+        return self._once(weights, self.backend.fit)
+
+    def _fit_with_gradient(self, weights):
+        return self._once(weights, self.backend.fit_with_gradient)
+
+    def _once(self, weights, refit):
+        values = np.ascontiguousarray(weights, dtype=float)
+        key = (values.shape, values.tobytes())
+        if key not in self._fits:
+            self._fits[key] = refit(values)
+        return self._fits[key]
+
+    def __getattr__(self, name: str):
+        if name == "backend":  # not yet set (unpickling)
+            raise AttributeError(name)
+        return getattr(self.backend, name)
+
+    def __repr__(self) -> str:
+        return f"OnceEach({self.backend!r})"
 
 
 def returned_posterior(result, argument: str) -> Posterior:

@@ -17,6 +17,7 @@ from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
 from bayesij.data.structure import Units
 from bayesij.data.var_names import select_var_names
+from bayesij.refit.backends import OnceEach
 from bayesij.report.progress import Progress
 from bayesij.report.summary import (
     fragile,
@@ -657,9 +658,10 @@ def audit(
         )
         if backend is not None and questions:
             say.stage(f"refits in the loop: {len(questions)} question(s), up to {max_refits} each")
-            result.amip = _refitted(
+            result.amip, n_refits = _refitted(
                 fit, result.amip, backend, max_refits, gradient, alpha_max, method
             )
+            say.stage(f"refits in the loop: {n_refits} distinct set(s) refitted")
         if loo and units.grouped:
             say.stage("LOO over the observations")
             result.loo_observations = compute_loo(fit, groups=False)
@@ -681,10 +683,13 @@ def audit(
     return result
 
 
-def _refitted(fit, answers: dict, backend, max_refits, gradient, alpha_max, method) -> dict:
+def _refitted(fit, answers: dict, backend, max_refits, gradient, alpha_max, method) -> tuple:
     """Every AMIP question answered by refits in the loop (:func:`bayesij.amip` with the
-    same search options and ``backend``)."""
-    return {
+    same search options and ``backend``), and the distinct refits made: one refit of a set
+    answers every question that drops it (:class:`~bayesij.refit.backends.OnceEach`), so
+    no set is refitted twice."""
+    once = OnceEach(backend)
+    answered = {
         (quantity, target): amip_search(
             fit,
             quantity,
@@ -692,13 +697,14 @@ def _refitted(fit, answers: dict, backend, max_refits, gradient, alpha_max, meth
             alpha_max=alpha_max,
             z=answer.z,
             method=method,
-            backend=backend,
+            backend=once,
             max_refits=max_refits,
             grad_log_posterior=gradient[0],
             unconstrained=gradient[1],
         )
         for (quantity, target), answer in answers.items()
     }
+    return answered, once.n_refits
 
 
 def _gradient_arrays(gradient, data) -> tuple:

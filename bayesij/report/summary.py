@@ -249,12 +249,12 @@ def ij_comparison(audit) -> pd.DataFrame:
         elif not corrected[q] > 2 * mcse[q]:
             why = "the IJ variance is within 2 MCSE of 0, far below the posterior variance"
             rows[q] = ("undetermined", why, "barely moved")
-        elif linear is not None and linear.verdict[q] in ("doubtful", "unreliable"):
-            rows[q] = ("undetermined", _linearity_reason(linear, q, audit.unit_name), "linearity")
-        elif audit.unit_effects:
+        elif audit.unit_effects:  # before linearity: its advice is the cluster bootstrap
             rows[q] = ("undetermined", _hierarchy_reason(audit), "hierarchy")
         elif audit.units.suspected:
             rows[q] = ("undetermined", _suspected_reason(audit), "suspected grouping")
+        elif linear is not None and linear.verdict[q] in ("doubtful", "unreliable"):
+            rows[q] = ("undetermined", _linearity_reason(linear, q, audit.unit_name), "linearity")
         elif AGREE[0] <= ratio[q] <= AGREE[1]:
             rows[q] = ("agree", f"IJ sd / posterior sd {ratio[q]:.2f}", "ratio")
         else:
@@ -263,6 +263,14 @@ def ij_comparison(audit) -> pd.DataFrame:
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=["verdict", "reason", "why"])
     frame.index.name = "quantity"
     return frame
+
+
+def _exact_bootstrap(audit) -> str:
+    """The exact bootstrap that checks the IJ over the audit's units: the weight bootstrap
+    of observations, or the cluster bootstrap that draws whole groups."""
+    if not audit.units.grouped:
+        return "bayesij.refit.bootstrap"
+    return f"bayesij.refit.cluster_bootstrap over the {unit_words(audit.unit_name)}"
 
 
 def _suspected_reason(audit) -> str:
@@ -326,7 +334,7 @@ def _ij_bullet(audit) -> str:
         "barely moved": "its IJ variance is indistinguishable from 0, far below the posterior "
         "variance",
         "linearity": "the IJ's linear approximation is unreliable; an exact bootstrap "
-        "(bayesij.refit.bootstrap) would decide",
+        f"({_exact_bootstrap(audit)}) would decide",
         "suspected grouping": "the fit looks grouped but does not record the groups; "
         "groups= decides",
         "hierarchy": f"the IJ over {unit_words(audit.unit_name)} holds each one's own effect "

@@ -1090,7 +1090,7 @@ def _result(
             "undetermined_by": answer.undetermined_by,
             "refits_needed": refits_to_decide(answer, alpha_max, units.size),
         }
-        noise = _coherent(noise, path.order.size, curve, change, _undecided_start(f, goal))
+        noise = _coherent(noise, path.order.size, _undecided_start(f, goal))
         noise["refits_needed"] = refits_to_decide(
             _Decided(noise["answer"], noise["size_interval"]), alpha_max, units.size
         )
@@ -1151,7 +1151,7 @@ def _undecided_start(f: np.ndarray, goal) -> str:
     )
 
 
-def _coherent(noise: dict, n_drop: int, curve: pd.DataFrame, change: float, start: str) -> dict:
+def _coherent(noise: dict, n_drop: int, start: str) -> dict:
     """The answer's fields made to agree with each other.
 
     - A metric whose side of zero the draws do not determine (``start``) has no change of
@@ -1159,9 +1159,8 @@ def _coherent(noise: dict, n_drop: int, curve: pd.DataFrame, change: float, star
     - "Reached" holds its set: the smallest set's size interval is finite and holds the set's
       size (the set reaches, so the smallest set has at most ``n_drop`` units).
     - A sure upper bound lies inside the size interval.
-    - Where the second-order model breaks down (an infinite end of the change interval), the
-      interval is the span of the finite predictions of the set's change (first order, second
-      order where finite, reweighted) instead of infinite, and the answer says so.
+    - Where the second-order model breaks down (an infinite end of the change interval: the
+      band open beyond the second order, its first-order end kept), the answer says so.
     """
     out = dict(noise)
     low, high = out["size_interval"] or (np.nan, np.nan)
@@ -1177,52 +1176,12 @@ def _coherent(noise: dict, n_drop: int, curve: pd.DataFrame, change: float, star
         low, high = out["size_interval"]
         out["size_interval"] = (float(min(low, bound)), float(min(high, bound)))
     ends = out.get("change_interval") or ()
-    if ends and (not np.all(np.isfinite(ends)) or _broken_at(curve, n_drop)):
-        # The second-order model's band is unbounded here: the interval is what the draws
-        # still say, the first-order Monte Carlo interval and the finite predictions.
-        # The side the runaway goes stays open: past the breakdown the change grows
-        # without a bound the draws can give, but no less than the first order says.
-        finite = [e for e in ends if np.isfinite(e)]
-        spread = _finite_change_interval(curve, n_drop, change)
-        low, high = min([spread[0], *finite]), max([spread[1], *finite])
-        runaway = _runaway_at(curve, n_drop)
-        out["change_interval"] = (
-            -np.inf if runaway < 0 else low,
-            np.inf if runaway > 0 else high,
-        )
+    if ends and not np.all(np.isfinite(ends)):
+        # Past the second-order model's breakdown the band keeps its first-order end and is
+        # open on the other side (nonlinear_band): what the draws still say.
         if out["answer"] == "undetermined" and out["undetermined_by"] == "linearisation":
             out["undetermined_by"] = "second-order breakdown"
     return out
-
-
-def _runaway_at(curve: pd.DataFrame, n_drop: int) -> float:
-    """The sign (+-1) of the second-order prediction of the set of ``n_drop`` where it is
-    unbounded (the model past its breakdown: the change runs away in the first order's
-    direction), else 0."""
-    if "second_order" not in curve or not n_drop:
-        return 0.0
-    row = curve.loc[curve["n_drop"] == n_drop, "second_order"].to_numpy(dtype=float)
-    if not row.size or np.isfinite(row[0]) or np.isnan(row[0]):
-        return 0.0
-    return float(np.sign(row[0]))
-
-
-def _broken_at(curve: pd.DataFrame, n_drop: int) -> bool:
-    """Whether the second-order prediction of the set of ``n_drop`` is unbounded."""
-    return _runaway_at(curve, n_drop) != 0
-
-
-def _finite_change_interval(curve: pd.DataFrame, n_drop: int, change: float) -> tuple:
-    """The span of the set's finite predicted changes (the curve's first-order, second-order
-    and reweighted values at ``n_drop``, and ``change``): what the draws still say where the
-    second-order model's band is unbounded."""
-    row = curve.loc[curve["n_drop"] == n_drop]
-    columns = [c for c in ("linear", "second_order", "reweighted") if c in curve]
-    values = np.concatenate([row[columns].to_numpy(dtype=float).ravel(), [change]])
-    values = values[np.isfinite(values)]
-    if not values.size:
-        return (float("nan"), float("nan"))
-    return (float(values.min()), float(values.max()))
 
 
 def _reported_change(path, answer, method: str) -> float:

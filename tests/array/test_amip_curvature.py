@@ -96,12 +96,22 @@ def test_a_set_holding_the_precision_breaks_the_model_down():
     curvature = curvature_of(beta[None], 1)
     changes = curvature.changes(log_lik, 0, 1.96)
     # Dropping all 8 observations leaves an improper flat-prior posterior: past the
-    # breakdown the change is unbounded (+-inf) and the band with it.
+    # breakdown the change is unbounded (+-inf) in the first order's direction; the band
+    # keeps its first-order end and is open on the runaway's side.
     assert np.isinf(changes.second[-1])
     ratios = curvature.ratios(log_lik, 0, 1.96)
     assert np.isinf(ratios[:, -1]).all() and np.isfinite(ratios[:, 0]).all()
     low, high = nonlinear_band(np.array([0.3]), ratios[:, -1:])
-    assert low[0] == -np.inf and high[0] == np.inf
+    assert low[0] == 0.3 and high[0] == np.inf
+    low, high = nonlinear_band(np.array([-0.3]), ratios[:, -1:])
+    assert low[0] == -np.inf and high[0] == -0.3
+    # A finite second order with an infinite widening (the quadratic explains too little):
+    # open in the first order's direction, closed at the smaller of the two predictions.
+    first = np.array([0.3, 0.3, -0.3])
+    factors = np.array([[1.5, 0.5, 0.5], [np.inf, np.inf, np.inf]])
+    low, high = nonlinear_band(first, factors)
+    np.testing.assert_allclose(low, [0.3, 0.15, -np.inf])
+    np.testing.assert_allclose(high, [np.inf, np.inf, -0.15])
     assert 0 < BREAKDOWN < 1
 
 
@@ -178,7 +188,8 @@ def test_quantities_modelled_in_the_same_parameters_share_one_design():
 
 def test_a_hierarchy_s_groups_are_beyond_a_model_in_its_global_quantities():
     # A group's log-likelihood moves with its own effect, not with mu: the quadratic in mu
-    # explains almost none of it, so the model is not used (the band is unbounded).
+    # explains almost none of it, so the model is not used (the band is open in the first
+    # order's direction: no "not reachable" can come from it).
     from normal_hierarchy import simulate
 
     hierarchy = simulate(30, 5, seed=1)
@@ -190,7 +201,9 @@ def test_a_hierarchy_s_groups_are_beyond_a_model_in_its_global_quantities():
     changes = curvature_of(theta[..., :1], 0).changes(groups[:, :8], 0, 1.96)
     assert np.isinf(changes.weight).all()
     low, high = changes.band()
-    assert np.isneginf(low).all() and np.isposinf(high).all()
+    up = changes.first >= 0
+    assert np.isposinf(high[up]).all() and np.isneginf(low[~up]).all()
+    assert np.isfinite(low[up]).all() and np.isfinite(high[~up]).all()
     # the observations of a regression, in its coefficients: explained, the model is used
     beta, observations, _ = _normal_model(draws=4000)
     assert np.isfinite(
@@ -241,7 +254,10 @@ def test_the_model_breaks_down_when_a_set_holds_three_quarters_of_the_precision(
         assert changes.first[k - 1] == pytest.approx(-k * b, rel=1e-6)
     assert np.isinf(changes.second[7:]).all() and np.isinf(changes.beyond[7:]).all()
     low, high = changes.band()
-    assert np.isfinite(low[:7]).all() and (low[7:] == -np.inf).all() and (high[7:] == np.inf).all()
+    # past the breakdown: open on the runaway's side (the change is negative), closed at
+    # the first order
+    assert np.isfinite(low[:7]).all() and (low[7:] == -np.inf).all()
+    np.testing.assert_array_equal(high[7:], changes.first[7:])
     assert 1 - BREAKDOWN == pytest.approx(0.25)
 
 

@@ -122,3 +122,20 @@ def test_a_logistic_hierarchy_s_effects_are_found_and_its_coefficients_are_not()
     outcome = (rng.random(200) < 1 / (1 + np.exp(-X @ beta[0]))).astype(float)
     dense = _bernoulli_log_lik(beta @ X[:64].T, outcome[:64])
     assert not _each(beta[:, :, None], dense)
+
+
+def test_an_index_agrees_with_the_levels_the_log_likelihood_moves_with():
+    """Exact draws of a hierarchy: the true group index agrees with the group effects; the
+    same index shuffled, or shifted by one level (a 1-based index read as 0-based), does
+    not; draws the log-likelihood does not depend on cannot tell."""
+    from bayesij.array.locality import indexed_levels
+
+    theta, log_lik, groups = _hierarchy(n_per_group=5)
+    alpha, columns = theta[:, 1:, None], log_lik[:, :64]
+    codes = np.asarray(groups)[:64]
+    assert indexed_levels([alpha], columns, codes) is True
+    shuffled = np.random.default_rng(2).permutation(codes)
+    assert indexed_levels([alpha], columns, shuffled) is False
+    assert indexed_levels([alpha], columns, (codes + 1) % alpha.shape[1]) is False
+    noise = np.random.default_rng(3).normal(size=alpha.shape)
+    assert indexed_levels([noise], columns, codes) is None

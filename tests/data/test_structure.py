@@ -109,3 +109,79 @@ def test_a_container_has_its_own_groups_and_no_names():
     assert find_units(post, groups=False).labels is None
     with pytest.raises(ValueError, match=r"groups: found the name 'firm' with data a Posterior"):
         find_units(post, groups="firm")
+
+
+def _radon_like(seed: int = 0):
+    """A varying-intercept fit as ArviZ's from_pystan saves radon's Stan program: county
+    intercepts ``a`` over ``a_dim_0`` (45 levels; counties 44 and 45 without a house), two
+    coefficients ``beta`` over ``beta_dim_0`` (a 0/1 floor indicator and log uranium), and
+    the Stan data in constant_data: the 1-based ``county_idx``, the 0/1 ``floor_measure``
+    and the continuous ``log_uppm``. Exact Gaussian posterior draws (known sigma = 0.8,
+    tau = 0.5, flat mean): y = a[county] + beta' x + e."""
+    rng = np.random.default_rng(seed)
+    n_counties, used = 45, 43
+    county = np.concatenate([np.arange(used), rng.integers(0, used, 300 - used)])
+    floor = (rng.random(county.size) < 0.3).astype(float)
+    uppm = rng.normal(0, 0.4, used)[county]
+    x = np.column_stack([floor, uppm])
+    y = 1.3 + rng.normal(0, 0.5, used)[county] - 0.6 * floor + 0.7 * uppm
+    y = y + rng.normal(0, 0.8, county.size)
+    sigma, tau = 0.8, 0.5
+    # (a_1..a_45, beta_1, beta_2) ~ Gaussian: a_j ~ N(1.3, tau^2) a priori, beta flat.
+    design = np.zeros((county.size, n_counties + 2))
+    design[np.arange(county.size), county] = 1.0
+    design[:, n_counties:] = x
+    precision = design.T @ design / sigma**2
+    precision[:n_counties, :n_counties] += np.eye(n_counties) / tau**2
+    linear = design.T @ y / sigma**2
+    linear[:n_counties] += 1.3 / tau**2
+    cov = np.linalg.inv(precision)
+    theta = rng.multivariate_normal(cov @ linear, cov, size=4 * 500).reshape(4, 500, -1)
+    mean = theta @ design.T
+    log_lik = -0.5 * ((y - mean) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+    posterior = xr.Dataset(
+        {
+            "a": (("chain", "draw", "a_dim_0"), theta[..., :n_counties]),
+            "beta": (("chain", "draw", "beta_dim_0"), theta[..., n_counties:]),
+        },
+        coords={"chain": np.arange(4), "draw": np.arange(500)},
+    )
+    constant = xr.Dataset(
+        {
+            "county_idx": ("log_lik_dim_0", county + 1),
+            "floor_measure": ("log_lik_dim_0", floor.astype(np.int64)),
+            "log_uppm": ("log_lik_dim_0", uppm),
+        }
+    )
+    log_lik_set = xr.Dataset({"log_lik": (("chain", "draw", "log_lik_dim_0"), log_lik)})
+    tree = xr.DataTree.from_dict(
+        {"posterior": posterior, "log_likelihood": log_lik_set, "constant_data": constant}
+    )
+    return tree, county
+
+
+def test_a_stan_fit_is_grouped_by_its_one_based_county_index_not_its_0_1_covariate():
+    # Issue 65: a 0/1 covariate in constant_data happened to index the two-level
+    # coefficient dim and was taken for the grouping; the 1-based county index (with
+    # unused levels) was never recognised. The log-likelihood bears out the county index.
+    tree, county = _radon_like()
+    units = find_units(tree)
+    assert units.grouped and units.dim == "a_dim_0"
+    assert "county_idx" in units.reason and "1-based" in units.reason
+    assert units.n_units == np.unique(county).size == 43
+    np.testing.assert_array_equal(np.asarray(units.labels, dtype=int), county)
+    assert "beta_dim_0" not in units.local_dims and "a_dim_0" in units.local_dims
+
+
+def test_an_index_the_log_likelihood_does_not_follow_is_no_grouping():
+    # The same fit with the county index shuffled: it still spans the county dim, but each
+    # observation's log-likelihood moves with another county's intercept, so the index is
+    # not the grouping (the county dim is then suspected, not used).
+    tree, county = _radon_like()
+    shuffled = np.random.default_rng(5).permutation(county.size)
+    constant = tree["constant_data"].to_dataset()
+    constant["county_idx"] = ("log_lik_dim_0", constant["county_idx"].values[shuffled])
+    tree["constant_data"] = xr.DataTree(constant)
+    units = find_units(tree)
+    assert not units.grouped
+    assert "county_idx" not in units.reason

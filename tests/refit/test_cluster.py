@@ -82,9 +82,10 @@ def test_a_resample_lays_out_each_drawn_copy_as_a_new_cluster():
 
 def test_the_audit_does_not_judge_a_hierarchy_s_global_sd_by_the_weight_ij():
     """On the fit as a DataTree (a over 'school', the index in constant_data) the unit is the
-    school and a is its effect; mu's IJ-vs-posterior verdict is "undetermined" (here by the
-    linearity check, which leaving a school out with its own intercept fails; the hierarchy
-    reason itself is tested in test_summary), never "misspecified" off the weight IJ's
+    school and a is its effect; mu's IJ-vs-posterior verdict is "undetermined" by the
+    hierarchy reason (checked before the linearity check, which leaving a school out with
+    its own intercept also fails: the hierarchy's advice is the cluster bootstrap, the
+    linearity check's the weight bootstrap), never "misspecified" off the weight IJ's
     smaller sd."""
     model = simulate(n_groups=12, per_group=4, tau=1.0, seed=3)
     with warnings.catch_warnings():
@@ -92,8 +93,11 @@ def test_the_audit_does_not_judge_a_hierarchy_s_global_sd_by_the_weight_ij():
         audit = bayesij.audit(model.tree(), targets=("sign",))
     assert audit.units.name == "school" and audit.unit_effects == ["a"]
     row = audit.comparison_table.loc["mu"]
-    assert row["verdict"] == "undetermined" and row["why"] == "linearity"
+    assert row["verdict"] == "undetermined" and row["why"] == "hierarchy"
+    assert "cluster_bootstrap" in row["reason"]
+    assert audit.ij.linearity.verdict["mu"] in ("doubtful", "unreliable")
     assert not any("misspecified" in line for line in audit.summary())
+    assert not any("refit.bootstrap" in line for line in audit.summary())
 
 
 def test_a_kfold_of_whole_groups_scores_each_group_jointly():

@@ -125,8 +125,12 @@ def test_b_value_is_left_undetermined_and_the_firm_to_refit_is_one_psis_cannot_j
     fit, _ = panel
     result = bayesij.audit(fit, amip=False)
     row = result.comparison_table.loc["b[value]"]
-    assert row["verdict"] == "undetermined" and row["why"] == "linearity"
+    # The hierarchy's reason speaks first (issue 65): its advice is the cluster bootstrap,
+    # not the weight bootstrap that the linearity reason would name.
+    assert row["verdict"] == "undetermined" and row["why"] == "hierarchy"
+    assert "cluster_bootstrap" in row["reason"]
     checked = result.ij.linearity
+    assert checked.verdict["b[value]"] in ("doubtful", "unreliable")
     firm = checked.refit_first("b[value]", 1)[0]
     assert firm in set(fit["posterior"]["firm"].values.tolist())
     assert checked.pareto_k[firm] > checked.k_threshold

@@ -148,3 +148,33 @@ def test_a_backend_whose_refits_report_other_units_is_refused_before_a_search(ki
 
     with pytest.raises(ValueError, match="backend.*units"):
         bayesij.amip(post, "beta[2]", "sign", backend=KeptRowsOnly(), max_refits=4)
+
+
+def test_an_audit_s_refits_in_the_loop_refit_each_set_once(kidiq):
+    # Every question of the audit with a backend: one refit of a set answers every
+    # question that drops it, no weights are refitted twice, and the answers are those of
+    # amip() question by question.
+    _, _, backend, post = kidiq
+    recording = Recording(backend)
+    audit = bayesij.audit(
+        post, quantities=["beta[2]"], backend=recording, max_refits=4, loo=False
+    )
+    keys = [w.tobytes() for w in recording.seen]
+    assert len(keys) == len(set(keys)) > 0
+    per_question = sum(len(r.refits) for r in audit.amip.values() if r.refits is not None)
+    assert len(keys) <= per_question
+    alone = bayesij.amip(post, "beta[2]", "sign", backend=backend, max_refits=4)
+    assert audit.amip[("beta[2]", "sign")].drop_ids == alone.drop_ids
+
+
+def test_once_each_returns_the_first_refit_of_the_same_weights(kidiq):
+    _, _, backend, _ = kidiq
+    once = refit.OnceEach(Recording(backend))
+    weights = np.ones(backend.n_obs)
+    weights[:3] = 0.0
+    first = once.fit(weights)
+    assert once.fit(weights.copy()) is first and once.n_refits == 1
+    assert once.fit(np.ones(backend.n_obs)) is not first and once.n_refits == 2
+    assert once.n_obs == backend.n_obs
+    assert not hasattr(refit.OnceEach(Recording(backend)), "fit_with_gradient")
+    assert hasattr(refit.OnceEach(backend), "fit_with_gradient")
