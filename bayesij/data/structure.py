@@ -375,9 +375,7 @@ def _groupings(data, obs_dims: frozenset, var_name=None) -> list[_Grouping]:
     if "constant_data" in group_names(data):
         constant = _group(data, "constant_data", "")
         for name in constant.data_vars:
-            grouping = _index_grouping(
-                data, constant[name], str(name), dims, obs_dims, var_name
-            )
+            grouping = _index_grouping(data, constant[name], str(name), dims, obs_dims, var_name)
             if grouping is not None:
                 found.append(grouping)
     if "log_likelihood" not in group_names(data):  # a posterior alone (pareto_khat, r2)

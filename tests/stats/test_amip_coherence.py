@@ -156,9 +156,7 @@ def test_an_audit_s_refits_in_the_loop_refit_each_set_once(kidiq):
     # amip() question by question.
     _, _, backend, post = kidiq
     recording = Recording(backend)
-    audit = bayesij.audit(
-        post, quantities=["beta[2]"], backend=recording, max_refits=4, loo=False
-    )
+    audit = bayesij.audit(post, quantities=["beta[2]"], backend=recording, max_refits=4, loo=False)
     keys = [w.tobytes() for w in recording.seen]
     assert len(keys) == len(set(keys)) > 0
     per_question = sum(len(r.refits) for r in audit.amip.values() if r.refits is not None)

@@ -1,0 +1,172 @@
+"""How many AMIP questions the draws decide, and how many refits decide the rest, on
+regressions whose exact refits are known.
+
+Models (exact references, none tuned to pass):
+
+- ``kidiq``: a normal regression shaped like rstanarm's kidiq example (N = 434, a 0/1
+  high-school indicator and an IQ score, residual sd 18), flat priors, sigma unknown;
+- ``mesquite``: a normal regression with six covariates and t(4) noise (N = 46);
+- ``micro``: a microcredit-shaped experiment (N = 16,560, 0.5 % of households with 100
+  times the noise sd, an insignificant effect), with control variates from the gradient;
+- ``wells400`` / ``wells``: a wells-like logistic regression (N = 400 / 3020).
+
+Normal models are drawn exactly (``refit.FlatPriorRegressionBackend``: the refit after any
+drop is the weighted least-squares posterior); logistic ones by independence
+Metropolis-Hastings, exact in distribution (tests/helpers/logistic_amip.py). Every question
+(each coefficient but the intercept, three targets) is answered from the draws, then with
+refits in the loop (``--refits``, ``max_refits=6``). A "reached" set is checked by the
+exact refit without it; a "not reachable" against the OLS / estimating-equation AMIP's
+refit-confirmed set within ``alpha_max``. Columns: questions, decided from the draws
+(reached or not reachable), decided with refits, refits used (distinct sets), refuted.
+
+Run: ``python benchmarks/amip_decided.py [--refits] [--models kidiq mesquite ...]``. Runs on
+older bayesij versions too (for before/after tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import bayesij
+from bayesij import refit
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
+import logistic_amip as logistic  # noqa: E402
+from ols_amip import heavy_tailed_experiment, metric, ols_amip  # noqa: E402
+
+TARGETS = ("sign", "significance", "sign_and_significance")
+
+
+def kidiq(seed: int = 1):
+    rng = np.random.default_rng(seed)
+    n = 434
+    hs = (rng.random(n) < 0.79).astype(float)
+    iq = rng.normal(100, 15, n)
+    y = 26 + 6 * hs + 0.56 * iq + 18 * rng.standard_normal(n)
+    return np.column_stack([np.ones(n), hs, iq]), y
+
+
+def mesquite(seed: int = 2):
+    rng = np.random.default_rng(seed)
+    n = 46
+    Z = rng.normal(size=(n, 6)) * [1, 0.8, 0.5, 1.2, 0.7, 1.0]
+    y = 5 + Z @ [0.3, 1.0, 0.4, 0.1, 0.6, -0.2] + 0.4 * rng.standard_t(4, n)
+    return np.column_stack([np.ones(n), Z]), y
+
+
+def micro(seed: int = 0):
+    return heavy_tailed_experiment(16_560, seed=seed, effect=-0.085, outliers=0.005, spread=100.0)
+
+
+MODELS = {
+    "kidiq": (kidiq, "normal", False),
+    "mesquite": (mesquite, "normal", False),
+    "micro": (micro, "normal", True),
+    "wells400": (lambda: logistic.wells_like(400, 3), "logistic", False),
+    "wells": (lambda: logistic.wells_like(3020, 0), "logistic", False),
+}
+
+
+class Counting:
+    """A backend that counts its refits and the distinct sets among them."""
+
+    def __init__(self, inner):
+        self.inner, self.n_obs, self.keys = inner, inner.n_obs, []
+        if hasattr(inner, "fit_with_gradient"):
+            self.fit_with_gradient = self._with_gradient
+
+    def fit(self, weights):
+        self.keys.append(np.asarray(weights, dtype=float).tobytes())
+        return self.inner.fit(weights)
+
+    def _with_gradient(self, weights):
+        self.keys.append(np.asarray(weights, dtype=float).tobytes())
+        return self.inner.fit_with_gradient(weights)
+
+
+def _reaches(kind, X, y, result, k, target) -> bool:
+    """Whether the exact refit without the result's set reaches its target."""
+    if kind == "logistic":
+        return logistic.crosses(X, y, np.flatnonzero(result.kept == 0), k, target)
+    sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
+    after = metric(X, y, result.kept, k, sign, 1.96)
+    return bool(np.sign(after) != np.sign(result.original_value))
+
+
+def _reference(kind, X, y, k, target):
+    found = (logistic.ee_amip if kind == "logistic" else ols_amip)(X, y, k, target)[0]
+    return None if found is None else int(found.size)
+
+
+def _refuted(kind, X, y, result, k, target, reference) -> bool:
+    if result.answer == "reached" and not result.upper_bound:
+        return not _reaches(kind, X, y, result, k, target)
+    limit = int(np.floor(0.1 * y.size))
+    return result.answer == "not reachable" and reference is not None and reference <= limit
+
+
+def run(name: str, refits: bool) -> dict:
+    make, kind, control_variates = MODELS[name]
+    X, y = make()
+    if kind == "logistic":
+        backend = logistic.LogisticBackend(X, y, seed=1)
+    else:
+        backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
+    post, score, theta = backend.fit_with_gradient(np.ones(y.size))
+    extra = {"grad_log_posterior": score, "unconstrained": theta} if control_variates else {}
+    row = dict(model=name, questions=0, draws=0, refits_decided=0, refits=0, refuted=0)
+    start = time.perf_counter()
+    for k in range(1, X.shape[1]):
+        for target in TARGETS:
+            quantity = f"beta[{k + 1}]"
+            reference = _reference(kind, X, y, k, target)
+            result = bayesij.amip(post, quantity, target, **extra)
+            row["questions"] += 1
+            row["draws"] += result.answer in ("reached", "not reachable")
+            row["refuted"] += _refuted(kind, X, y, result, k, target, reference)
+            line = f"  {quantity} {target}: {result.answer} {result.n_drop} {result.size_interval}"
+            if refits:
+                counting = Counting(backend)
+                looped = bayesij.amip(
+                    post, quantity, target, backend=counting, max_refits=6, **extra
+                )
+                row["refits_decided"] += looped.answer in ("reached", "not reachable")
+                row["refits"] += len(set(counting.keys))
+                row["refuted"] += _refuted(kind, X, y, looped, k, target, reference)
+                repeated = len(counting.keys) - len(set(counting.keys))
+                line += f" | refits: {looped.answer} {looped.n_drop} ({len(counting.keys)} refits"
+                line += f", {repeated} repeated)" if repeated else ")"
+            print(line + f" | reference {reference}", flush=True)
+    row["seconds"] = round(time.perf_counter() - start, 1)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--refits", action="store_true", help="also refits in the loop")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    rows = []
+    for name in args.models:
+        print(f"{name}:", flush=True)
+        rows.append(run(name, args.refits))
+    print(f"\nbayesij {getattr(bayesij, '__version__', '?')}")
+    header = "| model | questions | decided from draws | decided with refits | refits | refuted |"
+    print(header + "\n|---|---|---|---|---|---|")
+    for r in rows:
+        with_refits = f"{r['refits_decided']}" if args.refits else "-"
+        print(
+            f"| {r['model']} | {r['questions']} | {r['draws']} | {with_refits} | "
+            f"{r['refits'] if args.refits else '-'} | {r['refuted']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
