@@ -243,6 +243,16 @@ def _catalogue():
         ("audit", "quantities", kw(bayesij.audit, "quantities", data=POST), NAMES),
         (
             "audit",
+            "marginal_log_lik",
+            kw(bayesij.audit, "marginal_log_lik", data=POST, groups=[0, 0, 1, 1, 2, 2]),
+            {
+                "shape (4, 25, 2)": np.zeros((C, D, 2)),
+                "NaN": np.full((C, D, 3), np.nan),
+                "'x'": "x",
+            },
+        ),
+        (
+            "audit",
             "client",
             kw(bayesij.audit, "client", data=POST),
             {"3": 3, "'tcp://host:8786'": "tcp://host:8786"},

@@ -25,8 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bayesij.array.checks import as_float_array, check_replicates, check_seed, fail
-from bayesij.data.arrays import from_arrays
+from bayesij.array.checks import check_replicates, check_seed, fail
 from bayesij.data.fit import read
 from bayesij.refit.backends import (
     Backend,
@@ -37,7 +36,7 @@ from bayesij.refit.backends import (
 from bayesij.refit.campaign import run_campaign
 from bayesij.refit.experiments import bootstrap_report, bootstrap_tasks
 from bayesij.refit.report import RefitReport
-from bayesij.stats.jackknife import ij_covariance
+from bayesij.stats.jackknife import ij_covariance, integrated_ij
 
 __all__ = ["cluster_bootstrap", "ClusterResampling"]
 
@@ -215,15 +214,6 @@ def cluster_bootstrap(
 
 def _marginal_ij(container, marginal_log_lik, n_clusters: int):
     """The IJ over clusters whose log-likelihoods integrate their effects out."""
-    values = as_float_array(marginal_log_lik, "marginal_log_lik")
-    expected = (*container.quantities.shape[:2], n_clusters)
-    if values.shape != expected:
-        raise fail(
-            "marginal_log_lik",
-            f"shape {values.shape}",
-            f"one value per draw and cluster, {expected}",
-        )
-    marginal = from_arrays(
-        container.quantities.values, values, quantity_names=container.quantity_names
+    return integrated_ij(
+        container.quantities.values, container.quantity_names, marginal_log_lik, n_clusters
     )
-    return ij_covariance(marginal)

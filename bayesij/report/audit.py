@@ -39,7 +39,7 @@ from bayesij.stats.amip import (
 )
 from bayesij.stats.audit_pass import audit_pass
 from bayesij.stats.compare import compare
-from bayesij.stats.jackknife import IJCovariance
+from bayesij.stats.jackknife import IJCovariance, integrated_ij
 
 # Aliased: audit() has arguments named loo, waic and amip.
 from bayesij.stats.loo import LooResult
@@ -82,6 +82,11 @@ class Audit:
         Over the units (leave-one-group-out when grouped).
     loo_observations : LooResult or None
         When grouped: PSIS-LOO over the observations, as ``az.loo`` computes it.
+    ij_integrated : IJCovariance or None
+        With ``marginal_log_lik``: the IJ of the global quantities over the units'
+        integrated log-likelihoods (:func:`bayesij.stats.jackknife.integrated_ij`), the
+        cluster bootstrap's approximation; a hierarchy's IJ-vs-posterior verdicts come
+        from it.
     amip : dict
         ``(quantity, target) -> AmipResult``, exactly what :func:`bayesij.amip` returns for
         the same question.
@@ -131,6 +136,7 @@ class Audit:
     offsets: list = field(default_factory=list)
     unit_effects: list = field(default_factory=list)
     loo_observations: LooResult | None = None
+    ij_integrated: IJCovariance | None = None
     n_quantities_available: int = 0
     method: str = "reweighted"
     not_computed: list = field(default_factory=list)
@@ -477,6 +483,7 @@ def audit(
     max_refits: int = 6,
     progress: bool | None = None,
     client=None,
+    marginal_log_lik=None,
 ) -> Audit:
     """Audit a fit: which conclusions hang on a few units, whether posterior and
     frequentist standard errors agree, how reliable LOO is, and what to refit.
@@ -559,6 +566,14 @@ def audit(
         summed on the workers too. The columns of the units the AMIP's second-order model
         reads (at most 4096 per question) come here. A log-likelihood in memory is audited
         here, as without a client (as :func:`bayesij.loo`'s ``client``).
+    marginal_log_lik : array_like of shape (n_chains, n_draws, n_units), optional
+        For a hierarchy grouped by its units: each unit's log-likelihood with its own
+        effects integrated out, in the order of the units (``report.ij.units``), from
+        :func:`bayesij.array.hierarchy.normal_group_log_lik` (closed form) or
+        :func:`~bayesij.array.hierarchy.intercept_group_log_lik` (adaptive quadrature,
+        any likelihood with a normal random intercept). The global quantities'
+        IJ-vs-posterior verdicts then come from the IJ over these integrated terms, which
+        approximates the cluster bootstrap (``ij_integrated``), instead of "undetermined".
 
     Returns
     -------
@@ -639,6 +654,7 @@ def audit(
             parameters=fit_parameters(fit) if questions else None,
             client=client,
         )
+        integrated = _integrated(source, names, fit, units, marginal_log_lik)
         result = Audit(
             quantities=names,
             influence=found.ij.influence,
@@ -655,6 +671,7 @@ def audit(
             n_quantities_available=n_available,
             method=method,
             control_variates=gradient[0] is not None,
+            ij_integrated=integrated,
         )
         if backend is not None and questions:
             say.stage(f"refits in the loop: {len(questions)} question(s), up to {max_refits} each")
@@ -681,6 +698,26 @@ def audit(
         result.comparison = _comparison(found.loo, compare_with, fit.unit_labels())
     say.done()
     return result
+
+
+def _integrated(source, names: list, fit, units, marginal_log_lik) -> IJCovariance | None:
+    """The IJ of the global quantities over the units' integrated log-likelihoods, or None
+    without them; refused for observations as the units (there is no group effect to
+    integrate)."""
+    if marginal_log_lik is None:
+        return None
+    if not units.grouped:
+        raise fail(
+            "marginal_log_lik",
+            "integrated terms for a fit whose units are its observations",
+            "a grouped fit (groups= or an index in the fit): one integrated term per group",
+        )
+    local = set(fit.local_quantities(names))
+    kept = [k for k, q in enumerate(names) if q not in local]
+    if not kept:
+        return None
+    draws = source.quantity_draws[..., kept]
+    return integrated_ij(draws, [names[k] for k in kept], marginal_log_lik, source.n_units)
 
 
 def _refitted(fit, answers: dict, backend, max_refits, gradient, alpha_max, method) -> tuple:

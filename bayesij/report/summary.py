@@ -224,45 +224,68 @@ def _loo_bullet(audit) -> str:
 
 def ij_comparison(audit) -> pd.DataFrame:
     """Per quantity: ``verdict`` (agree, posterior smaller, posterior larger, undetermined,
-    not applicable, constant), ``reason`` (a clause) and ``why`` (the kind of reason:
-    ``ratio``, ``local``, ``noise``, ``barely moved``, ``linearity``, ``constant``)."""
+    not applicable, constant), ``reason`` (a clause), ``why`` (the kind of reason:
+    ``ratio``, ``integrated``, ``local``, ``noise``, ``barely moved``, ``linearity``,
+    ``hierarchy``, ``suspected grouping``, ``constant``) and ``ratio`` (IJ sd / posterior
+    sd where a verdict reads it). Over a hierarchy's groups with the groups' integrated
+    log-likelihoods (``audit.ij_integrated``), a global quantity is judged by the IJ over
+    those, the cluster bootstrap's approximation."""
     ij = audit.ij
-    ratio = np.sqrt(ij.ratio.where(ij.ratio > 0))
-    corrected, mcse, needed = ij.variance_corrected, ij.mcse, ij.draws_needed
-    linear = ij.linearity
+    integrated = getattr(audit, "ij_integrated", None)
     rows = {}
     for q in ij.variance.index:
         if q in ij.constant:
-            rows[q] = ("constant", "constant over the draws", "constant")
+            rows[q] = ("constant", "constant over the draws", "constant", np.nan)
         elif q in audit.local:
             rows[q] = (
                 "not applicable",
                 "local (per group or observation): it does not concentrate as data grow",
                 "local",
+                np.nan,
             )
-        elif not corrected[q] > 2 * mcse[q] and needed[q] > ij.n_draws:
-            why = (
-                f"Monte Carlo noise dominates the IJ variance: about {needed[q]:.3g} draws "
-                f"(now {ij.n_draws}) would measure it"
-            )
-            rows[q] = ("undetermined", why, "noise")
-        elif not corrected[q] > 2 * mcse[q]:
-            why = "the IJ variance is within 2 MCSE of 0, far below the posterior variance"
-            rows[q] = ("undetermined", why, "barely moved")
-        elif audit.unit_effects:  # before linearity: its advice is the cluster bootstrap
-            rows[q] = ("undetermined", _hierarchy_reason(audit), "hierarchy")
-        elif audit.units.suspected:
-            rows[q] = ("undetermined", _suspected_reason(audit), "suspected grouping")
-        elif linear is not None and linear.verdict[q] in ("doubtful", "unreliable"):
-            rows[q] = ("undetermined", _linearity_reason(linear, q, audit.unit_name), "linearity")
-        elif AGREE[0] <= ratio[q] <= AGREE[1]:
-            rows[q] = ("agree", f"IJ sd / posterior sd {ratio[q]:.2f}", "ratio")
+        elif audit.unit_effects and integrated is not None and q in integrated.variance.index:
+            rows[q] = _judged(integrated, q, None, "integrated", audit)
         else:
-            side = "posterior smaller" if ratio[q] > AGREE[1] else "posterior larger"
-            rows[q] = (side, f"IJ sd / posterior sd {ratio[q]:.2f}", "ratio")
-    frame = pd.DataFrame.from_dict(rows, orient="index", columns=["verdict", "reason", "why"])
+            rows[q] = _judged(ij, q, ij.linearity, "ratio", audit)
+    frame = pd.DataFrame.from_dict(
+        rows, orient="index", columns=["verdict", "reason", "why", "ratio"]
+    )
     frame.index.name = "quantity"
     return frame
+
+
+def _judged(ij, q: str, linear, kind: str, audit) -> tuple:
+    """One global quantity's verdict from an IJ (its noise, then the reasons not to read
+    it, then the ratio of the sds)."""
+    corrected, mcse, needed = ij.variance_corrected, ij.mcse, ij.draws_needed
+    if not corrected[q] > 2 * mcse[q] and needed[q] > ij.n_draws:
+        why = (
+            f"Monte Carlo noise dominates the IJ variance: about {needed[q]:.3g} draws "
+            f"(now {ij.n_draws}) would measure it"
+        )
+        return ("undetermined", why, "noise", np.nan)
+    if not corrected[q] > 2 * mcse[q]:
+        why = "the IJ variance is within 2 MCSE of 0, far below the posterior variance"
+        return ("undetermined", why, "barely moved", np.nan)
+    if kind == "ratio" and audit.unit_effects:  # before linearity: the cluster bootstrap
+        return ("undetermined", _hierarchy_reason(audit), "hierarchy", np.nan)
+    if kind == "ratio" and audit.units.suspected:
+        return ("undetermined", _suspected_reason(audit), "suspected grouping", np.nan)
+    if linear is not None and linear.verdict[q] in ("doubtful", "unreliable"):
+        reason = _linearity_reason(linear, q, audit.unit_name)
+        return ("undetermined", reason, "linearity", np.nan)
+    ratio = float(np.sqrt(ij.ratio[q])) if ij.ratio[q] > 0 else np.nan
+    over = (
+        f" over the {unit_words(audit.unit_name)}' integrated log-likelihoods (the cluster "
+        "bootstrap's approximation)"
+        if kind == "integrated"
+        else ""
+    )
+    words = f"IJ sd{over} / posterior sd {ratio:.2f}"
+    if AGREE[0] <= ratio <= AGREE[1]:
+        return ("agree", words, kind, ratio)
+    side = "posterior smaller" if ratio > AGREE[1] else "posterior larger"
+    return (side, words, kind, ratio)
 
 
 def _exact_bootstrap(audit) -> str:
@@ -314,10 +337,12 @@ def _misspecified_bullet(audit) -> str:
     sides = table[table["verdict"].isin(["posterior smaller", "posterior larger"])]
     if sides.empty:
         return ""
-    ratio = np.sqrt(audit.ij.ratio)  # measured where the verdict is a side
-    words = ", ".join(f"{q} ({ratio[q]:.2f})" for q in sides.index)
+    words = ", ".join(f"{q} ({sides.loc[q, 'ratio']:.2f})" for q in sides.index)
+    over = unit_words(audit.unit_name)
+    if (sides["why"] == "integrated").any():
+        over = f"{over}' integrated log-likelihoods, the cluster bootstrap's approximation"
     return (
-        f"The posterior and frequentist (IJ over {unit_words(audit.unit_name)}) sd disagree "
+        f"The posterior and frequentist (IJ over {over}) sd disagree "
         f"by more than 25 % for {words} (IJ sd / posterior sd): the model may be "
         "misspecified for " + ("it." if len(sides) == 1 else "them.")
     )

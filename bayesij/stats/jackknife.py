@@ -10,6 +10,7 @@ import pandas as pd
 import xarray as xr
 
 from bayesij.array.checks import (
+    as_float_array,
     check_flag,
     check_positive_int,
     check_replicates,
@@ -17,6 +18,7 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.jackknife import ij_join, ij_part, ij_setup
+from bayesij.data.arrays import from_arrays
 from bayesij.data.fit import read
 from bayesij.data.source import map_blocks
 from bayesij.stats.elpd import Summary
@@ -264,6 +266,52 @@ def ij_covariance(
         checked = linearity(fit, quantities=quantities, scores=result.scores)
     names = list(source.quantity_names)
     return ij_result(result, names, source.units, draws, n_blocks, checked)
+
+
+def integrated_ij(quantities, names: list, marginal_log_lik, n_units: int) -> IJCovariance:
+    """The IJ over units whose log-likelihoods integrate their own effects out.
+
+    Over a hierarchy's groups, the IJ of the conditional group terms (each group keeps its
+    one effect) approximates reweighting the groups; over the groups' *integrated* terms
+    ``log p(y_g | theta) = log E_{a_g} p(y_g | theta, a_g)`` it approximates the bootstrap
+    that draws new groups (the cluster bootstrap, :func:`bayesij.refit.cluster_bootstrap`),
+    as Merkle, Furr & Rabe-Hesketh (2019) distinguish "a new observation of the same group"
+    from "a new group".
+
+    Parameters
+    ----------
+    quantities : ndarray of shape (n_chains, n_draws, Q)
+        Draws of the global quantities.
+    names : list of str
+        Their names (Q).
+    marginal_log_lik : array_like of shape (n_chains, n_draws, n_units)
+        The units' integrated log-likelihoods at each draw
+        (:func:`bayesij.array.hierarchy.normal_group_log_lik`, or
+        :func:`~bayesij.array.hierarchy.intercept_group_log_lik` for any likelihood).
+    n_units : int
+
+    Returns
+    -------
+    IJCovariance
+
+    References
+    ----------
+    .. [1] Giordano, R. and Broderick, T. (2023). The Bayesian infinitesimal jackknife for
+       variance. arXiv:2305.06466.
+    .. [2] Merkle, E. C., Furr, D. and Rabe-Hesketh, S. (2019). Bayesian comparison of
+       latent variable models: conditional versus marginal likelihoods. Psychometrika 84.
+    """
+    values = as_float_array(marginal_log_lik, "marginal_log_lik")
+    expected = (*np.shape(quantities)[:2], n_units)
+    if values.shape != expected:
+        raise fail(
+            "marginal_log_lik",
+            f"shape {values.shape}",
+            f"one value per draw and unit, {expected}",
+        )
+    if not np.isfinite(values).all():
+        raise fail("marginal_log_lik", "a value that is not finite", "finite values")
+    return ij_covariance(from_arrays(np.asarray(quantities), values, quantity_names=list(names)))
 
 
 def source_setup(source, *, n_blocks: int = 50, n_boot: int = 200, seed: int = 0):
