@@ -217,10 +217,14 @@ class Curvature(NamedTuple):
         runaway = np.copysign(np.inf, np.where(first == 0, 1.0, first))
         second = np.where(ok, second, runaway)
         cubic, explained = self._cubic_share(grid, sums, shift, smallest, root)
-        weight = np.where(explained >= MIN_EXPLAINED, np.minimum(1.0, cubic / CUBIC_SCALE), np.inf)
+        held = explained >= MIN_EXPLAINED
+        weight = np.where(held, np.minimum(1.0, cubic / CUBIC_SCALE), np.inf)
         with np.errstate(invalid="ignore"):
             beyond = weight * np.abs(second - first)
-        return Changes(first, second, weight, cubic, np.where(ok, beyond, np.inf))
+        # Past the breakdown: inf where the quadratic explains the set (the change runs
+        # away in the first order's direction), NaN where it does not (no side is known).
+        past = np.where(held, np.inf, np.nan)
+        return Changes(first, second, weight, cubic, np.where(ok, beyond, past))
 
     def _cubic_share(self, grid, sums, shift, smallest, root) -> tuple[np.ndarray, np.ndarray]:
         """How far each prefix's summed log-likelihood departs from its quadratic over the
@@ -322,7 +326,9 @@ class Changes(NamedTuple):
         That departure (:meth:`Curvature._cubic_share`).
     beyond : ndarray
         How far the band reaches beyond the second-order prediction (away from the first):
-        ``weight |second - first|``; ``inf`` past the breakdown.
+        ``weight |second - first|``; past the breakdown ``inf`` where the quadratic
+        explains the set (the change runs away in the first order's direction) and NaN
+        where it does not.
         The side of the first-order prediction is not widened: a unit whose
         log-likelihood departs from its quadratic by a cubic term alone (no second-order
         term, so both orders agree) can change the mean about 1 % less than they say.
@@ -336,14 +342,17 @@ class Changes(NamedTuple):
 
     def factors(self) -> np.ndarray:
         """The second-order prediction over the first, and the widening beyond it over
-        the first's size (2, K); ``(1, 0)`` where the first-order change is 0, ``inf``
-        past the breakdown or where the quadratic explains too little."""
+        the first's size (2, K); ``(1, 0)`` where the first-order change is 0; the ratio
+        ``inf`` past the breakdown; the widening ``inf`` where the quadratic explains too
+        little or past a breakdown it explains, NaN past one it does not."""
         first = self.first
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(first != 0, self.second / first, 1.0)
             share = np.where(first != 0, self.beyond / np.abs(first), 0.0)
-        finite = np.isfinite(self.second) & np.isfinite(self.beyond)
-        return np.stack([np.where(finite, ratio, np.inf), np.where(finite, share, np.inf)])
+        # inf past the breakdown (ratio); the widening's inf (explained) or NaN (not) kept
+        ratio = np.where(np.isfinite(self.second), ratio, np.inf)
+        share = np.where(np.isfinite(self.beyond), share, self.beyond)
+        return np.stack([ratio, share])
 
     def band(self) -> tuple[np.ndarray, np.ndarray]:
         """Where the change lies (:func:`bayesij.array.amip_noise.nonlinear_band`)."""

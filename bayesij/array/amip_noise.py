@@ -167,13 +167,13 @@ def nonlinear_band(first, factors):
     prediction and the second-order one ``s = ratio * first``, widened beyond ``s`` (away
     from the first) by ``share |first|``
     (:attr:`bayesij.array.amip_curvature.Changes.beyond` over the first-order change).
-    Returns ``(low, high)``. Past the model's breakdown (the second-order prediction
-    infinite, in the first order's direction) or where the quadratic explains too little of
-    the set's log-likelihood (an infinite widening), the band is open in the first order's
-    direction and keeps the end nearer zero of the first-order and (finite) second-order
-    predictions: the change is at least that, and unbounded the other way as far as the
-    draws can tell (a hierarchy's conditional terms, whose first order falls short of
-    dropping the group, or a set that holds most of the precision).
+    Returns ``(low, high)``. Past the model's breakdown where the quadratic explains the
+    set (the second-order prediction infinite in the first order's direction: the set
+    holds most of the posterior precision in some direction), the band keeps its
+    first-order end and is open in the first order's direction: the change is at least
+    that, and unbounded beyond as far as the draws can tell. Where the quadratic explains
+    too little of the set's log-likelihood (a hierarchy's group, whose log-likelihood moves
+    with its own effect: its first order may err either way) the band is ``(-inf, inf)``.
 
     Neither prediction bounds the change alone: on a logistic regression's sets of 25-302
     of 3020 the exact change lay 60-107 % of the way from the first-order prediction to the
@@ -186,21 +186,20 @@ def nonlinear_band(first, factors):
     first = np.asarray(first, dtype=float)
     ratio, share = np.asarray(factors, dtype=float)
     finite = np.isfinite(ratio) & np.isfinite(share)
-    with np.errstate(invalid="ignore"):
-        raw = first * np.where(np.isfinite(ratio), ratio, 1.0)  # second order where finite
+    # Past a breakdown the quadratic explains (ratio and share +-inf): the change runs
+    # away in the first order's direction and is at least the first order; anything
+    # else not finite (the quadratic explains too little, a set beyond the model's
+    # reach): no side is known.
+    runaway = np.isinf(ratio) & np.isposinf(share)
     ratio, share = np.where(finite, ratio, 1.0), np.where(finite, share, 0.0)
     with np.errstate(invalid="ignore"):
         second = first * ratio
         beyond = share * np.abs(first)
     low = np.where(second < first, second - beyond, first)
     high = np.where(second > first, second + beyond, first)
-    # Where the model does not hold, the band is open in the first order's direction and
-    # ends, on the other side, at the smaller of the two predictions (the first order
-    # alone past the breakdown): never a "not reachable" from it, a "reached" only where
-    # both orders reach.
     up = first >= 0
-    low = np.where(finite, low, np.where(up, np.minimum(first, raw), -np.inf))
-    high = np.where(finite, high, np.where(up, np.inf, np.maximum(first, raw)))
+    low = np.where(finite, low, np.where(runaway & up, first, -np.inf))
+    high = np.where(finite, high, np.where(runaway & ~up, first, np.inf))
     return low, high
 
 
