@@ -183,6 +183,9 @@ def _groups_argument(audit) -> str:
 
 def _loo_bullet(audit) -> str:
     loo = audit.loo
+    integrated = getattr(audit, "loo_integrated", None)
+    if integrated is not None:
+        return _integrated_loo_bullet(audit, integrated)
     if loo is None:
         return ""
     unit = audit.unit_name
@@ -219,6 +222,29 @@ def _loo_bullet(audit) -> str:
     return (
         f"PSIS-LOO{how} is reliable: {below} {loo.k_threshold:.2f} "
         f"(elpd {loo.elpd:.1f}, SE {loo.se:.1f}){exact_note}."
+    )
+
+
+def _integrated_loo_bullet(audit, loo) -> str:
+    """The LOO sentence over a hierarchy's integrated group terms, with the k-hats of the
+    conditional ones beside it."""
+    units = unit_words(audit.unit_name)
+    bad = loo.unreliable_ids()
+    before = ""
+    if audit.loo is not None:
+        high = len(audit.loo.unreliable_ids())
+        before = f"; over the conditional terms {high} of {audit.loo.n_units} were above"
+    over = f"PSIS-LOO over the {units}' integrated log-likelihoods"
+    if bad:
+        return (
+            f"{over} is unreliable for {len(bad)} of {unit_words(audit.unit_name, loo.n_units)} "
+            f"(k-hat above {loo.k_threshold:.2f}: {_ids(bad)}{before}): refit "
+            + ("it" if len(bad) == 1 else "them")
+            + f" for exact LOO (bayesij.refit.loo(..., groups={_groups_argument(audit)}))."
+        )
+    return (
+        f"{over} is reliable: every k-hat is below {loo.k_threshold:.2f} (elpd "
+        f"{loo.elpd:.1f}, SE {loo.se:.1f}{before})."
     )
 
 

@@ -301,6 +301,15 @@ def integrated_ij(quantities, names: list, marginal_log_lik, n_units: int) -> IJ
     .. [2] Merkle, E. C., Furr, D. and Rabe-Hesketh, S. (2019). Bayesian comparison of
        latent variable models: conditional versus marginal likelihoods. Psychometrika 84.
     """
+    return ij_covariance(integrated_posterior(quantities, names, marginal_log_lik, n_units))
+
+
+def integrated_posterior(quantities, names: list, marginal_log_lik, n_units: int, units=None):
+    """The global quantities' draws beside the units' integrated log-likelihoods, checked:
+    a Posterior whose "observations" are the units (named ``units``), for
+    :func:`integrated_ij` and leave-one-group-out PSIS over the integrated terms (the same
+    elpd as over the conditional ones, ``log p(y_g | y_-g)``, with the group's own effect
+    drawn from its population instead of reweighted: Merkle, Furr & Rabe-Hesketh 2019)."""
     values = as_float_array(marginal_log_lik, "marginal_log_lik")
     expected = (*np.shape(quantities)[:2], n_units)
     if values.shape != expected:
@@ -311,7 +320,7 @@ def integrated_ij(quantities, names: list, marginal_log_lik, n_units: int) -> IJ
         )
     if not np.isfinite(values).all():
         raise fail("marginal_log_lik", "a value that is not finite", "finite values")
-    return ij_covariance(from_arrays(np.asarray(quantities), values, quantity_names=list(names)))
+    return from_arrays(np.asarray(quantities), values, quantity_names=list(names), obs_names=units)
 
 
 def source_setup(source, *, n_blocks: int = 50, n_boot: int = 200, seed: int = 0):
