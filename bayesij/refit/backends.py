@@ -299,7 +299,8 @@ class OnceEach:
     """A backend that refits each set of weights once: a later call with the same weights
     returns the first refit (and its gradient), so that the questions of an audit that drop
     the same set share one refit. ``fit_with_gradient`` exists exactly when the wrapped
-    backend has it; every other attribute is the wrapped backend's.
+    backend has it; every other attribute is the wrapped backend's. ``on_refit(number,
+    n_dropped)``, if given, is called before each new refit (the audit's progress lines).
 
     Attributes
     ----------
@@ -318,8 +319,8 @@ class OnceEach:
     (True, 1)
     """
 
-    def __init__(self, backend):
-        self.backend, self._fits = backend, {}
+    def __init__(self, backend, on_refit=None):
+        self.backend, self._fits, self.on_refit = backend, {}, on_refit
         if hasattr(backend, "fit_with_gradient"):
             self.fit_with_gradient = self._fit_with_gradient
 
@@ -339,6 +340,8 @@ class OnceEach:
         values = np.ascontiguousarray(weights, dtype=float)
         key = (values.shape, values.tobytes())
         if key not in self._fits:
+            if self.on_refit is not None:  # before the refit: a long one shows it started
+                self.on_refit(len(self._fits) + 1, int(np.count_nonzero(values == 0)))
             self._fits[key] = refit(values)
         return self._fits[key]
 

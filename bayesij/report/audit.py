@@ -685,7 +685,16 @@ def audit(
         if backend is not None and questions:
             say.stage(f"refits in the loop: {len(questions)} question(s), up to {max_refits} each")
             result.amip, n_refits = _refitted(
-                fit, result.amip, backend, max_refits, gradient, alpha_max, method
+                fit,
+                result.amip,
+                backend,
+                max_refits,
+                gradient,
+                alpha_max,
+                method,
+                on_refit=lambda k, dropped: say.stage(
+                    f"refit {k}: without {dropped} of {fit.n_obs} observations"
+                ),
             )
             say.stage(f"refits in the loop: {n_refits} distinct set(s) refitted")
         if loo and units.grouped:
@@ -734,12 +743,14 @@ def _integrated(source, names: list, fit, units, marginal_log_lik, influence, lo
     return ij_covariance(post), (compute_loo(post) if loo else None)
 
 
-def _refitted(fit, answers: dict, backend, max_refits, gradient, alpha_max, method) -> tuple:
+def _refitted(
+    fit, answers: dict, backend, max_refits, gradient, alpha_max, method, on_refit=None
+) -> tuple:
     """Every AMIP question answered by refits in the loop (:func:`bayesij.amip` with the
     same search options and ``backend``), and the distinct refits made: one refit of a set
     answers every question that drops it (:class:`~bayesij.refit.backends.OnceEach`), so
     no set is refitted twice."""
-    once = OnceEach(backend)
+    once = OnceEach(backend, on_refit=on_refit)
     answered = {
         (quantity, target): amip_search(
             fit,

@@ -176,3 +176,19 @@ def test_once_each_returns_the_first_refit_of_the_same_weights(kidiq):
     assert once.n_obs == backend.n_obs
     assert not hasattr(refit.OnceEach(Recording(backend)), "fit_with_gradient")
     assert hasattr(refit.OnceEach(backend), "fit_with_gradient")
+
+
+def test_the_audit_says_each_refit_as_it_starts(kidiq, capsys):
+    _, _, backend, post = kidiq
+    bayesij.audit(
+        post,
+        quantities=["beta[2]"],
+        targets=("sign",),
+        backend=backend,
+        max_refits=3,
+        loo=False,
+        progress=True,
+    )
+    err = capsys.readouterr().err
+    assert "refit 1: without " in err and "of 434 observations" in err
+    assert "distinct set(s) refitted" in err
