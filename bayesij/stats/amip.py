@@ -483,7 +483,7 @@ def _size(value: float) -> str:
 
 #: Base names that conventionally denote scales (constrained positive): the audit skips sign
 #: targets for such a quantity when every draw is positive.
-SCALE_NAMES = ("sigma", "tau", "sd", "scale", "phi", "nu", "kappa", "omega", "rho_sd")
+SCALE_NAMES = ("sigma", "tau", "sd", "scale", "nu", "kappa")
 
 
 def one_signed(f: np.ndarray) -> str | None:
@@ -499,6 +499,8 @@ def looks_like_scale(name: str) -> bool:
     """Whether a quantity's name is a conventional scale name (``sigma``, ``tau[2]``,
     ``sigma_y``, ``sd_group``, ...)."""
     base = base_name(name).lower()
+    if base.startswith(("log_", "log", "logit_")) and base not in SCALE_NAMES:
+        return False  # log_sigma, logsd: a scale's logarithm has a sign to ask about
     return any(base == s or base.startswith(s + "_") or base.endswith("_" + s) for s in SCALE_NAMES)
 
 
@@ -507,8 +509,10 @@ def check_target(target, argument: str = "target") -> None:
     if isinstance(target, str):
         if target not in TARGETS:
             raise fail(argument, repr(target), f"one of {TARGETS} or a change Δ (float)")
-    elif isinstance(target, bool) or not (
-        isinstance(target, (int, float)) and math.isfinite(target) and target != 0
+    elif isinstance(target, (bool, np.bool_)) or not (
+        isinstance(target, (int, float, np.integer, np.floating))
+        and math.isfinite(target)
+        and target != 0
     ):
         raise fail(argument, repr(target), f"a finite, non-zero change Δ, or one of {TARGETS}")
 
@@ -1330,6 +1334,13 @@ def _refit_in_the_loop(
             "backend",
             f"a {type(backend).__name__}",
             "a refit backend with fit(weights) (bayesij.refit.*Backend)",
+        )
+    n_obs = getattr(backend, "n_obs", None)
+    if n_obs is not None and n_obs != codes.size:
+        raise fail(
+            "backend",
+            f"a backend of {n_obs} observations",
+            f"a backend refitting the fit's {codes.size} observations",
         )
     if isinstance(max_refits, bool) or not (
         isinstance(max_refits, (int, np.integer)) and max_refits >= 1

@@ -192,3 +192,26 @@ def test_the_audit_says_each_refit_as_it_starts(kidiq, capsys):
     err = capsys.readouterr().err
     assert "refit 1: without " in err and "of 434 observations" in err
     assert "distinct set(s) refitted" in err
+
+
+def test_numpy_scalar_targets_and_a_scale_s_logarithm_are_questions(kidiq):
+    # A NumPy scalar change is a target like a float; log_sigma and an AR coefficient phi
+    # are not scales (their signs are questions); sigma is.
+    from bayesij.stats.amip import looks_like_scale
+
+    _, _, _, post = kidiq
+    for target in (np.int64(-3), np.float32(-3.0), -3.0):
+        result = bayesij.amip(post, "beta[2]", target, method="linear")
+        assert result.metric == "mean" and result.original_value > 0
+    assert not looks_like_scale("log_sigma") and not looks_like_scale("phi")
+    assert not looks_like_scale("logsd_group") and looks_like_scale("sigma_y")
+    with pytest.raises(ValueError, match="target"):
+        bayesij.amip(post, "beta[2]", np.bool_(True))
+
+
+def test_a_backend_of_another_data_set_is_refused_by_name_before_any_refit(kidiq):
+    _, _, _, post = kidiq
+    X, y = kidiq_shaped(seed=2)
+    other = refit.FlatPriorRegressionBackend(X[:400], y[:400], draws=200, seed=1)
+    with pytest.raises(ValueError, match=r"backend: found a backend of 400 observations"):
+        bayesij.amip(post, "beta[2]", "sign", backend=other)
