@@ -16,6 +16,7 @@ from bayesij.array.amip import (
     METHODS,
     TARGETS,
     draw_block_layout,
+    far_short,
     goal_for,
     goal_influence,
     goal_rows,
@@ -1519,7 +1520,7 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
         # The largest set searched does not reach on refit; another set might, unless the
         # cheap search's optimistic end already said none could.
         sizes = (float("inf"), float("inf"))
-        if first.answer == "not reachable" or _far_short(goal, change, mcse):
+        if first.answer == "not reachable" or far_short(goal, change, mcse):
             answer, by = "not reachable", ""
         else:
             answer, by = "undetermined", "refits"
@@ -1553,21 +1554,6 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
         n_reweighted=0,
     )
     return verified.with_refit(mean, sd, refits=len(rows))
-
-
-#: A refit of the most influential set of the largest size allowed that falls short of the
-#: target even with its change grown by this share (and two Monte Carlo SEs) decides "not
-#: reachable": another set of that size has no larger first-order change (the set leads
-#: the ranking), and would need a nonlinearity this much larger than the one measured.
-REFIT_SLACK = 0.5
-
-
-def _far_short(goal, change: float, mcse: float) -> bool:
-    """Whether a refit's ``change`` of the largest set searched falls short of the goal
-    past :data:`REFIT_SLACK` and its Monte Carlo error: the measured nonlinearity of the
-    most influential set, with room for others' to be larger."""
-    gained = goal.direction * change
-    return bool((1 + REFIT_SLACK) * max(gained, 0.0) + MARGIN * mcse < goal.need)
 
 
 def _optimistic_low(first: AmipResult) -> float:

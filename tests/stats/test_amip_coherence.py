@@ -215,3 +215,15 @@ def test_a_backend_of_another_data_set_is_refused_by_name_before_any_refit(kidiq
     other = refit.FlatPriorRegressionBackend(X[:400], y[:400], draws=200, seed=1)
     with pytest.raises(ValueError, match=r"backend: found a backend of 400 observations"):
         bayesij.amip(post, "beta[2]", "sign", backend=other)
+
+
+def test_far_short_asks_for_a_shortfall_beyond_half_the_change_and_its_error():
+    # need 1.0 in the goal's direction (+1): a change of 0.6 grown by half is 0.9, short
+    # of 1.0 by more than 2 x 0.04; one of 0.67 (1.005) or an MCSE of 0.06 is not.
+    from bayesij.array.amip import Goal, far_short
+
+    goal = Goal("mean", 0, 1, 1.0, -1.0, 1.96, 1.0)
+    assert far_short(goal, 0.6, 0.04)
+    assert not far_short(goal, 0.67, 0.0)
+    assert not far_short(goal, 0.6, 0.06)
+    assert far_short(goal, -0.3, 0.1)  # moved the other way
