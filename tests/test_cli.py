@@ -134,7 +134,7 @@ def test_audit_options_reach_the_audit(tmp_path, capsys):
     out = captured.out
     assert "bayesij audit [" in captured.err and captured.err.rstrip().endswith(": done")
     assert "Units: 4 groups (groups given)" in out
-    assert "| target | answer |" in out and "| mu | -2.5 |" in out  # the Delta target reached
+    assert "| target | answer |" in out and "| mu | change by -2.5 |" in out  # the Delta target
     assert "| mean |" in out  # a Delta target moves the mean
     table = out.split("Most influential groups")[1]
     top = table.split("| mu |")[1].split("\n")[0].replace("|", " ").split()

@@ -23,6 +23,7 @@ from bayesij.report.summary import (
     fragile,
     ij_comparison,
     summary_bullets,
+    target_label,
     target_words,
     unit_words,
 )
@@ -391,7 +392,7 @@ def _amip_row(result: AmipResult) -> pd.DataFrame:
     change = result.change_interval
     row = {  # the answer and the units first: visible without scrolling
         "quantity": result.quantity,
-        "target": str(result.target),
+        "target": target_label(result),
         "answer": (result.answer or ("reached" if result.reachable else "not reachable"))
         + (" (upper bound)" if result.upper_bound else ""),
         "n_drop": result.n_drop if result.reachable else np.nan,

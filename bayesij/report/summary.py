@@ -71,6 +71,16 @@ def target_words(result) -> str:
     return f"make {q} significant with the sign opposite to its mean"
 
 
+def target_label(result) -> str:
+    """A target as a table shows it: its name, ``'halve'`` for a scale's halving, or the
+    change asked for (``'change by -0.3'``), never a raw float."""
+    if isinstance(result.target, str):
+        return result.target
+    if np.isclose(result.target, -0.5 * result.original_value, rtol=1e-9, atol=0.0):
+        return "halve"
+    return f"change by {result.target:.4g}"
+
+
 def _significant(result) -> bool:
     """Whether mean ± z sd excludes 0 now (the metric is the end nearer 0)."""
     low_end = result.metric == "lower end"

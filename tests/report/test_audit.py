@@ -196,6 +196,10 @@ def test_a_scale_s_significance_is_asked_as_halving_it():
     assert result.metric == "mean" and np.isclose(result.original_value, sigma_a.mean())
     assert target_words(result).startswith("halve sigma_a (0.")
     assert any("asked as halving their mean" in line for line in audit.skipped_words())
+    # the tables say "halve", never the raw change (issue 68)
+    table = audit.tables()["Influential subsets (AMIP)"]
+    assert "halve" in table.index.get_level_values("target")
+    assert repr(halving) not in audit.to_markdown() and str(halving) not in audit.to_markdown()
 
 
 def test_a_verified_set_is_no_longer_left_to_a_refit(backend, post):
