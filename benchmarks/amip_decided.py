@@ -38,18 +38,9 @@ from bayesij import refit
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
 import logistic_amip as logistic  # noqa: E402
-from ols_amip import heavy_tailed_experiment, metric, ols_amip  # noqa: E402
+from ols_amip import heavy_tailed_experiment, kidiq_shaped, metric, ols_amip  # noqa: E402
 
 TARGETS = ("sign", "significance", "sign_and_significance")
-
-
-def kidiq(seed: int = 1):
-    rng = np.random.default_rng(seed)
-    n = 434
-    hs = (rng.random(n) < 0.79).astype(float)
-    iq = rng.normal(100, 15, n)
-    y = 26 + 6 * hs + 0.56 * iq + 18 * rng.standard_normal(n)
-    return np.column_stack([np.ones(n), hs, iq]), y
 
 
 def mesquite(seed: int = 2):
@@ -65,7 +56,7 @@ def micro(seed: int = 0):
 
 
 MODELS = {
-    "kidiq": (kidiq, "normal", False),
+    "kidiq": (kidiq_shaped, "normal", False),
     "mesquite": (mesquite, "normal", False),
     "micro": (micro, "normal", True),
     "wells400": (lambda: logistic.wells_like(400, 3), "logistic", False),

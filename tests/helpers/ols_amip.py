@@ -23,6 +23,17 @@ def heavy_tailed_experiment(
     return np.column_stack([np.ones(n), treated]), y
 
 
+def kidiq_shaped(seed: int = 1):
+    """A regression shaped like rstanarm's kidiq example (N = 434: a test score against a
+    0/1 high-school indicator and an IQ score, residual sd 18). Returns X (434, 3), y."""
+    rng = np.random.default_rng(seed)
+    n = 434
+    hs = (rng.random(n) < 0.79).astype(float)
+    iq = rng.normal(100, 15, n)
+    y = 26 + 6 * hs + 0.56 * iq + 18 * rng.standard_normal(n)
+    return np.column_stack([np.ones(n), hs, iq]), y
+
+
 def metric(X, y, weights, k: int, sign: int, z: float) -> float:
     """``mean + sign z sd`` of coefficient ``k`` of the flat-prior posterior, exactly."""
     gram = (X.T * weights) @ X

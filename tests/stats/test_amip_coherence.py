@@ -8,20 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ols_amip import kidiq_shaped
 
 import bayesij
 from bayesij import refit
-
-
-def kidiq_shaped(seed: int = 1):
-    """A regression shaped like rstanarm's kidiq example (N = 434: a test score against a
-    0/1 high-school indicator and an IQ score, residual sd 18)."""
-    rng = np.random.default_rng(seed)
-    n = 434
-    hs = (rng.random(n) < 0.79).astype(float)
-    iq = rng.normal(100, 15, n)
-    y = 26 + 6 * hs + 0.56 * iq + 18 * rng.standard_normal(n)
-    return np.column_stack([np.ones(n), hs, iq]), y
 
 
 @pytest.fixture(scope="module")
@@ -114,10 +104,6 @@ class Recording(refit.Backend):
 def test_refits_in_the_loop_confirm_the_kidiq_sign_and_never_repeat_a_set(kidiq):
     # The sign of the high-school coefficient: the OLS-AMIP's exact refits need 25 drops;
     # refits in the loop confirm a set of at most 25, checked here by the closed form.
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parents[1] / "helpers"))
     from ols_amip import metric, ols_amip
 
     X, y, backend, post = kidiq
