@@ -432,7 +432,8 @@ def _sensitivity_bullet(audit) -> str:
     if flagged.empty:
         return (
             f"Power-scaling: no prior or likelihood sensitivity above the threshold for "
-            f"the {len(table)} quantities{scaled}."
+            + (f"the {len(table)} quantities" if len(table) > 1 else f"{table.index[0]}")
+            + f"{scaled}."
         )
     kinds = {}
     for q, row in flagged.iterrows():
@@ -560,8 +561,9 @@ def _robust_bullet(audit) -> str:
     robust = [r for r in searched.values() if id(r) not in found]
     if not robust:
         return ""
+    verb = "needs" if len(robust) == 1 else "need"
     text = (
-        f"{len(robust)} of {len(searched)} conclusions searched need more than a handful "
+        f"{len(robust)} of {len(searched)} conclusions searched {verb} more than a handful "
         f"of {unit_words(audit.unit_name)}"
     )
     reached = [r for r in robust if r.reachable]

@@ -179,7 +179,7 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
     assert "a refit decides (about 6 refits each" in text
     assert "or up to about 7.3e+04 draws (now 4000)" in text
     assert _robust_bullet(audit) == (
-        "1 of 3 conclusions searched need more than a handful of observations."
+        "1 of 3 conclusions searched needs more than a handful of observations."
     )
 
 
