@@ -431,8 +431,8 @@ def _sensitivity_bullet(audit) -> str:
         )
     if flagged.empty:
         return (
-            f"Power-scaling: no prior or likelihood sensitivity above the threshold for "
-            + (f"the {len(table)} quantities" if len(table) > 1 else f"{table.index[0]}")
+            "Power-scaling: no prior or likelihood sensitivity above the threshold for "
+            + (f"the {len(table)} quantities" if len(table) > 1 else str(table.index[0]))
             + f"{scaled}."
         )
     kinds = {}
