@@ -38,17 +38,15 @@ from bayesij import refit
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
 import logistic_amip as logistic  # noqa: E402
-from ols_amip import heavy_tailed_experiment, kidiq_shaped, metric, ols_amip  # noqa: E402
+from ols_amip import (  # noqa: E402
+    heavy_tailed_experiment,
+    kidiq_shaped,
+    mesquite_shaped,
+    metric,
+    ols_amip,
+)
 
 TARGETS = ("sign", "significance", "sign_and_significance")
-
-
-def mesquite(seed: int = 2):
-    rng = np.random.default_rng(seed)
-    n = 46
-    Z = rng.normal(size=(n, 6)) * [1, 0.8, 0.5, 1.2, 0.7, 1.0]
-    y = 5 + Z @ [0.3, 1.0, 0.4, 0.1, 0.6, -0.2] + 0.4 * rng.standard_t(4, n)
-    return np.column_stack([np.ones(n), Z]), y
 
 
 def micro(seed: int = 0):
@@ -57,7 +55,7 @@ def micro(seed: int = 0):
 
 MODELS = {
     "kidiq": (kidiq_shaped, "normal", False),
-    "mesquite": (mesquite, "normal", False),
+    "mesquite": (mesquite_shaped, "normal", False),
     "micro": (micro, "normal", True),
     "wells400": (lambda: logistic.wells_like(400, 3), "logistic", False),
     "wells": (lambda: logistic.wells_like(3020, 0), "logistic", False),

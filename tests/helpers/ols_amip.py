@@ -34,6 +34,16 @@ def kidiq_shaped(seed: int = 1):
     return np.column_stack([np.ones(n), hs, iq]), y
 
 
+def mesquite_shaped(seed: int = 2):
+    """A small regression shaped like Gelman & Hill's mesquite example (N = 46, an
+    intercept and six covariates, t(4) noise). Returns X (46, 7), y."""
+    rng = np.random.default_rng(seed)
+    n = 46
+    Z = rng.normal(size=(n, 6)) * [1, 0.8, 0.5, 1.2, 0.7, 1.0]
+    y = 5 + Z @ [0.3, 1.0, 0.4, 0.1, 0.6, -0.2] + 0.4 * rng.standard_t(4, n)
+    return np.column_stack([np.ones(n), Z]), y
+
+
 def metric(X, y, weights, k: int, sign: int, z: float) -> float:
     """``mean + sign z sd`` of coefficient ``k`` of the flat-prior posterior, exactly."""
     gram = (X.T * weights) @ X
