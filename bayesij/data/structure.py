@@ -457,6 +457,12 @@ def _index_evidence(data, dim: str, codes: np.ndarray, var_name=None) -> bool | 
     return None if np.unique(codes).size == posterior.sizes[dim] else False
 
 
+def dim_levels(data, dim: str) -> np.ndarray:
+    """The levels of a posterior dim of ``data`` in its order: its coordinate, or its
+    positions 0, 1, ... (what an index into it names)."""
+    return _dim_coords(data, dim)
+
+
 def _dim_coords(data, dim: str) -> np.ndarray:
     posterior = _group(data, "posterior", "")
     if dim in posterior.coords:

@@ -15,7 +15,7 @@ import pandas as pd
 from bayesij.array.checks import check_flag, check_labels, constant_columns, fail
 from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
-from bayesij.data.structure import Units
+from bayesij.data.structure import Units, dim_levels
 from bayesij.data.var_names import select_var_names
 from bayesij.refit.backends import OnceEach
 from bayesij.report.progress import Progress
@@ -40,7 +40,12 @@ from bayesij.stats.amip import (
 )
 from bayesij.stats.audit_pass import audit_pass
 from bayesij.stats.compare import compare
-from bayesij.stats.jackknife import IJCovariance, ij_covariance, integrated_posterior
+from bayesij.stats.jackknife import (
+    IJCovariance,
+    ij_covariance,
+    integrated_posterior,
+    marginal_columns,
+)
 
 # Aliased: audit() has arguments named loo, waic and amip.
 from bayesij.stats.loo import LooResult
@@ -573,9 +578,13 @@ def audit(
         summed on the workers too. The columns of the units the AMIP's second-order model
         reads (at most 4096 per question) come here. A log-likelihood in memory is audited
         here, as without a client (as :func:`bayesij.loo`'s ``client``).
-    marginal_log_lik : array_like of shape (n_chains, n_draws, n_units), optional
+    marginal_log_lik : array_like of shape (n_chains, n_draws, G), optional
         For a hierarchy grouped by its units: each unit's log-likelihood with its own
-        effects integrated out, in the order of the units (``report.ij.units``), from
+        effects integrated out. Paired by label: an ``xarray.DataArray`` whose last dim
+        is labelled with the units' labels; an array's columns are the levels of the
+        grouping's posterior dim in its order (index 0, 1, ... as the helpers below take
+        group codes; unused levels allowed), or, for groups given as labels, the units in
+        the order of ``report.influence``'s unit coordinate. From
         :func:`bayesij.array.hierarchy.normal_group_log_lik` (closed form) or
         :func:`~bayesij.array.hierarchy.intercept_group_log_lik` (adaptive quadrature,
         any likelihood with a normal random intercept). The global quantities'
@@ -732,14 +741,17 @@ def _integrated(source, names: list, fit, units, marginal_log_lik, influence, lo
             "a grouped fit (groups= or an index in the fit): one integrated term per group",
         )
     local = set(fit.local_quantities(names))
+    # Without a global quantity the IJ has nothing to judge; the LOO still needs draws.
     kept = [k for k, q in enumerate(names) if q not in local] or list(range(len(names)))
     unit_dim = next(d for d in influence.dims if d != "quantity")
+    labels = list(influence[unit_dim].values)
+    levels = dim_levels(fit.data, units.dim) if units.dim else None
     post = integrated_posterior(
         source.quantity_draws[..., kept],
         [names[k] for k in kept],
-        marginal_log_lik,
+        marginal_columns(marginal_log_lik, labels, levels),
         source.n_units,
-        units=list(influence[unit_dim].values),
+        units=labels,
     )
     return ij_covariance(post), (compute_loo(post) if loo else None)
 

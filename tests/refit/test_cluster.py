@@ -5,7 +5,9 @@ mathematics (a normal hierarchy with known variances: closed-form posteriors).""
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
+import xarray as xr
 from normal_hierarchy import simulate
 
 import bayesij
@@ -125,21 +127,43 @@ def test_a_kfold_of_whole_groups_scores_each_group_jointly():
         refit.kfold(post, backend, folds=split, groups=model.codes, progress=False)
 
 
+def _schools_with_integrated_terms(seed: int, draws: int, shuffled: bool = False):
+    """The normal hierarchy's fit as a DataTree and its schools' integrated
+    log-likelihoods (closed form, columns in school order as normal_group_log_lik lays
+    them out); ``shuffled``: the observations stored in another order than the schools'
+    (the units then come in another order than the columns)."""
+    from bayesij.array.hierarchy import normal_group_log_lik
+
+    model = simulate(n_groups=12, per_group=4, tau=1.0, seed=seed)
+    tree = model.tree(draws=draws)
+    if shuffled:
+        order = np.random.default_rng(seed).permutation(model.y.size)
+        tree = xr.DataTree.from_dict(
+            {
+                "posterior": tree["posterior"].to_dataset(),
+                "log_likelihood": tree["log_likelihood"].to_dataset().isel(obs=order),
+                "constant_data": tree["constant_data"].to_dataset().isel(obs=order),
+            }
+        )
+    mu = tree["posterior"]["mu"].values[..., None]
+    marginal = normal_group_log_lik(model.y - mu, model.codes, tau=model.tau, sigma=model.sigma)
+    return model, tree, marginal
+
+
+def _audit(data, marginal):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return bayesij.audit(data, targets=("sign",), amip=False, marginal_log_lik=marginal)
+
+
 @pytest.mark.parametrize("seed, verdict", [(2, "agree"), (3, "posterior smaller")])
 def test_the_audit_judges_a_hierarchy_by_the_ij_over_integrated_group_terms(seed, verdict):
     """Given the schools' integrated log-likelihoods (closed form), the audit's verdict on
     mu is decided by the IJ over them, which equals the cluster bootstrap's exact variance
     sum_g (ybar_g - ybar)^2 / G^2 (10 %), and it is the verdict of that exact variance
     against the closed-form posterior variance (sd ratio 1.005 and 1.42 on these data)."""
-    from bayesij.array.hierarchy import normal_group_log_lik
-
-    model = simulate(n_groups=12, per_group=4, tau=1.0, seed=seed)
-    tree = model.tree(draws=2000)
-    mu = tree["posterior"]["mu"].values[..., None]
-    marginal = normal_group_log_lik(model.y - mu, model.codes, tau=model.tau, sigma=model.sigma)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        audit = bayesij.audit(tree, targets=("sign",), amip=False, marginal_log_lik=marginal)
+    model, tree, marginal = _schools_with_integrated_terms(seed, draws=2000)
+    audit = _audit(tree, marginal)
     means = np.bincount(model.codes, model.y) / np.bincount(model.codes)
     exact = np.sum((means - means.mean()) ** 2) / means.size**2
     _, cov = model.posterior()
@@ -153,39 +177,68 @@ def test_the_audit_judges_a_hierarchy_by_the_ij_over_integrated_group_terms(seed
 
 
 def test_integrated_terms_of_the_wrong_shape_or_without_groups_are_refused():
-    model = simulate(n_groups=12, per_group=4, tau=1.0, seed=2)
-    tree = model.tree(draws=500)
+    _, tree, _ = _schools_with_integrated_terms(2, draws=500)
     with pytest.raises(ValueError, match=r"marginal_log_lik: found shape \(4, 500, 11\)"):
         bayesij.audit(tree, amip=False, marginal_log_lik=np.zeros((4, 500, 11)))
     with pytest.raises(ValueError, match="marginal_log_lik: found integrated terms"):
         bayesij.audit(tree, amip=False, groups=False, marginal_log_lik=np.zeros((4, 500, 12)))
     with pytest.raises(ValueError, match="marginal_log_lik: found a value that is not finite"):
         bayesij.audit(tree, amip=False, marginal_log_lik=np.full((4, 500, 12), np.nan))
+    labelled = xr.DataArray(np.zeros((4, 500, 12)), dims=("chain", "draw", "school"))
+    labelled = labelled.assign_coords(school=[f"x{g}" for g in range(12)])
+    with pytest.raises(ValueError, match=r"marginal_log_lik: found no term for the units"):
+        bayesij.audit(tree, amip=False, marginal_log_lik=labelled)
 
 
-def test_leave_one_group_out_over_integrated_terms_equals_the_closed_form():
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_leave_one_group_out_over_integrated_terms_equals_the_closed_form(shuffled):
     """The audit's LOO over the schools' integrated log-likelihoods (marginal_log_lik)
     estimates the same log p(y_g | y_-g) as over the conditional ones, in closed form here
     (NormalHierarchy.logo_exact): every school within 0.05 of it with k-hat below 0.5,
     where the conditional terms' PSIS has k-hat above 0.7 for most schools and misses by
-    up to 2.3; the verdict's sentence reads the integrated one and says so."""
-    from bayesij.array.hierarchy import normal_group_log_lik
-
-    model = simulate(n_groups=12, per_group=4, tau=1.0, seed=3)
-    tree = model.tree(draws=1000)
-    mu = tree["posterior"]["mu"].values[..., None]
-    marginal = normal_group_log_lik(model.y - mu, model.codes, tau=model.tau, sigma=model.sigma)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        audit = bayesij.audit(tree, targets=("sign",), amip=False, marginal_log_lik=marginal)
-    exact = np.array([model.logo_exact(g) for g in range(12)])
-    integrated = audit.loo_integrated.pointwise
-    np.testing.assert_allclose(integrated["elpd_loo"].to_numpy(), exact, atol=0.05)
-    assert (integrated["pareto_k"] < 0.5).all()
-    assert list(integrated.index) == [f"s{g}" for g in range(12)]
+    up to 2.3; the verdict's sentence reads the integrated one and says so. With the
+    observations stored out of the schools' order the terms are paired with the schools
+    by label (the units come in order of first appearance, the columns in school order),
+    and as a labelled DataArray in any order."""
+    model, tree, marginal = _schools_with_integrated_terms(3, draws=1000, shuffled=shuffled)
+    exact = pd.Series([model.logo_exact(g) for g in range(12)], [f"s{g}" for g in range(12)])
+    labelled = xr.DataArray(marginal[..., ::-1], dims=("chain", "draw", "school"))
+    labelled = labelled.assign_coords(school=[f"s{g}" for g in range(12)][::-1])
+    for terms in (marginal, labelled):
+        audit = _audit(tree, terms)
+        integrated = audit.loo_integrated.pointwise["elpd_loo"]
+        np.testing.assert_allclose(integrated, exact[integrated.index], atol=0.05)
+        assert (audit.loo_integrated.pointwise["pareto_k"] < 0.5).all()
     conditional = audit.loo.pointwise
     assert (conditional["pareto_k"] > 0.7).sum() >= 8
-    assert np.max(np.abs(conditional["elpd_loo"].to_numpy() - exact)) > 1.0
+    assert np.max(np.abs(conditional["elpd_loo"] - exact[conditional.index])) > 1.0
     sentence = next(s for s in audit.summary() if s.startswith("PSIS-LOO"))
     assert "integrated log-likelihoods is reliable" in sentence
     assert "over the conditional terms" in sentence
+
+
+def test_integrated_terms_give_the_same_verdicts_lazily_and_from_arviz_0_23(tmp_path):
+    """The same fit loaded from a file, and as an ArviZ 0.23 InferenceData where that
+    generation is installed: the same integrated IJ and LOO. Opened lazily (chunks=) the
+    grouped audit is refused by name, integrated terms or not (summing each group's
+    terms needs the matrix in memory)."""
+    _, tree, marginal = _schools_with_integrated_terms(3, draws=500)
+    eager = _audit(tree, marginal)
+    path = tmp_path / "schools.nc"
+    tree.to_netcdf(path)
+    others = []
+    with xr.open_datatree(path) as opened:
+        others.append(_audit(opened.load(), marginal))
+    with xr.open_datatree(path, chunks={}) as lazy:
+        with pytest.raises(ValueError, match="groups: found the fit's grouping by school"):
+            _audit(lazy, marginal)
+    import arviz
+
+    if hasattr(arviz, "InferenceData"):  # ArviZ 0.23 (Python 3.11)
+        groups = {name: tree[name].to_dataset() for name in tree.children}
+        others.append(_audit(arviz.InferenceData(**groups), marginal))
+    for other in others:
+        pd.testing.assert_frame_equal(other.comparison_table, eager.comparison_table)
+        pd.testing.assert_frame_equal(
+            other.loo_integrated.pointwise, eager.loo_integrated.pointwise, rtol=1e-12
+        )
