@@ -1234,41 +1234,23 @@ def _finished_search(
         # The continuation fell short where the ranking's second-order prediction is
         # sure to reach (the continuation is first order): report the sure set.
         path, answer = _sure_instead(linear, sure, 0)
-    if answer.answer == "undetermined" and _reweighted_far_short(f, log_lik, goal, path, k_max):
-        answer = answer._replace(answer="not reachable", draws_needed=np.nan, undetermined_by="")
     mean_after, sd_after = _reweighted_after(f, log_lik, path, store)
     second = second_curve(linear, nonlinearity)
     return AmipSearch(goal, path, linear.change, mean_after, sd_after, check, answer, second)
 
 
-#: A set of the largest size allowed, chosen greedily by reweighting and estimated by
-#: reweighting throughout (k-hat below its threshold), or refitted, that falls short of the
+#: A refit of the most influential set of the largest size allowed that falls short of the
 #: target even with its change grown by this share (and two Monte Carlo SEs) decides "not
 #: reachable": no set of that size moves the metric much further than the most influential
-#: one, whose nonlinearity the estimate has measured.
+#: one, whose nonlinearity the refit has measured.
 SLACK = 0.5
 
 
 def far_short(goal: Goal, change: float, mcse: float) -> bool:
-    """Whether an estimated (reweighted or refitted) ``change`` of the most influential
-    set of the largest size falls short of the goal past :data:`SLACK` and
-    :data:`MC_MARGIN` Monte Carlo SEs."""
+    """Whether a refitted ``change`` of the most influential set of the largest size
+    falls short of the goal past :data:`SLACK` and :data:`MC_MARGIN` Monte Carlo SEs."""
     gained = goal.direction * change
     return bool((1 + SLACK) * max(gained, 0.0) + MC_MARGIN * mcse < goal.need)
-
-
-def _reweighted_far_short(f, log_lik, goal: Goal, path: AmipPath, k_max: int) -> bool:
-    """Whether the reweighted search's whole set, of ``k_max`` units all estimated by
-    reweighting (k-hat below its threshold), falls :func:`far_short` of the goal: its
-    self-normalised importance-sampling estimate and that estimate's MCSE."""
-    if path.stopped != "alpha_max" or path.order.size < k_max or path.reliable < k_max:
-        return False
-    flat_l = log_lik.reshape(f.size, -1)
-    weights, k_hat = set_weights(set_column_sum(flat_l, path.order), f.shape)
-    if not np.isfinite(weights).all():
-        return False
-    value, _, mcse = weighted_value(f.reshape(-1), weights, goal.sign, goal.z)
-    return far_short(goal, value - goal.value, mcse)
 
 
 def _sure_instead(linear: AmipPath, sure: NoiseAnswer, smaller: int):

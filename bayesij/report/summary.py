@@ -193,7 +193,7 @@ def _groups_argument(audit) -> str:
 
 def _loo_bullet(audit) -> str:
     loo = audit.loo
-    integrated = getattr(audit, "loo_integrated", None)
+    integrated = audit.loo_integrated
     if integrated is not None:
         return _integrated_loo_bullet(audit, integrated)
     if loo is None:
@@ -267,7 +267,7 @@ def ij_comparison(audit) -> pd.DataFrame:
     log-likelihoods (``audit.ij_integrated``), a global quantity is judged by the IJ over
     those, the cluster bootstrap's approximation."""
     ij = audit.ij
-    integrated = getattr(audit, "ij_integrated", None)
+    integrated = audit.ij_integrated
     rows = {}
     for q in ij.variance.index:
         if q in ij.constant:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from bayesij.array._numeric import release_freed_memory, top_positive
 from bayesij.array.amip import (
+    MC_MARGIN,
     METHODS,
     TARGETS,
     draw_block_layout,
@@ -1093,11 +1094,10 @@ def _result(
             "smaller_undetermined": int(answer.smaller),
             "upper_bound": int(answer.bound),
             "undetermined_by": answer.undetermined_by,
-            "refits_needed": refits_to_decide(answer, alpha_max, units.size),
         }
         noise = _coherent(noise, path.order.size, _undecided_start(f, goal))
         noise["refits_needed"] = refits_to_decide(
-            _Decided(noise["answer"], noise["size_interval"]), alpha_max, units.size
+            noise["answer"], noise["size_interval"], alpha_max, units.size
         )
     return AmipResult(
         quantity=quantity,
@@ -1125,22 +1125,10 @@ def _result(
     )
 
 
-class _Decided(NamedTuple):
-    """What :func:`refits_to_decide` reads of an answer."""
-
-    answer: str
-    size_interval: tuple
-
-
-#: The metric's distance from zero must exceed this many of its Monte Carlo standard errors
-#: for the draws to say on which side of zero it starts; the same margin decides whether a
-#: prediction or a refit passes a target (two SEs).
-MARGIN = 2.0
-
-
 def _undecided_start(f: np.ndarray, goal) -> str:
     """Why the draws do not say on which side of zero the metric starts ("" when they
-    do): its value within :data:`MARGIN` Monte Carlo standard errors of zero (the
+    do): its value within :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo standard
+    errors of zero (the
     split-chain ESS error of ``g*``, the interval end's linearisation), so that no change of
     sign can be claimed from them. A numeric target's change needs no start."""
     if goal.fixed:
@@ -1148,10 +1136,10 @@ def _undecided_start(f: np.ndarray, goal) -> str:
     draws = np.asarray(metric_draws(f, goal.sign, goal.z), dtype=float)
     ess = float(split_relative_ess(draws[..., None], "mean")[0]) * draws.size
     mcse = float(draws.std(ddof=1) / np.sqrt(ess)) if ess > 0 else float("inf")
-    if abs(goal.value) > MARGIN * mcse:
+    if abs(goal.value) > MC_MARGIN * mcse:
         return ""
     return (
-        f"the draws: the {goal.metric} {goal.value:.3g} is within {MARGIN:g} Monte Carlo "
+        f"the draws: the {goal.metric} {goal.value:.3g} is within {MC_MARGIN:g} Monte Carlo "
         f"standard errors ({mcse:.2g}) of 0, so its sign is not determined by them"
     )
 
@@ -1216,14 +1204,14 @@ def _coherent_after(goal, mean: float, sd: float, change: float, z: float) -> tu
     return goal.value + change - goal.sign * z * sd, sd
 
 
-def refits_to_decide(answer, alpha_max: float, n_units: int) -> int:
+def refits_to_decide(answer: str, size_interval: tuple, alpha_max: float, n_units: int) -> int:
     """About how many refits would settle an undetermined answer: a bisection over the
     size interval (its open end at the largest set allowed, plus one refit there); 0 when
     decided."""
-    if answer.answer != "undetermined":
+    if answer != "undetermined":
         return 0
     limit = max(1, int(np.floor(alpha_max * n_units)))
-    low, high = answer.size_interval
+    low, high = size_interval
     low = 1 if not np.isfinite(low) else max(1, int(low))
     high = limit + 1 if not np.isfinite(high) else int(high)
     return int(np.ceil(np.log2(max(high - low, 1) + 1))) + 1
@@ -1272,7 +1260,9 @@ def _refit_metric(backend, weights, quantity, goal) -> RefitMetric:
         mcse = float(g_star.std() / np.sqrt(draws.size))
     value = mean + goal.sign * goal.z * sd
     margin = goal.direction * (value - goal.value) - goal.need
-    return RefitMetric(mean, sd, value, bool(margin >= 2 * mcse), refit, float(mcse), gradient)
+    return RefitMetric(
+        mean, sd, value, bool(margin >= MC_MARGIN * mcse), refit, float(mcse), gradient
+    )
 
 
 def _check_refit_quantity(refit, quantity) -> None:
