@@ -374,8 +374,9 @@ def _groupings(data, obs_dims: frozenset, var_name=None) -> list[_Grouping]:
     found = []
     if "constant_data" in group_names(data):
         constant = _group(data, "constant_data", "")
+        columns = _FirstColumns(data, var_name)  # read once, when an index asks for them
         for name in constant.data_vars:
-            grouping = _index_grouping(data, constant[name], str(name), dims, obs_dims, var_name)
+            grouping = _index_grouping(data, constant[name], str(name), dims, obs_dims, columns)
             if grouping is not None:
                 found.append(grouping)
     if "log_likelihood" not in group_names(data):  # a posterior alone (pareto_khat, r2)
@@ -390,7 +391,7 @@ def _groupings(data, obs_dims: frozenset, var_name=None) -> list[_Grouping]:
 
 
 def _index_grouping(
-    data, variable: xr.DataArray, name, dims, obs_dims, var_name=None
+    data, variable: xr.DataArray, name, dims, obs_dims, columns
 ) -> _Grouping | None:
     """A grouping when ``variable`` is an integer index over the observations into the
     levels of a posterior dim: 0-based (Python) or 1-based (Stan), unused levels allowed,
@@ -416,7 +417,7 @@ def _index_grouping(
     ]
     named = [c for c in candidates if c[0] in name]  # firm_idx -> firm
     for dim, offset in sorted(candidates, key=lambda c: (c not in named, c[1])):
-        evidence = _index_evidence(data, dim, codes - offset, var_name)
+        evidence = _index_evidence(data, dim, codes - offset, columns)
         if evidence is False:
             continue
         labels = _dim_coords(data, dim)[codes - offset]
@@ -431,7 +432,23 @@ def _index_grouping(
 MIN_INDEX_LEVELS = 3
 
 
-def _index_evidence(data, dim: str, codes: np.ndarray, var_name=None) -> bool | None:
+class _FirstColumns:
+    """The log-likelihood of the first observations (:func:`_first_columns`), read on first
+    use and kept: every index variable and candidate dim asks for the same columns (a lazy
+    log-likelihood computes its first chunk once)."""
+
+    def __init__(self, data, var_name):
+        self.data, self.var_name, self._read, self._columns = data, var_name, False, None
+
+    def __call__(self, posterior) -> np.ndarray | None:
+        if not self._read:
+            self._read = True
+            if "log_likelihood" in group_names(self.data):
+                self._columns = _first_columns(self.data, posterior, self.var_name)
+        return self._columns
+
+
+def _index_evidence(data, dim: str, codes: np.ndarray, columns: _FirstColumns) -> bool | None:
     """Whether the log-likelihood of the first observations moves with the levels of a
     variable over ``dim`` that ``codes`` give them: True when some variable says so, False
     when one says otherwise or, with none telling, a level is unused; None when none tells
@@ -442,16 +459,14 @@ def _index_evidence(data, dim: str, codes: np.ndarray, var_name=None) -> bool | 
         for v in posterior.data_vars
         if dim in posterior[v].dims and 0 < _elements(posterior[v]) <= MAX_ELEMENTS
     ]
-    columns = None
-    if on and "log_likelihood" in group_names(data):
-        columns = _first_columns(data, posterior, var_name)
-    told = set()
-    if columns is not None:
-        first = codes[: columns.shape[1]]
-        told = {indexed_levels(_level_chunks(posterior[v], dim), columns, first) for v in on}
-    if True in told:
-        return True
-    if False in told:
+    read = columns(posterior) if on else None
+    contradicted = False
+    for v in on if read is not None else ():
+        told = indexed_levels(_level_chunks(posterior[v], dim), read, codes[: read.shape[1]])
+        if told:
+            return True
+        contradicted |= told is False
+    if contradicted:
         return False
     # Nothing tells: the index stands when it uses every level (as it always did).
     return None if np.unique(codes).size == posterior.sizes[dim] else False
