@@ -215,33 +215,95 @@ def test_far_short_asks_for_a_shortfall_beyond_half_the_change_and_its_error():
     assert far_short(goal, -0.3, 0.1)  # moved the other way
 
 
-@pytest.mark.slow
-def test_no_answer_on_a_seven_coefficient_regression_is_refuted_by_exact_refits():
-    # Every question of a mesquite-shaped regression (N = 46, six covariates, t(4) noise,
-    # sigma unknown; not built to pass), from the draws and with refits in the loop: a
-    # "reached" set reaches on the exact refit without it, a "not reachable" target has no
-    # refit-confirmed OLS-AMIP set within alpha_max, and no weights are refitted twice.
-    from ols_amip import mesquite_shaped, metric, ols_amip
+def _regression_with_exact_refits(kind: str):
+    """A regression, the refit backend of its model, and the exact references: whether a
+    set's exact refit crosses a target, and the refit-confirmed estimating-equation AMIP
+    set (None: none within alpha_max)."""
+    if kind == "normal":  # mesquite-shaped: N = 46, six covariates, t(4) noise, sigma unknown
+        from ols_amip import mesquite_shaped, metric, ols_amip
 
-    X, y = mesquite_shaped()
-    backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
+        X, y = mesquite_shaped()
+        backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
+
+        def crosses(result, k, target):
+            sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
+            after = metric(X, y, result.kept, k, sign, 1.96)
+            return bool(np.sign(after) != np.sign(result.original_value))
+
+        return X, y, backend, crosses, lambda k, target: ols_amip(X, y, k, target)[0]
+    import logistic_amip  # wells-like logistic regression, N = 400, three covariates
+
+    X, y = logistic_amip.wells_like(400, 3)
+    backend = logistic_amip.LogisticBackend(X, y, seed=1)
+
+    def crosses(result, k, target):
+        return logistic_amip.crosses(X, y, np.flatnonzero(result.kept == 0), k, target)
+
+    return X, y, backend, crosses, lambda k, target: logistic_amip.ee_amip(X, y, k, target)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["normal", "logistic"])
+def test_no_answer_on_a_regression_is_refuted_by_exact_refits(kind):
+    # Every question (each coefficient but the intercept, three targets) of a regression
+    # not built to pass, from the draws and with refits in the loop: a "reached" set
+    # crosses on the exact refit without it, a "not reachable" target has no
+    # refit-confirmed reference set within alpha_max, every target the reference reaches is
+    # reached with refits, and no weights are refitted twice.
+    X, y, backend, crosses, reference = _regression_with_exact_refits(kind)
     post = backend.fit(np.ones(y.size))
-    decided = 0
     for k in range(1, X.shape[1]):
         for target in TARGETS:
-            reference = ols_amip(X, y, k, target)[0]
+            found = reference(k, target)
             recording = Recording(backend)
-            for result in (
-                bayesij.amip(post, f"beta[{k + 1}]", target),
-                bayesij.amip(post, f"beta[{k + 1}]", target, backend=recording, max_refits=6),
-            ):
+            quantity = f"beta[{k + 1}]"
+            cheap = bayesij.amip(post, quantity, target)
+            looped = bayesij.amip(post, quantity, target, backend=recording, max_refits=6)
+            for result in (cheap, looped):
                 if result.answer == "reached" and not result.upper_bound:
-                    sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
-                    after = metric(X, y, result.kept, k, sign, 1.96)
-                    assert np.sign(after) != np.sign(result.original_value), (k, target)
+                    assert crosses(result, k, target), (k, target, result.n_drop)
                 if result.answer == "not reachable":
-                    assert reference is None, (k, target)
+                    assert found is None, (k, target)
+            if found is not None:
+                assert looped.answer == "reached", (k, target)
             keys = [w.tobytes() for w in recording.seen]
             assert len(keys) == len(set(keys))
-            decided += result.answer != "undetermined"
-    assert decided >= 12  # of 18, with refits (10 before refits could say "far short")
+
+
+def test_on_a_hierarchy_no_answer_over_groups_is_refuted_by_every_exact_refit():
+    # A normal hierarchy (30 schools x 4, known variances: the posterior after dropping any
+    # schools in closed form). Over the schools, alpha_max allows 3: every one of the 4060
+    # sets of 3 is refitted exactly, and none crosses mu's sign, significance or both, so a
+    # "reached" would be refuted and "not reachable" is the truth, which refits in the loop
+    # give where the most influential set falls far short (the draws alone cannot: a
+    # school's log-likelihood moves with its own effect).
+    from itertools import combinations
+
+    from normal_hierarchy import simulate
+
+    model = simulate(n_groups=30, per_group=4, tau=1.0, seed=5)
+    post = model.fit(draws=1000)
+    n = model.y.size
+
+    def exact(weights, sign):
+        mean, cov = model.posterior(weights)
+        return mean[0] + sign * 1.96 * np.sqrt(cov[0, 0])
+
+    crossed = {sign: False for sign in (-1, 0, 1)}
+    for trio in combinations(range(30), 3):
+        weights = np.isin(model.codes, trio, invert=True).astype(float)
+        for sign in crossed:
+            after, before = exact(weights, sign), exact(np.ones(n), sign)
+            crossed[sign] |= bool(np.sign(after) != np.sign(before))
+    assert not any(crossed.values())
+
+    def refits(weights):
+        return model.fit(weights, draws=1000, seed=int(np.sum(weights * np.arange(n))))
+
+    backend = refit.CallableBackend(refits, n_obs=n)
+    for target in TARGETS:
+        for loop in (None, backend):
+            result = bayesij.amip(post, "mu", target, groups=model.codes, backend=loop)
+            assert result.answer in ("undetermined", "not reachable"), (target, loop)
+    far = bayesij.amip(post, "mu", "sign_and_significance", groups=model.codes, backend=backend)
+    assert far.answer == "not reachable" and len(far.refits) == 1
