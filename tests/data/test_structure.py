@@ -160,12 +160,32 @@ def _radon_like(seed: int = 0):
     return tree, county
 
 
-def test_a_stan_fit_is_grouped_by_its_one_based_county_index_not_its_0_1_covariate():
+def _as_container(tree, kind: str, tmp_path):
+    """The same fit as a DataTree, an ArviZ 0.23 InferenceData (skipped on ArviZ 1.x) or
+    a DataTree opened lazily from a file (chunks=)."""
+    if kind == "InferenceData":
+        from peers import ARVIZ_1
+
+        if ARVIZ_1:
+            pytest.skip("ArviZ 1.x has no InferenceData (the DataTree is tested)")
+        import arviz
+
+        return arviz.InferenceData(**{name: tree[name].to_dataset() for name in tree.children})
+    if kind == "lazy":
+        path = tmp_path / "radon.nc"
+        tree.to_netcdf(path)
+        return xr.open_datatree(path, chunks={})
+    return tree
+
+
+@pytest.mark.parametrize("kind", ["DataTree", "InferenceData", "lazy"])
+def test_a_stan_fit_is_grouped_by_its_one_based_county_index_not_its_0_1_covariate(kind, tmp_path):
     # Issue 65: a 0/1 covariate in constant_data happened to index the two-level
     # coefficient dim and was taken for the grouping; the 1-based county index (with
-    # unused levels) was never recognised. The log-likelihood bears out the county index.
+    # unused levels) was never recognised. The log-likelihood bears out the county index,
+    # whichever container holds the fit, in memory or opened lazily.
     tree, county = _radon_like()
-    units = find_units(tree)
+    units = find_units(_as_container(tree, kind, tmp_path))
     assert units.grouped and units.dim == "a_dim_0"
     assert "county_idx" in units.reason and "1-based" in units.reason
     assert units.n_units == np.unique(county).size == 43
@@ -173,7 +193,8 @@ def test_a_stan_fit_is_grouped_by_its_one_based_county_index_not_its_0_1_covaria
     assert "beta_dim_0" not in units.local_dims and "a_dim_0" in units.local_dims
 
 
-def test_an_index_the_log_likelihood_does_not_follow_is_no_grouping():
+@pytest.mark.parametrize("kind", ["DataTree", "InferenceData", "lazy"])
+def test_an_index_the_log_likelihood_does_not_follow_is_no_grouping(kind, tmp_path):
     # The same fit with the county index shuffled: it still spans the county dim, but each
     # observation's log-likelihood moves with another county's intercept, so the index is
     # not the grouping (the county dim is then suspected, not used).
@@ -182,6 +203,6 @@ def test_an_index_the_log_likelihood_does_not_follow_is_no_grouping():
     constant = tree["constant_data"].to_dataset()
     constant["county_idx"] = ("log_lik_dim_0", constant["county_idx"].values[shuffled])
     tree["constant_data"] = xr.DataTree(constant)
-    units = find_units(tree)
+    units = find_units(_as_container(tree, kind, tmp_path))
     assert not units.grouped
     assert "county_idx" not in units.reason
