@@ -1361,9 +1361,6 @@ def _refit_in_the_loop(
             predicted = value + float(path.change[-1])
         else:
             break
-        new = new[~np.isin(new, dropped)]  # a set is never refitted twice
-        if not new.size:
-            break
         dropped = np.concatenate([dropped, new])
         weights = (~np.isin(codes, dropped)).astype(float)
         mean, sd, value, reached, refit, mcse, gradient = _refit_metric(

@@ -206,3 +206,28 @@ def test_an_index_the_log_likelihood_does_not_follow_is_no_grouping(kind, tmp_pa
     units = find_units(_as_container(tree, kind, tmp_path))
     assert not units.grouped
     assert "county_idx" not in units.reason
+
+
+def test_a_two_valued_index_is_no_grouping_where_the_draws_cannot_tell():
+    # A log-likelihood that moves with none of the variables: the draws cannot tell
+    # whether an index is a grouping, and an index that uses every level of a dim stands
+    # (as it always did), unless it takes two values (a 0/1 covariate indexing a two-level
+    # coefficient dim by coincidence).
+    rng = np.random.default_rng(0)
+    n = 60
+    posterior = xr.Dataset(
+        {
+            "beta": (("chain", "draw", "beta_dim_0"), rng.normal(size=(4, 200, 2))),
+            "a": (("chain", "draw", "a_dim_0"), rng.normal(size=(4, 200, 5))),
+        }
+    )
+    log_lik = xr.Dataset({"log_lik": (("chain", "draw", "obs"), rng.normal(size=(4, 200, n)))})
+    for name, codes, grouped in (
+        ("floor", rng.integers(0, 2, n), False),
+        ("group_idx", np.arange(n) % 5, True),
+    ):
+        constant = xr.Dataset({name: ("obs", codes)})
+        tree = xr.DataTree.from_dict(
+            {"posterior": posterior, "log_likelihood": log_lik, "constant_data": constant}
+        )
+        assert find_units(tree).grouped == grouped, name

@@ -42,15 +42,15 @@ def test_every_answer_holds_its_set_and_its_bound(kidiq):
 
 
 def test_a_sign_the_draws_do_not_determine_is_undetermined_by_them():
-    # Exact posterior draws of a normal mean whose posterior mean is 0.3 Monte Carlo SEs
-    # from 0: no change of sign can be claimed (a GLMM's b0 at 0.0061 was "reached"
+    # Exact posterior draws of a normal mean whose posterior mean is 0.3 or 1.5 Monte Carlo
+    # SEs from 0: no change of sign can be claimed (a GLMM's b0 at 0.0061 was "reached"
     # beside share_reached 0). The same draws moved 20 SEs away are decided.
     rng = np.random.default_rng(4)
     n, chains, draws = 40, 4, 1000
     y = rng.normal(0.0, 1.0, size=n)
     mu = rng.normal(0.0, 1 / np.sqrt(n), size=(chains, draws))
     se = mu.std() / np.sqrt(mu.size)
-    for shift, undetermined in ((0.3, True), (20.0, False)):
+    for shift, undetermined in ((0.3, True), (1.5, True), (20.0, False)):
         centred = mu - mu.mean() + shift * se
         log_lik = -0.5 * (y - centred[..., None]) ** 2
         post = bayesij.from_arrays(centred[..., None], log_lik, quantity_names=["mu"])
@@ -307,3 +307,20 @@ def test_on_a_hierarchy_no_answer_over_groups_is_refuted_by_every_exact_refit():
             assert result.answer in ("undetermined", "not reachable"), (target, loop)
     far = bayesij.amip(post, "mu", "sign_and_significance", groups=model.codes, backend=backend)
     assert far.answer == "not reachable" and len(far.refits) == 1
+
+
+def test_a_reached_answer_s_size_interval_is_made_to_hold_its_set():
+    # The rule itself, on answers whose replicates left the interval open or above the
+    # set: the set reaches, so the smallest set has at most n_drop units.
+    from bayesij.stats.amip import _coherent
+
+    base = {"answer": "reached", "upper_bound": 0, "undetermined_by": "", "change_interval": ()}
+    for interval, expected in (((3.0, np.inf), (3.0, 5.0)), ((2.0, 8.0), (2.0, 5.0))):
+        out = _coherent({**base, "size_interval": interval}, 5, "")
+        assert out["size_interval"] == expected
+    bounded = _coherent(
+        {**base, "answer": "undetermined", "upper_bound": 12, "size_interval": (13.0, np.inf)},
+        12,
+        "",
+    )
+    assert bounded["size_interval"] == (12.0, 12.0)
