@@ -257,9 +257,17 @@ class Audit:
         return tables
 
     def _se_table(self) -> pd.DataFrame:
-        table = self.ij.table()[["posterior_sd", "ij_sd", "sd_ratio", "mcse_ij_variance"]]
-        table = table.assign(draws_needed=self.ij.draws_needed)
-        return table.join(self.comparison_table[["verdict", "reason"]])
+        """Per quantity, the sds its verdict reads (the IJ over the integrated group terms
+        where the verdict is judged by it), the verdict and its reason."""
+        columns = ["posterior_sd", "ij_sd", "sd_ratio", "mcse_ij_variance"]
+        table = self.ij.table()[columns].assign(draws_needed=self.ij.draws_needed)
+        comparison = self.comparison_table
+        integrated = comparison.index[comparison["why"] == "integrated"]
+        if len(integrated):
+            judged = self.ij_integrated
+            other = judged.table()[columns].assign(draws_needed=judged.draws_needed)
+            table.loc[integrated] = other.loc[integrated].to_numpy()
+        return table.join(comparison[["verdict", "reason"]])
 
     def _top_units(self, n: int = 5) -> pd.DataFrame:
         psi = self.influence["psi"].to_pandas()

@@ -376,7 +376,7 @@ def _misspecified_bullet(audit) -> str:
     words = ", ".join(f"{q} ({sides.loc[q, 'ratio']:.2f})" for q in sides.index)
     over = unit_words(audit.unit_name)
     if (sides["why"] == "integrated").any():
-        over = f"{over}' integrated log-likelihoods, the cluster bootstrap's approximation"
+        over = f"the {over}' integrated log-likelihoods, the cluster bootstrap's approximation"
     return (
         f"The posterior and frequentist (IJ over {over}) sd disagree "
         f"by more than 25 % for {words} (IJ sd / posterior sd): the model may be "

@@ -174,6 +174,12 @@ def test_the_audit_judges_a_hierarchy_by_the_ij_over_integrated_group_terms(seed
     assert expected == verdict == row["verdict"] and row["why"] == "integrated"
     assert "integrated" in row["reason"]
     np.testing.assert_allclose(row["ratio"], ratio, rtol=0.1)
+    # the report's table shows the sds the verdict read, not the conditional IJ's
+    shown = audit.tables()["Standard errors (posterior vs IJ)"].loc["mu"]
+    np.testing.assert_allclose(shown["sd_ratio"], row["ratio"], rtol=1e-12)
+    np.testing.assert_allclose(
+        shown["ij_sd"] ** 2, audit.ij_integrated.variance_corrected["mu"], rtol=1e-12
+    )
 
 
 def test_integrated_terms_of_the_wrong_shape_or_without_groups_are_refused():
