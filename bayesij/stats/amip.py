@@ -874,9 +874,13 @@ def _nonlinearities(
     inside = [q for q in quantities if q in names]
     outside = [q for q in quantities if q not in names]
     searched = list(source.quantity_names)
-    models = dict(zip(inside, curvatures_of(draws, [names.index(q) for q in inside]), strict=True))
+    held = _scale_mask(names)
+    fitted = curvatures_of(draws, [names.index(q) for q in inside], held)
+    models = dict(zip(inside, fitted, strict=True))
     if outside:
-        found = curvatures_of(source.quantity_draws, [searched.index(q) for q in outside])
+        found = curvatures_of(
+            source.quantity_draws, [searched.index(q) for q in outside], _scale_mask(searched)
+        )
         models.update(zip(outside, found, strict=True))
     curvatures = [models[quantity] for quantity, _ in questions]
     if all(c is None for c in curvatures):
@@ -893,6 +897,12 @@ def _nonlinearities(
         None if c is None else SetCurvature(c, g.sign, g.z, store=store)
         for c, g in zip(curvatures, goals, strict=True)
     ]
+
+
+def _scale_mask(names: list) -> np.ndarray:
+    """Which of the quantities ``names`` are conventional scales (:func:`looks_like_scale`):
+    the second-order model holds them in the others' Newton step."""
+    return np.array([looks_like_scale(name) for name in names], dtype=bool)
 
 
 def _ranked_units(goals, rows, k_max) -> np.ndarray:
@@ -1151,6 +1161,10 @@ def _coherent(noise: dict, n_drop: int, start: str) -> dict:
       sign to find: the answer is "undetermined", by the draws.
     - "Reached" holds its set: the smallest set's size interval is finite and holds the set's
       size (the set reaches, so the smallest set has at most ``n_drop`` units).
+    - "Not reachable" has no smallest set within the limit: where the size interval has a
+      finite low end (the band of the influences says a set within the limit may reach,
+      where a reweighted continuation fell short), the answer is "undetermined", by the
+      linearisation.
     - A sure upper bound lies inside the size interval.
     - Where the second-order model breaks down (an infinite end of the change interval: the
       band open beyond the second order, its first-order end kept), the answer says so.
@@ -1164,6 +1178,8 @@ def _coherent(noise: dict, n_drop: int, start: str) -> dict:
         low = min(low, n_drop) if np.isfinite(low) else 1.0
         high = min(high, n_drop) if np.isfinite(high) else float(n_drop)
         out["size_interval"] = (float(max(low, 1.0)), float(max(high, low, 1.0)))
+    elif out["answer"] == "not reachable" and np.isfinite(low):
+        out.update(answer="undetermined", undetermined_by="linearisation", upper_bound=0)
     bound = out.get("upper_bound", 0)
     if bound and out["size_interval"]:
         low, high = out["size_interval"]
@@ -1243,7 +1259,7 @@ def _refit_metric(backend, weights, quantity, goal) -> RefitMetric:
         refit, score, unconstrained = backend.fit_with_gradient(weights)
         refit = read(refit, argument="backend").posterior()
         gradient = (score, unconstrained)
-        _check_refit_quantity(refit, quantity)
+        _check_refit_quantity(refit, quantity, len(weights))
         draws = refit.quantities.sel(quantity=quantity).values
         mean, mcse = zero_variance_mean(draws, score, unconstrained)
         second, _ = zero_variance_mean(draws**2, score, unconstrained)
@@ -1253,7 +1269,7 @@ def _refit_metric(backend, weights, quantity, goal) -> RefitMetric:
             mcse = zero_variance_mean(g_star, score, unconstrained)[1]
     else:
         refit = read(backend.fit(weights), argument="backend").posterior()
-        _check_refit_quantity(refit, quantity)
+        _check_refit_quantity(refit, quantity, len(weights))
         draws = refit.quantities.sel(quantity=quantity).values
         mean, sd = float(draws.mean()), float(draws.std(ddof=1))
         g_star = draws + goal.sign * goal.z * (draws - mean) ** 2 / (2 * sd)
@@ -1265,12 +1281,21 @@ def _refit_metric(backend, weights, quantity, goal) -> RefitMetric:
     )
 
 
-def _check_refit_quantity(refit, quantity) -> None:
+def _check_refit_quantity(refit, quantity, n_obs: int) -> None:
+    """A refit reports the searched quantity and every observation's log-likelihood term
+    (the dropped ones too, as the weights zero them): else ``backend`` is refused."""
     if quantity not in refit.quantity_names:
         raise fail(
             "backend",
             f"refits without the quantity {quantity!r}",
             "refits reporting the quantity of the search",
+        )
+    if refit.n_obs != n_obs:
+        raise fail(
+            "backend",
+            f"refits whose log-likelihood has {refit.n_obs} terms",
+            f"the {n_obs} observations of the fit searched (every observation's term, "
+            "the dropped ones included, as the weights zero them)",
         )
 
 
@@ -1435,8 +1460,9 @@ def _second_order_claim(refit, quantity, log_lik, goal, path, scores=None):
     """The linear path from a refit's draws cut where its second-order prediction reaches
     the goal (:mod:`bayesij.array.amip_curvature`), or left whole where it never does or
     the draws are too few for the model."""
-    index = list(refit.quantity_names).index(quantity)
-    curvature = curvature_of(refit.quantities.values, index)
+    names = list(refit.quantity_names)
+    index = names.index(quantity)
+    curvature = curvature_of(refit.quantities.values, index, _scale_mask(names))
     if curvature is None or path.order.size == 0:
         return path
     if scores is None:

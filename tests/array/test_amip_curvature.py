@@ -509,3 +509,61 @@ def test_the_pseudo_inverses_are_numpy_s():
     cubes = np.stack([d[:, i] * d[:, j] * d[:, k] for i, j, k in _triples(3)], axis=1)
     rest = cubes - curvature.design @ np.linalg.lstsq(curvature.design, cubes, rcond=None)[0]
     np.testing.assert_allclose(curvature.cubic, np.linalg.pinv(rest), atol=1e-10)
+
+
+def _scaled_regression(make):
+    """Exact flat-prior posterior draws (beta, sigma) of a normal regression with unknown
+    sd, the pointwise log-likelihood, and the exact metric under weights."""
+    from bayesij import refit
+
+    X, y = make()
+    post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
+    theta = post.quantities.values  # beta[1..p], sigma
+    return X, y, theta, post.log_lik.values.reshape(-1, y.size)
+
+
+@pytest.mark.parametrize("shape", ["mesquite", "kidiq"])
+def test_with_the_residual_sd_held_a_normal_regression_s_change_is_near_exact(shape):
+    # The posterior mean of a flat-prior normal regression's coefficients does not depend
+    # on its residual sd: the Newton step with the sd held is the exact refit's (up to the
+    # draws' Monte Carlo error); the joint step carries the sd's large move (outliers
+    # dropped) into the coefficients through the cross terms and overshoots. The metric's
+    # sd (significance) follows the sd's predicted change by the elasticity the draws show.
+    from ols_amip import kidiq_shaped, linear_effects, mesquite_shaped, metric
+
+    make, size = {"mesquite": (mesquite_shaped, 4), "kidiq": (kidiq_shaped, 43)}[shape]
+    X, y, theta, flat = _scaled_regression(make)
+    scales = np.array([False] * X.shape[1] + [True])
+    worse = 0
+    for k in range(1, X.shape[1]):
+        held, joint = curvature_of(theta, k, scales), curvature_of(theta, k)
+        assert held.elasticity[k, -1] == pytest.approx(2.0, abs=1.0) or shape == "kidiq"
+        for sign in (0, -1, 1):
+            start = metric(X, y, np.ones(y.size), k, sign, 1.96)
+            effects = -np.sign(start) * linear_effects(X, y, k, sign, 1.96)
+            order = np.argsort(-effects)[:size]
+            weights = np.ones(y.size)
+            weights[order] = 0
+            truth = metric(X, y, weights, k, sign, 1.96) - start
+            second = held.changes(flat[:, order], sign, 1.96).second[-1]
+            together = joint.changes(flat[:, order], sign, 1.96).second[-1]
+            # within 10 % (the mean), 15 % (an interval end: its sd's change is estimated)
+            assert second == pytest.approx(truth, rel=0.10 if sign == 0 else 0.15)
+            worse += abs(together - truth) > 2 * abs(second - truth)
+    assert worse >= X.shape[1] - 1  # the joint step is the worse one on most questions
+
+
+def test_the_variance_s_elasticity_in_a_scale_is_measured_only_where_the_draws_tell():
+    # Coefficients' variance grows as sigma^2 (elasticity 2 in log sigma); a quantity
+    # independent of sigma, 0; a scale whose logarithm barely varies gives no reading.
+    rng = np.random.default_rng(3)
+    log_sigma = rng.normal(0.0, 0.3, size=8000)
+    spread = rng.normal(size=(8000, 2)) * np.exp(log_sigma)[:, None]
+    theta = np.column_stack([spread[:, 0], rng.normal(size=8000), np.exp(log_sigma)])
+    model = curvature_of(theta, 0, np.array([False, False, True]))
+    assert model.elasticity[0, 2] == pytest.approx(2.0, abs=0.2)
+    assert model.elasticity[1, 2] == pytest.approx(0.0, abs=0.2)
+    narrow = theta.copy()
+    narrow[:, 2] = np.exp(0.002 * log_sigma)  # the same draws, sigma almost constant
+    assert curvature_of(narrow, 0, np.array([False, False, True])).elasticity[0, 2] == 0.0
+    assert curvature_of(theta, 0).scales is None  # no scale named: the joint step

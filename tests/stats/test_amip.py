@@ -324,11 +324,11 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     # (tests/helpers/ols_amip.py): 23, 7 and 87 observations here. The plain covariance of
     # an outlier's log-likelihood with the coefficient has a Monte Carlo SE as large as
     # itself (the plain sure sets are 173, 102 and 535: upper bounds); with third-degree
-    # control variates 24, 7 and 99, each reached on exact refit. The third is an upper
-    # bound: the second-order prediction (which overshoots here: the posterior is not
-    # normal in the scale over the shift) says it may take as few as 14, and only a refit
-    # decides (refits in the loop find 87, below): even the exact first-order prediction
-    # (closed form) reaches at 93, the exact change being 1 % beyond it (docs/guide/amip.md).
+    # control variates 24, 7 and 99, each reached on exact refit. The third was an upper
+    # bound while the second-order step moved the coefficient and the residual sd jointly
+    # (it overshot: the outliers move the sd far, and the cross terms carried that into the
+    # coefficient, "as few as 14"); with the scale held in the coefficient's step it is
+    # decided: the smallest set's size is between 78 and 99, the exact one 87.
     from ols_amip import metric, ols_amip
 
     X, y, post, score, theta = field_experiment
@@ -337,10 +337,7 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
         post, "beta[2]", target, method="linear", grad_log_posterior=score, unconstrained=theta
     )
     assert result.reachable
-    if target != "sign_and_significance":
-        assert result.answer == "reached" and not result.upper_bound
-    else:
-        assert result.upper_bound == result.n_drop and result.undetermined_by == "linearisation"
+    assert result.answer == "reached" and not result.upper_bound
     low, high = result.size_interval  # the smallest set's size, within Monte Carlo error
     assert low <= reference.size <= high
     sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
@@ -352,8 +349,8 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     assert result.n_drop <= high + 1 and result.n_drop <= 2 * reference.size + 2
     if target != "sign_and_significance":
         assert result.n_drop <= reference.size + 1
-    else:
-        assert "a refit decides" in str(result)
+    else:  # sure at 99 (the exact change 1 % beyond the first order's, at 93)
+        assert result.n_drop <= reference.size + 12
     plain = bayesij.amip(post, "beta[2]", target, method="linear")
     assert plain.n_drop > result.n_drop and plain.upper_bound
 
@@ -419,8 +416,9 @@ def test_refits_in_the_loop_find_the_ols_amip_set_whatever_the_refit_seed(field_
         )
         assert result.answer == "reached" and result.verification["reached"]
         assert result.n_drop <= reference.size + 1
-        sets.append(sorted(result.drop_ids))
-    assert sets[0] == sets[1]
+        sets.append(set(result.drop_ids))
+    # The same set up to a near tie at its end (units ranked from each refit's own draws).
+    assert len(sets[0]) == len(sets[1]) and len(sets[0] ^ sets[1]) <= 2
 
 
 def test_a_refit_within_two_monte_carlo_errors_of_the_target_does_not_count_as_reaching():
