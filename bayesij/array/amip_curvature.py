@@ -300,11 +300,11 @@ class Curvature(NamedTuple):
 def _scales_held(a: np.ndarray, scales: np.ndarray) -> np.ndarray:
     """Matrices ``a`` (..., P, P) (the Hessians, the covariance) without the cross terms
     between the scales and the other parameters: the Newton step of the others with the
-    scales held, and of the scales with the others held. On a normal regression the one joint step overshoots the
-    coefficients' exact change by 20-120 % (a set of outliers moves the residual sd far,
-    and the cross terms carry that move into the coefficients), where the posterior mean
-    of the coefficients does not depend on the residual sd at all; held, within 9 % of the
-    exact refit on the benchmarks' normal regressions."""
+    scales held, and of the scales with the others held. On a normal regression the one
+    joint step overshoots the coefficients' exact change by 20-120 % (a set of outliers
+    moves the residual sd far, and the cross terms carry that move into the coefficients),
+    where the posterior mean of the coefficients does not depend on the residual sd at
+    all; held, within 9 % of the exact refit on the benchmarks' normal regressions."""
     out = a.copy()
     cross = scales[:, None] != scales[None, :]
     out[..., cross] = 0.0
