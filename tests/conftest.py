@@ -69,6 +69,7 @@ MARKED_FILES = {
     "test_panel_audit.py": "pymc",
     "test_radon.py": "pymc",
     "test_pymc.py": "pymc",
+    "test_pymc_groups.py": "pymc",
     "test_campaign.py": "processes",
     "test_store.py": "processes",
     "test_first_use.py": "processes",

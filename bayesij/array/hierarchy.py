@@ -26,7 +26,7 @@ import numpy as np
 from bayesij.array._numeric import sum_by_group
 from bayesij.array.checks import as_float_array, check_finite, fail
 
-__all__ = ["normal_group_log_lik", "intercept_group_log_lik"]
+__all__ = ["normal_group_log_lik", "intercept_group_log_lik", "integrate_effects"]
 
 
 def normal_group_log_lik(residuals, codes, tau, sigma) -> np.ndarray:
@@ -160,14 +160,46 @@ def intercept_group_log_lik(log_lik_at, codes, tau, n_nodes: int = 16) -> np.nda
         return _group_sums(values, groups, n_groups) - 0.5 * (a / sd) ** 2
 
     draws = as_float_array(log_lik_at(np.zeros((1, 1, groups.size))), "log_lik_at(a)").shape[:2]
-    mode, curvature = _mode(h, np.zeros((*draws, n_groups)), sd)
+    prior = -np.log(np.sqrt(2 * np.pi) * sd)  # the intercept's normalised log density at 0
+    return integrate_effects(lambda a: h(a) + prior, (*draws, n_groups), sd, n_nodes)
+
+
+def integrate_effects(joint, shape: tuple, sd, n_nodes: int = 16) -> np.ndarray:
+    """``log ∫ exp(joint(a)) da`` of each group's scalar effect at each draw, by adaptive
+    Gauss-Hermite quadrature: Newton steps to each group's mode, nodes scaled by the
+    curvature there (lme4's ``nAGQ``; exact for a log density quadratic in ``a``).
+
+    Parameters
+    ----------
+    joint : callable
+        ``joint(a)`` with ``a`` of shape ``shape`` (n_chains, n_draws, G), each group's
+        effect at each draw: the group's log-likelihood plus the effect's normalised prior
+        log density, (n_chains, n_draws, G) (concave in ``a``).
+    shape : tuple
+        ``(n_chains, n_draws, G)``.
+    sd : float or ndarray broadcasting to ``shape``
+        The effects' scale: the finite-difference step (1e-4 of it) and the least
+        curvature allowed (``1 / sd^2``).
+    n_nodes : int, default 16
+
+    Returns
+    -------
+    ndarray of shape ``shape``
+        Each group's log-likelihood with its effect integrated out.
+
+    References
+    ----------
+    .. [1] Liu, Q. and Pierce, D. A. (1994). A note on Gauss-Hermite quadrature.
+       Biometrika 81(3), 624-629.
+    """
+    mode, curvature = _mode(joint, np.zeros(shape), sd)
     scale = 1.0 / np.sqrt(curvature)
     nodes, weights = np.polynomial.hermite.hermgauss(int(n_nodes))
     total = None
     for node, weight in zip(nodes, weights, strict=True):
-        term = h(mode + np.sqrt(2.0) * scale * node) + node**2 + np.log(weight)
+        term = joint(mode + np.sqrt(2.0) * scale * node) + node**2 + np.log(weight)
         total = term if total is None else np.logaddexp(total, term)
-    return total + np.log(np.sqrt(2.0) * scale / (np.sqrt(2 * np.pi) * sd))
+    return total + np.log(np.sqrt(2.0) * scale)
 
 
 def _mode(h, start: np.ndarray, sd, steps: int = 30) -> tuple[np.ndarray, np.ndarray]:

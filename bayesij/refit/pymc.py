@@ -88,6 +88,7 @@ class PyMCBackend(Backend):
         self.sample_kwargs = {"cores": 1, **sample_kwargs, "progressbar": False}
         self._shape = tuple(int(n) for n in _observed_values(model, self.observed).shape)
         self.n_obs = int(np.prod(self._shape))
+        self._density: PyMCDensity | None = None  # group_log_lik's, compiled when asked
 
     def __repr__(self) -> str:
         values = _observed_values(self.model, self.observed)
@@ -102,7 +103,7 @@ class PyMCBackend(Backend):
         objects that the standard pickler (loky's and Dask's for arguments) cannot send."""
         import cloudpickle
 
-        return {**self.__dict__, "model": cloudpickle.dumps(self.model)}
+        return {**self.__dict__, "model": cloudpickle.dumps(self.model), "_density": None}
 
     def __setstate__(self, state: dict) -> None:
         import cloudpickle
@@ -134,6 +135,14 @@ class PyMCBackend(Backend):
         if self.var_names is not None:
             keep = [v for v in keep if v in self.var_names]
         return from_inference_data(trace, var_name=self.observed, quantities=keep)
+
+    def group_log_lik(self, data, variable: str, n_nodes: int = 16):
+        """Each group's log-likelihood with its element of ``variable`` integrated out:
+        :meth:`PyMCDensity.group_log_lik` of this backend's model (what
+        :func:`bayesij.audit` reads, given this backend, for a hierarchy's units)."""
+        if self._density is None:
+            self._density = PyMCDensity(self.model, self.observed)
+        return self._density.group_log_lik(data, variable, n_nodes)
 
     def _weighted_model(self, weights: np.ndarray):
         """A clone of the model whose log density weights the observed variable's terms."""
@@ -328,6 +337,134 @@ class PyMCDensity:
             self._pointwise = self.model.compile_fn(elementwise, on_unused_input="ignore")
         rows = [np.asarray(self._pointwise(point))[int(i)] for point in self._points(upars)]
         return np.asarray(rows, dtype=float)
+
+    def group_log_lik(self, data, variable: str, n_nodes: int = 16):
+        """Each group's log-likelihood with its own effect integrated out, at each draw:
+        ``log ∫ prod_{n in g} p(y_n | theta, a) p(a | theta) da`` over the element ``a`` of
+        the group-effect variable ``variable`` that the group's observations depend on
+        (adaptive Gauss-Hermite quadrature, :func:`bayesij.array.hierarchy.integrate_effects`;
+        the prior ``p(a | theta)`` is the model's own, at each draw's hyperparameters).
+
+        These are the terms with which a hierarchy is judged for a *new* group
+        (Merkle, Furr & Rabe-Hesketh 2019): pass them to :func:`bayesij.loo` (leave one
+        group out) or as :func:`bayesij.audit`'s ``marginal_log_lik`` (the IJ over groups,
+        which approximates :func:`bayesij.refit.cluster_bootstrap`).
+
+        Parameters
+        ----------
+        data : InferenceData or DataTree
+            The fit (its ``posterior`` group holds every free variable of the model).
+        variable : str
+            A free vector variable of the model, one unbounded element per group (a normal
+            intercept, centred ``u ~ N(0, sigma_u)`` or non-centred ``z ~ N(0, 1)`` with
+            ``u = sigma_u * z``). Which observations belong to which element is read from
+            the model (the observed log-likelihood's Jacobian in it): each observation must
+            depend on exactly one.
+        n_nodes : int, default 16
+            Quadrature nodes per group and draw.
+
+        Returns
+        -------
+        xarray.DataArray of shape (n_chains, n_draws, G)
+            Dims ``chain``, ``draw`` and the variable's own dim (with its coordinate when the
+            posterior has one).
+
+        References
+        ----------
+        .. [1] Merkle, E. C., Furr, D. and Rabe-Hesketh, S. (2019). Bayesian comparison of
+           latent variable models: conditional versus marginal likelihoods.
+           Psychometrika 84(3), 802-829.
+        .. [2] Liu, Q. and Pierce, D. A. (1994). A note on Gauss-Hermite quadrature.
+           Biometrika 81(3), 624-629.
+        """
+        import xarray as xr
+
+        from bayesij.array.hierarchy import integrate_effects
+
+        rv, value_name, size = self._group_variable(variable)
+        terms, jacobian = self._group_functions(rv)
+        upars = self.unconstrain(data)
+        points = list(self._points(upars))
+        codes = _effect_of_each_observation(jacobian, points, variable, size)
+        fit = read(data)
+        effects, labels = fit.posterior_draws([variable])
+        shape = effects.shape
+
+        def joint(a: np.ndarray) -> np.ndarray:
+            flat = a.reshape(-1, size)
+            out = np.empty_like(flat)
+            for row, point in enumerate(points):
+                obs, prior = terms({**point, value_name: flat[row]})
+                out[row] = np.bincount(codes, weights=np.ravel(obs), minlength=size) + prior
+            return out.reshape(a.shape)
+
+        spread = float(np.std(effects)) or 1.0
+        integrated = integrate_effects(joint, shape, spread, n_nodes)
+        dim, levels = _effect_dim(fit, variable, labels)
+        return xr.DataArray(integrated, dims=("chain", "draw", dim), coords={dim: levels})
+
+    def _group_variable(self, variable: str) -> tuple:
+        """The free variable ``variable``, its value variable's name and its size; refused
+        unless it is an untransformed vector."""
+        free, _, values, *_, shapes = self._functions()
+        names = [rv.name for rv in free]
+        if variable not in names:
+            raise fail("variable", repr(variable), f"a free variable of the model ({names})")
+        index = names.index(variable)
+        rv = free[index]
+        if self.model.rvs_to_transforms.get(rv) is not None or len(shapes[index]) != 1:
+            raise fail(
+                "variable",
+                f"{variable!r} of shape {shapes[index]}"
+                + (", transformed" if self.model.rvs_to_transforms.get(rv) else ""),
+                "an unbounded vector of group effects (one element per group)",
+            )
+        return rv, values[index], int(shapes[index][0])
+
+    def _group_functions(self, rv):
+        """Compiled at a point: the observed variable's elementwise log-likelihood and the
+        group effects' elementwise prior log density; and the first's Jacobian in them."""
+        import pytensor.gradient
+
+        observed = self.model[_observed_name(self.model, self.observed)]
+        elementwise = self.model.logp(vars=[observed], sum=False)[0].flatten()
+        prior = self.model.logp(vars=[rv], sum=False)[0]
+        value = self.model.rvs_to_values[rv]
+        inputs = self.model.value_vars  # each point holds them all, used or not
+        terms = self.model.compile_fn([elementwise, prior], inputs=inputs, on_unused_input="ignore")
+        jacobian = pytensor.gradient.jacobian(elementwise, value)
+        return terms, self.model.compile_fn(jacobian, inputs=inputs, on_unused_input="ignore")
+
+
+def _effect_dim(fit, variable: str, labels: list) -> tuple[str, list]:
+    """The group effects' dim and its levels: the posterior's own (an InferenceData or
+    DataTree), else ``{variable}_dim_0`` and the labels inside the brackets of its elements'
+    names (``z[p3]`` -> ``p3``)."""
+    try:
+        values = fit.group("posterior")[variable]
+    except (ValueError, KeyError, TypeError):
+        values = None
+    if values is not None and values.dims[-1] in values.coords:
+        dim = values.dims[-1]
+        return dim, list(values.coords[dim].values)
+    levels = [str(label).partition("[")[2].rstrip("]") or str(label) for label in labels]
+    return f"{variable}_dim_0", levels
+
+
+def _effect_of_each_observation(jacobian, points: list, variable: str, size: int) -> np.ndarray:
+    """The element of the group effects each observation's log-likelihood depends on, from
+    its Jacobian at two draws (a derivative that happens to be 0 at one is not at both)."""
+    picked = [points[0], points[len(points) // 2]]
+    touches = sum(np.abs(np.asarray(jacobian(point))) > 0 for point in picked)
+    counts = (touches > 0).sum(axis=1)
+    if touches.ndim != 2 or touches.shape[1] != size or np.any(counts != 1):
+        found = "none" if np.any(counts == 0) else "several"
+        raise fail(
+            "variable",
+            f"{variable!r}, of which some observations depend on {found} of the elements",
+            "each observation's log-likelihood depending on exactly one group effect",
+        )
+    return np.argmax(touches > 0, axis=1)
 
 
 #: Warnings the sampler raises from its own numerics (NumPy's floating-point warnings in

@@ -570,7 +570,11 @@ def audit(
         :func:`bayesij.amip` with ``backend=`` does: the cheap search's claim is refitted,
         then bisected to the smallest set a refit confirms; the answers, sets and intervals
         are the refits'. Without it, answers the draws cannot decide say so ("a refit
-        decides") with about how many refits would.
+        decides") with about how many refits would. A backend that holds the model
+        (``refit.PyMCBackend``) also integrates a hierarchy's unit effects out when no
+        ``marginal_log_lik`` is given (its ``group_log_lik``, over the first of the fit's
+        unit effects that is a vector with one unbounded element per unit), and the
+        verdicts are judged over those terms as with ``marginal_log_lik``.
     max_refits : int, default 6
         Refits per AMIP question with a ``backend`` (on a logistic regression with sets of
         120-300 of 3020, 6 refits found sets within 4 % of the estimating equation's
@@ -678,6 +682,8 @@ def audit(
             parameters=fit_parameters(fit) if questions else None,
             client=client,
         )
+        if marginal_log_lik is None and backend is not None and units.grouped:
+            marginal_log_lik = _terms_from_backend(fit, backend, say)
         integrated, integrated_loo = _integrated(
             source, names, fit, units, marginal_log_lik, found.ij.influence, loo
         )
@@ -734,6 +740,26 @@ def audit(
         result.comparison = _comparison(found.loo, compare_with, fit.unit_labels())
     say.done()
     return result
+
+
+def _terms_from_backend(fit, backend, say):
+    """The units' log-likelihoods with their own effect integrated out, from a backend that
+    holds the model (``group_log_lik``: :class:`bayesij.refit.PyMCBackend`), over the
+    first of the fit's unit effects that is one unbounded element per unit (a non-centred
+    offset or a centred intercept); None when the backend cannot, or no effect is such (two
+    effects per unit, a transformed one: the verdicts then stay undetermined and name the
+    cluster bootstrap)."""
+    integrate = getattr(backend, "group_log_lik", None)
+    if integrate is None:
+        return None
+    for variable in fit.structure.unit_effects:
+        try:
+            terms = integrate(fit.data, variable)
+        except ValueError:
+            continue
+        say.stage(f"each {fit.units.name}'s {variable} integrated out (the backend's model)")
+        return terms
+    return None
 
 
 def _integrated(source, names: list, fit, units, marginal_log_lik, influence, loo: bool):
