@@ -29,6 +29,7 @@ from bayesij.array.amip_lockstep import run_in_lockstep
 from bayesij.array.amip_noise import (
     Moments,
     NoiseAnswer,
+    Replicates,
     Start,
     draws_to_decide,
     linear_answer,
@@ -415,19 +416,9 @@ def reweighted_steps(
             phi = _influence(received, direction, k_max - len(chosen), chosen)
             if impossible.size:
                 phi[impossible] = exact
+            so_far = (chosen, changes, khats, sizes)
             return _continue_linearly(
-                flat_f,
-                flat_l,
-                weights,
-                chosen,
-                changes,
-                khats,
-                sizes,
-                phi,
-                mcse,
-                goal,
-                k_max,
-                store,
+                flat_f, flat_l, weights, so_far, phi, mcse, goal, k_max, store
             )
         chosen.extend(best.tolist())
         set_lik, weights, khat = next_lik, next_weights, next_khat
@@ -467,25 +458,16 @@ FIRST_PREFIX = 64
 
 
 def _continue_linearly(
-    flat_f,
-    flat_l,
-    weights,
-    chosen,
-    changes,
-    khats,
-    sizes,
-    phi,
-    mcse,
-    goal: Goal,
-    k_max: int,
-    store=None,
+    flat_f, flat_l, weights, so_far: tuple, phi, mcse, goal: Goal, k_max: int, store=None
 ) -> AmipPath:
     """Extend a reweighted path from its last reliable posterior (``weights``) with the
-    first-order prediction under those weights.
+    first-order prediction under those weights. ``so_far``: the path's units, changes,
+    k-hats and sizes up to there.
 
     The Monte Carlo errors of the candidates' influences are computed for a growing prefix
     of the ranking (:data:`FIRST_PREFIX` units, then doubling) until the target is reached:
     the columns of the set, not the whole matrix."""
+    chosen, changes, khats, sizes = so_far
     sign, z, direction, need = goal.sign, goal.z, goal.direction, goal.need
     gain = -direction * np.nan_to_num(phi, nan=-np.inf * direction)
     gain[chosen] = -np.inf
@@ -1297,9 +1279,7 @@ def _reweighted_answer(path: AmipPath, scores, goal: Goal, k_max: int, f, blocks
         path.order,
         f.size,
         ranking_too=True,
-        blocks=blocks,
-        moments=_moments(scores, goal),
-        start=_start(f, goal),
+        errors=Replicates(blocks, _moments(scores, goal), _start(f, goal)),
         nonlinearity=nonlinearity,
     )
     return _reweighted_verdict(path, optimistic._replace(bound=0), f), sure
@@ -1388,11 +1368,13 @@ def linear_paths(
         k_max,
         None,
         f.size,
-        blocks=_bootstrap_blocks(scores, f, goal),
-        moments=_moments(scores, goal),
-        start=_start(f, goal),
+        errors=Replicates(
+            _bootstrap_blocks(scores, f, goal),
+            _moments(scores, goal),
+            _start(f, goal),
+            getattr(scores, "block_units", None),
+        ),
         nonlinearity=nonlinearity,
-        units=getattr(scores, "block_units", None),
     )
     size = answer.chosen_size  # the sure prefix, or the whole ranking within k_max
     if answer.sure_size:

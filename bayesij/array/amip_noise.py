@@ -37,6 +37,7 @@ __all__ = [
     "NoiseAnswer",
     "Moments",
     "Start",
+    "Replicates",
     "linear_answer",
     "answer_from_z",
     "draws_to_decide",
@@ -203,6 +204,43 @@ def nonlinear_band(first, factors):
     return low, high
 
 
+class Replicates(NamedTuple):
+    """How :func:`linear_answer` draws the Monte Carlo error of the influences.
+
+    Attributes
+    ----------
+    blocks : tuple or None
+        ``(block_sums (B, U), sizes (B,), chains (B,))`` for the block bootstrap
+        (:func:`block_bootstrap`); None: independent normal errors of ``mcse``.
+    moments : Moments or None
+        With ``blocks``: an interval end's changes along the ranking, and the chosen set's,
+        are predicted from its moments (:class:`Moments`) on each replicate instead of by
+        the sum of the linearised ``psi``, which still ranks the units.
+    start : Start or None
+        With ``blocks``: the metric's value now carries Monte Carlo error too; each
+        replicate's ``need`` comes from its own draws of the quantity (:class:`Start`).
+    units : ndarray or None
+        The units the block sums' columns are of (None: every unit).
+    count : int
+        Replicates drawn.
+    level : float
+        The intervals' level.
+    seed : int
+    """
+
+    blocks: tuple | None = None
+    moments: Moments | None = None
+    start: Start | None = None
+    units: np.ndarray | None = None
+    count: int = REPLICATES
+    level: float = 0.95
+    seed: int = 0
+
+
+#: Independent normal errors of ``mcse``, 200 replicates, 95 % intervals.
+INDEPENDENT = Replicates()
+
+
 def linear_answer(
     psi: np.ndarray,
     mcse: np.ndarray,
@@ -213,14 +251,8 @@ def linear_answer(
     n_draws: int,
     *,
     ranking_too: bool = False,
-    replicates: int = REPLICATES,
-    level: float = 0.95,
-    seed: int = 0,
-    blocks: tuple | None = None,
-    moments: Moments | None = None,
-    start: Start | None = None,
+    errors: Replicates = INDEPENDENT,
     nonlinearity: Callable | None = None,
-    units: np.ndarray | None = None,
 ):
     """The answer of the linear search from ``psi`` (U,) and its ``mcse`` (U,).
 
@@ -229,18 +261,16 @@ def linear_answer(
     replicates. ``n_draws`` scales the draws needed. ``ranking_too``: also the answer of
     the ranking's own set (``chosen`` None) from the same replicates, returned as
     ``(answer, ranking_answer)`` — one bootstrap for the two answers the reweighted search
-    may report. ``blocks``: ``(block_sums (B, U), sizes (B,), chains (B,))`` for the block
-    bootstrap (:func:`block_bootstrap`). ``moments`` (with ``blocks``): an interval end's
-    changes along the ranking, and the chosen set's, are predicted from its moments
-    (:class:`Moments`) on each replicate instead of by the sum of the linearised ``psi``,
-    which still ranks the units. ``start`` (with ``blocks``): the metric's value now
-    carries Monte Carlo error too; each replicate's ``need`` comes from its own draws of
-    the quantity (:class:`Start`).
+    may report. ``errors``: how the influences' Monte Carlo error is drawn
+    (:class:`Replicates`). ``nonlinearity``: the second-order ratios along a set, which
+    put the linearisation error in the band (:func:`nonlinear_band`).
 
     Returns
     -------
     NoiseAnswer, or (NoiseAnswer, NoiseAnswer) with ``ranking_too``
     """
+    blocks, moments, start, units = errors.blocks, errors.moments, errors.start, errors.units
+    replicates, level, seed = errors.count, errors.level, errors.seed
     rng = np.random.default_rng(seed)  # with blocks, only their counts are drawn from it
     noise = np.nan_to_num(mcse, nan=0.0)
     gain = -direction * np.nan_to_num(psi, nan=0.0)

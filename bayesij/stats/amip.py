@@ -729,10 +729,8 @@ def _searches(
     return searches_from(
         source,
         questions,
-        fs,
-        goals,
+        (fs, goals),
         scores,
-        z,
         method,
         alpha_max,
         score is not None,
@@ -788,10 +786,8 @@ def amip_goals(source, questions, z) -> tuple[list, list]:
 def searches_from(
     source,
     questions,
-    fs,
-    goals,
+    targets: tuple,
     scores,
-    z,
     method,
     alpha_max,
     control_variates=False,
@@ -799,13 +795,15 @@ def searches_from(
     parameters=None,
     client=None,
 ) -> list:
-    """The searches of :func:`_searches` from the goals' influence scores
+    """The searches of :func:`_searches` from ``targets`` (the questions' quantity draws
+    and their goals, :func:`amip_goals`) and the goals' influence scores
     (:func:`bayesij.array.amip.goal_influence` over every block: ``"all"``, and ``"half"``
     for the linear method, which empties the dict once read; ``control_variates``:
     whether they used the log posterior's score; ``kept``: the :func:`set_columns` of
     the pass, if any; ``parameters``: the fit's quantity draws and names for the
     second-order model, :func:`fit_parameters`, default the source's; ``client``: a
     dask.distributed Client that sums the linear sets of a lazy source on its workers)."""
+    fs, goals = targets
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
     every = scores["all"]  # DenseRows: each goal's rows made when read (a lazy pass)
     rows = every if isinstance(every, DenseRows) else goal_rows(every, goals)
@@ -841,10 +839,12 @@ def searches_from(
         )
     return [
         (
-            _result(f, q, t, z, source, one, method, alpha_max, control_variates=control_variates),
+            _result(
+                f, q, t, g.z, source, one, method, alpha_max, control_variates=control_variates
+            ),
             one,
         )
-        for f, (q, t), one in zip(fs, questions, found, strict=True)
+        for f, (q, t), g, one in zip(fs, questions, goals, found, strict=True)
     ]
 
 

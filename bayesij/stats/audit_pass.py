@@ -161,10 +161,8 @@ def audit_pass(
         searches = searches_from(
             source,
             questions,
-            fs,
-            goals,
+            (fs, goals),
             influence,
-            z,
             method,
             alpha_max,
             control_variates=score is not None,

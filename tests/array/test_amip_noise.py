@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from bayesij.array.amip_noise import (
+    Replicates,
     answer_from_z,
     block_bootstrap,
     draws_to_decide,
@@ -31,7 +32,7 @@ def test_a_target_within_the_noise_is_undetermined_and_more_draws_decide_it():
     mcse = np.full(10, 0.05)
     # The most the 3 allowed units can do is 0.3 (point estimate): a target of 0.3 is a
     # coin flip over replicates.
-    answer = linear_answer(psi, mcse, 1, 0.3, 3, np.arange(3), 4000, seed=1)
+    answer = linear_answer(psi, mcse, 1, 0.3, 3, np.arange(3), 4000, errors=Replicates(seed=1))
     assert answer.answer == "undetermined"
     assert 0.2 < answer.share_reached < 0.95
     assert answer.draws_needed > 4000
@@ -79,7 +80,9 @@ def test_shared_errors_widen_the_size_interval_past_independent_ones():
     factor = rng.normal(size=40)
     sums = sizes[:, None] * (psi + (factor - factor.mean())[:, None] * 0.3)  # all together
     mcse = np.full(50, 0.3 * factor.std() / np.sqrt(40))
-    shared = linear_answer(psi, mcse, 1, 1.0, 50, np.arange(10), 4000, blocks=(sums, sizes, chains))
+    shared = linear_answer(
+        psi, mcse, 1, 1.0, 50, np.arange(10), 4000, errors=Replicates((sums, sizes, chains))
+    )
     independent = linear_answer(psi, mcse, 1, 1.0, 50, np.arange(10), 4000)
     width = {
         k: a.size_interval[1] - a.size_interval[0]
@@ -94,7 +97,7 @@ def test_not_reachable_needs_the_optimistic_replicates_to_fail_too():
     # reach the target, so the answer is undetermined, never "not reachable".
     psi = -np.r_[np.full(3, 0.1), np.full(7, 0.05)]
     mcse = np.r_[np.zeros(3), np.full(7, 0.1)]
-    answer = linear_answer(psi, mcse, 1, 0.31, 3, None, 1000, seed=2)
+    answer = linear_answer(psi, mcse, 1, 0.31, 3, None, 1000, errors=Replicates(seed=2))
     assert answer.share_reached == 0.0
     assert answer.answer == "undetermined"
     quiet = linear_answer(psi, np.zeros(10), 1, 0.31, 3, None, 1000)
@@ -151,7 +154,9 @@ def test_a_sure_set_far_above_the_smallest_is_an_upper_bound():
     sums, sizes, chains = _shared_slope_blocks(0.01, 0.003)
     psi = sums.sum(axis=0) / sizes.sum()
     mcse = np.full(psi.size, 0.003)
-    answer = linear_answer(psi, mcse, 1, 1.0, 200, None, 4000, blocks=(sums, sizes, chains))
+    answer = linear_answer(
+        psi, mcse, 1, 1.0, 200, None, 4000, errors=Replicates((sums, sizes, chains))
+    )
     low, high = answer.size_interval
     assert answer.answer == "undetermined" and answer.bound == answer.sure_size
     assert answer.sure_size > 2 * low + 2 and high <= answer.sure_size
@@ -223,7 +228,7 @@ def test_the_ranking_s_answer_from_the_same_replicates_is_that_of_a_call_of_its_
     n_units, psi, blocks = _twenty_influential_of_300()
     mcse = np.full(n_units, 0.0005)
     args = (psi, mcse, -1, 0.03, 60)
-    options = {"blocks": blocks, "seed": 2}
+    options = {"errors": Replicates(blocks, seed=2)}
     chosen = np.argsort(psi)[::-1][:7]
     given, ranking = linear_answer(*args, chosen, 4000, ranking_too=True, **options)
     alone = linear_answer(*args, None, 4000, **options)
@@ -284,7 +289,7 @@ def test_the_ranking_s_set_is_judged_by_the_band_at_its_own_size():
     # units, with the second-order factors at that size: factors further along the
     # ranking (a wider band past the set) change neither the set nor its interval.
     n_units, psi, blocks = _twenty_influential_of_300()
-    options = {"blocks": blocks, "seed": 2}
+    options = {"errors": Replicates(blocks, seed=2)}
 
     def factors(near: float, far: float, at: int):
         def nonlinearity(units):
