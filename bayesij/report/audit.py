@@ -601,7 +601,10 @@ def audit(
         :func:`~bayesij.array.hierarchy.intercept_group_log_lik` (adaptive quadrature,
         any likelihood with a normal random intercept). The global quantities'
         IJ-vs-posterior verdicts then come from the IJ over these integrated terms, which
-        approximates the cluster bootstrap (``ij_integrated``), instead of "undetermined".
+        approximates the cluster bootstrap (``ij_integrated``), instead of "undetermined";
+        their AMIP questions are answered over them (dropping a group removes its
+        integrated term: the draws decide where the conditional terms cannot); and from
+        :meth:`bayesij.refit.PyMCDensity.group_log_lik` for any PyMC likelihood.
 
     Returns
     -------
@@ -684,16 +687,19 @@ def audit(
         )
         if marginal_log_lik is None and backend is not None and units.grouped:
             marginal_log_lik = _terms_from_backend(fit, backend, say)
-        integrated, integrated_loo = _integrated(
+        integrated, integrated_loo, integrated_post = _integrated(
             source, names, fit, units, marginal_log_lik, found.ij.influence, loo
         )
+        answers = dict(zip(questions, found.amip, strict=True))
+        if integrated_post is not None:
+            answers.update(_amip_integrated(integrated_post, answers, alpha_max, method))
         result = Audit(
             quantities=names,
             influence=found.ij.influence,
             ij=replace(found.ij, linearity=found.linearity),
             loo=found.loo if loo else None,
             waic=found.waic if waic else None,
-            amip=dict(zip(questions, found.amip, strict=True)),
+            amip=answers,
             skipped=skipped,
             description=_description(source),
             units=units,
@@ -767,7 +773,7 @@ def _integrated(source, names: list, fit, units, marginal_log_lik, influence, lo
     leave-one-unit-out PSIS over them (None, None without them); refused for observations
     as the units (there is no group effect to integrate)."""
     if marginal_log_lik is None:
-        return None, None
+        return None, None, None
     if not units.grouped:
         raise fail(
             "marginal_log_lik",
@@ -787,7 +793,26 @@ def _integrated(source, names: list, fit, units, marginal_log_lik, influence, lo
         source.n_units,
         units=labels,
     )
-    return ij_covariance(post), (compute_loo(post) if loo else None)
+    return ij_covariance(post), (compute_loo(post) if loo else None), post
+
+
+def _amip_integrated(post, answers: dict, alpha_max: float, method) -> dict:
+    """The AMIP questions of the global quantities answered over the units' integrated
+    log-likelihoods (``post``: :func:`~bayesij.stats.jackknife.integrated_posterior`):
+    dropping a group removes its integrated term from the global quantities' posterior,
+    exactly, and the second-order model in the global quantities explains those terms
+    (the conditional ones move with the group's own effect: their band stays open). On a
+    normal hierarchy of 30 schools, mu's sign and sign-and-significance become "not
+    reachable" from the draws (every set of 3 refitted in closed form agrees); its
+    significance, 4 % short of the target, stays undetermined."""
+    names = set(post.quantity_names)
+    return {
+        (quantity, target): amip_search(
+            post, quantity, target, alpha_max=alpha_max, z=answer.z, method=method
+        )
+        for (quantity, target), answer in answers.items()
+        if quantity in names
+    }
 
 
 def _refitted(

@@ -250,3 +250,38 @@ def test_integrated_terms_give_the_same_verdicts_lazily_and_from_arviz_0_23(tmp_
         pd.testing.assert_frame_equal(
             other.loo_integrated.pointwise, eager.loo_integrated.pointwise, rtol=1e-12
         )
+
+
+def test_the_audit_answers_amip_over_groups_from_the_integrated_terms():
+    # 30 schools x 4, known variances: every set of 3 schools is refitted in closed form.
+    # Over the conditional terms the draws cannot answer (a school's term moves with its
+    # own effect: undetermined); over the integrated terms mu's sign and its sign and
+    # significance are "not reachable" (the exact refits agree), each predicted change's
+    # interval holds the closed-form change of its set, and a significance 4 % short of
+    # its target stays undetermined rather than guessed.
+    model = simulate(n_groups=30, per_group=4, tau=1.0, seed=5)
+    post = model.fit(draws=1000)
+    mu = post.quantities.values[..., :1]
+    terms = normal_group_log_lik(model.y - mu, model.codes, tau=model.tau, sigma=model.sigma)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        options = {"groups": model.codes, "quantities": ["mu"], "loo": False}
+        targets = ("sign", "significance", "sign_and_significance")
+        bare = bayesij.audit(post, targets=targets, **options)
+        given = bayesij.audit(post, targets=targets, marginal_log_lik=terms, **options)
+    assert {r.answer for r in bare.amip.values()} == {"undetermined"}
+    answers = {target: r.answer for (_, target), r in given.amip.items()}
+    assert answers == {
+        "sign": "not reachable",
+        "significance": "undetermined",
+        "sign_and_significance": "not reachable",
+    }
+    full = model.posterior(np.ones(model.y.size))
+    for result in given.amip.values():
+        sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
+        dropped = np.isin(model.codes, np.asarray(result.drop_ids, dtype=int), invert=True)
+        mean, cov = model.posterior(dropped.astype(float))
+        change = mean[0] + sign * 1.96 * np.sqrt(cov[0, 0])
+        change -= full[0][0] + sign * 1.96 * np.sqrt(full[1][0, 0])
+        low, high = result.change_interval
+        assert low <= change <= high, (result.target, change, low, high)
