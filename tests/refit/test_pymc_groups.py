@@ -69,6 +69,54 @@ def test_the_integrated_terms_are_an_independent_quadrature_s(glmm):
     np.testing.assert_allclose(terms.values, expected, rtol=1e-9, atol=1e-9)
 
 
+def test_a_logistic_glmm_s_terms_are_an_independent_quadrature_s():
+    # Bernoulli outcomes on a logit scale, a centred intercept u ~ N(0, sd_u): SciPy's
+    # log-pmf of the same linear predictor, integrated by the array-level quadrature.
+    from scipy.special import log_expit
+
+    rng = np.random.default_rng(7)
+    codes = np.repeat(np.arange(12), 6)
+    x = rng.normal(size=codes.size)
+    y = rng.random(codes.size) < 1 / (1 + np.exp(-(0.3 + x + rng.normal(0, 1, 12)[codes])))
+    with pm.Model() as model:
+        b0, b1 = pm.Normal("b0", 0.0, 2.0), pm.Normal("b1", 0.0, 2.0)
+        sd_u = pm.HalfNormal("sd_u", 1.0)
+        u = pm.Normal("u", 0.0, sd_u, shape=12)
+        pm.Bernoulli("y", logit_p=b0 + b1 * x + u[codes], observed=y.astype(int))
+    idata = _sample(model, draws=100)
+    terms = refit.PyMCDensity(model).group_log_lik(idata, "u")
+    post = idata.posterior
+    b0, b1 = (post[name].values[..., None] for name in ("b0", "b1"))
+
+    def log_lik_at(a):
+        eta = b0 + b1 * x + a
+        return np.where(y, log_expit(eta), log_expit(-eta))
+
+    expected = intercept_group_log_lik(log_lik_at, codes, post["sd_u"].values)
+    # The two quadratures place their nodes from finite differences of their own step
+    # (the effects' spread, or each draw's sd_u): they agree to 1e-5; SciPy's adaptive
+    # integration of the worst draws is within 1e-5 of both (16 nodes).
+    np.testing.assert_allclose(terms.values, expected, rtol=1e-5)
+    from scipy.integrate import quad
+    from scipy.stats import norm
+
+    worst = np.unravel_index(
+        np.argsort(-np.abs(terms.values - expected), axis=None)[:3], terms.shape
+    )
+    for c, d, g in zip(*worst, strict=True):
+        rows = codes == g
+
+        def integrand(a, c=c, d=d, rows=rows):
+            eta = b0[c, d, 0] + b1[c, d, 0] * x[rows] + a
+            ll = np.where(y[rows], log_expit(eta), log_expit(-eta)).sum()
+            return np.exp(ll) * norm.pdf(a, 0.0, post["sd_u"].values[c, d])
+
+        scale = 6 * post["sd_u"].values[c, d]
+        exact = np.log(quad(integrand, -scale, scale, epsabs=0, epsrel=1e-12, limit=200)[0])
+        assert terms.values[c, d, g] == pytest.approx(exact, rel=1e-5)
+        assert expected[c, d, g] == pytest.approx(exact, rel=1e-5)
+
+
 def test_a_centred_normal_hierarchy_integrates_to_its_closed_form():
     # y ~ N(b0 + u_g, sigma), u ~ N(mu_u, tau): the group's marginal is multivariate normal.
     rng = np.random.default_rng(5)
