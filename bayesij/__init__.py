@@ -76,6 +76,8 @@ _PUBLIC = {
     "PredictionErrors": "bayesij.stats.holdout",
     "lfo": "bayesij.refit.lfo",
     "LfoResult": "bayesij.stats.lfo",
+    "convergence": "bayesij.stats.convergence",
+    "Convergence": "bayesij.stats.convergence",
     "amip": "bayesij.stats.amip",
     "AmipResult": "bayesij.stats.amip",
     # report

@@ -202,6 +202,8 @@ def _catalogue():
         ("linearity", "psis", kw(bayesij.linearity, "psis", data=POST), {"3": 3, "'x'": "x"}),
         ("linearity", "scores", kw(bayesij.linearity, "scores", data=POST), {"3": 3, "'x'": "x"}),
         ("linearity", "groups", kw(bayesij.linearity, "groups", data=POST), GROUPS),
+        ("convergence", "data", bayesij.convergence, DRAWS),
+        ("convergence", "quantities", kw(bayesij.convergence, "quantities", data=POST), NAMES),
         ("amip", "data", lambda v: bayesij.amip(v, "f[1]"), DRAWS),
         ("amip", "quantity", lambda v: bayesij.amip(POST, v), NAMES),
         (

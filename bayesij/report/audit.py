@@ -40,6 +40,7 @@ from bayesij.stats.amip import (
 )
 from bayesij.stats.audit_pass import audit_pass
 from bayesij.stats.compare import compare
+from bayesij.stats.convergence import Convergence, convergence_of_draws, divergent_of
 from bayesij.stats.jackknife import (
     IJCovariance,
     ij_covariance,
@@ -119,6 +120,9 @@ class Audit:
     control_variates : bool
         Whether the AMIP influences used zero-variance control variates
         (``grad_log_posterior``).
+    convergence : Convergence or None
+        :func:`bayesij.convergence` of the audited quantities (R-hat, bulk and tail ESS,
+        divergences): draws that have not converged are the verdict's first sentence.
 
     Examples
     --------
@@ -154,6 +158,7 @@ class Audit:
     not_computed: list = field(default_factory=list)
     prior_selection: tuple | None = None
     control_variates: bool = False
+    convergence: Convergence | None = None
 
     @property
     def unit_name(self) -> str:
@@ -711,6 +716,7 @@ def audit(
             control_variates=gradient[0] is not None,
             ij_integrated=integrated,
             loo_integrated=integrated_loo,
+            convergence=_convergence(fit, source, names),
         )
         if backend is not None and questions:
             say.stage(f"refits in the loop: {len(questions)} question(s), up to {max_refits} each")
@@ -746,6 +752,15 @@ def audit(
         result.comparison = _comparison(found.loo, compare_with, fit.unit_labels())
     say.done()
     return result
+
+
+def _convergence(fit, source, names: list) -> Convergence | None:
+    """:func:`bayesij.convergence` of the audited quantities' draws (None with fewer than
+    4 draws a chain)."""
+    draws = source.quantity_draws
+    if draws.shape[1] < 4:
+        return None
+    return convergence_of_draws(draws, names, divergent_of(fit))
 
 
 def _terms_from_backend(fit, backend, say):

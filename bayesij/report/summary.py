@@ -143,6 +143,7 @@ def open_questions(amip: dict) -> list:
 def summary_bullets(audit) -> list[str]:
     """At most :data:`MAX_BULLETS` one-sentence findings, most consequential first."""
     candidates = [
+        _convergence_bullet(audit),
         _fragile_bullet(audit),
         _first_order_bullet(audit),
         _loo_bullet(audit),
@@ -155,6 +156,18 @@ def summary_bullets(audit) -> list[str]:
         _ij_bullet(audit),
     ]
     return [b for b in candidates if b][:MAX_BULLETS]
+
+
+def _convergence_bullet(audit) -> str:
+    """First, where the draws have not converged: everything after inherits it."""
+    found = getattr(audit, "convergence", None)
+    if found is None or found.converged:
+        return ""
+    return (
+        f"The draws have not converged: {'; '.join(found.problems())}. Every estimate "
+        "below inherits that: run longer chains (or reparameterise) before trusting them "
+        "(bayesij.convergence)."
+    )
 
 
 def _ids(ids, limit: int = 4) -> str:
