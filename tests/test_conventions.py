@@ -44,7 +44,7 @@ def test_common_selectors_come_first_in_order(name):
 def test_the_log_likelihood_variable_is_var_name(name):
     parameters = inspect.signature(getattr(bayesij, name)).parameters
     assert "log_lik" not in parameters
-    no_log_lik = ("loo_moment_match", "pareto_khat", "pareto_smooth", "bayesian_r2")
+    no_log_lik = ("loo_moment_match", "pareto_khat", "pareto_smooth", "bayesian_r2", "convergence")
     if name not in no_log_lik:
         assert "var_name" in parameters
 

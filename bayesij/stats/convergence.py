@@ -13,7 +13,6 @@ import pandas as pd
 from bayesij.array.checks import fail
 from bayesij.array.convergence import bulk_ess, rank_rhat, tail_ess
 from bayesij.data.fit import read
-from bayesij.data.inference_data import group_names
 
 __all__ = [
     "Convergence",
@@ -153,7 +152,7 @@ def convergence_of_draws(draws: np.ndarray, names: list, divergent=None) -> Conv
 
 def divergent_of(fit) -> int | None:
     """The number of divergent transitions the fit saved (``sample_stats.diverging``)."""
-    if not fit.is_fit_object or "sample_stats" not in group_names(fit.data):
+    if "sample_stats" not in fit.groups_of_input:
         return None
     stats = fit.group("sample_stats")
     if "diverging" not in stats:

@@ -1,6 +1,6 @@
-"""Convergence before anything: R-hat, bulk and tail ESS equal to the installed ArviZ
-generation's (ArviZ 0.23's ``rhat`` / ``ess``, or arviz-stats 1.x's), computed here in the
-test on the same draws; divergences read from ``sample_stats``; the audit says so first."""
+"""Convergence before anything: each quantity's R-hat, bulk and tail ESS (the array
+functions, tested against the peers in tests/array/test_convergence.py), divergences read
+from ``sample_stats``, and the audit says so first."""
 
 import warnings
 
@@ -9,51 +9,23 @@ import pytest
 import xarray as xr
 
 import bayesij
-from peers import ARVIZ_1
-
-
-def _draws(n_draws: int, seed: int = 0) -> np.ndarray:
-    """Four chains of three quantities: one chain shifted, ties, and a random walk."""
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(4, n_draws, 3))
-    x[1, :, 0] += 0.3
-    x[:, ::7, 1] = 0.0  # ties, averaged in the ranks
-    x[:, :, 2] = np.cumsum(x[:, :, 2], axis=1) * 0.1
-    return x
-
-
-def _peer(x: np.ndarray) -> dict:
-    """The installed ArviZ generation's R-hat, bulk and tail ESS (tails at 5 % and 95 %:
-    arviz-stats' default tail is its ci_prob, 0.89)."""
-    if ARVIZ_1:
-        import arviz_stats
-
-        tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"x": (("chain", "draw", "k"), x)})})
-        return {
-            "rhat": arviz_stats.rhat(tree, method="rank")["x"].values,
-            "ess_bulk": arviz_stats.ess(tree, method="bulk")["x"].values,
-            "ess_tail": arviz_stats.ess(tree, method="tail", prob=(0.05, 0.95))["x"].values,
-        }
-    import arviz
-
-    dataset = arviz.convert_to_dataset(x)
-    return {
-        "rhat": arviz.rhat(dataset, method="rank")["x"].values,
-        "ess_bulk": arviz.ess(dataset, method="bulk")["x"].values,
-        "ess_tail": arviz.ess(dataset, method="tail")["x"].values,
-    }
 
 
 @pytest.mark.parametrize("n_draws", [250, 251])
-def test_r_hat_and_ess_are_the_peers(n_draws):
-    x = _draws(n_draws)
+def test_the_table_holds_each_quantity_s_diagnostics(n_draws):
+    from bayesij.array.convergence import bulk_ess, rank_rhat, tail_ess
+
+    x = np.random.default_rng(0).normal(size=(4, n_draws, 3))
+    x[:, :, 2] = np.cumsum(x[:, :, 2], axis=1) * 0.1
     names = ["a", "b", "c"]
     result = bayesij.convergence(
         bayesij.from_arrays(x, np.zeros((4, n_draws, 2)), quantity_names=names)
     )
-    for column, expected in _peer(x).items():
-        np.testing.assert_allclose(result.table[column].to_numpy(), expected, rtol=1e-10)
-    assert result.table.loc["c", "rhat"] > 1.5 and not result.converged
+    assert list(result.table.index) == names
+    np.testing.assert_array_equal(result.table["rhat"], rank_rhat(x))
+    np.testing.assert_array_equal(result.table["ess_bulk"], bulk_ess(x))
+    np.testing.assert_array_equal(result.table["ess_tail"], tail_ess(x))
+    assert not result.converged and result.problems()[0].startswith("R-hat up to")
 
 
 def test_independent_draws_converge_and_a_stuck_chain_does_not():

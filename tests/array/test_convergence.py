@@ -1,0 +1,75 @@
+"""Rank-normalised split R-hat, bulk and tail ESS of many columns, equal to the installed
+ArviZ generation's (ArviZ 0.23's ``rhat`` / ``ess``, or arviz-stats 1.x's) computed here in
+the test on the same draws, and the normal scores' exact values."""
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy.stats import norm
+
+from bayesij.array.convergence import (
+    bulk_ess,
+    rank_normal_scores,
+    rank_rhat,
+    split_rhat,
+    tail_ess,
+)
+from peers import ARVIZ_1
+
+
+def _draws(n_draws: int, seed: int = 0) -> np.ndarray:
+    """Four chains of three quantities: one chain shifted, ties, and a random walk."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(4, n_draws, 3))
+    x[1, :, 0] += 0.3
+    x[:, ::7, 1] = 0.0  # ties, averaged in the ranks
+    x[:, :, 2] = np.cumsum(x[:, :, 2], axis=1) * 0.1
+    return x
+
+
+def _peer(x: np.ndarray) -> dict:
+    """The installed ArviZ generation's R-hat, bulk and tail ESS (tails at 5 % and 95 %:
+    arviz-stats' default tail is its ci_prob, 0.89)."""
+    if ARVIZ_1:
+        import arviz_stats
+
+        tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"x": (("chain", "draw", "k"), x)})})
+        return {
+            "rhat": arviz_stats.rhat(tree, method="rank")["x"].values,
+            "ess_bulk": arviz_stats.ess(tree, method="bulk")["x"].values,
+            "ess_tail": arviz_stats.ess(tree, method="tail", prob=(0.05, 0.95))["x"].values,
+        }
+    import arviz
+
+    dataset = arviz.convert_to_dataset(x)
+    return {
+        "rhat": arviz.rhat(dataset, method="rank")["x"].values,
+        "ess_bulk": arviz.ess(dataset, method="bulk")["x"].values,
+        "ess_tail": arviz.ess(dataset, method="tail")["x"].values,
+    }
+
+
+@pytest.mark.parametrize("n_draws", [250, 251])
+def test_r_hat_and_ess_are_the_peers(n_draws):
+    # An odd chain's middle draw is left out of the split chains, not of the tails'
+    # quantiles (as the peers do).
+    x = _draws(n_draws)
+    ours = {"rhat": rank_rhat(x), "ess_bulk": bulk_ess(x), "ess_tail": tail_ess(x)}
+    for column, expected in _peer(x).items():
+        np.testing.assert_allclose(ours[column], expected, rtol=1e-10)
+    assert ours["rhat"][2] > 1.5  # the random walk
+
+
+def test_normal_scores_and_the_classic_split_r_hat_are_their_formulas():
+    x = np.array([[3.0, 1.0, 2.0, 2.0], [5.0, 4.0, 0.0, 6.0]])[..., None]
+    ranks = np.array([[5.0, 2.0, 3.5, 3.5], [7.0, 6.0, 1.0, 8.0]])
+    expected = norm.ppf((ranks - 0.375) / (8 + 0.25))
+    np.testing.assert_allclose(rank_normal_scores(x)[..., 0], expected, rtol=1e-13)
+    halves = np.array([[3.0, 1.0], [5.0, 4.0], [2.0, 2.0], [0.0, 6.0]])
+    n = 2
+    between = n * halves.mean(axis=1).var(ddof=1)
+    within = halves.var(axis=1, ddof=1).mean()
+    classic = np.sqrt((between / within + n - 1) / n)
+    np.testing.assert_allclose(split_rhat(x), [classic], rtol=1e-13)
+    constant = np.ones((2, 8, 1))
+    assert np.isnan(rank_rhat(constant)[0])
