@@ -87,6 +87,12 @@ CUBIC_SCALE = 0.01
 #: tell, and only a refit decides.
 MIN_EXPLAINED = 0.9
 
+#: A parameter is stepped with the scales held only when its draws show no dependence of
+#: its mean on them at this level (a robust Wald test; a regression's coefficients, whose
+#: posterior mean does not depend on the residual sd, pass it but for one time in a
+#: thousand, independent draws).
+MEAN_FREE_LEVEL = 0.001
+
 #: The growth of a parameter's variance with a scale's logarithm (:func:`_elasticity`) is
 #: used only where the draws measure it to this standard error or better.
 ELASTICITY_ERROR = 0.5
@@ -134,6 +140,12 @@ class Curvature(NamedTuple):
         logarithm across the draws, ``d log E[(theta_e - mean)^2 | log s_j] / d log s_j``
         (2 for a normal regression's coefficients in its residual sd, 0 for a quantity
         the scale does not spread).
+    mean_free : ndarray of bool, shape (P,) or None
+        The parameters whose mean does not move with the scales across the draws (no
+        dependence of ``theta_e`` on the log-scales and their squares detectable at
+        :data:`MEAN_FREE_LEVEL`): a regression's coefficients (their posterior mean is the
+        least-squares fit whatever the residual sd), not a hierarchy's mean (weighted by
+        its groups' sd). Only they are stepped with the scales held.
     """
 
     design: np.ndarray
@@ -147,6 +159,7 @@ class Curvature(NamedTuple):
     gram: np.ndarray
     scales: np.ndarray | None = None
     elasticity: np.ndarray | None = None
+    mean_free: np.ndarray | None = None
 
     @property
     def n_parameters(self) -> int:
@@ -215,7 +228,7 @@ class Curvature(NamedTuple):
         sd = np.sqrt(sigma[e, e])
         d_var_first = -(np.matmul(sigma, a)[:, e] @ sigma[:, e])  # -(Sigma A Sigma)_ee
         first = c[:, e] + sign * z * (np.sqrt(np.maximum(sd**2 + d_var_first, 0.0)) - sd)
-        held = self.scales is not None and not self.scales[e]
+        held = self.scales is not None and not self.scales[e] and self.mean_free[e]
         if held:  # the two blocks' steps apart
             a, sigma = _scales_held(a, self.scales), _scales_held(sigma, self.scales)
         sigma_a = np.matmul(sigma, a)  # Sigma A_k
@@ -512,7 +525,33 @@ def _curvature(theta: np.ndarray, scales: np.ndarray | None = None) -> Curvature
     model = Curvature(design, (i, j), cov, 0, fit, post, terms_map, share_map, gram)
     if not held:
         return model
-    return model._replace(scales=np.asarray(scales), elasticity=_elasticity(d, scales))
+    return model._replace(
+        scales=np.asarray(scales),
+        elasticity=_elasticity(d, scales),
+        mean_free=_mean_free(d, scales),
+    )
+
+
+def _mean_free(d: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """(P,): whether each centred parameter ``d[:, e]`` shows no dependence of its mean on
+    the centred log-scales and their squares across the draws: the Wald test of that
+    regression with heteroscedasticity-robust (HC0) errors (a coefficient's spread grows
+    with the residual sd while its mean does not move) above :data:`MEAN_FREE_LEVEL`;
+    True for the scales themselves."""
+    from scipy.stats import chi2
+
+    logs = d[:, scales]
+    design = np.column_stack([logs, logs**2 - (logs**2).mean(axis=0)])
+    inverse = np.linalg.pinv(design.T @ design)
+    coef = inverse @ (design.T @ d)  # (k, P)
+    residual = d - design @ coef
+    free = np.ones(d.shape[1], dtype=bool)
+    for e in np.flatnonzero(~scales):
+        meat = (design * residual[:, e : e + 1] ** 2).T @ design
+        cov = inverse @ meat @ inverse
+        statistic = float(coef[:, e] @ np.linalg.pinv(cov) @ coef[:, e])
+        free[e] = chi2.sf(statistic, design.shape[1]) > MEAN_FREE_LEVEL
+    return free
 
 
 def _elasticity(d: np.ndarray, scales: np.ndarray) -> np.ndarray:

@@ -555,7 +555,8 @@ def test_with_the_residual_sd_held_a_normal_regression_s_change_is_near_exact(sh
 
 def test_the_variance_s_elasticity_in_a_scale_is_measured_only_where_the_draws_tell():
     # Coefficients' variance grows as sigma^2 (elasticity 2 in log sigma); a quantity
-    # independent of sigma, 0; a scale whose logarithm barely varies gives no reading.
+    # independent of sigma, 0; a scale whose logarithm barely varies gives no reading. A
+    # quantity whose mean moves with the scale is not stepped with it held.
     rng = np.random.default_rng(3)
     log_sigma = rng.normal(0.0, 0.3, size=8000)
     spread = rng.normal(size=(8000, 2)) * np.exp(log_sigma)[:, None]
@@ -563,6 +564,10 @@ def test_the_variance_s_elasticity_in_a_scale_is_measured_only_where_the_draws_t
     model = curvature_of(theta, 0, np.array([False, False, True]))
     assert model.elasticity[0, 2] == pytest.approx(2.0, abs=0.2)
     assert model.elasticity[1, 2] == pytest.approx(0.0, abs=0.2)
+    assert model.mean_free.all()  # the coefficient's spread grows with sigma, not its mean
+    moved = theta.copy()
+    moved[:, 0] += 0.5 * log_sigma  # a hierarchy's mean, weighted by its groups' sd
+    assert not curvature_of(moved, 0, np.array([False, False, True])).mean_free[0]
     narrow = theta.copy()
     narrow[:, 2] = np.exp(0.002 * log_sigma)  # the same draws, sigma almost constant
     assert curvature_of(narrow, 0, np.array([False, False, True])).elasticity[0, 2] == 0.0
