@@ -39,6 +39,13 @@ def test_independent_draws_converge_and_a_stuck_chain_does_not():
         bayesij.from_arrays(stuck, np.zeros((4, 1000, 2)), quantity_names=["a", "b"])
     )
     assert not found.converged and "R-hat up to" in found.problems()[0]
+    shifted = good.copy()
+    shifted[0, :, 0] += 0.35  # one chain a little off: R-hat 1.013, ESS still 643
+    mild = bayesij.convergence(
+        bayesij.from_arrays(shifted, np.zeros((4, 1000, 2)), quantity_names=["a", "b"])
+    )
+    assert 1.01 < mild.table.loc["a", "rhat"] < 1.02 and mild.table.loc["a", "ess_bulk"] > 400
+    assert mild.problems() == ["R-hat up to 1.01 (a; above 1.01)"]
 
 
 def test_divergences_are_read_from_sample_stats_and_the_audit_says_so_first():
