@@ -237,6 +237,8 @@ class Audit:
     def tables(self) -> dict[str, pd.DataFrame]:
         """The report's tables by title (each defined in :data:`COLUMNS`)."""
         tables = {"Standard errors (posterior vs IJ)": self._se_table()}
+        if self.convergence is not None:
+            tables["Convergence (R-hat, ESS)"] = self.convergence.table
         if self.amip:
             rows = pd.concat([_amip_row(r) for r in self.amip.values()], ignore_index=True)
             tables["Influential subsets (AMIP)"] = rows.set_index(["quantity", "target"])
@@ -366,6 +368,10 @@ class Audit:
 
 #: What each column of the report's tables holds.
 COLUMNS = {
+    "rhat": "rank-normalised split R-hat (above 1.01: the chains have not mixed)",
+    "ess_bulk": "bulk effective sample size (below 100 per chain: too few)",
+    "ess_tail": "tail effective sample size, the 5 % and 95 % quantiles' (below 100 per chain: "
+    "too few)",
     "posterior_sd": "posterior standard deviation of the quantity",
     "ij_sd": "infinitesimal-jackknife (frequentist) sd over the units, Monte Carlo-corrected",
     "sd_ratio": "ij_sd / posterior_sd (blank where the corrected IJ variance is not positive)",

@@ -163,9 +163,15 @@ def _convergence_bullet(audit) -> str:
     found = getattr(audit, "convergence", None)
     if found is None or found.converged:
         return ""
+    problems = found.problems()
+    if found.mixed:  # only the effective draws are too few
+        return (
+            f"The draws are too few: {problems[0]}. R-hat and every Monte Carlo error below "
+            "are unreliable with so few; draw more (bayesij.convergence)."
+        )
     return (
-        f"The draws have not converged: {'; '.join(found.problems())}. Every estimate "
-        "below inherits that: run longer chains (or reparameterise) before trusting them "
+        f"The draws have not converged: {'; '.join(problems)}. Every estimate below "
+        "inherits that: run longer chains (or reparameterise) before trusting them "
         "(bayesij.convergence)."
     )
 

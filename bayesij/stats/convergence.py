@@ -68,6 +68,13 @@ class Convergence:
         and no divergent transition."""
         return not self.problems()
 
+    @property
+    def mixed(self) -> bool:
+        """No R-hat above :data:`RHAT_LIMIT` and no divergence (the ESS may still be too
+        few)."""
+        rhat = self.table["rhat"].dropna()
+        return not (rhat > RHAT_LIMIT).any() and not self.divergent
+
     def problems(self) -> list[str]:
         """What is wrong, one phrase each (empty when nothing is)."""
         out = []

@@ -70,6 +70,7 @@ def test_divergences_are_read_from_sample_stats_and_the_audit_says_so_first():
         report = bayesij.audit(tree, targets=("sign",))
     first = report.summary()[0]
     assert first.startswith("The draws have not converged") and "3 divergent" in first
+    assert not found.mixed
     tree["sample_stats"] = xr.DataTree(
         xr.Dataset({"diverging": (("chain", "draw"), np.zeros((4, 500), dtype=bool))})
     )
@@ -77,6 +78,19 @@ def test_divergences_are_read_from_sample_stats_and_the_audit_says_so_first():
         warnings.simplefilter("ignore")
         quiet = bayesij.audit(tree, targets=("sign",))
     assert quiet.convergence.converged
+    few = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset({"mu": (("chain", "draw"), mu[:, :60])}),
+            "log_likelihood": xr.Dataset(
+                {"y": (("chain", "draw", "obs"), -0.5 * (y - mu[:, :60, None]) ** 2)}
+            ),
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        short = bayesij.audit(few, targets=("sign",))
+    assert short.convergence.mixed and not short.convergence.converged  # 240 draws in all
+    assert short.summary()[0].startswith("The draws are too few: ESS down to")
     assert not any(s.startswith("The draws have not converged") for s in quiet.summary())
 
 
