@@ -133,7 +133,7 @@ WHOLE_MATRIX = {
 }
 
 #: Functions of posterior draws alone: no log-likelihood goes through the source door.
-DRAWS_ONLY = {"pareto_khat", "pareto_smooth", "bayesian_r2", "residual_r2"}
+DRAWS_ONLY = {"pareto_khat", "pareto_smooth", "bayesian_r2", "residual_r2", "convergence"}
 
 #: Options of block-wise estimators that need the whole matrix: (call, refused argument).
 WHOLE_MATRIX_OPTIONS = [
