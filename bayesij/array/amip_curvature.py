@@ -228,9 +228,9 @@ class Curvature(NamedTuple):
         sd = np.sqrt(sigma[e, e])
         d_var_first = -(np.matmul(sigma, a)[:, e] @ sigma[:, e])  # -(Sigma A Sigma)_ee
         first = c[:, e] + sign * z * (np.sqrt(np.maximum(sd**2 + d_var_first, 0.0)) - sd)
-        held = self.scales is not None and not self.scales[e] and self.mean_free[e]
-        if held:  # the two blocks' steps apart
-            a, sigma = _scales_held(a, self.scales), _scales_held(sigma, self.scales)
+        holding = self._held(e)
+        if holding is not None:  # the two blocks' steps apart
+            a, sigma = _scales_held(a, holding[0]), _scales_held(sigma, holding[0])
         sigma_a = np.matmul(sigma, a)  # Sigma A_k
         # I + Sigma A has the eigenvalues of the symmetric I + R A R (R = Sigma^1/2)
         root = _symmetric_root(sigma)
@@ -243,8 +243,9 @@ class Curvature(NamedTuple):
         sides = np.stack([c, np.broadcast_to(sigma[:, e], c.shape)], axis=-1)
         solved = np.linalg.solve(safe, sides)
         shift, var = solved[..., 0], solved[:, e, 1]  # (K, P), (K,)
-        if held:  # the variance conditional on the scales, spread by their predicted change
-            var = var * np.exp(shift[:, self.scales] @ self.elasticity[e, self.scales])
+        if holding is not None:  # the variance given the scales, spread by their change
+            scales, kappa = holding
+            var = var * np.exp(shift[:, scales] @ kappa[scales])
         second = shift[:, e] + sign * z * (np.sqrt(np.maximum(var, 0.0)) - sd)
         runaway = np.copysign(np.inf, np.where(first == 0, 1.0, first))
         second = np.where(ok, second, runaway)
@@ -257,6 +258,14 @@ class Curvature(NamedTuple):
         # away in the first order's direction), NaN where it does not (no side is known).
         past = np.where(held, np.inf, np.nan)
         return Changes(first, second, weight, cubic, np.where(ok, beyond, past))
+
+    def _held(self, e: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The scales (P,) and parameter ``e``'s variance elasticities in them (P,) when its
+        step holds them (:attr:`mean_free`, not itself a scale); None for the joint step."""
+        scales, kappa, free = self.scales, self.elasticity, self.mean_free
+        if scales is None or kappa is None or free is None or scales[e] or not free[e]:
+            return None
+        return scales, kappa[e]
 
     def _cubic_share(self, grid, sums, shift, smallest, root) -> tuple[np.ndarray, np.ndarray]:
         """How far each prefix's summed log-likelihood departs from its quadratic over the
@@ -504,9 +513,10 @@ def _curvature(theta: np.ndarray, scales: np.ndarray | None = None) -> Curvature
     """The model in the parameters' draws ``theta`` (S, P), its column 0 (None: too few
     draws for the design); ``scales`` (P,) the positive columns modelled by their
     logarithm."""
-    held = scales is not None and bool(np.any(scales)) and not bool(np.all(scales))
+    mask = np.zeros(theta.shape[1], dtype=bool) if scales is None else np.asarray(scales)
+    held = bool(np.any(mask)) and not bool(np.all(mask))
     if held:
-        theta = np.where(scales, np.log(np.where(scales, theta, 1.0)), theta)
+        theta = np.where(mask, np.log(np.where(mask, theta, 1.0)), theta)
     d = theta - theta.mean(axis=0)
     p = d.shape[1]
     i, j = np.triu_indices(p)
@@ -526,9 +536,7 @@ def _curvature(theta: np.ndarray, scales: np.ndarray | None = None) -> Curvature
     if not held:
         return model
     return model._replace(
-        scales=np.asarray(scales),
-        elasticity=_elasticity(d, scales),
-        mean_free=_mean_free(d, scales),
+        scales=mask, elasticity=_elasticity(d, mask), mean_free=_mean_free(d, mask)
     )
 
 

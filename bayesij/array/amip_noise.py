@@ -221,7 +221,7 @@ class Replicates(NamedTuple):
         replicate's ``need`` comes from its own draws of the quantity (:class:`Start`).
     units : ndarray or None
         The units the block sums' columns are of (None: every unit).
-    count : int
+    n_replicates : int
         Replicates drawn.
     level : float
         The intervals' level.
@@ -232,7 +232,7 @@ class Replicates(NamedTuple):
     moments: Moments | None = None
     start: Start | None = None
     units: np.ndarray | None = None
-    count: int = REPLICATES
+    n_replicates: int = REPLICATES
     level: float = 0.95
     seed: int = 0
 
@@ -270,7 +270,7 @@ def linear_answer(
     NoiseAnswer, or (NoiseAnswer, NoiseAnswer) with ``ranking_too``
     """
     blocks, moments, start, units = errors.blocks, errors.moments, errors.start, errors.units
-    replicates, level, seed = errors.count, errors.level, errors.seed
+    replicates, level, seed = errors.n_replicates, errors.level, errors.seed
     rng = np.random.default_rng(seed)  # with blocks, only their counts are drawn from it
     noise = np.nan_to_num(mcse, nan=0.0)
     gain = -direction * np.nan_to_num(psi, nan=0.0)
