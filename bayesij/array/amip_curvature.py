@@ -476,14 +476,21 @@ def curvatures_of(quantities: np.ndarray, indices, scales=None) -> list[Curvatur
     spreading their variance as they do across the draws (:attr:`Curvature.elasticity`)."""
     flat = np.asarray(quantities, dtype=float).reshape(-1, quantities.shape[-1])
     keep = np.flatnonzero(np.ptp(flat, axis=0) > 0)
-    fitted_in = {i: tuple(_parameters_of(flat, keep, i).tolist()) for i in indices if i in keep}
-    designs = list(dict.fromkeys(fitted_in.values()))
     positive = np.all(flat > 0, axis=0)
     is_scale = np.zeros(flat.shape[1], dtype=bool) if scales is None else np.asarray(scales)
     is_scale = is_scale & positive
+    # A scale searched itself is modelled as it is (its change is asked on its own scale):
+    # its design takes no logarithm and holds nothing.
+    fitted_in = {
+        i: (tuple(_parameters_of(flat, keep, i).tolist()), not bool(is_scale[i]))
+        for i in indices
+        if i in keep
+    }
+    designs = list(dict.fromkeys(fitted_in.values()))
 
-    def build(columns: tuple) -> Curvature | None:
-        return _curvature(flat[:, columns], is_scale[list(columns)])
+    def build(design: tuple) -> Curvature | None:
+        columns, logs = design
+        return _curvature(flat[:, columns], is_scale[list(columns)] if logs else None)
 
     # Each design on a thread (NumPy releases the GIL in its products and factorisations;
     # BLAS at one thread each), a single one with BLAS as it is.
@@ -492,7 +499,7 @@ def curvatures_of(quantities: np.ndarray, indices, scales=None) -> list[Curvatur
     out: list[Curvature | None] = []
     for index in indices:
         model = models[fitted_in[index]] if index in fitted_in else None
-        column = fitted_in[index].index(index) if model is not None else 0
+        column = fitted_in[index][0].index(index) if model is not None else 0
         out.append(None if model is None else model._replace(column=column))
     return out
 

@@ -572,3 +572,21 @@ def test_the_variance_s_elasticity_in_a_scale_is_measured_only_where_the_draws_t
     narrow[:, 2] = np.exp(0.002 * log_sigma)  # the same draws, sigma almost constant
     assert curvature_of(narrow, 0, np.array([False, False, True])).elasticity[0, 2] == 0.0
     assert curvature_of(theta, 0).scales is None  # no scale named: the joint step
+
+
+def test_a_searched_scale_is_modelled_on_its_own_scale():
+    # sigma's own questions (halve it) are asked of sigma, not of its logarithm: its model
+    # is the joint one in the draws as they are, whatever the others' models take.
+    from ols_amip import mesquite_shaped
+
+    X, y, theta, flat = _scaled_regression(mesquite_shaped)
+    scales = np.array([False] * X.shape[1] + [True])
+    sigma = X.shape[1]
+    searched, plain = curvature_of(theta, sigma, scales), curvature_of(theta, sigma)
+    assert searched.scales is None
+    np.testing.assert_array_equal(searched.cov, plain.cov)
+    order = np.argsort(-np.abs(y - X @ np.linalg.lstsq(X, y, rcond=None)[0]))[:4]
+    ours = searched.changes(flat[:, order], 0, 1.96).second
+    np.testing.assert_allclose(ours, plain.changes(flat[:, order], 0, 1.96).second)
+    beta = curvatures_of(theta, [1, sigma], scales)
+    assert beta[0].scales is not None and beta[1].scales is None
