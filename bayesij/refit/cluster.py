@@ -41,6 +41,28 @@ from bayesij.stats.jackknife import ij_covariance, integrated_ij
 __all__ = ["cluster_bootstrap", "ClusterResampling"]
 
 
+def _cluster_codes(labels) -> np.ndarray:
+    """Each observation's cluster as codes 0 to K - 1, in the order of the sorted labels:
+    any labels (integers with gaps or below 0, strings), one per observation; a
+    non-integral number or a missing value is refused (it would be truncated or dropped)."""
+    values = np.asarray(labels)
+    if values.ndim != 1 or values.size == 0:
+        raise fail("codes", f"shape {values.shape}", "one cluster label per observation (1-D)")
+    if values.dtype.kind == "f":
+        if not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
+            raise fail(
+                "codes",
+                "labels that are not whole numbers (or missing)",
+                "integer or string cluster labels",
+            )
+    elif values.dtype.kind not in "iuUSO":
+        raise fail("codes", f"labels of dtype {values.dtype}", "integer or string cluster labels")
+    try:
+        return np.unique(values, return_inverse=True)[1].reshape(-1).astype(int)
+    except TypeError:  # mixed objects that do not sort
+        raise fail("codes", "labels of mixed types", "integer or string cluster labels") from None
+
+
 class ClusterResampling(Backend):
     """A refit backend that turns cluster counts into resampled data for a model factory.
 
@@ -72,7 +94,7 @@ class ClusterResampling(Backend):
     def __init__(self, model: Callable, codes):
         if not callable(model):
             raise fail("model", f"a {type(model).__name__}", "a callable model(rows, groups)")
-        self.model, self.codes = model, np.asarray(codes, dtype=int)
+        self.model, self.codes = model, _cluster_codes(codes)
         self.n_obs = self.codes.size
         self.members = [np.flatnonzero(self.codes == g) for g in range(self.codes.max() + 1)]
 

@@ -82,6 +82,22 @@ def test_a_resample_lays_out_each_drawn_copy_as_a_new_cluster():
         backend.fit(np.ones(6))
 
 
+def test_cluster_labels_with_gaps_negatives_or_strings_are_clusters_and_fractions_refused():
+    # Issue 67: a gap raised a raw IndexError, -1 dropped an observation from every
+    # resample, 0.5 was truncated into cluster 0, strings gave NumPy's message.
+    def layout(labels):
+        backend = refit.ClusterResampling(lambda rows, groups: None, labels)
+        return backend.resampled(np.ones(len(labels)))
+
+    for labels in ([0, 0, 5, 7, 7], [-1, -1, 2, 3, 3], ["b", "b", "a", "c", "c"]):
+        rows, groups = layout(labels)
+        assert sorted(rows.tolist()) == [0, 1, 2, 3, 4]  # nothing dropped
+        assert len(set(groups.tolist())) == 3
+    for bad in ([0.0, 0.5, 1.0], [0.0, np.nan, 1.0], [[0, 1]]):
+        with pytest.raises(ValueError, match="codes: found"):
+            refit.ClusterResampling(lambda rows, groups: None, bad)
+
+
 def test_the_audit_does_not_judge_a_hierarchy_s_global_sd_by_the_weight_ij():
     """On the fit as a DataTree (a over 'school', the index in constant_data) the unit is the
     school and a is its effect; mu's IJ-vs-posterior verdict is "undetermined" by the
