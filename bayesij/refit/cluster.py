@@ -215,6 +215,12 @@ def cluster_bootstrap(
     codes, units = container.unit_codes(labels)
     if quantities is not None:
         container = container.select(quantities)
+    if units.size < 2:
+        raise fail("groups", f"{units.size} cluster", "at least 2 clusters to resample")
+    # What needs no refit is computed (and its inputs checked) before the B refits run.
+    rows = {"posterior": None, "ij (weights)": ij_covariance(container, groups=labels)}
+    if marginal_log_lik is not None:
+        rows["ij (marginal)"] = _marginal_ij(container, marginal_log_lik, units.size)
     records = run_campaign(
         bootstrap_tasks("cluster", codes, units.size, B, seed),
         ClusterResampling(model, codes),
@@ -227,9 +233,6 @@ def cluster_bootstrap(
         retry_failed=retry_failed,
         timeout=timeout,
     )
-    rows = {"posterior": None, "ij (weights)": ij_covariance(container, groups=labels)}
-    if marginal_log_lik is not None:
-        rows["ij (marginal)"] = _marginal_ij(container, marginal_log_lik, units.size)
     summary = {"clusters": int(units.size)}
     return bootstrap_report("cluster_bootstrap", records, container, rows, B, summary)
 

@@ -98,6 +98,29 @@ def test_cluster_labels_with_gaps_negatives_or_strings_are_clusters_and_fraction
             refit.ClusterResampling(lambda rows, groups: None, bad)
 
 
+def test_one_cluster_or_bad_integrated_terms_are_refused_before_any_refit():
+    model = simulate(n_groups=6, per_group=3, tau=1.0, seed=2)
+    post = model.fit(draws=200)
+    calls = []
+
+    def counted(rows, groups):
+        calls.append(1)
+        return model.resampled_fit(rows, groups)
+
+    options = {"B": 3, "executor": "sequential", "progress": False}
+    with pytest.raises(ValueError, match="groups: found 1 cluster"):
+        refit.cluster_bootstrap(post, counted, groups=np.zeros(18, dtype=int), **options)
+    with pytest.raises(ValueError, match=r"marginal_log_lik: found shape"):
+        refit.cluster_bootstrap(
+            post, counted, groups=model.codes, marginal_log_lik=np.zeros((4, 200, 5)), **options
+        )
+    nan = np.zeros((4, 200, 6))
+    nan[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"marginal_log_lik: found a value that is not finite"):
+        refit.cluster_bootstrap(post, counted, groups=model.codes, marginal_log_lik=nan, **options)
+    assert not calls  # no refit ran
+
+
 def test_the_audit_does_not_judge_a_hierarchy_s_global_sd_by_the_weight_ij():
     """On the fit as a DataTree (a over 'school', the index in constant_data) the unit is the
     school and a is its effect; mu's IJ-vs-posterior verdict is "undetermined" by the
