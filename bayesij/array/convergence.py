@@ -35,6 +35,13 @@ def _split(draws: np.ndarray) -> np.ndarray:
     return np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0)
 
 
+def _even(draws: np.ndarray) -> np.ndarray:
+    """The chains without the middle draw of an odd chain: split in halves, the halves
+    :func:`_split` gives."""
+    n = draws.shape[1]
+    return draws if n % 2 == 0 else np.delete(draws, n // 2, axis=1)
+
+
 def _checked(draws) -> np.ndarray:
     values = np.asarray(draws, dtype=float)
     if values.ndim != 3:
@@ -84,18 +91,10 @@ def rank_rhat(draws) -> np.ndarray:
     return out
 
 
-def _rejoined(halves: np.ndarray) -> np.ndarray:
-    """Split chains (2m, h, K) put back end to end, (m, 2h, K): splitting them again gives
-    the same halves."""
-    m = halves.shape[0] // 2
-    return np.concatenate([halves[:m], halves[m:]], axis=1)
-
-
 def bulk_ess(draws) -> np.ndarray:
     """The bulk effective sample size of each column, (K,): the split-chain ESS of the
     split chains' rank-normal scores."""
-    halves = _split(_checked(draws))
-    scores = _rejoined(rank_normal_scores(halves))
+    scores = rank_normal_scores(_even(_checked(draws)))
     return split_relative_ess(scores, "mean") * scores.shape[0] * scores.shape[1]
 
 
