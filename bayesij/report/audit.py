@@ -702,7 +702,7 @@ def audit(
             source, names, fit, units, marginal_log_lik, found.ij.influence, loo
         )
         answers = dict(zip(questions, found.amip, strict=True))
-        if integrated_post is not None:
+        if integrated_post is not None and backend is None:  # with one, refits answer all
             answers.update(_amip_integrated(integrated_post, answers, alpha_max, method))
         result = Audit(
             quantities=names,
