@@ -98,3 +98,45 @@ def test_too_few_draws_are_refused_by_name():
     post = bayesij.from_arrays(np.zeros((2, 3, 1)) + [[[0.1], [0.2], [0.3]]], np.zeros((2, 3, 2)))
     with pytest.raises(ValueError, match="data: found 3 draws per chain"):
         bayesij.convergence(post)
+
+
+@pytest.mark.parametrize("kind", ["DataTree", "InferenceData", "lazy"])
+def test_the_same_fit_in_every_container_gives_the_same_diagnostics(kind, tmp_path):
+    # ArviZ 0.23's InferenceData (skipped on ArviZ 1.x), a DataTree, and the DataTree
+    # opened lazily from a file: the same R-hat, ESS and divergences.
+    rng = np.random.default_rng(4)
+    mu = rng.normal(size=(4, 300))
+    mu[0] += 0.4
+    diverging = np.zeros((4, 300), dtype=bool)
+    diverging[2, 7] = True
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset({"mu": (("chain", "draw"), mu)}),
+            "log_likelihood": xr.Dataset(
+                {"y": (("chain", "draw", "obs"), rng.normal(size=(4, 300, 5)))}
+            ),
+            "sample_stats": xr.Dataset({"diverging": (("chain", "draw"), diverging)}),
+        }
+    )
+    expected = bayesij.convergence(tree)
+    if kind == "InferenceData":
+        from peers import ARVIZ_1
+
+        if ARVIZ_1:
+            pytest.skip("ArviZ 1.x has no InferenceData (the DataTree is tested)")
+        import arviz
+
+        data = arviz.InferenceData(**{name: tree[name].to_dataset() for name in tree.children})
+    elif kind == "lazy":
+        tree.to_netcdf(tmp_path / "fit.nc")
+        data = xr.open_datatree(tmp_path / "fit.nc", chunks={})
+    else:
+        data = tree
+    found = bayesij.convergence(data)
+    assert found.divergent == expected.divergent == 1
+    np.testing.assert_allclose(found.table.to_numpy(), expected.table.to_numpy(), rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audited = bayesij.audit(data, targets=("sign",)).convergence
+    np.testing.assert_allclose(audited.table.to_numpy(), expected.table.to_numpy(), rtol=1e-12)
+    assert audited.divergent == 1
