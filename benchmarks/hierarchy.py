@@ -1,5 +1,7 @@
-"""A Poisson GLMM of the epilepsy shape judged over its patients, with the patients'
-effects integrated out (``refit.PyMCDensity.group_log_lik``), against exact PyMC refits.
+"""Hierarchical models judged over their groups, with the groups' effects integrated out
+(``refit.PyMCDensity.group_log_lik``), against exact PyMC refits.
+
+``--model poisson`` (default): a Poisson GLMM of the epilepsy shape.
 
 The data are simulated in the shape of MASS's ``epil`` (59 patients x 4 visits, a
 patient-level treatment, log baseline count and age, a fourth-visit indicator, counts
@@ -15,8 +17,18 @@ Poisson GLMM with the patient index saved as ``pm.Data``. Printed:
   and a cluster bootstrap of ``--refits`` exact refits (patients drawn with replacement as
   new patients: ``refit.cluster_bootstrap``).
 
-Run: ``python benchmarks/hierarchy.py [--refits 40] [--exact 3]`` (PyMC; about 15 s a
-refit on 2 cores).
+``--model logistic``: a logistic GLMM (60 schools x 8 pupils, a school-level treatment and
+a pupil-level covariate, a normal school intercept of sd 1). ``--model radon``: PyMC's
+varying-intercept radon model on Gelman & Hill's Minnesota data (919 houses in 85 counties,
+``log_radon ~ Normal(a[county] + b floor, sigma)``, non-centred county intercepts; shipped
+in ``bayesij/demo_data``); its "treatment effect" is the floor coefficient.
+
+``--significance`` also asks the group-level AMIP question of the effect's significance
+with the model given (``bayesij.audit(backend=refit.PyMCBackend, max_refits=3)``) and
+checks a reached set by one more exact refit without it.
+
+Run: ``python benchmarks/hierarchy.py [--model poisson|logistic|radon] [--refits 40]
+[--exact 3] [--significance]`` (PyMC; 15-60 s a refit on 2 cores).
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from scipy.special import logsumexp
@@ -50,19 +63,50 @@ def epilepsy_shaped(seed: int = 0):
     return X, codes, rng.poisson(np.exp(eta + effects[codes]))
 
 
-def model_of(X, codes, y):
+def logistic_shaped(seed: int = 0, n_schools: int = 60, pupils: int = 8):
+    """Covariates (n, 2: a school-level treatment, a pupil-level standard normal), school
+    codes and 0/1 outcomes of a logistic GLMM with a normal school intercept of sd 1."""
+    rng = np.random.default_rng(seed)
+    treated = (np.arange(n_schools) % 2).astype(float)
+    codes = np.repeat(np.arange(n_schools), pupils)
+    X = np.column_stack([treated[codes], rng.normal(size=codes.size)])
+    eta = -0.3 + 0.7 * X[:, 0] + 0.8 * X[:, 1] + rng.normal(0.0, 1.0, n_schools)[codes]
+    return X, codes, rng.binomial(1, 1.0 / (1.0 + np.exp(-eta))).astype(float)
+
+
+def radon():
+    """Gelman & Hill's Minnesota radon data (shipped): the floor (n, 1), county codes and
+    log radon."""
+    import pandas as pd
+
+    path = Path(bayesij.__file__).parent / "demo_data" / "radon.csv"
+    table = pd.read_csv(path)
+    codes = pd.factorize(table["county"])[0]
+    return table[["floor"]].to_numpy(float), codes, table["log_radon"].to_numpy(float)
+
+
+DATA = {"poisson": epilepsy_shaped, "logistic": logistic_shaped, "radon": radon}
+
+
+def model_of(X, codes, y, family: str = "poisson"):
     import pymc as pm
 
     n_groups = int(codes.max()) + 1
-    coords = {"patient": [f"p{g}" for g in range(n_groups)], "obs": np.arange(y.size)}
+    coords = {"group": [f"g{g}" for g in range(n_groups)], "obs": np.arange(y.size)}
     with pm.Model(coords=coords) as model:
-        index = pm.Data("patient_idx", codes, dims="obs")
+        index = pm.Data("group_idx", codes, dims="obs")
         b0 = pm.Normal("b0", 0.0, 5.0)
         b = pm.Normal("b", 0.0, 2.0, shape=X.shape[1])
         sd_u = pm.HalfNormal("sd_u", 1.0)
-        z = pm.Normal("z", 0.0, 1.0, dims="patient")
+        z = pm.Normal("z", 0.0, 1.0, dims="group")
         eta = b0 + pm.math.dot(X, b) + sd_u * z[index]
-        pm.Poisson("y", pm.math.exp(eta), observed=y, dims="obs")
+        if family == "poisson":
+            pm.Poisson("y", pm.math.exp(eta), observed=y, dims="obs")
+        elif family == "logistic":
+            pm.Bernoulli("y", logit_p=eta, observed=y, dims="obs")
+        else:
+            sigma = pm.HalfNormal("sigma", 1.0)
+            pm.Normal("y", eta, sigma, observed=y, dims="obs")
     return model
 
 
@@ -78,13 +122,16 @@ def sample(model, seed: int = 1, draws: int = 1000):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--refits", type=int, default=40, help="cluster bootstrap refits")
-    parser.add_argument("--exact", type=int, default=3, help="patients refitted exactly")
+    parser.add_argument("--exact", type=int, default=3, help="groups refitted exactly")
+    parser.add_argument("--model", choices=list(DATA), default="poisson")
+    parser.add_argument("--significance", action="store_true", help="group-level AMIP")
     args = parser.parse_args()
     import logging
 
     logging.getLogger("pymc").setLevel(logging.ERROR)
-    X, codes, y = epilepsy_shaped()
-    model = model_of(X, codes, y)
+    X, codes, y = DATA[args.model]()
+    n_groups = int(codes.max()) + 1
+    model = model_of(X, codes, y, args.model)
     start = time.perf_counter()
     idata = sample(model)
     print(f"fit: {time.perf_counter() - start:.1f} s")
@@ -94,12 +141,12 @@ def main() -> None:
     print(f"integrated terms: {time.perf_counter() - start:.1f} s")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        conditional = bayesij.loo(idata, groups="patient_idx").pointwise
+        conditional = bayesij.loo(idata, groups="group_idx").pointwise
         integrated = bayesij.loo(terms).pointwise
         audit = bayesij.audit(idata, quantities=["b[1]"], amip=False, marginal_log_lik=terms)
     print(
-        f"leave-one-patient-out: k-hat > 0.7 for {(conditional['pareto_k'] > 0.7).sum()} of "
-        f"{N_PATIENTS} patients (conditional), {(integrated['pareto_k'] > 0.7).sum()} "
+        f"leave-one-group-out: k-hat > 0.7 for {(conditional['pareto_k'] > 0.7).sum()} of "
+        f"{n_groups} groups (conditional), {(integrated['pareto_k'] > 0.7).sum()} "
         f"(integrated; max {integrated['pareto_k'].max():.2f})"
     )
     backend = refit.PyMCBackend(model, draws=1000, tune=1000, chains=2)
@@ -110,7 +157,7 @@ def main() -> None:
         exact = logsumexp(left_out) - np.log(left_out.size)
         row = integrated.iloc[g]
         print(
-            f"  patient {g}: conditional k-hat {conditional['pareto_k'].iloc[g]:.2f}; "
+            f"  group {g}: conditional k-hat {conditional['pareto_k'].iloc[g]:.2f}; "
             f"integrated k-hat {row['pareto_k']:.2f}, PSIS {row['elpd_loo']:.3f} "
             f"± {row['mcse_elpd_loo']:.3f}, exact {exact:.3f}"
         )
@@ -119,14 +166,14 @@ def main() -> None:
     integrated_ij = float(np.sqrt(audit.ij_integrated.variance_corrected["b[1]"]))
     verdict = audit.comparison_table.loc["b[1]"]
     print(
-        f"treatment effect: posterior sd {posterior_sd:.3f}; IJ over patients "
+        f"effect b[1]: posterior sd {posterior_sd:.3f}; IJ over groups "
         f"{conditional_ij:.3f} (conditional), {integrated_ij:.3f} (integrated: verdict "
         f"{verdict['verdict']!r}, why {verdict['why']!r})"
     )
     if args.refits:
 
         def fit(rows, groups):
-            return sample(model_of(X[rows], np.asarray(groups), y[rows]), draws=500)
+            return sample(model_of(X[rows], np.asarray(groups), y[rows], args.model), draws=500)
 
         start = time.perf_counter()
         with warnings.catch_warnings():
@@ -148,6 +195,47 @@ def main() -> None:
             f"cluster bootstrap ({report.n_refits} refits, {time.perf_counter() - start:.0f} s):"
             f" sd {np.sqrt(boot):.3f} (variance {boot:.4f} ± {boot_se:.4f}); the IJ over the "
             f"integrated terms {np.sqrt(marginal):.3f}"
+        )
+    if args.significance:
+        significance(idata, model, X, codes, y, backend)
+
+
+class Counted:
+    """A backend that counts its refits (and the distinct sets among them)."""
+
+    def __init__(self, inner):
+        self.inner, self.keys = inner, []
+
+    def fit(self, weights):
+        self.keys.append(np.asarray(weights, dtype=float).tobytes())
+        return self.inner.fit(weights)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def significance(idata, model, X, codes, y, backend) -> None:
+    """The group-level AMIP question of b[1]'s significance with the model given, and a
+    reached set checked by one more exact refit without it."""
+    counted = Counted(refit.PyMCBackend(model, draws=1000, tune=1000, chains=2, seed=7))
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audit = bayesij.audit(idata, quantities=["b[1]"], backend=counted, max_refits=3)
+    answer = audit.amip[("b[1]", "significance")]
+    print(
+        f"b[1] significance over groups: {answer.answer}, {answer.n_drop} groups, size "
+        f"{answer.size_interval}, {len(counted.keys)} refits ({len(set(counted.keys))} distinct), "
+        f"{time.perf_counter() - start:.0f} s"
+    )
+    if answer.answer == "reached":
+        kept = np.asarray(answer.kept, dtype=float)
+        weights = kept[codes] if kept.size != y.size else kept  # a weight per group
+        draws = backend.fit(weights).quantities.sel(quantity="b[1]").values.ravel()
+        low, high = np.quantile(draws, [0.025, 0.975])
+        print(
+            f"  exact refit without them: b[1] mean {draws.mean():.3f}, 95 % interval "
+            f"({low:.3f}, {high:.3f}); original {answer.original_value:.3f}"
         )
 
 

@@ -41,12 +41,8 @@ from bayesij.stats.amip import (
 from bayesij.stats.audit_pass import audit_pass
 from bayesij.stats.compare import compare
 from bayesij.stats.convergence import Convergence, convergence_of_draws, divergent_of
-from bayesij.stats.jackknife import (
-    IJCovariance,
-    ij_covariance,
-    integrated_posterior,
-    marginal_columns,
-)
+from bayesij.stats.integrated import integrated_terms, marginal_columns
+from bayesij.stats.jackknife import IJCovariance, ij_covariance, integrated_posterior
 
 # Aliased: audit() has arguments named loo, waic and amip.
 from bayesij.stats.loo import LooResult
@@ -772,21 +768,14 @@ def _convergence(fit, source, names: list) -> Convergence | None:
 def _terms_from_backend(fit, backend, say):
     """The units' log-likelihoods with their own effect integrated out, from a backend that
     holds the model (``group_log_lik``: :class:`bayesij.refit.PyMCBackend`), over the
-    first of the fit's unit effects that is one unbounded element per unit (a non-centred
-    offset or a centred intercept); None when the backend cannot, or no effect is such (two
-    effects per unit, a transformed one: the verdicts then stay undetermined and name the
-    cluster bootstrap)."""
-    integrate = getattr(backend, "group_log_lik", None)
-    if integrate is None:
-        return None
-    for variable in fit.structure.unit_effects:
-        try:
-            terms = integrate(fit.data, variable)
-        except ValueError:
-            continue
+    first of the fit's unit effects that is one unbounded element per unit
+    (:func:`~bayesij.stats.integrated.integrated_terms`); None when the backend cannot, or
+    no effect is such (two effects per unit, a transformed one: the verdicts then stay
+    undetermined and name the cluster bootstrap)."""
+    terms, variable = integrated_terms(fit, backend)
+    if terms is not None:
         say.stage(f"each {fit.units.name}'s {variable} integrated out (the backend's model)")
-        return terms
-    return None
+    return terms
 
 
 def _integrated(source, names: list, fit, units, marginal_log_lik, influence, loo: bool):

@@ -449,7 +449,7 @@ class AmipResult(Summary):
                 f"{_size(high)} units (more refits would narrow it: max_refits=)"
             )
         elif self.answer == "undetermined":
-            lines.append(f"  {self._decider_words()}")
+            lines.append(f"  {_REFIT_UNDECIDED.get(self.undetermined_by, self._decider_words())}")
         return lines
 
     def _upper_bound_words(self, unit: str) -> str:
@@ -472,6 +472,21 @@ class AmipResult(Summary):
         if self.stopped == "reached":
             return f"dropping {self.n_drop} reaches it"
         return f"not reached by dropping {self.n_drop}"
+
+
+#: What leaves a refit campaign undetermined, and what would decide it.
+_REFIT_UNDECIDED = {
+    "refit budget": "more refits decide (max_refits=)",
+    "refits": (
+        "no set found reaches the target on refit (the largest set searched, and the "
+        "better sets the refits' own first order proposed, fall short), yet not so far short "
+        "that no other set could: refit.verify a set you suspect"
+    ),
+    "the refit's Monte Carlo error": (
+        "the closest refit lies within two Monte Carlo SEs of the target: a refit with more "
+        "draws decides"
+    ),
+}
 
 
 def _count(n: int, unit: str) -> str:
@@ -1324,7 +1339,7 @@ def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits, flo
             }
         )
         if reached:
-            high, last = middle, (mean, sd, weights, True, mcse)
+            high, last = middle, (mean, sd, weights, True, mcse, value)
         else:
             low = middle
     return dropped[:high], last, low
@@ -1365,9 +1380,12 @@ def _refit_in_the_loop(
     method, n_units = first.method, units.size
     path_order, value = _first_claim(first, path, goal), goal.value
     dropped = np.zeros(0, dtype=int)
-    rows, last = [], None
+    rows, last, best, exchange, seen = [], None, None, None, set()
     for refit_number in range(1, max_refits + 1):
-        if refit_number == 1:
+        if exchange is not None:  # the set at the limit fell short: the better one there
+            (new, predicted), dropped = exchange, np.zeros(0, dtype=int)
+            why, exchange = "exchange at the last refit", None
+        elif refit_number == 1:
             new, why = path_order, "cheap search's claim"
             if path_order.size >= 2 * STAGE and max_refits > 2:
                 # Half the claim first: the rest is ranked again from that refit's draws
@@ -1402,9 +1420,18 @@ def _refit_in_the_loop(
                 "reached": bool(reached),
             }
         )
-        last = (mean, sd, weights, reached, mcse)
-        if reached or dropped.size >= k_max:
+        last = (mean, sd, weights, reached, mcse, value)
+        seen.add(frozenset(dropped.tolist()))
+        if dropped.size >= k_max and (best is None or goal.direction * (value - best[1][5]) > 0):
+            best = (dropped, last)  # the closest of the largest sets
+        if reached:
             break
+        if dropped.size >= k_max:
+            everything = _refit_units(refit, unit_groups, n_units)
+            exchange = _exchanged(draws, everything, goal, value, dropped, k_max)
+            if exchange is None or frozenset(exchange[0].tolist()) in seen:
+                break
+            continue
         remaining = np.setdiff1d(np.arange(n_units), dropped)
         log_lik_now = _refit_units(refit, unit_groups, n_units)[:, :, remaining]
         goal_now = replace(
@@ -1427,6 +1454,8 @@ def _refit_in_the_loop(
         path_order = remaining[path.order]
     if last is None:
         return first
+    if not last[3] and best is not None:  # none reached: the closest largest set
+        dropped, last = best
     floor = 0
     if last[3]:
         floor = _bisection_floor(first, rows)
@@ -1449,6 +1478,27 @@ def _refit_units(refit, unit_groups, n_units: int) -> np.ndarray:
             "dropped ones included, as the weights zero them)",
         )
     return log_lik
+
+
+def _exchanged(draws, log_lik, goal, value: float, dropped: np.ndarray, k_max: int):
+    """The set of ``k_max`` units that the first order at a refit without ``dropped``
+    (its draws of the searched quantity and every unit's log-likelihood) says moves the
+    metric furthest towards the goal, and the metric it predicts there; None where that is
+    ``dropped`` itself (a local optimum at first order).
+
+    At the refit, dropping a unit ``n`` moves the metric by ``-psi_n`` and putting a
+    dropped unit back by ``+psi_n`` (its influence at the refit's draws, which carry its
+    log-likelihood unweighted): the set ``S'`` moves it by ``sum_S psi - sum_S' psi``, best
+    for the ``k_max`` units of the largest ``-direction psi_n``.
+    """
+    current = replace(goal, value=value, need=goal.need - goal.direction * (value - goal.value))
+    psi = metric_influence(draws, log_lik, current).psi[0]
+    gain = -goal.direction * np.nan_to_num(psi, nan=0.0)
+    chosen = top_positive(gain, k_max)
+    if np.array_equal(np.sort(chosen), np.sort(dropped)):
+        return None
+    moved = float(gain[chosen].sum() - gain[dropped].sum())
+    return chosen, value + goal.direction * moved
 
 
 #: A first claim of at least twice this many units is refitted in two halves, the second
@@ -1522,9 +1572,9 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
     """The result of a refit campaign, every field from the refits: the set, its refit
     change and that change's Monte Carlo interval, the smallest set's size between the
     largest prefix known not to reach and the set, the answer."""
-    mean, sd, weights, reached, mcse = last
+    mean, sd, weights, reached, mcse, value = last
     history = pd.DataFrame(rows)
-    change = float(history["refit_value"].iloc[_last_row(history, dropped.size)] - goal.value)
+    change = float(value - goal.value)
     z = _z95()
     if reached:
         answer, by, sizes = "reached", "", (float(floor + 1), float(dropped.size))
@@ -1536,7 +1586,8 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
         if first.answer == "not reachable" or far_short(goal, change, mcse):
             answer, by = "not reachable", ""
         else:
-            answer, by = "undetermined", "refits"
+            close = goal.need - goal.direction * change <= MC_MARGIN * mcse
+            answer, by = "undetermined", "the refit's Monte Carlo error" if close else "refits"
             sizes = (_optimistic_low(first), float("inf"))
         stopped = "no refit reached the target"
     else:
@@ -1574,12 +1625,6 @@ def _optimistic_low(first: AmipResult) -> float:
     none): what is known of the smallest set when no refit confirmed one."""
     low = first.size_interval[0] if first.size_interval else np.nan
     return float(max(low, 1.0)) if np.isfinite(low) else 1.0
-
-
-def _last_row(history: pd.DataFrame, size: int) -> int:
-    """The row of the last refit of a set of ``size`` units."""
-    matches = np.flatnonzero(history["n_drop"].to_numpy() == size)
-    return int(matches[-1]) if matches.size else len(history) - 1
 
 
 def _z95() -> float:

@@ -323,34 +323,6 @@ def integrated_posterior(quantities, names: list, marginal_log_lik, n_units: int
     return from_arrays(np.asarray(quantities), values, quantity_names=list(names), obs_names=units)
 
 
-def marginal_columns(marginal_log_lik, labels: list, levels=None) -> np.ndarray:
-    """Integrated group terms (n_chains, n_draws, len(labels)) with their columns in the
-    order of the units ``labels``, paired by label: a DataArray by its last dim's
-    coordinate; an array by ``levels`` (the grouping dim's levels, one column each, in
-    order) when its last axis has one column per level, else taken in the order of
-    ``labels``. A label missing from the terms is refused."""
-    if isinstance(marginal_log_lik, xr.DataArray):
-        dim = marginal_log_lik.dims[-1]
-        have = (
-            [str(v) for v in marginal_log_lik[dim].values] if dim in marginal_log_lik.coords else []
-        )
-        values, names = np.asarray(marginal_log_lik.values), have
-    else:
-        values = as_float_array(marginal_log_lik, "marginal_log_lik")
-        if levels is None or values.ndim != 3 or values.shape[-1] != len(levels):
-            return values
-        names = [str(v) for v in levels]
-    where = {name: k for k, name in enumerate(names)}
-    missing = [str(u) for u in labels if str(u) not in where]
-    if missing:
-        raise fail(
-            "marginal_log_lik",
-            f"no term for the units {missing[:5]}",
-            "one term per unit, labelled by the units' labels or laid out by the grouping's levels",
-        )
-    return values[..., [where[str(u)] for u in labels]]
-
-
 def source_setup(source, *, n_blocks: int = 50, n_boot: int = 200, seed: int = 0):
     """The IJ's shared setup (:func:`bayesij.array.jackknife.ij_setup`) of a source's
     quantity draws and chains, after :func:`check_units`."""

@@ -192,3 +192,31 @@ def test_an_audit_given_the_pymc_backend_judges_the_patients_integrated(glmm):
     assert (backed.comparison_table["why"] == "integrated").all()
     assert (bare.comparison_table.loc[["b0", "b1"], "verdict"] == "undetermined").all()
     assert "cluster_bootstrap" in " ".join(bare.comparison_table["reason"])
+
+
+def test_loo_given_the_density_leaves_groups_out_over_integrated_terms(glmm):
+    # loo(density=) finds the patients' intercepts itself: its values are PSIS over the
+    # integrated terms (labelled by patient), the conditional k-hats beside them.
+    *_, idata, density, terms = glmm
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        conditional = bayesij.loo(idata, groups="patient_idx")
+    result = bayesij.loo(idata, groups="patient_idx", density=density)
+    by_hand = bayesij.loo(terms)
+    assert result.integrated == "z"
+    assert list(result.pointwise.index) == list(conditional.pointwise.index)
+    np.testing.assert_allclose(
+        result.pointwise["elpd_loo"], by_hand.pointwise["elpd_loo"], rtol=0, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        result.pointwise["pareto_k_conditional"], conditional.pointwise["pareto_k"], atol=0
+    )
+    assert result.pointwise["pareto_k"].max() < 0.7 < conditional.pointwise["pareto_k"].max()
+
+
+def test_loo_given_a_density_refuses_what_it_cannot_integrate(glmm):
+    *_, idata, density, _ = glmm
+    with pytest.raises(ValueError, match="density: found a fit whose units are its observ"):
+        bayesij.loo(idata, groups=False, density=density)
+    with pytest.raises(ValueError, match="density: found object integrating none"):
+        bayesij.loo(idata, groups="patient_idx", density=object())
