@@ -1427,6 +1427,8 @@ def _refit_in_the_loop(
         if reached:
             break
         if dropped.size >= k_max:
+            if far_short(goal, value - goal.value, mcse):
+                break  # no set of this size comes close: not reachable
             everything = _refit_units(refit, unit_groups, n_units)
             exchange = _exchanged(draws, everything, goal, value, dropped, k_max)
             if exchange is None or frozenset(exchange[0].tolist()) in seen:

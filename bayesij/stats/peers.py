@@ -7,14 +7,18 @@ convention                tail     ties at the cutoff   default ``r_eff``    SE
 ========================  =======  ===================  ===================  ============
 ``"bayesij"`` (default)   ceil     left out of the tail per unit, chains     sqrt(N var)
 ``"R loo"``               ceil     by stable position   per unit, chains     sqrt(N) sd
+``"R loo 2.10"``          ceil     by stable position   per unit, split      sqrt(N) sd
 ``"arviz-stats"``         floor    by NumPy's argsort   posterior ESS        sqrt(N) sd
 ``"ArviZ 0.23"``          ceil     left out of the tail posterior ESS        sqrt(N var)
 ========================  =======  ===================  ===================  ============
 
 Weighted quantiles (LOO expectations) are R loo's (linear between cumulative weights)
 except for "arviz-stats", whose weighted Hyndman-Fan type 7 uses the effective sample size
-``1 / sum w^2``. "per unit, chains" is R loo's ``relative_eff(exp(log_lik), chain_id)``; "one
-number, posterior ESS" is ArviZ's: the mean split-chain ESS of the mean over every posterior
+``1 / sum w^2``. "per unit, chains" is R loo's ``relative_eff(exp(log_lik), chain_id)`` up to
+2.8 (Debian's 2.5.1: the ESS of whole chains); "per unit, split" is R loo's from 2.9 on
+(2.10.1, July 2026), ``posterior::ess_basic`` of ``exp(log_lik)``: the ESS of split chains,
+which differs by up to 0.03 and moves k-hat by up to 0.08 on real fits. "one number,
+posterior ESS" is ArviZ's: the mean split-chain ESS of the mean over every posterior
 element, divided by the number of draws (1 with one chain).
 """
 
@@ -23,9 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+
 from bayesij.array.checks import check_ddof, checked_r_eff, fail
-from bayesij.array.ess import mean_relative_ess
+from bayesij.array.ess import mean_relative_ess, split_relative_ess
 from bayesij.array.psis import TIE_RULES, check_tail_rule
+from bayesij.data.source import map_blocks
 
 __all__ = [
     "CONVENTIONS",
@@ -49,14 +56,16 @@ class PsisOptions:
 
     Parameters
     ----------
-    convention : {None, "bayesij", "R loo", "arviz-stats", "ArviZ 0.23"}, optional
+    convention : {None, "bayesij", "R loo", "R loo 2.10", "arviz-stats", "ArviZ 0.23"}, optional
         The peer whose settings are the defaults (table in :mod:`bayesij.stats.peers`);
         None is "bayesij": ``tail_rule="ceil"``, ``ties="above"``, ``r_eff`` per unit from
         the chains, ``ddof=0``.
     r_eff : float or array_like of shape (n_units,), optional
-        Relative efficiency of ``exp(l_n)``. Default: the convention's; bayesij's and R
-        loo's is per unit from the chains, exactly as R loo's ``relative_eff(exp(log_lik),
-        chain_id)``; ArviZ's is one number, the mean ESS of the posterior over S.
+        Relative efficiency of ``exp(l_n)``. Default: the convention's; bayesij's and "R
+        loo"'s is per unit from the chains, exactly as R loo's ``relative_eff(exp(log_lik),
+        chain_id)`` up to 2.8; "R loo 2.10"'s per unit from split chains, as R loo 2.9 and
+        later compute it (``posterior::ess_basic``); ArviZ's is one number, the mean ESS of
+        the posterior over S.
     tail_rule : {"ceil", "floor"}, optional
         Tail length ``ceil`` or ``floor`` of ``min(S/5, 3 sqrt(S/r_eff))``: "ceil" equals
         R loo (<= 2.10) and ArviZ 0.23, "floor" the PSIS paper, posterior and arviz-stats.
@@ -156,6 +165,7 @@ class PsisSettings(NamedTuple):
 CONVENTIONS = {
     "bayesij": ("ceil", "above", "chains", 0, "R loo"),
     "R loo": ("ceil", "position", "chains", 1, "R loo"),
+    "R loo 2.10": ("ceil", "position", "split", 1, "R loo"),
     "arviz-stats": ("floor", "quicksort", "posterior", 1, "type 7"),
     "ArviZ 0.23": ("ceil", "above", "posterior", 0, "R loo"),
 }
@@ -192,6 +202,8 @@ def psis_settings(convention, source, *, ddof: int | None = None) -> PsisSetting
         )
     if source is not None and r_eff is None and r_eff_rule == "posterior":
         r_eff = _posterior_r_eff(source, name)
+    if source is not None and r_eff is None and r_eff_rule == "split":
+        r_eff = split_chain_r_eff(source)
     if options.ddof is not None:
         ddof = options.ddof
     return PsisSettings(
@@ -219,6 +231,25 @@ def _posterior_r_eff(source, name: str) -> float:
             "data with a posterior group (its ESS gives r_eff), or r_eff= given",
         )
     return mean_relative_ess(draws)
+
+
+class _RelativeEff(NamedTuple):
+    r_eff: np.ndarray
+
+
+def split_chain_r_eff(source) -> np.ndarray:
+    """R loo's ``relative_eff(exp(log_lik), chain_id)`` from 2.9 on, per unit (n_units,):
+    ``posterior::ess_basic`` of ``exp(l_n)``, the ESS of the mean over split chains,
+    divided by S (:func:`bayesij.array.ess.split_relative_ess`; a lazy log-likelihood is
+    read a block at a time for it)."""
+
+    def kernel(block: np.ndarray) -> _RelativeEff:
+        top = np.max(block, axis=(0, 1), keepdims=True)
+        with np.errstate(invalid="ignore"):
+            likelihood = np.exp(block - np.where(np.isfinite(top), top, 0.0))
+        return _RelativeEff(split_relative_ess(likelihood, method="mean"))
+
+    return map_blocks(source, kernel).r_eff
 
 
 def unit_r_eff(settings, source):
