@@ -99,7 +99,7 @@ def test_an_option_given_explicitly_overrides_the_convention():
 
 
 def test_conventions_are_named_and_checked():
-    assert set(CONVENTIONS) == {"bayesij", "R loo", "arviz-stats", "ArviZ 0.23"}
+    assert set(CONVENTIONS) == {"bayesij", "R loo", "R loo 2.10", "arviz-stats", "ArviZ 0.23"}
     log_lik = r_log_lik("reference")
     with pytest.raises(ValueError, match=r"^convention: found 'loo'; expected one of"):
         bayesij.loo(log_lik, convention="loo")
