@@ -34,6 +34,8 @@ _PUBLIC = {
     "LooResult": "bayesij.stats.loo",
     "PsisOptions": "bayesij.stats.peers",
     "loo_expectation": "bayesij.stats.loo",
+    "loo_influence": "bayesij.stats.loo_influence",
+    "LooShift": "bayesij.stats.loo_influence",
     "loo_pit": "bayesij.stats.loo",
     "loo_i": "bayesij.stats.loo",
     "loo_nonfactorized": "bayesij.stats.nonfactorized",

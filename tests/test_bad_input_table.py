@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 import bayesij
 from bayesij import refit
@@ -111,6 +112,13 @@ REPLICATES = {**POSITIVE_INT, "10**12": 10**12}
 SEED = {"-1": -1, "2.5": 2.5, "'1'": "1", "True": True}
 NON_NEGATIVE_INT = {"-1": -1, "2.5": 2.5, "'3'": "3", "True": True, "None": None}
 POSITIVE_REAL = {"0": 0.0, "-1": -1.0, "NaN": np.nan, "inf": np.inf, "'1'": "1", "None": None}
+TREE = xr.DataTree.from_dict(
+    {
+        "posterior": xr.Dataset({"mu": (("chain", "draw"), THETA[..., 0])}),
+        "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), LOG_LIK)}),
+        "posterior_predictive": xr.Dataset({"y": (("chain", "draw", "obs"), LOG_LIK)}),
+    }
+)
 PROBABILITY = {"0": 0.0, "1.5": 1.5, "NaN": np.nan, "'0.1'": "0.1", "None": None}
 OPTION = {"'nope'": "nope", "3": 3, "None": None}
 #: An option whose None means "the convention's" (bayesij.stats.peers).
@@ -818,6 +826,36 @@ def _catalogue():
             "prob",
             kw(bayesij.loo_expectation, "prob", data=POST, values=LOG_LIK, kind="quantile"),
             PROBABILITY,
+        ),
+        (
+            "loo_influence",
+            "kind",
+            kw(bayesij.loo_influence, "kind", data=TREE, group="posterior"),
+            OPTION,
+        ),
+        (
+            "loo_influence",
+            "group",
+            kw(bayesij.loo_influence, "group", data=TREE),
+            {"'prior'": "prior", "None": None, "1": 1},
+        ),
+        (
+            "loo_influence",
+            "prob",
+            kw(bayesij.loo_influence, "prob", data=TREE, group="posterior", kind="quantile"),
+            PROBABILITY,
+        ),
+        (
+            "loo_influence",
+            "standardize",
+            kw(bayesij.loo_influence, "standardize", data=TREE, group="posterior"),
+            {"'yes'": "yes", "1": 1},
+        ),
+        (
+            "loo_influence",
+            "quantities",
+            kw(bayesij.loo_influence, "quantities", data=TREE, group="posterior"),
+            {"'nope'": "nope"},
         ),
         ("loo_i", "data", lambda v: bayesij.loo_i(v, 0), DRAWS),
         (

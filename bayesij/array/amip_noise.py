@@ -39,7 +39,6 @@ __all__ = [
     "Start",
     "Replicates",
     "linear_answer",
-    "answer_from_z",
     "draws_to_decide",
     "draws_to_settle_size",
     "size_settled",
@@ -693,24 +692,6 @@ def replicates_from_counts(counts, block_sums, sizes) -> np.ndarray:
     """``psi* = sum_b c_b T_b / sum_b c_b n_b`` for each row of block counts ``c``
     (R, B), the block sums ``T`` (B, U) and the blocks' sizes ``n`` (B,): (R, U)."""
     return counts @ block_sums / (counts @ np.asarray(sizes, dtype=float))[:, None]
-
-
-def answer_from_z(
-    change: float, mcse: float, direction: int, need: float, at_limit: bool, n_draws: int
-) -> tuple[str, float]:
-    """Answer of a search whose final predicted change has a normal Monte Carlo error:
-    reached when the change passes the target by 1.96 ``mcse``, not reachable when the
-    search ran to ``k_max`` (``at_limit``) and falls short by 1.96 ``mcse``, else
-    undetermined; and the draws that would decide it."""
-    margin = direction * change - need
-    z = _z(0.95)
-    if margin >= z * mcse:
-        return "reached", np.nan
-    if at_limit and margin <= -z * mcse:
-        return "not reachable", np.nan
-    if not at_limit and margin < 0:
-        return "not reachable", np.nan  # no unit moves the metric further that way
-    return "undetermined", draws_to_decide(n_draws, abs(margin), mcse, z)
 
 
 def draws_to_decide(n_draws: int, margin: float, mcse: float, z: float = 1.96) -> float:

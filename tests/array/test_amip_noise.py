@@ -8,7 +8,6 @@ import pytest
 
 from bayesij.array.amip_noise import (
     Replicates,
-    answer_from_z,
     block_bootstrap,
     draws_to_decide,
     linear_answer,
@@ -45,13 +44,6 @@ def test_the_draws_needed_follow_the_square_root_law():
     assert draws_to_decide(1000, 0.1, 0.1) == np.ceil(1000 * 1.96**2)
     assert draws_to_decide(1000, 1.0, 0.1) == 1000  # already decisive: no more
     assert draws_to_decide(1000, 0.0, 0.1) == np.inf
-
-
-def test_answers_from_a_normal_error():
-    assert answer_from_z(-1.0, 0.1, -1, 0.5, False, 100)[0] == "reached"
-    assert answer_from_z(-0.2, 0.1, -1, 0.5, True, 100)[0] == "not reachable"
-    undecided, needed = answer_from_z(-0.45, 0.1, -1, 0.5, True, 100)
-    assert undecided == "undetermined" and needed == np.ceil(100 * (1.96 * 0.1 / 0.05) ** 2)
 
 
 def test_the_block_bootstrap_keeps_errors_that_units_share():
