@@ -254,8 +254,10 @@ def _groups(value: str | None, fit):
     column); or FILE:COLUMN, a column of a CSV file with a header line."""
     if value is None:
         return None
-    path, _, column = value.rpartition(":") if ":" in value else (value, "", "")
-    path = Path(path or value)
+    path, column = Path(value), ""
+    if not path.is_file() and ":" in value:  # FILE:COLUMN, unless the whole is a file
+        head, _, column = value.rpartition(":")
+        path = Path(head or value)
     if path.is_file():
         import pandas as pd
 
@@ -376,9 +378,10 @@ def _gradient_file(path: str):
     import numpy as np
 
     try:
-        with np.load(path, allow_pickle=False) as arrays:
-            if not hasattr(arrays, "files"):
-                raise ValueError("a single array")
+        arrays = np.load(path, allow_pickle=False)
+        if not hasattr(arrays, "files"):  # a .npy file: one array, no names
+            raise ValueError(f"a single array of shape {arrays.shape}")
+        with arrays:
             found = {name: arrays[name] for name in arrays.files}
     except OSError as error:
         if Path(path).is_file():

@@ -862,7 +862,14 @@ def _catalogue():
             "loo_i",
             "unit",
             lambda v: bayesij.loo_i(POST, v),
-            {"past the end": N, "-N - 1": -N - 1, "'nope'": "nope", "None": None, "1.5": 1.5},
+            {
+                "past the end": N,
+                "-N - 1": -N - 1,
+                "'nope'": "nope",
+                "None": None,
+                "1.5": 1.5,
+                "True": True,
+            },
         ),
         (
             "score_weights",

@@ -291,6 +291,25 @@ def test_a_gradient_file_without_its_two_arrays_is_refused(tmp_path, capsys, arr
     assert err.startswith("bayesij: error: --gradient: found") and message in err
 
 
+def test_a_gradient_saved_as_one_npy_array_is_refused_by_name(tmp_path, capsys):
+    path = tmp_path / "eight.nc"
+    load_example("centered_eight").to_netcdf(str(path))
+    np.save(tmp_path / "grad.npy", np.zeros((4, 500, 10)))
+    assert main(["audit", str(path), "--gradient", str(tmp_path / "grad.npy")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bayesij: error: --gradient: found") and "a single array" in err
+
+
+def test_a_groups_file_whose_name_holds_a_colon_is_read_whole(tmp_path, capsys):
+    path = tmp_path / "eight.nc"
+    load_example("centered_eight").to_netcdf(str(path))
+    (tmp_path / "dir").mkdir()
+    labels = tmp_path / "dir" / "groups:v2.txt"
+    labels.write_text("\n".join(str(i // 2) for i in range(8)) + "\n")
+    assert main(["audit", str(path), "--groups", str(labels), "--quantity", "mu"]) == 0
+    assert "4 groups (groups given)" in capsys.readouterr().out
+
+
 def test_model_options_that_do_not_go_together_are_named(tmp_path, capsys):
     path = tmp_path / "eight.nc"
     load_example("centered_eight").to_netcdf(str(path))

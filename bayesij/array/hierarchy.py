@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from bayesij.array._numeric import sum_by_group
-from bayesij.array.checks import as_float_array, check_finite, fail
+from bayesij.array.checks import as_float_array, check_finite, check_positive_int, fail
 
 __all__ = ["normal_group_log_lik", "intercept_group_log_lik", "integrate_effects"]
 
@@ -161,10 +161,14 @@ def intercept_group_log_lik(log_lik_at, codes, tau, n_nodes: int = 16) -> np.nda
 
     draws = as_float_array(log_lik_at(np.zeros((1, 1, groups.size))), "log_lik_at(a)").shape[:2]
     prior = -np.log(np.sqrt(2 * np.pi) * sd)  # the intercept's normalised log density at 0
-    return integrate_effects(lambda a: h(a) + prior, (*draws, n_groups), sd, n_nodes)
+    return integrate_effects(
+        lambda a: h(a) + prior, (*draws, n_groups), sd, n_nodes, argument="log_lik_at"
+    )
 
 
-def integrate_effects(joint, shape: tuple, sd, n_nodes: int = 16) -> np.ndarray:
+def integrate_effects(
+    joint, shape: tuple, sd, n_nodes: int = 16, *, argument: str = "log_lik"
+) -> np.ndarray:
     """``log ∫ exp(joint(a)) da`` of each group's scalar effect at each draw, by adaptive
     Gauss-Hermite quadrature: Newton steps to each group's mode, nodes scaled by the
     curvature there (lme4's ``nAGQ``; exact for a log density quadratic in ``a``).
@@ -181,20 +185,34 @@ def integrate_effects(joint, shape: tuple, sd, n_nodes: int = 16) -> np.ndarray:
         The effects' scale: the finite-difference step (1e-4 of it) and the least
         curvature allowed (``1 / sd^2``).
     n_nodes : int, default 16
+        Gauss-Hermite nodes (a positive integer).
+    argument : str, default "log_lik"
+        The argument a log-likelihood that is not finite is blamed on.
 
     Returns
     -------
     ndarray of shape ``shape``
-        Each group's log-likelihood with its effect integrated out.
+        Each group's log-likelihood with its effect integrated out; a log-likelihood that is
+        not finite at the effects' zero is refused (naming ``argument``), not integrated
+        to NaN.
 
     References
     ----------
     .. [1] Liu, Q. and Pierce, D. A. (1994). A note on Gauss-Hermite quadrature.
        Biometrika 81(3), 624-629.
     """
+    n_nodes = check_positive_int(n_nodes, "n_nodes")
+    at_zero = joint(np.zeros(shape))
+    if not np.all(np.isfinite(at_zero)):
+        bad = np.argwhere(~np.isfinite(at_zero))[0]
+        raise fail(
+            argument,
+            f"a log-likelihood that is not finite (chain {bad[0]}, draw {bad[1]}, group {bad[2]})",
+            "finite log-likelihood values at every draw, to integrate each group's effect",
+        )
     mode, curvature = _mode(joint, np.zeros(shape), sd)
     scale = 1.0 / np.sqrt(curvature)
-    nodes, weights = np.polynomial.hermite.hermgauss(int(n_nodes))
+    nodes, weights = np.polynomial.hermite.hermgauss(n_nodes)
     total = None
     for node, weight in zip(nodes, weights, strict=True):
         term = joint(mode + np.sqrt(2.0) * scale * node) + node**2 + np.log(weight)

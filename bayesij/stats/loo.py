@@ -415,9 +415,9 @@ def loo_i(
 def _unit_position(source, unit) -> int:
     """The position of ``unit`` among ``source``'s units: its label, else an int position."""
     labels = list(source.index)
-    if unit in labels:
+    if not isinstance(unit, (bool, np.bool_)) and unit in labels:  # True == 1 in a list
         return labels.index(unit)
-    if isinstance(unit, (int, np.integer)) and not isinstance(unit, bool):
+    if isinstance(unit, (int, np.integer)) and not isinstance(unit, (bool, np.bool_)):
         if -len(labels) <= int(unit) < len(labels):
             return int(unit) % len(labels)
     shown = labels[:3] + (["..."] if len(labels) > 3 else [])

@@ -77,3 +77,20 @@ def _bernoulli_integrand(a, eta, outcome, sd):
     p = expit(eta + a)
     like = np.prod(np.where(outcome == 1, p, 1 - p))
     return like * np.exp(-0.5 * (a / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
+
+
+@pytest.mark.parametrize("n_nodes", [0, 2.7, True, "16"])
+def test_the_number_of_nodes_is_a_positive_integer(n_nodes):
+    from bayesij.array.hierarchy import intercept_group_log_lik
+
+    y, codes = np.array([0.4, -0.3, 1.1, 0.9]), np.array([0, 0, 1, 1])
+    with pytest.raises(ValueError, match=r"^n_nodes: found"):
+        intercept_group_log_lik(lambda a: -0.5 * (y - a) ** 2, codes, 1.0, n_nodes=n_nodes)
+
+
+def test_a_log_likelihood_that_is_not_finite_is_named_not_integrated_to_nan():
+    from bayesij.array.hierarchy import intercept_group_log_lik
+
+    y, codes = np.array([0.4, np.nan, 1.1, 0.9]), np.array([0, 0, 1, 1])
+    with pytest.raises(ValueError, match=r"^log_lik_at: found a log-likelihood that is not fin"):
+        intercept_group_log_lik(lambda a: -0.5 * (y - a) ** 2, codes, 1.0)
