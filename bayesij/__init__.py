@@ -35,6 +35,7 @@ _PUBLIC = {
     "PsisOptions": "bayesij.stats.peers",
     "loo_expectation": "bayesij.stats.loo",
     "loo_influence": "bayesij.stats.loo_influence",
+    "GlmDensity": "bayesij.stats.integrated",
     "LooShift": "bayesij.stats.loo_influence",
     "loo_pit": "bayesij.stats.loo",
     "loo_i": "bayesij.stats.loo",

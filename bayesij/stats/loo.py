@@ -37,6 +37,7 @@ from bayesij.array.psis import (
 )
 from bayesij.data.arrays import from_arrays
 from bayesij.data.convert import unit_index
+from bayesij.data.fit import read
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.data.source import as_source, map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult
@@ -269,9 +270,11 @@ def loo(
         of ``y`` itself (``-log y`` for ``z = log y``). ``p_loo`` and k-hat are unchanged.
     client : dask.distributed.Client, optional
         For a lazy log-likelihood: run its blocks as tasks on this cluster.
-    density : refit.PyMCDensity, optional
-        The fitted model's density, for a hierarchy whose units are its groups: each
-        group's own effect is integrated out of its term (adaptive Gauss-Hermite
+    density : refit.PyMCDensity or GlmDensity, optional
+        The fitted model's density (or a :class:`~bayesij.GlmDensity` declaring its family
+        and saved linear predictor), for a hierarchy: leave-one-group-out over the groups
+        (``groups=``, default the fit's own grouping), each group's own effect integrated
+        out of its term (adaptive Gauss-Hermite
         quadrature at every draw, :meth:`~bayesij.refit.PyMCDensity.group_log_lik`) and
         the groups are left out over those terms, which judge the model for a *new* group
         (Merkle et al. 2019). The pointwise table adds ``pareto_k_conditional``, the k-hat
@@ -333,6 +336,9 @@ def loo(
 def _integrated(data, density, method: str, save_psis: bool, options: dict) -> dict:
     """:func:`loo` over the groups' integrated terms (``density=``), by method, with the
     k-hats over the conditional terms beside them (computed, not warned of)."""
+    if options["groups"] is None:  # a density integrates groups: the fit's own grouping
+        fit = read(data, var_name=options["var_name"])
+        options = {**options, "groups": fit.units.name if fit.units.grouped else None}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         conditional = loo_methods(data, (method,), **options)[method]

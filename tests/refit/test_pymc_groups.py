@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+import xarray as xr
 from scipy.special import logsumexp
 from scipy.stats import poisson
 
@@ -220,3 +221,26 @@ def test_loo_given_a_density_refuses_what_it_cannot_integrate(glmm):
         bayesij.loo(idata, groups=False, density=density)
     with pytest.raises(ValueError, match="density: found object integrating none"):
         bayesij.loo(idata, groups="patient_idx", density=object())
+
+
+def test_a_declared_glmm_saved_with_its_predictor_equals_the_model_s_integration(glmm):
+    # The same Poisson GLMM read without its model: its linear predictor saved beside the
+    # draws (as a Deterministic would be), the family declared. The terms are the model's.
+    codes, x, _, _, idata, _, terms = glmm
+    post = idata.posterior
+    eta = (
+        post["b0"]
+        + post["b1"] * xr.DataArray(x, dims="obs")
+        + post["sd_u"] * post["z"].isel(patient=xr.DataArray(codes, dims="obs"))
+    )
+    saved = idata.copy()
+    saved.posterior["eta"] = eta.drop_vars("patient", errors="ignore").transpose(
+        "chain", "draw", "obs"
+    )
+    density = bayesij.GlmDensity("poisson", "eta", "z", "sd_u", multiplier="sd_u")
+    declared = density.group_log_lik(saved)
+    np.testing.assert_allclose(declared.values, terms.values, rtol=1e-7)
+    result = bayesij.loo(saved, density=density)
+    np.testing.assert_allclose(
+        result.pointwise["elpd_loo"], bayesij.loo(terms).pointwise["elpd_loo"], rtol=1e-7
+    )

@@ -53,3 +53,119 @@ def test_a_fit_whose_units_are_observations_is_refused_by_name():
     post = bayesij.from_arrays(np.zeros((2, 50, 1)), log_lik)
     with pytest.raises(ValueError, match="density: found a fit whose units are its observ"):
         group_terms(post, _Density(), pd.RangeIndex(4))
+
+
+def _normal_hierarchy_tree(seed=0, n_groups=6, per_group=5):
+    """A normal hierarchy saved with its linear predictor ``eta = mu + u[g]`` (draws of
+    mu, tau, sigma and the school effects u), its index in constant_data."""
+    rng = np.random.default_rng(seed)
+    codes = np.repeat(np.arange(n_groups), per_group)
+    y = rng.normal(size=codes.size) + rng.normal(0, 1, n_groups)[codes]
+    shape = (2, 150)
+    mu, tau = rng.normal(0, 0.2, shape), rng.uniform(0.5, 1.5, shape)
+    sigma = rng.uniform(0.8, 1.2, shape)
+    u = rng.normal(0, 1, (*shape, n_groups)) * tau[..., None]
+    eta = mu[..., None] + u[..., codes]
+    log_lik = (
+        -0.5 * ((y - eta) / sigma[..., None]) ** 2 - np.log(np.sqrt(2 * np.pi) * sigma)[..., None]
+    )
+    draws = ("chain", "draw")
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset(
+                {
+                    "mu": (draws, mu),
+                    "tau": (draws, tau),
+                    "sigma": (draws, sigma),
+                    "u": ((*draws, "school"), u),
+                    "eta": ((*draws, "obs"), eta),
+                }
+            ),
+            "log_likelihood": xr.Dataset({"y": ((*draws, "obs"), log_lik)}),
+            "observed_data": xr.Dataset({"y": ("obs", y)}),
+            "constant_data": xr.Dataset({"school_idx": ("obs", codes)}),
+        }
+    )
+    return tree, codes, y, mu, tau, sigma
+
+
+def test_a_declared_normal_hierarchy_integrates_to_its_closed_form():
+    from bayesij.array.hierarchy import normal_group_log_lik
+
+    tree, codes, y, mu, tau, sigma = _normal_hierarchy_tree()
+    density = bayesij.GlmDensity("normal", "eta", "u", "tau", mean="mu", sigma="sigma")
+    centred = bayesij.GlmDensity("normal", "eta", "u", "tau", sigma="sigma")
+    ours = density.group_log_lik(tree)
+    # u ~ N(0, tau) here: with mean="mu" the predictor less u plus mu counts mu twice, so
+    # the closed form is of y - 2 mu; without it, of y - mu.
+    np.testing.assert_allclose(
+        ours.values, normal_group_log_lik(y - 2 * mu[..., None], codes, tau, sigma), rtol=1e-8
+    )
+    np.testing.assert_allclose(
+        centred.group_log_lik(tree).values,
+        normal_group_log_lik(y - mu[..., None], codes, tau, sigma),
+        rtol=1e-8,
+    )
+    result = bayesij.loo(tree, density=centred)
+    assert result.integrated == "u" and result.n_units == 6
+    assert "pareto_k_conditional" in result.pointwise
+
+
+@pytest.mark.parametrize("family", ["poisson", "bernoulli", "binomial"])
+def test_declared_glmms_integrate_as_scipy_does(family):
+    from scipy.integrate import quad
+    from scipy.stats import binom, norm, poisson
+
+    tree, codes, _, mu, tau, _ = _normal_hierarchy_tree(seed=1)
+    rng = np.random.default_rng(2)
+    trials = rng.integers(1, 6, codes.size)
+    eta = tree["posterior"]["eta"].values
+    mean = np.exp(eta) if family == "poisson" else 1 / (1 + np.exp(-eta))
+    if family == "poisson":
+        y = rng.poisson(mean[0, 0]).astype(float)
+    else:
+        y = rng.binomial(trials if family == "binomial" else 1, mean[0, 0]).astype(float)
+    tree["observed_data"] = xr.Dataset({"y": ("obs", y)})
+    tree["constant_data"] = xr.Dataset(
+        {"school_idx": ("obs", codes), "trials": ("obs", trials.astype(float))}
+    )
+    density = bayesij.GlmDensity(
+        family, "eta", "u", "tau", trials="trials" if family == "binomial" else None
+    )
+    ours = density.group_log_lik(tree).values
+    u = tree["posterior"]["u"].values
+    for c, s, g in [(0, 0, 0), (1, 7, 3), (0, 99, 5)]:
+        rows = codes == g
+        base = eta[c, s, rows] - u[c, s, g]
+
+        def integrand(a, base=base, rows=rows, sd=tau[c, s]):
+            linear = base + a
+            if family == "poisson":
+                pmf = poisson.pmf(y[rows], np.exp(linear))
+            else:
+                pmf = binom.pmf(
+                    y[rows], trials[rows] if family == "binomial" else 1, 1 / (1 + np.exp(-linear))
+                )
+            return np.prod(pmf) * norm.pdf(a, 0.0, sd)
+
+        sd = tau[c, s]
+        exact = np.log(quad(integrand, -12 * sd, 12 * sd, epsabs=0, epsrel=1e-12)[0])
+        np.testing.assert_allclose(ours[c, s, g], exact, rtol=1e-6)
+
+
+def test_a_declared_density_refuses_what_it_cannot_read():
+    tree, *_ = _normal_hierarchy_tree()
+    with pytest.raises(ValueError, match=r"^family: found 'gamma'"):
+        bayesij.GlmDensity("gamma", "eta", "u", "tau")
+    with pytest.raises(ValueError, match=r"^sigma: found None for the normal family"):
+        bayesij.GlmDensity("normal", "eta", "u", "tau")
+    with pytest.raises(ValueError, match=r"^trials: found None for the binomial family"):
+        bayesij.GlmDensity("binomial", "eta", "u", "tau")
+    density = bayesij.GlmDensity("normal", "eta", "u", "tau", sigma="sigma")
+    with pytest.raises(ValueError, match=r"^variable: found 'z'; expected the declared"):
+        density.group_log_lik(tree, "z")
+    swapped = bayesij.GlmDensity("normal", "u", "eta", "tau", sigma="sigma")
+    with pytest.raises(ValueError, match=r"^density: found 'u' of 6 elements and 'eta' of 30"):
+        swapped.group_log_lik(tree)
+    with pytest.raises(ValueError, match=r"^density: found 'u' of 6 elements; expected a scalar"):
+        bayesij.GlmDensity("normal", "eta", "u", "u", sigma="sigma").group_log_lik(tree)
