@@ -407,6 +407,7 @@ def loo(
     score = "lpd_joint" if units.grouped else "lpd"
     exact = np.array([exact_lpd(ok[units.key(u)], score) for u in done])
     exact_se = np.array([exact_lpd(ok[units.key(u)], f"{score}_mcse") for u in done])
+    exact_k = np.array([exact_lpd(ok[units.key(u)], f"{score}_khat") for u in done])
     names = [units.names[u] for u in done]
     psis = approx["psis"].pointwise
     k = psis["pareto_k"].to_numpy()[done]
@@ -414,7 +415,7 @@ def loo(
     for method, result in approx.items():
         values = result.pointwise["elpd_loo"].to_numpy()[done]
         se = result.pointwise["mcse_elpd_loo"].to_numpy()[done]
-        row = {"group" if units.grouped else "obs": names, "pareto_k": k}
+        row = {"group" if units.grouped else "obs": names, "pareto_k": k, "exact_khat": exact_k}
         frames.append(comparison_rows(row, method, values, se, exact, exact_se))
     corrected = psis["elpd_loo"].to_numpy().copy()
     corrected[done] = exact
@@ -422,6 +423,7 @@ def loo(
         "elpd_loo (psis)": approx["psis"].elpd,
         "elpd_loo with exact refits": float(corrected.sum()),
         "points refitted": len(done),
+        "refits with k-hat above 0.7 (their exact value unreliable)": int(np.sum(exact_k > 0.7)),
     }
     if rule is not None:
         rule(records)  # brings rule.remaining up to date with every finished refit
@@ -595,12 +597,15 @@ def _kfold_result(tasks, records, names, units: LooUnits) -> KfoldResult:
             continue
         record = ok[task.key]
         held = list(dict.fromkeys(task.point_groups)) if units.grouped else list(task.points)
-        for unit, lpd, mcse in zip(held, record[score], record[f"{score}_mcse"], strict=True):
+        khats = record.get(f"{score}_khat", [np.nan] * len(held))  # older records: none
+        values = zip(held, record[score], record[f"{score}_mcse"], khats, strict=True)
+        for unit, lpd, mcse, khat in values:
             rows.append(
                 {
                     "group" if units.grouped else "obs": units.names[unit],
                     "elpd_kfold": lpd,
                     "mcse": mcse,
+                    "exact_khat": khat,
                     "fold": names[k],
                     "position": unit,
                 }

@@ -173,6 +173,7 @@ def lfo(
     mcse = np.array([records[task.key]["lpd_joint_mcse"] for task in tasks])
     no_k, refitted = np.full(origins.size, np.nan), np.ones(origins.size, bool)
     frame = lfo_table(post, origins, (elpd, mcse), no_k, refitted)
+    frame["exact_khat"] = [records[task.key].get("lpd_joint_khat", np.nan) for task in tasks]
     return lfo_result("exact", int(horizon), frame, len(tasks), float(k_threshold))
 
 

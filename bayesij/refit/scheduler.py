@@ -64,8 +64,11 @@ def loo_priorities(
 
 def exact_lpd(record: dict, score: str = "lpd") -> float:
     """A LOO refit's exact log predictive density of its held-out unit: the point's
-    (``"lpd"``) or the group's joint one (``"lpd_joint"``), or their Monte Carlo SEs
-    (``"lpd_mcse"``, ``"lpd_joint_mcse"``)."""
+    (``"lpd"``) or the group's joint one (``"lpd_joint"``), their Monte Carlo SEs
+    (``"lpd_mcse"``, ``"lpd_joint_mcse"``) or k-hats (``"lpd_khat"``, ``"lpd_joint_khat"``;
+    NaN in a record stored before k-hats were kept)."""
+    if score not in record:
+        return float("nan")
     return float(np.ravel(record[score])[0])
 
 

@@ -40,6 +40,9 @@ def test_exact_loo_refits_equal_the_closed_form_predictive(backend, post):
     z = (psis["exact"].to_numpy() - truth) / psis["exact_se"].to_numpy()
     assert np.all(np.abs(z) < 4), z
     assert report.summary["points refitted"] == 4
+    # Each exact value's own k-hat: a normal model's predictive densities have light tails.
+    assert np.all(psis["exact_khat"] < 0.7)
+    assert report.summary["refits with k-hat above 0.7 (their exact value unreliable)"] == 0
     corrected = report.summary["elpd_loo with exact refits"]
     assert corrected == pytest.approx(
         report.summary["elpd_loo (psis)"] - psis["error"].sum(), abs=1e-9
@@ -63,6 +66,7 @@ def test_exact_kfold_equals_the_closed_form_and_psis_is_close(backend, post):
     # The exact K-fold as an elpd result: per observation, in the order of the data.
     result = report.result
     assert list(result.pointwise.index) == list(range(backend.n_obs))
+    assert np.all(result.pointwise["exact_khat"] < 0.7)
     exact = np.concatenate(
         [backend.model.log_predictive((folds != f).astype(float), [n]) for n, f in enumerate(folds)]
     )

@@ -40,6 +40,7 @@ def test_exact_lfo_equals_the_closed_form_within_monte_carlo_error(ar2, horizon,
     assert len(table) == T - horizon - MIN_TRAIN + 1 == result.n_refits
     z = (table["elpd"].to_numpy() - truth) / table["mcse"].to_numpy()
     assert np.all(np.abs(z) < 4.5), np.abs(z).max()
+    assert np.all(table["exact_khat"] < 0.7)  # each refit's predictive draws: light tails
     assert result.elpd == pytest.approx(truth.sum(), abs=4 * np.sqrt((table["mcse"] ** 2).sum()))
     lines = (tmp_path / "records.jsonl").read_text().splitlines()
     assert len(lines) == len(table)
