@@ -20,6 +20,7 @@ import pandas as pd
 from bayesij.array.checks import fail
 from bayesij.data.fit import read
 from bayesij.data.inference_data import predictions_or_fit
+from bayesij.data.source import as_source
 from bayesij.stats.loo import loo, loo_expectation
 
 __all__ = ["LooShift", "loo_influence", "SHIFT_KINDS"]
@@ -126,6 +127,9 @@ def loo_influence(
     if not isinstance(standardize, (bool, np.bool_)):
         raise fail("standardize", repr(standardize), "True or False")
     levels = _levels(kind, prob)
+    as_source(  # the smoothed weights are kept: a lazy log-likelihood is refused here
+        data, var_name=var_name, whole_matrix={"data": "loo_influence"}, log_lik_only=True
+    )
     with warnings.catch_warnings():  # each shift reports its own k-hat
         warnings.simplefilter("ignore")
         smoothed = loo(data, var_name=var_name, convention=convention, save_psis=True)

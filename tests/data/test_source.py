@@ -130,6 +130,7 @@ WHOLE_MATRIX = {
         d, np.zeros(N_CHAINS * N_DRAWS), np.zeros(N_CHAINS * N_DRAWS)
     ),
     "loo_mixture": lambda d: bayesij.loo_mixture(d),
+    "loo_influence": lambda d: bayesij.loo_influence(d, group="posterior"),
 }
 
 #: Functions of posterior draws alone: no log-likelihood goes through the source door.
