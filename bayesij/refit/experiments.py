@@ -65,6 +65,17 @@ def _ok(records: dict) -> dict:
     return {key: r for key, r in records.items() if r["status"] == "ok"}
 
 
+def _check_some_finished(experiment: str, records: dict) -> None:
+    """A campaign none of whose refits finished has nothing to report: say why (the first
+    reasons) instead of failing on an empty table."""
+    if records and not _ok(records):
+        reasons = _failures(records)["reason"].drop_duplicates().tolist()
+        raise RuntimeError(
+            f"{experiment}: all {len(records)} refits failed (reasons: {reasons[:3]}); fix "
+            "the cause and rerun (with a store=, retry_failed=True runs only the failed ones)."
+        )
+
+
 def _quantity_columns(record: dict, names: list[str]) -> list[int]:
     missing = [name for name in names if name not in record["quantities"]]
     if missing:
@@ -520,6 +531,7 @@ def kfold(
         retry_failed=retry_failed,
         timeout=timeout,
     )
+    _check_some_finished("kfold", records)
     done, exact, exact_se = _held_out_sums(tasks, records, units.grouped)
     approx = fold_elpd(units.log_lik, unit_folds)
     index = {"fold": names[done], "pareto_k": approx.pareto_k[done]}

@@ -117,6 +117,8 @@ def score_weights(
         raise fail("y", f"shape {observed.shape}", "one value per observation")
     check_finite(observed, "y")
     absolute, spread = _mixture_terms(draws, names, observed)
+    if kind == "scrps":
+        _check_spread(spread, names)
     weights, score = score_stacking_weights(absolute, spread, kind)
     result = pd.Series(weights, index=pd.Index(names, name="model"), name="weight")
     result.attrs["score"] = score
@@ -125,6 +127,23 @@ def score_weights(
         for k, name in enumerate(names)
     }
     return result
+
+
+def _check_spread(spread: np.ndarray, names: list) -> None:
+    """Refuse SCRPS stacking with a model whose LOO predictive is a point mass at some
+    observation (``E|X_k - X_k'| = 0``): its SCRPS there is undefined, and the optimiser
+    would read the NaN as the best score."""
+    own = np.einsum("nkk->nk", spread)
+    point = [(name, int(np.sum(own[:, k] <= 0))) for k, name in enumerate(names)]
+    point = [(name, count) for name, count in point if count]
+    if point:
+        name, count = point[0]
+        raise fail(
+            "kind",
+            f"'scrps' with model {name!r} a point mass at {count} observation(s) (its SCRPS "
+            "is undefined there)",
+            "kind='crps', or models whose predictive draws vary at every observation",
+        )
 
 
 def _mixture_terms(draws: dict, names: list, observed: np.ndarray):

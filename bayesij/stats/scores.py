@@ -3,6 +3,7 @@ point-prediction metrics (MAE, MSE, RMSE, R²) of the LOO predictive means."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -161,6 +162,7 @@ def loo_score(
             k[chunk] = chunk_k
 
     map_chunks(work, obs_chunks(score.size, 16 * draws.matrix.shape[0]))
+    _warn_point_masses(score, kind)
     if draws.codes is not None:  # each group's score: the sum over its observations
         n_groups = len(draws.groups)
         score = np.bincount(draws.codes, weights=score, minlength=n_groups)
@@ -169,6 +171,21 @@ def loo_score(
         return LooScore(kind, float(score.mean()), _se(score, ddof), frame, draws.members)
     frame = pd.DataFrame({"score": score, "pareto_k": k}, index=unit_index(draws.units))
     return LooScore(kind, float(score.mean()), _se(score, ddof), frame)
+
+
+def _warn_point_masses(score: np.ndarray, kind: str) -> None:
+    """Name the observations whose SCRPS is undefined: their LOO predictive draws are all
+    equal (a point mass, ``E|X - X'| = 0``), so ``-E|X - y| / E|X - X'|`` is 0/0 or
+    infinite; the CRPS is defined there."""
+    bad = np.flatnonzero(~np.isfinite(score))
+    if kind == "scrps" and bad.size:
+        warnings.warn(
+            f"SCRPS is undefined for {bad.size} observation(s) whose predictive draws are all "
+            f"equal (a point mass; positions {bad[:10].tolist()}): NaN there; kind='crps' is "
+            "defined for them.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def loo_metrics(

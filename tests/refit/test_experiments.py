@@ -110,3 +110,14 @@ def test_drop_groups_and_unknown_ids(backend, post):
     assert report.summary["observations dropped"] == 10
     with pytest.raises(ValueError, match="ids: found labels \\[999\\]"):
         refit.drop(post, backend, [999], executor="sequential", progress=False)
+
+
+def test_a_kfold_whose_every_refit_failed_says_why(post):
+    class Failing:
+        n_obs = post.n_obs
+
+        def fit(self, weights):
+            raise RuntimeError("the sampler did not start")
+
+    with pytest.raises(RuntimeError, match=r"kfold: all 4 refits failed \(reasons: .*did not st"):
+        refit.kfold(post, Failing(), K=4, executor="sequential", progress=False)

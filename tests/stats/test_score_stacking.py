@@ -111,3 +111,25 @@ def test_weights_read_y_and_predictions_from_fits_and_refuse_bad_input():
     short = {"m0": fits["m0"], "m1": fits["m1"][..., :-1]}
     with pytest.raises(ValueError, match=r"y_pred\['m1'\]: found shape"):
         bayesij.score_weights(short, y=y, y_pred=y_pred)
+
+
+def test_scrps_with_a_point_mass_is_named_not_read_as_the_best_score():
+    # A binary outcome whose second model predicts every first observation as exactly 1
+    # (all its draws): its SCRPS there is 0/0. loo_score says so; stacking by SCRPS refuses
+    # (it gave that model all the weight); by CRPS it is defined.
+    y, fits, y_pred = _models([0.0, 0.3], [1.0, 1.0])
+    y = (y > 0).astype(float)
+    y_pred = {name: (draws > 0).astype(float) for name, draws in y_pred.items()}
+    y_pred["m1"][..., 0], y[0] = 1.0, 1.0
+    with pytest.warns(UserWarning, match=r"SCRPS is undefined for 1 observation\(s\)"):
+        scores = bayesij.loo_score(fits["m1"], y, y_pred["m1"], kind="scrps")
+    assert np.isnan(scores.pointwise["score"].iloc[0])
+    with pytest.raises(ValueError, match=r"^kind: found 'scrps' with model 'm1' a point mass"):
+        _quiet(bayesij.score_weights, fits, "scrps", y=y, y_pred=y_pred)
+    assert np.isfinite(_quiet(bayesij.score_weights, fits, "crps", y=y, y_pred=y_pred)).all()
+
+
+def _quiet(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return function(*args, **kwargs)
