@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
+from scipy.special import logsumexp
 
 from bayesij.array.checks import as_float_array, check_flag, check_positive_int, check_real, fail
 from bayesij.array.moment_match import moment_match_observation
@@ -126,6 +127,7 @@ def loo_moment_match(
             repr(loo)[:80],
             f"a PSIS LooResult of the same {post.n_obs} observations (no groups)",
         )
+    _check_same_fit(loo, post)
     threshold = loo.k_threshold if k_threshold is None else check_real(k_threshold, "k_threshold")
     max_iters = check_positive_int(max_iters, "max_iters")
     split, cov = check_flag(split, "split"), check_flag(cov, "cov")
@@ -172,6 +174,23 @@ def loo_moment_match(
             stacklevel=2,
         )
     return replace(loo, pointwise=table, log_weights=None)
+
+
+def _check_same_fit(loo: LooResult, post) -> None:
+    """Refuse a LOO result of another fit: its ``lppd`` (log mean exp of each column) must
+    be this fit's (a LOO of other draws or data with as many observations passed the
+    shape check and was returned, its values never matched)."""
+    matrix = post.log_lik.values.reshape(post.n_draws, post.n_obs)
+    lppd = logsumexp(matrix, axis=0) - np.log(post.n_draws)
+    theirs = loo.pointwise["lppd"].to_numpy()
+    gap = np.abs(theirs - lppd)
+    if not np.all(gap <= 1e-8 * np.maximum(1.0, np.abs(lppd))):
+        raise fail(
+            "loo",
+            f"a LooResult of another fit (its lppd differs from this fit's by up to "
+            f"{np.nanmax(gap):.3g})",
+            "the PSIS-LOO of data itself (bayesij.loo(data)), or None",
+        )
 
 
 def _aligned_log_lik(model, i: int, upars: np.ndarray, draws: np.ndarray):

@@ -104,6 +104,17 @@ def test_moment_match_arguments_are_checked(fit):
         with pytest.warns(UserWarning):
             bayesij.loo_moment_match(post, model, loo=bayesij.loo(post, method="ij"))
 
+    # A PSIS-LOO of another fit with as many observations (other draws): refused, not
+    # returned as this fit's.
+    other = bayesij.from_arrays(
+        post.quantities.values[:, ::-1],
+        post.log_lik.values[:, ::-1] - 0.5,
+        quantity_names=["alpha", "beta"],
+    )
+    with pytest.raises(ValueError, match=r"^loo: found a LooResult of another fit"):
+        with pytest.warns(UserWarning):
+            bayesij.loo_moment_match(post, model, loo=bayesij.loo(other))
+
     class Other(Regression):  # another observation's log-likelihood
         def log_lik_i(self, upars, i):
             return super().log_lik_i(upars, i + 5)
