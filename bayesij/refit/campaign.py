@@ -87,6 +87,18 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def _check_every_observation(posterior, n_obs: int) -> None:
+    """A refit must report every observation's log-likelihood, the dropped ones included
+    (the weights zero them in the fit, not in the terms): the held-out points are read by
+    position, and a refit of the kept rows only would hand over other observations'."""
+    if posterior.n_obs != n_obs:
+        raise ValueError(
+            f"backend: found a refit whose log-likelihood has {posterior.n_obs} observations; "
+            f"expected all {n_obs}, the dropped ones included (the weights zero them in the "
+            "fit, not in the reported terms)"
+        )
+
+
 def execute(backend, task: Task, *, in_worker: bool = True, timeout: float | None = None) -> dict:
     """Refit ``task`` with ``backend`` and summarise it; failures become records too.
 
@@ -99,6 +111,7 @@ def execute(backend, task: Task, *, in_worker: bool = True, timeout: float | Non
     try:
         with _time_limit(timeout):
             posterior = backend.fit(task.weights)
+        _check_every_observation(posterior, len(task.weights))
         record.update(summarise(posterior, task.points, task.point_groups), status="ok", reason="")
     except RefitTimeout as error:
         record.update(status="failed", reason=str(error))

@@ -121,3 +121,29 @@ def test_a_kfold_whose_every_refit_failed_says_why(post):
 
     with pytest.raises(RuntimeError, match=r"kfold: all 4 refits failed \(reasons: .*did not st"):
         refit.kfold(post, Failing(), K=4, executor="sequential", progress=False)
+
+
+def test_a_refit_of_the_kept_rows_only_is_a_failure_not_other_columns(backend, post):
+    # The held-out point is read by position from the refit's log-likelihood: a backend
+    # that reports the kept rows only would hand over another observation's column.
+    class KeptOnly:
+        n_obs = backend.n_obs
+
+        def fit(self, weights):
+            full = backend.fit(weights)
+            keep = np.asarray(weights) > 0
+            return bayesij.from_arrays(
+                full.quantities.values,
+                full.log_lik.values[..., keep],
+                quantity_names=full.quantity_names,
+            )
+
+    report = refit.loo(post, KeptOnly(), points=[3], executor="sequential", progress=False)
+    assert report.summary["points refitted"] == 0
+    assert (
+        report.failures["reason"]
+        .str.contains(
+            f"backend: found a refit whose log-likelihood has {backend.n_obs - 1} observations"
+        )
+        .all()
+    )
