@@ -1316,14 +1316,11 @@ def _check_refit_quantity(refit, quantity, n_obs: int) -> None:
 
 def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits, floor=0):
     """The smallest prefix of ``dropped`` (in the order units joined) that a refit confirms,
-    by bisection between the largest prefix a refit did not confirm (or ``floor``, below
+    by bisection between ``floor`` (the largest prefix a refit did not confirm, or below
     which the cheap search's optimistic end says no prefix reaches) and the smallest it
     did, within the refit budget. Appends to ``rows``; returns the prefix, its refit and
     the largest prefix known not to reach."""
-    low = max(
-        [min(floor, dropped.size - 1)] + [row["n_drop"] for row in rows if not row["reached"]]
-    )
-    high = int(dropped.size)
+    low, high = min(floor, dropped.size - 1), int(dropped.size)
     while high - low > 1 and len(rows) < max_refits:
         middle = (low + high) // 2
         weights = (~np.isin(codes, dropped[:middle])).astype(float)
@@ -1380,7 +1377,7 @@ def _refit_in_the_loop(
     method, n_units = first.method, units.size
     path_order, value = _first_claim(first, path, goal), goal.value
     dropped = np.zeros(0, dtype=int)
-    rows, last, best, exchange, seen = [], None, None, None, set()
+    rows, last, best, exchange, seen, missed = [], None, None, None, set(), []
     for refit_number in range(1, max_refits + 1):
         if exchange is not None:  # the set at the limit fell short: the better one there
             (new, predicted), dropped = exchange, np.zeros(0, dtype=int)
@@ -1422,6 +1419,8 @@ def _refit_in_the_loop(
         )
         last = (mean, sd, weights, reached, mcse, value)
         seen.add(frozenset(dropped.tolist()))
+        if not reached:
+            missed.append(frozenset(dropped.tolist()))
         if dropped.size >= k_max and (best is None or goal.direction * (value - best[1][5]) > 0):
             best = (dropped, last)  # the closest of the largest sets
         if reached:
@@ -1460,7 +1459,10 @@ def _refit_in_the_loop(
         dropped, last = best
     floor = 0
     if last[3]:
-        floor = _bisection_floor(first, rows)
+        # Only a missed set that is a prefix of this one bounds its smallest prefix: a set
+        # of other units (an exchange) that missed says nothing of these.
+        prefixes = [len(m) for m in missed if m == frozenset(dropped[: len(m)].tolist())]
+        floor = max([_bisection_floor(first, rows)] + prefixes)
         dropped, last, floor = _bisect(
             rows, dropped, last, codes, backend, first.quantity, goal, max_refits, floor
         )
