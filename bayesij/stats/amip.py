@@ -482,6 +482,10 @@ _REFIT_UNDECIDED = {
         "better sets the refits' own first order proposed, fall short), yet not so far short "
         "that no other set could: refit.verify a set you suspect"
     ),
+    "a refit failed": (
+        "a refit failed (its row says why): make the sampler reliable there (more tuning, a "
+        "higher target_accept) and ask again"
+    ),
     "the refit's Monte Carlo error": (
         "the closest refit lies within two Monte Carlo SEs of the target: a refit with more "
         "draws decides"
@@ -1324,7 +1328,11 @@ def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits, flo
     while high - low > 1 and len(rows) < max_refits:
         middle = (low + high) // 2
         weights = (~np.isin(codes, dropped[:middle])).astype(float)
-        mean, sd, value, reached, _, mcse, _ = _refit_metric(backend, weights, quantity, goal)
+        try:
+            mean, sd, value, reached, _, mcse, _ = _refit_metric(backend, weights, quantity, goal)
+        except RuntimeError as error:  # a refit that failed (divergences): what is confirmed stays
+            rows.append(_failed_row(len(rows) + 1, middle, "bisection: a smaller set?", error))
+            break
         rows.append(
             {
                 "refit": len(rows) + 1,
@@ -1379,8 +1387,9 @@ def _refit_in_the_loop(
     dropped = np.zeros(0, dtype=int)
     rows, last, best, exchange, seen, missed = [], None, None, None, set(), []
     for refit_number in range(1, max_refits + 1):
+        start = dropped  # the units already dropped, to which this refit adds
         if exchange is not None:  # the set at the limit fell short: the better one there
-            (new, predicted), dropped = exchange, np.zeros(0, dtype=int)
+            (new, predicted), start = exchange, np.zeros(0, dtype=int)
             why, exchange = "exchange at the last refit", None
         elif refit_number == 1:
             new, why = path_order, "cheap search's claim"
@@ -1401,11 +1410,16 @@ def _refit_in_the_loop(
             predicted = value + float(path.change[-1])
         else:
             break
-        dropped = np.concatenate([dropped, new])
-        weights = (~np.isin(codes, dropped)).astype(float)
-        mean, sd, value, reached, refit, mcse, gradient = _refit_metric(
-            backend, weights, first.quantity, goal
-        )
+        trying = np.concatenate([start, new])
+        weights = (~np.isin(codes, trying)).astype(float)
+        try:
+            mean, sd, value, reached, refit, mcse, gradient = _refit_metric(
+                backend, weights, first.quantity, goal
+            )
+        except RuntimeError as error:  # a refit that failed ends the campaign, said so
+            rows.append(_failed_row(refit_number, trying.size, why, error))
+            break
+        dropped = trying
         draws = refit.quantities.sel(quantity=first.quantity).values
         rows.append(
             {
@@ -1453,8 +1467,8 @@ def _refit_in_the_loop(
         if method == "linear":  # claim where the second order reaches, from these draws
             path = _second_order_claim(refit, first.quantity, log_lik_now, goal_now, path, scores)
         path_order = remaining[path.order]
-    if last is None:
-        return first
+    if last is None:  # the first refit failed: the cheap answer, with the failure
+        return replace(first, refits=pd.DataFrame(rows))
     if not last[3] and best is not None:  # none reached: the closest largest set
         dropped, last = best
     floor = 0
@@ -1467,6 +1481,18 @@ def _refit_in_the_loop(
             rows, dropped, last, codes, backend, first.quantity, goal, max_refits, floor
         )
     return _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max)
+
+
+def _failed_row(number: int, n_drop: int, why: str, error: Exception) -> dict:
+    """The refits table's row of a refit that failed (its reason in ``why``)."""
+    return {
+        "refit": number,
+        "n_drop": int(n_drop),
+        "why": f"{why} (failed: {error})",
+        "predicted": np.nan,
+        "refit_value": np.nan,
+        "reached": False,
+    }
 
 
 def _refit_units(refit, unit_groups, n_units: int) -> np.ndarray:
@@ -1600,6 +1626,8 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
         answer, by = "undetermined", "refit budget"
         sizes = (_optimistic_low(first), float("inf"))
         stopped = f"refit budget spent ({max_refits} refits)"
+        if "(failed: " in str(history["why"].iloc[-1]):
+            by, stopped = "a refit failed", "a refit failed"
     mean_interval = (mean - goal.z * sd, mean + goal.z * sd)
     verified = replace(
         first,

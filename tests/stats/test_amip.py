@@ -772,3 +772,34 @@ def test_the_curve_is_the_outer_merge_of_the_two_paths(sizes):
     )
     pd.testing.assert_frame_equal(curve, reference)
     assert list(_curve(found, "linear").columns) == ["n_drop", "linear", "second_order"]
+
+
+@pytest.mark.parametrize("fail_at", [1, 2])
+def test_a_refit_that_fails_ends_the_campaign_with_its_reason(fail_at):
+    # A sampler that fails (divergences) at the fail_at-th refit: the answer keeps what
+    # the refits before it confirmed, its table says which refit failed and why, and
+    # nothing is raised out of the audit's loop.
+    backend, post = _leveraged_slope(1)
+
+    class Flaky:
+        n_obs = backend.n_obs
+
+        def __init__(self):
+            self.calls = 0
+
+        def fit(self, weights):
+            self.calls += 1
+            if self.calls == fail_at:
+                raise RuntimeError("244 divergent transitions")
+            return backend.fit(weights)
+
+    result = bayesij.amip(post, "beta[2]", "significance", backend=Flaky(), max_refits=4)
+    failed = result.refits[result.refits["why"].str.contains("failed: 244 divergent")]
+    assert len(failed) == 1 and np.isnan(failed["refit_value"]).all()
+    assert "244 divergent" in str(result)
+    if fail_at == 1:
+        assert len(result.refits) == 1
+        assert result.answer in ("undetermined", "reached", "not reachable")
+    else:
+        low, high = result.size_interval
+        assert low <= high and (result.answer != "reached" or low <= result.n_drop <= high)
