@@ -331,11 +331,17 @@ class PyMCDensity:
     def log_lik_i(self, upars: np.ndarray, i: int) -> np.ndarray:
         """``log p(y_i | theta)`` at unconstrained draws (n, D), (n,): element ``i`` of the
         observed variable's elementwise log-likelihood, flattened in C order."""
+        return self.log_lik(upars)[:, int(i)]
+
+    def log_lik(self, upars: np.ndarray) -> np.ndarray:
+        """Every observation's ``log p(y_n | theta)`` at unconstrained draws (n, D), (n, N):
+        what :func:`bayesij.loo_moment_match` checks against the fit's log-likelihood (a
+        model built on other data is refused there)."""
         if self._pointwise is None:
             rv = self.model[_observed_name(self.model, self.observed)]
             elementwise = self.model.logp(vars=[rv], sum=False)[0].flatten()
             self._pointwise = self.model.compile_fn(elementwise, on_unused_input="ignore")
-        rows = [np.asarray(self._pointwise(point))[int(i)] for point in self._points(upars)]
+        rows = [np.asarray(self._pointwise(point)) for point in self._points(upars)]
         return np.asarray(rows, dtype=float)
 
     def group_log_lik(self, data, variable: str, n_nodes: int = 16):

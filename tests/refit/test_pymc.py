@@ -262,6 +262,22 @@ def test_moment_matching_through_a_pymc_model_reaches_the_exact_loo():
     np.testing.assert_allclose(table["elpd_loo"].iloc[:-1], exact[:-1], atol=0.06)
 
 
+def test_moment_matching_refuses_a_pymc_model_built_on_other_data():
+    # The model's data keep the outlier (the matched observation) but another row differs:
+    # each matched observation's own log-likelihood agrees, the tilted posterior does not.
+    y, _, fit = _outlier_fit()
+    other = y.copy()
+    other[0] += 2.0
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("y", mu, 1.0, observed=other)
+    with pytest.raises(
+        ValueError, match=r"^model: found a log-likelihood that differs from the fi"
+    ):
+        with pytest.warns(UserWarning, match="Pareto k-hat above"):
+            bayesij.loo_moment_match(fit, refit.PyMCDensity(model))
+
+
 @pytest.mark.slow
 def test_moment_matching_through_a_pymc_model_agrees_with_arviz_stats():
     """arviz-stats' loo_moment_match(model=) on the same draws: equal within Monte Carlo
