@@ -23,7 +23,8 @@ STYLE = (
     "td:last-child{text-align:left;max-width:30em}"
     "dl.columns{font-size:.85em;color:#444}dl.columns dt{font-family:monospace;float:left;"
     "clear:left;margin-right:.6em}dl.columns dd{margin-left:12em}"
-    "figure{display:inline-block;margin:.4em}figcaption{font-size:.85em;color:#555}"
+    "figure{display:inline-block;margin:.4em;max-width:100%}figure img{max-width:100%;"
+    "height:auto}figcaption{font-size:.85em;color:#555}"
 )
 
 
@@ -102,6 +103,8 @@ def _figure_sections(audit) -> list[str]:
 def html_page(audit) -> str:
     """A self-contained HTML page of the audit (figures embedded)."""
     return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Model audit</title>"
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<title>Model audit</title>"
         f"<style>{STYLE}</style></head><body>{html_body(audit)}</body></html>"
     )

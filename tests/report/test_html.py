@@ -22,6 +22,9 @@ def test_the_page_reads_top_down_and_escapes_names(tmp_path):
     page = html_page(result)
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert page.index('class="verdict"') < page.index("<details")
+    # a phone's browser lays it out at its own width; wide tables scroll in their box
+    assert "<meta name='viewport' content='width=device-width, initial-scale=1'>" in page
+    assert page.count("<table") == page.count('<div class="scroll"><table')
     # open: the first table and the AMIP answers; the rest folded
     assert page.count("<details open>") == 1 + ("Influential subsets (AMIP)" in result.tables())
     if "Influential subsets (AMIP)" in result.tables():
