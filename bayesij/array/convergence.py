@@ -14,6 +14,11 @@ References
 .. [1] Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C. (2021).
    Rank-normalization, folding, and localization: an improved R-hat for assessing
    convergence of MCMC. Bayesian Analysis 16(2), 667-718.
+.. [2] Margossian, C. C., Hoffman, M. D., Sountsov, P., Riou-Durand, L., Vehtari, A. and
+   Gelman, A. (2024). Nested R-hat: assessing the convergence of Markov chain Monte Carlo
+   when running many short chains. Bayesian Analysis (the nested R-hat).
+.. [3] Betancourt, M. (2016). Diagnosing suboptimal cotangent disintegrations in
+   Hamiltonian Monte Carlo. arXiv:1604.00695 (the E-BFMI).
 """
 
 from __future__ import annotations
@@ -25,7 +30,15 @@ from scipy.stats import rankdata
 from bayesij.array.checks import fail
 from bayesij.array.ess import split_relative_ess
 
-__all__ = ["rank_normal_scores", "split_rhat", "rank_rhat", "bulk_ess", "tail_ess"]
+__all__ = [
+    "rank_normal_scores",
+    "split_rhat",
+    "rank_rhat",
+    "nested_rhat",
+    "bulk_ess",
+    "tail_ess",
+    "bfmi",
+]
 
 
 def _split(draws: np.ndarray) -> np.ndarray:
@@ -89,6 +102,71 @@ def rank_rhat(draws) -> np.ndarray:
     out = np.maximum(bulk, tails)
     out[np.ptp(values.reshape(-1, values.shape[2]), axis=0) == 0] = np.nan
     return out
+
+
+def nested_rhat(draws, superchains) -> np.ndarray:
+    """The rank-normalised nested R-hat of each column, (K,), for many short chains run in
+    ``superchains`` (one id per chain, each superchain the same number of chains): the
+    split chains' normal scores (bulk) and folded scores (tails), the larger of the two, of
+    ``sqrt(1 + B_nu / W_nu)`` with ``B_nu`` the variance of the superchains' means and
+    ``W_nu`` the mean over superchains of their chains' mean variance plus the variance of
+    their chains' means (Margossian et al. 2024, eqs. 4-8; arviz-stats' ``rhat_nested``).
+    NaN for a column constant over the draws."""
+    values = _checked(draws)
+    ids = np.asarray(superchains)
+    if ids.shape != (values.shape[0],) or ids.dtype.kind not in "iu" or ids.min() < 0:
+        raise fail(
+            "superchains",
+            f"{ids!r}"[:60],
+            f"one non-negative integer id per chain ({values.shape[0]})",
+        )
+    counts = np.bincount(ids)[np.unique(ids)]
+    if counts.min() != counts.max() or counts.size < 2:
+        raise fail(
+            "superchains",
+            f"superchains of {sorted(set(counts.tolist()))} chains ({counts.size} of them)",
+            "at least two superchains, each of the same number of chains",
+        )
+    halves, split_ids = _split(values), np.concatenate([ids, ids])
+    bulk = _nested(rank_normal_scores(halves), split_ids)
+    folded = np.abs(halves - np.median(halves.reshape(-1, halves.shape[2]), axis=0))
+    out = np.maximum(bulk, _nested(rank_normal_scores(folded), split_ids))
+    out[np.ptp(values.reshape(-1, values.shape[2]), axis=0) == 0] = np.nan
+    return out
+
+
+def _nested(chains: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The nested R-hat formula on chains (m, n, K) grouped by superchain ``ids`` (m,)."""
+    levels = np.unique(ids)
+    means, variances = chains.mean(axis=1), chains.var(axis=1, ddof=1)  # (m, K)
+    per_chain = int(np.sum(ids == levels[0]))
+    super_means = np.stack([means[ids == k].mean(axis=0) for k in levels])
+    between_chains = np.stack(
+        [
+            means[ids == k].var(axis=0, ddof=1) if per_chain > 1 else np.zeros(means.shape[1])
+            for k in levels
+        ]
+    )
+    within_chains = np.stack([variances[ids == k].mean(axis=0) for k in levels])
+    between = super_means.var(axis=0, ddof=1)
+    within = (within_chains + between_chains).mean(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt(1 + between / within)
+
+
+def bfmi(energy) -> np.ndarray:
+    """The energy Bayesian fraction of missing information of each chain, (n_chains,):
+    ``mean((E_t - E_t-1)^2) / var(E)`` (divisor ``n - 1``) of the Hamiltonian's energy
+    ``E`` (n_chains, n_draws), as arviz-stats' ``bfmi``; below 0.3 the momentum resampling
+    explores the energy poorly (Betancourt 2016)."""
+    values = np.asarray(energy, dtype=float)
+    if values.ndim != 2 or values.shape[1] < 3 or not np.isfinite(values).all():
+        raise fail(
+            "energy",
+            f"shape {values.shape}" if values.ndim != 2 else "values that are not finite",
+            "finite energies (n_chains, n_draws), at least 3 draws per chain",
+        )
+    return np.square(np.diff(values, axis=1)).mean(axis=1) / values.var(axis=1, ddof=1)
 
 
 def bulk_ess(draws) -> np.ndarray:

@@ -40,7 +40,12 @@ from bayesij.stats.amip import (
 )
 from bayesij.stats.audit_pass import audit_pass
 from bayesij.stats.compare import compare
-from bayesij.stats.convergence import Convergence, convergence_of_draws, divergent_of
+from bayesij.stats.convergence import (
+    Convergence,
+    bfmi_of,
+    convergence_of_draws,
+    divergent_of,
+)
 from bayesij.stats.integrated import integrated_terms, marginal_columns
 from bayesij.stats.jackknife import IJCovariance, ij_covariance, integrated_posterior
 
@@ -762,7 +767,7 @@ def _convergence(fit, source, names: list) -> Convergence | None:
     draws = source.quantity_draws
     if draws.shape[1] < 4:
         return None
-    return convergence_of_draws(draws, names, divergent_of(fit))
+    return convergence_of_draws(draws, names, divergent_of(fit), bfmi_of(fit))
 
 
 def _terms_from_backend(fit, backend, say):

@@ -1,7 +1,7 @@
 """Whether the draws have converged, before anything is computed from them: the
 rank-normalised split R-hat, bulk and tail ESS of each quantity (equal to ArviZ 0.23's
 ``rhat(method="rank")`` and ``ess(method="bulk" | "tail")``, which arviz-stats 1.x keeps),
-and the sampler's divergent transitions where the fit saved them."""
+and the sampler's divergent transitions and energy BFMI where the fit saved them."""
 
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import fail
-from bayesij.array.convergence import bulk_ess, rank_rhat, tail_ess
+from bayesij.array.convergence import bfmi, bulk_ess, rank_rhat, tail_ess
 from bayesij.data.fit import read
 
 __all__ = [
+    "BFMI_LIMIT",
     "Convergence",
     "convergence",
     "divergent_of",
+    "bfmi_of",
     "convergence_of_draws",
     "RHAT_LIMIT",
     "ESS_PER_CHAIN",
@@ -25,6 +27,10 @@ __all__ = [
 
 #: R-hat above this says the chains have not mixed (Vehtari et al. 2021).
 RHAT_LIMIT = 1.01
+
+#: E-BFMI below this says the momentum resampling explores the energy poorly (Betancourt
+#: 2016; Stan and ArviZ warn at the same figure).
+BFMI_LIMIT = 0.3
 
 #: Bulk or tail ESS below this many per chain is too few for R-hat and the Monte Carlo
 #: errors to be trusted (Vehtari et al. 2021; PyMC warns at the same figure).
@@ -44,6 +50,9 @@ class Convergence:
     divergent : int or None
         Divergent transitions after warm-up (the ``diverging`` of ``sample_stats``); None
         where the fit did not save them.
+    bfmi : ndarray of shape (n_chains,) or None
+        Each chain's energy BFMI (``sample_stats.energy``; arviz-stats' ``bfmi``); None
+        where the fit did not save the energy.
 
     Examples
     --------
@@ -61,11 +70,12 @@ class Convergence:
     n_chains: int
     n_draws: int
     divergent: int | None = None
+    bfmi: np.ndarray | None = None
 
     @property
     def converged(self) -> bool:
-        """No R-hat above :data:`RHAT_LIMIT`, no ESS below :data:`ESS_PER_CHAIN` per chain
-        and no divergent transition."""
+        """No R-hat above :data:`RHAT_LIMIT`, no ESS below :data:`ESS_PER_CHAIN` per chain,
+        no divergent transition and no chain's E-BFMI below :data:`BFMI_LIMIT`."""
         return not self.problems()
 
     @property
@@ -94,6 +104,12 @@ class Convergence:
             )
         if self.divergent:
             out.append(f"{self.divergent} divergent transition(s)")
+        if self.bfmi is not None and np.any(self.bfmi < BFMI_LIMIT):
+            low = np.flatnonzero(self.bfmi < BFMI_LIMIT)
+            out.append(
+                f"E-BFMI down to {np.min(self.bfmi):.2g} (chain(s) {low.tolist()}; below "
+                f"{BFMI_LIMIT:g})"
+            )
         return out
 
     def __str__(self) -> str:
@@ -144,17 +160,19 @@ def convergence(data, *, quantities=None) -> Convergence:
     draws, names = fit.posterior_draws(quantities)
     if draws.shape[1] < 4:
         raise fail("data", f"{draws.shape[1]} draws per chain", "at least 4 draws per chain")
-    return convergence_of_draws(draws, names, divergent_of(fit))
+    return convergence_of_draws(draws, names, divergent_of(fit), bfmi_of(fit))
 
 
-def convergence_of_draws(draws: np.ndarray, names: list, divergent=None) -> Convergence:
+def convergence_of_draws(
+    draws: np.ndarray, names: list, divergent=None, chain_bfmi=None
+) -> Convergence:
     """:class:`Convergence` of draws (n_chains, n_draws, K) named ``names``, with
-    ``divergent`` transitions (None: unknown)."""
+    ``divergent`` transitions and each chain's E-BFMI ``chain_bfmi`` (None: unknown)."""
     table = pd.DataFrame(
         {"rhat": rank_rhat(draws), "ess_bulk": bulk_ess(draws), "ess_tail": tail_ess(draws)},
         index=pd.Index(list(names), name="quantity"),
     )
-    return Convergence(table, int(draws.shape[0]), int(draws.shape[1]), divergent)
+    return Convergence(table, int(draws.shape[0]), int(draws.shape[1]), divergent, chain_bfmi)
 
 
 def divergent_of(fit) -> int | None:
@@ -165,3 +183,14 @@ def divergent_of(fit) -> int | None:
     if "diverging" not in stats:
         return None
     return int(np.asarray(stats["diverging"].values, dtype=bool).sum())
+
+
+def bfmi_of(fit) -> np.ndarray | None:
+    """Each chain's energy BFMI from the fit's ``sample_stats.energy`` (None where it was
+    not saved)."""
+    if "sample_stats" not in fit.groups_of_input:
+        return None
+    stats = fit.group("sample_stats")
+    if "energy" not in stats:
+        return None
+    return bfmi(stats["energy"].transpose("chain", "draw", ...).values)

@@ -73,3 +73,54 @@ def test_normal_scores_and_the_classic_split_r_hat_are_their_formulas():
     np.testing.assert_allclose(split_rhat(x), [classic], rtol=1e-13)
     constant = np.ones((2, 8, 1))
     assert np.isnan(rank_rhat(constant)[0])
+
+
+def _superchains(shift: float, seed: int = 4):
+    """16 short chains (50 draws) of two quantities in 4 superchains of 4; superchain 3
+    shifted by ``shift`` in quantity 0."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(16, 50, 2))
+    ids = np.repeat(np.arange(4), 4)
+    x[ids == 3, :, 0] += shift
+    return x, ids
+
+
+def test_nested_r_hat_tells_a_superchain_apart():
+    from bayesij.array.convergence import nested_rhat
+
+    mixed, ids = _superchains(0.0)
+    assert np.all(nested_rhat(mixed, ids) < 1.05)
+    apart, ids = _superchains(2.0)
+    rhat = nested_rhat(apart, ids)
+    assert rhat[0] > 1.3 and rhat[1] < 1.05
+    with pytest.raises(ValueError, match=r"^superchains: found superchains of \[3, 5\] chains"):
+        nested_rhat(apart[:8], np.r_[np.zeros(3, int), np.ones(5, int)])
+
+
+@pytest.mark.skipif(not ARVIZ_1, reason="arviz-stats' rhat_nested and bfmi (Python >= 3.12)")
+def test_nested_r_hat_and_bfmi_are_arviz_stats():
+    import arviz_stats
+
+    from bayesij.array.convergence import bfmi, nested_rhat
+
+    x, ids = _superchains(0.7)
+    tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"x": (("chain", "draw", "k"), x)})})
+    theirs = arviz_stats.rhat_nested(tree, superchain_ids=ids)["x"].values
+    np.testing.assert_allclose(nested_rhat(x, ids), theirs, rtol=1e-10)
+    energy = np.cumsum(np.random.default_rng(5).normal(size=(4, 300)), axis=1) * 0.2
+    stats = xr.DataTree.from_dict(
+        {"sample_stats": xr.Dataset({"energy": (("chain", "draw"), energy)})}
+    )
+    np.testing.assert_allclose(bfmi(energy), arviz_stats.bfmi(stats)["energy"].values, rtol=1e-12)
+
+
+def test_bfmi_is_arviz_0_23_s():
+    import arviz as az
+
+    from bayesij.array.convergence import bfmi
+
+    energy = np.cumsum(np.random.default_rng(5).normal(size=(4, 300)), axis=1) * 0.2
+    if ARVIZ_1:
+        pytest.skip("ArviZ 0.23's bfmi (Python 3.11)")
+    np.testing.assert_allclose(bfmi(energy), az.bfmi(energy), rtol=1e-12)
+    assert np.all(bfmi(energy) < 0.3)  # a random walk of energies: poorly explored
