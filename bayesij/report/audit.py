@@ -18,6 +18,8 @@ from bayesij.data.posterior import base_name
 from bayesij.data.structure import Units, dim_levels
 from bayesij.data.var_names import select_var_names
 from bayesij.refit.backends import OnceEach
+from bayesij.report.columns import column_definitions
+from bayesij.report.html import html_body, html_page
 from bayesij.report.progress import Progress
 from bayesij.report.summary import (
     fragile,
@@ -55,7 +57,7 @@ from bayesij.stats.loo import loo as compute_loo
 from bayesij.stats.power_scaling import psense
 from bayesij.stats.waic import WaicResult
 
-__all__ = ["audit", "Audit", "COLUMNS"]
+__all__ = ["audit", "Audit"]
 
 #: Influence figures in a report: one per quantity up to this many (the rest named).
 MAX_INFLUENCE_FIGURES = 12
@@ -236,7 +238,7 @@ class Audit:
 
     # ----------------------------------------------------------------- tables and figures
     def tables(self) -> dict[str, pd.DataFrame]:
-        """The report's tables by title (each defined in :data:`COLUMNS`)."""
+        """The report's tables by title (each defined in :data:`bayesij.report.columns.COLUMNS`)."""
         tables = {"Standard errors (posterior vs IJ)": self._se_table()}
         if self.convergence is not None:
             tables["Convergence (R-hat, ESS)"] = self.convergence.table
@@ -349,14 +351,12 @@ class Audit:
         return "\n".join(parts) + "\n"
 
     def _repr_html_(self) -> str:
-        from bayesij.report.html import html_body
 
         return html_body(self, figures=False)
 
     def to_html(self, path) -> str:
         """Write a single self-contained HTML file (figures embedded as PNG); returns the
         path."""
-        from bayesij.report.html import html_page
 
         page = html_page(self)
         with open(path, "w", encoding="utf-8") as handle:
@@ -365,51 +365,6 @@ class Audit:
 
     def __str__(self) -> str:
         return self.to_markdown()
-
-
-#: What each column of the report's tables holds.
-COLUMNS = {
-    "rhat": "rank-normalised split R-hat (above 1.01: the chains have not mixed)",
-    "ess_bulk": "bulk effective sample size (below 100 per chain: too few)",
-    "ess_tail": "tail effective sample size, the 5 % and 95 % quantiles' (below 100 per chain: "
-    "too few)",
-    "posterior_sd": "posterior standard deviation of the quantity",
-    "ij_sd": "infinitesimal-jackknife (frequentist) sd over the units, Monte Carlo-corrected",
-    "sd_ratio": "ij_sd / posterior_sd (blank where the corrected IJ variance is not positive)",
-    "mcse_ij_variance": "Monte Carlo standard error of the IJ variance",
-    "draws_needed": "draws (in all) at which the IJ variance would pass 2 MCSE",
-    "verdict": "the comparison's (or check's) conclusion",
-    "reason": "why: the ratio, or what makes the comparison undetermined or not applicable",
-    "target": "sign, significance, sign_and_significance, or a change to reach",
-    "metric": "what the target moves: the mean, or the end of mean ± 1.96 sd nearer 0",
-    "original": "the metric on all the data",
-    "answer": "reached / not reachable / undetermined (by Monte Carlo error or the "
-    "linearisation: a refit decides; with n_drop, "
-    "a sure set that may be more than twice the smallest: an upper bound)",
-    "n_drop": "size of the set dropped (the smallest found that reaches the target; an upper "
-    "bound when the answer is undetermined)",
-    "size_interval": "95 % interval of the smallest set's size, Monte Carlo error and "
-    "linearisation together (inf: beyond alpha_max)",
-    "predicted_change": "the metric's change predicted from all draws, to second order (set "
-    "chosen and predicted on the same draws: optimistic); after refits, the refit's",
-    "split_change": "the set chosen on half the draws, its first-order change predicted on "
-    "the other half: free of the selection's optimism (first order, so short where the "
-    "second order is not)",
-    "change_interval": "95 % Monte Carlo interval of predicted_change",
-    "dropped": "the units of the set",
-    "nonlinearity_index": "how far the IJ's linear leave-one-unit-out changes are from "
-    "importance sampling (reliable <= 0.1 < doubtful <= 0.3 < unreliable)",
-    "units_excluded": "units whose k-hat is too high to check (refit them)",
-    "refit_first": "units to refit first to check the linear approximation",
-    "prior": "power-scaling sensitivity to the prior (CJS distance gradient)",
-    "likelihood": "power-scaling sensitivity to the likelihood",
-    "diagnosis": "prior-data conflict, strong prior / weak likelihood, or -",
-}
-
-
-def column_definitions(table: pd.DataFrame) -> dict:
-    """The definitions of ``table``'s columns that :data:`COLUMNS` has."""
-    return {c: COLUMNS[c] for c in table.columns if c in COLUMNS}
 
 
 def _amip_row(result: AmipResult) -> pd.DataFrame:

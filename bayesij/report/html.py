@@ -7,6 +7,8 @@ import base64
 import html
 import io
 
+from bayesij.report.columns import column_definitions
+
 __all__ = ["html_body", "html_page"]
 
 STYLE = (
@@ -34,7 +36,6 @@ OPEN_TABLES = ("Influential subsets (AMIP)",)
 
 def html_body(audit, figures: bool = True) -> str:
     """The report's HTML (no page around it): heading, verdict, sections."""
-    from bayesij.report.audit import column_definitions
 
     esc = html.escape
     parts = [
