@@ -21,6 +21,7 @@ Nothing above this floor asks what the input was: estimators call :func:`read` (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,10 +39,10 @@ from bayesij.data.inference_data import (
 )
 from bayesij.data.lazy import lazy_log_lik
 from bayesij.data.posterior import Posterior, base_name
-from bayesij.data.source import refuse_whole_matrix, source_of_fit
+from bayesij.data.source import LogLikSource, refuse_whole_matrix, source_of_fit
 from bayesij.data.structure import ModelStructure, Units, find_units, local_names, model_structure
 
-__all__ = ["Fit", "read", "read_draws", "named_draws", "is_fit"]
+__all__ = ["Fit", "read", "as_source", "read_draws", "named_draws", "is_fit"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,7 +193,7 @@ class Fit:
             groups), as ArviZ's pointwise estimators. False: the observations. Labels: one
             per observation.
         quantities, need_quantities, whole_matrix, log_lik_only
-            As :func:`bayesij.data.source.as_source`.
+            As :func:`as_source`.
         """
         if groups is not None and groups is not False:  # a grouping named here
             return read(self, groups=groups).source(
@@ -460,3 +461,58 @@ def named_draws(data, value, argument: str) -> np.ndarray:
     if value not in available:
         raise fail(argument, repr(value), f"a posterior variable ({', '.join(available[:8])})")
     return fit.posterior_draws(value)[0]
+
+
+def as_source(
+    data,
+    *,
+    groups=None,
+    quantities=None,
+    var_name=None,
+    need_quantities: bool = False,
+    whole_matrix: Mapping | None = None,
+    argument: str = "data",
+    log_lik_only: bool = False,
+) -> LogLikSource:
+    """The log-likelihood of any accepted input as a
+    :class:`~bayesij.data.source.LogLikSource`: the input read once (:func:`read`; a
+    :class:`Fit` is used as it is), then :meth:`Fit.source`.
+
+    Parameters
+    ----------
+    data : Fit, Posterior, InferenceData, DataTree, xarray, array_like, dask array or LogLikFunction
+    groups : None, False or array_like, optional
+        The units: None, the fit's (for ``log_lik_only``, the observations unless the
+        units were given); False, the observations; labels, one per observation.
+    quantities : str or list of str, optional
+        The quantities to read beside the log-likelihood (all with ``need_quantities``).
+    var_name : str or list of str, optional
+        Log-likelihood variable of an InferenceData, DataTree or Dataset.
+    need_quantities : bool, default False
+        Read the draws of the quantities (refusing an input that has none).
+    whole_matrix : mapping, optional
+        ``{option name: value}`` of the caller's options that need the whole matrix in
+        memory: a lazy source with any of them set (not None, not False) is refused.
+    argument : str, default "data"
+        Name of the argument, for error messages.
+    log_lik_only : bool, default False
+        For estimators of the log-likelihood alone (LOO, WAIC, held-out): the posterior
+        group of an InferenceData / DataTree is not read (only its draw labels, to pair
+        the draws), so that a variable unfit as a quantity (a boolean flag, a NaN in a
+        deterministic, no (chain, draw) dims) does not refuse the log-likelihood; a peer's
+        r_eff rule reads it when it needs it (:meth:`LogLikSource.all_posterior_draws`).
+        The units are the observations unless they were given, as ArviZ's pointwise
+        estimators.
+
+    Returns
+    -------
+    LogLikSource
+    """
+    fit = read(data, var_name=var_name, argument=argument)
+    return fit.source(
+        groups=groups,
+        quantities=quantities,
+        need_quantities=need_quantities,
+        whole_matrix=whole_matrix,
+        log_lik_only=log_lik_only,
+    )

@@ -36,7 +36,7 @@ from bayesij.data.inference_data import log_lik_of_fit, posterior_draws
 from bayesij.data.lazy import LazyArray, lazy_quantities
 from bayesij.data.posterior import Posterior
 
-__all__ = ["LogLikSource", "as_source", "map_blocks", "join_blocks"]
+__all__ = ["LogLikSource", "map_blocks", "join_blocks"]
 
 
 @dataclass(frozen=True)
@@ -173,63 +173,6 @@ class LogLikSource:
         if keep_float32 and self.reader.values.dtype == np.float32:
             return self.reader.values
         return np.asarray(self.reader.values, dtype=float)
-
-
-def as_source(
-    data,
-    *,
-    groups=None,
-    quantities=None,
-    var_name=None,
-    need_quantities: bool = False,
-    whole_matrix: Mapping | None = None,
-    argument: str = "data",
-    log_lik_only: bool = False,
-) -> LogLikSource:
-    """The log-likelihood of any accepted input as a :class:`LogLikSource`: the input read
-    once (:func:`bayesij.data.fit.read`; a :class:`~bayesij.data.fit.Fit` is used as it
-    is), then :meth:`Fit.source <bayesij.data.fit.Fit.source>`.
-
-    Parameters
-    ----------
-    data : Fit, Posterior, InferenceData, DataTree, xarray, array_like, dask array or LogLikFunction
-    groups : None, False or array_like, optional
-        The units: None, the fit's (for ``log_lik_only``, the observations unless the
-        units were given); False, the observations; labels, one per observation.
-    quantities : str or list of str, optional
-        The quantities to read beside the log-likelihood (all with ``need_quantities``).
-    var_name : str or list of str, optional
-        Log-likelihood variable of an InferenceData, DataTree or Dataset.
-    need_quantities : bool, default False
-        Read the draws of the quantities (refusing an input that has none).
-    whole_matrix : mapping, optional
-        ``{option name: value}`` of the caller's options that need the whole matrix in
-        memory: a lazy source with any of them set (not None, not False) is refused.
-    argument : str, default "data"
-        Name of the argument, for error messages.
-    log_lik_only : bool, default False
-        For estimators of the log-likelihood alone (LOO, WAIC, held-out): the posterior
-        group of an InferenceData / DataTree is not read (only its draw labels, to pair
-        the draws), so that a variable unfit as a quantity (a boolean flag, a NaN in a
-        deterministic, no (chain, draw) dims) does not refuse the log-likelihood; a peer's
-        r_eff rule reads it when it needs it (:meth:`LogLikSource.all_posterior_draws`).
-        The units are the observations unless they were given, as ArviZ's pointwise
-        estimators.
-
-    Returns
-    -------
-    LogLikSource
-    """
-    from bayesij.data.fit import read
-
-    fit = read(data, var_name=var_name, argument=argument)
-    return fit.source(
-        groups=groups,
-        quantities=quantities,
-        need_quantities=need_quantities,
-        whole_matrix=whole_matrix,
-        log_lik_only=log_lik_only,
-    )
 
 
 def source_of_fit(

@@ -61,7 +61,7 @@ def audit_pass(
     Parameters
     ----------
     source : LogLikSource
-        With the quantities' draws (:func:`bayesij.data.source.as_source`,
+        With the quantities' draws (:func:`bayesij.data.fit.as_source`,
         ``need_quantities=True``); lazy or in memory.
     questions : list of (str, target)
         The AMIP questions, ``(quantity, target)`` pairs as :func:`bayesij.amip` takes them;

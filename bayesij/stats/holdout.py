@@ -15,7 +15,8 @@ import pandas as pd
 from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import as_draws_matrix, as_float_array, check_ddof, check_finite, fail
 from bayesij.array.holdout import log_predictive_density
-from bayesij.data.source import as_source, map_blocks
+from bayesij.data.fit import as_source
+from bayesij.data.source import map_blocks
 from bayesij.stats.elpd import ElpdResult
 
 __all__ = ["holdout", "HoldoutResult", "prediction_errors", "PredictionErrors"]

@@ -8,7 +8,8 @@ import xarray as xr
 
 from bayesij.array.control_variates import zero_variance_influence
 from bayesij.array.influence import InfluenceScores, influence_scores
-from bayesij.data.source import as_source, map_blocks
+from bayesij.data.fit import as_source
+from bayesij.data.source import map_blocks
 
 __all__ = ["influence", "scores_dataset"]
 

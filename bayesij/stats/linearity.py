@@ -12,7 +12,8 @@ from bayesij.array.checks import constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.linearity import leave_out_changes, nonlinearity_index
 from bayesij.array.psis import pareto_k_threshold
-from bayesij.data.source import as_source, map_blocks
+from bayesij.data.fit import as_source
+from bayesij.data.source import map_blocks
 from bayesij.stats.elpd import Summary
 from bayesij.stats.loo import saved_log_weights
 from bayesij.stats.peers import psis_settings, unit_r_eff

@@ -37,9 +37,9 @@ from bayesij.array.psis import (
 )
 from bayesij.data.arrays import from_arrays
 from bayesij.data.convert import unit_index
-from bayesij.data.fit import read
+from bayesij.data.fit import as_source, read
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
-from bayesij.data.source import as_source, map_blocks, unit_members
+from bayesij.data.source import map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.integrated import group_terms
 from bayesij.stats.peers import psis_options, psis_settings, unit_r_eff

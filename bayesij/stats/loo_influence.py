@@ -18,9 +18,8 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import fail
-from bayesij.data.fit import read
+from bayesij.data.fit import as_source, read
 from bayesij.data.inference_data import predictions_or_fit
-from bayesij.data.source import as_source
 from bayesij.stats.loo import loo, loo_expectation
 
 __all__ = ["LooShift", "loo_influence", "SHIFT_KINDS"]

@@ -16,8 +16,9 @@ import pandas as pd
 from bayesij.array.checks import check_positive_int, check_seed, fail
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.array.waic import log_mean_exp
+from bayesij.data.fit import as_source
 from bayesij.data.lazy import LogLikFunction
-from bayesij.data.source import as_source, map_blocks
+from bayesij.data.source import map_blocks
 from bayesij.stats.compare_diagnostics import difference_flag, khat_flag, probability_below_zero
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.loo import loo as compute_loo

@@ -13,7 +13,8 @@ import pandas as pd
 from bayesij.array import waic as info
 from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import check_ddof, check_real
-from bayesij.data.source import as_source, map_blocks, unit_members
+from bayesij.data.fit import as_source
+from bayesij.data.source import map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult
 
 __all__ = ["waic", "WaicResult", "generating_function"]

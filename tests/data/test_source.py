@@ -13,7 +13,8 @@ import pytest
 import xarray as xr
 
 import bayesij
-from bayesij.data.source import as_source, join_blocks, map_blocks
+from bayesij.data.fit import as_source
+from bayesij.data.source import join_blocks, map_blocks
 
 pytest.importorskip("dask")
 

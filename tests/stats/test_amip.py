@@ -442,7 +442,7 @@ def test_a_refit_within_two_monte_carlo_errors_of_the_target_does_not_count_as_r
 def test_float32_draws_are_searched_without_a_float64_copy():
     """The reweighted search reads a float32 log-likelihood a chunk or a set of columns at
     a time (no float64 copy of the matrix) and finds what the same values in float64 give."""
-    from bayesij.data.source import as_source
+    from bayesij.data.fit import as_source
 
     rng = np.random.default_rng(11)
     x = rng.normal(size=300)
@@ -464,7 +464,7 @@ def test_the_sets_log_likelihood_is_summed_from_the_blocks_that_hold_them():
     """The linear search's summed log-likelihood of each set, from a lazy source read block
     by block: only blocks holding a set's units are read, each once, whatever unit of the
     block (its first, its last) the set holds."""
-    from bayesij.data.source import as_source
+    from bayesij.data.fit import as_source
     from bayesij.stats.amip import _summed_sets
 
     rng = np.random.default_rng(2)

@@ -11,7 +11,8 @@ import pytest
 
 import bayesij
 from bayesij.array.influence import InfluenceScores
-from bayesij.data.source import as_source, map_blocks
+from bayesij.data.fit import as_source
+from bayesij.data.source import map_blocks
 from bayesij.stats.audit_pass import audit_pass
 from conjugate import hierarchical_normal
 
