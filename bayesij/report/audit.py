@@ -63,9 +63,10 @@ __all__ = ["audit", "Audit"]
 MAX_INFLUENCE_FIGURES = 12
 
 
-@dataclass
+@dataclass(frozen=True)
 class Audit:
-    """Everything :func:`audit` computed, and the report built from it.
+    """Everything :func:`audit` computed, and the report built from it (frozen, as every
+    result: ``dataclasses.replace`` makes a changed copy).
 
     Attributes
     ----------
@@ -660,6 +661,38 @@ def audit(
         answers = dict(zip(questions, found.amip, strict=True))
         if integrated_post is not None and backend is None:  # with one, refits answer all
             answers.update(_amip_integrated(integrated_post, answers, alpha_max, method))
+        if backend is not None and questions:
+            say.stage(f"refits in the loop: {len(questions)} question(s), up to {max_refits} each")
+            answers, n_refits = _refitted(
+                fit,
+                answers,
+                backend,
+                max_refits,
+                gradient,
+                alpha_max,
+                method,
+                on_refit=lambda k, dropped: say.stage(
+                    f"refit {k}: without {dropped} of {fit.n_obs} observations"
+                ),
+            )
+            say.stage(f"refits in the loop: {n_refits} distinct set(s) refitted")
+        loo_observations = None
+        if loo and units.grouped:
+            say.stage("LOO over the observations")
+            loo_observations = compute_loo(fit, groups=False)
+        sensitivity, selection, not_computed = None, None, []
+        if not source.lazy:
+            if log_prior is not None or fit.has_log_prior:
+                say.stage("power-scaling sensitivity")
+            selection = _top_level_priors(fit, log_prior)
+            sensitivity = _sensitivity(fit, names, log_prior, selection)
+        elif fit.has_log_prior:
+            not_computed.append(
+                "Power-scaling sensitivity: the fit has a log prior, but the log-likelihood is "
+                "lazy and psense needs the whole draws x units matrix in memory."
+            )
+        if compare_with:
+            say.stage(f"LOO of {len(compare_with)} model(s) to compare with")
         result = Audit(
             quantities=names,
             influence=found.ij.influence,
@@ -679,39 +712,12 @@ def audit(
             ij_integrated=integrated,
             loo_integrated=integrated_loo,
             convergence=_convergence(fit, source, names),
+            loo_observations=loo_observations,
+            sensitivity=sensitivity,
+            prior_selection=selection,
+            not_computed=not_computed,
+            comparison=_comparison(found.loo, compare_with, fit.unit_labels()),
         )
-        if backend is not None and questions:
-            say.stage(f"refits in the loop: {len(questions)} question(s), up to {max_refits} each")
-            result.amip, n_refits = _refitted(
-                fit,
-                result.amip,
-                backend,
-                max_refits,
-                gradient,
-                alpha_max,
-                method,
-                on_refit=lambda k, dropped: say.stage(
-                    f"refit {k}: without {dropped} of {fit.n_obs} observations"
-                ),
-            )
-            say.stage(f"refits in the loop: {n_refits} distinct set(s) refitted")
-        if loo and units.grouped:
-            say.stage("LOO over the observations")
-            result.loo_observations = compute_loo(fit, groups=False)
-        if not source.lazy:
-            if log_prior is not None or fit.has_log_prior:
-                say.stage("power-scaling sensitivity")
-            selection = _top_level_priors(fit, log_prior)
-            result.sensitivity = _sensitivity(fit, names, log_prior, selection)
-            result.prior_selection = selection
-        elif fit.has_log_prior:
-            result.not_computed.append(
-                "Power-scaling sensitivity: the fit has a log prior, but the log-likelihood is "
-                "lazy and psense needs the whole draws x units matrix in memory."
-            )
-        if compare_with:
-            say.stage(f"LOO of {len(compare_with)} model(s) to compare with")
-        result.comparison = _comparison(found.loo, compare_with, fit.unit_labels())
     say.done()
     return result
 
