@@ -39,6 +39,20 @@ class LooShift(NamedTuple):
         name, e.g. ``theta[1]``).
     pareto_k : pandas.DataFrame
         The k-hat of each shift's LOO expectation, laid out as ``shift``.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr, bayesij
+    >>> rng = np.random.default_rng(1)
+    >>> y, mu = rng.normal(size=10), rng.normal(0, 0.3, size=(2, 300))
+    >>> tree = xr.DataTree.from_dict({
+    ...     "posterior": xr.Dataset({"mu": (("chain", "draw"), mu)}),
+    ...     "log_likelihood": xr.Dataset(
+    ...         {"y": (("chain", "draw", "obs"), -0.5 * (y - mu[..., None]) ** 2)}),
+    ... })
+    >>> shift, pareto_k = bayesij.loo_influence(tree, quantities="mu", group="posterior")
+    >>> shift.shape, list(pareto_k.columns)
+    ((10, 1), ['mu'])
     """
 
     shift: pd.DataFrame
