@@ -177,24 +177,20 @@ def _observations_or_suspected(data, obs_dims: frozenset, var_name=None) -> Unit
     if "posterior" not in group_names(data):
         return Units("observation", None, why, obs_dims)
     posterior = _group(data, "posterior", "")
+    suspects = {}
     sizes = _posterior_dims(data)
-    # A dim over several variables (a group effect and its non-centred offset, or a
-    # regression's coefficients and their odds ratios) is suspected only where the
-    # log-likelihood bears it out, as any other: each observation moves with one level.
-    shared = {
-        dim
-        for dim, size in sizes.items()
-        if dim not in obs_dims
-        and size >= MIN_SUSPECTED_LEVELS
-        and sum(dim in posterior[v].dims for v in posterior.data_vars) >= 2
-    }
-    moved = _moved_dims(data, posterior, obs_dims, var_name, shared)
-    suspects = {dim: (sizes[dim], on) for dim, on in moved.items()}
+    for dim, size in sizes.items():
+        on = [str(v) for v in posterior.data_vars if dim in posterior[v].dims]
+        if dim not in obs_dims and size >= MIN_SUSPECTED_LEVELS and len(on) >= 2:
+            suspects[dim] = (size, on)
+    moved = _moved_dims(data, posterior, obs_dims | set(suspects), var_name)
+    suspects.update({dim: (sizes[dim], on) for dim, on in moved.items()})
     if not suspects:
         return Units("observation", None, why, obs_dims)
     moves = " (each observation's log-likelihood moves with one of its levels)"
     described = "; ".join(
-        f"the posterior dim {dim!r} ({size} levels, on {', '.join(on)}) looks like one" + moves
+        f"the posterior dim {dim!r} ({size} levels, on {', '.join(on)}) looks like one"
+        + (moves if dim in moved else "")
         for dim, (size, on) in suspects.items()
     )
     why += (
@@ -204,11 +200,10 @@ def _observations_or_suspected(data, obs_dims: frozenset, var_name=None) -> Unit
     return Units("observation", None, why, obs_dims | set(suspects), suspected=tuple(suspects))
 
 
-def _moved_dims(data, posterior, excluded: set, var_name, shared=frozenset()) -> dict:
-    """Posterior dims of at least :data:`~bayesij.array.locality.MIN_LEVELS` levels (or in
-    ``shared``: over several variables, at least :data:`MIN_SUSPECTED_LEVELS`), not in
-    ``excluded`` (the observations' dims), with a variable that each of the first
-    observations' log-likelihood moves with one level of
+def _moved_dims(data, posterior, excluded: set, var_name) -> dict:
+    """Posterior dims of at least :data:`~bayesij.array.locality.MIN_LEVELS` levels, not
+    in ``excluded`` (the observations' dims, dims suspected already), with a variable that
+    each of the first observations' log-likelihood moves with one level of
     (:func:`~bayesij.array.locality.one_level_each`): ``{dim: the variables over it}``."""
     candidates = {
         dim: [
@@ -217,7 +212,7 @@ def _moved_dims(data, posterior, excluded: set, var_name, shared=frozenset()) ->
             if dim in posterior[v].dims and 0 < _elements(posterior[v]) <= MAX_ELEMENTS
         ]
         for dim, size in _posterior_dims(data).items()
-        if dim not in excluded and (size >= MIN_LEVELS or dim in shared)
+        if dim not in excluded and size >= MIN_LEVELS
     }
     candidates = {dim: on for dim, on in candidates.items() if on}
     if not candidates or "log_likelihood" not in group_names(data):

@@ -231,31 +231,3 @@ def test_a_two_valued_index_is_no_grouping_where_the_draws_cannot_tell():
             {"posterior": posterior, "log_likelihood": log_lik, "constant_data": constant}
         )
         assert find_units(tree).grouped == grouped, name
-
-
-def test_a_dim_shared_by_coefficients_and_their_odds_ratios_is_no_grouping():
-    # beta and odds_ratio = exp(beta) over one 'coef' dim: every observation's
-    # log-likelihood moves with all three coefficients, so the log-likelihood does not bear
-    # a grouping out; the coefficients stay global (they were "not applicable", local).
-    import xarray as xr
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(200, 3))
-    y = X @ [0.5, -0.3, 0.2] + rng.normal(size=200)
-    beta = rng.normal([0.5, -0.3, 0.2], 0.07, size=(2, 300, 3))
-    log_lik = -0.5 * (y - np.einsum("cdk,nk->cdn", beta, X)) ** 2
-    draws = ("chain", "draw")
-    tree = xr.DataTree.from_dict(
-        {
-            "posterior": xr.Dataset(
-                {"beta": ((*draws, "coef"), beta), "odds_ratio": ((*draws, "coef"), np.exp(beta))},
-                coords={"coef": ["a", "b", "c"]},
-            ),
-            "log_likelihood": xr.Dataset({"y": ((*draws, "obs"), log_lik)}),
-        }
-    )
-    from bayesij.data.fit import read
-
-    fit = read(tree)
-    assert fit.units.suspected == () and "coef" not in fit.units.local_dims
-    assert fit.local_quantities(["beta[a]", "odds_ratio[b]"]) == []
