@@ -90,7 +90,9 @@ def test_compare_and_weights_equal_r_loo_2_10_1(log_liks):
     weights = pd.read_csv(REFERENCE / "weights.csv")
     stacking = bayesij.model_weights(results, method="stacking")
     np.testing.assert_allclose(stacking, weights["stacking"], atol=1e-5)  # an optimiser's
-    # R's "pseudobma" is the Bayesian-bootstrap one (BB = TRUE), random in both: 1000
-    # Dirichlet replicates each, their Monte Carlo sd here about 0.006.
-    pseudo = bayesij.model_weights(results, method="pseudobma+")
-    np.testing.assert_allclose(pseudo, weights["pseudobma"], atol=0.03)
+    # R's "pseudobma" is the Bayesian-bootstrap one (BB = TRUE): random in both (1000
+    # Dirichlet replicates each). R's one draw lies within the spread of ours over seeds.
+    draws = np.array(
+        [bayesij.model_weights(results, method="pseudobma+", seed=s).iloc[0] for s in range(20)]
+    )
+    assert abs(weights["pseudobma"].iloc[0] - draws.mean()) <= 4 * draws.std(ddof=1)
