@@ -336,15 +336,15 @@ def loo(
 def _integrated(data, density, method: str, save_psis: bool, options: dict) -> dict:
     """:func:`loo` over the groups' integrated terms (``density=``), by method, with the
     k-hats over the conditional terms beside them (computed, not warned of)."""
+    fit = read(data, var_name=options["var_name"])  # read once, handed on as the Fit
     if options["groups"] is None:  # a density integrates groups: the fit's own grouping
-        fit = read(data, var_name=options["var_name"])
         options = {**options, "groups": fit.units.name if fit.units.grouped else None}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        conditional = loo_methods(data, (method,), **options)[method]
+        conditional = loo_methods(fit, (method,), **options)[method]
     groups, var_name = options["groups"], options["var_name"]
     terms, variable = group_terms(
-        data, density, conditional.pointwise.index, groups=groups, var_name=var_name
+        fit, density, conditional.pointwise.index, groups=groups, var_name=var_name
     )
     result = loo_methods(terms, (method,), convention=options["convention"], save_psis=save_psis)[
         method

@@ -140,16 +140,17 @@ def loo_influence(
     if not isinstance(standardize, (bool, np.bool_)):
         raise fail("standardize", repr(standardize), "True or False")
     levels = _levels(kind, prob)
+    fit = read(data, var_name=var_name)  # read once: every call below is handed the Fit
     as_source(  # the smoothed weights are kept: a lazy log-likelihood is refused here
-        data, var_name=var_name, whole_matrix={"data": "loo_influence"}, log_lik_only=True
+        fit, whole_matrix={"data": "loo_influence"}, log_lik_only=True
     )
     with warnings.catch_warnings():  # each shift reports its own k-hat
         warnings.simplefilter("ignore")
-        smoothed = loo(data, var_name=var_name, convention=convention, save_psis=True)
+        smoothed = loo(fit, convention=convention, save_psis=True)
     shifts, khats = {}, {}
-    for name, values in _summarised(data, quantities, group, var_name, smoothed.n_units):
+    for name, values in _summarised(fit, quantities, group, var_name, smoothed.n_units):
         expected = loo_expectation(
-            data,
+            fit,
             values,
             var_name=var_name,
             kind="quantile" if levels else kind,
@@ -174,16 +175,16 @@ def _levels(kind: str, prob) -> list:
     return list(np.atleast_1d(prob))
 
 
-def _summarised(data, quantities, group: str, var_name, n_obs: int):
+def _summarised(fit, quantities, group: str, var_name, n_obs: int):
     """``(name, values (n_chains, n_draws, n_obs))`` of each column summarised: the
     predictive variable, or each posterior element repeated for every observation."""
     if group == "posterior_predictive":
-        values = np.asarray(predictions_or_fit(data, None, var_name, "data"), dtype=float)
-        name = var_name or next(iter(read(data).group("log_likelihood").data_vars))
+        values = np.asarray(predictions_or_fit(fit.data, None, var_name, "data"), dtype=float)
+        name = var_name or next(iter(fit.group("log_likelihood").data_vars))
         yield name, values.reshape(*values.shape[:2], -1)
         return
     names = [quantities] if isinstance(quantities, str) else quantities
-    draws, labels = read(data, var_name=var_name).posterior_draws(names)
+    draws, labels = fit.posterior_draws(names)
     for k, label in enumerate(labels):
         yield label, np.broadcast_to(draws[..., k : k + 1], (*draws.shape[:2], n_obs))
 
