@@ -34,7 +34,8 @@ def integrated_terms(fit, density):
     Returns
     -------
     (xarray.DataArray of shape (chain, draw, unit), str), or (None, None) when ``density``
-    has no ``group_log_lik`` or integrates none of the effects.
+    has no ``group_log_lik`` or refuses every effect (a ``ValueError`` naming
+    ``variable``); any other error of the integration is raised as it is.
     """
     integrate = getattr(density, "group_log_lik", None)
     if not callable(integrate):
@@ -43,8 +44,9 @@ def integrated_terms(fit, density):
     for variable in [declared] if declared else fit.structure.unit_effects:
         try:
             return integrate(fit.data, variable), variable
-        except ValueError:
-            continue
+        except ValueError as error:
+            if not str(error).startswith("variable:"):
+                raise  # not a refusal of this variable (a log-likelihood that is not finite)
     return None, None
 
 

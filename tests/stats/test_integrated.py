@@ -38,6 +38,18 @@ def test_the_first_unit_effect_the_density_integrates_is_taken():
     assert integrated_terms(none, _Density()) == (None, None)
 
 
+def test_an_integration_that_fails_for_another_reason_is_not_read_as_no_effect():
+    # Only a refusal of the variable moves on to the next effect; a log-likelihood that is
+    # not finite is said as it is, not as "integrating none of the unit effects".
+    class Failing:
+        def group_log_lik(self, data, variable):
+            raise ValueError("log_lik: found a log-likelihood that is not finite")
+
+    fit = SimpleNamespace(data=None, structure=SimpleNamespace(unit_effects=("u", "z")))
+    with pytest.raises(ValueError, match=r"^log_lik: found a log-likelihood that is not fin"):
+        integrated_terms(fit, Failing())
+
+
 def test_terms_are_paired_with_the_units_by_label():
     shuffled = marginal_columns(TERMS, ["c", "a", "d", "b"])
     np.testing.assert_array_equal(shuffled, TERMS.values[..., [2, 0, 3, 1]])
