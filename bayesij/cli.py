@@ -460,7 +460,8 @@ def _model_options(args) -> dict:
             "--stan-model: found it without --stan-data; expected the data JSON file the "
             "fit was sampled with."
         )
-    from bayesij.refit.backends import PyStanBackend, PyStanDensity
+    from bayesij.refit.backends import PyStanBackend
+    from bayesij.refit.stan_density import PyStanDensity
 
     data = _stan_data(args.stan_data)
     options: dict = {"grad_log_posterior": PyStanDensity(args.stan_model, data)}

@@ -81,7 +81,7 @@ MARKED_FILES = {
 #: Doctests outside the fast loop: their examples compile a Stan program or sample PyMC.
 MARKED_DOCTESTS = {
     "bayesij.adapters.pystan.from_pystan": ("stan", "slow"),
-    "bayesij.refit.backends.PyStanDensity": ("stan", "slow"),
+    "bayesij.refit.stan_density.PyStanDensity": ("stan", "slow"),
     "bayesij.refit.pymc.PyMCBackend": ("pymc", "slow"),
     "bayesij.refit.pymc.PyMCDensity": ("pymc", "slow"),
 }

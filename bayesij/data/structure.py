@@ -18,6 +18,7 @@ arXiv:2305.06466.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -616,7 +617,9 @@ def model_structure(data, units: Units) -> ModelStructure:
         local = local_names(names, data, units) if names else []
         local_vars = tuple(dict.fromkeys(base_name(n) for n in local))
         global_vars = tuple(v for v in dict.fromkeys(map(base_name, names)) if v not in local_vars)
-        return ModelStructure(global_vars, local_vars)
+        sizes = Counter(base_name(n) for n in local)
+        effects = tuple(v for v in local_vars if units.grouped and sizes[v] == units.n_units)
+        return ModelStructure(global_vars, local_vars, unit_effects=effects)
     posterior = _group(data, "posterior", "")
     effects = tuple(str(v) for v in posterior.data_vars if units.dim in posterior[v].dims)
     is_local = {

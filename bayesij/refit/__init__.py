@@ -16,7 +16,6 @@ from bayesij.refit.backends import (
     FlatPriorRegressionBackend,
     OnceEach,
     PyStanBackend,
-    PyStanDensity,
     RefitFailed,
 )
 from bayesij.refit.campaign import Task, run_campaign
@@ -32,6 +31,7 @@ from bayesij.refit.splits import (
     kfold_split_stratified,
     lwcv_split,
 )
+from bayesij.refit.stan_density import PyStanDensity
 from bayesij.refit.store import CampaignStore
 from bayesij.refit.verify import verify
 

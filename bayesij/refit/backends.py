@@ -11,24 +11,21 @@ and seeds each refit from its own seed and the weights, so repeating a refit rep
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import inspect
-import io
 import json
-import os
 import re
 from collections.abc import Callable
 
 import numpy as np
 
 from bayesij.array.checks import fail
-from bayesij.data.arrays import element_names
 from bayesij.data.fit import is_fit, read
 from bayesij.data.posterior import Posterior
 from bayesij.refit.conjugate import ConjugateNormal, FlatPriorRegression
-from bayesij.refit.stan import outside_event_loop
+from bayesij.refit.stan import model_code
+from bayesij.refit.stan_density import PyStanDensity
 
 __all__ = [
     "Backend",
@@ -484,26 +481,6 @@ def _callable_name(fn) -> str:
     return f"{getattr(fn, '__module__', '?')}.{name}"
 
 
-def _model_code(model: str) -> str:
-    """Stan code from code, a shipped model name or a path to a .stan file."""
-    from bayesij.stan_models import available, stan_code
-
-    if not isinstance(model, str):
-        raise fail("model", f"a {type(model).__name__}", "Stan code, a .stan path or a name")
-    if model in available():
-        return stan_code(model)
-    if model.endswith(".stan") and os.path.exists(model):
-        with open(model) as handle:
-            return handle.read()
-    if "{" not in model:  # not a name, not a file, and no Stan blocks
-        raise fail(
-            "model",
-            repr(model[:60]),
-            f"Stan code, a .stan file or one of the shipped models {available()}",
-        )
-    return model
-
-
 class _StanBackend(Backend):
     """What the PyStan and CmdStanPy backends share: data, names, divergence check."""
 
@@ -521,7 +498,7 @@ class _StanBackend(Backend):
     ):
         if not isinstance(data, dict):
             raise fail("data", f"a {type(data).__name__}", "a dict of Stan data")
-        self.code = _model_code(model)
+        self.code = model_code(model)
         self.data = {key: value for key, value in data.items() if key != weights}
         self.weights_name, self.log_lik, self.quantities = weights, log_lik, quantities
         self.seed, self.max_divergent = int(seed), float(max_divergent)
@@ -547,6 +524,16 @@ class _StanBackend(Backend):
 
     def _data(self, weights) -> dict:
         return {**self.data, self.weights_name: self.checked_weights(weights)}
+
+    def group_log_lik(self, data, variable: str, n_nodes: int = 16):
+        """Each group's log-likelihood with its element of ``variable`` integrated out:
+        :meth:`PyStanDensity.group_log_lik` of this backend's program and data (what
+        :func:`bayesij.audit` reads, given this backend, for a hierarchy's units; PyStan
+        evaluates the program, also for :class:`CmdStanPyBackend`)."""
+        if self.n_obs is None:
+            raise fail("backend", "Stan data without its weights", "the weights in the data")
+        density = PyStanDensity(self.code, self._data(np.ones(self.n_obs)), self.weights_name)
+        return density.group_log_lik(data, variable, n_nodes, self.log_lik)
 
 
 class PyStanBackend(_StanBackend):
@@ -638,158 +625,3 @@ class CmdStanPyBackend(_StanBackend):
         n_divergent = int(np.sum(fit.divergences)) if fit.divergences is not None else 0
         self._check_divergences(n_divergent, fit.draws().shape[0] * fit.chains)
         return from_cmdstanpy(fit, log_lik=self.log_lik, quantities=self.quantities)
-
-
-class PyStanDensity:
-    """A Stan program's log density through PyStan, for :func:`bayesij.loo_moment_match`.
-
-    Parameters
-    ----------
-    model : str
-        Stan code, a ``.stan`` path or a shipped model's name, as :class:`PyStanBackend`.
-    data : dict
-        The data of the fit; its ``weights`` vector multiplies the pointwise log-likelihood,
-        which gives ``log p(y_i | theta)`` as the difference of two log densities (all
-        weights 1, and weight 0 for ``i``), so no Stan code beyond the weighted model is
-        needed.
-    weights : str, default "weights"
-
-    Notes
-    -----
-    The compiled model's ``log_prob``, gradient and ``transform_inits`` are called directly
-    (in the thread that loaded the model), not through httpstan's HTTP API, which costs a
-    request per draw and function.
-
-    Examples
-    --------
-    Run with the Stan tests, outside the fast loop (it compiles a Stan program the first
-    time):
-
-    >>> import numpy as np, bayesij
-    >>> from bayesij import refit
-    >>> from bayesij.stan_models import example_data
-    >>> data = example_data("linear_regression", n=20)
-    >>> backend = refit.PyStanBackend("linear_regression", data, num_chains=2, num_samples=200)
-    >>> post = backend.fit(np.ones(20))
-    >>> density = refit.PyStanDensity("linear_regression", data)
-    >>> gradient, upars = density.grad_log_posterior(post)  # alpha, beta[1], beta[2], sigma
-    >>> gradient.shape, upars.shape  # (chains, draws, unconstrained parameters)
-    ((2, 200, 4), (2, 200, 4))
-    >>> matched = bayesij.loo_moment_match(post, density)  # where k-hat is high
-    """
-
-    def __init__(self, model: str, data: dict, weights: str = "weights"):
-        if not isinstance(data, dict):
-            raise fail("data", f"a {type(data).__name__}", "a dict of Stan data")
-        if weights not in data:
-            raise fail("weights", repr(weights), f"a weight vector in data ({sorted(data)})")
-        self.code, self.data, self.weights = _model_code(model), data, weights
-        self._models: dict = {}
-        self._last: tuple | None = None
-
-    def _model(self, dropped: int | None = None):
-        if dropped not in self._models:
-            import stan
-
-            weights = np.array(self.data[self.weights], dtype=float)
-            if dropped is not None:
-                weights[dropped] = 0.0
-            with (
-                contextlib.redirect_stdout(io.StringIO()),
-                contextlib.redirect_stderr(io.StringIO()),
-            ):
-                self._models[dropped] = outside_event_loop(
-                    stan.build, self.code, {**self.data, self.weights: weights}
-                )
-        return self._models[dropped]
-
-    def unconstrain(self, post: Posterior) -> np.ndarray:
-        """The draws of the program's parameters on the unconstrained scale, (S, D)."""
-        return outside_event_loop(self._unconstrain, post)
-
-    def _unconstrain(self, post: Posterior) -> np.ndarray:
-        model = self._model()
-        flat = post.quantities.values.reshape(post.n_draws, -1)
-        column = {name: j for j, name in enumerate(post.quantity_names)}
-        fields = []
-        for name, dims in zip(model.param_names, model.dims, strict=True):
-            names = element_names(name, tuple(dims))
-            if all(n in column for n in names):
-                fields.append((name, tuple(dims), [column[n] for n in names]))
-        rows = []
-        services = _services(model)
-        for draw in flat:
-            values = {
-                name: draw[cols].reshape(dims).tolist() if dims else float(draw[cols[0]])
-                for name, dims, cols in fields
-            }
-            try:
-                if services is None:
-                    rows.append(model.unconstrain_pars(values))
-                else:
-                    rows.append(services.transform_inits(model.data, values))
-            except Exception as error:  # a parameter the posterior lacks
-                raise fail(
-                    "post",
-                    f"draws of {sorted(v for v, _, _ in fields)} ({type(error).__name__}: {error})",
-                    "draws of every parameter of the Stan program",
-                ) from None
-        return np.asarray(rows, dtype=float)
-
-    def grad_log_posterior(self, post: Posterior) -> tuple[np.ndarray, np.ndarray]:
-        """The log posterior's gradient (with the Jacobian) at each draw of ``post`` and the
-        draws on the unconstrained scale, each (n_chains, n_draws, P): the
-        ``grad_log_posterior`` and
-        ``unconstrained`` of :func:`bayesij.influence` and :func:`bayesij.amip`
-        (zero-variance control variates). One ``grad_log_prob`` per draw. ``post`` may be
-        any container :func:`bayesij.as_posterior` reads (with every parameter's draws)."""
-        post = read(post, argument="post").posterior()
-        upars = self.unconstrain(post)
-        grads = outside_event_loop(_log_prob_grads, self._model(), upars)
-        shape = (post.n_chains, post.n_draws // post.n_chains, upars.shape[1])
-        return grads.reshape(shape), upars.reshape(shape)
-
-    def log_prob(self, upars: np.ndarray) -> np.ndarray:
-        """Log posterior density (with the Jacobian) at unconstrained draws, (n,)."""
-        upars = np.asarray(upars, dtype=float)
-        key = hashlib.sha256(upars.tobytes()).hexdigest()
-        if self._last is None or self._last[0] != key:  # moment matching asks twice
-            self._last = (key, outside_event_loop(_log_probs, self._model(), upars))
-        return self._last[1]
-
-    def log_lik_i(self, upars: np.ndarray, i: int) -> np.ndarray:
-        """``log p(y_i | theta)`` at unconstrained draws, (n,): the drop of the log density
-        when observation ``i``'s weight goes from 1 to 0 (the Jacobians cancel)."""
-        dropped = outside_event_loop(_log_probs, self._model(int(i)), np.asarray(upars, float))
-        return self.log_prob(upars) - dropped
-
-
-def _log_prob_grads(model, upars: np.ndarray) -> np.ndarray:
-    """A PyStan model's log density gradient (with the Jacobian) at each unconstrained
-    draw, (n, P): the compiled model's own function, called in this thread (the one that
-    loaded it), not one HTTP request per draw through httpstan (about 100 times slower)."""
-    services = _services(model)
-    if services is None:
-        return np.array([model.grad_log_prob(u.tolist()) for u in upars], dtype=float)
-    return np.array(
-        [services.log_prob_grad(model.data, u.tolist(), True) for u in upars], dtype=float
-    )
-
-
-def _services(model):
-    """httpstan's compiled extension module of a PyStan model, or None if unavailable."""
-    try:
-        import httpstan.models
-
-        return httpstan.models.import_services_extension_module(model.model_name)
-    except Exception:  # an httpstan without this layout: the public (slower) API
-        return None
-
-
-def _log_probs(model, upars: np.ndarray) -> np.ndarray:
-    """A PyStan model's log density (with the Jacobian) at each unconstrained draw (the
-    compiled function, as :func:`_log_prob_grads`)."""
-    services = _services(model)
-    if services is None:
-        return np.array([model.log_prob(u.tolist()) for u in upars])
-    return np.array([services.log_prob(model.data, u.tolist(), True) for u in upars])

@@ -360,14 +360,19 @@ class PyMCDensity:
         ----------
         data : InferenceData or DataTree
             The fit (its ``posterior`` group holds every free variable of the model).
-        variable : str
+        variable : str or sequence of str
             A free vector variable of the model, one unbounded element per group (a normal
             intercept, centred ``u ~ N(0, sigma_u)`` or non-centred ``z ~ N(0, 1)`` with
-            ``u = sigma_u * z``). Which observations belong to which element is read from
-            the model (the observed log-likelihood's Jacobian in it): each observation must
-            depend on exactly one.
+            ``u = sigma_u * z``), a matrix of one row of effects per group (``z`` of dims
+            (group, effect) scaled by a Cholesky factor, or ``pm.MvNormal``), or several
+            such variables (``("z_intercept", "z_slope")``): a random slope is an effect
+            like an intercept, and several effects per group are integrated jointly
+            (:func:`bayesij.array.hierarchy.integrate_effect_vectors`). Which observations
+            belong to which group is read from the model (the observed log-likelihood's
+            Jacobian in the variables): each observation must depend on one group's effects.
         n_nodes : int, default 16
-            Quadrature nodes per group and draw.
+            Quadrature nodes per effect, group and draw (``n_nodes ** d`` for ``d`` effects
+            per group).
 
         Returns
         -------
@@ -385,92 +390,136 @@ class PyMCDensity:
         """
         import xarray as xr
 
-        from bayesij.array.hierarchy import integrate_effects
+        from bayesij.array.hierarchy import integrate_effect_vectors
 
-        rv, value_name, size = self._group_variable(variable)
-        terms, jacobian = self._group_functions(rv)
-        upars = self.unconstrain(data)
-        points = list(self._points(upars))
-        codes = _effect_of_each_observation(jacobian, points, variable, size)
+        names = [variable] if isinstance(variable, str) else list(variable)
+        found = [self._group_variable(name) for name in names]  # (rv, value name, shape)
+        size = _common_groups(found, names)
+        terms, jacobian = self._group_functions([rv for rv, *_ in found])
+        points = list(self._points(self.unconstrain(data)))
+        codes = _effect_of_each_observation(jacobian, points, names, size)
         fit = read(data)
-        effects, labels = fit.posterior_draws([variable])
-        shape = effects.shape
+        draws = [fit.posterior_draws([name])[0] for name in names]
+        widths = [int(np.prod(shape[1:])) for *_, shape in found]
+        edges = np.cumsum([0, *widths])
+        shape = (*draws[0].shape[:2], size, edges[-1])
 
         def joint(a: np.ndarray) -> np.ndarray:
-            flat = a.reshape(-1, size)
-            out = np.empty_like(flat)
+            flat = a.reshape(-1, size, edges[-1])
+            out = np.empty(flat.shape[:2])
             for row, point in enumerate(points):
-                obs, prior = terms({**point, value_name: flat[row]})
-                out[row] = np.bincount(codes, weights=np.ravel(obs), minlength=size) + prior
-            return out.reshape(a.shape)
+                moved = {
+                    value: flat[row, :, start:stop].reshape(effect_shape)
+                    for (_, value, effect_shape), start, stop in zip(
+                        found, edges[:-1], edges[1:], strict=True
+                    )
+                }
+                obs, *priors = terms({**point, **moved})
+                out[row] = np.bincount(codes, weights=np.ravel(obs), minlength=size) + sum(
+                    np.reshape(prior, (size, -1)).sum(axis=1) for prior in priors
+                )
+            return out.reshape(a.shape[:-1])
 
-        spread = float(np.std(effects)) or 1.0
-        integrated = integrate_effects(joint, shape, spread, n_nodes)
-        dim, levels = _effect_dim(fit, variable, labels)
+        spread = np.concatenate(
+            [
+                np.std(d.reshape(-1, size, w), axis=(0, 1))
+                for d, w in zip(draws, widths, strict=True)
+            ]
+        )
+        integrated = integrate_effect_vectors(
+            joint, shape, np.where(spread > 0, spread, 1.0), n_nodes
+        )
+        dim, levels = _effect_dim(fit, names[0], size)
         return xr.DataArray(integrated, dims=("chain", "draw", dim), coords={dim: levels})
 
     def _group_variable(self, variable: str) -> tuple:
-        """The free variable ``variable``, its value variable's name and its size; refused
-        unless it is an untransformed vector."""
+        """The free variable ``variable``, its value variable's name and its shape; refused
+        unless it is untransformed, a vector or a matrix of one row per group."""
         free, _, values, *_, shapes = self._functions()
         names = [rv.name for rv in free]
         if variable not in names:
             raise fail("variable", repr(variable), f"a free variable of the model ({names})")
         index = names.index(variable)
         rv = free[index]
-        if self.model.rvs_to_transforms.get(rv) is not None or len(shapes[index]) != 1:
+        if self.model.rvs_to_transforms.get(rv) is not None or len(shapes[index]) not in (1, 2):
             raise fail(
                 "variable",
                 f"{variable!r} of shape {shapes[index]}"
                 + (", transformed" if self.model.rvs_to_transforms.get(rv) else ""),
-                "an unbounded vector of group effects (one element per group)",
+                "an unbounded vector of group effects (one element per group) or a matrix of "
+                "one row per group",
             )
-        return rv, values[index], int(shapes[index][0])
+        return rv, values[index], tuple(int(n) for n in shapes[index])
 
-    def _group_functions(self, rv):
-        """Compiled at a point: the observed variable's elementwise log-likelihood and the
-        group effects' elementwise prior log density; and the first's Jacobian in them."""
+    def _group_functions(self, rvs: list):
+        """Compiled at a point: the observed variable's elementwise log-likelihood and each
+        group-effect variable's elementwise prior log density; and the first's Jacobians in
+        each of them."""
         import pytensor.gradient
 
         observed = self.model[_observed_name(self.model, self.observed)]
         elementwise = self.model.logp(vars=[observed], sum=False)[0].flatten()
-        prior = self.model.logp(vars=[rv], sum=False)[0]
-        value = self.model.rvs_to_values[rv]
+        priors = [self.model.logp(vars=[rv], sum=False)[0] for rv in rvs]
         inputs = self.model.value_vars  # each point holds them all, used or not
-        terms = self.model.compile_fn([elementwise, prior], inputs=inputs, on_unused_input="ignore")
-        jacobian = pytensor.gradient.jacobian(elementwise, value)
-        return terms, self.model.compile_fn(jacobian, inputs=inputs, on_unused_input="ignore")
+        terms = self.model.compile_fn(
+            [elementwise, *priors], inputs=inputs, on_unused_input="ignore"
+        )
+        jacobians = [
+            pytensor.gradient.jacobian(elementwise, self.model.rvs_to_values[rv]) for rv in rvs
+        ]
+        return terms, self.model.compile_fn(jacobians, inputs=inputs, on_unused_input="ignore")
 
 
-def _effect_dim(fit, variable: str, labels: list) -> tuple[str, list]:
+def _common_groups(found: list, names: list) -> int:
+    """The number of groups (rows) the group-effect variables share; refused otherwise."""
+    rows = {name: shape[0] for name, (*_, shape) in zip(names, found, strict=True)}
+    if len(set(rows.values())) != 1:
+        raise fail(
+            "variable",
+            f"group-effect variables of {rows} rows",
+            "variables with one row per group each, the same groups",
+        )
+    return next(iter(rows.values()))
+
+
+def _effect_dim(fit, variable: str, size: int) -> tuple[str, list]:
     """The group effects' dim and its levels: the posterior's own (an InferenceData or
-    DataTree), else ``{variable}_dim_0`` and the labels inside the brackets of its elements'
-    names (``z[p3]`` -> ``p3``)."""
+    DataTree), else ``{variable}_dim_0`` and the first label inside the brackets of its
+    elements' names (``z[p3]`` or ``z[p3, slope]`` -> ``p3``)."""
     try:
         values = fit.group("posterior")[variable]
     except (ValueError, KeyError, TypeError):
         values = None
-    if values is not None and values.dims[-1] in values.coords:
-        dim = values.dims[-1]
-        return dim, list(values.coords[dim].values)
-    levels = [str(label).partition("[")[2].rstrip("]") or str(label) for label in labels]
-    return f"{variable}_dim_0", levels
+    dims = [d for d in values.dims if d not in ("chain", "draw")] if values is not None else []
+    if dims and dims[0] in values.coords:
+        return dims[0], list(values.coords[dims[0]].values)
+    labels = fit.posterior_draws([variable])[1]
+    rows = labels[:: len(labels) // size]
+    levels = [str(label).partition("[")[2].rstrip("]").split(",")[0].strip() for label in rows]
+    return f"{variable}_dim_0", [
+        level or str(label) for level, label in zip(levels, rows, strict=True)
+    ]
 
 
-def _effect_of_each_observation(jacobian, points: list, variable: str, size: int) -> np.ndarray:
-    """The element of the group effects each observation's log-likelihood depends on, from
-    its Jacobian at two draws (a derivative that happens to be 0 at one is not at both)."""
-    picked = [points[0], points[len(points) // 2]]
-    touches = sum(np.abs(np.asarray(jacobian(point))) > 0 for point in picked)
-    counts = (touches > 0).sum(axis=1)
-    if touches.ndim != 2 or touches.shape[1] != size or np.any(counts != 1):
+def _effect_of_each_observation(jacobian, points: list, names: list, size: int) -> np.ndarray:
+    """The group (row of the effect variables ``names``) each observation's log-likelihood
+    depends on, from its Jacobians at two draws (a derivative that happens to be 0 at one is
+    not at both)."""
+    touches = 0
+    for point in [points[0], points[len(points) // 2]]:
+        for values in jacobian(point):
+            values = np.abs(np.asarray(values))
+            touches = touches + (values.reshape(*values.shape[:2], -1).sum(axis=2) > 0)
+    counts = (np.asarray(touches) > 0).sum(axis=1)
+    if np.ndim(touches) != 2 or np.shape(touches)[1] != size or np.any(counts != 1):
         found = "none" if np.any(counts == 0) else "several"
+        label = names[0] if len(names) == 1 else names
         raise fail(
             "variable",
-            f"{variable!r}, of which some observations depend on {found} of the elements",
-            "each observation's log-likelihood depending on exactly one group effect",
+            f"{label!r}, of which some observations depend on {found} of the groups' effects",
+            "each observation's log-likelihood depending on exactly one group's effects",
         )
-    return np.argmax(touches > 0, axis=1)
+    return np.argmax(np.asarray(touches) > 0, axis=1)
 
 
 #: Warnings the sampler raises from its own numerics (NumPy's floating-point warnings in

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 
+from bayesij.array.checks import fail
+
 __all__ = [
+    "model_code",
     "sample_pystan",
     "sample_cmdstanpy",
     "outside_event_loop",
@@ -148,3 +152,23 @@ def sample_cmdstanpy(code: str, data: dict, seed: int, **sample_kwargs):
         write_private(path, code)
         _COMPILED[key] = cmdstanpy.CmdStanModel(stan_file=path)
     return _COMPILED[key].sample(data=data, seed=seed, show_progress=False, **sample_kwargs)
+
+
+def model_code(model: str) -> str:
+    """Stan code from code, a shipped model name or a path to a .stan file."""
+    from bayesij.stan_models import available, stan_code
+
+    if not isinstance(model, str):
+        raise fail("model", f"a {type(model).__name__}", "Stan code, a .stan path or a name")
+    if model in available():
+        return stan_code(model)
+    if model.endswith(".stan") and os.path.exists(model):
+        with open(model) as handle:
+            return handle.read()
+    if "{" not in model:  # not a name, not a file, and no Stan blocks
+        raise fail(
+            "model",
+            repr(model[:60]),
+            f"Stan code, a .stan file or one of the shipped models {available()}",
+        )
+    return model

@@ -27,26 +27,39 @@ __all__ = ["GlmDensity", "group_terms", "integrated_terms", "marginal_columns"]
 
 
 def integrated_terms(fit, density):
-    """Each unit's log-likelihood with its own effect integrated out, by ``density``'s
-    ``group_log_lik(data, variable)``, over the first of the fit's unit effects
-    (``fit.structure.unit_effects``) it can integrate (one unbounded element per unit).
+    """Each unit's log-likelihood with its own effects integrated out, by ``density``'s
+    ``group_log_lik(data, variable)``, over the fit's unit effects
+    (``fit.structure.unit_effects``): all of them jointly (an intercept and a slope), less
+    each one the density refuses (a ``ValueError`` naming ``variable`` and the refused
+    name), else the first it integrates alone.
 
     Returns
     -------
     (xarray.DataArray of shape (chain, draw, unit), str), or (None, None) when ``density``
-    has no ``group_log_lik`` or refuses every effect (a ``ValueError`` naming
-    ``variable``); any other error of the integration is raised as it is.
+    has no ``group_log_lik`` or refuses every effect; the str names the effects integrated
+    (``"z_a, z_s"``); any other error of the integration is raised as it is.
     """
     integrate = getattr(density, "group_log_lik", None)
     if not callable(integrate):
         return None, None
     declared = getattr(density, "effect", None)  # a GlmDensity names its effect
-    for variable in [declared] if declared else fit.structure.unit_effects:
+    remaining = [declared] if declared else list(fit.structure.unit_effects)
+    alone = False
+    while remaining:
+        variable = remaining[0] if alone or len(remaining) == 1 else tuple(remaining)
         try:
-            return integrate(fit.data, variable), variable
+            return integrate(fit.data, variable), ", ".join(np.atleast_1d(variable))
         except ValueError as error:
-            if not str(error).startswith("variable:"):
+            reason = str(error)
+            if not reason.startswith("variable:"):
                 raise  # not a refusal of this variable (a log-likelihood that is not finite)
+        refused = [v for v in remaining if f"'{v}'" in reason.partition(";")[0]]
+        if isinstance(variable, tuple) and len(refused) == 1:
+            remaining.remove(refused[0])  # integrate the others jointly
+        elif isinstance(variable, tuple):
+            alone = True  # the density takes one variable at a time
+        else:
+            remaining.pop(0)
     return None, None
 
 
@@ -72,8 +85,8 @@ def group_terms(data, density, index: pd.Index, *, groups=None, var_name=None):
             "density",
             f"{type(density).__name__} integrating none of the unit effects "
             f"{list(fit.structure.unit_effects)}",
-            "a density with group_log_lik (refit.PyMCDensity) and a free vector variable of "
-            "one unbounded element per group",
+            "a density with group_log_lik (refit.PyMCDensity, refit.PyStanDensity) and a free "
+            "vector variable of one unbounded element per group",
         )
     levels = dim_levels(fit.data, fit.units.dim) if fit.units.dim else None
     values = marginal_columns(terms, list(index), levels)

@@ -270,7 +270,7 @@ def loo(
         of ``y`` itself (``-log y`` for ``z = log y``). ``p_loo`` and k-hat are unchanged.
     client : dask.distributed.Client, optional
         For a lazy log-likelihood: run its blocks as tasks on this cluster.
-    density : refit.PyMCDensity or GlmDensity, optional
+    density : refit.PyMCDensity, refit.PyStanDensity or GlmDensity, optional
         The fitted model's density (or a :class:`~bayesij.GlmDensity` declaring its family
         and saved linear predictor), for a hierarchy: leave-one-group-out over the groups
         (``groups=``, default the fit's own grouping), each group's own effect integrated

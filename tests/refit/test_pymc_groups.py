@@ -138,6 +138,71 @@ def test_a_centred_normal_hierarchy_integrates_to_its_closed_form():
     np.testing.assert_allclose(terms.values, closed, rtol=1e-8)
 
 
+def _intercept_and_slope_data(seed=6, n_groups=6, per_group=4):
+    rng = np.random.default_rng(seed)
+    codes = np.repeat(np.arange(n_groups), per_group)
+    x = rng.normal(size=codes.size)
+    effects = rng.normal(0, [0.7, 0.4], (n_groups, 2))
+    y = rng.normal(1.0 + effects[codes, 0] + (0.5 + effects[codes, 1]) * x, 0.5)
+    return codes, x, y
+
+
+def _intercept_and_slope_marginal(codes, x, y, post, tau_a, tau_s) -> np.ndarray:
+    """log N(y_g | b0 + b1 x_g, sigma^2 I + tau_a^2 11' + tau_s^2 x_g x_g') per draw."""
+    from scipy.stats import multivariate_normal
+
+    b0, b1, sigma = (post[n].values.ravel() for n in ("b0", "b1", "sigma"))
+    tau_a, tau_s = np.ravel(tau_a), np.ravel(tau_s)
+    out = np.empty((b0.size, codes.max() + 1))
+    for s in range(b0.size):
+        for g in range(out.shape[1]):
+            xg, n = x[codes == g], int((codes == g).sum())
+            cov = sigma[s] ** 2 * np.eye(n) + tau_a[s] ** 2 + tau_s[s] ** 2 * np.outer(xg, xg)
+            out[s, g] = multivariate_normal(b0[s] + b1[s] * xg, cov).logpdf(y[codes == g])
+    return out.reshape(*post["b0"].shape, -1)
+
+
+def test_a_random_intercept_and_slope_integrate_jointly_to_the_closed_form():
+    """Several effects per group: a centred intercept and slope as two vectors, and the
+    same as one non-centred (group, effect) matrix; both integrate to the multivariate
+    normal marginal, and loo(density=) integrates both effects, not the first alone."""
+    codes, x, y = _intercept_and_slope_data()
+    coords = {"group": [f"g{g}" for g in range(6)], "effect": ["a", "s"], "obs": range(24)}
+    with pm.Model(coords=coords) as vectors:
+        index = pm.Data("group_idx", codes, dims="obs")
+        b0, b1 = pm.Normal("b0", 0, 2), pm.Normal("b1", 0, 2)
+        tau_a, tau_s = pm.HalfNormal("tau_a", 1), pm.HalfNormal("tau_s", 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        a = pm.Normal("a", 0, tau_a, dims="group")
+        slope = pm.Normal("slope", 0, tau_s, dims="group")
+        mean = b0 + a[index] + (b1 + slope[index]) * x
+        pm.Normal("y", mean, sigma, observed=y, dims="obs")
+    idata = _sample(vectors, draws=60)
+    post = idata.posterior
+    terms = refit.PyMCDensity(vectors).group_log_lik(idata, ("a", "slope"), n_nodes=5)
+    closed = _intercept_and_slope_marginal(codes, x, y, post, post["tau_a"], post["tau_s"])
+    assert terms.dims == ("chain", "draw", "group")
+    np.testing.assert_allclose(terms.values, closed, rtol=1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = bayesij.loo(idata, density=refit.PyMCDensity(vectors))
+    assert result.integrated == "a, slope"
+
+    with pm.Model(coords=coords) as matrix:
+        b0, b1 = pm.Normal("b0", 0, 2), pm.Normal("b1", 0, 2)
+        tau = pm.HalfNormal("tau", 1, dims="effect")
+        sigma = pm.HalfNormal("sigma", 1)
+        z = pm.Normal("z", 0, 1, dims=("group", "effect"))
+        u = z * tau
+        pm.Normal("y", b0 + u[codes, 0] + (b1 + u[codes, 1]) * x, sigma, observed=y)
+    idata = _sample(matrix, draws=60)
+    post = idata.posterior
+    terms = refit.PyMCDensity(matrix).group_log_lik(idata, "z", n_nodes=5)
+    tau = post["tau"].values
+    closed = _intercept_and_slope_marginal(codes, x, y, post, tau[..., 0], tau[..., 1])
+    np.testing.assert_allclose(terms.values, closed, rtol=1e-8)
+
+
 def test_group_effects_are_refused_unless_one_per_observation(glmm):
     *_, density, _ = glmm
     idata = glmm[4]

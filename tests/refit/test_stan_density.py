@@ -1,0 +1,123 @@
+"""PyStanDensity's integrated group terms on a real PyStan fit of the shipped
+varying-intercept program (12 groups of 5, non-centred ``alpha = mu + tau z``), against
+the normal hierarchy's closed form, and through loo(density=) and the audit's backend."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import bayesij
+from bayesij import refit
+from bayesij.array.hierarchy import normal_group_log_lik
+from bayesij.refit import stan_density
+
+
+@pytest.fixture(scope="module")
+def varying_intercept():
+    stan = pytest.importorskip("stan")
+    from bayesij.stan_models import example_data, stan_code
+
+    data = example_data("varying_intercept", n=60, seed=1)
+    model = stan.build(stan_code("varying_intercept"), data=data, random_seed=1)
+    fit = model.sample(num_chains=2, num_samples=300, num_warmup=300)
+    return bayesij.from_pystan(fit), data
+
+
+def _closed_form(post, data) -> np.ndarray:
+    """log N(y_g | mu + X beta, sigma^2 I + tau^2 11') of each group at each draw."""
+    draws = {n: post.quantities.sel(quantity=n).values for n in ("mu", "tau", "sigma", "beta[1]")}
+    mean = draws["mu"][..., None] + draws["beta[1]"][..., None] * data["X"][:, 0]
+    return normal_group_log_lik(data["y"] - mean, data["g"] - 1, draws["tau"], draws["sigma"])
+
+
+@pytest.mark.stan
+def test_the_integrated_terms_of_a_stan_hierarchy_equal_the_normal_closed_form(
+    varying_intercept,
+):
+    post, data = varying_intercept
+    terms = refit.PyStanDensity("varying_intercept", data).group_log_lik(post, "z")
+    assert terms.dims == ("chain", "draw", "z_dim_0") and terms.shape == (2, 300, 12)
+    assert list(terms["z_dim_0"].values) == [str(j) for j in range(1, 13)]
+    np.testing.assert_allclose(terms.values, _closed_form(post, data), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.stan
+def test_loo_over_a_stan_programs_groups_integrated_equals_arviz_on_the_closed_form(
+    varying_intercept,
+):
+    az = pytest.importorskip("arviz")
+    post, data = varying_intercept
+    density = refit.PyStanDensity("varying_intercept", data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ones = bayesij.PsisOptions("ArviZ 0.23", r_eff=1.0)
+        result = bayesij.loo(post, groups=data["g"], density=density, convention=ones)
+        closed = _closed_form(post, data)
+        tree = az.from_dict(
+            posterior={"m": np.zeros(closed.shape[:2])}, log_likelihood={"y": closed}
+        )
+        expected = az.loo(tree, pointwise=True, reff=1.0)
+    assert result.integrated == "z" and result.n_units == 12
+    assert result.elpd == pytest.approx(float(expected.elpd_loo), abs=1e-8)
+    assert "pareto_k_conditional" in result.pointwise
+    # integrating the group's effect out removes what made each group's k-hat high
+    assert result.pointwise["pareto_k"].max() < result.pointwise["pareto_k_conditional"].max()
+
+
+@pytest.mark.stan
+def test_the_audit_given_a_pystan_backend_judges_the_ij_over_integrated_groups(
+    varying_intercept,
+):
+    post, data = varying_intercept
+    backend = refit.PyStanBackend("varying_intercept", data, num_chains=2, num_samples=300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audit = bayesij.audit(post, groups=data["g"], backend=backend, amip=False)
+    sentences = " ".join(audit.summary())
+    assert "PSIS-LOO over the groups' integrated log-likelihoods" in sentences
+    assert "IJ over the groups' integrated log-likelihoods" in sentences
+
+
+@pytest.mark.stan
+@pytest.mark.parametrize(
+    ("variable", "message"),
+    [
+        ("alpha", r"variable: found 'alpha'; expected a vector in the Stan program's parameters"),
+        ("sigma", r"variable: found 'sigma'; .*one element per group \(\['z'\]\)"),
+        ("beta", r"variable: found 'beta'; expected a vector"),  # one element: global
+    ],
+)
+def test_a_variable_that_is_no_group_effect_is_refused(varying_intercept, variable, message):
+    post, data = varying_intercept
+    with pytest.raises(ValueError, match=message):
+        refit.PyStanDensity("varying_intercept", data).group_log_lik(post, variable)
+
+
+@pytest.mark.stan
+def test_a_missing_log_lik_is_refused(varying_intercept):
+    post, data = varying_intercept
+    with pytest.raises(ValueError, match=r"log_lik: found 'll'; expected a generated quantity"):
+        refit.PyStanDensity("varying_intercept", data).group_log_lik(post, "z", log_lik="ll")
+
+
+def test_a_prior_whose_gradient_is_not_linear_is_refused(monkeypatch):
+    """Student-t effects: the gradient of the log prior, -(nu + 1) a / (nu + a^2), is not
+    linear in a; a normal's is, and gives back its mean and sd."""
+    upars = np.array([[0.3, -1.2, 0.1], [0.5, 0.2, -0.7]])
+    positions = np.array([0, 2])
+
+    def normal(model, moved):
+        return -(moved - 0.4) / 1.5**2
+
+    monkeypatch.setattr(stan_density, "_log_prob_grads", normal)
+    mean, sd = stan_density._normal_prior(None, upars, positions, "u")
+    np.testing.assert_allclose(mean, 0.4)
+    np.testing.assert_allclose(sd, 1.5)
+
+    def student_t(model, moved):
+        return -4.0 * moved / (3.0 + moved**2)
+
+    monkeypatch.setattr(stan_density, "_log_prob_grads", student_t)
+    with pytest.raises(ValueError, match=r"variable: found 'u', whose prior .* is not normal"):
+        stan_density._normal_prior(None, upars, positions, "u")
