@@ -168,10 +168,15 @@ class PyStanDensity:
         ----------
         data : Posterior, InferenceData or DataTree
             The fit, with draws of every parameter of the program.
-        variable : str
-            An unconstrained vector parameter of the program, one element per group.
+        variable : str or sequence of str
+            An unconstrained vector parameter of the program, one element per group (an
+            intercept, or a slope), or several (``("z_a", "z_s")``: an intercept and a slope
+            per group, integrated jointly on a rotated grid,
+            :func:`bayesij.array.hierarchy.integrate_effect_vectors`) with independent
+            normal priors.
         n_nodes : int, default 16
-            Quadrature nodes per group and draw.
+            Quadrature nodes per effect, group and draw (``n_nodes ** d`` for ``d``
+            effects per group).
         log_lik : str, default "log_lik"
             The generated quantity holding the pointwise log-likelihood.
 
@@ -191,80 +196,87 @@ class PyStanDensity:
         """
         import xarray as xr
 
-        from bayesij.array.hierarchy import integrate_effects
+        from bayesij.array.hierarchy import integrate_effect_vectors
 
+        names = [variable] if isinstance(variable, str) else list(variable)
         post = read(data, argument="data").posterior()
         upars = self.unconstrain(post)
-        terms = outside_event_loop(_GroupTerms, self, upars, variable, log_lik)
-        shape = (post.n_chains, post.n_draws // post.n_chains, terms.size)
-        spread = float(np.std(upars[:, terms.positions])) or 1.0
+        terms = outside_event_loop(_GroupTerms, self, upars, names, log_lik)
+        shape = (post.n_chains, post.n_draws // post.n_chains, *terms.positions.shape)
+        spread = np.std(upars[:, terms.positions], axis=(0, 1))
         integrated = outside_event_loop(
-            integrate_effects,
-            lambda a: terms.joint(a.reshape(-1, terms.size)).reshape(shape),
+            integrate_effect_vectors,
+            lambda a: terms.joint(a.reshape(-1, *shape[2:])).reshape(shape[:3]),
             shape,
-            spread,
+            np.where(spread > 0, spread, 1.0),
             n_nodes,
         )
-        dim = f"{variable}_dim_0"
-        levels = [str(j + 1) for j in range(terms.size)]
+        dim = f"{names[0]}_dim_0"
+        levels = [str(j + 1) for j in range(shape[2])]
         return xr.DataArray(integrated, dims=("chain", "draw", dim), coords={dim: levels})
 
 
 class _GroupTerms:
     """A Stan program's group terms at each draw as functions of the group effects
-    ``a`` (S, G): the sum of each group's observations' log-likelihoods plus the effect's
+    ``a`` (S, G, d): the sum of each group's observations' log-likelihoods plus its effects'
     normal prior log density (see :meth:`PyStanDensity.group_log_lik`)."""
 
-    def __init__(self, density: PyStanDensity, upars: np.ndarray, variable: str, log_lik: str):
+    def __init__(self, density: PyStanDensity, upars: np.ndarray, names: list, log_lik: str):
         self.upars, self.model = upars, density._model()
         self.services = _services(self.model)
         if self.services is None:
             raise fail("density", "an httpstan without its compiled services", "httpstan 4.x")
-        self.positions = _effect_positions(self.model, self.services, upars[0], variable)
-        self.size = self.positions.size
-        names = self.services.constrained_param_names(self.model.data)
-        ll = [k for k, name in enumerate(names) if name.split(".")[0] == log_lik]
+        columns = [_effect_positions(self.model, self.services, upars[0], v) for v in names]
+        if len({c.size for c in columns}) != 1:
+            sizes = {v: c.size for v, c in zip(names, columns, strict=True)}
+            raise fail("variable", f"vectors of {sizes} elements", "one element per group each")
+        self.positions = np.stack(columns, axis=1)  # (G, d)
+        self.size = self.positions.shape[0]
+        names_out = self.services.constrained_param_names(self.model.data)
+        ll = [k for k, name in enumerate(names_out) if name.split(".")[0] == log_lik]
         if not ll:
             raise fail("log_lik", repr(log_lik), "a generated quantity of the Stan program")
         self.log_lik_columns = np.asarray(ll)
-        self.codes = self._codes(variable)
+        self.codes = self._codes(names)
         self.prior_mean, self.prior_sd = _normal_prior(
-            density._model("all"), upars, self.positions, variable
+            density._model("all"), upars, self.positions, names
         )
 
     def _log_lik(self, u: np.ndarray) -> np.ndarray:
         values = self.services.write_array(self.model.data, u.tolist(), True, True)
         return np.asarray(values)[self.log_lik_columns]
 
-    def _codes(self, variable: str) -> np.ndarray:
-        """The element of ``variable`` each observation's log-likelihood depends on, found
-        by moving each element in turn at the first draw."""
+    def _codes(self, names: list) -> np.ndarray:
+        """The group each observation's log-likelihood depends on, found by moving each
+        group's effects in turn at the first draw."""
         base = self._log_lik(self.upars[0])
         moved = np.zeros((self.size, base.size), dtype=bool)
-        for j, position in enumerate(self.positions):
+        for j, positions in enumerate(self.positions):
             u = self.upars[0].copy()
-            u[position] += 0.5
+            u[positions] += 0.5
             moved[j] = self._log_lik(u) != base
         counts = moved.sum(axis=0)
         if np.any(counts != 1):
             n = int(np.argmax(counts != 1))
+            label = names[0] if len(names) == 1 else names
             raise fail(
                 "variable",
-                f"{variable!r}, on {int(counts[n])} of whose elements observation {n + 1}'s "
+                f"{label!r}, on {int(counts[n])} of whose groups observation {n + 1}'s "
                 "log-likelihood depends",
-                "a vector of group effects each observation depends on exactly one of",
+                "group effects each observation depends on exactly one group of",
             )
         return np.argmax(moved, axis=0)
 
     def joint(self, a: np.ndarray) -> np.ndarray:
-        """Each group's log-likelihood plus its effect's prior log density at ``a``, (S, G)."""
-        out = np.empty_like(a)
+        """Each group's log-likelihood plus its effects' prior log density at ``a``
+        (S, G, d), (S, G)."""
+        out = np.empty(a.shape[:2])
         for s, u in enumerate(self.upars):
             u = u.copy()
             u[self.positions] = a[s]
             out[s] = np.bincount(self.codes, weights=self._log_lik(u), minlength=self.size)
         z = (a - self.prior_mean) / self.prior_sd
-        return out - 0.5 * z**2 - np.log(np.sqrt(2 * np.pi) * self.prior_sd)
+        return out - np.sum(0.5 * z**2 + np.log(np.sqrt(2 * np.pi) * self.prior_sd), axis=-1)
 
 
 def _effect_positions(model, services, u0: np.ndarray, variable: str) -> np.ndarray:
@@ -301,27 +313,41 @@ def _effect_positions(model, services, u0: np.ndarray, variable: str) -> np.ndar
     return positions
 
 
-def _normal_prior(prior_model, upars: np.ndarray, positions: np.ndarray, variable: str) -> tuple:
-    """The mean and sd of each group effect's prior at each draw, (S, G) each, from the
-    gradient of the program's log density with every weight 0 at the effects ``a``,
-    ``a + 1`` and ``a - 1``: a normal prior's is ``-(a - mean) / sd^2``, linear in ``a``;
-    refused when it is not (a prior that is not normal)."""
-    grads = []
-    for shift in (0.0, 1.0, -1.0):
+def _normal_prior(prior_model, upars: np.ndarray, positions: np.ndarray, names: list) -> tuple:
+    """The mean and sd of each group effect's prior at each draw, (S, G, d) each, from the
+    gradient of the program's log density with every weight 0 at the effects ``a`` and
+    with each variable's moved by +1 and -1: a normal prior's is ``-(a - mean) / sd^2``,
+    linear in ``a`` and, for independent effects, unmoved by the other variables; refused
+    otherwise (a prior that is not normal, or correlated effects)."""
+
+    def gradient(variable: int | None, shift: float) -> np.ndarray:
         moved = upars.copy()
-        moved[:, positions] += shift
-        grads.append(_log_prob_grads(prior_model, moved)[:, positions])
-    precision = grads[0] - grads[1]
-    if np.any(precision <= 0) or not np.allclose(
-        grads[2] - grads[0], precision, rtol=1e-6, atol=1e-10
-    ):
-        raise fail(
-            "variable",
-            f"{variable!r}, whose prior given the other parameters is not normal",
-            "group effects with a normal prior (centred or non-centred)",
-        )
+        if variable is not None:
+            moved[:, positions[:, variable]] += shift
+        return _log_prob_grads(prior_model, moved)[:, positions]  # (S, G, d)
+
+    base = gradient(None, 0.0)
+    precision = np.empty_like(base)
+    for k, name in enumerate(names):
+        up, down = gradient(k, 1.0) - base, gradient(k, -1.0) - base
+        precision[..., k] = -up[..., k]
+        others = np.delete(up, k, axis=-1)
+        if np.any(precision[..., k] <= 0) or not np.allclose(
+            down[..., k], precision[..., k], rtol=1e-6, atol=1e-10
+        ):
+            raise fail(
+                "variable",
+                f"{name!r}, whose prior given the other parameters is not normal",
+                "group effects with a normal prior (centred or non-centred)",
+            )
+        if not np.allclose(others, 0.0, atol=1e-8 * np.max(np.abs(precision[..., k]))):
+            raise fail(
+                "variable",
+                f"{name!r}, whose prior is correlated with the other effects' {names}",
+                "group effects with independent normal priors (non-centred: z ~ std_normal())",
+            )
     a = upars[:, positions]
-    return a + grads[0] / precision, 1.0 / np.sqrt(precision)
+    return a + base / precision, 1.0 / np.sqrt(precision)
 
 
 def _log_prob_grads(model, upars: np.ndarray) -> np.ndarray:

@@ -105,13 +105,13 @@ def test_a_prior_whose_gradient_is_not_linear_is_refused(monkeypatch):
     """Student-t effects: the gradient of the log prior, -(nu + 1) a / (nu + a^2), is not
     linear in a; a normal's is, and gives back its mean and sd."""
     upars = np.array([[0.3, -1.2, 0.1], [0.5, 0.2, -0.7]])
-    positions = np.array([0, 2])
+    positions = np.array([[0], [2]])  # two groups, one effect each
 
     def normal(model, moved):
         return -(moved - 0.4) / 1.5**2
 
     monkeypatch.setattr(stan_density, "_log_prob_grads", normal)
-    mean, sd = stan_density._normal_prior(None, upars, positions, "u")
+    mean, sd = stan_density._normal_prior(None, upars, positions, ["u"])
     np.testing.assert_allclose(mean, 0.4)
     np.testing.assert_allclose(sd, 1.5)
 
@@ -120,4 +120,83 @@ def test_a_prior_whose_gradient_is_not_linear_is_refused(monkeypatch):
 
     monkeypatch.setattr(stan_density, "_log_prob_grads", student_t)
     with pytest.raises(ValueError, match=r"variable: found 'u', whose prior .* is not normal"):
-        stan_density._normal_prior(None, upars, positions, "u")
+        stan_density._normal_prior(None, upars, positions, ["u"])
+
+
+def test_correlated_effects_are_refused(monkeypatch):
+    """An intercept and a slope whose prior is a bivariate normal with correlation: the
+    gradient in one moves with the other, which independent normal terms cannot say."""
+    upars = np.array([[0.3, -1.2, 0.1, 0.4], [0.5, 0.2, -0.7, 0.1]])
+    positions = np.array([[0, 2], [1, 3]])  # two groups, (intercept, slope)
+    precision = np.linalg.inv([[1.0, 0.6], [0.6, 1.0]])
+
+    def bivariate(model, moved):
+        effects = moved[:, positions]  # (S, G, 2)
+        grads = np.zeros_like(moved)
+        grads[:, positions] = -effects @ precision
+        return grads
+
+    monkeypatch.setattr(stan_density, "_log_prob_grads", bivariate)
+    with pytest.raises(ValueError, match=r"variable: found 'a', whose prior is correlated"):
+        stan_density._normal_prior(None, upars, positions, ["a", "s"])
+
+
+INTERCEPT_AND_SLOPE = """
+data {
+  int<lower=1> N; int<lower=1> J; array[N] int<lower=1, upper=J> g;
+  vector[N] x; vector[N] y; vector<lower=0>[N] weights;
+}
+parameters {
+  real b0; real b1; real<lower=0> tau_a; real<lower=0> tau_s; real<lower=0> sigma;
+  vector[J] z_a; vector[J] z_s;
+}
+model {
+  vector[N] mu = b0 + tau_a * z_a[g] + (b1 + tau_s * z_s[g]) .* x;
+  b0 ~ normal(0, 2); b1 ~ normal(0, 2); tau_a ~ normal(0, 1); tau_s ~ normal(0, 1);
+  sigma ~ normal(0, 1); z_a ~ std_normal(); z_s ~ std_normal();
+  target += dot_product(weights, -0.5 * square((y - mu) / sigma) - log(sigma));
+}
+generated quantities {
+  vector[N] log_lik;
+  for (n in 1:N) log_lik[n] = normal_lpdf(y[n] | b0 + tau_a * z_a[g[n]]
+                                          + (b1 + tau_s * z_s[g[n]]) * x[n], sigma);
+}
+"""
+
+
+@pytest.mark.stan
+def test_an_intercept_and_a_slope_per_group_integrate_to_the_multivariate_normal():
+    """Two non-centred effects per group (a Stan program of 6 groups of 4): the joint
+    integral is the multivariate normal y_g ~ N(b0 + b1 x_g, sigma^2 I + tau_a^2 11'
+    + tau_s^2 x_g x_g'), and loo(density=) integrates both, not the intercept alone."""
+    stan = pytest.importorskip("stan")
+    from scipy.stats import multivariate_normal
+
+    rng = np.random.default_rng(6)
+    g = np.repeat(np.arange(6), 4) + 1
+    x = rng.normal(size=24)
+    y = rng.normal(1.0 + rng.normal(0, 0.7, 6)[g - 1] + (0.5 + rng.normal(0, 0.4, 6)[g - 1]) * x)
+    data = {"N": 24, "J": 6, "g": g, "x": x, "y": y, "weights": np.ones(24)}
+    model = stan.build(INTERCEPT_AND_SLOPE, data=data, random_seed=1)
+    post = bayesij.from_pystan(model.sample(num_chains=2, num_samples=40, num_warmup=200))
+    density = refit.PyStanDensity(INTERCEPT_AND_SLOPE, data)
+    terms = density.group_log_lik(post, ("z_a", "z_s"), n_nodes=4)
+    q = {
+        n: post.quantities.sel(quantity=n).values.ravel()
+        for n in ("b0", "b1", "tau_a", "tau_s", "sigma")
+    }
+    flat = terms.values.reshape(-1, 6)
+    for s in range(0, flat.shape[0], 7):
+        for j in range(6):
+            xs = x[g == j + 1]
+            cov = (
+                q["sigma"][s] ** 2 * np.eye(4)
+                + q["tau_a"][s] ** 2
+                + q["tau_s"][s] ** 2 * np.outer(xs, xs)
+            )
+            expected = multivariate_normal(q["b0"][s] + q["b1"][s] * xs, cov).logpdf(y[g == j + 1])
+            assert flat[s, j] == pytest.approx(expected, rel=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = bayesij.loo(post, groups=g, density=density)
+    assert result.integrated == "z_a, z_s"
