@@ -155,6 +155,12 @@ def test_two_effects_of_a_poisson_group_integrate_as_scipy_does():
     ours = integrate_effect_vectors(joint, (1, 1, 2, 2), 1.0)
     for g in range(2):
         value, _ = dblquad(
-            lambda a1, a0: np.exp(log_group(g, a0, a1)), -8, 8, -8, 8, epsabs=1e-14, epsrel=1e-10
+            lambda a1, a0, g=g: np.exp(log_group(g, a0, a1)),
+            -8,
+            8,
+            -8,
+            8,
+            epsabs=1e-14,
+            epsrel=1e-10,
         )
         np.testing.assert_allclose(ours[0, 0, g], np.log(value), rtol=1e-7)
