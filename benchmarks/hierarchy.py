@@ -24,8 +24,8 @@ varying-intercept radon model on Gelman & Hill's Minnesota data (919 houses in 8
 in ``bayesij/demo_data``); its "treatment effect" is the floor coefficient.
 
 ``--significance`` also asks the group-level AMIP question of the effect's significance
-with the model given (``bayesij.audit(backend=refit.PyMCBackend, max_refits=3)``) and
-checks a reached set by one more exact refit without it.
+with the model given (``bayesij.audit(backend=refit.PyMCBackend, max_refits=3)``; the budget
+is ``--max-refits``) and checks a reached set by one more exact refit without it.
 
 Run: ``python benchmarks/hierarchy.py [--model poisson|logistic|radon] [--refits 40]
 [--exact 3] [--significance]`` (PyMC; 15-60 s a refit on 2 cores).
@@ -125,6 +125,7 @@ def main() -> None:
     parser.add_argument("--exact", type=int, default=3, help="groups refitted exactly")
     parser.add_argument("--model", choices=list(DATA), default="poisson")
     parser.add_argument("--significance", action="store_true", help="group-level AMIP")
+    parser.add_argument("--max-refits", type=int, default=3, help="refits in the AMIP loop")
     args = parser.parse_args()
     import logging
 
@@ -199,7 +200,7 @@ def main() -> None:
             f"integrated terms {np.sqrt(marginal):.3f}"
         )
     if args.significance:
-        significance(idata, model, X, codes, y, backend)
+        significance(idata, model, X, codes, y, backend, args.max_refits)
 
 
 class Counted:
@@ -216,20 +217,21 @@ class Counted:
         return getattr(self.inner, name)
 
 
-def significance(idata, model, X, codes, y, backend) -> None:
+def significance(idata, model, X, codes, y, backend, max_refits: int = 3) -> None:
     """The group-level AMIP question of b[1]'s significance with the model given, and a
     reached set checked by one more exact refit without it."""
     counted = Counted(refit.PyMCBackend(model, draws=1000, tune=1000, chains=2, seed=7))
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audit = bayesij.audit(idata, quantities=["b[1]"], backend=counted, max_refits=3)
+        audit = bayesij.audit(idata, quantities=["b[1]"], backend=counted, max_refits=max_refits)
     answer = audit.amip[("b[1]", "significance")]
     print(
         f"b[1] significance over groups: {answer.answer}, {answer.n_drop} groups, size "
         f"{answer.size_interval}, {len(counted.keys)} refits ({len(set(counted.keys))} distinct), "
         f"{time.perf_counter() - start:.0f} s"
     )
+    print(f"  {answer}")
     if answer.answer == "reached":
         kept = np.asarray(answer.kept, dtype=float)
         weights = kept[codes] if kept.size != y.size else kept  # a weight per group

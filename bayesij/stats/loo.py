@@ -42,7 +42,7 @@ from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.data.source import map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.integrated import group_terms
-from bayesij.stats.peers import psis_options, psis_settings, unit_r_eff
+from bayesij.stats.peers import CONVENTIONS, psis_options, psis_settings, unit_r_eff
 
 __all__ = [
     "loo",
@@ -406,9 +406,9 @@ def loo_i(
     source = as_source(data, groups=groups, var_name=var_name, log_lik_only=True)
     position = _unit_position(source, unit)
     options = psis_options(convention)
-    settings = psis_settings(options, source)
-    if settings.r_eff is not None and options.r_eff is None:  # the posterior's one number
-        options = replace(options, r_eff=settings.r_eff)
+    if options.r_eff is None and CONVENTIONS[options.convention or "bayesij"][2] == "posterior":
+        # the posterior's one number; a per-unit rule is the unit's own, from its column
+        options = replace(options, r_eff=psis_settings(options, source).r_eff)
     column = np.asarray(source.rows([position]), dtype=float)
     one = from_arrays(
         np.zeros((*column.shape[:2], 0)), column, obs_names=[str(source.units[position])]

@@ -6,18 +6,19 @@ so that ``loo(data, convention="arviz-stats")`` is ``arviz_stats.loo``'s answer.
 convention                tail     ties at the cutoff   default ``r_eff``    SE
 ========================  =======  ===================  ===================  ============
 ``"bayesij"`` (default)   ceil     left out of the tail per unit, chains     sqrt(N var)
-``"R loo"``               ceil     by stable position   per unit, chains     sqrt(N) sd
-``"R loo 2.10"``          ceil     by stable position   per unit, split      sqrt(N) sd
+``"R loo"``               ceil     by stable position   per unit, split      sqrt(N) sd
+``"R loo 2.5"``           ceil     by stable position   per unit, chains     sqrt(N) sd
 ``"arviz-stats"``         floor    by NumPy's argsort   posterior ESS        sqrt(N) sd
 ``"ArviZ 0.23"``          ceil     left out of the tail posterior ESS        sqrt(N var)
 ========================  =======  ===================  ===================  ============
 
 Weighted quantiles (LOO expectations) are R loo's (linear between cumulative weights)
 except for "arviz-stats", whose weighted Hyndman-Fan type 7 uses the effective sample size
-``1 / sum w^2``. "per unit, chains" is R loo's ``relative_eff(exp(log_lik), chain_id)`` up to
-2.8 (Debian's 2.5.1: the ESS of whole chains); "per unit, split" is R loo's from 2.9 on
-(2.10.1, July 2026), ``posterior::ess_basic`` of ``exp(log_lik)``: the ESS of split chains,
-which differs by up to 0.03 and moves k-hat by up to 0.08 on real fits. "one number,
+``1 / sum w^2``. "per unit, split" is R loo's from 2.9 on (the newest, 2.10.1, July 2026; also named
+``"R loo 2.10"``), ``posterior::ess_basic`` of ``exp(log_lik)``: the ESS of split chains;
+"per unit, chains" is R loo's ``relative_eff(exp(log_lik), chain_id)`` up to 2.8 (Debian's
+2.5.1, ``"R loo 2.5"``: the ESS of whole chains), which differs by up to 0.03 and moves k-hat
+by up to 0.08 on real fits. "one number,
 posterior ESS" is ArviZ's: the mean split-chain ESS of the mean over every posterior
 element, divided by the number of draws (1 with one chain).
 """
@@ -56,15 +57,17 @@ class PsisOptions:
 
     Parameters
     ----------
-    convention : {None, "bayesij", "R loo", "R loo 2.10", "arviz-stats", "ArviZ 0.23"}, optional
-        The peer whose settings are the defaults (table in :mod:`bayesij.stats.peers`);
+    convention : str, optional
+        "bayesij", "R loo" (the newest, 2.10.1; also "R loo 2.10"), "R loo 2.5" (Debian's),
+        "arviz-stats" or "ArviZ 0.23": the peer whose settings are the defaults (table in
+        :mod:`bayesij.stats.peers`);
         None is "bayesij": ``tail_rule="ceil"``, ``ties="above"``, ``r_eff`` per unit from
         the chains, ``ddof=0``.
     r_eff : float or array_like of shape (n_units,), optional
         Relative efficiency of ``exp(l_n)``. Default: the convention's; bayesij's and "R
-        loo"'s is per unit from the chains, exactly as R loo's ``relative_eff(exp(log_lik),
-        chain_id)`` up to 2.8; "R loo 2.10"'s per unit from split chains, as R loo 2.9 and
-        later compute it (``posterior::ess_basic``); ArviZ's is one number, the mean ESS of
+        loo 2.5"'s is per unit from the chains, exactly as R loo's ``relative_eff(exp(log_lik),
+        chain_id)`` up to 2.8; "R loo"'s (= "R loo 2.10") per unit from split chains, as R
+        loo 2.9 and later compute it (``posterior::ess_basic``); ArviZ's is one number, the mean ESS of
         the posterior over S.
     tail_rule : {"ceil", "floor"}, optional
         Tail length ``ceil`` or ``floor`` of ``min(S/5, 3 sqrt(S/r_eff))``: "ceil" equals
@@ -164,8 +167,9 @@ class PsisSettings(NamedTuple):
 #: name -> (tail rule, tie rule, r_eff rule, SE ddof, weighted quantile rule)
 CONVENTIONS = {
     "bayesij": ("ceil", "above", "chains", 0, "R loo"),
-    "R loo": ("ceil", "position", "chains", 1, "R loo"),
+    "R loo": ("ceil", "position", "split", 1, "R loo"),
     "R loo 2.10": ("ceil", "position", "split", 1, "R loo"),
+    "R loo 2.5": ("ceil", "position", "chains", 1, "R loo"),
     "arviz-stats": ("floor", "quicksort", "posterior", 1, "type 7"),
     "ArviZ 0.23": ("ceil", "above", "posterior", 0, "R loo"),
 }

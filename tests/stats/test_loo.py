@@ -194,7 +194,7 @@ def test_loo_expectations_with_repeated_states_equal_r_loo_under_its_convention(
     y_rep = np.loadtxt(DATA / "y_rep_ties.csv", delimiter=",")
     expected = pd.read_csv(DATA / "r_loo_ties.csv")
     for kind, column, prob in (("mean", "mean", None), ("quantile", "q25", 0.25)):
-        ours = bayesij.loo_expectation(log_lik, y_rep, kind=kind, prob=prob, convention="R loo")
+        ours = bayesij.loo_expectation(log_lik, y_rep, kind=kind, prob=prob, convention="R loo 2.5")
         np.testing.assert_allclose(ours["value"], expected[column], rtol=1e-12)
     default = bayesij.loo_expectation(log_lik, y_rep)  # ties left out of the tail
     assert not np.allclose(default["value"], expected["mean"], rtol=1e-6)
@@ -655,7 +655,7 @@ def test_truncated_importance_sampling_equals_r_loo(name):
     k-hat 0 for TIS; here PSIS's k-hat of the same ratios stays as the diagnostic."""
     log_lik = r_log_lik(name)
     expected = pd.read_csv(DATA / f"r_loo_tis_{name}_pointwise.csv")
-    ours = _quiet(bayesij.loo, log_lik, method="tis", convention="R loo")
+    ours = _quiet(bayesij.loo, log_lik, method="tis", convention="R loo 2.5")
     for column, theirs in [
         ("elpd_loo", "elpd_loo"),
         ("p_loo", "p_loo"),
@@ -666,7 +666,7 @@ def test_truncated_importance_sampling_equals_r_loo(name):
             ours.pointwise[column], expected[theirs], rtol=1e-9, err_msg=column
         )
     assert (expected["pareto_k"] == 0).all()
-    psis = _quiet(bayesij.loo, log_lik, convention="R loo")
+    psis = _quiet(bayesij.loo, log_lik, convention="R loo 2.5")
     np.testing.assert_array_equal(ours.pointwise["pareto_k"], psis.pointwise["pareto_k"])
     if name == "heavy":  # where PSIS's tail is long, truncation differs from smoothing
         assert np.abs(ours.pointwise["elpd_loo"] - psis.pointwise["elpd_loo"]).max() > 1e-3

@@ -81,7 +81,7 @@ def test_the_installed_peer_s_convention_gives_its_loo_on_a_pymc_fit():
 def test_the_r_loo_convention_gives_r_loo_s_values(name):
     pointwise = pd.read_csv(REFERENCE / f"r_loo_psis_{name}_pointwise.csv")
     estimates = pd.read_csv(REFERENCE / f"r_loo_psis_{name}_estimates.csv").set_index("quantity")
-    ours = _quiet(bayesij.loo, r_log_lik(name), convention="R loo")
+    ours = _quiet(bayesij.loo, r_log_lik(name), convention="R loo 2.5")
     np.testing.assert_allclose(ours.pointwise["elpd_loo"], pointwise["elpd_loo"], rtol=1e-10)
     np.testing.assert_allclose(ours.pointwise["pareto_k"], pointwise["pareto_k"], rtol=1e-9)
     np.testing.assert_allclose(ours.se, estimates.loc["elpd_loo", "se"], rtol=1e-10)  # sqrt(N) sd
@@ -99,7 +99,15 @@ def test_an_option_given_explicitly_overrides_the_convention():
 
 
 def test_conventions_are_named_and_checked():
-    assert set(CONVENTIONS) == {"bayesij", "R loo", "R loo 2.10", "arviz-stats", "ArviZ 0.23"}
+    assert set(CONVENTIONS) == {
+        "bayesij",
+        "R loo",
+        "R loo 2.10",
+        "R loo 2.5",
+        "arviz-stats",
+        "ArviZ 0.23",
+    }
+    assert CONVENTIONS["R loo"] == CONVENTIONS["R loo 2.10"]  # the newest R loo
     log_lik = r_log_lik("reference")
     with pytest.raises(ValueError, match=r"^convention: found 'loo'; expected one of"):
         bayesij.loo(log_lik, convention="loo")
