@@ -125,6 +125,9 @@ WHOLE_MATRIX = {
     "loo_pit": lambda d: bayesij.loo_pit(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "loo_score": lambda d: bayesij.loo_score(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "loo_metrics": lambda d: bayesij.loo_metrics(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
+    "loo_calibration": lambda d: bayesij.loo_calibration(
+        d, (np.arange(N_OBS) % 2).astype(float), np.zeros((4, 250, N_OBS)), n_bootstrap=20
+    ),
     "loo_r2": lambda d: bayesij.loo_r2(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
     "loo_weighted": lambda d: bayesij.loo_weighted(d, np.ones(N_OBS)),
     "loo_approximate_posterior": lambda d: bayesij.loo_approximate_posterior(
