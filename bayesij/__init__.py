@@ -50,6 +50,8 @@ _PUBLIC = {
     "score_weights": "bayesij.stats.score_stacking",
     "pit_ecdf": "bayesij.stats.pit",
     "pit_density": "bayesij.stats.pit",
+    "uniformity_test": "bayesij.stats.pit",
+    "mchain_uniformity_test": "bayesij.stats.pit",
     "calibration": "bayesij.stats.calibration",
     "loo_calibration": "bayesij.stats.calibration",
     "psense": "bayesij.stats.power_scaling",

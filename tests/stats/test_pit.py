@@ -98,3 +98,55 @@ def test_a_too_wide_predictive_distribution_leaves_the_uniform_spread():
         calibrated.density < calibrated.uniform.min(axis=0)
     )
     assert outside.mean() < 0.05
+
+
+@pytest.mark.parametrize("method", ["pot_c", "prit_c", "piet_c"])
+def test_the_uniformity_test_equals_arviz_stats(method):
+    stats = pytest.importorskip("arviz_stats.base", reason="arviz-stats (Python >= 3.12)")
+    rng = np.random.default_rng(3)
+    for values in (rng.uniform(size=150), rng.beta(0.7, 0.7, size=150), rng.beta(2, 1, size=40)):
+        ours = bayesij.uniformity_test(values, method=method)
+        p_value, _, shapley = stats.array_stats.uniformity_test(values, method=method)
+        assert ours.p_value == pytest.approx(float(p_value), abs=1e-12)
+        np.testing.assert_allclose(ours.shapley, shapley, rtol=1e-10, atol=1e-12)
+
+
+def test_the_chain_uniformity_test_equals_arviz_stats():
+    stats = pytest.importorskip("arviz_stats.base", reason="arviz-stats (Python >= 3.12)")
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(4)
+    draws = rng.normal(size=(4, 120)) + np.array([[0.0], [0.0], [0.2], [0.0]])
+    ranks = rankdata(draws, axis=None).reshape(draws.shape) / draws.size
+    ours = bayesij.mchain_uniformity_test(ranks)
+    p_value, between, within = stats.array_stats.mchain_uniformity_test(ranks)
+    assert ours.p_value == pytest.approx(float(p_value), abs=1e-12)
+    np.testing.assert_allclose(ours.between, between, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours.within, within, rtol=1e-10, atol=1e-12)
+
+
+def test_a_misspecified_models_loo_pit_fails_the_uniformity_test():
+    """A normal model with sd 1 for data of sd 2: LOO-PIT values pile up at the ends, the
+    test rejects, and the values with the largest Shapley contributions are the extreme
+    ones; data of sd 1 pass."""
+    rng = np.random.default_rng(5)
+    for sd, rejects in ((2.0, True), (1.0, False)):
+        y = rng.normal(0.0, sd, size=100)
+        mu = rng.normal(y.mean(), 1 / np.sqrt(100), size=(4, 400, 1))
+        post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+        y_rep = rng.normal(mu, 1.0, size=(4, 400, 100))
+        pit = bayesij.loo_pit(post, y, y_rep).to_numpy()
+        test = bayesij.uniformity_test(pit)
+        assert (test.p_value < 0.01) == rejects
+        if rejects:
+            top = np.argsort(test.shapley)[-5:]
+            assert np.all(np.abs(pit[top] - 0.5) > 0.4)
+
+
+def test_uniformity_tests_refuse_what_is_not_in_the_unit_interval():
+    with pytest.raises(ValueError, match=r"^pit: found values outside \[0, 1\] or not finite"):
+        bayesij.uniformity_test([0.2, np.nan, 0.5])
+    with pytest.raises(ValueError, match=r"^method: found 'ks'; expected one of"):
+        bayesij.uniformity_test([0.2, 0.5], method="ks")
+    with pytest.raises(ValueError, match=r"^ranks: found shape \(5,\); expected \(n_chains"):
+        bayesij.mchain_uniformity_test(np.linspace(0, 1, 5))
