@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["weighted_crps", "weighted_mean_difference"]
+from bayesij.array.checks import as_float_array, fail
+
+__all__ = ["weighted_crps", "weighted_mean_difference", "checked_censoring", "censored_draws"]
 
 
 def weighted_crps(
@@ -88,3 +90,35 @@ def weighted_mean_difference(
     gaps = np.diff(merged, axis=0)
     f, g = np.minimum(f[:-1], 1.0), np.minimum(g[:-1], 1.0)
     return np.sum(gaps * (f * (1.0 - g) + g * (1.0 - f)), axis=0)
+
+
+def checked_censoring(censored, n_obs: int) -> np.ndarray | None:
+    """``censored`` as int codes (n_obs,), brms' convention: 0 observed, 1 right-censored
+    (the true value is at least ``y``), -1 left-censored (at most ``y``); None stays None.
+    Anything else is refused, naming ``censored``."""
+    if censored is None:
+        return None
+    codes = as_float_array(censored, "censored")
+    if codes.shape != (n_obs,) or not np.all(np.isin(codes, (-1.0, 0.0, 1.0))):
+        raise fail(
+            "censored",
+            f"shape {codes.shape}" if codes.shape != (n_obs,) else "codes other than -1, 0, 1",
+            f"one code per observation, shape ({n_obs},): 0 observed, 1 right-censored "
+            "(the value is at least y), -1 left-censored (at most y)",
+        )
+    return codes.astype(int)
+
+
+def censored_draws(draws: np.ndarray, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Predictive draws (S, n) censored where the observation is: ``min(x, y)`` for a
+    right-censored one, ``max(x, y)`` for a left-censored one (the predictive distribution
+    of what would have been recorded). The CRPS of these at ``y`` is the threshold-weighted
+    CRPS ``int_{-inf}^{y} F(z)^2 dz`` (right) or ``int_{y}^{inf} (1 - F(z))^2 dz`` (left).
+
+    References
+    ----------
+    .. [1] Gneiting, T. and Ranjan, R. (2011). Comparing density forecasts using threshold-
+       and quantile-weighted scoring rules. JBES 29(3), 411-422.
+    """
+    out = np.where(codes == 1, np.minimum(draws, y), draws)
+    return np.where(codes == -1, np.maximum(out, y), out)

@@ -35,6 +35,7 @@ from bayesij.array.psis import (
     psis_chunk,
     tail_length,
 )
+from bayesij.array.scores import checked_censoring
 from bayesij.data.arrays import from_arrays
 from bayesij.data.convert import unit_index
 from bayesij.data.fit import as_source, read
@@ -973,6 +974,7 @@ def loo_pit(
     seed: int = 0,
     psis=None,
     pareto_pit: bool = False,
+    censored=None,
 ) -> pd.Series:
     """Leave-one-out probability integral transform ``P(y_rep_n <= y_n | x_-n)``.
 
@@ -998,6 +1000,12 @@ def loo_pit(
         arviz-stats' ``loo_pit(..., pareto_pit=True)``: an observation beyond most draws
         gets a value strictly between 0 and 1 from the fitted tail (kept within
         ``1 / (10^4 S)`` of either end), and the values suit tests of continuous uniformity.
+    censored : array_like of shape (n_obs,), optional
+        Censored observations, brms' codes: 0 observed, 1 right-censored (the true value is
+        at least ``y``), -1 left-censored (at most ``y``). A censored observation's PIT is
+        known only to lie in ``[F(y), 1]`` (right) or ``[0, F(y)]`` (left), ``F`` its LOO
+        predictive CDF; it is drawn uniformly there (``seed``), which makes it uniform when
+        the model is calibrated, as the randomised PIT of discrete data is.
 
     Returns
     -------
@@ -1030,6 +1038,9 @@ def loo_pit(
     if observed.shape != (n_obs,):
         raise fail("y", f"shape {observed.shape}", f"one value per observation, shape ({n_obs},)")
     check_finite(observed, "y")
+    codes = checked_censoring(censored, n_obs)
+    if codes is not None and pareto_pit:
+        raise fail("censored", "censoring codes with pareto_pit=True", "one or the other")
     rng = np.random.default_rng(check_seed(seed))
     pit = np.empty(n_obs)
     for chunk, weights, _ in loo_weights(draws, 8):
@@ -1039,4 +1050,9 @@ def loo_pit(
         pit[chunk] = below + at * np.where(at > 0, rng.uniform(size=at.size), 0.0)
         if pareto_pit:
             pit[chunk] = pareto_pit_columns(replicated, observed[chunk], weights, pit[chunk])
+        if codes is not None:  # a censored value's PIT: uniform over what is known of it
+            cdf, code = np.minimum(below + at, 1.0), codes[chunk]
+            low, high = np.where(code == 1, cdf, 0.0), np.where(code == -1, cdf, 1.0)
+            drawn = low + (high - low) * rng.uniform(size=cdf.size)
+            pit[chunk] = np.where(code != 0, drawn, pit[chunk])
     return pd.Series(np.minimum(pit, 1.0), index=unit_index(draws.units), name="loo_pit")

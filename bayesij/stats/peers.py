@@ -67,8 +67,8 @@ class PsisOptions:
         Relative efficiency of ``exp(l_n)``. Default: the convention's; bayesij's and "R
         loo 2.5"'s is per unit from the chains, exactly as R loo's ``relative_eff(exp(log_lik),
         chain_id)`` up to 2.8; "R loo"'s (= "R loo 2.10") per unit from split chains, as R
-        loo 2.9 and later compute it (``posterior::ess_basic``); ArviZ's is one number, the mean ESS of
-        the posterior over S.
+        loo 2.9 and later compute it (``posterior::ess_basic``); ArviZ's is one number, the
+        mean ESS of the posterior over S.
     tail_rule : {"ceil", "floor"}, optional
         Tail length ``ceil`` or ``floor`` of ``min(S/5, 3 sqrt(S/r_eff))``: "ceil" equals
         R loo (<= 2.10) and ArviZ 0.23, "floor" the PSIS paper, posterior and arviz-stats.

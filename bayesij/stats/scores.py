@@ -17,7 +17,7 @@ from bayesij.array.checks import (
     check_seed,
     fail,
 )
-from bayesij.array.scores import weighted_crps
+from bayesij.array.scores import censored_draws, checked_censoring, weighted_crps
 from bayesij.data.convert import unit_index
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.stats.loo import chunk_loo_weights, draws_beside_log_lik, loo_expectation
@@ -81,6 +81,7 @@ def loo_score(
     kind: str = "crps",
     convention=None,
     psis=None,
+    censored=None,
 ) -> LooScore:
     """LOO-CRPS or LOO-SCRPS from posterior predictive draws, PSIS-weighted.
 
@@ -109,6 +110,13 @@ def loo_score(
         groups and ``se`` is over groups; :func:`bayesij.compare` pairs models group by
         group (and refuses results over other groups). With ``psis``, a
         ``loo(..., groups=, save_psis=True)`` result.
+    censored : array_like of shape (n_obs,), optional
+        Censored observations, brms' codes: 0 observed, 1 right-censored (the true value is
+        at least ``y``: a survival time still running, a count above a limit), -1
+        left-censored (at most ``y``: below a detection limit). A censored observation is
+        scored by the predictive distribution censored where it is (the draws clipped at
+        ``y``): the threshold-weighted CRPS ``int_{-inf}^{y} F(z)^2 dz`` for a right-censored
+        one, which uses only what is known of it (Gneiting & Ranjan 2011).
 
     Returns
     -------
@@ -149,6 +157,7 @@ def loo_score(
         groups=groups,
     )
     observed = _observed(observed_or_fit(data, y, var_name), draws.matrix.shape[1])
+    codes = checked_censoring(censored, observed.size)
     score = np.empty(draws.matrix.shape[1])
     k = draws.pareto_k if draws.pareto_k is not None else np.empty(score.size)
     if psis is not None and draws.codes is None:
@@ -156,7 +165,10 @@ def loo_score(
 
     def work(chunk):  # chunks on threads: each writes its own columns
         weights, chunk_k = chunk_loo_weights(draws, chunk)
-        crps, scrps = weighted_crps(draws.values[:, chunk], observed[chunk], weights)
+        values = draws.values[:, chunk]
+        if codes is not None:
+            values = censored_draws(values, observed[chunk], codes[chunk])
+        crps, scrps = weighted_crps(values, observed[chunk], weights)
         score[chunk] = crps if kind == "crps" else scrps
         if chunk_k is not None:
             k[chunk] = chunk_k
