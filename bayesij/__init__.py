@@ -46,6 +46,7 @@ _PUBLIC = {
     "WeightedLooResult": "bayesij.stats.weighted_loo",
     "compare": "bayesij.stats.compare",
     "model_weights": "bayesij.stats.compare",
+    "hierarchical_stacking": "bayesij.stats.hierarchical_stacking",
     "weight_predictions": "bayesij.stats.compare",
     "score_weights": "bayesij.stats.score_stacking",
     "pit_ecdf": "bayesij.stats.pit",

@@ -11,7 +11,13 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
-__all__ = ["stacking_weights", "pseudobma_weights", "score_stacking_weights", "mixture_score"]
+__all__ = [
+    "stacking_weights",
+    "pseudobma_weights",
+    "score_stacking_weights",
+    "mixture_score",
+    "hierarchical_stacking_weights",
+]
 
 
 def stacking_weights(lpd: np.ndarray, tol: float = 1e-12) -> np.ndarray:
@@ -178,3 +184,71 @@ def mixture_score(absolute: np.ndarray, spread: np.ndarray, weights, kind: str) 
     if kind == "crps":
         return float(np.mean(0.5 * q - distance))
     return float(np.mean(-distance / q - 0.5 * np.log(q)))
+
+
+def hierarchical_stacking_weights(
+    lpd: np.ndarray, design: np.ndarray, prior_scale: float, intercept_scale: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stacking weights that vary with the observations' inputs: ``w_n = softmax(a_n)``,
+    ``a_nk = mu_k + design_n . beta_k`` (model K the reference, ``a_nK = 0``), at the
+    maximum of ``sum_n log sum_k w_nk exp(lpd_nk)`` less the normal priors' penalties
+    ``|beta|^2 / (2 prior_scale^2) + |mu|^2 / (2 intercept_scale^2)``: each input's effect
+    on the weights pooled towards none (a group indicator: each group's weights towards the
+    common ones).
+
+    Parameters
+    ----------
+    lpd : ndarray of shape (n_obs, n_models)
+    design : ndarray of shape (n_obs, n_inputs)
+        The inputs (standardised covariates, group indicators).
+    prior_scale, intercept_scale : float
+        Sds of the normal priors of ``beta`` and ``mu`` (logit scale).
+
+    Returns
+    -------
+    weights : ndarray of shape (n_obs, n_models)
+    mu : ndarray of shape (n_models - 1,)
+    beta : ndarray of shape (n_models - 1, n_inputs)
+
+    References
+    ----------
+    .. [1] Yao, Y., Pirš, G., Vehtari, A. and Gelman, A. (2022). Bayesian hierarchical
+       stacking: some models are (somewhere) useful. Bayesian Analysis 17(4), 1043-1071.
+    """
+    n_obs, n_models = lpd.shape
+    n_inputs = design.shape[1]
+    shifted = lpd - lpd.max(axis=1, keepdims=True)
+    free = n_models - 1
+
+    scaled = design * prior_scale  # beta = prior_scale * b: the penalty |b|^2 / 2, well posed
+
+    def unpack(theta):
+        return theta[:free], theta[free:].reshape(free, n_inputs)
+
+    def logits(theta):
+        mu, b = unpack(theta)
+        return np.column_stack([mu + scaled @ b.T, np.zeros(n_obs)])
+
+    def loss_and_gradient(theta):
+        mu, b = unpack(theta)
+        a = logits(theta)
+        log_w = a - logsumexp(a, axis=1, keepdims=True)
+        joint = log_w + shifted
+        total = logsumexp(joint, axis=1, keepdims=True)
+        responsibility = np.exp(joint - total)  # each model's share of the mixture density
+        g = (np.exp(log_w) - responsibility)[:, :free]  # d(-log mixture)/d a_nk
+        loss = -np.sum(total) + 0.5 * np.sum(b**2) + 0.5 * np.sum(mu**2) / intercept_scale**2
+        grad_mu = g.sum(axis=0) + mu / intercept_scale**2
+        grad_b = g.T @ scaled + b
+        return loss, np.concatenate([grad_mu, grad_b.ravel()])
+
+    start = np.zeros(free * (1 + n_inputs))
+    found = minimize(
+        loss_and_gradient,
+        start,
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 10_000},
+    )
+    mu, b = unpack(found.x)
+    return softmax(logits(found.x), axis=1), mu, prior_scale * b

@@ -307,10 +307,7 @@ def model_weights(
         raise fail("method", repr(method), f"one of {WEIGHT_METHODS}")
     n_bootstrap = check_replicates(n_bootstrap, "n_bootstrap")
     rng = np.random.default_rng(None if seed is None else check_seed(seed))
-    if isinstance(results, pd.DataFrame):
-        frame = _lpd_table(results)
-    else:
-        frame, _ = _pointwise_table(results)
+    frame = pointwise_table(results)
     lpd = frame.to_numpy(dtype=float)
     if method == "stacking":
         values = stacking_weights(lpd)
@@ -330,6 +327,14 @@ def _lpd_table(table: pd.DataFrame) -> pd.DataFrame:
     values = as_float_array(table.to_numpy(), "results")
     check_finite(values, "results")
     return pd.DataFrame(values, index=table.index, columns=table.columns)
+
+
+def pointwise_table(results) -> pd.DataFrame:
+    """The models' pointwise elpd, one column each, on matched units: from a dict of
+    results (as :func:`compare`) or a table of them (R's ``lpd_point``)."""
+    if isinstance(results, pd.DataFrame):
+        return _lpd_table(results)
+    return _pointwise_table(results)[0]
 
 
 def _pointwise_table(results) -> tuple[pd.DataFrame, int]:
