@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from bayesij.array.divergences import reweighting_divergence
 from bayesij.array.ess import relative_eff
 from bayesij.array.psis import psis_chunk
 
@@ -146,7 +147,11 @@ def _log2(values: np.ndarray) -> np.ndarray:
 
 
 def power_sensitivity(
-    draws: np.ndarray, component: np.ndarray, alphas=(0.99, 1.01), order=None
+    draws: np.ndarray,
+    component: np.ndarray,
+    alphas=(0.99, 1.01),
+    order=None,
+    measure: str = "cjs_dist",
 ) -> tuple[np.ndarray, float]:
     """Power-scaling sensitivity of each quantity to one component, shape (K,), and the
     larger k-hat of the two scalings' importance ratios.
@@ -167,6 +172,9 @@ def power_sensitivity(
         ``argsort`` of ``draws`` down each column, when already computed: the draws are
         sorted once for both powers, both signs (``-f`` sorted is ``f`` sorted, reversed)
         and, in :func:`bayesij.psense`, both components.
+    measure : str, default "cjs_dist"
+        The distance of the scaled posterior from the posterior: the CJS, or one of
+        :func:`bayesij.array.divergences.reweighting_divergence`'s measures.
     """
     if order is None:
         order = np.argsort(draws, axis=0, kind="stable")
@@ -175,7 +183,11 @@ def power_sensitivity(
     for alpha in alphas:
         log_weights, k = power_scaling_weights(component, alpha)
         khat = max(khat, k)
-        w = np.exp(log_weights)[order]
-        distance = np.maximum(_cjs(x, w), _cjs(-x[::-1], w[::-1]))
+        if measure == "cjs_dist":
+            w = np.exp(log_weights)[order]
+            distance = np.maximum(_cjs(x, w), _cjs(-x[::-1], w[::-1]))
+        else:
+            w = np.exp(log_weights)
+            distance = np.array([reweighting_divergence(column, w, measure) for column in draws.T])
         gradients.append(distance / abs(np.log2(alpha)))
     return 0.5 * (gradients[0] + gradients[1]), khat

@@ -9,7 +9,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import as_float_array, check_finite, check_real, fail
+from bayesij.array.checks import as_float_array, check_finite, check_flag, check_real, fail
+from bayesij.array.divergences import DENSITY_MEASURES, EMPIRICAL_MEASURES
 from bayesij.array.moment_match import MatchedDraws, moment_matched_draws
 from bayesij.array.power_scaling import (
     cjs_distance,
@@ -32,6 +33,9 @@ __all__ = [
     "COMPONENTS",
 ]
 
+#: psense's ``div_measure`` choices (priorsense 1.2's names).
+DIV_MEASURES = ("cjs_dist", *DENSITY_MEASURES, *EMPIRICAL_MEASURES)
+
 COMPONENTS = ("prior", "likelihood")
 
 CONFLICT = "potential prior-data conflict"
@@ -48,6 +52,7 @@ def psense(
     alphas=(0.99, 1.01),
     threshold: float = 0.05,
     moment_match=None,
+    div_measure: str = "cjs_dist",
 ) -> pd.DataFrame:
     """Sensitivity of each quantity to power-scaling the prior and the likelihood.
 
@@ -85,6 +90,16 @@ def psense(
         and ``log_prior(theta)``, each ``(n, D) -> (n,)`` over draws of *all* the
         posterior's quantities in their order, which must then be the model's unconstrained
         parameters (``log sigma``, not ``sigma``). Its ``log_prior`` is the one scaled.
+    div_measure : str, default "cjs_dist"
+        How far each scaled posterior is from the posterior (priorsense's ``div_measure``):
+        ``"cjs_dist"`` the cumulative Jensen-Shannon distance (priorsense's and arviz-stats'
+        default); ``"js_dist"`` / ``"js_div"`` (Jensen-Shannon, bits),
+        ``"hellinger_dist"``, ``"kl_dist"`` / ``"kl_div"`` (KL of the posterior from the
+        scaled one) between kernel density estimates computed as R's ``density()`` does
+        (priorsense's); ``"ws_dist"`` the 1-Wasserstein and ``"ks_dist"`` the
+        Kolmogorov-Smirnov distance of the weighted and unweighted draws
+        (:mod:`bayesij.array.divergences`). ``threshold`` is on the CJS's scale: with
+        another measure, choose it for that measure.
 
     Returns
     -------
@@ -121,6 +136,10 @@ def psense(
     """
     low, high = _alphas(alphas)
     threshold = check_real(threshold, "threshold", 0.0, low_open=True)
+    if div_measure not in DIV_MEASURES:
+        raise fail("div_measure", repr(div_measure), f"one of {DIV_MEASURES}")
+    if div_measure != "cjs_dist" and moment_match is not None:
+        raise fail("div_measure", f"{div_measure!r} with moment_match", "'cjs_dist' with it")
     inputs = _scaling_inputs(
         data,
         quantities,
@@ -137,7 +156,7 @@ def psense(
     khat = {}
     for name in COMPONENTS:
         table[name], khat[name] = power_sensitivity(
-            draws, inputs.components[name], (low, high), order
+            draws, inputs.components[name], (low, high), order, div_measure
         )
     table["diagnosis"] = [_diagnosis(p, lik, threshold) for p, lik in table.to_numpy()]
     for name in COMPONENTS:
@@ -285,6 +304,26 @@ def _selected(available: list, selection) -> list:
     return chosen
 
 
+def _reliable_grid(values: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """``grid``'s powers, as many, evenly in ``log alpha`` between its two ends each moved
+    towards 1 until the scaling's k-hat is at most the threshold for these draws."""
+    threshold = pareto_k_threshold(values.size)
+    ends = []
+    for bound in (float(grid.min()), float(grid.max())):
+        near, far = 0.0, float(np.log(bound))  # log alpha: 1 is always reached
+        if far == 0.0 or power_scaling_weights(values, bound)[1] <= threshold:
+            ends.append(far)
+            continue
+        while abs(far - near) > 1e-4 * abs(far):
+            middle = 0.5 * (near + far)
+            if power_scaling_weights(values, float(np.exp(middle)))[1] <= threshold:
+                near = middle
+            else:
+                far = middle
+        ends.append(near)
+    return np.exp(np.linspace(ends[0], ends[1], grid.size))
+
+
 def _alphas(alphas) -> tuple[float, float]:
     try:
         low, high = (float(a) for a in alphas)
@@ -356,6 +395,7 @@ def power_scaled_draws(
     component: str = "prior",
     alphas=None,
     moment_match=None,
+    auto_alpha_range: bool = False,
 ) -> PowerScaled:
     """The posterior draws and their PSIS weights under power-scalings of the prior or the
     likelihood by each ``alpha`` (what :func:`psense_sequence` summarises and
@@ -371,6 +411,12 @@ def power_scaled_draws(
     moment_match : density, optional
         As :func:`psense`: scalings whose k-hat is too high are moment-matched (their
         moved draws in ``moved``).
+    auto_alpha_range : bool, default False
+        Narrow the powers to where the draws reach the scaled posteriors (priorsense's
+        ``auto_alpha_range``): each end of ``alphas`` moves towards 1, by bisection in
+        ``log alpha``, until the scaling's k-hat is at most ``min(1 - 1/log10 S, 0.7)``
+        (priorsense's and posterior's ``khat_threshold``); the powers are then as many,
+        evenly spaced in ``log alpha`` between the two ends.
 
     Returns
     -------
@@ -410,6 +456,9 @@ def power_scaled_draws(
         need_all=moment_match is not None,
     )
     values = inputs.components[component]
+    check_flag(auto_alpha_range, "auto_alpha_range")
+    if auto_alpha_range:
+        grid = _reliable_grid(values, grid)
     scaled = [power_scaling_weights(values, float(alpha)) for alpha in grid]
     weights = np.exp(np.array([log_weights for log_weights, _ in scaled]))
     k = np.array([khat for _, khat in scaled])
@@ -470,6 +519,7 @@ def psense_sequence(
     component: str = "prior",
     alphas=None,
     moment_match=None,
+    auto_alpha_range: bool = False,
 ) -> pd.DataFrame:
     """The posterior of each quantity along a sequence of power-scalings of the prior or
     the likelihood (priorsense's ``powerscale_sequence``), by PSIS reweighting.
@@ -479,6 +529,9 @@ def psense_sequence(
     data, quantities, var_name, log_prior, prior_selection, component, alphas, moment_match
         As :func:`power_scaled_draws` (default: the prior, alpha from 0.8 to 1.25; the
         statistics of a moment-matched scaling are of its moved draws).
+    auto_alpha_range : bool, default False
+        As :func:`power_scaled_draws`: the powers narrowed to where every scaling is
+        reliable.
 
     Returns
     -------
@@ -515,6 +568,7 @@ def psense_sequence(
         component=component,
         alphas=alphas,
         moment_match=moment_match,
+        auto_alpha_range=auto_alpha_range,
     )
     rows = []
     for i, (alpha, w, k, ok) in enumerate(

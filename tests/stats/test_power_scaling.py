@@ -290,3 +290,75 @@ def test_two_sample_cjs_of_the_same_draws_is_the_one_sample_distance():
     w = rng.dirichlet(np.ones(500))
     np.testing.assert_allclose(cjs_two_sample(x, x, w), cjs_distance(x, w), atol=1e-12)
     assert np.all(cjs_two_sample(x, x, np.full(500, 1 / 500)) < 1e-6)
+
+
+def test_the_wasserstein_sensitivity_equals_the_closed_form_scaled_posteriors():
+    """Under p(mu)^alpha p(y | mu) the posterior stays normal (precision alpha / tau^2 +
+    N / sigma^2): the 1-Wasserstein distance of each scaled posterior from the posterior,
+    int |F_alpha - F_1| by quadrature, per unit of log2 alpha, is what psense measures with
+    div_measure="ws_dist" from reweighted draws."""
+    from scipy.integrate import quad
+
+    tau = 0.5
+    data, mean, precision, _ = _conjugate(tau)
+    rng = np.random.default_rng(3)
+    y = rng.normal(2.0, SIGMA, N)
+
+    def scaled(alpha):
+        p = alpha / tau**2 + N / SIGMA**2
+        return norm(y.sum() / SIGMA**2 / p, p**-0.5)
+
+    base = scaled(1.0)
+    expected = 0.0
+    for alpha in (0.99, 1.01):
+        other = scaled(alpha)
+        gap = quad(lambda z, o=other: abs(o.cdf(z) - base.cdf(z)), mean - 3, mean + 3)[0]
+        expected += 0.5 * gap / abs(np.log2(alpha))
+    table = bayesij.psense(data, div_measure="ws_dist")
+    assert table.loc["mu", "prior"] == pytest.approx(expected, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    "measure", ["js_dist", "js_div", "hellinger_dist", "kl_dist", "kl_div", "ws_dist", "ks_dist"]
+)
+def test_every_divergence_measure_tells_a_strong_prior_from_a_vague_one(measure):
+    strong = bayesij.psense(_conjugate(0.3)[0], div_measure=measure).loc["mu", "prior"]
+    vague = bayesij.psense(_conjugate(30.0)[0], div_measure=measure).loc["mu", "prior"]
+    assert strong > 10 * vague > 0
+
+
+def test_an_unknown_divergence_measure_is_refused():
+    with pytest.raises(ValueError, match=r"^div_measure: found 'tv_dist'; expected one of"):
+        bayesij.psense(_conjugate(1.0)[0], div_measure="tv_dist")
+
+
+def test_the_auto_alpha_range_ends_where_the_scalings_stop_being_reliable():
+    """Scaling the likelihood by 0.2 asks the draws for a posterior more than twice as wide
+    (k-hat far above the threshold): the range narrows at that end to the power where k-hat
+    reaches the threshold, every scaling in it is reliable, and just beyond that end it is
+    not; an end that was reliable stays where it was."""
+    from bayesij.array.power_scaling import power_scaling_weights
+    from bayesij.array.psis import pareto_k_threshold
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(2.0, 1.0, 200)
+    mu = rng.normal(y.mean(), 1 / np.sqrt(200), size=(4, 1000))
+    log_lik = norm.logpdf(y, mu[..., None], 1.0)
+    log_prior = norm.logpdf(mu, 0, 10)
+    data = from_dict(
+        posterior={"mu": mu}, log_likelihood={"y": log_lik}, log_prior={"mu": log_prior}
+    )
+    grid = np.exp(np.linspace(np.log(0.2), np.log(5.0), 11))
+    options = dict(component="likelihood", alphas=grid)
+    plain = bayesij.psense_sequence(data, **options)
+    assert not plain["reliable"].all()
+    auto = bayesij.psense_sequence(data, **options, auto_alpha_range=True)
+    assert auto["reliable"].all() and auto["alpha"].nunique() == 11
+    low, high = auto["alpha"].min(), auto["alpha"].max()
+    total = log_lik.sum(axis=-1).ravel()
+    threshold = pareto_k_threshold(total.size)
+    for end, bound, beyond in ((low, 0.2, low * 0.99), (high, 5.0, high * 1.01)):
+        assert power_scaling_weights(total, end)[1] <= threshold
+        if not np.isclose(end, bound):
+            assert power_scaling_weights(total, beyond)[1] > threshold
+    assert 0.2 < low < 1
