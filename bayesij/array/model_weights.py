@@ -17,6 +17,8 @@ __all__ = [
     "score_stacking_weights",
     "mixture_score",
     "hierarchical_stacking_weights",
+    "log_score",
+    "crps_score",
 ]
 
 
@@ -186,19 +188,47 @@ def mixture_score(absolute: np.ndarray, spread: np.ndarray, weights, kind: str) 
     return float(np.mean(-distance / q - 0.5 * np.log(q)))
 
 
+def log_score(lpd: np.ndarray):
+    """The mixture's pointwise log score ``log sum_k w_nk exp(lpd_nk)`` as a function of the
+    weights (N, K), with its gradient in them: for :func:`hierarchical_stacking_weights`."""
+    top = lpd.max(axis=1, keepdims=True)
+    density = np.exp(lpd - top)
+
+    def score(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mixture = np.sum(w * density, axis=1, keepdims=True)
+        return (np.log(mixture) + top)[:, 0], density / mixture
+
+    return score
+
+
+def crps_score(absolute: np.ndarray, spread: np.ndarray):
+    """The mixture's pointwise CRPS, negated, ``-(w_n' a_n - w_n' B_n w_n / 2)``, as a
+    function of the weights (N, K), with its gradient ``B_n w_n - a_n`` (``a``, ``B`` as
+    :func:`score_stacking_weights`)."""
+
+    def score(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        bw = np.einsum("nkl,nl->nk", spread, w)
+        return -(np.sum(w * absolute, axis=1) - 0.5 * np.sum(w * bw, axis=1)), bw - absolute
+
+    return score
+
+
 def hierarchical_stacking_weights(
-    lpd: np.ndarray, design: np.ndarray, prior_scale: float, intercept_scale: float
+    score, n_models: int, design: np.ndarray, prior_scale: float, intercept_scale: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stacking weights that vary with the observations' inputs: ``w_n = softmax(a_n)``,
     ``a_nk = mu_k + design_n . beta_k`` (model K the reference, ``a_nK = 0``), at the
-    maximum of ``sum_n log sum_k w_nk exp(lpd_nk)`` less the normal priors' penalties
-    ``|beta|^2 / (2 prior_scale^2) + |mu|^2 / (2 intercept_scale^2)``: each input's effect
-    on the weights pooled towards none (a group indicator: each group's weights towards the
-    common ones).
+    maximum of the mixture's summed pointwise score ``sum_n s_n(w_n)`` (:func:`log_score`,
+    :func:`crps_score`) less the normal priors' penalties ``|beta|^2 / (2 prior_scale^2) +
+    |mu|^2 / (2 intercept_scale^2)``: each input's effect on the weights pooled towards
+    none (a group indicator: each group's weights towards the common ones).
 
     Parameters
     ----------
-    lpd : ndarray of shape (n_obs, n_models)
+    score : callable
+        ``score(w)`` for weights (n_obs, n_models): each observation's score and its
+        gradient in ``w``, (n_obs,) and (n_obs, n_models).
+    n_models : int
     design : ndarray of shape (n_obs, n_inputs)
         The inputs (standardised covariates, group indicators).
     prior_scale, intercept_scale : float
@@ -215,40 +245,33 @@ def hierarchical_stacking_weights(
     .. [1] Yao, Y., Pirš, G., Vehtari, A. and Gelman, A. (2022). Bayesian hierarchical
        stacking: some models are (somewhere) useful. Bayesian Analysis 17(4), 1043-1071.
     """
-    n_obs, n_models = lpd.shape
-    n_inputs = design.shape[1]
-    shifted = lpd - lpd.max(axis=1, keepdims=True)
+    n_obs, n_inputs = design.shape
     free = n_models - 1
-
     scaled = design * prior_scale  # beta = prior_scale * b: the penalty |b|^2 / 2, well posed
 
     def unpack(theta):
         return theta[:free], theta[free:].reshape(free, n_inputs)
 
-    def logits(theta):
+    def weights_of(theta):
         mu, b = unpack(theta)
-        return np.column_stack([mu + scaled @ b.T, np.zeros(n_obs)])
+        return softmax(np.column_stack([mu + scaled @ b.T, np.zeros(n_obs)]), axis=1)
 
     def loss_and_gradient(theta):
         mu, b = unpack(theta)
-        a = logits(theta)
-        log_w = a - logsumexp(a, axis=1, keepdims=True)
-        joint = log_w + shifted
-        total = logsumexp(joint, axis=1, keepdims=True)
-        responsibility = np.exp(joint - total)  # each model's share of the mixture density
-        g = (np.exp(log_w) - responsibility)[:, :free]  # d(-log mixture)/d a_nk
-        loss = -np.sum(total) + 0.5 * np.sum(b**2) + 0.5 * np.sum(mu**2) / intercept_scale**2
-        grad_mu = g.sum(axis=0) + mu / intercept_scale**2
-        grad_b = g.T @ scaled + b
+        w = weights_of(theta)
+        values, d_w = score(w)
+        d_logits = (w * (d_w - np.sum(w * d_w, axis=1, keepdims=True)))[:, :free]
+        loss = -np.sum(values) + 0.5 * np.sum(b**2) + 0.5 * np.sum(mu**2) / intercept_scale**2
+        grad_mu = -d_logits.sum(axis=0) + mu / intercept_scale**2
+        grad_b = -d_logits.T @ scaled + b
         return loss, np.concatenate([grad_mu, grad_b.ravel()])
 
-    start = np.zeros(free * (1 + n_inputs))
     found = minimize(
         loss_and_gradient,
-        start,
+        np.zeros(free * (1 + n_inputs)),
         jac=True,
         method="L-BFGS-B",
         options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 10_000},
     )
     mu, b = unpack(found.x)
-    return softmax(logits(found.x), axis=1), mu, prior_scale * b
+    return weights_of(found.x), mu, prior_scale * b

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import as_float_array, check_real, fail
-from bayesij.array.model_weights import hierarchical_stacking_weights
+from bayesij.array.model_weights import crps_score, hierarchical_stacking_weights, log_score
 from bayesij.stats.compare import pointwise_table
+from bayesij.stats.score_stacking import mixture_terms
 
 __all__ = ["HierarchicalStacking", "hierarchical_stacking"]
 
@@ -29,7 +30,8 @@ class HierarchicalStacking(NamedTuple):
         Each input's effect on each model's logit (rows: models but the last; columns:
         the standardised covariates and the groups).
     score : float
-        ``sum_n log sum_k w_nk exp(lpd_nk)``: the stacked mixture's LOO log score.
+        The stacked mixture's summed LOO score: ``sum_n log sum_k w_nk exp(lpd_nk)``, or
+        the CRPS negated (``kind="crps"``).
     """
 
     weights: pd.DataFrame
@@ -45,6 +47,11 @@ def hierarchical_stacking(
     *,
     prior_scale: float = 1.0,
     intercept_scale: float = 10.0,
+    kind: str = "log",
+    y=None,
+    y_pred=None,
+    var_name=None,
+    convention=None,
 ) -> HierarchicalStacking:
     """Stacking weights that depend on where an observation is (Yao et al. 2022): the
     models' mixture weights ``w_n = softmax(mu + beta x_n)`` vary with the observation's
@@ -61,9 +68,11 @@ def hierarchical_stacking(
 
     Parameters
     ----------
-    results : dict of str to LooResult, or pandas.DataFrame
-        As :func:`bayesij.model_weights`: the models' results on the same observations, or
-        a table of pointwise elpd with one column per model.
+    results : dict of str to LooResult, or pandas.DataFrame; or dict of str to fits
+        ``kind="log"``: as :func:`bayesij.model_weights`, the models' results on the same
+        observations, or a table of pointwise elpd with one column per model.
+        ``kind="crps"``: as :func:`bayesij.score_weights`, each model's fit (with ``y`` and
+        ``y_pred`` or their ``observed_data`` and ``posterior_predictive``).
     covariates : array_like of shape (n_obs,) or (n_obs, J), or pandas.DataFrame, optional
         Continuous inputs, each standardised (mean 0, sd 1) here; a DataFrame's column
         names name them.
@@ -74,6 +83,12 @@ def hierarchical_stacking(
         The sd of the effects' normal prior on the logit scale.
     intercept_scale : float, default 10.0
         The sd of the common logits' prior (weak: about the ordinary stacking weights).
+    kind : {"log", "crps"}, default "log"
+        The score stacked: the log predictive density, or the mixture's LOO CRPS (of the
+        PSIS-weighted predictive draws; ``w_n' a_n - w_n' B_n w_n / 2``, as
+        :func:`bayesij.score_weights`).
+    y, y_pred, var_name, convention
+        For ``kind="crps"``: as :func:`bayesij.score_weights`.
 
     Returns
     -------
@@ -98,21 +113,26 @@ def hierarchical_stacking(
     .. [1] Yao, Y., Pirš, G., Vehtari, A. and Gelman, A. (2022). Bayesian hierarchical
        stacking: some models are (somewhere) useful. Bayesian Analysis 17(4), 1043-1071.
     """
-    frame = pointwise_table(results)
-    n_obs, names = len(frame), list(frame.columns)
     prior_scale = check_real(prior_scale, "prior_scale", 0.0, low_open=True)
     intercept_scale = check_real(intercept_scale, "intercept_scale", 0.0, low_open=True)
-    design, inputs = _design(covariates, groups, n_obs)
+    if kind == "log":
+        frame = pointwise_table(results)
+        names, index = list(frame.columns), frame.index
+        score = log_score(frame.to_numpy(dtype=float))
+    elif kind == "crps":
+        names, absolute, spread = mixture_terms(results, y, y_pred, var_name, convention)
+        index, score = pd.RangeIndex(absolute.shape[0]), crps_score(absolute, spread)
+    else:
+        raise fail("kind", repr(kind), "'log' or 'crps'")
+    design, inputs = _design(covariates, groups, len(index))
     weights, mu, beta = hierarchical_stacking_weights(
-        frame.to_numpy(dtype=float), design, prior_scale, intercept_scale
+        score, len(names), design, prior_scale, intercept_scale
     )
-    lpd = frame.to_numpy(dtype=float)
-    score = float(np.sum(np.log(np.sum(weights * np.exp(lpd - lpd.max(1, keepdims=True)), 1))))
     return HierarchicalStacking(
-        pd.DataFrame(weights, index=frame.index, columns=names),
+        pd.DataFrame(weights, index=index, columns=names),
         pd.Series(mu, index=names[:-1], name="intercept"),
         pd.DataFrame(beta, index=names[:-1], columns=inputs),
-        score + float(np.sum(lpd.max(1))),
+        float(np.sum(score(weights)[0])),
     )
 
 

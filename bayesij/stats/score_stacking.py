@@ -28,7 +28,7 @@ from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.stats.loo import chunk_loo_weights, draws_beside_log_lik
 from bayesij.stats.scores import SCORES
 
-__all__ = ["score_weights"]
+__all__ = ["score_weights", "mixture_terms"]
 
 
 def score_weights(
@@ -90,6 +90,23 @@ def score_weights(
     """
     if kind not in SCORES:
         raise fail("kind", repr(kind), f"one of {SCORES}")
+    names, absolute, spread = mixture_terms(fits, y, y_pred, var_name, convention, groups)
+    if kind == "scrps":
+        _check_spread(spread, names)
+    weights, score = score_stacking_weights(absolute, spread, kind)
+    result = pd.Series(weights, index=pd.Index(names, name="model"), name="weight")
+    result.attrs["score"] = score
+    result.attrs["single"] = {
+        name: mixture_score(absolute, spread, np.eye(len(names))[k], kind)
+        for k, name in enumerate(names)
+    }
+    return result
+
+
+def mixture_terms(fits: dict, y, y_pred, var_name, convention, groups=None):
+    """The models' names, ``a_nk = E|X_k - y_n|`` (n, K) and ``B_nkl = E|X_k - X_l|``
+    (n, K, K) under each model's LOO weights, from the fits and their predictive draws (as
+    :func:`score_weights` reads them): every mixture's CRPS and SCRPS follow."""
     if not isinstance(fits, dict) or len(fits) < 2:
         raise fail("fits", type(fits).__name__, "a dict of two or more models' fits")
     y_pred = {} if y_pred is None else y_pred
@@ -117,16 +134,7 @@ def score_weights(
         raise fail("y", f"shape {observed.shape}", "one value per observation")
     check_finite(observed, "y")
     absolute, spread = _mixture_terms(draws, names, observed)
-    if kind == "scrps":
-        _check_spread(spread, names)
-    weights, score = score_stacking_weights(absolute, spread, kind)
-    result = pd.Series(weights, index=pd.Index(names, name="model"), name="weight")
-    result.attrs["score"] = score
-    result.attrs["single"] = {
-        name: mixture_score(absolute, spread, np.eye(len(names))[k], kind)
-        for k, name in enumerate(names)
-    }
-    return result
+    return names, absolute, spread
 
 
 def _check_spread(spread: np.ndarray, names: list) -> None:

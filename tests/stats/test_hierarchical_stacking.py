@@ -85,3 +85,52 @@ def test_bad_inputs_are_refused_by_name():
         bayesij.hierarchical_stacking(lpd)
     with pytest.raises(ValueError, match=r"^prior_scale: "):
         bayesij.hierarchical_stacking(lpd, x, prior_scale=0.0)
+
+
+def test_crps_weights_are_the_direct_optimum_of_the_mixtures_brute_force_crps():
+    """Two models' predictive draws (a constant log-likelihood: uniform LOO weights); the
+    mixture's CRPS written out from all pairs of draws (E|X - y| - E|X - X'| / 2) and the
+    penalised sum maximised by BFGS on finite differences; model a is right in the north,
+    model b in the south, and the weights say so."""
+    rng = np.random.default_rng(4)
+    n, s = 40, 60
+    region = np.repeat(["north", "south"], n // 2)
+    y = np.where(region == "north", 1.0, -1.0) + 0.3 * rng.normal(size=n)
+    draws = {
+        "a": rng.normal(1.0, 0.5, size=(1, s, n)),
+        "b": rng.normal(-1.0, 0.5, size=(1, s, n)),
+    }
+    fits = {name: np.zeros((1, s, n)) for name in draws}
+    found = bayesij.hierarchical_stacking(
+        fits, groups=region, kind="crps", y=y, y_pred=draws, prior_scale=1.5
+    )
+    xa, xb = draws["a"][0], draws["b"][0]
+    pair = {
+        ("a", "a"): np.abs(xa[:, None] - xa[None]).mean(axis=(0, 1)),
+        ("b", "b"): np.abs(xb[:, None] - xb[None]).mean(axis=(0, 1)),
+        ("a", "b"): np.abs(xa[:, None] - xb[None]).mean(axis=(0, 1)),
+    }
+    near = {"a": np.abs(xa - y).mean(axis=0), "b": np.abs(xb - y).mean(axis=0)}
+    north = (region == "north").astype(float)
+
+    def penalised(theta):  # logit of a against b: mu + 1.5 (b_north north + b_south south)
+        logit = theta[0] + 1.5 * (theta[1] * north + theta[2] * (1 - north))
+        wa = 1 / (1 + np.exp(-logit))
+        wb = 1 - wa
+        crps = (
+            wa * near["a"]
+            + wb * near["b"]
+            - 0.5 * (wa**2 * pair["a", "a"] + wb**2 * pair["b", "b"] + 2 * wa * wb * pair["a", "b"])
+        )
+        return np.sum(crps) + 0.5 * np.sum(theta[1:] ** 2) + 0.5 * theta[0] ** 2 / 100
+
+    direct = minimize(penalised, np.full(3, 0.1), method="BFGS", options={"gtol": 1e-10})
+    theta = [found.intercepts["a"], *(found.effects.loc["a"].to_numpy() / 1.5)]
+    np.testing.assert_allclose(theta, direct.x, atol=1e-4)
+    assert found.score == pytest.approx(
+        -(direct.fun - 0.5 * np.sum(direct.x[1:] ** 2) - 0.5 * direct.x[0] ** 2 / 100), rel=1e-6
+    )
+    assert found.weights.loc[region == "north", "a"].min() > 0.8
+    assert found.weights.loc[region == "south", "b"].min() > 0.8
+    with pytest.raises(ValueError, match=r"^kind: found 'energy'; expected 'log' or 'crps'"):
+        bayesij.hierarchical_stacking(fits, groups=region, kind="energy")
