@@ -336,6 +336,18 @@ def _catalogue():
         ),
         ("psense", "data", lambda v: bayesij.psense(v, log_prior=np.zeros((C, D))), DRAWS),
         (
+            "psense",
+            "div_measure",
+            lambda v: bayesij.psense(POST, log_prior=np.zeros((C, D)), div_measure=v),
+            OPTION,
+        ),
+        (
+            "psense_sequence",
+            "auto_alpha_range",
+            lambda v: bayesij.psense_sequence(POST, log_prior=THETA[..., 0], auto_alpha_range=v),
+            FLAG,
+        ),
+        (
             "bayesian_r2",
             "pred_mean",
             lambda v: bayesij.bayesian_r2(None, v, np.ones(C * D)),
@@ -500,6 +512,12 @@ def _catalogue():
         ("loo_score", "kind", lambda v: bayesij.loo_score(POST, Y, LOG_LIK, kind=v), OPTION),
         (
             "loo_score",
+            "censored",
+            lambda v: bayesij.loo_score(POST, Y, LOG_LIK, censored=v),
+            {"2s": np.full(N, 2), "too short": [0, 1], "NaN": np.full(N, np.nan), "'a'": ["a"] * N},
+        ),
+        (
+            "loo_score",
             "ddof",
             lambda v: bayesij.loo_score(POST, Y, LOG_LIK, convention=bayesij.PsisOptions(ddof=v)),
             {"2": 2},
@@ -526,6 +544,51 @@ def _catalogue():
             {"one": [0.5], "outside": [0.2, 1.5], "NaN": [np.nan, 0.5], "'p'": "p", "None": None},
         ),
         ("pit_ecdf", "prob", lambda v: bayesij.pit_ecdf([0.1, 0.7], prob=v), PROBABILITY),
+        (
+            "uniformity_test",
+            "pit",
+            bayesij.uniformity_test,
+            {"NaN": [0.1, np.nan], "1.5": [0.2, 1.5], "empty": [], "'a'": ["a"]},
+        ),
+        ("uniformity_test", "method", lambda v: bayesij.uniformity_test([0.1], method=v), OPTION),
+        (
+            "mchain_uniformity_test",
+            "ranks",
+            bayesij.mchain_uniformity_test,
+            {"1-D": [0.1, 0.5], "one chain": [[0.1, 0.5]], "2": [[2.0, 0.1], [0.3, 0.4]]},
+        ),
+        (
+            "loo_calibration",
+            "y",
+            lambda v: bayesij.loo_calibration(POST, v, np.zeros((C, D, N))),
+            {"2s": np.full(N, 2.0), "too short": [0, 1], "None": None},
+        ),
+        (
+            "loo_calibration",
+            "from_log_lik",
+            lambda v: bayesij.loo_calibration(POST, np.zeros(N), from_log_lik=v),
+            {"'yes'": "yes", "2": 2, "None": None},
+        ),
+        (
+            "hierarchical_stacking",
+            "prior_scale",
+            lambda v: bayesij.hierarchical_stacking(
+                TWO_LOOS, groups=np.arange(N) % 2, prior_scale=v
+            ),
+            POSITIVE_REAL,
+        ),
+        (
+            "hierarchical_stacking",
+            "kind",
+            lambda v: bayesij.hierarchical_stacking(TWO_LOOS, groups=np.arange(N) % 2, kind=v),
+            OPTION,
+        ),
+        (
+            "hierarchical_stacking",
+            "covariates",
+            lambda v: bayesij.hierarchical_stacking(TWO_LOOS, v),
+            {"too short": [1.0, 2.0], "constant": np.ones(N), "NaN": np.full(N, np.nan)},
+        ),
         (
             "pit_ecdf",
             "n_simulations",
@@ -907,6 +970,12 @@ def _catalogue():
         ),
         ("loo_pit", "data", lambda v: bayesij.loo_pit(v, Y, LOG_LIK), DRAWS),
         ("loo_pit", "y", lambda v: bayesij.loo_pit(POST, v, LOG_LIK), OBS_VECTOR),
+        (
+            "loo_pit",
+            "censored",
+            lambda v: bayesij.loo_pit(POST, Y, LOG_LIK, censored=v),
+            {"2s": np.full(N, 2), "too short": [0, 1], "NaN": np.full(N, np.nan), "'a'": ["a"] * N},
+        ),
         (
             "loo_pit",
             "y_pred",

@@ -12,6 +12,7 @@ from scipy.optimize import isotonic_regression
 
 from bayesij.array.checks import (
     as_float_array,
+    check_flag,
     check_real,
     check_replicates,
     check_seed,
@@ -196,6 +197,7 @@ def loo_calibration(
     .. [2] Säilynoja, T., Johnson, A. R., Martin, O. A. and Vehtari, A. (2026).
        Recommendations for visual predictive checks in Bayesian workflow. JOVI.
     """
+    check_flag(from_log_lik, "from_log_lik")
     outcome = as_float_array(observed_or_fit(data, y, var_name), "y").reshape(-1)
     if not np.all((outcome == 0) | (outcome == 1)):
         raise fail("y", "values other than 0 and 1", "binary outcomes (0/1)")

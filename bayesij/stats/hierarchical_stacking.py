@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import as_float_array, check_real, fail
+from bayesij.array.checks import as_float_array, check_finite, check_real, fail
 from bayesij.array.model_weights import crps_score, hierarchical_stacking_weights, log_score
 from bayesij.stats.compare import pointwise_table
 from bayesij.stats.score_stacking import mixture_terms
@@ -147,6 +147,7 @@ def _design(covariates, groups, n_obs: int) -> tuple[np.ndarray, list]:
             raise fail(
                 "covariates", f"shape {values.shape}", f"(n_obs,) or (n_obs, J), n_obs = {n_obs}"
             )
+        check_finite(values, "covariates")
         sd = values.std(axis=0)
         if np.any(sd == 0):
             raise fail("covariates", "a constant column", "covariates that vary")
