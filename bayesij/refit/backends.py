@@ -525,6 +525,29 @@ class _StanBackend(Backend):
     def _data(self, weights) -> dict:
         return {**self.data, self.weights_name: self.checked_weights(weights)}
 
+    def prior_shift(self, weights, post, n_points: int = 8) -> float | None:
+        """How far a refit's model strays from the fit's outside the likelihood: the
+        change of the program's log density less its weighted log-likelihood
+        (:meth:`PyStanDensity.prior_terms`) between the data with ``weights`` and with all
+        weights 1, at ``n_points`` of the refit's draws, as its range over them (a change
+        that is the same at every parameter value, such as the likelihood's constants a
+        weighted program drops, changes no model). 0 (to rounding) unless the program's
+        priors or transformed data read the weights (a prior centred on the kept data's
+        mean, predictors centred on the kept rows: the refit is then of another model, as
+        brms#1931 found for K-fold). None when the refit's draws lack some parameter (a
+        backend keeping only some ``quantities``)."""
+        if self.n_obs is None:
+            return None
+        full = PyStanDensity(self.code, self._data(np.ones(self.n_obs)), self.weights_name)
+        changed = PyStanDensity(self.code, self._data(weights), self.weights_name)
+        try:
+            upars = full.unconstrain(read(post, argument="post").posterior())
+        except ValueError:
+            return None
+        upars = upars[np.linspace(0, len(upars) - 1, min(n_points, len(upars))).astype(int)]
+        gap = changed.prior_terms(upars, self.log_lik) - full.prior_terms(upars, self.log_lik)
+        return float(np.max(gap) - np.min(gap))
+
     def group_log_lik(self, data, variable: str, n_nodes: int = 16):
         """Each group's log-likelihood with its element of ``variable`` integrated out:
         :meth:`PyStanDensity.group_log_lik` of this backend's program and data (what

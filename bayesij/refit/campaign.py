@@ -16,6 +16,7 @@ import re
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
@@ -113,6 +114,7 @@ def execute(backend, task: Task, *, in_worker: bool = True, timeout: float | Non
             posterior = backend.fit(task.weights)
         _check_every_observation(posterior, len(task.weights))
         record.update(summarise(posterior, task.points, task.point_groups), status="ok", reason="")
+        record["prior_shift"] = _prior_shift(backend, task.weights, posterior)
     except RefitTimeout as error:
         record.update(status="failed", reason=str(error))
     except KeyboardInterrupt:
@@ -126,6 +128,47 @@ def execute(backend, task: Task, *, in_worker: bool = True, timeout: float | Non
         record.update(status="failed", reason=reason)
     record["seconds"] = time.perf_counter() - start
     return record
+
+
+#: A refit whose log prior at the same parameters moved by more than this (in log density)
+#: refitted another model: said once per campaign (a warning), kept in each record.
+PRIOR_SHIFT_TOLERANCE = 1e-6
+
+
+def _prior_shift(backend, weights, posterior) -> float | None:
+    """The backend's ``prior_shift(weights, posterior)`` when it has one (Stan backends):
+    how far the refit's model moved outside its likelihood; None when it cannot tell."""
+    check = getattr(backend, "prior_shift", None)
+    if not callable(check):
+        return None
+    try:
+        shift = check(weights, posterior)
+    except Exception as error:  # the check, not the refit, failed: said in the record
+        warnings.warn(f"the refit's prior could not be checked ({error})", UserWarning, 2)
+        return None
+    return None if shift is None else float(shift)
+
+
+def warn_prior_shifts(records: dict) -> None:
+    """Say so, once, when any refit's model differs from the fit's outside the likelihood
+    (its ``prior_shift`` above :data:`PRIOR_SHIFT_TOLERANCE`)."""
+    moved = {
+        key: record["prior_shift"]
+        for key, record in records.items()
+        if (record.get("prior_shift") or 0.0) > PRIOR_SHIFT_TOLERANCE
+    }
+    if moved:
+        key, shift = max(moved.items(), key=lambda item: item[1])
+        warnings.warn(
+            f"{len(moved)} of {len(records)} refits changed the model outside the likelihood: "
+            f"its log prior at the same parameters moved by up to {shift:.3g} (refit "
+            f"{key!r}). The program's priors or transformed data read the weights (a prior "
+            "centred on the kept data, predictors centred on the kept rows): these refits "
+            "are of other models, and their differences from the fit are not the data's "
+            "alone.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _sequential(backend, tasks, timeout=None) -> Iterator[dict]:
@@ -484,7 +527,9 @@ def run_campaign(
                 for record in _results(executor, backend, chunk, timeout):
                     campaign.append(record)
                     bar.update()
-        return _in_plan_order(campaign.records(), keys)
+        records = _in_plan_order(campaign.records(), keys)
+        warn_prior_shifts(records)
+        return records
 
 
 def _checked_timeout(timeout) -> float | None:

@@ -147,6 +147,32 @@ class PyStanDensity:
         dropped = outside_event_loop(_log_probs, self._model(int(i)), np.asarray(upars, float))
         return self.log_prob(upars) - dropped
 
+    def prior_terms(self, upars: np.ndarray, log_lik: str = "log_lik") -> np.ndarray:
+        """Everything in the program's log density but the weighted log-likelihood, at
+        unconstrained draws (n,): ``log_prob(theta) - sum_n w_n log p(y_n | theta)`` with
+        this density's weights and the program's generated ``log_lik`` (the priors, the
+        Jacobian, and whatever the program's data make of them: a prior centred on the
+        kept data's mean shows here)."""
+        return outside_event_loop(self._prior_terms, np.asarray(upars, dtype=float), log_lik)
+
+    def _prior_terms(self, upars: np.ndarray, log_lik: str) -> np.ndarray:
+        model = self._model()
+        services = _services(model)
+        if services is None:
+            raise fail("density", "an httpstan without its compiled services", "httpstan 4.x")
+        names = services.constrained_param_names(model.data)
+        columns = [k for k, name in enumerate(names) if name.split(".")[0] == log_lik]
+        if not columns:
+            raise fail("log_lik", repr(log_lik), "a generated quantity of the Stan program")
+        terms = np.array(
+            [
+                np.asarray(services.write_array(model.data, u.tolist(), True, True))[columns]
+                for u in upars
+            ]
+        )
+        weights = np.asarray(self.data[self.weights], dtype=float)
+        return self.log_prob(upars) - terms @ weights
+
     def group_log_lik(self, data, variable: str, n_nodes: int = 16, log_lik: str = "log_lik"):
         """Each group's log-likelihood with its own effect integrated out, at each draw:
         ``log ∫ prod_{n in g} p(y_n | theta, a) p(a | theta) da`` over the element ``a`` of

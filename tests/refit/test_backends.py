@@ -3,6 +3,8 @@
 PyStan compiles each program once (about a minute) and caches the build on disk.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -188,3 +190,56 @@ def test_pystan_ar_model_leave_future_out_psis_against_exact_refits():
     gap = np.abs(psis.pointwise["elpd"] - exact.pointwise["elpd"]).to_numpy()
     tolerance = 4 * np.hypot(psis.pointwise["mcse"], exact.pointwise["mcse"]).to_numpy() + 0.05
     assert np.all(gap < tolerance), gap
+
+
+CENTRED_PRIOR = """
+data { int<lower=1> N; vector[N] y; vector<lower=0>[N] weights; }
+transformed data { real centre = dot_product(weights, y) / sum(weights); }
+parameters { real mu; real<lower=0> sigma; }
+model {
+  mu ~ normal(centre, 0.5);  // a prior centred on the kept data: it moves with the weights
+  sigma ~ normal(0, 2);
+  target += -0.5 * dot_product(weights, square((y - mu) / sigma)) - sum(weights) * log(sigma);
+}
+generated quantities {
+  vector[N] log_lik;
+  for (n in 1:N) log_lik[n] = normal_lpdf(y[n] | mu, sigma);
+}
+"""
+
+
+def test_refits_that_change_the_prior_are_named_and_those_that_do_not_are_not():
+    """A program whose prior is centred on the weighted mean of the data refits another
+    model whenever an observation is dropped: the change of its log prior at the same draws
+    is log N(mu | c_w, 0.5) - log N(mu | c_1, 0.5), linear in mu, whose range over the draws
+    is the prior_shift; the shipped linear regression's (its likelihood's dropped constants
+    aside, which change no model) is 0, and its campaign says nothing."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(8)
+    y = rng.normal(1.0, 1.0, 30)
+    data = {"N": 30, "y": y, "weights": np.ones(30)}
+    backend = refit.PyStanBackend(CENTRED_PRIOR, data, num_chains=2, num_samples=200)
+    post = backend.fit(np.ones(30))
+    weights = np.ones(30)
+    weights[np.argmax(y)] = 0.0  # drop the largest observation: the centre moves down
+    refitted = backend.fit(weights)
+    mu = refitted.quantities.sel(quantity="mu").values.ravel()
+    shown = mu[np.linspace(0, mu.size - 1, 8).astype(int)]
+    gap = norm.logpdf(shown, np.average(y, weights=weights), 0.5) - norm.logpdf(
+        shown, y.mean(), 0.5
+    )
+    assert backend.prior_shift(weights, refitted) == pytest.approx(np.ptp(gap), rel=1e-6)
+    with pytest.warns(UserWarning, match=r"1 of 1 refits changed the model outside the likeli"):
+        report = refit.loo(post, backend, points=[int(np.argmax(y)) + 1], progress=False)
+    assert report.n_refits == 1
+
+    plain = example_data("linear_regression", n=20, seed=2)
+    regression = refit.PyStanBackend("linear_regression", plain, num_chains=2, num_samples=200)
+    fitted = regression.fit(np.ones(20))
+    dropped = np.where(np.arange(20) < 3, 0.0, 1.0)
+    assert regression.prior_shift(dropped, regression.fit(dropped)) < 1e-8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no prior warning
+        warnings.filterwarnings("ignore", message=".*(k-hat|Pareto|MCSE).*")
+        refit.loo(fitted, regression, points=[1], progress=False)  # ids are 1-based
