@@ -531,7 +531,9 @@ class _StanBackend(Backend):
         (:meth:`PyStanDensity.prior_terms`) between the data with ``weights`` and with all
         weights 1, at ``n_points`` of the refit's draws, as its range over them (a change
         that is the same at every parameter value, such as the likelihood's constants a
-        weighted program drops, changes no model). 0 (to rounding) unless the program's
+        weighted program drops, changes no model); or, if larger, the largest change of an
+        observation's ``log_lik`` at the same draws (predictors centred on the kept rows
+        move the likelihood, not the prior). 0 (to rounding) unless the program's
         priors or transformed data read the weights (a prior centred on the kept data's
         mean, predictors centred on the kept rows: the refit is then of another model, as
         brms#1931 found for K-fold). None when the refit's draws lack some parameter (a
@@ -545,8 +547,11 @@ class _StanBackend(Backend):
         except ValueError:
             return None
         upars = upars[np.linspace(0, len(upars) - 1, min(n_points, len(upars))).astype(int)]
-        gap = changed.prior_terms(upars, self.log_lik) - full.prior_terms(upars, self.log_lik)
-        return float(np.max(gap) - np.min(gap))
+        prior_changed, terms_changed = changed.prior_terms(upars, self.log_lik)
+        prior_full, terms_full = full.prior_terms(upars, self.log_lik)
+        gap = prior_changed - prior_full
+        moved = float(np.max(np.abs(terms_changed - terms_full)))  # a likelihood recentred
+        return max(float(np.max(gap) - np.min(gap)), moved)
 
     def group_log_lik(self, data, variable: str, n_nodes: int = 16):
         """Each group's log-likelihood with its element of ``variable`` integrated out:

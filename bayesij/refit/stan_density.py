@@ -147,15 +147,20 @@ class PyStanDensity:
         dropped = outside_event_loop(_log_probs, self._model(int(i)), np.asarray(upars, float))
         return self.log_prob(upars) - dropped
 
-    def prior_terms(self, upars: np.ndarray, log_lik: str = "log_lik") -> np.ndarray:
+    def prior_terms(self, upars: np.ndarray, log_lik: str = "log_lik") -> tuple:
         """Everything in the program's log density but the weighted log-likelihood, at
         unconstrained draws (n,): ``log_prob(theta) - sum_n w_n log p(y_n | theta)`` with
         this density's weights and the program's generated ``log_lik`` (the priors, the
         Jacobian, and whatever the program's data make of them: a prior centred on the
-        kept data's mean shows here)."""
+        kept data's mean shows here); and that ``log_lik`` itself (n, N).
+
+        Returns
+        -------
+        (ndarray of shape (n,), ndarray of shape (n, N))
+        """
         return outside_event_loop(self._prior_terms, np.asarray(upars, dtype=float), log_lik)
 
-    def _prior_terms(self, upars: np.ndarray, log_lik: str) -> np.ndarray:
+    def _prior_terms(self, upars: np.ndarray, log_lik: str) -> tuple:
         model = self._model()
         services = _services(model)
         if services is None:
@@ -171,7 +176,7 @@ class PyStanDensity:
             ]
         )
         weights = np.asarray(self.data[self.weights], dtype=float)
-        return self.log_prob(upars) - terms @ weights
+        return self.log_prob(upars) - terms @ weights, terms
 
     def group_log_lik(self, data, variable: str, n_nodes: int = 16, log_lik: str = "log_lik"):
         """Each group's log-likelihood with its own effect integrated out, at each draw:

@@ -192,44 +192,68 @@ def test_pystan_ar_model_leave_future_out_psis_against_exact_refits():
     assert np.all(gap < tolerance), gap
 
 
+#: A first (uncached) PyStan build can leave a file of httpstan's open until collected; as
+#: an unraisable ResourceWarning it would fail whichever test the collection lands in.
+UNCACHED_BUILD = pytest.mark.filterwarnings(
+    "ignore:unclosed file:ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
+
+
 CENTRED_PRIOR = """
-data { int<lower=1> N; vector[N] y; vector<lower=0>[N] weights; }
-transformed data { real centre = dot_product(weights, y) / sum(weights); }
-parameters { real mu; real<lower=0> sigma; }
+data { int<lower=1> N; vector[N] x; vector[N] y; vector<lower=0>[N] weights; }
+transformed data {
+  real centre = dot_product(weights, y) / sum(weights);  // the prior's centre: the kept data's mean
+  vector[N] xc = x - dot_product(weights, x) / sum(weights);  // predictors centred on it
+}
+parameters { real mu; real b; real<lower=0> sigma; }
 model {
-  mu ~ normal(centre, 0.5);  // a prior centred on the kept data: it moves with the weights
+  mu ~ normal(centre, 0.5);
+  b ~ normal(0, 5);
   sigma ~ normal(0, 2);
-  target += -0.5 * dot_product(weights, square((y - mu) / sigma)) - sum(weights) * log(sigma);
+  target += -0.5 * dot_product(weights, square((y - mu - b * xc) / sigma))
+            - sum(weights) * log(sigma);
 }
 generated quantities {
   vector[N] log_lik;
-  for (n in 1:N) log_lik[n] = normal_lpdf(y[n] | mu, sigma);
+  for (n in 1:N) log_lik[n] = normal_lpdf(y[n] | mu + b * xc[n], sigma);
 }
 """
 
 
+@UNCACHED_BUILD
 def test_refits_that_change_the_prior_are_named_and_those_that_do_not_are_not():
-    """A program whose prior is centred on the weighted mean of the data refits another
-    model whenever an observation is dropped: the change of its log prior at the same draws
-    is log N(mu | c_w, 0.5) - log N(mu | c_1, 0.5), linear in mu, whose range over the draws
-    is the prior_shift; the shipped linear regression's (its likelihood's dropped constants
-    aside, which change no model) is 0, and its campaign says nothing."""
+    """A program whose prior is centred on the weighted mean of the data, and whose
+    predictor is centred on the kept rows, refits another model whenever an observation is
+    dropped: at the same draws its log prior moves by log N(mu | c_w, 0.5) - log N(mu | c_1,
+    0.5) (linear in mu: its range over the draws counts) and each observation's
+    log-likelihood by the recentred mean's effect; prior_shift is the larger. The shipped
+    linear regression's is 0 (its likelihood's dropped constants aside, which change no
+    model), and its campaign says nothing."""
     from scipy.stats import norm
 
     rng = np.random.default_rng(8)
-    y = rng.normal(1.0, 1.0, 30)
-    data = {"N": 30, "y": y, "weights": np.ones(30)}
+    x = rng.normal(size=30)
+    y = 1.0 + 0.5 * x + rng.normal(size=30)
+    data = {"N": 30, "x": x, "y": y, "weights": np.ones(30)}
     backend = refit.PyStanBackend(CENTRED_PRIOR, data, num_chains=2, num_samples=200)
     post = backend.fit(np.ones(30))
     weights = np.ones(30)
-    weights[np.argmax(y)] = 0.0  # drop the largest observation: the centre moves down
+    weights[np.argmax(y)] = 0.0  # drop the largest observation: the centres move
     refitted = backend.fit(weights)
-    mu = refitted.quantities.sel(quantity="mu").values.ravel()
-    shown = mu[np.linspace(0, mu.size - 1, 8).astype(int)]
-    gap = norm.logpdf(shown, np.average(y, weights=weights), 0.5) - norm.logpdf(
-        shown, y.mean(), 0.5
+    draws = {
+        name: refitted.quantities.sel(quantity=name).values.ravel() for name in ("mu", "b", "sigma")
+    }
+    at = np.linspace(0, draws["mu"].size - 1, 8).astype(int)
+    mu, b, sigma = (draws[name][at, None] for name in ("mu", "b", "sigma"))
+    prior_gap = norm.logpdf(mu[:, 0], np.average(y, weights=weights), 0.5) - norm.logpdf(
+        mu[:, 0], y.mean(), 0.5
     )
-    assert backend.prior_shift(weights, refitted) == pytest.approx(np.ptp(gap), rel=1e-6)
+    centred = {"kept": x - np.average(x, weights=weights), "all": x - x.mean()}
+    lik_gap = norm.logpdf(y, mu + b * centred["kept"], sigma) - norm.logpdf(
+        y, mu + b * centred["all"], sigma
+    )
+    expected = max(np.ptp(prior_gap), np.max(np.abs(lik_gap)))
+    assert backend.prior_shift(weights, refitted) == pytest.approx(expected, rel=1e-6)
     with pytest.warns(UserWarning, match=r"1 of 1 refits changed the model outside the likeli"):
         report = refit.loo(post, backend, points=[int(np.argmax(y)) + 1], progress=False)
     assert report.n_refits == 1
