@@ -166,3 +166,56 @@ def test_a_chain_whose_energy_barely_moves_is_said_first():
     fresh = bayesij.convergence(tree(rng.normal(size=(4, 500))))
     np.testing.assert_allclose(fresh.bfmi, 2.0, atol=0.3)  # E (x_t - x_t-1)^2 = 2 var
     assert fresh.converged
+
+
+def test_the_verdict_agrees_with_arviz_stats_diagnose():
+    """arviz-stats' diagnose on the same DataTree: the same quantities flagged for R-hat
+    (the larger of the rank-normalised and folded, above 1.01), the same divergences, the
+    same chains flagged for E-BFMI, the same bulk-ESS floor (100 per chain); bayesij also
+    holds the tail ESS to that floor, so it may flag more, never less."""
+    arviz_stats = pytest.importorskip("arviz_stats", reason="arviz-stats (Python >= 3.12)")
+    rng = np.random.default_rng(11)
+    good = rng.normal(size=(4, 300))
+    stuck = rng.normal(size=(4, 300)) + np.array([[0.0], [0.0], [0.0], [0.7]])
+    sticky = np.cumsum(rng.normal(scale=0.1, size=(4, 300)), axis=1)  # few effective draws
+    energy = rng.normal(size=(4, 300))
+    energy[2] = np.cumsum(rng.normal(size=300))  # one chain's energy barely moves
+    diverging = np.zeros((4, 300), dtype=bool)
+    diverging[1, [5, 80]] = True
+    coords = {"chain": np.arange(4), "draw": np.arange(300)}
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset(
+                {
+                    name: (("chain", "draw"), v)
+                    for name, v in (("good", good), ("stuck", stuck), ("sticky", sticky))
+                },
+                coords=coords,
+            ),
+            "log_likelihood": xr.Dataset(
+                {"y": (("chain", "draw", "obs"), rng.normal(size=(4, 300, 3)))}
+            ),
+            "sample_stats": xr.Dataset(
+                {
+                    "energy": (("chain", "draw"), energy),
+                    "diverging": (("chain", "draw"), diverging),
+                },
+                coords=coords,
+            ),
+        }
+    )
+    has_errors, theirs = arviz_stats.diagnose(tree, show_diagnostics=False, return_diagnostics=True)
+    ours = bayesij.convergence(tree)
+    flagged = set(ours.table.index[ours.table["rhat"] > 1.01])
+    assert flagged == set(theirs["rhat"]["bad_params"])
+    assert ours.divergent == theirs["divergent"]["n_divergent"] == 2
+    assert np.flatnonzero(ours.bfmi < 0.3).tolist() == theirs["bfmi"]["failed_chains"] == [2]
+    np.testing.assert_allclose(ours.bfmi, theirs["bfmi"]["bfmi_values"], rtol=1e-12)
+    bulk = arviz_stats.ess(tree, method="bulk")
+    bulk = getattr(bulk, "ds", bulk)  # a DataTree node or a Dataset
+    for name in ("good", "stuck", "sticky"):
+        their = float(bulk[name].values)
+        assert ours.table.loc[name, "ess_bulk"] == pytest.approx(their, rel=1e-10)
+    their_low = {name for name in ("good", "stuck", "sticky") if float(bulk[name].values) < 400}
+    assert set(ours.table.index[ours.table["ess_bulk"] < 400]) == their_low != set()
+    assert has_errors and not ours.converged
