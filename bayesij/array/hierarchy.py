@@ -187,8 +187,8 @@ def integrate_effects(
     shape : tuple
         ``(n_chains, n_draws, G)``.
     sd : float or ndarray broadcasting to ``shape``
-        The effects' scale: the finite-difference step (1e-4 of it) and the least
-        curvature allowed (``1 / sd^2``).
+        The effects' scale: the finite-difference step (1e-4 of it), the longest Newton
+        step (2 of it) and the scale of the curvature floor (1e-6 / sd^2).
     n_nodes : int, default 16
         Gauss-Hermite nodes (a positive integer).
     argument : str, default "log_lik"
@@ -230,8 +230,8 @@ def integrate_effect_vectors(
     shape : tuple
         ``(n_chains, n_draws, G, d)``.
     sd : float or ndarray broadcasting to ``shape``
-        Each effect's scale: its finite-difference step (1e-4 of it) and the least
-        curvature allowed along it.
+        Each effect's scale: its finite-difference step (1e-4 of it), the longest Newton
+        step (2 of it) and the scale of the curvature floor (1e-6 / sd^2).
     n_nodes : int, default 16
         Gauss-Hermite nodes per effect.
     argument : str, default "log_lik"

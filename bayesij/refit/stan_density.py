@@ -162,19 +162,8 @@ class PyStanDensity:
 
     def _prior_terms(self, upars: np.ndarray, log_lik: str) -> tuple:
         model = self._model()
-        services = _services(model)
-        if services is None:
-            raise fail("density", "an httpstan without its compiled services", "httpstan 4.x")
-        names = services.constrained_param_names(model.data)
-        columns = [k for k, name in enumerate(names) if name.split(".")[0] == log_lik]
-        if not columns:
-            raise fail("log_lik", repr(log_lik), "a generated quantity of the Stan program")
-        terms = np.array(
-            [
-                np.asarray(services.write_array(model.data, u.tolist(), True, True))[columns]
-                for u in upars
-            ]
-        )
+        services, columns = _log_lik_columns(model, log_lik)
+        terms = np.array([_log_lik_at(services, model, columns, u) for u in upars])
         weights = np.asarray(self.data[self.weights], dtype=float)
         return self.log_prob(upars) - terms @ weights, terms
 
@@ -254,28 +243,20 @@ class _GroupTerms:
 
     def __init__(self, density: PyStanDensity, upars: np.ndarray, names: list, log_lik: str):
         self.upars, self.model = upars, density._model()
-        self.services = _services(self.model)
-        if self.services is None:
-            raise fail("density", "an httpstan without its compiled services", "httpstan 4.x")
+        self.services, self.log_lik_columns = _log_lik_columns(self.model, log_lik)
         columns = [_effect_positions(self.model, self.services, upars[0], v) for v in names]
         if len({c.size for c in columns}) != 1:
             sizes = {v: c.size for v, c in zip(names, columns, strict=True)}
             raise fail("variable", f"vectors of {sizes} elements", "one element per group each")
         self.positions = np.stack(columns, axis=1)  # (G, d)
         self.size = self.positions.shape[0]
-        names_out = self.services.constrained_param_names(self.model.data)
-        ll = [k for k, name in enumerate(names_out) if name.split(".")[0] == log_lik]
-        if not ll:
-            raise fail("log_lik", repr(log_lik), "a generated quantity of the Stan program")
-        self.log_lik_columns = np.asarray(ll)
         self.codes = self._codes(names)
         self.prior_mean, self.prior_sd = _normal_prior(
             density._model("all"), upars, self.positions, names
         )
 
     def _log_lik(self, u: np.ndarray) -> np.ndarray:
-        values = self.services.write_array(self.model.data, u.tolist(), True, True)
-        return np.asarray(values)[self.log_lik_columns]
+        return _log_lik_at(self.services, self.model, self.log_lik_columns, u)
 
     def _codes(self, names: list) -> np.ndarray:
         """The group each observation's log-likelihood depends on, found by moving each
@@ -308,6 +289,24 @@ class _GroupTerms:
             out[s] = np.bincount(self.codes, weights=self._log_lik(u), minlength=self.size)
         z = (a - self.prior_mean) / self.prior_sd
         return out - np.sum(0.5 * z**2 + np.log(np.sqrt(2 * np.pi) * self.prior_sd), axis=-1)
+
+
+def _log_lik_columns(model, log_lik: str) -> tuple:
+    """The compiled model's services and where its generated ``log_lik`` sits in
+    ``write_array``'s output; refused without either."""
+    services = _services(model)
+    if services is None:
+        raise fail("density", "an httpstan without its compiled services", "httpstan 4.x")
+    names = services.constrained_param_names(model.data)
+    columns = [k for k, name in enumerate(names) if name.split(".")[0] == log_lik]
+    if not columns:
+        raise fail("log_lik", repr(log_lik), "a generated quantity of the Stan program")
+    return services, np.asarray(columns)
+
+
+def _log_lik_at(services, model, columns: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The program's pointwise ``log_lik`` at one unconstrained draws vector ``u``, (N,)."""
+    return np.asarray(services.write_array(model.data, u.tolist(), True, True))[columns]
 
 
 def _effect_positions(model, services, u0: np.ndarray, variable: str) -> np.ndarray:

@@ -201,18 +201,13 @@ def loo_calibration(
     outcome = as_float_array(observed_or_fit(data, y, var_name), "y").reshape(-1)
     if not np.all((outcome == 0) | (outcome == 1)):
         raise fail("y", "values other than 0 and 1", "binary outcomes (0/1)")
-    if from_log_lik:
-        if y_pred is not None:
-            raise fail("y_pred", "predictive draws with from_log_lik=True", "one or the other")
-        values = None  # the log-likelihood's own P(y_n = 1 | theta), below
+    if from_log_lik and y_pred is not None:
+        raise fail("y_pred", "predictive draws with from_log_lik=True", "one or the other")
+    if from_log_lik:  # the log-likelihood's own P(y_n = 1 | theta)
+        values = _bernoulli_probability(data, outcome, var_name)
     else:
         values = predictions_or_fit(data, y_pred, var_name)
-    means = loo_expectation(
-        data,
-        values if values is not None else _bernoulli_probability(data, outcome, var_name),
-        var_name=var_name,
-        convention=convention,
-    )
+    means = loo_expectation(data, values, var_name=var_name, convention=convention)
     forecast = np.clip(means["value"].to_numpy(), 0.0, 1.0)  # weighted means of 0/1 draws
     if forecast.size != outcome.size:
         raise fail("y", f"{outcome.size} outcomes", f"one per observation ({forecast.size})")
