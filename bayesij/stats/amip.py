@@ -15,6 +15,7 @@ from bayesij.array._numeric import release_freed_memory, top_positive
 from bayesij.array.amip import (
     MC_MARGIN,
     METHODS,
+    SLACK,
     TARGETS,
     draw_block_layout,
     far_short,
@@ -382,6 +383,12 @@ class AmipResult(Summary):
                 "second order where finite, reweighted; an infinite end: the change runs "
                 "away on that side as far as the draws can tell)"
             )
+        elif self.undetermined_by == "the change interval":
+            why = (
+                "undetermined by the change interval: most replicates of the influences fall "
+                "short of the target within the limit, but the end of this set's change "
+                "interval (Monte Carlo error and linearisation) reaches it"
+            )
         elif self.undetermined_by.startswith("the draws"):
             why = f"undetermined by {self.undetermined_by}"
         else:
@@ -450,6 +457,13 @@ class AmipResult(Summary):
             )
         elif self.answer == "undetermined":
             lines.append(f"  {_REFIT_UNDECIDED.get(self.undetermined_by, self._decider_words())}")
+            if np.isfinite(high):
+                unit = "observation" if self.unit == "obs" else "group"
+                lines.append(
+                    f"  past the limit of {_count(self._limit(), unit)}, a refit confirms "
+                    f"that {_size(high)} reach the target: the smallest set has {_size(low)} "
+                    f"to {_size(high)} {unit}s"
+                )
         return lines
 
     def _upper_bound_words(self, unit: str) -> str:
@@ -1124,7 +1138,7 @@ def _result(
             "upper_bound": int(answer.bound),
             "undetermined_by": answer.undetermined_by,
         }
-        noise = _coherent(noise, path.order.size, _undecided_start(f, goal))
+        noise = _coherent(noise, path.order.size, _undecided_start(f, goal), goal, curve)
         noise["refits_needed"] = refits_to_decide(
             noise["answer"], noise["size_interval"], alpha_max, units.size
         )
@@ -1173,7 +1187,7 @@ def _undecided_start(f: np.ndarray, goal) -> str:
     )
 
 
-def _coherent(noise: dict, n_drop: int, start: str) -> dict:
+def _coherent(noise: dict, n_drop: int, start: str, goal, curve: pd.DataFrame) -> dict:
     """The answer's fields made to agree with each other.
 
     - A metric whose side of zero the draws do not determine (``start``) has no change of
@@ -1184,6 +1198,13 @@ def _coherent(noise: dict, n_drop: int, start: str) -> dict:
       finite low end (the band of the influences says a set within the limit may reach,
       where a reweighted continuation fell short), the answer is "undetermined", by the
       linearisation.
+    - "Not reachable" has a change interval that falls short of the goal at both ends: one
+      that reaches it leaves the answer "undetermined", by the change interval.
+    - An undetermined answer's smallest set may hold other units than the ranking's (the
+      ranking is the best set to first order only): its size interval starts no higher than
+      the first size where the ``curve``'s prediction, grown by
+      :data:`~bayesij.array.amip.SLACK` (the share by which a refit's change may fall short
+      of another set's, :func:`~bayesij.array.amip.far_short`), reaches the goal.
     - A sure upper bound lies inside the size interval.
     - Where the second-order model breaks down (an infinite end of the change interval: the
       band open beyond the second order, its first-order end kept), the answer says so.
@@ -1199,6 +1220,13 @@ def _coherent(noise: dict, n_drop: int, start: str) -> dict:
         out["size_interval"] = (float(max(low, 1.0)), float(max(high, low, 1.0)))
     elif out["answer"] == "not reachable" and np.isfinite(low):
         out.update(answer="undetermined", undetermined_by="linearisation", upper_bound=0)
+    elif out["answer"] == "not reachable" and _interval_reaches(goal, out["change_interval"]):
+        out.update(answer="undetermined", undetermined_by="the change interval", upper_bound=0)
+        out["size_interval"] = (float("inf"), float("inf"))  # its low end: below
+    if out["answer"] == "undetermined" and out["size_interval"] and not start:
+        # the band's low end is along the ranking; a set of other units may need fewer
+        low, high = out["size_interval"]
+        out["size_interval"] = (float(min(low, _grown_reach(goal, curve, n_drop))), high)
     bound = out.get("upper_bound", 0)
     if bound and out["size_interval"]:
         low, high = out["size_interval"]
@@ -1210,6 +1238,25 @@ def _coherent(noise: dict, n_drop: int, start: str) -> dict:
         if out["answer"] == "undetermined" and out["undetermined_by"] == "linearisation":
             out["undetermined_by"] = "second-order breakdown"
     return out
+
+
+def _interval_reaches(goal, change_interval: tuple) -> bool:
+    """Whether either end of a set's change interval reaches the goal."""
+    ends = [goal.direction * end for end in change_interval or () if np.isfinite(end)]
+    return bool(ends) and max(ends) >= goal.need
+
+
+def _grown_reach(goal, curve: pd.DataFrame, n_drop: int) -> float:
+    """The first set size at which the ``curve``'s predicted change (first or second order,
+    the one nearer the goal) grown by :data:`~bayesij.array.amip.SLACK` reaches the goal
+    (``n_drop`` where none does): a low end for the smallest set of any units."""
+    columns = [c for c in ("linear", "second_order") if c in curve]
+    gained = goal.direction * curve[columns].to_numpy(float)
+    reach = np.flatnonzero(
+        np.nanmax(np.where(np.isfinite(gained), gained, -np.inf), axis=1) * (1 + SLACK) >= goal.need
+    )
+    sizes = curve["n_drop"].to_numpy()
+    return float(sizes[reach[0]]) if reach.size else float(max(n_drop, 1))
 
 
 def _reported_change(path, answer, method: str) -> float:
@@ -1436,7 +1483,7 @@ def _refit_in_the_loop(
         if not reached:
             missed.append(frozenset(dropped.tolist()))
         if dropped.size >= k_max and (best is None or goal.direction * (value - best[1][5]) > 0):
-            best = (dropped, last)  # the closest of the largest sets
+            best = (dropped, last, refit)  # the closest of the largest sets
         if reached:
             break
         if dropped.size >= k_max:
@@ -1470,7 +1517,9 @@ def _refit_in_the_loop(
     if last is None:  # the first refit failed: the cheap answer, with the failure
         return replace(first, refits=pd.DataFrame(rows))
     if not last[3] and best is not None:  # none reached: the closest largest set
-        dropped, last = best
+        dropped, last, _ = best
+        if not _ruled_out(first, goal, last[5] - goal.value, last[4]):
+            _beyond_limit(rows, best, codes, backend, first.quantity, goal, unit_groups, max_refits)
     floor = 0
     if last[3]:
         # Only a missed set that is a prefix of this one bounds its smallest prefix: a set
@@ -1481,6 +1530,61 @@ def _refit_in_the_loop(
             rows, dropped, last, codes, backend, first.quantity, goal, max_refits, floor
         )
     return _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max)
+
+
+def _ruled_out(first, goal, change: float, mcse: float) -> bool:
+    """Whether the closest refit of the largest size allowed (its ``change`` and Monte Carlo
+    SE) says no set reaches the goal: it falls far short (:func:`far_short`), or the cheap
+    search said "not reachable" and the refit falls short past its Monte Carlo error (the
+    cheap search's ranking does not always hold the best set: a refit within that error of
+    the goal leaves it open)."""
+    close = goal.need - goal.direction * change <= MC_MARGIN * mcse
+    return far_short(goal, change, mcse) or (first.answer == "not reachable" and not close)
+
+
+def _beyond_limit(rows, closest, codes, backend, quantity, goal, unit_groups, max_refits):
+    """How many units would reach the goal, when the closest set of the largest size
+    allowed falls short but not far: with the budget left, refit that set with the units
+    that the first order at its refit says close the rest of the gap (the top of the
+    ranking whose summed gain covers it, at least one), again from each refit, until a
+    refit reaches the goal. Appends to ``rows``; the answer stays undetermined (the
+    question's limit is not passed) but its size interval ends at the size confirmed.
+    ``closest``: that set, its refit's summary (:class:`RefitMetric`'s fields as the loop
+    keeps them) and its refit."""
+    dropped, (*_, value), refit = closest
+    while len(rows) < max_refits:
+        draws = refit.quantities.sel(quantity=quantity).values
+        log_lik = refit.units(unit_groups)[0]
+        gap = goal.need - goal.direction * (value - goal.value)
+        current = replace(goal, value=value, need=gap)
+        gain = -goal.direction * np.nan_to_num(metric_influence(draws, log_lik, current).psi[0])
+        gain[dropped] = -np.inf
+        ranked = top_positive(gain, log_lik.shape[-1] - dropped.size)
+        if not ranked.size:
+            return
+        covered = np.flatnonzero(np.cumsum(gain[ranked]) >= gap)
+        adding = ranked[: int(covered[0]) + 1 if covered.size else 1]
+        trying = np.concatenate([dropped, adding])
+        weights = (~np.isin(codes, trying)).astype(float)
+        why = "beyond the limit: how many would?"
+        try:
+            metric = _refit_metric(backend, weights, quantity, goal)
+        except RuntimeError as error:
+            rows.append(_failed_row(len(rows) + 1, trying.size, why, error))
+            return
+        rows.append(
+            {
+                "refit": len(rows) + 1,
+                "n_drop": int(trying.size),
+                "why": why,
+                "predicted": value + goal.direction * float(gain[adding].sum()),
+                "refit_value": metric.value,
+                "reached": metric.reached,
+            }
+        )
+        if metric.reached:
+            return
+        dropped, value, refit = trying, metric.value, metric.refit
 
 
 def _failed_row(number: int, n_drop: int, why: str, error: Exception) -> dict:
@@ -1613,12 +1717,13 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
         # The largest set searched does not reach on refit; another set might, unless the
         # cheap search's optimistic end already said none could.
         sizes = (float("inf"), float("inf"))
-        if first.answer == "not reachable" or far_short(goal, change, mcse):
+        if _ruled_out(first, goal, change, mcse):
             answer, by = "not reachable", ""
         else:
             close = goal.need - goal.direction * change <= MC_MARGIN * mcse
             answer, by = "undetermined", "the refit's Monte Carlo error" if close else "refits"
-            sizes = (_optimistic_low(first), float("inf"))
+            beyond = history.loc[history["reached"], "n_drop"]  # only past the limit here
+            sizes = (_optimistic_low(first), float(beyond.min()) if beyond.size else np.inf)
         stopped = "no refit reached the target"
     else:
         # A set that a refit did not confirm says nothing of smaller sets of other units:

@@ -360,15 +360,45 @@ def test_on_a_hierarchy_no_answer_over_groups_is_refuted_by_every_exact_refit():
 def test_a_reached_answer_s_size_interval_is_made_to_hold_its_set():
     # The rule itself, on answers whose replicates left the interval open or above the
     # set: the set reaches, so the smallest set has at most n_drop units.
+    from types import SimpleNamespace
+
+    import pandas as pd
+
     from bayesij.stats.amip import _coherent
 
+    goal = SimpleNamespace(direction=-1, need=1.0)  # the curve never comes near it
+    curve = pd.DataFrame({"n_drop": np.arange(13), "linear": -0.01 * np.arange(13)})
     base = {"answer": "reached", "upper_bound": 0, "undetermined_by": "", "change_interval": ()}
     for interval, expected in (((3.0, np.inf), (3.0, 5.0)), ((2.0, 8.0), (2.0, 5.0))):
-        out = _coherent({**base, "size_interval": interval}, 5, "")
+        out = _coherent({**base, "size_interval": interval}, 5, "", goal, curve)
         assert out["size_interval"] == expected
     bounded = _coherent(
         {**base, "answer": "undetermined", "upper_bound": 12, "size_interval": (13.0, np.inf)},
         12,
         "",
+        goal,
+        curve,
     )
     assert bounded["size_interval"] == (12.0, 12.0)
+    # An undetermined answer's low end: no higher than where the curve grown by half
+    # reaches (here at 7: 0.1 * 7 * 1.5 >= 1), a set of other units may need fewer.
+    near = curve.assign(linear=-0.1 * curve["n_drop"])
+    open_ = _coherent(
+        {**base, "answer": "undetermined", "size_interval": (9.0, np.inf)}, 12, "", goal, near
+    )
+    assert open_["size_interval"] == (7.0, np.inf)
+    # "Not reachable" beside a change interval whose end reaches the goal: undetermined.
+    torn = _coherent(
+        {
+            **base,
+            "answer": "not reachable",
+            "size_interval": (np.inf, np.inf),
+            "change_interval": (-1.02, -0.6),
+        },
+        12,
+        "",
+        goal,
+        near,
+    )
+    assert torn["answer"] == "undetermined" and torn["undetermined_by"] == "the change interval"
+    assert torn["size_interval"] == (7.0, np.inf)
