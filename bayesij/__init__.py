@@ -36,6 +36,7 @@ _PUBLIC = {
     "loo_expectation": "bayesij.stats.loo",
     "loo_influence": "bayesij.stats.loo_influence",
     "GlmDensity": "bayesij.stats.integrated",
+    "GlmSlope": "bayesij.stats.integrated",
     "LooShift": "bayesij.stats.loo_influence",
     "loo_pit": "bayesij.stats.loo",
     "loo_i": "bayesij.stats.loo",

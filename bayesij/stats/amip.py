@@ -145,8 +145,14 @@ class AmipResult(Summary):
         What leaves an undetermined answer (or its size) open: ``'Monte Carlo error'``
         (more draws would decide: ``draws_needed``), ``'linearisation'`` (the first-order
         answer is decided but the band to the second order leaves it open: a refit
-        decides), ``'refits'`` or ``'refit budget'`` (after refits in the loop); ``''``
-        when decided.
+        decides), ``'the change interval'`` (most replicates fall short, but the set's
+        change interval reaches the target), ``'the refit's Monte Carlo error'``,
+        ``'refits'``, ``'refit budget'`` or ``'a refit failed'`` (after refits in the
+        loop); ``''`` when decided.
+    past_limit_ids : list
+        After refits in the loop that confirmed no set within ``alpha_max``: the larger
+        set a refit confirmed reaches the target (its size ends ``size_interval``), as
+        ``drop_ids``; empty otherwise.
     refits_needed : int
         When undetermined: about how many refits a bisection over ``size_interval`` would
         take to decide (``amip(..., backend=)``); 0 when decided.
@@ -213,6 +219,7 @@ class AmipResult(Summary):
     control_variates: bool = False
     undetermined_by: str = ""
     refits_needed: int = 0
+    past_limit_ids: list = field(default_factory=list)
 
     @property
     def reachable(self) -> bool:
@@ -459,10 +466,12 @@ class AmipResult(Summary):
             lines.append(f"  {_REFIT_UNDECIDED.get(self.undetermined_by, self._decider_words())}")
             if np.isfinite(high):
                 unit = "observation" if self.unit == "obs" else "group"
+                past = self.past_limit_ids
+                ids = ", ".join(map(str, past[:15])) + (" ..." if len(past) > 15 else "")
                 lines.append(
                     f"  past the limit of {_count(self._limit(), unit)}, a refit confirms "
-                    f"that {_size(high)} reach the target: the smallest set has {_size(low)} "
-                    f"to {_size(high)} {unit}s"
+                    f"that {_size(high)} reach the target ([{ids}]): the smallest set has "
+                    f"{_size(low)} to {_size(high)} {unit}s"
                 )
         return lines
 
@@ -1516,10 +1525,13 @@ def _refit_in_the_loop(
         path_order = remaining[path.order]
     if last is None:  # the first refit failed: the cheap answer, with the failure
         return replace(first, refits=pd.DataFrame(rows))
+    past = None
     if not last[3] and best is not None:  # none reached: the closest largest set
         dropped, last, _ = best
         if not _ruled_out(first, goal, last[5] - goal.value, last[4]):
-            _beyond_limit(rows, best, codes, backend, first.quantity, goal, unit_groups, max_refits)
+            past = _beyond_limit(
+                rows, best, codes, backend, first.quantity, goal, unit_groups, max_refits
+            )
     floor = 0
     if last[3]:
         # Only a missed set that is a prefix of this one bounds its smallest prefix: a set
@@ -1529,7 +1541,10 @@ def _refit_in_the_loop(
         dropped, last, floor = _bisect(
             rows, dropped, last, codes, backend, first.quantity, goal, max_refits, floor
         )
-    return _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max)
+    result = _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max)
+    if past is None or result.answer != "undetermined":
+        return result
+    return replace(result, past_limit_ids=units.values[past].tolist())
 
 
 def _ruled_out(first, goal, change: float, mcse: float) -> bool:
@@ -1547,10 +1562,10 @@ def _beyond_limit(rows, closest, codes, backend, quantity, goal, unit_groups, ma
     allowed falls short but not far: with the budget left, refit that set with the units
     that the first order at its refit says close the rest of the gap (the top of the
     ranking whose summed gain covers it, at least one), again from each refit, until a
-    refit reaches the goal. Appends to ``rows``; the answer stays undetermined (the
-    question's limit is not passed) but its size interval ends at the size confirmed.
-    ``closest``: that set, its refit's summary (:class:`RefitMetric`'s fields as the loop
-    keeps them) and its refit."""
+    refit reaches the goal. Appends to ``rows``; returns the set that reached (None: none
+    did). The answer stays undetermined (the question's limit is not passed) but its size
+    interval ends at the size confirmed. ``closest``: that set, its refit's summary
+    (:class:`RefitMetric`'s fields as the loop keeps them) and its refit."""
     dropped, (*_, value), refit = closest
     while len(rows) < max_refits:
         draws = refit.quantities.sel(quantity=quantity).values
@@ -1561,7 +1576,7 @@ def _beyond_limit(rows, closest, codes, backend, quantity, goal, unit_groups, ma
         gain[dropped] = -np.inf
         ranked = top_positive(gain, log_lik.shape[-1] - dropped.size)
         if not ranked.size:
-            return
+            return None
         covered = np.flatnonzero(np.cumsum(gain[ranked]) >= gap)
         adding = ranked[: int(covered[0]) + 1 if covered.size else 1]
         trying = np.concatenate([dropped, adding])
@@ -1571,7 +1586,7 @@ def _beyond_limit(rows, closest, codes, backend, quantity, goal, unit_groups, ma
             metric = _refit_metric(backend, weights, quantity, goal)
         except RuntimeError as error:
             rows.append(_failed_row(len(rows) + 1, trying.size, why, error))
-            return
+            return None
         rows.append(
             {
                 "refit": len(rows) + 1,
@@ -1583,8 +1598,9 @@ def _beyond_limit(rows, closest, codes, backend, quantity, goal, unit_groups, ma
             }
         )
         if metric.reached:
-            return
+            return trying
         dropped, value, refit = trying, metric.value, metric.refit
+    return None
 
 
 def _failed_row(number: int, n_drop: int, why: str, error: Exception) -> dict:

@@ -19,11 +19,11 @@ import xarray as xr
 from scipy.special import gammaln
 
 from bayesij.array.checks import as_float_array, check_positive_int, fail
-from bayesij.array.hierarchy import intercept_group_log_lik
+from bayesij.array.hierarchy import integrate_effect_vectors, intercept_group_log_lik
 from bayesij.data.fit import read
 from bayesij.data.structure import dim_levels
 
-__all__ = ["GlmDensity", "group_terms", "integrated_terms", "marginal_columns"]
+__all__ = ["GlmDensity", "GlmSlope", "group_terms", "integrated_terms", "marginal_columns"]
 
 
 def integrated_terms(fit, density):
@@ -42,8 +42,8 @@ def integrated_terms(fit, density):
     integrate = getattr(density, "group_log_lik", None)
     if not callable(integrate):
         return None, None
-    declared = getattr(density, "effect", None)  # a GlmDensity names its effect
-    remaining = [declared] if declared else list(fit.structure.unit_effects)
+    declared = getattr(density, "declared", None)  # a GlmDensity names its effects
+    remaining = list(declared) if declared else list(fit.structure.unit_effects)
     alone = False
     while remaining:
         variable = remaining[0] if alone or len(remaining) == 1 else tuple(remaining)
@@ -139,6 +139,50 @@ def _family_log_lik(family: str, y, eta, extra):
 
 
 @dataclass(frozen=True)
+class GlmSlope:
+    """A varying slope of a :class:`GlmDensity`: the predictor holds
+    ``multiplier * effect[g] * covariate[n]``, the slopes ``N(mean, sd^2)`` independently of
+    the intercepts.
+
+    Parameters
+    ----------
+    effect : str
+        Posterior variable of one element per group (over the fit's group dim).
+    sd : str
+        Posterior scalar: the slopes' sd.
+    covariate : str
+        A ``constant_data`` variable of one value per observation: what the slope
+        multiplies.
+    multiplier : str, optional
+        Posterior scalar multiplying ``effect`` (a non-centred ``sd * z``); default 1.
+    mean : str, optional
+        Posterior scalar: the slopes' population mean when it is inside ``effect``
+        (centred); default 0.
+
+    Examples
+    --------
+    >>> import bayesij
+    >>> bayesij.GlmSlope("v", "tau_v", "x").covariate
+    'x'
+    """
+
+    effect: str
+    sd: str
+    covariate: str
+    multiplier: str | None = None
+    mean: str | None = None
+
+    def __post_init__(self):
+        for name in ("effect", "sd", "covariate"):
+            if not isinstance(getattr(self, name), str):
+                raise fail(name, repr(getattr(self, name)), "a variable's name")
+        for name in ("multiplier", "mean"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise fail(name, repr(value), "a variable's name or None")
+
+
+@dataclass(frozen=True)
 class GlmDensity:
     """A generalised linear mixed model declared by its family and the variables it saved:
     what :func:`bayesij.loo`'s ``density=`` and :func:`integrated_terms` need to integrate
@@ -170,6 +214,9 @@ class GlmDensity:
         observation); required for it.
     observed : str, optional
         The ``observed_data`` variable (default: the log-likelihood's name).
+    slope : GlmSlope, optional
+        A varying slope of each group, integrated out jointly with the intercept (on a
+        rotated two-dimensional grid, :func:`bayesij.array.hierarchy.integrate_effect_vectors`).
 
     Notes
     -----
@@ -219,8 +266,11 @@ class GlmDensity:
     sigma: str | None = None
     trials: str | None = None
     observed: str | None = None
+    slope: GlmSlope | None = None
 
     def __post_init__(self):
+        if self.slope is not None and not isinstance(self.slope, GlmSlope):
+            raise fail("slope", f"a {type(self.slope).__name__}", "a bayesij.GlmSlope or None")
         if self.family not in FAMILIES:
             raise fail("family", repr(self.family), f"one of {FAMILIES}")
         for name in ("linear_predictor", "effect", "sd"):
@@ -239,9 +289,15 @@ class GlmDensity:
                 "trials", "None for the binomial family", "a constant_data variable of trials"
             )
 
-    def group_log_lik(self, data, variable: str | None = None, n_nodes: int = 16):
-        """Each group's log-likelihood with its intercept integrated out, at each draw
-        (``variable``: the declared ``effect``, or None; another is refused with a
+    @property
+    def declared(self) -> tuple:
+        """The effects integrated out: the intercepts, and the slopes when declared."""
+        return (self.effect,) if self.slope is None else (self.effect, self.slope.effect)
+
+    def group_log_lik(self, data, variable=None, n_nodes: int = 16):
+        """Each group's log-likelihood with its effects integrated out, at each draw
+        (``variable``: the declared ``effect``, the intercept alone, the slope staying
+        conditional; :attr:`declared`, or None: all of them; another is refused with a
         ``ValueError``, as :meth:`bayesij.refit.PyMCDensity.group_log_lik` refuses a
         variable it cannot integrate).
 
@@ -250,8 +306,11 @@ class GlmDensity:
         xarray.DataArray of shape (chain, draw, G)
             Over the fit's group dim, labelled by its levels.
         """
-        if variable is not None and variable != self.effect:
-            raise fail("variable", repr(variable), f"the declared effect {self.effect!r}")
+        if isinstance(variable, list):
+            variable = tuple(variable)
+        if variable is not None and variable not in (self.effect, self.declared):
+            raise fail("variable", repr(variable), f"the declared effects {self.declared!r}")
+        joint = self.slope is not None and variable != self.effect
         n_nodes = check_positive_int(n_nodes, "n_nodes")
         fit = read(data)
         if not fit.units.grouped or fit.units.dim is None:
@@ -264,12 +323,15 @@ class GlmDensity:
         where = {label: k for k, label in enumerate(levels)}
         codes = np.array([where[str(label)] for label in fit.units.labels])
         base, y, extra = self._pieces(fit, codes, len(levels))
-        terms = intercept_group_log_lik(
-            lambda a: _family_log_lik(self.family, y, base + a, extra),
-            codes,
-            self._scalar(fit, self.sd),
-            n_nodes,
-        )
+        if joint:
+            terms = self._joint_terms(fit, base, y, extra, codes, n_nodes)
+        else:
+            terms = intercept_group_log_lik(
+                lambda a: _family_log_lik(self.family, y, base + a, extra),
+                codes,
+                self._scalar(fit, self.sd),
+                n_nodes,
+            )
         dim = fit.units.dim
         return xr.DataArray(terms, dims=("chain", "draw", dim), coords={dim: levels})
 
@@ -298,6 +360,49 @@ class GlmDensity:
             extra = as_float_array(fit.group("constant_data")[self.trials].values, "trials")
             extra = extra.ravel()
         return base, y, extra
+
+    def _joint_terms(self, fit, base, y, extra, codes: np.ndarray, n_nodes: int) -> np.ndarray:
+        """The intercept and the slope of each group integrated out jointly: ``base`` (the
+        predictor less the intercept) also loses the slope's term, and each group's
+        ``(a, b) ~ N(0, sd_a^2) x N(0, sd_b^2)`` enters as ``a + b x_n``."""
+        slope, x = self.slope, self._covariate(fit, codes.size)
+        v, _ = fit.posterior_draws([slope.effect])
+        n_groups = int(codes.max()) + 1
+        if v.shape[2] != n_groups:
+            raise fail(
+                "slope",
+                f"{slope.effect!r} of {v.shape[2]} elements",
+                f"one per group ({n_groups})",
+            )
+        multiplier = 1.0 if slope.multiplier is None else self._scalar(fit, slope.multiplier)
+        mean = 0.0 if slope.mean is None else self._scalar(fit, slope.mean)
+        shift = np.asarray(multiplier)[..., None] * v - np.asarray(mean)[..., None]
+        base = base - shift[..., codes] * x
+        sd = np.stack([self._scalar(fit, self.sd), self._scalar(fit, slope.sd)], axis=-1)
+        sd = sd[..., None, :]  # (n_chains, n_draws, 1, 2)
+        members = np.zeros((codes.size, n_groups))
+        members[np.arange(codes.size), codes] = 1.0
+
+        def joint(a: np.ndarray) -> np.ndarray:
+            eta = base + a[..., codes, 0] + a[..., codes, 1] * x
+            prior = -0.5 * (a / sd) ** 2 - np.log(np.sqrt(2 * np.pi) * sd)
+            return _family_log_lik(self.family, y, eta, extra) @ members + prior.sum(axis=-1)
+
+        return integrate_effect_vectors(joint, (*base.shape[:2], n_groups, 2), sd, n_nodes)
+
+    def _covariate(self, fit, n_obs: int) -> np.ndarray:
+        """The slope's covariate, one value per observation."""
+        name = self.slope.covariate
+        if "constant_data" not in fit.groups_of_input or name not in fit.group("constant_data"):
+            raise fail(
+                "slope",
+                f"a covariate {name!r} the fit does not save",
+                "a constant_data variable of one value per observation",
+            )
+        x = as_float_array(fit.group("constant_data")[name].values, "covariate").ravel()
+        if x.size != n_obs:
+            raise fail("slope", f"a covariate of {x.size} values", f"one per observation ({n_obs})")
+        return x
 
     def _scalar(self, fit, name: str) -> np.ndarray:
         """A posterior scalar's draws (n_chains, n_draws)."""

@@ -703,6 +703,9 @@ def test_a_largest_set_within_monte_carlo_error_of_the_goal_is_refitted_past_the
     low, high = result.size_interval
     assert high == refits["n_drop"].iloc[-1] and low <= 6 <= high  # six suffice, exactly
     assert "past the limit of 6 observations, a refit confirms" in str(result)
+    past = np.ones(backend.n_obs)
+    past[result.past_limit_ids] = 0.0
+    assert len(result.past_limit_ids) == high and backend.exact_means(past)[1] < 0
 
 
 def test_not_reachable_never_beside_a_change_interval_that_reaches():

@@ -181,3 +181,111 @@ def test_a_declared_density_refuses_what_it_cannot_read():
         swapped.group_log_lik(tree)
     with pytest.raises(ValueError, match=r"^density: found 'u' of 6 elements; expected a scalar"):
         bayesij.GlmDensity("normal", "eta", "u", "u", sigma="sigma").group_log_lik(tree)
+
+
+def _slope_tree(seed=3, n_groups=5, per_group=4):
+    """A normal hierarchy with varying intercepts u and slopes v (independent), saved with
+    its predictor ``eta = mu + u[g] + (beta + v[g]) x``, the covariate in constant_data."""
+    tree, codes, y, mu, tau, sigma = _normal_hierarchy_tree(seed, n_groups, per_group)
+    rng = np.random.default_rng(seed + 10)
+    x = rng.normal(size=codes.size)
+    shape = mu.shape
+    beta, tau_v = rng.normal(0.3, 0.1, shape), rng.uniform(0.3, 0.9, shape)
+    v = rng.normal(size=(*shape, n_groups)) * tau_v[..., None]
+    eta = tree["posterior"]["eta"].values + (beta[..., None] + v[..., codes]) * x
+    draws = ("chain", "draw")
+    posterior = (
+        tree["posterior"]
+        .to_dataset()
+        .assign(
+            beta=(draws, beta),
+            tau_v=(draws, tau_v),
+            v=((*draws, "school"), v),
+            eta=((*draws, "obs"), eta),
+        )
+    )
+    tree["posterior"] = posterior
+    tree["constant_data"] = xr.Dataset({"school_idx": ("obs", codes), "x": ("obs", x)})
+    return tree, codes, y, x, mu, beta, tau, tau_v, sigma
+
+
+def test_a_declared_slope_integrates_jointly_to_the_normal_marginal():
+    # With u ~ N(0, tau^2) and v ~ N(0, tau_v^2) independent, each school's observations
+    # are jointly normal: mean mu + beta x, covariance sigma^2 I + tau^2 11' + tau_v^2 xx'.
+    from scipy.stats import multivariate_normal
+
+    tree, codes, y, x, mu, beta, tau, tau_v, sigma = _slope_tree()
+    slope = bayesij.GlmSlope("v", "tau_v", "x")
+    density = bayesij.GlmDensity("normal", "eta", "u", "tau", sigma="sigma", slope=slope)
+    assert density.declared == ("u", "v")
+    ours = density.group_log_lik(tree).values
+    for c, s in [(0, 0), (1, 42), (0, 149)]:
+        for g in range(codes.max() + 1):
+            rows = codes == g
+            xg = x[rows]
+            cov = (
+                sigma[c, s] ** 2 * np.eye(rows.sum())
+                + tau[c, s] ** 2
+                + tau_v[c, s] ** 2 * np.outer(xg, xg)
+            )
+            exact = multivariate_normal.logpdf(y[rows], mu[c, s] + beta[c, s] * xg, cov)
+            np.testing.assert_allclose(ours[c, s, g], exact, rtol=1e-8)
+    # the intercept alone: the slope stays conditional (the one-effect closed form)
+    from bayesij.array.hierarchy import normal_group_log_lik
+
+    eta = tree["posterior"]["eta"].values
+    u = tree["posterior"]["u"].values
+    alone = density.group_log_lik(tree, "u").values
+    np.testing.assert_allclose(
+        alone, normal_group_log_lik(y - (eta - u[..., codes]), codes, tau, sigma), rtol=1e-8
+    )
+    result = bayesij.loo(tree, density=density)
+    assert result.integrated == "u, v" and result.n_units == codes.max() + 1
+
+
+def test_a_declared_bernoulli_slope_integrates_as_a_fine_grid_does():
+    from scipy.stats import norm
+
+    tree, codes, _, x, *_ = _slope_tree(seed=4)
+    eta = tree["posterior"]["eta"].values
+    y = np.random.default_rng(5).binomial(1, 1 / (1 + np.exp(-eta[0, 0]))).astype(float)
+    tree["observed_data"] = xr.Dataset({"y": ("obs", y)})
+    slope = bayesij.GlmSlope("v", "tau_v", "x")
+    ours = bayesij.GlmDensity("bernoulli", "eta", "u", "tau", slope=slope).group_log_lik(tree)
+    post = tree["posterior"]
+    u, v, tau, tau_v = (post[k].values for k in ("u", "v", "tau", "tau_v"))
+    grid = np.linspace(-1, 1, 801)
+    for c, s, g in [(0, 0, 0), (1, 17, 3)]:
+        rows = codes == g
+        base = eta[c, s, rows] - u[c, s, g] - v[c, s, g] * x[rows]
+        a = grid[:, None, None] * 8 * tau[c, s]
+        b = grid[None, :, None] * 8 * tau_v[c, s]
+        linear = base + a + b * x[rows]
+        log_lik = (y[rows] * linear - np.logaddexp(0.0, linear)).sum(axis=-1)
+        density = (
+            np.exp(log_lik)
+            * norm.pdf(a[..., 0], 0, tau[c, s])
+            * norm.pdf(b[..., 0], 0, tau_v[c, s])
+        )
+        exact = np.log(np.trapezoid(np.trapezoid(density, b[0, :, 0], axis=1), a[:, 0, 0]))
+        np.testing.assert_allclose(ours.values[c, s, g], exact, rtol=1e-6)
+
+
+def test_a_declared_slope_refuses_what_it_cannot_read():
+    tree, *_ = _slope_tree()
+    with pytest.raises(ValueError, match=r"^slope: found a tuple; expected a bayesij.GlmSlope"):
+        bayesij.GlmDensity("normal", "eta", "u", "tau", sigma="sigma", slope=("v", "tau_v", "x"))
+    with pytest.raises(ValueError, match=r"^covariate: found 3"):
+        bayesij.GlmSlope("v", "tau_v", 3)
+    missing = bayesij.GlmDensity(
+        "normal", "eta", "u", "tau", sigma="sigma", slope=bayesij.GlmSlope("v", "tau_v", "w")
+    )
+    with pytest.raises(ValueError, match=r"^slope: found a covariate 'w' the fit does not save"):
+        missing.group_log_lik(tree)
+    wrong = bayesij.GlmDensity(
+        "normal", "eta", "u", "tau", sigma="sigma", slope=bayesij.GlmSlope("eta", "tau_v", "x")
+    )
+    with pytest.raises(ValueError, match=r"^slope: found 'eta' of 20 elements"):
+        wrong.group_log_lik(tree)
+    with pytest.raises(ValueError, match=r"^variable: found 'v'; expected the declared"):
+        missing.group_log_lik(tree, "v")
