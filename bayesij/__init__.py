@@ -86,7 +86,7 @@ _PUBLIC = {
     "LfoResult": "bayesij.stats.lfo",
     "convergence": "bayesij.stats.convergence",
     "Convergence": "bayesij.stats.convergence",
-    "amip": "bayesij.stats.amip",
+    "amip": "bayesij.refit.amip",
     "AmipResult": "bayesij.stats.amip",
     # report
     "audit": "bayesij.report.audit",

@@ -174,7 +174,7 @@ def _refit_what_is_undetermined(result, post, data) -> None:
         open_questions,
         target_words,
     )
-    from bayesij.stats.amip import amip
+    from bayesij.refit.amip import amip
 
     searched = headline_amip(result)
     open_ = open_questions(searched) + first_order_only(searched)

@@ -17,6 +17,7 @@ from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
 from bayesij.data.structure import Units, dim_levels
 from bayesij.data.var_names import select_var_names
+from bayesij.refit.amip import amip as refitted_amip
 from bayesij.refit.backends import OnceEach
 from bayesij.report.columns import column_definitions
 from bayesij.report.html import html_body, html_page
@@ -36,9 +37,6 @@ from bayesij.stats.amip import (
     fit_parameters,
     looks_like_scale,
     one_signed,
-)
-from bayesij.stats.amip import (
-    amip as amip_search,
 )
 from bayesij.stats.audit_pass import audit_pass
 from bayesij.stats.compare import compare
@@ -783,7 +781,7 @@ def _amip_integrated(post, answers: dict, alpha_max: float, method) -> dict:
     significance, 4 % short of the target, stays undetermined."""
     names = set(post.quantity_names)
     return {
-        (quantity, target): amip_search(
+        (quantity, target): refitted_amip(
             post, quantity, target, alpha_max=alpha_max, z=answer.z, method=method
         )
         for (quantity, target), answer in answers.items()
@@ -800,7 +798,7 @@ def _refitted(
     no set is refitted twice."""
     once = OnceEach(backend, on_refit=on_refit)
     answered = {
-        (quantity, target): amip_search(
+        (quantity, target): refitted_amip(
             fit,
             quantity,
             target,
