@@ -397,7 +397,9 @@ def _refit_in_the_loop(
     past = None
     if not last[3] and best is not None:  # none reached: the closest largest set
         dropped, last, _ = best
-        if not _ruled_out(first, goal, last[5] - goal.value, last[4]):
+        change, mcse = last[5] - goal.value, last[4]
+        close = goal.need - goal.direction * change <= MC_MARGIN * mcse
+        if close and not _ruled_out(first, goal, change, mcse):
             past = _beyond_limit(
                 rows, best, codes, backend, first.quantity, goal, unit_groups, max_refits
             )
@@ -428,7 +430,9 @@ def _ruled_out(first, goal, change: float, mcse: float) -> bool:
 
 def _beyond_limit(rows, closest, codes, backend, quantity, goal, unit_groups, max_refits):
     """How many units would reach the goal, when the closest set of the largest size
-    allowed falls short but not far: with the budget left, refit that set with the units
+    allowed falls short within its Monte Carlo error (its refit cannot tell whether it
+    reaches: a refit past the limit bounds the answer where more draws would be dear; a
+    set short past that error leaves the budget alone): with the budget left, refit that set with the units
     that the first order at its refit says close the rest of the gap (the top of the
     ranking whose summed gain covers it, at least one), again from each refit, until a
     refit reaches the goal. Appends to ``rows``; returns the set that reached (None: none
