@@ -95,6 +95,8 @@ def test_a_largest_set_within_monte_carlo_error_of_the_goal_is_refitted_past_the
     assert len(refits) <= 6 and refits["n_drop"].iloc[-1] > 6 and refits["reached"].iloc[-1]
     low, high = result.size_interval
     assert high == refits["n_drop"].iloc[-1] and low <= 6 <= high  # six suffice, exactly
+    # one unit closes the gap at first order, and a refit confirms it: no more are added
+    assert refits["n_drop"].iloc[-1] == 7 and refits["predicted"].iloc[-1] < 0
     assert "past the limit of 6 observations, a refit confirms" in str(result)
     past = np.ones(backend.n_obs)
     past[result.past_limit_ids] = 0.0

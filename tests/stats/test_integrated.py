@@ -289,3 +289,25 @@ def test_a_declared_slope_refuses_what_it_cannot_read():
         wrong.group_log_lik(tree)
     with pytest.raises(ValueError, match=r"^variable: found 'v'; expected the declared"):
         missing.group_log_lik(tree, "v")
+
+
+def test_a_declared_slope_may_be_centred_or_non_centred():
+    # The same fit saved as a centred slope vc = beta + v (its mean inside) and as a
+    # non-centred one z * tau_v: the same terms as the plain declaration.
+    tree, *_ = _slope_tree()
+    post = tree["posterior"].to_dataset()
+    draws = ("chain", "draw", "school")
+    tree["posterior"] = post.assign(
+        vc=(draws, (post["beta"] + post["v"]).values),
+        zv=(draws, (post["v"] / post["tau_v"]).values),
+    )
+    eta = "eta"
+    plain = bayesij.GlmDensity(
+        "normal", eta, "u", "tau", sigma="sigma", slope=bayesij.GlmSlope("v", "tau_v", "x")
+    ).group_log_lik(tree)
+    for slope in (
+        bayesij.GlmSlope("vc", "tau_v", "x", mean="beta"),
+        bayesij.GlmSlope("zv", "tau_v", "x", multiplier="tau_v"),
+    ):
+        density = bayesij.GlmDensity("normal", eta, "u", "tau", sigma="sigma", slope=slope)
+        np.testing.assert_allclose(density.group_log_lik(tree).values, plain.values, rtol=1e-10)
