@@ -23,6 +23,7 @@ from bayesij.array.checks import fail
 from bayesij.array.control_variates import zero_variance_mean
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.fit import read
+from bayesij.refit.backends import check_backend
 from bayesij.stats.amip import AmipResult, _scale_mask, amip_search
 
 __all__ = ["amip"]
@@ -290,19 +291,7 @@ def _refit_in_the_loop(
     groups, or None) gives the refit's log-likelihood the same units
     (:meth:`Posterior.units`). The result's fields come from the refits.
     """
-    if not hasattr(backend, "fit"):
-        raise fail(
-            "backend",
-            f"a {type(backend).__name__}",
-            "a refit backend with fit(weights) (bayesij.refit.*Backend)",
-        )
-    n_obs = getattr(backend, "n_obs", None)
-    if n_obs is not None and n_obs != codes.size:
-        raise fail(
-            "backend",
-            f"a backend of {n_obs} observations",
-            f"a backend refitting the fit's {codes.size} observations",
-        )
+    check_backend(backend, codes.size, "the fit searched")
     if isinstance(max_refits, bool) or not (
         isinstance(max_refits, (int, np.integer)) and max_refits >= 1
     ):
@@ -431,14 +420,14 @@ def _ruled_out(first, goal, change: float, mcse: float) -> bool:
 def _beyond_limit(rows, closest, codes, backend, quantity, goal, unit_groups, max_refits):
     """How many units would reach the goal, when the closest set of the largest size
     allowed falls short within its Monte Carlo error (its refit cannot tell whether it
-    reaches: a refit past the limit bounds the answer where more draws would be dear; a
-    set short past that error leaves the budget alone): with the budget left, refit that set with the units
-    that the first order at its refit says close the rest of the gap (the top of the
-    ranking whose summed gain covers it, at least one), again from each refit, until a
-    refit reaches the goal. Appends to ``rows``; returns the set that reached (None: none
-    did). The answer stays undetermined (the question's limit is not passed) but its size
-    interval ends at the size confirmed. ``closest``: that set, its refit's summary
-    (:class:`RefitMetric`'s fields as the loop keeps them) and its refit."""
+    reaches; more draws would be dear, a refit past the limit bounds the answer, and a set
+    short past that error leaves the budget alone): with the budget left, refit that set
+    with the units that the first order at its refit says close the rest of the gap (the
+    top of the ranking whose summed gain covers it, at least one), again from each refit,
+    until a refit reaches the goal. Appends to ``rows``; returns the set that reached
+    (None: none did). The answer stays undetermined (the question's limit is not passed)
+    but its size interval ends at the size confirmed. ``closest``: that set, its refit's
+    summary (:class:`RefitMetric`'s fields as the loop keeps them) and its refit."""
     dropped, (*_, value), refit = closest
     while len(rows) < max_refits:
         draws = refit.quantities.sel(quantity=quantity).values

@@ -351,6 +351,23 @@ class OnceEach:
         return f"OnceEach({self.backend!r})"
 
 
+def check_backend(backend, n_obs: int, whose: str) -> None:
+    """A refit backend (``fit(weights)``) whose model has ``n_obs`` observations (where it
+    says how many), else ``backend`` is refused by name; ``whose``: the observations it
+    must refit, for the message (``"post"``, ``"the fit searched"``)."""
+    if not callable(getattr(backend, "fit", None)):
+        raise fail(
+            "backend",
+            f"a {type(backend).__name__}",
+            "a refit backend with fit(weights) (bayesij.refit.*Backend)",
+        )
+    size = getattr(backend, "n_obs", None)
+    if size is not None and size != n_obs:
+        raise fail(
+            "backend", f"a model of {size} observations", f"the {n_obs} observations of {whose}"
+        )
+
+
 def returned_posterior(result, argument: str) -> Posterior:
     """The checked container of what a user's refit callable (``argument``) returned."""
     if not is_fit(result):

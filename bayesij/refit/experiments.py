@@ -26,6 +26,7 @@ from bayesij.array.linearity import leave_out_changes
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.fit import read
 from bayesij.data.posterior import Posterior, label_codes
+from bayesij.refit.backends import check_backend
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.refit.report import RefitReport, comparison_rows
 from bayesij.refit.scheduler import LooStopRule, exact_lpd, loo_priorities
@@ -42,17 +43,7 @@ def _checked(post, backend) -> Posterior:
     """The fit refitted (anything :func:`bayesij.read` accepts) as its checked container,
     and the backend checked against it."""
     post = read(post, argument="post").posterior()
-    if not callable(getattr(backend, "fit", None)):
-        raise fail(
-            "backend",
-            f"a {type(backend).__name__}",
-            "a refit backend with fit(weights) (bayesij.refit.*Backend)",
-        )
-    n_obs = getattr(backend, "n_obs", None)
-    if n_obs is not None and n_obs != post.n_obs:
-        raise fail(
-            "backend", f"a model of {n_obs} observations", f"the {post.n_obs} observations of post"
-        )
+    check_backend(backend, post.n_obs, "post")
     return post
 
 

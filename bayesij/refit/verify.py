@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bayesij.array.checks import fail
+from bayesij.refit.backends import check_backend
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.stats.amip import AmipResult
 
@@ -58,13 +59,7 @@ def verify(
     """
     if not isinstance(result, AmipResult) or result.kept is None:
         raise fail("result", f"a {type(result).__name__}", "an AmipResult from bayesij.amip")
-    n_obs = getattr(backend, "n_obs", None)
-    if n_obs is not None and n_obs != result.kept.size:
-        raise fail(
-            "backend",
-            f"a model of {n_obs} observations",
-            f"the {result.kept.size} observations the AMIP result was computed on",
-        )
+    check_backend(backend, result.kept.size, "the fit the AMIP result was computed on")
     task = Task("verify", result.kept)
     records = run_campaign(
         [task],
