@@ -223,6 +223,35 @@ def aligned_draws(dataset: xr.Dataset, reference: xr.Dataset, group: str) -> xr.
     return dataset
 
 
+def in_observation_order(variable: xr.DataArray, reference: xr.DataArray, argument: str):
+    """``variable`` with its observation dims (its dims other than chain and draw) in the
+    order of ``reference``'s, the log-likelihood variable's, and their labels paired with
+    its where both have them: flattened row-major, the two then pair element by element,
+    whichever order the fit stored them in. A variable over other dims than the
+    reference's is returned as it is (read by position); labels that differ from the
+    reference's are refused, naming ``argument``."""
+    obs = [d for d in reference.dims if d not in SAMPLE_DIMS]
+    own = [d for d in variable.dims if d not in SAMPLE_DIMS]
+    if set(own) != set(obs):
+        return variable
+    if own != obs:
+        variable = variable.transpose(*[d for d in variable.dims if d in SAMPLE_DIMS], *obs)
+    for dim in obs:
+        if dim not in variable.coords or dim not in reference.coords:
+            continue
+        mine, wanted = variable[dim].values, reference[dim].values
+        if np.array_equal(mine, wanted):
+            continue
+        if len(set(mine.tolist())) != len(mine) or set(mine.tolist()) != set(wanted.tolist()):
+            raise fail(
+                argument,
+                f"{dim} labels {_labels(mine)} while the log-likelihood's are {_labels(wanted)}",
+                f"the log-likelihood's {dim} labels (observations are paired by label)",
+            )
+        variable = variable.sel({dim: wanted})
+    return variable
+
+
 def _labels(values: np.ndarray) -> str:
     shown = values.tolist()
     return str(shown) if len(shown) <= 6 else f"[{shown[0]}, {shown[1]}, ..., {shown[-1]}]"
@@ -352,7 +381,8 @@ def observed_or_fit(data, y, var_name=None, argument: str = "y") -> object:
     if y is not None:
         return y
     dataset, name = _fit_variable(data, "observed_data", var_name, argument)
-    return as_float_array(dataset[name].values, argument).reshape(-1)
+    ordered = in_observation_order(dataset[name], _log_lik_dataset(data, "data")[name], argument)
+    return as_float_array(ordered.values, argument).reshape(-1)
 
 
 def predictions_or_fit(data, y_pred, var_name=None, argument: str = "y_pred") -> object:
@@ -362,8 +392,9 @@ def predictions_or_fit(data, y_pred, var_name=None, argument: str = "y_pred") ->
     if y_pred is not None:
         return y_pred
     dataset, name = _fit_variable(data, "posterior_predictive", var_name, argument)
-    paired = aligned_draws(dataset, _log_lik_dataset(data, "data"), "posterior_predictive")
-    return sample_values(paired[name], argument)
+    log_lik = _log_lik_dataset(data, "data")
+    paired = aligned_draws(dataset, log_lik, "posterior_predictive")
+    return sample_values(in_observation_order(paired[name], log_lik[name], argument), argument)
 
 
 def _fit_variable(data, group: str, var_name, argument: str) -> tuple[xr.Dataset, str]:

@@ -41,6 +41,7 @@ from bayesij.data.inference_data import (
     group_names,
     has_groups,
     has_posterior,
+    in_observation_order,
     sample_values,
 )
 from bayesij.data.posterior import Posterior, base_name, element_index
@@ -361,6 +362,31 @@ def _obs_dims(data, var_name) -> frozenset:
     return frozenset(d for n in names for d in log_lik[n].dims if d not in SAMPLE_DIMS)
 
 
+def _observation_order(data, obs_dims: frozenset, var_name=None):
+    """The log-likelihood variable whose dims are the observations' (``var_name``'s, or the
+    first over all of ``obs_dims``): the order and labels a variable over the observations
+    is read in (:func:`~bayesij.data.inference_data.in_observation_order`); None without."""
+    if not obs_dims or "log_likelihood" not in group_names(data):
+        return None
+    log_lik = _group(data, "log_likelihood", "")
+    names = [var_name] if isinstance(var_name, str) else list(log_lik.data_vars)
+    for name in names:
+        if (
+            name in log_lik.data_vars
+            and {d for d in log_lik[name].dims} - set(SAMPLE_DIMS) == obs_dims
+        ):
+            return log_lik[name]
+    return None
+
+
+def _by_observation(variable: xr.DataArray, reference, argument: str = "data") -> np.ndarray:
+    """``variable``'s values over the observations, flattened in the log-likelihood's
+    order (``reference``: :func:`_observation_order`'s; None: as stored)."""
+    if reference is not None:
+        variable = in_observation_order(variable, reference, argument)
+    return np.asarray(variable.values).reshape(-1)
+
+
 def _posterior_dims(data) -> dict:
     posterior = _group(data, "posterior", "")
     return {d: s for d, s in posterior.sizes.items() if d not in SAMPLE_DIMS}
@@ -376,8 +402,12 @@ def _groupings(data, obs_dims: frozenset, var_name=None) -> list[_Grouping]:
     if "constant_data" in group_names(data):
         constant = _group(data, "constant_data", "")
         columns = _FirstColumns(data, var_name)  # read once, when an index asks for them
+        order = _observation_order(data, obs_dims, var_name)
         for name in constant.data_vars:
-            grouping = _index_grouping(data, constant[name], str(name), dims, obs_dims, columns)
+            variable = constant[name]
+            if order is not None and set(variable.dims) == obs_dims:
+                variable = in_observation_order(variable, order, "data")
+            grouping = _index_grouping(data, variable, str(name), dims, obs_dims, columns)
             if grouping is not None:
                 found.append(grouping)
     if "log_likelihood" not in group_names(data):  # a posterior alone (pareto_khat, r2)
@@ -385,7 +415,8 @@ def _groupings(data, obs_dims: frozenset, var_name=None) -> list[_Grouping]:
     log_lik = _group(data, "log_likelihood", "")
     for name, coord in log_lik.coords.items():
         if name in dims and name not in log_lik.dims and set(coord.dims) <= obs_dims:
-            labels = np.asarray(coord.values, dtype=object).reshape(-1)
+            reference = _observation_order(data, obs_dims, var_name)
+            labels = _by_observation(coord, reference).astype(object)
             why = f"the observations' coordinate {name!r} names the posterior dim {name!r}"
             found.append(_Grouping(str(name), labels, why, str(name)))
     return found
@@ -496,7 +527,8 @@ def _named(data, name: str, found: list[_Grouping], obs_dims: frozenset) -> _Gro
             continue
         dataset = _group(data, group, "")
         if name in dataset.variables and set(dataset[name].dims) == set(obs_dims) and obs_dims:
-            labels = np.asarray(dataset[name].values, dtype=object).reshape(-1)
+            reference = _observation_order(data, obs_dims)
+            labels = _by_observation(dataset[name], reference, "groups").astype(object)
             why = f"groups={name!r}: the {group} variable {name!r}"
             return _Grouping(name, labels, why, _dim_of_labels(data, labels))
     candidates = sorted({g.name for g in found} | _observation_variables(data, obs_dims))

@@ -21,6 +21,7 @@ from scipy.special import gammaln
 from bayesij.array.checks import as_float_array, check_positive_int, fail
 from bayesij.array.hierarchy import integrate_effect_vectors, intercept_group_log_lik
 from bayesij.data.fit import read
+from bayesij.data.inference_data import in_observation_order
 from bayesij.data.structure import dim_levels
 
 __all__ = ["GlmDensity", "GlmSlope", "group_terms", "integrated_terms", "marginal_columns"]
@@ -352,13 +353,12 @@ class GlmDensity:
         base = eta - np.asarray(multiplier)[..., None] * effect[..., codes]
         base = base + np.asarray(mean)[..., None]
         name = self.observed or next(iter(fit.group("log_likelihood").data_vars))
-        y = as_float_array(fit.group("observed_data")[name].values, "observed").ravel()
+        y = self._by_observation(fit, "observed_data", name, "observed")
         extra = None
         if self.family == "normal":
             extra = self._scalar(fit, self.sigma)[..., None]
         elif self.family == "binomial":
-            extra = as_float_array(fit.group("constant_data")[self.trials].values, "trials")
-            extra = extra.ravel()
+            extra = self._by_observation(fit, "constant_data", self.trials, "trials")
         return base, y, extra
 
     def _joint_terms(self, fit, base, y, extra, codes: np.ndarray, n_nodes: int) -> np.ndarray:
@@ -399,10 +399,19 @@ class GlmDensity:
                 f"a covariate {name!r} the fit does not save",
                 "a constant_data variable of one value per observation",
             )
-        x = as_float_array(fit.group("constant_data")[name].values, "covariate").ravel()
+        x = self._by_observation(fit, "constant_data", name, "slope")
         if x.size != n_obs:
             raise fail("slope", f"a covariate of {x.size} values", f"one per observation ({n_obs})")
         return x
+
+    def _by_observation(self, fit, group: str, name: str, argument: str) -> np.ndarray:
+        """A variable over the observations, flattened in the log-likelihood's order
+        (whichever order its dims were stored in)."""
+        log_lik = fit.group("log_likelihood")
+        own = self.observed if self.observed in log_lik.data_vars else None
+        reference = log_lik[own or next(iter(log_lik.data_vars))]
+        variable = in_observation_order(fit.group(group)[name], reference, argument)
+        return as_float_array(variable.values, argument).ravel()
 
     def _scalar(self, fit, name: str) -> np.ndarray:
         """A posterior scalar's draws (n_chains, n_draws)."""

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import bayesij
 from peers import from_dict, load_example
@@ -113,3 +114,56 @@ def test_observation_ids_from_other_coordinates_when_the_own_are_default():
     plain = log_lik.drop_vars("year")
     repeated = xr.DataTree.from_dict({"posterior": posterior, "log_likelihood": plain})
     assert bayesij.from_inference_data(repeated).obs_names == [0, 1, 2, 3]
+
+
+def _grid_fit(transposed: bool):
+    """A fit over a (row, col) grid of observations whose log-likelihood is stored (row,
+    col), and whose posterior predictive, observed values and group index are stored
+    (col, row) when ``transposed``: column k's values sit around k, row r is group r."""
+    rng = np.random.default_rng(0)
+    chains, draws, rows, cols = 2, 200, 6, 5
+    a = rng.normal(size=(chains, draws, rows)) * 0.3 + np.arange(rows)
+    y = np.arange(cols) + np.arange(rows)[:, None] + rng.normal(size=(rows, cols))
+    mean = a[..., :, None] + np.arange(cols)  # (chain, draw, row, col)
+    y_rep = mean + rng.normal(size=mean.shape)
+    log_lik = -0.5 * (y - mean) ** 2
+    index = np.repeat(np.arange(rows)[:, None], cols, axis=1)
+    obs = ("col", "row") if transposed else ("row", "col")
+    flip = (lambda v: np.swapaxes(v, -1, -2)) if transposed else (lambda v: v)
+    sample = ("chain", "draw")
+    return xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset({"a": ((*sample, "group"), a)}),
+            "log_likelihood": xr.Dataset({"y": ((*sample, "row", "col"), log_lik)}),
+            "posterior_predictive": xr.Dataset({"y": ((*sample, *obs), flip(y_rep))}),
+            "observed_data": xr.Dataset({"y": (obs, flip(y))}),
+            "constant_data": xr.Dataset({"group_idx": (obs, flip(index))}),
+        }
+    )
+
+
+def test_groups_stored_in_another_dim_order_are_paired_by_dim_name():
+    # Every group over the observations is read in the log-likelihood's order, whatever
+    # order the fit stored its dims in: the same PIT, score and grouping either way (they
+    # were paired by position: PIT off by up to 0.5, 25 of 30 observations in the wrong
+    # group).
+    stored, flipped = _grid_fit(False), _grid_fit(True)
+    np.testing.assert_array_equal(bayesij.loo_pit(flipped), bayesij.loo_pit(stored))
+    np.testing.assert_array_equal(
+        np.asarray(bayesij.loo_score(flipped).pointwise),
+        np.asarray(bayesij.loo_score(stored).pointwise),
+    )
+    expected = np.repeat(np.arange(6), 5)  # row-major (row, col): row r is group r
+    for fit in (stored, flipped):
+        for groups in (None, "group_idx"):
+            units = bayesij.read(fit, groups=groups).units
+            np.testing.assert_array_equal(np.asarray(units.labels).astype(int), expected)
+
+
+def test_labels_other_than_the_log_likelihood_s_are_refused():
+    # Labels on both sides pair the observations; labels that differ are no pairing.
+    fit = _grid_fit(True)
+    fit["log_likelihood"] = fit["log_likelihood"].to_dataset().assign_coords(row=np.arange(6))
+    fit["observed_data"] = fit["observed_data"].to_dataset().assign_coords(row=np.arange(6) + 10)
+    with pytest.raises(ValueError, match=r"^y: found row labels \[10, 11, .*log-likelihood's"):
+        bayesij.loo_pit(fit)
