@@ -168,13 +168,13 @@ def _refit_what_is_undetermined(result, post, data) -> None:
     """The demo's last step: the refits the verdict asks for, run (PyStan, the same model
     without the sets): the questions it leaves open, answered by refits in the loop."""
     from bayesij.demo import demo_backend
+    from bayesij.refit.amip import amip
     from bayesij.report.summary import (
         first_order_only,
         headline_amip,
         open_questions,
         target_words,
     )
-    from bayesij.refit.amip import amip
 
     searched = headline_amip(result)
     open_ = open_questions(searched) + first_order_only(searched)

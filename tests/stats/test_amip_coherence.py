@@ -249,7 +249,8 @@ def test_a_backend_of_another_data_set_is_refused_by_name_before_any_refit(kidiq
     other = refit.FlatPriorRegressionBackend(X[:400], y[:400], draws=200, seed=1)
     with pytest.raises(
         ValueError,
-        match=r"backend: found a model of 400 observations; expected the 434 observations of the fit searched",
+        match=r"backend: found a model of 400 observations; expected the 434 observations of "
+        r"the fit searched",
     ):
         bayesij.amip(post, "beta[2]", "sign", backend=other)
 
