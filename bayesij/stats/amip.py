@@ -58,7 +58,7 @@ from bayesij.data.posterior import base_name
 from bayesij.data.source import join_blocks, map_blocks
 from bayesij.stats.elpd import Summary
 
-__all__ = ["amip_search", "AmipResult", "AmipSearch", "TARGETS", "METHODS"]
+__all__ = ["amip_search", "AmipResult", "DrawsAnswer", "TARGETS", "METHODS"]
 
 
 @dataclass(frozen=True)
@@ -576,7 +576,7 @@ def _check_options(target, alpha_max, z, method) -> None:
     check_search_options(alpha_max, method)
 
 
-class AmipSearch(NamedTuple):
+class DrawsAnswer(NamedTuple):
     """A question answered from the draws (:func:`amip_search`): the result, what refits in
     the loop start from (the result and its search, :class:`~bayesij.array.amip.AmipSearch`),
     the fit's source and the fit."""
@@ -600,7 +600,7 @@ def amip_search(
     method: str = "reweighted",
     gradient: tuple = (None, None),
     refits: bool = False,
-) -> AmipSearch:
+) -> DrawsAnswer:
     """:func:`bayesij.amip` from the draws alone: its answer and, with ``refits``, the
     start of refits in the loop (a reweighted search whose set was partly a first-order
     continuation starts them from the linear ranking's second-order claim).
@@ -616,7 +616,7 @@ def amip_search(
 
     Returns
     -------
-    AmipSearch
+    DrawsAnswer
     """
     _check_options(target, alpha_max, z, method)
     fit = read(data, groups=groups, var_name=var_name)
@@ -636,7 +636,7 @@ def amip_search(
         # Refits start from the linear ranking's second-order claim: past k-hat's
         # threshold the reweighted set grew by first-order steps.
         [start] = _searches(source, question, z, "linear", alpha_max, *gradient, parameters)
-    return AmipSearch(result, start[0], start[1], source, fit)
+    return DrawsAnswer(result, start[0], start[1], source, fit)
 
 
 def _searches(
