@@ -202,18 +202,19 @@ def aligned_draws(dataset: xr.Dataset, reference: xr.Dataset, group: str) -> xr.
         if dim not in dataset.coords or dim not in reference.coords:
             continue
         own, wanted = dataset[dim].values, reference[dim].values
-        if np.array_equal(own, wanted):
+        pairing = _label_pairing(own, wanted)
+        if pairing == "same":
             continue
-        for labels, where in ((own, group), (wanted, "posterior")):
-            if len(set(labels.tolist())) != len(labels):
-                raise fail(
-                    "idata",
-                    f"repeated {dim} labels in the {where} group ({_labels(labels)}) while "
-                    "the two groups' labels differ",
-                    f"unique {dim} labels (draws are paired by label), or the same labels in "
-                    "the same order in both groups",
-                )
-        if len(own) != len(wanted) or set(own.tolist()) != set(wanted.tolist()):
+        if pairing.startswith("repeated"):
+            labels, where = (own, group) if pairing == "repeated own" else (wanted, "posterior")
+            raise fail(
+                "idata",
+                f"repeated {dim} labels in the {where} group ({_labels(labels)}) while "
+                "the two groups' labels differ",
+                f"unique {dim} labels (draws are paired by label), or the same labels in "
+                "the same order in both groups",
+            )
+        if pairing == "differ":
             raise fail(
                 "idata",
                 f"{group} {dim}s {_labels(own)} while the posterior's are {_labels(wanted)}",
@@ -240,9 +241,10 @@ def in_observation_order(variable: xr.DataArray, reference: xr.DataArray, argume
         if dim not in variable.coords or dim not in reference.coords:
             continue
         mine, wanted = variable[dim].values, reference[dim].values
-        if np.array_equal(mine, wanted):
+        pairing = _label_pairing(mine, wanted)
+        if pairing == "same":
             continue
-        if len(set(mine.tolist())) != len(mine) or set(mine.tolist()) != set(wanted.tolist()):
+        if pairing != "reorder":
             raise fail(
                 argument,
                 f"{dim} labels {_labels(mine)} while the log-likelihood's are {_labels(wanted)}",
@@ -250,6 +252,20 @@ def in_observation_order(variable: xr.DataArray, reference: xr.DataArray, argume
             )
         variable = variable.sel({dim: wanted})
     return variable
+
+
+def _label_pairing(own: np.ndarray, wanted: np.ndarray) -> str:
+    """How labels ``own`` pair with ``wanted``: ``"same"`` (equal, in order),
+    ``"reorder"`` (unique, the same set: select ``wanted`` from ``own``), ``"repeated
+    own"`` / ``"repeated wanted"`` (a label twice: no pairing) or ``"differ"``."""
+    if np.array_equal(own, wanted):
+        return "same"
+    for labels, which in ((own, "own"), (wanted, "wanted")):
+        if len(set(labels.tolist())) != len(labels):
+            return f"repeated {which}"
+    if len(own) != len(wanted) or set(own.tolist()) != set(wanted.tolist()):
+        return "differ"
+    return "reorder"
 
 
 def _labels(values: np.ndarray) -> str:

@@ -363,9 +363,7 @@ def _refit_in_the_loop(
             continue
         remaining = np.setdiff1d(np.arange(n_units), dropped)
         log_lik_now = _refit_units(refit, unit_groups, n_units)[:, :, remaining]
-        goal_now = replace(
-            goal, value=value, need=goal.need - goal.direction * (value - goal.value)
-        )
+        goal_now = _goal_at(goal, value)
         scores = None
         if method == "linear" and gradient is not None:  # control variates from the refit
             scores = metric_influence(draws, log_lik_now, goal_now, *gradient)
@@ -387,8 +385,7 @@ def _refit_in_the_loop(
     if not last[3] and best is not None:  # none reached: the closest largest set
         dropped, last, _ = best
         change, mcse = last[5] - goal.value, last[4]
-        close = goal.need - goal.direction * change <= MC_MARGIN * mcse
-        if close and not _ruled_out(first, goal, change, mcse):
+        if _within_error(goal, change, mcse) and not _ruled_out(first, goal, change, mcse):
             past = _beyond_limit(
                 rows, best, codes, backend, first.quantity, goal, unit_groups, max_refits
             )
@@ -407,13 +404,32 @@ def _refit_in_the_loop(
     return replace(result, past_limit_ids=units.values[past].tolist())
 
 
+def _goal_at(goal, value: float):
+    """The goal seen from a refit whose metric is ``value``: the rest of the way."""
+    return replace(goal, value=value, need=goal.need - goal.direction * (value - goal.value))
+
+
+def _gains(draws, log_lik, goal, value: float) -> np.ndarray:
+    """How far dropping each unit moves the metric towards the goal at a refit (its draws
+    of the quantity and every unit's log-likelihood), to first order: ``-direction psi_n``
+    (0 where ``psi_n`` is NaN)."""
+    psi = metric_influence(draws, log_lik, _goal_at(goal, value)).psi[0]
+    return -goal.direction * np.nan_to_num(psi, nan=0.0)
+
+
+def _within_error(goal, change: float, mcse: float) -> bool:
+    """Whether a refit's ``change`` leaves less of the way to the goal than its Monte Carlo
+    margin (:data:`~bayesij.array.amip.MC_MARGIN` SEs): too close to tell."""
+    return goal.need - goal.direction * change <= MC_MARGIN * mcse
+
+
 def _ruled_out(first, goal, change: float, mcse: float) -> bool:
     """Whether the closest refit of the largest size allowed (its ``change`` and Monte Carlo
     SE) says no set reaches the goal: it falls far short (:func:`far_short`), or the cheap
     search said "not reachable" and the refit falls short past its Monte Carlo error (the
     cheap search's ranking does not always hold the best set: a refit within that error of
     the goal leaves it open)."""
-    close = goal.need - goal.direction * change <= MC_MARGIN * mcse
+    close = _within_error(goal, change, mcse)
     return far_short(goal, change, mcse) or (first.answer == "not reachable" and not close)
 
 
@@ -432,9 +448,8 @@ def _beyond_limit(rows, closest, codes, backend, quantity, goal, unit_groups, ma
     while len(rows) < max_refits:
         draws = refit.quantities.sel(quantity=quantity).values
         log_lik = refit.units(unit_groups)[0]
-        gap = goal.need - goal.direction * (value - goal.value)
-        current = replace(goal, value=value, need=gap)
-        gain = -goal.direction * np.nan_to_num(metric_influence(draws, log_lik, current).psi[0])
+        gap = _goal_at(goal, value).need
+        gain = _gains(draws, log_lik, goal, value)
         gain[dropped] = -np.inf
         ranked = top_positive(gain, log_lik.shape[-1] - dropped.size)
         if not ranked.size:
@@ -503,9 +518,7 @@ def _exchanged(draws, log_lik, goal, value: float, dropped: np.ndarray, k_max: i
     log-likelihood unweighted): the set ``S'`` moves it by ``sum_S psi - sum_S' psi``, best
     for the ``k_max`` units of the largest ``-direction psi_n``.
     """
-    current = replace(goal, value=value, need=goal.need - goal.direction * (value - goal.value))
-    psi = metric_influence(draws, log_lik, current).psi[0]
-    gain = -goal.direction * np.nan_to_num(psi, nan=0.0)
+    gain = _gains(draws, log_lik, goal, value)
     chosen = top_positive(gain, k_max)
     if np.array_equal(np.sort(chosen), np.sort(dropped)):
         return None
@@ -598,7 +611,7 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
         if _ruled_out(first, goal, change, mcse):
             answer, by = "not reachable", ""
         else:
-            close = goal.need - goal.direction * change <= MC_MARGIN * mcse
+            close = _within_error(goal, change, mcse)
             answer, by = "undetermined", "the refit's Monte Carlo error" if close else "refits"
             beyond = history.loc[history["reached"], "n_drop"]  # only past the limit here
             sizes = (_optimistic_low(first), float(beyond.min()) if beyond.size else np.inf)

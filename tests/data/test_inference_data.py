@@ -167,3 +167,35 @@ def test_labels_other_than_the_log_likelihood_s_are_refused():
     fit["observed_data"] = fit["observed_data"].to_dataset().assign_coords(row=np.arange(6) + 10)
     with pytest.raises(ValueError, match=r"^y: found row labels \[10, 11, .*log-likelihood's"):
         bayesij.loo_pit(fit)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_another_dim_order_is_paired_in_the_installed_arviz_container_and_lazily(lazy):
+    # The same pairing through the installed ArviZ's own container (an InferenceData on
+    # ArviZ 0.23, a DataTree on 1.x), and with the groups over the observations opened
+    # lazily (dask chunks; a lazy log-likelihood over two observation dims is refused by
+    # name).
+    from peers import ARVIZ_1
+
+    def container(tree):
+        groups = {name: tree[name].to_dataset() for name in tree.children}
+        if lazy:
+            groups = {
+                name: dataset if name == "log_likelihood" else dataset.chunk()
+                for name, dataset in groups.items()
+            }
+        if ARVIZ_1:
+            return xr.DataTree.from_dict(groups)
+        import arviz as az
+
+        return az.InferenceData(**groups)
+
+    stored, flipped = container(_grid_fit(False)), container(_grid_fit(True))
+    np.testing.assert_array_equal(bayesij.loo_pit(flipped), bayesij.loo_pit(stored))
+    units = bayesij.read(flipped, groups="group_idx").units
+    np.testing.assert_array_equal(np.asarray(units.labels).astype(int), np.repeat(np.arange(6), 5))
+    if lazy:
+        tree = _grid_fit(True)
+        tree["log_likelihood"] = tree["log_likelihood"].to_dataset().chunk()
+        with pytest.raises(ValueError, match=r"^log_lik: found a lazy array with dims"):
+            bayesij.loo_pit(tree)

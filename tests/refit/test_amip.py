@@ -145,3 +145,18 @@ def test_a_refit_that_fails_ends_the_campaign_with_its_reason(fail_at):
     else:
         low, high = result.size_interval
         assert low <= high and (result.answer != "reached" or low <= result.n_drop <= high)
+
+
+def test_a_refit_short_of_the_goal_by_less_than_two_monte_carlo_errors_is_too_close_to_tell():
+    # A sign goal from a mean of 3 (the whole way: a change of -3): a refit that stops one
+    # Monte Carlo SE short cannot be told from one that reaches (refitted past the limit,
+    # "undetermined by the refit's Monte Carlo error"); three SEs short it can.
+    from bayesij.array.amip import goal_for
+    from bayesij.refit.amip import _within_error
+
+    draws = np.random.default_rng(0).standard_normal((4, 1000))
+    goal = goal_for((draws - draws.mean()) / draws.std() + 3.0, "sign", 1.96)
+    mcse = 0.02
+    assert _within_error(goal, -goal.need + 1 * mcse, mcse)
+    assert _within_error(goal, -goal.need - 1 * mcse, mcse)  # past it
+    assert not _within_error(goal, -goal.need + 3 * mcse, mcse)
