@@ -69,7 +69,9 @@ def normal_group_log_lik(residuals, codes, tau, sigma) -> np.ndarray:
         raise fail("residuals", f"shape {r.shape}", "(n_chains, n_draws, n_obs)")
     check_finite(r, "residuals")
     groups, n_groups = _checked_codes(codes, r.shape[2])
-    tau2, sigma2 = (_per_draw_sd(v, name) ** 2 for v, name in ((tau, "tau"), (sigma, "sigma")))
+    tau2, sigma2 = (
+        _per_draw_sd(v, name, r.shape[:2]) ** 2 for v, name in ((tau, "tau"), (sigma, "sigma"))
+    )
     n = np.bincount(groups, minlength=n_groups)
     s1, s2 = _group_sums(r, groups, n_groups), _group_sums(r**2, groups, n_groups)
     total = sigma2 + n * tau2
@@ -89,11 +91,12 @@ def _checked_codes(codes, n_obs: int) -> tuple[np.ndarray, int]:
     return groups, n_groups
 
 
-def _per_draw_sd(value, name: str) -> np.ndarray:
-    """An sd per draw, (n_chains, n_draws, 1), or one for all, (1, 1, 1): finite, positive."""
+def _per_draw_sd(value, name: str, draws: tuple) -> np.ndarray:
+    """An sd per draw, (n_chains, n_draws, 1), or one for all, (1, 1, 1): finite, positive;
+    ``draws`` is the log-likelihood's (n_chains, n_draws)."""
     sd = as_float_array(value, name)
-    if sd.ndim not in (0, 2):
-        raise fail(name, f"shape {sd.shape}", "a number, or one per draw (n_chains, n_draws)")
+    if sd.ndim != 0 and sd.shape != tuple(draws):
+        raise fail(name, f"shape {sd.shape}", f"a number, or one per draw {tuple(draws)}")
     if not np.all(np.isfinite(sd) & (sd > 0)):
         raise fail(name, "values that are not finite and positive", "positive sds")
     return sd[..., None] if sd.ndim == 2 else sd.reshape(1, 1, 1)
@@ -154,7 +157,8 @@ def intercept_group_log_lik(log_lik_at, codes, tau, n_nodes: int = 16) -> np.nda
     if not callable(log_lik_at):
         raise fail("log_lik_at", f"a {type(log_lik_at).__name__}", "a callable log_lik_at(a)")
     groups, n_groups = _checked_codes(codes, np.size(codes))
-    sd = _per_draw_sd(tau, "tau")
+    draws = as_float_array(log_lik_at(np.zeros((1, 1, groups.size))), "log_lik_at(a)").shape[:2]
+    sd = _per_draw_sd(tau, "tau", draws)
 
     def h(a):  # log-likelihood of each group plus the intercept's log density (no constant)
         values = as_float_array(log_lik_at(a[..., groups]), "log_lik_at(a)")
@@ -164,7 +168,6 @@ def intercept_group_log_lik(log_lik_at, codes, tau, n_nodes: int = 16) -> np.nda
             )
         return _group_sums(values, groups, n_groups) - 0.5 * (a / sd) ** 2
 
-    draws = as_float_array(log_lik_at(np.zeros((1, 1, groups.size))), "log_lik_at(a)").shape[:2]
     prior = -np.log(np.sqrt(2 * np.pi) * sd)  # the intercept's normalised log density at 0
     return integrate_effects(
         lambda a: h(a) + prior, (*draws, n_groups), sd, n_nodes, argument="log_lik_at"

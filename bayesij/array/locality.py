@@ -24,6 +24,7 @@ import numpy as np
 
 __all__ = [
     "one_level_each",
+    "several_levels_each",
     "indexed_levels",
     "AGREEING",
     "level_chunks",
@@ -92,19 +93,52 @@ def one_level_each(chunks: Iterable[np.ndarray], columns: np.ndarray) -> bool:
     Giordano, R. & Broderick, T. (2023). The Bayesian infinitesimal jackknife for
     variance. arXiv:2305.06466.
     """
+    ratio = _dominance(chunks, columns)
+    return ratio is not None and bool(np.median(ratio) >= DOMINANT)
+
+
+def several_levels_each(chunks: Iterable[np.ndarray], columns: np.ndarray) -> bool:
+    """Whether each observation's log-likelihood moves with several levels of a variable
+    at once, as with a regression's coefficients (``x_n' beta``): the evidence that a
+    dim is *not* a grouping of the observations.
+
+    Parameters
+    ----------
+    chunks, columns
+        As :func:`one_level_each`.
+
+    Returns
+    -------
+    bool
+        True when at least half of the observations are moved by some level, the median
+        of those is moved by a second level too (its squared correlation above the
+        threshold of :func:`one_level_each`) and its strongest level's squared correlation
+        is less than :data:`DOMINANT` times the next one's. False otherwise (also where the
+        draws cannot tell).
+    """
+    ratio = _dominance(chunks, columns, second_moved=True)
+    return ratio is not None and bool(np.median(ratio) < DOMINANT)
+
+
+def _dominance(chunks, columns, second_moved: bool = False) -> np.ndarray | None:
+    """The strongest level's squared correlation over the next one's, for each observation
+    moved by some level (with ``second_moved``: the next one's set to 0 where it does not
+    move the observation); None with fewer than half of the observations moved, fewer than
+    two levels or no finite column."""
     columns = columns[:, np.isfinite(columns).all(axis=0)]
     if not columns.shape[1]:
-        return False
+        return None
     by_level, threshold = _squared_correlations(chunks, columns)
     if by_level.shape[0] < 2:
-        return False
+        return None
     second, top = np.partition(by_level, by_level.shape[0] - 2, axis=0)[-2:]
     moved = top > threshold
     if moved.sum() < columns.shape[1] / 2:
-        return False
+        return None
+    if second_moved:
+        second = np.where(second > threshold, second, 0.0)
     with np.errstate(divide="ignore"):
-        ratio = np.where(second[moved] > 0, top[moved] / second[moved], np.inf)
-    return bool(np.median(ratio) >= DOMINANT)
+        return np.where(second[moved] > 0, top[moved] / second[moved], np.inf)
 
 
 #: An index agrees with a variable's levels when the level each moved observation moves

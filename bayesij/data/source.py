@@ -247,13 +247,15 @@ def _all_draws(data, argument: str) -> np.ndarray:
     return posterior_draws(data, None, argument)[0]
 
 
-def unit_members(source: LogLikSource) -> np.ndarray | None:
-    """The unit label of each observation, in the observations' order, when the units are
-    groups (None when they are the observations): what a grouped result carries so that
-    results are compared only over the same groups, not merely the same labels."""
+def unit_members(source: LogLikSource) -> pd.Series | None:
+    """The unit label of each observation, indexed by the observation's id, when the units
+    are groups (None when they are the observations): what a grouped result carries so
+    that results are compared only over the same groups, not merely the same labels, and
+    by the observations' ids, not their positions."""
     if source.index.name != "group":
         return None
-    return np.asarray(source.index)[source.codes]
+    ids = source.posterior.obs_names if source.posterior is not None else None
+    return pd.Series(np.asarray(source.index)[source.codes], index=ids, name="group")
 
 
 def refuse_whole_matrix(options: Mapping) -> None:

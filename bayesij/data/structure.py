@@ -33,6 +33,7 @@ from bayesij.array.locality import (
     indexed_levels,
     level_chunks,
     one_level_each,
+    several_levels_each,
 )
 from bayesij.data.inference_data import (
     SAMPLE_DIMS,
@@ -185,6 +186,8 @@ def _observations_or_suspected(data, obs_dims: frozenset, var_name=None) -> Unit
         on = [str(v) for v in posterior.data_vars if dim in posterior[v].dims]
         if dim not in obs_dims and size >= MIN_SUSPECTED_LEVELS and len(on) >= 2:
             suspects[dim] = (size, on)
+    for dim in _coefficient_dims(data, posterior, suspects, var_name):
+        del suspects[dim]
     moved = _moved_dims(data, posterior, obs_dims | set(suspects), var_name)
     suspects.update({dim: (sizes[dim], on) for dim, on in moved.items()})
     if not suspects:
@@ -200,6 +203,30 @@ def _observations_or_suspected(data, obs_dims: frozenset, var_name=None) -> Unit
         "pass its labels, one per observation (groups= / --groups)"
     )
     return Units("observation", None, why, obs_dims | set(suspects), suspected=tuple(suspects))
+
+
+def _coefficient_dims(data, posterior, shared: dict, var_name) -> list[str]:
+    """The dims among ``shared`` (``{dim: (size, variables)}``, each over several
+    variables) shorter than :data:`~bayesij.array.locality.MIN_LEVELS` that the
+    log-likelihood shows to be no grouping: each observation moves with several of a
+    variable's levels at once and with no one level alone, as with a regression's
+    coefficients and their odds ratios over one ``coef`` dim
+    (:func:`~bayesij.array.locality.several_levels_each`)."""
+    short = {d: on for d, (size, on) in shared.items() if size < MIN_LEVELS}
+    columns = _first_columns(data, posterior, var_name) if short else None
+    if columns is None:
+        return []
+
+    def tells(test, dim, on):
+        return [
+            test(_level_chunks(posterior[v], dim), columns) for v in on if _elements(posterior[v])
+        ]
+
+    return [
+        dim
+        for dim, on in short.items()
+        if any(tells(several_levels_each, dim, on)) and not any(tells(one_level_each, dim, on))
+    ]
 
 
 def _moved_dims(data, posterior, excluded: set, var_name) -> dict:
@@ -559,12 +586,20 @@ def _observation_variables(data, obs_dims: frozenset) -> set:
 
 
 def _dim_of_labels(data, labels: np.ndarray) -> str | None:
-    """The posterior dim whose coordinate labels are exactly the groups' labels."""
+    """The posterior dim whose coordinate labels are exactly the groups' labels, unless the
+    log-likelihood says its variables are not the groups' (labels 0..4 that are also a
+    coefficient dim's coordinates: :func:`_index_evidence`)."""
     if not has_groups(data) or "posterior" not in group_names(data):
         return None
     unique = {str(v) for v in labels.tolist()}
+    columns = _FirstColumns(data, None)
     for dim in _posterior_dims(data):
-        if {str(v) for v in _dim_coords(data, dim).tolist()} == unique:
+        coords = [str(v) for v in _dim_coords(data, dim).tolist()]
+        if set(coords) != unique:
+            continue
+        position = {label: k for k, label in enumerate(coords)}
+        codes = np.array([position[str(v)] for v in labels.tolist()])
+        if _index_evidence(data, dim, codes, columns) is not False:
             return dim
     return None
 

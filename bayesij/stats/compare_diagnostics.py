@@ -49,19 +49,28 @@ MANY_MODELS = 11
 
 def check_same_groups(results: dict) -> None:
     """Refuse results over groups that hold other observations: the same labels (or the
-    same number of groups) are not the same groups. Results that do not record their
-    groups' observations (K-fold, held-out) are matched by their labels alone."""
+    same number of groups) are not the same groups. Observations are paired by their ids,
+    in whatever order each fit stored them. Results that do not record their groups'
+    observations (K-fold, held-out) are matched by their labels alone."""
     grouped = {n: r.members for n, r in results.items() if getattr(r, "members", None) is not None}
     if len(grouped) < 2:
         return
     first, members = next(iter(grouped.items()))
     for name, other in grouped.items():
-        if other.shape != members.shape or not np.array_equal(other, members):
-            differ = np.flatnonzero(other != members)[:5] if other.shape == members.shape else []
+        if set(other.index) != set(members.index):
             raise fail(
                 "results",
-                f"{name!r} grouped otherwise than {first!r} ({other.size} and {members.size} "
-                f"observations; observations {[int(i) for i in differ]} in other groups)",
+                f"{name!r} over other observations than {first!r} ({other.size} and "
+                f"{members.size} observations)",
+                "results over the same observations in the same groups",
+            )
+        paired = other.reindex(members.index).to_numpy()
+        differ = [members.index[i] for i in np.flatnonzero(paired != members.to_numpy())[:5]]
+        if differ:
+            raise fail(
+                "results",
+                f"{name!r} grouped otherwise than {first!r} (observations {differ} in other "
+                "groups)",
                 "results over the same groups: each observation in the same group",
             )
 

@@ -111,7 +111,7 @@ class LooResult(ElpdResult):
     log_weights: np.ndarray | None = field(default=None, repr=False, compare=False)
     constant: np.ndarray | None = field(default=None, repr=False, compare=False)
     grouping: str | None = field(default=None, repr=False, compare=False)
-    members: np.ndarray | None = field(default=None, repr=False, compare=False)
+    members: pd.Series | None = field(default=None, repr=False, compare=False)
     integrated: str | None = field(default=None, repr=False, compare=False)
 
     criterion: ClassVar[str] = "loo"
@@ -617,7 +617,7 @@ class LooDraws(NamedTuple):
     quantile: str = "R loo"
     codes: np.ndarray | None = None
     groups: pd.Index | None = None
-    members: np.ndarray | None = None
+    members: pd.Series | None = None
     pareto_k: np.ndarray | None = None
 
 

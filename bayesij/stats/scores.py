@@ -45,9 +45,9 @@ class LooScore:
         predictive mean) and ``error`` (``y - prediction``) and ``pareto_k`` (metrics).
         Per group with ``groups=``: the group's ``score`` (the sum over its observations,
         each scored leaving the whole group out) and ``pareto_k``.
-    members : ndarray or None
-        With ``groups=``: the group of each observation (results over other groups are not
-        compared).
+    members : pandas.Series or None
+        With ``groups=``: the group of each observation, indexed by its id (results over
+        other groups are not compared).
 
     Examples
     --------
@@ -65,7 +65,7 @@ class LooScore:
     estimate: float
     se: float
     pointwise: pd.DataFrame
-    members: np.ndarray | None = field(default=None, repr=False, compare=False)
+    members: pd.Series | None = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         return f"LOO {self.kind.upper()}: {self.estimate:.4g} (SE {self.se:.2g})"

@@ -78,7 +78,7 @@ class WaicResult(ElpdResult):
     ddof: int
     n_draws: int
     grouping: str | None = field(default=None, repr=False, compare=False)
-    members: np.ndarray | None = field(default=None, repr=False, compare=False)
+    members: pd.Series | None = field(default=None, repr=False, compare=False)
 
     criterion: ClassVar[str] = "waic"
     elpd_column: ClassVar[str] = "elpd_waic"

@@ -96,6 +96,22 @@ def test_a_log_likelihood_that_is_not_finite_is_named_not_integrated_to_nan():
         intercept_group_log_lik(lambda a: -0.5 * (y - a) ** 2, codes, 1.0)
 
 
+@pytest.mark.parametrize("tau_shape", [(3, 5), (2, 4, 1), (4,)])
+def test_a_tau_of_another_shape_than_the_draws_is_named(tau_shape):
+    """(2, 4) draws: a tau per draw must be (2, 4) (a broadcast error before)."""
+    from bayesij.array.hierarchy import intercept_group_log_lik, normal_group_log_lik
+
+    mu = np.random.default_rng(0).normal(size=(2, 4, 1))
+    y, codes = np.array([0.4, -0.3, 1.1, 0.9]), np.array([0, 0, 1, 1])
+    tau = np.ones(tau_shape)
+    with pytest.raises(ValueError, match=r"^tau: found shape .*one per draw \(2, 4\)"):
+        intercept_group_log_lik(lambda a: -0.5 * (y - mu - a) ** 2, codes, tau)
+    with pytest.raises(ValueError, match=r"^tau: found shape"):
+        normal_group_log_lik(y - mu, codes, tau=tau, sigma=1.0)
+    good = intercept_group_log_lik(lambda a: -0.5 * (y - mu - a) ** 2, codes, np.ones((2, 4)))
+    assert good.shape == (2, 4, 2)
+
+
 def _intercept_and_slope(seed=3, n_groups=4, per_group=5):
     """Each group's observations, covariate and correlated (intercept, slope) prior."""
     rng = np.random.default_rng(seed)

@@ -139,3 +139,24 @@ def test_an_index_agrees_with_the_levels_the_log_likelihood_moves_with():
     assert indexed_levels([alpha], columns, (codes + 1) % alpha.shape[1]) is False
     noise = np.random.default_rng(3).normal(size=alpha.shape)
     assert indexed_levels([noise], columns, codes) is None
+
+
+def test_coefficients_move_each_observation_with_several_levels_and_group_effects_do_not():
+    """Three coefficients of a normal regression (every observation's log-likelihood moves
+    with all three): several levels each. Group effects with little pooling (each
+    observation with its own group's): not; nor draws the log-likelihood ignores."""
+    from bayesij.array.locality import several_levels_each
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 3))
+    y = X @ [0.5, -0.3, 0.2] + rng.normal(size=64)
+    beta = rng.normal([0.5, -0.3, 0.2], 0.07, size=(4000, 3))
+    log_lik = -0.5 * (y - beta @ X.T) ** 2
+    assert several_levels_each([beta[:, :, None]], log_lik)
+    assert not _each(beta[:, :, None], log_lik)
+    groups = np.repeat(np.arange(8), 8)
+    alpha = rng.normal(size=8) + 0.3 * rng.normal(size=(4000, 8))
+    grouped = -0.5 * (rng.normal(size=64) + alpha[:, groups].mean(axis=0) - alpha[:, groups]) ** 2
+    assert not several_levels_each([alpha[:, :, None]], grouped)
+    assert _each(alpha[:, :, None], grouped)
+    assert not several_levels_each([rng.normal(size=(4000, 3, 1))], log_lik)

@@ -231,3 +231,67 @@ def test_a_two_valued_index_is_no_grouping_where_the_draws_cannot_tell():
             {"posterior": posterior, "log_likelihood": log_lik, "constant_data": constant}
         )
         assert find_units(tree).grouped == grouped, name
+
+
+def test_a_dim_shared_by_coefficients_and_their_odds_ratios_is_no_grouping():
+    # beta and odds_ratio = exp(beta) over one 'coef' dim: every observation's
+    # log-likelihood moves with all three coefficients, so the log-likelihood does not bear
+    # a grouping out; the coefficients stay global (they were "not applicable", local).
+    import xarray as xr
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = X @ [0.5, -0.3, 0.2] + rng.normal(size=200)
+    beta = rng.normal([0.5, -0.3, 0.2], 0.07, size=(2, 300, 3))
+    log_lik = -0.5 * (y - np.einsum("cdk,nk->cdn", beta, X)) ** 2
+    draws = ("chain", "draw")
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset(
+                {"beta": ((*draws, "coef"), beta), "odds_ratio": ((*draws, "coef"), np.exp(beta))},
+                coords={"coef": ["a", "b", "c"]},
+            ),
+            "log_likelihood": xr.Dataset({"y": ((*draws, "obs"), log_lik)}),
+        }
+    )
+    from bayesij.data.fit import read
+
+    fit = read(tree)
+    assert fit.units.suspected == () and "coef" not in fit.units.local_dims
+    assert fit.local_quantities(["beta[a]", "odds_ratio[b]"]) == []
+
+
+def test_group_labels_that_equal_a_coefficient_dim_s_coordinates_leave_it_global():
+    """groups= labels 0..4 over 100 observations, and five regression coefficients over a
+    'coef' dim whose coordinates are also 0..4: the log-likelihood moves with every
+    coefficient at once, so 'coef' is not the groups' dim (the coefficients were taken for
+    the groups' effects and left out of the audit). Group effects over a dim labelled
+    0..4 the same way still are the groups'."""
+    import xarray as xr
+
+    from bayesij.data.fit import read
+
+    rng = np.random.default_rng(0)
+    X, groups = rng.normal(size=(100, 5)), np.repeat(np.arange(5), 20)
+    y = X @ [0.5, -0.3, 0.2, 0.1, 0.4] + rng.normal(size=100)
+    beta = rng.normal([0.5, -0.3, 0.2, 0.1, 0.4], 0.1, size=(2, 300, 5))
+    alpha = rng.normal(size=5) + 0.2 * rng.normal(size=(2, 300, 5))
+    draws = ("chain", "draw")
+
+    def tree(effect, mean):
+        return xr.DataTree.from_dict(
+            {
+                "posterior": xr.Dataset(
+                    {effect: ((*draws, "coef"), draws_of[effect])}, coords={"coef": range(5)}
+                ),
+                "log_likelihood": xr.Dataset({"y": ((*draws, "obs"), -0.5 * (y - mean) ** 2)}),
+            }
+        )
+
+    draws_of = {"beta": beta, "alpha": alpha}
+    regression = read(tree("beta", np.einsum("cdk,nk->cdn", beta, X)), groups=groups)
+    assert regression.units.dim is None and "coef" not in regression.units.local_dims
+    assert regression.local_quantities(["beta[0]", "beta[3]"]) == []
+    hierarchy = read(tree("alpha", alpha[..., groups]), groups=groups)
+    assert hierarchy.units.dim == "coef"
+    assert hierarchy.local_quantities(["alpha[0]"]) == ["alpha[0]"]

@@ -217,6 +217,34 @@ def test_results_over_other_groups_are_not_compared(grouped_models):
         bayesij.model_weights({"a": loo_a, "b": loo_b})
 
 
+def test_the_same_groups_with_the_observations_in_another_order_are_compared(grouped_models):
+    """Model b's fit stores its observations in another order (its ids say which is
+    which): the groups are the same, so the comparison runs, and equals the one with the
+    observations in order (it was refused as 'grouped otherwise', membership read by
+    position)."""
+    y, groups, fits, _ = grouped_models
+    (ll_a, _), (ll_b, _) = fits.values()
+    ids = [f"obs {i}" for i in range(y.size)]
+    order = np.random.default_rng(1).permutation(y.size)
+    a = bayesij.from_arrays(np.zeros((*ll_a.shape[:2], 1)), ll_a, obs_names=ids)
+    b = bayesij.from_arrays(np.zeros((*ll_b.shape[:2], 1)), ll_b, obs_names=ids)
+    b_reordered = bayesij.from_arrays(
+        np.zeros((*ll_b.shape[:2], 1)), ll_b[..., order], obs_names=[ids[i] for i in order]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loo_a = bayesij.loo(a, groups=groups)
+        in_order = bayesij.compare({"a": loo_a, "b": bayesij.loo(b, groups=groups)})
+        reordered = bayesij.compare(
+            {"a": loo_a, "b": bayesij.loo(b_reordered, groups=groups[order])}
+        )
+        moved = groups[order].copy()
+        moved[[0, 1]] = moved[[1, 0]] if moved[0] != moved[1] else (moved[0], (moved[1] + 1) % G)
+        with pytest.raises(ValueError, match=r"grouped otherwise than 'a' \(observations \["):
+            bayesij.compare({"a": loo_a, "b": bayesij.loo(b_reordered, groups=moved)})
+    pd.testing.assert_frame_equal(reordered, in_order)
+
+
 @pytest.mark.slow
 def test_stacking_by_score_over_groups_uses_the_leave_one_group_out_predictives(
     grouped_models,
