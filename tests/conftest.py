@@ -87,11 +87,20 @@ MARKED_DOCTESTS = {
 }
 
 
+#: Tests that compile Stan programs (PyStan's tests, and the notebooks and README examples
+#: whose kernels build with PyStan) run on one pytest-xdist worker (``--dist loadgroup``):
+#: each model is compiled once, never by two workers at once into httpstan's cache.
+ONE_WORKER = ("stan", "notebook")
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the tests of the files in ``MARKED_FILES`` and the doctests in
-    ``MARKED_DOCTESTS`` (the fast loop leaves them out)."""
+    ``MARKED_DOCTESTS`` (the fast loop leaves them out), and keep the tests that compile
+    Stan programs on one worker (:data:`ONE_WORKER`)."""
     for item in items:
         markers = MARKED_DOCTESTS.get(item.name, ())
         marker = MARKED_FILES.get(item.path.name)
         for name in (*markers, *([marker] if marker else [])):
             item.add_marker(getattr(pytest.mark, name))
+        if any(item.get_closest_marker(name) for name in ONE_WORKER):
+            item.add_marker(pytest.mark.xdist_group("stan"))
