@@ -198,7 +198,7 @@ def _refit_what_is_undetermined(result, post, data) -> None:
     print()
 
 
-def _print_audit(fit, out: str | None, **options):
+def _print_audit(fit, out: str | None, tables: str | None = None, **options):
     from bayesij.report.audit import audit
 
     if out:
@@ -207,7 +207,20 @@ def _print_audit(fit, out: str | None, **options):
     print(result.to_markdown())
     if out:
         print(f"Report written to {result.to_html(out)}", file=sys.stderr)
+    if tables:
+        print(f"Tables written to {result.to_csv(tables)}", file=sys.stderr)
     return result
+
+
+def _check_tables(folder: str) -> None:
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--tables: found the file {folder!r}; expected a folder.")
+    if not path.exists() and not path.parent.is_dir():
+        raise ValueError(
+            f"--tables: found {folder!r}, whose parent folder does not exist; expected a "
+            "folder in an existing one."
+        )
 
 
 def _check_out(out: str) -> None:
@@ -472,6 +485,8 @@ def _model_options(args) -> dict:
 
 
 def _run_audit(args) -> None:
+    if args.tables:
+        _check_tables(args.tables)  # before the fit is read
     fit = _fit_of(args)
     options = {
         "groups": False if args.no_groups else _groups(args.groups, fit),
@@ -490,10 +505,10 @@ def _run_audit(args) -> None:
         options["method"] = args.method
     options.update(_model_options(args))
     if args.scheduler is None:
-        _print_audit(fit, args.out, **options)
+        _print_audit(fit, args.out, args.tables, **options)
         return
     with _client(args.scheduler) as client:
-        _print_audit(fit, args.out, client=client, **options)
+        _print_audit(fit, args.out, args.tables, client=client, **options)
 
 
 def _run_influence(args) -> None:
@@ -548,6 +563,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_input_arguments(aud)
     aud.add_argument("--out", default=None, help="write a self-contained HTML report here")
+    aud.add_argument(
+        "--tables",
+        default=None,
+        metavar="FOLDER",
+        help="also write every table as CSV with index.json (heading, summary, the tables' "
+        "files): what R's bayesij_audit() reads back as data frames",
+    )
     aud.add_argument(
         "--target",
         action="append",

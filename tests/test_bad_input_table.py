@@ -1416,6 +1416,8 @@ CLI_CASES = {
     "--top x": ["audit", "fake.csv", "--top", "x"],
     "--out in a missing folder": ["audit", "fake.csv", "--out", "missing/report.html"],
     "--out a folder": ["audit", "fake.csv", "--out", "."],
+    "--tables a file": ["audit", "fake.csv", "--tables", "fake.nc"],
+    "--tables in a missing folder": ["audit", "fake.csv", "--tables", "missing/deeper"],
     "--alpha-max 2": ["audit", "fake.csv", "--alpha-max", "2"],
     "--draws 0": ["audit", "fake.csv", "--draws", "0"],
     "--scheduler with CSV files": ["audit", "fake.csv", "--scheduler", "tcp://127.0.0.1:1"],

@@ -5,9 +5,11 @@ self-contained HTML file with the figures embedded."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import warnings
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -362,8 +364,60 @@ class Audit:
             handle.write(page)
         return str(path)
 
+    def to_csv(self, folder) -> str:
+        """Write the audit for other languages to read (R's ``read.csv`` and jsonlite):
+        each of :meth:`tables` as a CSV file (index columns first; an unnamed one is
+        ``row``: ``elpd_loo``, ``p_loo``...) and ``index.json`` with
+        the heading, the summary and, per table, its title, file and index columns; returns
+        the path of ``index.json``. The folder is made if it does not exist.
+
+        Examples
+        --------
+        >>> import json, pathlib, tempfile, numpy as np, bayesij
+        >>> rng = np.random.default_rng(0)
+        >>> y = rng.normal(size=50)
+        >>> mu = rng.normal(y.mean(), 0.15, size=(2, 400, 1))
+        >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
+        >>> folder = tempfile.mkdtemp()
+        >>> index = bayesij.audit(post, amip=False).to_csv(folder)
+        >>> [t["file"] for t in json.loads(pathlib.Path(index).read_text())["tables"]][:2]
+        ['standard_errors.csv', 'convergence.csv']
+        """
+        folder = Path(folder)
+        if folder.exists() and not folder.is_dir():
+            raise fail("folder", f"the file {str(folder)!r}", "a folder to write the tables in")
+        folder.mkdir(parents=True, exist_ok=True)
+        listed, used = [], set()
+        for title, table in self.tables().items():
+            name = _file_name(title, used)
+            named = table.rename_axis([n if n is not None else "row" for n in table.index.names])
+            index = [str(n) for n in named.index.names]
+            named.reset_index().to_csv(folder / name, index=False)
+            listed.append({"title": title, "file": name, "index": index})
+        contents = {
+            "heading": self.heading(),
+            "description": self.description,
+            "summary": self.summary(),
+            "tables": listed,
+        }
+        path = folder / "index.json"
+        path.write_text(json.dumps(contents, indent=1, ensure_ascii=False), encoding="utf-8")
+        return str(path)
+
     def __str__(self) -> str:
         return self.to_markdown()
+
+
+def _file_name(title: str, used: set) -> str:
+    """A table's file name from its title's first words (``'Standard errors (posterior vs
+    IJ)'`` -> ``standard_errors.csv``), made unique within ``used``."""
+    words = re.findall(r"[a-z0-9]+", title.split("(")[0].lower()) or ["table"]
+    stem = "_".join(words)
+    name, k = f"{stem}.csv", 2
+    while name in used:
+        name, k = f"{stem}_{k}.csv", k + 1
+    used.add(name)
+    return name
 
 
 def _amip_row(result: AmipResult) -> pd.DataFrame:
@@ -604,8 +658,8 @@ def audit(
     References
     ----------
     Giordano, R. & Broderick, T. (2023). The Bayesian infinitesimal jackknife for variance.
-    Broderick, T., Giordano, R. & Meager, R. (2023). An automatic finite-sample robustness
-    metric: when can dropping a little data make a big difference?
+    Broderick, T., Giordano, R. & Meager, R. (2020). An automatic finite-sample robustness
+    metric: when can dropping a little data make a big difference? arXiv:2011.14999.
     """
     loo, waic, amip = (check_flag(v, a) for v, a in ((loo, "loo"), (waic, "waic"), (amip, "amip")))
     if client is not None and not callable(getattr(client, "submit", None)):

@@ -123,7 +123,7 @@ def test_an_undetermined_influential_set_is_said_to_be_open_with_the_draws_that_
     (amip,) = result.amip.values()
     assert amip.answer == "undetermined"
     summary = " ".join(result.summary())
-    assert "undetermined" in summary and "a refit decides (about" in summary
+    assert "undetermined" in summary and "a refit decides, about" in summary
     assert "inf draws" not in summary
     assert amip.table()["answer"].iloc[0] == "undetermined"  # the report's AMIP table says it
     assert summary.count("undetermined") == 1  # counted once, where its size interval puts it
@@ -230,3 +230,33 @@ def test_a_verified_set_is_no_longer_left_to_a_refit(backend, post):
     assert "A handful of observations decides" in " ".join(checked.summary())
     refuted = replace(verified, verification={**verified.verification, "reached": False})
     assert refuted not in fragile({key: refuted}) + first_order_only({key: refuted})
+
+
+def test_the_tables_written_for_r_read_back_as_the_audit_s_own(tmp_path):
+    """Audit.to_csv: every table read back with pandas equals the audit's table (index
+    columns first, an unnamed index as 'row'); index.json lists them with the summary.
+    A file where the folder should be is refused by name."""
+    import json
+
+    X, y = small_regression(200, seed=9)
+    post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=2000).fit(np.ones(200))
+    result = bayesij.audit(post, targets=("sign",))
+    from pathlib import Path
+
+    index = json.loads(Path(result.to_csv(tmp_path / "tables")).read_text(encoding="utf-8"))
+    assert index["summary"] == result.summary() and index["heading"] == result.heading()
+    tables = result.tables()
+    assert [t["title"] for t in index["tables"]] == list(tables)
+    assert len({t["file"] for t in index["tables"]}) == len(tables)
+    for entry in index["tables"]:
+        read = pd.read_csv(tmp_path / "tables" / entry["file"]).set_index(entry["index"])
+        ours = tables[entry["title"]]
+        assert read.shape == ours.shape, entry["title"]
+        numeric = ours.select_dtypes("number").columns
+        np.testing.assert_allclose(read[numeric].to_numpy(float), ours[numeric].to_numpy(float))
+    loo = pd.read_csv(tmp_path / "tables" / "psis_loo.csv").set_index("row")
+    expected = result.loo.estimates().loc["elpd_loo", "Estimate"]
+    assert loo.loc["elpd_loo", "Estimate"] == pytest.approx(expected)
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ValueError, match="^folder: found the file"):
+        result.to_csv(tmp_path / "a_file")
