@@ -7,26 +7,35 @@ import base64
 import html
 import io
 
+import numpy as np
+
 from bayesij.report.columns import column_definitions
 
-__all__ = ["html_body", "html_page"]
+__all__ = ["html_body", "html_page", "table_html"]
 
 STYLE = (
-    "body{font-family:system-ui,sans-serif;max-width:62em;margin:1em auto;padding:0 1em;"
+    "body{font-family:system-ui,sans-serif;max-width:84em;margin:1em auto;padding:0 1em;"
     "line-height:1.4;color:#222}"
-    ".verdict{background:#f4f6fa;border-left:4px solid #3b6ea8;padding:.6em 1em}"
+    "p,ul,dl{max-width:62em}"
+    ".verdict{background:#f4f6fa;border-left:4px solid #3b6ea8;padding:.6em 1em;max-width:62em}"
     ".verdict li{margin:.25em 0}"
     "details{margin:.8em 0;border-top:1px solid #ddd;padding-top:.4em}"
     "summary{font-weight:600;font-size:1.1em;cursor:pointer}"
     "table{border-collapse:collapse;font-size:.9em;margin:.5em 0}"
     ".scroll{overflow-x:auto}"
-    "td,th{padding:2px 8px;text-align:right;border-bottom:1px solid #eee}"
-    "th:first-child,td:first-child{text-align:left}"
-    "td:last-child{text-align:left;max-width:30em}"
+    "td,th{padding:2px 8px;border-bottom:1px solid #eee;vertical-align:top}"
+    "th{text-align:left}.n{text-align:right}td.t{text-align:left;max-width:30em}"
     "dl.columns{font-size:.85em;color:#444}dl.columns dt{font-family:monospace;float:left;"
     "clear:left;margin-right:.6em}dl.columns dd{margin-left:12em}"
     "figure{display:inline-block;margin:.4em;max-width:100%}figure img{max-width:100%;"
     "height:auto}figcaption{font-size:.85em;color:#555}"
+    # A narrow screen: each row a card of 'column: value' lines, no column off the page.
+    "@media (max-width:700px){table.cards thead{display:none}"
+    "table.cards,table.cards tbody,table.cards tr,table.cards td{display:block;width:auto}"
+    "table.cards tr{border-bottom:2px solid #ccc;padding:.3em 0}"
+    "table.cards td{border:none;text-align:left;max-width:none;padding:1px 4px}"
+    "table.cards td::before{content:attr(data-label) ': ';font-family:monospace;color:#555}"
+    "dl.columns dd{margin-left:1em}dl.columns dt{float:none}}"
 )
 
 
@@ -52,9 +61,7 @@ def html_body(audit, figures: bool = True) -> str:
         opened = " open" if index == 0 or title in OPEN_TABLES else ""
         parts += [
             f"<details{opened}><summary>{esc(title)}</summary>",
-            '<div class="scroll">'
-            + table.to_html(float_format=_number, border=0, na_rep="")
-            + "</div>",
+            f'<div class="scroll">{table_html(table)}</div>',
         ]
         defined = column_definitions(table)
         if defined:
@@ -67,7 +74,54 @@ def html_body(audit, figures: bool = True) -> str:
     return "\n".join(parts)
 
 
-def _number(value: float) -> str:
+def table_html(table) -> str:
+    """A table as HTML with its index as ordinary first columns (one header row: the
+    quantity and the target side by side), numbers right-aligned and text left-aligned,
+    each cell labelled with its column (``data-label``) so that a narrow screen shows each
+    row as a card of ``column: value`` lines instead of columns off the page."""
+    esc = html.escape
+    frame = table.reset_index() if _has_named_index(table) else table
+    columns = [str(c) for c in frame.columns]
+    numeric_columns = {str(c) for c in frame.select_dtypes("number").columns}
+    head = "".join(
+        f'<th class="{"n" if c in numeric_columns else "t"}">{_breakable(esc(c))}</th>'
+        for c in columns
+    )
+    rows = []
+    for values in frame.itertuples(index=False):
+        cells = []
+        for column, value in zip(columns, values, strict=True):
+            numeric = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+            text = _number(value) if numeric else ("" if _missing(value) else str(value))
+            kind = "n" if numeric else "t"
+            cells.append(f'<td class="{kind}" data-label="{esc(column)}">{esc(text)}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        f'<table class="cards"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _has_named_index(table) -> bool:
+    return any(name is not None for name in table.index.names)
+
+
+def _breakable(header: str) -> str:
+    """A column name that may wrap after its underscores (``predicted_<wbr>change``)."""
+    return header.replace("_", "_<wbr>")
+
+
+def _missing(value) -> bool:
+    try:
+        return bool(value is None or (np.ndim(value) == 0 and np.isnan(value)))
+    except TypeError:
+        return False
+
+
+def _number(value) -> str:
+    if np.isnan(value):
+        return ""
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value)}"
     return f"{value:.4g}"
 
 

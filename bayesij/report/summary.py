@@ -536,8 +536,9 @@ def _undetermined_bullet(audit) -> str:
             f" (to {target_words(r)} takes at most {unit_words(audit.unit_name, r.n_drop)} "
             f"and perhaps as few as {r.size_interval[0]:.0f})"
         )
+    more = " more" if _fragile_bullet(audit) or _first_order_bullet(audit) else ""
     return (
-        f"Whether a handful of {unit_words(audit.unit_name)} decides {len(open_)} more "
+        f"Whether a handful of {unit_words(audit.unit_name)} decides {len(open_)}{more} "
         f"conclusion{'s' if len(open_) > 1 else ''} is undetermined{_open_by(open_)}{bounds}: "
         f"{_deciders(open_)}."
     )
@@ -561,8 +562,8 @@ def _deciders(results: list) -> str:
     draws where the 1 / sqrt(S) law says they would."""
     refits = max(max(r.refits_needed for r in results), 1)
     words = (
-        f"a refit decides (about {refits} refits each by bisection: amip(..., backend=) or "
-        "audit(..., backend=))"
+        f"a refit decides, about {refits} refits each by bisection with a backend given to "
+        "amip or audit"
     )
     draws = [
         r.draws_needed
@@ -596,7 +597,9 @@ def _robust_bullet(audit) -> str:
         parts.append(f"{len(far)} not reachable by dropping up to {limit}")
     if beyond:
         low = min(r.size_interval[0] for r in beyond if r.size_interval)
-        parts.append(
-            f"{len(beyond)} undetermined beyond a handful (at least {low:.0f}; {_deciders(beyond)})"
-        )
-    return text + (f" ({'; '.join(parts)})." if parts else ".")
+        parts.append(f"{len(beyond)} undetermined beyond a handful, at least {low:.0f} each")
+    text += f" ({'; '.join(parts)})." if parts else "."
+    if beyond:
+        which = "that one" if len(beyond) == 1 else f"those {len(beyond)}"
+        text += f" For {which}, {_deciders(beyond)}."
+    return text

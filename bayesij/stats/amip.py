@@ -407,8 +407,8 @@ class AmipResult(Summary):
         says they would."""
         refits = max(self.refits_needed, 1)
         words = (
-            f"a refit decides (about {refits} refit{'s' if refits > 1 else ''} by bisection: "
-            "amip(..., backend=) or bayesij.refit.verify)"
+            f"a refit decides, about {refits} refit{'s' if refits > 1 else ''} by bisection "
+            "with amip(..., backend=) or bayesij.refit.verify"
         )
         if self.undetermined_by == "Monte Carlo error" and np.isfinite(self.draws_needed):
             words += f", or about {self.draws_needed:.3g} draws in all (now {self.n_draws})"

@@ -41,6 +41,39 @@ def test_the_page_reads_top_down_and_escapes_names(tmp_path):
     assert path.endswith("a.html")
 
 
+def test_a_table_has_one_header_row_and_cards_on_a_narrow_screen():
+    """The AMIP table's index (quantity, target) as its first columns under one header row
+    (the labels sat in two rows and columns, 'sign' right-aligned under nothing); numbers
+    right, text left; every cell labelled with its column for the card layout a narrow
+    screen gets (no column off a 420 px page); names escaped in the labels too."""
+    import re
+
+    import pandas as pd
+
+    from bayesij.report.html import STYLE, table_html
+
+    index = pd.MultiIndex.from_tuples([("<b>", "sign"), ("<b>", "significance")])
+    table = pd.DataFrame(
+        {"answer": ["reached", "undetermined"], "n_drop": [3.0, np.nan], "dropped": ["a", ""]},
+        index=index.set_names(["quantity", "target"]),
+    )
+    page = table_html(table)
+    assert page.count("<tr>") == 3 and page.count("<thead>") == 1
+    header = re.findall(r"<th class=\"[nt]\">(.*?)</th>", page)
+    assert [h.replace("<wbr>", "") for h in header] == [
+        "quantity",
+        "target",
+        "answer",
+        "n_drop",
+        "dropped",
+    ]
+    assert '<td class="t" data-label="target">significance</td>' in page
+    assert '<td class="n" data-label="n_drop">3</td>' in page
+    assert '<td class="n" data-label="n_drop"></td>' in page  # NaN: blank
+    assert "&lt;b&gt;" in page and "<b>" not in page
+    assert "@media (max-width:700px)" in STYLE and "content:attr(data-label)" in STYLE
+
+
 def test_names_cannot_inject_markdown():
     """Quantity names, observation ids and group labels with a javascript: link, a
     newline starting a heading, a remote image (a tracking pixel in a CI comment) or raw

@@ -1,6 +1,7 @@
 """The verdict's words: targets worded from where the quantity stands, units counted, the
 IJ comparison made only where it is measured and applies, at most eight bullets."""
 
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -128,7 +129,9 @@ def test_conclusions_that_need_many_units_are_counted_reached_or_not():
     text = _robust_bullet(audit)
     assert text.startswith("4 of 4 conclusions searched need more than a handful")
     assert "1 not reachable by dropping up to 30" in text  # not counted twice
-    assert "1 undetermined beyond a handful (at least 150; a refit decides (about 7" in text
+    assert "1 undetermined beyond a handful, at least 150 each)." in text
+    assert "For that one, a refit decides, about 7 refits each by bisection" in text
+    assert not re.search(r"\([^)]*\(", text)  # no parentheses inside parentheses
     assert "inf" not in text
 
 
@@ -176,8 +179,11 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
     text = _undetermined_bullet(audit)
     assert "takes at most 174 observations and perhaps as few as 25" in text
     assert "undetermined by Monte Carlo error" in text
-    assert "a refit decides (about 6 refits each" in text
+    assert "a refit decides, about 6 refits each" in text
     assert "or up to about 7.3e+04 draws (now 4000)" in text
+    assert "decides 1 more conclusion is" in text  # after the fragile bullet: "more"
+    alone = SimpleNamespace(amip={("b", "x"): wide}, unit_name="obs", offsets=[])
+    assert "decides 1 conclusion is undetermined" in _undetermined_bullet(alone)  # nothing before
     assert _robust_bullet(audit) == (
         "1 of 3 conclusions searched needs more than a handful of observations."
     )

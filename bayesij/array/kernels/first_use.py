@@ -14,8 +14,9 @@ __all__ = ["MESSAGE", "listen"]
 #: Measured on the project's 2-core machine (an audit and a float32 LOO, cache empty): 8-9 s
 #: idle; several times that on a loaded machine.
 MESSAGE = (
-    "bayesij: compiling its numerical kernels for first use (once: numba caches them on "
-    "disk; about 10 s on an idle 2-core machine, longer on a busy one)..."
+    "bayesij: compiling numerical kernels not yet in numba's disk cache (each kernel once "
+    "per input type, so a later call with other types may compile more; about 10 s for an "
+    "audit on an idle 2-core machine, up to a minute on a busy one)..."
 )
 
 
