@@ -48,11 +48,12 @@ def _linear_regression_data(n=30, seed=11):
 @pytest.fixture(scope="session")
 def pystan_fit():
     """A real PyStan fit of stan_models/linear_regression.stan (compiled once, cached)."""
-    stan = pytest.importorskip("stan")
+    pytest.importorskip("stan")
+    from bayesij.refit.stan import build_model
     from bayesij.stan_models import stan_code
 
     data = _linear_regression_data()
-    model = stan.build(stan_code("linear_regression"), data=data, random_seed=1)
+    model = build_model(stan_code("linear_regression"), data=data, random_seed=1)
     return model.sample(num_chains=3, num_samples=200, num_warmup=300), data
 
 
@@ -75,6 +76,8 @@ MARKED_FILES = {
     "test_first_use.py": "processes",
     "test_cache.py": "processes",
     "test_pure_python.py": "processes",
+    "test_r_interface.py": "processes",
+    "test_packaging.py": "processes",
 }
 
 
@@ -87,20 +90,36 @@ MARKED_DOCTESTS = {
 }
 
 
-#: Tests that compile Stan programs (PyStan's tests, and the notebooks and README examples
-#: whose kernels build with PyStan) run on one pytest-xdist worker (``--dist loadgroup``):
-#: each model is compiled once, never by two workers at once into httpstan's cache.
-ONE_WORKER = ("stan", "notebook")
-
-
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the markers
 def pytest_collection_modifyitems(config, items):
     """Mark the tests of the files in ``MARKED_FILES`` and the doctests in
-    ``MARKED_DOCTESTS`` (the fast loop leaves them out), and keep the tests that compile
-    Stan programs on one worker (:data:`ONE_WORKER`)."""
+    ``MARKED_DOCTESTS`` (the fast loop leaves them out), and keep the tests that share a
+    fixture made once for many (:func:`_shared_fixture_group`) on one pytest-xdist worker
+    (``--dist loadgroup``): the fixture (a PyMC or Stan fit of half a minute) is then made
+    once, not once per worker.
+    Stan programs are compiled once whichever worker asks first
+    (:func:`bayesij.refit.stan.build_model` locks the build)."""
     for item in items:
         markers = MARKED_DOCTESTS.get(item.name, ())
         marker = MARKED_FILES.get(item.path.name)
         for name in (*markers, *([marker] if marker else [])):
             item.add_marker(getattr(pytest.mark, name))
-        if any(item.get_closest_marker(name) for name in ONE_WORKER):
-            item.add_marker(pytest.mark.xdist_group("stan"))
+        group = _shared_fixture_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _shared_fixture_group(item) -> str | None:
+    """The worker group of a test that uses a fixture made once for many tests: the
+    session fixture's name (the PyStan fit), else the file of a module fixture."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = getattr(info, "name2fixturedefs", {}) if info is not None else {}
+    scopes = {  # the suite's own fixtures (pytest's tmp_path_factory is session-scoped too)
+        name: defs[-1].scope
+        for name, defs in definitions.items()
+        if defs and defs[-1].baseid
+    }
+    session = sorted(name for name, scope in scopes.items() if scope == "session")
+    if session:
+        return session[0]
+    return str(item.path) if "module" in scopes.values() else None

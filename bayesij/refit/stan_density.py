@@ -15,7 +15,7 @@ from bayesij.array.checks import fail
 from bayesij.data.arrays import element_names
 from bayesij.data.fit import read
 from bayesij.data.posterior import Posterior
-from bayesij.refit.stan import model_code, outside_event_loop
+from bayesij.refit.stan import build_model, model_code, outside_event_loop
 
 __all__ = ["PyStanDensity"]
 
@@ -73,8 +73,6 @@ class PyStanDensity:
         """The program built on the data with observation ``dropped``'s weight 0 (every
         weight 0 for ``"all"``: the prior alone; none for ``None``), built once each."""
         if dropped not in self._models:
-            import stan
-
             weights = np.array(self.data[self.weights], dtype=float)
             if dropped is not None:
                 weights[slice(None) if dropped == "all" else dropped] = 0.0
@@ -83,7 +81,7 @@ class PyStanDensity:
                 contextlib.redirect_stderr(io.StringIO()),
             ):
                 self._models[dropped] = outside_event_loop(
-                    stan.build, self.code, {**self.data, self.weights: weights}
+                    build_model, self.code, {**self.data, self.weights: weights}
                 )
         return self._models[dropped]
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import bayesij
+from bayesij.refit.stan import build_model
 
 pytestmark = pytest.mark.stan
 
@@ -53,13 +54,13 @@ def test_a_varying_intercept_fit_read_by_name_has_its_group_effects_local():
     log-likelihood tells that z and alpha are one element per group, so the default audit
     is of mu, tau, beta and sigma (it was of all 28 elements), and the heading says how to
     pass the groups."""
-    stan = pytest.importorskip("stan")
+    pytest.importorskip("stan")
     import warnings
 
     from bayesij.stan_models import example_data, stan_code
 
     data = example_data("varying_intercept", n=60, seed=1)
-    model = stan.build(stan_code("varying_intercept"), data=data, random_seed=1)
+    model = build_model(stan_code("varying_intercept"), data=data, random_seed=1)
     fit = model.sample(num_chains=4, num_samples=250, num_warmup=300)
     post = bayesij.from_pystan(fit)
     units = bayesij.read(post).units

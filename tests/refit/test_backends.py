@@ -10,9 +10,10 @@ import pytest
 
 import bayesij
 from bayesij import refit
+from bayesij.refit.stan import build_model
 from bayesij.stan_models import available, example_data, stan_code
 
-stan = pytest.importorskip("stan")
+pytest.importorskip("stan")
 
 #: The parameters block of each shipped model (what log_prob takes).
 PARAMETERS = {
@@ -53,7 +54,7 @@ TERMWISE = sorted(set(PARAMETERS) - {"poisson_hmm"})
 @pytest.mark.parametrize("name", TERMWISE)
 def test_model_samples_and_its_weights_multiply_the_pointwise_log_likelihood(name):
     data = example_data(name, n=20, seed=1)
-    model = stan.build(stan_code(name), data=data, random_seed=1)
+    model = build_model(stan_code(name), data=data, random_seed=1)
     fit = model.sample(num_chains=1, num_samples=60, num_warmup=150)
     log_lik = np.asarray(fit["log_lik"])
     n_obs = data["weights"].size
@@ -63,7 +64,7 @@ def test_model_samples_and_its_weights_multiply_the_pointwise_log_likelihood(nam
     # sum_n (w1_n - w2_n) (l_n(a) - l_n(b)).
     weights = np.random.default_rng(2).uniform(0, 2, size=n_obs)
     weights[:3] = [0.0, 1.0, 2.0]
-    reweighted = stan.build(stan_code(name), data={**data, "weights": weights}, random_seed=1)
+    reweighted = build_model(stan_code(name), data={**data, "weights": weights}, random_seed=1)
     a, b = _draw(fit, PARAMETERS[name], 5), _draw(fit, PARAMETERS[name], 40)
     ua, ub = model.unconstrain_pars(a), model.unconstrain_pars(b)
 
@@ -146,7 +147,7 @@ def test_train_test_models_hold_out_their_test_points():
     elpd of the same points as the weighted model refitted with those points deleted."""
     data = example_data("linear_regression_kfold", n=23, seed=4)
     folds = refit.kfold_split_contiguous(23, 5)
-    kfold = stan.build(stan_code("linear_regression_kfold"), data=data, random_seed=3)
+    kfold = build_model(stan_code("linear_regression_kfold"), data=data, random_seed=3)
     fit = kfold.sample(num_chains=2, num_samples=500, num_warmup=300)
     assert (np.asarray(fit["fold"])[:, 0] == folds).all(), "the same contiguous folds"
     test = np.flatnonzero(folds == data["k"])
@@ -165,7 +166,7 @@ def test_train_test_models_hold_out_their_test_points():
         "X_test": data["X"][test],
         "y_test": data["y"][test],
     }
-    held = stan.build(stan_code("linear_regression_holdout"), data=holdout_data, random_seed=5)
+    held = build_model(stan_code("linear_regression_holdout"), data=holdout_data, random_seed=5)
     other = held.sample(num_chains=2, num_samples=500, num_warmup=300)
     separate = bayesij.holdout(np.asarray(other["log_lik_test"]).T)
     gap = in_stan.elpd - separate.elpd

@@ -11,6 +11,7 @@ import bayesij
 from bayesij import refit
 from bayesij.array.hierarchy import normal_group_log_lik
 from bayesij.refit import stan_density
+from bayesij.refit.stan import build_model
 
 #: A first (uncached) PyStan build can leave a file of httpstan's open until collected; as
 #: an unraisable ResourceWarning it would fail whichever test the collection lands in.
@@ -21,11 +22,11 @@ pytestmark = pytest.mark.filterwarnings(
 
 @pytest.fixture(scope="module")
 def varying_intercept():
-    stan = pytest.importorskip("stan")
+    pytest.importorskip("stan")
     from bayesij.stan_models import example_data, stan_code
 
     data = example_data("varying_intercept", n=60, seed=1)
-    model = stan.build(stan_code("varying_intercept"), data=data, random_seed=1)
+    model = build_model(stan_code("varying_intercept"), data=data, random_seed=1)
     fit = model.sample(num_chains=2, num_samples=300, num_warmup=300)
     return bayesij.from_pystan(fit), data
 
@@ -177,7 +178,7 @@ def test_an_intercept_and_a_slope_per_group_integrate_to_the_multivariate_normal
     """Two non-centred effects per group (a Stan program of 6 groups of 4): the joint
     integral is the multivariate normal y_g ~ N(b0 + b1 x_g, sigma^2 I + tau_a^2 11'
     + tau_s^2 x_g x_g'), and loo(density=) integrates both, not the intercept alone."""
-    stan = pytest.importorskip("stan")
+    pytest.importorskip("stan")
     from scipy.stats import multivariate_normal
 
     rng = np.random.default_rng(6)
@@ -185,7 +186,7 @@ def test_an_intercept_and_a_slope_per_group_integrate_to_the_multivariate_normal
     x = rng.normal(size=24)
     y = rng.normal(1.0 + rng.normal(0, 0.7, 6)[g - 1] + (0.5 + rng.normal(0, 0.4, 6)[g - 1]) * x)
     data = {"N": 24, "J": 6, "g": g, "x": x, "y": y, "weights": np.ones(24)}
-    model = stan.build(INTERCEPT_AND_SLOPE, data=data, random_seed=1)
+    model = build_model(INTERCEPT_AND_SLOPE, data=data, random_seed=1)
     post = bayesij.from_pystan(model.sample(num_chains=2, num_samples=40, num_warmup=200))
     density = refit.PyStanDensity(INTERCEPT_AND_SLOPE, data)
     terms = density.group_log_lik(post, ("z_a", "z_s"), n_nodes=4)

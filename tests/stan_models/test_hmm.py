@@ -11,6 +11,7 @@ from scipy.stats import poisson
 
 import bayesij
 from bayesij import refit
+from bayesij.refit.stan import build_model
 from bayesij.stan_models import example_data, stan_code
 from bayesij.stan_models.hmm import (
     fold_elpd,
@@ -54,7 +55,7 @@ def test_the_numpy_forward_algorithm_equals_enumeration_of_the_state_paths():
         np.testing.assert_allclose(density[:, t], _enumerated(with_t) - _enumerated(held_out))
 
 
-stan = pytest.importorskip("stan")
+pytest.importorskip("stan")
 T = 150
 QUANTITIES = ["lambda", "Gamma"]
 
@@ -62,7 +63,7 @@ QUANTITIES = ["lambda", "Gamma"]
 @pytest.fixture(scope="module")
 def short_fit():
     data = example_data("poisson_hmm", n=T, seed=3)
-    model = stan.build(stan_code("poisson_hmm"), data=data, random_seed=1)
+    model = build_model(stan_code("poisson_hmm"), data=data, random_seed=1)
     return data, model, model.sample(num_chains=1, num_samples=200, num_warmup=300)
 
 
@@ -86,7 +87,7 @@ def test_the_stan_program_weights_the_emissions_inside_the_forward_algorithm(sho
     # The weighted target the refits sample is log p(y; theta, w) of the same recursion.
     weights = np.random.default_rng(2).uniform(0, 2, size=T)
     weights[:3] = [0.0, 1.0, 2.0]
-    reweighted = stan.build(stan_code("poisson_hmm"), data={**data, "weights": weights})
+    reweighted = build_model(stan_code("poisson_hmm"), data={**data, "weights": weights})
     for s in (5, 150):
         draw = {name: np.asarray(fit[name])[..., s].tolist() for name in QUANTITIES}
         u = model.unconstrain_pars(draw)
