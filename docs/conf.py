@@ -12,6 +12,8 @@ import os
 import shutil
 from pathlib import Path
 
+import matplotlib
+
 import bayesij
 
 DOCS = Path(__file__).parent
@@ -29,6 +31,8 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # MathJax served from the site itself: formulas typeset when it is read offline.
+    "sphinx_mathjax_offline",
     "sphinx.ext.viewcode",
 ]
 
@@ -59,7 +63,11 @@ for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
     if not target.exists() or target.read_bytes() != notebook.read_bytes():
         shutil.copyfile(notebook, target)
 os.environ.setdefault("BAYESIJ_NOTEBOOK_SAMPLES", "400")
-os.environ.setdefault("MPLBACKEND", "Agg")
+# Sphinx's own process draws nothing on screen; the notebooks' kernels (which inherit the
+# environment) must keep IPython's inline backend, or their figures never reach the page.
+matplotlib.use("Agg")
+if os.environ.get("MPLBACKEND", "").lower() == "agg":
+    del os.environ["MPLBACKEND"]
 nb_execution_mode = os.environ.get("BAYESIJ_DOCS_EXECUTE", "force")
 nb_execution_timeout = 900
 nb_execution_raise_on_error = True
@@ -68,11 +76,14 @@ nb_merge_streams = True
 
 html_theme = "pydata_sphinx_theme"
 html_title = "bayesij"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["bayesij.css"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
+    # Five sections in the top bar, the rest under "More": one row at 1024 px.
+    "header_links_before_dropdown": 5,
 }
 # Pages without children of their own: no empty "section navigation" column.
 html_sidebars: dict[str, list[str]] = {"index": [], "glossary": [], "getting-started": []}
