@@ -3,6 +3,7 @@ wheel installs into a fresh virtual environment (its dependencies seen from the 
 environment, so no network is needed) and runs the demo and a smoke audit there, from a
 folder outside the checkout; the sdist carries the package data the wheel does."""
 
+import os
 import subprocess
 import sys
 import tarfile
@@ -20,7 +21,11 @@ PACKAGE_DATA = ("bayesij/stan_models/linear_regression.stan", "bayesij/demo_data
 
 
 def _run(*command, cwd=None, timeout=900) -> str:
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    """Run ``command`` as a user's shell would: no PYTHONPATH pointing into a checkout."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     return result.stdout + result.stderr
 

@@ -413,12 +413,12 @@ def _ij_bullet(audit) -> str:
         "noise": "Monte Carlo noise dominates the IJ variance; see draws_needed",
         "barely moved": "its IJ variance is indistinguishable from 0, far below the posterior "
         "variance",
-        "linearity": "the IJ's linear approximation is unreliable; an exact bootstrap "
-        f"({_exact_bootstrap(audit)}) would decide",
+        "linearity": "the IJ's linear approximation is unreliable; an exact bootstrap, "
+        f"{_exact_bootstrap(audit)}, would decide",
         "suspected grouping": "the fit looks grouped but does not record the groups; "
         "groups= decides",
-        "hierarchy": f"the IJ over {unit_words(audit.unit_name)} holds each one's own effect "
-        f"({', '.join(audit.unit_effects)}): it approximates reweighting them, not drawing "
+        "hierarchy": f"the IJ over {unit_words(audit.unit_name)} holds each one's own effect, "
+        f"{', '.join(audit.unit_effects)}, so it approximates reweighting them, not drawing "
         f"new {unit_words(audit.unit_name)}; bayesij.refit.cluster_bootstrap would decide",
     }
     for why, words in says.items():

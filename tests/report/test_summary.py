@@ -273,6 +273,7 @@ def test_a_ratio_measured_over_the_wrong_unit_is_undetermined_not_agree():
     assert "holds each one's own effect (a, z_a)" in table["reason"].iloc[0]
     assert "bayesij.refit.cluster_bootstrap decides" in table["reason"].iloc[0]
     assert "cluster_bootstrap would decide" in _ij_bullet(hierarchy)
+    assert "own effect, a, z_a, so it approximates" in _ij_bullet(hierarchy)  # no ( inside (
     suspected = replace(audit, units=replace(audit.units, suspected=("firm",)))
     table = ij_comparison(suspected)
     assert (table["why"] == "suspected grouping").all()
