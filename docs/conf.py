@@ -32,7 +32,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
     # MathJax served from the site itself: formulas typeset when it is read offline.
-    "sphinx_mathjax_offline",
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
 ]
 

@@ -96,7 +96,7 @@ def pytest_collection_modifyitems(config, items):
     ``MARKED_DOCTESTS`` (the fast loop leaves them out), and keep the tests that share a
     fixture made once for many (:func:`_shared_fixture_group`) on one pytest-xdist worker
     (``--dist loadgroup``): the fixture (a PyMC or Stan fit of half a minute) is then made
-    once, not once per worker.
+    once, not once per worker; and run the long tests first (:data:`LONG_MARKERS`).
     Stan programs are compiled once whichever worker asks first
     (:func:`bayesij.refit.stan.build_model` locks the build)."""
     for item in items:
@@ -107,6 +107,13 @@ def pytest_collection_modifyitems(config, items):
         group = _shared_fixture_group(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+    # The long tests first: pytest-xdist hands out tests in this order, so the last minutes
+    # are short tests on every worker, not one long test on one while the other waits.
+    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONG_MARKERS))
+
+
+#: Markers of the tests that take seconds to minutes (a compiler, a sampler, a kernel).
+LONG_MARKERS = ("slow", "stan", "pymc", "notebook", "processes")
 
 
 def _shared_fixture_group(item) -> str | None:
@@ -115,9 +122,7 @@ def _shared_fixture_group(item) -> str | None:
     info = getattr(item, "_fixtureinfo", None)
     definitions = getattr(info, "name2fixturedefs", {}) if info is not None else {}
     scopes = {  # the suite's own fixtures (pytest's tmp_path_factory is session-scoped too)
-        name: defs[-1].scope
-        for name, defs in definitions.items()
-        if defs and defs[-1].baseid
+        name: defs[-1].scope for name, defs in definitions.items() if defs and defs[-1].baseid
     }
     session = sorted(name for name, scope in scopes.items() if scope == "session")
     if session:

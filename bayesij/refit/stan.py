@@ -44,8 +44,30 @@ def build_model(code: str, data: dict, random_seed: int | None = None):
 
     folder = model_directory(calculate_model_name(code))
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder) + ".lock"), _build_flags():
+    with FileLock(str(folder) + ".lock"), _build_flags(), _stderr_with_a_file():
         return stan.build(code, data=data, random_seed=random_seed)
+
+
+@contextlib.contextmanager
+def _stderr_with_a_file():
+    """``sys.stderr`` a real file while PyStan builds: httpstan catches the compiler's
+    messages in a temporary file only where stderr has a file descriptor, and leaves that
+    file open otherwise (a ``ResourceWarning`` later, under a ``redirect_stderr`` to a
+    ``StringIO``). Output that was being discarded goes to ``os.devnull``."""
+    try:
+        sys.stderr.fileno()
+        has_file = True
+    except (AttributeError, OSError, ValueError):
+        has_file = False
+    if has_file:
+        yield
+        return
+    with open(os.devnull, "w", encoding="utf-8") as null:
+        saved, sys.stderr = sys.stderr, null
+        try:
+            yield
+        finally:
+            sys.stderr = saved
 
 
 @contextlib.contextmanager

@@ -56,3 +56,82 @@ def test_outside_event_loop_runs_here_without_a_loop_and_in_one_stan_thread_insi
 
     names = asyncio.run(inside()) + asyncio.run(inside())
     assert len(set(names)) == 1 and names[0].startswith("bayesij-stan")
+
+
+def _fake_build(log_path, hold):
+    """A stand-in for ``stan.build`` that logs when it runs, the CFLAGS it sees and
+    whether stderr is a real file, and holds the lock for ``hold`` seconds."""
+    import os
+    import sys
+    import time
+
+    def build(code, data=None, random_seed=None):
+        start = time.monotonic()
+        try:
+            sys.stderr.fileno()
+            real = True
+        except (AttributeError, OSError, ValueError):
+            real = False
+        time.sleep(hold)
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"{start} {time.monotonic()} {os.environ.get('CFLAGS')} {real}\n")
+        return code
+
+    return build
+
+
+def _build_in_process(log_path, cache, patch=None):
+    """build_model with the fake build and a cache folder under ``cache`` (set for good in
+    a forked child; through ``patch``, a monkeypatch, in the test's own process)."""
+    import contextlib
+    import io
+    import sys
+    import types
+
+    import httpstan.cache
+
+    from bayesij.refit import stan as stan_module
+
+    folder = lambda name: Path(cache) / name.replace("/", "_")  # noqa: E731
+    fake = types.SimpleNamespace(build=_fake_build(log_path, 0.4))
+    if patch is None:
+        httpstan.cache.model_directory, sys.modules["stan"] = folder, fake
+    else:
+        patch.setattr(httpstan.cache, "model_directory", folder)
+        patch.setitem(sys.modules, "stan", fake)
+    with contextlib.redirect_stderr(io.StringIO()):
+        stan_module.build_model("parameters { real x; }", {})
+
+
+def test_a_program_is_built_by_one_process_at_a_time_without_debug_information(
+    tmp_path, monkeypatch
+):
+    """Three processes build the same program at once: the builds never overlap (the lock
+    beside httpstan's cache), each sees CFLAGS=-g0 (no debug information) and a stderr with
+    a file (httpstan leaves its compiler-output file open otherwise); afterwards CFLAGS is
+    unset again. A user's own CFLAGS is kept."""
+    import multiprocessing
+    import os
+
+    pytest.importorskip("httpstan")
+    monkeypatch.delenv("CFLAGS", raising=False)
+    log = tmp_path / "log.txt"
+    context = multiprocessing.get_context("fork")
+    workers = [
+        context.Process(target=_build_in_process, args=(str(log), str(tmp_path))) for _ in range(3)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [worker.exitcode for worker in workers] == [0, 0, 0]
+    rows = sorted(
+        (line.split() for line in log.read_text().splitlines()), key=lambda r: float(r[0])
+    )
+    assert len(rows) == 3 and {r[2] for r in rows} == {"-g0"} and {r[3] for r in rows} == {"True"}
+    for (_, end, *_), (start, *_) in zip(rows, rows[1:], strict=False):
+        assert float(start) >= float(end)  # one after another
+    assert "CFLAGS" not in os.environ
+    monkeypatch.setenv("CFLAGS", "-O1")
+    _build_in_process(str(tmp_path / "own.txt"), str(tmp_path), patch=monkeypatch)
+    assert (tmp_path / "own.txt").read_text().split()[2] == "-O1"
