@@ -62,8 +62,15 @@ def test_the_wheel_and_the_sdist_carry_the_package_and_its_data(dist):
 def test_the_wheel_installs_and_runs_the_demo_in_a_fresh_environment(dist, tmp_path):
     (wheel,) = dist.glob("bayesij-*.whl")
     env = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(env)
+    venv.EnvBuilder(with_pip=True).create(env)
     python = str(env / "bin" / "python")
+    # The dependencies from this environment's site-packages (no download): a path file
+    # that adds them after the new environment's own. Not system_site_packages: from a
+    # virtual environment that would see the base Python's packages, not this one's.
+    purelib = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    (Path(purelib.strip()) / "_test_dependencies.pth").write_text(
+        "\n".join(p for p in sys.path if p.endswith("-packages")) + "\n"
+    )
     _run(python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel))
     where = _run(python, "-c", "import bayesij; print(bayesij.__file__)", cwd=tmp_path)
     assert str(env) in where  # the installed wheel, not the checkout
