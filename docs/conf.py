@@ -82,8 +82,13 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
-    # Five sections in the top bar, the rest under "More": one row at 1024 px.
-    "header_links_before_dropdown": 5,
+    # Four sections in the top bar, the rest under "More": one row at 1024 px.
+    "header_links_before_dropdown": 4,
 }
 # Pages without children of their own: no empty "section navigation" column.
-html_sidebars: dict[str, list[str]] = {"index": [], "glossary": [], "getting-started": []}
+html_sidebars: dict[str, list[str]] = {
+    "index": [],
+    "glossary": [],
+    "getting-started": [],
+    "peers": [],  # the six-column table gets the page's whole width
+}

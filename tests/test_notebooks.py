@@ -36,6 +36,8 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()
+    drawn = [c for c in notebook.cells if "image/png" in str(c.get("outputs", []))]
+    assert drawn, "a gallery notebook without a figure"
     errors = [
         output
         for cell in notebook.cells
@@ -45,6 +47,6 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
     ]
     assert not errors
     for cell in notebook.cells:  # every cell that draws shows its figure
-        if cell.cell_type == "code" and "plots.plot_" in cell.source:
+        if cell.cell_type == "code" and ("plots.plot_" in cell.source or "plt." in cell.source):
             images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
             assert images, f"no figure shown by: {cell.source[:80]!r}"

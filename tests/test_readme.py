@@ -29,6 +29,7 @@ def _toctree_pages(document: str = "index") -> list[str]:
             entry = line.strip()
             if not entry or entry.startswith(":"):
                 continue
+            entry = re.sub(r"^.*<(.+)>$", r"\1", entry)  # "Title <page>": the page
             page = f"{folder}/{entry}" if folder else entry
             pages.append(page)
             if (DOCS / f"{page}.md").is_file():
