@@ -21,7 +21,7 @@ from bayesij.data.structure import Units, dim_levels
 from bayesij.data.var_names import select_var_names
 from bayesij.refit.amip import amip as refitted_amip
 from bayesij.refit.backends import OnceEach
-from bayesij.report.columns import column_definitions
+from bayesij.report.columns import column_definitions, index_as_columns
 from bayesij.report.html import html_body, html_page
 from bayesij.report.progress import Progress
 from bayesij.report.summary import (
@@ -390,9 +390,8 @@ class Audit:
         listed, used = [], set()
         for title, table in self.tables().items():
             name = _file_name(title, used)
-            named = table.rename_axis([n if n is not None else "row" for n in table.index.names])
-            index = [str(n) for n in named.index.names]
-            named.reset_index().to_csv(folder / name, index=False)
+            frame, index = index_as_columns(table)
+            frame.to_csv(folder / name, index=False)
             listed.append({"title": title, "file": name, "index": index})
         contents = {
             "heading": self.heading(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["COLUMNS", "column_definitions"]
+__all__ = ["COLUMNS", "column_definitions", "index_as_columns"]
 
 #: What each column of the report's tables holds.
 COLUMNS = {
@@ -50,3 +50,13 @@ COLUMNS = {
 def column_definitions(table: pd.DataFrame) -> dict:
     """The definitions of ``table``'s columns that :data:`COLUMNS` has."""
     return {c: COLUMNS[c] for c in table.columns if c in COLUMNS}
+
+
+def index_as_columns(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """``table`` with its row labels as ordinary first columns, and their names: an unnamed
+    level is ``row`` (``elpd_loo``, ``p_loo``...); a default 0, 1, ... index is dropped.
+    What the HTML report and the CSV files for R both show."""
+    if isinstance(table.index, pd.RangeIndex) and table.index.name is None:
+        return table, []
+    named = table.rename_axis([n if n is not None else "row" for n in table.index.names])
+    return named.reset_index(), [str(n) for n in named.index.names]

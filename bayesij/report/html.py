@@ -9,7 +9,7 @@ import io
 
 import numpy as np
 
-from bayesij.report.columns import column_definitions
+from bayesij.report.columns import column_definitions, index_as_columns
 
 __all__ = ["html_body", "html_page", "table_html"]
 
@@ -80,7 +80,7 @@ def table_html(table) -> str:
     each cell labelled with its column (``data-label``) so that a narrow screen shows each
     row as a card of ``column: value`` lines instead of columns off the page."""
     esc = html.escape
-    frame = table.reset_index() if _has_named_index(table) else table
+    frame, _ = index_as_columns(table)
     columns = [str(c) for c in frame.columns]
     numeric_columns = {str(c) for c in frame.select_dtypes("number").columns}
     head = "".join(
@@ -99,10 +99,6 @@ def table_html(table) -> str:
     return (
         f'<table class="cards"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
     )
-
-
-def _has_named_index(table) -> bool:
-    return any(name is not None for name in table.index.names)
 
 
 def _breakable(header: str) -> str:

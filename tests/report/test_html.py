@@ -72,6 +72,10 @@ def test_a_table_has_one_header_row_and_cards_on_a_narrow_screen():
     assert '<td class="n" data-label="n_drop"></td>' in page  # NaN: blank
     assert "&lt;b&gt;" in page and "<b>" not in page
     assert "@media (max-width:700px)" in STYLE and "content:attr(data-label)" in STYLE
+    # an unnamed index keeps its labels (PSIS-LOO's elpd_loo, p_loo, looic), as column 'row'
+    loo = pd.DataFrame({"Estimate": [-10.5, 2.1]}, index=["elpd_loo", "p_loo"])
+    assert '<td class="t" data-label="row">elpd_loo</td>' in table_html(loo)
+    assert 'data-label="row"' not in table_html(pd.DataFrame({"a": [1.0]}))  # 0, 1, ...
 
 
 def test_names_cannot_inject_markdown():
