@@ -43,8 +43,15 @@ myst_heading_anchors = 3
 exclude_patterns = ["_build", "figures/make_figures.py", "**/.ipynb_checkpoints"]
 templates_path = ["_templates"]
 
-# API reference: one page per public name, from the numpydoc docstrings.
-autosummary_generate = True
+# API reference: one page per public name, from the numpydoc docstrings. The pages holding
+# autosummary tables are listed here: with True, Sphinx scans the pages of the environment
+# it loaded from the output folder, so a build into a folder left by an older layout of the
+# site generated no page for the tables added since (every API name "stub file not found").
+autosummary_generate = sorted(
+    page.relative_to(DOCS).as_posix()
+    for page in [*DOCS.glob("*.md"), *DOCS.glob("api/*.md"), *DOCS.glob("guide/*.md")]
+    if "autosummary::" in page.read_text(encoding="utf-8")
+)
 autodoc_default_options = {"members": True, "member-order": "bysource"}
 autodoc_typehints = "none"
 napoleon_google_docstring = False

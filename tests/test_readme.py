@@ -132,6 +132,20 @@ def test_every_public_name_is_in_the_api_reference_with_an_example_the_doctests_
         assert ">>> " in examples, f"{qualified} has no Examples section with a doctest"
 
 
+def test_every_page_with_an_api_table_is_one_sphinx_generates_pages_for():
+    # docs/conf.py lists the pages whose autosummary tables get a page per name (Sphinx's
+    # own discovery read a stale environment in CI); a table on a page outside the folders
+    # it reads would leave its names without a page.
+    conf = (DOCS / "conf.py").read_text(encoding="utf-8")
+    folders = set(re.findall(r'DOCS\.glob\("(?:(\w+)/)?\*\.md"\)', conf))
+    assert {"", "api"} <= folders, folders
+    for page in DOCS.rglob("*.md"):
+        if "_build" in page.parts or "autosummary::" not in page.read_text(encoding="utf-8"):
+            continue
+        folder = page.parent.relative_to(DOCS).as_posix().replace(".", "")
+        assert folder in folders, f"{page.relative_to(DOCS)}: its folder is not read by conf.py"
+
+
 def test_the_readmes_peers_map_is_the_peers_page_table():
     """One table, shown twice: the README's copy may not drift from docs/peers.md."""
 
