@@ -559,11 +559,12 @@ class _StanBackend(Backend):
             return None
         full = PyStanDensity(self.code, self._data(np.ones(self.n_obs)), self.weights_name)
         changed = PyStanDensity(self.code, self._data(weights), self.weights_name)
+        draws = read(post, argument="post").posterior()
+        points = np.linspace(0, draws.n_draws - 1, min(n_points, draws.n_draws)).astype(int)
         try:
-            upars = full.unconstrain(read(post, argument="post").posterior())
+            upars = full.unconstrain(draws, rows=points)  # only the draws compared
         except ValueError:
             return None
-        upars = upars[np.linspace(0, len(upars) - 1, min(n_points, len(upars))).astype(int)]
         prior_changed, terms_changed = changed.prior_terms(upars, self.log_lik)
         prior_full, terms_full = full.prior_terms(upars, self.log_lik)
         gap = prior_changed - prior_full

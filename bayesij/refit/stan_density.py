@@ -85,13 +85,16 @@ class PyStanDensity:
                 )
         return self._models[dropped]
 
-    def unconstrain(self, post: Posterior) -> np.ndarray:
-        """The draws of the program's parameters on the unconstrained scale, (S, D)."""
-        return outside_event_loop(self._unconstrain, post)
+    def unconstrain(self, post: Posterior, rows=None) -> np.ndarray:
+        """The draws of the program's parameters on the unconstrained scale, (S, D); only
+        the flat draws at positions ``rows`` (chains one after another) when given, (len(rows),
+        D): one call of Stan per draw transformed."""
+        return outside_event_loop(self._unconstrain, post, rows)
 
-    def _unconstrain(self, post: Posterior) -> np.ndarray:
+    def _unconstrain(self, post: Posterior, rows=None) -> np.ndarray:
         model = self._model()
         flat = post.quantities.values.reshape(post.n_draws, -1)
+        flat = flat if rows is None else flat[np.asarray(rows, dtype=int)]
         column = {name: j for j, name in enumerate(post.quantity_names)}
         fields = []
         for name, dims in zip(model.param_names, model.dims, strict=True):

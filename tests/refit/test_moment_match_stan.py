@@ -33,6 +33,7 @@ def test_the_pystan_density_reproduces_the_log_likelihood_draws_up_to_a_constant
     upars = density.unconstrain(post)
     assert upars.shape == (40, 4)  # alpha, beta[1], beta[2], log(sigma)
     np.testing.assert_allclose(upars[:, 3], np.log(post.quantities.values[0, :, 3]))
+    np.testing.assert_array_equal(density.unconstrain(post, rows=[7, 2]), upars[[7, 2]])
     for i in (0, 5):
         gap = post.log_lik.values[0, :, i] - density.log_lik_i(upars, i)
         assert np.ptp(gap) < 1e-8  # `~` drops the normal's constant: -0.5 log(2 pi) here
