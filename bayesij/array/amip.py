@@ -67,6 +67,7 @@ __all__ = [
     "weighted_influence_mcse",
     "AmipSearch",
     "Goal",
+    "passes",
     "goal_for",
     "metric_draws",
     "AmipPath",
@@ -140,6 +141,12 @@ class AmipPath(NamedTuple):
 MC_MARGIN = 2.0
 
 
+def passes(direction: int, change, need: float, mcse):
+    """The one rule for "reached": ``direction * change`` passes ``need`` by
+    :data:`MC_MARGIN` of its Monte Carlo standard errors ``mcse`` (arrays broadcast)."""
+    return direction * np.asarray(change) >= need + MC_MARGIN * np.asarray(mcse)
+
+
 def linear_path(
     phi: np.ndarray,
     direction: int,
@@ -166,7 +173,7 @@ def linear_path(
         if mcse is None
         else np.sqrt(np.concatenate([[0.0], np.cumsum(mcse[order] ** 2)]))
     )
-    reached = np.flatnonzero(direction * change >= need + MC_MARGIN * noise)
+    reached = np.flatnonzero(passes(direction, change, need, noise))
     if reached.size:
         order, change, stopped = order[: reached[0]], change[: reached[0] + 1], "reached"
     else:
@@ -388,7 +395,7 @@ def reweighted_steps(
         changes.append(value - base)
         khats.append(khat)
         sizes.append(len(chosen))
-        if direction * changes[-1] >= need + MC_MARGIN * mcse:
+        if passes(direction, changes[-1], need, mcse):
             stopped = "reached"
             break
         if len(chosen) >= k_max:
@@ -481,7 +488,7 @@ def _continue_linearly(
         noise = weighted_influence_mcse(flat_f, flat_l, weights, sign, z, extra[done:upto], store)
         noise_sq[done:upto] = np.nan_to_num(noise) ** 2
         noise = np.sqrt(mcse**2 + np.cumsum(noise_sq[:upto]))
-        reached = np.flatnonzero(direction * linear[:upto] >= need + MC_MARGIN * noise)
+        reached = np.flatnonzero(passes(direction, linear[:upto], need, noise))
         done = upto
     if reached.size:
         extra, linear, stopped = extra[: reached[0] + 1], linear[: reached[0] + 1], "reached"
@@ -557,6 +564,11 @@ class Goal:
     z: float
     sd: float = float("nan")
     fixed: bool = False
+
+    def reached_by(self, change, mcse) -> bool:
+        """Whether a change (of a refit, or estimated) with Monte Carlo SE ``mcse`` reaches
+        the goal (:func:`passes`)."""
+        return bool(passes(self.direction, change, self.need, mcse))
 
     def need_at(self, mean, sd):
         """The need had the quantity's mean and sd been ``mean`` and ``sd`` (arrays

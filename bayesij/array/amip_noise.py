@@ -161,11 +161,12 @@ class Start(NamedTuple):
 
 def nonlinear_band(first, factors):
     """Where a change (or gain) lies given its first-order prediction ``first`` (..., K)
-    and the quadratic model's ``factors`` (2, K), the ratio of the second-order prediction
-    to the first and the widening for the departure from the quadratic
-    (:meth:`bayesij.array.amip_curvature.Curvature.ratios`): between the first-order
-    prediction and the second-order one ``s = ratio * first``, widened beyond ``s`` (away
-    from the first) by ``share |first|``
+    and the quadratic model's ``factors`` (2 or 3, K), the ratio of the second-order
+    prediction to the first, the widening for the departure from the quadratic and where
+    the other end sits (:meth:`bayesij.array.amip_curvature.Curvature.ratios`): between
+    the first-order prediction (or ``near`` of the way from it to the second, for a
+    conditionally normal likelihood) and the second-order one ``s = ratio * first``,
+    widened beyond ``s`` (away from the first) by ``share |first|``
     (:attr:`bayesij.array.amip_curvature.Changes.beyond` over the first-order change).
     Returns ``(low, high)``. Past the model's breakdown where the quadratic explains the
     set (the second-order prediction infinite in the first order's direction: the set
@@ -184,7 +185,9 @@ def nonlinear_band(first, factors):
     posterior's third cumulants that decide are below their Monte Carlo error), so the
     band spans both."""
     first = np.asarray(first, dtype=float)
-    ratio, share = np.asarray(factors, dtype=float)
+    factors = np.asarray(factors, dtype=float)
+    ratio, share = factors[0], factors[1]
+    near = factors[2] if len(factors) > 2 else np.zeros_like(ratio)
     finite = np.isfinite(ratio) & np.isfinite(share)
     # Past a breakdown the quadratic explains (ratio and share +-inf): the change runs
     # away in the first order's direction and is at least the first order; anything
@@ -195,8 +198,9 @@ def nonlinear_band(first, factors):
     with np.errstate(invalid="ignore"):
         second = first * ratio
         beyond = share * np.abs(first)
-    low = np.where(second < first, second - beyond, first)
-    high = np.where(second > first, second + beyond, first)
+        toward = first + np.where(finite, near, 0.0) * (second - first)
+    low = np.where(second < first, second - beyond, toward)
+    high = np.where(second > first, second + beyond, toward)
     up = first >= 0
     low = np.where(finite, low, np.where(runaway & up, first, -np.inf))
     high = np.where(finite, high, np.where(runaway & ~up, first, np.inf))
@@ -429,10 +433,11 @@ def _column_positions(units: np.ndarray | None):
 
 
 def _ratios(nonlinearity, units: np.ndarray) -> np.ndarray:
-    """The second-to-first-order ratios and relative half-widths after each prefix of
-    ``units`` (2, k): ``(1, 0)`` without a model."""
+    """The band's factors after each prefix of ``units`` (3, k;
+    :meth:`~bayesij.array.amip_curvature.Changes.factors`): ``(1, 0, 0)`` without a
+    model."""
     if nonlinearity is None or not units.size:
-        return np.stack([np.ones(units.size), np.zeros(units.size)])
+        return np.stack([np.ones(units.size), np.zeros(units.size), np.zeros(units.size)])
     return np.asarray(nonlinearity(units), dtype=float)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array._numeric import top_positive
-from bayesij.array.amip import MC_MARGIN, far_short, linear_path, metric_influence, search_path
+from bayesij.array.amip import far_short, linear_path, metric_influence, search_path
 from bayesij.array.amip_curvature import SetCurvature, curvature_of
 from bayesij.array.checks import fail
 from bayesij.array.control_variates import zero_variance_mean
@@ -220,10 +220,8 @@ def _refit_metric(backend, weights, quantity, goal) -> RefitMetric:
         g_star = draws + goal.sign * goal.z * (draws - mean) ** 2 / (2 * sd)
         mcse = float(g_star.std() / np.sqrt(draws.size))
     value = mean + goal.sign * goal.z * sd
-    margin = goal.direction * (value - goal.value) - goal.need
-    return RefitMetric(
-        mean, sd, value, bool(margin >= MC_MARGIN * mcse), refit, float(mcse), gradient
-    )
+    reached = goal.reached_by(value - goal.value, mcse)
+    return RefitMetric(mean, sd, value, reached, refit, float(mcse), gradient)
 
 
 def _check_refit_quantity(refit, quantity, n_obs: int) -> None:
@@ -420,7 +418,7 @@ def _gains(draws, log_lik, goal, value: float) -> np.ndarray:
 def _within_error(goal, change: float, mcse: float) -> bool:
     """Whether a refit's ``change`` leaves less of the way to the goal than its Monte Carlo
     margin (:data:`~bayesij.array.amip.MC_MARGIN` SEs): too close to tell."""
-    return goal.need - goal.direction * change <= MC_MARGIN * mcse
+    return goal.reached_by(change, -mcse)  # short of it by less than the margin, or past
 
 
 def _ruled_out(first, goal, change: float, mcse: float) -> bool:

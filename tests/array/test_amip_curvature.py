@@ -100,7 +100,8 @@ def test_a_set_holding_the_precision_breaks_the_model_down():
     # keeps its first-order end and is open on the runaway's side.
     assert np.isinf(changes.second[-1])
     ratios = curvature.ratios(log_lik, 0, 1.96)
-    assert np.isinf(ratios[:, -1]).all() and np.isfinite(ratios[:, 0]).all()
+    assert np.isinf(ratios[:2, -1]).all() and np.isfinite(ratios[:, 0]).all()
+    assert np.all(ratios[2] == 0)  # no scale held: the band's first-order end stays
     low, high = nonlinear_band(np.array([0.3]), ratios[:, -1:])
     assert low[0] == 0.3 and high[0] == np.inf
     low, high = nonlinear_band(np.array([-0.3]), ratios[:, -1:])
@@ -590,3 +591,51 @@ def test_a_searched_scale_is_modelled_on_its_own_scale():
     np.testing.assert_allclose(ours, plain.changes(flat[:, order], 0, 1.96).second)
     beta = curvatures_of(theta, [1, sigma], scales)
     assert beta[0].scales is not None and beta[1].scales is None
+
+
+@pytest.mark.parametrize("shape", ["mesquite", "kidiq"])
+def test_a_normal_regression_s_sets_are_conditionally_normal_and_their_band_hugs_the_second(
+    shape,
+):
+    # The log-likelihood of normal observations with the residual sd held is quadratic in
+    # the coefficients times 1 / sigma^2: the normal family's design spans it to round-off,
+    # so a coefficient's mean is banded around its second-order change (GAUSSIAN_SHARE of
+    # the gap either side), which holds the exact refit's; an interval end (the sd's own
+    # step) and the joint step keep the band from the first order.
+    from ols_amip import kidiq_shaped, linear_effects, mesquite_shaped, metric
+
+    from bayesij.array.amip_curvature import GAUSSIAN_SHARE
+
+    make, size = {"mesquite": (mesquite_shaped, 4), "kidiq": (kidiq_shaped, 43)}[shape]
+    X, y, theta, flat = _scaled_regression(make)
+    scales = np.array([False] * X.shape[1] + [True])
+    for k in range(1, X.shape[1]):
+        held = curvature_of(theta, k, scales)
+        for sign in (0, -1):
+            start = metric(X, y, np.ones(y.size), k, sign, 1.96)
+            order = np.argsort(np.sign(start) * linear_effects(X, y, k, sign, 1.96))[:size]
+            changes = held.changes(flat[:, order], sign, 1.96)
+            assert np.all(changes.near == (GAUSSIAN_SHARE if sign == 0 else 0.0))
+            if sign:
+                continue
+            weights = np.ones(y.size)
+            weights[order] = 0
+            truth = metric(X, y, weights, k, 0, 1.96) - start
+            low, high = (end[-1] for end in changes.band())
+            gap = abs(changes.second[-1] - changes.first[-1])
+            assert low <= truth <= high, (k, low, truth, high)
+            assert high - low == pytest.approx(2 * GAUSSIAN_SHARE * gap, rel=1e-9)
+        assert np.all(curvature_of(theta, k).changes(flat[:, order], 0, 1.96).near == 0)
+
+
+def test_a_logistic_regression_s_sets_are_not_conditionally_normal():
+    from logistic_amip import log_lik, sample, wells_like
+
+    X, y = wells_like(400, seed=3)
+    beta, _ = sample(X, y, seed=1)
+    flat = log_lik(X, y, beta).reshape(-1, y.size)
+    sigma = np.exp(np.random.default_rng(0).normal(0, 0.1, beta.shape[:-1]))[..., None]
+    theta = np.concatenate([beta, sigma], axis=-1)  # a scale beside, for the design
+    model = curvature_of(theta, 1, np.array([False] * beta.shape[-1] + [True]))
+    assert model.gaussian_basis is not None
+    assert np.all(model.changes(flat[:, :30], 0, 1.96).near == 0)

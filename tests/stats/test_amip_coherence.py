@@ -70,6 +70,24 @@ def test_the_held_scale_s_answers_on_other_draws_are_not_refuted_by_exact_refits
     assert decided >= 0.6 * 4 * len(references)  # the step decides, not only holds
 
 
+def test_a_normal_regression_s_sign_is_decided_from_the_draws_and_the_refit_agrees(kidiq):
+    # kidiq-shaped (issue 64): the first-order change along the ranking falls short of the
+    # sign within the 10 % limit while the second-order one (exact for a normal posterior)
+    # reaches it; the sets' log-likelihood being conditionally normal, the band hugs the
+    # second order and the draws alone say "reached". The exact refit without the set
+    # flips the sign; the size interval holds the OLS-AMIP's refit-confirmed 25.
+    from ols_amip import metric, ols_amip
+
+    X, y, _, post = kidiq
+    result = bayesij.amip(post, "beta[2]", "sign")
+    assert result.answer == "reached" and result.upper_bound == 0
+    assert metric(X, y, result.kept, 1, 0, 1.96) < 0 < result.original_value
+    reference = ols_amip(X, y, 1, "sign")[0].size
+    low, high = result.size_interval
+    assert low <= reference <= high == result.n_drop <= 43
+    _holds_together(result, "sign")
+
+
 def test_a_small_regression_s_answers_hold_together_on_either_method():
     # Mesquite-shaped (N = 46, t(4) noise): the reweighted search judged a set "not
     # reachable" from its continuation while the influences' band gave a smallest set of
