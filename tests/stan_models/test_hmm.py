@@ -124,7 +124,7 @@ def test_influence_is_the_derivative_of_the_exactly_reweighted_posterior_mean(sh
 def test_ij_and_psis_cross_validation_of_the_hmm_against_exact_weighted_refits():
     data = example_data("poisson_hmm", n=T, seed=3)
     y = np.asarray(data["y"])
-    options = {"num_chains": 4, "num_samples": 1000, "num_warmup": 500, "seed": 2}
+    options = {"num_chains": 4, "num_samples": 500, "num_warmup": 500, "seed": 2}
     backend = refit.PyStanBackend("poisson_hmm", data, quantities=QUANTITIES, **options)
     full = backend.fit(np.ones(T))
     derivative = refit.PyStanBackend(
@@ -133,12 +133,12 @@ def test_ij_and_psis_cross_validation_of_the_hmm_against_exact_weighted_refits()
     np.testing.assert_array_equal(full.quantities.values, derivative.quantities.values)
 
     # Leave-future-out: exact refits at every origin, PSIS and the IJ from the derivatives.
-    exact = bayesij.lfo(full, backend, min_train=140, method="exact", progress=False)
-    psis = bayesij.lfo(full, backend, min_train=140)
-    ij = bayesij.lfo(full, min_train=140, method="ij", weight_derivative=derivative)
+    exact = bayesij.lfo(full, backend, min_train=144, method="exact", progress=False)
+    psis = bayesij.lfo(full, backend, min_train=144)
+    ij = bayesij.lfo(full, min_train=144, method="ij", weight_derivative=derivative)
     truth = exact.pointwise["elpd"].to_numpy()
     gap = np.abs(psis.pointwise["elpd"].to_numpy() - truth)
-    assert psis.n_refits < exact.n_refits == 10
+    assert psis.n_refits < exact.n_refits == 6
     assert np.all(gap < 4 * exact.pointwise["mcse"].to_numpy() + 0.05), gap
     relative = np.abs(ij.pointwise["elpd"].to_numpy() - truth) / np.abs(truth)
     assert relative.mean() < 0.02, relative
