@@ -162,8 +162,8 @@ class Curvature(NamedTuple):
     gaussian_basis : ndarray of shape (S, R) or None
         An orthonormal basis of the normal family's design over the draws
         (:func:`_gaussian_basis`): a set's log-likelihood in its span is that of normal
-        observations with these scales as their sd (:meth:`_gaussian`); None without
-        scales held.
+        observations with these scales as their sd, or of known sd without scales
+        (:meth:`_gaussian`); None when every parameter is a scale.
     mean_free : ndarray of bool, shape (P,) or None
         The parameters whose mean does not move with the scales across the draws (no
         dependence of ``theta_e`` on the log-scales and their squares detectable at
@@ -280,7 +280,8 @@ class Curvature(NamedTuple):
         # A conditionally normal set: the band is the second-order prediction give or take
         # GAUSSIAN_SHARE of the gap between the orders (its cubic share is the scale's,
         # which the coefficients' step holds).
-        gaussian = self._gaussian(grid, sums, holding is not None and sign == 0)
+        exact_step = holding is not None or self.scales is None  # held, or no scale at all
+        gaussian = self._gaussian(grid, sums, exact_step and sign == 0)
         weight = np.where(gaussian, np.minimum(weight, GAUSSIAN_SHARE), weight)
         with np.errstate(invalid="ignore"):
             beyond = weight * np.abs(second - first)
@@ -295,10 +296,11 @@ class Curvature(NamedTuple):
         sd are the held scales (its share of variance outside :attr:`gaussian_basis` below
         :data:`GAUSSIAN_EXACT`, at the first size of ``grid`` that holds the prefix): the
         Newton step of the other parameters' means is then exact for a normal posterior.
-        False unless ``held``: a step of a posterior mean that holds the scales (an
-        interval end moves with the scale's own step, whose error the band keeps: on a
-        mesquite-shaped fit a significance set's second-order change was 2.5 times the
-        exact one)."""
+        Without scales, whether it is quadratic in the parameters (a normal likelihood of
+        known sd). False unless ``held``: a step of a posterior mean that holds the scales,
+        or of a model without them (an interval end moves with the scale's own step, whose
+        error the band keeps: on a mesquite-shaped fit a significance set's second-order
+        change was 2.5 times the exact one)."""
         k = int(grid[-1])
         if not held or self.gaussian_basis is None:
             return np.zeros(k, dtype=bool)
@@ -599,6 +601,8 @@ def _curvature(theta: np.ndarray, scales: np.ndarray | None = None) -> Curvature
     terms_map = np.vstack([d.T, fit[p:]])
     gram = design.T @ design
     model = Curvature(design, (i, j), cov, 0, fit, post, terms_map, share_map, gram)
+    if not np.any(mask):  # no scale: a normal likelihood of known sd is quadratic
+        return model._replace(gaussian_basis=_gaussian_basis(d, mask))
     if not held:
         return model
     return model._replace(

@@ -101,7 +101,7 @@ def test_a_set_holding_the_precision_breaks_the_model_down():
     assert np.isinf(changes.second[-1])
     ratios = curvature.ratios(log_lik, 0, 1.96)
     assert np.isinf(ratios[:2, -1]).all() and np.isfinite(ratios[:, 0]).all()
-    assert np.all(ratios[2] == 0)  # no scale held: the band's first-order end stays
+    assert np.all(ratios[2] == 0.5)  # known sd: a quadratic log-likelihood, banded closely
     low, high = nonlinear_band(np.array([0.3]), ratios[:, -1:])
     assert low[0] == 0.3 and high[0] == np.inf
     low, high = nonlinear_band(np.array([-0.3]), ratios[:, -1:])
@@ -172,8 +172,10 @@ def test_quantities_modelled_in_the_same_parameters_share_one_design():
         for model, index in zip(models, indices, strict=True):
             alone = curvature_of(quantities, index)
             assert model.column == alone.column
-            for a, b in zip(model, alone, strict=True):
-                if isinstance(a, np.ndarray):
+            for field, a, b in zip(model._fields, model, alone, strict=True):
+                if field == "gaussian_basis":  # an SVD's basis: the same span, to rounding
+                    np.testing.assert_allclose(np.abs(a.T @ b), np.eye(a.shape[1]), atol=1e-8)
+                elif isinstance(a, np.ndarray):
                     np.testing.assert_array_equal(a, b)
         shared = {id(model.fit) for model in models}
         assert len(shared) == (1 if quantities is few else len(set(indices)))
@@ -639,3 +641,29 @@ def test_a_logistic_regression_s_sets_are_not_conditionally_normal():
     model = curvature_of(theta, 1, np.array([False] * beta.shape[-1] + [True]))
     assert model.gaussian_basis is not None
     assert np.all(model.changes(flat[:, :30], 0, 1.96).near == 0)
+    plain = curvature_of(beta, 1)  # no scale: whether the log-likelihood is quadratic
+    assert plain.gaussian_basis is not None
+    assert np.all(plain.changes(flat[:, :30], 0, 1.96).near == 0)
+
+
+def test_a_known_sd_normal_model_s_sets_are_banded_around_the_second_order():
+    # Without a scale the normal log-likelihood is quadratic in the coefficients: the set's
+    # band is the second-order prediction give or take half the gap, and holds the exact
+    # (closed-form) change of the mean within three Monte Carlo SEs (the band is the
+    # linearisation's; the answers add the Monte Carlo error by their replicates).
+    from bayesij.array.amip_curvature import GAUSSIAN_SHARE
+
+    beta, log_lik, exact = _normal_model()
+    curvature = curvature_of(beta[None], 1)
+    units = np.arange(5)  # the high-leverage points
+    changes = curvature.changes(log_lik[:, units], 0, 1.96)
+    assert np.all(changes.near == GAUSSIAN_SHARE)
+    low, high = (end[-1] for end in changes.band())
+    weights = np.ones(log_lik.shape[1])
+    weights[units] = 0
+    truth = exact(weights)[0][1] - exact(np.ones(log_lik.shape[1]))[0][1]
+    f, summed = beta[:, 1], log_lik[:, units].sum(axis=1)
+    mcse = ((f - f.mean()) * (summed - summed.mean())).std() / np.sqrt(f.size)
+    slack = 3 * mcse * abs(changes.second[-1] / changes.first[-1])
+    assert low - slack <= truth <= high + slack
+    assert high - low < abs(changes.second[-1] - changes.first[-1]) + 1e-12  # not to first

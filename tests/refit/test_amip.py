@@ -35,7 +35,7 @@ def test_a_largest_set_that_misses_on_refit_is_decided_by_how_far(moved, answer)
     # falls short by more than the slack (moved 0 of the way) decides "not reachable";
     # one that comes close (0.8 of the way: grown by half it would reach) leaves the answer
     # open, another set may still reach.
-    backend, post = _leveraged_slope(1)
+    backend, post = _leveraged_slope(3)
     cheap = bayesij.amip(post, "beta[2]", "sign", method="linear", alpha_max=0.1)
     assert cheap.answer == "undetermined" and cheap.undetermined_by == "linearisation"
     second = cheap.curve.set_index("n_drop")["second_order"]
