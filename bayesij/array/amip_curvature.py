@@ -18,7 +18,9 @@ many posterior sds, and on a heavy-tailed regression whose outliers set the scal
 overshoots by 60 % where the first order is right. The answers therefore use the band
 between the two (:func:`bayesij.array.amip_noise.nonlinear_band`), widened beyond the
 second-order prediction by how far the set's log-likelihood departs from its quadratic
-over the shift (its cubic terms).
+over the shift (its cubic terms); for a conditionally normal set, whose Newton step of a
+coefficient's mean is exact, the band is around the second order
+(:data:`GAUSSIAN_SHARE`).
 
 The parameters are the fit's quantities when there are few of them (at most
 :data:`MAX_PARAMETERS`), else the searched quantity and those most correlated with it: the
@@ -432,7 +434,7 @@ class Changes(NamedTuple):
         quadratic explains less than :data:`MIN_EXPLAINED` of the set's log-likelihood.
     cubic : ndarray
         That departure (:meth:`Curvature._cubic_share`).
-    near : ndarray, optional
+    near : ndarray
         Where the band's end on the first order's side sits, as a share of the way from
         the first-order prediction to the second: :data:`GAUSSIAN_SHARE` where the set's
         log-likelihood is conditionally normal (:meth:`Curvature._gaussian`), else 0.
@@ -451,7 +453,7 @@ class Changes(NamedTuple):
     weight: np.ndarray
     cubic: np.ndarray
     beyond: np.ndarray
-    near: np.ndarray | None = None
+    near: np.ndarray
 
     def factors(self) -> np.ndarray:
         """The second-order prediction over the first, the widening beyond it over the
@@ -467,8 +469,7 @@ class Changes(NamedTuple):
         # inf past the breakdown (ratio); the widening's inf (explained) or NaN (not) kept
         ratio = np.where(np.isfinite(self.second), ratio, np.inf)
         share = np.where(np.isfinite(self.beyond), share, self.beyond)
-        near = np.zeros_like(ratio) if self.near is None else self.near
-        return np.stack([ratio, share, np.where(first != 0, near, 0.0)])
+        return np.stack([ratio, share, np.where(first != 0, self.near, 0.0)])
 
     def band(self) -> tuple[np.ndarray, np.ndarray]:
         """Where the change lies (:func:`bayesij.array.amip_noise.nonlinear_band`)."""

@@ -293,7 +293,7 @@ def linear_answer(
     chosen_ratio = (
         _ratios(nonlinearity, chosen)[:, -1]
         if chosen is not None and chosen.size
-        else np.array([1.0, 0.0])
+        else np.array([1.0, 0.0, 0.0])  # no model: the first order, no band
     )
     # Each replicate's first-order path is kept (R, k); the band's ends are functions of
     # it column by column (nonlinear_band), so only what the answer reads of them is kept:
