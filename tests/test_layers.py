@@ -80,6 +80,21 @@ def test_the_walker_sees_lazy_imports(tmp_path):
     assert {"bayesij.refit", "bayesij.report.audit"} <= names
 
 
+@pytest.mark.parametrize("path", _package_files(), ids=lambda p: _module_name(p))
+def test_no_private_module_is_imported_from_another_folder(path):
+    """A module whose name starts with an underscore is its folder's own: what other layers
+    use is public in its layer (``array/numeric.py``), not reached into."""
+    folder = _module_name(path).rsplit(".", 1)[0]
+    foreign = [
+        (line, name)
+        for line, name in _imports(path)
+        if name.startswith("bayesij.")
+        and name.rsplit(".", 1)[-1].startswith("_")
+        and name.rsplit(".", 1)[0] != folder
+    ]
+    assert not foreign, f"{_module_name(path)} imports another folder's private module: {foreign}"
+
+
 def test_every_public_name_comes_from_a_layer():
     # bayesij/__init__.py loads every layer lazily by name; it is the door, not a layer.
     for name, module in bayesij._PUBLIC.items():
@@ -110,7 +125,7 @@ def test_importing_bayesij_is_cheap():
 
 def test_array_layer_imports_only_numpy_scipy_and_itself():
     # numba compiles the per-observation kernels (array/kernels/), loaded on first use;
-    # threadpoolctl keeps BLAS to one thread inside the chunk threads (array/_numeric.py).
+    # threadpoolctl keeps BLAS to one thread inside the chunk threads (array/numeric.py).
     allowed = {"numpy", "scipy", "numba", "threadpoolctl", "bayesij", "__future__"}
     allowed |= set(sys.stdlib_module_names)
     for path in (PACKAGE / "array").glob("*.py"):

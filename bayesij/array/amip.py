@@ -18,13 +18,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import (
-    map_ordered,
-    obs_chunks,
-    read_columns,
-    release_freed_memory,
-    top_positive,
-)
 from bayesij.array.amip_lockstep import run_in_lockstep
 from bayesij.array.amip_noise import (
     Moments,
@@ -44,6 +37,13 @@ from bayesij.array.ess import (
     relative_eff_rows,
 )
 from bayesij.array.influence import influence_scores
+from bayesij.array.numeric import (
+    map_ordered,
+    obs_chunks,
+    read_columns,
+    release_freed_memory,
+    top_positive,
+)
 from bayesij.array.psis import psis_chunk, tail_length
 
 __all__ = [

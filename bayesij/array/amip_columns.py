@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij.array._numeric import CHUNK_BYTES
+from bayesij.array.numeric import CHUNK_BYTES
 
 __all__ = ["KeptColumns", "kept_capacity"]
 

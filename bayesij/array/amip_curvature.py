@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import TILE, map_chunks, map_ordered, threads
+from bayesij.array.numeric import TILE, map_chunks, map_ordered, threads
 
 __all__ = [
     "Curvature",
@@ -1016,7 +1016,7 @@ def _centred_rows(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:
 def _read_rows(matrix: np.ndarray, units: np.ndarray, threaded: bool = False) -> np.ndarray:
     """Columns ``units`` of ``matrix`` (S, U) as float64 rows (K, S), read a tile of draws
     at a time (never a float64 copy of more than a tile of a float32 matrix); ``threaded``:
-    the tiles shared among :func:`~bayesij.array._numeric.map_chunks`' threads (NumPy's
+    the tiles shared among :func:`~bayesij.array.numeric.map_chunks`' threads (NumPy's
     gathers release the GIL)."""
     units = np.asarray(units, dtype=int)
     out = np.empty((units.size, matrix.shape[0]))
@@ -1037,7 +1037,7 @@ def _read_rows(matrix: np.ndarray, units: np.ndarray, threaded: bool = False) ->
 def _centre_rows(rows: np.ndarray, threaded: bool = False) -> np.ndarray:
     """Rows (K, S) in place: non-finite values as 0, less each row's mean. Returns which
     rows were finite throughout (K,); ``threaded``: blocks of rows on
-    :func:`~bayesij.array._numeric.map_chunks`' threads."""
+    :func:`~bayesij.array.numeric.map_chunks`' threads."""
     finite = np.empty(rows.shape[0], dtype=bool)
 
     def centre(part: slice) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesij.array._numeric import map_chunks, obs_chunks, read_columns
+from bayesij.array.numeric import map_chunks, obs_chunks, read_columns
 
 __all__ = ["influence_products", "run_in_lockstep"]
 

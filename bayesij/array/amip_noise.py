@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import CHUNK_BYTES, top_positive
+from bayesij.array.numeric import CHUNK_BYTES, top_positive
 
 __all__ = [
     "NoiseAnswer",

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij.array._numeric import map_chunks, obs_chunks, read_columns, top_positive
 from bayesij.array.amip_lockstep import influence_products
+from bayesij.array.numeric import map_chunks, obs_chunks, read_columns, top_positive
 
 __all__ = ["InfluenceScreen", "ScreenedInfluence", "screen_design", "MAX_BASIS", "MAX_SCREENED"]
 

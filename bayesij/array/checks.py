@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bayesij.array._numeric import map_chunks
+from bayesij.array.numeric import map_chunks
 
 __all__ = [
     "fail",
@@ -57,7 +57,7 @@ def as_float_array(values, argument: str, *, keep_float32: bool = False) -> np.n
 
     ``keep_float32=True`` (log-likelihood matrices) keeps float32 input as it is, without
     a float64 copy of the whole array: the kernels read it in column chunks, each converted
-    to float64 (:func:`bayesij.array._numeric.read_columns`), and compute in float64.
+    to float64 (:func:`bayesij.array.numeric.read_columns`), and compute in float64.
     """
     array = _plain_array(values, argument)
     if array.dtype.kind not in "iuf":

@@ -21,10 +21,10 @@ import math
 
 import numpy as np
 
-from bayesij.array._numeric import map_chunks, obs_chunks, read_columns
 from bayesij.array.blocks import draw_blocks
 from bayesij.array.checks import as_draws_matrix, check_finite, check_same_draws, fail
 from bayesij.array.influence import InfluenceScores, prepare_draws
+from bayesij.array.numeric import map_chunks, obs_chunks, read_columns
 
 __all__ = [
     "stein_basis",

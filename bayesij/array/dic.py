@@ -8,8 +8,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import logsumexp_columns
 from bayesij.array.checks import fail, impossible_columns, log_lik_matrix
+from bayesij.array.numeric import logsumexp_columns
 
 __all__ = ["DicTerms", "dic_terms"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks
 from bayesij.array.checks import as_chains, check_chain_ids, fail
+from bayesij.array.numeric import obs_chunks
 
 __all__ = [
     "relative_eff",

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesij.array._numeric import sum_by_group
 from bayesij.array.checks import as_float_array, check_finite, check_positive_int, fail
+from bayesij.array.numeric import sum_by_group
 
 __all__ = [
     "normal_group_log_lik",

@@ -16,9 +16,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import exp_and_logsumexp, obs_chunks, read_columns
 from bayesij.array.checks import as_draws_matrix, chain_grouping, log_lik_draws
 from bayesij.array.ess import relative_eff
+from bayesij.array.numeric import exp_and_logsumexp, obs_chunks, read_columns
 
 __all__ = ["HoldoutArrays", "log_predictive_density", "joint_log_predictive_density"]
 

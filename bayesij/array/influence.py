@@ -7,7 +7,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import map_chunks, obs_chunks, read_columns
 from bayesij.array.blocks import block_moments, draw_blocks
 from bayesij.array.checks import (
     as_draws_matrix,
@@ -18,6 +17,7 @@ from bayesij.array.checks import (
     fail,
     impossible_columns,
 )
+from bayesij.array.numeric import map_chunks, obs_chunks, read_columns
 
 __all__ = ["InfluenceScores", "influence_scores", "prepare_draws", "impossible_columns"]
 

@@ -6,7 +6,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import map_ordered, obs_chunks, read_columns
 from bayesij.array.blocks import (
     BlockMoments,
     block_moments,
@@ -15,6 +14,7 @@ from bayesij.array.blocks import (
 )
 from bayesij.array.checks import check_positive_int, check_replicates, check_seed, fail
 from bayesij.array.influence import InfluenceScores, prepare_draws
+from bayesij.array.numeric import map_ordered, obs_chunks, read_columns
 
 __all__ = ["IJArrays", "IJSetup", "IJPart", "ij_covariance", "ij_setup", "ij_part", "ij_join"]
 

@@ -16,13 +16,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import (
-    exp_and_logsumexp,
-    logsumexp_columns,
-    obs_chunks,
-    read_columns,
-    sum_by_group,
-)
 from bayesij.array.checks import (
     as_draws_matrix,
     as_float_array,
@@ -31,6 +24,13 @@ from bayesij.array.checks import (
     impossible_columns,
 )
 from bayesij.array.ess import log_lik_relative_eff
+from bayesij.array.numeric import (
+    exp_and_logsumexp,
+    logsumexp_columns,
+    obs_chunks,
+    read_columns,
+    sum_by_group,
+)
 from bayesij.array.psis import psis_chunk, tail_length
 
 __all__ = ["FoldElpd", "fold_elpd", "subset_elpd"]

@@ -22,9 +22,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import exp_and_logsumexp
 from bayesij.array.checks import check_positive_int, fail
 from bayesij.array.loo import weighted_elpd
+from bayesij.array.numeric import exp_and_logsumexp
 from bayesij.array.psis import psis_chunk, tail_length
 
 __all__ = ["LfoStep", "lfo_origins", "cumulative_log_lik", "psis_lfo", "ij_lfo"]

@@ -19,10 +19,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import obs_chunks
 from bayesij.array.checks import checked_r_eff, fail, impossible_columns
 from bayesij.array.influence import InfluenceScores, influence_scores
 from bayesij.array.loo import loo_methods
+from bayesij.array.numeric import obs_chunks
 
 __all__ = ["LinearityArrays", "leave_out_changes", "nonlinearity_index"]
 

@@ -22,14 +22,6 @@ from typing import NamedTuple
 import numpy as np
 from scipy.stats import norm
 
-from bayesij.array._numeric import (
-    exp_and_logsumexp,
-    logsumexp_columns,
-    map_chunks,
-    obs_chunks,
-    read_columns,
-    transpose_columns,
-)
 from bayesij.array.checks import (
     chain_grouping,
     checked_r_eff,
@@ -37,6 +29,14 @@ from bayesij.array.checks import (
     log_lik_draws,
 )
 from bayesij.array.ess import log_lik_relative_eff_rows
+from bayesij.array.numeric import (
+    exp_and_logsumexp,
+    logsumexp_columns,
+    map_chunks,
+    obs_chunks,
+    read_columns,
+    transpose_columns,
+)
 from bayesij.array.psis import TIE_RULES, check_tail_rule, psis_rows, tail_length
 from bayesij.array.waic import log_lik_moments
 

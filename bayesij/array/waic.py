@@ -18,14 +18,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import (
+from bayesij.array.checks import fail, impossible_columns, log_lik_matrix
+from bayesij.array.numeric import (
     logsumexp_columns,
     map_chunks,
     obs_chunks,
     read_columns,
     transpose_columns,
 )
-from bayesij.array.checks import fail, impossible_columns, log_lik_matrix
 
 __all__ = [
     "LogLikMoments",

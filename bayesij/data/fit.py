@@ -15,6 +15,10 @@ input in one place:
   the ``log_prior`` group;
 * **the quantities' draws**, read when first asked for and kept.
 
+The unit and the structure are worked out on first use and kept: an estimator of the
+log-likelihood alone (LOO, WAIC over the observations, as ArviZ's) reads neither, and so
+no posterior variable. A unit named with ``groups=`` is checked when read.
+
 Nothing above this floor asks what the input was: estimators call :func:`read` (a
 :class:`Fit` is returned as it is) and ask the :class:`Fit`.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import xarray as xr
@@ -40,7 +45,14 @@ from bayesij.data.inference_data import (
 from bayesij.data.lazy import lazy_log_lik
 from bayesij.data.posterior import Posterior, base_name
 from bayesij.data.source import LogLikSource, refuse_whole_matrix, source_of_fit
-from bayesij.data.structure import ModelStructure, Units, find_units, local_names, model_structure
+from bayesij.data.structure import (
+    ModelStructure,
+    Units,
+    declared_grouping,
+    find_units,
+    local_names,
+    model_structure,
+)
 
 __all__ = ["Fit", "read", "as_source", "read_draws", "named_draws", "is_fit"]
 
@@ -58,11 +70,14 @@ class Fit:
         The input as given (a DataTree node holding data: its Dataset).
     var_name : str, list of str or None
         The log-likelihood variable read.
-    units : Units
-        The exchangeable unit (:func:`bayesij.data.structure.find_units`) and the posterior
-        dims over units.
     argument : str
         The name of the argument the input came in, for error messages.
+    given_groups : None, False, str, array_like or mapping
+        The unit as named to :func:`read` (``groups=``).
+    units : Units
+        The exchangeable unit (:func:`bayesij.data.structure.find_units`) and the posterior
+        dims over units: worked out on first use (reading the fit's structure and, to
+        confirm an index, the posterior draws), then kept.
 
     Examples
     --------
@@ -78,10 +93,23 @@ class Fit:
 
     data: object
     var_name: object
-    units: Units
     argument: str = "data"
     given_groups: object = None
     _posteriors: dict = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def units(self) -> Units:
+        """The exchangeable unit (:func:`bayesij.data.structure.find_units`), found on first
+        use."""
+        return find_units(self.data, self.given_groups, self.var_name)
+
+    @property
+    def units_given(self) -> bool:
+        """Whether the unit was named (``groups=`` to :func:`read`, a container's own
+        groups) rather than to be read from the fit's structure; no structure read."""
+        if self.given_groups is not None:
+            return True
+        return isinstance(self.data, Posterior) and self.data.groups is not None
 
     def __repr__(self) -> str:
         kind = type(self.data).__name__
@@ -247,16 +275,20 @@ class Fit:
             return groups
         if self.given_groups is not None and not isinstance(self.given_groups, (str, bool)):
             return self.given_groups  # labels or a mapping, as given
-        if self.units.labels is None or (pointwise and not self.units.given):
-            return False
-        return self.units.labels
+        if pointwise and not self.units_given:
+            return False  # the observations, as ArviZ's: no structure read
+        return False if self.units.labels is None else self.units.labels
 
-    def grouping_note(self) -> str:
-        """What a pointwise result of a grouped fit says: the grouping, and how to ask for
-        it."""
-        name = self.units.name
+    def grouping_note(self) -> str | None:
+        """What a pointwise result says when the fit records a grouping it was not asked
+        for (:func:`bayesij.data.structure.declared_grouping`, no draws read): the grouping,
+        and how to ask for it; None otherwise."""
+        declared = None if self.units_given else declared_grouping(self.data, self.var_name)
+        if declared is None:
+            return None
+        name, reason = declared
         return (
-            f"The fit is grouped by {name} ({self.units.reason}): these are per-observation "
+            f"The fit records a grouping by {name} ({reason}): these are per-observation "
             f"values, as ArviZ computes them; groups={name!r} gives one per {name} (leave one "
             f"{name} out), the unit of influence, IJ, linearity, AMIP and the audit."
         )
@@ -376,7 +408,9 @@ def read(data, *, groups=None, var_name=None, argument: str = "data") -> Fit:
     if var_name is not None:
         check_labels(var_name, "var_name")
     data = node_as_dataset(data)
-    fit = Fit(data, var_name, find_units(data, groups, var_name), argument, groups)
+    fit = Fit(data, var_name, argument, groups)
+    if groups is not None:
+        fit.units  # noqa: B018 -- a unit named here is checked now, not at first use
     if not fit.is_fit_object and not fit.lazy:
         fit.posterior()  # an array or a container: checked now (and kept), not at first use
     return fit
@@ -388,8 +422,9 @@ def _reselected(fit: Fit, groups, var_name) -> Fit:
         return read(fit.data, groups=groups, var_name=var_name, argument=fit.argument)
     if groups is None:
         return fit
-    units = find_units(fit.data, groups, fit.var_name)
-    return Fit(fit.data, fit.var_name, units, fit.argument, groups, fit._posteriors)
+    regrouped = Fit(fit.data, fit.var_name, fit.argument, groups, fit._posteriors)
+    regrouped.units  # noqa: B018 -- the unit named here is checked now
+    return regrouped
 
 
 _UNKNOWN = object()

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bayesij.array._numeric import CHUNK_BYTES
 from bayesij.array.checks import as_float_array, check_positive_int, fail
+from bayesij.array.numeric import CHUNK_BYTES
 from bayesij.data.inference_data import (
     SAMPLE_DIMS,
     aligned_draws,

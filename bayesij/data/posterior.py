@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayesij.array._numeric import sum_by_group
 from bayesij.array.checks import (
     check_finite,
     check_labels,
@@ -17,6 +16,7 @@ from bayesij.array.checks import (
     check_unique,
     fail,
 )
+from bayesij.array.numeric import sum_by_group
 
 __all__ = ["Posterior", "select_names", "base_name", "read_only"]
 

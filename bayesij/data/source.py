@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayesij.array._numeric import release_freed_memory, reserve_a_core
 from bayesij.array.checks import check_finite, check_log_lik_values, fail
+from bayesij.array.numeric import release_freed_memory, reserve_a_core
 from bayesij.data.convert import unit_index
 from bayesij.data.inference_data import log_lik_of_fit, posterior_draws
 from bayesij.data.lazy import LazyArray, lazy_quantities
@@ -181,9 +181,8 @@ def source_of_fit(
     """The :class:`LogLikSource` of a :class:`~bayesij.data.fit.Fit` for ``groups``
     (labels, or False for the observations); containers are built once per fit."""
     source = _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_lik_only)
-    if groups is False and fit.units.grouped and not fit.units.given:
-        return replace(source, grouping=fit.grouping_note())
-    return source
+    note = fit.grouping_note() if groups is False else None
+    return source if note is None else replace(source, grouping=note)
 
 
 def _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_lik_only):
@@ -194,7 +193,7 @@ def _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_l
                 return _log_lik_of_fit(fit, groups)
         post = fit.posterior(quantities, need_quantities=need_quantities)
         return _in_memory(post, groups, quantities, need_quantities)
-    if groups is not False and not fit.units.given:
+    if groups is not False and not fit.units_given:
         raise fail(
             "groups",
             f"the fit's grouping by {fit.units.describe()} with a lazy log-likelihood",
@@ -368,8 +367,8 @@ def _prefetching(source, kernel, bounds, per_unit, keep=None, ahead=True) -> lis
     ``ahead``; else once the previous one is let go). While reading is the slower of the
     two (timed on the previous block: dask chunks of delayed computations, a costly
     function), the kernel leaves a core to the reader
-    (:func:`bayesij.array._numeric.reserve_a_core`). Memory the kernel freed is given back
-    after each block of a lazy source (:func:`~bayesij.array._numeric.release_freed_memory`:
+    (:func:`bayesij.array.numeric.reserve_a_core`). Memory the kernel freed is given back
+    after each block of a lazy source (:func:`~bayesij.array.numeric.release_freed_memory`:
     the per-block results and their trimming leave freed pages that would otherwise add
     up to a large part of what is kept)."""
     parts = []

@@ -460,6 +460,21 @@ def _index_grouping(
     (:func:`~bayesij.array.locality.indexed_levels`; where the draws cannot tell, every
     level used). A 0/1 covariate, or an index the log-likelihood does not follow, is not a
     grouping."""
+    codes = _index_codes(variable, obs_dims)
+    if codes is None:
+        return None
+    for dim, offset in _indexed_dims(codes, name, dims):
+        evidence = _index_evidence(data, dim, codes - offset, columns)
+        if evidence is False:
+            continue
+        labels = _dim_coords(data, dim)[codes - offset]
+        return _Grouping(dim, labels, _index_reason(name, dim, offset), dim)
+    return None
+
+
+def _index_codes(variable: xr.DataArray, obs_dims: frozenset) -> np.ndarray | None:
+    """The integer codes of a variable over the observations that may index a posterior
+    dim (at least :data:`MIN_INDEX_LEVELS` distinct), or None."""
     if set(variable.dims) != set(obs_dims) or variable.dtype.kind not in "iuf":
         return None
     codes = np.asarray(variable.values).reshape(-1)
@@ -468,22 +483,57 @@ def _index_grouping(
     codes = codes.astype(np.int64)
     if np.unique(codes).size < MIN_INDEX_LEVELS:
         return None  # a 0/1 (or two-valued) covariate is never a grouping
+    return codes
+
+
+def _indexed_dims(codes: np.ndarray, name: str, dims: dict) -> list[tuple[str, int]]:
+    """The (posterior dim, offset 0 or 1) that ``codes`` fit in, those the index is named
+    after first (``firm_idx`` -> ``firm``), 0-based before 1-based."""
     candidates = [
         (d, offset)
         for d, size in dims.items()
         for offset in (0, 1)
         if codes.min() >= offset and codes.max() - offset < size
     ]
-    named = [c for c in candidates if c[0] in name]  # firm_idx -> firm
-    for dim, offset in sorted(candidates, key=lambda c: (c not in named, c[1])):
-        evidence = _index_evidence(data, dim, codes - offset, columns)
-        if evidence is False:
-            continue
-        labels = _dim_coords(data, dim)[codes - offset]
-        base = "" if offset == 0 else " (1-based, as Stan writes it)"
-        why = f"constant_data {name!r} indexes the posterior dim {dim!r}{base}"
-        return _Grouping(dim, labels, why, dim)
-    return None
+    return sorted(candidates, key=lambda c: (c[0] not in name, c[1]))
+
+
+def _index_reason(name: str, dim: str, offset: int) -> str:
+    base = "" if offset == 0 else " (1-based, as Stan writes it)"
+    return f"constant_data {name!r} indexes the posterior dim {dim!r}{base}"
+
+
+def declared_grouping(data, var_name=None) -> tuple[str, str] | None:
+    """The grouping of the observations a fit records by its names alone, no draws read:
+    an integer index of ``constant_data`` over the observations named after the posterior
+    dim it fits (``firm_idx`` into ``firm``), or a coordinate of the observations named like
+    a posterior dim; the coarsest of them. What a per-observation estimate (LOO, WAIC, as
+    ArviZ's) mentions; the unit itself is :func:`find_units`, which also asks the draws.
+
+    Returns
+    -------
+    (name, reason) or None
+    """
+    if not has_groups(data) or "posterior" not in group_names(data):
+        return None
+    obs_dims = _obs_dims(data, var_name)
+    dims = {d: s for d, s in _posterior_dims(data).items() if d not in obs_dims}
+    found = []  # (number of levels, name, reason)
+    if "constant_data" in group_names(data):
+        constant = _group(data, "constant_data", "")
+        for name, variable in constant.data_vars.items():
+            codes = _index_codes(variable, obs_dims)
+            named = [] if codes is None else _indexed_dims(codes, str(name), dims)
+            if named and named[0][0] in str(name):
+                dim, offset = named[0]
+                found.append((np.unique(codes).size, dim, _index_reason(str(name), dim, offset)))
+    if "log_likelihood" in group_names(data):
+        log_lik = _group(data, "log_likelihood", "")
+        for name, coord in log_lik.coords.items():
+            if name in dims and name not in log_lik.dims and set(coord.dims) <= obs_dims:
+                why = f"the observations' coordinate {name!r} names the posterior dim {name!r}"
+                found.append((np.unique(coord.values).size, str(name), why))
+    return min(found)[1:] if found else None
 
 
 #: An index variable with fewer distinct values than this is not read as a grouping (a 0/1

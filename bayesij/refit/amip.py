@@ -16,11 +16,11 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesij.array._numeric import top_positive
 from bayesij.array.amip import far_short, linear_path, metric_influence, search_path
 from bayesij.array.amip_curvature import SetCurvature, curvature_of
 from bayesij.array.checks import fail
 from bayesij.array.control_variates import zero_variance_mean
+from bayesij.array.numeric import top_positive
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.fit import read
 from bayesij.refit.backends import check_backend

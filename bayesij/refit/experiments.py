@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
-from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import check_positive_int, check_replicates, check_seed, fail
 from bayesij.array.kfold import fold_elpd, subset_elpd
 from bayesij.array.linearity import leave_out_changes
+from bayesij.array.numeric import elpd_standard_error
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.fit import read
 from bayesij.data.posterior import Posterior, label_codes

@@ -13,7 +13,6 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesij.array._numeric import release_freed_memory, top_positive
 from bayesij.array.amip import (
     MC_MARGIN,
     METHODS,
@@ -52,6 +51,7 @@ from bayesij.array.amip_noise import bootstrap_counts
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.ess import split_relative_ess
 from bayesij.array.influence import InfluenceScores
+from bayesij.array.numeric import release_freed_memory, top_positive
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.fit import read
 from bayesij.data.posterior import base_name

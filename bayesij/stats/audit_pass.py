@@ -9,11 +9,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array._numeric import release_freed_memory
 from bayesij.array.amip import influence_centres
 from bayesij.array.audit import audit_parts
 from bayesij.array.jackknife import ij_join
 from bayesij.array.linearity import LinearityArrays
+from bayesij.array.numeric import release_freed_memory
 from bayesij.data.source import join_blocks, map_blocks
 from bayesij.stats.amip import (
     amip_goals,

@@ -8,7 +8,6 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import (
     as_float_array,
     check_finite,
@@ -17,6 +16,7 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.model_weights import pseudobma_weights, stacking_weights
+from bayesij.array.numeric import elpd_standard_error
 from bayesij.data.inference_data import fit_groups, optional_group
 from bayesij.stats.compare_diagnostics import (
     check_same_groups,

@@ -17,8 +17,8 @@ from typing import ClassVar
 
 import pandas as pd
 
-from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import fail
+from bayesij.array.numeric import elpd_standard_error
 
 __all__ = ["ElpdResult", "Summary", "KfoldResult"]
 

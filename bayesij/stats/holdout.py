@@ -12,9 +12,9 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import as_draws_matrix, as_float_array, check_ddof, check_finite, fail
 from bayesij.array.holdout import log_predictive_density
+from bayesij.array.numeric import elpd_standard_error
 from bayesij.data.fit import as_source
 from bayesij.data.source import map_blocks
 from bayesij.stats.elpd import ElpdResult

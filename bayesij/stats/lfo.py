@@ -12,9 +12,9 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import check_real, fail, impossible_columns
 from bayesij.array.lfo import cumulative_log_lik, ij_lfo, lfo_origins, psis_lfo
+from bayesij.array.numeric import elpd_standard_error
 from bayesij.data.fit import read
 from bayesij.data.posterior import Posterior
 from bayesij.stats.elpd import ElpdResult

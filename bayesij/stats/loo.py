@@ -11,13 +11,6 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array import loo as loo_arrays
-from bayesij.array._numeric import (
-    elpd_standard_error,
-    logsumexp_columns,
-    map_chunks,
-    obs_chunks,
-    read_columns,
-)
 from bayesij.array.checks import (
     as_draws_matrix,
     as_float_array,
@@ -28,6 +21,13 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.ess import log_lik_relative_eff
+from bayesij.array.numeric import (
+    elpd_standard_error,
+    logsumexp_columns,
+    map_chunks,
+    obs_chunks,
+    read_columns,
+)
 from bayesij.array.pareto import own_tail_khat_rows
 from bayesij.array.pareto_pit import pareto_pit_columns
 from bayesij.array.psis import (

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bayesij.array._numeric import map_chunks, obs_chunks
 from bayesij.array.checks import (
     as_float_array,
     check_finite,
@@ -17,6 +16,7 @@ from bayesij.array.checks import (
     check_seed,
     fail,
 )
+from bayesij.array.numeric import map_chunks, obs_chunks
 from bayesij.array.scores import censored_draws, checked_censoring, weighted_crps
 from bayesij.data.convert import unit_index
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit

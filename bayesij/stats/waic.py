@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array import waic as info
-from bayesij.array._numeric import elpd_standard_error
 from bayesij.array.checks import check_ddof, check_real
+from bayesij.array.numeric import elpd_standard_error
 from bayesij.data.fit import as_source
 from bayesij.data.source import map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult

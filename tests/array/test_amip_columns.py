@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from bayesij.array._numeric import top_positive
 from bayesij.array.amip import set_sums
 from bayesij.array.amip_columns import KeptColumns, kept_capacity
+from bayesij.array.numeric import top_positive
 
 
 def _goal(direction, parts):

@@ -150,7 +150,7 @@ def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch
     import threading
 
     import bayesij
-    from bayesij.array import _numeric
+    from bayesij.array import numeric
 
     mu, sigma, log_lik = _heavy_tailed_draws(n_units=200, seed=5)
     post = bayesij.from_arrays(
@@ -166,7 +166,7 @@ def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch
     monkeypatch.setattr(amip, "_finished_search", recorded)
     found, on_main = {}, {}
     for threads in (1, 2):
-        monkeypatch.setattr(_numeric, "THREADS", threads)
+        monkeypatch.setattr(numeric, "THREADS", threads)
         finished_on.clear()
         found[threads] = bayesij.audit(post, method="reweighted").amip
         on_main[threads] = set(finished_on)

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayesij.array import _numeric, influence_scores, sum_by_group
+from bayesij.array import influence_scores, numeric, sum_by_group
 from conjugate import exact_influence
 
 
@@ -31,8 +31,8 @@ def test_chunked_equals_whole(rng, monkeypatch):
     f = rng.normal(size=(400, 3))
     l = rng.normal(size=(400, 1000)) + f[:, :1]
     whole = influence_scores(f, l)
-    monkeypatch.setattr(_numeric, "CHUNK_BYTES", 8 * 400 * 10)  # forces chunks of 256 obs
-    assert len(_numeric.obs_chunks(1000, 400 * 10)) == 4
+    monkeypatch.setattr(numeric, "CHUNK_BYTES", 8 * 400 * 10)  # forces chunks of 256 obs
+    assert len(numeric.obs_chunks(1000, 400 * 10)) == 4
     chunked = influence_scores(f, l)
     np.testing.assert_allclose(chunked.psi, whole.psi, rtol=1e-12)
     np.testing.assert_allclose(chunked.mcse, whole.mcse, rtol=1e-12)
@@ -147,7 +147,7 @@ def test_group_psi_is_sum_of_observation_psi(rng):
 def test_tiled_transpose_equals_numpy(rng, n_draws, chunk):
     matrix = rng.normal(size=(n_draws, 100))
     out = np.full((80, n_draws), np.nan)
-    rows = _numeric.transpose_columns(matrix, chunk, out)
+    rows = numeric.transpose_columns(matrix, chunk, out)
     np.testing.assert_array_equal(rows, matrix[:, chunk].T)
 
 

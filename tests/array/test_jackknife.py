@@ -85,12 +85,12 @@ def test_block_bootstrap_mcse_matches_spread_over_draw_sets(misspecified_regress
 
 
 def test_chunked_equals_whole(rng, monkeypatch):
-    from bayesij.array import _numeric
+    from bayesij.array import numeric
 
     f = rng.normal(size=(2, 100, 2))
     l = rng.normal(size=(2, 100, 700)) + f[:, :, :1]
     whole = ij_covariance(f, l, n_boot=20)
-    monkeypatch.setattr(_numeric, "CHUNK_BYTES", 8 * 1000)
+    monkeypatch.setattr(numeric, "CHUNK_BYTES", 8 * 1000)
     chunked = ij_covariance(f, l, n_boot=20)
     for a, b in zip(whole, chunked, strict=True):
         if isinstance(a, tuple):  # the influence scores: field by field (block sums None)

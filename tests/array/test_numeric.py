@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from bayesij.array import _numeric
+from bayesij.array import numeric
 
 
 def test_logsumexp_and_standard_errors():
@@ -14,38 +14,38 @@ def test_logsumexp_and_standard_errors():
     values = rng.normal(size=(50, 7)) * 300
     values[:, 3] = -np.inf
     np.testing.assert_allclose(
-        _numeric.logsumexp_columns(values)[[0, 1, 2, 4]],
+        numeric.logsumexp_columns(values)[[0, 1, 2, 4]],
         logsumexp(values, axis=0)[[0, 1, 2, 4]],
         rtol=1e-14,
     )
-    assert _numeric.logsumexp_columns(values)[3] == -np.inf
+    assert numeric.logsumexp_columns(values)[3] == -np.inf
     pointwise = rng.normal(size=40)
     for ddof in (0, 1):
         expected = np.sqrt(40 * pointwise.var(ddof=ddof))
-        assert _numeric.elpd_standard_error(pointwise, ddof) == pytest.approx(expected)
-    assert np.isnan(_numeric.elpd_standard_error(np.zeros(1), 1))
+        assert numeric.elpd_standard_error(pointwise, ddof) == pytest.approx(expected)
+    assert np.isnan(numeric.elpd_standard_error(np.zeros(1), 1))
 
 
 def test_chunks_cover_every_observation_once():
-    chunks = _numeric.obs_chunks(100_000, 4000)
+    chunks = numeric.obs_chunks(100_000, 4000)
     covered = np.concatenate([np.arange(c.start, c.stop) for c in chunks])
     np.testing.assert_array_equal(covered, np.arange(100_000))
     size = chunks[0].stop
-    assert size * 4000 * 8 <= _numeric.CHUNK_BYTES  # temporaries near 64 MiB
-    assert _numeric.obs_chunks(10, 10**9)[0] == slice(0, 10)  # at least 256 a chunk
+    assert size * 4000 * 8 <= numeric.CHUNK_BYTES  # temporaries near 64 MiB
+    assert numeric.obs_chunks(10, 10**9)[0] == slice(0, 10)  # at least 256 a chunk
 
 
 def test_tiled_transpose_group_sums_and_ordered_maps():
     rng = np.random.default_rng(1)
     matrix = rng.normal(size=(1000, 30))
     out = np.empty((30, 1000))
-    rows = _numeric.transpose_columns(matrix, slice(5, 17), out)
+    rows = numeric.transpose_columns(matrix, slice(5, 17), out)
     np.testing.assert_array_equal(rows, matrix[:, 5:17].T)
     codes = np.array([0, 1, 0, 2, 1, 0] * 5)
-    summed = _numeric.sum_by_group(matrix, codes, 3)
+    summed = numeric.sum_by_group(matrix, codes, 3)
     for g in range(3):
         np.testing.assert_allclose(summed[:, g], matrix[:, codes == g].sum(axis=1), atol=1e-13)
-    results = list(_numeric.map_ordered(lambda x: x * x, iter(range(50))))
+    results = list(numeric.map_ordered(lambda x: x * x, iter(range(50))))
     assert results == [x * x for x in range(50)]
 
 
@@ -57,19 +57,19 @@ def test_group_sums_a_few_draws_at_a_time(monkeypatch, sorted_codes):
     rng = np.random.default_rng(2)
     codes = np.repeat(np.arange(7), 9) if sorted_codes else rng.permutation(np.arange(63) % 7)
     matrix = rng.normal(size=(1000, 63))
-    whole = _numeric.sum_by_group(matrix, codes, 7)
-    monkeypatch.setattr(_numeric, "CHUNK_BYTES", 8)  # 256 draws a chunk: four chunks
+    whole = numeric.sum_by_group(matrix, codes, 7)
+    monkeypatch.setattr(numeric, "CHUNK_BYTES", 8)  # 256 draws a chunk: four chunks
     import tracemalloc
 
     tracemalloc.start()
-    chunked = _numeric.sum_by_group(matrix, codes, 7)
+    chunked = numeric.sum_by_group(matrix, codes, 7)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     np.testing.assert_array_equal(chunked, whole)
     assert peak < 0.75 * matrix.nbytes  # not the whole 504 kB gathered (with the result)
     for g in range(7):
         np.testing.assert_allclose(whole[:, g], matrix[:, codes == g].sum(axis=1), atol=1e-13)
-    single = _numeric.sum_by_group(matrix.astype(np.float32), codes, 7)
+    single = numeric.sum_by_group(matrix.astype(np.float32), codes, 7)
     assert single.dtype == np.float64
     np.testing.assert_allclose(single, whole, atol=1e-5)
 
@@ -78,7 +78,7 @@ def test_blas_threads_are_restored_when_concurrent_calls_end_out_of_order():
     """Two calls hold BLAS at one thread at once and end in the other order than they
     began: the last one out restores what the first one found (not one thread for good)."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    from bayesij.array._numeric import one_blas_thread
+    from bayesij.array.numeric import one_blas_thread
 
     def blas_threads():
         return [
@@ -97,7 +97,7 @@ def test_blas_threads_are_restored_when_concurrent_calls_end_out_of_order():
 
 
 def test_top_positive_is_the_stable_sort_cut_to_the_positive_values():
-    from bayesij.array._numeric import top_positive
+    from bayesij.array.numeric import top_positive
 
     rng = np.random.default_rng(0)
     for _ in range(500):  # ties, NaN and inf included: the order of a stable argsort
@@ -109,20 +109,20 @@ def test_top_positive_is_the_stable_sort_cut_to_the_positive_values():
 
 
 def test_a_core_reserved_for_a_reader_is_given_back():
-    before = _numeric.threads()
-    with _numeric.reserve_a_core():
-        assert _numeric.threads() == max(1, _numeric.THREADS - 1)
+    before = numeric.threads()
+    with numeric.reserve_a_core():
+        assert numeric.threads() == max(1, numeric.THREADS - 1)
         seen = []
-        _numeric.map_chunks(lambda chunk: seen.append(chunk), _numeric.obs_chunks(10, 1))
+        numeric.map_chunks(lambda chunk: seen.append(chunk), numeric.obs_chunks(10, 1))
         assert seen == [slice(0, 10)]
-    assert _numeric.threads() == before
+    assert numeric.threads() == before
 
 
 def test_freed_memory_is_given_back_to_the_system():
     # glibc keeps freed pages of arrays carved from its heap; malloc_trim returns them.
     import sys
 
-    from bayesij.array._numeric import _malloc_trim, release_freed_memory
+    from bayesij.array.numeric import _malloc_trim, release_freed_memory
 
     def resident() -> int:
         with open("/proc/self/statm") as statm:

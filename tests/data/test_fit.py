@@ -161,11 +161,11 @@ def test_every_estimator_of_a_grouped_fit_uses_the_audits_unit(kind):
     )
     # LOO stays per observation, as az.loo, and says how to ask for the firm
     assert loo.n_units == 30
-    assert "grouped by firm" in str(loo) and "groups='firm'" in str(loo)
+    assert "a grouping by firm" in str(loo) and "groups='firm'" in str(loo)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         waic, plain = bayesij.waic(fit), bayesij.waic(post)
-    assert waic.n_units == 30 and "grouped by firm" in str(waic)
+    assert waic.n_units == 30 and "a grouping by firm" in str(waic)
     assert plain.grouping is None  # a container without groups: nothing to say
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # made-up draws: k-hat is high
@@ -340,7 +340,7 @@ def test_a_lazy_grouped_fit_says_which_grouping_it_cannot_sum():
     np.testing.assert_allclose(lazy["psi"].values, in_memory["psi"].values, rtol=1e-12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert "grouped by firm" in str(bayesij.loo(tree))  # per observation, as az.loo
+        assert "a grouping by firm" in str(bayesij.loo(tree))  # per observation, as az.loo
 
 
 def test_draws_named_or_given_a_number_is_one_value_and_refused_clearly():
@@ -533,3 +533,73 @@ def test_a_regression_s_twelve_coefficients_are_global_by_the_log_likelihood_too
     for data in (tree, post):
         units = read(data).units
         assert units.suspected == () and not units.local_variables
+
+
+class _RecordedArray(xr.backends.BackendArray):
+    """A posterior variable that writes its name in ``reads`` whenever its values are
+    read (xarray reads it lazily, as a file's variable)."""
+
+    def __init__(self, name, values, reads):
+        self.name, self.values, self.reads = name, values, reads
+        self.shape, self.dtype = values.shape, values.dtype
+
+    def __getitem__(self, key):
+        return xr.core.indexing.explicit_indexing_adapter(
+            key, self.shape, xr.core.indexing.IndexingSupport.BASIC, self._read
+        )
+
+    def _read(self, key):
+        self.reads.append(self.name)
+        return self.values[key]
+
+
+def _recorded_hierarchy(n_levels: int, per_level: int, reads: list):
+    """A varying-intercept fit of n_levels x per_level observations (2 x 50 draws) whose
+    posterior variables record their reads; a county index in constant_data."""
+    rng = np.random.default_rng(11)
+    county = np.repeat(np.arange(n_levels), per_level)
+    a = rng.normal(0.0, 0.1, (2, 50, n_levels))
+    y = rng.normal(size=county.size)
+    log_lik = -0.5 * (y - a[..., county]) ** 2 - 0.919
+    posterior = {
+        name: xr.Variable(dims, xr.core.indexing.LazilyIndexedArray(_RecordedArray(name, v, reads)))
+        for name, dims, v in [
+            ("a", ("chain", "draw", "county"), a),
+            ("sigma", ("chain", "draw"), np.abs(rng.normal(1, 0.05, (2, 50)))),
+        ]
+    }
+    return xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset(posterior, coords={"chain": [0, 1], "draw": np.arange(50)}),
+            "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), log_lik)}),
+            "constant_data": xr.Dataset({"county_idx": ("obs", county)}),
+        }
+    )
+
+
+def test_read_then_loo_of_a_large_hierarchy_reads_no_posterior_variable():
+    """The unit and the structure are worked out on first use: read, then LOO over the
+    observations (as az.loo), of 10^5 observations in 10^4 groups reads the log-likelihood
+    and the draws' labels only, and still says which grouping the file records; asking
+    for the unit then reads the draws (the index is confirmed by the log-likelihood)."""
+    reads = []
+    tree = _recorded_hierarchy(10_000, 10, reads)
+    fit = read(tree)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 100 draws
+        result = bayesij.loo(fit)
+        waic = bayesij.waic(fit)
+    assert reads == []
+    assert result.n_units == waic.n_units == 100_000
+    assert "a grouping by county (constant_data 'county_idx' indexes" in str(result)
+    assert fit.units.name == "county" and fit.units.n_units == 10_000
+    assert "a" in reads  # the unit, when asked for, is confirmed by the draws
+
+
+def test_a_grouping_named_to_read_is_checked_at_once():
+    groups, _ = _groups(log_prior=False)
+    tree = xr.DataTree.from_dict(groups)
+    with pytest.raises(ValueError, match=r"groups: found the name 'nothing', which is no grouping"):
+        read(tree, groups="nothing")
+    with pytest.raises(ValueError, match=r"groups: found the name 'nothing', which is no grouping"):
+        read(read(tree), groups="nothing")

@@ -37,7 +37,7 @@ def walk(call) -> tuple[list[str], list[tuple[str, str]]]:
     """Run ``call()`` on one thread of chunks and return the stays (``module.function``
     from the public function to the first kernel) and the climbing calls
     ``(caller, callee)``."""
-    from bayesij.array import _numeric
+    from bayesij.array import numeric
 
     stays: list[str] = []
     climbs: list[tuple[str, str]] = []
@@ -65,7 +65,7 @@ def walk(call) -> tuple[list[str], list[tuple[str, str]]]:
                 )
             )
 
-    threads, _numeric.THREADS = _numeric.THREADS, 1
+    threads, numeric.THREADS = numeric.THREADS, 1
     sys.setprofile(profile)
     threading.setprofile(profile)
     try:
@@ -73,7 +73,7 @@ def walk(call) -> tuple[list[str], list[tuple[str, str]]]:
     finally:
         sys.setprofile(None)
         threading.setprofile(None)
-        _numeric.THREADS = threads
+        numeric.THREADS = threads
     return stays, climbs
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 import bayesij
-from bayesij.array import _numeric
+from bayesij.array import numeric
 from bayesij.array.psis import tail_length
 from conjugate import ConjugateNormal, exact_loo_log_predictive, heteroskedastic_regression
 from peers import (
@@ -397,7 +397,7 @@ def test_two_dimensional_equals_three_dimensional_with_given_r_eff():
 def test_chunked_equals_whole(monkeypatch):
     log_lik = _heavy_tailed_draws(2, n_obs=600)
     whole = _quiet(bayesij.loo, log_lik)
-    monkeypatch.setattr(_numeric, "CHUNK_BYTES", 8 * 2000 * 300)
+    monkeypatch.setattr(numeric, "CHUNK_BYTES", 8 * 2000 * 300)
     chunked = _quiet(bayesij.loo, log_lik)
     pd.testing.assert_frame_equal(whole.pointwise, chunked.pointwise, rtol=1e-12)
 
@@ -587,10 +587,10 @@ def test_several_quantiles_equal_arviz_stats():
 def test_one_thread_equals_many(monkeypatch):
 
     log_lik = _heavy_tailed_draws(3, n_obs=700)
-    monkeypatch.setattr(_numeric, "CHUNK_BYTES", 8 * 4000 * 200)
-    monkeypatch.setattr(_numeric, "THREADS", 4)
+    monkeypatch.setattr(numeric, "CHUNK_BYTES", 8 * 4000 * 200)
+    monkeypatch.setattr(numeric, "THREADS", 4)
     many = _quiet(bayesij.loo, log_lik)
-    monkeypatch.setattr(_numeric, "THREADS", 1)
+    monkeypatch.setattr(numeric, "THREADS", 1)
     one = _quiet(bayesij.loo, log_lik)
     pd.testing.assert_frame_equal(many.pointwise, one.pointwise)
 
