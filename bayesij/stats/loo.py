@@ -21,14 +21,12 @@ from bayesij.array.checks import (
     fail,
 )
 from bayesij.array.ess import log_lik_relative_eff
+from bayesij.array.loo_expectation import KINDS, loo_column_weights, loo_expectations
 from bayesij.array.numeric import (
     elpd_standard_error,
     logsumexp_columns,
-    map_chunks,
     obs_chunks,
-    read_columns,
 )
-from bayesij.array.pareto import own_tail_khat_rows
 from bayesij.array.pareto_pit import pareto_pit_columns
 from bayesij.array.psis import (
     pareto_k_threshold,
@@ -697,61 +695,9 @@ def chunk_loo_weights(
     draws: LooDraws, chunk, rows: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The normalised PSIS leave-one-out weights (S, n_cols) of the observations ``chunk``
-    (a slice or positions) and their k-hat (None where taken from saved log-weights).
-    ``rows``: the chunk's log-likelihood as (n_cols, S) rows when the caller has them."""
-    if draws.saved is not None:
-        return np.exp(draws.saved[:, chunk]), None
-    from bayesij.array.kernels.psis import psis_weight_rows  # compiled: numba
-
-    if rows is None:
-        rows = np.ascontiguousarray(read_columns(draws.matrix, chunk).T)
-    tails = draws.tails[chunk]
-    weights, pareto_k, done = psis_weight_rows(rows, tails, draws.ties)
-    rest = np.flatnonzero(~done)
-    if rest.size:  # rows the compiled pass leaves (module bayesij.array.kernels.psis)
-        smoothed = psis_chunk(-rows[rest].T, tails[rest], draws.ties)
-        log_weights = smoothed.log_weights - logsumexp_columns(smoothed.log_weights)
-        weights[rest] = np.exp(log_weights).T
-        pareto_k[rest] = smoothed.pareto_k
-    return weights.T, pareto_k
-
-
-def _weighted_quantile(values: np.ndarray, weights: np.ndarray, prob: float) -> np.ndarray:
-    """R loo's weighted quantile (linear between cumulative weights), per column."""
-    order = np.argsort(values, axis=0, kind="stable")
-    x = np.take_along_axis(values, order, axis=0)
-    cumulative = np.cumsum(np.take_along_axis(weights, order, axis=0), axis=0)
-    cumulative /= cumulative[-1]
-    index = np.argmax(cumulative >= prob, axis=0)
-    columns = np.arange(values.shape[1])
-    previous = np.maximum(index - 1, 0)
-    x0, x1 = x[previous, columns], x[index, columns]
-    w0, w1 = cumulative[previous, columns], cumulative[index, columns]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        interpolated = x0 + (x1 - x0) * (prob - w0) / (w1 - w0)
-    return np.where(index == 0, x[0], interpolated)
-
-
-KINDS = ("mean", "median", "var", "sd", "quantile")
-
-
-def _weighted_quantile_type7(values: np.ndarray, weights: np.ndarray, prob) -> np.ndarray:
-    """arviz-stats' weighted quantile per column: Hyndman and Fan's type 7 on the effective
-    sample size ``n_w = 1 / sum w^2`` (``h = (n_w - 1) p + 1``), spread over the sorted
-    values by their cumulative weights."""
-    order = np.argsort(values, axis=0, kind="stable")
-    x = np.take_along_axis(values, order, axis=0)
-    w = np.take_along_axis(weights, order, axis=0)
-    w = w / w.sum(axis=0)
-    n_w = 1.0 / (w**2).sum(axis=0)
-    cumulative = np.vstack([np.zeros((1, w.shape[1])), np.cumsum(w, axis=0)])
-    h = np.clip((n_w - 1) * prob + 1, 1, n_w)
-    u = np.maximum((h - 1) / n_w, np.minimum(h / n_w, cumulative))
-    return np.sum(x * np.diff(u * n_w - h + 1, axis=0), axis=0)
-
-
-#: Weighted quantile rules of the peers' conventions (:mod:`bayesij.stats.peers`).
-QUANTILE_RULES = {"R loo": _weighted_quantile, "type 7": _weighted_quantile_type7}
+    of ``draws`` and their k-hat (None where taken from saved log-weights):
+    :func:`bayesij.array.loo_expectation.loo_column_weights`."""
+    return loo_column_weights(draws.matrix, chunk, draws.tails, draws.ties, draws.saved, rows)
 
 
 def loo_expectation(
@@ -862,31 +808,17 @@ def loo_means(data, values, *, var_name=None, convention=None, psis=None) -> np.
 
 def _expectations(draws: LooDraws, kind: str, probs: list, diagnostics: bool = True):
     """Values (len(probs), n), their MCSE (len(probs), n) and k-hat (n,) of the LOO
-    expectations of ``draws.values`` (MCSE and k-hat NaN without ``diagnostics``)."""
-    n_obs = draws.matrix.shape[1]
-    value = np.empty((len(probs), n_obs))
-    mcse, k = np.full((len(probs), n_obs), np.nan), np.full(n_obs, np.nan)
-
-    def work(chunk):  # chunks on threads: each writes its own columns
-        rows = np.ascontiguousarray(read_columns(draws.matrix, chunk).T)  # (n_cols, S)
-        weights, _ = chunk_loo_weights(draws, chunk, rows)
-        g = np.ascontiguousarray(draws.values[:, chunk].T).T  # as the weights: column-major
-        for j, p in enumerate(probs):
-            value[j, chunk], influence = _weighted_estimate(g, weights, kind, p, draws.quantile)
-            if not diagnostics:
-                continue
-            with np.errstate(invalid="ignore"):
-                error = np.sqrt(np.sum(weights**2 * influence**2, axis=0) / draws.r_eff[chunk])
-            if kind == "sd":
-                error /= 2 * value[j, chunk]
-            elif kind in ("median", "quantile"):
-                error = _quantile_mcse(g, weights, p, error, draws.quantile)
-            mcse[j, chunk] = error
-        if diagnostics:
-            k[chunk] = expectation_khat(rows, g.T, kind)
-
-    map_chunks(work, obs_chunks(n_obs, 12 * draws.matrix.shape[0]))
-    return value, mcse, k
+    expectations of ``draws.values`` (:func:`bayesij.array.loo_expectation.loo_expectations`)."""
+    return loo_expectations(
+        draws.matrix,
+        draws.values,
+        lambda chunk, rows: chunk_loo_weights(draws, chunk, rows),
+        draws.r_eff,
+        kind,
+        probs,
+        draws.quantile,
+        diagnostics,
+    )
 
 
 def _checked_probs(prob) -> list[float]:
@@ -907,61 +839,6 @@ def _checked_probs(prob) -> list[float]:
             "a probability strictly between 0 and 1 for quantiles, or a list of them",
         )
     return [float(p) for p in values]
-
-
-def _weighted_estimate(g, weights, kind, prob, rule):
-    """The weighted estimate per column and the influence term of each draw (for the
-    quantiles: the CDF's, ``1{g <= q} - p``)."""
-    mean = (weights * g).sum(axis=0)
-    if kind == "mean":
-        return mean, g - mean
-    if kind in ("median", "quantile"):
-        q = QUANTILE_RULES[rule](g, weights, float(prob))
-        return q, (g <= q).astype(float) - prob
-    spread = 1 - (weights**2).sum(axis=0)  # 0 when one draw holds all the weight
-    squares = (g - mean) ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        variance = (weights * squares).sum(axis=0) / spread
-    variance[spread < 1e-8] = np.nan  # one effective draw: no variance to estimate
-    value = variance if kind == "var" else np.sqrt(variance)
-    return value, squares - variance
-
-
-def _quantile_mcse(g, weights, prob, cdf_se, rule):
-    """Half the distance between the weighted quantiles at ``prob -/+ cdf_se``."""
-    low = QUANTILE_RULES[rule](g, weights, np.clip(prob - cdf_se, 0.0, 1.0))
-    high = QUANTILE_RULES[rule](g, weights, np.clip(prob + cdf_se, 0.0, 1.0))
-    return (high - low) / 2
-
-
-def expectation_khat(log_lik: np.ndarray, g: np.ndarray, kind: str) -> np.ndarray:
-    """k-hat of LOO expectations as arviz-stats computes it, one observation per row of
-    the (n, S) log-likelihood and values.
-
-    The raw ratios ``r = exp(min l - l)`` (right tail) and, for the mean, variance and sd,
-    ``h r`` with ``h = g`` or ``g^2`` (both tails), each with the tail length
-    :func:`bayesij.array.psis.khat_tail_length` of its own relative tail ESS
-    (:func:`bayesij.array.pareto.own_tail_khat_rows`); the larger of the two (the ratios'
-    where ``h`` has at most two distinct values or is not finite).
-    """
-    ratios = np.exp(log_lik.min(axis=1, keepdims=True) - log_lik)  # each row one chain
-    k_r = own_tail_khat_rows(ratios, "right")
-    if kind in ("median", "quantile"):
-        return k_r
-    h = g if kind == "mean" else g**2
-    ratios *= h
-    k_hr = own_tail_khat_rows(ratios, "both")
-    k = np.fmax(k_hr, k_r)
-    return np.where(_few_values(h), k_r, k)
-
-
-def _few_values(h: np.ndarray) -> np.ndarray:
-    """Per row of (n, S) ``h``: not finite everywhere, or at most two distinct values
-    (every value its row's smallest or largest)."""
-    with np.errstate(invalid="ignore"):
-        low, high = h.min(axis=1, keepdims=True), h.max(axis=1, keepdims=True)
-        two = np.all((h == low) | (h == high), axis=1)
-    return two | ~np.isfinite(h).all(axis=1)
 
 
 def loo_pit(
