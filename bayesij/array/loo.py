@@ -464,109 +464,170 @@ def loo_methods(
         )
     check_tail_rule(tail_rule)
     matrix, chains = log_lik_draws(log_lik, chain_ids, check, keep_float32=True)
-    n_draws, n_obs = matrix.shape
-    given = None if r_eff is None else checked_r_eff(r_eff, n_obs)
-    by_chain = chain_grouping(chains)  # no reordering copy for grouped draws
-    base = "is" if "is" in methods and "psis" not in methods else "psis"
-    out = np.full((4, n_obs), np.nan)  # lppd, k-hat, r_eff, constant
-    per_method = {m: np.full((3, n_obs), np.nan) for m in methods}  # elpd, mcse, ess
-    log_weights = np.empty((n_obs, n_draws)) if save_log_weights else None
-    expect = None
-    means = None
-    if expectation_draws is not None:
-        expect = np.ascontiguousarray(np.asarray(expectation_draws, dtype=float).T)  # (K, S)
-        means = np.full((expect.shape[0], n_obs), np.nan)
+    n_obs = matrix.shape[1]
+    loo_pass = _LooPass(
+        matrix,
+        tuple(methods),
+        None if r_eff is None else checked_r_eff(r_eff, n_obs),
+        chain_grouping(chains),  # no reordering copy for grouped draws
+        tail_rule,
+        ties,
+        save_log_weights,
+        expectation_draws,
+        each_chunk,
+    )
+    map_chunks(loo_pass.chunk, loo_pass.chunks)
+    return loo_pass.results()
 
-    chunks = obs_chunks(n_obs, 10 * n_draws + 60 * 250)
-    buffers = threading.local()
 
-    def work(chunk: slice) -> None:
+def _is_rows(rows, body, tails, r_eff, ties, scratch):
+    """Plain importance sampling beside PSIS: the same ratios, not smoothed."""
+    _, elpd, _, mcse, ess = _psis_elpd(rows, body, tails, r_eff, False, ties, scratch)
+    return elpd, mcse, ess
+
+
+def _tis_rows(rows, body, tails, r_eff, ties, scratch):
+    return _tis_elpd(rows, r_eff)
+
+
+def _ij_rows(rows, *_):
+    missing = np.full(len(rows), np.nan)  # no MCSE or ESS of their own
+    return _ij_elpd(rows), missing, missing
+
+
+def _cumulant_rows(rows, *_):
+    missing = np.full(len(rows), np.nan)  # no MCSE or ESS of their own
+    return _cumulant_elpd(rows), missing, missing
+
+
+#: The methods computed beside the pass's smoothing, one function each:
+#: ``(rows, minima, tails, r_eff, ties, scratch) -> (elpd, mcse, ess)`` of a chunk's rows.
+ELPD_ROWS = {"is": _is_rows, "tis": _tis_rows, "ij": _ij_rows, "cumulant": _cumulant_rows}
+
+
+class _LooPass:
+    """One pass of :func:`loo_methods` over chunks of observations (on threads): each
+    chunk's rows transposed once, smoothed once by the base method (PSIS, or IS alone),
+    the other methods from :data:`ELPD_ROWS`, the expectations and impossible rows."""
+
+    def __init__(
+        self, matrix, methods, given, by_chain, tail_rule, ties, save, expectation_draws, each
+    ):
+        n_draws, n_obs = matrix.shape
+        self.matrix, self.methods, self.given, self.by_chain = matrix, methods, given, by_chain
+        self.tail_rule, self.ties, self.each_chunk = tail_rule, ties, each
+        self.base = "is" if "is" in methods and "psis" not in methods else "psis"
+        self.out = np.full((4, n_obs), np.nan)  # lppd, k-hat, r_eff, constant
+        self.per_method = {m: np.full((3, n_obs), np.nan) for m in methods}  # elpd, mcse, ess
+        self.log_weights = np.empty((n_obs, n_draws)) if save else None
+        self.expect = self.means = None
+        if expectation_draws is not None:
+            self.expect = np.ascontiguousarray(np.asarray(expectation_draws, dtype=float).T)
+            self.means = np.full((self.expect.shape[0], n_obs), np.nan)  # (K, n_obs)
+        self.chunks = obs_chunks(n_obs, 10 * n_draws + 60 * 250)
+        self.buffers = threading.local()
+
+    def _rows(self, chunk: slice) -> tuple[np.ndarray, tuple]:
+        """The chunk's rows (n_cols, S) in this thread's buffer, and its scratch."""
+        buffers = self.buffers
         if not hasattr(buffers, "rows"):  # reusable buffers, one set per thread
-            shape = (chunks[0].stop, n_draws)
+            shape = (self.chunks[0].stop, self.matrix.shape[0])
             buffers.rows = np.empty(shape)
             buffers.scratch = (np.empty(shape), np.empty(shape), np.empty(shape))
-        rows = transpose_columns(matrix, chunk, buffers.rows)
-        if each_chunk is not None:  # before anything below may write to the rows
-            each_chunk(matrix, chunk, rows)
-        saved = None if log_weights is None else log_weights[chunk]
-        fused = base == "psis" and saved is None
-        if given is None or not fused:  # the fused kernel finds each row's minimum itself
+        return transpose_columns(self.matrix, chunk, buffers.rows), buffers.scratch
+
+    def chunk(self, chunk: slice) -> None:
+        """Every result of the observations ``chunk``, written into the pass's arrays."""
+        rows, scratch = self._rows(chunk)
+        if self.each_chunk is not None:  # before anything below may write to the rows
+            self.each_chunk(self.matrix, chunk, rows)
+        saved = None if self.log_weights is None else self.log_weights[chunk]
+        efficiency = self.given[chunk] if self.given is not None else None
+        smoothed = self._smoothed(rows, chunk, efficiency, saved, scratch)
+        lppd, k, efficiency, tails, body, impossible, checked = smoothed
+        for m in self.methods:
+            if m != self.base:
+                function = ELPD_ROWS[m]
+                self.per_method[m][:, chunk] = function(
+                    rows, body, tails, efficiency, self.ties, scratch
+                )
+        constant = np.zeros(len(rows), dtype=bool)  # a constant row is never done fused
+        constant[checked] = (rows[checked] == rows[checked, :1]).all(axis=1)
+        self.out[:, chunk] = [lppd, k, efficiency, constant]
+        if impossible.any():
+            self._impossible(np.arange(chunk.start, chunk.stop)[impossible], saved, impossible)
+
+    def _smoothed(self, rows, chunk, efficiency, saved, scratch):
+        """The base method's estimates of the chunk (into ``per_method``) and expectations
+        (into ``means``); returns lppd, k-hat, r_eff, tail lengths, the rows' minima, which
+        are impossible and which the compiled kernel left (checked for constants)."""
+        fused = self.base == "psis" and saved is None
+        if efficiency is None or not fused:  # the fused kernel finds each row's minimum
             body, impossible = _minimum_with_stand_in(rows)
-        efficiency = given[chunk] if given is not None else _r_eff_rows(rows, by_chain)
-        tails = tail_length(n_draws, efficiency, tail_rule)
+        if efficiency is None:
+            efficiency = _r_eff_rows(rows, self.by_chain)
+        tails = tail_length(self.matrix.shape[0], efficiency, self.tail_rule)
         expected = np.zeros(len(rows), dtype=bool)
         if fused:
             lppd, elpd, k, mcse, ess, checked, found, fused_means = _psis_elpd_fused(
-                rows, tails, efficiency, ties, buffers.scratch, expect
+                rows, tails, efficiency, self.ties, scratch, self.expect
             )
-            if given is not None:
+            if self.given is not None:
                 body, impossible = found
-            if fused_means is not None and means is not None:
+            if fused_means is not None and self.means is not None:
                 expected, values = fused_means
-                means[:, np.arange(chunk.start, chunk.stop)[expected]] = values[expected].T
+                self.means[:, np.arange(chunk.start, chunk.stop)[expected]] = values[expected].T
         else:
             lppd, elpd, k, mcse, ess = _psis_elpd(
-                rows, body, tails, efficiency, base == "psis", ties, buffers.scratch, saved
+                rows, body, tails, efficiency, self.base == "psis", self.ties, scratch, saved
             )
             checked = np.ones(len(rows), dtype=bool)
-        for m in methods:
-            if m == base:
-                per_method[m][:, chunk] = [elpd, mcse, ess]
-            elif m == "is":
-                plain = _psis_elpd(rows, body, tails, efficiency, False, ties, buffers.scratch)
-                per_method[m][:, chunk] = [plain[1], plain[3], plain[4]]
-            elif m == "tis":
-                per_method[m][:, chunk] = _tis_elpd(rows, efficiency)
-            else:
-                per_method[m][0, chunk] = _ij_elpd(rows) if m == "ij" else _cumulant_elpd(rows)
-        if expect is not None and means is not None:
+        if self.base in self.per_method:  # else smoothed for k-hat and lppd alone
+            self.per_method[self.base][:, chunk] = [elpd, mcse, ess]
+        if self.expect is not None and self.means is not None:
+            which = ~expected & ~impossible
             _general_means(
-                rows,
-                body,
-                tails,
-                efficiency,
-                base,
-                ties,
-                buffers.scratch,
-                saved,
-                expect,
-                ~expected & ~impossible,
-                means[:, chunk],
-            )
-        constant = np.zeros(len(rows), dtype=bool)  # a constant row is never done fused
-        constant[checked] = (rows[checked] == rows[checked, :1]).all(axis=1)
-        out[:, chunk] = [lppd, k, efficiency, constant]
-        if impossible.any():
-            columns = np.arange(chunk.start, chunk.stop)[impossible]
-            out[0, columns] = logsumexp_columns(read_columns(matrix, columns)) - np.log(n_draws)
-            out[1, columns] = np.inf
-            for values in per_method.values():
-                values[:, columns] = np.array([[-np.inf], [np.nan], [np.nan]])
-            if saved is not None:  # all the weight on the draws where it is impossible
-                rows_lw = saved[impossible]
-                rows_lw[:] = np.where(np.isneginf(matrix[:, columns].T), 0.0, -np.inf)
-                rows_lw -= np.log((rows_lw == 0).sum(axis=1, keepdims=True))
-                saved[impossible] = rows_lw
+                rows, body, tails, efficiency, self.base, self.ties, scratch, saved,
+                self.expect, which, self.means[:, chunk],
+            )  # fmt: skip
+        return lppd, k, efficiency, tails, body, impossible, checked
 
-    map_chunks(work, chunks)
-    lppd, pareto_k, efficiency, constant = out
-    tail_len = tail_length(n_draws, efficiency, tail_rule)
-    return {
-        m: LooArrays(
-            values[0],
-            lppd - values[0],
-            lppd,
-            pareto_k,
-            values[1],
-            values[2],
-            efficiency,
-            tail_len,
-            constant == 1,
-            log_weights.T if log_weights is not None and m == base else None,
-            means if m == base else None,
-        )
-        for m, values in per_method.items()
-    }
+    def _impossible(self, columns: np.ndarray, saved, impossible: np.ndarray) -> None:
+        """Observations impossible at some draw: lppd from the raw columns, k-hat inf,
+        every method's elpd -inf, and (saved) all the weight on the draws where they are
+        impossible."""
+        n_draws = self.matrix.shape[0]
+        self.out[0, columns] = logsumexp_columns(read_columns(self.matrix, columns))
+        self.out[0, columns] -= np.log(n_draws)
+        self.out[1, columns] = np.inf
+        for values in self.per_method.values():
+            values[:, columns] = np.array([[-np.inf], [np.nan], [np.nan]])
+        if saved is not None:
+            rows_lw = saved[impossible]
+            rows_lw[:] = np.where(np.isneginf(self.matrix[:, columns].T), 0.0, -np.inf)
+            rows_lw -= np.log((rows_lw == 0).sum(axis=1, keepdims=True))
+            saved[impossible] = rows_lw
+
+    def results(self) -> dict[str, LooArrays]:
+        lppd, pareto_k, efficiency, constant = self.out
+        tail_len = tail_length(self.matrix.shape[0], efficiency, self.tail_rule)
+        log_weights = None if self.log_weights is None else self.log_weights.T
+        return {
+            m: LooArrays(
+                values[0],
+                lppd - values[0],
+                lppd,
+                pareto_k,
+                values[1],
+                values[2],
+                efficiency,
+                tail_len,
+                constant == 1,
+                log_weights if m == self.base else None,
+                self.means if m == self.base else None,
+            )
+            for m, values in self.per_method.items()
+        }
 
 
 def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray | None, int]) -> np.ndarray:
