@@ -91,6 +91,7 @@ _PUBLIC = {
     # report
     "audit": "bayesij.report.audit",
     "Audit": "bayesij.report.audit",
+    "AuditSettings": "bayesij.report.audit",
 }
 
 #: The conventions of every public estimator (``tests/test_conventions.py`` enforces them on

@@ -490,25 +490,26 @@ def _run_audit(args) -> None:
     fit = _fit_of(args)
     options = {
         "groups": False if args.no_groups else _groups(args.groups, fit),
-        "alpha_max": args.alpha_max,
         "quantities": args.quantity,
         "var_names": args.var_names,
         "filter_vars": args.filter_vars,
         "compare_with": _compare(args.compare),
-        "progress": args.progress,
     }
+    settings = {"alpha_max": args.alpha_max, "progress": args.progress}
     if args.log_prior is not None:
         options["log_prior"] = args.log_prior
     if args.target:
-        options["targets"] = tuple(args.target)
+        settings["targets"] = tuple(args.target)
     if args.method is not None:
-        options["method"] = args.method
+        settings["method"] = args.method
     options.update(_model_options(args))
+    if "max_refits" in options:
+        settings["max_refits"] = options.pop("max_refits")
     if args.scheduler is None:
-        _print_audit(fit, args.out, args.tables, **options)
+        _print_audit(fit, args.out, args.tables, settings=settings, **options)
         return
     with _client(args.scheduler) as client:
-        _print_audit(fit, args.out, args.tables, client=client, **options)
+        _print_audit(fit, args.out, args.tables, settings={**settings, "client": client}, **options)
 
 
 def _run_influence(args) -> None:

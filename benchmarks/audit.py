@@ -252,7 +252,7 @@ def _dask_child(n_obs: int) -> dict:
     ):
         before = set(client.scheduler_info()["workers"])
         start = time.perf_counter()
-        bayesij.audit(tree, client=client)
+        bayesij.audit(tree, settings={"client": client})
         seconds = time.perf_counter() - start
         after = set(client.scheduler_info()["workers"])
         workers = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)

@@ -24,8 +24,9 @@ varying-intercept radon model on Gelman & Hill's Minnesota data (919 houses in 8
 in ``bayesij/demo_data``); its "treatment effect" is the floor coefficient.
 
 ``--significance`` also asks the group-level AMIP question of the effect's significance
-with the model given (``bayesij.audit(backend=refit.PyMCBackend, max_refits=3)``; the budget
-is ``--max-refits``) and checks a reached set by one more exact refit without it.
+with the model given (``bayesij.audit(backend=refit.PyMCBackend,
+settings={"max_refits": 3})``; the budget is ``--max-refits``) and checks a reached set by
+one more exact refit without it.
 
 Run: ``python benchmarks/hierarchy.py [--model poisson|logistic|radon] [--refits 40]
 [--exact 3] [--significance]`` (PyMC; 15-60 s a refit on 2 cores).
@@ -144,7 +145,9 @@ def main() -> None:
         warnings.simplefilter("ignore")
         conditional = bayesij.loo(idata, groups="group_idx").pointwise
         integrated = bayesij.loo(terms).pointwise
-        audit = bayesij.audit(idata, quantities=["b[1]"], amip=False, marginal_log_lik=terms)
+        audit = bayesij.audit(
+            idata, quantities=["b[1]"], marginal_log_lik=terms, settings={"amip": False}
+        )
     print(
         f"leave-one-group-out: k-hat > 0.7 for {(conditional['pareto_k'] > 0.7).sum()} of "
         f"{n_groups} groups (conditional), {(integrated['pareto_k'] > 0.7).sum()} "
@@ -225,7 +228,9 @@ def significance(idata, model, X, codes, y, backend, max_refits: int = 3) -> Non
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audit = bayesij.audit(idata, quantities=["b[1]"], backend=counted, max_refits=max_refits)
+        audit = bayesij.audit(
+            idata, quantities=["b[1]"], backend=counted, settings={"max_refits": max_refits}
+        )
     answer = audit.amip[("b[1]", "significance")]
     print(
         f"b[1] significance over groups: {answer.answer}, {answer.n_drop} groups, size "

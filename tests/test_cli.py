@@ -262,7 +262,10 @@ def test_a_gradient_file_gives_the_audit_what_the_python_api_gives_it(tmp_path, 
     assert main([*argv, "--gradient", str(gradient_path), "--no-progress"]) == 0
     out = capsys.readouterr().out
     expected = bayesij.audit(
-        idata, quantities=["beta"], method="linear", grad_log_posterior=arrays, progress=False
+        idata,
+        quantities=["beta"],
+        grad_log_posterior=arrays,
+        settings={"method": "linear", "progress": False},
     )
     assert out.strip() == expected.to_markdown().strip()
     assert "control variates from the log posterior's gradient" in out
@@ -363,12 +366,14 @@ def test_a_stan_program_gives_the_audit_its_gradient_and_its_refits(pystan_fit, 
     expected = bayesij.audit(
         bayesij.from_cmdstanpy([str(p) for p in paths]),
         quantities=["beta[2]"],
-        targets=("significance",),
-        alpha_max=0.5,
         grad_log_posterior=PyStanDensity("linear_regression", data),
         backend=PyStanBackend("linear_regression", data),
-        max_refits=2,
-        progress=False,
+        settings={
+            "targets": ("significance",),
+            "alpha_max": 0.5,
+            "max_refits": 2,
+            "progress": False,
+        },
     )
     assert out.strip() == expected.to_markdown().strip()
     assert "control variates from the log posterior's gradient" in out
@@ -397,7 +402,7 @@ def test_audit_on_a_dask_scheduler_reads_the_file_lazily(tmp_path, capsys, monke
     out = capsys.readouterr().out
     lazy = load_fit([str(fit_path)], lazy=True)
     assert hasattr(lazy["log_likelihood"]["y"].data, "dask")
-    expected = bayesij.audit(lazy, quantities=["beta"], progress=False)
+    expected = bayesij.audit(lazy, quantities=["beta"], settings={"progress": False})
     assert out.strip() == expected.to_markdown().strip()
     assert "lazy log-likelihood" in out and expected.method == "linear"
     # no scheduler there: one line naming the option

@@ -197,7 +197,7 @@ class PyMCDensity:
     >>> closed_form = (y.sum() - y.size * upars) - upars / 100  # d/dmu of log p(mu | y)
     >>> bool(np.allclose(gradient, closed_form))
     True
-    >>> report = bayesij.audit(idata, method="linear", grad_log_posterior=density)
+    >>> report = bayesij.audit(idata, grad_log_posterior=density, settings={"method": "linear"})
     >>> matched = bayesij.loo_moment_match(idata, density)  # where k-hat is high
     """
 

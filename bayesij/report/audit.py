@@ -8,7 +8,8 @@ import html
 import json
 import re
 import warnings
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ from bayesij.stats.loo import loo as compute_loo
 from bayesij.stats.power_scaling import psense
 from bayesij.stats.waic import WaicResult
 
-__all__ = ["audit", "Audit"]
+__all__ = ["audit", "Audit", "AuditSettings"]
 
 #: Influence figures in a report: one per quantity up to this many (the rest named).
 MAX_INFLUENCE_FIGURES = 12
@@ -135,7 +136,7 @@ class Audit:
     >>> y = rng.normal(1.0, 1.0, size=40)
     >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
     >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
-    >>> report = bayesij.audit(post, targets=("sign",))
+    >>> report = bayesij.audit(post, settings={"targets": ("sign",)})
     >>> report.to_markdown().startswith("# ")
     True
     """
@@ -379,7 +380,7 @@ class Audit:
         >>> mu = rng.normal(y.mean(), 0.15, size=(2, 400, 1))
         >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
         >>> folder = tempfile.mkdtemp()
-        >>> index = bayesij.audit(post, amip=False).to_csv(folder)
+        >>> index = bayesij.audit(post, settings={"amip": False}).to_csv(folder)
         >>> [t["file"] for t in json.loads(pathlib.Path(index).read_text())["tables"]][:2]
         ['standard_errors.csv', 'convergence.csv']
         """
@@ -501,6 +502,98 @@ def _cell(value) -> str:
     return _escape_md(value).replace("|", "/")
 
 
+@dataclass(frozen=True)
+class AuditSettings:
+    """What :func:`audit` computes and how it runs, set together (as
+    :class:`~bayesij.PsisOptions` sets how PSIS smooths); each field checked when set.
+
+    Parameters
+    ----------
+    targets : tuple of str, default ("sign", "significance")
+        AMIP targets for every quantity (see :func:`bayesij.amip`).
+    loo, waic, amip : bool, default True
+        Which parts to compute.
+    method : {None, "reweighted", "linear"}, optional
+        AMIP method. None: "reweighted" for a log-likelihood in memory, "linear" for a lazy
+        one (a dask-backed ``log_likelihood`` group or :func:`bayesij.loglik_function`,
+        read one block at a time: the reweighted search revisits the whole matrix at every
+        step). The report names the method.
+    alpha_max : float, default 0.1
+        Largest share of units an influential set may hold (as :func:`bayesij.amip`).
+    max_refits : int, default 6
+        Refits per AMIP question with a ``backend`` (on a logistic regression with sets of
+        120-300 of 3020, 6 refits found sets within 4 % of the estimating equation's
+        iterated AMIP).
+    progress : bool, optional
+        One line per stage on standard error while the audit works (``bayesij audit
+        [2.1 s]: one pass over 4000 draws x 3020 observations ...``). None: shown in a
+        terminal and in Jupyter, silent in scripts and logs; True or False to decide.
+    client : dask.distributed.Client, optional
+        Run the pass over a lazy log-likelihood's blocks as tasks on this cluster (a
+        function's blocks are evaluated there, a dask chunk is computed there): each worker
+        holds a block at a time and returns per-unit results; the linear AMIP sets are
+        summed on the workers too. The columns of the units the AMIP's second-order model
+        reads (at most 4096 per question) come here. A log-likelihood in memory is audited
+        here, as without a client (as :func:`bayesij.loo`'s ``client``).
+
+    Examples
+    --------
+    >>> import bayesij
+    >>> settings = bayesij.AuditSettings(targets=("sign",), waic=False, progress=False)
+    >>> settings.targets, settings.max_refits
+    (('sign',), 6)
+    """
+
+    targets: tuple = ("sign", "significance")
+    loo: bool = True
+    waic: bool = True
+    amip: bool = True
+    method: str | None = None
+    alpha_max: float = 0.1
+    max_refits: int = 6
+    progress: bool | None = None
+    client: object = None
+
+    def __post_init__(self):
+        for name in ("loo", "waic", "amip"):
+            check_flag(getattr(self, name), name)
+        targets = tuple(check_labels(self.targets, "targets"))
+        for target in targets:
+            check_target(target, "targets")
+        object.__setattr__(self, "targets", targets)
+        check_search_options(self.alpha_max, self.method or "reweighted")
+        if isinstance(self.max_refits, bool) or not (
+            isinstance(self.max_refits, (int, np.integer)) and self.max_refits >= 1
+        ):
+            raise fail("max_refits", repr(self.max_refits), "an integer >= 1")
+        if self.progress is not None and not isinstance(self.progress, bool):
+            raise fail(
+                "progress", repr(self.progress), "None (shown when interactive), True or False"
+            )
+        if self.client is not None and not callable(getattr(self.client, "submit", None)):
+            raise fail("client", f"a {type(self.client).__name__}", "a dask.distributed Client")
+
+
+def audit_settings(settings) -> AuditSettings:
+    """``settings`` as :class:`AuditSettings`: None (every default), one, or a mapping of
+    some of its fields (unknown names refused, naming the fields there are)."""
+    if settings is None:
+        return AuditSettings()
+    if isinstance(settings, AuditSettings):
+        return settings
+    names = [f.name for f in fields(AuditSettings)]
+    if not isinstance(settings, Mapping):
+        raise fail(
+            "settings",
+            f"a {type(settings).__name__}",
+            f"an AuditSettings or a mapping of some of its fields ({', '.join(names)})",
+        )
+    unknown = [key for key in settings if key not in names]
+    if unknown:
+        raise fail("settings", f"the key {unknown[0]!r}", f"fields of AuditSettings: {names}")
+    return AuditSettings(**settings)
+
+
 def audit(
     data,
     *,
@@ -509,19 +602,11 @@ def audit(
     var_name=None,
     var_names=None,
     filter_vars=None,
-    targets=("sign", "significance"),
-    loo: bool = True,
-    waic: bool = True,
-    amip: bool = True,
-    method: str | None = None,
-    alpha_max: float = 0.1,
+    settings=None,
     log_prior=None,
     compare_with: dict | None = None,
     grad_log_posterior=None,
     backend=None,
-    max_refits: int = 6,
-    progress: bool | None = None,
-    client=None,
     marginal_log_lik=None,
 ) -> Audit:
     """Audit a fit: which conclusions hang on a few units, whether posterior and
@@ -552,17 +637,11 @@ def audit(
         values do not concentrate as data grow; audit them by naming them.
     filter_vars : {None, "like", "regex"}, optional
         How ``var_names`` matches (as in ArviZ).
-    targets : tuple, default ("sign", "significance")
-        AMIP targets for every quantity (see :func:`bayesij.amip`).
-    loo, waic, amip : bool, default True
-        Which parts to compute.
-    method : {None, "reweighted", "linear"}, optional
-        AMIP method. None: "reweighted" for a log-likelihood in memory, "linear" for a lazy
-        one (a dask-backed ``log_likelihood`` group or :func:`bayesij.loglik_function`,
-        read one block at a time: the reweighted search revisits the whole matrix at every
-        step). The report names the method.
-    alpha_max : float, default 0.1
-        Largest share of units an influential set may hold (as :func:`bayesij.amip`).
+    settings : AuditSettings or mapping, optional
+        What to compute and how to run (:class:`AuditSettings`: ``targets``, ``loo``,
+        ``waic``, ``amip``, ``method``, ``alpha_max``, ``max_refits``, ``progress``,
+        ``client``), or a mapping of some of its fields (``{"targets": ("sign",)}``); None:
+        every default.
     log_prior : str, callable or array_like, optional
         The log prior at each draw (as :func:`bayesij.psense`); the report then gains a
         power-scaling sensitivity section. Default: ``data``'s ``log_prior`` group when it
@@ -594,21 +673,6 @@ def audit(
         ``marginal_log_lik`` is given (its ``group_log_lik``, over the first of the fit's
         unit effects that is a vector with one unbounded element per unit), and the
         verdicts are judged over those terms as with ``marginal_log_lik``.
-    max_refits : int, default 6
-        Refits per AMIP question with a ``backend`` (on a logistic regression with sets of
-        120-300 of 3020, 6 refits found sets within 4 % of the estimating equation's
-        iterated AMIP).
-    progress : bool, optional
-        One line per stage on standard error while the audit works (``bayesij audit
-        [2.1 s]: one pass over 4000 draws x 3020 observations ...``). None: shown in a
-        terminal and in Jupyter, silent in scripts and logs; True or False to decide.
-    client : dask.distributed.Client, optional
-        Run the pass over a lazy log-likelihood's blocks as tasks on this cluster (a
-        function's blocks are evaluated there, a dask chunk is computed there): each worker
-        holds a block at a time and returns per-unit results; the linear AMIP sets are
-        summed on the workers too. The columns of the units the AMIP's second-order model
-        reads (at most 4096 per question) come here. A log-likelihood in memory is audited
-        here, as without a client (as :func:`bayesij.loo`'s ``client``).
     marginal_log_lik : array_like of shape (n_chains, n_draws, G), optional
         For a hierarchy grouped by its units: each unit's log-likelihood with its own
         effects integrated out. Paired by label: an ``xarray.DataArray`` whose last dim
@@ -650,7 +714,7 @@ def audit(
     >>> y = rng.normal(1.0, 1.0, size=40)
     >>> mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(4, 500, 1))
     >>> post = bayesij.from_arrays(mu, -0.5 * (y - mu) ** 2, quantity_names=["mu"])
-    >>> report = bayesij.audit(post, targets=("sign",))
+    >>> report = bayesij.audit(post, settings={"targets": ("sign",)})
     >>> report.units.name, len(report.summary()) <= 8
     ('observation', True)
 
@@ -660,24 +724,20 @@ def audit(
     Broderick, T., Giordano, R. & Meager, R. (2020). An automatic finite-sample robustness
     metric: when can dropping a little data make a big difference? arXiv:2011.14999.
     """
-    loo, waic, amip = (check_flag(v, a) for v, a in ((loo, "loo"), (waic, "waic"), (amip, "amip")))
-    if client is not None and not callable(getattr(client, "submit", None)):
-        raise fail("client", f"a {type(client).__name__}", "a dask.distributed Client")
-    targets = check_labels(targets, "targets")
-    say = Progress(progress, "audit")
+    settings = audit_settings(settings)
+    loo, waic, amip, targets = settings.loo, settings.waic, settings.amip, settings.targets
+    alpha_max, max_refits, client = settings.alpha_max, settings.max_refits, settings.client
+    say = Progress(settings.progress, "audit")
     say.stage("reading the fit")
-    for target in targets:
-        check_target(target, "targets")
     fit = read(data, groups=groups, var_name=var_name)
     units = fit.units
     chosen, n_available = _chosen_quantities(fit, var_names, filter_vars, quantities)
     source = fit.source(
         quantities=chosen,
         need_quantities=True,
-        whole_matrix={"method": method if method == "reweighted" else None},
+        whole_matrix={"method": settings.method if settings.method == "reweighted" else None},
     )
-    method = method if method is not None else ("linear" if source.lazy else "reweighted")
-    check_search_options(alpha_max, method)
+    method = settings.method or ("linear" if source.lazy else "reweighted")
     if source.lazy and log_prior is not None:
         raise fail(
             "log_prior",

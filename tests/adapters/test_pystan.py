@@ -67,7 +67,7 @@ def test_a_varying_intercept_fit_read_by_name_has_its_group_effects_local():
     assert units.local_variables == {"z", "alpha"} and not units.grouped
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audit = bayesij.audit(post, targets=("sign",), amip=False)
+        audit = bayesij.audit(post, settings={"targets": ("sign",), "amip": False})
     assert audit.quantities == ["mu", "tau", "beta[1]", "sigma"]
     assert "groups= / --groups" in audit.heading()
     grouped = bayesij.read(post, groups=data["g"]).units

@@ -168,7 +168,7 @@ def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch
     for threads in (1, 2):
         monkeypatch.setattr(numeric, "THREADS", threads)
         finished_on.clear()
-        found[threads] = bayesij.audit(post, method="reweighted").amip
+        found[threads] = bayesij.audit(post, settings={"method": "reweighted"}).amip
         on_main[threads] = set(finished_on)
     assert on_main == {1: {True}, 2: {False}}  # one by one here; on the pool's threads
     assert found[1].keys() == found[2].keys() and len(found[1]) >= 3

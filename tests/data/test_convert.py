@@ -155,7 +155,7 @@ def test_results_do_not_hold_the_matrix(estimator):
             if estimator == "loo":
                 return bayesij.loo(post)
             if estimator == "audit":
-                return bayesij.audit(post, targets=("sign",))
+                return bayesij.audit(post, settings={"targets": ("sign",)})
             return bayesij.amip(post, "f[1]", target="sign")
 
     result, held = _held_after_del(make)

@@ -111,7 +111,7 @@ def test_one_public_call_reads_its_input_once(kind, call, counted):
         elif call == "amip":
             bayesij.amip(fit, "mu", "sign", method="linear")
         else:
-            result = bayesij.audit(fit, targets=("sign",))
+            result = bayesij.audit(fit, settings={"targets": ("sign",)})
             assert result.sensitivity is not None  # the log_prior group was power-scaled too
     assert counted == {"log_likelihood": 1, "Posterior": 1}
 
@@ -141,7 +141,7 @@ def test_every_estimator_of_a_grouped_fit_uses_the_audits_unit(kind):
     post = bayesij.from_inference_data(fit)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audit = bayesij.audit(fit, targets=("sign",), quantities=["mu"])
+        audit = bayesij.audit(fit, quantities=["mu"], settings={"targets": ("sign",)})
         influence = bayesij.influence(fit, quantities=["mu"])
         ij = bayesij.ij_covariance(fit, quantities=["mu"])
         linear = bayesij.linearity(fit, quantities=["mu"])
@@ -186,7 +186,7 @@ def test_an_audit_of_one_of_two_log_likelihood_variables_with_a_log_prior(kind):
         bayesij.audit(fit)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = bayesij.audit(fit, var_name="y2", targets=("sign",))
+        result = bayesij.audit(fit, var_name="y2", settings={"targets": ("sign",)})
     assert result.units.name == "firm" and result.sensitivity is not None
     assert set(result.quantities) == {"mu", "sigma_a"}  # a and z_a are per firm
     with warnings.catch_warnings():
@@ -235,7 +235,7 @@ def test_the_audit_power_scales_the_top_level_priors_of_a_hierarchy(kind):
     fit, _ = FITS[kind]()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = bayesij.audit(fit, targets=("sign",))
+        result = bayesij.audit(fit, settings={"targets": ("sign",)})
         top = bayesij.psense(fit, quantities=result.quantities, prior_selection=["mu", "sigma_a"])
         whole = bayesij.psense(fit, quantities=result.quantities)
     assert result.prior_selection == ("mu", "sigma_a")
@@ -260,8 +260,8 @@ def test_a_grouping_the_file_does_not_record_is_named_and_its_variables_kept_loc
     assert fit.structure.local_vars == ("z_a", "a")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audit = bayesij.audit(tree, targets=("sign", "significance"))
-        asked = bayesij.audit(tree, var_names=["mu", "z_a"], targets=("sign",))
+        audit = bayesij.audit(tree, settings={"targets": ("sign", "significance")})
+        asked = bayesij.audit(tree, var_names=["mu", "z_a"], settings={"targets": ("sign",)})
     assert audit.quantities == ["mu", "sigma_a"]
     assert "the posterior dim 'firm' (5 levels, on z_a, a) looks like one" in audit.heading()
     assert "groups= / --groups" in audit.heading()
@@ -270,7 +270,7 @@ def test_a_grouping_the_file_does_not_record_is_named_and_its_variables_kept_loc
     why = set(audit.comparison_table["why"])
     assert why <= {"suspected grouping", "noise", "linearity", "barely moved"}
     assert not any("misspecified" in line for line in audit.summary())
-    regrouped = bayesij.audit(tree, groups=labels, targets=("sign",))
+    regrouped = bayesij.audit(tree, groups=labels, settings={"targets": ("sign",)})
     assert regrouped.units.name == "group" and regrouped.units.dim == "firm"
     assert regrouped.unit_effects == ["z_a", "a"]
 
@@ -379,8 +379,8 @@ def test_a_suspected_grouping_reads_the_same_from_a_file_opened_lazily(tmp_path)
     assert read(lazy).lazy
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        in_memory = bayesij.audit(tree, targets=("sign",), amip=False)
-        opened = bayesij.audit(lazy, targets=("sign",), amip=False)
+        in_memory = bayesij.audit(tree, settings={"targets": ("sign",), "amip": False})
+        opened = bayesij.audit(lazy, settings={"targets": ("sign",), "amip": False})
     assert opened.units.suspected == in_memory.units.suspected == ("firm",)
     centred, _, _ = _centred_hierarchy()
     centred.to_netcdf(tmp_path / "centred.nc", engine="h5netcdf")
@@ -431,7 +431,7 @@ def test_group_effects_are_found_the_same_in_an_inference_data():
             posterior=tree["posterior"].to_dataset().copy(deep=True),
             log_likelihood=tree["log_likelihood"].to_dataset().copy(deep=True),
         )
-        audit = bayesij.audit(idata, targets=("sign",), amip=False)
+        audit = bayesij.audit(idata, settings={"targets": ("sign",), "amip": False})
     values = idata.log_likelihood["y"].values
     fit = read(idata)
     assert fit.units.suspected == ("school",) and fit.structure.local_vars == ("alpha",)
@@ -457,8 +457,8 @@ def test_group_effects_saved_without_their_index_are_found_by_the_log_likelihood
     assert named.structure.local_vars == ("alpha",)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audits = [bayesij.audit(data, targets=("sign",)) for data in (tree, post)]
-        regrouped = bayesij.audit(tree, groups=labels, targets=("sign",))
+        audits = [bayesij.audit(data, settings={"targets": ("sign",)}) for data in (tree, post)]
+        regrouped = bayesij.audit(tree, groups=labels, settings={"targets": ("sign",)})
     for audit in audits:
         assert audit.quantities == ["mu"] and audit.n_quantities_available == 13
         why = audit.comparison_table.loc["mu", "why"]

@@ -339,8 +339,8 @@ def test_a_lazy_file_pairs_draws_by_label_as_in_memory(tmp_path):
         np.testing.assert_allclose(
             bayesij.influence(lazy)["psi"], bayesij.influence(eager)["psi"], rtol=1e-12, atol=0
         )
-        lazy_audit = bayesij.audit(lazy, method="linear")
-        eager_audit = bayesij.audit(eager, method="linear")
+        lazy_audit = bayesij.audit(lazy, settings={"method": "linear"})
+        eager_audit = bayesij.audit(eager, settings={"method": "linear"})
     for name, table in eager_audit.tables().items():
         pd.testing.assert_frame_equal(lazy_audit.tables()[name], table, rtol=1e-12)
     assert lazy_audit.summary() == eager_audit.summary()

@@ -92,7 +92,7 @@ BLOCKWISE = {
     "amip": lambda d: bayesij.amip(d, "b", "significance", method="linear").curve,
     "loo_subsample": lambda d: bayesij.loo_subsample(d, 150, seed=3),
     "loo_i": lambda d: bayesij.loo_i(d, 3).pointwise,  # one column read
-    "audit": lambda d: _audit_numbers(bayesij.audit(d, method="linear")),
+    "audit": lambda d: _audit_numbers(bayesij.audit(d, settings={"method": "linear"})),
 }
 
 
@@ -146,7 +146,7 @@ WHOLE_MATRIX_OPTIONS = [
     (lambda d: bayesij.waic(d, groups=np.arange(N_OBS) // 2), "groups"),
     (lambda d: bayesij.amip(d, "b", method="reweighted"), "method"),
     (lambda d: bayesij.ij_covariance(d, check_linearity=True), "check_linearity"),
-    (lambda d: bayesij.audit(d, method="reweighted"), "method"),
+    (lambda d: bayesij.audit(d, settings={"method": "reweighted"}), "method"),
     (lambda d: bayesij.audit(d, log_prior=np.zeros((N_CHAINS, N_DRAWS))), "log_prior"),
 ]
 

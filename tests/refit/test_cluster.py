@@ -131,7 +131,7 @@ def test_the_audit_does_not_judge_a_hierarchy_s_global_sd_by_the_weight_ij():
     model = simulate(n_groups=12, per_group=4, tau=1.0, seed=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audit = bayesij.audit(model.tree(), targets=("sign",))
+        audit = bayesij.audit(model.tree(), settings={"targets": ("sign",)})
     assert audit.units.name == "school" and audit.unit_effects == ["a"]
     row = audit.comparison_table.loc["mu"]
     assert row["verdict"] == "undetermined" and row["why"] == "hierarchy"
@@ -192,7 +192,9 @@ def _schools_with_integrated_terms(seed: int, draws: int, shuffled: bool = False
 def _audit(data, marginal):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return bayesij.audit(data, targets=("sign",), amip=False, marginal_log_lik=marginal)
+        return bayesij.audit(
+            data, marginal_log_lik=marginal, settings={"targets": ("sign",), "amip": False}
+        )
 
 
 @pytest.mark.parametrize("seed, verdict", [(2, "agree"), (3, "posterior smaller")])
@@ -224,15 +226,19 @@ def test_the_audit_judges_a_hierarchy_by_the_ij_over_integrated_group_terms(seed
 def test_integrated_terms_of_the_wrong_shape_or_without_groups_are_refused():
     _, tree, _ = _schools_with_integrated_terms(2, draws=500)
     with pytest.raises(ValueError, match=r"marginal_log_lik: found shape \(4, 500, 11\)"):
-        bayesij.audit(tree, amip=False, marginal_log_lik=np.zeros((4, 500, 11)))
+        bayesij.audit(tree, marginal_log_lik=np.zeros((4, 500, 11)), settings={"amip": False})
     with pytest.raises(ValueError, match="marginal_log_lik: found integrated terms"):
-        bayesij.audit(tree, amip=False, groups=False, marginal_log_lik=np.zeros((4, 500, 12)))
+        bayesij.audit(
+            tree, groups=False, marginal_log_lik=np.zeros((4, 500, 12)), settings={"amip": False}
+        )
     with pytest.raises(ValueError, match="marginal_log_lik: found a value that is not finite"):
-        bayesij.audit(tree, amip=False, marginal_log_lik=np.full((4, 500, 12), np.nan))
+        bayesij.audit(
+            tree, marginal_log_lik=np.full((4, 500, 12), np.nan), settings={"amip": False}
+        )
     labelled = xr.DataArray(np.zeros((4, 500, 12)), dims=("chain", "draw", "school"))
     labelled = labelled.assign_coords(school=[f"x{g}" for g in range(12)])
     with pytest.raises(ValueError, match=r"marginal_log_lik: found no term for the units"):
-        bayesij.audit(tree, amip=False, marginal_log_lik=labelled)
+        bayesij.audit(tree, marginal_log_lik=labelled, settings={"amip": False})
 
 
 @pytest.mark.parametrize("shuffled", [False, True])
@@ -304,10 +310,11 @@ def test_the_audit_answers_amip_over_groups_from_the_integrated_terms():
     terms = normal_group_log_lik(model.y - mu, model.codes, tau=model.tau, sigma=model.sigma)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        options = {"groups": model.codes, "quantities": ["mu"], "loo": False}
+        options = {"groups": model.codes, "quantities": ["mu"]}
         targets = ("sign", "significance", "sign_and_significance")
-        bare = bayesij.audit(post, targets=targets, **options)
-        given = bayesij.audit(post, targets=targets, marginal_log_lik=terms, **options)
+        settings = {"targets": targets, "loo": False}
+        bare = bayesij.audit(post, **options, settings=settings)
+        given = bayesij.audit(post, marginal_log_lik=terms, **options, settings=settings)
     assert {r.answer for r in bare.amip.values()} == {"undetermined"}
     answers = {target: r.answer for (_, target), r in given.amip.items()}
     assert answers == {

@@ -249,9 +249,9 @@ def test_an_audit_given_the_pymc_backend_judges_the_patients_integrated(glmm):
     *_, model, idata, _, terms = glmm
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        given = bayesij.audit(idata, marginal_log_lik=terms, amip=False)
-        backed = bayesij.audit(idata, backend=refit.PyMCBackend(model), amip=False)
-        bare = bayesij.audit(idata, amip=False)
+        given = bayesij.audit(idata, marginal_log_lik=terms, settings={"amip": False})
+        backed = bayesij.audit(idata, backend=refit.PyMCBackend(model), settings={"amip": False})
+        bare = bayesij.audit(idata, settings={"amip": False})
     np.testing.assert_allclose(
         backed.ij_integrated.variance_corrected, given.ij_integrated.variance_corrected
     )

@@ -82,7 +82,7 @@ def test_the_audit_given_a_pystan_backend_judges_the_ij_over_integrated_groups(
     backend = refit.PyStanBackend("varying_intercept", data, num_chains=2, num_samples=300)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audit = bayesij.audit(post, groups=data["g"], backend=backend, amip=False)
+        audit = bayesij.audit(post, groups=data["g"], backend=backend, settings={"amip": False})
     sentences = " ".join(audit.summary())
     assert "PSIS-LOO over the groups' integrated log-likelihoods" in sentences
     assert "IJ over the groups' integrated log-likelihoods" in sentences

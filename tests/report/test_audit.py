@@ -5,6 +5,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import dataclasses  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
@@ -56,7 +58,7 @@ def test_audit_of_a_robust_fit_says_so():
     X, y = small_regression(200, seed=9)
     y = X @ [1.0, 2.0] + np.random.default_rng(2).normal(size=200)
     post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=2000).fit(np.ones(200))
-    result = bayesij.audit(post, targets=("sign",), waic=False)
+    result = bayesij.audit(post, settings={"targets": ("sign",), "waic": False})
     summary = " ".join(result.summary())
     assert "2 of 2 conclusions searched need more than a handful of observations" in summary
     assert "PSIS-LOO is reliable" in summary
@@ -80,9 +82,9 @@ def test_audit_reports_prior_sensitivity_and_model_weights(backend, post):
     intercept_only = refit.ConjugateNormalBackend(X[:, :1], y, sigma=1.0, draws=2000, seed=4)
     result = bayesij.audit(
         post,
-        amip=False,
         log_prior=log_prior,
         compare_with={"intercept only": intercept_only.fit(np.ones(len(y)))},
+        settings={"amip": False},
     )
     expected = bayesij.psense(post, log_prior=log_prior)
     pd.testing.assert_frame_equal(result.sensitivity, expected, check_exact=False, rtol=1e-10)
@@ -104,11 +106,11 @@ def test_audit_reports_prior_sensitivity_and_model_weights(backend, post):
         log_likelihood={"y": post.log_lik.values},
         log_prior={"beta": log_prior},
     )
-    found = bayesij.audit(tree, amip=False, loo=False, waic=False).sensitivity
+    found = bayesij.audit(tree, settings={"amip": False, "loo": False, "waic": False}).sensitivity
     np.testing.assert_allclose(found[["prior", "likelihood"]], expected[["prior", "likelihood"]])
-    assert bayesij.audit(post, amip=False).sensitivity is None
+    assert bayesij.audit(post, settings={"amip": False}).sensitivity is None
     with pytest.raises(ValueError, match=r"compare_with: found \{\}; expected a non-empty"):
-        bayesij.audit(post, amip=False, compare_with={})
+        bayesij.audit(post, compare_with={}, settings={"amip": False})
 
 
 def test_an_undetermined_influential_set_is_said_to_be_open_with_the_draws_that_decide():
@@ -118,7 +120,9 @@ def test_an_undetermined_influential_set_is_said_to_be_open_with_the_draws_that_
     probe = bayesij.amip(post, "beta[2]", -10.0, method="linear", alpha_max=0.05)
     limit = float(probe.curve["second_order"].iloc[probe.n_drop])  # what 10 units just do
     result = bayesij.audit(
-        post, quantities="beta[2]", targets=(limit,), method="linear", alpha_max=0.05
+        post,
+        quantities="beta[2]",
+        settings={"targets": (limit,), "method": "linear", "alpha_max": 0.05},
     )
     (amip,) = result.amip.values()
     assert amip.answer == "undetermined"
@@ -131,7 +135,7 @@ def test_an_undetermined_influential_set_is_said_to_be_open_with_the_draws_that_
 
 def test_no_misspecification_claim_from_a_noise_dominated_ij():
     post = noise_dominated_slope()
-    result = bayesij.audit(post, amip=False)
+    result = bayesij.audit(post, settings={"amip": False})
     summary = " ".join(result.summary())
     assert "undetermined for b (Monte Carlo noise dominates the IJ variance" in summary
     table = result.comparison_table
@@ -156,7 +160,7 @@ def test_audit_passes_the_gradient_to_its_amip_searches():
             return score, theta
 
     targets = ("sign", "significance")
-    kwargs = {"quantities": ["beta[2]"], "targets": targets, "method": "linear"}
+    kwargs = {"quantities": ["beta[2]"], "settings": {"targets": targets, "method": "linear"}}
     with_cv = bayesij.audit(post, grad_log_posterior=Density(), **kwargs)
     plain = bayesij.audit(post, **kwargs)
     for target in targets:
@@ -189,7 +193,7 @@ def test_a_scale_s_significance_is_asked_as_halving_it():
         -0.5 * (y - mu) ** 2 + 0.1 * (sigma_a - sigma_a.mean()) * (y > 1.5),
         quantity_names=["mu", "sigma_a"],
     )
-    audit = bayesij.audit(post, targets=("sign", "significance"), amip=True)
+    audit = bayesij.audit(post, settings={"targets": ("sign", "significance"), "amip": True})
     halving = -0.5 * float(sigma_a.mean())
     assert ("sigma_a", "significance") in audit.skipped and ("sigma_a", halving) in audit.amip
     result = audit.amip[("sigma_a", halving)]
@@ -240,7 +244,7 @@ def test_the_tables_written_for_r_read_back_as_the_audit_s_own(tmp_path):
 
     X, y = small_regression(200, seed=9)
     post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=2000).fit(np.ones(200))
-    result = bayesij.audit(post, targets=("sign",))
+    result = bayesij.audit(post, settings={"targets": ("sign",)})
     from pathlib import Path
 
     index = json.loads(Path(result.to_csv(tmp_path / "tables")).read_text(encoding="utf-8"))
@@ -260,3 +264,27 @@ def test_the_tables_written_for_r_read_back_as_the_audit_s_own(tmp_path):
     (tmp_path / "a_file").write_text("")
     with pytest.raises(ValueError, match="^folder: found the file"):
         result.to_csv(tmp_path / "a_file")
+
+
+def test_settings_as_an_object_or_a_mapping_give_the_same_audit():
+    """AuditSettings and a mapping of some of its fields are one thing; an unknown key is
+    refused naming the fields there are; a setting is checked when set, before any pass."""
+    rng = np.random.default_rng(4)
+    draws = rng.normal(0.3, 0.1, size=(2, 200, 1))
+    post = bayesij.from_arrays(draws, rng.normal(-1, 0.1, size=(2, 200, 20)) + 0.2 * draws)
+    as_object = bayesij.audit(
+        post, settings=bayesij.AuditSettings(targets=("sign",), waic=False, progress=False)
+    )
+    as_mapping = bayesij.audit(
+        post, settings={"targets": ("sign",), "waic": False, "progress": False}
+    )
+    assert as_object.waic is None and as_mapping.waic is None
+    assert list(as_object.amip) == list(as_mapping.amip) == [("f[1]", "sign")]
+    assert as_object.to_markdown() == as_mapping.to_markdown()
+    with pytest.raises(ValueError, match=r"settings: found the key 'target'; expected fields"):
+        bayesij.audit(post, settings={"target": ("sign",)})
+    with pytest.raises(ValueError, match=r"max_refits: found 0; expected an integer >= 1"):
+        bayesij.AuditSettings(max_refits=0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        as_object_settings = bayesij.AuditSettings()
+        as_object_settings.loo = False

@@ -99,8 +99,10 @@ def test_names_cannot_inject_markdown():
     post = bayesij.from_arrays(draws, log_lik, quantity_names=hostile, obs_names=ids)
     labels = ["\r\n## g1 [a](http://a.example)", "-g2\u2028> quote", "1. g3"]
     for result in (
-        bayesij.audit(post, amip=False),
-        bayesij.audit(post.with_groups([labels[i // 2] for i in range(6)]), amip=False),
+        bayesij.audit(post, settings={"amip": False}),
+        bayesij.audit(
+            post.with_groups([labels[i // 2] for i in range(6)]), settings={"amip": False}
+        ),
     ):
         markdown = result.to_markdown()
         rendered = MarkdownIt("commonmark").enable("table").render(markdown)
@@ -126,7 +128,7 @@ def test_long_names_are_shortened_in_figures(tmp_path):
     log_lik = rng.normal(-1, 0.1, size=(4, 250, 5)) + 0.2 * draws[..., :1]
     ids = ["x" * 20_000, *"abcd"]
     post = bayesij.from_arrays(draws, log_lik, quantity_names=["q" * 5000], obs_names=ids)
-    result = bayesij.audit(post, amip=False)
+    result = bayesij.audit(post, settings={"amip": False})
     start = time.perf_counter()
     result.to_html(tmp_path / "long.html")
     assert time.perf_counter() - start < 15

@@ -45,7 +45,7 @@ def test_the_firm_is_found_as_the_unit_and_the_firm_parameters_are_local(panel):
 def test_no_misspecification_claim_about_group_level_parameters(panel):
     fit, _ = panel
     for groups in (None, False):  # over firms, and over observations
-        result = bayesij.audit(fit, groups=groups, var_names=["~a"], amip=False)
+        result = bayesij.audit(fit, groups=groups, var_names=["~a"], settings={"amip": False})
         table = result.comparison_table
         local = [q for q in table.index if q.startswith("z_a[")]
         assert len(local) == FIRMS
@@ -61,11 +61,13 @@ def test_no_misspecification_claim_about_group_level_parameters(panel):
 
 def test_firm_names_label_parameters_and_units(panel):
     fit, _ = panel
-    result = bayesij.audit(fit, var_names=["a"], targets=("sign",), waic=False)
+    result = bayesij.audit(fit, var_names=["a"], settings={"targets": ("sign",), "waic": False})
     assert result.quantities[0] == "a[General Motors]"
     markdown = result.to_markdown()
     assert "| a[General Motors] |" in markdown and "Westinghouse" in markdown
-    selected = bayesij.audit(fit, quantities=["a[US Steel]", "a[3]"], amip=False, loo=False)
+    selected = bayesij.audit(
+        fit, quantities=["a[US Steel]", "a[3]"], settings={"amip": False, "loo": False}
+    )
     assert selected.quantities == ["a[US Steel]", "a[General Electric]"]
     with pytest.raises(ValueError, match=r"'a\[General Motors\]'.*1-based position"):
         bayesij.audit(fit, quantities=["a[0]"])
@@ -123,7 +125,7 @@ def test_b_value_is_left_undetermined_and_the_firm_to_refit_is_one_psis_cannot_j
     once claimed more (the linear change missing the exact one by more than 2 Monte Carlo
     errors), which refits of up to 4 x 4000 draws did not bear out (1.3-1.6 of them)."""
     fit, _ = panel
-    result = bayesij.audit(fit, amip=False)
+    result = bayesij.audit(fit, settings={"amip": False})
     row = result.comparison_table.loc["b[value]"]
     # The hierarchy's reason speaks first (issue 65): its advice is the cluster bootstrap,
     # not the weight bootstrap that the linearity reason would name.
@@ -146,7 +148,7 @@ def test_the_hierarchy_is_read_as_one(panel):
     assert structure.auxiliaries == ("z_a",) and structure.deterministics == ("a",)
     assert set(structure.top_level_priors) == {"mu_a", "tau_a", "b", "sigma"}
     assert structure.group_level_priors == ("z_a",) and set(structure.unit_effects) == {"z_a", "a"}
-    result = bayesij.audit(fit, amip=False)
+    result = bayesij.audit(fit, settings={"amip": False})
     assert set(result.prior_selection) == set(structure.top_level_priors)
     top = bayesij.psense(fit, quantities=result.quantities, prior_selection="top-level")
     assert (result.sensitivity["prior"] - top["prior"]).abs().max() < 1e-12

@@ -42,7 +42,7 @@ def test_unit_words():
 def test_the_ij_comparison_needs_a_measured_ratio_and_a_global_quantity():
     X, y = small_regression(300, seed=3)
     post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=4000).fit(np.ones(300))
-    result = bayesij.audit(post, amip=False)
+    result = bayesij.audit(post, settings={"amip": False})
     table = ij_comparison(result)
     # A well-specified conjugate regression: both quantities measured, linear, and agreeing.
     assert (table["verdict"] == "agree").all(), table
@@ -76,7 +76,7 @@ def test_misspecification_is_claimed_where_the_sandwich_says_so():
 
     X, y = heteroskedastic_regression(1000, np.random.default_rng(7))
     post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=4000).fit(np.ones(1000))
-    result = bayesij.audit(post, amip=False)
+    result = bayesij.audit(post, settings={"amip": False})
     table = result.comparison_table
     assert (table["verdict"] == "posterior smaller").all(), table
     bread = np.linalg.inv(X.T @ X)  # posterior covariance (flat-ish prior, noise sd 1)
@@ -265,7 +265,7 @@ def test_a_ratio_measured_over_the_wrong_unit_is_undetermined_not_agree():
     X, y = small_regression(200, seed=9)
     y = X @ [1.0, 2.0] + np.random.default_rng(2).normal(size=200)
     post = refit.ConjugateNormalBackend(X, y, sigma=1.0, draws=2000).fit(np.ones(200))
-    audit = bayesij.audit(post, targets=("sign",), waic=False)
+    audit = bayesij.audit(post, settings={"targets": ("sign",), "waic": False})
     assert (audit.comparison_table["verdict"] == "agree").all()
     hierarchy = replace(audit, unit_effects=["a", "z_a"])
     table = ij_comparison(hierarchy)
@@ -297,9 +297,13 @@ def test_a_set_a_refit_confirmed_is_worded_so_and_not_sent_to_be_verified():
     X = np.column_stack([np.ones(80), data["X"][:, 0]])
     backend = refit.ConjugateNormalBackend(X, data["y"], sigma=1.0)
     post = backend.fit(np.ones(80))
-    cheap = " ".join(bayesij.audit(post, loo=False, waic=False, progress=False).summary())
+    cheap = " ".join(
+        bayesij.audit(post, settings={"loo": False, "waic": False, "progress": False}).summary()
+    )
     assert "is predicted to" in cheap and "to verify that" in cheap
-    looped = bayesij.audit(post, loo=False, waic=False, backend=backend, progress=False)
+    looped = bayesij.audit(
+        post, backend=backend, settings={"loo": False, "waic": False, "progress": False}
+    )
     words = " ".join(looped.summary())
     assert "is confirmed by a refit to" in words and "is predicted to" not in words
     assert "to verify that" not in words

@@ -236,7 +236,7 @@ def test_an_impossible_draw_does_not_turn_the_search_into_nan(backend, post):
 
 
 def test_amip_and_audit_give_the_same_answer(post):
-    audit = bayesij.audit(post, quantities="beta[2]", loo=False, waic=False)
+    audit = bayesij.audit(post, quantities="beta[2]", settings={"loo": False, "waic": False})
     for target in ("sign", "significance"):
         direct = bayesij.amip(post, "beta[2]", target)
         reported = audit.amip[("beta[2]", target)]
@@ -251,7 +251,7 @@ def test_the_audit_skips_sign_targets_of_scales(rng):
     post = bayesij.from_arrays(
         np.concatenate([sigma, slope], axis=2), log_lik, quantity_names=["sigma", "beta"]
     )
-    audit = bayesij.audit(post, loo=False, waic=False)
+    audit = bayesij.audit(post, settings={"loo": False, "waic": False})
     assert ("sigma", "sign") in audit.skipped and ("sigma", "sign") not in audit.amip
     halving = -0.5 * float(sigma.mean())  # a scale's significance is asked as halving it
     assert ("sigma", halving) in audit.amip and ("beta", "sign") in audit.amip

@@ -206,7 +206,9 @@ def test_an_audit_s_refits_in_the_loop_refit_each_set_once(kidiq):
     # amip() question by question.
     _, _, backend, post = kidiq
     recording = Recording(backend)
-    audit = bayesij.audit(post, quantities=["beta[2]"], backend=recording, max_refits=4, loo=False)
+    audit = bayesij.audit(
+        post, quantities=["beta[2]"], backend=recording, settings={"max_refits": 4, "loo": False}
+    )
     keys = [w.tobytes() for w in recording.seen]
     assert len(keys) == len(set(keys)) > 0
     per_question = sum(len(r.refits) for r in audit.amip.values() if r.refits is not None)
@@ -235,11 +237,8 @@ def test_the_audit_says_each_refit_as_it_starts(kidiq, capsys):
     bayesij.audit(
         post,
         quantities=["beta[2]"],
-        targets=("sign",),
         backend=backend,
-        max_refits=3,
-        loo=False,
-        progress=True,
+        settings={"targets": ("sign",), "max_refits": 3, "loo": False, "progress": True},
     )
     err = capsys.readouterr().err
     assert "refit 1: without " in err and "of 434 observations" in err

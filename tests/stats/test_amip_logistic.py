@@ -160,7 +160,10 @@ def test_the_audit_with_a_backend_answers_by_refits(wells):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = bayesij.audit(
-            post, quantities=["beta[4]"], targets=("significance",), backend=backend, loo=False
+            post,
+            quantities=["beta[4]"],
+            backend=backend,
+            settings={"targets": ("significance",), "loo": False},
         )
         alone = bayesij.amip(post, "beta[4]", "significance", backend=backend)
     result = report.amip[("beta[4]", "significance")]

@@ -173,7 +173,7 @@ def test_the_installed_arviz_container_with_a_lazy_log_likelihood_is_audited():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ours = bayesij.audit(lazy)
-        reference = bayesij.audit(memory, method="linear")
+        reference = bayesij.audit(memory, settings={"method": "linear"})
     assert ours.method == "linear" and any("linear method" in s for s in ours.skipped_words())
     np.testing.assert_allclose(ours.ij.covariance, reference.ij.covariance, rtol=1e-12)
     np.testing.assert_allclose(ours.loo.pointwise, reference.loo.pointwise, rtol=1e-12)
@@ -205,7 +205,8 @@ def test_the_audit_runs_on_a_dask_cluster_with_the_local_results(rng):
         warnings.simplefilter("ignore")  # the cluster's start-up notices; k-hat
         local = bayesij.audit(tree)
         memory = bayesij.audit(
-            bayesij.from_arrays(mu[..., None], matrix, quantity_names=["mu"]), method="linear"
+            bayesij.from_arrays(mu[..., None], matrix, quantity_names=["mu"]),
+            settings={"method": "linear"},
         )
         cluster = distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
@@ -214,7 +215,7 @@ def test_the_audit_runs_on_a_dask_cluster_with_the_local_results(rng):
             submitted = []
             submit = client.submit
             client.submit = lambda *a, **k: submitted.append(a[0]) or submit(*a, **k)
-            remote = bayesij.audit(tree, client=client)
+            remote = bayesij.audit(tree, settings={"client": client})
     kernels = {getattr(f, "__name__", "") for f in submitted}
     assert kernels == {"_checked_then"}  # each chunk computed on a worker, checked there
     assert any(result.drop_ids for result in remote.amip.values())
@@ -301,7 +302,9 @@ def test_an_audit_leaves_nothing_of_its_own_in_reference_cycles(rng):
         enabled = gc.isenabled()
         gc.disable()
         try:
-            found = bayesij.audit(post, quantities=["mu", "alpha[2]"], method="reweighted")
+            found = bayesij.audit(
+                post, quantities=["mu", "alpha[2]"], settings={"method": "reweighted"}
+            )
             assert found.amip
             del found
             gc.set_debug(gc.DEBUG_SAVEALL)

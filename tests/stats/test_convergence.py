@@ -67,7 +67,7 @@ def test_divergences_are_read_from_sample_stats_and_the_audit_says_so_first():
     assert found.divergent == 3 and not found.converged
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        report = bayesij.audit(tree, targets=("sign",))
+        report = bayesij.audit(tree, settings={"targets": ("sign",)})
     first = report.summary()[0]
     assert first.startswith("The draws have not converged") and "3 divergent" in first
     assert not found.mixed
@@ -76,7 +76,7 @@ def test_divergences_are_read_from_sample_stats_and_the_audit_says_so_first():
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        quiet = bayesij.audit(tree, targets=("sign",))
+        quiet = bayesij.audit(tree, settings={"targets": ("sign",)})
     assert quiet.convergence.converged
     few = xr.DataTree.from_dict(
         {
@@ -88,7 +88,7 @@ def test_divergences_are_read_from_sample_stats_and_the_audit_says_so_first():
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        short = bayesij.audit(few, targets=("sign",))
+        short = bayesij.audit(few, settings={"targets": ("sign",)})
     assert short.convergence.mixed and not short.convergence.converged  # 240 draws in all
     assert short.summary()[0].startswith("The draws are too few: ESS down to")
     assert not any(s.startswith("The draws have not converged") for s in quiet.summary())
@@ -137,7 +137,7 @@ def test_the_same_fit_in_every_container_gives_the_same_diagnostics(kind, tmp_pa
     np.testing.assert_allclose(found.table.to_numpy(), expected.table.to_numpy(), rtol=1e-12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audited = bayesij.audit(data, targets=("sign",)).convergence
+        audited = bayesij.audit(data, settings={"targets": ("sign",)}).convergence
     np.testing.assert_allclose(audited.table.to_numpy(), expected.table.to_numpy(), rtol=1e-12)
     assert audited.divergent == 1
 
