@@ -563,6 +563,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="audit CmdStan CSV files, a netCDF file or R's CSV exports: summary, tables, figures",
     )
     _add_input_arguments(aud)
+    for add in (_add_report_arguments, _add_question_arguments, _add_model_arguments):
+        add(aud)
+    _add_run_arguments(aud)
+    aud.set_defaults(run=_run_audit)
+    infl = commands.add_parser(
+        "influence", help="influence and IJ tables for CmdStan CSV files, netCDF or R's CSVs"
+    )
+    _add_input_arguments(infl)
+    infl.add_argument("--top", type=_positive, default=5, help="units shown per quantity")
+    infl.set_defaults(run=_run_influence)
+    return parser
+
+
+def _add_report_arguments(aud: argparse.ArgumentParser) -> None:
+    """Where the audit is written: --out (HTML), --tables (CSV)."""
     aud.add_argument("--out", default=None, help="write a self-contained HTML report here")
     aud.add_argument(
         "--tables",
@@ -571,6 +586,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write every table as CSV with index.json (heading, summary, the tables' "
         "files): what R's bayesij_audit() reads back as data frames",
     )
+
+
+def _add_question_arguments(aud: argparse.ArgumentParser) -> None:
+    """What the audit asks: the AMIP targets, the unit, the quantities, the prior, the
+    fits to compare with and the search."""
     aud.add_argument(
         "--target",
         action="append",
@@ -634,6 +654,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="AMIP search: reweighted (default; PSIS-reweighted draws) or linear (sorted "
         "influence; best with a gradient)",
     )
+
+
+def _add_model_arguments(aud: argparse.ArgumentParser) -> None:
+    """The model behind the fit: its gradient (--gradient, or --stan-model with
+    --stan-data) and refits in the loop (--refits)."""
     aud.add_argument(
         "--gradient",
         default=None,
@@ -660,6 +685,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="answer every AMIP question by up to N refits of --stan-model in the loop",
     )
+
+
+def _add_run_arguments(aud: argparse.ArgumentParser) -> None:
+    """How the audit runs: on a dask scheduler, with progress lines."""
     aud.add_argument(
         "--scheduler",
         default=None,
@@ -674,14 +703,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="one line per stage on stderr while the audit works (default: in a terminal)",
     )
-    aud.set_defaults(run=_run_audit)
-    infl = commands.add_parser(
-        "influence", help="influence and IJ tables for CmdStan CSV files, netCDF or R's CSVs"
-    )
-    _add_input_arguments(infl)
-    infl.add_argument("--top", type=_positive, default=5, help="units shown per quantity")
-    infl.set_defaults(run=_run_influence)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
