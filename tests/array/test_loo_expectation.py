@@ -45,6 +45,24 @@ def _shifted_normal(n_draws=8000, shifts=(0.2, 0.6, 1.0)):
     return theta, a * theta - a**2 / 2, a
 
 
+def _shifted_loo(kind, probs, rule="R loo", r_eff=1.0, diagnostics=True):
+    """The LOO expectations of theta for each observation of :func:`_shifted_normal`
+    (PSIS weights), and that fit's shifts."""
+    theta, matrix, a = _shifted_normal()
+    tails = tail_length(matrix.shape[0], np.ones(a.size))
+    found = loo_expectations(
+        matrix,
+        np.repeat(theta, a.size, axis=1),
+        lambda chunk, rows: loo_column_weights(matrix, chunk, tails, "above", rows=rows),
+        np.full(a.size, r_eff),
+        kind,
+        probs,
+        rule,
+        diagnostics,
+    )
+    return found, a, matrix.shape[0]
+
+
 @pytest.mark.parametrize("rule", ["R loo", "type 7"])
 @pytest.mark.parametrize(
     ("kind", "probs", "exact"),
@@ -57,23 +75,12 @@ def _shifted_normal(n_draws=8000, shifts=(0.2, 0.6, 1.0)):
     ],
 )
 def test_the_loo_posterior_of_a_shifted_normal(kind, probs, exact, rule):
-    theta, matrix, a = _shifted_normal()
-    values = np.repeat(theta, a.size, axis=1)
-    tails = tail_length(matrix.shape[0], np.ones(a.size))
-
-    def weights_of(chunk, rows):
-        return loo_column_weights(matrix, chunk, tails, "above", rows=rows)
-
-    value, mcse, k = loo_expectations(
-        matrix, values, weights_of, np.ones(a.size), kind, probs, rule
-    )
+    (value, mcse, k), a, _ = _shifted_loo(kind, probs, rule)
     for j, p in enumerate(probs):
         assert np.all(np.abs(value[j] - exact(a, p)) < 4 * mcse[j]), (value[j], mcse[j])
         assert np.all(mcse[j] < 0.1)
     assert np.all(k < 0.7) and np.all(np.diff(k[: a.size]) > -0.2)  # larger shifts: heavier
-    bare, no_mcse, no_k = loo_expectations(
-        matrix, values, weights_of, np.ones(a.size), kind, probs, rule, diagnostics=False
-    )
+    (bare, no_mcse, no_k), _, _ = _shifted_loo(kind, probs, rule, diagnostics=False)
     np.testing.assert_array_equal(bare, value)
     assert np.isnan(no_mcse).all() and np.isnan(no_k).all()
 
@@ -118,26 +125,10 @@ def test_expectation_khat_takes_the_ratios_alone_for_two_valued_functions():
 def test_the_mean_s_mcse_is_the_importance_sampler_s_own():
     """Self-normalised importance sampling of N(-a, 1) from N(0, 1) draws has asymptotic
     variance exp(a^2) (1 + a^2) / S for the mean: the delta-method MCSE estimates it."""
-    theta, matrix, a = _shifted_normal()
-    tails = tail_length(matrix.shape[0], np.ones(a.size))
-    _, mcse, _ = loo_expectations(
-        matrix,
-        np.repeat(theta, a.size, axis=1),
-        lambda chunk, rows: loo_column_weights(matrix, chunk, tails, "above", rows=rows),
-        np.ones(a.size),
-        "mean",
-        [None],
-    )
-    exact = np.sqrt(np.exp(a**2) * (1 + a**2) / matrix.shape[0])
+    (_, mcse, _), a, n_draws = _shifted_loo("mean", [None])
+    exact = np.sqrt(np.exp(a**2) * (1 + a**2) / n_draws)
     np.testing.assert_allclose(mcse[0], exact, rtol=0.15)
-    _, halved, _ = loo_expectations(
-        matrix,
-        np.repeat(theta, a.size, axis=1),
-        lambda chunk, rows: loo_column_weights(matrix, chunk, tails, "above", rows=rows),
-        np.full(a.size, 4.0),
-        "mean",
-        [None],
-    )
+    (_, halved, _), _, _ = _shifted_loo("mean", [None], r_eff=4.0)
     np.testing.assert_allclose(halved[0], mcse[0] / 2, rtol=1e-12)  # divided by r_eff
 
 
@@ -146,16 +137,6 @@ def test_the_median_s_mcse_is_the_cdf_s_error_over_the_density(rule):
     """At the median q = -a, (1{theta <= q} - 1/2)^2 = 1/4 at every draw, so the weighted
     CDF's SE is exp(a^2 / 2) / (2 sqrt S), and the quantile's is that over the density
     phi(0)."""
-    theta, matrix, a = _shifted_normal()
-    tails = tail_length(matrix.shape[0], np.ones(a.size))
-    _, mcse, _ = loo_expectations(
-        matrix,
-        np.repeat(theta, a.size, axis=1),
-        lambda chunk, rows: loo_column_weights(matrix, chunk, tails, "above", rows=rows),
-        np.ones(a.size),
-        "median",
-        [0.5],
-        rule,
-    )
-    cdf_se = np.exp(a**2 / 2) / (2 * np.sqrt(matrix.shape[0]))
+    (_, mcse, _), a, n_draws = _shifted_loo("median", [0.5], rule)
+    cdf_se = np.exp(a**2 / 2) / (2 * np.sqrt(n_draws))
     np.testing.assert_allclose(mcse[0], cdf_se / stats.norm.pdf(0), rtol=0.2)
