@@ -283,7 +283,11 @@ class Fit:
         """What a pointwise result says when the fit records a grouping it was not asked
         for (:func:`bayesij.data.structure.declared_grouping`, no draws read): the grouping,
         and how to ask for it; None otherwise."""
-        declared = None if self.units_given else declared_grouping(self.data, self.var_name)
+        if self.units_given:
+            return None
+        declared = self.cached(
+            ("declared grouping",), lambda: declared_grouping(self.data, self.var_name)
+        )
         if declared is None:
             return None
         name, reason = declared

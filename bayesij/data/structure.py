@@ -437,16 +437,28 @@ def _groupings(data, obs_dims: frozenset, var_name=None) -> list[_Grouping]:
             grouping = _index_grouping(data, variable, str(name), dims, obs_dims, columns)
             if grouping is not None:
                 found.append(grouping)
-    if "log_likelihood" not in group_names(data):  # a posterior alone (pareto_khat, r2)
-        return found
-    log_lik = _group(data, "log_likelihood", "")
-    for name, coord in log_lik.coords.items():
-        if name in dims and name not in log_lik.dims and set(coord.dims) <= obs_dims:
-            reference = _observation_order(data, obs_dims, var_name)
-            labels = _by_observation(coord, reference).astype(object)
-            why = f"the observations' coordinate {name!r} names the posterior dim {name!r}"
-            found.append(_Grouping(str(name), labels, why, str(name)))
+    for name, coord in _coordinates_named_like_dims(data, dims, obs_dims):
+        reference = _observation_order(data, obs_dims, var_name)
+        labels = _by_observation(coord, reference).astype(object)
+        found.append(_Grouping(name, labels, _coordinate_reason(name), name))
     return found
+
+
+def _coordinates_named_like_dims(data, dims: dict, obs_dims: frozenset) -> list:
+    """(name, coordinate) of the log-likelihood's coordinates over the observations named
+    like a posterior dim of ``dims`` (not one of the observations' own dims)."""
+    if "log_likelihood" not in group_names(data):
+        return []
+    log_lik = _group(data, "log_likelihood", "")
+    return [
+        (str(name), coord)
+        for name, coord in log_lik.coords.items()
+        if name in dims and name not in log_lik.dims and set(coord.dims) <= obs_dims
+    ]
+
+
+def _coordinate_reason(name: str) -> str:
+    return f"the observations' coordinate {name!r} names the posterior dim {name!r}"
 
 
 def _index_grouping(
@@ -527,12 +539,8 @@ def declared_grouping(data, var_name=None) -> tuple[str, str] | None:
             if named and named[0][0] in str(name):
                 dim, offset = named[0]
                 found.append((np.unique(codes).size, dim, _index_reason(str(name), dim, offset)))
-    if "log_likelihood" in group_names(data):
-        log_lik = _group(data, "log_likelihood", "")
-        for name, coord in log_lik.coords.items():
-            if name in dims and name not in log_lik.dims and set(coord.dims) <= obs_dims:
-                why = f"the observations' coordinate {name!r} names the posterior dim {name!r}"
-                found.append((np.unique(coord.values).size, str(name), why))
+    for name, coord in _coordinates_named_like_dims(data, dims, obs_dims):
+        found.append((np.unique(coord.values).size, name, _coordinate_reason(name)))
     return min(found)[1:] if found else None
 
 

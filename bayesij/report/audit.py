@@ -15,7 +15,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayesij.array.checks import check_flag, check_labels, constant_columns, fail
+from bayesij.array.checks import (
+    check_flag,
+    check_labels,
+    check_positive_int,
+    constant_columns,
+    fail,
+)
 from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
 from bayesij.data.structure import Units, dim_levels
@@ -24,7 +30,7 @@ from bayesij.refit.amip import amip as refitted_amip
 from bayesij.refit.backends import OnceEach
 from bayesij.report.columns import column_definitions, index_as_columns
 from bayesij.report.html import html_body, html_page
-from bayesij.report.progress import Progress
+from bayesij.report.progress import Progress, check_progress
 from bayesij.report.summary import (
     fragile,
     ij_comparison,
@@ -562,14 +568,8 @@ class AuditSettings:
             check_target(target, "targets")
         object.__setattr__(self, "targets", targets)
         check_search_options(self.alpha_max, self.method or "reweighted")
-        if isinstance(self.max_refits, bool) or not (
-            isinstance(self.max_refits, (int, np.integer)) and self.max_refits >= 1
-        ):
-            raise fail("max_refits", repr(self.max_refits), "an integer >= 1")
-        if self.progress is not None and not isinstance(self.progress, bool):
-            raise fail(
-                "progress", repr(self.progress), "None (shown when interactive), True or False"
-            )
+        check_positive_int(self.max_refits, "max_refits")
+        check_progress(self.progress)
         if self.client is not None and not callable(getattr(self.client, "submit", None)):
             raise fail("client", f"a {type(self.client).__name__}", "a dask.distributed Client")
 

@@ -9,7 +9,7 @@ import time
 
 from bayesij.array.checks import fail
 
-__all__ = ["Progress", "interactive"]
+__all__ = ["Progress", "interactive", "check_progress"]
 
 
 def interactive() -> bool:
@@ -25,6 +25,12 @@ def interactive() -> bool:
     return kernel is not None and "IPKernelApp" in getattr(kernel, "config", {})
 
 
+def check_progress(progress) -> None:
+    """``progress`` is None (shown when interactive), True or False."""
+    if progress is not None and not isinstance(progress, bool):
+        raise fail("progress", repr(progress), "None (shown when interactive), True or False")
+
+
 class Progress:
     """Stage lines ``bayesij audit [2.1 s]: one pass over the draws ...`` on stderr.
 
@@ -37,8 +43,7 @@ class Progress:
     """
 
     def __init__(self, progress, what: str):
-        if progress is not None and not isinstance(progress, bool):
-            raise fail("progress", repr(progress), "None (shown when interactive), True or False")
+        check_progress(progress)
         self.enabled = interactive() if progress is None else progress
         self.what = what
         self.start = time.perf_counter()
