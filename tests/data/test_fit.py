@@ -172,6 +172,10 @@ def test_every_estimator_of_a_grouped_fit_uses_the_audits_unit(kind):
         by_firm = bayesij.loo(fit, groups="firm")
         explicit_loo = bayesij.loo(post, groups=labels)
     assert by_firm.n_units == 5 and by_firm.grouping is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        asked = bayesij.loo(read(fit, groups=False))  # the observations asked for: no note
+    assert asked.n_units == 30 and asked.grouping is None
     np.testing.assert_allclose(
         by_firm.pointwise["elpd_loo"].values,
         explicit_loo.pointwise["elpd_loo"].values,
@@ -553,7 +557,7 @@ class _RecordedArray(xr.backends.BackendArray):
         return self.values[key]
 
 
-def _recorded_hierarchy(n_levels: int, per_level: int, reads: list):
+def _recorded_hierarchy(n_levels: int, per_level: int, reads: list, container: str):
     """A varying-intercept fit of n_levels x per_level observations (2 x 50 draws) whose
     posterior variables record their reads; a county index in constant_data."""
     rng = np.random.default_rng(11)
@@ -568,22 +572,32 @@ def _recorded_hierarchy(n_levels: int, per_level: int, reads: list):
             ("sigma", ("chain", "draw"), np.abs(rng.normal(1, 0.05, (2, 50)))),
         ]
     }
-    return xr.DataTree.from_dict(
-        {
-            "posterior": xr.Dataset(posterior, coords={"chain": [0, 1], "draw": np.arange(50)}),
-            "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), log_lik)}),
-            "constant_data": xr.Dataset({"county_idx": ("obs", county)}),
-        }
-    )
+    groups = {
+        "posterior": xr.Dataset(posterior, coords={"chain": [0, 1], "draw": np.arange(50)}),
+        "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), log_lik)}),
+        "constant_data": xr.Dataset({"county_idx": ("obs", county)}),
+    }
+    if container == "DataTree, chunked":  # as opened with xr.open_dataset(..., chunks=)
+        pytest.importorskip("dask")
+        groups["log_likelihood"] = groups["log_likelihood"].chunk({"obs": 25_000})
+    if container.startswith("DataTree"):
+        return xr.DataTree.from_dict(groups)
+    arviz = pytest.importorskip("arviz")
+    if int(arviz.__version__.split(".")[0]) >= 1:
+        pytest.skip("ArviZ 1.x has no InferenceData (DataTree is tested)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return arviz.InferenceData(**groups)
 
 
-def test_read_then_loo_of_a_large_hierarchy_reads_no_posterior_variable():
+@pytest.mark.parametrize("container", ["DataTree", "DataTree, chunked", "InferenceData"])
+def test_read_then_loo_of_a_large_hierarchy_reads_no_posterior_variable(container):
     """The unit and the structure are worked out on first use: read, then LOO over the
     observations (as az.loo), of 10^5 observations in 10^4 groups reads the log-likelihood
     and the draws' labels only, and still says which grouping the file records; asking
     for the unit then reads the draws (the index is confirmed by the log-likelihood)."""
     reads = []
-    tree = _recorded_hierarchy(10_000, 10, reads)
+    tree = _recorded_hierarchy(10_000, 10, reads, container)
     fit = read(tree)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 100 draws
