@@ -184,54 +184,65 @@ def _cv_scores(f, l, basis, blocks, blocks_of=None) -> InfluenceScores:
     terms ``h - Z B`` use the coefficients ``B`` fitted on the other fold, so that every
     term has mean ``psi`` whatever the fit, and their batch means give an honest MCSE (an
     in-sample fit with many heavy-tailed control functions understates it several-fold).
-    ``blocks_of``: the quantities whose terms' block sums are kept (None: none)."""
-    n_draws = f.shape[0]
+    ``blocks_of``: the quantities whose terms' block sums are kept (None: none).
+
+    Only the terms' block sums are needed (their total is ``S psi``), and each is linear in
+    the log-likelihood columns: with ``h_k = ft_k (l - m)`` (``ft`` the centred quantities,
+    ``m`` the columns' control-variate means), a fold's coefficients are
+    ``B = P (ft_k h) = (P ft_k) l - (P ft_k 1) m`` (``P``, the pseudo-inverse of the other
+    fold's centred functions, sends constants to 0) and a block's sum is
+    ``ft_k[block] . (l - m) - Z[block].sum() B``. So a chunk of columns costs two matrix
+    products, the terms themselves are never formed, and the result is the same to
+    round-off."""
+    n_draws, n_quantities = f.shape
     fold = np.zeros(n_draws, dtype=int)
     for b, rows in enumerate(blocks):
         fold[rows] = b % 2
     scale = basis.std(axis=0)
     scale[scale == 0] = 1.0
     scaled = basis / scale
-    fits = []
-    for side in (0, 1):
-        train = fold != side
-        centred = scaled[train] - scaled[train].mean(axis=0)
-        fits.append((train, np.linalg.pinv(centred)))  # (M, S_train)
     # Centre at control-variate means too: once the covariance's own noise is removed, the
-    # error of plain sample means, (fbar - mu)(lbar - mu_l), would be what is left.
-    centred_all = scaled - scaled.mean(axis=0)
-    mean_projector = np.linalg.pinv(centred_all)
-    mean_shift = scaled.mean(axis=0)
-
-    def cv_mean(values: np.ndarray) -> np.ndarray:
-        return values.mean(axis=0) - mean_shift @ (mean_projector @ (values - values.mean(axis=0)))
-
-    centred_f = f - cv_mean(f)
-    psi = np.empty((f.shape[1], l.shape[1]))
-    mcse = np.empty_like(psi)
-    slot = {} if blocks_of is None else {int(k): j for j, k in enumerate(blocks_of)}
-    kept = None if blocks_of is None else np.empty((len(blocks), len(slot), l.shape[1]))
+    # error of plain sample means, (fbar - mu)(lbar - mu_l), would be what is left. The
+    # control-variate mean of columns v is (1/S - w) @ v (the projector sends 1 to 0).
+    mean_weights = 1.0 / n_draws - scaled.mean(axis=0) @ np.linalg.pinv(
+        scaled - scaled.mean(axis=0)
+    )
+    centred_f = f - mean_weights @ f
+    sides = []
+    for side in (0, 1):
+        train = np.flatnonzero(fold != side)
+        projector = np.linalg.pinv(scaled[train] - scaled[train].mean(axis=0))  # (M, S_train)
+        gains = (projector[None] * centred_f[train].T[:, None, :]).reshape(-1, train.size)
+        sides.append((train, gains, gains.sum(axis=1)))  # (K M, S_train), (K M,)
+    z_sums = np.stack([scaled[rows].sum(axis=0) for rows in blocks])  # (B, M)
+    n_functions = scaled.shape[1]
+    block_f = [centred_f[rows].T for rows in blocks]  # (K, rows) each
+    f_sums = np.stack([part.sum(axis=1) for part in block_f])  # (B, K)
+    side_of = np.arange(len(blocks)) % 2
     sizes = np.array([rows.size for rows in blocks], dtype=float)
+    psi = np.empty((n_quantities, l.shape[1]))
+    mcse = np.empty_like(psi)
+    keep = None if blocks_of is None else [int(k) for k in blocks_of]
+    kept = None if keep is None else np.empty((len(blocks), len(keep), l.shape[1]))
 
     def work(chunk: slice) -> None:
         columns = read_columns(l, chunk)
-        centred_l = columns - cv_mean(columns)
-        for k in range(f.shape[1]):
-            h = centred_f[:, k, None] * centred_l
-            terms = np.empty_like(h)
-            for side, (train, projector) in enumerate(fits):
-                coef = projector @ (h[train] - h[train].mean(axis=0))  # (M, n)
-                held_out = fold == side
-                terms[held_out] = h[held_out] - scaled[held_out] @ coef  # E[Z] = 0
-            psi[k, chunk] = terms.mean(axis=0)
-            sums = np.stack([terms[rows].sum(axis=0) for rows in blocks])
-            if kept is not None and k in slot:
-                kept[:, slot[k], chunk] = sums
-            means = sums / sizes[:, None]
-            spread = np.sum(sizes[:, None] * (means - psi[k, chunk]) ** 2, axis=0)
-            mcse[k, chunk] = np.sqrt(spread / (len(blocks) - 1) / n_draws)
+        m = mean_weights @ columns  # (n,)
+        sums = np.stack([part @ columns[rows] for part, rows in zip(block_f, blocks, strict=True)])
+        sums -= f_sums[:, :, None] * m  # (B, K, n)
+        for side, (train, gains, gain_sums) in enumerate(sides):
+            coef = gains @ columns[train] - np.outer(gain_sums, m)  # (K M, n)
+            coef = coef.reshape(n_quantities, n_functions, -1)
+            held = side_of == side
+            sums[held] -= np.einsum("bm,kmn->bkn", z_sums[held], coef)
+        psi[:, chunk] = sums.sum(axis=0) / n_draws
+        means = sums / sizes[:, None, None]
+        spread = np.sum(sizes[:, None, None] * (means - psi[:, chunk]) ** 2, axis=0)
+        mcse[:, chunk] = np.sqrt(spread / (len(blocks) - 1) / n_draws)
+        if kept is not None:
+            kept[:, :, chunk] = sums[:, keep]
 
-    map_chunks(work, obs_chunks(l.shape[1], 5 * n_draws * max(1, f.shape[1])))
+    map_chunks(work, obs_chunks(l.shape[1], (3 + n_quantities) * n_draws))
     return InfluenceScores(psi, mcse, kept)
 
 

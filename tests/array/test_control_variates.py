@@ -96,3 +96,52 @@ def test_the_zero_variance_mean_of_a_coefficient_is_nearly_exact():
     plain_se = f.std() / np.sqrt(f.size)
     assert abs(mean - exact) < 3 * mcse + 1e-12
     assert mcse < plain_se / 100  # the score is linear in beta: the mean is all but exact
+
+
+def _cross_fitted_terms(f, l, basis, blocks):
+    """The estimator as its docstring defines it, term by term: ``h = (f - m_f)(l - m_l)``
+    with control-variate means ``m``, each fold's ``h - Z B`` with ``B`` the least-squares
+    fit of the other fold's ``h`` on its centred (standardised) functions."""
+    z = basis / basis.std(axis=0)
+    zc = z - z.mean(axis=0)
+
+    def cv_mean(v):
+        coef = np.linalg.lstsq(zc, v - v.mean(axis=0), rcond=None)[0]
+        return v.mean(axis=0) - z.mean(axis=0) @ coef
+
+    fold = np.zeros(f.shape[0], dtype=int)
+    for b, rows in enumerate(blocks):
+        fold[rows] = b % 2
+    h = (f - cv_mean(f))[:, :, None] * (l - cv_mean(l))[:, None, :]  # (S, K, N)
+    terms = np.empty_like(h)
+    for side in (0, 1):
+        train, held = fold != side, fold == side
+        ztrain = z[train] - z[train].mean(axis=0)
+        for k in range(f.shape[1]):
+            target = h[train, k] - h[train, k].mean(axis=0)
+            coef = np.linalg.lstsq(ztrain, target, rcond=None)[0]
+            terms[held, k] = h[held, k] - z[held] @ coef
+    return np.stack([terms[rows].sum(axis=0) for rows in blocks])  # (B, K, N)
+
+
+def test_psi_its_mcse_and_block_sums_are_the_cross_fitted_terms_computed_one_by_one():
+    # The matrix-product form (the terms never formed) against the terms themselves, on a
+    # fit with two quantities and unequal chains; the MCSE is the batch means' over blocks.
+    from bayesij.array.blocks import draw_blocks
+
+    q, log_lik, score, theta, _ = _fit(3, n=60)
+    rng = np.random.default_rng(1)
+    f = np.concatenate([q, q**2 + rng.normal(size=q.shape)], axis=-1).reshape(4000, 2)
+    l, g, t = log_lik.reshape(4000, -1), score.reshape(4000, -1), theta.reshape(4000, -1)
+    chains = np.repeat(np.arange(3), [1500, 1500, 1000])
+    result = zero_variance_influence(
+        f, l, g, t, degree=2, chain_ids=chains, n_blocks=12, keep_blocks=True, blocks_of=[1]
+    )
+    blocks = draw_blocks(chains, 12)
+    sums = _cross_fitted_terms(f, l, stein_basis(g, t, 2), blocks)
+    sizes = np.array([rows.size for rows in blocks], dtype=float)[:, None, None]
+    psi = sums.sum(axis=0) / 4000
+    mcse = np.sqrt(np.sum(sizes * (sums / sizes - psi) ** 2, axis=0) / (len(blocks) - 1) / 4000)
+    np.testing.assert_allclose(result.psi, psi, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(result.mcse, mcse, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(result.block_sums, sums[:, [1]], rtol=1e-9, atol=1e-10)
