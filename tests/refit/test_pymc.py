@@ -122,7 +122,14 @@ def test_pymc_refits_run_on_processes_and_dask_as_in_this_process():
             on_dask = refit.loo(post, backend, points=["p0", "p1"], executor=client, progress=False)
     for other in (pooled, on_dask):
         assert other.failures.empty
-        np.testing.assert_allclose(other.table()["exact"], here.table()["exact"], rtol=1e-10)
+        # The same draws: equal to 1e-10 in most runs; once in a full suite (3.12) the two
+        # differed by 1.4e-6 relative (rounding carried along a NUTS trajectory in another
+        # process), where a refit seeded otherwise differs by 9e-4 (asserted below).
+        np.testing.assert_allclose(other.table()["exact"], here.table()["exact"], rtol=1e-5)
+    reseeded = refit.PyMCBackend(backend.model, draws=300, tune=300, chains=2, seed=6)
+    other_seed = refit.loo(post, reseeded, points=["p0"], executor="sequential", progress=False)
+    shift = abs(other_seed.table()["exact"].iloc[0] / here.table()["exact"].iloc[0] - 1)
+    assert shift > 1e-4, shift
 
 
 def test_density_score_is_the_log_posterior_gradient_on_the_unconstrained_scale():
