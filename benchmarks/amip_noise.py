@@ -45,7 +45,7 @@ def main() -> None:
             "linear": {"method": "linear"},
             "linear+cv": {
                 "method": "linear",
-                "score": score,
+                "grad_log_posterior": score,
                 "unconstrained": theta,
             },
             "reweighted": {"method": "reweighted"},
