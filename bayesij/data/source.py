@@ -273,12 +273,13 @@ def refuse_whole_matrix(options: Mapping) -> None:
                 f"a lazy log-likelihood for {value}",
                 f"a log-likelihood in memory: {value} needs {reason}",
             )
-        shown = repr(value) if isinstance(value, str) else name
-        raise fail(
-            name,
-            f"{shown} with a lazy log-likelihood",
-            f"no {name}: it needs {reason} (for groups, sum their terms inside the function)",
-        )
+        if isinstance(value, str):  # a choice (method='reweighted'): another one
+            found, wanted = repr(value), f"another {name}: {value!r} needs {reason}"
+        else:
+            found, wanted = name, f"no {name}: it needs {reason}"
+        if name == "groups":
+            wanted += " (for groups, sum their terms inside the function)"
+        raise fail(name, f"{found} with a lazy log-likelihood", wanted)
 
 
 def map_blocks(
