@@ -343,12 +343,68 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     # replicates (the metric's value now re-estimated on each): sure, so as large as the
     # interval's upper end allows.
     assert result.n_drop <= high + 1 and result.n_drop <= 2 * reference.size + 2
+
     if target != "sign_and_significance":
         assert result.n_drop <= reference.size + 1
     else:  # sure at 99 (the exact change 1 % beyond the first order's, at 93)
         assert result.n_drop <= reference.size + 12
     plain = bayesij.amip(post, "beta[2]", target, method="linear")
     assert plain.n_drop > result.n_drop and plain.upper_bound
+
+
+def _saved_fit(post, container: str, chunks: dict | None):
+    """``post``'s draws as a user saves them (a DataTree, or ArviZ 0.23's InferenceData),
+    the log-likelihood in memory or opened lazily (dask chunks over the observations)."""
+    import xarray as xr
+
+    quantities = post.quantities
+    posterior = xr.Dataset(
+        {
+            str(name).replace("[", "").replace("]", ""): (
+                ("chain", "draw"),
+                quantities.sel(quantity=name).values,
+            )
+            for name in quantities.quantity.values
+        }
+    )
+    log_lik = xr.Dataset({"y": (("chain", "draw", "obs"), post.log_lik.values)})
+    if chunks:
+        pytest.importorskip("dask")
+        log_lik = log_lik.chunk(chunks)
+    if container == "DataTree":
+        return xr.DataTree.from_dict({"posterior": posterior, "log_likelihood": log_lik})
+    arviz = pytest.importorskip("arviz")
+    if int(arviz.__version__.split(".")[0]) >= 1:
+        pytest.skip("ArviZ 1.x has no InferenceData (DataTree is tested)")
+    return arviz.InferenceData(posterior=posterior, log_likelihood=log_lik)
+
+
+@pytest.mark.parametrize("container", ["DataTree", "InferenceData"])
+def test_control_variates_of_a_fit_opened_lazily_give_the_in_memory_answers(container):
+    # The control-variate influences are computed a chunk of observations at a time; a
+    # log-likelihood read a dask chunk at a time gives the same sets and changes (the
+    # linear method: the reweighted one needs the matrix, and says so by name).
+    from ols_amip import heavy_tailed_experiment
+
+    X, y = heavy_tailed_experiment(2000, seed=0)
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, chains=4, seed=1)
+    post, score, theta = backend.fit_with_gradient(np.ones(y.size))
+    gradient = {"grad_log_posterior": score, "unconstrained": theta}
+    lazily = {"obs": 300}
+    with pytest.raises(ValueError, match=r"^method: found 'reweighted' with a lazy log-lik"):
+        bayesij.amip(_saved_fit(post, container, lazily), "beta2", "sign", **gradient)
+    for target in ("sign", "significance"):
+        found = [
+            bayesij.amip(
+                _saved_fit(post, container, chunks), "beta2", target, method="linear", **gradient
+            )
+            for chunks in (None, lazily)
+        ]
+        memory, lazy = found
+        assert memory.control_variates and lazy.control_variates
+        assert (lazy.answer, lazy.drop_ids) == (memory.answer, memory.drop_ids)
+        assert lazy.size_interval == memory.size_interval
+        assert lazy.predicted_change == pytest.approx(memory.predicted_change, rel=1e-12)
 
 
 @pytest.mark.parametrize("sign", [0, -1, 1])
