@@ -4,7 +4,9 @@ everything else keyword-only with the common selectors first; the log-likelihood
 is selected by ``var_name`` everywhere (as ArviZ). A new public function that breaks them
 fails here."""
 
+import importlib
 import inspect
+import pkgutil
 
 import pytest
 
@@ -52,3 +54,25 @@ def test_the_log_likelihood_variable_is_var_name(name):
 def test_siblings_share_an_order():
     orders = {bayesij.POSITIONAL[name] for name in ("loo_pit", "loo_score", "loo_metrics")}
     assert orders == {("y", "y_pred")}
+
+
+def test_no_public_function_takes_more_than_twelve_parameters():
+    # options that travel together are one settings object (PsisOptions, AuditSettings)
+    modules = [
+        importlib.import_module(m.name) for m in pkgutil.walk_packages(bayesij.__path__, "bayesij.")
+    ]
+    public = {
+        f"{module.__name__}.{name}": function
+        for module in modules
+        for name, function in vars(module).items()
+        if inspect.isfunction(function)
+        and function.__module__ == module.__name__
+        and not name.startswith("_")
+    }
+    assert len(modules) > 100 and "bayesij.refit.lfo.lfo" in public
+    crowded = {
+        name: len(inspect.signature(function).parameters)
+        for name, function in public.items()
+        if len(inspect.signature(function).parameters) > 12
+    }
+    assert crowded == {}

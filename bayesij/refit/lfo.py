@@ -34,7 +34,6 @@ def lfo(
     store=None,
     executor=None,
     progress: bool = True,
-    retry_failed: bool = False,
     timeout: float | None = None,
 ) -> LfoResult:
     """M-step-ahead leave-future-out cross-validation of a time-series model.
@@ -77,8 +76,10 @@ def lfo(
         IJ only: ``d log p(y; theta, w) / d w_t`` at ``w = 1`` per draw and time point, for
         models whose weights act inside the likelihood (an HMM; see
         :func:`bayesij.stats.lfo.lfo_from_draws`). Default: the conditional terms.
-    store, executor, progress, retry_failed, timeout
-        For the exact campaign (as :func:`bayesij.refit.run_campaign`).
+    store, executor, progress, timeout
+        For the exact campaign (as :func:`bayesij.refit.run_campaign`). To run again the
+        refits a store records as failed, pass
+        ``store=bayesij.refit.CampaignStore(path, retry_failed=True)``.
 
     Returns
     -------
@@ -159,15 +160,14 @@ def lfo(
         store=store,
         executor=executor,
         progress=progress,
-        retry_failed=retry_failed,
         timeout=timeout,
     )
     failed = [task.key for task in tasks if records[task.key]["status"] != "ok"]
     if failed:
         raise RuntimeError(
             f"lfo: {len(failed)} of {len(tasks)} exact refits failed ({failed[:5]}; reasons in "
-            "the campaign store); rerun with retry_failed=True after fixing the cause, or use "
-            "method='psis'."
+            "the campaign store); rerun with store=CampaignStore(path, retry_failed=True) "
+            "after fixing the cause, or use method='psis'."
         )
     elpd = np.array([records[task.key]["lpd_joint"] for task in tasks])
     mcse = np.array([records[task.key]["lpd_joint_mcse"] for task in tasks])

@@ -62,3 +62,35 @@ def test_lfo_arguments_are_checked(ar2):
         bayesij.lfo(post, min_train=20, method="exact")
     with pytest.raises(ValueError, match=r"horizon: found 0; expected an integer >= 1"):
         bayesij.lfo(post, min_train=20, horizon=0)
+
+
+def test_failed_exact_refits_are_kept_and_run_again_by_a_store_that_retries(ar2, tmp_path):
+    backend, post = ar2
+    disk = {"full": True}  # a transient failure: the disk fills, then is freed
+
+    def fit(weights):
+        if disk["full"]:
+            raise OSError("no space left on device")
+        return backend.fit(weights)
+
+    flaky = bayesij.refit.CallableBackend(fit, n_obs=T)
+
+    def exact_lfo(store):
+        return bayesij.lfo(
+            post,
+            flaky,
+            min_train=T - 3,
+            method="exact",
+            store=store,
+            executor="sequential",
+            progress=False,
+        )
+
+    with pytest.raises(RuntimeError, match=r"3 of 3 exact refits failed.*retry_failed=True"):
+        exact_lfo(tmp_path)
+    disk["full"] = False
+    with pytest.raises(RuntimeError, match=r"3 of 3 exact refits failed"):  # a failure is kept
+        exact_lfo(tmp_path)
+    retried = exact_lfo(bayesij.refit.CampaignStore(tmp_path, retry_failed=True))
+    assert retried.n_refits == 3
+    assert np.isfinite(retried.pointwise["elpd"]).all()
