@@ -69,12 +69,13 @@ class _Kept:
 
     def prune(self, k: int) -> None:
         """Let go of goal ``k``'s units that the risen thresholds leave out."""
-        parts = self._parts[k]
+        parts, self._parts[k] = self._parts[k], []
         if not parts:
             return
         joined = [np.concatenate([p[j] for p in parts], axis=-1) for j in range(len(parts[0]))]
+        del parts  # let go before the kept copy: never the parts, joined and kept at once
         keep = np.flatnonzero(self.wanted(k, *joined[1 : 1 + self.n_keys]))
-        self._parts[k] = [tuple(a[..., keep] for a in joined)]
+        self._parts[k] = [tuple(joined.pop(0)[..., keep] for _ in range(len(joined)))]
         self._count[k] = keep.size
 
     def take(self, k: int, keys: bool = False) -> tuple | None:
