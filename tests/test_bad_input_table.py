@@ -1102,6 +1102,8 @@ def _catalogue():
             lambda v: refit.kfold(POST, BACKEND, 2, seed=v, executor="sequential", progress=False),
             SEED,
         ),
+        ("refit.stan_inits", "post", refit.stan_inits, DRAWS),
+        ("refit.stan_inits", "n_chains", lambda v: refit.stan_inits(POST, v), POSITIVE_INT),
         ("refit.kfold_split_random", "seed", lambda v: refit.kfold_split_random(N, 2, v), SEED),
         (
             "refit.kfold_split_grouped",

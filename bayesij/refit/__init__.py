@@ -31,6 +31,7 @@ from bayesij.refit.splits import (
     kfold_split_stratified,
     lwcv_split,
 )
+from bayesij.refit.stan import stan_inits
 from bayesij.refit.stan_density import PyStanDensity
 from bayesij.refit.store import CampaignStore
 from bayesij.refit.verify import verify
@@ -44,6 +45,7 @@ __all__ = [
     "FlatPriorRegressionBackend",
     "PyStanBackend",
     "PyStanDensity",
+    "stan_inits",
     "PyMCBackend",
     "PyMCDensity",
     "RefitFailed",

@@ -529,7 +529,7 @@ class _StanBackend(Backend):
         return (
             f"{type(self).__name__}(n_obs={self.n_obs}, model_and_data={digest}, "
             f"seed={self.seed}, max_divergent={self.max_divergent:g}, "
-            f"sample_kwargs={self.sample_kwargs})"
+            f"sample_kwargs={_short_values(self.sample_kwargs)})"
         )
 
     def _check_divergences(self, n_divergent: int, n_draws: int) -> None:
@@ -580,6 +580,16 @@ class _StanBackend(Backend):
             raise fail("backend", "Stan data without its weights", "the weights in the data")
         density = PyStanDensity(self.code, self._data(np.ones(self.n_obs)), self.weights_name)
         return density.group_log_lik(data, variable, n_nodes, self.log_lik)
+
+
+def _short_values(options: dict) -> dict:
+    """``options`` with each long value (starting points of every parameter, an inverse
+    metric) as its digest: a backend's repr, which a campaign's plan records, stays a line
+    and still tells two backends apart."""
+    return {
+        key: value if len(repr(value)) <= 80 else f"<digest {content_digest(value)}>"
+        for key, value in options.items()
+    }
 
 
 class PyStanBackend(_StanBackend):

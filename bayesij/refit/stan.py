@@ -6,15 +6,20 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import sys
 
-from bayesij.array.checks import fail
+import numpy as np
+
+from bayesij.array.checks import check_positive_int, fail
+from bayesij.data.fit import read
 
 __all__ = [
     "build_model",
     "model_code",
     "sample_pystan",
     "sample_cmdstanpy",
+    "stan_inits",
     "outside_event_loop",
     "private_folder",
     "write_private",
@@ -213,6 +218,127 @@ def sample_cmdstanpy(code: str, data: dict, seed: int, **sample_kwargs):
         write_private(path, code)
         _COMPILED[key] = cmdstanpy.CmdStanModel(stan_file=path)
     return _COMPILED[key].sample(data=data, seed=seed, show_progress=False, **sample_kwargs)
+
+
+#: A Stan name as PyStan and CmdStanPy fits give it: ``alpha``, ``beta[2]``, ``Omega[1,2]``.
+_STAN_NAME = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)(?:\[([1-9][0-9]*(?:,[1-9][0-9]*)*)\])?$")
+
+
+def stan_inits(post, n_chains: int | None = None) -> list[dict]:
+    """Starting points for warm-started refits: the last draws of a Stan fit's chains, as
+    the ``init`` of PyStan's ``sample`` or CmdStanPy's (one dict per chain).
+
+    Pass them with a short warm-up to a Stan backend,
+    ``refit.PyStanBackend(model, data, init=refit.stan_inits(post), num_warmup=200)``: each
+    refit's chains start in the full-data posterior instead of Stan's random ``(-2, 2)``
+    on the unconstrained scale. Stan still adapts its step size and metric in the warm-up.
+    Quantities that are not parameters of the program (transformed parameters, generated
+    quantities) are ignored by Stan; parameters the fit does not hold start at random.
+
+    Parameters
+    ----------
+    post : Fit, Posterior, InferenceData or DataTree
+        A fit of the program to the full data, its quantities named as Stan names them
+        (``alpha``, ``beta[1]``, ``Omega[1,2]``: 1-based, every element of a container).
+    n_chains : int, optional
+        Chains of the refits; default: the fit's. Chain ``c`` starts at the last draw of
+        the fit's chain ``c`` (more chains than the fit's take earlier draws of its chains
+        in turn: every chain starts at a draw of its own).
+
+    Returns
+    -------
+    list of dict
+        ``{name: float or nested list}`` per chain.
+
+    Notes
+    -----
+    Measured (``benchmarks/warm_refits.py``, 4 chains x 1000 draws): on eight schools and
+    a wells-like logistic regression (N = 400), refits started here with 100 or 200 warm-up
+    iterations agree with cold refits (1000 warm-up iterations): posterior means within
+    0.09 posterior sd of them (two cold refits: within 0.06), sds within 5 %. They take
+    0-25 % less time (eight schools 0.66-0.70 s against 0.77-1.06 s, the logistic
+    regression 6.7-8.0 s against 7.6-8.3 s): most of a PyStan refit's time is returning
+    its draws (the pointwise log-likelihood of each), not the warm-up; fewer draws
+    (``num_samples``) save more.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesij
+    >>> from bayesij import refit
+    >>> rng = np.random.default_rng(0)
+    >>> draws = rng.normal(size=(2, 50, 3))
+    >>> post = bayesij.from_arrays(
+    ...     draws, np.zeros((2, 50, 4)), quantity_names=["mu", "beta[1]", "beta[2]"]
+    ... )
+    >>> inits = refit.stan_inits(post)
+    >>> len(inits), sorted(inits[0]), len(inits[0]["beta"])
+    (2, ['beta', 'mu'], 2)
+    >>> bool(inits[1]["mu"] == draws[1, -1, 0])  # chain 2 starts at its last draw
+    True
+    """
+    draws, names = read(post, argument="post").posterior_draws()
+    chains = draws.shape[0] if n_chains is None else check_positive_int(n_chains, "n_chains")
+    starts = []
+    for chain in range(chains):
+        behind = chain // draws.shape[0]  # later rounds of the fit's chains: earlier draws
+        if behind >= draws.shape[1]:
+            raise fail(
+                "n_chains",
+                f"{chains} for a fit of {draws.shape[0]} chain(s) x {draws.shape[1]} draws",
+                "at most as many chains as the fit has draws",
+            )
+        starts.append(draws[chain % draws.shape[0], -1 - behind])
+    parameters = _stan_parameters(names)
+    return [
+        {name: _element_values(point, slots) for name, slots in parameters.items()}
+        for point in starts
+    ]
+
+
+def _stan_parameters(names: list) -> dict:
+    """Each Stan name's columns: ``{name: column}`` for a scalar, ``{name: (shape, columns,
+    indices)}`` for a container (its elements' 0-based indices)."""
+    found: dict[str, list] = {}
+    for column, label in enumerate(names):
+        match = _STAN_NAME.match(str(label))
+        if match is None:
+            raise fail(
+                "post",
+                f"the quantity {label!r}",
+                "Stan's names (alpha, beta[1], Omega[1,2]: 1-based indices), as PyStan "
+                "and CmdStanPy fits name them",
+                "select the program's parameters with post.select([...]) first.",
+            )
+        name, index = match.groups()
+        where = () if index is None else tuple(int(i) - 1 for i in index.split(","))
+        found.setdefault(name, []).append((where, column))
+    return {name: _slots(name, elements) for name, elements in found.items()}
+
+
+def _slots(name: str, elements: list):
+    if elements[0][0] == ():
+        if len(elements) > 1:
+            raise fail("post", f"{name!r} both as a scalar and with indices", "one of them")
+        return elements[0][1]
+    indices = np.array([where for where, _ in elements])
+    shape = tuple(int(i) for i in indices.max(axis=0) + 1)
+    if len(elements) != int(np.prod(shape)) or len({tuple(i) for i in indices}) != len(elements):
+        raise fail(
+            "post",
+            f"{len(elements)} distinct element(s) of {name!r} for its shape {shape}",
+            "every element of each parameter the fit holds",
+        )
+    return shape, np.array([column for _, column in elements]), tuple(indices.T)
+
+
+def _element_values(point: np.ndarray, slots):
+    """One draw's value of a Stan name: a float, or a nested list of its shape."""
+    if not isinstance(slots, tuple):
+        return float(point[slots])
+    shape, columns, indices = slots
+    values = np.empty(shape)
+    values[indices] = point[columns]
+    return values.tolist()
 
 
 def model_code(model: str) -> str:

@@ -193,6 +193,29 @@ def test_pystan_ar_model_leave_future_out_psis_against_exact_refits():
     assert np.all(gap < tolerance), gap
 
 
+@pytest.mark.stan
+@pytest.mark.slow
+def test_a_refit_warm_started_from_the_fit_agrees_with_a_cold_refit():
+    # Eight schools (non-centred: tau's funnel), school 1 left out: chains started at the
+    # full fit's last draws with 150 warm-up iterations against Stan's random starts and
+    # 1000 warm-up iterations; means within their Monte Carlo errors.
+    data = example_data("eight_schools")
+    post = refit.PyStanBackend("eight_schools", data, seed=1).fit(np.ones(8))
+    weights = np.r_[0.0, np.ones(7)]
+    cold = refit.PyStanBackend("eight_schools", data, seed=2).fit(weights)
+    warm_backend = refit.PyStanBackend(
+        "eight_schools", data, seed=3, init=refit.stan_inits(post), num_warmup=150
+    )
+    warm = warm_backend.fit(weights)
+    assert warm.n_chains == 4 and warm.n_draws == 4000
+    for name in ("mu", "tau", "theta[2]"):
+        a, b = (fit.quantities.sel(quantity=name).values for fit in (cold, warm))
+        ess = [bayesij.convergence(fit).table.loc[name, "ess_bulk"] for fit in (cold, warm)]
+        error = np.hypot(a.std() / np.sqrt(ess[0]), b.std() / np.sqrt(ess[1]))
+        assert abs(a.mean() - b.mean()) < 4 * error, (name, a.mean(), b.mean(), error)
+        assert 0.8 < b.std() / a.std() < 1.25
+
+
 #: A first (uncached) PyStan build can leave a file of httpstan's open until collected; as
 #: an unraisable ResourceWarning it would fail whichever test the collection lands in.
 UNCACHED_BUILD = pytest.mark.filterwarnings(

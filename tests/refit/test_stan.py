@@ -135,3 +135,67 @@ def test_a_program_is_built_by_one_process_at_a_time_without_debug_information(
     monkeypatch.setenv("CFLAGS", "-O1")
     _build_in_process(str(tmp_path / "own.txt"), str(tmp_path), patch=monkeypatch)
     assert (tmp_path / "own.txt").read_text().split()[2] == "-O1"
+
+
+def _fit_of(draws, names):
+    import numpy as np
+
+    import bayesij
+
+    return bayesij.from_arrays(draws, np.zeros(draws.shape[:2] + (2,)), quantity_names=names)
+
+
+def test_stan_inits_put_each_chain_s_last_draw_in_the_shape_stan_names_give():
+    import numpy as np
+
+    from bayesij import refit
+
+    rng = np.random.default_rng(3)
+    names = ["tau", "Omega[1,1]", "Omega[2,1]", "Omega[1,2]", "Omega[2,2]", "Omega[1,3]"]
+    names.append("Omega[2,3]")
+    draws = rng.normal(size=(2, 20, len(names)))
+    inits = refit.stan_inits(_fit_of(draws, names))
+    assert len(inits) == 2 and sorted(inits[0]) == ["Omega", "tau"]
+    for chain, start in enumerate(inits):
+        last = dict(zip(names, draws[chain, -1], strict=True))
+        assert start["tau"] == last["tau"] and isinstance(start["tau"], float)
+        omega = np.array(start["Omega"])
+        assert omega.shape == (2, 3)
+        for i in range(2):
+            for j in range(3):
+                assert omega[i, j] == last[f"Omega[{i + 1},{j + 1}]"]
+    # more chains than the fit's: each starts at a draw of its own, earlier ones in turn
+    five = refit.stan_inits(_fit_of(draws, names), n_chains=5)
+    assert [s["tau"] for s in five] == [draws[c % 2, -1 - c // 2, 0] for c in range(5)]
+
+
+def test_stan_inits_refuse_names_stan_does_not_give_and_parameters_with_gaps():
+    import numpy as np
+
+    from bayesij import refit
+
+    draws = np.zeros((2, 3, 2))
+    with pytest.raises(ValueError, match=r"post: found the quantity 'beta\[0\]'; expected Stan"):
+        refit.stan_inits(_fit_of(draws, ["beta[0]", "beta[1]"]))
+    with pytest.raises(ValueError, match=r"post: found the quantity 'beta\[mom_hs\]'"):
+        refit.stan_inits(_fit_of(draws, ["alpha", "beta[mom_hs]"]))
+    with pytest.raises(ValueError, match=r"post: found 2 distinct element\(s\) of 'b' for its"):
+        refit.stan_inits(_fit_of(draws, ["b[1]", "b[3]"]))
+    with pytest.raises(ValueError, match=r"post: found 'b' both as a scalar and with indices"):
+        refit.stan_inits(_fit_of(draws, ["b", "b[1]"]))
+    with pytest.raises(ValueError, match=r"n_chains: found 7 for a fit of 2 chain\(s\) x 3"):
+        refit.stan_inits(_fit_of(draws, ["a", "b"]), n_chains=7)
+
+
+def test_a_stan_backend_s_repr_keeps_long_options_as_a_digest_that_tells_them_apart():
+    import numpy as np
+
+    from bayesij import refit
+
+    data = {"J": 2, "y": [1.0, 2.0], "sigma": [1.0, 1.0], "weights": [1.0, 1.0]}
+    starts = [{"mu": 0.5, "eta": list(np.linspace(0, 1, 40))}] * 4
+    other = [{"mu": 0.6, "eta": list(np.linspace(0, 1, 40))}] * 4
+    first = repr(refit.PyStanBackend("eight_schools", data, init=starts, num_warmup=150))
+    second = repr(refit.PyStanBackend("eight_schools", data, init=other, num_warmup=150))
+    assert len(first) < 300 and "'num_warmup': 150" in first and "<digest " in first
+    assert first != second
