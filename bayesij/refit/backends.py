@@ -621,7 +621,9 @@ class PyStanBackend(_StanBackend):
     -----
     PyStan compiles a program once and caches the build on disk; later refits only load it.
     The cache key includes the Python executable, so each new virtual environment compiles
-    once more.
+    once more. httpstan would also keep every seeded fit there, forever (one file per chain
+    and refit: 17 MB each for a 3020-observation logistic regression); bayesij removes the
+    fits its samplings leave, since a campaign's store keeps what it needs.
     Refits run one after another in the calling process (``process_pool_safe = False``):
     PyStan already runs the chains of each refit in parallel processes, and its sampler
     hangs when started from a process-pool worker. To spread refits over machines use

@@ -95,7 +95,33 @@ def _build_and_sample(code: str, data: dict, seed: int, sample_kwargs: dict, pro
     sink = sys.stderr if progress else io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         model = build_model(code, data, seed)
-        return model.sample(**sample_kwargs)
+        with _fits_not_kept(code):
+            return model.sample(**sample_kwargs)
+
+
+@contextlib.contextmanager
+def _fits_not_kept(code: str):
+    """Remove the fits a sampling leaves in httpstan's cache. httpstan keeps every seeded
+    fit on disk, forever, to return it again for the same program, data, seed and settings
+    (PyStan deletes only unseeded ones); a refit campaign would leave one file per chain and
+    refit there (17 MB each for a 3020-observation logistic regression), while its own
+    store keeps what it needs. Samplings of one program by bayesij take turns (a lock file
+    beside the program's cache), so the new files are this sampling's; a fit that was
+    already cached before is left there."""
+    from filelock import FileLock
+    from httpstan.cache import model_directory
+    from httpstan.models import calculate_model_name
+
+    folder = model_directory(calculate_model_name(code))
+    fits = folder / "fits"
+    with FileLock(str(folder) + ".sampling.lock"):
+        before = set(os.listdir(fits)) if fits.is_dir() else set()
+        try:
+            yield
+        finally:
+            for name in set(os.listdir(fits)) - before if fits.is_dir() else ():
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(fits / name)
 
 
 def sample_pystan(code: str, data: dict, seed: int, *, progress: bool = False, **sample_kwargs):

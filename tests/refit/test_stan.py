@@ -199,3 +199,27 @@ def test_a_stan_backend_s_repr_keeps_long_options_as_a_digest_that_tells_them_ap
     second = repr(refit.PyStanBackend("eight_schools", data, init=other, num_warmup=150))
     assert len(first) < 300 and "'num_warmup': 150" in first and "<digest " in first
     assert first != second
+
+
+@pytest.mark.stan
+def test_samplings_leave_no_fit_in_httpstan_s_cache_and_keep_the_ones_there_before():
+    import httpstan.cache
+    import numpy as np
+    from httpstan.models import calculate_model_name
+
+    from bayesij.refit.stan import sample_pystan
+    from bayesij.stan_models import example_data, stan_code
+
+    code, data = stan_code("eight_schools"), example_data("eight_schools")
+    fits = httpstan.cache.model_directory(calculate_model_name(code)) / "fits"
+    options = {"num_chains": 2, "num_samples": 50, "num_warmup": 50}
+    sample_pystan(code, data, 11, **options)  # built, and its folder made
+    fits.mkdir(exist_ok=True)
+    kept = fits / "someone-elses-fit.jsonlines.gz"
+    kept.write_bytes(b"")
+    before = sorted(p.name for p in fits.iterdir())
+    first = sample_pystan(code, data, 12, **options)
+    again = sample_pystan(code, data, 12, **options)  # sampled anew: the same draws
+    assert sorted(p.name for p in fits.iterdir()) == before and kept.exists()
+    np.testing.assert_array_equal(np.asarray(first["mu"]), np.asarray(again["mu"]))
+    kept.unlink()
