@@ -342,9 +342,13 @@ def _stan_parameters(names: list) -> dict:
 
 
 def _slots(name: str, elements: list):
-    if elements[0][0] == ():
-        if len(elements) > 1:
-            raise fail("post", f"{name!r} both as a scalar and with indices", "one of them")
+    """A Stan name's column (a scalar) or its shape, columns and indices (a container)."""
+    ranks = sorted({len(where) for where, _ in elements})
+    if len(ranks) > 1:
+        raise fail(
+            "post", f"{name!r} with {ranks[0]} and {ranks[-1]} indices", "one shape per name"
+        )
+    if ranks == [0]:  # a scalar (the fit's names are unique)
         return elements[0][1]
     indices = np.array([where for where, _ in elements])
     shape = tuple(int(i) for i in indices.max(axis=0) + 1)

@@ -181,8 +181,10 @@ def test_stan_inits_refuse_names_stan_does_not_give_and_parameters_with_gaps():
         refit.stan_inits(_fit_of(draws, ["alpha", "beta[mom_hs]"]))
     with pytest.raises(ValueError, match=r"post: found 2 distinct element\(s\) of 'b' for its"):
         refit.stan_inits(_fit_of(draws, ["b[1]", "b[3]"]))
-    with pytest.raises(ValueError, match=r"post: found 'b' both as a scalar and with indices"):
-        refit.stan_inits(_fit_of(draws, ["b", "b[1]"]))
+    with pytest.raises(ValueError, match=r"post: found 'b' with 0 and 1 indices; expected one"):
+        refit.stan_inits(_fit_of(draws, ["b[1]", "b"]))
+    with pytest.raises(ValueError, match=r"post: found 'b' with 1 and 2 indices"):
+        refit.stan_inits(_fit_of(draws, ["b[1]", "b[1,1]"]))
     with pytest.raises(ValueError, match=r"n_chains: found 7 for a fit of 2 chain\(s\) x 3"):
         refit.stan_inits(_fit_of(draws, ["a", "b"]), n_chains=7)
 
