@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from bayesij.array.checks import check_positive_int, fail
+from bayesij.data.arrays import element_names
 from bayesij.data.fit import read
 
 __all__ = [
@@ -322,9 +323,9 @@ def stan_inits(post, n_chains: int | None = None) -> list[dict]:
 
 
 def _stan_parameters(names: list) -> dict:
-    """Each Stan name's columns: ``{name: column}`` for a scalar, ``{name: (shape, columns,
-    indices)}`` for a container (its elements' 0-based indices)."""
-    found: dict[str, list] = {}
+    """Each Stan name's shape (``()`` for a scalar) and the columns of its elements in
+    row-major order (:func:`~bayesij.data.arrays.element_names`, as Stan orders them)."""
+    columns, shapes = {}, {}
     for column, label in enumerate(names):
         match = _STAN_NAME.match(str(label))
         if match is None:
@@ -336,39 +337,32 @@ def _stan_parameters(names: list) -> dict:
                 "select the program's parameters with post.select([...]) first.",
             )
         name, index = match.groups()
-        where = () if index is None else tuple(int(i) - 1 for i in index.split(","))
-        found.setdefault(name, []).append((where, column))
-    return {name: _slots(name, elements) for name, elements in found.items()}
+        where = () if index is None else tuple(int(i) for i in index.split(","))
+        seen = shapes.setdefault(name, where)
+        if len(seen) != len(where):
+            ranks = sorted((len(seen), len(where)))
+            raise fail(
+                "post", f"{name!r} with {ranks[0]} and {ranks[1]} indices", "one shape per name"
+            )
+        shapes[name] = tuple(max(a, b) for a, b in zip(seen, where, strict=True))
+        columns[str(label)] = column
+    fields = {}
+    for name, shape in shapes.items():
+        missing = [e for e in element_names(name, shape) if e not in columns]
+        if missing:
+            raise fail(
+                "post",
+                f"no {missing[0]!r} among the elements of {name!r} (shape {shape})",
+                "every element of each parameter the fit holds",
+            )
+        fields[name] = (shape, [columns[e] for e in element_names(name, shape)])
+    return fields
 
 
-def _slots(name: str, elements: list):
-    """A Stan name's column (a scalar) or its shape, columns and indices (a container)."""
-    ranks = sorted({len(where) for where, _ in elements})
-    if len(ranks) > 1:
-        raise fail(
-            "post", f"{name!r} with {ranks[0]} and {ranks[-1]} indices", "one shape per name"
-        )
-    if ranks == [0]:  # a scalar (the fit's names are unique)
-        return elements[0][1]
-    indices = np.array([where for where, _ in elements])
-    shape = tuple(int(i) for i in indices.max(axis=0) + 1)
-    if len(elements) != int(np.prod(shape)) or len({tuple(i) for i in indices}) != len(elements):
-        raise fail(
-            "post",
-            f"{len(elements)} distinct element(s) of {name!r} for its shape {shape}",
-            "every element of each parameter the fit holds",
-        )
-    return shape, np.array([column for _, column in elements]), tuple(indices.T)
-
-
-def _element_values(point: np.ndarray, slots):
+def _element_values(point: np.ndarray, field: tuple):
     """One draw's value of a Stan name: a float, or a nested list of its shape."""
-    if not isinstance(slots, tuple):
-        return float(point[slots])
-    shape, columns, indices = slots
-    values = np.empty(shape)
-    values[indices] = point[columns]
-    return values.tolist()
+    shape, columns = field
+    return point[columns].reshape(shape).tolist() if shape else float(point[columns[0]])
 
 
 def model_code(model: str) -> str:

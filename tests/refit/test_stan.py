@@ -179,7 +179,9 @@ def test_stan_inits_refuse_names_stan_does_not_give_and_parameters_with_gaps():
         refit.stan_inits(_fit_of(draws, ["beta[0]", "beta[1]"]))
     with pytest.raises(ValueError, match=r"post: found the quantity 'beta\[mom_hs\]'"):
         refit.stan_inits(_fit_of(draws, ["alpha", "beta[mom_hs]"]))
-    with pytest.raises(ValueError, match=r"post: found 2 distinct element\(s\) of 'b' for its"):
+    with pytest.raises(
+        ValueError, match=r"post: found no 'b\[2\]' among the elements of 'b' \(shape \(3,\)\)"
+    ):
         refit.stan_inits(_fit_of(draws, ["b[1]", "b[3]"]))
     with pytest.raises(ValueError, match=r"post: found 'b' with 0 and 1 indices; expected one"):
         refit.stan_inits(_fit_of(draws, ["b[1]", "b"]))
@@ -225,3 +227,21 @@ def test_samplings_leave_no_fit_in_httpstan_s_cache_and_keep_the_ones_there_befo
     assert sorted(p.name for p in fits.iterdir()) == before and kept.exists()
     np.testing.assert_array_equal(np.asarray(first["mu"]), np.asarray(again["mu"]))
     kept.unlink()
+
+
+def test_stan_inits_read_an_arviz_fit_of_either_generation():
+    import arviz as az
+    import numpy as np
+
+    from bayesij import refit
+
+    rng = np.random.default_rng(0)
+    groups = {
+        "posterior": {"mu": rng.normal(size=(2, 10)), "beta": rng.normal(size=(2, 10, 3))},
+        "log_likelihood": {"y": rng.normal(size=(2, 10, 5))},
+    }
+    one_dict = int(az.__version__.split(".")[0]) >= 1  # ArviZ 1.x: the groups as one dict
+    fit = az.from_dict(groups) if one_dict else az.from_dict(**groups)
+    start = refit.stan_inits(fit)[1]
+    assert start["mu"] == groups["posterior"]["mu"][1, -1]
+    assert start["beta"] == groups["posterior"]["beta"][1, -1].tolist()
