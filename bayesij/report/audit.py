@@ -451,10 +451,18 @@ def _amip_row(result: AmipResult) -> pd.DataFrame:
 
 
 def _interval(bounds, fmt: str) -> str:
+    """An interval's two ends as text, an infinite end with its sign (a change unbounded
+    downwards is ``-inf – x``); a size interval wholly past the limit (``(inf, inf)``) is
+    ``beyond alpha_max``."""
     low, high = bounds
-    if np.isinf(low) and np.isinf(high):
+    if np.isposinf(low) and np.isposinf(high):
         return "beyond alpha_max"
-    show = lambda v: "inf" if np.isinf(v) else ("n/a" if np.isnan(v) else fmt.format(v))  # noqa: E731
+
+    def show(value: float) -> str:
+        if np.isnan(value):
+            return "n/a"
+        return ("inf" if value > 0 else "-inf") if np.isinf(value) else fmt.format(value)
+
     return f"{show(low)} – {show(high)}"
 
 

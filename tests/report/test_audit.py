@@ -133,6 +133,27 @@ def test_an_undetermined_influential_set_is_said_to_be_open_with_the_draws_that_
     assert summary.count("undetermined") == 1  # counted once, where its size interval puts it
 
 
+def test_the_amip_table_writes_an_infinite_end_with_its_sign():
+    """A change unbounded downwards (a second-order breakdown while halving a scale) was
+    printed "inf – -0.23", an interval whose low end lay above its high end."""
+    from bayesij.report.audit import _amip_row
+
+    X, y = small_regression(60, seed=9)
+    post = refit.FlatPriorRegressionBackend(X, y, draws=1000, seed=2).fit(np.ones(y.size))
+    result = bayesij.amip(post, "beta[2]", "sign")
+    inf = float("inf")
+    row = _amip_row(
+        dataclasses.replace(result, change_interval=(-inf, -0.23), size_interval=(4.0, inf))
+    ).iloc[0]
+    assert row["change_interval"] == "-inf – -0.23"
+    assert row["size_interval"] == "4 – inf"
+    row = _amip_row(
+        dataclasses.replace(result, change_interval=(-inf, inf), size_interval=(inf, inf))
+    ).iloc[0]
+    assert row["change_interval"] == "-inf – inf"
+    assert row["size_interval"] == "beyond alpha_max"
+
+
 def test_no_misspecification_claim_from_a_noise_dominated_ij():
     post = noise_dominated_slope()
     result = bayesij.audit(post, settings={"amip": False})
