@@ -16,7 +16,13 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesij.array.amip import far_short, linear_path, metric_influence, search_path
+from bayesij.array.amip import (
+    MC_MARGIN,
+    far_short,
+    linear_path,
+    metric_influence,
+    search_path,
+)
 from bayesij.array.amip_curvature import SetCurvature, curvature_of
 from bayesij.array.checks import fail
 from bayesij.array.control_variates import zero_variance_mean
@@ -407,12 +413,14 @@ def _goal_at(goal, value: float):
     return replace(goal, value=value, need=goal.need - goal.direction * (value - goal.value))
 
 
-def _gains(draws, log_lik, goal, value: float) -> np.ndarray:
+def _gains(draws, log_lik, goal, value: float, with_mcse: bool = False):
     """How far dropping each unit moves the metric towards the goal at a refit (its draws
     of the quantity and every unit's log-likelihood), to first order: ``-direction psi_n``
-    (0 where ``psi_n`` is NaN)."""
-    psi = metric_influence(draws, log_lik, _goal_at(goal, value)).psi[0]
-    return -goal.direction * np.nan_to_num(psi, nan=0.0)
+    (0 where ``psi_n`` is NaN); with ``with_mcse``, also each one's Monte Carlo SE (0
+    where NaN)."""
+    scores = metric_influence(draws, log_lik, _goal_at(goal, value))
+    gain = -goal.direction * np.nan_to_num(scores.psi[0], nan=0.0)
+    return (gain, np.nan_to_num(scores.mcse[0], nan=0.0)) if with_mcse else gain
 
 
 def _within_error(goal, change: float, mcse: float) -> bool:
@@ -509,18 +517,26 @@ def _exchanged(draws, log_lik, goal, value: float, dropped: np.ndarray, k_max: i
     """The set of ``k_max`` units that the first order at a refit without ``dropped``
     (its draws of the searched quantity and every unit's log-likelihood) says moves the
     metric furthest towards the goal, and the metric it predicts there; None where that is
-    ``dropped`` itself (a local optimum at first order).
+    ``dropped`` itself (a local optimum at first order), or where the move it predicts is
+    within :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo SEs of that prediction (the
+    exchanged units' influences' errors together): the draws cannot tell it from no move,
+    and its refit would buy nothing (on a kidiq-shaped regression, four such refits in a
+    row each moved the metric by less than 0.002 of the 0.42 it had to go, one of them
+    the wrong way).
 
     At the refit, dropping a unit ``n`` moves the metric by ``-psi_n`` and putting a
     dropped unit back by ``+psi_n`` (its influence at the refit's draws, which carry its
     log-likelihood unweighted): the set ``S'`` moves it by ``sum_S psi - sum_S' psi``, best
     for the ``k_max`` units of the largest ``-direction psi_n``.
     """
-    gain = _gains(draws, log_lik, goal, value)
+    gain, mcse = _gains(draws, log_lik, goal, value, with_mcse=True)
     chosen = top_positive(gain, k_max)
     if np.array_equal(np.sort(chosen), np.sort(dropped)):
         return None
     moved = float(gain[chosen].sum() - gain[dropped].sum())
+    swapped = np.setxor1d(chosen, dropped)  # the units dropped anew and those put back
+    if moved <= MC_MARGIN * float(np.sqrt(np.sum(mcse[swapped] ** 2))):
+        return None
     return chosen, value + goal.direction * moved
 
 

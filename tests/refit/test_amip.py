@@ -160,3 +160,22 @@ def test_a_refit_short_of_the_goal_by_less_than_two_monte_carlo_errors_is_too_cl
     assert _within_error(goal, -goal.need + 1 * mcse, mcse)
     assert _within_error(goal, -goal.need - 1 * mcse, mcse)  # past it
     assert not _within_error(goal, -goal.need + 3 * mcse, mcse)
+
+
+def test_an_exchange_the_draws_cannot_tell_from_no_move_is_not_refitted():
+    # kidiq-shaped (N = 434), beta[3]'s significance within 43 drops: exact refits show no
+    # set of the ranking reaches (OLS AMIP finds none). At the refit of the largest set,
+    # the first order proposes swapping a unit or two for a move of about 0.001 of the
+    # 0.42 still to go, below the error of that prediction; such exchanges were refitted
+    # four times in a row (one moved the metric the wrong way). Now none is.
+    from ols_amip import kidiq_shaped, ols_amip
+
+    X, y = kidiq_shaped()
+    assert ols_amip(X, y, 2, "significance")[0] is None
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
+    post = backend.fit(np.ones(y.size))
+    result = bayesij.amip(post, "beta[3]", "significance", backend=backend, max_refits=6)
+    refits = result.refits
+    assert result.answer != "reached"
+    assert len(refits) <= 3 and "exchange at the last refit" not in refits["why"].tolist()
+    assert refits["n_drop"].iloc[-1] == 43
