@@ -413,14 +413,13 @@ def _goal_at(goal, value: float):
     return replace(goal, value=value, need=goal.need - goal.direction * (value - goal.value))
 
 
-def _gains(draws, log_lik, goal, value: float, with_mcse: bool = False):
+def _gains(draws, log_lik, goal, value: float) -> tuple[np.ndarray, np.ndarray]:
     """How far dropping each unit moves the metric towards the goal at a refit (its draws
     of the quantity and every unit's log-likelihood), to first order: ``-direction psi_n``
-    (0 where ``psi_n`` is NaN); with ``with_mcse``, also each one's Monte Carlo SE (0
-    where NaN)."""
+    (0 where ``psi_n`` is NaN), and each one's Monte Carlo SE (0 where NaN)."""
     scores = metric_influence(draws, log_lik, _goal_at(goal, value))
     gain = -goal.direction * np.nan_to_num(scores.psi[0], nan=0.0)
-    return (gain, np.nan_to_num(scores.mcse[0], nan=0.0)) if with_mcse else gain
+    return gain, np.nan_to_num(scores.mcse[0], nan=0.0)
 
 
 def _within_error(goal, change: float, mcse: float) -> bool:
@@ -455,7 +454,7 @@ def _beyond_limit(rows, closest, codes, backend, quantity, goal, unit_groups, ma
         draws = refit.quantities.sel(quantity=quantity).values
         log_lik = refit.units(unit_groups)[0]
         gap = _goal_at(goal, value).need
-        gain = _gains(draws, log_lik, goal, value)
+        gain, _ = _gains(draws, log_lik, goal, value)
         gain[dropped] = -np.inf
         ranked = top_positive(gain, log_lik.shape[-1] - dropped.size)
         if not ranked.size:
@@ -529,7 +528,7 @@ def _exchanged(draws, log_lik, goal, value: float, dropped: np.ndarray, k_max: i
     log-likelihood unweighted): the set ``S'`` moves it by ``sum_S psi - sum_S' psi``, best
     for the ``k_max`` units of the largest ``-direction psi_n``.
     """
-    gain, mcse = _gains(draws, log_lik, goal, value, with_mcse=True)
+    gain, mcse = _gains(draws, log_lik, goal, value)
     chosen = top_positive(gain, k_max)
     if np.array_equal(np.sort(chosen), np.sort(dropped)):
         return None
