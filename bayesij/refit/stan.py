@@ -348,14 +348,15 @@ def _stan_parameters(names: list) -> dict:
         columns[str(label)] = column
     fields = {}
     for name, shape in shapes.items():
-        missing = [e for e in element_names(name, shape) if e not in columns]
+        elements = element_names(name, shape)
+        missing = [e for e in elements if e not in columns]
         if missing:
             raise fail(
                 "post",
                 f"no {missing[0]!r} among the elements of {name!r} (shape {shape})",
                 "every element of each parameter the fit holds",
             )
-        fields[name] = (shape, [columns[e] for e in element_names(name, shape)])
+        fields[name] = (shape, [columns[e] for e in elements])
     return fields
 
 
