@@ -51,7 +51,9 @@ def main() -> None:
         r_side = r_loo(n_obs, 0.9) if with_r else None  # first: R needs the memory
         _, log_lik = regression_draws(n_obs)
         idata = inference_data(log_lik)
-        *ours_row, ours = timed(bayesij.loo, log_lik, r_eff=0.9, **options)
+        *ours_row, ours = timed(
+            bayesij.loo, log_lik, convention=bayesij.PsisOptions(r_eff=0.9, **options)
+        )
         *theirs_row, theirs = timed(peer, idata, pointwise=True, reff=0.9)
         rows = {
             "log-sum-exp pass": measure(log_sum_exp_pass, log_lik),
@@ -62,7 +64,9 @@ def main() -> None:
         del idata
         if r_side is not None:
             options_r = {"tail_rule": "ceil", "ties": "position"}
-            *ours_r, ours_r_result = timed(bayesij.loo, log_lik, r_eff=0.9, **options_r)
+            *ours_r, ours_r_result = timed(
+                bayesij.loo, log_lik, convention=bayesij.PsisOptions(r_eff=0.9, **options_r)
+            )
             rows["bayesij loo (as R loo)"] = tuple(ours_r)
             rows[f"R loo loo() ({r_side[3]} core(s))"] = r_side[:2]
         report(n_obs, rows, f"{name} (reff = 0.9)")
