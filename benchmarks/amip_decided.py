@@ -35,6 +35,7 @@ import numpy as np
 
 import bayesij
 from bayesij import refit
+from common import amip_gradient
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
 import logistic_amip as logistic  # noqa: E402
@@ -108,7 +109,7 @@ def run(name: str, refits: bool) -> dict:
     else:
         backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
     post, score, theta = backend.fit_with_gradient(np.ones(y.size))
-    extra = {"grad_log_posterior": score, "unconstrained": theta} if control_variates else {}
+    extra = amip_gradient(score, theta) if control_variates else {}
     row = dict(model=name, questions=0, draws=0, refits_decided=0, refits=0, refuted=0)
     start = time.perf_counter()
     for k in range(1, X.shape[1]):

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import bayesij
+from common import amip_gradient
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
 from logistic_amip import (  # noqa: E402
@@ -97,7 +98,7 @@ def main() -> None:
             cells = []
             for how, extra in (
                 ("plain", {}),
-                ("control variates", {"grad_log_posterior": grad, "unconstrained": beta}),
+                ("control variates", amip_gradient(grad, beta)),
             ):
                 result = bayesij.amip(post, NAMES[k], target, **extra)
                 found = _defects(result, X, y, k, target, iterated)
@@ -128,8 +129,7 @@ def _refits(X, y, references) -> None:
             target,
             backend=backend,
             max_refits=6,
-            grad_log_posterior=grad,
-            unconstrained=beta,
+            **amip_gradient(grad, beta),
         )
         seconds = time.perf_counter() - start
         iterated = references[(k, target)][0]

@@ -21,7 +21,7 @@ import numpy as np
 
 import bayesij
 from bayesij.refit import FlatPriorRegressionBackend
-from common import HEADER, log_sum_exp_pass, measure, report
+from common import HEADER, amip_gradient, log_sum_exp_pass, measure, report
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
 from ols_amip import heavy_tailed_experiment, metric, ols_amip  # noqa: E402
@@ -43,11 +43,7 @@ def main() -> None:
         rows = {"log-sum-exp pass": measure(log_sum_exp_pass, post.log_lik.values)}
         variants = {
             "linear": {"method": "linear"},
-            "linear+cv": {
-                "method": "linear",
-                "grad_log_posterior": score,
-                "unconstrained": theta,
-            },
+            "linear+cv": {"method": "linear", **amip_gradient(score, theta)},
             "reweighted": {"method": "reweighted"},
         }
         sets = []

@@ -171,3 +171,17 @@ def _available_bytes() -> int:
     except OSError:
         pass
     return 0
+
+
+def amip_gradient(gradient, unconstrained) -> dict:
+    """The keywords that give :func:`bayesij.amip` the log posterior's gradient at the
+    draws and those draws: ``grad_log_posterior=(gradient, unconstrained)``, or, on a
+    bayesij from before that (these benchmarks run on older versions too, for before/after
+    tables), the two keywords ``grad_log_posterior`` and ``unconstrained``."""
+    import inspect
+
+    import bayesij
+
+    if "unconstrained" in inspect.signature(bayesij.amip).parameters:
+        return {"grad_log_posterior": gradient, "unconstrained": unconstrained}
+    return {"grad_log_posterior": (gradient, unconstrained)}

@@ -1367,7 +1367,12 @@ def _catalogue():
             "amip",
             "grad_log_posterior",
             kw(bayesij.amip, "grad_log_posterior", data=POST, quantity="f[1]", method="linear"),
-            {"wrong draws": np.zeros((C, D - 1, 2)), "NaN": np.full((C, D, 2), np.nan)},
+            {
+                "wrong draws": (np.zeros((C, D - 1, 2)), np.zeros((C, D - 1, 2))),
+                "NaN": (np.full((C, D, 2), np.nan), np.zeros((C, D, 2))),
+                "one array": np.zeros((C, D, 2)),
+                "three arrays": (np.zeros((C, D, 2)),) * 3,
+            },
         ),
         ("CallableBackend", "fn", refit.CallableBackend, {"3": 3, "None": None}),
         ("PyMCBackend", "model", refit.PyMCBackend, {"3": 3, "'nope'": "nope", "dict": {}}),

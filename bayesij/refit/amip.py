@@ -28,9 +28,9 @@ from bayesij.array.checks import fail
 from bayesij.array.control_variates import zero_variance_mean
 from bayesij.array.numeric import top_positive
 from bayesij.array.psis import pareto_k_threshold
-from bayesij.data.fit import read
+from bayesij.data.fit import Fit, read
 from bayesij.refit.backends import check_backend
-from bayesij.stats.amip import AmipResult, _scale_mask, amip_search
+from bayesij.stats.amip import AmipResult, _scale_mask, amip_search, gradient_arrays
 
 __all__ = ["amip"]
 
@@ -48,7 +48,6 @@ def amip(
     backend=None,
     max_refits: int = 6,
     grad_log_posterior=None,
-    unconstrained=None,
 ) -> AmipResult:
     """Approximate most influential set: the fewest units whose removal reaches a target.
 
@@ -94,15 +93,18 @@ def amip(
     max_refits : int, default 6
         Budget of refits in the loop (on a logistic regression with sets of 120-300 of
         3020, 6 found sets within 4 % of the estimating equation's iterated AMIP).
-    grad_log_posterior, unconstrained : array_like of shape (n_chains, n_draws, P), optional
-        The log posterior's gradient in the unconstrained parameters at each draw (and
-        those draws): the influences that rank and predict are estimated with zero-variance
-        control variates (:func:`bayesij.influence`), whose Monte Carlo error is far
-        smaller for observations whose log-likelihood is heavy-tailed across draws. With
-        them the linear method finds the estimating-equation AMIP set (+ 1) on a
-        heavy-tailed field experiment where the plain estimates give only a sure upper
-        bound 2-8 times larger (docs/guide/amip.md). The reweighted method's steps reweight
-        the plain draws.
+    grad_log_posterior : density or (array_like, array_like), optional
+        The log posterior's gradient in the unconstrained parameters at each draw, and
+        those draws: a model density with ``grad_log_posterior(data) -> (gradient,
+        unconstrained)`` (:class:`bayesij.refit.PyStanDensity`,
+        :class:`bayesij.refit.PyMCDensity`) or those two arrays, each (n_chains, n_draws,
+        P), as :func:`bayesij.audit` takes them. The influences that rank and predict are
+        then estimated with zero-variance control variates (:func:`bayesij.influence`),
+        whose Monte Carlo error is far smaller for observations whose log-likelihood is
+        heavy-tailed across draws. With them the linear method finds the
+        estimating-equation AMIP set (+ 1) on a heavy-tailed field experiment where the
+        plain estimates give only a sure upper bound 2-8 times larger (docs/guide/amip.md).
+        The reweighted method's steps reweight the plain draws.
 
     Returns
     -------
@@ -164,7 +166,7 @@ def amip(
         alpha_max=alpha_max,
         z=z,
         method=method,
-        gradient=(grad_log_posterior, unconstrained),
+        gradient=gradient_arrays(grad_log_posterior, data.data if isinstance(data, Fit) else data),
         refits=backend is not None,
     )
     if backend is None:

@@ -44,6 +44,7 @@ from bayesij.stats.amip import (
     check_search_options,
     check_target,
     fit_parameters,
+    gradient_arrays,
     looks_like_scale,
     one_signed,
 )
@@ -757,7 +758,7 @@ def audit(
     with warnings.catch_warnings():  # every diagnostic is part of the report
         warnings.simplefilter("ignore")
         questions, skipped = _questions(source, names, targets) if amip else ([], {})
-        gradient = _gradient_arrays(grad_log_posterior, fit.data) if questions else (None, None)
+        gradient = gradient_arrays(grad_log_posterior, fit.data) if questions else (None, None)
         say.stage(
             f"one pass over {source.n_draws} draws x {unit_words(units.name, source.n_units)}: "
             f"influence, IJ, LOO, WAIC, {len(questions)} AMIP question(s)"
@@ -928,31 +929,11 @@ def _refitted(
             method=method,
             backend=once,
             max_refits=max_refits,
-            grad_log_posterior=gradient[0],
-            unconstrained=gradient[1],
+            grad_log_posterior=gradient,
         )
         for (quantity, target), answer in answers.items()
     }
     return answered, once.n_refits
-
-
-def _gradient_arrays(gradient, data) -> tuple:
-    """``(gradient, unconstrained)`` from a density (its gradient at the audited fit's
-    draws, which reads every parameter's draws, not only the audited quantities) or a pair
-    of arrays; (None, None) without one."""
-    if gradient is None:
-        return None, None
-    if callable(getattr(gradient, "grad_log_posterior", None)):
-        return gradient.grad_log_posterior(data)
-    if isinstance(gradient, (tuple, list)) and len(gradient) == 2:
-        return gradient[0], gradient[1]
-    raise fail(
-        "grad_log_posterior",
-        f"a {type(gradient).__name__}",
-        "a model density with grad_log_posterior(data) (refit.PyStanDensity, "
-        "refit.PyMCDensity) or a (gradient, unconstrained) pair of arrays of shape "
-        "(n_chains, n_draws, P)",
-    )
 
 
 def _description(source) -> str:

@@ -58,7 +58,7 @@ from bayesij.data.posterior import base_name
 from bayesij.data.source import join_blocks, map_blocks
 from bayesij.stats.elpd import Summary
 
-__all__ = ["amip_search", "AmipResult", "DrawsAnswer", "TARGETS", "METHODS"]
+__all__ = ["amip_search", "gradient_arrays", "AmipResult", "DrawsAnswer", "TARGETS", "METHODS"]
 
 
 @dataclass(frozen=True)
@@ -1198,3 +1198,24 @@ def refits_to_decide(answer: str, size_interval: tuple, alpha_max: float, n_unit
     low = 1 if not np.isfinite(low) else max(1, int(low))
     high = limit + 1 if not np.isfinite(high) else int(high)
     return int(np.ceil(np.log2(max(high - low, 1) + 1))) + 1
+
+
+def gradient_arrays(gradient, data) -> tuple:
+    """``(gradient, unconstrained)``, each (n_chains, n_draws, P), from ``gradient``: a
+    model density (its ``grad_log_posterior(data)`` at the fit's draws, which reads every
+    parameter's draws, not only the audited quantities: :class:`bayesij.refit.PyStanDensity`,
+    :class:`bayesij.refit.PyMCDensity`) or that pair of arrays; (None, None) without one.
+    What :func:`bayesij.amip` and :func:`bayesij.audit` take as ``grad_log_posterior``."""
+    if gradient is None:
+        return None, None
+    if callable(getattr(gradient, "grad_log_posterior", None)):
+        return gradient.grad_log_posterior(data)
+    if isinstance(gradient, (tuple, list)) and len(gradient) == 2:
+        return gradient[0], gradient[1]
+    raise fail(
+        "grad_log_posterior",
+        f"a {type(gradient).__name__}",
+        "a model density with grad_log_posterior(data) (refit.PyStanDensity, "
+        "refit.PyMCDensity) or a (gradient, unconstrained) pair of arrays of shape "
+        "(n_chains, n_draws, P)",
+    )

@@ -179,3 +179,31 @@ def test_an_exchange_the_draws_cannot_tell_from_no_move_is_not_refitted():
     assert result.answer != "reached"
     assert len(refits) <= 3 and "exchange at the last refit" not in refits["why"].tolist()
     assert refits["n_drop"].iloc[-1] == 43
+
+
+def test_a_model_density_gives_amip_the_gradient_as_its_two_arrays_do():
+    # grad_log_posterior as the audit takes it: a density, asked at the fit given (a read
+    # Fit: at its data), answers as the (gradient, unconstrained) pair it returns; anything
+    # else is refused by name.
+    from ols_amip import heavy_tailed_experiment
+
+    X, y = heavy_tailed_experiment(500, seed=0)
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=1000, chains=4, seed=1)
+    post, score, theta = backend.fit_with_gradient(np.ones(y.size))
+    asked = []
+
+    class Density:
+        def grad_log_posterior(self, fit):
+            asked.append(fit)
+            return score, theta
+
+    pair = bayesij.amip(post, "beta[2]", "sign", method="linear", grad_log_posterior=(score, theta))
+    plain = bayesij.amip(post, "beta[2]", "sign", method="linear")
+    for data in (post, bayesij.read(post)):
+        got = bayesij.amip(data, "beta[2]", "sign", method="linear", grad_log_posterior=Density())
+        assert got.drop_ids == pair.drop_ids and got.answer == pair.answer
+        assert got.predicted_change == pair.predicted_change
+    assert [fit is post for fit in asked] == [True, True]
+    assert plain.predicted_change != pair.predicted_change  # the control variates count
+    with pytest.raises(ValueError, match=r"^grad_log_posterior: found a ndarray"):
+        bayesij.amip(post, "beta[2]", "sign", method="linear", grad_log_posterior=score)

@@ -186,7 +186,7 @@ def test_audit_passes_the_gradient_to_its_amip_searches():
     plain = bayesij.audit(post, **kwargs)
     for target in targets:
         expected = bayesij.amip(
-            post, "beta[2]", target, method="linear", grad_log_posterior=score, unconstrained=theta
+            post, "beta[2]", target, method="linear", grad_log_posterior=(score, theta)
         )
         got = with_cv.amip[("beta[2]", target)]
         assert got.drop_ids == expected.drop_ids and got.answer == expected.answer

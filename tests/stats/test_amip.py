@@ -330,7 +330,7 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     X, y, post, score, theta = field_experiment
     reference, _ = ols_amip(X, y, 1, target)
     result = bayesij.amip(
-        post, "beta[2]", target, method="linear", grad_log_posterior=score, unconstrained=theta
+        post, "beta[2]", target, method="linear", grad_log_posterior=(score, theta)
     )
     assert result.reachable
     assert result.answer == "reached" and not result.upper_bound
@@ -389,7 +389,7 @@ def test_control_variates_of_a_fit_opened_lazily_give_the_in_memory_answers(cont
     X, y = heavy_tailed_experiment(2000, seed=0)
     backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, chains=4, seed=1)
     post, score, theta = backend.fit_with_gradient(np.ones(y.size))
-    gradient = {"grad_log_posterior": score, "unconstrained": theta}
+    gradient = {"grad_log_posterior": (score, theta)}
     lazily = {"obs": 300}
     with pytest.raises(ValueError, match=r"^method: found 'reweighted' with a lazy log-lik"):
         bayesij.amip(_saved_fit(post, container, lazily), "beta2", "sign", **gradient)
@@ -461,8 +461,7 @@ def test_refits_in_the_loop_find_the_ols_amip_set_whatever_the_refit_seed(field_
             "beta[2]",
             target,
             method="linear",
-            grad_log_posterior=score,
-            unconstrained=theta,
+            grad_log_posterior=(score, theta),
             backend=backend,
             max_refits=10,
         )
@@ -620,9 +619,8 @@ def test_draws_only_answers_over_independent_sets_of_draws():
         backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=seed)
         post, score, theta = backend.fit_with_gradient(np.ones(y.size))
         for target in targets:
-            for how, extra in (("plain", {}), ("control variates", {"grad_log_posterior": score})):
-                if extra:
-                    extra["unconstrained"] = theta
+            gradient = {"grad_log_posterior": (score, theta)}
+            for how, extra in (("plain", {}), ("control variates", gradient)):
                 result = bayesij.amip(post, "beta[2]", target, method="linear", **extra)
                 assert result.answer != "not reachable" and result.reachable
                 sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
@@ -703,7 +701,7 @@ def test_with_control_variates_a_microcredit_style_experiment_gets_the_ols_amip_
     for seed in (1, 2, 3):
         backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=seed)
         post, score, theta = backend.fit_with_gradient(np.ones(y.size))
-        gradient = {"grad_log_posterior": score, "unconstrained": theta}
+        gradient = {"grad_log_posterior": (score, theta)}
         for target in targets:
             result = bayesij.amip(post, "beta[2]", target, method="linear", **gradient)
             assert result.answer == "reached" and not result.upper_bound, (seed, target)

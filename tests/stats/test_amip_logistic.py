@@ -62,7 +62,7 @@ def _check(result, X, y, k, target, reference, first_id=0):
 def _answers_hold(wells, seed, estimators):
     X, y, references = wells
     post, grad, beta = _fit(X, y, seed)
-    options = {"plain": {}, "control variates": {"grad_log_posterior": grad, "unconstrained": beta}}
+    options = {"plain": {}, "control variates": {"grad_log_posterior": (grad, beta)}}
     answers = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -120,7 +120,7 @@ def test_refits_in_the_loop_find_the_iterated_ee_amip_sets(wells):
         warnings.simplefilter("ignore")
         for k, target in [(1, "significance"), (2, "significance"), (3, "sign")]:
             result = bayesij.amip(
-                post, NAMES[k], target, backend=backend, grad_log_posterior=grad, unconstrained=beta
+                post, NAMES[k], target, backend=backend, grad_log_posterior=(grad, beta)
             )
             reference = references[(k, target)]
             assert result.answer == "reached" and result.n_drop <= 1.05 * reference
