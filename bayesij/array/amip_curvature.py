@@ -20,7 +20,9 @@ between the two (:func:`bayesij.array.amip_noise.nonlinear_band`), widened beyon
 second-order prediction by how far the set's log-likelihood departs from its quadratic
 over the shift (its cubic terms); for a conditionally normal set, whose Newton step of a
 coefficient's mean is exact, the band is around the second order
-(:data:`GAUSSIAN_SHARE`).
+(:data:`GAUSSIAN_SHARE`), and an interval end's sd after the drop is worked out with the
+coefficients integrated out given the residual sd and its inverse gamma reweighted
+(:func:`_normal_drop`).
 
 The parameters are the fit's quantities when there are few of them (at most
 :data:`MAX_PARAMETERS`), else the searched quantity and those most correlated with it: the
@@ -33,6 +35,9 @@ References
    infinitesimal jackknife. arXiv:1907.12116.
 .. [2] Kuschnig, N., Zens, G. and Crespo Cuaresma, J. (2021). Hidden in plain sight:
    influential sets in linear regression. CESifo Working Paper 9296.
+.. [3] Gelman, A., Carlin, J. B., Stern, H. S., Dunson, D. B., Vehtari, A. and Rubin, D. B.
+   (2013). Bayesian Data Analysis, 3rd ed., section 14.2 (the normal regression's
+   conjugate posterior: :func:`_normal_drop`).
 """
 
 from __future__ import annotations
@@ -111,7 +116,8 @@ CUBIC_GRID = 24
 GAUSSIAN_EXACT = 1e-9
 
 #: Where the set's log-likelihood is conditionally normal and the metric is a
-#: coefficient's posterior mean, the band is the second-order
+#: coefficient's posterior mean (or an interval end worked out by :func:`_normal_drop`),
+#: the band is the second-order
 #: prediction give or take this share of the gap between the orders (elsewhere it reaches
 #: back to the first-order prediction, and beyond the second by the cubic share): the
 #: second-order step of the coefficients with the scales held is then the exact Newton
@@ -274,6 +280,12 @@ class Curvature(NamedTuple):
             scales, kappa = holding
             var = var * np.exp(shift[:, scales] @ kappa[scales])
         second = shift[:, e] + sign * z * (np.sqrt(np.maximum(var, 0.0)) - sd)
+        # An interval end of a coefficient normal given one residual sd: its sd after the
+        # drop with the sd reweighted exactly (where the set is normal observations).
+        removal = self._normal_removal(grid, sums) if holding is not None and sign else None
+        if removal is not None:  # an interval end's sd worked out where the set allows
+            sd_after, exact_sd = removal
+            second = np.where(exact_sd, shift[:, e] + sign * z * (sd_after - sd), second)
         runaway = np.copysign(np.inf, np.where(first == 0, 1.0, first))
         second = np.where(ok, second, runaway)
         cubic, explained = self._cubic_share(grid, sums, shift, smallest, root)
@@ -283,7 +295,9 @@ class Curvature(NamedTuple):
         # GAUSSIAN_SHARE of the gap between the orders (its cubic share is the scale's,
         # which the coefficients' step holds).
         exact_step = holding is not None or self.scales is None  # held, or no scale at all
-        gaussian = self._gaussian(grid, sums, exact_step and sign == 0)
+        gaussian = self._gaussian(grid, sums, exact_step and (sign == 0 or removal is not None))
+        if sign and removal is not None:
+            gaussian &= removal[1]
         weight = np.where(gaussian, np.minimum(weight, GAUSSIAN_SHARE), weight)
         with np.errstate(invalid="ignore"):
             beyond = weight * np.abs(second - first)
@@ -300,9 +314,9 @@ class Curvature(NamedTuple):
         Newton step of the other parameters' means is then exact for a normal posterior.
         Without scales, whether it is quadratic in the parameters (a normal likelihood of
         known sd). False unless ``held``: a step of a posterior mean that holds the scales,
-        or of a model without them (an interval end moves with the scale's own step, whose
-        error the band keeps: on a mesquite-shaped fit a significance set's second-order
-        change was 2.5 times the exact one)."""
+        or of a model without them, or an interval end whose sd :meth:`_normal_removal`
+        works out (its own Newton step is not exact: on a mesquite-shaped fit a
+        significance set's second-order change was 2.5 times the exact one)."""
         k = int(grid[-1])
         if not held or self.gaussian_basis is None:
             return np.zeros(k, dtype=bool)
@@ -313,6 +327,44 @@ class Curvature(NamedTuple):
         exact = (left <= GAUSSIAN_EXACT * totals) | (totals == 0)
         at = np.searchsorted(grid, np.arange(1, k + 1))  # the first grid size >= each size
         return exact[at]
+
+    def _normal_removal(self, grid, sums) -> tuple | None:
+        """The searched coefficient's posterior sd after dropping each prefix, and where
+        that is exact (each (K,)), for a model whose coefficients are normal given one
+        scale ``s`` with covariance ``s^2 V`` (:meth:`_one_normal_scale`) and prefixes
+        whose log-likelihood is that of normal observations of sd ``s`` (fitted across
+        the draws at the sizes ``grid`` from their centred sums ``sums`` (G, S),
+        interpolated between: :func:`_normal_drop`); None for another model."""
+        j = self._one_normal_scale()
+        if j is None:
+            return None
+        d = self.design[:, : self.n_parameters]
+        others = np.flatnonzero(np.arange(self.n_parameters) != j)
+        e = int(np.flatnonzero(others == self.column)[0])
+        scaled, _, ok = _normal_drop(d[:, others], d[:, j], sums, e)
+        sizes = np.arange(1, int(grid[-1]) + 1)
+        at = np.searchsorted(grid, sizes)
+        exact = ok[at] & ok[np.maximum(at - 1, 0)]
+        ratio = np.interp(sizes, np.concatenate([[0], grid]), scaled / scaled[0])
+        return np.sqrt(self.cov[self.column, self.column]) * ratio, exact  # from the draws' sd
+
+    def _one_normal_scale(self) -> int | None:
+        """The column of the one scale when every other parameter is normal given it as a
+        regression's coefficients are: their means free of it (:attr:`mean_free`) and
+        their variances growing as its square (:attr:`elasticity` within
+        :data:`ELASTICITY_ERROR` of 2: where the draws do not measure the growth, a
+        scale known to a few percent, a covariance that does not grow is as likely and
+        the sd after a drop that moves the scale far is not known); None otherwise, or
+        when the searched parameter is the scale."""
+        scales, kappa, free = self.scales, self.elasticity, self.mean_free
+        if scales is None or kappa is None or free is None or scales.sum() != 1:
+            return None
+        j = int(np.flatnonzero(scales)[0])
+        if scales[self.column] or not free.all():
+            return None
+        if np.any(np.abs(kappa[~scales, j] - 2.0) > ELASTICITY_ERROR):
+            return None
+        return j
 
     def _held(self, e: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The scales (P,) and parameter ``e``'s variance elasticities in them (P,) when its
@@ -386,6 +438,82 @@ def _scales_held(a: np.ndarray, scales: np.ndarray) -> np.ndarray:
     cross = scales[:, None] != scales[None, :]
     out[..., cross] = 0.0
     return out
+
+
+def _normal_drop(u: np.ndarray, t: np.ndarray, sums: np.ndarray, e: int) -> tuple:
+    """Coefficient ``e``'s posterior sd before and after dropping each of the sets whose
+    centred log-likelihood over the draws is ``sums`` (G, S), for coefficients normal
+    given a scale ``s`` with covariance ``s^2 V`` and sets of normal observations of sd
+    ``s``: ``u`` (S, p) the centred coefficients, ``t`` (S,) the centred ``log s``.
+
+    Each set's log-likelihood is ``a log s - (r + 2 h'u + u'Mu) / (2 s^2)`` (fitted by
+    least squares; exact for a normal regression). Dropping it, the coefficients given
+    ``s`` stay normal, of covariance ``s^2 V'``, ``V' = (V^-1 - M)^-1``, and ``s^2``'s
+    posterior is reweighted by ``s^-a exp((r + h'V'h) / (2 s^2))`` (the coefficients
+    integrated out in closed form): an inverse gamma stays one
+    (:func:`_inverse_gamma_after`). Returns ``(scaled, held, ok)``: ``sqrt(E[s^2] V'_ee)``
+    with ``E[s^2]`` after the drop, the same with it before (a covariance that does not
+    grow with ``s``), each (G + 1,) with the sd before the drop first, and whether the
+    set fits the form, ``I - V^1/2 M V^1/2`` is short of :data:`BREAKDOWN` and the
+    reweighted inverse gamma has a mean (G,)."""
+    inverse = np.exp(-2.0 * (t - t.max()))  # 1 / s^2 up to a constant factor
+    p, n = u.shape[1], u.shape[0]
+    i, j = np.triu_indices(p)
+    design = np.column_stack(
+        [t, inverse, u * inverse[:, None], u[:, i] * u[:, j] * inverse[:, None]]
+    )
+    coef = np.linalg.lstsq(design - design.mean(axis=0), sums.T, rcond=None)[0]  # (F, G)
+    hessian = np.zeros((sums.shape[0], p, p))
+    hessian[:, i, j] = hessian[:, j, i] = -coef[2 + p :].T
+    hessian[:, np.arange(p), np.arange(p)] *= 2.0  # a square's coefficient is -M_aa / 2
+    v = (u * inverse[:, None]).T @ u / n  # E[u u' / s^2]
+    root = _symmetric_root(v)
+    ok = _above_breakdown(np.eye(p) - root @ hessian @ root)
+    precision = np.linalg.inv(v)
+    after = np.linalg.inv(np.where(ok[:, None, None], precision - hessian, precision))
+    h = -coef[2 : 2 + p].T  # (G, p)
+    c = -2.0 * coef[1] + np.einsum("gi,gij,gj->g", h, after, h)
+    squares = 1.0 / inverse
+    spread, fits = _inverse_gamma_after(squares, coef[0], c)
+    ok &= fits & _explained_exactly(design, coef, sums)
+    before = squares.mean()
+    scaled = np.sqrt(np.where(ok, spread, before) * after[:, e, e])
+    held = np.sqrt(before * after[:, e, e])
+    first = np.sqrt([before * v[e, e]])
+    return np.concatenate([first, scaled]), np.concatenate([first, held]), ok
+
+
+def _inverse_gamma_after(squares: np.ndarray, a: np.ndarray, c: np.ndarray) -> tuple:
+    """The mean of a squared scale ``s^2`` after its draws ``squares`` (S,) are reweighted
+    by ``s^-a exp(c / (2 s^2))`` (``a``, ``c``: (G,)), with its posterior taken as the
+    inverse gamma of the draws' mean and variance: ``InvGamma(alpha, beta)`` becomes
+    ``InvGamma(alpha + a / 2, beta - c / 2)`` (exact for a regression's residual variance
+    under a flat or conjugate prior). Also whether that inverse gamma has a mean (G,)
+    and the draws follow one (their log's skewness within two standard errors of its
+    own)."""
+    from scipy.special import polygamma
+
+    mean, var = squares.mean(), squares.var()
+    alpha = mean**2 / var + 2.0
+    beta = mean * (alpha - 1.0)
+    logs = np.log(squares)
+    centred = logs - logs.mean()
+    skew = np.mean(centred**3) / np.mean(centred**2) ** 1.5
+    expected = -polygamma(2, alpha) / polygamma(1, alpha) ** 1.5  # of log s^2, sign flipped
+    shaped = abs(skew - expected) <= 2.0 * np.sqrt(6.0 / squares.size)
+    alpha_after, beta_after = alpha + a / 2.0, beta - c / 2.0
+    fits = (alpha_after > 2.0) & (beta_after > 0.0) & shaped
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(fits, beta_after / (alpha_after - 1.0), np.nan), fits
+
+
+def _explained_exactly(design: np.ndarray, coef: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """Whether each of ``sums`` (G, S) is its least-squares fit ``coef`` (F, G) on the
+    centred ``design`` (S, F) to :data:`GAUSSIAN_EXACT` of its variance (G,)."""
+    residual = sums - ((design - design.mean(axis=0)) @ coef).T
+    totals = np.einsum("gs,gs->g", sums, sums)
+    left = np.einsum("gs,gs->g", residual, residual)
+    return (left <= GAUSSIAN_EXACT * totals) | (totals == 0)
 
 
 def _above_breakdown(tilted: np.ndarray) -> np.ndarray:

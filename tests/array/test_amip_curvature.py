@@ -602,8 +602,12 @@ def test_a_normal_regression_s_sets_are_conditionally_normal_and_their_band_hugs
     # The log-likelihood of normal observations with the residual sd held is quadratic in
     # the coefficients times 1 / sigma^2: the normal family's design spans it to round-off,
     # so a coefficient's mean is banded around its second-order change (GAUSSIAN_SHARE of
-    # the gap either side), which holds the exact refit's; an interval end (the sd's own
-    # step) and the joint step keep the band from the first order.
+    # the gap either side), and an interval end around its change with the coefficients
+    # integrated out given sigma and sigma^2's inverse gamma reweighted (exact for this
+    # flat prior); both hold the exact refit's. That needs the draws to show the
+    # coefficients' variance growing as sigma^2 (mesquite, N = 46); where sigma is known
+    # to a few percent (kidiq, N = 434) they cannot, and an interval end's band reaches
+    # back to the first order. The joint step keeps the band from the first order.
     from ols_amip import kidiq_shaped, linear_effects, mesquite_shaped, metric
 
     from bayesij.array.amip_curvature import GAUSSIAN_SHARE
@@ -613,21 +617,85 @@ def test_a_normal_regression_s_sets_are_conditionally_normal_and_their_band_hugs
     scales = np.array([False] * X.shape[1] + [True])
     for k in range(1, X.shape[1]):
         held = curvature_of(theta, k, scales)
-        for sign in (0, -1):
+        for sign in (0, -1, 1):
             start = metric(X, y, np.ones(y.size), k, sign, 1.96)
             order = np.argsort(np.sign(start) * linear_effects(X, y, k, sign, 1.96))[:size]
             changes = held.changes(flat[:, order], sign, 1.96)
-            assert np.all(changes.near == (GAUSSIAN_SHARE if sign == 0 else 0.0))
-            if sign:
-                continue
             weights = np.ones(y.size)
             weights[order] = 0
-            truth = metric(X, y, weights, k, 0, 1.96) - start
+            truth = metric(X, y, weights, k, sign, 1.96) - start
             low, high = (end[-1] for end in changes.band())
             gap = abs(changes.second[-1] - changes.first[-1])
-            assert low <= truth <= high, (k, low, truth, high)
-            assert high - low == pytest.approx(2 * GAUSSIAN_SHARE * gap, rel=1e-9)
+            # an interval end's band is held to the sd's Monte Carlo error (up to 1.6 % of
+            # the change here; the answers' replicates carry it)
+            slack = 0.0 if sign == 0 else 0.05 * abs(truth)
+            assert low - slack <= truth <= high + slack, (k, sign, low, truth, high)
+            if sign == 0 or shape == "mesquite":
+                assert np.all(changes.near == GAUSSIAN_SHARE)
+                assert high - low == pytest.approx(2 * GAUSSIAN_SHARE * gap, rel=1e-9)
+            else:  # the growth unmeasured: the band reaches back to the first order
+                assert np.all(changes.near == 0)
         assert np.all(curvature_of(theta, k).changes(flat[:, order], 0, 1.96).near == 0)
+
+
+def test_a_coefficient_s_sd_after_a_normal_set_is_dropped_is_the_exact_refit_s():
+    # The sd of each coefficient after dropping the ranked sets of a mesquite-shaped flat
+    # prior regression (t(4) noise: the residual sd moves far), from 40,000 exact draws:
+    # coefficients integrated out given sigma, sigma^2's inverse gamma reweighted; the exact
+    # refit's is sqrt(rss' / (nu' - 2) (X'WX)^-1_kk). Holding sigma^2's mean instead (the
+    # "held" sd) misses by the residual sd's change.
+    from ols_amip import linear_effects, mesquite_shaped, metric
+
+    from bayesij import refit
+    from bayesij.array.amip_curvature import _normal_drop
+
+    X, y = mesquite_shaped()
+    post = refit.FlatPriorRegressionBackend(X, y, draws=40_000, seed=3).fit(np.ones(y.size))
+    theta = post.quantities.values.reshape(-1, X.shape[1] + 1)
+    flat = post.log_lik.values.reshape(-1, y.size)
+    u = theta[:, :-1] - theta[:, :-1].mean(axis=0)
+    t = np.log(theta[:, -1]) - np.log(theta[:, -1]).mean()
+    misses = []
+    for k in range(1, X.shape[1]):
+        start = metric(X, y, np.ones(y.size), k, -1, 1.96)
+        order = np.argsort(np.sign(start) * linear_effects(X, y, k, -1, 1.96))
+        sets = [order[:size] for size in (1, 2, 4)]
+        sums = np.stack([flat[:, s].sum(axis=1) - flat[:, s].sum(axis=1).mean() for s in sets])
+        scaled, held, ok = _normal_drop(u, t, sums, k)
+        assert ok.all()
+        sd = lambda w, k=k: metric(X, y, w, k, 1, 1.0) - metric(X, y, w, k, 0, 1.0)  # noqa: E731
+        assert scaled[0] == pytest.approx(sd(np.ones(y.size)), rel=0.01)
+        ratios = zip(sets, scaled[1:] / scaled[0], held[1:] / held[0], strict=True)
+        for dropped, got, fixed in ratios:
+            weights = np.ones(y.size)
+            weights[dropped] = 0
+            exact = sd(weights) / sd(np.ones(y.size))
+            assert got == pytest.approx(exact, abs=0.004), (k, dropped.size)
+            misses.append(abs(fixed - exact))
+    assert max(misses) > 0.1  # the residual sd's change counts (0.29 at most here)
+
+
+def test_an_inverse_gamma_reweighted_by_a_normal_set_s_likelihood_stays_one():
+    # sigma^2 ~ InvGamma(alpha, beta) reweighted by sigma^-a exp(c / (2 sigma^2)) is
+    # InvGamma(alpha + a / 2, beta - c / 2): its mean against self-normalised importance
+    # sampling of a million exact draws; draws that are not an inverse gamma's (a
+    # log-normal of another skewness) are not taken for one.
+    from scipy.stats import invgamma
+
+    from bayesij.array.amip_curvature import _inverse_gamma_after
+
+    alpha, beta = 40.0, 50.0
+    squares = invgamma(alpha, scale=beta).rvs(size=1_000_000, random_state=0)
+    a, c = np.array([-6.0, -2.0]), np.array([10.0, 3.0])
+    mean, fits = _inverse_gamma_after(squares, a, c)
+    assert fits.all()
+    for m, a_i, c_i in zip(mean, a, c, strict=True):
+        log_w = -a_i / 2 * np.log(squares) + c_i / (2 * squares)
+        w = np.exp(log_w - log_w.max())
+        assert m == pytest.approx(w @ squares / w.sum(), rel=2e-3)
+        assert m == pytest.approx((beta - c_i / 2) / (alpha + a_i / 2 - 1), rel=2e-3)
+    skewed = np.exp(np.random.default_rng(1).normal(0.2, 0.4, 4000))
+    assert not _inverse_gamma_after(skewed, a, c)[1].any()
 
 
 def test_a_logistic_regression_s_sets_are_not_conditionally_normal():
@@ -641,6 +709,18 @@ def test_a_logistic_regression_s_sets_are_not_conditionally_normal():
     model = curvature_of(theta, 1, np.array([False] * beta.shape[-1] + [True]))
     assert model.gaussian_basis is not None
     assert np.all(model.changes(flat[:, :30], 0, 1.96).near == 0)
+    assert np.all(model.changes(flat[:, :30], -1, 1.96).near == 0)
+    # nor the form whose coefficients integrate out in closed form given the scale (a
+    # scale whose square is drawn from an inverse gamma: only the form refuses them)
+    from scipy.stats import invgamma
+
+    from bayesij.array.amip_curvature import _normal_drop
+
+    u = beta.reshape(-1, beta.shape[-1]) - beta.reshape(-1, beta.shape[-1]).mean(axis=0)
+    t = 0.5 * np.log(invgamma(50.0, scale=50.0).rvs(size=u.shape[0], random_state=0))
+    t -= t.mean()
+    sums = np.cumsum(flat[:, :30] - flat[:, :30].mean(axis=0), axis=1).T[[0, 9, 29]]
+    assert not _normal_drop(u, t, sums, 1)[2].any()
     plain = curvature_of(beta, 1)  # no scale: whether the log-likelihood is quadratic
     assert plain.gaussian_basis is not None
     assert np.all(plain.changes(flat[:, :30], 0, 1.96).near == 0)
