@@ -28,9 +28,9 @@ from bayesij.array.checks import fail
 from bayesij.array.control_variates import zero_variance_mean
 from bayesij.array.numeric import top_positive
 from bayesij.array.psis import pareto_k_threshold
-from bayesij.data.fit import Fit, read
+from bayesij.data.fit import read
 from bayesij.refit.backends import check_backend
-from bayesij.stats.amip import AmipResult, _scale_mask, amip_search, gradient_arrays
+from bayesij.stats.amip import AmipResult, _scale_mask, amip_search
 
 __all__ = ["amip"]
 
@@ -166,7 +166,7 @@ def amip(
         alpha_max=alpha_max,
         z=z,
         method=method,
-        gradient=gradient_arrays(grad_log_posterior, data.data if isinstance(data, Fit) else data),
+        gradient=grad_log_posterior,
         refits=backend is not None,
     )
     if backend is None:

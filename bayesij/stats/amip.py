@@ -598,7 +598,7 @@ def amip_search(
     alpha_max: float = 0.1,
     z: float = 1.96,
     method: str = "reweighted",
-    gradient: tuple = (None, None),
+    gradient=None,
     refits: bool = False,
 ) -> DrawsAnswer:
     """:func:`bayesij.amip` from the draws alone: its answer and, with ``refits``, the
@@ -609,8 +609,9 @@ def amip_search(
     ----------
     data, quantity, target, groups, var_name, alpha_max, z, method
         As :func:`bayesij.amip`.
-    gradient : tuple
-        ``(grad_log_posterior, unconstrained)`` (``(None, None)``: plain influences).
+    gradient : density or (array_like, array_like), optional
+        :func:`bayesij.amip`'s ``grad_log_posterior`` (:func:`gradient_arrays`; None:
+        plain influences).
     refits : bool, default False
         Whether refits follow (a lazy fit is then refused by name, ``backend``).
 
@@ -629,6 +630,7 @@ def amip_search(
     )
     _check_quantity(source, quantity)
     parameters = fit_parameters(fit)  # the second-order model's, read once
+    gradient = gradient_arrays(gradient, fit.data)
     question = [(quantity, target)]
     [(result, found)] = _searches(source, question, z, method, alpha_max, *gradient, parameters)
     start = result, found
