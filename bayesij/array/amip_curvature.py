@@ -281,9 +281,9 @@ class Curvature(NamedTuple):
             var = var * np.exp(shift[:, scales] @ kappa[scales])
         second = shift[:, e] + sign * z * (np.sqrt(np.maximum(var, 0.0)) - sd)
         # An interval end of a coefficient normal given one residual sd: its sd after the
-        # drop with the sd reweighted exactly (where the set is normal observations).
+        # drop worked out where the set is normal observations (_normal_drop).
         removal = self._normal_removal(grid, sums) if holding is not None and sign else None
-        if removal is not None:  # an interval end's sd worked out where the set allows
+        if removal is not None:
             sd_after, exact_sd = removal
             second = np.where(exact_sd, shift[:, e] + sign * z * (sd_after - sd), second)
         runaway = np.copysign(np.inf, np.where(first == 0, 1.0, first))
