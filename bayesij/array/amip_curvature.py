@@ -341,7 +341,7 @@ class Curvature(NamedTuple):
         d = self.design[:, : self.n_parameters]
         others = np.flatnonzero(np.arange(self.n_parameters) != j)
         e = int(np.flatnonzero(others == self.column)[0])
-        scaled, _, ok = _normal_drop(d[:, others], d[:, j], sums, e)
+        scaled, ok = _normal_drop(d[:, others], d[:, j], sums, e)
         sizes = np.arange(1, int(grid[-1]) + 1)
         at = np.searchsorted(grid, sizes)
         exact = ok[at] & ok[np.maximum(at - 1, 0)]
@@ -451,9 +451,8 @@ def _normal_drop(u: np.ndarray, t: np.ndarray, sums: np.ndarray, e: int) -> tupl
     ``s`` stay normal, of covariance ``s^2 V'``, ``V' = (V^-1 - M)^-1``, and ``s^2``'s
     posterior is reweighted by ``s^-a exp((r + h'V'h) / (2 s^2))`` (the coefficients
     integrated out in closed form): an inverse gamma stays one
-    (:func:`_inverse_gamma_after`). Returns ``(scaled, held, ok)``: ``sqrt(E[s^2] V'_ee)``
-    with ``E[s^2]`` after the drop, the same with it before (a covariance that does not
-    grow with ``s``), each (G + 1,) with the sd before the drop first, and whether the
+    (:func:`_inverse_gamma_after`). Returns ``(sd, ok)``: ``sqrt(E[s^2] V'_ee)`` with
+    ``E[s^2]`` after the drop (G + 1,; the sd before the drop first), and whether the
     set fits the form, ``I - V^1/2 M V^1/2`` is short of :data:`BREAKDOWN` and the
     reweighted inverse gamma has a mean (G,)."""
     inverse = np.exp(-2.0 * (t - t.max()))  # 1 / s^2 up to a constant factor
@@ -478,9 +477,7 @@ def _normal_drop(u: np.ndarray, t: np.ndarray, sums: np.ndarray, e: int) -> tupl
     ok &= fits & _explained_exactly(design, coef, sums)
     before = squares.mean()
     scaled = np.sqrt(np.where(ok, spread, before) * after[:, e, e])
-    held = np.sqrt(before * after[:, e, e])
-    first = np.sqrt([before * v[e, e]])
-    return np.concatenate([first, scaled]), np.concatenate([first, held]), ok
+    return np.concatenate([np.sqrt([before * v[e, e]]), scaled]), ok
 
 
 def _inverse_gamma_after(squares: np.ndarray, a: np.ndarray, c: np.ndarray) -> tuple:

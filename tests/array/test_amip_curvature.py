@@ -642,8 +642,8 @@ def test_a_coefficient_s_sd_after_a_normal_set_is_dropped_is_the_exact_refit_s()
     # The sd of each coefficient after dropping the ranked sets of a mesquite-shaped flat
     # prior regression (t(4) noise: the residual sd moves far), from 40,000 exact draws:
     # coefficients integrated out given sigma, sigma^2's inverse gamma reweighted; the exact
-    # refit's is sqrt(rss' / (nu' - 2) (X'WX)^-1_kk). Holding sigma^2's mean instead (the
-    # "held" sd) misses by the residual sd's change.
+    # refit's is sqrt(rss' / (nu' - 2) (X'WX)^-1_kk). Some drop moves the sd by more than
+    # 10 %, so the check can see a wrong update.
     from ols_amip import linear_effects, mesquite_shaped, metric
 
     from bayesij import refit
@@ -655,24 +655,23 @@ def test_a_coefficient_s_sd_after_a_normal_set_is_dropped_is_the_exact_refit_s()
     flat = post.log_lik.values.reshape(-1, y.size)
     u = theta[:, :-1] - theta[:, :-1].mean(axis=0)
     t = np.log(theta[:, -1]) - np.log(theta[:, -1]).mean()
-    misses = []
+    moves = []
     for k in range(1, X.shape[1]):
         start = metric(X, y, np.ones(y.size), k, -1, 1.96)
         order = np.argsort(np.sign(start) * linear_effects(X, y, k, -1, 1.96))
         sets = [order[:size] for size in (1, 2, 4)]
         sums = np.stack([flat[:, s].sum(axis=1) - flat[:, s].sum(axis=1).mean() for s in sets])
-        scaled, held, ok = _normal_drop(u, t, sums, k)
+        scaled, ok = _normal_drop(u, t, sums, k)
         assert ok.all()
         sd = lambda w, k=k: metric(X, y, w, k, 1, 1.0) - metric(X, y, w, k, 0, 1.0)  # noqa: E731
         assert scaled[0] == pytest.approx(sd(np.ones(y.size)), rel=0.01)
-        ratios = zip(sets, scaled[1:] / scaled[0], held[1:] / held[0], strict=True)
-        for dropped, got, fixed in ratios:
+        for dropped, got in zip(sets, scaled[1:] / scaled[0], strict=True):
             weights = np.ones(y.size)
             weights[dropped] = 0
             exact = sd(weights) / sd(np.ones(y.size))
             assert got == pytest.approx(exact, abs=0.004), (k, dropped.size)
-            misses.append(abs(fixed - exact))
-    assert max(misses) > 0.1  # the residual sd's change counts (0.29 at most here)
+            moves.append(abs(exact - 1))
+    assert max(moves) > 0.1  # a change the test can see
 
 
 def test_an_inverse_gamma_reweighted_by_a_normal_set_s_likelihood_stays_one():
@@ -720,7 +719,7 @@ def test_a_logistic_regression_s_sets_are_not_conditionally_normal():
     t = 0.5 * np.log(invgamma(50.0, scale=50.0).rvs(size=u.shape[0], random_state=0))
     t -= t.mean()
     sums = np.cumsum(flat[:, :30] - flat[:, :30].mean(axis=0), axis=1).T[[0, 9, 29]]
-    assert not _normal_drop(u, t, sums, 1)[2].any()
+    assert not _normal_drop(u, t, sums, 1)[1].any()
     plain = curvature_of(beta, 1)  # no scale: whether the log-likelihood is quadratic
     assert plain.gaussian_basis is not None
     assert np.all(plain.changes(flat[:, :30], 0, 1.96).near == 0)
