@@ -172,6 +172,10 @@ def test_the_audit_with_a_backend_answers_by_refits(wells):
     _refit_fields_agree(result)
 
 
+#: Stan's sampler settings for the wells fit (N = 3020): short, its answers still decided.
+SHORT = {"num_samples": 500, "num_warmup": 500}
+
+
 @pytest.mark.stan
 @pytest.mark.slow
 def test_a_stan_fit_s_answers_hold_and_a_stan_refit_confirms_its_set(wells):
@@ -183,7 +187,10 @@ def test_a_stan_fit_s_answers_hold_and_a_stan_refit_confirms_its_set(wells):
 
     X, y, references = wells
     data = {"N": y.size, "K": 3, "X": X[:, 1:], "y": y.astype(int), "weights": np.ones(y.size)}
-    backend = refit.PyStanBackend("logistic_regression", data, quantities=["alpha", "beta"], seed=3)
+    # 4 x 500 draws after 500 warm-up iterations: Stan at N = 3020 takes most of the test.
+    backend = refit.PyStanBackend(
+        "logistic_regression", data, quantities=["alpha", "beta"], seed=3, **SHORT
+    )
     post = backend.fit(np.ones(y.size))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -192,7 +199,12 @@ def test_a_stan_fit_s_answers_hold_and_a_stan_refit_confirms_its_set(wells):
     assert result.answer == "reached"
     # The refit with half the draws (its Monte Carlo error enters "reached"), sampled anew.
     shorter = refit.PyStanBackend(
-        "logistic_regression", data, quantities=["alpha", "beta"], seed=3, num_samples=500
+        "logistic_regression",
+        data,
+        quantities=["alpha", "beta"],
+        seed=3,
+        num_samples=SHORT["num_samples"] // 2,
+        num_warmup=SHORT["num_warmup"],
     )
     checked = refit.verify(result, shorter, executor="sequential", progress=False)
     assert checked.verification["reached"]
