@@ -100,8 +100,8 @@ def _decide() -> bool:
     if problem:
         warnings.warn(
             f"bayesij: numba's cache folder {path!r} is not used: {problem}; the kernels are "
-            "compiled in memory in this process (about 10 s). Set NUMBA_CACHE_DIR to a "
-            "private folder of yours to keep them between runs.",
+            "compiled in memory in this process (about 40 s for an audit). Set "
+            "NUMBA_CACHE_DIR to a private folder of yours to keep them between runs.",
             KernelCacheWarning,
             stacklevel=2,
         )

@@ -11,12 +11,12 @@ from numba.core import event
 
 __all__ = ["MESSAGE", "listen"]
 
-#: Measured on the project's 2-core machine (an audit and a float32 LOO, cache empty): 8-9 s
-#: idle; several times that on a loaded machine.
+#: Measured on the project's 2-core machine, cache empty, idle: 38 s for the README's audit
+#: (22 s of it PSIS-LOO's kernels); several times that on a loaded machine.
 MESSAGE = (
     "bayesij: compiling numerical kernels not yet in numba's disk cache (each kernel once "
-    "per input type, so a later call with other types may compile more; about 10 s for an "
-    "audit on an idle 2-core machine, up to a minute on a busy one)..."
+    "per input type, so a later call with other types may compile more; about 40 s for an "
+    "audit on an idle 2-core machine, minutes on a busy one)..."
 )
 
 

@@ -179,7 +179,7 @@ def _largest_sorted(w, count, out, spare, counts):
         shift, base, first, _, _ = _top_buckets(spare, n_sample, rank, counts)
         found = _keep_at_least(w, _bucket_floor(first, shift, base), out)
     if found < count:  # the sample misled (or is too small): select from every draw
-        out[:n] = w
+        _copy(w, 0, n, out)
         found = n
     shift, base, first, n_buckets, kept = _top_buckets(out, found, count, counts)
     position = 0  # where each bucket from `first` up starts, ascending
@@ -194,7 +194,15 @@ def _largest_sorted(w, count, out, spare, counts):
             spare[counts[b]] = out[i]
             counts[b] += 1
     _insertion_sort(spare, kept)  # out of order only within buckets
-    out[:count] = spare[kept - count : kept]
+    _copy(spare, kept - count, kept, out)
+
+
+@_inlined
+def _copy(source, start, stop, out):
+    """``out[:stop - start] = source[start:stop]``, as a loop: a slice assignment compiles
+    numba's broadcasting and its error messages (seconds at the first call)."""
+    for i in range(stop - start):
+        out[i] = source[start + i]
 
 
 @compiled
@@ -481,7 +489,9 @@ def _buffers(n, tail_len):
     """The per-row scratch of the kernels for rows of ``n`` draws and these tail lengths:
     ``top``, ``sample`` (n,), ``counts`` (histogram), ``x`` (m_max,), ``scratch`` (5,
     m_max) and the fit's ``grid`` (3, grid points)."""
-    m_max = max(tail_len.max() + 1, 1) if tail_len.shape[0] else 1
+    m_max = 1
+    for length in tail_len:  # a loop: tail_len.max() compiles numba's reduction (a second)
+        m_max = max(m_max, length + 1)
     top = np.empty(n)
     sample = np.empty(n)
     counts = np.empty(2048, dtype=np.int64)
