@@ -405,6 +405,24 @@ def test_control_variates_of_a_fit_opened_lazily_give_the_in_memory_answers(cont
         assert (lazy.answer, lazy.drop_ids) == (memory.answer, memory.drop_ids)
         assert lazy.size_interval == memory.size_interval
         assert lazy.predicted_change == pytest.approx(memory.predicted_change, rel=1e-12)
+    # A model density in place of the arrays: asked at the container as saved (in memory
+    # or lazily), the same answer as the arrays it returns.
+    asked = []
+
+    class Density:
+        def grad_log_posterior(self, fit):
+            asked.append(type(fit).__name__)
+            return score, theta
+
+    for chunks in (None, lazily):
+        saved = _saved_fit(post, container, chunks)
+        by_density = bayesij.amip(
+            saved, "beta2", "sign", method="linear", grad_log_posterior=Density()
+        )
+        by_arrays = bayesij.amip(saved, "beta2", "sign", method="linear", **gradient)
+        assert by_density.drop_ids == by_arrays.drop_ids
+        assert by_density.predicted_change == by_arrays.predicted_change
+    assert asked == [container, container]
 
 
 @pytest.mark.parametrize("sign", [0, -1, 1])
