@@ -218,7 +218,17 @@ def _catalogue():
             "amip",
             "target",
             lambda v: bayesij.amip(POST, "f[1]", v),
-            {"'nope'": "nope", "None": None, "NaN": np.nan, "0": 0, "True": True},
+            {
+                "'nope'": "nope",
+                "None": None,
+                "NaN": np.nan,
+                "0": 0,
+                "True": True,
+                "('sign', 2.5)": ("sign", 2.5),
+                "('significance',)": ("significance",),
+                "('significance', 2.5, 1)": ("significance", 2.5, 1),
+                **{f"('significance', {k})": ("significance", v) for k, v in POSITIVE_REAL.items()},
+            },
         ),
         (
             "amip",
@@ -226,7 +236,6 @@ def _catalogue():
             kw(bayesij.amip, "alpha_max", data=POST, quantity="f[1]"),
             PROBABILITY,
         ),
-        ("amip", "z", kw(bayesij.amip, "z", data=POST, quantity="f[1]"), POSITIVE_REAL),
         ("amip", "method", kw(bayesij.amip, "method", data=POST, quantity="f[1]"), OPTION),
         (
             "amip",

@@ -43,7 +43,6 @@ def amip(
     groups=None,
     var_name=None,
     alpha_max: float = 0.1,
-    z: float = 1.96,
     method: str = "reweighted",
     backend=None,
     max_refits: int = 6,
@@ -57,18 +56,19 @@ def amip(
         Draws of the quantity and the pointwise log-likelihood.
     quantity : str
         A quantity name (``'beta[1]'``).
-    target : {"sign", "significance", "sign_and_significance"} or float, default "sign"
+    target : str, float or (str, float), default "sign"
         ``"sign"``: the posterior mean crosses 0. ``"significance"``: the end of
-        ``mean ± z sd`` nearer 0 crosses it (significant becomes not, or the reverse).
-        ``"sign_and_significance"``: the far end crosses 0 (significant with the opposite
-        sign). A float Δ: the posterior mean moves by Δ (its sign gives the direction).
+        ``mean ± z sd`` nearer 0 crosses it (significant becomes not, or the reverse), with
+        z = 1.96. ``"sign_and_significance"``: the far end crosses 0 (significant with the
+        opposite sign). A pair ``("significance", z)`` or ``("sign_and_significance", z)``
+        asks the same of ``mean ± z sd`` (``z = 2.576``: 99 %). A float Δ: the posterior
+        mean moves by Δ (its sign gives the direction).
     groups : array_like or mapping, optional
         Drop whole groups (default: the container's groups); otherwise observations.
     var_name : str or list of str, optional
         Log-likelihood variable of an InferenceData or DataTree.
     alpha_max : float, default 0.1
         Largest proportion of units to consider; beyond it the target is "not reachable".
-    z : float, default 1.96
     method : {"reweighted", "linear"}, default "reweighted"
         "linear": units by sorted influence, the first-order prediction. "reweighted": grow
         the set greedily, re-estimating by PSIS-reweighting the draws with
@@ -164,7 +164,6 @@ def amip(
         groups=groups,
         var_name=var_name,
         alpha_max=alpha_max,
-        z=z,
         method=method,
         gradient=grad_log_posterior,
         refits=backend is not None,

@@ -41,6 +41,7 @@ from bayesij.report.summary import (
 )
 from bayesij.stats.amip import (
     AmipResult,
+    asked_target,
     check_search_options,
     check_target,
     fit_parameters,
@@ -904,7 +905,7 @@ def _amip_integrated(post, answers: dict, alpha_max: float, method) -> dict:
     names = set(post.quantity_names)
     return {
         (quantity, target): refitted_amip(
-            post, quantity, target, alpha_max=alpha_max, z=answer.z, method=method
+            post, quantity, asked_target(target, answer.z), alpha_max=alpha_max, method=method
         )
         for (quantity, target), answer in answers.items()
         if quantity in names
@@ -923,9 +924,8 @@ def _refitted(
         (quantity, target): refitted_amip(
             fit,
             quantity,
-            target,
+            asked_target(target, answer.z),
             alpha_max=alpha_max,
-            z=answer.z,
             method=method,
             backend=once,
             max_refits=max_refits,

@@ -570,10 +570,30 @@ def _check_quantity(source, quantity) -> None:
         raise fail("quantity", repr(quantity), f"one of {names[:10]}")
 
 
-def _check_options(target, alpha_max, z, method) -> None:
-    check_target(target)
-    check_real(z, "z", 0.0, low_open=True)
-    check_search_options(alpha_max, method)
+#: The ``z`` of an interval target asked by name: ``mean ± 1.96 sd``, a 95 % interval.
+Z_DEFAULT = 1.96
+
+
+def split_target(target, argument: str = "target") -> tuple:
+    """``(target, z)`` of a checked :func:`bayesij.amip` target: a name of ``TARGETS`` or a
+    change Δ with ``Z_DEFAULT``, or a pair ``(name, z)`` of an interval target
+    (``("significance", 2.576)``: the end of ``mean ± 2.576 sd``) with its own z > 0."""
+    if not isinstance(target, tuple):
+        check_target(target, argument)
+        return target, Z_DEFAULT
+    if len(target) != 2 or not isinstance(target[0], str) or target[0] not in TARGETS[1:]:
+        raise fail(argument, repr(target), f"a pair (name, z) with a name of {TARGETS[1:]}")
+    z = target[1]
+    if isinstance(z, (bool, np.bool_)) or not (
+        isinstance(z, (int, float, np.integer, np.floating)) and math.isfinite(z) and z > 0
+    ):
+        raise fail(argument, repr(target), "a pair (name, z) with z a finite number > 0")
+    return target[0], float(z)
+
+
+def asked_target(target, z: float):
+    """The target as :func:`bayesij.amip` is asked it (:func:`split_target`'s inverse)."""
+    return (target, z) if isinstance(target, str) and target in TARGETS[1:] else target
 
 
 class DrawsAnswer(NamedTuple):
@@ -596,7 +616,6 @@ def amip_search(
     groups=None,
     var_name=None,
     alpha_max: float = 0.1,
-    z: float = 1.96,
     method: str = "reweighted",
     gradient=None,
     refits: bool = False,
@@ -607,7 +626,7 @@ def amip_search(
 
     Parameters
     ----------
-    data, quantity, target, groups, var_name, alpha_max, z, method
+    data, quantity, target, groups, var_name, alpha_max, method
         As :func:`bayesij.amip`.
     gradient : density or (array_like, array_like), optional
         :func:`bayesij.amip`'s ``grad_log_posterior`` (:func:`gradient_arrays`; None:
@@ -619,7 +638,8 @@ def amip_search(
     -------
     DrawsAnswer
     """
-    _check_options(target, alpha_max, z, method)
+    target, z = split_target(target)
+    check_search_options(alpha_max, method)
     fit = read(data, groups=groups, var_name=var_name)
     source = fit.source(
         need_quantities=True,

@@ -48,13 +48,20 @@ def test_a_reached_sign_change_is_a_real_sign_change(backend, post, method):
 
 
 @pytest.mark.parametrize("method", ["linear", "reweighted"])
-def test_a_reached_significance_change_is_real(backend, post, method):
-    result = bayesij.amip(post, "beta[2]", target="significance", method=method)
+@pytest.mark.parametrize(
+    ("target", "z"), [("significance", 1.96), (("significance", 2.576), 2.576)]
+)
+def test_a_reached_significance_change_is_real(backend, post, method, target, z):
+    result = bayesij.amip(post, "beta[2]", target=target, method=method)
     assert result.metric in ("lower end", "upper end") and result.reachable
+    assert result.target == "significance" and result.z == z
     mean, cov = _without(backend, result.drop_ids)
     side = -1 if result.metric == "lower end" else 1
-    end = mean[1] + side * 1.96 * np.sqrt(cov[1, 1])
+    end = mean[1] + side * z * np.sqrt(cov[1, 1])
     assert np.sign(end) != np.sign(result.original_value)
+    full_mean, full_cov = backend.model.posterior(np.ones(backend.n_obs))
+    before = full_mean[1] + side * z * np.sqrt(full_cov[1, 1])
+    assert result.original_value == pytest.approx(before, abs=0.02)
     low, high = result.predicted_interval
     assert low <= result.predicted_mean <= high
 
