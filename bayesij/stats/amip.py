@@ -47,7 +47,14 @@ from bayesij.array.amip_curvature import (
     SetCurvature,
     curvatures_of,
 )
-from bayesij.array.amip_noise import bootstrap_counts
+from bayesij.array.amip_logistic import (
+    CHECK_DRAWS,
+    affine_in,
+    importance_check,
+    recover_logistic,
+    removal,
+)
+from bayesij.array.amip_noise import bootstrap_counts, size_settled
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.ess import split_relative_ess
 from bayesij.array.influence import InfluenceScores
@@ -145,6 +152,11 @@ class AmipResult(Summary):
         change interval reaches the target), ``'the refit's Monte Carlo error'``,
         ``'refits'``, ``'refit budget'`` or ``'a refit failed'`` (after refits in the
         loop); ``''`` when decided.
+    decided_by : str
+        ``'the logistic regression recovered from the draws'`` where an answer the
+        influences left undetermined was decided by working out the set's removal in that
+        model (:mod:`bayesij.array.amip_logistic`; ``change_interval`` and
+        ``predicted_change`` are then its); ``''`` otherwise.
     past_limit_ids : list
         After refits in the loop that confirmed no set within ``alpha_max``: the larger
         set a refit confirmed reaches the target (its size ends ``size_interval``), as
@@ -216,6 +228,7 @@ class AmipResult(Summary):
     undetermined_by: str = ""
     refits_needed: int = 0
     past_limit_ids: list = field(default_factory=list)
+    decided_by: str = ""
 
     @property
     def reachable(self) -> bool:
@@ -424,7 +437,17 @@ class AmipResult(Summary):
                 f"Carlo error and the linearisation); the reweighted search's smaller set of "
                 f"{self.smaller_undetermined} is undetermined"
             )
-        if self.size_interval:
+        if self.decided_by:
+            low, high = self.size_interval
+            lines.append(
+                f"  decided by the set's removal worked out in {self.decided_by} (each "
+                "observation's log-likelihood recovered exactly, the prior from the draws or "
+                "the gradient; checked by importance sampling): this set's change "
+                f"{self.change_interval[0]:.4g} to {self.change_interval[1]:.4g} (predicted "
+                f"{self.predicted_change:.4g}); the smallest set's size {_size(low)} to "
+                f"{_size(high)}"
+            )
+        elif self.size_interval:
             low, high = self.size_interval
             lines.append(
                 f"  95 % intervals (Monte Carlo error and linearisation): the smallest set's "
@@ -689,7 +712,7 @@ def _searches(
         scores,
         method,
         alpha_max,
-        score is not None,
+        None if score is None else (score, unconstrained),
         kept,
         parameters,
     )
@@ -746,7 +769,7 @@ def searches_from(
     scores,
     method,
     alpha_max,
-    control_variates=False,
+    gradient=None,
     kept=None,
     parameters=None,
     client=None,
@@ -754,8 +777,9 @@ def searches_from(
     """The searches of :func:`_searches` from ``targets`` (the questions' quantity draws
     and their goals, :func:`amip_goals`) and the goals' influence scores
     (:func:`bayesij.array.amip.goal_influence` over every block: ``"all"``, and ``"half"``
-    for the linear method, which empties the dict once read; ``control_variates``:
-    whether they used the log posterior's score; ``kept``: the :func:`set_columns` of
+    for the linear method, which empties the dict once read; ``gradient``: the log
+    posterior's score and the unconstrained draws it is of, where the influences used
+    them (control variates; arrays (n_chains, n_draws, P)); ``kept``: the :func:`set_columns` of
     the pass, if any; ``parameters``: the fit's quantity draws and names for the
     second-order model, :func:`fit_parameters`, default the source's; ``client``: a
     dask.distributed Client that sums the linear sets of a lazy source on its workers)."""
@@ -793,15 +817,141 @@ def searches_from(
         found = reweighted_searches(
             fs, matrix, goals, rows, k_max, threshold, nonlinearities, every
         )
-    return [
-        (
-            _result(
-                f, q, t, g.z, source, one, method, alpha_max, control_variates=control_variates
-            ),
-            one,
-        )
+    results = [
+        _result(f, q, t, g.z, source, one, method, alpha_max, control_variates=bool(gradient))
         for f, (q, t), g, one in zip(fs, questions, goals, found, strict=True)
     ]
+    results = _logistic_decided(results, fs, found, source, gradient)
+    return list(zip(results, found, strict=True))
+
+
+def _logistic_decided(results: list, fs: list, found: list, source, gradient) -> list:
+    """The results, where an undetermined one of a logistic regression in memory is
+    decided by working out its set's removal in the model recovered from the draws
+    (:mod:`bayesij.array.amip_logistic`; in the unconstrained parameters of ``gradient``,
+    whose score gives the prior, or else in the posterior's quantities): "reached" where
+    the pessimistic end of that removal reaches the target, with the smallest prefix of
+    the set that does (bisection) when it answers "how few" (:func:`size_settled`).
+    Everything else is returned as it was."""
+    open_ = [k for k, r in enumerate(results) if _open(r)]
+    if not open_ or source.lazy:
+        return results
+    if gradient is not None and gradient[1] is not None:  # the score and its draws
+        score, theta = (np.asarray(a, dtype=float).reshape(source.n_draws, -1) for a in gradient)
+    else:
+        draws, _ = _parameter_draws(source)
+        score, theta = None, np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
+    matrix = source.matrix(keep_float32=True).reshape(source.n_draws, -1)
+    model = recover_logistic(theta, matrix, score)
+    if model is None:
+        return results
+    out = list(results)
+    for k in open_:
+        quantity = affine_in(model, np.asarray(fs[k], dtype=float).reshape(-1), theta)
+        if quantity is not None:
+            out[k] = _by_removal(results[k], found[k], fs[k], model, quantity, source)
+    return out
+
+
+def _open(result) -> bool:
+    """Whether an answer is undetermined in a way a removal worked out could decide (not
+    because the draws leave the metric's side of zero open)."""
+    return result.answer == "undetermined" and not result.undetermined_by.startswith("the draws")
+
+
+def _by_removal(result, found, f, model, quantity: tuple, source):
+    """``result`` decided by the removal of its set's prefixes in ``model`` (see
+    :func:`_logistic_decided`), or ``result`` itself."""
+    goal, order, codes = found.goal, found.path.order, source.codes
+    margin = MC_MARGIN * _metric_mcse(f, goal)
+    before = _removal_of(model, quantity, goal, codes, order[:0])
+    if before is None:
+        return result
+
+    def checked(size: int):  # the band of the change (Laplace, widened by the IS check)
+        after = _removal_of(model, quantity, goal, codes, order[:size])
+        return None if after is None else _change_band(after, before, goal)
+
+    whole = checked(order.size)
+    if whole is None or _short(whole[0], goal, margin):
+        return result
+    widening = whole[0][1] - whole[0][0] - (np.ptp(whole[1]))  # the IS check's share
+
+    def reaches(size: int) -> bool:  # by the Laplace band, widened as the whole set's
+        after = removal(model, _dropped(codes, order[:size]), quantity, goal.sign, goal.z)
+        if after is None:
+            return False
+        moved = np.array(after.values) - before[0]
+        band = (moved.min() - widening / 2, moved.max() + widening / 2)
+        return not _short(band, goal, margin)
+
+    low = result.size_interval[0] if result.size_interval else 0.0
+    miss, hit = max(0, math.ceil(low) - 1), order.size
+    while hit - miss > 1:  # the smallest prefix that reaches (prefixes grow the change)
+        middle = (hit + miss) // 2
+        miss, hit = (miss, middle) if reaches(middle) else (middle, hit)
+    found_band = checked(hit) if hit < order.size else whole
+    if found_band is None or _short(found_band[0], goal, margin):
+        hit, found_band = order.size, whole
+    if not size_settled(hit, low):
+        return result
+    band, change = found_band[0], float(np.mean(found_band[0]))
+    mean, sd = _coherent_after(goal, *found_band[2], change, goal.z)
+    return replace(
+        result,
+        answer="reached",
+        drop_ids=source.units.values[order[:hit]].tolist(),
+        kept=(~np.isin(codes, order[:hit])).astype(float),
+        predicted_change=change,
+        predicted_mean=mean,
+        predicted_interval=(mean - goal.z * sd, mean + goal.z * sd),
+        change_interval=band,
+        size_interval=(float(low), float(hit)),
+        stopped="reached",
+        upper_bound=0,
+        smaller_undetermined=0,
+        undetermined_by="",
+        refits_needed=0,
+        draws_needed=float("nan"),
+        n_reweighted=min(result.n_reweighted, hit),
+        decided_by="the logistic regression recovered from the draws",
+    )
+
+
+def _dropped(codes: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """The observations (indices) of the units ``units``."""
+    return np.flatnonzero(np.isin(codes, units))
+
+
+def _removal_of(model, quantity: tuple, goal, codes, units) -> tuple | None:
+    """The metric without ``units``: the Laplace values at the prior's three precisions
+    (:func:`~bayesij.array.amip_logistic.removal`) and the importance-sampling check (the
+    quantity's mean, sd and mean's Monte Carlo error); None where there is no mode or the
+    check's k-hat passes its threshold."""
+    dropped = _dropped(codes, units)
+    laplace = removal(model, dropped, quantity, goal.sign, goal.z)
+    check = importance_check(model, dropped, quantity)
+    if laplace is None or check is None or check[3] > pareto_k_threshold(CHECK_DRAWS):
+        return None
+    return np.array(laplace.values), check
+
+
+def _change_band(after: tuple, before: tuple, goal) -> tuple:
+    """The change's band: the Laplace changes' range at the prior's three precisions,
+    widened by the importance-sampling check's departure from the Laplace change and two
+    of its Monte Carlo errors; the Laplace changes (3,); and the quantity's mean and sd
+    without the set (the check's). ``after``, ``before``: :func:`_removal_of`."""
+    moved = after[0] - before[0]
+    (m1, s1, e1, _), (m0, s0, e0, _) = after[1], before[1]
+    checked = (m1 - m0) + goal.sign * goal.z * (s1 - s0)
+    spread = abs(checked - moved[1]) + MC_MARGIN * math.hypot(e1, e0)
+    return (float(moved.min() - spread), float(moved.max() + spread)), moved, (m1, s1)
+
+
+def _short(band: tuple, goal, margin: float) -> bool:
+    """Whether the pessimistic end of a change's band falls short of the goal by
+    ``margin`` (the full-data metric's Monte Carlo error)."""
+    return min(goal.direction * band[0], goal.direction * band[1]) < goal.need + margin
 
 
 def _half_rows(half, goals: list) -> tuple[list, list]:
@@ -1091,6 +1241,17 @@ def _result(
     )
 
 
+def _metric_mcse(f: np.ndarray, goal) -> float:
+    """The Monte Carlo standard error of the goal's metric on the full data (the
+    split-chain ESS error of ``g*``, the interval end's linearisation; 0 for a numeric
+    target's change, which needs no start)."""
+    if goal.fixed:
+        return 0.0
+    draws = np.asarray(metric_draws(f, goal.sign, goal.z), dtype=float)
+    ess = float(split_relative_ess(draws[..., None], "mean")[0]) * draws.size
+    return float(draws.std(ddof=1) / np.sqrt(ess)) if ess > 0 else float("inf")
+
+
 def _undecided_start(f: np.ndarray, goal) -> str:
     """Why the draws do not say on which side of zero the metric starts ("" when they
     do): its value within :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo standard
@@ -1099,9 +1260,7 @@ def _undecided_start(f: np.ndarray, goal) -> str:
     sign can be claimed from them. A numeric target's change needs no start."""
     if goal.fixed:
         return ""
-    draws = np.asarray(metric_draws(f, goal.sign, goal.z), dtype=float)
-    ess = float(split_relative_ess(draws[..., None], "mean")[0]) * draws.size
-    mcse = float(draws.std(ddof=1) / np.sqrt(ess)) if ess > 0 else float("inf")
+    mcse = _metric_mcse(f, goal)
     if abs(goal.value) > MC_MARGIN * mcse:
         return ""
     return (

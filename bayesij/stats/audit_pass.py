@@ -165,7 +165,7 @@ def audit_pass(
             influence,
             method,
             alpha_max,
-            control_variates=score is not None,
+            gradient=None if score is None else (score, unconstrained),
             kept=kept,
             parameters=parameters,
             client=client,

@@ -208,3 +208,44 @@ def test_a_stan_fit_s_answers_hold_and_a_stan_refit_confirms_its_set(wells):
     )
     checked = refit.verify(result, shorter, executor="sequential", progress=False)
     assert checked.verification["reached"]
+
+
+def test_with_the_gradient_a_sets_removal_decides_what_the_influences_left_open():
+    # N = 400: the influences leave the distance coefficient's sign undetermined; the
+    # set's removal worked out in the logistic regression recovered from the draws, the
+    # prior read from the gradient, settles it within 2 of the iterated EE-AMIP's set,
+    # and the exact refit confirms it.
+    X, y = wells_like(400, seed=3)
+    post, grad, beta = _fit(X, y, 3)
+    reference = len(ee_amip(X, y, 1, "sign")[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = bayesij.amip(post, "beta[2]", "sign")
+        result = bayesij.amip(post, "beta[2]", "sign", grad_log_posterior=(grad, beta))
+    assert plain.answer == "undetermined" and plain.decided_by == ""
+    assert result.answer == "reached" and "logistic" in result.decided_by
+    _check(result, X, y, 1, "sign", reference)
+    assert result.n_drop <= reference + 2
+    low, high = result.change_interval
+    assert low <= result.predicted_change <= high
+    # The band holds the exact Bayesian refit's change (the Laplace step's departure from
+    # it is what the importance-sampling check adds).
+    refit, _ = sample(X, y, result.kept, draws=5000, seed=9)
+    refit = refit.reshape(-1, 4)[:, 1]
+    error = 3 * refit.std() / np.sqrt(refit.size / 2)
+    assert low - error <= refit.mean() - result.original_value <= high + error
+    assert "decided by the set's removal" in str(result)
+
+
+def test_a_removal_that_does_not_settle_how_few_leaves_the_answer_open(monkeypatch):
+    # Where the smallest prefix that the removal confirms is more than twice the size
+    # interval's low end plus 2, the answer stays undetermined (as the influences' is).
+    import bayesij.stats.amip as amip_module
+
+    X, y = wells_like(400, seed=3)
+    post, grad, beta = _fit(X, y, 3)
+    monkeypatch.setattr(amip_module, "size_settled", lambda size, low: False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = bayesij.amip(post, "beta[2]", "sign", grad_log_posterior=(grad, beta))
+    assert result.answer == "undetermined" and result.decided_by == ""

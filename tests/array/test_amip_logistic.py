@@ -1,0 +1,139 @@
+"""A logistic regression recovered from its draws, and a set's removal worked out in it,
+against exact refits: the flat-prior posterior of a wells-like logistic regression drawn
+exactly in distribution (independence Metropolis-Hastings, tests/helpers/logistic_amip.py)
+with and without the set."""
+
+import numpy as np
+import pytest
+from logistic_amip import log_lik, sample, wells_like
+
+from bayesij.array.amip_logistic import affine_in, importance_check, recover_logistic, removal
+
+
+@pytest.fixture(scope="module")
+def wells():
+    X, y = wells_like(400, 3)
+    beta, gradient = sample(X, y, seed=1)
+    theta = beta.reshape(-1, 4)
+    return X, y, theta, log_lik(X, y, theta), gradient.reshape(-1, 4)
+
+
+@pytest.fixture(scope="module")
+def dropped(wells):
+    """The 40 observations that hold up the distance coefficient most: each one's
+    switching outcome times its distance (10 % of the data; the exact coefficient moves by
+    about two posterior sds without them)."""
+    X, y = wells[:2]
+    return np.argsort((2 * y - 1) * X[:, 1])[:40]
+
+
+@pytest.fixture(scope="module")
+def exact(wells, dropped):
+    """Draws (20000,) of the distance coefficient's flat-prior posterior without the set."""
+    X, y = wells[:2]
+    weights = np.ones(y.size)
+    weights[dropped] = 0
+    beta, _ = sample(X, y, weights, draws=5000, seed=7)
+    return beta.reshape(-1, 4)[:, 1]
+
+
+def _whitened(model, theta):
+    return np.linalg.lstsq(model.basis, (theta - model.mean).T, rcond=None)[0].T
+
+
+def test_each_observation_is_recovered_exactly(wells):
+    X, y, theta, values, _ = wells
+    model = recover_logistic(theta, values)
+    eta = model.offsets + _whitened(model, theta) @ model.slopes
+    np.testing.assert_allclose(eta, (2 * y - 1) * (theta @ X.T), rtol=1e-9, atol=1e-9)
+
+
+def test_other_log_likelihoods_are_not_taken_for_a_logistic_ones(wells):
+    theta = wells[2]
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=50)
+    # normal observations of sd 3: every log density below 0, but not a logit's
+    normal = -0.5 * ((y - theta[:, :1]) / 3) ** 2 - np.log(3 * np.sqrt(2 * np.pi))
+    assert recover_logistic(theta, normal) is None
+    poisson = 2 * theta[:, :1] - np.exp(theta[:, :1]) - np.log(2.0) + 0 * y
+    assert recover_logistic(theta, np.minimum(poisson, -1e-3)) is None
+    positive = wells[3].copy()
+    positive[0, 0] = 0.0  # a probability of 1 has no logit
+    assert recover_logistic(theta, positive) is None
+
+
+def test_with_the_gradient_the_prior_is_known(wells):
+    X, y, theta, values, gradient = wells
+    flat = recover_logistic(theta, values, gradient)
+    assert flat.delta == 0
+    np.testing.assert_allclose(flat.precision, 0, atol=1e-6)
+    # a normal prior N(0, 2^2 I) on the coefficients adds -theta / 4 to the score
+    normal = recover_logistic(theta, values, gradient - theta / 4)
+    want = normal.basis.T @ normal.basis / 4
+    np.testing.assert_allclose(normal.precision, want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(normal.pull, -normal.basis.T @ normal.mean / 4, rtol=1e-6)
+    # a prior that is not normal (Cauchy scores) is not taken as known
+    cauchy = gradient - 2 * theta / (1 + theta**2)
+    assert recover_logistic(theta, values, cauchy).delta > 0
+
+
+def test_a_sets_removal_is_the_exact_refits(wells, dropped, exact):
+    theta, values, gradient = wells[2], wells[3], wells[4]
+    model = recover_logistic(theta, values, gradient)
+    quantity = affine_in(model, theta[:, 1], theta)
+    error = exact.std() / np.sqrt(exact.size / 2)  # repeated draws: about half independent
+    for sign in (0, -1, 1):
+        want = exact.mean() + sign * 1.96 * exact.std()
+        got = removal(model, dropped, quantity, sign, 1.96)
+        assert got.band == (got.mid, got.mid)  # the prior known: no band
+        assert got.mid == pytest.approx(want, abs=0.03 * exact.std() + 4 * error)
+    mean, sd, mcse, k_hat = importance_check(model, dropped, quantity)
+    assert k_hat < 0.5
+    assert mean == pytest.approx(exact.mean(), abs=4 * np.hypot(mcse, error))
+    assert sd == pytest.approx(exact.std(), rel=0.03)
+    # The move is real: about two posterior sds, which the full data's draws do not reach.
+    assert abs(exact.mean() - theta[:, 1].mean()) > 1.5 * theta[:, 1].std()
+
+
+def test_from_the_draws_alone_the_priors_band_holds_the_exact_refit(wells, dropped):
+    X, y, theta, values, _ = wells
+    model = recover_logistic(theta, values)
+    # Stein's estimate of the flat prior's precision: 0 within its band
+    assert model.delta > 0
+    assert np.max(np.abs(np.linalg.eigvalsh(model.precision))) <= model.delta
+    quantity = affine_in(model, theta[:, 1], theta)
+    weights = np.ones(y.size)
+    weights[dropped[:20]] = 0  # half the set: the band keeps a mode at both ends
+    beta, _ = sample(X, y, weights, draws=5000, seed=8)
+    exact = beta.reshape(-1, 4)[:, 1]
+    for sign in (0, -1, 1):
+        low, high = removal(model, dropped[:20], quantity, sign, 1.96).band
+        assert low < exact.mean() + sign * 1.96 * exact.std() < high
+        assert high - low > 0.01 * exact.std()
+
+
+def test_under_a_normal_prior_the_laplace_step_agrees_with_importance_sampling(wells, dropped):
+    # A prior N(0, 0.5^2 I) on the coefficients, read from the score: strong enough to move
+    # the mean and narrow the sd, so that a wrong sign of its precision or of its pull in
+    # the Newton step shows.
+    theta, values, gradient = wells[2], wells[3], wells[4]
+    model = recover_logistic(theta, values, gradient - theta / 0.25)
+    quantity = affine_in(model, theta[:, 1], theta)
+    mean, sd, mcse, k_hat = importance_check(model, dropped, quantity)
+    assert k_hat < 0.5
+    for sign in (0, -1, 1):
+        got = removal(model, dropped, quantity, sign, 1.96).mid
+        assert got == pytest.approx(mean + sign * 1.96 * sd, abs=0.05 * sd + 4 * mcse)
+    flat = recover_logistic(theta, values, gradient)
+    moved = removal(flat, dropped, affine_in(flat, theta[:, 1], theta), 0, 1.96).mid
+    assert abs(moved - mean) > 0.5 * sd  # the prior matters here
+
+
+def test_a_quantity_is_read_as_an_affine_function_of_the_parameters(wells):
+    theta, values = wells[2], wells[3]
+    model = recover_logistic(theta, values)
+    a, c = affine_in(model, 2 * theta[:, 2] - theta[:, 3] + 1, theta)
+    u = _whitened(model, theta)
+    np.testing.assert_allclose(a + u @ c, 2 * theta[:, 2] - theta[:, 3] + 1, atol=1e-9)
+    assert affine_in(model, np.exp(theta[:, 1]), theta) is None
+    assert affine_in(model, np.ones(theta.shape[0]), theta) is None
