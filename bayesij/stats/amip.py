@@ -50,9 +50,10 @@ from bayesij.array.amip_curvature import (
 from bayesij.array.amip_logistic import (
     CHECK_DRAWS,
     affine_in,
-    importance_check,
+    importance_sample,
     recover_logistic,
     removal,
+    sampled_moments,
 )
 from bayesij.array.amip_noise import bootstrap_counts, size_settled
 from bayesij.array.checks import check_real, constant_columns, fail
@@ -853,6 +854,16 @@ def _logistic_decided(results: list, fs: list, found: list, source, gradient) ->
     return out
 
 
+def _sampled(model, dropped: np.ndarray):
+    """The importance sample without ``dropped``
+    (:func:`~bayesij.array.amip_logistic.importance_sample`), or None where there is no
+    mode or its k-hat passes the threshold."""
+    sample = importance_sample(model, dropped)
+    if sample is None or sample[2] > pareto_k_threshold(CHECK_DRAWS):
+        return None
+    return sample
+
+
 def _open(result) -> bool:
     """Whether an answer is undetermined in a way a removal worked out could decide (not
     because the draws leave the metric's side of zero open)."""
@@ -860,43 +871,51 @@ def _open(result) -> bool:
 
 
 def _by_removal(result, found, f, model, quantity: tuple, source):
-    """``result`` decided by the removal of its set's prefixes in ``model`` (see
-    :func:`_logistic_decided`), or ``result`` itself."""
+    """``result`` decided by the removal of its set's prefixes in the recovered ``model``
+    (see :func:`_logistic_decided`), or ``result`` itself."""
     goal, order, codes = found.goal, found.path.order, source.codes
     margin = MC_MARGIN * _metric_mcse(f, goal)
-    before = _removal_of(model, quantity, goal, codes, order[:0])
+    before = removal(model, np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
     if before is None:
         return result
+    before = np.array(before.values), _draws_moments(f)
 
-    def checked(size: int):  # the band of the change (Laplace, widened by the IS check)
-        after = _removal_of(model, quantity, goal, codes, order[:size])
-        return None if after is None else _change_band(after, before, goal)
-
-    whole = checked(order.size)
-    if whole is None or _short(whole[0], goal, margin):
-        return result
-    widening = whole[0][1] - whole[0][0] - (np.ptp(whole[1]))  # the IS check's share
-
-    def reaches(size: int) -> bool:  # by the Laplace band, widened as the whole set's
+    def laplace(size: int):  # the Laplace changes (3,) without the first ``size`` units
         after = removal(model, _dropped(codes, order[:size]), quantity, goal.sign, goal.z)
-        if after is None:
-            return False
-        moved = np.array(after.values) - before[0]
-        band = (moved.min() - widening / 2, moved.max() + widening / 2)
-        return not _short(band, goal, margin)
+        return None if after is None else np.array(after.values) - before[0]
+
+    def checked(size: int):  # their band, widened by the importance-sampling check
+        moved, sample = laplace(size), _sampled(model, _dropped(codes, order[:size]))
+        if moved is None or sample is None:
+            return None
+        return _change_band(moved, sampled_moments(sample, quantity), before[1], goal)
+
+    def reaches(size: int, spread: float) -> bool:  # the Laplace band, widened
+        moved = laplace(size)
+        return moved is not None and not _short(
+            (moved.min() - spread, moved.max() + spread), goal, margin
+        )
+
+    def smallest(miss: int, spread: float) -> int:  # prefixes grow the change: bisection
+        hit = order.size
+        while hit - miss > 1:
+            middle = (hit + miss) // 2
+            miss, hit = (miss, middle) if reaches(middle, spread) else (middle, hit)
+        return hit
 
     low = result.size_interval[0] if result.size_interval else 0.0
-    miss, hit = max(0, math.ceil(low) - 1), order.size
-    while hit - miss > 1:  # the smallest prefix that reaches (prefixes grow the change)
-        middle = (hit + miss) // 2
-        miss, hit = (miss, middle) if reaches(middle) else (middle, hit)
-    found_band = checked(hit) if hit < order.size else whole
-    if found_band is None or _short(found_band[0], goal, margin):
-        hit, found_band = order.size, whole
-    if not size_settled(hit, low):
+    if not reaches(order.size, 0.0):
         return result
-    band, change = found_band[0], float(np.mean(found_band[0]))
-    mean, sd = _coherent_after(goal, *found_band[2], change, goal.z)
+    hit = smallest(max(0, math.ceil(low) - 1), 0.0)
+    band = checked(hit)
+    if band is not None and _short(band[0], goal, margin):  # again, widened as checked
+        spread = 0.5 * (band[0][1] - band[0][0]) - 0.5 * np.ptp(laplace(hit))
+        hit = smallest(hit, spread)
+        band = checked(hit)
+    if band is None or _short(band[0], goal, margin) or not size_settled(hit, low):
+        return result
+    change = float(np.mean(band[0]))
+    mean, sd = _coherent_after(goal, *band[1], change, goal.z)
     return replace(
         result,
         answer="reached",
@@ -905,7 +924,7 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
         predicted_change=change,
         predicted_mean=mean,
         predicted_interval=(mean - goal.z * sd, mean + goal.z * sd),
-        change_interval=band,
+        change_interval=band[0],
         size_interval=(float(low), float(hit)),
         stopped="reached",
         upper_bound=0,
@@ -918,34 +937,31 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
     )
 
 
+def _draws_moments(f: np.ndarray) -> tuple[float, float, float]:
+    """The quantity's mean, sd and the mean's Monte Carlo standard error (split-chain ESS)
+    from its draws ``f`` (n_chains, n_draws): the full data's posterior, against which the
+    importance-sampling check of a removal measures its change."""
+    draws = np.asarray(f, dtype=float)
+    ess = float(split_relative_ess(draws[..., None], "mean")[0]) * draws.size
+    sd = float(draws.std())
+    return float(draws.mean()), sd, sd / np.sqrt(ess) if ess > 0 else float("inf")
+
+
 def _dropped(codes: np.ndarray, units: np.ndarray) -> np.ndarray:
     """The observations (indices) of the units ``units``."""
     return np.flatnonzero(np.isin(codes, units))
 
 
-def _removal_of(model, quantity: tuple, goal, codes, units) -> tuple | None:
-    """The metric without ``units``: the Laplace values at the prior's three precisions
-    (:func:`~bayesij.array.amip_logistic.removal`) and the importance-sampling check (the
-    quantity's mean, sd and mean's Monte Carlo error); None where there is no mode or the
-    check's k-hat passes its threshold."""
-    dropped = _dropped(codes, units)
-    laplace = removal(model, dropped, quantity, goal.sign, goal.z)
-    check = importance_check(model, dropped, quantity)
-    if laplace is None or check is None or check[3] > pareto_k_threshold(CHECK_DRAWS):
-        return None
-    return np.array(laplace.values), check
-
-
-def _change_band(after: tuple, before: tuple, goal) -> tuple:
-    """The change's band: the Laplace changes' range at the prior's three precisions,
-    widened by the importance-sampling check's departure from the Laplace change and two
-    of its Monte Carlo errors; the Laplace changes (3,); and the quantity's mean and sd
-    without the set (the check's). ``after``, ``before``: :func:`_removal_of`."""
-    moved = after[0] - before[0]
-    (m1, s1, e1, _), (m0, s0, e0, _) = after[1], before[1]
+def _change_band(moved: np.ndarray, after: tuple, before: tuple, goal) -> tuple:
+    """The change's band: the Laplace changes' range at the prior's three precisions
+    (``moved``), widened by the importance-sampling check's departure from the Laplace
+    change and two of its Monte Carlo errors (``after``: the quantity's sampled mean, sd
+    and the mean's error without the set; ``before``: the same of the draws); and the
+    quantity's mean and sd without the set (the check's)."""
+    (m1, s1, e1), (m0, s0, e0) = after, before
     checked = (m1 - m0) + goal.sign * goal.z * (s1 - s0)
     spread = abs(checked - moved[1]) + MC_MARGIN * math.hypot(e1, e0)
-    return (float(moved.min() - spread), float(moved.max() + spread)), moved, (m1, s1)
+    return (float(moved.min() - spread), float(moved.max() + spread)), (m1, s1)
 
 
 def _short(band: tuple, goal, margin: float) -> bool:
