@@ -123,12 +123,15 @@ def recover_logistic(
     """The logistic regression whose observations' log-likelihood ``log_lik`` (S, N) are at
     the draws ``theta`` (S, P), or None where some observation is not one (a value not
     finite or not below 0, or ``logit(exp(l))`` not affine in the parameters to
-    :data:`RECOVERED`), fitted and checked on :data:`RECOVERY_DRAWS` draws (an affine
-    function is fixed by ``R + 1`` of them); a chunk of observations at a time, stopping at
-    the first that fails. With ``score`` (S, P), the log posterior's gradient in ``theta``
-    at the draws, the prior's gradient is the score less the log-likelihood's: where that
-    is affine in the parameters (a normal or flat prior) to round-off, the prior is known
-    (``delta`` 0); otherwise, and without a score, Stein's estimate over every draw."""
+    :data:`RECOVERED`), or where some direction of the parameters moves no observation's
+    logit (a hierarchy's scale, or a quantity that is a nonlinear function of others: the
+    prior in them is then not a fixed normal one), fitted and checked on
+    :data:`RECOVERY_DRAWS` draws (an affine function is fixed by ``R + 1`` of them); a
+    chunk of observations at a time, stopping at the first that fails. With ``score``
+    (S, P), the log posterior's gradient in ``theta`` at the draws, the prior's gradient
+    is the score less the log-likelihood's: where that is affine in the parameters (a
+    normal or flat prior) to round-off, the prior is known (``delta`` 0); otherwise, and
+    without a score, Stein's estimate over every draw."""
     n_draws = theta.shape[0]
     mean = theta.mean(axis=0)
     centred = theta - mean
@@ -143,6 +146,9 @@ def recover_logistic(
     if coefficients is None:
         return None
     offsets, slopes = coefficients[0], coefficients[1:]
+    strengths = np.linalg.svd(slopes, compute_uv=False)
+    if strengths[-1] <= 1e-8 * strengths[0]:
+        return None  # a direction no observation holds: a hierarchy's scale, a transform
     known = None
     if score is not None:
         at = _log_lik_gradient(u[rows], offsets, slopes, float)

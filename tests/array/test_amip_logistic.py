@@ -63,6 +63,13 @@ def test_other_log_likelihoods_are_not_taken_for_a_logistic_ones(wells):
     assert recover_logistic(theta, normal) is None
     poisson = 2 * theta[:, :1] - np.exp(theta[:, :1]) - np.log(2.0) + 0 * y
     assert recover_logistic(theta, np.minimum(poisson, -1e-3)) is None
+    # a parameter no observation's logit moves (a hierarchy's scale, whose prior on the
+    # others is not a fixed normal one), or a nonlinear function of the coefficients
+    scale = np.column_stack([theta, rng.gamma(4.0, size=theta.shape[0])])
+    assert recover_logistic(scale, wells[3]) is None
+    odds = np.column_stack([theta, np.exp(theta[:, 1])])
+    assert recover_logistic(odds, wells[3]) is None
+    assert recover_logistic(theta, wells[3]) is not None
     positive = wells[3].copy()
     positive[0, 0] = 0.0  # a probability of 1 has no logit
     assert recover_logistic(theta, positive) is None
