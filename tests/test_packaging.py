@@ -113,7 +113,10 @@ def _the_demo_build_carried_to(python: str, cwd: Path):
     )
     theirs = httpstan.cache.model_directory(_run(python, "-c", ask, cwd=cwd).split()[-1])
     assert theirs != ours  # another executable: another name
-    shutil.copytree(ours, theirs, ignore=shutil.ignore_patterns("fits"))
+    # A copy an earlier run left (killed before its clean-up; CI's temporary folders and
+    # httpstan's cache may outlive a run) is replaced, not an error.
+    shutil.rmtree(theirs, ignore_errors=True)
+    shutil.copytree(ours, theirs, ignore=shutil.ignore_patterns("fits"), dirs_exist_ok=True)
     try:
         yield
     finally:
