@@ -49,6 +49,7 @@ __all__ = [
     "LogisticModel",
     "Removal",
     "recover_logistic",
+    "row_pieces",
     "affine_in",
     "removal",
     "importance_sample",
@@ -117,10 +118,8 @@ class Removal(NamedTuple):
         return float(self.values[1])
 
 
-def recover_logistic(
-    theta: np.ndarray, log_lik: np.ndarray, score: np.ndarray | None = None
-) -> LogisticModel | None:
-    """The logistic regression whose observations' log-likelihood ``log_lik`` (S, N) are at
+def recover_logistic(theta: np.ndarray, log_lik, score: np.ndarray | None = None):
+    """The :class:`LogisticModel` whose observations' log-likelihood ``log_lik`` (S, N) are at
     the draws ``theta`` (S, P), or None where some observation is not one (a value not
     finite or not below 0, or ``logit(exp(l))`` not affine in the parameters to
     :data:`RECOVERED`), or where some direction of the parameters moves no observation's
@@ -131,7 +130,11 @@ def recover_logistic(
     (S, P), the log posterior's gradient in ``theta`` at the draws, the prior's gradient
     is the score less the log-likelihood's: where that is affine in the parameters (a
     normal or flat prior) to round-off, the prior is known (``delta`` 0); otherwise, and
-    without a score, Stein's estimate over every draw."""
+    without a score, Stein's estimate over every draw.
+
+    ``log_lik`` may also be a function that, given the draws' rows (K,), yields those
+    rows' values (K, n) of consecutive blocks of observations, in order: a
+    log-likelihood read a block at a time, only those rows of each kept."""
     n_draws = theta.shape[0]
     mean = theta.mean(axis=0)
     centred = theta - mean
@@ -142,7 +145,8 @@ def recover_logistic(
     basis = vectors[:, keep] * np.sqrt(values[keep])
     u = centred @ (vectors[:, keep] / np.sqrt(values[keep]))
     rows = np.unique(np.linspace(0, n_draws - 1, min(n_draws, RECOVERY_DRAWS)).astype(int))
-    coefficients = _affine_logits(u[rows], log_lik, rows)
+    pieces = log_lik(rows) if callable(log_lik) else row_pieces(log_lik, rows)
+    coefficients = _affine_logits(u[rows], pieces)
     if coefficients is None:
         return None
     offsets, slopes = coefficients[0], coefficients[1:]
@@ -162,16 +166,23 @@ def recover_logistic(
     return LogisticModel(mean, basis, offsets, slopes, precision, pull, delta)
 
 
-def _affine_logits(u: np.ndarray, log_lik, rows: np.ndarray) -> np.ndarray | None:
-    """The coefficients (R + 1, N) of ``logit(exp(l_n))`` on ``[1, u]`` over the draws
-    ``rows`` of ``log_lik`` (``u``: those draws, (len(rows), R)), or None where some
-    observation's is not affine (or a value is not finite or not below 0)."""
+def row_pieces(log_lik: np.ndarray, rows: np.ndarray):
+    """The draws ``rows`` (K,) of an (S, N) matrix, a chunk of observations at a time
+    (each (K, n), in order): what :func:`recover_logistic` reads."""
+    for chunk in obs_chunks(log_lik.shape[1], len(rows)):
+        yield log_lik[rows, chunk]
+
+
+def _affine_logits(u: np.ndarray, pieces) -> np.ndarray | None:
+    """The coefficients (R + 1, N) of ``logit(exp(l_n))`` on ``[1, u]`` over some draws
+    (``u``: those draws, (K, R); ``pieces``: their log-likelihood (K, n) of consecutive
+    blocks of observations, in order), or None where some observation's is not affine (or a
+    value is not finite or not below 0): read no further than the first such piece."""
     design = np.column_stack([np.ones(u.shape[0]), u])
-    solve = np.linalg.pinv(design)  # (R + 1, rows)
-    n_obs = log_lik.shape[1]
-    coefficients = np.empty((design.shape[1], n_obs))
-    for chunk in obs_chunks(n_obs, len(rows)):
-        values = np.asarray(log_lik[rows, chunk], dtype=float)
+    solve = np.linalg.pinv(design)  # (R + 1, K)
+    parts = []
+    for piece in pieces:
+        values = np.asarray(piece, dtype=float)
         if not np.all(np.isfinite(values)) or np.any(values >= 0):
             return None
         eta = values - np.log(-np.expm1(values))  # logit(exp(l))
@@ -181,8 +192,8 @@ def _affine_logits(u: np.ndarray, log_lik, rows: np.ndarray) -> np.ndarray | Non
         residual = np.einsum("sn,sn->n", left, left)
         if np.any(residual > RECOVERED * np.einsum("sn,sn->n", spread, spread)):
             return None
-        coefficients[:, chunk] = coef
-    return coefficients
+        parts.append(coef)
+    return np.concatenate(parts, axis=1)
 
 
 def _expit(x: np.ndarray) -> np.ndarray:

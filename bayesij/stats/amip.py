@@ -52,6 +52,7 @@ from bayesij.array.amip_logistic import (
     affine_in,
     importance_sample,
     recover_logistic,
+    row_pieces,
     removal,
     sampled_moments,
 )
@@ -827,23 +828,23 @@ def searches_from(
 
 
 def _logistic_decided(results: list, fs: list, found: list, source, gradient) -> list:
-    """The results, where an undetermined one of a logistic regression in memory is
-    decided by working out its set's removal in the model recovered from the draws
+    """The results, where an undetermined one of a logistic regression is decided by
+    working out its set's removal in the model recovered from the draws
     (:mod:`bayesij.array.amip_logistic`; in the unconstrained parameters of ``gradient``,
-    whose score gives the prior, or else in the posterior's quantities): "reached" where
-    the pessimistic end of that removal reaches the target, with the smallest prefix of
-    the set that does (bisection) when it answers "how few" (:func:`size_settled`).
-    Everything else is returned as it was."""
+    whose score gives the prior, or else in the posterior's quantities; a lazy
+    log-likelihood read once more, a block at a time, keeping a few hundred draws' rows):
+    "reached" where the pessimistic end of that removal reaches the target, with the
+    smallest prefix of the set that does (bisection) when it answers "how few"
+    (:func:`size_settled`). Everything else is returned as it was."""
     open_ = [k for k, r in enumerate(results) if _open(r)]
-    if not open_ or source.lazy:
+    if not open_:
         return results
     if gradient is not None and gradient[1] is not None:  # the score and its draws
         score, theta = (np.asarray(a, dtype=float).reshape(source.n_draws, -1) for a in gradient)
     else:
         draws, _ = _parameter_draws(source)
         score, theta = None, np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
-    matrix = source.matrix(keep_float32=True).reshape(source.n_draws, -1)
-    model = recover_logistic(theta, matrix, score)
+    model = recover_logistic(theta, partial(_draws_rows, source), score)
     if model is None:
         return results
     out = list(results)
@@ -852,6 +853,13 @@ def _logistic_decided(results: list, fs: list, found: list, source, gradient) ->
         if quantity is not None:
             out[k] = _by_removal(results[k], found[k], fs[k], model, quantity, source)
     return out
+
+
+def _draws_rows(source, rows: np.ndarray):
+    """The log-likelihood's draws ``rows`` (K, n) of each block of ``source``, in order
+    (the observations of a lazy one: its units)."""
+    for start, stop in source.bounds():
+        yield from row_pieces(source.block(start, stop).reshape(source.n_draws, -1), rows)
 
 
 def _sampled(model, dropped: np.ndarray):
@@ -938,13 +946,19 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
 
 
 def _draws_moments(f: np.ndarray) -> tuple[float, float, float]:
-    """The quantity's mean, sd and the mean's Monte Carlo standard error (split-chain ESS)
-    from its draws ``f`` (n_chains, n_draws): the full data's posterior, against which the
-    importance-sampling check of a removal measures its change."""
+    """The quantity's mean, sd and the mean's Monte Carlo standard error
+    (:func:`_mean_mcse`) from its draws ``f`` (n_chains, n_draws): the full data's
+    posterior, against which the importance-sampling check of a removal measures its
+    change."""
     draws = np.asarray(f, dtype=float)
+    return float(draws.mean()), float(draws.std()), _mean_mcse(draws)
+
+
+def _mean_mcse(draws: np.ndarray) -> float:
+    """The Monte Carlo standard error of the mean of ``draws`` (n_chains, n_draws), by the
+    split-chain effective sample size; inf where that is 0."""
     ess = float(split_relative_ess(draws[..., None], "mean")[0]) * draws.size
-    sd = float(draws.std())
-    return float(draws.mean()), sd, sd / np.sqrt(ess) if ess > 0 else float("inf")
+    return float(draws.std(ddof=1) / np.sqrt(ess)) if ess > 0 else float("inf")
 
 
 def _dropped(codes: np.ndarray, units: np.ndarray) -> np.ndarray:
@@ -1263,9 +1277,7 @@ def _metric_mcse(f: np.ndarray, goal) -> float:
     target's change, which needs no start)."""
     if goal.fixed:
         return 0.0
-    draws = np.asarray(metric_draws(f, goal.sign, goal.z), dtype=float)
-    ess = float(split_relative_ess(draws[..., None], "mean")[0]) * draws.size
-    return float(draws.std(ddof=1) / np.sqrt(ess)) if ess > 0 else float("inf")
+    return _mean_mcse(np.asarray(metric_draws(f, goal.sign, goal.z), dtype=float))
 
 
 def _undecided_start(f: np.ndarray, goal) -> str:

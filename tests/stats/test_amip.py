@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from amip_models import exact_smallest as _exact_smallest
 from amip_models import leveraged_slope as _leveraged_slope
+from saved_fits import saved_fit
 
 import bayesij
 from bayesij import refit
@@ -359,33 +360,6 @@ def test_with_control_variates_the_sets_are_those_of_ols_amip(field_experiment, 
     assert plain.n_drop > result.n_drop and plain.upper_bound
 
 
-def _saved_fit(post, container: str, chunks: dict | None):
-    """``post``'s draws as a user saves them (a DataTree, or ArviZ 0.23's InferenceData),
-    the log-likelihood in memory or opened lazily (dask chunks over the observations)."""
-    import xarray as xr
-
-    quantities = post.quantities
-    posterior = xr.Dataset(
-        {
-            str(name).replace("[", "").replace("]", ""): (
-                ("chain", "draw"),
-                quantities.sel(quantity=name).values,
-            )
-            for name in quantities.quantity.values
-        }
-    )
-    log_lik = xr.Dataset({"y": (("chain", "draw", "obs"), post.log_lik.values)})
-    if chunks:
-        pytest.importorskip("dask")
-        log_lik = log_lik.chunk(chunks)
-    if container == "DataTree":
-        return xr.DataTree.from_dict({"posterior": posterior, "log_likelihood": log_lik})
-    arviz = pytest.importorskip("arviz")
-    if int(arviz.__version__.split(".")[0]) >= 1:
-        pytest.skip("ArviZ 1.x has no InferenceData (DataTree is tested)")
-    return arviz.InferenceData(posterior=posterior, log_likelihood=log_lik)
-
-
 @pytest.mark.parametrize("container", ["DataTree", "InferenceData"])
 def test_control_variates_of_a_fit_opened_lazily_give_the_in_memory_answers(container):
     # The control-variate influences are computed a chunk of observations at a time; a
@@ -399,11 +373,11 @@ def test_control_variates_of_a_fit_opened_lazily_give_the_in_memory_answers(cont
     gradient = {"grad_log_posterior": (score, theta)}
     lazily = {"obs": 300}
     with pytest.raises(ValueError, match=r"^method: found 'reweighted' with a lazy log-lik"):
-        bayesij.amip(_saved_fit(post, container, lazily), "beta2", "sign", **gradient)
+        bayesij.amip(saved_fit(post, container, lazily), "beta2", "sign", **gradient)
     for target in ("sign", "significance"):
         found = [
             bayesij.amip(
-                _saved_fit(post, container, chunks), "beta2", target, method="linear", **gradient
+                saved_fit(post, container, chunks), "beta2", target, method="linear", **gradient
             )
             for chunks in (None, lazily)
         ]
@@ -422,7 +396,7 @@ def test_control_variates_of_a_fit_opened_lazily_give_the_in_memory_answers(cont
             return score, theta
 
     for chunks in (None, lazily):
-        saved = _saved_fit(post, container, chunks)
+        saved = saved_fit(post, container, chunks)
         by_density = bayesij.amip(
             saved, "beta2", "sign", method="linear", grad_log_posterior=Density()
         )

@@ -24,6 +24,7 @@ from logistic_amip import (  # noqa: E402  (tests/helpers)
     sample,
     wells_like,
 )
+from saved_fits import saved_fit
 
 import bayesij
 
@@ -249,3 +250,31 @@ def test_a_removal_that_does_not_settle_how_few_leaves_the_answer_open(monkeypat
         warnings.simplefilter("ignore")
         result = bayesij.amip(post, "beta[2]", "sign", grad_log_posterior=(grad, beta))
     assert result.answer == "undetermined" and result.decided_by == ""
+
+
+@pytest.mark.parametrize("container", ["DataTree", "InferenceData"])
+def test_a_fit_opened_lazily_is_decided_by_the_removal_as_in_memory(container):
+    # The same draws saved and read back a dask chunk of observations at a time: the
+    # recovery reads each block's few hundred rows it fits on, and gives the in-memory
+    # answer, set and band.
+    X, y = wells_like(400, seed=3)
+    post, grad, beta = _fit(X, y, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        memory, lazy = (
+            bayesij.amip(
+                saved_fit(post, container, chunks),
+                "beta2",
+                "sign",
+                method="linear",
+                grad_log_posterior=(grad, beta),
+            )
+            for chunks in (None, {"obs": 100})
+        )
+    assert memory.answer == "reached" and "logistic" in memory.decided_by
+    assert (lazy.answer, lazy.drop_ids, lazy.decided_by) == (
+        memory.answer,
+        memory.drop_ids,
+        memory.decided_by,
+    )
+    assert lazy.change_interval == pytest.approx(memory.change_interval, rel=1e-9)
