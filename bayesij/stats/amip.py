@@ -52,8 +52,8 @@ from bayesij.array.amip_logistic import (
     affine_in,
     importance_sample,
     recover_logistic,
-    row_pieces,
     removal,
+    row_pieces,
     sampled_moments,
 )
 from bayesij.array.amip_noise import bootstrap_counts, size_settled
