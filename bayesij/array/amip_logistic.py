@@ -330,9 +330,13 @@ def importance_sample(model: LogisticModel, dropped, seed: int = 0) -> tuple | N
         eta = model.offsets[chunk][kept] + u @ model.slopes[:, chunk][:, kept]
         target += _log_expit(eta.astype(np.float32)).sum(axis=1, dtype=float)
     log_w = target - proposal
-    k_hat = float(pareto_khat_columns(log_w[:, None], khat_tail_length(CHECK_DRAWS, 1.0))[0])
     w = np.exp(log_w - log_w.max())
-    return u, w / w.sum(), k_hat
+    return u, w / w.sum(), _ratios_khat(w)
+
+
+def _ratios_khat(ratios: np.ndarray) -> float:
+    """The Pareto k-hat of independent importance ``ratios`` (M,) (not of their logs)."""
+    return float(pareto_khat_columns(ratios[:, None], khat_tail_length(ratios.size, 1.0))[0])
 
 
 def sampled_moments(sample: tuple, quantity: tuple) -> tuple[float, float, float]:

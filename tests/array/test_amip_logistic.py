@@ -8,6 +8,7 @@ import pytest
 from logistic_amip import log_lik, sample, wells_like
 
 from bayesij.array.amip_logistic import (
+    _ratios_khat,
     affine_in,
     importance_sample,
     recover_logistic,
@@ -104,6 +105,7 @@ def test_a_sets_removal_is_the_exact_refits(wells, dropped, exact):
     mean, sd, mcse = sampled_moments(sample, quantity)
     assert sample[2] < 0.5  # k-hat
     assert mean == pytest.approx(exact.mean(), abs=4 * np.hypot(mcse, error))
+
     assert sd == pytest.approx(exact.std(), rel=0.03)
     # The move is real: about two posterior sds, which the full data's draws do not reach.
     assert abs(exact.mean() - theta[:, 1].mean()) > 1.5 * theta[:, 1].std()
@@ -152,3 +154,22 @@ def test_a_quantity_is_read_as_an_affine_function_of_the_parameters(wells):
     np.testing.assert_allclose(a + u @ c, 2 * theta[:, 2] - theta[:, 3] + 1, atol=1e-9)
     assert affine_in(model, np.exp(theta[:, 1]), theta) is None
     assert affine_in(model, np.ones(theta.shape[0]), theta) is None
+
+
+@pytest.mark.parametrize("k", [0.3, 0.7, 1.0])
+def test_the_check_s_k_hat_is_the_importance_ratios(k):
+    # Ratios with a Pareto tail of shape k: the check's k-hat is theirs (as ArviZ's PSIS
+    # finds on the same ratios), not their logs' (an exponential tail, k-hat near 0).
+    rng = np.random.default_rng(5)
+    ratios = (rng.pareto(1 / k, size=2000) + 1) * 3.0
+    got = _ratios_khat(ratios)
+    assert got == pytest.approx(k, abs=0.2)
+    arviz = pytest.importorskip("arviz")
+    if hasattr(arviz, "psislw"):  # ArviZ 0.23
+        want = float(arviz.psislw(np.log(ratios))[1])
+    else:  # ArviZ 1.x: arviz-stats, whose psislw takes the log-likelihood (minus the log ratios)
+        from arviz_stats.base import array_stats
+
+        want = float(array_stats.psislw(-np.log(ratios), r_eff=1.0)[1])
+    assert got == pytest.approx(want, abs=0.02)
+
