@@ -35,7 +35,8 @@ group effects the log-likelihood tells (each observation moves with one ``alpha`
 audit and ``loo`` rows only, for the three.
 
 Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000] [--dask 200000]
-[--model t4|normal|logistic|hierarchy|hierarchy-no-index] [--rows audit,linearity]
+[--model t4|normal|logistic|hierarchy|hierarchy-no-index] [--coefficients 10]
+[--rows audit,linearity]
 [--repeat 5]`` (``--rows``: only these rows, with ``loo``; ``--repeat``: each in-memory row
 timed that many times in its process, the median printed: single calls of a fraction of a
 second vary by ±20 % on a shared machine; the audit's process then also times ``loo`` right
@@ -353,7 +354,7 @@ def _peer_call(post):
 def _run(what: str, n_obs: int) -> dict:
     out = subprocess.run(
         [sys.executable, __file__, "--model", MODEL, "--repeat", str(REPEAT)]
-        + ["--child", what, str(n_obs)],
+        + ["--coefficients", str(N_COEF), "--child", what, str(n_obs)],
         capture_output=True,
         text=True,
         check=True,
@@ -362,6 +363,7 @@ def _run(what: str, n_obs: int) -> dict:
 
 
 def main() -> None:
+    global MODEL, REPEAT, N_COEF
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,50000,100000")
     parser.add_argument("--lazy", type=int, default=0, help="N of the lazy audit (0: none)")
@@ -380,10 +382,15 @@ def main() -> None:
         help="timed calls of each in-memory row, in its process after the warm-up; the "
         "median is printed (default 1)",
     )
+    parser.add_argument(
+        "--coefficients",
+        type=int,
+        default=N_COEF,
+        help=f"coefficients of the t4 / normal regression (default {N_COEF})",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    global MODEL, REPEAT
-    MODEL, REPEAT = args.model, max(1, args.repeat)
+    MODEL, REPEAT, N_COEF = args.model, max(1, args.repeat), max(2, args.coefficients)
     if (args.lazy or args.dask) and MODEL not in ("t4", "normal"):
         parser.error("--lazy and --dask build the regression's blocks: use --model t4 or normal")
     if args.child:

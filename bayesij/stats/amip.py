@@ -823,20 +823,23 @@ def searches_from(
         _result(f, q, t, g.z, source, one, method, alpha_max, control_variates=bool(gradient))
         for f, (q, t), g, one in zip(fs, questions, goals, found, strict=True)
     ]
-    results = _logistic_decided(results, fs, found, source, gradient)
+    results = _logistic_decided(results, fs, found, source, (gradient, kept))
     return list(zip(results, found, strict=True))
 
 
-def _logistic_decided(results: list, fs: list, found: list, source, gradient) -> list:
+def _logistic_decided(results: list, fs: list, found: list, source, given: tuple) -> list:
     """The results, where an undetermined one of a logistic regression is decided by
     working out its set's removal in the model recovered from the draws
     (:mod:`bayesij.array.amip_logistic`; in the unconstrained parameters of ``gradient``,
     whose score gives the prior, or else in the posterior's quantities; a lazy
-    log-likelihood read once more, a block at a time, keeping a few hundred draws' rows):
-    "reached" where the pessimistic end of that removal reaches the target, with the
-    smallest prefix of the set that does (bisection) when it answers "how few"
-    (:func:`size_settled`). Everything else is returned as it was."""
+    log-likelihood read once more, a block at a time, keeping a few hundred draws' rows,
+    where the columns its pass kept are a logistic regression's): "reached" where the
+    pessimistic end of that removal reaches the target, with the smallest prefix of the
+    set that does (bisection) when it answers "how few" (:func:`size_settled`). Everything
+    else is returned as it was. ``given``: the gradient (:func:`searches_from`) and the
+    pass's kept columns (:func:`set_columns`)."""
     open_ = [k for k, r in enumerate(results) if _open(r)]
+    gradient, kept = given
     if not open_:
         return results
     if gradient is not None and gradient[1] is not None:  # the score and its draws
@@ -844,6 +847,8 @@ def _logistic_decided(results: list, fs: list, found: list, source, gradient) ->
     else:
         draws, _ = _parameter_draws(source)
         score, theta = None, np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
+    if source.lazy and not _kept_logistic(theta, kept):
+        return results  # not read again for nothing: a lazy source is read once
     model = recover_logistic(theta, partial(_draws_rows, source), score)
     if model is None:
         return results
@@ -853,6 +858,15 @@ def _logistic_decided(results: list, fs: list, found: list, source, gradient) ->
         if quantity is not None:
             out[k] = _by_removal(results[k], found[k], fs[k], model, quantity, source)
     return out
+
+
+def _kept_logistic(theta: np.ndarray, kept) -> bool:
+    """Whether the columns a lazy pass kept (:class:`KeptColumns`, or None) are a logistic
+    regression's observations in the parameters ``theta`` (S, P)."""
+    if kept is None or not kept.columns:
+        return False
+    columns = np.column_stack([np.reshape(c, -1) for c in kept.columns.values()])
+    return recover_logistic(theta, columns) is not None
 
 
 def _draws_rows(source, rows: np.ndarray):
@@ -886,11 +900,11 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
     before = removal(model, np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
     if before is None:
         return result
-    before = np.array(before.values), _draws_moments(f)
+    before = before, _draws_moments(f)
 
-    def laplace(size: int):  # the Laplace changes (3,) without the first ``size`` units
+    def laplace(size: int):  # the Laplace change's low end, value and high end (3,)
         after = removal(model, _dropped(codes, order[:size]), quantity, goal.sign, goal.z)
-        return None if after is None else np.array(after.values) - before[0]
+        return None if after is None else np.array(after.change_from(before[0]))
 
     def checked(size: int):  # their band, widened by the importance-sampling check
         moved, sample = laplace(size), _sampled(model, _dropped(codes, order[:size]))
@@ -967,8 +981,9 @@ def _dropped(codes: np.ndarray, units: np.ndarray) -> np.ndarray:
 
 
 def _change_band(moved: np.ndarray, after: tuple, before: tuple, goal) -> tuple:
-    """The change's band: the Laplace changes' range at the prior's three precisions
-    (``moved``), widened by the importance-sampling check's departure from the Laplace
+    """The change's band: the Laplace change give or take the prior's error (``moved``: its
+    low end, value and high end, :meth:`~bayesij.array.amip_logistic.Removal.change_from`),
+    widened by the importance-sampling check's departure from the Laplace
     change and two of its Monte Carlo errors (``after``: the quantity's sampled mean, sd
     and the mean's error without the set; ``before``: the same of the draws); and the
     quantity's mean and sd without the set (the check's)."""

@@ -8,6 +8,8 @@ import pytest
 from logistic_amip import log_lik, sample, wells_like
 
 from bayesij.array.amip_logistic import (
+    PRIOR_Z,
+    Removal,
     _ratios_khat,
     affine_in,
     importance_sample,
@@ -79,7 +81,7 @@ def test_other_log_likelihoods_are_not_taken_for_a_logistic_ones(wells):
 def test_with_the_gradient_the_prior_is_known(wells):
     X, y, theta, values, gradient = wells
     flat = recover_logistic(theta, values, gradient)
-    assert flat.delta == 0
+    assert flat.batches.size == 0
     np.testing.assert_allclose(flat.precision, 0, atol=1e-6)
     # a normal prior N(0, 2^2 I) on the coefficients adds -theta / 4 to the score
     normal = recover_logistic(theta, values, gradient - theta / 4)
@@ -88,7 +90,7 @@ def test_with_the_gradient_the_prior_is_known(wells):
     np.testing.assert_allclose(normal.pull, -normal.basis.T @ normal.mean / 4, rtol=1e-6)
     # a prior that is not normal (Cauchy scores) is not taken as known
     cauchy = gradient - 2 * theta / (1 + theta**2)
-    assert recover_logistic(theta, values, cauchy).delta > 0
+    assert recover_logistic(theta, values, cauchy).batches.size > 0
 
 
 def test_a_sets_removal_is_the_exact_refits(wells, dropped, exact):
@@ -114,18 +116,29 @@ def test_a_sets_removal_is_the_exact_refits(wells, dropped, exact):
 def test_from_the_draws_alone_the_priors_band_holds_the_exact_refit(wells, dropped):
     X, y, theta, values, _ = wells
     model = recover_logistic(theta, values)
-    # Stein's estimate of the flat prior's precision: 0 within its band
-    assert model.delta > 0
-    assert np.max(np.abs(np.linalg.eigvalsh(model.precision))) <= model.delta
+    # Stein's estimate of the flat prior's precision: 0 within 3.5 of its batch-means
+    # standard errors (each element)
+    error = model.batches.std(axis=0, ddof=1) / np.sqrt(len(model.batches))
+    assert np.all(np.abs(model.precision) <= 3.5 * error)
     quantity = affine_in(model, theta[:, 1], theta)
     weights = np.ones(y.size)
     weights[dropped[:20]] = 0  # half the set: the band keeps a mode at both ends
     beta, _ = sample(X, y, weights, draws=5000, seed=8)
     exact = beta.reshape(-1, 4)[:, 1]
+    full = theta[:, 1]
     for sign in (0, -1, 1):
-        low, high = removal(model, dropped[:20], quantity, sign, 1.96).band
-        assert low < exact.mean() + sign * 1.96 * exact.std() < high
+        after = removal(model, dropped[:20], quantity, sign, 1.96)
+        low, high = after.band
+        want = exact.mean() + sign * 1.96 * exact.std()
+        assert low < want < high
         assert high - low > 0.01 * exact.std()
+        # the change from the full data's (both through the same estimate of the prior)
+        # holds the exact change, give or take the full data's Monte Carlo error
+        before = removal(model, np.zeros(0, dtype=int), quantity, sign, 1.96)
+        low, _, high = after.change_from(before)
+        error = 3 * full.std() / np.sqrt(full.size / 2)
+        change = want - (full.mean() + sign * 1.96 * full.std())
+        assert low - error < change < high + error
 
 
 def test_under_a_normal_prior_the_laplace_step_agrees_with_importance_sampling(wells, dropped):
@@ -173,3 +186,19 @@ def test_the_check_s_k_hat_is_the_importance_ratios(k):
         want = float(array_stats.psislw(-np.log(ratios), r_eff=1.0)[1])
     assert got == pytest.approx(want, abs=0.02)
 
+
+def test_the_prior_s_error_common_to_both_metrics_leaves_the_change():
+    # A change between two metrics that the prior's estimate moves alike is free of it;
+    # moved oppositely, its error is the difference's: the batch-means error of the
+    # differenced moves (its upper 95 % bound: 19 degrees of freedom, x 1.37).
+    moves = np.random.default_rng(3).normal(size=20)
+    before, after = Removal(0.5, moves), Removal(2.0, moves.copy())
+    assert after.change_from(before) == (1.5, 1.5, 1.5)
+    low, mid, high = Removal(2.0, -moves).change_from(before)
+    from scipy.stats import chi2
+
+    bound = np.sqrt(19 / chi2.ppf(0.05, 19))  # 1.37
+    half = PRIOR_Z * bound * np.std(2 * moves, ddof=1) / np.sqrt(20)
+    assert mid == 1.5 and high - mid == pytest.approx(half, rel=1e-12)
+    assert after.band == pytest.approx((2.0 - half / 2, 2.0 + half / 2), rel=1e-12)
+    assert Removal(1.0, np.zeros(0)).band == (1.0, 1.0)  # the prior known
