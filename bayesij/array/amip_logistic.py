@@ -80,10 +80,6 @@ PRIOR_Z = 2.0
 #: independent sets of draws on one wells-like fit).
 PRIOR_BATCHES = 40
 
-#: The share of the way to each batch's estimate of the prior's precision at which the
-#: removal's sensitivity to it is measured (:func:`removal`).
-PRIOR_STEP = 0.25
-
 #: Importance draws of the check at the chosen set.
 CHECK_DRAWS = 2000
 
@@ -317,30 +313,31 @@ def removal(model: LogisticModel, dropped: np.ndarray, quantity: tuple, sign: in
     parameters).
 
     The sensitivity gives the metric's standard error through the prior by batch means
-    and the delta method (:attr:`Removal.band`): its change toward each batch's estimate,
-    measured a :data:`PRIOR_STEP` of the way there and scaled up (a batch's own estimate
-    may be far enough off to leave no mode)."""
+    and the delta method (:attr:`Removal.band`): its derivative toward each batch's
+    estimate, at the mode (the implicit function theorem; a batch's own estimate may be
+    far enough off to leave no mode)."""
     keep = np.ones(model.offsets.size, dtype=bool)
     keep[dropped] = False
     a, c = quantity
-
-    def metric(precision: np.ndarray) -> float | None:
-        found = _laplace(model, keep, precision)
-        if found is None:
-            return None
-        mode, cov = found
-        return float(a + c @ mode + sign * z * np.sqrt(c @ cov @ c))
-
-    mid = metric(model.precision)
-    if mid is None:
+    found = _laplace(model, keep, model.precision)
+    if found is None:
         return None
-    moves = np.empty(len(model.batches))
-    for k, batch in enumerate(model.batches):
-        moved = metric(model.precision + PRIOR_STEP * (batch - model.precision))
-        if moved is None:
-            return None
-        moves[k] = (moved - mid) / PRIOR_STEP
-    return Removal(mid, moves)
+    mode, cov = found
+    spread = float(c @ cov @ c)
+    mid = float(a + c @ mode + sign * z * np.sqrt(spread))
+    toward = model.batches - model.precision  # (B, R, R)
+    if not len(toward):
+        return Removal(mid, np.zeros(0))
+    # The implicit function theorem at the mode u*: moving the precision by D moves the
+    # mode by -cov D u*, and the inverse covariance by D and by the likelihood's third
+    # derivative along that move.
+    offsets, slopes = model.offsets[keep], model.slopes[:, keep]
+    p = _expit(offsets + mode @ slopes)
+    v = cov @ c
+    third = p * (1 - p) * (1 - 2 * p) * (v @ slopes) ** 2  # (n,)
+    moved = -np.einsum("ij,bjk,k->bi", cov, toward, mode)  # (B, R)
+    grown = np.einsum("i,bij,j->b", v, toward, v) + (moved @ slopes) @ third
+    return Removal(mid, moved @ c - sign * z * grown / (2 * np.sqrt(spread)))
 
 
 def _laplace(model: LogisticModel, keep: np.ndarray, precision: np.ndarray):
@@ -350,9 +347,9 @@ def _laplace(model: LogisticModel, keep: np.ndarray, precision: np.ndarray):
     offsets, slopes = model.offsets[keep], model.slopes[:, keep]
     u = np.zeros(slopes.shape[0])
     for _ in range(100):
-        eta = offsets + u @ slopes
-        gradient = slopes @ _expit(-eta) - precision @ u + model.pull
-        hessian = -(slopes * (_expit(eta) * _expit(-eta))) @ slopes.T - precision
+        missed = 1.0 - _expit(offsets + u @ slopes)  # expit(-eta) to 1e-16 absolute
+        gradient = slopes @ missed - precision @ u + model.pull
+        hessian = -(slopes * (missed * (1.0 - missed))) @ slopes.T - precision
         if np.linalg.eigvalsh(hessian)[-1] >= 0:
             return None
         step = np.linalg.solve(hessian, gradient)

@@ -202,3 +202,24 @@ def test_the_prior_s_error_common_to_both_metrics_leaves_the_change():
     assert mid == 1.5 and high - mid == pytest.approx(half, rel=1e-12)
     assert after.band == pytest.approx((2.0 - half / 2, 2.0 + half / 2), rel=1e-12)
     assert Removal(1.0, np.zeros(0)).band == (1.0, 1.0)  # the prior known
+
+
+def test_the_removal_s_moves_are_its_derivatives_in_the_prior_s_precision(wells, dropped):
+    # The sensitivity toward each batch's estimate of the prior (the implicit function
+    # theorem at the mode, the likelihood's third derivative included) against finite
+    # differences of the removal worked out anew at the moved precision.
+    theta, values = wells[2], wells[3]
+    model = recover_logistic(theta, values)
+    quantity = affine_in(model, theta[:, 1], theta)
+    step = 1e-5
+    for sign in (0, 1):
+        got = removal(model, dropped[:20], quantity, sign, 1.96)
+        for b in (0, 7, 19):
+            toward = model.batches[b] - model.precision
+            moved = model._replace(
+                precision=model.precision + step * toward, batches=np.zeros((0, 4, 4))
+            )
+            again = removal(moved, dropped[:20], quantity, sign, 1.96)
+            assert again.moves.size == 0
+            want = (again.mid - got.mid) / step
+            assert got.moves[b] == pytest.approx(want, rel=1e-3, abs=1e-6)
