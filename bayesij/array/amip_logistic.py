@@ -20,7 +20,7 @@ and its sensitivity toward each batch's estimate gives its standard error throug
 (batch means [3]_ and the delta method: only the prior's error along the directions that move
 the quantity counts, and for a change, only what the prior does to it beyond what it does
 to the full data's metric); the answer uses the change give or take :data:`PRIOR_Z` of
-those. On the wells-like regressions (N = 400 and 3020) that band is a quarter to a half
+those. On the wells-like regressions (N = 400 and 3020) that band is a third to a half
 as wide as the one it replaced (the prior's precision give or take two standard errors in
 every direction at once), and the exact refits confirmed every answer it decided.
 
