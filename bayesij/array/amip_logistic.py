@@ -45,6 +45,7 @@ References
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -57,6 +58,7 @@ __all__ = [
     "LogisticModel",
     "Removal",
     "recover_logistic",
+    "logits_affine",
     "row_pieces",
     "affine_in",
     "removal",
@@ -151,9 +153,17 @@ def _prior_error(moves: np.ndarray) -> float:
     without batches."""
     if moves.size < 2:
         return 0.0
-    dof = moves.size - 1
-    upper = np.sqrt(dof / chi2.ppf(0.05, dof))  # 1.23 for 40 batches
-    return float(PRIOR_Z * upper * np.std(moves, ddof=1) / np.sqrt(moves.size))
+    return float(
+        PRIOR_Z * _variance_bound(moves.size) * np.std(moves, ddof=1) / np.sqrt(moves.size)
+    )
+
+
+@functools.cache
+def _variance_bound(n_batches: int) -> float:
+    """The upper 95 % confidence bound of a standard error from ``n_batches`` batch means,
+    over the estimate (1.23 for 40 batches)."""
+    dof = n_batches - 1
+    return float(np.sqrt(dof / chi2.ppf(0.05, dof)))
 
 
 def recover_logistic(theta: np.ndarray, log_lik, score: np.ndarray | None = None):
@@ -173,18 +183,12 @@ def recover_logistic(theta: np.ndarray, log_lik, score: np.ndarray | None = None
     ``log_lik`` may also be a function that, given the draws' rows (K,), yields those
     rows' values (K, n) of consecutive blocks of observations, in order: a
     log-likelihood read a block at a time, only those rows of each kept."""
-    n_draws = theta.shape[0]
-    mean = theta.mean(axis=0)
-    centred = theta - mean
-    values, vectors = np.linalg.eigh(centred.T @ centred / n_draws)
-    keep = values > 1e-12 * max(values.max(), 0.0)
-    if not keep.any():
+    whitened = _whitened(theta)
+    if whitened is None:
         return None
-    basis = vectors[:, keep] * np.sqrt(values[keep])
-    u = centred @ (vectors[:, keep] / np.sqrt(values[keep]))
-    rows = np.unique(np.linspace(0, n_draws - 1, min(n_draws, RECOVERY_DRAWS)).astype(int))
-    pieces = log_lik(rows) if callable(log_lik) else row_pieces(log_lik, rows)
-    coefficients = _affine_logits(u[rows], pieces)
+    mean, basis, u = whitened
+    rows = _recovery_rows(theta.shape[0])
+    coefficients = _affine_logits(u[rows], _pieces(log_lik, rows))
     if coefficients is None:
         return None
     offsets, slopes = coefficients[0], coefficients[1:]
@@ -202,6 +206,41 @@ def recover_logistic(theta: np.ndarray, log_lik, score: np.ndarray | None = None
         precision, batches = _prior_precision(u, gradient)
         pull = -gradient.mean(axis=0)  # E[grad log posterior] = 0 at the draws' mean u = 0
     return LogisticModel(mean, basis, offsets, slopes, precision, pull, batches)
+
+
+def logits_affine(theta: np.ndarray, log_lik) -> bool:
+    """Whether every observation's ``logit(exp(l))`` is affine in the draws ``theta``
+    (S, P) to :data:`RECOVERED`: the first test of :func:`recover_logistic` (``log_lik``
+    as there), without the rest, for a subset of the observations."""
+    whitened = _whitened(theta)
+    if whitened is None:
+        return False
+    rows = _recovery_rows(theta.shape[0])
+    return _affine_logits(whitened[2][rows], _pieces(log_lik, rows)) is not None
+
+
+def _whitened(theta: np.ndarray) -> tuple | None:
+    """The draws' mean (P,), a basis (P, R) of the directions they vary in, and the draws
+    in it with unit covariance (S, R); None where they do not vary."""
+    mean = theta.mean(axis=0)
+    centred = theta - mean
+    values, vectors = np.linalg.eigh(centred.T @ centred / theta.shape[0])
+    keep = values > 1e-12 * max(values.max(), 0.0)
+    if not keep.any():
+        return None
+    basis = vectors[:, keep] * np.sqrt(values[keep])
+    return mean, basis, centred @ (vectors[:, keep] / np.sqrt(values[keep]))
+
+
+def _recovery_rows(n_draws: int) -> np.ndarray:
+    """The :data:`RECOVERY_DRAWS` evenly spaced draws each logit is fitted on."""
+    return np.unique(np.linspace(0, n_draws - 1, min(n_draws, RECOVERY_DRAWS)).astype(int))
+
+
+def _pieces(log_lik, rows: np.ndarray):
+    """``log_lik``'s rows ``rows`` a block of observations at a time (``log_lik``: an
+    (S, N) matrix, or a function that yields them, :func:`recover_logistic`)."""
+    return log_lik(rows) if callable(log_lik) else row_pieces(log_lik, rows)
 
 
 def row_pieces(log_lik: np.ndarray, rows: np.ndarray):

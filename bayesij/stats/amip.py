@@ -5,6 +5,7 @@ adds the refits that settle what the draws leave open."""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -51,6 +52,7 @@ from bayesij.array.amip_logistic import (
     CHECK_DRAWS,
     affine_in,
     importance_sample,
+    logits_affine,
     recover_logistic,
     removal,
     row_pieces,
@@ -866,7 +868,7 @@ def _kept_logistic(theta: np.ndarray, kept) -> bool:
     if kept is None or not kept.columns:
         return False
     columns = np.column_stack([np.reshape(c, -1) for c in kept.columns.values()])
-    return recover_logistic(theta, columns) is not None
+    return logits_affine(theta, columns)
 
 
 def _draws_rows(source, rows: np.ndarray):
@@ -897,20 +899,21 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
     (see :func:`_logistic_decided`), or ``result`` itself."""
     goal, order, codes = found.goal, found.path.order, source.codes
     margin = MC_MARGIN * _metric_mcse(f, goal)
-    before = removal(model, np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
-    if before is None:
+    start = removal(model, np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
+    if start is None:
         return result
-    before = before, _draws_moments(f)
+    drawn = _draws_moments(f)  # the full data's, against which the check measures
 
+    @functools.cache
     def laplace(size: int):  # the Laplace change's low end, value and high end (3,)
         after = removal(model, _dropped(codes, order[:size]), quantity, goal.sign, goal.z)
-        return None if after is None else np.array(after.change_from(before[0]))
+        return None if after is None else np.array(after.change_from(start))
 
     def checked(size: int):  # their band, widened by the importance-sampling check
         moved, sample = laplace(size), _sampled(model, _dropped(codes, order[:size]))
         if moved is None or sample is None:
             return None
-        return _change_band(moved, sampled_moments(sample, quantity), before[1], goal)
+        return _change_band(moved, sampled_moments(sample, quantity), drawn, goal)
 
     def reaches(size: int, spread: float) -> bool:  # the Laplace band, widened
         moved = laplace(size)

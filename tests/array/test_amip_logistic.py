@@ -13,6 +13,7 @@ from bayesij.array.amip_logistic import (
     _ratios_khat,
     affine_in,
     importance_sample,
+    logits_affine,
     recover_logistic,
     removal,
     sampled_moments,
@@ -70,6 +71,10 @@ def test_other_log_likelihoods_are_not_taken_for_a_logistic_ones(wells):
     # others is not a fixed normal one), or a nonlinear function of the coefficients
     scale = np.column_stack([theta, rng.gamma(4.0, size=theta.shape[0])])
     assert recover_logistic(scale, wells[3]) is None
+    # ... though its logits are affine in them (what a lazy pass's few kept columns are
+    # asked before the log-likelihood is read again), the normal ones' are not
+    assert logits_affine(scale, wells[3]) and logits_affine(theta, wells[3][:, :30])
+    assert not logits_affine(theta, normal)
     odds = np.column_stack([theta, np.exp(theta[:, 1])])
     assert recover_logistic(odds, wells[3]) is None
     assert recover_logistic(theta, wells[3]) is not None
