@@ -278,3 +278,71 @@ def test_a_fit_opened_lazily_is_decided_by_the_removal_as_in_memory(container):
         memory.decided_by,
     )
     assert lazy.change_interval == pytest.approx(memory.change_interval, rel=1e-9)
+
+
+def _hierarchical_logistic_tree(group_index: bool, chunks=None):
+    """A varying-intercept logistic regression (20 groups of 30, a slope), saved as a PyMC
+    user saves it: ``mu``, ``tau``, ``alpha`` over ``group`` and ``beta`` (draws of each
+    group's and the slope's normal approximation around the data's own estimates, the
+    hierarchy's scale lognormal), the log-likelihood over ``obs``, and with
+    ``group_index`` the observations' group in ``constant_data``."""
+    import xarray as xr
+
+    rng = np.random.default_rng(11)
+    groups, per, draws = 20, 30, (4, 500)
+    group = np.repeat(np.arange(groups), per)
+    x = rng.normal(size=group.size)
+    truth = rng.normal(0.0, 0.8, groups)
+    y = rng.random(group.size) < 1 / (1 + np.exp(-(truth[group] + 0.4 * x)))
+    alpha = truth + rng.normal(0, 0.35, (*draws, groups))
+    beta = 0.4 + rng.normal(0, 0.1, draws)
+    eta = alpha[..., group] + beta[..., None] * x
+    log_lik = -np.logaddexp(0, np.where(y, -eta, eta))
+    posterior = xr.Dataset(
+        {
+            "mu": (("chain", "draw"), alpha.mean(axis=-1)),
+            "tau": (("chain", "draw"), np.exp(rng.normal(-0.3, 0.2, draws))),
+            "alpha": (("chain", "draw", "group"), alpha),
+            "beta": (("chain", "draw"), beta),
+        }
+    )
+    likelihood = xr.Dataset({"y": (("chain", "draw", "obs"), log_lik)})
+    if chunks:
+        likelihood = likelihood.chunk(chunks)
+    tree = {"posterior": posterior, "log_likelihood": likelihood}
+    if group_index:
+        tree["constant_data"] = xr.Dataset({"group_idx": ("obs", group)})
+    return xr.DataTree.from_dict(tree)
+
+
+@pytest.mark.parametrize(
+    "group_index, chunks", [(True, None), (False, None), (False, {"obs": 150})]
+)
+def test_a_hierarchical_logistic_fit_is_not_taken_for_a_fixed_prior_one(group_index, chunks):
+    # Its logits are affine in the group effects and the slope, but the hierarchy's scale
+    # moves none of them: the prior on the effects is not a fixed normal one, and the
+    # removal is not worked out (grouped units are no logistic observations either). The
+    # answers stay what the influences give, the same in memory and opened lazily.
+    tree = _hierarchical_logistic_tree(group_index, chunks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = [
+            bayesij.amip(tree, "beta", target, method="linear")
+            for target in ("sign", "significance")
+        ]
+    assert all(r.decided_by == "" for r in found)
+    if not group_index and not chunks:  # the recovery itself refuses the fit
+        from bayesij.array.amip_logistic import logits_affine, recover_logistic
+
+        post = tree["posterior"].to_dataset()
+        theta = np.column_stack(
+            [post[v].values.reshape(2000, -1) for v in ("mu", "tau", "alpha", "beta")]
+        )
+        log_lik = tree["log_likelihood"]["y"].values.reshape(2000, -1)
+        assert logits_affine(theta, log_lik) and recover_logistic(theta, log_lik) is None
+    if chunks:
+        memory = [
+            bayesij.amip(_hierarchical_logistic_tree(False), "beta", t, method="linear")
+            for t in ("sign", "significance")
+        ]
+        assert [(r.answer, r.drop_ids) for r in found] == [(r.answer, r.drop_ids) for r in memory]
