@@ -11,14 +11,25 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 collect_ignore = ["helpers", "reference"]
 
+from stan_header import add_header, precompile  # noqa: E402
+
 from conjugate import ConjugateNormal, heteroskedastic_regression  # noqa: E402
 
 # PyStan builds each Stan program with Python's CFLAGS, which hold -g: debug information that
 # nobody reads here takes 11 s of a 64 s build (and 17 MB of its 46 MB) on the 2-core
-# machine. The suite's builds leave it out (CFLAGS from the environment come last, so -g0
-# wins); sampling is the same code. Set before any worker or subprocess starts.
-if "-g0" not in os.environ.get("CFLAGS", "").split():
-    os.environ["CFLAGS"] = f"{os.environ.get('CFLAGS', '')} -g0".strip()
+# machine. The suite's builds leave it out (-g0 last in CFLAGS, or CXXFLAGS for setuptools
+# 72 and later); sampling is the same code. And each includes Stan's model header
+# precompiled: half of a build is parsing it, and a new environment builds 13 programs
+# (tests/helpers/stan_header.py). Set before any worker or subprocess starts.
+add_header(os.environ)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stan_header_precompiled(request):
+    """The precompiled Stan header made (once, whichever worker asks first) before this
+    worker's first test, where the session builds Stan programs."""
+    if any(item.get_closest_marker("stan") for item in request.session.items):
+        precompile(os.environ)
 
 
 @pytest.fixture(autouse=True)

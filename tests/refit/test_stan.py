@@ -59,7 +59,7 @@ def test_outside_event_loop_runs_here_without_a_loop_and_in_one_stan_thread_insi
 
 
 def _fake_build(log_path, hold):
-    """A stand-in for ``stan.build`` that logs when it runs, the CFLAGS it sees and
+    """A stand-in for ``stan.build`` that logs when it runs, the CFLAGS and CXXFLAGS it sees and
     whether stderr is a real file, and holds the lock for ``hold`` seconds."""
     import os
     import sys
@@ -74,7 +74,8 @@ def _fake_build(log_path, hold):
             real = False
         time.sleep(hold)
         with open(log_path, "a", encoding="utf-8") as log:
-            log.write(f"{start} {time.monotonic()} {os.environ.get('CFLAGS')} {real}\n")
+            flags = f"{os.environ.get('CFLAGS')} {os.environ.get('CXXFLAGS')!r}"
+            log.write(f"{start} {time.monotonic()} {flags} {real}\n")
         return code
 
     return build
@@ -107,14 +108,17 @@ def test_a_program_is_built_by_one_process_at_a_time_without_debug_information(
     tmp_path, monkeypatch
 ):
     """Three processes build the same program at once: the builds never overlap (the lock
-    beside httpstan's cache), each sees CFLAGS=-g0 (no debug information) and a stderr with
-    a file (httpstan leaves its compiler-output file open otherwise); afterwards CFLAGS is
-    unset again. A user's own CFLAGS is kept."""
+    beside httpstan's cache), each sees CFLAGS=-g0 and the Python's flags and -g0 as
+    CXXFLAGS (no debug information, with setuptools old and new) and a stderr with a file
+    (httpstan leaves its compiler-output file open otherwise); afterwards both are unset
+    again. A user's own flags are kept."""
     import multiprocessing
     import os
+    import sysconfig
 
     pytest.importorskip("httpstan")
     monkeypatch.delenv("CFLAGS", raising=False)
+    monkeypatch.delenv("CXXFLAGS", raising=False)
     log = tmp_path / "log.txt"
     context = multiprocessing.get_context("fork")
     workers = [
@@ -128,13 +132,16 @@ def test_a_program_is_built_by_one_process_at_a_time_without_debug_information(
     rows = sorted(
         (line.split() for line in log.read_text().splitlines()), key=lambda r: float(r[0])
     )
-    assert len(rows) == 3 and {r[2] for r in rows} == {"-g0"} and {r[3] for r in rows} == {"True"}
+    python_flags = sysconfig.get_config_var("CFLAGS") or ""
+    assert len(rows) == 3 and {r[2] for r in rows} == {"-g0"} and {r[-1] for r in rows} == {"True"}
+    assert {" ".join(r[3:-1]) for r in rows} == {" ".join(repr(f"{python_flags} -g0").split())}
     for (_, end, *_), (start, *_) in zip(rows, rows[1:], strict=False):
         assert float(start) >= float(end)  # one after another
-    assert "CFLAGS" not in os.environ
+    assert "CFLAGS" not in os.environ and "CXXFLAGS" not in os.environ
     monkeypatch.setenv("CFLAGS", "-O1")
+    monkeypatch.setenv("CXXFLAGS", "-O2")
     _build_in_process(str(tmp_path / "own.txt"), str(tmp_path), patch=monkeypatch)
-    assert (tmp_path / "own.txt").read_text().split()[2] == "-O1"
+    assert (tmp_path / "own.txt").read_text().split()[2:4] == ["-O1", "'-O2'"]
 
 
 def _fit_of(draws, names):
@@ -245,3 +252,33 @@ def test_stan_inits_read_an_arviz_fit_of_either_generation():
     start = refit.stan_inits(fit)[1]
     assert start["mu"] == groups["posterior"]["mu"][1, -1]
     assert start["beta"] == groups["posterior"]["beta"][1, -1].tolist()
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+def test_the_suite_s_stan_builds_read_its_precompiled_header(tmp_path, monkeypatch, capfd):
+    """The suite precompiles Stan's model header with the compile command it reckons
+    httpstan's builds run (tests/helpers/stan_header.py) and includes it in every build: a
+    build of a new program (into an empty cache folder) shows that GCC used it (``-H``
+    marks a precompiled header it read with ``!``, one it refused with ``x``). Half of the
+    first run's Stan builds hangs on this."""
+    import os
+
+    import httpstan.cache
+    from stan_header import HEADER_NAME
+
+    from bayesij.refit.stan import build_model
+
+    if HEADER_NAME not in os.environ.get("CFLAGS", ""):
+        pytest.skip("the suite's Stan header could not be set up on this machine")
+    for name in ("CFLAGS", "CXXFLAGS"):
+        monkeypatch.setenv(name, f"{os.environ[name]} -H")
+    folder = lambda name: tmp_path / name.replace("/", "_")  # noqa: E731
+    monkeypatch.setattr(httpstan.cache, "model_directory", folder)
+    capfd.readouterr()
+    build_model("parameters { real header_check; }", {})
+    compiler = capfd.readouterr().err + "".join(
+        p.read_text() for p in tmp_path.glob("*/stderr.log")
+    )
+    used = [line for line in compiler.splitlines() if HEADER_NAME in line]
+    assert used and used[0].startswith("! ") and used[0].endswith(".gch"), used[:3]
