@@ -85,6 +85,14 @@ def precompile(environ) -> Path | None:
     return output
 
 
+def compiler_is_gcc(environ) -> bool:
+    """Whether the compiler of the builds that ``environ``'s flags are for is GCC (whose
+    ``-H`` marks a precompiled header it read with ``!``)."""
+    command = compile_command(*(_split(environ.get(n, ""))[0] for n in ("CFLAGS", "CXXFLAGS")))
+    found = subprocess.run([command[0], "--version"], capture_output=True, text=True, check=False)
+    return "Free Software Foundation" in found.stdout and "clang" not in found.stdout
+
+
 def _split(flags: str) -> tuple[str, Path | None]:
     """``flags`` without the suite's ``-include``, and the header it includes (None)."""
     words = shlex.split(flags)

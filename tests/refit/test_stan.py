@@ -265,12 +265,14 @@ def test_the_suite_s_stan_builds_read_its_precompiled_header(tmp_path, monkeypat
     import os
 
     import httpstan.cache
-    from stan_header import HEADER_NAME
+    from stan_header import HEADER_NAME, compiler_is_gcc
 
     from bayesij.refit.stan import build_model
 
     if HEADER_NAME not in os.environ.get("CFLAGS", ""):
         pytest.skip("the suite's Stan header could not be set up on this machine")
+    if not compiler_is_gcc(os.environ):
+        pytest.skip("the compiler is not GCC: the marks of -H read here are GCC's")
     for name in ("CFLAGS", "CXXFLAGS"):
         monkeypatch.setenv(name, f"{os.environ[name]} -H")
     folder = lambda name: tmp_path / name.replace("/", "_")  # noqa: E731
