@@ -24,11 +24,12 @@ from conjugate import ConjugateNormal, heteroskedastic_regression  # noqa: E402
 add_header(os.environ)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _stan_header_precompiled(request):
+def pytest_collection_finish(session):
     """The precompiled Stan header made (once, whichever worker asks first) before this
-    worker's first test, where the session builds Stan programs."""
-    if any(item.get_closest_marker("stan") for item in request.session.items):
+    worker's first test, where the tests it collected build Stan programs. (A hook, not
+    an autouse session fixture: every test would use that fixture, and
+    :func:`_shared_fixture_group` would put them all on one worker.)"""
+    if any(item.get_closest_marker("stan") for item in session.items):
         precompile(os.environ)
 
 

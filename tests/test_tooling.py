@@ -30,3 +30,9 @@ def _ruff(*args: str) -> list[str]:
 def test_tool_passes(command):
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_test_that_shares_no_fixture_is_in_no_worker_group(request):
+    """tests/conftest.py puts the tests that share a session fixture on one worker: a
+    fixture every test uses (an autouse one) would put the whole suite on one."""
+    assert request.node.get_closest_marker("xdist_group") is None
