@@ -18,6 +18,7 @@ from bayesij.data.fit import read
 
 __all__ = [
     "build_model",
+    "default_build_flags",
     "model_code",
     "sample_pystan",
     "sample_cmdstanpy",
@@ -78,17 +79,24 @@ def _stderr_with_a_file():
             sys.stderr = saved
 
 
-@contextlib.contextmanager
-def _build_flags():
-    """:data:`BUILD_CFLAGS` added to the compiler flags while a build runs, where the user
-    set none: ``CFLAGS`` (setuptools before 72 adds it to the Python's flags, and compiles
-    C++ with them) and ``CXXFLAGS`` (later setuptools compile C++ with ``CXXFLAGS`` in
-    place of the Python's flags, so it holds those too)."""
-    added = {
+def default_build_flags(environ=None) -> dict[str, str]:
+    """The compiler flags a PyStan build gets from bayesij where ``environ`` (default
+    ``os.environ``) sets none: :data:`BUILD_CFLAGS` as ``CFLAGS`` (setuptools before 72
+    adds it to the Python's flags, and compiles C++ with them) and ``CXXFLAGS`` (later
+    setuptools compile C++ with ``CXXFLAGS`` in place of the Python's flags, so it holds
+    those too). Only the names ``environ`` lacks."""
+    environ = os.environ if environ is None else environ
+    flags = {
         "CFLAGS": BUILD_CFLAGS,
         "CXXFLAGS": f"{sysconfig.get_config_var('CFLAGS') or ''} {BUILD_CFLAGS}".strip(),
     }
-    added = {name: flags for name, flags in added.items() if name not in os.environ}
+    return {name: value for name, value in flags.items() if name not in environ}
+
+
+@contextlib.contextmanager
+def _build_flags():
+    """:func:`default_build_flags` in ``os.environ`` while a build runs."""
+    added = default_build_flags()
     os.environ.update(added)
     try:
         yield

@@ -20,8 +20,8 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import sysconfig
+import warnings
 from pathlib import Path
 
 #: Empty for a compile that is not C++ or cannot see Stan's headers (``CFLAGS`` reaches
@@ -37,16 +37,15 @@ HEADER_NAME = "stan_model_header.hpp"
 
 
 def add_header(environ) -> None:
-    """Add to ``environ``'s ``CFLAGS`` and ``CXXFLAGS`` (os.environ: every build the suite
-    starts inherits them) ``-g0`` and ``-include`` of the suite's Stan header, in a folder
-    keyed by the command that builds with those flags (:func:`compile_command`). Nothing
-    more where they include it already; only ``-g0`` where PyStan or its compiler settings
-    cannot be found. ``CFLAGS`` is added to the Python's flags by setuptools before 72,
-    ``CXXFLAGS`` replaces them for C++ in later ones, so it starts with them."""
-    if "-g0" not in environ.get("CFLAGS", "").split():
-        environ["CFLAGS"] = f"{environ.get('CFLAGS', '')} -g0".strip()
-    if "CXXFLAGS" not in environ:
-        environ["CXXFLAGS"] = f"{sysconfig.get_config_var('CFLAGS') or ''} -g0".strip()
+    """Add to ``environ`` (os.environ: every build the suite starts inherits it) the flags
+    bayesij's PyStan builds get where none are set
+    (:func:`bayesij.refit.stan.default_build_flags`), and ``-include`` of the suite's Stan
+    header in ``CFLAGS`` and ``CXXFLAGS``, in a folder keyed by the command that builds
+    with those flags (:func:`compile_command`). Nothing more where they include it
+    already, or where PyStan or its compiler settings cannot be found."""
+    from bayesij.refit.stan import default_build_flags
+
+    environ.update(default_build_flags(environ))
     if _split(environ["CFLAGS"])[1] is not None:
         return
     try:
@@ -72,6 +71,10 @@ def precompile(environ) -> Path | None:
         if output.is_file():
             return output
         if failed.is_file():
+            warnings.warn(
+                f"Stan's header is not precompiled: {failed} says why (delete it to try again)",
+                stacklevel=2,
+            )
             return None
         partial = output.with_name(f"{output.name}.{os.getpid()}.partial")
         command = compile_command(cflags, _split(environ.get("CXXFLAGS", ""))[0])
@@ -80,6 +83,9 @@ def precompile(environ) -> Path | None:
         if done.returncode != 0 or not partial.is_file():
             partial.unlink(missing_ok=True)
             failed.write_text(f"{shlex.join(command)}\n{done.stderr[-4000:]}", encoding="utf-8")
+            warnings.warn(
+                f"Stan's header could not be precompiled: {failed} says why", stacklevel=2
+            )
             return None
         os.replace(partial, output)
     return output
@@ -150,14 +156,15 @@ def _httpstan_settings() -> tuple[list[str], list[str]]:
 
 def _header_path(cflags: str, cxxflags: str) -> Path:
     """The header's path (written if missing), in a folder of httpstan's cache named by
-    a hash of the compile command, this Python and the compiler's version."""
+    a hash of the compile command (which names this environment's httpstan) and the
+    compiler's version."""
     import httpstan.cache
 
     command = compile_command(cflags, cxxflags)
     version = subprocess.run(
         [command[0], "--version"], capture_output=True, text=True, check=False
     ).stdout
-    key = hashlib.sha256("\0".join([*command, sys.executable, version]).encode()).hexdigest()
+    key = hashlib.sha256("\0".join([*command, version]).encode()).hexdigest()
     folder = httpstan.cache.cache_directory() / "bayesij-tests-header" / key[:16]
     folder.mkdir(parents=True, exist_ok=True)
     header = folder / HEADER_NAME
