@@ -284,3 +284,19 @@ def test_the_suite_s_stan_builds_read_its_precompiled_header(tmp_path, monkeypat
     )
     used = [line for line in compiler.splitlines() if HEADER_NAME in line]
     assert used and used[0].startswith("! ") and used[0].endswith(".gch"), used[:3]
+
+
+def test_default_build_flags_are_only_those_the_environment_lacks():
+    import sysconfig
+
+    from bayesij.refit.stan import BUILD_CFLAGS, default_build_flags
+
+    python_flags = sysconfig.get_config_var("CFLAGS") or ""
+    assert default_build_flags({}) == {
+        "CFLAGS": BUILD_CFLAGS,
+        "CXXFLAGS": f"{python_flags} {BUILD_CFLAGS}".strip(),
+    }
+    assert default_build_flags({"CFLAGS": "-O1"}) == {
+        "CXXFLAGS": f"{python_flags} {BUILD_CFLAGS}".strip()
+    }
+    assert default_build_flags({"CFLAGS": "", "CXXFLAGS": "-O2"}) == {}
