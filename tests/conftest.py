@@ -33,17 +33,6 @@ def pytest_collection_finish(session):
         precompile(os.environ)
 
 
-def pytest_xdist_auto_num_workers(config):
-    """The workers of ``-n auto`` (``addopts``): half the cores this process may run on, at
-    least one. A test process uses two cores where it counts (PyMC's and PyStan's chains
-    sample in parallel, numba's kernels run a thread per core, a notebook kernel or a
-    process pool beside the worker), so a worker per core oversubscribes them: from a
-    fresh environment on two cores, one worker ran the suite in 17 min where two took
-    20.5-21.5 (the PyMC and notebook tests 1.5-3 times slower). ``-n N`` still chooses."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, (cores or 1) // 2)
-
-
 @pytest.fixture(autouse=True)
 def _restore_the_environment():
     """Undo changes to os.environ: a dask.distributed LocalCluster leaves PYTHONHASHSEED,

@@ -36,12 +36,3 @@ def test_a_test_that_shares_no_fixture_is_in_no_worker_group(request):
     """tests/conftest.py puts the tests that share a session fixture on one worker: a
     fixture every test uses (an autouse one) would put the whole suite on one."""
     assert request.node.get_closest_marker("xdist_group") is None
-
-
-@pytest.mark.parametrize(("cores", "workers"), [(1, 1), (2, 1), (3, 1), (4, 2), (8, 4)])
-def test_auto_gives_a_worker_per_two_cores(monkeypatch, request, cores, workers):
-    import os
-
-    conftest = sys.modules[request.node.module.__name__.rsplit(".", 1)[0] + ".conftest"]
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
-    assert conftest.pytest_xdist_auto_num_workers(request.config) == workers
