@@ -16,7 +16,10 @@ Metropolis-Hastings, exact in distribution (tests/helpers/logistic_amip.py). Eve
 (each coefficient but the intercept, three targets) is answered from the draws, then with
 refits in the loop (``--refits``, ``max_refits=6``). A "reached" set is checked by the
 exact refit without it; a "not reachable" against the OLS / estimating-equation AMIP's
-refit-confirmed set within ``alpha_max``. Columns: questions, decided from the draws
+refit-confirmed set within ``alpha_max``. A normal model is also asked the audit's question
+of halving its residual sd, checked against the exact refit of its set and of the largest
+residuals' prefixes (the flat prior's posterior mean of sigma in closed form). Columns:
+questions, decided from the draws
 (reached or not reachable), decided with refits, refits used (distinct sets), refuted.
 
 ``--gradient`` gives every model its log posterior's gradient (control variates, and for a
@@ -96,6 +99,66 @@ def _reaches(kind, X, y, result, k, target) -> bool:
     return bool(np.sign(after) != np.sign(result.original_value))
 
 
+def mean_sd(X, y, weights) -> float:
+    """The flat-prior posterior mean of the residual sd under ``weights``, exactly:
+    ``sqrt(RSS / 2) Gamma((nu - 1) / 2) / Gamma(nu / 2)``, ``nu = sum(w) - p``."""
+    from scipy.special import gammaln
+
+    gram = (X.T * weights) @ X
+    beta = np.linalg.solve(gram, (X.T * weights) @ y)
+    rss, nu = weights @ (y - X @ beta) ** 2, weights.sum() - X.shape[1]
+    return float(np.sqrt(rss / 2) * np.exp(gammaln((nu - 1) / 2) - gammaln(nu / 2)))
+
+
+def _sigma_reference(X, y, change: float) -> int | None:
+    """The smallest prefix of the largest residuals whose exact refit moves the residual
+    sd's mean by ``change`` (within ``alpha_max`` = 10 %), or None: a set refits confirm,
+    an upper bound of the smallest (bisection; the change grows along the prefix)."""
+    order = np.argsort(-np.abs(y - X @ np.linalg.lstsq(X, y, rcond=None)[0]))
+    start, limit = mean_sd(X, y, np.ones(y.size)), int(np.floor(0.1 * y.size))
+
+    def reaches(size: int) -> bool:
+        weights = np.ones(y.size)
+        weights[order[:size]] = 0
+        return mean_sd(X, y, weights) - start <= change
+
+    if not reaches(limit):
+        return None
+    low, high = 0, limit
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
+
+
+def _sigma_question(X, y, post, backend, refits, extra, row) -> None:
+    """The audit's question of the residual sd, halved (the Delta target -mean / 2),
+    against exact refits: a "reached" set's own and the largest residuals' prefixes."""
+    draws = post.quantities.sel(quantity="sigma").values
+    change = -0.5 * float(draws.mean())
+    reference = _sigma_reference(X, y, change)
+    limit = int(np.floor(0.1 * y.size))
+
+    def refuted(result) -> bool:
+        if result.answer == "reached" and not result.upper_bound:
+            return mean_sd(X, y, result.kept) - mean_sd(X, y, np.ones(y.size)) > change
+        return result.answer == "not reachable" and reference is not None and reference <= limit
+
+    result = bayesij.amip(post, "sigma", change, **extra)
+    row["questions"] += 1
+    row["draws"] += result.answer in ("reached", "not reachable")
+    row["refuted"] += refuted(result)
+    line = f"  sigma halved: {result.answer} {result.n_drop} {result.size_interval}"
+    if refits:
+        counting = Counting(backend)
+        looped = bayesij.amip(post, "sigma", change, backend=counting, max_refits=6, **extra)
+        row["refits_decided"] += looped.answer in ("reached", "not reachable")
+        row["refits"] += len(set(counting.keys))
+        row["refuted"] += refuted(looped)
+        line += f" | refits: {looped.answer} {looped.n_drop} ({len(counting.keys)} refits)"
+    print(line + f" | reference {reference}", flush=True)
+
+
 def _reference(kind, X, y, k, target):
     found = (logistic.ee_amip if kind == "logistic" else ols_amip)(X, y, k, target)[0]
     return None if found is None else int(found.size)
@@ -140,6 +203,8 @@ def run(name: str, refits: bool) -> dict:
                 line += f" | refits: {looped.answer} {looped.n_drop} ({len(counting.keys)} refits"
                 line += f", {repeated} repeated)" if repeated else ")"
             print(line + f" | reference {reference}", flush=True)
+    if kind == "normal":
+        _sigma_question(X, y, post, backend, refits, extra, row)
     row["seconds"] = round(time.perf_counter() - start, 1)
     return row
 
