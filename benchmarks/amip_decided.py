@@ -35,6 +35,7 @@ import argparse
 import sys
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,7 @@ import logistic_amip as logistic  # noqa: E402
 from ols_amip import (  # noqa: E402
     heavy_tailed_experiment,
     kidiq_shaped,
+    mean_sd,
     mesquite_shaped,
     metric,
     ols_amip,
@@ -99,17 +101,6 @@ def _reaches(kind, X, y, result, k, target) -> bool:
     return bool(np.sign(after) != np.sign(result.original_value))
 
 
-def mean_sd(X, y, weights) -> float:
-    """The flat-prior posterior mean of the residual sd under ``weights``, exactly:
-    ``sqrt(RSS / 2) Gamma((nu - 1) / 2) / Gamma(nu / 2)``, ``nu = sum(w) - p``."""
-    from scipy.special import gammaln
-
-    gram = (X.T * weights) @ X
-    beta = np.linalg.solve(gram, (X.T * weights) @ y)
-    rss, nu = weights @ (y - X @ beta) ** 2, weights.sum() - X.shape[1]
-    return float(np.sqrt(rss / 2) * np.exp(gammaln((nu - 1) / 2) - gammaln(nu / 2)))
-
-
 def _sigma_reference(X, y, change: float) -> int | None:
     """The smallest prefix of the largest residuals whose exact refit moves the residual
     sd's mean by ``change`` (within ``alpha_max`` = 10 %), or None: a set refits confirm,
@@ -144,19 +135,29 @@ def _sigma_question(X, y, post, backend, refits, extra, row) -> None:
             return mean_sd(X, y, result.kept) - mean_sd(X, y, np.ones(y.size)) > change
         return result.answer == "not reachable" and reference is not None and reference <= limit
 
-    result = bayesij.amip(post, "sigma", change, **extra)
+    line = _ask(post, "sigma", change, extra, backend if refits else None, row, refuted)
+    print(line + f" | reference {reference}", flush=True)
+
+
+def _ask(post, quantity, target, extra, backend, row, refuted) -> str:
+    """One question from the draws, and with ``backend`` by refits in the loop (their
+    distinct sets counted): counted in ``row`` (``refuted(result)`` checks an answer
+    against the exact refits); the line to print."""
+    result = bayesij.amip(post, quantity, target, **extra)
     row["questions"] += 1
     row["draws"] += result.answer in ("reached", "not reachable")
     row["refuted"] += refuted(result)
-    line = f"  sigma halved: {result.answer} {result.n_drop} {result.size_interval}"
-    if refits:
+    line = f"  {quantity} {target}: {result.answer} {result.n_drop} {result.size_interval}"
+    if backend is not None:
         counting = Counting(backend)
-        looped = bayesij.amip(post, "sigma", change, backend=counting, max_refits=6, **extra)
+        looped = bayesij.amip(post, quantity, target, backend=counting, max_refits=6, **extra)
         row["refits_decided"] += looped.answer in ("reached", "not reachable")
         row["refits"] += len(set(counting.keys))
         row["refuted"] += refuted(looped)
-        line += f" | refits: {looped.answer} {looped.n_drop} ({len(counting.keys)} refits)"
-    print(line + f" | reference {reference}", flush=True)
+        repeated = len(counting.keys) - len(set(counting.keys))
+        line += f" | refits: {looped.answer} {looped.n_drop} ({len(counting.keys)} refits"
+        line += f", {repeated} repeated)" if repeated else ")"
+    return line
 
 
 def _reference(kind, X, y, k, target):
@@ -186,22 +187,8 @@ def run(name: str, refits: bool) -> dict:
         for target in TARGETS:
             quantity = f"beta[{k + 1}]"
             reference = _reference(kind, X, y, k, target)
-            result = bayesij.amip(post, quantity, target, **extra)
-            row["questions"] += 1
-            row["draws"] += result.answer in ("reached", "not reachable")
-            row["refuted"] += _refuted(kind, X, y, result, k, target, reference)
-            line = f"  {quantity} {target}: {result.answer} {result.n_drop} {result.size_interval}"
-            if refits:
-                counting = Counting(backend)
-                looped = bayesij.amip(
-                    post, quantity, target, backend=counting, max_refits=6, **extra
-                )
-                row["refits_decided"] += looped.answer in ("reached", "not reachable")
-                row["refits"] += len(set(counting.keys))
-                row["refuted"] += _refuted(kind, X, y, looped, k, target, reference)
-                repeated = len(counting.keys) - len(set(counting.keys))
-                line += f" | refits: {looped.answer} {looped.n_drop} ({len(counting.keys)} refits"
-                line += f", {repeated} repeated)" if repeated else ")"
+            refuted = partial(_refuted, kind, X, y, k=k, target=target, reference=reference)
+            line = _ask(post, quantity, target, extra, backend if refits else None, row, refuted)
             print(line + f" | reference {reference}", flush=True)
     if kind == "normal":
         _sigma_question(X, y, post, backend, refits, extra, row)

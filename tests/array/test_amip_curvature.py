@@ -605,20 +605,13 @@ def test_a_normal_regression_s_residual_sd_after_a_drop_is_the_exact_refit_s(sha
     # inverse gamma of sigma^2 reweighted by the set's likelihood with the coefficients
     # integrated out, against the closed form sqrt(RSS' / 2) Gamma((nu' - 1) / 2) /
     # Gamma(nu' / 2); the joint quadratic's Newton step breaks down or misses by more.
-    from ols_amip import kidiq_shaped, mesquite_shaped
-    from scipy.special import gammaln
+    from ols_amip import kidiq_shaped, mean_sd, mesquite_shaped
 
     make = {"mesquite": mesquite_shaped, "kidiq": kidiq_shaped}[shape]
     X, y, theta, flat = _scaled_regression(make)
     sigma = X.shape[1]
     model = curvature_of(theta, sigma, np.array([False] * X.shape[1] + [True]))
     assert model.normal_scale is not None
-
-    def mean_sd(weights):
-        gram = (X.T * weights) @ X
-        beta = np.linalg.solve(gram, (X.T * weights) @ y)
-        rss, nu = weights @ (y - X @ beta) ** 2, weights.sum() - X.shape[1]
-        return np.sqrt(rss / 2) * np.exp(gammaln((nu - 1) / 2) - gammaln(nu / 2))
 
     order = np.argsort(-np.abs(y - X @ np.linalg.lstsq(X, y, rcond=None)[0]))
     size = {"mesquite": 6, "kidiq": 60}[shape]
@@ -628,7 +621,7 @@ def test_a_normal_regression_s_residual_sd_after_a_drop_is_the_exact_refit_s(sha
     for k in range(1, size + 1):
         weights = np.ones(y.size)
         weights[order[:k]] = 0
-        truths.append(mean_sd(weights) - mean_sd(np.ones(y.size)))
+        truths.append(mean_sd(X, y, weights) - mean_sd(X, y, np.ones(y.size)))
     truths = np.array(truths)
     # within 6 % (mesquite's 39 residual degrees of freedom: the inverse gamma's shape is
     # fitted to 4000 draws' moments), 1 % at kidiq's 430; inside the band either way

@@ -54,6 +54,18 @@ def metric(X, y, weights, k: int, sign: int, z: float) -> float:
     return float(beta[k] + sign * z * np.sqrt(rss / (nu - 2) * unscaled[k, k]))
 
 
+def mean_sd(X, y, weights) -> float:
+    """The residual sd's posterior mean of the flat-prior posterior under ``weights``,
+    exactly: ``sqrt(RSS / 2) Gamma((nu - 1) / 2) / Gamma(nu / 2)``, ``nu = sum(w) - p``
+    (``sigma^2 ~ InvGamma(nu / 2, RSS / 2)``)."""
+    from scipy.special import gammaln
+
+    gram = (X.T * weights) @ X
+    beta = np.linalg.solve(gram, (X.T * weights) @ y)
+    rss, nu = weights @ (y - X @ beta) ** 2, weights.sum() - X.shape[1]
+    return float(np.sqrt(rss / 2) * np.exp(gammaln((nu - 1) / 2) - gammaln(nu / 2)))
+
+
 def moment_effects(X, y, k: int) -> tuple[np.ndarray, np.ndarray, float]:
     """The derivatives of coefficient ``k``'s posterior mean and variance in each
     observation's weight at 1 (n,) each, and the variance."""
