@@ -11,6 +11,7 @@ ROOT = Path(__file__).parents[1]
 EXPECTED = {
     ".ci",
     ".gitignore",
+    "LICENSE",
     "R",
     "README.md",
     "pyproject.toml",
