@@ -47,8 +47,9 @@ def test_the_tests_of_a_worker_group_run_on_one_worker(request, _made_once_for_t
     """A module or session fixture is made once for the tests that share it only where
     pytest-xdist's loadgroup sees their group in the test's id (``@group``). With pytest
     9.2's structured ids it no longer can (pytest-dev/pytest-xdist#1386): the groups were
-    silently ignored, every worker made the suite's PyMC and Stan fixtures again, and the
-    first run took 24.6 min on 3.11 (hence ``pytest<9.2`` in the test extra)."""
+    silently ignored and every worker made the suite's PyMC and Stan fixtures again (hence
+    ``pytest<9.2`` in the test extra). This reads xdist's present channel, the id's
+    suffix: when xdist passes groups another way, revisit the pin and this check."""
     group = request.node.get_closest_marker("xdist_group")
     assert group is not None, "tests/conftest.py gave a test with a module fixture no group"
     if not getattr(request.config.option, "loadgroup", False):
