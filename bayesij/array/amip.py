@@ -1240,11 +1240,13 @@ def _finished_search(
 SLACK = 0.5
 
 
-def far_short(goal: Goal, change: float, mcse: float) -> bool:
+def far_short(goal: Goal, change: float, mcse: float, slack: float = SLACK) -> bool:
     """Whether a refitted ``change`` of the most influential set of the largest size
-    falls short of the goal past :data:`SLACK` and :data:`MC_MARGIN` Monte Carlo SEs."""
+    falls short of the goal past ``slack`` (:data:`SLACK`, or a share that refits
+    measured: :func:`bayesij.refit.amip.measured_slack`) and :data:`MC_MARGIN` Monte Carlo
+    SEs."""
     gained = goal.direction * change
-    return bool((1 + SLACK) * max(gained, 0.0) + MC_MARGIN * mcse < goal.need)
+    return bool((1 + slack) * max(gained, 0.0) + MC_MARGIN * mcse < goal.need)
 
 
 def _sure_instead(linear: AmipPath, sure: NoiseAnswer, smaller: int):

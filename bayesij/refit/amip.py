@@ -18,6 +18,7 @@ import pandas as pd
 
 from bayesij.array.amip import (
     MC_MARGIN,
+    SLACK,
     far_short,
     linear_path,
     metric_influence,
@@ -305,6 +306,7 @@ def _refit_in_the_loop(
     path_order, value = _first_claim(first, path, goal), goal.value
     dropped = np.zeros(0, dtype=int)
     rows, last, best, exchange, seen, missed = [], None, None, None, set(), []
+    errors, slack = [], SLACK  # each refit's relative error of prediction; the slack used
     for refit_number in range(1, max_refits + 1):
         start = dropped  # the units already dropped, to which this refit adds
         if exchange is not None:  # the set at the limit fell short: the better one there
@@ -331,6 +333,7 @@ def _refit_in_the_loop(
             break
         trying = np.concatenate([start, new])
         weights = (~np.isin(codes, trying)).astype(float)
+        before = value
         try:
             mean, sd, value, reached, refit, mcse, gradient = _refit_metric(
                 backend, weights, first.quantity, goal
@@ -338,6 +341,7 @@ def _refit_in_the_loop(
         except RuntimeError as error:  # a refit that failed ends the campaign, said so
             rows.append(_failed_row(refit_number, trying.size, why, error))
             break
+        errors.append(_relative_error(predicted, value, before))
         dropped = trying
         draws = refit.quantities.sel(quantity=first.quantity).values
         rows.append(
@@ -363,7 +367,10 @@ def _refit_in_the_loop(
                 break  # no set of this size comes close: not reachable
             everything = _refit_units(refit, unit_groups, n_units)
             exchange = _exchanged(draws, everything, goal, value, dropped, k_max)
-            if exchange is None or frozenset(exchange[0].tolist()) in seen:
+            if exchange is None:  # no set of this size measurably better at first order
+                slack = measured_slack(errors)
+                break
+            if frozenset(exchange[0].tolist()) in seen:
                 break
             continue
         remaining = np.setdiff1d(np.arange(n_units), dropped)
@@ -390,7 +397,7 @@ def _refit_in_the_loop(
     if not last[3] and best is not None:  # none reached: the closest largest set
         dropped, last, _ = best
         change, mcse = last[5] - goal.value, last[4]
-        if _within_error(goal, change, mcse) and not _ruled_out(first, goal, change, mcse):
+        if _within_error(goal, change, mcse) and not _ruled_out(first, goal, change, mcse, slack):
             past = _beyond_limit(
                 rows, best, codes, backend, first.quantity, goal, unit_groups, max_refits
             )
@@ -403,7 +410,7 @@ def _refit_in_the_loop(
         dropped, last, floor = _bisect(
             rows, dropped, last, codes, backend, first.quantity, goal, max_refits, floor
         )
-    result = _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max)
+    result = _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max, slack)
     if past is None or result.answer != "undetermined":
         return result
     return replace(result, past_limit_ids=units.values[past].tolist())
@@ -423,20 +430,49 @@ def _gains(draws, log_lik, goal, value: float) -> tuple[np.ndarray, np.ndarray]:
     return gain, np.nan_to_num(scores.mcse[0], nan=0.0)
 
 
+#: The least share by which another set of the largest size may move the metric further
+#: than the refitted one once refits have measured their predictions' errors
+#: (:func:`measured_slack`).
+SLACK_FLOOR = 0.1
+
+
+def measured_slack(errors: list) -> float:
+    """The share by which another set of the largest size may move the metric further
+    than the one refitted, when the first order at that refit finds no set measurably
+    better (:func:`_exchanged` gives None): twice the largest relative error of the refits'
+    predictions (``errors``, :func:`_relative_error`; a swap of sets drops some units and
+    puts others back, moves whose first-order sum is at most the set's own change, each
+    with the first order's error), between :data:`SLACK_FLOOR` and
+    :data:`~bayesij.array.amip.SLACK` (also where no refit measured an error)."""
+    finite = [e for e in errors if np.isfinite(e)]
+    if not finite:
+        return SLACK
+    return float(min(SLACK, max(SLACK_FLOOR, 2.0 * max(finite))))
+
+
+def _relative_error(predicted: float, value: float, before: float) -> float:
+    """How far a refit's metric ``value`` lies from the ``predicted`` one, over the move
+    predicted from ``before`` (the metric of the refit the set grew from, or of the fit);
+    NaN where nothing was predicted (a bisection step) or no move was."""
+    move = abs(predicted - before)
+    return abs(value - predicted) / move if np.isfinite(move) and move > 0 else np.nan
+
+
 def _within_error(goal, change: float, mcse: float) -> bool:
     """Whether a refit's ``change`` leaves less of the way to the goal than its Monte Carlo
     margin (:data:`~bayesij.array.amip.MC_MARGIN` SEs): too close to tell."""
     return goal.reached_by(change, -mcse)  # short of it by less than the margin, or past
 
 
-def _ruled_out(first, goal, change: float, mcse: float) -> bool:
+def _ruled_out(first, goal, change: float, mcse: float, slack: float = SLACK) -> bool:
     """Whether the closest refit of the largest size allowed (its ``change`` and Monte Carlo
-    SE) says no set reaches the goal: it falls far short (:func:`far_short`), or the cheap
+    SE) says no set reaches the goal: it falls far short (:func:`far_short` with ``slack``,
+    :func:`measured_slack`), or the cheap
     search said "not reachable" and the refit falls short past its Monte Carlo error (the
     cheap search's ranking does not always hold the best set: a refit within that error of
     the goal leaves it open)."""
     close = _within_error(goal, change, mcse)
-    return far_short(goal, change, mcse) or (first.answer == "not reachable" and not close)
+    return far_short(goal, change, mcse, slack) or (first.answer == "not reachable" and not close)
 
 
 def _beyond_limit(rows, closest, codes, backend, quantity, goal, unit_groups, max_refits):
@@ -607,10 +643,12 @@ def _bisection_floor(first: AmipResult, rows: list) -> int:
     return max(int(low) - 1, 0)
 
 
-def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max):
+def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max, slack):
     """The result of a refit campaign, every field from the refits: the set, its refit
     change and that change's Monte Carlo interval, the smallest set's size between the
-    largest prefix known not to reach and the set, the answer."""
+    largest prefix known not to reach and the set, the answer (``slack``: the share by
+    which another set of the largest size may move the metric further,
+    :func:`measured_slack`)."""
     mean, sd, weights, reached, mcse, value = last
     history = pd.DataFrame(rows)
     change = float(value - goal.value)
@@ -622,7 +660,7 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
         # The largest set searched does not reach on refit; another set might, unless the
         # cheap search's optimistic end already said none could.
         sizes = (float("inf"), float("inf"))
-        if _ruled_out(first, goal, change, mcse):
+        if _ruled_out(first, goal, change, mcse, slack):
             answer, by = "not reachable", ""
         else:
             close = _within_error(goal, change, mcse)

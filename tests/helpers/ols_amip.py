@@ -108,3 +108,23 @@ def ols_amip(X, y, k: int, target: str, z: float = 1.96, max_drop: int | None = 
         if np.sign(after) != np.sign(start):
             return order[:size], after
     return None, float("nan")
+
+
+def exact_greedy(X, y, k: int, sign: int, z: float, size: int) -> np.ndarray:
+    """The metric ``beta_k + sign z sd_k`` (:func:`metric`) after each of ``size`` greedy
+    steps, each dropping the one observation whose exact refit moves the metric most
+    towards 0 (the other side of 0 first): (size,). No ranking by influence, every
+    candidate refitted exactly: the strongest search these tests can afford."""
+    weights, path = np.ones(y.size), []
+    start = metric(X, y, weights, k, sign, z)
+    for _ in range(size):
+        best, best_value = -1, np.inf
+        for i in np.flatnonzero(weights > 0):
+            weights[i] = 0.0
+            value = metric(X, y, weights, k, sign, z) * np.sign(start)  # > 0: not crossed
+            weights[i] = 1.0
+            if value < best_value:
+                best, best_value = i, value
+        weights[best] = 0.0
+        path.append(best_value * np.sign(start))
+    return np.array(path)

@@ -181,6 +181,31 @@ def test_an_exchange_the_draws_cannot_tell_from_no_move_is_not_refitted():
     assert refits["n_drop"].iloc[-1] == 43
 
 
+def test_a_locally_best_largest_set_that_misses_by_more_than_the_measured_error_decides():
+    # The same question: the refit of the largest set moves the lower end 69 % of the way
+    # (0.437 to 0.134). Grown by half (the fixed slack) that would reach, so the answer was
+    # left open. But the refit's first order finds no set of 43 measurably better, and the
+    # two refits' predictions erred by 8 % and 15 % of their moves: another set of 43 may
+    # move the metric at most twice that share further, which still falls short. The exact
+    # truth: the greedy search that refits every candidate exactly at each of the 43 steps
+    # ends short of 0 too, no nearer than the set found.
+    from ols_amip import exact_greedy, kidiq_shaped
+
+    from bayesij.refit.amip import SLACK_FLOOR, measured_slack
+
+    X, y = kidiq_shaped()
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
+    post = backend.fit(np.ones(y.size))
+    result = bayesij.amip(post, "beta[3]", "significance", backend=backend, max_refits=6)
+    assert result.answer == "not reachable" and len(result.refits) <= 3
+    assert result.size_interval == (np.inf, np.inf)
+    greedy = exact_greedy(X, y, 2, -1, 1.96, 43)
+    assert np.all(greedy > 0)  # never crossed: not reachable within 43, exactly
+    assert greedy[-1] >= 0.9 * result.predicted_value  # the set found is as good
+    assert measured_slack([0.08, 0.15]) == pytest.approx(0.30)
+    assert measured_slack([np.nan, 0.01]) == SLACK_FLOOR and measured_slack([]) == 0.5
+
+
 def test_a_model_density_gives_amip_the_gradient_as_its_two_arrays_do():
     # grad_log_posterior as the audit takes it: a density, asked at the fit given (a read
     # Fit: at its data), answers as the (gradient, unconstrained) pair it returns; anything
