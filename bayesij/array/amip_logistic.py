@@ -260,17 +260,35 @@ def _affine_logits(u: np.ndarray, pieces) -> np.ndarray | None:
     parts = []
     for piece in pieces:
         values = np.asarray(piece, dtype=float)
-        if not np.all(np.isfinite(values)) or np.any(values >= 0):
-            return None
-        eta = values - np.log(-np.expm1(values))  # logit(exp(l))
-        coef = solve @ eta
-        left = eta - design @ coef
-        spread = eta - eta.mean(axis=0)
-        residual = np.einsum("sn,sn->n", left, left)
-        if np.any(residual > RECOVERED * np.einsum("sn,sn->n", spread, spread)):
+        if not parts and _logit_coefficients(values[:, :PROBE], design, solve) is None:
+            return None  # a model of another family fails on its first observations
+        coef = _logit_coefficients(values, design, solve)
+        if coef is None:
             return None
         parts.append(coef)
     return np.concatenate(parts, axis=1)
+
+
+#: Observations of the first piece tested before the rest (:func:`_affine_logits`): a
+#: normal regression's log-likelihood fails there at once, not after a whole piece
+#: (0.2 s of a 4.4 s audit at N = 10^4).
+PROBE = 64
+
+
+def _logit_coefficients(values: np.ndarray, design: np.ndarray, solve: np.ndarray):
+    """The coefficients (R + 1, n) of ``logit(exp(values))`` (K, n) on ``design`` (K, R + 1;
+    ``solve`` its pseudo-inverse), or None where a value is not finite or not below 0 or
+    some observation's logit is not affine to :data:`RECOVERED`."""
+    if not np.all(np.isfinite(values)) or np.any(values >= 0):
+        return None
+    eta = values - np.log(-np.expm1(values))  # logit(exp(l))
+    coef = solve @ eta
+    left = eta - design @ coef
+    spread = eta - eta.mean(axis=0)
+    residual = np.einsum("sn,sn->n", left, left)
+    if np.any(residual > RECOVERED * np.einsum("sn,sn->n", spread, spread)):
+        return None
+    return coef
 
 
 def _expit(x: np.ndarray) -> np.ndarray:
