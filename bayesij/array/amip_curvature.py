@@ -697,39 +697,49 @@ def _second_derivatives(p: int) -> np.ndarray:
 _ORDERED_PICKS = [(a, b, 3 - a - b) for a in range(3) for b in range(3) if a != b]
 
 
-def curvature_of(quantities: np.ndarray, index: int, scales=None) -> Curvature | None:
+def curvature_of(
+    quantities: np.ndarray, index: int, scales=None, with_scales: bool = False
+) -> Curvature | None:
     """The quadratic model's design for the searched quantity ``index`` of ``quantities``
     (n_chains, n_draws, Q): in all the quantities when ``Q <= MAX_PARAMETERS``, else in
     the searched one and the ``MAX_PARAMETERS - 1`` most correlated with it across the
     draws (the cross terms act through the posterior correlations); quantities constant
-    over the draws are left out. None when too few draws for the design (fewer than four
-    times its columns)."""
-    return curvatures_of(quantities, [index], scales)[0]
+    over the draws are left out; ``with_scales``: the scales too (:func:`curvatures_of`).
+    None when too few draws for the design (fewer than four times its columns)."""
+    return curvatures_of(quantities, [index], scales, [with_scales])[0]
 
 
-def curvatures_of(quantities: np.ndarray, indices, scales=None) -> list[Curvature | None]:
+def curvatures_of(
+    quantities: np.ndarray, indices, scales=None, with_scales=None
+) -> list[Curvature | None]:
     """:func:`curvature_of` of each of the quantities ``indices``: one model for those
     fitted in the same parameters (all of them when ``Q <= MAX_PARAMETERS``), its design
     computed once and its :attr:`Curvature.column` each quantity's. ``scales`` (bool, (Q,),
     optional): the quantities that are scales (a residual sd, a group sd), modelled by
     their logarithm, held in the Newton step of the others (:func:`_scales_held`) and
-    spreading their variance as they do across the draws (:attr:`Curvature.elasticity`)."""
+    spreading their variance as they do across the draws (:attr:`Curvature.elasticity`).
+    ``with_scales`` (bool per index, optional): fit that model in the scales too, whatever
+    their correlation with the quantity (:func:`_parameters_of`), where there are more
+    parameters than :data:`MAX_PARAMETERS`; an index may come twice, with and without."""
     flat = np.asarray(quantities, dtype=float).reshape(-1, quantities.shape[-1])
     keep = np.flatnonzero(np.ptp(flat, axis=0) > 0)
     positive = np.all(flat > 0, axis=0)
     is_scale = np.zeros(flat.shape[1], dtype=bool) if scales is None else np.asarray(scales)
     is_scale = is_scale & positive
+    forced = [False] * len(indices) if with_scales is None else list(with_scales)
     # A scale searched itself is modelled as it is (its change is asked on its own scale):
     # its design takes no logarithm and holds nothing.
-    fitted_in = {
-        i: (tuple(_parameters_of(flat, keep, i).tolist()), not bool(is_scale[i]))
-        for i in indices
+    fitted_in = [
+        (tuple(_parameters_of(flat, keep, i, is_scale if f else None).tolist()), not is_scale[i])
         if i in keep
-    }
+        else None
+        for i, f in zip(indices, forced, strict=True)
+    ]
     # A searched scale's mean after a normal set is worked out in the model with it on
     # the log scale (_with_normal_scale): that design too.
-    logged = [(columns, True) for columns, logs in fitted_in.values() if not logs]
-    designs = list(dict.fromkeys([*fitted_in.values(), *logged]))
+    fitted = [design for design in fitted_in if design is not None]
+    logged = [(columns, True) for columns, logs in fitted if not logs]
+    designs = list(dict.fromkeys([*fitted, *logged]))
 
     def build(design: tuple) -> Curvature | None:
         columns, logs = design
@@ -740,14 +750,12 @@ def curvatures_of(quantities: np.ndarray, indices, scales=None) -> list[Curvatur
     built = map_ordered(build, designs) if len(designs) > 1 else map(build, designs)
     models = dict(zip(designs, built, strict=True))
     out: list[Curvature | None] = []
-    for index in indices:
-        model = models[fitted_in[index]] if index in fitted_in else None
-        column = fitted_in[index][0].index(index) if model is not None else 0
+    for index, design in zip(indices, fitted_in, strict=True):
+        model = models[design] if design is not None else None
         if model is not None:
-            model = model._replace(column=column)
-            if not fitted_in[index][1]:  # a scale searched itself
-                held = models[(fitted_in[index][0], True)]
-                model = _with_normal_scale(model, held, flat[:, index])
+            model = model._replace(column=design[0].index(index))
+            if not design[1]:  # a scale searched itself
+                model = _with_normal_scale(model, models[(design[0], True)], flat[:, index])
         out.append(model)
     return out
 
@@ -785,15 +793,19 @@ def _with_normal_scale(model: Curvature, held: Curvature | None, draws: np.ndarr
     return model._replace(normal_scale=(d[:, others], d[:, model.column], float(draws.mean())))
 
 
-def _parameters_of(flat: np.ndarray, keep: np.ndarray, index: int) -> np.ndarray:
+def _parameters_of(
+    flat: np.ndarray, keep: np.ndarray, index: int, scales: np.ndarray | None = None
+) -> np.ndarray:
     """The columns of ``flat`` (S, Q) the model of quantity ``index`` is fitted in: all
-    of ``keep`` (the non-constant ones) up to :data:`MAX_PARAMETERS`, else ``index`` and
-    those most correlated with it."""
+    of ``keep`` (the non-constant ones) up to :data:`MAX_PARAMETERS`, else ``index``, the
+    scales (with ``scales``, bool (Q,)) and those most correlated with ``index``."""
     if keep.size <= MAX_PARAMETERS:
         return keep
     others = keep[keep != index]
-    strength = np.abs(np.corrcoef(flat[:, others].T, flat[:, index])[-1, :-1])
-    picked = others[np.argsort(-np.nan_to_num(strength), kind="stable")]
+    strength = np.nan_to_num(np.abs(np.corrcoef(flat[:, others].T, flat[:, index])[-1, :-1]))
+    if scales is not None:  # first, whatever their correlation
+        strength = np.where(scales[others], np.inf, strength)
+    picked = others[np.argsort(-strength, kind="stable")]
     return np.sort(np.concatenate([[index], picked[: MAX_PARAMETERS - 1]]))
 
 

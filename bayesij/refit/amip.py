@@ -587,7 +587,9 @@ def _second_order_claim(refit, quantity, log_lik, goal, path, scores=None):
     the draws are too few for the model."""
     names = list(refit.quantity_names)
     index = names.index(quantity)
-    curvature = curvature_of(refit.quantities.values, index, _scale_mask(names))
+    curvature = curvature_of(
+        refit.quantities.values, index, _scale_mask(names), with_scales=goal.sign == 0
+    )
     if curvature is None or path.order.size == 0:
         return path
     if scores is None:

@@ -1022,21 +1022,31 @@ def _nonlinearities(
     :data:`~bayesij.array.amip_curvature.MAX_COLUMNS`), from the pass's ``kept`` columns
     or read once for all questions. None where the draws are too few for the model."""
     draws, names = parameters if parameters is not None else _parameter_draws(source)
-    # One model per quantity, shared by its questions (sign, significance); quantities
-    # modelled in the same parameters share its design (curvatures_of).
-    quantities = list(dict.fromkeys(quantity for quantity, _ in questions))
-    inside = [q for q in quantities if q in names]
-    outside = [q for q in quantities if q not in names]
+    # One model per quantity and kind of metric (a mean, an interval end), shared by its
+    # questions; quantities modelled in the same parameters share its design
+    # (curvatures_of). Past MAX_PARAMETERS a mean's model holds the scales whatever their
+    # correlation with it: a residual sd is in every observation's likelihood, and without
+    # it no quadratic explains an outlier's, so the model broke down (change -inf to inf)
+    # though a coefficient's mean does not move with the sd. An interval end's keeps the
+    # parameters most correlated with it: with the scales forced in, the exact refits of
+    # the benchmark's 10-coefficient t(4) regression refuted a significance answer that
+    # was undetermined before (docs/guide/amip.md, "Many parameters").
+    keys = [(q, goal.sign == 0) for (q, _), goal in zip(questions, goals, strict=True)]
+    pairs = list(dict.fromkeys(keys))
     searched = list(source.quantity_names)
-    held = _scale_mask(names)
-    fitted = curvatures_of(draws, [names.index(q) for q in inside], held)
-    models = dict(zip(inside, fitted, strict=True))
-    if outside:
-        found = curvatures_of(
-            source.quantity_draws, [searched.index(q) for q in outside], _scale_mask(searched)
-        )
-        models.update(zip(outside, found, strict=True))
-    curvatures = [models[quantity] for quantity, _ in questions]
+    models = {}
+    for inside in (True, False):
+        among = [pair for pair in pairs if (pair[0] in names) == inside]
+        if among:
+            of = names if inside else searched
+            found = curvatures_of(
+                draws if inside else source.quantity_draws,
+                [of.index(q) for q, _ in among],
+                _scale_mask(of),
+                with_scales=[mean for _, mean in among],
+            )
+            models.update(zip(among, found, strict=True))
+    curvatures = [models[key] for key in keys]
     if all(c is None for c in curvatures):
         return [None] * len(questions)
     wanted = _ranked_units(goals, rows, k_max)

@@ -423,3 +423,34 @@ def test_a_reached_answer_s_size_interval_is_made_to_hold_its_set():
     )
     assert torn["answer"] == "undetermined" and torn["undetermined_by"] == "the change interval"
     assert torn["size_interval"] == (7.0, np.inf)
+
+
+@pytest.mark.slow
+def test_past_the_parameter_limit_a_mean_s_model_holds_the_residual_sd():
+    # Ten coefficients and sigma (more than MAX_PARAMETERS): each coefficient's model is
+    # fitted in the seven coefficients most correlated with it, and sigma, uncorrelated
+    # with every coefficient, was left out. The outliers of t(4) noise, whose
+    # log-likelihood moves with sigma most, were then explained by no quadratic: every
+    # sign question that needed them read "second-order breakdown, change -inf to inf".
+    # A mean's model now holds sigma: the signs are decided from the draws with finite
+    # change intervals, and every "reached" set flips the sign on its exact refit.
+    from ols_amip import metric
+
+    from bayesij.array.amip_curvature import MAX_PARAMETERS
+
+    rng = np.random.default_rng(1)
+    X = np.column_stack([np.ones(2000), rng.normal(size=(2000, 9))])
+    y = X @ (rng.normal(size=10) * 0.05) + rng.standard_t(4, size=2000)
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
+    post = backend.fit(np.ones(y.size))
+    assert len(post.quantity_names) > MAX_PARAMETERS
+    reached = 0
+    for k in range(10):
+        result = bayesij.amip(post, f"beta[{k + 1}]", "sign")
+        assert result.undetermined_by != "second-order breakdown", k
+        assert np.all(np.isfinite(result.change_interval)), k
+        if result.answer == "reached":
+            reached += 1
+            after = metric(X, y, result.kept, k, 0, 1.96)
+            assert np.sign(after) != np.sign(result.original_value), k
+    assert reached >= 7
