@@ -752,10 +752,11 @@ def curvatures_of(
     out: list[Curvature | None] = []
     for index, design in zip(indices, fitted_in, strict=True):
         model = models[design] if design is not None else None
-        if model is not None:
-            model = model._replace(column=design[0].index(index))
-            if not design[1]:  # a scale searched itself
-                model = _with_normal_scale(model, models[(design[0], True)], flat[:, index])
+        if model is not None and design is not None:
+            columns, logs = design
+            model = model._replace(column=columns.index(index))
+            if not logs:  # a scale searched itself
+                model = _with_normal_scale(model, models[(columns, True)], flat[:, index])
         out.append(model)
     return out
 

@@ -257,7 +257,7 @@ def _affine_logits(u: np.ndarray, pieces) -> np.ndarray | None:
     value is not finite or not below 0): read no further than the first such piece."""
     design = np.column_stack([np.ones(u.shape[0]), u])
     solve = np.linalg.pinv(design)  # (R + 1, K)
-    parts = []
+    parts: list[np.ndarray] = []
     for piece in pieces:
         values = np.asarray(piece, dtype=float)
         if not parts and _logit_coefficients(values[:, :PROBE], design, solve) is None:
