@@ -9,6 +9,7 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 from functools import partial
+from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
@@ -31,7 +32,10 @@ from bayesij.array.amip import (
     reweighted_searches,
     second_curve,
     set_sums,
+    set_weights,
     split_goal_sums,
+    unit_khats,
+    weighted_value,
 )
 from bayesij.array.amip_candidates import (
     CandidateSums,
@@ -409,7 +413,7 @@ class AmipResult(Summary):
                 "short of the target within the limit, but the end of this set's change "
                 "interval (Monte Carlo error and linearisation) reaches it"
             )
-        elif self.undetermined_by.startswith("the draws"):
+        elif self.undetermined_by.startswith(("the draws", "the importance")):
             why = f"undetermined by {self.undetermined_by}"
         else:
             why = (
@@ -825,8 +829,74 @@ def searches_from(
         _result(f, q, t, g.z, source, one, method, alpha_max, control_variates=bool(gradient))
         for f, (q, t), g, one in zip(fs, questions, goals, found, strict=True)
     ]
+    results = _seen_by_the_draws(results, source, kept, client)
     results = _logistic_decided(results, fs, found, source, (gradient, kept))
     return list(zip(results, found, strict=True))
+
+
+#: The k-hat of a unit's own removal above which the draws do not see it at all: the
+#: importance ratios ``exp(-l_u)`` have no mean (k >= 1), the posterior without the unit is
+#: no reweighting of the draws. (PSIS's 0.7 is about the reweighted estimate's error; a
+#: unit just past it, k-hat 0.72 on a heavy-tailed regression, had its influence measured
+#: well, its sets confirmed by exact refits.)
+UNSEEN_KHAT = 1.0
+
+
+def _seen_by_the_draws(results: list, source, kept=None, client=None) -> list:
+    """The results, where a "reached" one holds a unit whose own removal the draws cannot
+    evaluate made "undetermined", by the importance-sampling check.
+
+    A unit's influence is a covariance over the draws; where the posterior without the unit
+    lies beyond them (the Pareto k-hat of ``exp(-l_u)`` above :data:`UNSEEN_KHAT`: an
+    outlier that moves the residual sd by several of its posterior sds) that covariance's
+    Monte Carlo error is not measured by the draws either, and neither its block bootstrap
+    nor its split-draw check can say how far the set's change may be from its prediction
+    (on a heavy-tailed regression, one such unit's influence read 0.011 on every chain
+    where its exact derivative is 0.0029). With control variates from the gradient the
+    covariance is mostly worked out from the score, and only its small remainder is left
+    to the draws: those results stand. The units are read once for all the results
+    (:func:`_summed_sets`)."""
+    reached = [
+        k
+        for k, r in enumerate(results)
+        if r.answer == "reached" and r.n_drop and not r.control_variates
+    ]
+    if not reached:
+        return results
+    units = np.unique(np.concatenate([_codes_of(source, results[k]) for k in reached]))
+    sets = [_dropped(source.codes, np.array([u])) for u in units]
+    sums = _summed_sets(source, sets, kept, client)
+    khats = unit_khats(sums)
+    threshold = UNSEEN_KHAT
+    out = list(results)
+    for k in reached:
+        mine = khats[np.searchsorted(units, _codes_of(source, results[k]))]
+        if np.all(mine <= threshold):
+            continue
+        worst = int(np.argmax(mine))
+        # the sizes rest on that influence too: only the low end stands
+        unseen = (float(results[k].size_interval[0]), float("inf"))
+        out[k] = replace(
+            results[k],
+            answer="undetermined",
+            undetermined_by=(
+                f"the importance-sampling check: the draws cannot evaluate the removal of "
+                f"{results[k].drop_ids[worst]} (k-hat {mine[worst]:.2f} above "
+                f"{threshold:.2f}), so its influence's Monte Carlo error is unknown"
+            ),
+            upper_bound=0,
+            size_interval=unseen,
+            refits_needed=refits_to_decide(
+                "undetermined", unseen, results[k].alpha_max, source.n_units
+            ),
+        )
+    return out
+
+
+def _codes_of(source, result) -> np.ndarray:
+    """The unit codes (positions in ``source.units``) of a result's set, in its order."""
+    positions = pd.Index(source.units.values).get_indexer(result.drop_ids)
+    return np.asarray(positions, dtype=int)
 
 
 def _logistic_decided(results: list, fs: list, found: list, source, given: tuple) -> list:
@@ -1270,6 +1340,8 @@ def _result(
             "undetermined_by": answer.undetermined_by,
         }
         noise = _coherent(noise, path.order.size, _undecided_start(f, goal), goal, curve)
+        if noise["answer"] == "reached" and not np.all(np.isfinite(noise["change_interval"])):
+            noise["change_interval"] = _reweighted_interval(f, goal, source, path, method)
         noise["refits_needed"] = refits_to_decide(
             noise["answer"], noise["size_interval"], alpha_max, units.size
         )
@@ -1297,6 +1369,23 @@ def _result(
         control_variates=bool(control_variates),
         **noise,
     )
+
+
+def _reweighted_interval(f, goal, source, path, method: str) -> tuple:
+    """A reached set's change interval where the influences' band is open (the
+    second-order model broke down along the way): the reweighted estimate of the whole
+    set's removal give or take ``z`` of its importance-sampling Monte Carlo errors
+    (:func:`~bayesij.array.amip.weighted_value`), where every unit of the set was
+    reweighted (the evidence the answer rests on); else the open band as it was."""
+    if method != "reweighted" or path.reliable < path.order.size or not path.order.size:
+        return (-np.inf, np.inf)
+    draws = np.asarray(f, dtype=float).reshape(-1)
+    lik = _summed_sets(source, [_dropped(source.codes, path.order)])[..., 0].reshape(-1)
+    weights, _ = set_weights(lik, source.shape)
+    before = weighted_value(draws, np.full(draws.size, 1 / draws.size), goal.sign, goal.z)[0]
+    value, _, mcse = weighted_value(draws, weights, goal.sign, goal.z)
+    z = float(NormalDist().inv_cdf(0.975))
+    return (value - before - z * mcse, value - before + z * mcse)
 
 
 def _metric_mcse(f: np.ndarray, goal) -> float:

@@ -20,16 +20,20 @@ def test_the_linear_path_orders_by_gain_and_stops_at_the_target():
     assert amip.linear_path(phi, direction=1, need=100, k_max=2).stopped == "alpha_max"
 
 
-def test_the_monte_carlo_margin_is_two_standard_errors():
+def test_the_monte_carlo_margin_is_two_and_a_half_standard_errors():
     phi = np.array([-3.0, -2.0, -1.0])
     mcse = np.full(3, 0.5)
-    # Changes 3, 5, 6 against need 4.5 + 2 x 0.5 sqrt(k) = 5.5, 5.91, 6.23: never reached.
+    # Changes 3, 5, 6 against need 4.5 + 2.5 x 0.5 sqrt(k) = 5.75, 6.27, 6.67: never reached.
     path = amip.linear_path(phi, direction=1, need=4.5, k_max=3, mcse=mcse)
     assert path.stopped == "alpha_max" and path.order.size == 3
-    # One standard error less of noise and the third unit would reach it: 6 >= 4.5 + 2 x 0.6.
+    # Less noise and the third unit reaches it (6 >= 4.5 + 2.5 x 0.3 sqrt(3) = 5.80), the
+    # second not (5 < 4.5 + 2.5 x 0.3 sqrt(2) = 5.56); at a margin of 2 the second would
+    # (5 >= 4.5 + 2 x 0.2 sqrt(2) = 5.07 with errors 0.2; 5 < 4.5 + 2.5 x 0.2 sqrt(2) = 5.21).
     closer = amip.linear_path(phi, direction=1, need=4.5, k_max=3, mcse=np.full(3, 0.3))
     assert closer.stopped == "reached" and closer.order.size == 3
-    assert amip.MC_MARGIN == 2.0
+    closest = amip.linear_path(phi, direction=1, need=4.5, k_max=3, mcse=np.full(3, 0.2))
+    assert closest.stopped == "reached" and closest.order.size == 3
+    assert amip.MC_MARGIN == 2.5
     # Without Monte Carlo errors the second unit already reaches it.
     assert amip.linear_path(phi, direction=1, need=4.5, k_max=3).order.size == 2
 
@@ -235,3 +239,23 @@ def test_goals_on_one_quantity_share_its_draws_and_square():
         np.testing.assert_allclose(
             draws[..., first[row]] + coef[row] * draws[..., second[row]], part, rtol=1e-13
         )
+
+
+def test_each_unit_s_k_hat_is_that_of_its_own_removal():
+    # A normal mean's draws and three units, two weak (noise sds 10 and 3) and one as
+    # strong as the posterior, far off: the k-hat of exp(-l_u) that ArviZ's PSIS finds for
+    # each (the last one's removal lies beyond the draws).
+    rng = np.random.default_rng(2)
+    theta = rng.normal(size=(4, 1000, 1))
+    log_lik = -0.5 * ((np.array([0.0, 2.0, 6.0]) - theta) / np.array([10.0, 3.0, 1.0])) ** 2
+    got = amip.unit_khats(log_lik)
+    arviz = pytest.importorskip("arviz")
+    flat = log_lik.reshape(-1, 3)
+    if hasattr(arviz, "psislw"):  # ArviZ 0.23: the log ratios, one column a unit
+        want = np.array([float(arviz.psislw(-flat[:, u], reff=1.0)[1]) for u in range(3)])
+    else:  # ArviZ 1.x: arviz-stats, which takes the log-likelihood
+        from arviz_stats.base import array_stats
+
+        want = np.array([float(array_stats.psislw(flat[:, u], r_eff=1.0)[1]) for u in range(3)])
+    np.testing.assert_allclose(got, want, atol=0.05)
+    assert got[2] > 1.0 > got[1]

@@ -105,10 +105,11 @@ def test_the_columns_of_a_large_set_are_summed_as_those_of_a_small_one():
     ]
 
 
-def test_the_linear_continuation_stops_two_monte_carlo_errors_past_the_target():
+def test_the_linear_continuation_stops_the_margin_s_monte_carlo_errors_past_the_target():
     """With no reweighting trusted (k-hat threshold below any k-hat) the path continues
     linearly from the full posterior: units by gain, the target reached at the first prefix
-    whose change passes it by 2 standard errors sqrt(mcse_g^2 + sum_u mcse_u^2), each unit's
+    whose change passes it by MC_MARGIN standard errors sqrt(mcse_g^2 + sum_u mcse_u^2), each
+    unit's
     from the importance-sampling formula sum_s w_s^2 (a_s (l_su - lbar_u) - phi_u)^2."""
     mu, _, log_lik = _heavy_tailed_draws(seed=4)
     goal = amip.goal_for(mu, "sign", 1.96)
@@ -123,18 +124,19 @@ def test_the_linear_continuation_stops_two_monte_carlo_errors_past_the_target():
     order = order[-goal.direction * phi[order] > 0]
     change = np.cumsum(-phi[order])
     noise = np.sqrt(mcse_g**2 + np.cumsum(per_unit[order] ** 2))
-    # A need that a prefix reaches just past 2 errors and that a shorter one would reach if
+    margin = amip.MC_MARGIN  # its value: test_amip's test_the_monte_carlo_margin
+    # A need that a prefix reaches just past the margin and that a shorter one would reach if
     # the units' errors counted for half: the per-unit errors decide the answer.
     laxer = np.sqrt(mcse_g**2 + 0.5 * np.cumsum(per_unit[order] ** 2))
     for j in range(1, order.size):
-        tight = goal.direction * change[j] - 2 * noise[j] - 1e-9
-        first = np.flatnonzero(goal.direction * change >= tight + 2 * noise)[0]
-        if first == j and np.flatnonzero(goal.direction * change >= tight + 2 * laxer)[0] < j:
+        tight = goal.direction * change[j] - margin * noise[j] - 1e-9
+        first = np.flatnonzero(goal.direction * change >= tight + margin * noise)[0]
+        if first == j and np.flatnonzero(goal.direction * change >= tight + margin * laxer)[0] < j:
             break
     else:
         pytest.fail("no need separates the two error rules on these draws")
     for need in (0.3 * goal.need, goal.need, tight):
-        reached = np.flatnonzero(goal.direction * change >= need + 2 * noise)
+        reached = np.flatnonzero(goal.direction * change >= need + margin * noise)
         path = amip.reweighted_path(mu, log_lik, replace(goal, need=need), 150, -1.0)
         assert path.reliable == 0 and set(path.how[1:]) == {"linear continuation"}
         expected = reached[0] + 1 if reached.size else min(order.size, 150)
