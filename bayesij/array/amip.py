@@ -232,7 +232,8 @@ def set_weights(set_lik: np.ndarray, chain_shape: tuple[int, int]) -> tuple[np.n
 def unit_khats(sums: np.ndarray) -> np.ndarray:
     """The Pareto k-hat of each unit's removal, ``exp(-l_u)`` over the draws
     (:func:`set_weights`): ``sums`` (n_chains, n_draws, U) of each unit's log-likelihood
-    gives (U,). Above :func:`~bayesij.array.psis.pareto_k_threshold` the posterior without
+    gives (U,). Above :func:`~bayesij.array.psis.pareto_k_threshold` a reweighted estimate
+    of the removal is unreliable; above 1 the ratios have no mean, and the posterior without
     the unit lies beyond the draws.
 
     References

@@ -867,11 +867,10 @@ def _seen_by_the_draws(results: list, source, kept=None, client=None) -> list:
     sets = [_dropped(source.codes, np.array([u])) for u in units]
     sums = _summed_sets(source, sets, kept, client)
     khats = unit_khats(sums)
-    threshold = UNSEEN_KHAT
     out = list(results)
     for k in reached:
         mine = khats[np.searchsorted(units, _codes_of(source, results[k]))]
-        if np.all(mine <= threshold):
+        if np.all(mine <= UNSEEN_KHAT):
             continue
         worst = int(np.argmax(mine))
         # the sizes rest on that influence too: only the low end stands
@@ -882,7 +881,7 @@ def _seen_by_the_draws(results: list, source, kept=None, client=None) -> list:
             undetermined_by=(
                 f"the importance-sampling check: the draws cannot evaluate the removal of "
                 f"{results[k].drop_ids[worst]} (k-hat {mine[worst]:.2f} above "
-                f"{threshold:.2f}), so its influence's Monte Carlo error is unknown"
+                f"{UNSEEN_KHAT:.2f}), so its influence's Monte Carlo error is unknown"
             ),
             upper_bound=0,
             size_interval=unseen,
@@ -1341,7 +1340,9 @@ def _result(
         }
         noise = _coherent(noise, path.order.size, _undecided_start(f, goal), goal, curve)
         if noise["answer"] == "reached" and not np.all(np.isfinite(noise["change_interval"])):
-            noise["change_interval"] = _reweighted_interval(f, goal, source, path, method)
+            noise["change_interval"] = _reweighted_interval(
+                f, goal, source, path, method, noise["change_interval"]
+            )
         noise["refits_needed"] = refits_to_decide(
             noise["answer"], noise["size_interval"], alpha_max, units.size
         )
@@ -1371,14 +1372,14 @@ def _result(
     )
 
 
-def _reweighted_interval(f, goal, source, path, method: str) -> tuple:
-    """A reached set's change interval where the influences' band is open (the
+def _reweighted_interval(f, goal, source, path, method: str, band: tuple) -> tuple:
+    """A reached set's change interval where the influences' ``band`` is open (the
     second-order model broke down along the way): the reweighted estimate of the whole
-    set's removal give or take ``z`` of its importance-sampling Monte Carlo errors
+    set's removal give or take 1.96 of its importance-sampling Monte Carlo errors
     (:func:`~bayesij.array.amip.weighted_value`), where every unit of the set was
-    reweighted (the evidence the answer rests on); else the open band as it was."""
+    reweighted (the evidence the answer rests on); else ``band`` as it was."""
     if method != "reweighted" or path.reliable < path.order.size or not path.order.size:
-        return (-np.inf, np.inf)
+        return band
     draws = np.asarray(f, dtype=float).reshape(-1)
     lik = _summed_sets(source, [_dropped(source.codes, path.order)])[..., 0].reshape(-1)
     weights, _ = set_weights(lik, source.shape)
