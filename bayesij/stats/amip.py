@@ -829,7 +829,7 @@ def searches_from(
         _result(f, q, t, g.z, source, one, method, alpha_max, control_variates=bool(gradient))
         for f, (q, t), g, one in zip(fs, questions, goals, found, strict=True)
     ]
-    results = _seen_by_the_draws(results, source, kept, client)
+    results = _seen_by_the_draws(results, [one.path.order for one in found], source, kept, client)
     results = _logistic_decided(results, fs, found, source, (gradient, kept))
     return list(zip(results, found, strict=True))
 
@@ -842,9 +842,10 @@ def searches_from(
 UNSEEN_KHAT = 1.0
 
 
-def _seen_by_the_draws(results: list, source, kept=None, client=None) -> list:
+def _seen_by_the_draws(results: list, orders: list, source, kept=None, client=None) -> list:
     """The results, where a "reached" one holds a unit whose own removal the draws cannot
-    evaluate made "undetermined", by the importance-sampling check.
+    evaluate made "undetermined", by the importance-sampling check (``orders``: each
+    result's set as unit codes, its search's path).
 
     A unit's influence is a covariance over the draws; where the posterior without the unit
     lies beyond them (the Pareto k-hat of ``exp(-l_u)`` above :data:`UNSEEN_KHAT`: an
@@ -863,13 +864,13 @@ def _seen_by_the_draws(results: list, source, kept=None, client=None) -> list:
     ]
     if not reached:
         return results
-    units = np.unique(np.concatenate([_codes_of(source, results[k]) for k in reached]))
+    units = np.unique(np.concatenate([orders[k] for k in reached]))
     sets = [_dropped(source.codes, np.array([u])) for u in units]
     sums = _summed_sets(source, sets, kept, client)
     khats = unit_khats(sums)
     out = list(results)
     for k in reached:
-        mine = khats[np.searchsorted(units, _codes_of(source, results[k]))]
+        mine = khats[np.searchsorted(units, orders[k])]
         if np.all(mine <= UNSEEN_KHAT):
             continue
         worst = int(np.argmax(mine))
@@ -890,12 +891,6 @@ def _seen_by_the_draws(results: list, source, kept=None, client=None) -> list:
             ),
         )
     return out
-
-
-def _codes_of(source, result) -> np.ndarray:
-    """The unit codes (positions in ``source.units``) of a result's set, in its order."""
-    positions = pd.Index(source.units.values).get_indexer(result.drop_ids)
-    return np.asarray(positions, dtype=int)
 
 
 def _logistic_decided(results: list, fs: list, found: list, source, given: tuple) -> list:
