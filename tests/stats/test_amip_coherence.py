@@ -516,6 +516,30 @@ def test_a_set_holding_a_unit_the_draws_cannot_see_is_not_reached_from_them():
 
 
 @pytest.mark.slow
+def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory():
+    # The same fit's log-likelihood opened a dask chunk of 500 observations at a time: the
+    # linear search's sets, the importance-sampling check that leaves them open (unit 2658,
+    # read from its chunk) and the intervals, as in memory.
+    from saved_fits import saved_fit
+
+    _, _, post = _t4_regression(3000, 2)
+    for target in ("sign", "significance"):
+        memory, lazy = (
+            bayesij.amip(saved_fit(post, "DataTree", chunks), "beta10", target, method="linear")
+            for chunks in (None, {"obs": 500})
+        )
+        assert memory.undetermined_by.startswith("the importance-sampling check"), memory
+        assert "2658" in memory.undetermined_by
+        assert (lazy.answer, lazy.drop_ids, lazy.undetermined_by) == (
+            memory.answer,
+            memory.drop_ids,
+            memory.undetermined_by,
+        )
+        assert lazy.size_interval == memory.size_interval
+        assert lazy.predicted_change == pytest.approx(memory.predicted_change, rel=1e-12)
+
+
+@pytest.mark.slow
 def test_a_reached_set_whose_band_opened_reports_its_reweighted_interval():
     # Fresh draws of the N = 2000 fit: beta[7]'s significance is reached by a reweighted
     # set while the second-order model broke down along it; its change interval was -inf
