@@ -1415,8 +1415,9 @@ def _coherent(noise: dict, n_drop: int, start: str, goal, curve: pd.DataFrame) -
 
     - A metric whose side of zero the draws do not determine (``start``) has no change of
       sign to find: the answer is "undetermined", by the draws.
-    - "Reached" holds its set: the smallest set's size interval is finite and holds the set's
-      size (the set reaches, so the smallest set has at most ``n_drop`` units).
+    - "Reached" holds its set: the smallest set's size interval is finite and ends at the
+      set's size (the set reaches, so the smallest set has at most ``n_drop`` units; where
+      the influences' band put the smallest below it, the interval is widened to it).
     - "Not reachable" has no smallest set within the limit: where the size interval has a
       finite low end (the band of the influences says a set within the limit may reach,
       where a reweighted continuation fell short), the answer is "undetermined", by the
@@ -1439,8 +1440,7 @@ def _coherent(noise: dict, n_drop: int, start: str, goal, curve: pd.DataFrame) -
         out["size_interval"] = (0.0, float(high) if np.isfinite(high) else float("inf"))
     elif out["answer"] == "reached" and n_drop:
         low = min(low, n_drop) if np.isfinite(low) else 1.0
-        high = min(high, n_drop) if np.isfinite(high) else float(n_drop)
-        out["size_interval"] = (float(max(low, 1.0)), float(max(high, low, 1.0)))
+        out["size_interval"] = (float(max(low, 1.0)), float(n_drop))
     elif out["answer"] == "not reachable" and np.isfinite(low):
         out.update(answer="undetermined", undetermined_by="linearisation", upper_bound=0)
     elif out["answer"] == "not reachable" and _interval_reaches(goal, out["change_interval"]):

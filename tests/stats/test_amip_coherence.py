@@ -28,7 +28,7 @@ def _holds_together(result, label) -> None:
     low, high = result.size_interval
     if result.answer == "reached":
         assert np.isfinite(low) and np.isfinite(high), label
-        assert low <= result.n_drop and high <= result.n_drop, label
+        assert low <= result.n_drop and high == result.n_drop, label
     if result.answer == "not reachable":  # no smallest set within the limit
         assert low == high == np.inf, label
     if result.upper_bound:
@@ -516,6 +516,22 @@ def test_a_set_holding_a_unit_the_draws_cannot_see_is_not_reached_from_them():
 
 
 @pytest.mark.slow
+def test_a_reached_set_s_size_ends_its_size_interval():
+    # N = 1000: beta[5]'s sign is reached by six units while the influences' band put the
+    # smallest set at 4 to 5 units; the answer said "reached, 6" beside "4 - 5". The
+    # interval now ends at the set it found (the smallest set has at most its six units),
+    # and the exact refit without them confirms the set.
+    from ols_amip import metric
+
+    X, y, post = _t4_regression(1000, 1)
+    result = bayesij.amip(post, "beta[5]", "sign")
+    assert result.answer == "reached", result
+    low, high = result.size_interval
+    assert low < high == result.n_drop
+    assert np.sign(metric(X, y, result.kept, 4, 0, 1.96)) != np.sign(result.original_value)
+
+
+@pytest.mark.slow
 def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory():
     # The same fit's log-likelihood opened a dask chunk of 500 observations at a time: the
     # linear search's sets, the importance-sampling check that leaves them open (unit 2658,
@@ -539,6 +555,24 @@ def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory():
         assert lazy.predicted_change == pytest.approx(memory.predicted_change, rel=1e-12)
 
 
+def test_a_set_partly_continued_to_first_order_keeps_its_band():
+    # Only a set reweighted throughout has an estimate of its whole removal: where the
+    # search continued past its last reweighted step to first order (or the method is
+    # linear), the band stays as the influences gave it, and no unit is read.
+    from types import SimpleNamespace
+
+    from bayesij.array.amip import goal_for
+    from bayesij.stats.amip import _reweighted_interval
+
+    f = np.random.default_rng(0).normal(1.0, 1.0, size=(4, 100))
+    goal = goal_for(f, "sign", 1.96)
+    band = (-np.inf, np.inf)
+    partly = SimpleNamespace(order=np.arange(5), reliable=3)
+    assert _reweighted_interval(f, goal, None, partly, "reweighted", band) == band
+    whole = SimpleNamespace(order=np.arange(5), reliable=5)
+    assert _reweighted_interval(f, goal, None, whole, "linear", band) == band
+
+
 @pytest.mark.slow
 def test_a_reached_set_whose_band_opened_reports_its_reweighted_interval():
     # Fresh draws of the N = 2000 fit: beta[7]'s significance is reached by a reweighted
@@ -555,3 +589,19 @@ def test_a_reached_set_whose_band_opened_reports_its_reweighted_interval():
     exact = metric(X, y, result.kept, 6, 1, 1.96) - metric(X, y, np.ones(y.size), 6, 1, 1.96)
     assert low <= exact <= high
     assert high < -result.original_value  # its pessimistic end reaches the target
+    # The interval is the set's removal reweighted by PSIS (ArviZ's weights here), give or
+    # take 1.96 of that estimate's errors, sqrt(sum w^2 (g* - g*_w)^2) with g* the end's
+    # linearisation.
+    from peers import psis_log_weights
+
+    dropped = post.log_lik.values[..., result.kept == 0].sum(axis=-1, keepdims=True)
+    w = np.exp(psis_log_weights(dropped, 1.0)[:, 0])
+    w /= w.sum()
+    f = post.quantities.sel(quantity="beta[7]").values.ravel()
+    mean = w @ f
+    sd = np.sqrt(w @ (f - mean) ** 2)
+    g = f + 1.96 * (f - mean) ** 2 / (2 * sd)
+    mcse = np.sqrt(np.sum((w * (g - w @ g)) ** 2))
+    change = mean + 1.96 * sd - result.original_value
+    assert (low + high) / 2 == pytest.approx(change, abs=0.1 * mcse)
+    assert (high - low) / 2 == pytest.approx(1.96 * mcse, rel=0.05)
