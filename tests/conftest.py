@@ -24,26 +24,6 @@ from conjugate import ConjugateNormal, heteroskedastic_regression  # noqa: E402
 add_header(os.environ)
 
 
-#: PyTensor compiles each new operation of a PyMC model to C, at -O3 unless told otherwise;
-#: a new environment compiles them all. At -O0 the suite's slowest PyMC test took 100 s
-#: instead of 135 s there (its compiled operations warm: 39 s instead of 35 s; the models
-#: are small). PyTensor keys its cache by the flags, so these builds stay apart from a
-#: user's own.
-PYTENSOR_BUILD_FLAGS = "gcc__cxxflags=-O0"
-
-
-def quick_pytensor_builds(environ) -> None:
-    """Add :data:`PYTENSOR_BUILD_FLAGS` to ``environ``'s ``PYTENSOR_FLAGS`` (os.environ:
-    every worker, kernel and subprocess of the suite inherits it), unless it sets the
-    compiler flags already."""
-    flags = environ.get("PYTENSOR_FLAGS", "")
-    if "cxxflags" not in flags:
-        environ["PYTENSOR_FLAGS"] = ",".join(filter(None, [flags, PYTENSOR_BUILD_FLAGS]))
-
-
-quick_pytensor_builds(os.environ)
-
-
 def pytest_collection_finish(session):
     """The precompiled Stan header made (once, whichever worker asks first) before this
     worker's first test, where the tests it collected build Stan programs. (A hook, not

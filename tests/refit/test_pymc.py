@@ -29,19 +29,6 @@ def _regression(n=60, seed=8):
     return model
 
 
-def test_the_suite_s_pytensor_builds_are_not_optimised():
-    # tests/conftest.py: a new environment compiles every operation of the suite's models
-    # at -O0 (a third less time), unless PYTENSOR_FLAGS already sets the compiler's flags.
-    import os
-
-    import pytensor
-
-    flags = os.environ["PYTENSOR_FLAGS"]
-    assert "cxxflags" in flags
-    if "gcc__cxxflags=-O0" in flags:
-        assert "-O0" in pytensor.config.gcc__cxxflags.split()
-
-
 def test_the_weighted_log_density_is_exact():
     model = _regression()
     backend = refit.PyMCBackend(model)
