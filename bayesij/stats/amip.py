@@ -135,7 +135,8 @@ class AmipResult(Summary):
         size (``inf``: beyond ``alpha_max``) and of the chosen set's change (which holds
         ``predicted_change``); after refits in the loop, the refits' (between the largest
         prefix a refit did not confirm and the set; the refit change's Monte Carlo
-        interval).
+        interval). A "reached" answer's size interval ends at ``n_drop``: its set reaches,
+        so the smallest set has at most that many units.
     draws_needed : float
         When undetermined: about how many draws in all would decide the answer.
     smaller_undetermined : int

@@ -532,16 +532,18 @@ def test_a_reached_set_s_size_ends_its_size_interval():
 
 
 @pytest.mark.slow
-def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory():
-    # The same fit's log-likelihood opened a dask chunk of 500 observations at a time: the
-    # linear search's sets, the importance-sampling check that leaves them open (unit 2658,
-    # read from its chunk) and the intervals, as in memory.
+@pytest.mark.parametrize("container", ["DataTree", "InferenceData"])
+def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory(container):
+    # The same fit's log-likelihood opened a dask chunk of 500 observations at a time (a
+    # DataTree, or ArviZ 0.23's InferenceData where installed): the linear search's sets,
+    # the importance-sampling check that leaves them open (unit 2658, read from its chunk)
+    # and the intervals, as in memory.
     from saved_fits import saved_fit
 
     _, _, post = _t4_regression(3000, 2)
     for target in ("sign", "significance"):
         memory, lazy = (
-            bayesij.amip(saved_fit(post, "DataTree", chunks), "beta10", target, method="linear")
+            bayesij.amip(saved_fit(post, container, chunks), "beta10", target, method="linear")
             for chunks in (None, {"obs": 500})
         )
         assert memory.undetermined_by.startswith("the importance-sampling check"), memory
