@@ -112,33 +112,71 @@ def _build_and_sample(code: str, data: dict, seed: int, sample_kwargs: dict, pro
     sink = sys.stderr if progress else io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         model = build_model(code, data, seed)
-        with _fits_not_kept(code):
+        with _fits_not_kept(model, sample_kwargs):
             return model.sample(**sample_kwargs)
 
 
 @contextlib.contextmanager
-def _fits_not_kept(code: str):
-    """Remove the fits a sampling leaves in httpstan's cache. httpstan keeps every seeded
+def _fits_not_kept(model, sample_kwargs: dict):
+    """Remove the fits this sampling leaves in httpstan's cache. httpstan keeps every seeded
     fit on disk, forever, to return it again for the same program, data, seed and settings
     (PyStan deletes only unseeded ones); a refit campaign would leave one file per chain and
     refit there (17 MB each for a 3020-observation logistic regression), while its own
-    store keeps what it needs. Samplings of one program by bayesij take turns (a lock file
-    beside the program's cache), so the new files are this sampling's; a fit that was
-    already cached before is left there."""
+    store keeps what it needs. Only this sampling's fits go (:func:`_fit_names`): a fit that
+    was cached before, and one that another sampling of the program (PyStan called
+    directly, in another process) writes meanwhile, are left there; samplings of one
+    program by bayesij take turns (a lock file beside the program's cache), so two of them
+    never ask for the same fit at once."""
     from filelock import FileLock
     from httpstan.cache import model_directory
-    from httpstan.models import calculate_model_name
 
-    folder = model_directory(calculate_model_name(code))
-    fits = folder / "fits"
+    names = _fit_names(model, sample_kwargs)
+    folder = model_directory(model.model_name)
     with FileLock(str(folder) + ".sampling.lock"):
-        before = set(os.listdir(fits)) if fits.is_dir() else set()
+        before = {name for name in names if _fit_file(name).exists()}
         try:
             yield
         finally:
-            for name in set(os.listdir(fits)) - before if fits.is_dir() else ():
+            for name in set(names) - before:
                 with contextlib.suppress(FileNotFoundError):
-                    os.remove(fits / name)
+                    os.remove(_fit_file(name))
+
+
+def _fit_names(model, sample_kwargs: dict) -> list[str]:
+    """The names httpstan gives the fits of ``model.sample(**sample_kwargs)``, one per
+    chain: PyStan's request for each chain (``stan.model.Model._create_fit``) read by
+    httpstan's schema and hashed by httpstan (``httpstan.fits.calculate_fit_name``), as its
+    server does. A seeded fit's name is a function of the request."""
+    import json
+
+    from httpstan.fits import calculate_fit_name
+    from httpstan.schemas import CreateFitRequest
+    from stan.model import DataJSONEncoder
+
+    if model.random_seed is None:  # PyStan deletes an unseeded fit itself
+        return []
+    kwargs = json.loads(DataJSONEncoder().encode(sample_kwargs))
+    n_chains = kwargs.pop("num_chains", 4)
+    inits = kwargs.pop("init", [{} for _ in range(n_chains)])
+    names = []
+    for chain in range(1, n_chains + 1):
+        request = {
+            **kwargs,
+            "function": "stan::services::sample::hmc_nuts_diag_e_adapt",
+            "chain": chain,
+            "data": model.data,
+            "init": inits[chain - 1],
+            "random_seed": model.random_seed,
+        }
+        arguments = CreateFitRequest().load(json.loads(json.dumps(request)))
+        names.append(calculate_fit_name(arguments.pop("function"), model.model_name, arguments))
+    return names
+
+
+def _fit_file(name: str):
+    from httpstan.cache import fit_path
+
+    return fit_path(name)
 
 
 def sample_pystan(code: str, data: dict, seed: int, *, progress: bool = False, **sample_kwargs):

@@ -236,6 +236,32 @@ def test_samplings_leave_no_fit_in_httpstan_s_cache_and_keep_the_ones_there_befo
     kept.unlink()
 
 
+@pytest.mark.stan
+def test_a_sampling_removes_only_its_own_fits_not_one_written_meanwhile():
+    """Another process's PyStan sampling of the same program may write its fit while
+    bayesij samples: that fit stays, for that process to read (removing every new file
+    failed such a sampling with httpstan's "Fit ... not found")."""
+    import httpstan.cache
+    from httpstan.models import calculate_model_name
+
+    from bayesij.refit.stan import _fits_not_kept, build_model
+    from bayesij.stan_models import example_data, stan_code
+
+    code, data = stan_code("eight_schools"), example_data("eight_schools")
+    fits = httpstan.cache.model_directory(calculate_model_name(code)) / "fits"
+    model = build_model(code, data, 13)
+    options = {"num_chains": 2, "num_samples": 40, "num_warmup": 40}
+    fits.mkdir(parents=True, exist_ok=True)
+    before = sorted(p.name for p in fits.iterdir())
+    meanwhile = fits / "another-process-s-fit.jsonlines.gz"
+    with _fits_not_kept(model, options):
+        model.sample(**options)
+        assert len(list(fits.iterdir())) == len(before) + 2  # this sampling's two chains
+        meanwhile.write_bytes(b"")
+    assert sorted(p.name for p in fits.iterdir()) == sorted([*before, meanwhile.name])
+    meanwhile.unlink()
+
+
 def test_stan_inits_read_an_arviz_fit_of_either_generation():
     import arviz as az
     import numpy as np
