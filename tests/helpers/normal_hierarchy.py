@@ -40,9 +40,13 @@ class NormalHierarchy:
         return cov @ b, cov
 
     def draws(self, weights=None, chains: int = 4, draws: int = 1000, seed: int = 0):
+        # Through the Cholesky factor, which is unique: NumPy's multivariate_normal goes
+        # through an SVD whose singular vectors' signs depend on the LAPACK build (NumPy
+        # 2.4 and 2.5 give other draws from one seed).
         mean, cov = self.posterior(weights)
         rng = np.random.default_rng(seed)
-        theta = rng.multivariate_normal(mean, cov, size=chains * draws)
+        z = rng.standard_normal((chains * draws, mean.size))
+        theta = mean + z @ np.linalg.cholesky(cov).T
         return theta.reshape(chains, draws, -1)
 
     def log_lik(self, theta: np.ndarray) -> np.ndarray:

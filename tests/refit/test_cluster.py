@@ -247,7 +247,7 @@ def test_leave_one_group_out_over_integrated_terms_equals_the_closed_form(shuffl
     estimates the same log p(y_g | y_-g) as over the conditional ones, in closed form here
     (NormalHierarchy.logo_exact): every school within 0.05 of it with k-hat below 0.5,
     where the conditional terms' PSIS has k-hat above 0.7 for most schools and misses by
-    up to 2.3; the verdict's sentence reads the integrated one and says so. With the
+    up to 1.6; the verdict's sentence reads the integrated one and says so. With the
     observations stored out of the schools' order the terms are paired with the schools
     by label (the units come in order of first appearance, the columns in school order),
     and as a labelled DataArray in any order."""
@@ -261,7 +261,7 @@ def test_leave_one_group_out_over_integrated_terms_equals_the_closed_form(shuffl
         np.testing.assert_allclose(integrated, exact[integrated.index], atol=0.05)
         assert (audit.loo_integrated.pointwise["pareto_k"] < 0.5).all()
     conditional = audit.loo.pointwise
-    assert (conditional["pareto_k"] > 0.7).sum() >= 8
+    assert (conditional["pareto_k"] > 0.7).sum() > len(conditional) / 2  # most schools
     assert np.max(np.abs(conditional["elpd_loo"] - exact[conditional.index])) > 1.0
     sentence = next(s for s in audit.summary() if s.startswith("PSIS-LOO"))
     assert "integrated log-likelihoods is reliable" in sentence
