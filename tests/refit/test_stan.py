@@ -244,7 +244,7 @@ def test_a_sampling_removes_only_its_own_fits_not_one_written_meanwhile():
     import httpstan.cache
     from httpstan.models import calculate_model_name
 
-    from bayesij.refit.stan import _fits_not_kept, build_model
+    from bayesij.refit.stan import _fit_file, _fit_names, _fits_not_kept, build_model
     from bayesij.stan_models import example_data, stan_code
 
     code, data = stan_code("eight_schools"), example_data("eight_schools")
@@ -252,8 +252,10 @@ def test_a_sampling_removes_only_its_own_fits_not_one_written_meanwhile():
     model = build_model(code, data, 13)
     options = {"num_chains": 2, "num_samples": 40, "num_warmup": 40}
     fits.mkdir(parents=True, exist_ok=True)
-    before = sorted(p.name for p in fits.iterdir())
     meanwhile = fits / "another-process-s-fit.jsonlines.gz"
+    for path in [*map(_fit_file, _fit_names(model, options)), meanwhile]:
+        path.unlink(missing_ok=True)  # left by an interrupted run
+    before = sorted(p.name for p in fits.iterdir())
     with _fits_not_kept(model, options):
         model.sample(**options)
         assert len(list(fits.iterdir())) == len(before) + 2  # this sampling's two chains
