@@ -109,7 +109,8 @@ def test_an_amip_set_of_a_pymc_regression_is_verified_by_a_real_refit():
 @pytest.mark.slow
 def test_pymc_refits_run_on_processes_and_dask_as_in_this_process():
     """The backend travels to loky and Dask workers (its model as cloudpickle bytes) and,
-    seeded from the weights, gives there the refits it gives here."""
+    seeded from the weights, gives the same refits in every worker process, and there the
+    refits it gives here."""
     distributed = pytest.importorskip("distributed")
     backend = refit.PyMCBackend(_regression(n=30), draws=300, tune=300, chains=2, seed=5)
     post = backend.fit(np.ones(backend.n_obs))
@@ -120,16 +121,17 @@ def test_pymc_refits_run_on_processes_and_dask_as_in_this_process():
     ) as cluster:
         with distributed.Client(cluster) as client:
             on_dask = refit.loo(post, backend, points=["p0", "p1"], executor=client, progress=False)
-    for other in (pooled, on_dask):
-        assert other.failures.empty
-        # The same draws: equal to 1e-10 in most runs; once in a full suite (3.12) the two
-        # differed by 1.4e-6 relative (rounding carried along a NUTS trajectory in another
-        # process), where a refit seeded otherwise differs by 9e-4 (asserted below).
-        np.testing.assert_allclose(other.table()["exact"], here.table()["exact"], rtol=1e-5)
+    assert pooled.failures.empty and on_dask.failures.empty
+    # Two new worker processes, two executors: the same draws.
+    np.testing.assert_allclose(on_dask.table()["exact"], pooled.table()["exact"], rtol=1e-10)
+    # This process: equal to 1e-10 in most runs, but after the suite's other tests in the
+    # same process a refit has differed by 1.4e-6 and by 1.1e-4 relative (3.12: rounding
+    # carried along a NUTS trajectory), where a refit seeded otherwise differs by 9e-4.
+    np.testing.assert_allclose(pooled.table()["exact"], here.table()["exact"], rtol=3e-4)
     reseeded = refit.PyMCBackend(backend.model, draws=300, tune=300, chains=2, seed=6)
     other_seed = refit.loo(post, reseeded, points=["p0"], executor="sequential", progress=False)
     shift = abs(other_seed.table()["exact"].iloc[0] / here.table()["exact"].iloc[0] - 1)
-    assert shift > 1e-4, shift
+    assert shift > 3e-4, shift
 
 
 def test_density_score_is_the_log_posterior_gradient_on_the_unconstrained_scale():
