@@ -152,6 +152,7 @@ def _fit_names(model, sample_kwargs: dict) -> list[str]:
     try:  # where a later PyStan or httpstan moves these, no fit is removed: none mistaken
         from httpstan.fits import calculate_fit_name
         from httpstan.schemas import CreateFitRequest
+        from marshmallow import ValidationError
         from stan.model import DataJSONEncoder
     except ImportError:
         return []
@@ -170,7 +171,10 @@ def _fit_names(model, sample_kwargs: dict) -> list[str]:
             "init": inits[chain - 1],
             "random_seed": model.random_seed,
         }
-        arguments = CreateFitRequest().load(json.loads(json.dumps(request)))
+        try:
+            arguments = CreateFitRequest().load(json.loads(json.dumps(request)))
+        except ValidationError:  # a request httpstan refuses: PyStan says why, nothing cached
+            return []
         names.append(calculate_fit_name(arguments.pop("function"), model.model_name, arguments))
     return names
 

@@ -264,6 +264,16 @@ def test_a_sampling_removes_only_its_own_fits_not_one_written_meanwhile():
     meanwhile.unlink()
 
 
+@pytest.mark.stan
+def test_sampler_settings_httpstan_refuses_get_pystan_s_own_message():
+    from bayesij.refit.stan import sample_pystan
+    from bayesij.stan_models import example_data, stan_code
+
+    code, data = stan_code("eight_schools"), example_data("eight_schools")
+    with pytest.raises(ValueError, match="num_samples"):
+        sample_pystan(code, data, 1, num_chains=1, num_samples=-1)
+
+
 def test_stan_inits_read_an_arviz_fit_of_either_generation():
     import arviz as az
     import numpy as np
