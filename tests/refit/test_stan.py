@@ -231,6 +231,8 @@ def test_samplings_leave_no_fit_in_httpstan_s_cache_and_keep_the_ones_there_befo
     before = sorted(p.name for p in fits.iterdir())
     first = sample_pystan(code, data, 12, **options)
     again = sample_pystan(code, data, 12, **options)  # sampled anew: the same draws
+    starts = [{"mu": 0.5}, {"mu": -0.5}]  # warm-started refits: each chain's own start
+    sample_pystan(code, data, 12, init=starts, **options)
     assert sorted(p.name for p in fits.iterdir()) == before and kept.exists()
     np.testing.assert_array_equal(np.asarray(first["mu"]), np.asarray(again["mu"]))
     kept.unlink()
