@@ -36,13 +36,13 @@ from bayesij.array.checks import as_float_array, check_finite, check_labels, fai
 from bayesij.data.convert import as_posterior, check_has_quantities, node_as_dataset
 from bayesij.data.inference_data import (
     SAMPLE_DIMS,
+    FitGroups,
     _group,
     aligned_draws,
-    group_names,
     has_groups,
     posterior_draws,
 )
-from bayesij.data.lazy import lazy_log_lik
+from bayesij.data.lazy import LazyArray, LogLikFunction, lazy_log_lik
 from bayesij.data.posterior import Posterior, base_name
 from bayesij.data.source import LogLikSource, refuse_whole_matrix, source_of_fit
 from bayesij.data.structure import (
@@ -62,12 +62,18 @@ class Fit:
     """A fitted model read once: its log-likelihood, its unit and its structure.
 
     Build one with :func:`read`; every public estimator accepts a :class:`Fit` wherever it
-    accepts ``data``, and reads nothing again.
+    accepts ``data``, and reads nothing again. The input itself is not kept: :func:`read`
+    converts it once into one of three forms (:attr:`content`).
 
     Attributes
     ----------
-    data : object
-        The input as given (a DataTree node holding data: its Dataset).
+    content : FitGroups, Posterior, LazyArray or LogLikFunction
+        The input converted: an InferenceData's or DataTree's groups as Datasets
+        (:class:`~bayesij.data.inference_data.FitGroups`); draws in memory (an array, a
+        Dataset, a DataArray, a Posterior) as the checked container; a lazy
+        log-likelihood (dask chunks, a function) as its block reader.
+    kind : str
+        What the input was (``"InferenceData"``, ``"ndarray"``, ...), for messages.
     var_name : str, list of str or None
         The log-likelihood variable read.
     argument : str
@@ -91,7 +97,8 @@ class Fit:
     8
     """
 
-    data: object
+    content: FitGroups | Posterior | LazyArray | LogLikFunction
+    kind: str
     var_name: object
     argument: str = "data"
     given_groups: object = None
@@ -101,7 +108,7 @@ class Fit:
     def units(self) -> Units:
         """The exchangeable unit (:func:`bayesij.data.structure.find_units`), found on first
         use."""
-        return find_units(self.data, self.given_groups, self.var_name)
+        return find_units(self.content, self.given_groups, self.var_name, kind=self.kind)
 
     @property
     def units_given(self) -> bool:
@@ -109,10 +116,10 @@ class Fit:
         groups) rather than to be read from the fit's structure; no structure read."""
         if self.given_groups is not None:
             return True
-        return isinstance(self.data, Posterior) and self.data.groups is not None
+        return self.is_container and self.content.groups is not None
 
     def __repr__(self) -> str:
-        kind = type(self.data).__name__
+        kind = self.kind
         if self.is_fit_object:
             kind += f" with groups {', '.join(self.groups_of_input)}"
         elif self.lazy:
@@ -130,20 +137,20 @@ class Fit:
     # ----------------------------------------------------------------- what the input is
     @property
     def is_fit_object(self) -> bool:
-        """Whether the input is an InferenceData / DataTree (named groups)."""
-        return has_groups(self.data)
+        """Whether the input was an InferenceData / DataTree (named groups)."""
+        return isinstance(self.content, FitGroups)
 
     @property
     def groups_of_input(self) -> list[str]:
         """The groups of an InferenceData / DataTree (``[]`` for other inputs)."""
-        return group_names(self.data) if self.is_fit_object else []
+        return list(self.content) if self.is_fit_object else []
 
     @property
     def has_posterior(self) -> bool:
         """Whether the input holds posterior draws of quantities (a posterior group, or a
         Posterior with quantities)."""
-        if isinstance(self.data, Posterior):
-            return bool(self.data.quantity_names)
+        if self.is_container:
+            return bool(self.content.quantity_names)
         return "posterior" in self.groups_of_input
 
     @property
@@ -153,15 +160,18 @@ class Fit:
 
     @property
     def is_container(self) -> bool:
-        """Whether the input is a :class:`~bayesij.data.posterior.Posterior`."""
-        return isinstance(self.data, Posterior)
+        """Whether the draws are in memory as a :class:`~bayesij.data.posterior.Posterior`
+        (an array, a Dataset, a DataArray or a Posterior given)."""
+        return isinstance(self.content, Posterior)
 
     @property
     def n_obs(self) -> int:
         """Number of observations (columns of the log-likelihood); an InferenceData's or
         DataTree's from its sizes, no values read."""
+        if self.is_container:
+            return self.content.n_obs
         if "log_likelihood" in self.groups_of_input:
-            group = _group(self.data, "log_likelihood", "", self.argument)
+            group = self.content["log_likelihood"]
             names = list(group.data_vars) if self.var_name is None else self.var_name
             return sum(
                 int(np.prod([n for d, n in group[v].sizes.items() if d not in SAMPLE_DIMS]))
@@ -175,19 +185,24 @@ class Fit:
         built once per selection."""
         key = ("posterior", _key(quantities))
         if key[1] is _UNKNOWN:  # not a selection: refused with its argument named
-            return as_posterior(self.data, var_name=self.var_name, quantities=quantities)
+            return as_posterior(self.content, var_name=self.var_name, quantities=quantities)
         post = self.cached(
-            key,
-            lambda: (
-                self._selected_from_read(quantities)
-                or as_posterior(
-                    self.data, var_name=self.var_name, quantities=quantities, argument=self.argument
-                )
-            ),
+            key, lambda: self._selected_from_read(quantities) or self._built(quantities)
         )
         if need_quantities:
             check_has_quantities(post, self.argument)
         return post
+
+    def _built(self, quantities) -> Posterior:
+        """The container of ``quantities`` read from the converted input."""
+        if self.is_container:
+            return self.content if quantities is None else self.content.select(quantities)
+        # A lazy array read whole: for an estimator that needs the matrix in memory.
+        content = self.content.array if isinstance(self.content, LazyArray) else self.content
+        var_name = self.var_name if self.is_fit_object else None
+        return as_posterior(
+            content, var_name=var_name, quantities=quantities, argument=self.argument
+        )
 
     def cached(self, key, build):
         """What ``build()`` returns, built once per fit (and the fits :func:`read` makes
@@ -266,7 +281,9 @@ class Fit:
 
     def lazy_reader(self):
         """The block reader of a lazy log-likelihood (None for one in memory), built once."""
-        return self.cached(("lazy",), lambda: lazy_log_lik(self.data, self.var_name))
+        if self.is_fit_object:
+            return self.cached(("lazy",), lambda: lazy_log_lik(self.content, self.var_name))
+        return None if self.is_container else self.content
 
     def unit_labels(self, groups=None, *, pointwise: bool = False):
         """The group of each observation for ``groups`` (None: the fit's unit; pointwise:
@@ -286,7 +303,7 @@ class Fit:
         if self.units_given:
             return None
         declared = self.cached(
-            ("declared grouping",), lambda: declared_grouping(self.data, self.var_name)
+            ("declared grouping",), lambda: declared_grouping(self.content, self.var_name)
         )
         if declared is None:
             return None
@@ -303,7 +320,7 @@ class Fit:
         other inputs)."""
         if "posterior" not in self.groups_of_input:
             return {}
-        posterior = _group(self.data, "posterior", "")
+        posterior = self.content["posterior"]
         return {
             str(v): tuple(d for d in posterior[v].dims if d not in SAMPLE_DIMS)
             for v in posterior.data_vars
@@ -313,7 +330,7 @@ class Fit:
         """``{variable: number of elements}`` of the posterior, in order (a Posterior's
         variables are the base names of its quantities)."""
         if "posterior" in self.groups_of_input:
-            posterior = _group(self.data, "posterior", "")
+            posterior = self.content["posterior"]
             return {
                 str(v): int(
                     np.prod([n for d, n in posterior[v].sizes.items() if d not in SAMPLE_DIMS])
@@ -328,7 +345,7 @@ class Fit:
     def element_names(self) -> list[str]:
         """A Posterior's quantity names (``[]`` for other inputs: their elements are named
         when read)."""
-        return list(self.data.quantity_names) if isinstance(self.data, Posterior) else []
+        return list(self.content.quantity_names) if self.is_container else []
 
     @property
     def structure(self) -> ModelStructure:
@@ -337,12 +354,12 @@ class Fit:
         (:func:`bayesij.data.structure.model_structure`)."""
         units = self.units
         key = ("structure", units.name, units.dim, tuple(sorted(units.local_dims)))
-        return self.cached(key, lambda: model_structure(self.data, self.units))
+        return self.cached(key, lambda: model_structure(self.content, self.units))
 
     def local_quantities(self, names: list[str]) -> list[str]:
         """The quantities among ``names`` that are local to the fit's unit: elements of
         variables with a dim over units."""
-        return local_names(names, self.data, self.units)
+        return local_names(names, self.content, self.units)
 
     def posterior_draws(self, quantities=None) -> tuple[np.ndarray, list[str]]:
         """(n_chains, n_draws, K) checked draws of ``quantities`` (every variable by
@@ -350,29 +367,31 @@ class Fit:
         if not self.has_posterior and not self.is_container:
             raise fail(
                 self.argument,
-                f"a {type(self.data).__name__} without posterior draws",
+                f"a {self.kind} without posterior draws",
                 "an InferenceData / DataTree with a posterior group, or a bayesij.Posterior",
             )
-        return posterior_draws(self.data, quantities, self.argument)
+        return posterior_draws(self.content, quantities, self.argument)
 
     def log_prior_group(self) -> xr.Dataset:
         """The ``log_prior`` group, its draws paired by label with the posterior's."""
         if not self.is_fit_object:
             raise fail(
                 "log_prior",
-                f"None with data a {type(self.data).__name__}",
+                f"None with data a {self.kind}",
                 "the log prior: a log_prior group in data, a quantity name, a callable or "
                 "an array of draws",
             )
-        group = _group(self.data, "log_prior", "Save the log prior (e.g. PyMC's compute_log_prior)")
+        group = _group(
+            self.content, "log_prior", "Save the log prior (e.g. PyMC's compute_log_prior)"
+        )
         if self.has_posterior:
-            group = aligned_draws(group, _group(self.data, "posterior", ""), "log_prior")
+            group = aligned_draws(group, self.content["posterior"], "log_prior")
         return group
 
     def group(self, name: str) -> xr.Dataset:
         """A group of an InferenceData / DataTree as a Dataset (refused, naming the groups
         there are, when missing)."""
-        return _group(self.data, name, "", self.argument)
+        return _group(self.content, name, "", self.argument)
 
 
 def read(data, *, groups=None, var_name=None, argument: str = "data") -> Fit:
@@ -412,22 +431,41 @@ def read(data, *, groups=None, var_name=None, argument: str = "data") -> Fit:
     if var_name is not None:
         check_labels(var_name, "var_name")
     data = node_as_dataset(data)
-    fit = Fit(data, var_name, argument, groups)
+    fit = Fit(_converted(data, var_name, argument), type(data).__name__, var_name, argument, groups)
     if groups is not None:
         fit.units  # noqa: B018 -- a unit named here is checked now, not at first use
-    if not fit.is_fit_object and not fit.lazy:
-        fit.posterior()  # an array or a container: checked now (and kept), not at first use
     return fit
+
+
+def _converted(data, var_name, argument: str) -> FitGroups | Posterior | LazyArray | LogLikFunction:
+    """The input in the one form a :class:`Fit` keeps: an InferenceData's or DataTree's
+    groups as Datasets; a lazy log-likelihood's block reader; else the checked container of
+    the draws in memory (an array, a Dataset, a DataArray, a Posterior)."""
+    if has_groups(data):
+        return FitGroups.of(data)
+    reader = lazy_log_lik(data, var_name)
+    if reader is not None:
+        return reader
+    return as_posterior(data, var_name=var_name, argument=argument)
 
 
 def _reselected(fit: Fit, groups, var_name) -> Fit:
     """``fit`` itself, or with the unit ``groups`` / the variable ``var_name`` asked for."""
     if var_name is not None and var_name != fit.var_name:
-        return read(fit.data, groups=groups, var_name=var_name, argument=fit.argument)
-    if groups is None:
+        if not fit.is_fit_object:
+            raise fail(
+                "var_name",
+                f"{var_name!r} with {fit.argument} a Fit read from a {fit.kind}",
+                "var_name=None: the fit holds one log-likelihood (read the input again to "
+                "choose another variable of a Dataset)",
+            )
+        regrouped = Fit(fit.content, fit.kind, var_name, fit.argument, groups)
+    elif groups is None:
         return fit
-    regrouped = Fit(fit.data, fit.var_name, fit.argument, groups, fit._posteriors)
-    regrouped.units  # noqa: B018 -- the unit named here is checked now
+    else:
+        regrouped = Fit(fit.content, fit.kind, fit.var_name, fit.argument, groups, fit._posteriors)
+    if groups is not None:
+        regrouped.units  # noqa: B018 -- the unit named here is checked now
     return regrouped
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 import numpy as np
 import xarray as xr
@@ -21,6 +23,7 @@ __all__ = [
     "selected_draws",
     "log_lik_variables",
     "sample_values",
+    "FitGroups",
     "has_groups",
     "group_names",
     "log_lik_group",
@@ -30,17 +33,64 @@ __all__ = [
 SAMPLE_DIMS = ("chain", "draw")
 
 
+class FitGroups(Mapping):
+    """The groups of an InferenceData or a DataTree, each as an xarray Dataset: the one form
+    :func:`bayesij.read` keeps of either (the container itself is not kept).
+
+    A mapping from group name (``"posterior"``, ``"log_likelihood"``, ...; a DataTree's
+    paths without their leading ``/``) to the group's Dataset; its values are xarray's,
+    not copied (a file opened lazily stays lazy).
+    """
+
+    __slots__ = ("_datasets",)
+
+    def __init__(self, datasets: Mapping[str, xr.Dataset]) -> None:
+        self._datasets = MappingProxyType(dict(datasets))
+
+    @classmethod
+    def of(cls, data) -> FitGroups:
+        """The groups of an InferenceData or DataTree (a FitGroups as it is)."""
+        if isinstance(data, FitGroups):
+            return data
+        return cls({name: _as_dataset(data[name]) for name in _raw_group_names(data)})
+
+    def __getitem__(self, name: str) -> xr.Dataset:
+        return self._datasets[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._datasets)
+
+    def __len__(self) -> int:
+        return len(self._datasets)
+
+    def __repr__(self) -> str:
+        return f"FitGroups({', '.join(self._datasets)})"
+
+
 def has_groups(data) -> bool:
     """Whether ``data`` is an InferenceData or a DataTree (an object with named groups; a
-    :class:`Posterior`'s ``groups`` are observation groups, not containers)."""
+    :class:`Posterior`'s ``groups`` are observation groups, not containers), or the
+    :class:`FitGroups` read of one."""
+    if isinstance(data, FitGroups):
+        return True
     return hasattr(data, "groups") and not isinstance(data, (xr.Dataset, xr.DataArray, Posterior))
 
 
 def group_names(data) -> list[str]:
-    """Group names of an InferenceData (``groups()``) or a DataTree (``groups``: paths)."""
+    """Group names of a :class:`FitGroups`, an InferenceData (``groups()``) or a DataTree
+    (``groups``: paths)."""
+    return list(data) if isinstance(data, FitGroups) else _raw_group_names(data)
+
+
+def _raw_group_names(data) -> list[str]:
     groups = data.groups
     names = groups() if callable(groups) else groups
     return [str(name).strip("/") for name in names if str(name).strip("/")]
+
+
+def _as_dataset(group) -> xr.Dataset:
+    """A group (a Dataset, or a DataTree node) as a Dataset."""
+    return group.to_dataset() if hasattr(group, "to_dataset") else group
 
 
 def _group(idata, name: str, fix: str, argument: str = "idata") -> xr.Dataset:
@@ -52,8 +102,7 @@ def _group(idata, name: str, fix: str, argument: str = "idata") -> xr.Dataset:
             f"an InferenceData or DataTree with a {name!r} group",
             fix,
         )
-    group = idata[name]
-    return group.to_dataset() if hasattr(group, "to_dataset") else group
+    return _as_dataset(idata[name])
 
 
 def sample_values(array: xr.DataArray, name: str, *, keep_float32: bool = False) -> np.ndarray:
@@ -464,8 +513,7 @@ def fit_groups(values: dict, group: str, argument: str = "predictions") -> dict 
                 else f"a {type(value).__name__} beside fits",
                 f"every model an InferenceData or DataTree with a {group!r} group",
             )
-        node = value[group]
-        datasets[name] = node.to_dataset() if hasattr(node, "to_dataset") else node
+        datasets[name] = _as_dataset(value[group])
     return datasets
 
 
@@ -473,5 +521,4 @@ def optional_group(fit, group: str) -> xr.Dataset | None:
     """A fit's ``group`` as a Dataset, or None where it has none."""
     if not has_groups(fit) or group not in group_names(fit):
         return None
-    node = fit[group]
-    return node.to_dataset() if hasattr(node, "to_dataset") else node
+    return _as_dataset(fit[group])

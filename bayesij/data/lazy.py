@@ -227,8 +227,7 @@ def _all_quantities(data, source) -> tuple[np.ndarray, list[str]]:
     if has_posterior(data):
         from bayesij.data.inference_data import flatten_variables
 
-        group = data["posterior"]
-        posterior = group.to_dataset() if hasattr(group, "to_dataset") else group
+        posterior = data["posterior"]
         values, names = flatten_variables(posterior, list(posterior.data_vars))
         return np.asarray(values, dtype=float), names
     raise fail(
@@ -325,10 +324,6 @@ def _is_dask(array) -> bool:
     return hasattr(getattr(array, "data", None), "dask") or hasattr(array, "dask")
 
 
-def _as_dataset(group) -> xr.Dataset:
-    return group.to_dataset() if hasattr(group, "to_dataset") else group
-
-
 def _as_lazy_array(array: xr.DataArray, name: str) -> LazyArray:
     if tuple(array.dims[:2]) != SAMPLE_DIMS or array.ndim != 3:
         raise fail(
@@ -354,10 +349,10 @@ def lazy_log_lik(data, var_name=None) -> LogLikFunction | LazyArray | None:
         return _as_lazy_array(data, "data")
     dataset = None
     if has_groups(data) and "log_likelihood" in group_names(data):
-        dataset = _as_dataset(data["log_likelihood"])
+        dataset = data["log_likelihood"]
         if "posterior" in group_names(data):
             # Draws paired by label with the posterior's, as in memory (or refused).
-            dataset = aligned_draws(dataset, _as_dataset(data["posterior"]), "log_likelihood")
+            dataset = aligned_draws(dataset, data["posterior"], "log_likelihood")
     elif isinstance(data, xr.Dataset):
         dataset = data
     if dataset is None:

@@ -204,7 +204,7 @@ def _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_l
     units = xr.DataArray(np.asarray(lazy.obs_names), dims="obs")
     draws, names = None, ()
     if need_quantities or quantities is not None:
-        draws, found = lazy_quantities(fit.data, lazy, quantities)
+        draws, found = lazy_quantities(fit.content, lazy, quantities)
         check_finite(draws, "quantities")
         names = tuple(found)
     return LogLikSource(lazy, units, np.arange(lazy.n_obs), None, draws, names)
@@ -235,10 +235,10 @@ def _log_lik_of_fit(fit, groups) -> LogLikSource:
     posterior's, the posterior's variables read only when asked (a container the fit has
     built already gives its log-likelihood)."""
     post = fit.built_container() or fit.cached(
-        ("log_lik_of_fit",), lambda: log_lik_of_fit(fit.data, fit.var_name, fit.argument)
+        ("log_lik_of_fit",), lambda: log_lik_of_fit(fit.content, fit.var_name, fit.argument)
     )
     post, values, units, codes = _units_of(post, groups)
-    reader = partial(_all_draws, fit.data, fit.argument)
+    reader = partial(_all_draws, fit.content, fit.argument)
     return LogLikSource(_InMemory(values), units, codes, post, posterior_reader=reader)
 
 

@@ -120,7 +120,7 @@ class _Grouping:
     dim: str | None  # the posterior dim over the groups, when there is one
 
 
-def find_units(data, groups=None, var_name=None) -> Units:
+def find_units(data, groups=None, var_name=None, *, kind: str | None = None) -> Units:
     """The exchangeable unit of ``data`` and the posterior dims over units.
 
     Parameters
@@ -134,13 +134,15 @@ def find_units(data, groups=None, var_name=None) -> Units:
         coordinate or ``constant_data`` variable. Labels: one per observation.
     var_name : str, optional
         The log-likelihood variable (its dims are the observations').
+    kind : str, optional
+        What the input was, for messages (by default the type of ``data``).
 
     Returns
     -------
     Units
     """
     if not has_groups(data):
-        return _units_of_container(data, groups)
+        return _units_of_container(data, groups, kind or type(data).__name__)
     obs_dims = _obs_dims(data, var_name)
     found = _groupings(data, obs_dims, var_name)
     # Per-group parameters are local whichever unit is audited.
@@ -342,13 +344,13 @@ def local_names(names: list[str], data, units: Units) -> list[str]:
     ]
 
 
-def _units_of_container(data, groups) -> Units:
+def _units_of_container(data, groups, kind: str) -> Units:
     if groups is False:
         return Units("observation", None, "groups=False", given=True)
     if isinstance(groups, str):
         raise fail(
             "groups",
-            f"the name {groups!r} with data a {type(data).__name__}",
+            f"the name {groups!r} with data a {kind}",
             "labels, one per observation (a name needs an InferenceData or DataTree, whose "
             "dims, coordinates and constant_data it names)",
         )

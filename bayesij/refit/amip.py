@@ -96,7 +96,7 @@ def amip(
         3020, 6 found sets within 4 % of the estimating equation's iterated AMIP).
     grad_log_posterior : density or (array_like, array_like), optional
         The log posterior's gradient in the unconstrained parameters at each draw, and
-        those draws: a model density with ``grad_log_posterior(data) -> (gradient,
+        those draws: a model density with ``grad_log_posterior(fit) -> (gradient,
         unconstrained)`` (:class:`bayesij.refit.PyStanDensity`,
         :class:`bayesij.refit.PyMCDensity`) or those two arrays, each (n_chains, n_draws,
         P), as :func:`bayesij.audit` takes them. The influences that rank and predict are

@@ -664,7 +664,7 @@ def audit(
         The log posterior's gradient for the AMIP influences' zero-variance control
         variates (far smaller Monte Carlo error where a unit's log-likelihood is
         heavy-tailed across draws, so sets are not padded to beat it): a model density with
-        ``grad_log_posterior(data) -> (gradient, unconstrained)`` at the fit's draws
+        ``grad_log_posterior(fit) -> (gradient, unconstrained)`` at the fit's draws
         (:class:`bayesij.refit.PyStanDensity`, :class:`bayesij.refit.PyMCDensity`) or those
         two arrays, each (n_chains, n_draws, P), as :func:`bayesij.amip`'s
         ``grad_log_posterior`` and ``unconstrained``. The report says
@@ -759,7 +759,7 @@ def audit(
     with warnings.catch_warnings():  # every diagnostic is part of the report
         warnings.simplefilter("ignore")
         questions, skipped = _questions(source, names, targets) if amip else ([], {})
-        gradient = gradient_arrays(grad_log_posterior, fit.data) if questions else (None, None)
+        gradient = gradient_arrays(grad_log_posterior, fit) if questions else (None, None)
         say.stage(
             f"one pass over {source.n_draws} draws x {unit_words(units.name, source.n_units)}: "
             f"influence, IJ, LOO, WAIC, {len(questions)} AMIP question(s)"
@@ -882,7 +882,7 @@ def _integrated(source, names: list, fit, units, marginal_log_lik, influence, lo
     kept = [k for k, q in enumerate(names) if q not in local] or list(range(len(names)))
     unit_dim = next(d for d in influence.dims if d != "quantity")
     labels = list(influence[unit_dim].values)
-    levels = dim_levels(fit.data, units.dim) if units.dim else None
+    levels = dim_levels(fit.content, units.dim) if units.dim else None
     post = integrated_posterior(
         source.quantity_draws[..., kept],
         [names[k] for k in kept],

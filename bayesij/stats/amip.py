@@ -682,7 +682,7 @@ def amip_search(
     )
     _check_quantity(source, quantity)
     parameters = fit_parameters(fit)  # the second-order model's, read once
-    gradient = gradient_arrays(gradient, fit.data)
+    gradient = gradient_arrays(gradient, fit)
     question = [(quantity, target)]
     [(result, found)] = _searches(source, question, z, method, alpha_max, *gradient, parameters)
     start = result, found
@@ -1523,22 +1523,23 @@ def refits_to_decide(answer: str, size_interval: tuple, alpha_max: float, n_unit
     return int(np.ceil(np.log2(max(high - low, 1) + 1))) + 1
 
 
-def gradient_arrays(gradient, data) -> tuple:
+def gradient_arrays(gradient, fit) -> tuple:
     """``(gradient, unconstrained)``, each (n_chains, n_draws, P), from ``gradient``: a
-    model density (its ``grad_log_posterior(data)`` at the fit's draws, which reads every
+    model density (its ``grad_log_posterior(fit)`` at the fit's draws, ``fit`` the
+    :class:`~bayesij.data.fit.Fit` read once, which reads every
     parameter's draws, not only the audited quantities: :class:`bayesij.refit.PyStanDensity`,
     :class:`bayesij.refit.PyMCDensity`) or that pair of arrays; (None, None) without one.
     What :func:`bayesij.amip` and :func:`bayesij.audit` take as ``grad_log_posterior``."""
     if gradient is None:
         return None, None
     if callable(getattr(gradient, "grad_log_posterior", None)):
-        return gradient.grad_log_posterior(data)
+        return gradient.grad_log_posterior(fit)
     if isinstance(gradient, (tuple, list)) and len(gradient) == 2:
         return gradient[0], gradient[1]
     raise fail(
         "grad_log_posterior",
         f"a {type(gradient).__name__}",
-        "a model density with grad_log_posterior(data) (refit.PyStanDensity, "
+        "a model density with grad_log_posterior(fit) (refit.PyStanDensity, "
         "refit.PyMCDensity) or a (gradient, unconstrained) pair of arrays of shape "
         "(n_chains, n_draws, P)",
     )

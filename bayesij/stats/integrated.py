@@ -49,7 +49,7 @@ def integrated_terms(fit, density):
     while remaining:
         variable = remaining[0] if alone or len(remaining) == 1 else tuple(remaining)
         try:
-            return integrate(fit.data, variable), ", ".join(np.atleast_1d(variable))
+            return integrate(fit, variable), ", ".join(np.atleast_1d(variable))
         except ValueError as error:
             reason = str(error)
             if not reason.startswith("variable:"):
@@ -89,7 +89,7 @@ def group_terms(data, density, index: pd.Index, *, groups=None, var_name=None):
             "a density with group_log_lik (refit.PyMCDensity, refit.PyStanDensity) and a free "
             "vector variable of one unbounded element per group",
         )
-    levels = dim_levels(fit.data, fit.units.dim) if fit.units.dim else None
+    levels = dim_levels(fit.content, fit.units.dim) if fit.units.dim else None
     values = marginal_columns(terms, list(index), levels)
     name = index.name or "unit"
     return xr.DataArray(values, dims=("chain", "draw", name), coords={name: index}), variable
@@ -320,7 +320,7 @@ class GlmDensity:
                 "a fit without a group dim over its units",
                 "a grouped fit whose index runs over the effect's posterior dim",
             )
-        levels = [str(v) for v in dim_levels(fit.data, fit.units.dim)]
+        levels = [str(v) for v in dim_levels(fit.content, fit.units.dim)]
         where = {label: k for k, label in enumerate(levels)}
         codes = np.array([where[str(label)] for label in fit.units.labels])
         base, y, extra = self._pieces(fit, codes, len(levels))

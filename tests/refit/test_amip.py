@@ -223,9 +223,9 @@ def test_a_locally_best_largest_set_that_misses_by_more_than_the_measured_error_
 
 
 def test_a_model_density_gives_amip_the_gradient_as_its_two_arrays_do():
-    # grad_log_posterior as the audit takes it: a density, asked at the fit given (a read
-    # Fit: at its data), answers as the (gradient, unconstrained) pair it returns; anything
-    # else is refused by name.
+    # grad_log_posterior as the audit takes it: a density, asked at the fit given (read
+    # once: a Fit holding the container given), answers as the (gradient, unconstrained)
+    # pair it returns; anything else is refused by name.
     from ols_amip import heavy_tailed_experiment
 
     X, y = heavy_tailed_experiment(500, seed=0)
@@ -244,7 +244,7 @@ def test_a_model_density_gives_amip_the_gradient_as_its_two_arrays_do():
         got = bayesij.amip(data, "beta[2]", "sign", method="linear", grad_log_posterior=Density())
         assert got.drop_ids == pair.drop_ids and got.answer == pair.answer
         assert got.predicted_change == pair.predicted_change
-    assert [fit is post for fit in asked] == [True, True]
+    assert [(type(fit), fit.content is post) for fit in asked] == [(bayesij.Fit, True)] * 2
     assert plain.predicted_change != pair.predicted_change  # the control variates count
     with pytest.raises(ValueError, match=r"^grad_log_posterior: found a ndarray"):
         bayesij.amip(post, "beta[2]", "sign", method="linear", grad_log_posterior=score)
