@@ -25,15 +25,24 @@ import xarray as xr
 from bayesij.array.checks import as_float_array, fail
 from bayesij.data.arrays import _posterior_of_arrays
 from bayesij.data.inference_data import (
+    FitGroups,
     from_inference_data,
-    group_names,
     has_groups,
     log_lik_group,
     log_lik_variables,
 )
+from bayesij.data.lazy import lazy_reader
 from bayesij.data.posterior import Posterior
 
-__all__ = ["as_posterior", "unit_index", "node_as_dataset", "ACCEPTED"]
+__all__ = [
+    "as_posterior",
+    "converted",
+    "posterior_of_groups",
+    "posterior_in_memory",
+    "unit_index",
+    "node_as_dataset",
+    "ACCEPTED",
+]
 
 #: The inputs :func:`as_posterior` accepts, in words (for error messages and docstrings).
 ACCEPTED = (
@@ -96,8 +105,40 @@ def check_has_quantities(post: Posterior, argument: str = "data") -> None:
 
 
 def _convert(data, var_name, quantities, argument: str) -> Posterior:
-    named = has_groups(data) or isinstance(data, xr.Dataset)
-    if var_name is not None and not named:
+    data = node_as_dataset(data)
+    if has_groups(data):
+        return posterior_of_groups(FitGroups.of(data), var_name, quantities, argument)
+    return posterior_in_memory(data, var_name, quantities, argument)
+
+
+def converted(data, var_name=None, argument: str = "data"):
+    """What :func:`bayesij.read` keeps of an input, converted once: an InferenceData's or
+    DataTree's groups as Datasets (:class:`~bayesij.data.inference_data.FitGroups`); a
+    lazy log-likelihood (dask chunks, a function) as its block reader; else the draws in
+    memory as the checked :class:`Posterior`. A DataTree node holding data is taken as
+    its Dataset first (:func:`node_as_dataset`)."""
+    if has_groups(data):
+        return FitGroups.of(data)
+    reader = lazy_reader(data, var_name)
+    if reader is not None:
+        return reader
+    return posterior_in_memory(data, var_name, None, argument)
+
+
+def posterior_of_groups(groups: FitGroups, var_name, quantities, argument: str) -> Posterior:
+    """The checked container of a fit's groups: the log-likelihood with the posterior's
+    draws of ``quantities`` (all by default), or the log-likelihood alone where there is
+    no posterior group."""
+    if "posterior" in groups:
+        return from_inference_data(groups, var_name=var_name, quantities=quantities)
+    return _log_lik_only(*log_lik_group(groups, var_name, argument), quantities, argument)
+
+
+def posterior_in_memory(data, var_name, quantities, argument: str) -> Posterior:
+    """The checked container of draws in memory: a Posterior (selected), a Dataset or
+    DataArray of log-likelihood variables, or an array of shape (n_draws, n_obs) or
+    (n_chains, n_draws, n_obs)."""
+    if var_name is not None and not isinstance(data, xr.Dataset):
         raise fail(
             "var_name",
             f"{var_name!r} with {argument} a {type(data).__name__}",
@@ -105,12 +146,9 @@ def _convert(data, var_name, quantities, argument: str) -> Posterior:
             "Dataset (a bayesij.Posterior or an array holds one log-likelihood)",
         )
     if isinstance(data, Posterior):
+        if quantities is not None and not data.quantity_names:
+            _refuse_quantities(quantities, argument)
         return data if quantities is None else data.select(quantities)
-    data = node_as_dataset(data)
-    if has_groups(data):
-        if "posterior" in group_names(data):
-            return from_inference_data(data, var_name=var_name, quantities=quantities)
-        return _log_lik_only(*log_lik_group(data, var_name, argument), quantities, argument)
     if isinstance(data, xr.Dataset):
         return _log_lik_only(*log_lik_variables(data, var_name), quantities, argument)
     if isinstance(data, xr.DataArray):
@@ -150,16 +188,20 @@ def _array_like(data) -> bool:
 def _log_lik_only(values: np.ndarray, labels, quantities, argument: str) -> Posterior:
     """A container of the log-likelihood alone (no quantities)."""
     if quantities is not None:
-        raise fail(
-            "quantities",
-            repr(quantities),
-            "no quantities for an input without posterior draws of parameters",
-            f"Pass {argument} with a posterior group, or a bayesij.Posterior.",
-        )
+        _refuse_quantities(quantities, argument)
     n_chains, n_draws = values.shape[:2]
     empty = np.zeros((n_chains, n_draws, 0))
     # An estimator's own passing container: the caller's array is not made read-only.
     return _posterior_of_arrays(empty, values, None, None, labels, None, argument)
+
+
+def _refuse_quantities(quantities, argument: str):
+    raise fail(
+        "quantities",
+        repr(quantities),
+        "no quantities for an input without posterior draws of parameters",
+        f"Pass {argument} with a posterior group, or a bayesij.Posterior.",
+    )
 
 
 def unit_index(units: xr.DataArray) -> pd.Index:

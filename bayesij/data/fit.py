@@ -1,11 +1,14 @@
 """The one door: :func:`read` turns any accepted input into a :class:`Fit`, once.
 
-A :class:`Fit` is everything the package needs to know about a fitted model, read from the
-input in one place:
+:func:`read` converts the input (:func:`bayesij.data.convert.converted`) into one of three
+forms and keeps none of it: an InferenceData's or DataTree's groups as Datasets, draws in
+memory as the checked container, a lazy log-likelihood as its block reader. A :class:`Fit`
+is everything the package needs to know about a fitted model, asked of that form in one
+place:
 
 * **the log-likelihood**, however it is held (a matrix in memory, dask chunks, a
   function), handed out as a :class:`~bayesij.data.source.LogLikSource` by
-  :meth:`Fit.source`;
+  :meth:`Fit.source` (with the quantities' draws) and :meth:`Fit.log_lik_source` (alone);
 * **the unit** — one rule for every estimator (:func:`bayesij.data.structure.find_units`):
   the grouping the user names with ``groups=``, else a container's own groups, else the
   grouping the fit states (an index variable of ``constant_data`` into a posterior dim, a
@@ -33,7 +36,14 @@ import numpy as np
 import xarray as xr
 
 from bayesij.array.checks import as_float_array, check_finite, check_labels, fail
-from bayesij.data.convert import as_posterior, check_has_quantities, node_as_dataset
+from bayesij.data.convert import (
+    as_posterior,
+    check_has_quantities,
+    converted,
+    node_as_dataset,
+    posterior_in_memory,
+    posterior_of_groups,
+)
 from bayesij.data.inference_data import (
     SAMPLE_DIMS,
     FitGroups,
@@ -42,9 +52,14 @@ from bayesij.data.inference_data import (
     has_groups,
     posterior_draws,
 )
-from bayesij.data.lazy import LazyArray, LogLikFunction, lazy_log_lik
+from bayesij.data.lazy import LazyArray, LogLikFunction, lazy_reader_of_groups
 from bayesij.data.posterior import Posterior, base_name
-from bayesij.data.source import LogLikSource, refuse_whole_matrix, source_of_fit
+from bayesij.data.source import (
+    LogLikSource,
+    log_lik_source_of_fit,
+    refuse_whole_matrix,
+    source_of_fit,
+)
 from bayesij.data.structure import (
     ModelStructure,
     Units,
@@ -54,7 +69,7 @@ from bayesij.data.structure import (
     model_structure,
 )
 
-__all__ = ["Fit", "read", "as_source", "read_draws", "named_draws", "is_fit"]
+__all__ = ["Fit", "read", "as_source", "as_log_lik_source", "read_draws", "named_draws", "is_fit"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,7 +192,7 @@ class Fit:
                 int(np.prod([n for d, n in group[v].sizes.items() if d not in SAMPLE_DIMS]))
                 for v in ([names] if isinstance(names, str) else names)
             )
-        return self.source(log_lik_only=True, groups=False).n_units
+        return self.log_lik_source(groups=False).n_units
 
     # ----------------------------------------------------------------- the log-likelihood
     def posterior(self, quantities=None, *, need_quantities: bool = False) -> Posterior:
@@ -195,14 +210,12 @@ class Fit:
 
     def _built(self, quantities) -> Posterior:
         """The container of ``quantities`` read from the converted input."""
-        if self.is_container:
-            return self.content if quantities is None else self.content.select(quantities)
-        # A lazy array read whole: for an estimator that needs the matrix in memory.
+        if self.is_fit_object:
+            return posterior_of_groups(self.content, self.var_name, quantities, self.argument)
+        # A lazy array is read whole, for an estimator that needs the matrix in memory (a
+        # function is refused: it has no matrix).
         content = self.content.array if isinstance(self.content, LazyArray) else self.content
-        var_name = self.var_name if self.is_fit_object else None
-        return as_posterior(
-            content, var_name=var_name, quantities=quantities, argument=self.argument
-        )
+        return posterior_in_memory(content, None, quantities, self.argument)
 
     def cached(self, key, build):
         """What ``build()`` returns, built once per fit (and the fits :func:`read` makes
@@ -218,41 +231,48 @@ class Fit:
         return built[0] if built else None
 
     def source(
-        self,
-        *,
-        groups=None,
-        quantities=None,
-        need_quantities: bool = False,
-        whole_matrix=None,
-        log_lik_only: bool = False,
-    ):
-        """The log-likelihood of the units as a :class:`~bayesij.data.source.LogLikSource`.
+        self, *, groups=None, quantities=None, need_quantities: bool = False, whole_matrix=None
+    ) -> LogLikSource:
+        """The log-likelihood of the units, with the draws of ``quantities``, as a
+        :class:`~bayesij.data.source.LogLikSource`.
 
         Parameters
         ----------
         groups : None, False or array_like, optional
-            None: the fit's unit (:attr:`units`); with ``log_lik_only`` the observations
-            unless the units were given (``groups=`` to :func:`read`, a container's own
-            groups), as ArviZ's pointwise estimators. False: the observations. Labels: one
-            per observation.
-        quantities, need_quantities, whole_matrix, log_lik_only
+            None: the fit's unit (:attr:`units`). False: the observations. Labels: one per
+            observation.
+        quantities, need_quantities, whole_matrix
             As :func:`as_source`.
         """
         if groups is not None and groups is not False:  # a grouping named here
             return read(self, groups=groups).source(
-                quantities=quantities,
-                need_quantities=need_quantities,
-                whole_matrix=whole_matrix,
-                log_lik_only=log_lik_only,
+                quantities=quantities, need_quantities=need_quantities, whole_matrix=whole_matrix
             )
         return source_of_fit(
             self,
-            groups=self.unit_labels(groups, pointwise=log_lik_only),
+            groups=self.unit_labels(groups),
             quantities=quantities,
             need_quantities=need_quantities,
             whole_matrix=whole_matrix,
-            log_lik_only=log_lik_only,
         )
+
+    def log_lik_source(self, *, groups=None, whole_matrix=None) -> LogLikSource:
+        """The log-likelihood alone, for estimators of it alone (LOO, WAIC, held-out), as a
+        :class:`~bayesij.data.source.LogLikSource`; no posterior variable read.
+
+        Parameters
+        ----------
+        groups : None, False or array_like, optional
+            None: the observations unless the units were given (``groups=`` to
+            :func:`read`, a container's own groups), as ArviZ's pointwise estimators.
+            False: the observations. Labels: one per observation.
+        whole_matrix : mapping, optional
+            As :func:`as_source`.
+        """
+        if groups is not None and groups is not False:  # a grouping named here
+            return read(self, groups=groups).log_lik_source(whole_matrix=whole_matrix)
+        labels = self.unit_labels(groups, pointwise=True)
+        return log_lik_source_of_fit(self, groups=labels, whole_matrix=whole_matrix)
 
     def _selected_from_read(self, quantities) -> Posterior | None:
         """``quantities`` from a container already built that holds them all (derived, not
@@ -282,7 +302,9 @@ class Fit:
     def lazy_reader(self):
         """The block reader of a lazy log-likelihood (None for one in memory), built once."""
         if self.is_fit_object:
-            return self.cached(("lazy",), lambda: lazy_log_lik(self.content, self.var_name))
+            return self.cached(
+                ("lazy",), lambda: lazy_reader_of_groups(self.content, self.var_name)
+            )
         return None if self.is_container else self.content
 
     def unit_labels(self, groups=None, *, pointwise: bool = False):
@@ -431,22 +453,10 @@ def read(data, *, groups=None, var_name=None, argument: str = "data") -> Fit:
     if var_name is not None:
         check_labels(var_name, "var_name")
     data = node_as_dataset(data)
-    fit = Fit(_converted(data, var_name, argument), type(data).__name__, var_name, argument, groups)
+    fit = Fit(converted(data, var_name, argument), type(data).__name__, var_name, argument, groups)
     if groups is not None:
         fit.units  # noqa: B018 -- a unit named here is checked now, not at first use
     return fit
-
-
-def _converted(data, var_name, argument: str) -> FitGroups | Posterior | LazyArray | LogLikFunction:
-    """The input in the one form a :class:`Fit` keeps: an InferenceData's or DataTree's
-    groups as Datasets; a lazy log-likelihood's block reader; else the checked container of
-    the draws in memory (an array, a Dataset, a DataArray, a Posterior)."""
-    if has_groups(data):
-        return FitGroups.of(data)
-    reader = lazy_log_lik(data, var_name)
-    if reader is not None:
-        return reader
-    return as_posterior(data, var_name=var_name, argument=argument)
 
 
 def _reselected(fit: Fit, groups, var_name) -> Fit:
@@ -549,9 +559,8 @@ def as_source(
     need_quantities: bool = False,
     whole_matrix: Mapping | None = None,
     argument: str = "data",
-    log_lik_only: bool = False,
 ) -> LogLikSource:
-    """The log-likelihood of any accepted input as a
+    """The log-likelihood of any accepted input, with the draws of its quantities, as a
     :class:`~bayesij.data.source.LogLikSource`: the input read once (:func:`read`; a
     :class:`Fit` is used as it is), then :meth:`Fit.source`.
 
@@ -559,8 +568,7 @@ def as_source(
     ----------
     data : Fit, Posterior, InferenceData, DataTree, xarray, array_like, dask array or LogLikFunction
     groups : None, False or array_like, optional
-        The units: None, the fit's (for ``log_lik_only``, the observations unless the
-        units were given); False, the observations; labels, one per observation.
+        The units: None, the fit's; False, the observations; labels, one per observation.
     quantities : str or list of str, optional
         The quantities to read beside the log-likelihood (all with ``need_quantities``).
     var_name : str or list of str, optional
@@ -572,14 +580,6 @@ def as_source(
         memory: a lazy source with any of them set (not None, not False) is refused.
     argument : str, default "data"
         Name of the argument, for error messages.
-    log_lik_only : bool, default False
-        For estimators of the log-likelihood alone (LOO, WAIC, held-out): the posterior
-        group of an InferenceData / DataTree is not read (only its draw labels, to pair
-        the draws), so that a variable unfit as a quantity (a boolean flag, a NaN in a
-        deterministic, no (chain, draw) dims) does not refuse the log-likelihood; a peer's
-        r_eff rule reads it when it needs it (:meth:`LogLikSource.all_posterior_draws`).
-        The units are the observations unless they were given, as ArviZ's pointwise
-        estimators.
 
     Returns
     -------
@@ -591,5 +591,19 @@ def as_source(
         quantities=quantities,
         need_quantities=need_quantities,
         whole_matrix=whole_matrix,
-        log_lik_only=log_lik_only,
     )
+
+
+def as_log_lik_source(
+    data, *, groups=None, var_name=None, whole_matrix: Mapping | None = None, argument="data"
+) -> LogLikSource:
+    """The log-likelihood alone of any accepted input, for estimators of it alone (LOO,
+    WAIC, held-out), as a :class:`~bayesij.data.source.LogLikSource`: the input read once
+    (:func:`read`), then :meth:`Fit.log_lik_source`. The posterior group of an
+    InferenceData / DataTree is not read (only its draw labels, to pair the draws), so
+    that a variable unfit as a quantity (a boolean flag, a NaN in a deterministic, no
+    (chain, draw) dims) does not refuse the log-likelihood. The units are the observations
+    unless they were given, as ArviZ's pointwise estimators; other arguments as
+    :func:`as_source`."""
+    fit = read(data, var_name=var_name, argument=argument)
+    return fit.log_lik_source(groups=groups, whole_matrix=whole_matrix)

@@ -22,8 +22,6 @@ from bayesij.array.numeric import CHUNK_BYTES
 from bayesij.data.inference_data import (
     SAMPLE_DIMS,
     aligned_draws,
-    group_names,
-    has_groups,
     has_posterior,
 )
 from bayesij.data.posterior import select_names
@@ -32,7 +30,8 @@ __all__ = [
     "LogLikFunction",
     "loglik_function",
     "LazyArray",
-    "lazy_log_lik",
+    "lazy_reader",
+    "lazy_reader_of_groups",
     "lazy_quantities",
     "block_bounds",
 ]
@@ -336,8 +335,9 @@ def _as_lazy_array(array: xr.DataArray, name: str) -> LazyArray:
     return LazyArray(array)
 
 
-def lazy_log_lik(data, var_name=None) -> LogLikFunction | LazyArray | None:
-    """The block source of a lazy log-likelihood in ``data``, or None for in-memory data."""
+def lazy_reader(data, var_name=None) -> LogLikFunction | LazyArray | None:
+    """The block reader of a lazy log-likelihood given alone (a function, a dask array, a
+    dask-backed DataArray or Dataset of one variable), or None for one in memory."""
     if isinstance(data, LogLikFunction):
         return data
     if hasattr(data, "dask") and hasattr(data, "chunks") and not isinstance(data, xr.DataArray):
@@ -347,16 +347,21 @@ def lazy_log_lik(data, var_name=None) -> LogLikFunction | LazyArray | None:
         return _as_lazy_array(array, "data")
     if isinstance(data, xr.DataArray) and _is_dask(data):
         return _as_lazy_array(data, "data")
-    dataset = None
-    if has_groups(data) and "log_likelihood" in group_names(data):
-        dataset = data["log_likelihood"]
-        if "posterior" in group_names(data):
-            # Draws paired by label with the posterior's, as in memory (or refused).
-            dataset = aligned_draws(dataset, data["posterior"], "log_likelihood")
-    elif isinstance(data, xr.Dataset):
-        dataset = data
-    if dataset is None:
+    return _lazy_variable(data, var_name) if isinstance(data, xr.Dataset) else None
+
+
+def lazy_reader_of_groups(groups, var_name=None) -> LazyArray | None:
+    """The block reader of a fit's lazy ``log_likelihood`` variable (its draws paired by
+    label with the posterior's, as in memory, or refused), or None for one in memory."""
+    if "log_likelihood" not in groups:
         return None
+    dataset = groups["log_likelihood"]
+    if "posterior" in groups:
+        dataset = aligned_draws(dataset, groups["posterior"], "log_likelihood")
+    return _lazy_variable(dataset, var_name)
+
+
+def _lazy_variable(dataset: xr.Dataset, var_name) -> LazyArray | None:
     names = list(dataset.data_vars) if var_name is None else [var_name]
     lazy = [n for n in names if isinstance(n, str) and n in dataset and _is_dask(dataset[n])]
     if not lazy:

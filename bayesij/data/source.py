@@ -83,7 +83,8 @@ class LogLikSource:
     quantity_names : list of str
     posterior_reader : callable or None
         Reads the draws of every posterior variable when first asked
-        (:meth:`all_posterior_draws`) for a source made with ``log_lik_only=True``.
+        (:meth:`all_posterior_draws`) for a source of the log-likelihood alone
+        (:func:`~bayesij.data.fit.as_log_lik_source`).
     grouping : str or None
         Set when the units are the observations of a fit whose structure names a grouping
         (a pointwise estimator, as ArviZ's): that grouping, how it was found and how to
@@ -175,24 +176,48 @@ class LogLikSource:
         return np.asarray(self.reader.values, dtype=float)
 
 
-def source_of_fit(
-    fit, *, groups, quantities, need_quantities, whole_matrix, log_lik_only
-) -> LogLikSource:
+def source_of_fit(fit, *, groups, quantities, need_quantities, whole_matrix) -> LogLikSource:
     """The :class:`LogLikSource` of a :class:`~bayesij.data.fit.Fit` for ``groups``
-    (labels, or False for the observations); containers are built once per fit."""
-    source = _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_lik_only)
+    (labels, or False for the observations) with the draws of ``quantities`` (all with
+    ``need_quantities``); containers are built once per fit."""
+    lazy = fit.lazy_reader()
+    if lazy is None:
+        post = fit.posterior(quantities, need_quantities=need_quantities)
+        return _noted(fit, _in_memory(post, groups, quantities, need_quantities), groups)
+    source = _noted(fit, _lazy_source(fit, lazy, groups, whole_matrix), groups)
+    if not need_quantities and quantities is None:
+        return source
+    draws, found = lazy_quantities(fit.content, lazy, quantities)
+    check_finite(draws, "quantities")
+    return replace(source, quantity_draws=draws, quantity_names=tuple(found))
+
+
+def log_lik_source_of_fit(fit, *, groups, whole_matrix) -> LogLikSource:
+    """The :class:`LogLikSource` of a :class:`~bayesij.data.fit.Fit`'s log-likelihood alone
+    for ``groups`` (labels, or False for the observations): an InferenceData's or
+    DataTree's posterior variables are not read (a peer's r_eff rule reads them when it
+    needs them, :meth:`LogLikSource.all_posterior_draws`), and a result over the
+    observations of a fit that records a grouping says so."""
+    lazy = fit.lazy_reader()
+    if lazy is not None:
+        source = _lazy_source(fit, lazy, groups, whole_matrix)
+    elif fit.is_fit_object and fit.has_posterior:
+        source = _log_lik_of_fit(fit, groups)
+    else:
+        source = _in_memory(fit.posterior(), groups, None, False)
+    return _noted(fit, source, groups)
+
+
+def _noted(fit, source: LogLikSource, groups) -> LogLikSource:
+    """``source``, saying the grouping the fit records when the units are the
+    observations and no unit was named (:meth:`~bayesij.data.fit.Fit.grouping_note`)."""
     note = fit.grouping_note() if groups is False else None
     return source if note is None else replace(source, grouping=note)
 
 
-def _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_lik_only):
-    lazy = fit.lazy_reader()
-    if lazy is None:
-        if log_lik_only and quantities is None and not need_quantities and fit.has_posterior:
-            if not fit.is_container:
-                return _log_lik_of_fit(fit, groups)
-        post = fit.posterior(quantities, need_quantities=need_quantities)
-        return _in_memory(post, groups, quantities, need_quantities)
+def _lazy_source(fit, lazy, groups, whole_matrix) -> LogLikSource:
+    """A lazy log-likelihood's source over the observations (a grouping, needing the whole
+    matrix, is refused, as are the caller's whole-matrix options)."""
     if groups is not False and not fit.units_given:
         raise fail(
             "groups",
@@ -202,12 +227,7 @@ def _source_of_fit(fit, groups, quantities, need_quantities, whole_matrix, log_l
         )
     refuse_whole_matrix({"groups": groups, **(whole_matrix or {})})
     units = xr.DataArray(np.asarray(lazy.obs_names), dims="obs")
-    draws, names = None, ()
-    if need_quantities or quantities is not None:
-        draws, found = lazy_quantities(fit.content, lazy, quantities)
-        check_finite(draws, "quantities")
-        names = tuple(found)
-    return LogLikSource(lazy, units, np.arange(lazy.n_obs), None, draws, names)
+    return LogLikSource(lazy, units, np.arange(lazy.n_obs), None)
 
 
 def _units_of(post: Posterior, groups) -> tuple[Posterior, np.ndarray, xr.DataArray, np.ndarray]:

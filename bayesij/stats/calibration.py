@@ -217,7 +217,7 @@ def loo_calibration(
 def _bernoulli_probability(data, outcome: np.ndarray, var_name) -> np.ndarray:
     """``P(y_n = 1 | theta)`` at each draw (n_chains, n_draws, N) from a Bernoulli
     log-likelihood of the outcomes ``y_n``: ``exp(l_n)`` or ``1 - exp(l_n)``."""
-    source = read(data, var_name=var_name).source(groups=False, log_lik_only=True)
+    source = read(data, var_name=var_name).log_lik_source(groups=False)
     log_lik = source.rows(np.arange(source.n_units))
     if log_lik.shape[-1] != outcome.size or np.any(log_lik > 1e-12):
         raise fail(

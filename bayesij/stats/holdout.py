@@ -15,7 +15,7 @@ import pandas as pd
 from bayesij.array.checks import as_draws_matrix, as_float_array, check_ddof, check_finite, fail
 from bayesij.array.holdout import log_predictive_density
 from bayesij.array.numeric import elpd_standard_error
-from bayesij.data.fit import as_source
+from bayesij.data.fit import as_log_lik_source
 from bayesij.data.source import map_blocks
 from bayesij.stats.elpd import ElpdResult
 
@@ -106,7 +106,7 @@ def holdout(data, *, var_name=None, ddof: int = 1) -> HoldoutResult:
 
 
 def _holdout(data, var_name, ddof: int, argument: str) -> HoldoutResult:
-    source = as_source(data, var_name=var_name, argument=argument, log_lik_only=True)
+    source = as_log_lik_source(data, var_name=var_name, argument=argument)
     arrays = map_blocks(source, partial(log_predictive_density, check=False))
     pointwise = pd.DataFrame(
         {"elpd": arrays.elpd, "mcse": arrays.mcse, "r_eff": arrays.r_eff},

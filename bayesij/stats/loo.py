@@ -36,7 +36,7 @@ from bayesij.array.psis import (
 from bayesij.array.scores import checked_censoring
 from bayesij.data.arrays import from_arrays
 from bayesij.data.convert import unit_index
-from bayesij.data.fit import as_source, read
+from bayesij.data.fit import as_log_lik_source, read
 from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
 from bayesij.data.source import map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult
@@ -402,7 +402,7 @@ def loo_i(
     .. [1] Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical Bayesian model evaluation
        using leave-one-out cross-validation and WAIC. Statistics and Computing 27.
     """
-    source = as_source(data, groups=groups, var_name=var_name, log_lik_only=True)
+    source = as_log_lik_source(data, groups=groups, var_name=var_name)
     position = _unit_position(source, unit)
     options = psis_options(convention)
     if options.r_eff is None and CONVENTIONS[options.convention or "bayesij"][2] == "posterior":
@@ -473,12 +473,8 @@ def loo_methods(
         raise fail(
             "method", repr(unknown[0] if unknown else methods), f"one of {loo_arrays.METHODS}"
         )
-    source = as_source(
-        data,
-        groups=groups,
-        var_name=var_name,
-        whole_matrix={"save_psis": save_psis},
-        log_lik_only=True,
+    source = as_log_lik_source(
+        data, groups=groups, var_name=var_name, whole_matrix={"save_psis": save_psis}
     )
     settings = psis_settings(convention, source)
     tail_rule, ties, ddof = settings.tail_rule, settings.ties, settings.ddof
@@ -636,12 +632,8 @@ def draws_beside_log_lik(
     log-weights (with the group's k-hat in ``pareto_k``); the matrix, tail lengths and
     ``r_eff`` are the group's too (``codes``: the group of each; ``groups``: their
     labels)."""
-    source = as_source(
-        data,
-        groups=groups,
-        var_name=var_name,
-        whole_matrix={"data": "LOO expectations"},
-        log_lik_only=True,
+    source = as_log_lik_source(
+        data, groups=groups, var_name=var_name, whole_matrix={"data": "LOO expectations"}
     )
     settings = psis_settings(convention, source)
     ll, units = source.matrix(), source.units

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import fail
-from bayesij.data.fit import as_source, read
+from bayesij.data.fit import as_log_lik_source, read
 from bayesij.data.inference_data import predictions_or_fit
 from bayesij.stats.loo import loo, loo_expectation
 
@@ -141,8 +141,8 @@ def loo_influence(
         raise fail("standardize", repr(standardize), "True or False")
     levels = _levels(kind, prob)
     fit = read(data, var_name=var_name)  # read once: every call below is handed the Fit
-    as_source(  # the smoothed weights are kept: a lazy log-likelihood is refused here
-        fit, whole_matrix={"data": "loo_influence"}, log_lik_only=True
+    as_log_lik_source(  # the smoothed weights are kept: a lazy log-likelihood is refused here
+        fit, whole_matrix={"data": "loo_influence"}
     )
     with warnings.catch_warnings():  # each shift reports its own k-hat
         warnings.simplefilter("ignore")

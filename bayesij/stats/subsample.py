@@ -16,7 +16,7 @@ import pandas as pd
 from bayesij.array.checks import check_positive_int, check_seed, fail
 from bayesij.array.psis import pareto_k_threshold
 from bayesij.array.waic import log_mean_exp
-from bayesij.data.fit import as_source
+from bayesij.data.fit import as_log_lik_source, as_source
 from bayesij.data.lazy import LogLikFunction
 from bayesij.data.source import map_blocks
 from bayesij.stats.compare_diagnostics import difference_flag, khat_flag, probability_below_zero
@@ -161,7 +161,7 @@ def loo_subsample(
     if approximation not in APPROXIMATIONS:
         raise fail("approximation", repr(approximation), f"one of {APPROXIMATIONS}")
     seed = check_seed(seed)
-    source = as_source(data, var_name=var_name, log_lik_only=True)
+    source = as_log_lik_source(data, var_name=var_name)
     settings = psis_settings(convention, source, ddof=0)
     ddof = settings.ddof
     options = PsisOptions(r_eff=settings.r_eff, tail_rule=settings.tail_rule, ties=settings.ties)
@@ -209,7 +209,7 @@ def update_subsample(
     """
     if not isinstance(result, LooSubsample) or result.sampled is None:
         raise fail("result", f"a {type(result).__name__}", "a LooSubsample from loo_subsample")
-    source = as_source(data, log_lik_only=True)
+    source = as_log_lik_source(data)
     if source.n_units != result.n_obs:
         raise fail(
             "data",

@@ -13,7 +13,7 @@ import pandas as pd
 from bayesij.array import waic as info
 from bayesij.array.checks import check_ddof, check_real
 from bayesij.array.numeric import elpd_standard_error
-from bayesij.data.fit import as_source
+from bayesij.data.fit import as_log_lik_source
 from bayesij.data.source import map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult
 
@@ -183,7 +183,7 @@ def waic(
     """
     beta = check_real(beta, "beta", 0.0, low_open=True)
     ddof = check_ddof(ddof)
-    source = as_source(data, groups=groups, var_name=var_name, log_lik_only=True)
+    source = as_log_lik_source(data, groups=groups, var_name=var_name)
     parts = map_blocks(source, partial(info.waic_parts, beta=beta, check=False), client=client)
     result = waic_result(parts, source.index, beta, ddof, source.n_draws)
     return replace(result, grouping=source.grouping, members=unit_members(source))
@@ -262,6 +262,6 @@ def generating_function(data, alpha: float, *, groups=None, var_name=None) -> fl
     -1.386294
     """
     alpha = check_real(alpha, "alpha")
-    source = as_source(data, groups=groups, var_name=var_name, log_lik_only=True)
+    source = as_log_lik_source(data, groups=groups, var_name=var_name)
     kernel = partial(info.log_mean_exp, alpha=alpha, check=False)
     return float(map_blocks(source, kernel).mean())

@@ -95,7 +95,7 @@ def test_a_fit_s_log_likelihood_is_read_without_a_copy_and_left_writeable(log_li
     from bayesij.data.fit import read
 
     fit = read(tree)
-    assert np.shares_memory(fit.source(log_lik_only=True).matrix(), log_lik)
+    assert np.shares_memory(fit.log_lik_source().matrix(), log_lik)
     assert np.shares_memory(fit.source(need_quantities=True).matrix(), log_lik)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -105,7 +105,7 @@ def test_a_fit_s_log_likelihood_is_read_without_a_copy_and_left_writeable(log_li
     two = tree.copy()
     y = tree["log_likelihood"]["y"]
     two["log_likelihood"] = xr.Dataset({"y": y, "z": y})
-    both = read(two, var_name=["y", "z"]).source(log_lik_only=True).matrix()
+    both = read(two, var_name=["y", "z"]).log_lik_source().matrix()
     assert both.shape[-1] == 2 * log_lik.shape[-1]  # two variables: concatenated
 
 

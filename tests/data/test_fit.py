@@ -135,6 +135,45 @@ def test_a_fit_is_read_once_and_passed_on_as_it_is(counted):
     assert read(fit, groups=labels).units.n_units == 5
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # few draws: k-hats
+@pytest.mark.parametrize("kind", FITS)
+def test_read_converts_the_input_and_keeps_none_of_it(kind):
+    """read converts once: a fit's groups as Datasets (the container itself not kept, so a
+    change to it afterwards changes nothing read), draws in memory as the checked
+    Posterior, a lazy log-likelihood as its block reader; the Fit is frozen."""
+    import dataclasses
+
+    import dask.array as da
+
+    fit, _ = FITS[kind]()
+    converted = read(fit)
+    assert isinstance(converted.content, inference_data.FitGroups)
+    assert set(converted.content) == {"posterior", "log_likelihood", "constant_data", "log_prior"}
+    assert all(isinstance(converted.content[g], xr.Dataset) for g in converted.content)
+    assert all(value is not fit for value in vars(converted).values())
+    before = bayesij.loo(converted).pointwise
+    if kind == "DataTree":
+        fit["log_likelihood"] = xr.DataTree(fit["log_likelihood"].to_dataset() * 0)
+    else:
+        fit.log_likelihood = fit.log_likelihood * 0
+    assert bayesij.loo(converted).pointwise.equals(before)
+    assert not bayesij.loo(fit).pointwise.equals(before)  # the change was real
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        converted.content = None
+    assert converted.kind == kind and repr(converted).startswith(f"Fit: {kind} with groups")
+
+    log_lik = np.random.default_rng(0).normal(size=(2, 50, 6))
+    in_memory = read(log_lik)
+    assert isinstance(in_memory.content, Posterior) and in_memory.kind == "ndarray"
+    np.testing.assert_array_equal(in_memory.content.log_lik.values, log_lik)
+    lazy = read(da.from_array(log_lik, chunks=(2, 50, 3)))
+    assert lazy.lazy and lazy.content is lazy.lazy_reader() and lazy.kind == "Array"
+    with pytest.raises(ValueError, match=r"^quantities: found 'mu'; expected no quantities"):
+        in_memory.posterior("mu")
+    with pytest.raises(ValueError, match=r"^var_name: found 'y' with data a Fit read from a nd"):
+        read(in_memory, var_name="y")
+
+
 @pytest.mark.parametrize("kind", FITS)
 def test_every_estimator_of_a_grouped_fit_uses_the_audits_unit(kind):
     fit, labels = FITS[kind]()
@@ -440,7 +479,7 @@ def test_group_effects_are_found_the_same_in_an_inference_data():
     fit = read(idata)
     assert fit.units.suspected == ("school",) and fit.structure.local_vars == ("alpha",)
     assert audit.quantities == ["mu"]
-    assert np.shares_memory(fit.source(log_lik_only=True).matrix(), values)
+    assert np.shares_memory(fit.log_lik_source().matrix(), values)
     assert values.flags.writeable
 
 
