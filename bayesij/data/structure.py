@@ -37,11 +37,9 @@ from bayesij.array.locality import (
 )
 from bayesij.data.inference_data import (
     SAMPLE_DIMS,
+    FitGroups,
     _group,
     aligned_draws,
-    group_names,
-    has_groups,
-    has_posterior,
     in_observation_order,
     sample_values,
 )
@@ -141,7 +139,7 @@ def find_units(data, groups=None, var_name=None, *, kind: str | None = None) -> 
     -------
     Units
     """
-    if not has_groups(data):
+    if not isinstance(data, FitGroups):
         return _units_of_container(data, groups, kind or type(data).__name__)
     obs_dims = _obs_dims(data, var_name)
     found = _groupings(data, obs_dims, var_name)
@@ -179,9 +177,9 @@ def _observations_or_suspected(data, obs_dims: frozenset, var_name=None) -> Unit
     non-centred offset), or a variable each observation's log-likelihood moves with one
     level of (a vector of group effects: :func:`_moved_dims`)."""
     why = "no grouping of the observations found in the fit"
-    if "posterior" not in group_names(data):
+    if "posterior" not in data:
         return Units("observation", None, why, obs_dims)
-    posterior = _group(data, "posterior", "")
+    posterior = data["posterior"]
     suspects = {}
     sizes = _posterior_dims(data)
     for dim, size in sizes.items():
@@ -246,7 +244,7 @@ def _moved_dims(data, posterior, excluded: set, var_name) -> dict:
         if dim not in excluded and size >= MIN_LEVELS
     }
     candidates = {dim: on for dim, on in candidates.items() if on}
-    if not candidates or "log_likelihood" not in group_names(data):
+    if not candidates or "log_likelihood" not in data:
         return {}
     columns = _first_columns(data, posterior, var_name)
     if columns is None:
@@ -329,8 +327,8 @@ def local_names(names: list[str], data, units: Units) -> list[str]:
     """The quantities among ``names`` that are local: elements of posterior variables with a
     dim over units (InferenceData / DataTree), or, for a Posterior without dims, variables
     with one element per group or per observation."""
-    if has_posterior(data):
-        posterior = _group(data, "posterior", "")
+    if isinstance(data, FitGroups) and "posterior" in data:
+        posterior = data["posterior"]
         local = {v for v in posterior.data_vars if set(posterior[v].dims) & units.local_dims}
         return [n for n in names if base_name(n) in local]
     sizes = {}
@@ -380,9 +378,9 @@ def _units_of_container(data, groups, kind: str) -> Units:
 
 
 def _obs_dims(data, var_name) -> frozenset:
-    if not (has_groups(data) and "log_likelihood" in group_names(data)):
+    if not (isinstance(data, FitGroups) and "log_likelihood" in data):
         return frozenset()
-    log_lik = _group(data, "log_likelihood", "")
+    log_lik = data["log_likelihood"]
     if var_name is None:
         names = list(log_lik.data_vars)
     else:  # one name or a list of them (concatenated)
@@ -395,9 +393,9 @@ def _observation_order(data, obs_dims: frozenset, var_name=None):
     """The log-likelihood variable whose dims are the observations' (``var_name``'s, or the
     first over all of ``obs_dims``): the order and labels a variable over the observations
     is read in (:func:`~bayesij.data.inference_data.in_observation_order`); None without."""
-    if not obs_dims or "log_likelihood" not in group_names(data):
+    if not obs_dims or "log_likelihood" not in data:
         return None
-    log_lik = _group(data, "log_likelihood", "")
+    log_lik = data["log_likelihood"]
     names = [var_name] if isinstance(var_name, str) else list(log_lik.data_vars)
     for name in names:
         if (
@@ -424,12 +422,12 @@ def _posterior_dims(data) -> dict:
 def _groupings(data, obs_dims: frozenset, var_name=None) -> list[_Grouping]:
     """Index variables of constant_data into posterior dims, and coordinates of the
     observations named like a posterior dim."""
-    if "posterior" not in group_names(data):
+    if "posterior" not in data:
         return []
     dims = {d: s for d, s in _posterior_dims(data).items() if d not in obs_dims}
     found = []
-    if "constant_data" in group_names(data):
-        constant = _group(data, "constant_data", "")
+    if "constant_data" in data:
+        constant = data["constant_data"]
         columns = _FirstColumns(data, var_name)  # read once, when an index asks for them
         order = _observation_order(data, obs_dims, var_name)
         for name in constant.data_vars:
@@ -449,9 +447,9 @@ def _groupings(data, obs_dims: frozenset, var_name=None) -> list[_Grouping]:
 def _coordinates_named_like_dims(data, dims: dict, obs_dims: frozenset) -> list:
     """(name, coordinate) of the log-likelihood's coordinates over the observations named
     like a posterior dim of ``dims`` (not one of the observations' own dims)."""
-    if "log_likelihood" not in group_names(data):
+    if "log_likelihood" not in data:
         return []
-    log_lik = _group(data, "log_likelihood", "")
+    log_lik = data["log_likelihood"]
     return [
         (str(name), coord)
         for name, coord in log_lik.coords.items()
@@ -528,13 +526,13 @@ def declared_grouping(data, var_name=None) -> tuple[str, str] | None:
     -------
     (name, reason) or None
     """
-    if not has_groups(data) or "posterior" not in group_names(data):
+    if not isinstance(data, FitGroups) or "posterior" not in data:
         return None
     obs_dims = _obs_dims(data, var_name)
     dims = {d: s for d, s in _posterior_dims(data).items() if d not in obs_dims}
     found = []  # (number of levels, name, reason)
-    if "constant_data" in group_names(data):
-        constant = _group(data, "constant_data", "")
+    if "constant_data" in data:
+        constant = data["constant_data"]
         for name, variable in constant.data_vars.items():
             codes = _index_codes(variable, obs_dims)
             named = [] if codes is None else _indexed_dims(codes, str(name), dims)
@@ -562,7 +560,7 @@ class _FirstColumns:
     def __call__(self, posterior) -> np.ndarray | None:
         if not self._read:
             self._read = True
-            if "log_likelihood" in group_names(self.data):
+            if "log_likelihood" in self.data:
                 self._columns = _first_columns(self.data, posterior, self.var_name)
         return self._columns
 
@@ -610,9 +608,9 @@ def _named(data, name: str, found: list[_Grouping], obs_dims: frozenset) -> _Gro
         if name == grouping.name or f"'{name}'" in grouping.reason:
             return _replace_reason(grouping, f"groups={name!r}: {grouping.reason}")
     for group in ("constant_data", "log_likelihood", "observed_data"):
-        if group not in group_names(data):
+        if group not in data:
             continue
-        dataset = _group(data, group, "")
+        dataset = data[group]
         if name in dataset.variables and set(dataset[name].dims) == set(obs_dims) and obs_dims:
             reference = _observation_order(data, obs_dims)
             labels = _by_observation(dataset[name], reference, "groups").astype(object)
@@ -635,8 +633,8 @@ def _replace_reason(grouping: _Grouping, reason: str) -> _Grouping:
 def _observation_variables(data, obs_dims: frozenset) -> set:
     names = set()
     for group in ("constant_data", "log_likelihood"):
-        if group in group_names(data):
-            dataset = _group(data, group, "")
+        if group in data:
+            dataset = data[group]
             names |= {
                 str(n)
                 for n, v in dataset.variables.items()
@@ -649,7 +647,7 @@ def _dim_of_labels(data, labels: np.ndarray) -> str | None:
     """The posterior dim whose coordinate labels are exactly the groups' labels, unless the
     log-likelihood says its variables are not the groups' (labels 0..4 that are also a
     coefficient dim's coordinates: :func:`_index_evidence`)."""
-    if not has_groups(data) or "posterior" not in group_names(data):
+    if not isinstance(data, FitGroups) or "posterior" not in data:
         return None
     unique = {str(v) for v in labels.tolist()}
     columns = _FirstColumns(data, None)
@@ -739,7 +737,7 @@ def model_structure(data, units: Units) -> ModelStructure:
     parametrization of hierarchical models. Statistical Science 22(1), 59-73 (non-centred
     offsets).
     """
-    if not has_posterior(data):
+    if not (isinstance(data, FitGroups) and "posterior" in data):
         names = list(getattr(data, "quantity_names", []) or [])
         local = local_names(names, data, units) if names else []
         local_vars = tuple(dict.fromkeys(base_name(n) for n in local))
@@ -747,17 +745,17 @@ def model_structure(data, units: Units) -> ModelStructure:
         sizes = Counter(base_name(n) for n in local)
         effects = tuple(v for v in local_vars if units.grouped and sizes[v] == units.n_units)
         return ModelStructure(global_vars, local_vars, unit_effects=effects)
-    posterior = _group(data, "posterior", "")
+    posterior = data["posterior"]
     effects = tuple(str(v) for v in posterior.data_vars if units.dim in posterior[v].dims)
     is_local = {
         str(v): bool(set(posterior[v].dims) & units.local_dims) for v in posterior.data_vars
     }
     local_vars = tuple(v for v, here in is_local.items() if here)
     global_vars = tuple(v for v, here in is_local.items() if not here)
-    if "log_prior" not in group_names(data):
+    if "log_prior" not in data:
         offsets = _offsets_by_draws(posterior, local_vars)
         return ModelStructure(global_vars, local_vars, offsets, unit_effects=effects)
-    log_prior = _group(data, "log_prior", "")
+    log_prior = data["log_prior"]
     terms = [str(v) for v in log_prior.data_vars]
     term_local = {
         t: is_local[t] if t in is_local else bool(set(log_prior[t].dims) & units.local_dims)

@@ -1,13 +1,23 @@
 """find_units: the exchangeable unit read from the fit (an index variable of constant_data
 into a posterior dim, a coordinate of the observations) or named by the user, with the
-posterior dims over units; local_names for containers without dims."""
+posterior dims over units; local_names for containers without dims. Both are asked of
+the input as read converts it (a fit's groups as Datasets, a container as it is)."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
 import bayesij
-from bayesij.data.structure import find_units, local_names
+from bayesij.data import structure
+
+
+def find_units(data, *args, **kwargs):
+    return structure.find_units(bayesij.read(data).content, *args, **kwargs)
+
+
+def local_names(names, data, units):
+    return structure.local_names(names, bayesij.read(data).content, units)
+
 
 FIRMS = ["GM", "IBM", "GE"]
 
