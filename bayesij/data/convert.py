@@ -111,18 +111,28 @@ def _convert(data, var_name, quantities, argument: str) -> Posterior:
     return posterior_in_memory(data, var_name, quantities, argument)
 
 
-def converted(data, var_name=None, argument: str = "data"):
-    """What :func:`bayesij.read` keeps of an input, converted once: an InferenceData's or
-    DataTree's groups as Datasets (:class:`~bayesij.data.inference_data.FitGroups`); a
-    lazy log-likelihood (dask chunks, a function) as its block reader; else the draws in
-    memory as the checked :class:`Posterior`. A DataTree node holding data is taken as
-    its Dataset first (:func:`node_as_dataset`)."""
+def converted(data, var_name=None, argument: str = "data") -> tuple[object, str]:
+    """What :func:`bayesij.read` keeps of an input, converted once, and what the input was.
+
+    Returns
+    -------
+    content : FitGroups, LazyArray, LogLikFunction or Posterior
+        An InferenceData's or DataTree's groups as Datasets
+        (:class:`~bayesij.data.inference_data.FitGroups`); a lazy log-likelihood (dask
+        chunks, a function) as its block reader; else the draws in memory as the checked
+        :class:`Posterior`.
+    kind : str
+        The input's type name (a DataTree node holding data alone: ``"Dataset"``, as it
+        is read).
+    """
     if has_groups(data):
-        return FitGroups.of(data)
+        if not _holds_data_alone(data):
+            return FitGroups.of(data), type(data).__name__
+        data = data.to_dataset()
     reader = lazy_reader(data, var_name)
     if reader is not None:
-        return reader
-    return posterior_in_memory(data, var_name, None, argument)
+        return reader, type(data).__name__
+    return posterior_in_memory(data, var_name, None, argument), type(data).__name__
 
 
 def posterior_of_groups(groups: FitGroups, var_name, quantities, argument: str) -> Posterior:
@@ -176,9 +186,11 @@ def posterior_in_memory(data, var_name, quantities, argument: str) -> Posterior:
 def node_as_dataset(data):
     """A DataTree node holding data and no children (``tree["log_likelihood"]``) as the
     Dataset it holds; anything else as it is."""
-    if has_groups(data) and getattr(data, "has_data", False) and not data.children:
-        return data.to_dataset()
-    return data
+    return data.to_dataset() if has_groups(data) and _holds_data_alone(data) else data
+
+
+def _holds_data_alone(node) -> bool:
+    return bool(getattr(node, "has_data", False)) and not getattr(node, "children", True)
 
 
 def _array_like(data) -> bool:

@@ -40,7 +40,6 @@ from bayesij.data.convert import (
     as_posterior,
     check_has_quantities,
     converted,
-    node_as_dataset,
     posterior_in_memory,
     posterior_of_groups,
 )
@@ -50,7 +49,9 @@ from bayesij.data.inference_data import (
     _group,
     aligned_draws,
     has_groups,
+    observed_of_fit,
     posterior_draws,
+    predictions_of_fit,
 )
 from bayesij.data.lazy import LazyArray, LogLikFunction, lazy_reader_of_groups
 from bayesij.data.posterior import Posterior, base_name
@@ -69,7 +70,17 @@ from bayesij.data.structure import (
     model_structure,
 )
 
-__all__ = ["Fit", "read", "as_source", "as_log_lik_source", "read_draws", "named_draws", "is_fit"]
+__all__ = [
+    "Fit",
+    "read",
+    "as_source",
+    "as_log_lik_source",
+    "read_draws",
+    "named_draws",
+    "is_fit",
+    "observed_or_fit",
+    "predictions_or_fit",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -452,8 +463,8 @@ def read(data, *, groups=None, var_name=None, argument: str = "data") -> Fit:
         return _reselected(data, groups, var_name)
     if var_name is not None:
         check_labels(var_name, "var_name")
-    data = node_as_dataset(data)
-    fit = Fit(converted(data, var_name, argument), type(data).__name__, var_name, argument, groups)
+    content, kind = converted(data, var_name, argument)
+    fit = Fit(content, kind, var_name, argument, groups)
     if groups is not None:
         fit.units  # noqa: B018 -- a unit named here is checked now, not at first use
     return fit
@@ -498,6 +509,40 @@ def is_fit(data) -> bool:
     """Whether ``data`` is a fit with named draws (a :class:`Fit`, a Posterior, an
     InferenceData or DataTree) rather than draws or a log-likelihood as an array."""
     return isinstance(data, (Fit, Posterior)) or has_groups(data)
+
+
+def observed_or_fit(data, y, var_name=None, argument: str = "y"):
+    """``y`` as given, or (when None) the fit's ``observed_data`` variable of the
+    log-likelihood's name (``var_name``, or the one log-likelihood variable), flattened
+    row-major as the log-likelihood's observations are: what arviz-stats reads."""
+    if y is not None:
+        return y
+    groups = _fit_groups(data, "observed_data", argument)
+    return observed_of_fit(groups, var_name, argument)
+
+
+def predictions_or_fit(data, y_pred, var_name=None, argument: str = "y_pred"):
+    """``y_pred`` as given, or (when None) the fit's ``posterior_predictive`` variable of
+    the log-likelihood's name, (chain, draw, obs), its draws paired by label with the
+    log-likelihood's."""
+    if y_pred is not None:
+        return y_pred
+    groups = _fit_groups(data, "posterior_predictive", argument)
+    return predictions_of_fit(groups, var_name, argument)
+
+
+def _fit_groups(data, group: str, argument: str) -> FitGroups:
+    """The groups of ``data`` read (a Fit's as they are), refused, naming ``argument``,
+    where it is no InferenceData or DataTree to read ``group`` from."""
+    fit = read(data) if isinstance(data, Fit) or has_groups(data) else None
+    if fit is None or not fit.is_fit_object:
+        kind = type(data).__name__ if fit is None else fit.kind
+        raise fail(
+            argument,
+            f"None with data of type {kind}",
+            f"the values, or an InferenceData/DataTree with a {group!r} group to read them from",
+        )
+    return fit.content
 
 
 def read_draws(data, quantities=None, argument: str = "data") -> tuple[np.ndarray, list, tuple]:

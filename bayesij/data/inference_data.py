@@ -25,7 +25,8 @@ __all__ = [
     "sample_values",
     "FitGroups",
     "has_groups",
-    "group_names",
+    "observed_of_fit",
+    "predictions_of_fit",
     "log_lik_group",
     "SAMPLE_DIMS",
 ]
@@ -49,10 +50,13 @@ class FitGroups(Mapping):
 
     @classmethod
     def of(cls, data) -> FitGroups:
-        """The groups of an InferenceData or DataTree (a FitGroups as it is)."""
+        """The groups of an InferenceData (``groups()``) or a DataTree (``groups``: paths,
+        each node as its Dataset); a FitGroups as it is."""
         if isinstance(data, FitGroups):
             return data
-        return cls({name: _as_dataset(data[name]) for name in _raw_group_names(data)})
+        listed = data.groups() if callable(data.groups) else data.groups
+        names = [str(name).strip("/") for name in listed if str(name).strip("/")]
+        return cls({name: _as_dataset(data[name]) for name in names})
 
     def __getitem__(self, name: str) -> xr.Dataset:
         return self._datasets[name]
@@ -76,33 +80,22 @@ def has_groups(data) -> bool:
     return hasattr(data, "groups") and not isinstance(data, (xr.Dataset, xr.DataArray, Posterior))
 
 
-def group_names(data) -> list[str]:
-    """Group names of a :class:`FitGroups`, an InferenceData (``groups()``) or a DataTree
-    (``groups``: paths)."""
-    return list(data) if isinstance(data, FitGroups) else _raw_group_names(data)
-
-
-def _raw_group_names(data) -> list[str]:
-    groups = data.groups
-    names = groups() if callable(groups) else groups
-    return [str(name).strip("/") for name in names if str(name).strip("/")]
-
-
 def _as_dataset(group) -> xr.Dataset:
     """A group (a Dataset, or a DataTree node) as a Dataset."""
     return group.to_dataset() if hasattr(group, "to_dataset") else group
 
 
-def _group(idata, name: str, fix: str, argument: str = "idata") -> xr.Dataset:
-    names = group_names(idata) if has_groups(idata) else []
-    if name not in names:
+def _group(groups: FitGroups, name: str, fix: str, argument: str = "idata") -> xr.Dataset:
+    """The group ``name`` of a fit's groups, refused (naming the groups there are, and
+    ``fix``) when missing."""
+    if name not in groups:
         raise fail(
             argument,
-            f"no {name!r} group (groups: {names})",
+            f"no {name!r} group (groups: {list(groups)})",
             f"an InferenceData or DataTree with a {name!r} group",
             fix,
         )
-    return _as_dataset(idata[name])
+    return groups[name]
 
 
 def sample_values(array: xr.DataArray, name: str, *, keep_float32: bool = False) -> np.ndarray:
@@ -351,11 +344,6 @@ def posterior_draws(data, quantities=None, argument: str = "data") -> tuple[np.n
     return values, names
 
 
-def has_posterior(data) -> bool:
-    """Whether ``data`` is an InferenceData / DataTree with a posterior group."""
-    return has_groups(data) and "posterior" in group_names(data)
-
-
 def log_lik_of_fit(idata, var_name=None, argument: str = "data") -> Posterior:
     """The ``log_likelihood`` group of a fit as a container without quantities, its draws
     paired by label with the posterior's (whose variables are not read)."""
@@ -421,6 +409,9 @@ def from_inference_data(idata, var_name=None, quantities=None, groups=None) -> P
             "an InferenceData or DataTree",
             "Open the file first: xarray.open_datatree(path) or arviz.from_netcdf(path).",
         )
+    if not has_groups(idata):
+        raise fail("idata", f"a {type(idata).__name__}", "an InferenceData or DataTree")
+    idata = FitGroups.of(idata)
     posterior = _group(idata, "posterior", "")
     values, names = selected_draws(posterior, quantities)
     log_lik_values, obs = _paired_log_lik(idata, posterior, var_name, values.shape[:2], "idata")
@@ -439,40 +430,29 @@ def _container_of_fit(quantities, log_lik, names, obs, groups, argument: str) ->
     return post
 
 
-def observed_or_fit(data, y, var_name=None, argument: str = "y") -> object:
-    """``y`` as given, or (when None) the fit's ``observed_data`` variable of the
-    log-likelihood's name (``var_name``, or the one log-likelihood variable), flattened
-    row-major as the log-likelihood's observations are: what arviz-stats reads."""
-    if y is not None:
-        return y
-    dataset, name = _fit_variable(data, "observed_data", var_name, argument)
-    ordered = in_observation_order(dataset[name], _log_lik_dataset(data, "data")[name], argument)
+def observed_of_fit(groups: FitGroups, var_name=None, argument: str = "y") -> np.ndarray:
+    """A fit's ``observed_data`` variable of the log-likelihood's name (``var_name``, or
+    the one log-likelihood variable), flattened row-major as the log-likelihood's
+    observations are: what arviz-stats reads."""
+    dataset, name = _fit_variable(groups, "observed_data", var_name, argument)
+    ordered = in_observation_order(dataset[name], _log_lik_dataset(groups, "data")[name], argument)
     return as_float_array(ordered.values, argument).reshape(-1)
 
 
-def predictions_or_fit(data, y_pred, var_name=None, argument: str = "y_pred") -> object:
-    """``y_pred`` as given, or (when None) the fit's ``posterior_predictive`` variable of
-    the log-likelihood's name, (chain, draw, obs), its draws paired by label with the
-    log-likelihood's."""
-    if y_pred is not None:
-        return y_pred
-    dataset, name = _fit_variable(data, "posterior_predictive", var_name, argument)
-    log_lik = _log_lik_dataset(data, "data")
+def predictions_of_fit(groups: FitGroups, var_name=None, argument: str = "y_pred") -> np.ndarray:
+    """A fit's ``posterior_predictive`` variable of the log-likelihood's name, (chain,
+    draw, obs), its draws paired by label with the log-likelihood's."""
+    dataset, name = _fit_variable(groups, "posterior_predictive", var_name, argument)
+    log_lik = _log_lik_dataset(groups, "data")
     paired = aligned_draws(dataset, log_lik, "posterior_predictive")
     return sample_values(in_observation_order(paired[name], log_lik[name], argument), argument)
 
 
-def _fit_variable(data, group: str, var_name, argument: str) -> tuple[xr.Dataset, str]:
+def _fit_variable(groups: FitGroups, group: str, var_name, argument: str) -> tuple:
     """The ``group`` of a fit and the name of its variable that goes with the
-    log-likelihood; a clear error where there is no fit, no group or no such variable."""
-    if not has_groups(data):
-        raise fail(
-            argument,
-            f"None with data of type {type(data).__name__}",
-            f"the values, or an InferenceData/DataTree with a {group!r} group to read them from",
-        )
+    log-likelihood; a clear error where there is no group or no such variable."""
     if var_name is None:
-        log_lik_names = list(_log_lik_dataset(data, "data").data_vars)
+        log_lik_names = list(_log_lik_dataset(groups, "data").data_vars)
         if len(log_lik_names) != 1:
             raise fail(
                 "var_name",
@@ -486,7 +466,7 @@ def _fit_variable(data, group: str, var_name, argument: str) -> tuple[xr.Dataset
             f"{var_name!r}",
             f"one variable name to read {argument} from the {group!r} group (or {argument}= given)",
         )
-    dataset = _group(data, group, f"Pass {argument}= explicitly.", "data")
+    dataset = _group(groups, group, f"Pass {argument}= explicitly.", "data")
     if var_name not in dataset.data_vars:
         raise fail(
             "data",
@@ -505,20 +485,21 @@ def fit_groups(values: dict, group: str, argument: str = "predictions") -> dict 
         return None
     datasets = {}
     for name, value in values.items():
-        if not has_groups(value) or group not in group_names(value):
+        groups = FitGroups.of(value) if has_groups(value) else None
+        if groups is None or group not in groups:
             raise fail(
                 f"{argument}[{name!r}]",
                 f"a {type(value).__name__} without a {group!r} group"
-                if has_groups(value)
+                if groups is not None
                 else f"a {type(value).__name__} beside fits",
                 f"every model an InferenceData or DataTree with a {group!r} group",
             )
-        datasets[name] = _as_dataset(value[group])
+        datasets[name] = groups[group]
     return datasets
 
 
 def optional_group(fit, group: str) -> xr.Dataset | None:
-    """A fit's ``group`` as a Dataset, or None where it has none."""
-    if not has_groups(fit) or group not in group_names(fit):
+    """A fit's ``group`` as a Dataset, or None where it has none (or is no fit)."""
+    if not has_groups(fit):
         return None
-    return _as_dataset(fit[group])
+    return FitGroups.of(fit).get(group)

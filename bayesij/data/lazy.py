@@ -21,8 +21,8 @@ from bayesij.array.checks import as_float_array, check_positive_int, fail
 from bayesij.array.numeric import CHUNK_BYTES
 from bayesij.data.inference_data import (
     SAMPLE_DIMS,
+    FitGroups,
     aligned_draws,
-    has_posterior,
 )
 from bayesij.data.posterior import select_names
 
@@ -223,7 +223,7 @@ def _all_quantities(data, source) -> tuple[np.ndarray, list[str]]:
         if len(names) != draws.shape[1]:
             raise fail("names", f"{len(names)} names", f"{draws.shape[1]}, one per column")
         return draws.reshape(*source.shape, draws.shape[1]), list(names)
-    if has_posterior(data):
+    if isinstance(data, FitGroups) and "posterior" in data:
         from bayesij.data.inference_data import flatten_variables
 
         posterior = data["posterior"]

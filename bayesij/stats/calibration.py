@@ -18,8 +18,7 @@ from bayesij.array.checks import (
     check_seed,
     fail,
 )
-from bayesij.data.fit import read
-from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
+from bayesij.data.fit import observed_or_fit, predictions_or_fit, read
 from bayesij.stats.loo import loo_expectation
 
 __all__ = ["Calibration", "calibration", "loo_calibration"]

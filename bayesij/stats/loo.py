@@ -36,8 +36,7 @@ from bayesij.array.psis import (
 from bayesij.array.scores import checked_censoring
 from bayesij.data.arrays import from_arrays
 from bayesij.data.convert import unit_index
-from bayesij.data.fit import as_log_lik_source, read
-from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
+from bayesij.data.fit import as_log_lik_source, observed_or_fit, predictions_or_fit, read
 from bayesij.data.source import map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.integrated import group_terms

@@ -18,8 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bayesij.array.checks import fail
-from bayesij.data.fit import as_log_lik_source, read
-from bayesij.data.inference_data import predictions_or_fit
+from bayesij.data.fit import as_log_lik_source, predictions_or_fit, read
 from bayesij.stats.loo import loo, loo_expectation
 
 __all__ = ["LooShift", "loo_influence", "SHIFT_KINDS"]
@@ -179,7 +178,7 @@ def _summarised(fit, quantities, group: str, var_name, n_obs: int):
     """``(name, values (n_chains, n_draws, n_obs))`` of each column summarised: the
     predictive variable, or each posterior element repeated for every observation."""
     if group == "posterior_predictive":
-        values = np.asarray(predictions_or_fit(fit.content, None, var_name, "data"), dtype=float)
+        values = np.asarray(predictions_or_fit(fit, None, var_name, "data"), dtype=float)
         name = var_name or next(iter(fit.group("log_likelihood").data_vars))
         yield name, values.reshape(*values.shape[:2], -1)
         return

@@ -25,8 +25,7 @@ from bayesij.array.checks import (
     check_seed,
     fail,
 )
-from bayesij.data.fit import named_draws
-from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
+from bayesij.data.fit import named_draws, observed_or_fit, predictions_or_fit
 from bayesij.stats.loo import loo_means
 
 __all__ = ["bayesian_r2", "BayesianR2", "loo_r2", "residual_r2"]

@@ -24,7 +24,7 @@ from bayesij.array.checks import as_float_array, check_finite, fail
 from bayesij.array.model_weights import mixture_score, score_stacking_weights
 from bayesij.array.numeric import obs_chunks
 from bayesij.array.scores import weighted_mean_difference
-from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
+from bayesij.data.fit import observed_or_fit, predictions_or_fit
 from bayesij.stats.loo import chunk_loo_weights, draws_beside_log_lik
 from bayesij.stats.scores import SCORES
 

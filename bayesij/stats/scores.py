@@ -19,7 +19,7 @@ from bayesij.array.checks import (
 from bayesij.array.numeric import map_chunks, obs_chunks
 from bayesij.array.scores import censored_draws, checked_censoring, weighted_crps
 from bayesij.data.convert import unit_index
-from bayesij.data.inference_data import observed_or_fit, predictions_or_fit
+from bayesij.data.fit import observed_or_fit, predictions_or_fit
 from bayesij.stats.loo import chunk_loo_weights, draws_beside_log_lik, loo_expectation
 from bayesij.stats.peers import own_ddof
 
