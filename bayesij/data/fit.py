@@ -37,7 +37,6 @@ import xarray as xr
 
 from bayesij.array.checks import as_float_array, check_finite, check_labels, fail
 from bayesij.data.convert import (
-    as_posterior,
     check_has_quantities,
     converted,
     posterior_in_memory,
@@ -211,7 +210,7 @@ class Fit:
         built once per selection."""
         key = ("posterior", _key(quantities))
         if key[1] is _UNKNOWN:  # not a selection: refused with its argument named
-            return as_posterior(self.content, var_name=self.var_name, quantities=quantities)
+            return self._built(quantities)
         post = self.cached(
             key, lambda: self._selected_from_read(quantities) or self._built(quantities)
         )
