@@ -260,7 +260,7 @@ class Posterior:
                     f"one label per observation, shape ({obs.size},), or a mapping "
                     "from observation id to label",
                 )
-        missing = np.array([_is_missing(label) for label in labels], dtype=bool)
+        missing = _missing(labels)
         if missing.any():
             raise fail(
                 "groups",
@@ -284,13 +284,19 @@ class Posterior:
         log_lik : ndarray of shape (n_chains, n_draws, n_units)
         labels : DataArray of dim ``obs`` or ``group``
         """
+        values, labels, _ = self.unit_log_lik(groups)
+        return values, labels
+
+    def unit_log_lik(self, groups=None) -> tuple[np.ndarray, xr.DataArray, np.ndarray]:
+        """:meth:`units` and the unit (0-based code) of each observation, the groups
+        checked once: ``(log_lik (n_chains, n_draws, n_units), labels, codes (n_obs,))``."""
         values = self.log_lik.values
         codes, coord = self.unit_codes(groups)
         if coord.dims == ("obs",):
-            return values, coord
+            return values, coord, codes
         n_chains, n_draws, n_obs = values.shape
         summed = sum_by_group(values.reshape(-1, n_obs), codes, coord.size)
-        return summed.reshape(n_chains, n_draws, coord.size), coord
+        return summed.reshape(n_chains, n_draws, coord.size), coord, codes
 
     def unit_codes(self, groups=None) -> tuple[np.ndarray, xr.DataArray]:
         """The unit (0-based code) of each observation and the unit labels.
@@ -350,9 +356,10 @@ def _check_dims(array, dims: tuple[str, ...], argument: str) -> None:
         raise fail(argument, f"dims {array.dims}", f"dims {dims}")
 
 
-def _is_missing(label) -> bool:
-    """None, NaN, ``pd.NA``, ``NaT``: no label (the text ``"NA"`` is a label)."""
-    return bool(pd.api.types.is_scalar(label) and pd.isna(label))
+def _missing(labels: np.ndarray) -> np.ndarray:
+    """Which labels are none: None, NaN, ``pd.NA``, ``NaT`` (the text ``"NA"`` is a
+    label; a label that is itself a sequence is not missing)."""
+    return np.asarray(pd.isna(np.asarray(labels, dtype=object).reshape(-1)), dtype=bool)
 
 
 def label_codes(labels, *, sort: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -237,8 +237,7 @@ def _units_of(post: Posterior, groups) -> tuple[Posterior, np.ndarray, xr.DataAr
         groups = None
         if post.groups is not None:
             post = post.with_groups(None)
-    values, units = post.units(groups)
-    codes, _ = post.unit_codes(groups)
+    values, units, codes = post.unit_log_lik(groups)
     return post, values, units, codes
 
 

@@ -262,8 +262,7 @@ def _loo_units(fit, post: Posterior, groups) -> LooUnits:
     if labels is None:
         observations = np.arange(post.n_obs)
         return LooUnits(list(post.obs_names), observations, False, None, post.log_lik.values)
-    codes, _ = post.unit_codes(labels)
-    log_lik, unique = post.units(labels)
+    log_lik, unique, codes = post.unit_log_lik(labels)
     return LooUnits(unique.values.tolist(), codes, True, labels, log_lik)
 
 
