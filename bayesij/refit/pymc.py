@@ -309,8 +309,10 @@ class PyMCDensity:
 
         Parameters
         ----------
-        data : InferenceData or DataTree
-            The fit (its ``posterior`` group holds every free variable of the model).
+        data : Fit, InferenceData or DataTree
+            The fit (its ``posterior`` group holds every free variable of the model); the
+            audit and :func:`bayesij.amip` pass the :class:`~bayesij.data.fit.Fit` they
+            read.
         """
         gradient = self._functions()[3]
         group = read(data).group("posterior")
@@ -358,8 +360,9 @@ class PyMCDensity:
 
         Parameters
         ----------
-        data : InferenceData or DataTree
-            The fit (its ``posterior`` group holds every free variable of the model).
+        data : Fit, InferenceData or DataTree
+            The fit (its ``posterior`` group holds every free variable of the model); the
+            audit and :func:`bayesij.loo` pass the :class:`~bayesij.data.fit.Fit` they read.
         variable : str or sequence of str
             A free vector variable of the model, one unbounded element per group (a normal
             intercept, centred ``u ~ N(0, sigma_u)`` or non-centred ``z ~ N(0, 1)`` with

@@ -127,7 +127,8 @@ class PyStanDensity:
         ``grad_log_posterior`` and
         ``unconstrained`` of :func:`bayesij.influence` and :func:`bayesij.amip`
         (zero-variance control variates). One ``grad_log_prob`` per draw. ``post`` may be
-        any container :func:`bayesij.as_posterior` reads (with every parameter's draws)."""
+        anything :func:`bayesij.read` reads (with every parameter's draws): the audit and
+        :func:`bayesij.amip` pass the :class:`~bayesij.data.fit.Fit` they read."""
         post = read(post, argument="post").posterior()
         upars = self.unconstrain(post)
         grads = outside_event_loop(_log_prob_grads, self._model(), upars)
@@ -187,7 +188,7 @@ class PyStanDensity:
 
         Parameters
         ----------
-        data : Posterior, InferenceData or DataTree
+        data : Fit, Posterior, InferenceData or DataTree
             The fit, with draws of every parameter of the program.
         variable : str or sequence of str
             An unconstrained vector parameter of the program, one element per group (an
