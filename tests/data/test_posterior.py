@@ -112,6 +112,9 @@ def test_a_grouped_source_checks_its_group_labels_once(monkeypatch):
     np.testing.assert_array_equal(codes, post.unit_codes(labels)[0])
     assert units.values.tolist() == ["a", "b", "c", "NA"]
     np.testing.assert_allclose(values[..., 1], log_lik[..., [1, 4, 5]].sum(-1))
+    alone, observations, own = post.unit_log_lik(None)  # no groups: each its own unit
+    assert alone is post.log_lik.values and own.tolist() == list(range(8))
+    assert observations.dims == ("obs",)
     checks = []
     original = module.Posterior._group_labels
 
