@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator, Mapping
-from types import MappingProxyType
 
 import numpy as np
 import xarray as xr
@@ -46,7 +45,9 @@ class FitGroups(Mapping):
     __slots__ = ("_datasets",)
 
     def __init__(self, datasets: Mapping[str, xr.Dataset]) -> None:
-        self._datasets = MappingProxyType(dict(datasets))
+        # A dict of its own, never handed out (a Mapping has no way to change it); not a
+        # mappingproxy, which cannot be pickled (a Fit goes to worker processes).
+        self._datasets = dict(datasets)
 
     @classmethod
     def of(cls, data) -> FitGroups:

@@ -141,7 +141,9 @@ def test_read_converts_the_input_and_keeps_none_of_it(kind):
     """read converts once: a fit's groups as Datasets (the container itself not kept, so a
     change to it afterwards changes nothing read), draws in memory as the checked
     Posterior, a lazy log-likelihood as its block reader; the Fit is frozen."""
+    import copy
     import dataclasses
+    import pickle
 
     import dask.array as da
 
@@ -160,6 +162,11 @@ def test_read_converts_the_input_and_keeps_none_of_it(kind):
     assert not bayesij.loo(fit).pointwise.equals(before)  # the change was real
     with pytest.raises(dataclasses.FrozenInstanceError):
         converted.content = None
+    with pytest.raises(TypeError):  # the groups read cannot be changed either
+        converted.content["posterior"] = None
+    for copied in (pickle.loads(pickle.dumps(converted)), copy.deepcopy(converted)):
+        assert copied.kind == kind and set(copied.content) == set(converted.content)
+        assert bayesij.loo(copied).pointwise.equals(before)  # to worker processes and back
     assert converted.kind == kind and repr(converted).startswith(f"Fit: {kind} with groups")
 
     log_lik = np.random.default_rng(0).normal(size=(2, 50, 6))
