@@ -125,14 +125,14 @@ def converted(data, var_name=None, argument: str = "data") -> tuple[object, str]
         The input's type name (a DataTree node holding data alone: ``"Dataset"``, as it
         is read).
     """
+    data = node_as_dataset(data)
+    kind = type(data).__name__
     if has_groups(data):
-        if not _holds_data_alone(data):
-            return FitGroups.of(data), type(data).__name__
-        data = data.to_dataset()
+        return FitGroups.of(data), kind
     reader = lazy_reader(data, var_name)
     if reader is not None:
-        return reader, type(data).__name__
-    return posterior_in_memory(data, var_name, None, argument), type(data).__name__
+        return reader, kind
+    return posterior_in_memory(data, var_name, None, argument), kind
 
 
 def posterior_of_groups(groups: FitGroups, var_name, quantities, argument: str) -> Posterior:

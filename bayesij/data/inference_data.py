@@ -222,14 +222,16 @@ def _dim_labels(array: xr.DataArray, dim: str) -> list[str]:
     return [str(i + 1) for i in range(size)]
 
 
-def log_lik_group(idata, var_name=None, argument: str = "idata") -> tuple[np.ndarray, list]:
+def log_lik_group(
+    groups: FitGroups, var_name=None, argument: str = "idata"
+) -> tuple[np.ndarray, list]:
     """The ``log_likelihood`` group's values (chain, draw, obs) and observation ids."""
-    return log_lik_variables(_log_lik_dataset(idata, argument), var_name)
+    return log_lik_variables(_log_lik_dataset(groups, argument), var_name)
 
 
-def _log_lik_dataset(idata, argument: str) -> xr.Dataset:
+def _log_lik_dataset(groups: FitGroups, argument: str) -> xr.Dataset:
     return _group(
-        idata,
+        groups,
         "log_likelihood",
         "Store the pointwise log-likelihood when converting the fit (e.g. "
         "az.from_cmdstanpy(fit, log_likelihood='log_lik'), or "
@@ -345,20 +347,20 @@ def posterior_draws(data, quantities=None, argument: str = "data") -> tuple[np.n
     return values, names
 
 
-def log_lik_of_fit(idata, var_name=None, argument: str = "data") -> Posterior:
+def log_lik_of_fit(groups: FitGroups, var_name=None, argument: str = "data") -> Posterior:
     """The ``log_likelihood`` group of a fit as a container without quantities, its draws
     paired by label with the posterior's (whose variables are not read)."""
-    posterior = _group(idata, "posterior", "", argument)
+    posterior = _group(groups, "posterior", "", argument)
     shape = tuple(posterior.sizes.get(dim, 0) for dim in SAMPLE_DIMS)
-    values, obs = _paired_log_lik(idata, posterior, var_name, shape, argument)
+    values, obs = _paired_log_lik(groups, posterior, var_name, shape, argument)
     empty = np.zeros((*values.shape[:2], 0))
     return _container_of_fit(empty, values, None, obs, None, argument)
 
 
-def _paired_log_lik(idata, posterior, var_name, shape: tuple, argument: str):
+def _paired_log_lik(groups, posterior, var_name, shape: tuple, argument: str):
     """The ``log_likelihood`` group's values (chain, draw, obs), draws paired by label with
     ``posterior``'s, and their ids; refused unless the draws are ``shape``."""
-    log_lik = aligned_draws(_log_lik_dataset(idata, argument), posterior, "log_likelihood")
+    log_lik = aligned_draws(_log_lik_dataset(groups, argument), posterior, "log_likelihood")
     values, obs = log_lik_variables(log_lik, var_name)
     if values.shape[:2] != tuple(shape):
         raise fail(

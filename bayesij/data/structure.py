@@ -123,7 +123,8 @@ def find_units(data, groups=None, var_name=None, *, kind: str | None = None) -> 
 
     Parameters
     ----------
-    data : InferenceData, DataTree or Posterior
+    data : FitGroups or Posterior
+        The input as :func:`bayesij.read` converts it (``Fit.content``).
     groups : None, False, str or array_like, optional
         None: read the grouping from the fit (an integer index variable of
         ``constant_data`` into a posterior dim, or a coordinate of the observations named
@@ -325,7 +326,7 @@ def _moved_variables(post: Posterior) -> list[str]:
 
 def local_names(names: list[str], data, units: Units) -> list[str]:
     """The quantities among ``names`` that are local: elements of posterior variables with a
-    dim over units (InferenceData / DataTree), or, for a Posterior without dims, variables
+    dim over units (a fit's groups, ``FitGroups``), or, for a Posterior without dims, variables
     with one element per group or per observation."""
     if isinstance(data, FitGroups) and "posterior" in data:
         posterior = data["posterior"]
@@ -727,7 +728,7 @@ class ModelStructure:
 
 
 def model_structure(data, units: Units) -> ModelStructure:
-    """The :class:`ModelStructure` of ``data`` (an InferenceData / DataTree: its posterior
+    """The :class:`ModelStructure` of ``data`` (a fit's groups, ``FitGroups``: its posterior
     dims and ``log_prior`` group) with the unit ``units``; for other inputs, the local
     variables only (:func:`local_names`).
 
