@@ -83,6 +83,21 @@ def test_dask_backed_arrays_and_a_chunked_netcdf_file(model, tmp_path):
         _same(bayesij.loo(az.InferenceData(log_likelihood=group)), eager)
 
 
+def test_a_lazy_dataset_of_two_variables_reads_the_one_named(model, tmp_path):
+    # A chunked file holding two log-likelihood variables: var_name picks the one read
+    # lazily (the other's values not read), as in memory; none named is refused by name.
+    y, mu, matrix = model
+    path = tmp_path / "two.nc"
+    dims = ("chain", "draw", "obs")
+    xr.Dataset({"a": (dims, matrix - 1.0), "b": (dims, matrix)}).to_netcdf(path)
+    with xr.open_dataset(path, chunks={"obs": 1000}) as stored:
+        fit = bayesij.read(stored, var_name="b")
+        assert fit.lazy and fit.kind == "Dataset"
+        _same(bayesij.loo(fit), bayesij.loo(matrix))
+        with pytest.raises(ValueError, match=r"^var_name: found None with variables"):
+            bayesij.loo(stored)
+
+
 def test_blocks_run_on_a_dask_cluster_with_the_local_results(model):
     distributed = pytest.importorskip("distributed")
     y, mu, matrix = model
