@@ -866,7 +866,7 @@ def _seen_by_the_draws(results: list, orders: list, source, kept=None, client=No
     if not reached:
         return results
     units = np.unique(np.concatenate([orders[k] for k in reached]))
-    sets = [_dropped(source.codes, np.array([u])) for u in units]
+    sets = [np.array([u]) for u in units]  # the source's columns are the units
     sums = _summed_sets(source, sets, kept, client)
     khats = unit_khats(sums)
     out = list(results)
@@ -1377,7 +1377,7 @@ def _reweighted_interval(f, goal, source, path, method: str, band: tuple) -> tup
     if method != "reweighted" or path.reliable < path.order.size or not path.order.size:
         return band
     draws = np.asarray(f, dtype=float).reshape(-1)
-    lik = _summed_sets(source, [_dropped(source.codes, path.order)])[..., 0].reshape(-1)
+    lik = _summed_sets(source, [path.order])[..., 0].reshape(-1)  # columns: the units
     weights, _ = set_weights(lik, source.shape)
     before = weighted_value(draws, np.full(draws.size, 1 / draws.size), goal.sign, goal.z)[0]
     value, _, mcse = weighted_value(draws, weights, goal.sign, goal.z)

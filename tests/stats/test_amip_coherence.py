@@ -607,3 +607,41 @@ def test_a_reached_set_whose_band_opened_reports_its_reweighted_interval():
     change = mean + 1.96 * sd - result.original_value
     assert (low + high) / 2 == pytest.approx(change, abs=0.1 * mcse)
     assert (high - low) / 2 == pytest.approx(1.96 * mcse, rel=0.05)
+
+
+@pytest.mark.parametrize("method", ["linear", "reweighted"])
+def test_over_groups_the_draws_decide_as_over_the_groups_summed_columns(method):
+    # A normal mean of known sd 1 under a flat prior (exact draws; the posterior without any
+    # groups in closed form), 20 groups of 5, one group shifted. Dropping groups is
+    # dropping the columns of their summed log-likelihood: the answer over groups is the
+    # answer over those summed columns (the k-hat check once read the observations' columns
+    # as if they were the groups', found a "k-hat inf" and left this answer undetermined),
+    # and the set it reaches with crosses on the exact refit.
+    rng = np.random.default_rng(0)
+    n_groups, size = 20, 5
+    y = rng.normal(size=n_groups * size)
+    y += 0.1 - y.mean()
+    y[:size] += 1.5
+    mu = rng.normal(y.mean(), 1 / np.sqrt(y.size), size=(4, 1000))
+    log_lik = -0.5 * (y - mu[..., None]) ** 2 - 0.5 * np.log(2 * np.pi)
+    groups = np.repeat(np.arange(n_groups), size)
+    summed = log_lik.reshape(4, 1000, n_groups, size).sum(axis=-1)
+    grouped = bayesij.amip(
+        bayesij.from_arrays(mu[..., None], log_lik, quantity_names=["mu"], groups=groups),
+        "mu",
+        method=method,
+        alpha_max=0.5,
+    )
+    columns = bayesij.amip(
+        bayesij.from_arrays(mu[..., None], summed, quantity_names=["mu"]),
+        "mu",
+        method=method,
+        alpha_max=0.5,
+    )
+    assert grouped.answer == columns.answer == "reached"
+    assert grouped.drop_ids == columns.drop_ids
+    assert grouped.size_interval == columns.size_interval
+    np.testing.assert_allclose(grouped.change_interval, columns.change_interval, rtol=1e-9)
+    _holds_together(grouped, method)
+    kept = ~np.isin(groups, grouped.drop_ids)
+    assert np.sign(y[kept].mean()) != np.sign(y.mean())  # the exact posterior mean's sign
