@@ -963,6 +963,7 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
     """``result`` decided by the removal of its set's prefixes in the recovered ``model``
     (see :func:`_logistic_decided`), or ``result`` itself."""
     goal, order, codes = found.goal, found.path.order, source.codes
+    # the model's rows are the source's columns, the units, which ``order`` indexes
     margin = MC_MARGIN * _metric_mcse(f, goal)
     start = removal(model, np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
     if start is None:
@@ -971,11 +972,11 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
 
     @functools.cache
     def laplace(size: int):  # the Laplace change's low end, value and high end (3,)
-        after = removal(model, _dropped(codes, order[:size]), quantity, goal.sign, goal.z)
+        after = removal(model, order[:size], quantity, goal.sign, goal.z)
         return None if after is None else np.array(after.change_from(start))
 
     def checked(size: int):  # their band, widened by the importance-sampling check
-        moved, sample = laplace(size), _sampled(model, _dropped(codes, order[:size]))
+        moved, sample = laplace(size), _sampled(model, order[:size])
         if moved is None or sample is None:
             return None
         return _change_band(moved, sampled_moments(sample, quantity), drawn, goal)
@@ -1041,11 +1042,6 @@ def _mean_mcse(draws: np.ndarray) -> float:
     split-chain effective sample size; inf where that is 0."""
     ess = float(split_relative_ess(draws[..., None], "mean")[0]) * draws.size
     return float(draws.std(ddof=1) / np.sqrt(ess)) if ess > 0 else float("inf")
-
-
-def _dropped(codes: np.ndarray, units: np.ndarray) -> np.ndarray:
-    """The observations (indices) of the units ``units``."""
-    return np.flatnonzero(np.isin(codes, units))
 
 
 def _change_band(moved: np.ndarray, after: tuple, before: tuple, goal) -> tuple:
