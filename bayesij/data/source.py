@@ -30,7 +30,7 @@ import pandas as pd
 import xarray as xr
 
 from bayesij.array.checks import check_finite, check_log_lik_values, fail
-from bayesij.array.numeric import release_freed_memory, reserve_a_core
+from bayesij.array.numeric import CHUNK_BYTES, release_freed_memory, reserve_a_core
 from bayesij.data.convert import unit_index
 from bayesij.data.inference_data import log_lik_of_fit, posterior_draws
 from bayesij.data.lazy import LazyArray, lazy_quantities
@@ -301,6 +301,13 @@ def refuse_whole_matrix(options: Mapping) -> None:
         raise fail(name, f"{found} with a lazy log-likelihood", wanted)
 
 
+#: The largest block of a lazy source read while the one before it is computed: a larger
+#: block (a user's dask chunk of hundreds of MB) is read once the kernel let go of the one
+#: before, so that at most one is held. Reading ahead saves 7 % of a lazy audit's time over
+#: 320 MB chunks; holding the second chunk cost 0.3 GiB of its 1.4 GiB peak.
+READ_AHEAD_BYTES = 2 * CHUNK_BYTES
+
+
 def map_blocks(
     source: LogLikSource,
     kernel: Callable,
@@ -340,10 +347,11 @@ def map_blocks(
     blocks : sequence of int, optional
         Only these blocks (indices into ``source.bounds()``), in that order.
     read_ahead : bool, default True
-        Read the next block of a lazy source while the kernel computes the current one;
-        False for a kernel that takes little time beside the read (copying or summing some
-        columns), where reading ahead gains little and holds a second block, and what
-        computing it takes (a dask chunk's or a function's temporaries), beside the first.
+        Read the next block of a lazy source while the kernel computes the current one
+        (blocks of at most :data:`READ_AHEAD_BYTES` as float64); False for a kernel that
+        takes little time beside the read (copying or summing some columns), where reading
+        ahead gains little and holds a second block, and what computing it takes (a dask
+        chunk's or a function's temporaries), beside the first.
 
     Returns
     -------
@@ -355,7 +363,7 @@ def map_blocks(
     is checked and computed (the check in the computing thread: on the reader's it competes
     with the kernel's threads, 10 % slower for a function source); NumPy releases the GIL,
     so reading and computing overlap; at most two blocks are in memory (one without
-    ``read_ahead``).
+    ``read_ahead``, or where a block is larger than :data:`READ_AHEAD_BYTES`).
     """
     per_unit = dict(per_unit or {})
     bounds = source.bounds()
@@ -369,10 +377,16 @@ def map_blocks(
         return part if join else [part]
     if client is None or not source.lazy:
         keep = keep if source.lazy else None
-        parts = _prefetching(source, kernel, bounds, per_unit, keep, ahead=read_ahead)
+        ahead = read_ahead and _largest_block_bytes(source, bounds) <= READ_AHEAD_BYTES
+        parts = _prefetching(source, kernel, bounds, per_unit, keep, ahead=ahead)
     else:
         parts = _on_cluster(source, kernel, bounds, per_unit, client, keep)
     return join_blocks(parts) if join else parts
+
+
+def _largest_block_bytes(source: LogLikSource, bounds: list) -> int:
+    """The bytes of the largest of the blocks ``bounds`` of ``source`` read as float64."""
+    return 8 * source.n_draws * max(stop - start for start, stop in bounds)
 
 
 def _cut(per_unit: dict, start: int, stop: int) -> dict:

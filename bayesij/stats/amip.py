@@ -814,11 +814,17 @@ def searches_from(
         # read (a lazy source's blocks, each computed again).
         del rows, halves, nonlinearities
         release_freed_memory()
-        sums = _summed_sets(source, [s for p in paths for s in linear_sets(p)], kept, client)
+        sets = [s for p in paths for s in linear_sets(p)]
+        # The units of the sets answered "reached" so far, each alone, read with the sets
+        # for the k-hat check (_seen_by_the_draws): a lazy source's blocks read once more,
+        # not twice. No later step makes an answer "reached" from the draws.
+        alone = np.zeros(0, dtype=int) if gradient else _reached_units(paths)
+        sums = _summed_sets(source, sets + [np.array([u]) for u in alone], kept, client)
         found = [
             linear_search(f, goal, p, sums[:, :, 2 * k : 2 * k + 2], seconds[k])
             for k, (f, goal, p) in enumerate(zip(fs, goals, paths, strict=True))
         ]
+        read = (alone, sums[:, :, len(sets) :])
     else:
         threshold = pareto_k_threshold(source.n_draws)
         matrix = source.matrix(keep_float32=True)  # read a chunk or a set at a time
@@ -826,11 +832,13 @@ def searches_from(
         found = reweighted_searches(
             fs, matrix, goals, rows, k_max, threshold, nonlinearities, every
         )
+        read = None
     results = [
         _result(f, q, t, g.z, source, one, method, alpha_max, control_variates=bool(gradient))
         for f, (q, t), g, one in zip(fs, questions, goals, found, strict=True)
     ]
-    results = _seen_by_the_draws(results, [one.path.order for one in found], source, kept, client)
+    orders = [one.path.order for one in found]
+    results = _seen_by_the_draws(results, orders, source, (kept, client), read)
     results = _logistic_decided(results, fs, found, source, (gradient, kept))
     return list(zip(results, found, strict=True))
 
@@ -843,10 +851,18 @@ def searches_from(
 UNSEEN_KHAT = 1.0
 
 
-def _seen_by_the_draws(results: list, orders: list, source, kept=None, client=None) -> list:
+def _reached_units(paths: list) -> np.ndarray:
+    """The units (sorted) of the linear paths' sets whose answer is "reached"."""
+    sets = [p.path.order for p in paths if p.answer is not None and p.answer.answer == "reached"]
+    return np.unique(np.concatenate([np.zeros(0, dtype=int), *sets]).astype(int))
+
+
+def _seen_by_the_draws(results: list, orders: list, source, columns=(None, None), read=None):
     """The results, where a "reached" one holds a unit whose own removal the draws cannot
     evaluate made "undetermined", by the importance-sampling check (``orders``: each
-    result's set as unit codes, its search's path).
+    result's set as unit codes, its search's path; ``columns``: the pass's kept columns
+    and a dask.distributed client, as :func:`_summed_sets` takes them; ``read``: units and
+    their log-likelihood (n_chains, n_draws, k) read already, :func:`_reached_units`).
 
     A unit's influence is a covariance over the draws; where the posterior without the unit
     lies beyond them (the Pareto k-hat of ``exp(-l_u)`` above :data:`UNSEEN_KHAT`: an
@@ -856,8 +872,8 @@ def _seen_by_the_draws(results: list, orders: list, source, kept=None, client=No
     (on a heavy-tailed regression, one such unit's influence read 0.011 on every chain
     where its exact derivative is 0.0029). With control variates from the gradient the
     covariance is mostly worked out from the score, and only its small remainder is left
-    to the draws: those results stand. The units are read once for all the results
-    (:func:`_summed_sets`)."""
+    to the draws: those results stand. The units are read once for all the results, with
+    the linear sets' (:func:`_summed_sets`)."""
     reached = [
         k
         for k, r in enumerate(results)
@@ -866,9 +882,7 @@ def _seen_by_the_draws(results: list, orders: list, source, kept=None, client=No
     if not reached:
         return results
     units = np.unique(np.concatenate([orders[k] for k in reached]))
-    sets = [np.array([u]) for u in units]  # the source's columns are the units
-    sums = _summed_sets(source, sets, kept, client)
-    khats = unit_khats(sums)
+    khats = unit_khats(_unit_columns(source, units, columns, read))
     out = list(results)
     for k in reached:
         mine = khats[np.searchsorted(units, orders[k])]
@@ -891,6 +905,22 @@ def _seen_by_the_draws(results: list, orders: list, source, kept=None, client=No
                 "undetermined", unseen, results[k].alpha_max, source.n_units
             ),
         )
+    return out
+
+
+def _unit_columns(source, units: np.ndarray, columns: tuple, read=None) -> np.ndarray:
+    """The log-likelihood of each of the sorted ``units`` (n_chains, n_draws, k): from
+    ``read`` (units, their columns) where it holds them, the others read
+    (:func:`_summed_sets`; ``columns``: the kept columns and the client it takes)."""
+    out = np.empty((*source.shape, units.size))
+    found = np.zeros(units.size, dtype=bool)
+    if read is not None and read[0].size:
+        at = np.minimum(np.searchsorted(read[0], units), read[0].size - 1)
+        found = read[0][at] == units
+        out[..., found] = read[1][..., at[found]]
+    if not found.all():
+        missing = [np.array([u]) for u in units[~found]]  # the source's columns: the units
+        out[..., ~found] = _summed_sets(source, missing, *columns)
     return out
 
 

@@ -309,15 +309,23 @@ def _logged_source(events: list):
     return source
 
 
-@pytest.mark.parametrize("read_ahead", [True, False])
-def test_the_next_block_is_read_ahead_unless_asked_not_to(read_ahead):
+@pytest.mark.parametrize("case", ["ahead", "asked not to", "blocks too large"])
+def test_the_next_block_is_read_ahead_unless_asked_not_to(case, monkeypatch):
     # Reading ahead holds a second block, and what computing it takes, beside the first:
     # a kernel that only copies some columns (the AMIP's second read) reads one block at a
-    # time, each let go (the reader's future does not hold it) before the next is read.
+    # time, each let go (the reader's future does not hold it) before the next is read; so
+    # is a source whose blocks are larger than READ_AHEAD_BYTES (a user's large chunks).
     import threading
+
+    import bayesij.data.source as source_module
 
     events: list = []
     source = _logged_source(events)
+    if case == "blocks too large":
+        monkeypatch.setattr(source_module, "READ_AHEAD_BYTES", 8 * source.n_draws * 150 - 1)
+    else:  # the test's blocks of 150 units are within it
+        assert 8 * source.n_draws * 150 <= source_module.READ_AHEAD_BYTES
+    read_ahead = case == "ahead"
     next_read = threading.Event()
 
     def kernel(block, positions=None):
@@ -337,7 +345,9 @@ def test_the_next_block_is_read_ahead_unless_asked_not_to(read_ahead):
 
     source.reader.block = noting
     per_unit = {"positions": np.arange(N_OBS)}
-    out = map_blocks(source, kernel, per_unit=per_unit, join=False, read_ahead=read_ahead)
+    out = map_blocks(
+        source, kernel, per_unit=per_unit, join=False, read_ahead=case != "asked not to"
+    )
     np.testing.assert_array_equal(np.concatenate(out), np.arange(N_OBS))
     reads = [e for e in events if e[0] == "read"]
     assert [e[1] for e in reads] == [0, 150, 300, 450]

@@ -533,19 +533,29 @@ def test_a_reached_set_s_size_ends_its_size_interval():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("container", ["DataTree", "InferenceData"])
-def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory(container):
+def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory(container, monkeypatch):
     # The same fit's log-likelihood opened a dask chunk of 500 observations at a time (a
     # DataTree, or ArviZ 0.23's InferenceData where installed): the linear search's sets,
     # the importance-sampling check that leaves them open (unit 2658, read from its chunk)
-    # and the intervals, as in memory.
+    # and the intervals, as in memory. The check's units are read with the sets, the
+    # chunks holding them computed once after the searches, not twice.
     from saved_fits import saved_fit
 
+    import bayesij.stats.amip as amip_module
+
+    reads = []
+    summed = amip_module._summed_sets
+    monkeypatch.setattr(
+        amip_module, "_summed_sets", lambda *a, **k: reads.append(len(a[1])) or summed(*a, **k)
+    )
     _, _, post = _t4_regression(3000, 2)
     for target in ("sign", "significance"):
         memory, lazy = (
             bayesij.amip(saved_fit(post, container, chunks), "beta10", target, method="linear")
             for chunks in (None, {"obs": 500})
         )
+        assert len(reads) == 2 and reads[0] == reads[1] > 2, reads  # the sets and units
+        reads.clear()
         assert memory.undetermined_by.startswith("the importance-sampling check"), memory
         assert "2658" in memory.undetermined_by
         assert (lazy.answer, lazy.drop_ids, lazy.undetermined_by) == (
