@@ -38,10 +38,12 @@ from bayesij.array.ess import (
 )
 from bayesij.array.influence import influence_scores
 from bayesij.array.numeric import (
+    map_chunks,
     map_ordered,
     obs_chunks,
     read_columns,
     release_freed_memory,
+    threads,
     top_positive,
 )
 from bayesij.array.psis import psis_chunk, tail_length
@@ -229,21 +231,32 @@ def set_weights(set_lik: np.ndarray, chain_shape: tuple[int, int]) -> tuple[np.n
     return weights / weights.sum(), float(smoothed.pareto_k[0])
 
 
-def unit_khats(sums: np.ndarray) -> np.ndarray:
+def unit_khats(rows: np.ndarray, n_chains: int, which: np.ndarray | None = None) -> np.ndarray:
     """The Pareto k-hat of each unit's removal, ``exp(-l_u)`` over the draws
-    (:func:`set_weights`): ``sums`` (n_chains, n_draws, U) of each unit's log-likelihood
-    gives (U,). Above :func:`~bayesij.array.psis.pareto_k_threshold` a reweighted estimate
-    of the removal is unreliable; above 1 the ratios have no mean, and the posterior without
-    the unit lies beyond the draws.
+    (:func:`set_weights`): ``rows`` (U, S) of each unit's log-likelihood at the draws (each
+    chain's draws contiguous; a constant per unit changes nothing) gives (U,), or the rows
+    ``which`` (K,) of them (K,), read in place; the units shared among threads (the
+    compiled smoothing releases the GIL). Above
+    :func:`~bayesij.array.psis.pareto_k_threshold` a reweighted estimate of the removal is
+    unreliable; above 1 the ratios have no mean, and the posterior without the unit lies
+    beyond the draws.
 
     References
     ----------
     .. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto
        smoothed importance sampling. JMLR 25(72).
     """
-    chain_shape = sums.shape[:2]
-    flat = sums.reshape(-1, sums.shape[-1])
-    return np.array([set_weights(flat[:, u], chain_shape)[1] for u in range(flat.shape[1])])
+    chain_shape = (int(n_chains), rows.shape[1] // int(n_chains))
+    which = np.arange(rows.shape[0]) if which is None else np.asarray(which, dtype=int)
+    out = np.empty(which.size)
+
+    def work(part: slice) -> None:
+        for u in range(part.start, part.stop):
+            out[u] = set_weights(rows[which[u]], chain_shape)[1]
+
+    edges = np.linspace(0, which.size, 4 * threads() + 1).astype(int)
+    map_chunks(work, [slice(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a])
+    return out
 
 
 def weighted_value(

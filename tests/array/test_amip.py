@@ -248,7 +248,7 @@ def test_each_unit_s_k_hat_is_that_of_its_own_removal():
     rng = np.random.default_rng(2)
     theta = rng.normal(size=(4, 1000, 1))
     log_lik = -0.5 * ((np.array([0.0, 2.0, 6.0]) - theta) / np.array([10.0, 3.0, 1.0])) ** 2
-    got = amip.unit_khats(log_lik)
+    got = amip.unit_khats(log_lik.reshape(-1, 3).T, 4)
     arviz = pytest.importorskip("arviz")
     flat = log_lik.reshape(-1, 3)
     if hasattr(arviz, "psislw"):  # ArviZ 0.23: the log ratios, one column a unit

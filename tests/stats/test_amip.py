@@ -775,3 +775,26 @@ def test_the_curve_is_the_outer_merge_of_the_two_paths(sizes):
     )
     pd.testing.assert_frame_equal(curve, reference)
     assert list(_curve(found, "linear").columns) == ["n_drop", "linear", "second_order"]
+
+
+def test_the_k_hat_check_reads_held_rows_in_place_and_an_impossible_draw_from_its_column():
+    # The k-hat check reads its units' log-likelihood from the second-order model's rows
+    # (centred: a constant per unit, which k-hat ignores) where every unit is held and
+    # finite, without a copy; a unit with an impossible draw (-inf, 0 in the centred row)
+    # is read from its own column instead, -inf and all.
+    from bayesij.array.amip_curvature import CentredColumns
+    from bayesij.data.fit import as_source
+    from bayesij.stats.amip import _unit_rows
+
+    rng = np.random.default_rng(3)
+    log_lik = rng.normal(size=(2, 50, 6))
+    log_lik[1, 7, 4] = -np.inf
+    source = as_source(bayesij.from_arrays(rng.normal(size=(2, 50, 1)), log_lik))
+    store = CentredColumns(100, matrix=log_lik.reshape(100, 6), units=np.array([1, 4]))
+    rows, which = _unit_rows(source, np.array([1]), (None, None), store)
+    assert rows is store.rows
+    column = log_lik.reshape(100, 6)[:, 1]
+    np.testing.assert_allclose(rows[which[0]], column - column.mean(), rtol=1e-12)
+    rows, which = _unit_rows(source, np.array([1, 4]), (None, None), store)
+    np.testing.assert_allclose(rows[which[0]], column - column.mean(), rtol=1e-12)
+    np.testing.assert_array_equal(rows[which[1]], log_lik.reshape(100, 6)[:, 4])
