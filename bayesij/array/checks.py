@@ -472,11 +472,15 @@ def check_unique(labels: Sequence, argument: str) -> None:
 
 
 def impossible_columns(log_lik: np.ndarray) -> np.ndarray:
-    """Columns with -inf at some draw: observations impossible under part of the posterior."""
+    """Columns with -inf at some draw: observations impossible under part of the posterior
+    (pieces of columns shared among :func:`~bayesij.array.numeric.map_chunks`' threads)."""
     out = np.zeros(log_lik.shape[-1], dtype=bool)
     draw_axes = tuple(range(log_lik.ndim - 1))
-    for piece in column_slices(log_lik.shape):  # the minimum: no boolean temporary
+
+    def work(piece: slice) -> None:  # the minimum: no boolean temporary
         out[piece] = np.min(log_lik[..., piece], axis=draw_axes) == -np.inf
+
+    map_chunks(work, column_slices(log_lik.shape))
     return out
 
 
