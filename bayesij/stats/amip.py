@@ -810,21 +810,24 @@ def searches_from(
             )
             release_freed_memory()  # its bootstrap's copies of the block sums
         seconds = [second_curve(p.linear, n) for p, n in zip(paths, nonlinearities, strict=True)]
-        # The block sums and the second-order model's columns let go before the sets are
-        # read (a lazy source's blocks, each computed again).
+        # In memory, the k-hat check reads its units from the second-order model's rows.
+        # A lazy source's: the block sums and those rows let go before the sets are read
+        # (its blocks, each computed again), the units of the sets answered "reached" so
+        # far read with them, each alone: the blocks read once more, not twice (no later
+        # step makes an answer "reached" from the draws).
+        read = None if source.lazy else _store_of(nonlinearities)
         del rows, halves, nonlinearities
         release_freed_memory()
         sets = [s for p in paths for s in linear_sets(p)]
-        # The units of the sets answered "reached" so far, each alone, read with the sets
-        # for the k-hat check (_seen_by_the_draws): a lazy source's blocks read once more,
-        # not twice. No later step makes an answer "reached" from the draws.
-        alone = np.zeros(0, dtype=int) if gradient else _reached_units(paths)
+        held = gradient or read is not None
+        alone = np.zeros(0, dtype=int) if held else _reached_units(paths)
         sums = _summed_sets(source, sets + [np.array([u]) for u in alone], kept, client)
         found = [
             linear_search(f, goal, p, sums[:, :, 2 * k : 2 * k + 2], seconds[k])
             for k, (f, goal, p) in enumerate(zip(fs, goals, paths, strict=True))
         ]
-        read = (alone, sums[:, :, len(sets) :])
+        if read is None:
+            read = (alone, sums[:, :, len(sets) :])
     else:
         threshold = pareto_k_threshold(source.n_draws)
         matrix = source.matrix(keep_float32=True)  # read a chunk or a set at a time
@@ -832,8 +835,7 @@ def searches_from(
         found = reweighted_searches(
             fs, matrix, goals, rows, k_max, threshold, nonlinearities, every
         )
-        # the second-order model's centred rows: the check reads its units' there
-        read = next((n.store for n in nonlinearities if n is not None), None)
+        read = _store_of(nonlinearities)  # the k-hat check reads its units' rows there
     results = [
         _result(f, q, t, g.z, source, one, method, alpha_max, control_variates=bool(gradient))
         for f, (q, t), g, one in zip(fs, questions, goals, found, strict=True)
@@ -850,6 +852,11 @@ def searches_from(
 #: unit just past it, k-hat 0.72 on a heavy-tailed regression, had its influence measured
 #: well, its sets confirmed by exact refits.)
 UNSEEN_KHAT = 1.0
+
+
+def _store_of(nonlinearities: list) -> CentredColumns | None:
+    """The second-order model's rows the questions share (None without a model)."""
+    return next((n.store for n in nonlinearities if n is not None), None)
 
 
 def _reached_units(paths: list) -> np.ndarray:

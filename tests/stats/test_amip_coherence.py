@@ -538,7 +538,8 @@ def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory(contain
     # DataTree, or ArviZ 0.23's InferenceData where installed): the linear search's sets,
     # the importance-sampling check that leaves them open (unit 2658, read from its chunk)
     # and the intervals, as in memory. The check's units are read with the sets, the
-    # chunks holding them computed once after the searches, not twice.
+    # chunks holding them computed once after the searches, not twice (in memory they are
+    # read from the second-order model's rows: only the two sets are summed).
     from saved_fits import saved_fit
 
     import bayesij.stats.amip as amip_module
@@ -554,7 +555,7 @@ def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory(contain
             bayesij.amip(saved_fit(post, container, chunks), "beta10", target, method="linear")
             for chunks in (None, {"obs": 500})
         )
-        assert len(reads) == 2 and reads[0] == reads[1] > 2, reads  # the sets and units
+        assert reads[0] == 2 and len(reads) == 2 and reads[1] > 2, reads  # sets, units
         reads.clear()
         assert memory.undetermined_by.startswith("the importance-sampling check"), memory
         assert "2658" in memory.undetermined_by
