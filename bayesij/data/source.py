@@ -303,8 +303,9 @@ def refuse_whole_matrix(options: Mapping) -> None:
 
 #: The largest block of a lazy source read while the one before it is computed: a larger
 #: block (a user's dask chunk of hundreds of MB) is read once the kernel let go of the one
-#: before, so that at most one is held. Reading ahead saves 7 % of a lazy audit's time over
-#: 320 MB chunks; holding the second chunk cost 0.3 GiB of its 1.4 GiB peak.
+#: before, so that at most one is held. Over 305 MiB chunks the second one held cost the
+#: lazy audit's pass 0.3 GiB of its 1.35 GiB peak, and reading ahead saved no time
+#: measurably (docs/performance.md).
 READ_AHEAD_BYTES = 2 * CHUNK_BYTES
 
 
