@@ -831,7 +831,7 @@ def searches_from(
     else:
         threshold = pareto_k_threshold(source.n_draws)
         matrix = source.matrix(keep_float32=True)  # read a chunk or a set at a time
-        every, _ = _parameter_draws(source)  # the screen's design: all the quantities
+        every = _screened(*_parameter_draws(source))  # the screen's design
         found = reweighted_searches(
             fs, matrix, goals, rows, k_max, threshold, nonlinearities, every
         )
@@ -1181,6 +1181,22 @@ def _nonlinearities(
         None if c is None else SetCurvature(c, g.sign, g.z, store=store)
         for c, g in zip(curvatures, goals, strict=True)
     ]
+
+
+def _screened(draws: np.ndarray, names: list) -> np.ndarray:
+    """The screen's parameters (n_chains, n_draws, Q): every quantity, the positive scales
+    by their logarithm where others are beside them, as the second-order models hold them
+    (:func:`~bayesij.array.amip_curvature.curvatures_of`): those models' designs then lie
+    in the screen's span, and a unit's terms come from its coefficients on the screen's
+    basis instead of a product with its row (10 of the 15 models of a 10-coefficient
+    regression's audit)."""
+    draws = np.asarray(draws, dtype=float)
+    logged = _scale_mask(names) & np.all(draws > 0, axis=(0, 1))
+    if not logged.any() or logged.all():
+        return draws
+    out = draws.copy()
+    out[..., logged] = np.log(out[..., logged])
+    return out
 
 
 def _scale_mask(names: list) -> np.ndarray:

@@ -798,3 +798,30 @@ def test_the_k_hat_check_reads_held_rows_in_place_and_an_impossible_draw_from_it
     rows, which = _unit_rows(source, np.array([1, 4]), (None, None), store)
     np.testing.assert_allclose(rows[which[0]], column - column.mean(), rtol=1e-12)
     np.testing.assert_array_equal(rows[which[1]], log_lik.reshape(100, 6)[:, 4])
+
+
+def test_the_models_holding_a_scale_read_their_units_terms_from_the_screen():
+    # The second-order models hold a residual sd by its logarithm; the reweighted search's
+    # screen takes the scales by their logarithm too, so each such model's design lies in
+    # the screen's span and a unit's terms come from its coefficients on the screen's
+    # basis (a small product), not from a product with its row over every draw.
+    from ols_amip import kidiq_shaped
+
+    import bayesij.array.amip_curvature as curvature_module
+    from bayesij import refit
+
+    X, y = kidiq_shaped()
+    post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
+    mapped = []
+    screen_map = curvature_module.CentredColumns._screen_map
+
+    def spy(self, model):
+        found = screen_map(self, model)
+        mapped.append((model.scales is not None, found is not None))
+        return found
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(curvature_module.CentredColumns, "_screen_map", spy)
+        bayesij.amip(post, "beta[2]", "significance")
+    held = [inside for holds, inside in mapped if holds]
+    assert held and all(held), mapped
