@@ -781,7 +781,7 @@ def test_the_k_hat_check_reads_held_rows_in_place_and_an_impossible_draw_from_it
     # The k-hat check reads its units' log-likelihood from the second-order model's rows
     # (centred: a constant per unit, which k-hat ignores) where every unit is held and
     # finite, without a copy; a unit with an impossible draw (-inf, 0 in the centred row)
-    # is read from its own column instead, -inf and all.
+    # is read from its own column instead, -inf and all; so is a unit not read already.
     from bayesij.array.amip_curvature import CentredColumns
     from bayesij.data.fit import as_source
     from bayesij.stats.amip import _unit_rows
@@ -798,6 +798,11 @@ def test_the_k_hat_check_reads_held_rows_in_place_and_an_impossible_draw_from_it
     rows, which = _unit_rows(source, np.array([1, 4]), (None, None), store)
     np.testing.assert_allclose(rows[which[0]], column - column.mean(), rtol=1e-12)
     np.testing.assert_array_equal(rows[which[1]], log_lik.reshape(100, 6)[:, 4])
+    # Units read with the linear sets (a lazy source's), the others summed from the source.
+    read = (np.array([2, 5]), log_lik[:, :, [2, 5]])
+    rows, which = _unit_rows(source, np.array([0, 2, 5]), (None, None), read)
+    for unit, row in zip([0, 2, 5], rows[which], strict=True):
+        np.testing.assert_array_equal(row, log_lik.reshape(100, 6)[:, unit])
 
 
 def test_the_models_holding_a_scale_read_their_units_terms_from_the_screen():
