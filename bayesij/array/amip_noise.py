@@ -578,6 +578,13 @@ def _replicate_gains(gain, noise, direction, rng, blocks, counts):
     return lambda rows: _Gains(counts[rows], sums, block_sizes, -direction, taken)
 
 
+#: The most the block sums of a ranking or a set kept for all chunks of replicates may hold
+#: (two are kept a question): 4 MB at N = 10^5, where taking them once per chunk cost 1.7 s;
+#: at N = 10^6 (a ranking of 10^5 units) they are taken per chunk, as each chunk's
+#: temporary, rather than 80 MB held beside a lazy audit's columns.
+TAKEN_BYTES = CHUNK_BYTES // 4
+
+
 class _Gains:
     """A chunk of replicates' gains (rows, U): given ``whole``, or the block bootstrap's
     ``sign * psi*`` (:func:`replicates_from_counts` of ``counts`` (rows, B), ``sums`` (B, U)
@@ -593,9 +600,13 @@ class _Gains:
     def columns(self, units: np.ndarray) -> np.ndarray:
         """The gains of the columns ``units`` (rows, k); their block sums taken once for
         every chunk of replicates sharing ``taken`` (the ranking's and the set's: at N =
-        10^5, 40 chunks a question each took them again, 1.7 s of an audit)."""
+        10^5, 40 chunks a question each took them again, 1.7 s of an audit), where they
+        hold at most :data:`TAKEN_BYTES` (else taken for each chunk, as a chunk's own
+        temporary)."""
         if self._whole is not None:
             return self._whole[:, units]
+        if 8 * self.sums.shape[0] * units.size > TAKEN_BYTES:
+            return self.sign * replicates_from_counts(self.counts, self.sums[:, units], self.sizes)
         key = units.tobytes()
         if key not in self._taken:
             if len(self._taken) >= 2:

@@ -330,3 +330,23 @@ def test_a_chunk_s_gains_are_the_block_bootstrap_s_wherever_read():
     np.testing.assert_allclose(chunk.columns(units), expected[5:17][:, units], rtol=1e-12)
     np.testing.assert_allclose(chunk.whole(), expected[5:17], rtol=1e-12)
     assert chunk.whole() is chunk.whole()  # computed once
+
+
+def test_the_block_sums_taken_once_or_per_chunk_give_the_same_answer(monkeypatch):
+    # A ranking's block sums are kept for all chunks of bootstrap replicates where they
+    # are small, and taken again for each chunk where they are not (TAKEN_BYTES): the
+    # replicates, and so the answer, are the same either way (a mean's sign: its gains
+    # are the block sums' replicates, not the moments').
+    from ols_amip import kidiq_shaped
+
+    import bayesij
+    import bayesij.array.amip_noise as amip_noise
+    from bayesij import refit
+
+    X, y = kidiq_shaped()
+    post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
+    kept = bayesij.amip(post, "beta[2]", "sign", method="linear")
+    monkeypatch.setattr(amip_noise, "TAKEN_BYTES", 0)
+    each = bayesij.amip(post, "beta[2]", "sign", method="linear")
+    for field in ("answer", "drop_ids", "size_interval", "change_interval", "share_reached"):
+        assert getattr(kept, field) == getattr(each, field), field
