@@ -63,6 +63,7 @@ __all__ = [
     "GAUSSIAN_EXACT",
     "GAUSSIAN_SHARE",
     "curvature_of",
+    "on_model_scale",
     "curvatures_of",
 ]
 
@@ -810,14 +811,24 @@ def _parameters_of(
     return np.sort(np.concatenate([[index], picked[: MAX_PARAMETERS - 1]]))
 
 
+def on_model_scale(theta: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """Parameter draws (..., P) as the second-order models take them: the positive scales
+    among ``scales`` (bool, (P,)) by their logarithm where other parameters are beside
+    them (a scale alone, or searched itself, is modelled as it is)."""
+    positive = np.all(theta.reshape(-1, theta.shape[-1]) > 0, axis=0)
+    mask = np.asarray(scales, dtype=bool) & positive
+    if not mask.any() or mask.all():
+        return theta
+    return np.where(mask, np.log(np.where(mask, theta, 1.0)), theta)
+
+
 def _curvature(theta: np.ndarray, scales: np.ndarray | None = None) -> Curvature | None:
     """The model in the parameters' draws ``theta`` (S, P), its column 0 (None: too few
     draws for the design); ``scales`` (P,) the positive columns modelled by their
     logarithm."""
     mask = np.zeros(theta.shape[1], dtype=bool) if scales is None else np.asarray(scales)
     held = bool(np.any(mask)) and not bool(np.all(mask))
-    if held:
-        theta = np.where(mask, np.log(np.where(mask, theta, 1.0)), theta)
+    theta = on_model_scale(theta, mask)
     d = theta - theta.mean(axis=0)
     p = d.shape[1]
     i, j = np.triu_indices(p)

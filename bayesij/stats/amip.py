@@ -51,6 +51,7 @@ from bayesij.array.amip_curvature import (
     CentredColumns,
     SetCurvature,
     curvatures_of,
+    on_model_scale,
 )
 from bayesij.array.amip_logistic import (
     CHECK_DRAWS,
@@ -1184,19 +1185,12 @@ def _nonlinearities(
 
 
 def _screened(draws: np.ndarray, names: list) -> np.ndarray:
-    """The screen's parameters (n_chains, n_draws, Q): every quantity, the positive scales
-    by their logarithm where others are beside them, as the second-order models hold them
-    (:func:`~bayesij.array.amip_curvature.curvatures_of`): those models' designs then lie
-    in the screen's span, and a unit's terms come from its coefficients on the screen's
-    basis instead of a product with its row (10 of the 15 models of a 10-coefficient
-    regression's audit)."""
-    draws = np.asarray(draws, dtype=float)
-    logged = _scale_mask(names) & np.all(draws > 0, axis=(0, 1))
-    if not logged.any() or logged.all():
-        return draws
-    out = draws.copy()
-    out[..., logged] = np.log(out[..., logged])
-    return out
+    """The screen's parameters (n_chains, n_draws, Q): every quantity as the second-order
+    models take it (:func:`~bayesij.array.amip_curvature.on_model_scale`: positive scales
+    by their logarithm): those models' designs then lie in the screen's span, and a unit's
+    terms come from its coefficients on the screen's basis instead of a product with its
+    row (11 of the 15 models of a 10-coefficient regression's audit did the product)."""
+    return on_model_scale(np.asarray(draws, dtype=float), _scale_mask(names))
 
 
 def _scale_mask(names: list) -> np.ndarray:

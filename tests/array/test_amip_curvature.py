@@ -785,3 +785,16 @@ def test_a_known_sd_normal_model_s_sets_are_banded_around_the_second_order():
     slack = 3 * mcse * abs(changes.second[-1] / changes.first[-1])
     assert low - slack <= truth <= high + slack
     assert high - low < abs(changes.second[-1] - changes.first[-1]) + 1e-12  # not to first
+
+
+def test_the_models_take_a_positive_scale_by_its_logarithm_beside_other_parameters():
+    from bayesij.array.amip_curvature import on_model_scale
+
+    theta = np.array([[0.5, 2.0, -1.0], [-0.2, 3.0, 4.0]])
+    scales = np.array([False, True, True])  # the last one is not positive: kept as it is
+    np.testing.assert_array_equal(
+        on_model_scale(theta, scales),
+        np.column_stack([theta[:, 0], np.log(theta[:, 1]), theta[:, 2]]),
+    )
+    alone = theta[:, 1:2]  # a scale alone is modelled as it is
+    assert on_model_scale(alone, np.array([True])) is alone
