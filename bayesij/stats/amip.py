@@ -816,7 +816,7 @@ def searches_from(
         # (its blocks, each computed again), the units of the sets answered "reached" so
         # far read with them, each alone: the blocks read once more, not twice (no later
         # step makes an answer "reached" from the draws).
-        read = None if source.lazy else _store_of(nonlinearities)
+        read = None if source.lazy else _rows_of(_store_of(nonlinearities))
         del rows, halves, nonlinearities
         release_freed_memory()
         sets = [s for p in paths for s in linear_sets(p)]
@@ -828,7 +828,7 @@ def searches_from(
             for k, (f, goal, p) in enumerate(zip(fs, goals, paths, strict=True))
         ]
         if read is None:
-            read = (alone, sums[:, :, len(sets) :])
+            read = (alone, _as_rows(sums[:, :, len(sets) :]), None)
     else:
         threshold = pareto_k_threshold(source.n_draws)
         matrix = source.matrix(keep_float32=True)  # read a chunk or a set at a time
@@ -836,7 +836,7 @@ def searches_from(
         found = reweighted_searches(
             fs, matrix, goals, rows, k_max, threshold, nonlinearities, every
         )
-        read = _store_of(nonlinearities)  # the k-hat check reads its units' rows there
+        read = _rows_of(_store_of(nonlinearities))  # the k-hat check reads its units there
     results = [
         _result(f, q, t, g.z, source, one, method, alpha_max, control_variates=bool(gradient))
         for f, (q, t), g, one in zip(fs, questions, goals, found, strict=True)
@@ -858,6 +858,12 @@ UNSEEN_KHAT = 1.0
 def _store_of(nonlinearities: list) -> CentredColumns | None:
     """The second-order model's rows the questions share (None without a model)."""
     return next((n.store for n in nonlinearities if n is not None), None)
+
+
+def _rows_of(store: CentredColumns | None) -> tuple | None:
+    """The units a :class:`~bayesij.array.amip_curvature.CentredColumns` holds, their
+    centred rows and which are finite at every draw, as :func:`_unit_rows` reads them."""
+    return None if store is None else (store.held, store.rows, store.finite)
 
 
 def _reached_units(paths: list) -> np.ndarray:
@@ -922,27 +928,25 @@ def _seen_by_the_draws(results: list, orders: list, source, columns=(None, None)
 def _unit_rows(source, units: np.ndarray, columns: tuple, read=None) -> tuple:
     """The log-likelihood of each of the sorted ``units`` at the draws up to a constant per
     unit, what a unit's k-hat reads: rows (K', S) and which of them are the units' (K,).
-    From ``read`` where it holds them (units and their columns (n_chains, n_draws, k); or
-    a :class:`~bayesij.array.amip_curvature.CentredColumns`, its rows of units finite at
-    every draw, read in place where it holds every unit, where gathering a column of a
-    matrix in memory touches a cache line per draw: 0.9 s for 4117 units at N = 10^5),
-    the others read (:func:`_summed_sets`; ``columns``: the kept columns and the client it
-    takes)."""
-    if isinstance(read, CentredColumns):
-        slots = read.slots(units)
-        found = slots >= 0
-        found[found] = read.finite[slots[found]]
+
+    ``read``: units (sorted) read already, their rows (k, S) and which of them may be read
+    (None: all), e.g. the second-order model's centred rows of the units finite at every
+    draw (:func:`_rows_of`), read in place where they hold every unit (gathering a column
+    of a matrix in memory touches a cache line per draw: 0.9 s for 4117 units at N =
+    10^5), or a lazy source's units read with the linear sets. The others are read
+    (:func:`_summed_sets`; ``columns``: the kept columns and the client it takes)."""
+    found = np.zeros(units.size, dtype=bool)
+    if read is not None and read[0].size:
+        held, rows, usable = read
+        slots = np.minimum(np.searchsorted(held, units), held.size - 1)
+        found = held[slots] == units
+        if usable is not None:
+            found &= usable[slots]
         if found.all():
-            return read.rows, slots
+            return rows, slots
     out = np.empty((units.size, source.n_draws))
-    if isinstance(read, CentredColumns):
-        out[found] = read.rows[slots[found]]
-    elif read is not None and read[0].size:
-        at = np.minimum(np.searchsorted(read[0], units), read[0].size - 1)
-        found = read[0][at] == units
-        out[found] = _as_rows(read[1][..., at[found]])
-    else:
-        found = np.zeros(units.size, dtype=bool)
+    if found.any():
+        out[found] = rows[slots[found]]
     if not found.all():
         missing = [np.array([u]) for u in units[~found]]  # the source's columns: the units
         out[~found] = _as_rows(_summed_sets(source, missing, *columns))

@@ -784,22 +784,22 @@ def test_the_k_hat_check_reads_held_rows_in_place_and_an_impossible_draw_from_it
     # is read from its own column instead, -inf and all; so is a unit not read already.
     from bayesij.array.amip_curvature import CentredColumns
     from bayesij.data.fit import as_source
-    from bayesij.stats.amip import _unit_rows
+    from bayesij.stats.amip import _rows_of, _unit_rows
 
     rng = np.random.default_rng(3)
     log_lik = rng.normal(size=(2, 50, 6))
     log_lik[1, 7, 4] = -np.inf
     source = as_source(bayesij.from_arrays(rng.normal(size=(2, 50, 1)), log_lik))
     store = CentredColumns(100, matrix=log_lik.reshape(100, 6), units=np.array([1, 4]))
-    rows, which = _unit_rows(source, np.array([1]), (None, None), store)
+    rows, which = _unit_rows(source, np.array([1]), (None, None), _rows_of(store))
     assert rows is store.rows
     column = log_lik.reshape(100, 6)[:, 1]
     np.testing.assert_allclose(rows[which[0]], column - column.mean(), rtol=1e-12)
-    rows, which = _unit_rows(source, np.array([1, 4]), (None, None), store)
+    rows, which = _unit_rows(source, np.array([1, 4]), (None, None), _rows_of(store))
     np.testing.assert_allclose(rows[which[0]], column - column.mean(), rtol=1e-12)
     np.testing.assert_array_equal(rows[which[1]], log_lik.reshape(100, 6)[:, 4])
     # Units read with the linear sets (a lazy source's), the others summed from the source.
-    read = (np.array([2, 5]), log_lik[:, :, [2, 5]])
+    read = (np.array([2, 5]), log_lik.reshape(100, 6)[:, [2, 5]].T, None)
     rows, which = _unit_rows(source, np.array([0, 2, 5]), (None, None), read)
     for unit, row in zip([0, 2, 5], rows[which], strict=True):
         np.testing.assert_array_equal(row, log_lik.reshape(100, 6)[:, unit])
