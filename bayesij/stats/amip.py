@@ -955,7 +955,8 @@ def _unit_rows(source, units: np.ndarray, columns: tuple, read=None) -> tuple:
 
 def _as_rows(columns: np.ndarray) -> np.ndarray:
     """Columns (n_chains, n_draws, k) as rows (k, S), each chain's draws contiguous."""
-    return np.moveaxis(columns, -1, 0).reshape(columns.shape[-1], -1)
+    n_chains, n_draws, k = columns.shape
+    return np.moveaxis(columns, -1, 0).reshape(k, n_chains * n_draws)
 
 
 def _logistic_decided(results: list, fs: list, found: list, source, given: tuple) -> list:
