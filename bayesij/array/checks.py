@@ -35,6 +35,7 @@ __all__ = [
     "check_real",
     "check_labels",
     "check_unique",
+    "checked_names",
     "column_slices",
     "impossible_columns",
     "log_lik_draws",
@@ -456,6 +457,18 @@ def check_labels(values, argument: str) -> list:
     if np.ndim(values) != 1 or isinstance(values, dict):
         raise fail(argument, repr(values)[:60], "a name or a list of names")
     return list(values)
+
+
+def checked_names(names, size: int, default: list, argument: str) -> list:
+    """Names of ``size`` columns (quantities, observations): ``names`` checked as labels
+    (:func:`check_labels`), one per column and each once; ``default`` when None."""
+    if names is None:
+        return default
+    names = check_labels(names, argument)
+    if len(names) != size:
+        raise fail(argument, f"{len(names)} names", f"one name per column, {size} names")
+    check_unique(names, argument)
+    return names
 
 
 def check_unique(labels: Sequence, argument: str) -> None:

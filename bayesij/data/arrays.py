@@ -9,9 +9,7 @@ from bayesij.array.checks import (
     as_chains,
     as_draws_matrix,
     as_float_array,
-    check_labels,
-    check_unique,
-    fail,
+    checked_names,
 )
 from bayesij.data.posterior import Posterior, read_only
 
@@ -35,16 +33,6 @@ def _by_chain(values, argument: str, chain_ids, keep_float32: bool = False) -> n
     if array.ndim == 3 and chain_ids is None:
         return array
     return as_chains(*as_draws_matrix(array, argument, chain_ids, keep_float32=keep_float32))
-
-
-def _labels(names, size: int, default: list, argument: str) -> list:
-    if names is None:
-        return default
-    names = check_labels(names, argument)
-    if len(names) != size:
-        raise fail(argument, f"{len(names)} names", f"one name per column, {size} names")
-    check_unique(names, argument)
-    return names
 
 
 def from_arrays(
@@ -108,8 +96,10 @@ def _posterior_of_arrays(
     passing container, which the caller never sees)."""
     f = _by_chain(quantities, "quantities", chain_ids)
     l = _by_chain(log_lik, argument, chain_ids, keep_float32=True)
-    names = _labels(quantity_names, f.shape[2], element_names("f", (f.shape[2],)), "quantity_names")
-    obs = _labels(obs_names, l.shape[2], list(range(l.shape[2])), "obs_names")
+    names = checked_names(
+        quantity_names, f.shape[2], element_names("f", (f.shape[2],)), "quantity_names"
+    )
+    obs = checked_names(obs_names, l.shape[2], list(range(l.shape[2])), "obs_names")
     coords = {"chain": np.arange(f.shape[0]), "draw": np.arange(f.shape[1])}
     quantities_da = xr.DataArray(
         f, dims=("chain", "draw", "quantity"), coords={**coords, "quantity": names}

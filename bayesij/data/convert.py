@@ -159,11 +159,10 @@ def posterior_in_memory(data, var_name, quantities, argument: str) -> Posterior:
         if quantities is not None and not data.quantity_names:
             _refuse_quantities(quantities, argument)
         return data if quantities is None else data.select(quantities)
+    if isinstance(data, xr.DataArray):  # one variable: read as a Dataset of it
+        data = data.to_dataset(name="log_lik")
     if isinstance(data, xr.Dataset):
         return _log_lik_only(*log_lik_variables(data, var_name), quantities, argument)
-    if isinstance(data, xr.DataArray):
-        values, labels = log_lik_variables(data.to_dataset(name="log_lik"), None)
-        return _log_lik_only(values, labels, quantities, argument)
     if isinstance(data, (str, bytes, os.PathLike)):
         raise fail(
             argument,

@@ -64,8 +64,10 @@ from bayesij.data.structure import (
     ModelStructure,
     Units,
     declared_grouping,
+    dim_levels,
     find_units,
     local_names,
+    marginal_columns,
     model_structure,
 )
 
@@ -387,6 +389,14 @@ class Fit:
         units = self.units
         key = ("structure", units.name, units.dim, tuple(sorted(units.local_dims)))
         return self.cached(key, lambda: model_structure(self.content, self.units))
+
+    def unit_columns(self, terms, labels: list) -> np.ndarray:
+        """Per-unit terms (n_chains, n_draws, len(labels)) in the order of the units
+        ``labels``: a DataArray's paired by its last dim's labels, an array's by the
+        levels of the grouping's posterior dim when it has one column per level
+        (:func:`~bayesij.data.structure.marginal_columns`)."""
+        levels = dim_levels(self.content, self.units.dim) if self.units.dim else None
+        return marginal_columns(terms, labels, levels)
 
     def local_quantities(self, names: list[str]) -> list[str]:
         """The quantities among ``names`` that are local to the fit's unit: elements of

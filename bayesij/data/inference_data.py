@@ -169,8 +169,8 @@ def log_lik_variables(dataset: xr.Dataset, var_name=None) -> tuple[np.ndarray, l
     unknown = [n for n in names if n not in available]
     if unknown:
         raise fail("var_name", f"unknown variable(s) {unknown}", f"names among {available}")
-    values = [sample_values(dataset[n], n, keep_float32=True) for n in names]
     labels = [lab for n in names for lab in _obs_labels(dataset[n], n, len(names) > 1)]
+    values = [sample_values(dataset[n], n, keep_float32=True) for n in names]
     # One variable's values as they are (no copy of the matrix when already float, laid
     # out as (chain, draw, obs)); several concatenated.
     return (values[0] if len(values) == 1 else np.concatenate(values, axis=2)), labels

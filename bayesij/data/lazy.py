@@ -243,6 +243,18 @@ class LazyArray:
     time (the blocks follow the dask chunks along the observations)."""
 
     array: xr.DataArray
+    name: str = "log_lik"
+
+    def __post_init__(self) -> None:
+        """Refuse a lazy array whose dims or dtype no log-likelihood has, before any chunk
+        is read (a dtype as a matrix in memory's would be refused)."""
+        if tuple(self.array.dims[:2]) != SAMPLE_DIMS or self.array.ndim != 3:
+            raise fail(
+                self.name,
+                f"a lazy array with dims {self.array.dims}",
+                "dims (chain, draw, one observation dim) for a lazy log-likelihood",
+            )
+        as_float_array(np.empty(0, dtype=self.array.dtype), self.name)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -323,18 +335,6 @@ def _is_dask(array) -> bool:
     return hasattr(getattr(array, "data", None), "dask") or hasattr(array, "dask")
 
 
-def _as_lazy_array(array: xr.DataArray, name: str) -> LazyArray:
-    if tuple(array.dims[:2]) != SAMPLE_DIMS or array.ndim != 3:
-        raise fail(
-            name,
-            f"a lazy array with dims {array.dims}",
-            "dims (chain, draw, one observation dim) for a lazy log-likelihood",
-        )
-    # The dtype is known before any chunk is read: refused as a matrix in memory would be.
-    as_float_array(np.empty(0, dtype=array.dtype), name)
-    return LazyArray(array)
-
-
 def lazy_reader(data, var_name=None) -> LogLikFunction | LazyArray | None:
     """The block reader of a lazy log-likelihood given alone (a function, a dask array, a
     dask-backed DataArray or Dataset of one variable), or None for one in memory."""
@@ -344,9 +344,9 @@ def lazy_reader(data, var_name=None) -> LogLikFunction | LazyArray | None:
         array = xr.DataArray(data, dims=("chain", "draw", "obs")[-data.ndim :])
         if data.ndim == 2:
             array = array.expand_dims("chain")
-        return _as_lazy_array(array, "data")
+        return LazyArray(array, "data")
     if isinstance(data, xr.DataArray) and _is_dask(data):
-        return _as_lazy_array(data, "data")
+        return LazyArray(data, "data")
     return _lazy_variable(data, var_name) if isinstance(data, xr.Dataset) else None
 
 
@@ -368,4 +368,4 @@ def _lazy_variable(dataset: xr.Dataset, var_name) -> LazyArray | None:
         return None
     if len(names) != 1:
         raise fail("var_name", f"None with variables {names}", "the name of one lazy variable")
-    return _as_lazy_array(dataset[lazy[0]], "log_lik")
+    return LazyArray(dataset[lazy[0]])

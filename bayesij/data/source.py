@@ -24,12 +24,14 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayesij.array.checks import check_finite, check_log_lik_values, fail
+from bayesij.array.checks import check_finite, check_log_lik_values, checked_r_eff, fail
+from bayesij.array.ess import mean_relative_ess, split_relative_ess
 from bayesij.array.numeric import CHUNK_BYTES, release_freed_memory, reserve_a_core
 from bayesij.data.convert import unit_index
 from bayesij.data.inference_data import log_lik_of_fit, posterior_draws
@@ -99,6 +101,56 @@ class LogLikSource:
     quantity_names: tuple[str, ...] = ()
     posterior_reader: Callable[[], np.ndarray] | None = None
     grouping: str | None = None
+
+    def relative_eff(self, rule: str, convention: str = "bayesij", given=None):
+        """The draws' relative efficiency by a peer's rule
+        (:data:`bayesij.stats.peers.CONVENTIONS`), or the ``given`` one checked.
+
+        Parameters
+        ----------
+        rule : {"chains", "split", "posterior"}
+            ``"chains"``: None (the kernels compute R loo's ``relative_eff`` of each unit
+            from its chains, up to 2.8); ``"split"``: R loo's from 2.9 on, per unit,
+            ``posterior::ess_basic`` of ``exp(l_n)`` (the ESS of the mean over split
+            chains) over S, a lazy log-likelihood read a block at a time
+            (:func:`~bayesij.array.ess.split_relative_ess`); ``"posterior"``: ArviZ's one
+            number, the mean relative ESS of every posterior element
+            (:func:`~bayesij.array.ess.mean_relative_ess`).
+        convention : str
+            The convention's name, for the messages of a rule this source cannot follow.
+        given : float or array_like, optional
+            The caller's ``r_eff``, returned checked as one value per unit.
+
+        Returns
+        -------
+        None, float or ndarray of shape (n_units,)
+        """
+        if given is not None:
+            return checked_r_eff(given, self.n_units)
+        if rule == "posterior":
+            return mean_relative_ess(self._posterior_for_r_eff(convention))
+        if rule == "split":
+            return map_blocks(self, _split_relative_eff).r_eff
+        return None
+
+    def _posterior_for_r_eff(self, convention: str) -> np.ndarray:
+        """The posterior draws the ``"posterior"`` rule reads, refused (naming the
+        convention) for a lazy log-likelihood or a fit without them."""
+        draws = self.all_posterior_draws()
+        if draws is None:
+            raise fail(
+                "convention",
+                f"{convention!r} with a lazy log-likelihood",
+                "r_eff= given with it (ArviZ's number: the posterior's mean ESS over S, "
+                "bayesij.array.ess.mean_relative_ess)",
+            )
+        if draws.shape[2] == 0:
+            raise fail(
+                "convention",
+                f"{convention!r} for a log-likelihood without posterior draws",
+                "data with a posterior group (its ESS gives r_eff), or r_eff= given",
+            )
+        return draws
 
     def all_posterior_draws(self) -> np.ndarray | None:
         """(n_chains, n_draws, K) draws of every posterior quantity (a peer's r_eff rule
@@ -299,6 +351,18 @@ def refuse_whole_matrix(options: Mapping) -> None:
         if name == "groups":
             wanted += " (for groups, sum their terms inside the function)"
         raise fail(name, f"{found} with a lazy log-likelihood", wanted)
+
+
+class _RelativeEff(NamedTuple):
+    r_eff: np.ndarray
+
+
+def _split_relative_eff(block: np.ndarray) -> _RelativeEff:
+    """R loo's (2.9 on) relative efficiency of each unit of a (n_chains, n_draws, b) block."""
+    top = np.max(block, axis=(0, 1), keepdims=True)
+    with np.errstate(invalid="ignore"):
+        likelihood = np.exp(block - np.where(np.isfinite(top), top, 0.0))
+    return _RelativeEff(split_relative_ess(likelihood, method="mean"))
 
 
 #: The largest block of a lazy source read while the one before it is computed: a larger

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from bayesij.array.checks import fail
+from bayesij.array.checks import as_float_array, fail
 from bayesij.array.locality import (
     MAX_ELEMENTS,
     MIN_LEVELS,
@@ -45,7 +45,15 @@ from bayesij.data.inference_data import (
 )
 from bayesij.data.posterior import Posterior, base_name, element_index
 
-__all__ = ["Units", "find_units", "local_names", "ModelStructure", "model_structure"]
+__all__ = [
+    "Units",
+    "find_units",
+    "local_names",
+    "ModelStructure",
+    "model_structure",
+    "dim_levels",
+    "marginal_columns",
+]
 
 
 @dataclass(frozen=True)
@@ -594,6 +602,34 @@ def dim_levels(data, dim: str) -> np.ndarray:
     """The levels of a posterior dim of ``data`` in its order: its coordinate, or its
     positions 0, 1, ... (what an index into it names)."""
     return _dim_coords(data, dim)
+
+
+def marginal_columns(marginal_log_lik, labels: list, levels=None) -> np.ndarray:
+    """Integrated group terms (n_chains, n_draws, len(labels)) with their columns in the
+    order of the units ``labels``, paired by label: a DataArray by its last dim's
+    coordinate; an array by ``levels`` (the grouping dim's levels, one column each, in
+    order) when its last axis has one column per level, else taken in the order of
+    ``labels``. A label missing from the terms is refused."""
+    if isinstance(marginal_log_lik, xr.DataArray):
+        dim = marginal_log_lik.dims[-1]
+        have = (
+            [str(v) for v in marginal_log_lik[dim].values] if dim in marginal_log_lik.coords else []
+        )
+        values, names = np.asarray(marginal_log_lik.values), have
+    else:
+        values = as_float_array(marginal_log_lik, "marginal_log_lik")
+        if levels is None or values.ndim != 3 or values.shape[-1] != len(levels):
+            return values
+        names = [str(v) for v in levels]
+    where = {name: k for k, name in enumerate(names)}
+    missing = [str(u) for u in labels if str(u) not in where]
+    if missing:
+        raise fail(
+            "marginal_log_lik",
+            f"no term for the units {missing[:5]}",
+            "one term per unit, labelled by the units' labels or laid out by the grouping's levels",
+        )
+    return values[..., [where[str(u)] for u in labels]]
 
 
 def _dim_coords(data, dim: str) -> np.ndarray:

@@ -24,7 +24,7 @@ from bayesij.array.checks import (
 )
 from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
-from bayesij.data.structure import Units, dim_levels
+from bayesij.data.structure import Units
 from bayesij.data.var_names import select_var_names
 from bayesij.refit.amip import amip as refitted_amip
 from bayesij.refit.backends import OnceEach
@@ -57,7 +57,7 @@ from bayesij.stats.convergence import (
     convergence_of_draws,
     divergent_of,
 )
-from bayesij.stats.integrated import integrated_terms, marginal_columns
+from bayesij.stats.integrated import integrated_terms
 from bayesij.stats.jackknife import IJCovariance, ij_covariance, integrated_posterior
 
 # Aliased: audit() has arguments named loo, waic and amip.
@@ -882,11 +882,10 @@ def _integrated(source, names: list, fit, units, marginal_log_lik, influence, lo
     kept = [k for k, q in enumerate(names) if q not in local] or list(range(len(names)))
     unit_dim = next(d for d in influence.dims if d != "quantity")
     labels = list(influence[unit_dim].values)
-    levels = dim_levels(fit.content, units.dim) if units.dim else None
     post = integrated_posterior(
         source.quantity_draws[..., kept],
         [names[k] for k in kept],
-        marginal_columns(marginal_log_lik, labels, levels),
+        fit.unit_columns(marginal_log_lik, labels),
         source.n_units,
         units=labels,
     )

@@ -24,7 +24,7 @@ from bayesij.data.fit import read
 from bayesij.data.inference_data import in_observation_order
 from bayesij.data.structure import dim_levels
 
-__all__ = ["GlmDensity", "GlmSlope", "group_terms", "integrated_terms", "marginal_columns"]
+__all__ = ["GlmDensity", "GlmSlope", "group_terms", "integrated_terms"]
 
 
 def integrated_terms(fit, density):
@@ -64,8 +64,9 @@ def integrated_terms(fit, density):
     return None, None
 
 
-def group_terms(data, density, index: pd.Index, *, groups=None, var_name=None):
-    """The integrated terms of the fit's groups ``index`` (a LOO result's units), labelled
+def group_terms(fit, density, index: pd.Index):
+    """The integrated terms of the groups ``index`` of ``fit`` (a
+    :class:`~bayesij.data.fit.Fit` whose units are groups: a LOO result's units), labelled
     by them, and the variable integrated out (:func:`integrated_terms`); refused, naming
     ``density``, for a fit whose units are its observations or an effect none integrates.
 
@@ -73,7 +74,6 @@ def group_terms(data, density, index: pd.Index, *, groups=None, var_name=None):
     -------
     (xarray.DataArray of shape (chain, draw, len(index)), str)
     """
-    fit = read(data, groups=groups, var_name=var_name)
     if not fit.units.grouped:
         raise fail(
             "density",
@@ -89,38 +89,9 @@ def group_terms(data, density, index: pd.Index, *, groups=None, var_name=None):
             "a density with group_log_lik (refit.PyMCDensity, refit.PyStanDensity) and a free "
             "vector variable of one unbounded element per group",
         )
-    levels = dim_levels(fit.content, fit.units.dim) if fit.units.dim else None
-    values = marginal_columns(terms, list(index), levels)
+    values = fit.unit_columns(terms, list(index))
     name = index.name or "unit"
     return xr.DataArray(values, dims=("chain", "draw", name), coords={name: index}), variable
-
-
-def marginal_columns(marginal_log_lik, labels: list, levels=None) -> np.ndarray:
-    """Integrated group terms (n_chains, n_draws, len(labels)) with their columns in the
-    order of the units ``labels``, paired by label: a DataArray by its last dim's
-    coordinate; an array by ``levels`` (the grouping dim's levels, one column each, in
-    order) when its last axis has one column per level, else taken in the order of
-    ``labels``. A label missing from the terms is refused."""
-    if isinstance(marginal_log_lik, xr.DataArray):
-        dim = marginal_log_lik.dims[-1]
-        have = (
-            [str(v) for v in marginal_log_lik[dim].values] if dim in marginal_log_lik.coords else []
-        )
-        values, names = np.asarray(marginal_log_lik.values), have
-    else:
-        values = as_float_array(marginal_log_lik, "marginal_log_lik")
-        if levels is None or values.ndim != 3 or values.shape[-1] != len(levels):
-            return values
-        names = [str(v) for v in levels]
-    where = {name: k for k, name in enumerate(names)}
-    missing = [str(u) for u in labels if str(u) not in where]
-    if missing:
-        raise fail(
-            "marginal_log_lik",
-            f"no term for the units {missing[:5]}",
-            "one term per unit, labelled by the units' labels or laid out by the grouping's levels",
-        )
-    return values[..., [where[str(u)] for u in labels]]
 
 
 #: The families of :class:`GlmDensity` and their canonical links' log-likelihoods of ``y``

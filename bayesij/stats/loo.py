@@ -40,7 +40,7 @@ from bayesij.data.fit import as_log_lik_source, observed_or_fit, predictions_or_
 from bayesij.data.source import map_blocks, unit_members
 from bayesij.stats.elpd import ElpdResult
 from bayesij.stats.integrated import group_terms
-from bayesij.stats.peers import CONVENTIONS, psis_options, psis_settings, unit_r_eff
+from bayesij.stats.peers import CONVENTIONS, psis_options, psis_rules, psis_settings
 
 __all__ = [
     "loo",
@@ -335,21 +335,20 @@ def _integrated(data, density, method: str, save_psis: bool, options: dict) -> d
     """:func:`loo` over the groups' integrated terms (``density=``), by method, with the
     k-hats over the conditional terms beside them (computed, not warned of)."""
     fit = read(data, var_name=options["var_name"])  # read once, handed on as the Fit
-    if options["groups"] is None:  # a density integrates groups: the fit's own grouping
-        options = {**options, "groups": fit.units.name if fit.units.grouped else None}
+    groups = options["groups"]
+    if groups is None:  # a density integrates groups: the fit's own grouping
+        groups = fit.units.name if fit.units.grouped else None
+    fit = read(fit, groups=groups)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        conditional = loo_methods(fit, (method,), **options)[method]
-    groups, var_name = options["groups"], options["var_name"]
-    terms, variable = group_terms(
-        fit, density, conditional.pointwise.index, groups=groups, var_name=var_name
-    )
-    result = loo_methods(terms, (method,), convention=options["convention"], save_psis=save_psis)[
-        method
-    ]
-    pointwise = result.pointwise.set_axis(conditional.pointwise.index)
+        conditional = loo_methods(fit, (method,), convention=options["convention"])[method]
+    terms, variable = group_terms(fit, density, conditional.pointwise.index)
+    result = loo_methods(terms, (method,), convention=options["convention"], save_psis=save_psis)
+    pointwise = result[method].pointwise.set_axis(conditional.pointwise.index)
     pointwise["pareto_k_conditional"] = conditional.pointwise["pareto_k"].to_numpy()
-    found = replace(result, pointwise=pointwise, members=conditional.members, integrated=variable)
+    found = replace(
+        result[method], pointwise=pointwise, members=conditional.members, integrated=variable
+    )
     return {method: replace(found, grouping=conditional.grouping)}
 
 
@@ -472,24 +471,22 @@ def loo_methods(
         raise fail(
             "method", repr(unknown[0] if unknown else methods), f"one of {loo_arrays.METHODS}"
         )
-    source = as_log_lik_source(
-        data, groups=groups, var_name=var_name, whole_matrix={"save_psis": save_psis}
-    )
-    settings = psis_settings(convention, source)
-    tail_rule, ties, ddof = settings.tail_rule, settings.ties, settings.ddof
-    r_eff = unit_r_eff(settings, source)
-
+    settings = psis_rules(convention)
     kernel = partial(
         loo_arrays.loo_methods,
         methods=methods,
-        tail_rule=tail_rule,
-        ties=ties,
+        tail_rule=settings.tail_rule,
+        ties=settings.ties,
         check=False,
         save_log_weights=save_psis,
     )
-    results = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
-    found = loo_results(results, source.index, source.n_draws, tail_rule, ddof)
+    source = as_log_lik_source(
+        data, groups=groups, var_name=var_name, whole_matrix={"save_psis": save_psis}
+    )
     members = unit_members(source)
+    r_eff = source.relative_eff(settings.r_eff_rule, settings.convention, given=settings.r_eff)
+    results = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
+    found = loo_results(results, source.index, source.n_draws, settings.tail_rule, settings.ddof)
     return {m: replace(r, grouping=source.grouping, members=members) for m, r in found.items()}
 
 

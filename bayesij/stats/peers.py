@@ -28,12 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numpy as np
-
 from bayesij.array.checks import check_ddof, checked_r_eff, fail
-from bayesij.array.ess import mean_relative_ess, split_relative_ess
+from bayesij.array.ess import mean_relative_ess
 from bayesij.array.psis import TIE_RULES, check_tail_rule
-from bayesij.data.source import map_blocks
 
 __all__ = [
     "CONVENTIONS",
@@ -42,6 +39,7 @@ __all__ = [
     "own_ddof",
     "PsisSettings",
     "psis_settings",
+    "psis_rules",
     "unit_r_eff",
     "mean_relative_ess",
 ]
@@ -155,13 +153,17 @@ def own_ddof(convention, default: int) -> int:
 
 class PsisSettings(NamedTuple):
     """What a convention sets: ``r_eff`` is None (per unit from the chains), a number or
-    the caller's value."""
+    the caller's value; ``r_eff_rule`` how it is found where none is given
+    (:meth:`~bayesij.data.source.LogLikSource.relative_eff`) and ``convention`` the
+    convention's name."""
 
     tail_rule: str
     ties: str
     r_eff: object
     ddof: int
     quantile: str
+    r_eff_rule: str = "chains"
+    convention: str = "bayesij"
 
 
 #: name -> (tail rule, tie rule, r_eff rule, SE ddof, weighted quantile rule)
@@ -194,66 +196,37 @@ def psis_settings(convention, source, *, ddof: int | None = None) -> PsisSetting
     -------
     PsisSettings
     """
+    settings = psis_rules(convention, ddof=ddof)
+    if source is None and settings.r_eff is not None:
+        raise fail(
+            "convention",
+            f"r_eff={settings.r_eff!r} for independent draws",
+            "PsisOptions without r_eff (it is 1 here)",
+        )
+    if source is None or settings.r_eff is not None:
+        return settings
+    return settings._replace(r_eff=source.relative_eff(settings.r_eff_rule, settings.convention))
+
+
+def psis_rules(convention, *, ddof: int | None = None) -> PsisSettings:
+    """The settings of ``convention`` before any draws are read: ``r_eff`` is the options'
+    own (None where the convention's ``r_eff_rule`` finds it from the draws,
+    :meth:`~bayesij.data.source.LogLikSource.relative_eff`); the rest as
+    :func:`psis_settings`."""
     options = psis_options(convention)
     name = "bayesij" if options.convention is None else options.convention
     default_tail, default_ties, r_eff_rule, default_ddof, quantile = CONVENTIONS[name]
-    r_eff = options.r_eff
-    if source is None and r_eff is not None:
-        raise fail(
-            "convention",
-            f"r_eff={r_eff!r} for independent draws",
-            "PsisOptions without r_eff (it is 1 here)",
-        )
-    if source is not None and r_eff is None and r_eff_rule == "posterior":
-        r_eff = _posterior_r_eff(source, name)
-    if source is not None and r_eff is None and r_eff_rule == "split":
-        r_eff = split_chain_r_eff(source)
     if options.ddof is not None:
         ddof = options.ddof
     return PsisSettings(
         default_tail if options.tail_rule is None else options.tail_rule,
         default_ties if options.ties is None else options.ties,
-        r_eff,
+        options.r_eff,
         default_ddof if ddof is None else ddof,
         quantile,
+        r_eff_rule,
+        name,
     )
-
-
-def _posterior_r_eff(source, name: str) -> float:
-    if source.posterior is None:
-        raise fail(
-            "convention",
-            f"{name!r} with a lazy log-likelihood",
-            "r_eff= given with it (ArviZ's number: the posterior's mean ESS over S, "
-            "bayesij.array.ess.mean_relative_ess)",
-        )
-    draws = source.all_posterior_draws()
-    if draws.shape[2] == 0:
-        raise fail(
-            "convention",
-            f"{name!r} for a log-likelihood without posterior draws",
-            "data with a posterior group (its ESS gives r_eff), or r_eff= given",
-        )
-    return mean_relative_ess(draws)
-
-
-class _RelativeEff(NamedTuple):
-    r_eff: np.ndarray
-
-
-def split_chain_r_eff(source) -> np.ndarray:
-    """R loo's ``relative_eff(exp(log_lik), chain_id)`` from 2.9 on, per unit (n_units,):
-    ``posterior::ess_basic`` of ``exp(l_n)``, the ESS of the mean over split chains,
-    divided by S (:func:`bayesij.array.ess.split_relative_ess`; a lazy log-likelihood is
-    read a block at a time for it)."""
-
-    def kernel(block: np.ndarray) -> _RelativeEff:
-        top = np.max(block, axis=(0, 1), keepdims=True)
-        with np.errstate(invalid="ignore"):
-            likelihood = np.exp(block - np.where(np.isfinite(top), top, 0.0))
-        return _RelativeEff(split_relative_ess(likelihood, method="mean"))
-
-    return map_blocks(source, kernel).r_eff
 
 
 def unit_r_eff(settings, source):

@@ -83,3 +83,15 @@ def test_r_eff_that_is_not_numbers_is_named():
         checks.checked_r_eff(np.array(["a", "b", "c"]), 3)
     with pytest.raises(ValueError, match=rf"^r_eff: found a list; {expected}"):
         checks.checked_r_eff([[1.0, 2.0], [3.0]], 3)  # ragged: not an array
+
+
+def test_column_names_one_per_column_each_once():
+    assert checks.checked_names(None, 2, ["f[1]", "f[2]"], "quantity_names") == ["f[1]", "f[2]"]
+    assert checks.checked_names(("a", "b"), 2, [], "quantity_names") == ["a", "b"]
+    assert checks.checked_names("a", 1, [], "obs_names") == ["a"]  # one name, not its letters
+    with pytest.raises(ValueError, match=r"^obs_names: found 3 names; expected one name per c"):
+        checks.checked_names(["a", "b", "c"], 2, [], "obs_names")
+    with pytest.raises(ValueError, match=r"^obs_names: found 1 repeated label\(s\): 'a'"):
+        checks.checked_names(["a", "a"], 2, [], "obs_names")
+    with pytest.raises(ValueError, match=r"^obs_names: found 3; expected a name or a list"):
+        checks.checked_names(3, 1, [], "obs_names")

@@ -355,3 +355,28 @@ def test_the_next_block_is_read_ahead_unless_asked_not_to(case, monkeypatch):
         order = [(e[0], e[1]) for e in events]
         assert order == [(what, s) for s in (0, 150, 300, 450) for what in ("read", "kernel")]
         assert not any(any(alive) for _, _, alive in reads)  # the previous blocks let go
+
+
+def test_a_source_s_relative_efficiency_follows_each_peer_s_rule(inputs):
+    """The split rule is ArviZ's relative ESS of the mean of exp(l_n - max) over split
+    chains (R loo's from 2.9, ``posterior::ess_basic``), block by block on a lazy source as
+    in memory; the posterior rule ArviZ's one number (the mean relative ESS of every
+    posterior element); the chains rule is left to the kernels; a given one is checked."""
+    az = pytest.importorskip("arviz")
+    memory, dask = as_source(inputs["memory"]), as_source(inputs["dask"])
+    values = inputs["memory"].log_lik.values
+    likelihood = np.exp(values - values.max(axis=(0, 1), keepdims=True))
+    ess = az.ess(az.convert_to_dataset(likelihood[..., None]), method="mean", relative=True)
+    expected = np.asarray(ess["x"].values).reshape(-1)
+    np.testing.assert_allclose(memory.relative_eff("split"), expected, rtol=1e-8)
+    np.testing.assert_allclose(dask.relative_eff("split"), memory.relative_eff("split"))
+    draws = inputs["memory"].quantities.values
+    per_element = az.ess(az.convert_to_dataset(draws), method="mean", relative=True)
+    posterior = float(np.mean(np.asarray(per_element["x"].values)))
+    assert memory.relative_eff("posterior") == pytest.approx(posterior, rel=1e-8)
+    assert memory.relative_eff("chains") is None
+    np.testing.assert_array_equal(memory.relative_eff("split", given=0.5), np.full(N_OBS, 0.5))
+    with pytest.raises(ValueError, match=r"^r_eff: found shape \(3,\); expected a finite"):
+        memory.relative_eff("chains", given=[0.5, 0.5, 0.5])
+    with pytest.raises(ValueError, match=r"^convention: found 'ArviZ 0.23' with a lazy"):
+        as_source(inputs["function"]).relative_eff("posterior", "ArviZ 0.23")

@@ -10,7 +10,8 @@ import pytest
 import xarray as xr
 
 import bayesij
-from bayesij.stats.integrated import group_terms, integrated_terms, marginal_columns
+from bayesij.data.structure import marginal_columns
+from bayesij.stats.integrated import group_terms, integrated_terms
 
 TERMS = xr.DataArray(
     np.arange(2 * 3 * 4, dtype=float).reshape(2, 3, 4),
@@ -64,7 +65,7 @@ def test_a_fit_whose_units_are_observations_is_refused_by_name():
     log_lik = np.random.default_rng(0).normal(-1.0, 0.1, size=(2, 50, 4))
     post = bayesij.from_arrays(np.zeros((2, 50, 1)), log_lik)
     with pytest.raises(ValueError, match="density: found a fit whose units are its observ"):
-        group_terms(post, _Density(), pd.RangeIndex(4))
+        group_terms(bayesij.read(post), _Density(), pd.RangeIndex(4))
 
 
 def _normal_hierarchy_tree(seed=0, n_groups=6, per_group=5):
