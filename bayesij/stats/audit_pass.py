@@ -26,7 +26,7 @@ from bayesij.stats.amip import (
 from bayesij.stats.jackknife import IJCovariance, ij_result, source_setup
 from bayesij.stats.linearity import LinearityResult, linearity_result
 from bayesij.stats.loo import LooResult, loo_results
-from bayesij.stats.peers import psis_settings, unit_r_eff
+from bayesij.stats.peers import psis_rules
 from bayesij.stats.waic import WaicResult, waic_result
 
 __all__ = ["AuditPass", "audit_pass"]
@@ -106,8 +106,8 @@ def audit_pass(
     n_blocks = 50
     setup = source_setup(source, n_blocks=n_blocks)
     draws = source.quantity_draws
-    settings = psis_settings(None, source)
-    r_eff = unit_r_eff(settings, source)
+    settings = psis_rules(None)
+    r_eff = source.relative_eff(settings.r_eff_rule, settings.convention, given=settings.r_eff)
     fs, goals = amip_goals(source, questions, z) if questions else ([], [])
     kernel = partial(
         audit_parts,

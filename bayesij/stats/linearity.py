@@ -16,7 +16,7 @@ from bayesij.data.fit import as_source
 from bayesij.data.source import map_blocks
 from bayesij.stats.elpd import Summary
 from bayesij.stats.loo import saved_log_weights
-from bayesij.stats.peers import psis_settings, unit_r_eff
+from bayesij.stats.peers import psis_rules
 
 __all__ = ["linearity", "LinearityResult", "RELIABLE_BELOW", "UNRELIABLE_ABOVE"]
 
@@ -202,8 +202,8 @@ def linearity(
         whole_matrix={"psis": psis, "scores": scores},
     )
     draws = source.quantity_draws
-    settings = psis_settings(convention, source)
-    r_eff = unit_r_eff(settings, source)
+    settings = psis_rules(convention)
+    r_eff = source.relative_eff(settings.r_eff_rule, settings.convention, given=settings.r_eff)
     saved = _saved_weights(psis, (source.n_draws, source.n_units))
     kernel = partial(
         leave_out_changes,

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from bayesij.array.checks import check_ddof, checked_r_eff, fail
+from bayesij.array.checks import check_ddof, fail
 from bayesij.array.ess import mean_relative_ess
 from bayesij.array.psis import TIE_RULES, check_tail_rule
 
@@ -40,7 +40,6 @@ __all__ = [
     "PsisSettings",
     "psis_settings",
     "psis_rules",
-    "unit_r_eff",
     "mean_relative_ess",
 ]
 
@@ -227,9 +226,3 @@ def psis_rules(convention, *, ddof: int | None = None) -> PsisSettings:
         r_eff_rule,
         name,
     )
-
-
-def unit_r_eff(settings, source):
-    """The settings' r_eff checked as one value per unit of ``source`` (None: the kernel
-    computes R loo's from the chains)."""
-    return None if settings.r_eff is None else checked_r_eff(settings.r_eff, source.n_units)
