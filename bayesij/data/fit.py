@@ -260,9 +260,10 @@ class Fit:
             return read(self, groups=groups).source(
                 quantities=quantities, need_quantities=need_quantities, whole_matrix=whole_matrix
             )
+        labels = self.unit_labels(groups)
         return source_of_fit(
             self,
-            groups=self.unit_labels(groups),
+            groups=labels,
             quantities=quantities,
             need_quantities=need_quantities,
             whole_matrix=whole_matrix,
