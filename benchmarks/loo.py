@@ -4,7 +4,8 @@ S = 4000 draws (4 chains x 1000) by N observations. The peer is ArviZ 0.23's ``a
 (Python 3.11) or arviz-stats 1.x's ``loo`` (Python >= 3.12); both sides get the same scalar
 r_eff and bayesij the options that reproduce the peer (tail rule, ties), so they compute the
 same numbers (the largest pointwise difference is printed). bayesij's default
-(per-observation r_eff from the chains, as R loo) is timed as a separate row. "speed-up" is
+(per-observation r_eff from the chains, as R loo up to 2.8) and ``convention="R loo"``
+(R loo 2.10's split-chain r_eff, per observation) are timed as separate rows. "speed-up" is
 the peer's time over each row's; peak memory is the tracemalloc peak.
 
 Where Rscript and R's loo package are installed, R loo's ``loo()`` (2 cores, or 1 where two
@@ -59,6 +60,7 @@ def main() -> None:
             "log-sum-exp pass": measure(log_sum_exp_pass, log_lik),
             "bayesij loo (r_eff = 0.9)": tuple(ours_row),
             "bayesij loo (R-style r_eff)": measure(bayesij.loo, log_lik),
+            'bayesij loo (convention="R loo")': measure(bayesij.loo, log_lik, convention="R loo"),
             f"{name} (reff = 0.9)": tuple(theirs_row),
         }
         del idata

@@ -22,6 +22,8 @@ __all__ = [
     "log_lik_relative_eff",
     "exp_of_rows",
     "log_lik_relative_eff_rows",
+    "split_log_lik_relative_eff",
+    "split_log_lik_relative_eff_rows",
     "fft_next_good_size",
     "split_relative_ess",
     "tail_relative_ess_rows",
@@ -186,6 +188,66 @@ def log_lik_relative_eff_rows(log_lik: np.ndarray, n_chains: int) -> np.ndarray:
         long = log_lik[~stops].reshape(-1, n_chains, n_draws)
         r_eff[~stops] = relative_eff_rows(exp_of_rows(long))
     return r_eff
+
+
+def split_log_lik_relative_eff(log_lik: np.ndarray) -> np.ndarray:
+    """R loo's relative efficiency of ``exp(log_lik)`` from 2.9 on, per column, shape
+    (n_obs,): :func:`split_log_lik_relative_eff_rows` a chunk of columns at a time.
+
+    Parameters
+    ----------
+    log_lik : ndarray of shape (n_chains, n_draws, n_obs)
+    """
+    n_chains, n_draws, n_obs = log_lik.shape
+    out = np.empty(n_obs)
+    for chunk in obs_chunks(n_obs, 6 * n_chains * n_draws):
+        rows = np.ascontiguousarray(np.moveaxis(log_lik[:, :, chunk], 2, 0), dtype=np.float64)
+        out[chunk] = split_log_lik_relative_eff_rows(rows.reshape(len(rows), -1), n_chains)
+    return out
+
+
+def split_log_lik_relative_eff_rows(log_lik: np.ndarray, n_chains: int) -> np.ndarray:
+    """R loo's relative efficiency of ``exp(log_lik)`` from 2.9 on (``posterior::ess_basic``:
+    the ESS of the mean over split chains, over the draws) for rows of draws, shape
+    (n_rows,): :func:`split_relative_ess` of ``exp(l - max l)``, the same numbers.
+
+    ``log_lik`` (n_rows, n_chains * n_draws) holds each chain's draws contiguously. Each
+    chain's halves (the middle draw of an odd chain left out, as ArviZ leaves it) are
+    ``2 n_chains`` chains; their first :data:`SHORT_LAGS` autocorrelations are summed
+    directly by the compiled kernel of :func:`log_lik_relative_eff_rows`, with ArviZ's
+    normalisation (biased autocovariances), and Geyer's sequence is ArviZ's
+    (:func:`_geyer_of_rho`). Rows the kernel does not decide — a sequence running past
+    those lags, a non-finite value, a row constant to 1e-8 (ArviZ's near-constant columns)
+    — are :func:`split_relative_ess`'s own way.
+
+    References
+    ----------
+    .. [1] Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C. (2021).
+       Rank-normalization, folding, and localization: an improved R-hat for assessing
+       convergence of MCMC. Bayesian Analysis 16(2), 667-718.
+    """
+    from bayesij.array.kernels.autocorrelation import short_lag_autocorrelations  # numba
+
+    n_rows, n_total = log_lik.shape
+    n_draws = n_total // n_chains
+    half = n_draws // 2
+    out = np.full(n_rows, np.nan)
+    if half <= SHORT_LAGS:  # short chains: every lag, ArviZ's way
+        slow = np.arange(n_rows)
+    else:
+        split = log_lik.reshape(n_rows, n_chains, n_draws)
+        if n_draws % 2:  # the middle draw of each chain left out
+            split = np.concatenate([split[:, :, :half], split[:, :, n_draws - half :]], axis=2)
+        split = split.reshape(n_rows, 2 * n_chains * half)
+        rho = short_lag_autocorrelations(split, 2 * n_chains, half, SHORT_LAGS)
+        out, decided = _geyer_of_rho(np.ascontiguousarray(rho.T), half, 2 * n_chains)
+        with np.errstate(invalid="ignore"):  # a row impossible at every draw: NaN
+            span = np.ptp(split, axis=1)
+        slow = np.flatnonzero(~decided | ~np.isfinite(span) | (span < 1e-8))
+    if slow.size:
+        chains = log_lik[slow].reshape(slow.size, n_chains, n_draws)
+        out[slow] = split_relative_ess(np.moveaxis(exp_of_rows(chains), 0, 2), "mean")
+    return out
 
 
 def exp_of_rows(log_values: np.ndarray) -> np.ndarray:
@@ -367,7 +429,17 @@ def _geyer_relative_ess(means: np.ndarray, acov: np.ndarray, n: int):
     pooled = within * (n - 1.0) / n + between
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = 1.0 - (within[:, None] - acov.mean(axis=1)) / pooled[:, None]  # (K, L)
-    n_pairs = acov.shape[2] // 2  # the pairs whose two lags are given
+    out, decided = _geyer_of_rho(rho, n, m)
+    out[np.isnan(within)] = np.nan
+    return out, decided, np.flatnonzero(~(within > 1e-24))
+
+
+def _geyer_of_rho(rho: np.ndarray, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """ArviZ's relative ESS (K,) from the autocorrelations combined over ``m`` split chains
+    of ``n`` draws at the first L lags (K, L) (:func:`_geyer_relative_ess`; lags after the
+    pair where the sequence stops may be NaN), and whether the L lags decided it (K,)."""
+    k_cols = rho.shape[0]
+    n_pairs = rho.shape[1] // 2  # the pairs whose two lags are given
     pairs = rho[:, 0 : 2 * n_pairs : 2] + rho[:, 1 : 2 * n_pairs : 2]
     pairs[:, 0] = 1.0 + rho[:, 1]
     reads = np.arange(n_pairs)
@@ -390,8 +462,8 @@ def _geyer_relative_ess(means: np.ndarray, acov: np.ndarray, n: int):
         out = 1.0 / tau
     visited = reads[None, :] <= last[:, None]
     nan_read = (np.isnan(pairs) & visited).any(axis=1) | np.isnan(rho[:, 1])
-    out[nan_read | np.isnan(within)] = np.nan
-    return out, decided, np.flatnonzero(~(within > 1e-24))
+    out[nan_read] = np.nan
+    return out, decided
 
 
 def mean_relative_ess(draws) -> float:

@@ -28,7 +28,7 @@ from bayesij.array.checks import (
     fail,
     log_lik_draws,
 )
-from bayesij.array.ess import log_lik_relative_eff_rows
+from bayesij.array.ess import log_lik_relative_eff_rows, split_log_lik_relative_eff_rows
 from bayesij.array.numeric import (
     exp_and_logsumexp,
     logsumexp_columns,
@@ -438,6 +438,7 @@ def loo_methods(
     save_log_weights: bool = False,
     expectation_draws: np.ndarray | None = None,
     each_chunk=None,
+    r_eff_rule: str = "chains",
 ) -> dict[str, LooArrays]:
     """Several LOO methods from one pass over the draws: :func:`loo_pointwise` for each of
     ``methods``, sharing the Pareto smoothing (k-hat, lppd, r_eff) of every chunk.
@@ -452,7 +453,12 @@ def loo_methods(
     (n_draws_total, n_obs) matrix and its values transposed to rows (only to be read):
     another per-observation pass over the same rows (the audit's WAIC terms,
     :func:`bayesij.array.waic.terms_of_rows`) without a second transposition.
+    ``r_eff_rule``: how each chunk's r_eff is computed where ``r_eff`` is None:
+    ``"chains"``, R loo's ``relative_eff`` up to 2.8 (whole chains); ``"split"``, R loo's
+    from 2.9 on (split chains, :func:`bayesij.array.ess.split_log_lik_relative_eff_rows`).
     """
+    if r_eff_rule not in R_EFF_RULES:
+        raise fail("r_eff_rule", repr(r_eff_rule), f"one of {tuple(R_EFF_RULES)}")
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise fail("methods", repr(methods), f"a non-empty tuple of {METHODS}")
@@ -469,7 +475,7 @@ def loo_methods(
         matrix,
         tuple(methods),
         None if r_eff is None else checked_r_eff(r_eff, n_obs),
-        chain_grouping(chains),  # no reordering copy for grouped draws
+        (*chain_grouping(chains), R_EFF_RULES[r_eff_rule]),  # no reordering copy
         tail_rule,
         ties,
         save_log_weights,
@@ -630,8 +636,15 @@ class _LooPass:
         }
 
 
-def _r_eff_rows(rows: np.ndarray, by_chain: tuple[np.ndarray | None, int]) -> np.ndarray:
-    """R loo's relative efficiency of ``exp(l_n)`` for rows (n_cols, n_draws)."""
-    order, n_chains = by_chain
+def _r_eff_rows(rows: np.ndarray, by_chain: tuple) -> np.ndarray:
+    """R loo's relative efficiency of ``exp(l_n)`` for rows (n_cols, n_draws), by the rule
+    of ``by_chain`` (the draws' order by chain, the number of chains, the rule's function
+    of :data:`R_EFF_RULES`)."""
+    order, n_chains, rule = by_chain
     grouped = rows if order is None else rows[:, order]  # each chain's draws contiguous
-    return log_lik_relative_eff_rows(grouped, n_chains)
+    return rule(grouped, n_chains)
+
+
+#: How a chunk's r_eff is computed from its rows when none is given: R loo's rule up to 2.8
+#: (whole chains) and from 2.9 on (split chains).
+R_EFF_RULES = {"chains": log_lik_relative_eff_rows, "split": split_log_lik_relative_eff_rows}

@@ -472,6 +472,7 @@ def loo_methods(
             "method", repr(unknown[0] if unknown else methods), f"one of {loo_arrays.METHODS}"
         )
     settings = psis_rules(convention)
+    per_chunk = settings.r_eff is None and settings.r_eff_rule in loo_arrays.R_EFF_RULES
     kernel = partial(
         loo_arrays.loo_methods,
         methods=methods,
@@ -479,12 +480,16 @@ def loo_methods(
         ties=settings.ties,
         check=False,
         save_log_weights=save_psis,
+        r_eff_rule=settings.r_eff_rule if per_chunk else "chains",
     )
     source = as_log_lik_source(
         data, groups=groups, var_name=var_name, whole_matrix={"save_psis": save_psis}
     )
     members = unit_members(source)
-    r_eff = source.relative_eff(settings.r_eff_rule, settings.convention, given=settings.r_eff)
+    # A per-unit rule is computed by the kernel from each chunk's rows (no pass of its own).
+    r_eff = None
+    if not per_chunk:
+        r_eff = source.relative_eff(settings.r_eff_rule, settings.convention, settings.r_eff)
     results = map_blocks(source, kernel, per_unit={"r_eff": r_eff}, client=client)
     found = loo_results(results, source.index, source.n_draws, settings.tail_rule, settings.ddof)
     return {m: replace(r, grouping=source.grouping, members=members) for m, r in found.items()}

@@ -14,6 +14,8 @@ from bayesij.array.ess import (
     log_lik_relative_eff_rows,
     mean_relative_ess,
     relative_eff_rows,
+    split_log_lik_relative_eff,
+    split_log_lik_relative_eff_rows,
     split_relative_ess,
     tail_relative_ess_rows,
 )
@@ -186,3 +188,31 @@ def test_the_compiled_tail_ess_of_rows_equals_the_sorted_one():
     np.testing.assert_allclose(ours, expected, rtol=1e-12)
     assert ours[7] == 1000 / 1001 * 1.0 or ours[7] == expected[7]
     assert ours[3] < 0.05 < ours[0]  # the slow chain is told apart
+
+
+@pytest.mark.parametrize("n_chains, n_draws", [(4, 1000), (3, 999), (1, 500), (2, 33), (4, 9)])
+def test_r_loo_s_split_chain_r_eff_of_rows_is_arviz_s_ess_of_exp(n_chains, n_draws):
+    """R loo's relative efficiency from 2.9 on, computed from rows (the compiled short lags
+    and ArviZ's Geyer sequence) equals ArviZ's split-chain ESS of the mean of
+    ``exp(l - max l)`` (``split_relative_ess``, tested against the installed ArviZ above):
+    independent, autocorrelated (past the short lags: ArviZ's own way), antithetic,
+    constant, impossible at some draws and everywhere, and widely spread columns; an odd
+    number of draws leaves the middle one out, chains too short for the short lags take
+    ArviZ's way whole."""
+    rng = np.random.default_rng(3)
+    columns = [_autoregressive(n_chains, n_draws, phi, rng) for phi in (0.0, 0.5, 0.9, 0.995)]
+    columns += [_autoregressive(n_chains, n_draws, -0.9, rng), np.full((n_chains, n_draws), -2.0)]
+    impossible = 0.3 * rng.normal(size=(n_chains, n_draws))
+    impossible[0, 1] = -np.inf
+    columns += [impossible, np.full((n_chains, n_draws), -np.inf)]
+    columns += [300.0 * rng.normal(size=(n_chains, n_draws))]  # exp spans past exp(-708)
+    log_lik = np.stack(columns, axis=2)
+    top = log_lik.max(axis=(0, 1), keepdims=True)
+    with np.errstate(invalid="ignore"):
+        expected = split_relative_ess(np.exp(log_lik - np.where(np.isfinite(top), top, 0)))
+    ours = split_log_lik_relative_eff(log_lik)
+    np.testing.assert_allclose(ours, expected, rtol=1e-12, equal_nan=True)
+    rows = np.ascontiguousarray(np.moveaxis(log_lik, 2, 0)).reshape(log_lik.shape[2], -1)
+    np.testing.assert_array_equal(split_log_lik_relative_eff_rows(rows, n_chains), ours)
+    if n_draws >= 500 and n_chains >= 3:  # the slowly mixing column (past the short lags)
+        assert ours[3] < 0.3 < 0.9 < ours[0]
