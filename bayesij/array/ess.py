@@ -22,7 +22,6 @@ __all__ = [
     "log_lik_relative_eff",
     "exp_of_rows",
     "log_lik_relative_eff_rows",
-    "split_log_lik_relative_eff",
     "split_log_lik_relative_eff_rows",
     "fft_next_good_size",
     "split_relative_ess",
@@ -140,20 +139,24 @@ def relative_eff(values, chain_ids=None) -> np.ndarray:
     return out
 
 
-def log_lik_relative_eff(log_lik: np.ndarray) -> np.ndarray:
-    """R loo's relative efficiency of ``exp(log_lik)``, chunked, shape (n_obs,).
+def log_lik_relative_eff(log_lik: np.ndarray, split: bool = False) -> np.ndarray:
+    """R loo's relative efficiency of ``exp(log_lik)``, chunked, shape (n_obs,): up to 2.8's
+    (whole chains, :func:`log_lik_relative_eff_rows`) or, with ``split``, 2.9's on (split
+    chains, :func:`split_log_lik_relative_eff_rows`).
 
     Parameters
     ----------
     log_lik : ndarray of shape (n_chains, n_draws, n_obs)
         Each column is rescaled by its maximum before ``exp`` (ESS is scale-free), so large
         log densities cannot overflow.
+    split : bool, default False
     """
     n_chains, n_draws, n_obs = log_lik.shape
+    of_rows = split_log_lik_relative_eff_rows if split else log_lik_relative_eff_rows
     out = np.empty(n_obs)
     for chunk in obs_chunks(n_obs, 6 * n_chains * n_draws):
         rows = np.ascontiguousarray(np.moveaxis(log_lik[:, :, chunk], 2, 0), dtype=np.float64)
-        out[chunk] = log_lik_relative_eff_rows(rows.reshape(len(rows), -1), n_chains)
+        out[chunk] = of_rows(rows.reshape(len(rows), -1), n_chains)
     return out
 
 
@@ -190,22 +193,6 @@ def log_lik_relative_eff_rows(log_lik: np.ndarray, n_chains: int) -> np.ndarray:
     return r_eff
 
 
-def split_log_lik_relative_eff(log_lik: np.ndarray) -> np.ndarray:
-    """R loo's relative efficiency of ``exp(log_lik)`` from 2.9 on, per column, shape
-    (n_obs,): :func:`split_log_lik_relative_eff_rows` a chunk of columns at a time.
-
-    Parameters
-    ----------
-    log_lik : ndarray of shape (n_chains, n_draws, n_obs)
-    """
-    n_chains, n_draws, n_obs = log_lik.shape
-    out = np.empty(n_obs)
-    for chunk in obs_chunks(n_obs, 6 * n_chains * n_draws):
-        rows = np.ascontiguousarray(np.moveaxis(log_lik[:, :, chunk], 2, 0), dtype=np.float64)
-        out[chunk] = split_log_lik_relative_eff_rows(rows.reshape(len(rows), -1), n_chains)
-    return out
-
-
 def split_log_lik_relative_eff_rows(log_lik: np.ndarray, n_chains: int) -> np.ndarray:
     """R loo's relative efficiency of ``exp(log_lik)`` from 2.9 on (``posterior::ess_basic``:
     the ESS of the mean over split chains, over the draws) for rows of draws, shape
@@ -235,10 +222,10 @@ def split_log_lik_relative_eff_rows(log_lik: np.ndarray, n_chains: int) -> np.nd
     if half <= SHORT_LAGS:  # short chains: every lag, ArviZ's way
         slow = np.arange(n_rows)
     else:
-        split = log_lik.reshape(n_rows, n_chains, n_draws)
+        chains = log_lik.reshape(n_rows, n_chains, n_draws)
         if n_draws % 2:  # the middle draw of each chain left out
-            split = np.concatenate([split[:, :, :half], split[:, :, n_draws - half :]], axis=2)
-        split = split.reshape(n_rows, 2 * n_chains * half)
+            chains = np.concatenate([chains[:, :, :half], chains[:, :, n_draws - half :]], axis=2)
+        split = chains.reshape(n_rows, 2 * n_chains * half)
         rho = short_lag_autocorrelations(split, 2 * n_chains, half, SHORT_LAGS)
         out, decided = _geyer_of_rho(np.ascontiguousarray(rho.T), half, 2 * n_chains)
         with np.errstate(invalid="ignore"):  # a row impossible at every draw: NaN

@@ -31,7 +31,7 @@ import pandas as pd
 import xarray as xr
 
 from bayesij.array.checks import check_finite, check_log_lik_values, checked_r_eff, fail
-from bayesij.array.ess import mean_relative_ess, split_log_lik_relative_eff
+from bayesij.array.ess import log_lik_relative_eff, mean_relative_ess
 from bayesij.array.numeric import CHUNK_BYTES, release_freed_memory, reserve_a_core
 from bayesij.data.convert import unit_index
 from bayesij.data.inference_data import log_lik_of_fit, posterior_draws
@@ -113,7 +113,7 @@ class LogLikSource:
             from its chains, up to 2.8); ``"split"``: R loo's from 2.9 on, per unit,
             ``posterior::ess_basic`` of ``exp(l_n)`` (the ESS of the mean over split
             chains) over S, a lazy log-likelihood read a block at a time
-            (:func:`~bayesij.array.ess.split_log_lik_relative_eff`); ``"posterior"``: ArviZ's one
+            (:func:`~bayesij.array.ess.log_lik_relative_eff`); ``"posterior"``: ArviZ's one
             number, the mean relative ESS of every posterior element
             (:func:`~bayesij.array.ess.mean_relative_ess`).
         convention : str
@@ -359,7 +359,7 @@ class _RelativeEff(NamedTuple):
 
 def _split_relative_eff(block: np.ndarray) -> _RelativeEff:
     """R loo's (2.9 on) relative efficiency of each unit of a (n_chains, n_draws, b) block."""
-    return _RelativeEff(split_log_lik_relative_eff(block))
+    return _RelativeEff(log_lik_relative_eff(block, split=True))
 
 
 #: The largest block of a lazy source read while the one before it is computed: a larger

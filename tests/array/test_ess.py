@@ -11,10 +11,10 @@ from bayesij.array.ess import (
     SHORT_LAGS,
     _geyer_stops,
     exp_of_rows,
+    log_lik_relative_eff,
     log_lik_relative_eff_rows,
     mean_relative_ess,
     relative_eff_rows,
-    split_log_lik_relative_eff,
     split_log_lik_relative_eff_rows,
     split_relative_ess,
     tail_relative_ess_rows,
@@ -210,7 +210,7 @@ def test_r_loo_s_split_chain_r_eff_of_rows_is_arviz_s_ess_of_exp(n_chains, n_dra
     top = log_lik.max(axis=(0, 1), keepdims=True)
     with np.errstate(invalid="ignore"):
         expected = split_relative_ess(np.exp(log_lik - np.where(np.isfinite(top), top, 0)))
-    ours = split_log_lik_relative_eff(log_lik)
+    ours = log_lik_relative_eff(log_lik, split=True)
     np.testing.assert_allclose(ours, expected, rtol=1e-12, equal_nan=True)
     rows = np.ascontiguousarray(np.moveaxis(log_lik, 2, 0)).reshape(log_lik.shape[2], -1)
     np.testing.assert_array_equal(split_log_lik_relative_eff_rows(rows, n_chains), ours)

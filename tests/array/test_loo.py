@@ -101,14 +101,14 @@ def test_a_chunk_s_r_eff_by_the_split_rule_is_the_split_chain_r_eff_given():
     """``r_eff_rule="split"``: each chunk's r_eff from its rows by R loo's rule from 2.9 on,
     the same as giving that r_eff (computed apart, ArviZ's split-chain ESS); an unknown rule
     is refused by name."""
-    from bayesij.array.ess import split_log_lik_relative_eff
+    from bayesij.array.ess import log_lik_relative_eff
     from bayesij.array.loo import loo_methods
 
     rng = np.random.default_rng(8)
     log_lik = rng.normal(-1.0, 0.4, size=(4, 300, 50))
     log_lik += 0.3 * np.cumsum(rng.normal(size=(4, 300, 1)), axis=1) / 10  # some mixing
     split = loo_methods(log_lik, ("psis",), r_eff_rule="split")["psis"]
-    given = loo_methods(log_lik, ("psis",), r_eff=split_log_lik_relative_eff(log_lik))["psis"]
+    given = loo_methods(log_lik, ("psis",), r_eff=log_lik_relative_eff(log_lik, split=True))["psis"]
     np.testing.assert_array_equal(split.r_eff, given.r_eff)
     np.testing.assert_allclose(split.elpd, given.elpd, rtol=1e-14)
     chains = loo_methods(log_lik, ("psis",))["psis"]
