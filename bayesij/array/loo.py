@@ -568,10 +568,11 @@ class _LooPass:
         (into ``means``); returns lppd, k-hat, r_eff, tail lengths, the rows' minima, which
         are impossible and which the compiled kernel left (checked for constants)."""
         fused = self.base == "psis" and saved is None
-        if efficiency is None or not fused:  # the fused kernel finds each row's minimum
-            body, impossible = _minimum_with_stand_in(rows)
-        if efficiency is None:
+        stand_in = efficiency is None or not fused  # the fused kernel finds the minima
+        if efficiency is None:  # of the rows as they are: exp(-inf) = 0, as R loo's
             efficiency = _r_eff_rows(rows, self.by_chain)
+        if stand_in:
+            body, impossible = _minimum_with_stand_in(rows)
         tails = tail_length(self.matrix.shape[0], efficiency, self.tail_rule)
         expected = np.zeros(len(rows), dtype=bool)
         if fused:

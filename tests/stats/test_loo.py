@@ -670,3 +670,28 @@ def test_truncated_importance_sampling_equals_r_loo(name):
     np.testing.assert_array_equal(ours.pointwise["pareto_k"], psis.pointwise["pareto_k"])
     if name == "heavy":  # where PSIS's tail is long, truncation differs from smoothing
         assert np.abs(ours.pointwise["elpd_loo"] - psis.pointwise["elpd_loo"]).max() > 1e-3
+
+
+@pytest.mark.parametrize("convention", [None, "R loo"])
+def test_an_impossible_draw_counts_as_zero_likelihood_in_r_eff(convention):
+    """An observation impossible at one draw (log-likelihood -inf) has elpd -inf and k-hat
+    inf; its r_eff is still that of exp(log_lik) with exp(-inf) = 0, as R loo computes it
+    (``relative_eff(exp(log_lik), chain_id)``: bayesij's default; the split-chain ESS of
+    ``exp(log_lik)``: "R loo"), not of a stand-in value."""
+    from bayesij.array.ess import relative_eff, split_relative_ess
+
+    rng = np.random.default_rng(0)
+    log_lik = rng.normal(-1.0, 0.3, size=(4, 250, 5))
+    log_lik[0, 3, 2] = -np.inf
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = bayesij.loo(log_lik, convention=convention)
+    assert any("log-likelihood -inf at some draws" in str(w.message) for w in caught)
+    likelihood = np.exp(log_lik[..., 2])
+    if convention is None:
+        expected = relative_eff(likelihood.reshape(-1, 1), np.repeat(np.arange(4), 250))[0]
+    else:
+        expected = split_relative_ess((likelihood / likelihood.max())[..., None])[0]
+    row = result.pointwise.iloc[2]
+    assert row["r_eff"] == pytest.approx(expected, rel=1e-12)
+    assert row["elpd_loo"] == -np.inf and row["pareto_k"] == np.inf
