@@ -135,10 +135,8 @@ def test_a_lazy_log_likelihood_needs_r_eff_for_arviz_s_convention():
 # ------------------------------------------------------------------- one settings object
 def test_a_convention_s_rules_are_known_before_any_draw_is_read():
     """``psis_rules`` reads no draws: the r_eff rule is named, an r_eff given is kept as
-    given; ``psis_settings`` with a source applies the rule (R loo's split-chain r_eff here,
-    its reference values)."""
-    from bayesij.data.fit import as_log_lik_source
-    from bayesij.stats.peers import psis_rules, psis_settings
+    given (the rule applied to draws: ``tests/stats/test_r_loo_2_10.py``)."""
+    from bayesij.stats.peers import psis_rules
 
     rules = psis_rules("R loo")
     assert (rules.tail_rule, rules.ties, rules.r_eff, rules.ddof) == ("ceil", "position", None, 1)
@@ -147,11 +145,6 @@ def test_a_convention_s_rules_are_known_before_any_draw_is_read():
         "posterior"
     )
     assert psis_rules(bayesij.PsisOptions("R loo", r_eff=0.5)).r_eff == 0.5
-    log_lik = r_log_lik("reference")
-    settings = psis_settings("R loo", as_log_lik_source(log_lik))
-    expected = bayesij.loo(log_lik, convention="R loo").pointwise["r_eff"].to_numpy()
-    np.testing.assert_array_equal(settings.r_eff, expected)
-    assert settings._replace(r_eff=None) == rules
 
 
 def test_a_name_is_short_for_its_options_and_options_override_one_rule():

@@ -56,6 +56,23 @@ def test_the_r_loo_2_10_convention_equals_r_loo_2_10_1(log_liks, model):
 
 
 @pytest.mark.parametrize("model", ["a", "b"])
+def test_the_split_r_eff_is_r_loo_s_in_memory_and_lazily(log_liks, model):
+    """R loo 2.10.1's r_eff: as the number ``psis_settings`` gives (the source's pass) and
+    as ``loo`` computes it in its smoothing pass, on the matrix in memory and on dask chunks
+    of 50 observations (each chunk's r_eff its own)."""
+    from bayesij.data.fit import as_log_lik_source
+    from bayesij.stats.peers import psis_settings
+
+    dask = pytest.importorskip("dask.array")
+    expected = pd.read_csv(REFERENCE / f"loo_{model}.csv")["r_eff"].to_numpy()
+    lazy = dask.from_array(log_liks[model], chunks=(4, 1000, 50))
+    for data in (log_liks[model], lazy):
+        settings = psis_settings("R loo", as_log_lik_source(data))
+        np.testing.assert_allclose(settings.r_eff, expected, rtol=1e-12)
+        np.testing.assert_allclose(_loo(data, "R loo").pointwise["r_eff"], expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("model", ["a", "b"])
 def test_the_older_r_loo_convention_differs_by_the_chains_r_eff(log_liks, model):
     # Debian's loo 2.5.1 (convention "R loo 2.5") takes whole chains: r_eff off by up to 0.02
     # here, which moves k-hat by up to 0.03; given 2.10.1's r_eff, the same numbers.
