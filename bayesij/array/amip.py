@@ -35,6 +35,7 @@ from bayesij.array.ess import (
     fft_next_good_size,
     log_lik_relative_eff_rows,
     relative_eff_rows,
+    split_relative_ess,
 )
 from bayesij.array.influence import influence_scores
 from bayesij.array.numeric import (
@@ -49,6 +50,8 @@ from bayesij.array.numeric import (
 from bayesij.array.psis import psis_chunk, tail_length
 
 __all__ = [
+    "metric_mcse",
+    "mean_mcse",
     "linear_search",
     "linear_sets",
     "set_sums",
@@ -94,6 +97,22 @@ def metric_draws(f: np.ndarray, sign: int, z: float) -> np.ndarray:
         return f
     square, scale = _square_and_scale(f, sign, z, f.mean())
     return f + scale * square
+
+
+def metric_mcse(f: np.ndarray, goal: Goal) -> float:
+    """The Monte Carlo standard error of the goal's metric on the full data (the
+    split-chain ESS error of ``g*``, the interval end's linearisation; 0 for a numeric
+    target's change, which needs no start)."""
+    if goal.fixed:
+        return 0.0
+    return mean_mcse(np.asarray(metric_draws(f, goal.sign, goal.z), dtype=float))
+
+
+def mean_mcse(draws: np.ndarray) -> float:
+    """The Monte Carlo standard error of the mean of ``draws`` (n_chains, n_draws), by the
+    split-chain effective sample size; inf where that is 0."""
+    ess = float(split_relative_ess(draws[..., None], "mean")[0]) * draws.size
+    return float(draws.std(ddof=1) / np.sqrt(ess)) if ess > 0 else float("inf")
 
 
 def _square_and_scale(f: np.ndarray, sign: int, z: float, centre: float) -> tuple:

@@ -46,13 +46,15 @@ References
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import chi2
 
+from bayesij.array.amip import MC_MARGIN, mean_mcse, metric_mcse
 from bayesij.array.numeric import obs_chunks
-from bayesij.array.psis import khat_tail_length, pareto_khat_columns
+from bayesij.array.psis import khat_tail_length, pareto_k_threshold, pareto_khat_columns
 
 __all__ = [
     "LogisticModel",
@@ -64,6 +66,8 @@ __all__ = [
     "removal",
     "importance_sample",
     "sampled_moments",
+    "smallest_removal",
+    "SmallestRemoval",
 ]
 
 #: The share of ``logit(exp(l_n))``'s variance over the draws that an affine function of the
@@ -455,3 +459,116 @@ def sampled_moments(sample: tuple, quantity: tuple) -> tuple[float, float, float
     f = quantity[0] + u @ quantity[1]
     mean = float(w @ f)
     return mean, float(np.sqrt(w @ (f - mean) ** 2)), float(np.sqrt(np.sum(w**2 * (f - mean) ** 2)))
+
+
+class SmallestRemoval(NamedTuple):
+    """The smallest prefix of a set whose removal reaches a goal (:func:`smallest_removal`):
+    its size, the change's band (low, high) and the quantity's mean and sd without it
+    (the importance-sampling check's)."""
+
+    size: int
+    band: tuple[float, float]
+    after: tuple[float, float]
+
+
+def smallest_removal(model: LogisticModel, order, quantity: tuple, goal, f, low: float = 0.0):
+    """The smallest prefix of the units ``order`` whose removal in ``model`` reaches the
+    ``goal`` (:class:`~bayesij.array.amip.Goal`) past the full-data metric's Monte Carlo
+    error, or None.
+
+    The change of each prefix is the Laplace change give or take the prior's error
+    (:func:`removal`); the prefix is found by bisection above ``low`` (prefixes grow the
+    change), then checked by importance sampling (:func:`importance_sample`, its k-hat
+    below PSIS's threshold for :data:`CHECK_DRAWS` draws): the band is widened by the
+    check's departure from the Laplace change and :data:`~bayesij.array.amip.MC_MARGIN`
+    of its Monte Carlo errors, and where the widened band falls short the bisection goes
+    on with that spread. None where the whole set's removal falls short, a removal has no
+    mode, the check's k-hat passes the threshold or the checked band falls short.
+
+    Parameters
+    ----------
+    model : LogisticModel
+        The regression recovered from the draws; its rows are the units ``order`` indexes.
+    order : ndarray of int, shape (K,)
+        The set's units in the order they joined it.
+    quantity : tuple
+        The searched quantity as an affine function of the parameters (:func:`affine_in`).
+    goal : Goal
+        The target's metric, direction and what is needed of the change.
+    f : ndarray of shape (n_chains, n_draws)
+        The quantity's draws (the full data's posterior, against which the check
+        measures).
+    low : float, default 0.0
+        The size interval's low end: no smaller prefix is tried.
+
+    Returns
+    -------
+    SmallestRemoval or None
+
+    References
+    ----------
+    .. [1] Broderick, T., Giordano, R. and Meager, R. (2020). An automatic finite-sample
+       robustness metric: when can dropping a little data make a big difference?
+       arXiv:2011.14999.
+    """
+    margin = MC_MARGIN * metric_mcse(f, goal)
+    start = removal(model, np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
+    if start is None:
+        return None
+    draws = np.asarray(f, dtype=float)
+    drawn = float(draws.mean()), float(draws.std()), mean_mcse(draws)
+
+    @functools.cache
+    def laplace(size: int):  # the Laplace change's low end, value and high end (3,)
+        after = removal(model, order[:size], quantity, goal.sign, goal.z)
+        return None if after is None else np.array(after.change_from(start))
+
+    def checked(size: int):  # their band, widened by the importance-sampling check
+        moved, sample = laplace(size), importance_sample(model, order[:size])
+        if moved is None or sample is None or sample[2] > pareto_k_threshold(CHECK_DRAWS):
+            return None
+        return _checked_band(moved, sampled_moments(sample, quantity), drawn, goal)
+
+    def reaches(size: int, spread: float) -> bool:  # the Laplace band, widened
+        moved = laplace(size)
+        return moved is not None and not _short(
+            (moved.min() - spread, moved.max() + spread), goal, margin
+        )
+
+    def smallest(miss: int, spread: float) -> int:  # prefixes grow the change: bisection
+        hit = order.size
+        while hit - miss > 1:
+            middle = (hit + miss) // 2
+            miss, hit = (miss, middle) if reaches(middle, spread) else (middle, hit)
+        return hit
+
+    if not reaches(order.size, 0.0):
+        return None
+    hit = smallest(max(0, math.ceil(low) - 1), 0.0)
+    band = checked(hit)
+    if band is not None and _short(band[0], goal, margin):  # again, widened as checked
+        spread = 0.5 * (band[0][1] - band[0][0]) - 0.5 * np.ptp(laplace(hit))
+        hit = smallest(hit, spread)
+        band = checked(hit)
+    if band is None or _short(band[0], goal, margin):
+        return None
+    return SmallestRemoval(hit, band[0], band[1])
+
+
+def _checked_band(moved: np.ndarray, after: tuple, before: tuple, goal) -> tuple:
+    """The change's band: the Laplace change give or take the prior's error (``moved``: its
+    low end, value and high end, :meth:`Removal.change_from`), widened by the
+    importance-sampling check's departure from the Laplace change and
+    :data:`~bayesij.array.amip.MC_MARGIN` of its Monte Carlo errors (``after``: the
+    quantity's sampled mean, sd and the mean's error without the set; ``before``: the same
+    of the draws); and the quantity's mean and sd without the set (the check's)."""
+    (m1, s1, e1), (m0, s0, e0) = after, before
+    checked = (m1 - m0) + goal.sign * goal.z * (s1 - s0)
+    spread = abs(checked - moved[1]) + MC_MARGIN * math.hypot(e1, e0)
+    return (float(moved.min() - spread), float(moved.max() + spread)), (m1, s1)
+
+
+def _short(band: tuple, goal, margin: float) -> bool:
+    """Whether the pessimistic end of a change's band falls short of the goal by
+    ``margin`` (the full-data metric's Monte Carlo error)."""
+    return min(goal.direction * band[0], goal.direction * band[1]) < goal.need + margin

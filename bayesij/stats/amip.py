@@ -5,7 +5,6 @@ adds the refits that settle what the draws leave open."""
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -28,7 +27,7 @@ from bayesij.array.amip import (
     linear_paths,
     linear_search,
     linear_sets,
-    metric_draws,
+    metric_mcse,
     reweighted_searches,
     second_curve,
     set_sums,
@@ -54,18 +53,14 @@ from bayesij.array.amip_curvature import (
     on_model_scale,
 )
 from bayesij.array.amip_logistic import (
-    CHECK_DRAWS,
     affine_in,
-    importance_sample,
     logits_affine,
     recover_logistic,
-    removal,
     row_pieces,
-    sampled_moments,
+    smallest_removal,
 )
 from bayesij.array.amip_noise import bootstrap_counts, size_settled
 from bayesij.array.checks import check_real, constant_columns, fail
-from bayesij.array.ess import split_relative_ess
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.numeric import release_freed_memory, top_positive
 from bayesij.array.psis import pareto_k_threshold
@@ -1008,16 +1003,6 @@ def _draws_rows(source, rows: np.ndarray):
         yield from row_pieces(source.block(start, stop).reshape(source.n_draws, -1), rows)
 
 
-def _sampled(model, dropped: np.ndarray):
-    """The importance sample without ``dropped``
-    (:func:`~bayesij.array.amip_logistic.importance_sample`), or None where there is no
-    mode or its k-hat passes the threshold."""
-    sample = importance_sample(model, dropped)
-    if sample is None or sample[2] > pareto_k_threshold(CHECK_DRAWS):
-        return None
-    return sample
-
-
 def _open(result) -> bool:
     """Whether an answer is undetermined in a way a removal worked out could decide (not
     because the draws leave the metric's side of zero open)."""
@@ -1026,61 +1011,25 @@ def _open(result) -> bool:
 
 def _by_removal(result, found, f, model, quantity: tuple, source):
     """``result`` decided by the removal of its set's prefixes in the recovered ``model``
-    (see :func:`_logistic_decided`), or ``result`` itself."""
-    goal, order, codes = found.goal, found.path.order, source.codes
-    # the model's rows are the source's columns, the units, which ``order`` indexes
-    margin = MC_MARGIN * _metric_mcse(f, goal)
-    start = removal(model, np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
-    if start is None:
-        return result
-    drawn = _draws_moments(f)  # the full data's, against which the check measures
-
-    @functools.cache
-    def laplace(size: int):  # the Laplace change's low end, value and high end (3,)
-        after = removal(model, order[:size], quantity, goal.sign, goal.z)
-        return None if after is None else np.array(after.change_from(start))
-
-    def checked(size: int):  # their band, widened by the importance-sampling check
-        moved, sample = laplace(size), _sampled(model, order[:size])
-        if moved is None or sample is None:
-            return None
-        return _change_band(moved, sampled_moments(sample, quantity), drawn, goal)
-
-    def reaches(size: int, spread: float) -> bool:  # the Laplace band, widened
-        moved = laplace(size)
-        return moved is not None and not _short(
-            (moved.min() - spread, moved.max() + spread), goal, margin
-        )
-
-    def smallest(miss: int, spread: float) -> int:  # prefixes grow the change: bisection
-        hit = order.size
-        while hit - miss > 1:
-            middle = (hit + miss) // 2
-            miss, hit = (miss, middle) if reaches(middle, spread) else (middle, hit)
-        return hit
-
+    (see :func:`_logistic_decided`, :func:`~bayesij.array.amip_logistic.smallest_removal`),
+    or ``result`` itself."""
+    goal, order = found.goal, found.path.order
     low = result.size_interval[0] if result.size_interval else 0.0
-    if not reaches(order.size, 0.0):
+    settled = smallest_removal(model, order, quantity, goal, f, low)
+    if settled is None or not size_settled(settled.size, low):
         return result
-    hit = smallest(max(0, math.ceil(low) - 1), 0.0)
-    band = checked(hit)
-    if band is not None and _short(band[0], goal, margin):  # again, widened as checked
-        spread = 0.5 * (band[0][1] - band[0][0]) - 0.5 * np.ptp(laplace(hit))
-        hit = smallest(hit, spread)
-        band = checked(hit)
-    if band is None or _short(band[0], goal, margin) or not size_settled(hit, low):
-        return result
-    change = float(np.mean(band[0]))
-    mean, sd = _coherent_after(goal, *band[1], change, goal.z)
+    hit, band = settled.size, settled.band
+    change = float(np.mean(band))
+    mean, sd = _coherent_after(goal, *settled.after, change, goal.z)
     return replace(
         result,
         answer="reached",
         drop_ids=source.units.values[order[:hit]].tolist(),
-        kept=(~np.isin(codes, order[:hit])).astype(float),
+        kept=(~np.isin(source.codes, order[:hit])).astype(float),
         predicted_change=change,
         predicted_mean=mean,
         predicted_interval=(mean - goal.z * sd, mean + goal.z * sd),
-        change_interval=band[0],
+        change_interval=band,
         size_interval=(float(low), float(hit)),
         stopped="reached",
         upper_bound=0,
@@ -1091,41 +1040,6 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
         n_reweighted=min(result.n_reweighted, hit),
         decided_by="the logistic regression recovered from the draws",
     )
-
-
-def _draws_moments(f: np.ndarray) -> tuple[float, float, float]:
-    """The quantity's mean, sd and the mean's Monte Carlo standard error
-    (:func:`_mean_mcse`) from its draws ``f`` (n_chains, n_draws): the full data's
-    posterior, against which the importance-sampling check of a removal measures its
-    change."""
-    draws = np.asarray(f, dtype=float)
-    return float(draws.mean()), float(draws.std()), _mean_mcse(draws)
-
-
-def _mean_mcse(draws: np.ndarray) -> float:
-    """The Monte Carlo standard error of the mean of ``draws`` (n_chains, n_draws), by the
-    split-chain effective sample size; inf where that is 0."""
-    ess = float(split_relative_ess(draws[..., None], "mean")[0]) * draws.size
-    return float(draws.std(ddof=1) / np.sqrt(ess)) if ess > 0 else float("inf")
-
-
-def _change_band(moved: np.ndarray, after: tuple, before: tuple, goal) -> tuple:
-    """The change's band: the Laplace change give or take the prior's error (``moved``: its
-    low end, value and high end, :meth:`~bayesij.array.amip_logistic.Removal.change_from`),
-    widened by the importance-sampling check's departure from the Laplace
-    change and two of its Monte Carlo errors (``after``: the quantity's sampled mean, sd
-    and the mean's error without the set; ``before``: the same of the draws); and the
-    quantity's mean and sd without the set (the check's)."""
-    (m1, s1, e1), (m0, s0, e0) = after, before
-    checked = (m1 - m0) + goal.sign * goal.z * (s1 - s0)
-    spread = abs(checked - moved[1]) + MC_MARGIN * math.hypot(e1, e0)
-    return (float(moved.min() - spread), float(moved.max() + spread)), (m1, s1)
-
-
-def _short(band: tuple, goal, margin: float) -> bool:
-    """Whether the pessimistic end of a change's band falls short of the goal by
-    ``margin`` (the full-data metric's Monte Carlo error)."""
-    return min(goal.direction * band[0], goal.direction * band[1]) < goal.need + margin
 
 
 def _half_rows(half, goals: list) -> tuple[list, list]:
@@ -1455,15 +1369,6 @@ def _reweighted_interval(f, goal, source, path, method: str, band: tuple) -> tup
     return (value - before - z * mcse, value - before + z * mcse)
 
 
-def _metric_mcse(f: np.ndarray, goal) -> float:
-    """The Monte Carlo standard error of the goal's metric on the full data (the
-    split-chain ESS error of ``g*``, the interval end's linearisation; 0 for a numeric
-    target's change, which needs no start)."""
-    if goal.fixed:
-        return 0.0
-    return _mean_mcse(np.asarray(metric_draws(f, goal.sign, goal.z), dtype=float))
-
-
 def _undecided_start(f: np.ndarray, goal) -> str:
     """Why the draws do not say on which side of zero the metric starts ("" when they
     do): its value within :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo standard
@@ -1472,7 +1377,7 @@ def _undecided_start(f: np.ndarray, goal) -> str:
     sign can be claimed from them. A numeric target's change needs no start."""
     if goal.fixed:
         return ""
-    mcse = _metric_mcse(f, goal)
+    mcse = metric_mcse(f, goal)
     if abs(goal.value) > MC_MARGIN * mcse:
         return ""
     return (

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from logistic_amip import log_lik, sample, wells_like
 
+from bayesij.array.amip import goal_for
 from bayesij.array.amip_logistic import (
     PRIOR_Z,
     Removal,
@@ -17,6 +18,7 @@ from bayesij.array.amip_logistic import (
     recover_logistic,
     removal,
     sampled_moments,
+    smallest_removal,
 )
 
 
@@ -228,3 +230,39 @@ def test_the_removal_s_moves_are_its_derivatives_in_the_prior_s_precision(wells,
             assert again.moves.size == 0
             want = (again.mid - got.mid) / step
             assert got.moves[b] == pytest.approx(want, rel=1e-3, abs=1e-6)
+
+
+def test_the_smallest_removal_reaching_a_change_is_confirmed_by_the_exact_refit(wells, dropped):
+    # A move of one posterior sd of the distance coefficient, in the direction the whole
+    # set moves it: the smallest prefix the recovered model says reaches it (past the
+    # Monte Carlo margin, checked by importance sampling) reaches it on the exact refit,
+    # whose change lies in the band claimed.
+    X, y, theta, values, gradient = wells
+    model = recover_logistic(theta, values, gradient)
+    f = theta[:, 1].reshape(4, -1)
+    quantity = affine_in(model, theta[:, 1], theta)
+    start = removal(model, np.zeros(0, dtype=int), quantity, 0, 1.96)
+    whole = removal(model, dropped, quantity, 0, 1.96).change_from(start)[1]
+    goal = goal_for(f, np.sign(whole) * f.std(), 1.96)
+    found = smallest_removal(model, dropped, quantity, goal, f)
+    assert found is not None and 1 < found.size < dropped.size
+    low, high = found.band
+    assert goal.direction * min(low, high) >= goal.need  # its pessimistic end reaches
+    weights = np.ones(y.size)
+    weights[dropped[: found.size]] = 0
+    beta, _ = sample(X, y, weights, draws=5000, seed=9)
+    exact = beta.reshape(-1, 4)[:, 1].mean() - f.mean()
+    error = 3 * np.hypot(f.std() / np.sqrt(f.size / 2), beta.std() / np.sqrt(beta.size / 8))
+    assert goal.direction * exact > goal.need - error
+    assert low - error < exact < high + error  # the band holds the exact change
+
+
+def test_no_removal_is_claimed_where_the_whole_set_falls_short(wells, dropped):
+    X, y, theta, values, gradient = wells
+    model = recover_logistic(theta, values, gradient)
+    f = theta[:, 1].reshape(4, -1)
+    quantity = affine_in(model, theta[:, 1], theta)
+    start = removal(model, np.zeros(0, dtype=int), quantity, 0, 1.96)
+    whole = removal(model, dropped, quantity, 0, 1.96).change_from(start)[1]
+    goal = goal_for(f, 1.5 * whole, 1.96)  # half again beyond the whole set's change
+    assert smallest_removal(model, dropped, quantity, goal, f) is None
