@@ -8,7 +8,9 @@ Models (exact references, none tuned to pass):
 - ``mesquite``: a normal regression with six covariates and t(4) noise (N = 46);
 - ``micro``: a microcredit-shaped experiment (N = 16,560, 0.5 % of households with 100
   times the noise sd, an insignificant effect), with control variates from the gradient;
-- ``wells400`` / ``wells``: a wells-like logistic regression (N = 400 / 3020).
+- ``wells400`` / ``wells``: a wells-like logistic regression (N = 400 / 3020);
+- ``t4reg``: ``benchmarks/audit.py``'s regression (N = 2000, an intercept and nine normal
+  covariates, t(4) noise: eleven quantities, more than the second-order model's eight).
 
 Normal models are drawn exactly (``refit.FlatPriorRegressionBackend``: the refit after any
 drop is the weighted least-squares posterior); logistic ones by independence
@@ -66,12 +68,21 @@ def micro(seed: int = 0):
     return heavy_tailed_experiment(16_560, seed=seed, effect=-0.085, outliers=0.005, spread=100.0)
 
 
+def t4_regression(n_obs: int = 2000, seed: int = 1):
+    """``benchmarks/audit.py``'s design: an intercept and nine normal covariates, small
+    coefficients, t(4) noise (fitted by the normal model: outliers)."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n_obs), rng.normal(size=(n_obs, 9))])
+    return X, X @ (rng.normal(size=10) * 0.05) + rng.standard_t(4, size=n_obs)
+
+
 MODELS = {
     "kidiq": (kidiq_shaped, "normal", False),
     "mesquite": (mesquite_shaped, "normal", False),
     "micro": (micro, "normal", True),
     "wells400": (lambda: logistic.wells_like(400, 3), "logistic", False),
     "wells": (lambda: logistic.wells_like(3020, 0), "logistic", False),
+    "t4reg": (t4_regression, "normal", False),
 }
 
 

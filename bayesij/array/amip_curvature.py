@@ -25,9 +25,10 @@ own mean, are worked out with the coefficients integrated out given the residual
 its inverse gamma reweighted (:func:`_normal_drop`, :func:`_normal_scale_drop`).
 
 The parameters are the fit's quantities when there are few of them (at most
-:data:`MAX_PARAMETERS`), else the searched quantity and those most correlated with it: the
-cross terms carry much of the effect on a regression (the quantity alone gave a ratio of
-1.36 where the exact one was 1.82).
+:data:`MAX_PARAMETERS`; for a mean's model, at most :data:`MAX_MEAN_PARAMETERS` where the
+draws hold the designs), else the searched quantity and those most correlated with it:
+the cross terms carry much of the effect on a regression (the quantity alone gave a ratio
+of 1.36 where the exact one was 1.82).
 
 References
 ----------
@@ -56,6 +57,7 @@ __all__ = [
     "SetCurvature",
     "CentredColumns",
     "MAX_PARAMETERS",
+    "MAX_MEAN_PARAMETERS",
     "MAX_COLUMNS",
     "BREAKDOWN",
     "CUBIC_SCALE",
@@ -68,8 +70,23 @@ __all__ = [
 ]
 
 #: Up to this many quantities, the quadratic model is fitted in all of them (a design of
-#: ``P + P (P + 1) / 2`` columns: 44 for 8); beyond, in the searched quantity alone.
+#: ``P + P (P + 1) / 2`` columns: 44 for 8); beyond, in the searched quantity and those
+#: most correlated with it (a mean's model: see :data:`MAX_MEAN_PARAMETERS`).
 MAX_PARAMETERS = 8
+
+#: A mean's model (a sign, a change of the mean) is fitted in all the quantities up to
+#: this many, where the draws hold its quadratic and cubic designs (four draws per column:
+#: 454 columns for 12, 968 for 16). An observation's log-likelihood moves with every
+#: coefficient of its regression, and a quadratic in eight of eleven quantities left up
+#: to a third of an outlier's unexplained (below :data:`MIN_EXPLAINED`): the band at that
+#: size opened to -inf to inf and the smallest set's size interval fell to 1, so a
+#: refit-confirmed set of 5 read "undetermined". On ``benchmarks/audit.py``'s regression
+#: (ten coefficients and sigma, t(4) noise; eleven data sets, 231 questions, exact
+#: refits) the draws decide 155 instead of 125, none refuted. An interval end's model keeps
+#: the quantities most correlated with it: in all of them (sigma among them) one
+#: significance answer of a set of three outliers was "reached" and its exact refit fell
+#: 4 % short (docs/guide/amip.md, "Many parameters").
+MAX_MEAN_PARAMETERS = 16
 
 #: The second-order prediction is not trusted for a set that holds more than this share of
 #: the posterior precision in some direction (an eigenvalue of ``I + Sigma A_S`` below
@@ -705,7 +722,8 @@ def curvature_of(
     (n_chains, n_draws, Q): in all the quantities when ``Q <= MAX_PARAMETERS``, else in
     the searched one and the ``MAX_PARAMETERS - 1`` most correlated with it across the
     draws (the cross terms act through the posterior correlations); quantities constant
-    over the draws are left out; ``with_scales``: the scales too (:func:`curvatures_of`).
+    over the draws are left out; ``with_scales`` (a mean's model): the scales too, or all
+    the quantities up to ``MAX_MEAN_PARAMETERS`` (:func:`_parameters_of`).
     None when too few draws for the design (fewer than four times its columns)."""
     return curvatures_of(quantities, [index], scales, [with_scales])[0]
 
@@ -719,9 +737,11 @@ def curvatures_of(
     optional): the quantities that are scales (a residual sd, a group sd), modelled by
     their logarithm, held in the Newton step of the others (:func:`_scales_held`) and
     spreading their variance as they do across the draws (:attr:`Curvature.elasticity`).
-    ``with_scales`` (bool per index, optional): fit that model in the scales too, whatever
-    their correlation with the quantity (:func:`_parameters_of`), where there are more
-    parameters than :data:`MAX_PARAMETERS`; an index may come twice, with and without."""
+    ``with_scales`` (bool per index, optional: a mean's model): fit that model in all the
+    quantities up to :data:`MAX_MEAN_PARAMETERS` where the draws hold its designs, else in
+    the scales too, whatever their correlation with the quantity (:func:`_parameters_of`),
+    where there are more parameters than :data:`MAX_PARAMETERS`; an index may come twice,
+    with and without."""
     flat = np.asarray(quantities, dtype=float).reshape(-1, quantities.shape[-1])
     keep = np.flatnonzero(np.ptp(flat, axis=0) > 0)
     positive = np.all(flat > 0, axis=0)
@@ -800,8 +820,12 @@ def _parameters_of(
 ) -> np.ndarray:
     """The columns of ``flat`` (S, Q) the model of quantity ``index`` is fitted in: all
     of ``keep`` (the non-constant ones) up to :data:`MAX_PARAMETERS`, else ``index``, the
-    scales (with ``scales``, bool (Q,)) and those most correlated with ``index``."""
+    scales (with ``scales``, bool (Q,): a mean's model) and those most correlated with
+    ``index``. A mean's model takes all of ``keep`` up to :data:`MAX_MEAN_PARAMETERS` where
+    the draws hold its designs (:func:`_designs_fit`)."""
     if keep.size <= MAX_PARAMETERS:
+        return keep
+    if scales is not None and keep.size <= MAX_MEAN_PARAMETERS and _designs_fit(flat, keep):
         return keep
     others = keep[keep != index]
     strength = np.nan_to_num(np.abs(np.corrcoef(flat[:, others].T, flat[:, index])[-1, :-1]))
@@ -809,6 +833,13 @@ def _parameters_of(
         strength = np.where(scales[others], np.inf, strength)
     picked = others[np.argsort(-strength, kind="stable")]
     return np.sort(np.concatenate([[index], picked[: MAX_PARAMETERS - 1]]))
+
+
+def _designs_fit(flat: np.ndarray, keep: np.ndarray) -> bool:
+    """Whether the draws ``flat`` (S, Q) hold the quadratic and cubic designs in the
+    quantities ``keep``: four draws per column (:func:`_curvature`, :func:`_cubic_design`)."""
+    p = keep.size
+    return flat.shape[0] >= 4 * (p + p * (p + 1) // 2 + len(_triples(p)))
 
 
 def on_model_scale(theta: np.ndarray, scales: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ import pytest
 from bayesij.array.amip_curvature import (
     BREAKDOWN,
     MAX_COLUMNS,
+    MAX_MEAN_PARAMETERS,
     MAX_PARAMETERS,
     CentredColumns,
     SetCurvature,
@@ -157,6 +158,25 @@ def test_the_model_is_fitted_in_the_most_correlated_quantities():
     assert np.sort(np.abs(correlation))[-2] > 0.9  # with its partner
     assert curvature_of(quantities[None, :20], 0) is None  # too few draws for the design
     assert curvature_of(quantities[None], 5) is None  # a constant quantity
+
+
+def test_a_mean_s_model_takes_every_quantity_the_draws_hold():
+    # Past MAX_PARAMETERS an interval end's model keeps the quantities most correlated with
+    # it; a mean's is fitted in all of them up to MAX_MEAN_PARAMETERS, where the draws
+    # hold four per column of its quadratic and cubic designs (454 columns for 12), and
+    # keeps the most correlated ones where they do not.
+    rng = np.random.default_rng(4)
+    quantities = rng.normal(size=(1, 4000, 12))
+    scales = np.zeros(12, dtype=bool)
+    mean, end = curvatures_of(quantities, [3, 3], scales, with_scales=[True, False])
+    assert mean.n_parameters == 12 and end.n_parameters == MAX_PARAMETERS
+    assert mean.design.shape[1] == 12 + 12 * 13 // 2
+    few = quantities[:, : 4 * 454 - 1]  # one draw short of the designs
+    (held,) = curvatures_of(few, [3], scales, with_scales=[True])
+    assert held.n_parameters == MAX_PARAMETERS
+    many = rng.normal(size=(1, 4000, MAX_MEAN_PARAMETERS + 1))
+    (past,) = curvatures_of(many, [0], np.zeros(many.shape[-1], dtype=bool), with_scales=[True])
+    assert past.n_parameters == MAX_PARAMETERS
 
 
 def test_quantities_modelled_in_the_same_parameters_share_one_design():

@@ -456,6 +456,29 @@ def test_past_the_parameter_limit_a_mean_s_model_holds_the_residual_sd():
     assert reached >= 7
 
 
+def test_a_mean_s_model_in_every_coefficient_decides_a_sign_from_the_draws():
+    # benchmarks/audit.py's regression (ten coefficients and sigma, t(4) noise, N = 2000):
+    # beta[8]'s model in eight of the eleven quantities left a third of an outlier's
+    # log-likelihood unexplained, the band at one unit opened to -inf to inf, and a set
+    # of 5 that its exact refit confirms read "undetermined: the smallest set may have as
+    # few as 1". In all eleven it is reached; the exact refit without the set flips the
+    # sign, and no single observation's removal does (the size interval's low end).
+    from ols_amip import metric
+
+    X, y, post = _t4_regression(2000, 1)
+    result = bayesij.amip(post, "beta[8]", "sign", method="linear")
+    assert result.answer == "reached", result
+    low, high = result.size_interval
+    assert 2 <= low <= result.n_drop == high <= 5
+    assert np.all(np.isfinite(result.change_interval))
+    assert np.sign(metric(X, y, result.kept, 7, 0, 1.96)) != np.sign(result.original_value)
+    gram_inv = np.linalg.inv(X.T @ X)
+    beta = gram_inv @ X.T @ y
+    leverage = np.einsum("ij,jk,ik->i", X, gram_inv, X)
+    without_one = beta[7] - (X @ gram_inv[7]) * (y - X @ beta) / (1 - leverage)
+    assert np.all(np.sign(without_one) == np.sign(beta[7]))
+
+
 def _t4_regression(n_obs: int, seed: int, draws_seed: int | None = None):
     """``benchmarks/audit.py``'s regression (intercept and nine normal covariates, t(4)
     noise, the flat prior) and 4 x 1000 exact draws: its own draws where ``draws_seed`` is
