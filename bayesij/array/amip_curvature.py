@@ -76,16 +76,18 @@ MAX_PARAMETERS = 8
 
 #: A mean's model (a sign, a change of the mean) is fitted in all the quantities up to
 #: this many, where the draws hold its quadratic and cubic designs (four draws per column:
-#: 454 columns for 12, 968 for 16). An observation's log-likelihood moves with every
-#: coefficient of its regression, and a quadratic in eight of eleven quantities left up
-#: to a third of an outlier's unexplained (below :data:`MIN_EXPLAINED`): the band at that
-#: size opened to -inf to inf and the smallest set's size interval fell to 1, so a
-#: refit-confirmed set of 5 read "undetermined". On ``benchmarks/audit.py``'s regression
-#: (ten coefficients and sigma, t(4) noise; eleven data sets, 231 questions, exact
-#: refits) the draws decide 155 instead of 125, none refuted. An interval end's model keeps
-#: the quantities most correlated with it: in all of them (sigma among them) one
-#: significance answer of a set of three outliers was "reached" and its exact refit fell
-#: 4 % short (docs/guide/amip.md, "Many parameters").
+#: 454 columns for 12, 968 for 16); past that, or with fewer draws, in as many as they
+#: hold: the searched quantity, the scales and the most correlated others. An
+#: observation's log-likelihood moves with every coefficient of its regression, and a
+#: quadratic in eight of eleven quantities left up to a third of an outlier's unexplained
+#: (below :data:`MIN_EXPLAINED`): the band at that size opened to -inf to inf and the
+#: smallest set's size interval fell to 1, so a refit-confirmed set of 5 read
+#: "undetermined". On ``benchmarks/audit.py``'s regression (ten coefficients and sigma,
+#: t(4) noise; eleven data sets, 231 questions, exact refits) the draws decide 155 instead
+#: of 125, none refuted. An interval end's model keeps the quantities most correlated with
+#: it: in all of them (sigma among them) one significance answer of a set of three
+#: outliers was "reached" and its exact refit fell 4 % short (docs/guide/amip.md, "Many
+#: parameters").
 MAX_MEAN_PARAMETERS = 16
 
 #: The second-order prediction is not trusted for a set that holds more than this share of
@@ -821,25 +823,31 @@ def _parameters_of(
     """The columns of ``flat`` (S, Q) the model of quantity ``index`` is fitted in: all
     of ``keep`` (the non-constant ones) up to :data:`MAX_PARAMETERS`, else ``index``, the
     scales (with ``scales``, bool (Q,): a mean's model) and those most correlated with
-    ``index``. A mean's model takes all of ``keep`` up to :data:`MAX_MEAN_PARAMETERS` where
-    the draws hold its designs (:func:`_designs_fit`)."""
+    ``index``, :data:`MAX_PARAMETERS` in all; a mean's model, as many as
+    :func:`_mean_model_size` allows (all of ``keep`` up to :data:`MAX_MEAN_PARAMETERS`
+    where the draws hold its designs)."""
     if keep.size <= MAX_PARAMETERS:
         return keep
-    if scales is not None and keep.size <= MAX_MEAN_PARAMETERS and _designs_fit(flat, keep):
+    size = MAX_PARAMETERS if scales is None else _mean_model_size(flat.shape[0], keep.size)
+    if keep.size <= size:
         return keep
     others = keep[keep != index]
     strength = np.nan_to_num(np.abs(np.corrcoef(flat[:, others].T, flat[:, index])[-1, :-1]))
     if scales is not None:  # first, whatever their correlation
         strength = np.where(scales[others], np.inf, strength)
     picked = others[np.argsort(-strength, kind="stable")]
-    return np.sort(np.concatenate([[index], picked[: MAX_PARAMETERS - 1]]))
+    return np.sort(np.concatenate([[index], picked[: size - 1]]))
 
 
-def _designs_fit(flat: np.ndarray, keep: np.ndarray) -> bool:
-    """Whether the draws ``flat`` (S, Q) hold the quadratic and cubic designs in the
-    quantities ``keep``: four draws per column (:func:`_curvature`, :func:`_cubic_design`)."""
-    p = keep.size
-    return flat.shape[0] >= 4 * (p + p * (p + 1) // 2 + len(_triples(p)))
+def _mean_model_size(n_draws: int, n_quantities: int) -> int:
+    """How many quantities a mean's model is fitted in: the most, up to
+    :data:`MAX_MEAN_PARAMETERS` and ``n_quantities``, whose quadratic and cubic designs
+    ``n_draws`` hold at four draws per column (``p + p (p + 1) / 2 + p (p + 1) (p + 2) /
+    6`` columns); never fewer than :data:`MAX_PARAMETERS`."""
+    p = min(n_quantities, MAX_MEAN_PARAMETERS)
+    while p > MAX_PARAMETERS and n_draws < 4 * (p + p * (p + 1) // 2 + p * (p + 1) * (p + 2) // 6):
+        p -= 1
+    return p
 
 
 def on_model_scale(theta: np.ndarray, scales: np.ndarray) -> np.ndarray:

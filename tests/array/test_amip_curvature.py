@@ -164,19 +164,28 @@ def test_a_mean_s_model_takes_every_quantity_the_draws_hold():
     # Past MAX_PARAMETERS an interval end's model keeps the quantities most correlated with
     # it; a mean's is fitted in all of them up to MAX_MEAN_PARAMETERS, where the draws
     # hold four per column of its quadratic and cubic designs (454 columns for 12), and
-    # keeps the most correlated ones where they do not.
+    # in as many as they hold otherwise: the searched one, the scales and the most
+    # correlated others.
     rng = np.random.default_rng(4)
     quantities = rng.normal(size=(1, 4000, 12))
     scales = np.zeros(12, dtype=bool)
     mean, end = curvatures_of(quantities, [3, 3], scales, with_scales=[True, False])
     assert mean.n_parameters == 12 and end.n_parameters == MAX_PARAMETERS
     assert mean.design.shape[1] == 12 + 12 * 13 // 2
-    few = quantities[:, : 4 * 454 - 1]  # one draw short of the designs
+    few = quantities[:, : 4 * 454 - 1]  # one draw short of twelve's designs: eleven's
     (held,) = curvatures_of(few, [3], scales, with_scales=[True])
-    assert held.n_parameters == MAX_PARAMETERS
-    many = rng.normal(size=(1, 4000, MAX_MEAN_PARAMETERS + 1))
-    (past,) = curvatures_of(many, [0], np.zeros(many.shape[-1], dtype=bool), with_scales=[True])
-    assert past.n_parameters == MAX_PARAMETERS
+    assert held.n_parameters == 11
+    many = rng.normal(size=(1, 4000, MAX_MEAN_PARAMETERS + 5))
+    many[..., 7] += 3 * many[..., 0]  # strongly correlated with quantity 0
+    many[..., -1] = np.exp(many[..., -1] / 10)  # a scale, correlated with nothing
+    is_scale = np.zeros(many.shape[-1], dtype=bool)
+    is_scale[-1] = True
+    (past,) = curvatures_of(many, [0], is_scale, with_scales=[True])
+    assert past.n_parameters == MAX_MEAN_PARAMETERS
+    chosen = past.design[:, : past.n_parameters]
+    on_scale = np.log(many[0, :, -1])
+    assert any(np.allclose(c, on_scale - on_scale.mean()) for c in chosen.T)  # the scale
+    assert any(np.allclose(c, many[0, :, 7] - many[0, :, 7].mean()) for c in chosen.T)
 
 
 def test_quantities_modelled_in_the_same_parameters_share_one_design():
