@@ -55,6 +55,7 @@ from ols_amip import (  # noqa: E402
     mesquite_shaped,
     metric,
     ols_amip,
+    t4_regression,
 )
 
 TARGETS = ("sign", "significance", "sign_and_significance")
@@ -66,14 +67,6 @@ GRADIENT = False
 
 def micro(seed: int = 0):
     return heavy_tailed_experiment(16_560, seed=seed, effect=-0.085, outliers=0.005, spread=100.0)
-
-
-def t4_regression(n_obs: int = 2000, seed: int = 1):
-    """``benchmarks/audit.py``'s design: an intercept and nine normal covariates, small
-    coefficients, t(4) noise (fitted by the normal model: outliers)."""
-    rng = np.random.default_rng(seed)
-    X = np.column_stack([np.ones(n_obs), rng.normal(size=(n_obs, 9))])
-    return X, X @ (rng.normal(size=10) * 0.05) + rng.standard_t(4, size=n_obs)
 
 
 MODELS = {

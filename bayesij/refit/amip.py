@@ -332,6 +332,8 @@ def _refit_in_the_loop(
         else:
             break
         trying = np.concatenate([start, new])
+        if frozenset(trying.tolist()) in seen:  # refitted already: it would settle nothing
+            break
         weights = (~np.isin(codes, trying)).astype(float)
         before = value
         try:
@@ -375,7 +377,10 @@ def _refit_in_the_loop(
             continue
         remaining = np.setdiff1d(np.arange(n_units), dropped)
         log_lik_now = _refit_units(refit, unit_groups, n_units)[:, :, remaining]
-        goal_now = _goal_at(goal, value)
+        # the rest of the way past this refit's Monte Carlo margin, which the next refit
+        # must clear: a refit just past the target but within its error claimed it at
+        # once, and the same set was refitted again (four times on a t(4) regression)
+        goal_now = _goal_at(goal, value, mcse)
         scores = None
         if method == "linear" and gradient is not None:  # control variates from the refit
             scores = metric_influence(draws, log_lik_now, goal_now, *gradient)
@@ -416,9 +421,12 @@ def _refit_in_the_loop(
     return replace(result, past_limit_ids=units.values[past].tolist())
 
 
-def _goal_at(goal, value: float):
-    """The goal seen from a refit whose metric is ``value``: the rest of the way."""
-    return replace(goal, value=value, need=goal.need - goal.direction * (value - goal.value))
+def _goal_at(goal, value: float, mcse: float = 0.0):
+    """The goal seen from a refit whose metric is ``value``: the rest of the way, and
+    :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo SEs ``mcse`` of the refit beyond
+    (what a refit must clear to count as reaching the goal)."""
+    rest = goal.need - goal.direction * (value - goal.value)
+    return replace(goal, value=value, need=rest + MC_MARGIN * mcse)
 
 
 def _gains(draws, log_lik, goal, value: float) -> tuple[np.ndarray, np.ndarray]:

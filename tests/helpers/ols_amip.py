@@ -23,6 +23,15 @@ def heavy_tailed_experiment(
     return np.column_stack([np.ones(n), treated]), y
 
 
+def t4_regression(n_obs: int = 2000, seed: int = 1):
+    """``benchmarks/audit.py``'s design: an intercept and nine normal covariates, small
+    coefficients, t(4) noise (fitted by the normal model: outliers). Returns X (n, 10),
+    y."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n_obs), rng.normal(size=(n_obs, 9))])
+    return X, X @ (rng.normal(size=10) * 0.05) + rng.standard_t(4, size=n_obs)
+
+
 def kidiq_shaped(seed: int = 1):
     """A regression shaped like rstanarm's kidiq example (N = 434: a test score against a
     0/1 high-school indicator and an IQ score, residual sd 18). Returns X (434, 3), y."""

@@ -248,3 +248,33 @@ def test_a_model_density_gives_amip_the_gradient_as_its_two_arrays_do():
     assert plain.predicted_change != pair.predicted_change  # the control variates count
     with pytest.raises(ValueError, match=r"^grad_log_posterior: found a ndarray"):
         bayesij.amip(post, "beta[2]", "sign", method="linear", grad_log_posterior=score)
+
+
+def test_a_refit_within_its_error_past_the_target_is_not_refitted_again():
+    # benchmarks/audit.py's t(4) regression, beta[9]'s sign and significance: the second
+    # refit (58 units dropped) put the far end 4e-6 past zero, within its Monte Carlo
+    # error; the search from its draws claimed the target with no unit more and the same
+    # set was refitted four times. The next set must clear that refit's margin: one unit
+    # more reaches on its refit, and no set is refitted twice.
+    from ols_amip import metric, t4_regression
+
+    X, y = t4_regression(2000, 1)
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
+    post = backend.fit(np.ones(y.size))
+    sets = []
+
+    class Recording(refit.Backend):
+        n_obs = y.size
+
+        def fit(self, weights):
+            sets.append(np.flatnonzero(np.asarray(weights) == 0).tolist())
+            return backend.fit(weights)
+
+    result = bayesij.amip(
+        post, "beta[9]", "sign_and_significance", backend=Recording(), max_refits=6
+    )
+    assert len({tuple(s) for s in sets}) == len(sets)
+    assert result.answer == "reached" and len(sets) <= 4
+    side = int(np.sign(metric(X, y, np.ones(y.size), 8, 0, 1.96)))  # the far end's side
+    before = metric(X, y, np.ones(y.size), 8, side, 1.96)
+    assert np.sign(metric(X, y, result.kept, 8, side, 1.96)) != np.sign(before)  # exact
