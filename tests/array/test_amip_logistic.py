@@ -232,17 +232,27 @@ def test_the_removal_s_moves_are_its_derivatives_in_the_prior_s_precision(wells,
             assert got.moves[b] == pytest.approx(want, rel=1e-3, abs=1e-6)
 
 
-def test_the_smallest_removal_reaching_a_change_is_confirmed_by_the_exact_refit(wells, dropped):
+@pytest.fixture(scope="module")
+def distance_removal(wells, dropped):
+    """The recovered model (prior from the score), the distance coefficient's draws
+    (4, S / 4) and its affine form, and the Laplace change of removing the whole set."""
+    theta, values, gradient = wells[2], wells[3], wells[4]
+    model = recover_logistic(theta, values, gradient)
+    quantity = affine_in(model, theta[:, 1], theta)
+    start = removal(model, np.zeros(0, dtype=int), quantity, 0, 1.96)
+    whole = removal(model, dropped, quantity, 0, 1.96).change_from(start)[1]
+    return model, theta[:, 1].reshape(4, -1), quantity, whole
+
+
+def test_the_smallest_removal_reaching_a_change_is_confirmed_by_the_exact_refit(
+    wells, dropped, distance_removal
+):
     # A move of one posterior sd of the distance coefficient, in the direction the whole
     # set moves it: the smallest prefix the recovered model says reaches it (past the
     # Monte Carlo margin, checked by importance sampling) reaches it on the exact refit,
     # whose change lies in the band claimed.
-    X, y, theta, values, gradient = wells
-    model = recover_logistic(theta, values, gradient)
-    f = theta[:, 1].reshape(4, -1)
-    quantity = affine_in(model, theta[:, 1], theta)
-    start = removal(model, np.zeros(0, dtype=int), quantity, 0, 1.96)
-    whole = removal(model, dropped, quantity, 0, 1.96).change_from(start)[1]
+    X, y = wells[:2]
+    model, f, quantity, whole = distance_removal
     goal = goal_for(f, np.sign(whole) * f.std(), 1.96)
     found = smallest_removal(model, dropped, quantity, goal, f)
     assert found is not None and 1 < found.size < dropped.size
@@ -251,18 +261,35 @@ def test_the_smallest_removal_reaching_a_change_is_confirmed_by_the_exact_refit(
     weights = np.ones(y.size)
     weights[dropped[: found.size]] = 0
     beta, _ = sample(X, y, weights, draws=5000, seed=9)
-    exact = beta.reshape(-1, 4)[:, 1].mean() - f.mean()
-    error = 3 * np.hypot(f.std() / np.sqrt(f.size / 2), beta.std() / np.sqrt(beta.size / 8))
+    after = beta.reshape(-1, 4)[:, 1]
+    exact = after.mean() - f.mean()
+    # repeated draws of the independence sampler: about half independent
+    error = 3 * np.hypot(f.std() / np.sqrt(f.size / 2), after.std() / np.sqrt(after.size / 2))
     assert goal.direction * exact > goal.need - error
     assert low - error < exact < high + error  # the band holds the exact change
 
 
-def test_no_removal_is_claimed_where_the_whole_set_falls_short(wells, dropped):
-    X, y, theta, values, gradient = wells
-    model = recover_logistic(theta, values, gradient)
-    f = theta[:, 1].reshape(4, -1)
-    quantity = affine_in(model, theta[:, 1], theta)
-    start = removal(model, np.zeros(0, dtype=int), quantity, 0, 1.96)
-    whole = removal(model, dropped, quantity, 0, 1.96).change_from(start)[1]
+def test_no_removal_is_claimed_where_the_whole_set_falls_short(dropped, distance_removal):
+    model, f, quantity, whole = distance_removal
     goal = goal_for(f, 1.5 * whole, 1.96)  # half again beyond the whole set's change
     assert smallest_removal(model, dropped, quantity, goal, f) is None
+
+
+def test_no_removal_is_claimed_where_the_check_s_k_hat_passes_its_threshold(
+    dropped, distance_removal, monkeypatch
+):
+    # The importance-sampling check of the prefix's removal is what the band rests on:
+    # where its k-hat passes PSIS's threshold for CHECK_DRAWS draws the check cannot
+    # evaluate the removal, and no prefix is claimed (the same sample at k-hat 0.3 is).
+    import bayesij.array.amip_logistic as logistic
+
+    model, f, quantity, whole = distance_removal
+    goal = goal_for(f, np.sign(whole) * f.std(), 1.96)
+    sample = logistic.importance_sample
+
+    def with_k_hat(k):
+        monkeypatch.setattr(logistic, "importance_sample", lambda *a: (*sample(*a)[:2], k))
+        return smallest_removal(model, dropped, quantity, goal, f)
+
+    assert with_k_hat(0.3) is not None
+    assert with_k_hat(0.9) is None
