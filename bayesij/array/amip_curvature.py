@@ -842,12 +842,17 @@ def _parameters_of(
 def _mean_model_size(n_draws: int, n_quantities: int) -> int:
     """How many quantities a mean's model is fitted in: the most, up to
     :data:`MAX_MEAN_PARAMETERS` and ``n_quantities``, whose quadratic and cubic designs
-    ``n_draws`` hold at four draws per column (``p + p (p + 1) / 2 + p (p + 1) (p + 2) /
-    6`` columns); never fewer than :data:`MAX_PARAMETERS`."""
+    ``n_draws`` hold (:func:`_draws_hold`); never fewer than :data:`MAX_PARAMETERS`."""
     p = min(n_quantities, MAX_MEAN_PARAMETERS)
-    while p > MAX_PARAMETERS and n_draws < 4 * (p + p * (p + 1) // 2 + p * (p + 1) * (p + 2) // 6):
+    while p > MAX_PARAMETERS and not _draws_hold(n_draws, p):
         p -= 1
     return p
+
+
+def _draws_hold(n_draws: int, p: int) -> bool:
+    """Whether ``n_draws`` hold the quadratic and cubic designs in ``p`` quantities: four
+    draws per column (``p + p (p + 1) / 2`` and :func:`_triples`)."""
+    return n_draws >= 4 * (p + p * (p + 1) // 2 + len(_triples(p)))
 
 
 def on_model_scale(theta: np.ndarray, scales: np.ndarray) -> np.ndarray:
@@ -1000,7 +1005,7 @@ def _cubic_design(design: np.ndarray, fit: np.ndarray, p: int) -> tuple | None:
     None when the draws are too few (fewer than four times the columns of both)."""
     d = design[:, :p]
     triples = _triples(p)
-    if d.shape[0] < 4 * (design.shape[1] + len(triples)):
+    if not _draws_hold(d.shape[0], p):
         return None
     i, j, k = (np.array(index) for index in zip(*triples, strict=True))
     cubes = d[:, i] * d[:, j] * d[:, k]

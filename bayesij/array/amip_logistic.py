@@ -511,7 +511,7 @@ def smallest_removal(model: LogisticModel, order, quantity: tuple, goal, f, low:
        robustness metric: when can dropping a little data make a big difference?
        arXiv:2011.14999.
     """
-    margin = MC_MARGIN * metric_mcse(f, goal)
+    mcse = metric_mcse(f, goal)  # the full data's metric's: the start's error
     start = removal(model, np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
     if start is None:
         return None
@@ -532,7 +532,7 @@ def smallest_removal(model: LogisticModel, order, quantity: tuple, goal, f, low:
     def reaches(size: int, spread: float) -> bool:  # the Laplace band, widened
         moved = laplace(size)
         return moved is not None and not _short(
-            (moved.min() - spread, moved.max() + spread), goal, margin
+            (moved.min() - spread, moved.max() + spread), goal, mcse
         )
 
     def smallest(miss: int, spread: float) -> int:  # prefixes grow the change: bisection
@@ -546,11 +546,11 @@ def smallest_removal(model: LogisticModel, order, quantity: tuple, goal, f, low:
         return None
     hit = smallest(max(0, math.ceil(low) - 1), 0.0)
     band = checked(hit)
-    if band is not None and _short(band[0], goal, margin):  # again, widened as checked
+    if band is not None and _short(band[0], goal, mcse):  # again, widened as checked
         spread = 0.5 * (band[0][1] - band[0][0]) - 0.5 * np.ptp(laplace(hit))
         hit = smallest(hit, spread)
         band = checked(hit)
-    if band is None or _short(band[0], goal, margin):
+    if band is None or _short(band[0], goal, mcse):
         return None
     return SmallestRemoval(hit, band[0], band[1])
 
@@ -568,7 +568,9 @@ def _checked_band(moved: np.ndarray, after: tuple, before: tuple, goal) -> tuple
     return (float(moved.min() - spread), float(moved.max() + spread)), (m1, s1)
 
 
-def _short(band: tuple, goal, margin: float) -> bool:
-    """Whether the pessimistic end of a change's band falls short of the goal by
-    ``margin`` (the full-data metric's Monte Carlo error)."""
-    return min(goal.direction * band[0], goal.direction * band[1]) < goal.need + margin
+def _short(band: tuple, goal, mcse: float) -> bool:
+    """Whether the pessimistic end of a change's band does not reach the goal past the
+    full-data metric's Monte Carlo error ``mcse`` (:meth:`~bayesij.array.amip.Goal.
+    reached_by`, the one rule)."""
+    pessimistic = min(band, key=lambda end: goal.direction * end)
+    return not goal.reached_by(pessimistic, mcse)
