@@ -25,8 +25,8 @@ own mean, are worked out with the coefficients integrated out given the residual
 its inverse gamma reweighted (:func:`_normal_drop`, :func:`_normal_scale_drop`).
 
 The parameters are the fit's quantities when there are few of them (at most
-:data:`MAX_PARAMETERS`; for a mean's model, at most :data:`MAX_MEAN_PARAMETERS` where the
-draws hold the designs), else the searched quantity and those most correlated with it:
+:data:`MAX_PARAMETERS`, or :data:`MAX_MODEL_PARAMETERS` where the draws hold the
+designs), else the searched quantity and those most correlated with it:
 the cross terms carry much of the effect on a regression (the quantity alone gave a ratio
 of 1.36 where the exact one was 1.82).
 
@@ -57,7 +57,7 @@ __all__ = [
     "SetCurvature",
     "CentredColumns",
     "MAX_PARAMETERS",
-    "MAX_MEAN_PARAMETERS",
+    "MAX_MODEL_PARAMETERS",
     "MAX_COLUMNS",
     "BREAKDOWN",
     "CUBIC_SCALE",
@@ -70,25 +70,25 @@ __all__ = [
 ]
 
 #: Up to this many quantities, the quadratic model is fitted in all of them (a design of
-#: ``P + P (P + 1) / 2`` columns: 44 for 8); beyond, in the searched quantity and those
-#: most correlated with it (a mean's model: see :data:`MAX_MEAN_PARAMETERS`).
+#: ``P + P (P + 1) / 2`` columns: 44 for 8) whatever the draws; beyond, in as many as
+#: :data:`MAX_MODEL_PARAMETERS` allows.
 MAX_PARAMETERS = 8
 
-#: A mean's model (a sign, a change of the mean) is fitted in all the quantities up to
-#: this many, where the draws hold its quadratic and cubic designs (four draws per column:
-#: 454 columns for 12, 968 for 16); past that, or with fewer draws, in as many as they
-#: hold: the searched quantity, the scales and the most correlated others. An
-#: observation's log-likelihood moves with every coefficient of its regression, and a
-#: quadratic in eight of eleven quantities left up to a third of an outlier's unexplained
-#: (below :data:`MIN_EXPLAINED`): the band at that size opened to -inf to inf and the
-#: smallest set's size interval fell to 1, so a refit-confirmed set of 5 read
-#: "undetermined". On ``benchmarks/audit.py``'s regression (ten coefficients and sigma,
-#: t(4) noise; eleven data sets, 231 questions, exact refits) the draws decide 155 instead
-#: of 125, none refuted. An interval end's model keeps the quantities most correlated with
-#: it: in all of them (sigma among them) one significance answer of a set of three
-#: outliers was "reached" and its exact refit fell 4 % short (docs/guide/amip.md, "Many
-#: parameters").
-MAX_MEAN_PARAMETERS = 16
+#: A model (of a mean or of an interval end) is fitted in all the quantities up to this
+#: many, where the draws hold its quadratic and cubic designs (four draws per column: 454
+#: columns for 12, 968 for 16); past that, or with fewer draws, in as many as they hold
+#: (never fewer than :data:`MAX_PARAMETERS`): the searched quantity, the scales (a mean's
+#: model) and the most correlated others. An observation's log-likelihood moves with
+#: every coefficient of its regression, and a quadratic in eight of eleven quantities
+#: left up to a third of an outlier's unexplained (below :data:`MIN_EXPLAINED`): the band
+#: at that size opened to -inf to inf and the smallest set's size interval fell to 1, so
+#: a refit-confirmed set of 5 read "undetermined". On ``benchmarks/audit.py``'s
+#: regression (ten coefficients and sigma, t(4) noise; eleven data sets, 231 questions,
+#: exact refits) the draws decide 155 instead of 125 with the means' models in all
+#: quantities (stop 95), and 209 with the interval ends' too (stop 96: their sd after a
+#: normal set worked out where the draws do not measure the variance's growth,
+#: :meth:`Curvature._normal_removal`), none refuted.
+MAX_MODEL_PARAMETERS = 16
 
 #: The second-order prediction is not trusted for a set that holds more than this share of
 #: the posterior precision in some direction (an eigenvalue of ``I + Sigma A_S`` below
@@ -200,10 +200,19 @@ class Curvature(NamedTuple):
         its groups' sd). Only they are stepped with the scales held.
     normal_scale : tuple or None
         For a scale searched itself (modelled as it is) whose model's other parameters are
-        normal given it as a regression's coefficients are (:meth:`_one_normal_scale` of
+        normal given it as a regression's coefficients are (:func:`_the_normal_scale` of
         the model with it on the log scale): ``(u, t, mean)``, the others' centred draws
         (S, P - 1), the scale's centred logarithm (S,) and its mean, from which its mean
         after a normal set's drop is worked out (:func:`_normal_scale_drop`); else None.
+    plain_influences : bool
+        Whether the searches' first order is the draws' plain covariances (no control
+        variates). Only then is an interval end's sd after a normal set worked out where
+        the draws do not measure its variance's growth with the scale
+        (:meth:`_normal_removal`), its first order of the variance that covariance
+        (:func:`_variance_influence`). With control variates the held step stands: on
+        the heavy-tailed field experiments the normal form's band, widened for the
+        unmeasured growth, made significance sets of 15 where the OLS AMIP's is 7, and
+        unwidened it put the smallest set at most 49 where the exact one is 87.
     """
 
     design: np.ndarray
@@ -220,6 +229,7 @@ class Curvature(NamedTuple):
     mean_free: np.ndarray | None = None
     gaussian_basis: np.ndarray | None = None
     normal_scale: tuple | None = None
+    plain_influences: bool = True
 
     @property
     def n_parameters(self) -> int:
@@ -310,9 +320,15 @@ class Curvature(NamedTuple):
         # An interval end of a coefficient normal given one residual sd: its sd after the
         # drop worked out where the set is normal observations (_normal_drop).
         removal = self._normal_removal(grid, sums) if holding is not None and sign else None
+        unknown_growth: float | np.ndarray = 0.0  # the band's widening for it
         if removal is not None:
-            sd_after, exact_sd = removal
+            sd_after, exact_sd, off_by = removal
             second = np.where(exact_sd, shift[:, e] + sign * z * (sd_after - sd), second)
+            if off_by.any():  # the growth not measured: the first order the influences'
+                unknown_growth = np.where(exact_sd, z * off_by, 0.0)
+                d_var_first = _variance_influence(self.design[:, e], grid, sums, c.shape[0])
+                moved = np.sqrt(np.maximum(sd**2 + d_var_first, 0.0)) - sd
+                first = np.where(exact_sd, c[:, e] + sign * z * moved, first)
         scale = self._scale_removal(grid, sums) if sign == 0 else None
         if scale is not None:  # the scale's own mean after a normal set: worked out
             second = np.where(scale[1], scale[0], second)
@@ -334,7 +350,7 @@ class Curvature(NamedTuple):
             gaussian |= scale[1]
             weight = np.where(scale[1], GAUSSIAN_SHARE, weight)
         with np.errstate(invalid="ignore"):
-            beyond = weight * np.abs(second - first)
+            beyond = weight * np.abs(second - first) + unknown_growth
         # Past the breakdown: inf where the quadratic explains the set (the change runs
         # away in the first order's direction), NaN where it does not (no side is known).
         past = np.where(held, np.inf, np.nan)
@@ -363,24 +379,33 @@ class Curvature(NamedTuple):
         return exact[at]
 
     def _normal_removal(self, grid, sums) -> tuple | None:
-        """The searched coefficient's posterior sd after dropping each prefix, and where
-        that is exact (each (K,)), for a model whose coefficients are normal given one
-        scale ``s`` with covariance ``s^2 V`` (:meth:`_one_normal_scale`) and prefixes
-        whose log-likelihood is that of normal observations of sd ``s`` (fitted across
-        the draws at the sizes ``grid`` from their centred sums ``sums`` (G, S),
-        interpolated between: :func:`_normal_drop`); None for another model."""
-        j = self._one_normal_scale()
-        if j is None:
+        """The searched coefficient's posterior sd after dropping each prefix, where that
+        is exact, and how far it may be off (each (K,)), for a model whose coefficients are
+        normal given one scale ``s`` with covariance ``s^2 V`` (:func:`_the_normal_scale`;
+        where the draws do not measure the growth of the variance with ``s^2``, a scale
+        known to a few percent, and the influences are plain (:attr:`plain_influences`),
+        the sd is worked out with the regression's growth, 2, and may be off by its
+        distance from the sd had the variance not grown at all) and prefixes whose
+        log-likelihood is that of normal observations of sd ``s`` (fitted across the
+        draws at the sizes ``grid`` from their centred sums ``sums`` (G, S), interpolated
+        between: :func:`_normal_drop`); None for another model."""
+        j = _the_normal_scale(self, unmeasured=self.plain_influences)
+        if j is None or j == self.column:
             return None
         d = self.design[:, : self.n_parameters]
         others = np.flatnonzero(np.arange(self.n_parameters) != j)
         e = int(np.flatnonzero(others == self.column)[0])
-        scaled, ok = _normal_drop(d[:, others], d[:, j], sums, e)
+        scaled, ok, still = _normal_drop(d[:, others], d[:, j], sums, e)
         sizes = np.arange(1, int(grid[-1]) + 1)
         at = np.searchsorted(grid, sizes)
         exact = ok[at] & ok[np.maximum(at - 1, 0)]
         ratio = np.interp(sizes, np.concatenate([[0], grid]), scaled / scaled[0])
-        return np.sqrt(self.cov[self.column, self.column]) * ratio, exact  # from the draws' sd
+        sd = np.sqrt(self.cov[self.column, self.column])  # from the draws' sd
+        spread = np.zeros(sizes.size)
+        if _the_normal_scale(self) is None:  # the growth not measured: 2 or none
+            unmoved = np.interp(sizes, np.concatenate([[0], grid]), np.r_[1.0, still / scaled[0]])
+            spread = sd * np.abs(ratio - unmoved)
+        return sd * ratio, exact, spread
 
     def _scale_removal(self, grid, sums) -> tuple | None:
         """The searched scale's mean's change after dropping each prefix (K,), and where
@@ -398,12 +423,6 @@ class Curvature(NamedTuple):
         exact = ok[at] & ok[np.maximum(at - 1, 0)]
         ratio = np.interp(sizes, np.concatenate([[0], grid]), np.concatenate([[1.0], ratio]))
         return mean * (ratio - 1.0), exact
-
-    def _one_normal_scale(self) -> int | None:
-        """The column of the one scale (:func:`_the_normal_scale`); None when there is no
-        such scale or the searched parameter is the scale."""
-        j = _the_normal_scale(self)
-        return None if j is None or j == self.column else j
 
     def _held(self, e: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The scales (P,) and parameter ``e``'s variance elasticities in them (P,) when its
@@ -479,6 +498,26 @@ def _scales_held(a: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return out
 
 
+def _variance_influence(centred: np.ndarray, grid, sums: np.ndarray, k: int) -> np.ndarray:
+    """The first-order change of a parameter's posterior variance after dropping each
+    prefix (K,): ``-Cov((theta - mean)^2, l_S)`` over the draws, the influence that the
+    searches' first order reads (:func:`bayesij.array.amip.metric_influence`), from the
+    parameter's centred draws ``centred`` (S,) and the prefixes' centred log-likelihood
+    ``sums`` (G, S) at the sizes ``grid``, interpolated between. The quadratic's own
+    ``-(Sigma A Sigma)_ee`` misses the variance's growth with a residual sd that an
+    outlier moves where the draws do not measure that growth (a scale known to a few
+    percent): on a t(4) regression a set of three outliers read about 0 there, against
+    the influences' -0.0053 and the exact refit's -0.0016 for the sd, so the second
+    order's ratio to the first was applied to a first order 1.8 times its own. (Where the
+    growth is measured the quadratic's stands: a covariance with heavy-tailed outliers
+    is noisy, and with control variates the searches' influences are not the plain
+    covariance.)"""
+    square = centred**2
+    at_grid = -(sums @ (square - square.mean())) / square.size
+    sizes = np.arange(1, k + 1)
+    return np.interp(sizes, np.concatenate([[0], grid]), np.concatenate([[0.0], at_grid]))
+
+
 def _normal_drop(u: np.ndarray, t: np.ndarray, sums: np.ndarray, e: int) -> tuple:
     """Coefficient ``e``'s posterior sd before and after dropping each of the sets whose
     centred log-likelihood over the draws is ``sums`` (G, S), for coefficients normal
@@ -487,13 +526,15 @@ def _normal_drop(u: np.ndarray, t: np.ndarray, sums: np.ndarray, e: int) -> tupl
     centred ``log s``. Returns ``(sd, ok)``: ``sqrt(E[s^2] V'_ee)`` with ``E[s^2]`` after
     the drop (G + 1,; the sd before the drop first), and whether the set fits the form,
     ``I - V^1/2 M V^1/2`` is short of :data:`BREAKDOWN` and the reweighted inverse gamma
-    has a mean (G,)."""
+    has a mean (G,); and the sd after the drop had the variance not grown with ``s^2``
+    (G,)."""
     squares, a, c, after, v, ok = _normal_fit(u, t, sums)
     spread, fits = _inverse_gamma_after(squares, a, c)
     ok &= fits
     before = squares.mean()
     scaled = np.sqrt(np.where(ok, spread, before) * after[:, e, e])
-    return np.concatenate([np.sqrt([before * v[e, e]]), scaled]), ok
+    unmoved = np.sqrt(before * after[:, e, e])  # had the variance not grown with s^2
+    return np.concatenate([np.sqrt([before * v[e, e]]), scaled]), ok, unmoved
 
 
 def _normal_scale_drop(u: np.ndarray, t: np.ndarray, sums: np.ndarray) -> tuple:
@@ -721,11 +762,11 @@ def curvature_of(
     quantities: np.ndarray, index: int, scales=None, with_scales: bool = False
 ) -> Curvature | None:
     """The quadratic model's design for the searched quantity ``index`` of ``quantities``
-    (n_chains, n_draws, Q): in all the quantities when ``Q <= MAX_PARAMETERS``, else in
-    the searched one and the ``MAX_PARAMETERS - 1`` most correlated with it across the
-    draws (the cross terms act through the posterior correlations); quantities constant
-    over the draws are left out; ``with_scales`` (a mean's model): the scales too, or all
-    the quantities up to ``MAX_MEAN_PARAMETERS`` (:func:`_parameters_of`).
+    (n_chains, n_draws, Q): in all the quantities up to ``MAX_MODEL_PARAMETERS`` where
+    the draws hold the designs, else in the searched one and as many of the most
+    correlated with it across the draws as they hold (the cross terms act through the
+    posterior correlations; :func:`_parameters_of`); quantities constant over the draws
+    are left out; ``with_scales`` (a mean's model): the scales first.
     None when too few draws for the design (fewer than four times its columns)."""
     return curvatures_of(quantities, [index], scales, [with_scales])[0]
 
@@ -734,16 +775,14 @@ def curvatures_of(
     quantities: np.ndarray, indices, scales=None, with_scales=None
 ) -> list[Curvature | None]:
     """:func:`curvature_of` of each of the quantities ``indices``: one model for those
-    fitted in the same parameters (all of them when ``Q <= MAX_PARAMETERS``), its design
-    computed once and its :attr:`Curvature.column` each quantity's. ``scales`` (bool, (Q,),
+    fitted in the same parameters (all of them where the draws hold their designs), its
+    design computed once and its :attr:`Curvature.column` each quantity's. ``scales`` (bool, (Q,),
     optional): the quantities that are scales (a residual sd, a group sd), modelled by
     their logarithm, held in the Newton step of the others (:func:`_scales_held`) and
     spreading their variance as they do across the draws (:attr:`Curvature.elasticity`).
-    ``with_scales`` (bool per index, optional: a mean's model): fit that model in all the
-    quantities up to :data:`MAX_MEAN_PARAMETERS` where the draws hold its designs, else in
-    the scales too, whatever their correlation with the quantity (:func:`_parameters_of`),
-    where there are more parameters than :data:`MAX_PARAMETERS`; an index may come twice,
-    with and without."""
+    ``with_scales`` (bool per index, optional: a mean's model): where the model cannot
+    take every quantity, take the scales first, whatever their correlation with the
+    quantity (:func:`_parameters_of`); an index may come twice, with and without."""
     flat = np.asarray(quantities, dtype=float).reshape(-1, quantities.shape[-1])
     keep = np.flatnonzero(np.ptp(flat, axis=0) > 0)
     positive = np.all(flat > 0, axis=0)
@@ -821,14 +860,13 @@ def _parameters_of(
     flat: np.ndarray, keep: np.ndarray, index: int, scales: np.ndarray | None = None
 ) -> np.ndarray:
     """The columns of ``flat`` (S, Q) the model of quantity ``index`` is fitted in: all
-    of ``keep`` (the non-constant ones) up to :data:`MAX_PARAMETERS`, else ``index``, the
+    of ``keep`` (the non-constant ones) as far as :func:`_model_size` allows (up to
+    :data:`MAX_MODEL_PARAMETERS` where the draws hold the designs), else ``index``, the
     scales (with ``scales``, bool (Q,): a mean's model) and those most correlated with
-    ``index``, :data:`MAX_PARAMETERS` in all; a mean's model, as many as
-    :func:`_mean_model_size` allows (all of ``keep`` up to :data:`MAX_MEAN_PARAMETERS`
-    where the draws hold its designs)."""
+    ``index``, that many in all."""
     if keep.size <= MAX_PARAMETERS:
         return keep
-    size = MAX_PARAMETERS if scales is None else _mean_model_size(flat.shape[0], keep.size)
+    size = _model_size(flat.shape[0], keep.size)
     if keep.size <= size:
         return keep
     others = keep[keep != index]
@@ -839,11 +877,11 @@ def _parameters_of(
     return np.sort(np.concatenate([[index], picked[: size - 1]]))
 
 
-def _mean_model_size(n_draws: int, n_quantities: int) -> int:
-    """How many quantities a mean's model is fitted in: the most, up to
-    :data:`MAX_MEAN_PARAMETERS` and ``n_quantities``, whose quadratic and cubic designs
+def _model_size(n_draws: int, n_quantities: int) -> int:
+    """How many quantities a model is fitted in: the most, up to
+    :data:`MAX_MODEL_PARAMETERS` and ``n_quantities``, whose quadratic and cubic designs
     ``n_draws`` hold (:func:`_draws_hold`); never fewer than :data:`MAX_PARAMETERS`."""
-    p = min(n_quantities, MAX_MEAN_PARAMETERS)
+    p = min(n_quantities, MAX_MODEL_PARAMETERS)
     while p > MAX_PARAMETERS and not _draws_hold(n_draws, p):
         p -= 1
     return p

@@ -600,6 +600,7 @@ def _second_order_claim(refit, quantity, log_lik, goal, path, scores=None):
     )
     if curvature is None or path.order.size == 0:
         return path
+    curvature = curvature._replace(plain_influences=scores is None)
     if scores is None:
         scores = metric_influence(refit.quantities.values[..., index], log_lik, goal)
     whole = linear_path(scores.psi[0], goal.direction, np.inf, path.order.size, None)

@@ -794,7 +794,7 @@ def searches_from(
     rows = every if isinstance(every, DenseRows) else goal_rows(every, goals)
     del every
     nonlinearities = _nonlinearities(
-        source, questions, goals, rows, k_max, parameters, kept, client
+        source, questions, goals, rows, k_max, parameters, (kept, client), gradient is None
     )
     if method == "linear":
         halves, half_units = _half_rows(scores["half"], goals)
@@ -1052,7 +1052,7 @@ def _half_rows(half, goals: list) -> tuple[list, list]:
 
 
 def _nonlinearities(
-    source, questions, goals, rows, k_max, parameters=None, kept=None, client=None
+    source, questions, goals, rows, k_max, parameters=None, columns=(None, None), plain=True
 ) -> list:
     """Each question's second-order ratios along a set of units
     (:class:`~bayesij.array.amip_curvature.SetCurvature`), from a quadratic model of the
@@ -1060,7 +1060,11 @@ def _nonlinearities(
     :func:`fit_parameters`, default the source's). A matrix in memory is read as asked; for
     a lazy one, the columns of each linear ranking's first units (at most
     :data:`~bayesij.array.amip_curvature.MAX_COLUMNS`), from the pass's ``kept`` columns
-    or read once for all questions. None where the draws are too few for the model."""
+    or read once for all questions (``columns``: the pass's kept columns and a
+    dask.distributed client). ``plain``: whether the influences are the draws' plain
+    covariances (no control variates: ``Curvature.plain_influences``). None where the
+    draws are too few for the model."""
+    kept, client = columns
     draws, names = parameters if parameters is not None else _parameter_draws(source)
     # One model per quantity and kind of metric (a mean, an interval end), shared by its
     # questions; quantities modelled in the same parameters share its design
@@ -1098,7 +1102,9 @@ def _nonlinearities(
         store = CentredColumns(source.n_draws, units=wanted, rows=rows)
         release_freed_memory()  # the blocks read for them
     return [
-        None if c is None else SetCurvature(c, g.sign, g.z, store=store)
+        None
+        if c is None
+        else SetCurvature(c._replace(plain_influences=plain), g.sign, g.z, store=store)
         for c, g in zip(curvatures, goals, strict=True)
     ]
 

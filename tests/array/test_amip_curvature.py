@@ -8,7 +8,7 @@ import pytest
 from bayesij.array.amip_curvature import (
     BREAKDOWN,
     MAX_COLUMNS,
-    MAX_MEAN_PARAMETERS,
+    MAX_MODEL_PARAMETERS,
     MAX_PARAMETERS,
     CentredColumns,
     SetCurvature,
@@ -146,12 +146,12 @@ def test_set_curvature_reads_a_matrix_or_the_columns_it_was_given():
 def test_the_model_is_fitted_in_the_most_correlated_quantities():
     rng = np.random.default_rng(1)
     base = rng.normal(size=(4000, 1))
-    noise = rng.normal(size=(4000, MAX_PARAMETERS + 4))
+    noise = rng.normal(size=(4000, MAX_MODEL_PARAMETERS + 4))
     quantities = np.concatenate([base, noise], axis=1)
     quantities[:, 3] += 5 * base[:, 0]  # strongly correlated with quantity 0
     quantities[:, 5] = 1.0  # constant: left out
     curvature = curvature_of(quantities[None], 0)
-    assert curvature.n_parameters == MAX_PARAMETERS
+    assert curvature.n_parameters == MAX_MODEL_PARAMETERS
     chosen = curvature.design[:, : curvature.n_parameters]
     np.testing.assert_allclose(chosen[:, curvature.column], base[:, 0] - base.mean())
     correlation = np.corrcoef(chosen.T)[curvature.column]
@@ -160,28 +160,30 @@ def test_the_model_is_fitted_in_the_most_correlated_quantities():
     assert curvature_of(quantities[None], 5) is None  # a constant quantity
 
 
-def test_a_mean_s_model_takes_every_quantity_the_draws_hold():
-    # Past MAX_PARAMETERS an interval end's model keeps the quantities most correlated with
-    # it; a mean's is fitted in all of them up to MAX_MEAN_PARAMETERS, where the draws
-    # hold four per column of its quadratic and cubic designs (454 columns for 12), and
-    # in as many as they hold otherwise: the searched one, the scales and the most
-    # correlated others.
+def test_a_model_takes_every_quantity_the_draws_hold():
+    # Past MAX_PARAMETERS a model (of a mean or of an interval end) is fitted in all the
+    # quantities up to MAX_MODEL_PARAMETERS, where the draws hold four per column of its
+    # quadratic and cubic designs (454 columns for 12), and in as many as they hold
+    # otherwise: the searched one, the scales (a mean's model) and the most correlated
+    # others; never fewer than MAX_PARAMETERS.
     rng = np.random.default_rng(4)
     quantities = rng.normal(size=(1, 4000, 12))
     scales = np.zeros(12, dtype=bool)
     mean, end = curvatures_of(quantities, [3, 3], scales, with_scales=[True, False])
-    assert mean.n_parameters == 12 and end.n_parameters == MAX_PARAMETERS
+    assert mean.n_parameters == end.n_parameters == 12
     assert mean.design.shape[1] == 12 + 12 * 13 // 2
     few = quantities[:, : 4 * 454 - 1]  # one draw short of twelve's designs: eleven's
-    (held,) = curvatures_of(few, [3], scales, with_scales=[True])
-    assert held.n_parameters == 11
-    many = rng.normal(size=(1, 4000, MAX_MEAN_PARAMETERS + 5))
+    (held, end) = curvatures_of(few, [3, 3], scales, with_scales=[True, False])
+    assert held.n_parameters == end.n_parameters == 11
+    (floor,) = curvatures_of(quantities[:, :500], [3], scales)  # holds fewer than eight
+    assert floor.n_parameters == MAX_PARAMETERS
+    many = rng.normal(size=(1, 4000, MAX_MODEL_PARAMETERS + 5))
     many[..., 7] += 3 * many[..., 0]  # strongly correlated with quantity 0
     many[..., -1] = np.exp(many[..., -1] / 10)  # a scale, correlated with nothing
     is_scale = np.zeros(many.shape[-1], dtype=bool)
     is_scale[-1] = True
     (past,) = curvatures_of(many, [0], is_scale, with_scales=[True])
-    assert past.n_parameters == MAX_MEAN_PARAMETERS
+    assert past.n_parameters == MAX_MODEL_PARAMETERS
     chosen = past.design[:, : past.n_parameters]
     on_scale = np.log(many[0, :, -1])
     assert any(np.allclose(c, on_scale - on_scale.mean()) for c in chosen.T)  # the scale
@@ -189,14 +191,15 @@ def test_a_mean_s_model_takes_every_quantity_the_draws_hold():
 
 
 def test_quantities_modelled_in_the_same_parameters_share_one_design():
-    # Up to MAX_PARAMETERS quantities every model is fitted in all of them: one design, the
-    # searched quantity's column each; beyond, each quantity's own. Either way the same
-    # arrays as the model built for that quantity alone, and a store computes the shared
-    # design's terms of a unit once for all its quantities.
+    # Where the draws hold the designs every model is fitted in all the quantities (up to
+    # MAX_MODEL_PARAMETERS): one design, the searched quantity's column each; beyond, each
+    # quantity's own. Either way the same arrays as the model built for that quantity
+    # alone (to rounding), and a store computes the shared design's terms of a unit once
+    # for all its quantities.
     rng = np.random.default_rng(3)
     few = rng.normal(size=(1, 4000, 4)) * [1.0, 2.0, 0.5, 3.0]
-    many = rng.normal(size=(1, 4000, MAX_PARAMETERS + 2))
-    for quantities, indices in ((few, [2, 0, 3, 2]), (many, [0, 4, MAX_PARAMETERS + 1])):
+    many = rng.normal(size=(1, 4000, MAX_MODEL_PARAMETERS + 2))
+    for quantities, indices in ((few, [2, 0, 3, 2]), (many, [0, 4, MAX_MODEL_PARAMETERS + 1])):
         models = curvatures_of(quantities, indices)
         for model, index in zip(models, indices, strict=True):
             alone = curvature_of(quantities, index)
@@ -204,8 +207,8 @@ def test_quantities_modelled_in_the_same_parameters_share_one_design():
             for field, a, b in zip(model._fields, model, alone, strict=True):
                 if field == "gaussian_basis":  # an SVD's basis: the same span, to rounding
                     np.testing.assert_allclose(np.abs(a.T @ b), np.eye(a.shape[1]), atol=1e-8)
-                elif isinstance(a, np.ndarray):
-                    np.testing.assert_array_equal(a, b)
+                elif isinstance(a, np.ndarray):  # BLAS on threads or not: to rounding
+                    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-15)
         shared = {id(model.fit) for model in models}
         assert len(shared) == (1 if quantities is few else len(set(indices)))
     models = curvatures_of(few, [0, 1])
@@ -674,8 +677,11 @@ def test_a_normal_regression_s_sets_are_conditionally_normal_and_their_band_hugs
     # integrated out given sigma and sigma^2's inverse gamma reweighted (exact for this
     # flat prior); both hold the exact refit's. That needs the draws to show the
     # coefficients' variance growing as sigma^2 (mesquite, N = 46); where sigma is known
-    # to a few percent (kidiq, N = 434) they cannot, and an interval end's band reaches
-    # back to the first order. The joint step keeps the band from the first order.
+    # to a few percent (kidiq, N = 434) they cannot: an interval end's sd is then worked
+    # out with the regression's growth (2) and its band widened by the sd had the
+    # variance not grown; with control variates (influences that are not the draws'
+    # covariances) the band reaches back to the first order. The joint step keeps the
+    # band from the first order.
     from ols_amip import kidiq_shaped, linear_effects, mesquite_shaped, metric
 
     from bayesij.array.amip_curvature import GAUSSIAN_SHARE
@@ -698,11 +704,17 @@ def test_a_normal_regression_s_sets_are_conditionally_normal_and_their_band_hugs
             # the change here; the answers' replicates carry it)
             slack = 0.0 if sign == 0 else 0.05 * abs(truth)
             assert low - slack <= truth <= high + slack, (k, sign, low, truth, high)
+            assert np.all(changes.near == GAUSSIAN_SHARE)
             if sign == 0 or shape == "mesquite":
-                assert np.all(changes.near == GAUSSIAN_SHARE)
                 assert high - low == pytest.approx(2 * GAUSSIAN_SHARE * gap, rel=1e-9)
-            else:  # the growth unmeasured: the band reaches back to the first order
-                assert np.all(changes.near == 0)
+            else:  # the growth unmeasured: widened by the sd had the variance not grown
+                assert high - low > 2 * GAUSSIAN_SHARE * gap
+                # with control variates the influences are not the draws' covariances:
+                # the held step, its band reaching back to the first order
+                cv = held._replace(plain_influences=False).changes(flat[:, order], sign, 1.96)
+                assert np.all(cv.near == 0)
+                low, high = (end[-1] for end in cv.band())
+                assert low - slack <= truth <= high + slack, (k, sign, low, truth, high)
         assert np.all(curvature_of(theta, k).changes(flat[:, order], 0, 1.96).near == 0)
 
 
@@ -729,8 +741,15 @@ def test_a_coefficient_s_sd_after_a_normal_set_is_dropped_is_the_exact_refit_s()
         order = np.argsort(np.sign(start) * linear_effects(X, y, k, -1, 1.96))
         sets = [order[:size] for size in (1, 2, 4)]
         sums = np.stack([flat[:, s].sum(axis=1) - flat[:, s].sum(axis=1).mean() for s in sets])
-        scaled, ok = _normal_drop(u, t, sums, k)
+        scaled, ok, unmoved = _normal_drop(u, t, sums, k)
         assert ok.all()
+        # had the variance not grown with sigma^2: sigma^2 held at its mean, the unscaled
+        # covariance (X'WX)^-1 the drop's
+        gram_inv = np.linalg.inv(X.T @ X)[k, k]
+        for dropped, got in zip(sets, unmoved / scaled[0], strict=True):
+            kept = np.delete(X, dropped, axis=0)
+            exact = np.sqrt(np.linalg.inv(kept.T @ kept)[k, k] / gram_inv)
+            assert got == pytest.approx(exact, abs=0.004), (k, dropped.size)
         sd = lambda w, k=k: metric(X, y, w, k, 1, 1.0) - metric(X, y, w, k, 0, 1.0)  # noqa: E731
         assert scaled[0] == pytest.approx(sd(np.ones(y.size)), rel=0.01)
         for dropped, got in zip(sets, scaled[1:] / scaled[0], strict=True):
@@ -827,3 +846,26 @@ def test_the_models_take_a_positive_scale_by_its_logarithm_beside_other_paramete
     )
     alone = theta[:, 1:2]  # a scale alone is modelled as it is
     assert on_model_scale(alone, np.array([True])) is alone
+
+
+def test_the_variance_s_first_order_is_its_derivative_in_the_weights():
+    # A normal mean of known sd under a flat prior, exact draws: the posterior variance
+    # with weight w on a set of j observations is sigma^2 / (n - j + j w), its derivative
+    # at w = 1 is -j sigma^2 / n^2 whatever the observations; dropping the set moves the
+    # variance by j sigma^2 / n^2 to first order (exactly sigma^2 j / (n (n - j))).
+    # -Cov((mu - mean)^2, l_S) over the draws, at the grid's sizes and interpolated between.
+    from bayesij.array.amip_curvature import _variance_influence
+
+    rng = np.random.default_rng(5)
+    n, sigma = 50, 2.0
+    y = rng.normal(1.0, sigma, size=n)
+    mu = rng.normal(y.mean(), sigma / np.sqrt(n), size=400_000)
+    log_lik = -0.5 * ((y[None, :6] - mu[:, None]) / sigma) ** 2  # (S, 6)
+    grid = np.array([2, 6])
+    sums = np.stack([log_lik[:, :size].sum(axis=1) for size in grid])
+    sums -= sums.mean(axis=1, keepdims=True)
+    got = _variance_influence(mu - mu.mean(), grid, sums, 6)
+    first = np.arange(1, 7) * sigma**2 / n**2
+    np.testing.assert_allclose(got, first, rtol=0.03)
+    exact = sigma**2 * 6 / (n * (n - 6))
+    assert got[-1] == pytest.approx(exact, rel=0.15)  # first order: 12 % short at 6 of 50
