@@ -10,7 +10,8 @@ Models (exact references, none tuned to pass):
   times the noise sd, an insignificant effect), with control variates from the gradient;
 - ``wells400`` / ``wells``: a wells-like logistic regression (N = 400 / 3020);
 - ``t4reg``: ``benchmarks/audit.py``'s regression (N = 2000, an intercept and nine normal
-  covariates, t(4) noise: eleven quantities, more than the second-order model's eight).
+  covariates, t(4) noise: eleven quantities, more than the eight every second-order
+  model may take whatever the draws).
 
 Normal models are drawn exactly (``refit.FlatPriorRegressionBackend``: the refit after any
 drop is the weighted least-squares posterior); logistic ones by independence
