@@ -46,7 +46,7 @@ from bayesij.array.amip_candidates import (
 from bayesij.array.amip_columns import KeptColumns, kept_capacity
 from bayesij.array.amip_curvature import (
     MAX_COLUMNS,
-    MAX_PARAMETERS,
+    MAX_MODEL_PARAMETERS,
     CentredColumns,
     SetCurvature,
     curvatures_of,
@@ -1068,13 +1068,12 @@ def _nonlinearities(
     draws, names = parameters if parameters is not None else _parameter_draws(source)
     # One model per quantity and kind of metric (a mean, an interval end), shared by its
     # questions; quantities modelled in the same parameters share its design
-    # (curvatures_of). Past MAX_PARAMETERS a mean's model holds the scales whatever their
+    # (curvatures_of). Every model takes all the quantities the draws hold (up to
+    # MAX_MODEL_PARAMETERS); past that a mean's model holds the scales whatever their
     # correlation with it: a residual sd is in every observation's likelihood, and without
     # it no quadratic explains an outlier's, so the model broke down (change -inf to inf)
-    # though a coefficient's mean does not move with the sd. An interval end's keeps the
-    # parameters most correlated with it: with the scales forced in, the exact refits of
-    # the benchmark's 10-coefficient t(4) regression refuted a significance answer that
-    # was undetermined before (docs/guide/amip.md, "Many parameters").
+    # though a coefficient's mean does not move with the sd (docs/guide/amip.md, "Many
+    # parameters").
     keys = [(q, goal.sign == 0) for (q, _), goal in zip(questions, goals, strict=True)]
     pairs = list(dict.fromkeys(keys))
     searched = list(source.quantity_names)
@@ -1202,12 +1201,16 @@ def _block_columns(block: np.ndarray, positions: np.ndarray, units: np.ndarray) 
 
 def fit_parameters(fit) -> tuple[np.ndarray, list] | None:
     """Draws (n_chains, n_draws, Q) and names of the posterior's small variables (at most
-    :data:`~bayesij.array.amip_curvature.MAX_PARAMETERS` elements each, at most 64 in all)
-    of a :class:`~bayesij.data.fit.Fit`: the second-order model's parameters, the same
-    whichever quantities an audit searches; read without the log-likelihood. None when
-    there are none such (the searched quantities serve)."""
+    :data:`~bayesij.array.amip_curvature.MAX_MODEL_PARAMETERS` elements each, at most 64
+    in all) of a :class:`~bayesij.data.fit.Fit`: the second-order model's parameters, the
+    same whichever quantities an audit searches; read without the log-likelihood. None
+    when there are none such (the searched quantities serve). A variable as large as a
+    model may take is among them: at eight elements a regression's ten coefficients were
+    left out, and a question on its residual sd was modelled in the sd alone (its
+    prediction broke down on a tenth of the data, where in every quantity the exact
+    refits confirm "not reachable")."""
     sizes = fit.variable_sizes()
-    small = [name for name, size in sizes.items() if 0 < size <= MAX_PARAMETERS]
+    small = [name for name, size in sizes.items() if 0 < size <= MAX_MODEL_PARAMETERS]
     if not small or sum(sizes[name] for name in small) > 64:
         return None
     try:

@@ -505,6 +505,30 @@ def test_interval_ends_in_every_coefficient_are_decided_and_confirmed():
     assert result.answer == "undetermined"  # beta[10]
 
 
+def test_halving_the_residual_sd_is_not_reachable_as_the_exact_refits_say():
+    # The audit's question of halving sigma within 10 % of the data. The second-order
+    # model was fitted in the posterior's variables of at most eight elements: sigma
+    # alone, not the ten-element beta. Its prediction broke down (-inf at 99 units) and
+    # the answer was "undetermined, size 1 to beyond the limit". In every quantity (the
+    # residual sd's mean after a normal set worked out with the coefficients integrated
+    # out) it is "not reachable": the set's change interval holds its exact refit's, and
+    # dropping the largest residual of each refit in turn, 100 times, falls short too.
+    from ols_amip import mean_sd
+
+    X, y, post = _t4_regression(1000, 1)
+    sigma = float(post.quantities.sel(quantity="sigma").values.mean())
+    result = bayesij.amip(post, "sigma", -sigma / 2, alpha_max=0.1)
+    assert result.answer == "not reachable", result
+    low, high = result.change_interval
+    start = mean_sd(X, y, np.ones(y.size))
+    assert low <= mean_sd(X, y, result.kept) - start <= high
+    weights = np.ones(y.size)
+    for _ in range(result.n_drop):
+        beta = np.linalg.lstsq(X[weights > 0], y[weights > 0], rcond=None)[0]
+        weights[np.argmax(np.abs(y - X @ beta) * weights)] = 0
+    assert mean_sd(X, y, weights) - start > -sigma / 2  # short of the target
+
+
 def test_with_fourteen_coefficients_the_signs_are_decided_and_confirmed():
     # Fifteen quantities (fourteen coefficients and sigma, t(4) noise): a mean's model in
     # eight of them left the outliers' log-likelihood unexplained, and 1 of these 13 signs
