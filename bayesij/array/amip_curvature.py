@@ -201,9 +201,13 @@ class Curvature(NamedTuple):
     normal_scale : tuple or None
         For a scale searched itself (modelled as it is) whose model's other parameters are
         normal given it as a regression's coefficients are (:func:`_the_normal_scale` of
-        the model with it on the log scale): ``(u, t, mean)``, the others' centred draws
-        (S, P - 1), the scale's centred logarithm (S,) and its mean, from which its mean
-        after a normal set's drop is worked out (:func:`_normal_scale_drop`); else None.
+        the model with it on the log scale): ``(form, mean)``, that model's
+        :attr:`normal_form` and the scale's mean, from which its mean after a normal
+        set's drop is worked out (:func:`_normal_scale_drop`); else None.
+    normal_form : _NormalForm or None
+        With one scale among the parameters (on the log scale), the others' normal form
+        given it (:func:`_normal_form`), worked out once for every set's
+        :func:`_normal_fit`; else None.
     plain_influences : bool
         Whether the searches' first order is the draws' plain covariances (no control
         variates). Only then is an interval end's sd after a normal set worked out where
@@ -229,6 +233,7 @@ class Curvature(NamedTuple):
     mean_free: np.ndarray | None = None
     gaussian_basis: np.ndarray | None = None
     normal_scale: tuple | None = None
+    normal_form: _NormalForm | None = None
     plain_influences: bool = True
 
     @property
@@ -390,12 +395,11 @@ class Curvature(NamedTuple):
         draws at the sizes ``grid`` from their centred sums ``sums`` (G, S), interpolated
         between: :func:`_normal_drop`); None for another model."""
         j = _the_normal_scale(self, unmeasured=self.plain_influences)
-        if j is None or j == self.column:
+        if j is None or j == self.column or self.normal_form is None:
             return None
-        d = self.design[:, : self.n_parameters]
         others = np.flatnonzero(np.arange(self.n_parameters) != j)
         e = int(np.flatnonzero(others == self.column)[0])
-        scaled, ok, still = _normal_drop(d[:, others], d[:, j], sums, e)
+        scaled, ok, still = _normal_drop(self.normal_form, sums, e)
         sizes = np.arange(1, int(grid[-1]) + 1)
         at = np.searchsorted(grid, sizes)
         exact = ok[at] & ok[np.maximum(at - 1, 0)]
@@ -416,8 +420,8 @@ class Curvature(NamedTuple):
         :func:`_normal_scale_drop`); None for another model."""
         if self.normal_scale is None:
             return None
-        u, t, mean = self.normal_scale
-        ratio, ok = _normal_scale_drop(u, t, sums)
+        form, mean = self.normal_scale
+        ratio, ok = _normal_scale_drop(form, sums)
         sizes = np.arange(1, int(grid[-1]) + 1)
         at = np.searchsorted(grid, sizes)
         exact = ok[at] & ok[np.maximum(at - 1, 0)]
@@ -518,17 +522,17 @@ def _variance_influence(centred: np.ndarray, grid, sums: np.ndarray, k: int) -> 
     return np.interp(sizes, np.concatenate([[0], grid]), np.concatenate([[0.0], at_grid]))
 
 
-def _normal_drop(u: np.ndarray, t: np.ndarray, sums: np.ndarray, e: int) -> tuple:
+def _normal_drop(form: _NormalForm, sums: np.ndarray, e: int) -> tuple:
     """Coefficient ``e``'s posterior sd before and after dropping each of the sets whose
     centred log-likelihood over the draws is ``sums`` (G, S), for coefficients normal
     given a scale ``s`` with covariance ``s^2 V`` and sets of normal observations of sd
-    ``s`` (:func:`_normal_fit`): ``u`` (S, p) the centred coefficients, ``t`` (S,) the
-    centred ``log s``. Returns ``(sd, ok)``: ``sqrt(E[s^2] V'_ee)`` with ``E[s^2]`` after
-    the drop (G + 1,; the sd before the drop first), and whether the set fits the form,
+    ``s`` (:func:`_normal_fit` of ``form``). Returns ``(sd, ok)``: ``sqrt(E[s^2]
+    V'_ee)`` with ``E[s^2]`` after the drop (G + 1,; the sd before the drop first), and
+    whether the set fits the form,
     ``I - V^1/2 M V^1/2`` is short of :data:`BREAKDOWN` and the reweighted inverse gamma
     has a mean (G,); and the sd after the drop had the variance not grown with ``s^2``
     (G,)."""
-    squares, a, c, after, v, ok = _normal_fit(u, t, sums)
+    squares, a, c, after, v, ok = _normal_fit(form, sums)
     spread, fits = _inverse_gamma_after(squares, a, c)
     ok &= fits
     before = squares.mean()
@@ -537,17 +541,17 @@ def _normal_drop(u: np.ndarray, t: np.ndarray, sums: np.ndarray, e: int) -> tupl
     return np.concatenate([np.sqrt([before * v[e, e]]), scaled]), ok, unmoved
 
 
-def _normal_scale_drop(u: np.ndarray, t: np.ndarray, sums: np.ndarray) -> tuple:
+def _normal_scale_drop(form: _NormalForm, sums: np.ndarray) -> tuple:
     """The scale's posterior mean after dropping each of the sets whose centred
     log-likelihood over the draws is ``sums`` (G, S), over its mean before (G,), for the
-    model of :func:`_normal_drop` (the scale's draws ``exp(t)`` up to a constant factor):
+    model of :func:`_normal_drop` (``form``):
     ``E[s] = sqrt(beta) Gamma(alpha - 1/2) / Gamma(alpha)`` under ``s^2 ~ InvGamma(alpha,
     beta)``, before and after the reweighting (:func:`_inverse_gamma_after`; exact for a
     normal regression's residual sd under a flat or conjugate prior). Also whether each
     is worked out so (G,); the ratio is 1 where not."""
     from scipy.special import gammaln
 
-    squares, a, c, _, _, ok = _normal_fit(u, t, sums)
+    squares, a, c, _, _, ok = _normal_fit(form, sums)
     alpha, beta, shaped = _inverse_gamma_of(squares)
     alpha_after, beta_after = alpha + a / 2.0, beta - c / 2.0
     ok &= (alpha_after > 2.0) & (beta_after > 0.0) & shaped
@@ -557,35 +561,68 @@ def _normal_scale_drop(u: np.ndarray, t: np.ndarray, sums: np.ndarray) -> tuple:
     return np.where(ok, np.exp(np.where(ok, log_ratio, 0.0)), 1.0), ok
 
 
-def _normal_fit(u: np.ndarray, t: np.ndarray, sums: np.ndarray) -> tuple:
-    """Each set's log-likelihood fitted as ``a log s - (r + 2 h'u + u'Mu) / (2 s^2)``
-    across the draws (least squares; exact for a normal regression's observations), for
-    coefficients ``u`` (S, p, centred) normal given a scale ``s`` (``t`` (S,): the centred
-    ``log s``) with covariance ``s^2 V``. Dropping a set, the coefficients given ``s`` stay
-    normal, of covariance ``s^2 V'``, ``V' = (V^-1 - M)^-1``, and ``s^2``'s posterior is
-    reweighted by ``s^-a exp(c / (2 s^2))``, ``c = r + h'V'h`` (the coefficients
-    integrated out in closed form). Returns ``s^2`` up to a constant factor (S,), ``a``
-    and ``c`` (G,), ``V'`` (G, p, p), ``V`` (p, p) and whether the set fits the form and
-    ``I - V^1/2 M V^1/2`` is short of :data:`BREAKDOWN` (G,)."""
+class _NormalForm(NamedTuple):
+    """What :func:`_normal_fit` needs of the draws, worked out once per model
+    (:func:`_normal_form`): coefficients ``u`` (S, p, centred) normal given a scale ``s``
+    (``t`` (S,): the centred ``log s``) with covariance ``s^2 V``.
+
+    Attributes
+    ----------
+    squares : ndarray of shape (S,)
+        ``s^2`` up to a constant factor.
+    design : ndarray of shape (S, F)
+        The centred columns ``log s``, ``1 / s^2``, ``u / s^2`` and ``u_i u_j / s^2``
+        (``i <= j``), ``F = 2 + p + p (p + 1) / 2``.
+    fit : ndarray of shape (F, S)
+        The design's pseudo-inverse: a set's least-squares coefficients on it.
+    v : ndarray of shape (p, p)
+        ``V = E[u u' / s^2]``.
+    """
+
+    squares: np.ndarray
+    design: np.ndarray
+    fit: np.ndarray
+    v: np.ndarray
+
+
+def _normal_form(u: np.ndarray, t: np.ndarray) -> _NormalForm:
+    """The :class:`_NormalForm` of coefficients ``u`` (S, p) given the scale whose centred
+    logarithm is ``t`` (S,); its pseudo-inverse is computed once for all the sets (a
+    least-squares solve per call was a tenth of a 10^4-observation audit)."""
     inverse = np.exp(-2.0 * (t - t.max()))  # 1 / s^2 up to a constant factor
-    p, n = u.shape[1], u.shape[0]
-    i, j = np.triu_indices(p)
+    i, j = np.triu_indices(u.shape[1])
     design = np.column_stack(
         [t, inverse, u * inverse[:, None], u[:, i] * u[:, j] * inverse[:, None]]
     )
-    coef = np.linalg.lstsq(design - design.mean(axis=0), sums.T, rcond=None)[0]  # (F, G)
+    design -= design.mean(axis=0)
+    v = (u * inverse[:, None]).T @ u / u.shape[0]  # E[u u' / s^2]
+    return _NormalForm(1.0 / inverse, design, _pseudo_inverse(design), v)
+
+
+def _normal_fit(form: _NormalForm, sums: np.ndarray) -> tuple:
+    """Each set's log-likelihood fitted as ``a log s - (r + 2 h'u + u'Mu) / (2 s^2)``
+    across the draws (least squares; exact for a normal regression's observations), for
+    the model ``form`` (:func:`_normal_form`). Dropping a set, the coefficients given ``s``
+    stay normal, of covariance ``s^2 V'``, ``V' = (V^-1 - M)^-1``, and ``s^2``'s posterior
+    is reweighted by ``s^-a exp(c / (2 s^2))``, ``c = r + h'V'h`` (the coefficients
+    integrated out in closed form). Returns ``s^2`` up to a constant factor (S,), ``a``
+    and ``c`` (G,), ``V'`` (G, p, p), ``V`` (p, p) and whether the set fits the form and
+    ``I - V^1/2 M V^1/2`` is short of :data:`BREAKDOWN` (G,)."""
+    v = form.v
+    p = v.shape[0]
+    i, j = np.triu_indices(p)
+    coef = form.fit @ sums.T  # (F, G)
     hessian = np.zeros((sums.shape[0], p, p))
     hessian[:, i, j] = hessian[:, j, i] = -coef[2 + p :].T
     hessian[:, np.arange(p), np.arange(p)] *= 2.0  # a square's coefficient is -M_aa / 2
-    v = (u * inverse[:, None]).T @ u / n  # E[u u' / s^2]
     root = _symmetric_root(v)
     ok = _above_breakdown(np.eye(p) - root @ hessian @ root)
     precision = np.linalg.inv(v)
     after = np.linalg.inv(np.where(ok[:, None, None], precision - hessian, precision))
     h = -coef[2 : 2 + p].T  # (G, p)
     c = -2.0 * coef[1] + np.einsum("gi,gij,gj->g", h, after, h)
-    ok &= _explained_exactly(design, coef, sums)
-    return 1.0 / inverse, coef[0], c, after, v, ok
+    ok &= _explained_exactly(form.design, coef, sums)
+    return form.squares, coef[0], c, after, v, ok
 
 
 def _inverse_gamma_after(squares: np.ndarray, a: np.ndarray, c: np.ndarray) -> tuple:
@@ -851,9 +888,7 @@ def _with_normal_scale(model: Curvature, held: Curvature | None, draws: np.ndarr
     normal given it; ``draws`` (S,): the scale's."""
     if held is None or _the_normal_scale(held, unmeasured=True) != model.column:
         return model
-    d = held.design[:, : held.n_parameters]
-    others = np.flatnonzero(np.arange(held.n_parameters) != model.column)
-    return model._replace(normal_scale=(d[:, others], d[:, model.column], float(draws.mean())))
+    return model._replace(normal_scale=(held.normal_form, float(draws.mean())))
 
 
 def _parameters_of(
@@ -936,6 +971,7 @@ def _curvature(theta: np.ndarray, scales: np.ndarray | None = None) -> Curvature
         elasticity=_elasticity(d, mask),
         mean_free=_mean_free(d, mask),
         gaussian_basis=_gaussian_basis(d, mask),
+        normal_form=_normal_form(d[:, ~mask], d[:, mask][:, 0]) if mask.sum() == 1 else None,
     )
 
 

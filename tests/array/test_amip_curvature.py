@@ -727,7 +727,7 @@ def test_a_coefficient_s_sd_after_a_normal_set_is_dropped_is_the_exact_refit_s()
     from ols_amip import linear_effects, mesquite_shaped, metric
 
     from bayesij import refit
-    from bayesij.array.amip_curvature import _normal_drop
+    from bayesij.array.amip_curvature import _normal_drop, _normal_form
 
     X, y = mesquite_shaped()
     post = refit.FlatPriorRegressionBackend(X, y, draws=40_000, seed=3).fit(np.ones(y.size))
@@ -741,7 +741,7 @@ def test_a_coefficient_s_sd_after_a_normal_set_is_dropped_is_the_exact_refit_s()
         order = np.argsort(np.sign(start) * linear_effects(X, y, k, -1, 1.96))
         sets = [order[:size] for size in (1, 2, 4)]
         sums = np.stack([flat[:, s].sum(axis=1) - flat[:, s].sum(axis=1).mean() for s in sets])
-        scaled, ok, unmoved = _normal_drop(u, t, sums, k)
+        scaled, ok, unmoved = _normal_drop(_normal_form(u, t), sums, k)
         assert ok.all()
         # had the variance not grown with sigma^2: sigma^2 held at its mean, the unscaled
         # covariance (X'WX)^-1 the drop's
@@ -800,13 +800,13 @@ def test_a_logistic_regression_s_sets_are_not_conditionally_normal():
     # scale whose square is drawn from an inverse gamma: only the form refuses them)
     from scipy.stats import invgamma
 
-    from bayesij.array.amip_curvature import _normal_drop
+    from bayesij.array.amip_curvature import _normal_drop, _normal_form
 
     u = beta.reshape(-1, beta.shape[-1]) - beta.reshape(-1, beta.shape[-1]).mean(axis=0)
     t = 0.5 * np.log(invgamma(50.0, scale=50.0).rvs(size=u.shape[0], random_state=0))
     t -= t.mean()
     sums = np.cumsum(flat[:, :30] - flat[:, :30].mean(axis=0), axis=1).T[[0, 9, 29]]
-    assert not _normal_drop(u, t, sums, 1)[1].any()
+    assert not _normal_drop(_normal_form(u, t), sums, 1)[1].any()
     plain = curvature_of(beta, 1)  # no scale: whether the log-likelihood is quadratic
     assert plain.gaussian_basis is not None
     assert np.all(plain.changes(flat[:, :30], 0, 1.96).near == 0)
