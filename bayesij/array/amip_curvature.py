@@ -657,8 +657,9 @@ def _inverse_gamma_of(squares: np.ndarray) -> tuple:
 
 def _explained_exactly(design: np.ndarray, coef: np.ndarray, sums: np.ndarray) -> np.ndarray:
     """Whether each of ``sums`` (G, S) is its least-squares fit ``coef`` (F, G) on the
-    centred ``design`` (S, F) to :data:`GAUSSIAN_EXACT` of its variance (G,)."""
-    residual = sums - ((design - design.mean(axis=0)) @ coef).T
+    centred ``design`` (S, F; :attr:`_NormalForm.design`, centred once for every set) to
+    :data:`GAUSSIAN_EXACT` of its variance (G,)."""
+    residual = sums - (design @ coef).T
     totals = np.einsum("gs,gs->g", sums, sums)
     left = np.einsum("gs,gs->g", residual, residual)
     return (left <= GAUSSIAN_EXACT * totals) | (totals == 0)

@@ -47,6 +47,7 @@ from bayesij.array.amip_columns import KeptColumns, kept_capacity
 from bayesij.array.amip_curvature import (
     MAX_COLUMNS,
     MAX_MODEL_PARAMETERS,
+    MAX_PARAMETERS,
     CentredColumns,
     SetCurvature,
     curvatures_of,
@@ -794,7 +795,7 @@ def searches_from(
     rows = every if isinstance(every, DenseRows) else goal_rows(every, goals)
     del every
     nonlinearities = _nonlinearities(
-        source, questions, goals, rows, k_max, parameters, (kept, client), gradient is None
+        source, questions, goals, rows, k_max, parameters, kept, client, gradient is None
     )
     if method == "linear":
         halves, half_units = _half_rows(scores["half"], goals)
@@ -1052,7 +1053,7 @@ def _half_rows(half, goals: list) -> tuple[list, list]:
 
 
 def _nonlinearities(
-    source, questions, goals, rows, k_max, parameters=None, columns=(None, None), plain=True
+    source, questions, goals, rows, k_max, parameters=None, kept=None, client=None, plain=True
 ) -> list:
     """Each question's second-order ratios along a set of units
     (:class:`~bayesij.array.amip_curvature.SetCurvature`), from a quadratic model of the
@@ -1060,11 +1061,9 @@ def _nonlinearities(
     :func:`fit_parameters`, default the source's). A matrix in memory is read as asked; for
     a lazy one, the columns of each linear ranking's first units (at most
     :data:`~bayesij.array.amip_curvature.MAX_COLUMNS`), from the pass's ``kept`` columns
-    or read once for all questions (``columns``: the pass's kept columns and a
-    dask.distributed client). ``plain``: whether the influences are the draws' plain
-    covariances (no control variates: ``Curvature.plain_influences``). None where the
-    draws are too few for the model."""
-    kept, client = columns
+    or read once for all questions (``client``: a dask.distributed client). ``plain``:
+    whether the influences are the draws' plain covariances (no control variates:
+    ``Curvature.plain_influences``). None where the draws are too few for the model."""
     draws, names = parameters if parameters is not None else _parameter_draws(source)
     # One model per quantity and kind of metric (a mean, an interval end), shared by its
     # questions; quantities modelled in the same parameters share its design
@@ -1201,16 +1200,26 @@ def _block_columns(block: np.ndarray, positions: np.ndarray, units: np.ndarray) 
 
 def fit_parameters(fit) -> tuple[np.ndarray, list] | None:
     """Draws (n_chains, n_draws, Q) and names of the posterior's small variables (at most
-    :data:`~bayesij.array.amip_curvature.MAX_MODEL_PARAMETERS` elements each, at most 64
-    in all) of a :class:`~bayesij.data.fit.Fit`: the second-order model's parameters, the
-    same whichever quantities an audit searches; read without the log-likelihood. None
-    when there are none such (the searched quantities serve). A variable as large as a
-    model may take is among them: at eight elements a regression's ten coefficients were
-    left out, and a question on its residual sd was modelled in the sd alone (its
-    prediction broke down on a tenth of the data, where in every quantity the exact
-    refits confirm "not reachable")."""
+    64 elements in all) of a :class:`~bayesij.data.fit.Fit`: the second-order model's
+    parameters, the same whichever quantities an audit searches; read without the
+    log-likelihood. None when there are none such (the searched quantities serve).
+
+    A variable is small up to :data:`~bayesij.array.amip_curvature.MAX_PARAMETERS`
+    elements, and a global one (not local to the fit's units) up to
+    :data:`~bayesij.array.amip_curvature.MAX_MODEL_PARAMETERS`. At eight a regression's
+    ten coefficients were left out, and a question on its residual sd was modelled in the
+    sd alone (its prediction broke down on a tenth of the data, where in every quantity
+    the exact refits confirm "not reachable"). A group effect per level is not taken past
+    eight: on a varying-intercept model of 15 groups saved without its group index, its
+    15 effects in the parameters put a set's change of the mean at -0.239 to -0.177 where
+    the exact Gibbs refit moves it by -0.260."""
     sizes = fit.variable_sizes()
-    small = [name for name, size in sizes.items() if 0 < size <= MAX_MODEL_PARAMETERS]
+    local = {base_name(n) for n in fit.local_quantities(fit.element_names() or list(sizes))}
+    small = [
+        name
+        for name, size in sizes.items()
+        if 0 < size <= MAX_PARAMETERS or (size <= MAX_MODEL_PARAMETERS and name not in local)
+    ]
     if not small or sum(sizes[name] for name in small) > 64:
         return None
     try:
