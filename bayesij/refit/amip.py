@@ -22,6 +22,7 @@ from bayesij.array.amip import (
     far_short,
     linear_path,
     metric_influence,
+    passes,
     search_path,
 )
 from bayesij.array.amip_curvature import SetCurvature, curvature_of
@@ -250,15 +251,23 @@ def _check_refit_quantity(refit, quantity, n_obs: int) -> None:
         )
 
 
-def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits, floor=0):
+def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits, floor, track):
     """The smallest prefix of ``dropped`` (in the order units joined) that a refit confirms,
-    by bisection between ``floor`` (the largest prefix a refit did not confirm, or below
-    which the cheap search's optimistic end says no prefix reaches) and the smallest it
-    did, within the refit budget. Appends to ``rows``; returns the prefix, its refit and
-    the largest prefix known not to reach."""
+    between ``floor`` (the largest prefix a refit did not confirm, or below which the cheap
+    search's optimistic end says no prefix reaches) and the smallest it did, within the
+    refit budget. A refit goes one below the prefix where the searches' predicted metric,
+    corrected by what the refits of prefixes measured (``track``, :class:`_Track`), first
+    reaches the goal (:func:`_guided_size`), or at it when that is the bracket's next; by
+    bisection where the prediction does not cover the bracket or its last guess fell on
+    the other side. Appends to ``rows``; returns the prefix, its refit and the largest
+    prefix known not to reach."""
     low, high = min(floor, dropped.size - 1), int(dropped.size)
+    guided = True  # whether the last guided refit fell on the side it was expected to
     while high - low > 1 and len(rows) < max_refits:
-        middle = (low + high) // 2
+        middle, expect = (low + high) // 2, None
+        guess = _guided_size(track, low, high, goal, last[4]) if guided else None
+        if guess is not None:
+            middle, expect = (guess - 1, False) if guess - 1 > low else (guess, True)
         weights = (~np.isin(codes, dropped[:middle])).astype(float)
         try:
             mean, sd, value, reached, _, mcse, _ = _refit_metric(backend, weights, quantity, goal)
@@ -269,17 +278,53 @@ def _bisect(rows, dropped, last, codes, backend, quantity, goal, max_refits, flo
             {
                 "refit": len(rows) + 1,
                 "n_drop": middle,
-                "why": "bisection: a smaller set?",
-                "predicted": np.nan,
+                "why": "bisection: a smaller set?" if guess is None else "at the prediction",
+                "predicted": np.nan if guess is None else track.predicted[middle],
                 "refit_value": value,
                 "reached": reached,
             }
         )
+        track.measured[middle] = value
         if reached:
             high, last = middle, (mean, sd, weights, True, mcse, value)
         else:
             low = middle
+        guided = expect is None or expect == bool(reached)
     return dropped[:high], last, low
+
+
+class _Track(NamedTuple):
+    """The metric along the prefixes of the set a refit campaign grows: ``predicted``
+    (prefix size -> the value the search that chose those units predicted, from the refit
+    it grew from) and ``measured`` (prefix size -> a refit's value)."""
+
+    predicted: dict
+    measured: dict
+
+    def grown(self, start: int, value: float, changes) -> None:
+        """The prefixes past ``start`` units (a refit's set, its metric ``value``) as the
+        search from that refit predicts them: ``changes[i]`` after ``i + 1`` more units."""
+        for size in [m for m in self.predicted if m > start]:
+            del self.predicted[size]
+        self.predicted[start] = self.measured[start] = value
+        for i, change in enumerate(np.asarray(changes, dtype=float)):
+            self.predicted[start + i + 1] = value + change
+
+
+def _guided_size(track: _Track, low: int, high: int, goal, mcse: float):
+    """The smallest prefix past ``low`` up to ``high`` whose predicted metric, corrected by
+    the refits' errors of prediction interpolated over the prefixes refitted (constant past
+    the last), reaches the goal by the one rule (:func:`~bayesij.array.amip.passes`,
+    Monte Carlo SE ``mcse``); None where a prefix of the bracket was not predicted."""
+    sizes = np.arange(low + 1, high + 1)
+    predicted = np.array([track.predicted.get(int(m), np.nan) for m in sizes])
+    known = sorted(m for m in track.measured if np.isfinite(track.predicted.get(m, np.nan)))
+    if not known or not np.all(np.isfinite(predicted)):
+        return None
+    errors = [track.measured[m] - track.predicted[m] for m in known]
+    estimated = predicted + np.interp(sizes, known, errors)
+    reach = np.flatnonzero(passes(goal.direction, estimated - goal.value, goal.need, mcse))
+    return int(sizes[reach[0]]) if reach.size else None
 
 
 def _refit_in_the_loop(
@@ -305,6 +350,8 @@ def _refit_in_the_loop(
     method, n_units = first.method, units.size
     path_order, value = _first_claim(first, path, goal), goal.value
     dropped = np.zeros(0, dtype=int)
+    track = _Track({}, {})  # the metric along the prefixes: predicted, refitted
+    track.grown(0, value, _first_changes(first))
     rows, last, best, exchange, seen, missed = [], None, None, None, set(), []
     errors, slack = [], SLACK  # each refit's relative error of prediction; the slack used
     for refit_number in range(1, max_refits + 1):
@@ -312,6 +359,7 @@ def _refit_in_the_loop(
         if exchange is not None:  # the set at the limit fell short: the better one there
             (new, predicted), start = exchange, np.zeros(0, dtype=int)
             why, exchange = "exchange at the last refit", None
+            track = _Track({new.size: predicted}, {})  # other units: no prefix predicted
         elif refit_number == 1:
             new, why = path_order, "cheap search's claim"
             if path_order.size >= 2 * STAGE and max_refits > 2:
@@ -345,6 +393,7 @@ def _refit_in_the_loop(
             break
         errors.append(_relative_error(predicted, value, before))
         dropped = trying
+        track.measured[dropped.size] = value
         draws = refit.quantities.sel(quantity=first.quantity).values
         rows.append(
             {
@@ -396,6 +445,7 @@ def _refit_in_the_loop(
         if method == "linear":  # claim where the second order reaches, from these draws
             path = _second_order_claim(refit, first.quantity, log_lik_now, goal_now, path, scores)
         path_order = remaining[path.order]
+        track.grown(dropped.size, value, path.change)
     if last is None:  # the first refit failed: the cheap answer, with the failure
         return replace(first, refits=pd.DataFrame(rows))
     past = None
@@ -413,7 +463,7 @@ def _refit_in_the_loop(
         prefixes = [len(m) for m in missed if m == frozenset(dropped[: len(m)].tolist())]
         floor = max([_bisection_floor(first, rows)] + prefixes)
         dropped, last, floor = _bisect(
-            rows, dropped, last, codes, backend, first.quantity, goal, max_refits, floor
+            rows, dropped, last, codes, backend, first.quantity, goal, max_refits, floor, track
         )
     result = _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max, slack)
     if past is None or result.answer != "undetermined":
@@ -642,6 +692,15 @@ def _predicted_at(first: AmipResult, size: int) -> float:
     if size in curve.index and np.isfinite(curve.loc[size, column]):
         return float(curve.loc[size, column])
     return float(first.predicted_change)
+
+
+def _first_changes(first: AmipResult) -> np.ndarray:
+    """The cheap search's predicted change after 1, 2, ... units of its order (second
+    order where its curve has it; NaN where the curve has no value)."""
+    curve = first.curve.set_index("n_drop")
+    values = curve["second_order" if "second_order" in curve else "linear"]
+    sizes = np.arange(1, int(max(values.index.max(), 0)) + 1)
+    return values.reindex(sizes).to_numpy(dtype=float)
 
 
 def _bisection_floor(first: AmipResult, rows: list) -> int:

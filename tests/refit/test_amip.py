@@ -278,3 +278,44 @@ def test_a_refit_within_its_error_past_the_target_is_not_refitted_again():
     side = int(np.sign(metric(X, y, np.ones(y.size), 8, 0, 1.96)))  # the far end's side
     before = metric(X, y, np.ones(y.size), 8, side, 1.96)
     assert np.sign(metric(X, y, result.kept, 8, side, 1.96)) != np.sign(before)  # exact
+
+
+def test_refits_narrow_to_the_smallest_prefix_at_the_corrected_prediction():
+    # benchmarks/audit.py's t(4) regression, beta[10]'s sign and significance: the second
+    # refit confirms 84 units (the OLS AMIP's own set has 84) and bisection then spent four
+    # more refits (69, 76, 80, 82 units) on the way down. The searches' predicted metric,
+    # corrected by what the refits measured, puts the crossing at 84: one refit of 83
+    # units, which misses, settles it.
+    from ols_amip import metric, ols_amip, t4_regression
+
+    X, y = t4_regression(2000, 1)
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
+    post = backend.fit_with_gradient(np.ones(y.size))[0]  # as benchmarks/amip_decided.py
+    sets = []
+
+    class Recording(refit.Backend):
+        n_obs = y.size
+
+        def fit(self, weights):
+            return self.fit_with_gradient(weights)[0]
+
+        def fit_with_gradient(self, weights):  # control variates, as the benchmark's
+            sets.append(frozenset(np.flatnonzero(np.asarray(weights) == 0).tolist()))
+            return backend.fit_with_gradient(weights)
+
+    result = bayesij.amip(
+        post, "beta[10]", "sign_and_significance", backend=Recording(), max_refits=6
+    )
+    assert result.answer == "reached" and len(sets) <= 3 and len(set(sets)) == len(sets)
+    reference = ols_amip(X, y, 9, "sign_and_significance")[0]
+    assert result.n_drop <= reference.size
+    side = int(np.sign(metric(X, y, np.ones(y.size), 9, 0, 1.96)))
+    before = np.sign(metric(X, y, np.ones(y.size), 9, side, 1.96))
+    chosen = frozenset(np.flatnonzero(result.kept == 0).tolist())
+    assert np.sign(metric(X, y, result.kept, 9, side, 1.96)) != before  # exact: reached
+    # the prefix one smaller was refitted, and exactly it does not reach
+    smaller = [s for s in sets if s < chosen and len(s) == len(chosen) - 1]
+    assert smaller
+    kept = np.ones(y.size)
+    kept[list(smaller[0])] = 0
+    assert np.sign(metric(X, y, kept, 9, side, 1.96)) == before

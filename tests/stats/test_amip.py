@@ -209,7 +209,8 @@ def test_refits_in_the_loop_confirm_what_first_order_misses(seed):
     first_hit = int(np.argmax(reached))
     assert reached.any() and not reached[:first_hit].any()
     # after the first confirmation, refits only look for a smaller confirmed set
-    assert looped.refits["why"].iloc[first_hit + 1 :].str.startswith("bisection").all()
+    narrowing = ("bisection", "at the prediction")
+    assert looped.refits["why"].iloc[first_hit + 1 :].str.startswith(narrowing).all()
     assert looped.n_drop == looped.refits.loc[reached, "n_drop"].min()
     assert looped.one_signed == "positive"  # every draw positive, yet the sign flips
 
