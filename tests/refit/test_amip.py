@@ -319,3 +319,30 @@ def test_refits_narrow_to_the_smallest_prefix_at_the_corrected_prediction():
     kept = np.ones(y.size)
     kept[list(smaller[0])] = 0
     assert np.sign(metric(X, y, kept, 9, side, 1.96)) == before
+
+
+def test_a_prediction_on_the_wrong_side_hands_the_next_refit_to_bisection(monkeypatch):
+    # The metric reaches the target from 5 units of a 40-unit confirmed set on, where the
+    # searches predicted it only from 39: corrected by the refits of 0 and 40 units, each
+    # guess falls one unit below the last refit. A guess that falls on the other side of
+    # what it expected hands the next refit to bisection, so the smallest prefix is found
+    # in about two refits per halving, not one refit per unit.
+    from types import SimpleNamespace
+
+    from bayesij.refit import amip as loop
+
+    def refit_metric(backend, weights, quantity, goal):
+        dropped = int(np.sum(weights == 0))
+        value = 1.0 if dropped >= 5 else 0.0
+        return loop.RefitMetric(value, 1.0, value, value >= 1.0, None, 0.0, None)
+
+    monkeypatch.setattr(loop, "_refit_metric", refit_metric)
+    goal = SimpleNamespace(value=0.0, direction=1, need=1.0)
+    predicted = {m: (1.0 if m >= 39 else m / 1000) for m in range(41)}
+    track = loop._Track(predicted, {0: 0.0})
+    last = (1.0, 1.0, np.zeros(40), True, 0.0, 1.0)
+    rows = [{"refit": 1}]  # the refit that confirmed the 40 units
+    dropped = np.arange(40)
+    found, _, low = loop._bisect(rows, dropped, last, np.arange(40), None, "f", goal, 12, 0, track)
+    assert found.size == 5 and low == 4  # the smallest prefix, within the budget
+    assert len(rows) <= 12
