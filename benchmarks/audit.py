@@ -121,29 +121,17 @@ def _logistic_posterior(n_obs: int):
 def _hierarchy_draws(n_obs: int, seed: int = 1, warmup: int = 200):
     """Varying intercepts ``y ~ N(alpha[g], sigma)``, ``alpha ~ N(mu, tau)`` (flat priors on
     ``mu``, ``tau``, ``sigma``), N / 100 groups, t(4) noise in the data: 4 chains x 1000 draws
-    of the exact Gibbs sampler (each conditional from the groups' sums, so a sweep costs
-    O(groups)). Returns y, each observation's group, and the draws (chains first)."""
+    of the exact Gibbs sampler (the tests' helper: each conditional from the groups' sums, so
+    a sweep costs O(groups)). Returns y, each observation's group, and the draws (chains
+    first)."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
+    from hierarchy_gibbs import gibbs_draws
+
     rng = np.random.default_rng(seed)
     n_groups = max(10, n_obs // PER_GROUP)
     group = np.arange(n_obs) % n_groups
     y = (1.0 + 0.5 * rng.normal(size=n_groups))[group] + rng.standard_t(4, size=n_obs)
-    count, total = np.bincount(group), np.bincount(group, weights=y)
-    squares = float(y @ y)
-    mu, tau, sigma = np.full(4, y.mean()), np.ones(4), np.ones(4)
-    kept = {"mu": [], "tau": [], "sigma": [], "alpha": []}
-    for sweep in range(warmup + 1000):
-        precision = count / sigma[:, None] ** 2 + 1 / tau[:, None] ** 2
-        mean = (total / sigma[:, None] ** 2 + (mu / tau**2)[:, None]) / precision
-        alpha = mean + rng.normal(size=mean.shape) / np.sqrt(precision)
-        mu = alpha.mean(axis=1) + tau / np.sqrt(n_groups) * rng.normal(size=4)
-        spread = ((alpha - mu[:, None]) ** 2).sum(axis=1)
-        tau = np.sqrt(spread / 2 / rng.gamma((n_groups - 1) / 2, size=4))
-        residual = squares - 2 * alpha @ total + (alpha**2) @ count
-        sigma = np.sqrt(residual / 2 / rng.gamma(n_obs / 2, size=4))
-        if sweep >= warmup:
-            for name, value in zip(kept, (mu, tau, sigma, alpha), strict=True):
-                kept[name].append(value)
-    return y, group, {k: np.stack(v, axis=1) for k, v in kept.items()}
+    return y, group, gibbs_draws(y, group, rng, warmup, 1000)
 
 
 def _hierarchy_tree(n_obs: int, group_index: bool = True):

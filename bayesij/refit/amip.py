@@ -302,11 +302,12 @@ class _Track(NamedTuple):
     measured: dict
 
     def grown(self, start: int, value: float, changes) -> None:
-        """The prefixes past ``start`` units (a refit's set, its metric ``value``) as the
-        search from that refit predicts them: ``changes[i]`` after ``i + 1`` more units."""
+        """The prefixes past ``start`` units (a refit's set, or none; its metric ``value``,
+        in ``measured``) as the search from there predicts them: ``changes[i]`` after
+        ``i + 1`` more units."""
         for size in [m for m in self.predicted if m > start]:
             del self.predicted[size]
-        self.predicted[start] = self.measured[start] = value
+        self.predicted[start] = value  # where the search starts, its error is none
         for i, change in enumerate(np.asarray(changes, dtype=float)):
             self.predicted[start + i + 1] = value + change
 
@@ -350,7 +351,7 @@ def _refit_in_the_loop(
     method, n_units = first.method, units.size
     path_order, value = _first_claim(first, path, goal), goal.value
     dropped = np.zeros(0, dtype=int)
-    track = _Track({}, {})  # the metric along the prefixes: predicted, refitted
+    track = _Track({}, {0: value})  # the metric along the prefixes: predicted, refitted
     track.grown(0, value, _first_changes(first))
     rows, last, best, exchange, seen, missed = [], None, None, None, set(), []
     errors, slack = [], SLACK  # each refit's relative error of prediction; the slack used
@@ -699,7 +700,7 @@ def _first_changes(first: AmipResult) -> np.ndarray:
     order where its curve has it; NaN where the curve has no value)."""
     curve = first.curve.set_index("n_drop")
     values = curve["second_order" if "second_order" in curve else "linear"]
-    sizes = np.arange(1, int(max(values.index.max(), 0)) + 1)
+    sizes = np.arange(1, int(values.index.max()) + 1 if len(values) else 1)
     return values.reindex(sizes).to_numpy(dtype=float)
 
 
