@@ -11,9 +11,14 @@ Models (exact references, none tuned to pass):
 - ``wells400`` / ``wells``: a wells-like logistic regression (N = 400 / 3020);
 - ``t4reg``: ``benchmarks/audit.py``'s regression (N = 2000, an intercept and nine normal
   covariates, t(4) noise: eleven quantities, more than the eight every second-order
-  model may take whatever the draws).
+  model may take whatever the draws);
+- ``hier24`` / ``hier40`` / ``hier12``: varying intercepts ``y ~ N(alpha[g], sigma)``,
+  ``alpha ~ N(mu, tau)``, flat priors, t(4) noise in the data (24 groups of 10, 40 of 6,
+  12 of 20), saved as plain arrays (the observation is the unit; ``mu``, ``tau``,
+  ``sigma`` and every ``alpha[g]`` are quantities): drawn and refitted by the exact Gibbs
+  sampler (tests/helpers/hierarchy_gibbs.py), the questions on ``mu``.
 
-Normal models are drawn exactly (``refit.FlatPriorRegressionBackend``: the refit after any
+Normal regressions are drawn exactly (``refit.FlatPriorRegressionBackend``: the refit after any
 drop is the weighted least-squares posterior); logistic ones by independence
 Metropolis-Hastings, exact in distribution (tests/helpers/logistic_amip.py). Every question
 (each coefficient but the intercept, three targets) is answered from the draws, then with
@@ -48,6 +53,7 @@ from bayesij import refit
 from common import amip_gradient
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
+import hierarchy_gibbs as hierarchy  # noqa: E402
 import logistic_amip as logistic  # noqa: E402
 from ols_amip import (  # noqa: E402
     heavy_tailed_experiment,
@@ -56,6 +62,7 @@ from ols_amip import (  # noqa: E402
     mesquite_shaped,
     metric,
     ols_amip,
+    smallest_prefix,
     t4_regression,
 )
 
@@ -77,7 +84,12 @@ MODELS = {
     "wells400": (lambda: logistic.wells_like(400, 3), "logistic", False),
     "wells": (lambda: logistic.wells_like(3020, 0), "logistic", False),
     "t4reg": (t4_regression, "normal", False),
+    "hier24": (partial(hierarchy.simulate, 24, 10, 3), "hierarchy", False),
+    "hier40": (partial(hierarchy.simulate, 40, 6, 4), "hierarchy", False),
+    "hier12": (partial(hierarchy.simulate, 12, 20, 5), "hierarchy", False),
 }
+#: The hierarchies again, asked over their groups' integrated log-likelihoods.
+GROUPED = [f"{name}-groups" for name, (_, kind, _) in MODELS.items() if kind == "hierarchy"]
 
 
 class Counting:
@@ -118,13 +130,7 @@ def _sigma_reference(X, y, change: float) -> int | None:
         weights[order[:size]] = 0
         return mean_sd(X, y, weights) - start <= change
 
-    if not reaches(limit):
-        return None
-    low, high = 0, limit
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if reaches(middle) else (middle, high)
-    return high
+    return smallest_prefix(reaches, limit)
 
 
 def _sigma_question(X, y, post, backend, refits, extra, row) -> None:
@@ -177,7 +183,53 @@ def _refuted(kind, X, y, result, k, target, reference) -> bool:
     return result.answer == "not reachable" and reference is not None and reference <= limit
 
 
+def _hierarchy_refuted(y, group, result, reference, grouped: bool) -> bool:
+    """A "reached" set checked by the long exact Gibbs refit without it (``grouped``: its
+    units are groups, all their observations dropped); "not reachable" against the
+    reference's exact-refit-confirmed set within ``alpha_max``."""
+    if result.answer == "reached" and not result.upper_bound:
+        sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
+        dropped = np.flatnonzero(result.kept == 0)
+        if grouped:
+            dropped = np.flatnonzero(np.isin(group, dropped))
+        after = hierarchy.metric_after(y, group, dropped, "mu", sign)
+        return bool(np.sign(after) == np.sign(result.original_value))
+    return result.answer == "not reachable" and reference is not None
+
+
+def run_hierarchy(name: str, refits: bool) -> dict:
+    """The questions on ``mu`` of a varying-intercept model (:data:`MODELS`): over its
+    observations, or (``-groups``) over its groups from each group's log-likelihood with
+    its effect integrated out, as the audit asks them of a fit whose grouping it knows
+    (refits then drop whole groups)."""
+    grouped = name.endswith("-groups")
+    y, group = MODELS[name.removesuffix("-groups")][0]()
+    if grouped:
+        backend = hierarchy.GroupGibbsBackend(y, group, seed=1)
+        reference_of = hierarchy.group_reference
+    else:
+        backend = hierarchy.GibbsHierarchyBackend(y, group, seed=1)
+        reference_of = hierarchy.greedy_reference
+    post = backend.fit(np.ones(backend.n_obs))
+    draws = post.quantities.sel(quantity="mu").values
+    limit = int(np.floor(0.1 * backend.n_obs))
+    row = dict(model=name, questions=0, draws=0, refits_decided=0, refits=0, refuted=0)
+    start = time.perf_counter()
+    for target, sign in (("sign", 0), ("significance", 1), ("sign_and_significance", -1)):
+        # the interval end nearer zero (significance) or farther (sign and significance)
+        end = int(-np.sign(draws.mean())) * sign
+        flip = -float(np.sign(hierarchy.metric_after(y, group, [], "mu", end)))
+        reference = reference_of(y, group, end, flip, limit)
+        refuted = partial(_hierarchy_refuted, y, group, reference=reference, grouped=grouped)
+        line = _ask(post, "mu", target, {}, backend if refits else None, row, refuted)
+        print(line + f" | reference {reference}", flush=True)
+    row["seconds"] = round(time.perf_counter() - start, 1)
+    return row
+
+
 def run(name: str, refits: bool) -> dict:
+    if name.endswith("-groups") or MODELS[name][1] == "hierarchy":
+        return run_hierarchy(name, refits)
     make, kind, control_variates = MODELS[name]
     X, y = make()
     if kind == "logistic":
@@ -203,7 +255,8 @@ def run(name: str, refits: bool) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    names = list(MODELS) + GROUPED
+    parser.add_argument("--models", nargs="+", default=names, choices=names)
     parser.add_argument("--refits", action="store_true", help="also refits in the loop")
     parser.add_argument(
         "--gradient", action="store_true", help="every model with its log posterior's gradient"

@@ -400,11 +400,22 @@ class AmipResult(Summary):
             why = (
                 "undetermined: the second-order model breaks down along the set (it holds "
                 "most of the posterior precision in some direction, or the quadratic explains "
-                "too little of its log-likelihood); what still holds: the set's predicted "
-                f"change lies between {low_change:.4g} and {high_change:.4g} (first order, "
-                "second order where finite, reweighted; an infinite end: the change runs "
-                "away on that side as far as the draws can tell)"
+                "too little of its log-likelihood); "
             )
+            if np.isinf(low_change) and np.isinf(high_change):
+                why += (
+                    "no bound on the set's change holds as far as the draws can tell (as "
+                    "for a hierarchy's observation, whose log-likelihood moves with its own "
+                    "group's effect); its prediction, "
+                    f"{self.predicted_change:.4g}, is not a bound"
+                )
+            else:
+                why += (
+                    "what still holds: the set's predicted change lies between "
+                    f"{low_change:.4g} and {high_change:.4g} (first order, second order where "
+                    "finite, reweighted; an infinite end: the change runs away on that side as "
+                    "far as the draws can tell)"
+                )
         elif self.undetermined_by == "the change interval":
             why = (
                 "undetermined by the change interval: most replicates of the influences fall "

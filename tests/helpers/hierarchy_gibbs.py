@@ -1,18 +1,26 @@
 """Exact refits of ``benchmarks/audit.py``'s varying-intercept model (``y ~ N(alpha[g],
 sigma)``, ``alpha ~ N(mu, tau)``, flat priors) without a set of observations: its Gibbs
-sampler, every conditional exact (each from the groups' sums, so a sweep costs
-O(groups)), which the benchmark also draws its fit with."""
+sampler, every conditional exact (each from the groups' weighted sums, so a sweep costs
+O(groups)), which the benchmark also draws its fit with, and a refit backend on it."""
 
 import numpy as np
+from ols_amip import smallest_prefix
+
+import bayesij
+from bayesij import refit
 
 
-def gibbs_draws(y, group, rng, warmup: int, draws: int) -> dict:
+def gibbs_draws(y, group, rng, warmup: int, draws: int, weights=None) -> dict:
     """4 chains x ``draws`` of the exact Gibbs sampler after ``warmup`` sweeps, for ``y``
     (n,) in groups ``group`` (n,; codes 0..G-1, every one present), from the generator
-    ``rng``: ``{"mu", "tau", "sigma"}`` of shape (4, draws) and ``"alpha"`` (4, draws, G)."""
-    n_groups, n_obs = group.max() + 1, y.size
-    count, total = np.bincount(group), np.bincount(group, weights=y)
-    squares = float(y @ y)
+    ``rng``: ``{"mu", "tau", "sigma"}`` of shape (4, draws) and ``"alpha"`` (4, draws, G).
+    ``weights`` (n,) multiply each observation's log-likelihood (0: dropped; a group left
+    without observations keeps its effect, drawn from its prior)."""
+    w = np.ones(y.size) if weights is None else np.asarray(weights, dtype=float)
+    n_groups, n_obs = group.max() + 1, float(w.sum())
+    count = np.bincount(group, weights=w, minlength=n_groups)
+    total = np.bincount(group, weights=w * y, minlength=n_groups)
+    squares = float((w * y) @ y)
     mu, tau, sigma = np.full(4, y.mean()), np.ones(4), np.ones(4)
     kept = {"mu": [], "tau": [], "sigma": [], "alpha": []}
     for sweep in range(warmup + draws):
@@ -37,3 +45,163 @@ def posterior_means(y, group, seed: int = 5, warmup: int = 300, draws: int = 500
     _, group = np.unique(group, return_inverse=True)
     found = gibbs_draws(y, group, np.random.default_rng(seed), warmup, draws)
     return {name: float(np.mean(found[name])) for name in ("mu", "tau", "sigma")}
+
+
+def simulate(n_groups: int = 24, per_group: int = 10, seed: int = 3):
+    """A varying-intercept data set with t(4) noise (heavier tails than the model's normal
+    errors): group effects ``0.4 + 0.5 N(0, 1)``. Returns y (n,) and each one's group (n,)."""
+    rng = np.random.default_rng(seed)
+    group = np.repeat(np.arange(n_groups), per_group)
+    y = (0.4 + 0.5 * rng.normal(size=n_groups))[group] + rng.standard_t(4, size=group.size)
+    return y, group
+
+
+class GibbsHierarchyBackend(refit.Backend):
+    """Refits of the varying-intercept model under observation weights: ``chains`` x
+    ``draws`` of the exact Gibbs sampler after ``warmup`` sweeps, seeded by the weights.
+    Quantities ``mu``, ``tau``, ``sigma`` and ``alpha[g]``; the unweighted pointwise
+    log-likelihood of every observation."""
+
+    def __init__(self, y, group, *, draws: int = 1000, warmup: int = 300, seed: int = 0):
+        self.y, self.group = np.asarray(y, dtype=float), np.asarray(group, dtype=int)
+        self.draws, self.warmup, self.seed = int(draws), int(warmup), int(seed)
+        self.n_obs = self.y.size
+
+    def fit(self, weights):
+        w = self.checked_weights(weights)
+        rng = np.random.default_rng(refit.backends.refit_seed(self.seed, w))
+        found = gibbs_draws(self.y, self.group, rng, self.warmup, self.draws, w)
+        names = ["mu", "tau", "sigma"] + [f"alpha[{g}]" for g in range(found["alpha"].shape[2])]
+        quantities = np.concatenate(
+            [np.stack([found[k] for k in ("mu", "tau", "sigma")], axis=-1), found["alpha"]],
+            axis=-1,
+        )
+        mean = found["alpha"][..., self.group]
+        sigma = found["sigma"][..., None]
+        log_lik = -0.5 * ((self.y - mean) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+        return bayesij.from_arrays(quantities, log_lik, quantity_names=names)
+
+    def __repr__(self) -> str:
+        return f"GibbsHierarchyBackend(n_obs={self.n_obs}, seed={self.seed})"
+
+
+def metric_after(y, group, dropped, quantity: str, sign: int, z: float = 1.96, seed: int = 5):
+    """``mean + sign z sd`` of ``quantity`` (``mu``, ``tau`` or ``sigma``) without the
+    observations ``dropped``, from 4 x 5000 draws of the exact Gibbs sampler (known to about
+    0.002): the reference an answer's set is checked against."""
+    weights = np.ones(y.size)
+    weights[np.asarray(dropped, dtype=int)] = 0.0
+    found = gibbs_draws(y, group, np.random.default_rng(seed), 300, 5000, weights)
+    draws = found[quantity]
+    return float(draws.mean() + sign * z * draws.std())
+
+
+def greedy_reference(y, group, quantity_sign: int, flip_sign: float, limit: int, z: float = 1.96):
+    """An upper bound of the smallest set of observations whose removal moves ``mu``'s
+    ``mean + quantity_sign z sd`` to the sign ``flip_sign``: observations dropped greedily
+    by the closed-form posterior with ``tau`` and ``sigma`` held at their posterior means
+    (a normal hierarchy of known variances), then the smallest prefix of that order whose
+    exact refit (:func:`metric_after`) crosses, by bisection. None when the greedy set of
+    ``limit`` does not cross on exact refit."""
+    means = posterior_means(y, group)
+    tau, sigma = means["tau"], means["sigma"]
+    n_groups = int(group.max()) + 1
+
+    def metric(weights):
+        # mu's marginal posterior under a flat prior: each group mean with variance
+        # tau^2 + sigma^2 / n_g, precision-weighted (a group without data adds nothing)
+        count = np.bincount(group, weights, minlength=n_groups)
+        total = np.bincount(group, weights * y, minlength=n_groups)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(count > 0, 1 / (tau**2 + sigma**2 / np.maximum(count, 1e-300)), 0.0)
+            ybar = np.where(count > 0, total / np.maximum(count, 1e-300), 0.0)
+        return float((share @ ybar + quantity_sign * z * np.sqrt(share.sum())) / share.sum())
+
+    weights = np.ones(y.size)
+    order = []
+    for _ in range(limit):
+        best, best_value = None, np.inf
+        for n in np.flatnonzero(weights > 0):
+            weights[n] = 0.0
+            value = flip_sign * -metric(weights)  # smaller: further toward the flip
+            weights[n] = 1.0
+            if value < best_value:
+                best, best_value = n, value
+        weights[best] = 0.0
+        order.append(int(best))
+
+    def crosses(size: int) -> bool:
+        return np.sign(metric_after(y, group, order[:size], "mu", quantity_sign)) == flip_sign
+
+    return smallest_prefix(crosses, limit)
+
+
+def integrated_fit(y, group, found: dict):
+    """The fit's global quantities (``mu``, ``tau``, ``sigma``) beside each group's
+    log-likelihood with its own effect integrated out, ``log N(y_g | mu, sigma^2 I + tau^2
+    1 1')`` at each draw (:func:`bayesij.array.hierarchy.normal_group_log_lik`): a
+    Posterior whose units are the groups, as the audit's AMIP over integrated terms reads
+    it. ``found``: :func:`gibbs_draws`."""
+    from bayesij.array.hierarchy import normal_group_log_lik
+
+    residuals = np.asarray(y)[None, None, :] - found["mu"][..., None]
+    terms = normal_group_log_lik(residuals, group, found["tau"], found["sigma"])
+    quantities = np.stack([found[k] for k in ("mu", "tau", "sigma")], axis=-1)
+    return bayesij.from_arrays(quantities, terms, quantity_names=["mu", "tau", "sigma"])
+
+
+class GroupGibbsBackend(refit.Backend):
+    """Refits of the varying-intercept model under weights of its groups (each group's
+    weight given to all its observations), answered over the groups' integrated terms
+    (:func:`integrated_fit`): refits in the loop of an AMIP over groups."""
+
+    def __init__(self, y, group, *, draws: int = 1000, warmup: int = 300, seed: int = 0):
+        self.y, self.group = np.asarray(y, dtype=float), np.asarray(group, dtype=int)
+        self.draws, self.warmup, self.seed = int(draws), int(warmup), int(seed)
+        self.n_obs = int(self.group.max()) + 1
+
+    def fit(self, weights):
+        w = self.checked_weights(weights)
+        rng = np.random.default_rng(refit.backends.refit_seed(self.seed, w))
+        found = gibbs_draws(self.y, self.group, rng, self.warmup, self.draws, w[self.group])
+        return integrated_fit(self.y, self.group, found)
+
+    def __repr__(self) -> str:
+        return f"GroupGibbsBackend(n_groups={self.n_obs}, seed={self.seed})"
+
+
+def group_reference(y, group, quantity_sign: int, flip_sign: float, limit: int, z=1.96):
+    """An upper bound of the smallest set of groups whose removal moves ``mu``'s ``mean +
+    quantity_sign z sd`` to the sign ``flip_sign``: the best set of each size up to
+    ``limit`` by the closed-form posterior with ``tau`` and ``sigma`` held at their
+    posterior means (every set where there are at most 20,000, else greedily), the
+    smallest whose exact refit (:func:`metric_after`) crosses. None when none does."""
+    from itertools import combinations
+    from math import comb
+
+    means = posterior_means(y, group)
+    tau, sigma = means["tau"], means["sigma"]
+    count = np.bincount(group).astype(float)
+    ybar = np.bincount(group, weights=y) / count
+    share = 1 / (tau**2 + sigma**2 / count)
+
+    def metric(dropped) -> float:
+        kept = np.ones(count.size, dtype=bool)
+        kept[list(dropped)] = False
+        total = share[kept].sum()
+        return float((share[kept] @ ybar[kept] + quantity_sign * z * np.sqrt(total)) / total)
+
+    best: list = []
+    for size in range(1, limit + 1):
+        if comb(count.size, size) <= 20_000:
+            chosen = min(
+                combinations(range(count.size), size), key=lambda s: -flip_sign * metric(s)
+            )
+        else:
+            rest = [g for g in range(count.size) if g not in best]
+            chosen = tuple(best) + (min(rest, key=lambda g: -flip_sign * metric(best + [g])),)
+        best = list(chosen)
+        dropped = np.flatnonzero(np.isin(group, best))
+        if np.sign(metric_after(y, group, dropped, "mu", quantity_sign)) == flip_sign:
+            return size
+    return None

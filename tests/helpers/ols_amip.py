@@ -137,3 +137,15 @@ def exact_greedy(X, y, k: int, sign: int, z: float, size: int) -> np.ndarray:
         weights[best] = 0.0
         path.append(best_value * np.sign(start))
     return np.array(path)
+
+
+def smallest_prefix(reaches, limit: int) -> int | None:
+    """The smallest prefix size up to ``limit`` for which ``reaches(size)`` holds, by
+    bisection (the prefixes' change grows along them), or None when ``limit`` does not."""
+    if not reaches(limit):
+        return None
+    low, high = 0, limit
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high

@@ -346,3 +346,40 @@ def test_a_prediction_on_the_wrong_side_hands_the_next_refit_to_bisection(monkey
     found, _, low = loop._bisect(rows, dropped, last, np.arange(40), None, "f", goal, 12, 0, track)
     assert found.size == 5 and low == 4  # the smallest prefix, within the budget
     assert len(rows) <= 12
+
+
+def test_a_hierarchy_saved_as_arrays_is_decided_by_refits_in_the_loop():
+    # Varying intercepts, 24 groups of 10 with t(4) noise, saved as plain arrays: every
+    # observation's log-likelihood moves with its own group's effect, which no
+    # second-order model in the global quantities explains, so the draws leave mu's
+    # questions open (the band is unbounded). Refits in the loop of the exact Gibbs
+    # sampler settle them: the significance set is checked by a long exact refit without
+    # it, and "not reachable" against the greedy exact search, which finds no set of 24.
+    from hierarchy_gibbs import GibbsHierarchyBackend, greedy_reference, metric_after, simulate
+
+    y, group = simulate(24, 10, 3)
+    backend = GibbsHierarchyBackend(y, group, seed=1)
+    post = backend.fit(np.ones(y.size))
+    sets = []
+
+    class Recording(refit.Backend):
+        n_obs = y.size
+
+        def fit(self, weights):
+            sets.append(frozenset(np.flatnonzero(np.asarray(weights) == 0).tolist()))
+            return backend.fit(weights)
+
+    drawn = bayesij.amip(post, "mu", "significance")
+    assert drawn.answer == "undetermined" and drawn.change_interval == (-np.inf, np.inf)
+    assert "no bound on the set's change holds" in str(drawn)  # not "between -inf and inf"
+    found = bayesij.amip(post, "mu", "significance", backend=Recording(), max_refits=6)
+    assert found.answer == "reached" and not found.upper_bound
+    assert len(sets) <= 3 and len(set(sets)) == len(sets)
+    before = metric_after(y, group, [], "mu", -1)
+    after = metric_after(y, group, np.flatnonzero(found.kept == 0), "mu", -1)
+    assert before > 0.02 and after < -0.005  # the lower end crosses 0, past the long run's error
+    assert found.n_drop <= greedy_reference(y, group, -1, -1.0, 24)
+    sets.clear()
+    sign = bayesij.amip(post, "mu", "sign", backend=Recording(), max_refits=6)
+    assert sign.answer == "not reachable" and len(sets) <= 2
+    assert greedy_reference(y, group, 0, -1.0, 24) is None
