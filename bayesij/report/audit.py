@@ -882,14 +882,33 @@ def _integrated(source, names: list, fit, units, marginal_log_lik, influence, lo
     kept = [k for k, q in enumerate(names) if q not in local] or list(range(len(names)))
     unit_dim = next(d for d in influence.dims if d != "quantity")
     labels = list(influence[unit_dim].values)
-    post = integrated_posterior(
-        source.quantity_draws[..., kept],
-        [names[k] for k in kept],
-        fit.unit_columns(marginal_log_lik, labels),
-        source.n_units,
-        units=labels,
-    )
-    return ij_covariance(post), (compute_loo(post) if loo else None), post
+    terms = fit.unit_columns(marginal_log_lik, labels)
+    draws, asked = source.quantity_draws[..., kept], [names[k] for k in kept]
+    post = integrated_posterior(draws, asked, terms, source.n_units, units=labels)
+    ij, left_out = ij_covariance(post), (compute_loo(post) if loo else None)
+    more = _other_globals(fit, asked)
+    if more is not None:  # the AMIP questions' second-order model reads every one
+        draws = np.concatenate([draws, more[0]], axis=-1)
+        post = integrated_posterior(draws, asked + more[1], terms, source.n_units, units=labels)
+    return ij, left_out, post
+
+
+def _other_globals(fit, asked: list) -> tuple | None:
+    """Draws (n_chains, n_draws, K) and names of the fit's small global quantities not
+    among ``asked`` (:func:`~bayesij.stats.amip.fit_parameters`, less the local ones);
+    None when there are none. The integrated terms move with every global quantity: an
+    audit asked about ``mu`` alone modelled mu's questions in mu alone, and the second-order
+    model broke down where, in ``mu``, ``tau`` and ``sigma``, it decides ("not reachable",
+    as the exact refits: tests/refit/test_cluster.py)."""
+    found = fit_parameters(fit)
+    if found is None:
+        return None
+    draws, names = found
+    local = set(fit.local_quantities(names))
+    extra = [k for k, name in enumerate(names) if name not in local and name not in asked]
+    if not extra:
+        return None
+    return draws[..., extra], [names[k] for k in extra]
 
 
 def _amip_integrated(post, answers: dict, alpha_max: float, method) -> dict:
@@ -903,8 +922,11 @@ def _amip_integrated(post, answers: dict, alpha_max: float, method) -> dict:
     significance, 4 % short of the target, stays undetermined."""
     names = set(post.quantity_names)
     return {
-        (quantity, target): refitted_amip(
-            post, quantity, asked_target(target, answer.z), alpha_max=alpha_max, method=method
+        (quantity, target): replace(
+            refitted_amip(
+                post, quantity, asked_target(target, answer.z), alpha_max=alpha_max, method=method
+            ),
+            unit="group",  # the integrated posterior's units are the fit's groups
         )
         for (quantity, target), answer in answers.items()
         if quantity in names
