@@ -3,6 +3,10 @@ sigma)``, ``alpha ~ N(mu, tau)``, flat priors) without a set of observations: it
 sampler, every conditional exact (each from the groups' weighted sums, so a sweep costs
 O(groups)), which the benchmark also draws its fit with, and a refit backend on it."""
 
+import functools
+from itertools import combinations
+from math import comb
+
 import numpy as np
 from ols_amip import smallest_prefix
 
@@ -96,34 +100,50 @@ def metric_after(y, group, dropped, quantity: str, sign: int, z: float = 1.96, s
     return float(draws.mean() + sign * z * draws.std())
 
 
+def held_variances_metric(y, group, weights, sign: int, z: float = 1.96) -> float:
+    """``mean + sign z sd`` of ``mu`` under observation ``weights`` with ``tau`` and
+    ``sigma`` held at their posterior means (:func:`held_variances`): mu's flat-prior
+    posterior is each group's mean
+    with variance ``tau^2 + sigma^2 / n_g``, precision-weighted (a group without data adds
+    nothing). The closed form the references rank sets by."""
+    tau, sigma = held_variances(y, group)
+    n_groups = int(group.max()) + 1
+    count = np.bincount(group, weights, minlength=n_groups)
+    total = np.bincount(group, weights * y, minlength=n_groups)
+    present = count > 0
+    share = 1 / (tau**2 + sigma**2 / count[present])
+    ybar = total[present] / count[present]
+    return float((share @ ybar + sign * z * np.sqrt(share.sum())) / share.sum())
+
+
+@functools.lru_cache(maxsize=8)
+def _held(key: bytes, group_key: bytes) -> tuple:
+    y, group = np.frombuffer(key), np.frombuffer(group_key, dtype=int)
+    means = posterior_means(y, group)
+    return means["tau"], means["sigma"]
+
+
+def held_variances(y, group) -> tuple:
+    """``tau`` and ``sigma``'s posterior means (:func:`posterior_means`, worked out once
+    per data set)."""
+    y = np.ascontiguousarray(y, dtype=float)
+    return _held(y.tobytes(), np.ascontiguousarray(group, dtype=int).tobytes())
+
+
 def greedy_reference(y, group, quantity_sign: int, flip_sign: float, limit: int, z: float = 1.96):
     """An upper bound of the smallest set of observations whose removal moves ``mu``'s
     ``mean + quantity_sign z sd`` to the sign ``flip_sign``: observations dropped greedily
-    by the closed-form posterior with ``tau`` and ``sigma`` held at their posterior means
-    (a normal hierarchy of known variances), then the smallest prefix of that order whose
-    exact refit (:func:`metric_after`) crosses, by bisection. None when the greedy set of
+    by :func:`held_variances_metric`, then the smallest prefix of that order whose exact
+    refit (:func:`metric_after`) crosses, by bisection. None when the greedy set of
     ``limit`` does not cross on exact refit."""
-    means = posterior_means(y, group)
-    tau, sigma = means["tau"], means["sigma"]
-    n_groups = int(group.max()) + 1
-
-    def metric(weights):
-        # mu's marginal posterior under a flat prior: each group mean with variance
-        # tau^2 + sigma^2 / n_g, precision-weighted (a group without data adds nothing)
-        count = np.bincount(group, weights, minlength=n_groups)
-        total = np.bincount(group, weights * y, minlength=n_groups)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(count > 0, 1 / (tau**2 + sigma**2 / np.maximum(count, 1e-300)), 0.0)
-            ybar = np.where(count > 0, total / np.maximum(count, 1e-300), 0.0)
-        return float((share @ ybar + quantity_sign * z * np.sqrt(share.sum())) / share.sum())
-
     weights = np.ones(y.size)
     order = []
     for _ in range(limit):
         best, best_value = None, np.inf
         for n in np.flatnonzero(weights > 0):
             weights[n] = 0.0
-            value = flip_sign * -metric(weights)  # smaller: further toward the flip
+            # smaller: further toward the flip
+            value = -flip_sign * held_variances_metric(y, group, weights, quantity_sign, z)
             weights[n] = 1.0
             if value < best_value:
                 best, best_value = n, value
@@ -173,34 +193,22 @@ class GroupGibbsBackend(refit.Backend):
 def group_reference(y, group, quantity_sign: int, flip_sign: float, limit: int, z=1.96):
     """An upper bound of the smallest set of groups whose removal moves ``mu``'s ``mean +
     quantity_sign z sd`` to the sign ``flip_sign``: the best set of each size up to
-    ``limit`` by the closed-form posterior with ``tau`` and ``sigma`` held at their
-    posterior means (every set where there are at most 20,000, else greedily), the
-    smallest whose exact refit (:func:`metric_after`) crosses. None when none does."""
-    from itertools import combinations
-    from math import comb
+    ``limit`` by :func:`held_variances_metric` (every set where there are at most 20,000,
+    else greedily), the smallest whose exact refit (:func:`metric_after`) crosses. None
+    when none does."""
+    n_groups = int(group.max()) + 1
 
-    means = posterior_means(y, group)
-    tau, sigma = means["tau"], means["sigma"]
-    count = np.bincount(group).astype(float)
-    ybar = np.bincount(group, weights=y) / count
-    share = 1 / (tau**2 + sigma**2 / count)
-
-    def metric(dropped) -> float:
-        kept = np.ones(count.size, dtype=bool)
-        kept[list(dropped)] = False
-        total = share[kept].sum()
-        return float((share[kept] @ ybar[kept] + quantity_sign * z * np.sqrt(total)) / total)
+    def away(groups) -> float:  # smaller: further toward the flip
+        weights = (~np.isin(group, list(groups))).astype(float)
+        return -flip_sign * held_variances_metric(y, group, weights, quantity_sign, z)
 
     best: list = []
     for size in range(1, limit + 1):
-        if comb(count.size, size) <= 20_000:
-            chosen = min(
-                combinations(range(count.size), size), key=lambda s: -flip_sign * metric(s)
-            )
+        if comb(n_groups, size) <= 20_000:
+            best = list(min(combinations(range(n_groups), size), key=away))
         else:
-            rest = [g for g in range(count.size) if g not in best]
-            chosen = tuple(best) + (min(rest, key=lambda g: -flip_sign * metric(best + [g])),)
-        best = list(chosen)
+            rest = [g for g in range(n_groups) if g not in best]
+            best = best + [min(rest, key=lambda g: away(best + [g]))]
         dropped = np.flatnonzero(np.isin(group, best))
         if np.sign(metric_after(y, group, dropped, "mu", quantity_sign)) == flip_sign:
             return size
