@@ -764,6 +764,7 @@ def audit(
             f"one pass over {source.n_draws} draws x {unit_words(units.name, source.n_units)}: "
             f"influence, IJ, LOO, WAIC, {len(questions)} AMIP question(s)"
         )
+        parameters = fit_parameters(fit) if questions else None  # the AMIP models'
         found = audit_pass(
             source,
             questions,
@@ -771,13 +772,13 @@ def audit(
             alpha_max=alpha_max,
             score=gradient[0],
             unconstrained=gradient[1],
-            parameters=fit_parameters(fit) if questions else None,
+            parameters=parameters,
             client=client,
         )
         if marginal_log_lik is None and backend is not None and units.grouped:
             marginal_log_lik = _terms_from_backend(fit, backend, say)
         integrated, integrated_loo, integrated_post = _integrated(
-            source, names, fit, units, marginal_log_lik, found.ij.influence, loo
+            source, names, fit, units, marginal_log_lik, found.ij.influence, loo, parameters
         )
         answers = dict(zip(questions, found.amip, strict=True))
         if integrated_post is not None and backend is None:  # with one, refits answer all
@@ -865,10 +866,18 @@ def _terms_from_backend(fit, backend, say):
     return terms
 
 
-def _integrated(source, names: list, fit, units, marginal_log_lik, influence, loo: bool):
-    """The IJ of the global quantities over the units' integrated log-likelihoods and the
-    leave-one-unit-out PSIS over them (None, None without them); refused for observations
-    as the units (there is no group effect to integrate)."""
+def _integrated(
+    source, names: list, fit, units, marginal_log_lik, influence, loo: bool, parameters=None
+):
+    """The IJ of the global quantities over the units' integrated log-likelihoods, the
+    leave-one-unit-out PSIS over them and the posterior the AMIP questions read there (None,
+    None, None without them); refused for observations as the units (there is no group
+    effect to integrate). That posterior holds the global ones among the second-order
+    models' ``parameters`` (:func:`~bayesij.stats.amip.fit_parameters`) too: the
+    integrated terms move with every global quantity, and an audit asked about ``mu``
+    alone modelled mu's questions in mu alone, where the second-order model broke down
+    and in ``mu``, ``tau`` and ``sigma`` decides ("not reachable", as the exact refits:
+    tests/refit/test_cluster.py)."""
     if marginal_log_lik is None:
         return None, None, None
     if not units.grouped:
@@ -877,7 +886,8 @@ def _integrated(source, names: list, fit, units, marginal_log_lik, influence, lo
             "integrated terms for a fit whose units are its observations",
             "a grouped fit (groups= or an index in the fit): one integrated term per group",
         )
-    local = set(fit.local_quantities(names))
+    extra_draws, extra_names = parameters if parameters is not None else (None, [])
+    local = set(fit.local_quantities(list(dict.fromkeys(names + list(extra_names)))))
     # Without a global quantity the IJ has nothing to judge; the LOO still needs draws.
     kept = [k for k, q in enumerate(names) if q not in local] or list(range(len(names)))
     unit_dim = next(d for d in influence.dims if d != "quantity")
@@ -886,29 +896,12 @@ def _integrated(source, names: list, fit, units, marginal_log_lik, influence, lo
     draws, asked = source.quantity_draws[..., kept], [names[k] for k in kept]
     post = integrated_posterior(draws, asked, terms, source.n_units, units=labels)
     ij, left_out = ij_covariance(post), (compute_loo(post) if loo else None)
-    more = _other_globals(fit, asked)
-    if more is not None:  # the AMIP questions' second-order model reads every one
-        draws = np.concatenate([draws, more[0]], axis=-1)
-        post = integrated_posterior(draws, asked + more[1], terms, source.n_units, units=labels)
+    extra = [k for k, q in enumerate(extra_names) if q not in local and q not in asked]
+    if extra:  # the AMIP questions' second-order models read every global quantity
+        draws = np.concatenate([draws, extra_draws[..., extra]], axis=-1)
+        named = asked + [extra_names[k] for k in extra]
+        post = integrated_posterior(draws, named, terms, source.n_units, units=labels)
     return ij, left_out, post
-
-
-def _other_globals(fit, asked: list) -> tuple | None:
-    """Draws (n_chains, n_draws, K) and names of the fit's small global quantities not
-    among ``asked`` (:func:`~bayesij.stats.amip.fit_parameters`, less the local ones);
-    None when there are none. The integrated terms move with every global quantity: an
-    audit asked about ``mu`` alone modelled mu's questions in mu alone, and the second-order
-    model broke down where, in ``mu``, ``tau`` and ``sigma``, it decides ("not reachable",
-    as the exact refits: tests/refit/test_cluster.py)."""
-    found = fit_parameters(fit)
-    if found is None:
-        return None
-    draws, names = found
-    local = set(fit.local_quantities(names))
-    extra = [k for k, name in enumerate(names) if name not in local and name not in asked]
-    if not extra:
-        return None
-    return draws[..., extra], [names[k] for k in extra]
 
 
 def _amip_integrated(post, answers: dict, alpha_max: float, method) -> dict:
