@@ -309,3 +309,46 @@ def test_a_declared_glmm_saved_with_its_predictor_equals_the_model_s_integration
     np.testing.assert_allclose(
         result.pointwise["elpd_loo"], bayesij.loo(terms).pointwise["elpd_loo"], rtol=1e-7
     )
+
+
+@pytest.mark.slow
+def test_amip_over_the_patients_integrated_terms_is_what_exact_refits_say(glmm):
+    # The audit's AMIP over the patients from their integrated terms: with 15 patients at
+    # most one may be dropped (alpha_max 0.1), so every answer is known exactly from the
+    # 15 refits of the model by PyMC, each without one patient. A "reached" patient's
+    # refit crosses the target; "not reachable": no patient's refit crosses it past its
+    # Monte Carlo error.
+    codes, _, _, model, idata, _, terms = glmm
+    targets = ("sign", "significance", "sign_and_significance")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = bayesij.audit(
+            idata, marginal_log_lik=terms, quantities=["b0", "b1"], settings={"targets": targets}
+        )
+    backend = refit.PyMCBackend(model, draws=1000, tune=500, chains=2)
+    refits = {}
+    for g in range(N_GROUPS):
+        weights = np.ones(codes.size)
+        weights[codes == g] = 0.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            refits[g] = backend.fit(weights)
+    decided = 0
+    for (quantity, _), result in report.amip.items():
+        sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
+        before = np.sign(result.original_value)
+        ends = {}
+        for g, post in refits.items():
+            draws = post.quantities.sel(quantity=quantity).values.ravel()
+            mcse = draws.std() / np.sqrt(draws.size / 4)  # ESS at least a quarter of S
+            ends[g] = (draws.mean() + sign * 1.96 * draws.std(), 2 * mcse)
+        if result.answer == "reached":
+            (g,) = [int(str(label).removeprefix("p")) for label in result.drop_ids]
+            assert np.sign(ends[g][0]) != before, (quantity, result.target, g, ends[g])
+        if result.answer == "not reachable":
+            assert all(before * end > -margin for end, margin in ends.values()), (
+                quantity,
+                result.target,
+            )
+        decided += result.answer != "undetermined"
+    assert decided >= 4, {key: r.answer for key, r in report.amip.items()}
