@@ -354,7 +354,8 @@ def test_a_poisson_regression_of_overdispersed_counts_is_answered_as_its_refits_
     # Every question on the three coefficients, from the draws alone: a "reached" set the
     # exact refit confirms, with a size interval holding the estimating-equation AMIP's
     # refit-confirmed set or the set's own smallest reaching prefix; "not reachable" only
-    # where that AMIP finds no set; most decided (6 of 9 at this writing).
+    # where that AMIP finds no set; most decided (6 of 9 at this writing, 5 asked: one
+    # set's band that a platform's last bits move may straddle its target).
     from logistic_amip import POISSON, counts_like
 
     X, y = counts_like(500, 0)
@@ -375,4 +376,4 @@ def test_a_poisson_regression_of_overdispersed_counts_is_answered_as_its_refits_
             if result.answer == "not reachable":
                 assert reference is None, (k, target, reference)
             decided += result.answer != "undetermined"
-    assert decided >= 6
+    assert decided >= 5
