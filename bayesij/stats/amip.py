@@ -245,6 +245,15 @@ class AmipResult(Summary):
         return self.answer == "reached" if self.answer else self.stopped == "reached"
 
     @property
+    def reached_by_reweighting(self) -> bool:
+        """Whether the reweighted search reached the target reweighting every unit of the
+        set (k-hat below its threshold throughout): its predicted change is that estimate,
+        and where the influences' band does not lie past the target its change interval
+        is the estimate give or take 1.96 of its Monte Carlo errors."""
+        reweighted = self.method == "reweighted" and self.n_reweighted == self.n_drop
+        return reweighted and self.answer == "reached" and self.n_drop > 0
+
+    @property
     def undetermined(self) -> bool:
         """Whether Monte Carlo error leaves the answer open (see ``draws_needed``)."""
         return self.answer == "undetermined"
@@ -466,11 +475,14 @@ class AmipResult(Summary):
             )
         elif self.size_interval:
             low, high = self.size_interval
+            how = "predicted {:.4g}, to second order where the model allows"
+            if self.reached_by_reweighting:
+                how = "estimated {:.4g} by reweighting the draws"
             lines.append(
                 f"  95 % intervals (Monte Carlo error and linearisation): the smallest set's "
                 f"size {_size(low)} to {_size(high)}; this set's change "
-                f"{self.change_interval[0]:.4g} to {self.change_interval[1]:.4g} (predicted "
-                f"{self.predicted_change:.4g}, to second order where the model allows)"
+                f"{self.change_interval[0]:.4g} to {self.change_interval[1]:.4g} "
+                f"({how.format(self.predicted_change)})"
             )
         if self.continued:
             first = (
@@ -1348,7 +1360,7 @@ def _result(
             "undetermined_by": answer.undetermined_by,
         }
         noise = _coherent(noise, path.order.size, _undecided_start(f, goal), goal, curve)
-        if noise["answer"] == "reached" and not np.all(np.isfinite(noise["change_interval"])):
+        if noise["answer"] == "reached" and not _interval_past(goal, noise["change_interval"]):
             noise["change_interval"] = _reweighted_interval(
                 f, goal, source, path, method, noise["change_interval"]
             )
@@ -1383,10 +1395,13 @@ def _result(
 
 def _reweighted_interval(f, goal, source, path, method: str, band: tuple) -> tuple:
     """A reached set's change interval where the influences' ``band`` is open (the
-    second-order model broke down along the way): the reweighted estimate of the whole
+    second-order model broke down along the way) or an end of it falls short of the goal
+    (on a hierarchy's groups, "reached" read beside a band ending at -0.019 where the
+    target needed -0.035; the exact refit crosses): the reweighted estimate of the whole
     set's removal give or take 1.96 of its importance-sampling Monte Carlo errors
     (:func:`~bayesij.array.amip.weighted_value`), where every unit of the set was
-    reweighted (the evidence the answer rests on); else ``band`` as it was."""
+    reweighted (the evidence the answer rests on, past the goal by
+    :data:`~bayesij.array.amip.MC_MARGIN` of those errors); else ``band`` as it was."""
     if method != "reweighted" or path.reliable < path.order.size or not path.order.size:
         return band
     draws = np.asarray(f, dtype=float).reshape(-1)
@@ -1466,6 +1481,12 @@ def _coherent(noise: dict, n_drop: int, start: str, goal, curve: pd.DataFrame) -
         if out["answer"] == "undetermined" and out["undetermined_by"] == "linearisation":
             out["undetermined_by"] = "second-order breakdown"
     return out
+
+
+def _interval_past(goal, change_interval: tuple) -> bool:
+    """Whether both ends of a set's change interval are finite and reach the goal."""
+    ends = [goal.direction * end for end in change_interval or ()]
+    return len(ends) == 2 and bool(np.all(np.isfinite(ends))) and min(ends) >= goal.need
 
 
 def _interval_reaches(goal, change_interval: tuple) -> bool:
