@@ -146,6 +146,9 @@ class AmipPath(NamedTuple):
     reliable : int
         The first ``reliable`` units of ``order`` are estimated by reweighting; the rest by
         the linear prediction (the whole set for the linear method, ``reliable = 0``).
+    mcse : float
+        The Monte Carlo standard error of the last point of ``change`` where the whole set
+        was reweighted (NaN otherwise): what its "reached" was judged against.
     """
 
     order: np.ndarray
@@ -155,6 +158,7 @@ class AmipPath(NamedTuple):
     sizes: np.ndarray
     how: np.ndarray
     reliable: int = 0
+    mcse: float = float("nan")
 
 
 #: A target counts as reached only when the predicted change passes it by this many Monte
@@ -484,9 +488,8 @@ def reweighted_steps(
         set_lik, weights, khat = next_lik, next_weights, next_khat
     how = np.array(["start"] + ["reweighted"] * (len(changes) - 1))
     order = np.array(chosen, dtype=int)
-    return AmipPath(
-        order, np.array(changes), np.array(khats), stopped, np.array(sizes), how, order.size
-    )
+    changes_, khats_, sizes_ = np.array(changes), np.array(khats), np.array(sizes)
+    return AmipPath(order, changes_, khats_, stopped, sizes_, how, order.size, float(mcse))
 
 
 def _joining_sum(flat_l: np.ndarray, units: np.ndarray, store=None) -> np.ndarray:

@@ -31,10 +31,8 @@ from bayesij.array.amip import (
     reweighted_searches,
     second_curve,
     set_sums,
-    set_weights,
     split_goal_sums,
     unit_khats,
-    weighted_value,
 )
 from bayesij.array.amip_candidates import (
     CandidateSums,
@@ -1361,9 +1359,7 @@ def _result(
         }
         noise = _coherent(noise, path.order.size, _undecided_start(f, goal), goal, curve)
         if noise["answer"] == "reached" and not _interval_past(goal, noise["change_interval"]):
-            noise["change_interval"] = _reweighted_interval(
-                f, goal, source, path, method, noise["change_interval"]
-            )
+            noise["change_interval"] = _reweighted_interval(path, method, noise["change_interval"])
         noise["refits_needed"] = refits_to_decide(
             noise["answer"], noise["size_interval"], alpha_max, units.size
         )
@@ -1393,24 +1389,22 @@ def _result(
     )
 
 
-def _reweighted_interval(f, goal, source, path, method: str, band: tuple) -> tuple:
+def _reweighted_interval(path, method: str, band: tuple) -> tuple:
     """A reached set's change interval where the influences' ``band`` is open (the
     second-order model broke down along the way) or an end of it falls short of the goal
     (on a hierarchy's groups, "reached" read beside a band ending at -0.019 where the
     target needed -0.035; the exact refit crosses): the reweighted estimate of the whole
     set's removal give or take 1.96 of its importance-sampling Monte Carlo errors
-    (:func:`~bayesij.array.amip.weighted_value`), where every unit of the set was
-    reweighted (the evidence the answer rests on, past the goal by
-    :data:`~bayesij.array.amip.MC_MARGIN` of those errors); else ``band`` as it was."""
-    if method != "reweighted" or path.reliable < path.order.size or not path.order.size:
+    (:func:`~bayesij.array.amip.weighted_value`, as the search left them: ``path.mcse``),
+    where every unit of the set was reweighted (the evidence the answer rests on, past the
+    goal by :data:`~bayesij.array.amip.MC_MARGIN` of those errors); else ``band`` as it
+    was."""
+    whole = method == "reweighted" and 0 < path.reliable == path.order.size
+    if not whole or not np.isfinite(path.mcse):
         return band
-    draws = np.asarray(f, dtype=float).reshape(-1)
-    lik = _summed_sets(source, [path.order])[..., 0].reshape(-1)  # columns: the units
-    weights, _ = set_weights(lik, source.shape)
-    before = weighted_value(draws, np.full(draws.size, 1 / draws.size), goal.sign, goal.z)[0]
-    value, _, mcse = weighted_value(draws, weights, goal.sign, goal.z)
     z = float(NormalDist().inv_cdf(0.975))
-    return (value - before - z * mcse, value - before + z * mcse)
+    change = float(path.change[-1])
+    return (change - z * path.mcse, change + z * path.mcse)
 
 
 def _undecided_start(f: np.ndarray, goal) -> str:

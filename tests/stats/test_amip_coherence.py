@@ -729,16 +729,16 @@ def test_a_set_partly_continued_to_first_order_keeps_its_band():
     # linear), the band stays as the influences gave it, and no unit is read.
     from types import SimpleNamespace
 
-    from bayesij.array.amip import goal_for
     from bayesij.stats.amip import _reweighted_interval
 
-    f = np.random.default_rng(0).normal(1.0, 1.0, size=(4, 100))
-    goal = goal_for(f, "sign", 1.96)
     band = (-np.inf, np.inf)
-    partly = SimpleNamespace(order=np.arange(5), reliable=3)
-    assert _reweighted_interval(f, goal, None, partly, "reweighted", band) == band
-    whole = SimpleNamespace(order=np.arange(5), reliable=5)
-    assert _reweighted_interval(f, goal, None, whole, "linear", band) == band
+    change = np.linspace(0.0, -1.0, 6)
+    partly = SimpleNamespace(order=np.arange(5), reliable=3, change=change, mcse=np.nan)
+    assert _reweighted_interval(partly, "reweighted", band) == band
+    whole = SimpleNamespace(order=np.arange(5), reliable=5, change=change, mcse=0.1)
+    assert _reweighted_interval(whole, "linear", band) == band
+    low, high = _reweighted_interval(whole, "reweighted", band)  # the search's own error
+    assert (low + high) / 2 == pytest.approx(-1.0) and high - low == pytest.approx(0.392, 1e-3)
 
 
 @pytest.mark.slow
