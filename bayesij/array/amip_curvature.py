@@ -375,10 +375,9 @@ class Curvature(NamedTuple):
         k = int(grid[-1])
         if not held or self.gaussian_basis is None:
             return np.zeros(k, dtype=bool)
-        basis = self.gaussian_basis
-        residual = sums - (sums @ basis) @ basis.T  # (G, S)
+        inside = sums @ self.gaussian_basis  # (G, R); the basis is orthonormal
         totals = np.einsum("gs,gs->g", sums, sums)
-        left = np.einsum("gs,gs->g", residual, residual)
+        left = totals - np.einsum("gr,gr->g", inside, inside)  # the residual's length^2
         exact = (left <= GAUSSIAN_EXACT * totals) | (totals == 0)
         at = np.searchsorted(grid, np.arange(1, k + 1))  # the first grid size >= each size
         return exact[at]

@@ -328,12 +328,19 @@ def linear_answer(
             chosen_gains["low"][rows], chosen_gains["high"][rows] = set_low, set_high
         # Whether the best set within k_max reaches the target (re-selected: optimistic);
         # the ranking's own sum is a lower bound of it that often settles that.
-        for key in ("first", "high"):
-            final = chunk[key][:, -1] if ranking.size else np.zeros(rows.stop - rows.start)
+        finals = {
+            key: chunk[key][:, -1] if ranking.size else np.zeros(rows.stop - rows.start)
+            for key in ("first", "high")
+        }
+        short_rows = (finals["first"] < needs[rows]) | (finals["high"] < needs[rows])
+        largest_of = np.zeros(short_rows.size)  # each replicate's best set, read once
+        if short_rows.any():
+            largest_of[short_rows] = _sum_of_largest(sample.whole()[short_rows], top)
+        for key, final in finals.items():
             best[key][rows] = final
             below = final < needs[rows]
             if below.any():
-                largest = _sum_of_largest(sample.whole()[below], top)
+                largest = largest_of[below]
                 if key == "high" and ranking.size:  # the band's widening, re-selected
                     base = first[below, -1]
                     with np.errstate(divide="ignore", invalid="ignore"):
@@ -664,11 +671,24 @@ def _moment_paths(moments: Moments | None, direction: int, blocks, counts, at=No
 
 
 def _sum_of_largest(sample: np.ndarray, top: int) -> np.ndarray:
-    """Per row, the sum of the positive values among its ``top`` largest."""
+    """Per row, the sum of the positive values among its ``top`` largest.
+
+    Only the columns that can add to one of them are partitioned: a row's ``top``-th
+    largest is at least its smallest value over any ``top`` columns (those of the largest
+    means), so a column below that bound or not positive in every row adds to none (at
+    N = 10^4 a seventh of the whole partition's time)."""
     positive = np.maximum(sample, 0.0)
-    if top >= sample.shape[1]:
+    if top < 1:
+        return np.zeros(sample.shape[0])
+    if top < sample.shape[1]:
+        likely = np.argpartition(positive.mean(axis=0), positive.shape[1] - top)[-top:]
+        bound = positive[:, likely].min(axis=1, keepdims=True)  # at most each row's top-th
+        may = ((positive >= bound) & (positive > 0)).any(axis=0)
+        if may.sum() < may.size // 2:
+            positive = positive[:, may]
+    if top >= positive.shape[1]:
         return positive.sum(axis=1)
-    cut = sample.shape[1] - top
+    cut = positive.shape[1] - top
     return np.partition(positive, cut, axis=1)[:, cut:].sum(axis=1)
 
 

@@ -121,9 +121,15 @@ def test_the_most_a_set_within_k_max_can_do_is_its_top_positive_values():
 
     rng = np.random.default_rng(6)
     sample = rng.normal(size=(20, 30))
-    for top in (1, 5, 29, 30, 40):
-        expected = np.sort(sample, axis=1)[:, ::-1][:, :top].clip(0).sum(axis=1)
-        np.testing.assert_allclose(_sum_of_largest(sample, top), expected, rtol=1e-14)
+    # replicates of a few large gains among many small ones (as bootstrapped influences
+    # are): only the columns that can hold a row's largest are partitioned
+    gains = rng.standard_t(3, size=2000) * 0.1 + 0.05 * rng.normal(size=(200, 2000))
+    gains[3] = -np.abs(gains[3])  # a replicate without a positive value
+    for values in (sample, gains, gains[[3]]):
+        for top in (0, 1, 2, 5, 29, 30, 40, 1999):
+            expected = np.sort(values, axis=1)[:, ::-1][:, :top].clip(0).sum(axis=1)
+            got = _sum_of_largest(values, top)
+            np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
 
 
 def _shared_slope_blocks(slope: float, spread: float, n_units: int = 200, seed: int = 3):
