@@ -35,7 +35,9 @@ questions, decided from the draws
 (reached or not reachable), decided with refits, refits used (distinct sets), refuted.
 
 ``--gradient`` gives every model its log posterior's gradient (control variates, and for a
-logistic regression the prior that the removal of a set recovered from the draws needs).
+logistic regression the prior that the removal of a set recovered from the draws needs); a
+hierarchy over its observations gets its model density (tests/helpers/hierarchy_gibbs.py's
+``HierarchyDensity``), whose moment matching works out a set's removal.
 
 Run: ``python benchmarks/amip_decided.py [--refits] [--gradient] [--models kidiq ...]``. Runs on
 older bayesij versions too (for before/after tables).
@@ -224,6 +226,11 @@ def run_hierarchy(name: str, refits: bool) -> dict:
         backend = hierarchy.GibbsHierarchyBackend(y, group, seed=1)
         reference_of = hierarchy.greedy_reference
     post = backend.fit(np.ones(backend.n_obs))
+    density = (
+        {}
+        if grouped or not GRADIENT
+        else {"grad_log_posterior": hierarchy.HierarchyDensity(y, group)}
+    )
     draws = post.quantities.sel(quantity="mu").values
     limit = int(np.floor(0.1 * backend.n_obs))
     row = dict(model=name, questions=0, draws=0, refits_decided=0, refits=0, refuted=0)
@@ -234,7 +241,7 @@ def run_hierarchy(name: str, refits: bool) -> dict:
         flip = -float(np.sign(hierarchy.metric_after(y, group, [], "mu", end)))
         reference = reference_of(y, group, end, flip, limit)
         refuted = partial(_hierarchy_refuted, y, group, reference=reference, grouped=grouped)
-        line = _ask(post, "mu", target, {}, backend if refits else None, row, refuted)
+        line = _ask(post, "mu", target, density, backend if refits else None, row, refuted)
         print(line + f" | reference {reference}", flush=True)
     row["seconds"] = round(time.perf_counter() - start, 1)
     return row

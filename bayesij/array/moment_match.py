@@ -173,6 +173,7 @@ def moment_matched_draws(
     max_iters: int = 30,
     split: bool = True,
     cov: bool = True,
+    proposal: np.ndarray | None = None,
 ) -> MatchedDraws:
     """Importance-weighted moment matching towards the target ``log_prob - removed``
     (leave-one-out: ``removed`` is ``log p(y_i | theta)``; power-scaling by ``alpha``:
@@ -188,6 +189,12 @@ def moment_matched_draws(
         Both at ``draws``.
     tail, k_threshold, max_iters, split, cov
         As :func:`moment_match_observation`.
+    proposal : ndarray of shape (S,), optional
+        The log density (up to a constant) ``draws`` were drawn from, where that is not
+        ``log_prob`` itself: draws moved by an earlier match (an affine map keeps each
+        moved draw's density, the posterior's at the draw it was moved from, up to the
+        map's constant Jacobian), so that a removal is reached in steps (a share of the
+        term at a time). No split estimate then.
 
     Returns
     -------
@@ -202,7 +209,8 @@ def moment_matched_draws(
     kinds = ["shift", "scale"] + (["covariance"] if cov and n_draws > 10 * n_dims else [])
     total = _Affine(np.eye(n_dims), np.zeros(n_dims))
     current, current_lp, current_ll = draws, log_prob_draws, removed_draws
-    log_weights, k = _smoothed(-removed_draws, tail)
+    base = log_prob_draws if proposal is None else proposal
+    log_weights, k = _smoothed(log_prob_draws - removed_draws - base, tail)
     accepted: list[str] = []
     evaluations = 0
     while k > k_threshold and len(accepted) < max_iters:
@@ -213,7 +221,7 @@ def moment_matched_draws(
             lp, ll = log_prob(moved), removed(moved)
             evaluations += n_draws
             # Proposal density at a moved draw: p(original draw | y) / |det T| (constant).
-            candidate, candidate_k = _smoothed(lp - ll - log_prob_draws, tail)
+            candidate, candidate_k = _smoothed(lp - ll - base, tail)
             if candidate_k < k:
                 total, current, current_lp, current_ll = total.then(step), moved, lp, ll
                 log_weights, k = candidate, candidate_k
@@ -221,7 +229,7 @@ def moment_matched_draws(
                 break
         else:
             break
-    if split and accepted:
+    if split and accepted and proposal is None:
         log_weights, k, current_ll, extra = _split(
             draws, total, current_lp, current_ll, log_prob_draws, removed_draws, log_prob, tail
         )

@@ -106,7 +106,12 @@ def amip(
         heavy-tailed across draws. With them the linear method finds the
         estimating-equation AMIP set (+ 1) on a heavy-tailed field experiment where the
         plain estimates give only a sure upper bound 2-8 times larger (docs/guide/amip.md).
-        The reweighted method's steps reweight the plain draws.
+        The reweighted method's steps reweight the plain draws. A density that also has
+        ``unconstrain(post)``, ``log_prob(upars)`` and ``log_lik_i(upars, i)`` (both
+        classes above) works out the removal of an answer's set the draws leave open by
+        moment matching (:mod:`bayesij.stats.amip_matched`): a hierarchy's observations,
+        whose log-likelihoods no model of the draws explains, get "reached", "not
+        reachable" or a finite change interval (``decided_by`` says so).
 
     Returns
     -------

@@ -49,6 +49,7 @@ from bayesij.stats.amip import (
     looks_like_scale,
     one_signed,
 )
+from bayesij.stats.amip_matched import matched_answers, matching_density
 from bayesij.stats.audit_pass import audit_pass
 from bayesij.stats.compare import compare
 from bayesij.stats.convergence import (
@@ -669,7 +670,9 @@ def audit(
         two arrays, each (n_chains, n_draws, P), as :func:`bayesij.amip`'s
         ``grad_log_posterior`` and ``unconstrained``. The report says
         so. Best with ``method="linear"`` (the reweighted search reweights the plain
-        draws).
+        draws). Without a ``backend``, a density with ``unconstrain``, ``log_prob`` and
+        ``log_lik_i`` also decides the answers the draws leave open over observations by
+        moment matching their sets' removal, as :func:`bayesij.amip`.
     backend : refit backend, optional
         The model, to refit without candidate sets (:mod:`bayesij.refit`:
         ``refit.PyMCBackend(model, ...)``, ``refit.PyStanBackend(code, data, ...)``,
@@ -781,6 +784,8 @@ def audit(
             source, names, fit, units, marginal_log_lik, found.ij.influence, loo, parameters
         )
         answers = dict(zip(questions, found.amip, strict=True))
+        if backend is None and matching_density(grad_log_posterior) is not None:
+            answers = matched_answers(answers, source, fit, grad_log_posterior)
         if integrated_post is not None and backend is None:  # with one, refits answer all
             answers.update(_amip_integrated(integrated_post, answers, alpha_max, method))
         if backend is not None and questions:

@@ -66,6 +66,7 @@ from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
 from bayesij.data.source import join_blocks, map_blocks
+from bayesij.stats.amip_matched import Matching, matching_density
 from bayesij.stats.elpd import Summary
 
 __all__ = ["amip_search", "gradient_arrays", "AmipResult", "DrawsAnswer", "TARGETS", "METHODS"]
@@ -157,10 +158,14 @@ class AmipResult(Summary):
         ``'refits'``, ``'refit budget'`` or ``'a refit failed'`` (after refits in the
         loop); ``''`` when decided.
     decided_by : str
-        ``'the logistic regression recovered from the draws'`` where an answer the
-        influences left undetermined was decided by working out the set's removal in that
-        model (:mod:`bayesij.array.amip_logistic`; ``change_interval`` and
-        ``predicted_change`` are then its); ``''`` otherwise.
+        How the set's removal was worked out where the influences left the answer open
+        and that removal decided it, or bounded the set's change (the answer then stays
+        undetermined, ``change_interval`` and ``predicted_change`` are the removal's):
+        Newton's method in the logistic regression recovered from the draws
+        (:mod:`bayesij.array.amip_logistic`), or moment matching of the draws towards the
+        posterior without the set, from the model density passed as
+        ``grad_log_posterior`` (:mod:`bayesij.stats.amip_matched`, with its k-hat and
+        Monte Carlo error); ``''`` otherwise.
     past_limit_ids : list
         After refits in the loop that confirmed no set within ``alpha_max``: the larger
         set a refit confirmed reaches the target (its size ends ``size_interval``), as
@@ -267,6 +272,7 @@ class AmipResult(Summary):
         refit, ``verify``, decides it)."""
         return (
             self.refits is None
+            and not self.decided_by
             and self.method == "reweighted"
             and 0 < self.n_reweighted < self.n_drop
             and self.answer != "reached"
@@ -386,10 +392,15 @@ class AmipResult(Summary):
             return self._upper_bound_words(unit)
         if self.undetermined:
             return self._undetermined_words(unit)
+        short = (
+            "its worked-out removal falls short even grown by half and past its Monte Carlo error"
+            if self.decided_by
+            else "even the optimistic ends of the Monte Carlo error and of the linearisation "
+            "fall short"
+        )
         return (
             f"  not reachable by dropping up to {_count(self.n_drop, unit)} (stopped: "
-            f"{self.stopped}): even the optimistic ends of the Monte Carlo error and of the "
-            f"linearisation fall short; the predicted change of this set is "
+            f"{self.stopped}): {short}; the predicted change of this set is "
             f"{self.predicted_change:.4g}"
         )
 
@@ -420,8 +431,8 @@ class AmipResult(Summary):
                 why += (
                     "what still holds: the set's predicted change lies between "
                     f"{low_change:.4g} and {high_change:.4g} (first order, second order where "
-                    "finite, reweighted; an infinite end: the change runs away on that side as "
-                    "far as the draws can tell)"
+                    "finite, reweighted, or the set's removal worked out below; an infinite "
+                    "end: the change runs away on that side as far as the draws can tell)"
                 )
         elif self.undetermined_by == "the change interval":
             why = (
@@ -464,9 +475,7 @@ class AmipResult(Summary):
         if self.decided_by:
             low, high = self.size_interval
             lines.append(
-                f"  decided by the set's removal worked out in {self.decided_by} (each "
-                "observation's log-likelihood recovered exactly, the prior from the draws or "
-                "the gradient; checked by importance sampling): this set's change "
+                f"  the set's removal worked out by {self.decided_by}: this set's change "
                 f"{self.change_interval[0]:.4g} to {self.change_interval[1]:.4g} (predicted "
                 f"{self.predicted_change:.4g}); the smallest set's size {_size(low)} to "
                 f"{_size(high)}"
@@ -527,10 +536,15 @@ class AmipResult(Summary):
         remedy = ""
         if self.undetermined_by == "Monte Carlo error" and not self.control_variates:
             remedy = "; control variates from the model's gradient (grad_log_posterior=) narrow it"
+        sure = (
+            "past the Monte Carlo error of its worked-out removal"
+            if self.decided_by
+            else "at the pessimistic end of the Monte Carlo error and the linearisation"
+        )
         return (
             f"  undetermined in its size: dropping these {_count(self.n_drop, unit)} reaches "
-            f"the target at the pessimistic end of the Monte Carlo error and the linearisation "
-            f"(an upper bound), but the smallest {unit} set may have as few as {_size(low)} "
+            f"the target {sure} (an upper bound), but the smallest {unit} set may have as "
+            f"few as {_size(low)} "
             f"({self.undetermined_by or 'Monte Carlo error'}): {self._decider_words()}{remedy}"
         )
 
@@ -700,9 +714,12 @@ def amip_search(
     )
     _check_quantity(source, quantity)
     parameters = fit_parameters(fit)  # the second-order model's, read once
+    density = matching_density(gradient)
     gradient = gradient_arrays(gradient, fit)
     question = [(quantity, target)]
     [(result, found)] = _searches(source, question, z, method, alpha_max, *gradient, parameters)
+    if density is not None and Matching.applies(source) and result.answer == "undetermined":
+        result = Matching(source, fit, density).decide(result, target)
     start = result, found
     if refits and method == "reweighted" and result.n_reweighted < result.n_drop:
         # Refits start from the linear ranking's second-order claim: past k-hat's
@@ -1060,7 +1077,11 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
         refits_needed=0,
         draws_needed=float("nan"),
         n_reweighted=min(result.n_reweighted, hit),
-        decided_by="the logistic regression recovered from the draws",
+        decided_by=(
+            "Newton's method in the logistic regression recovered from the draws (each "
+            "observation's log-likelihood recovered exactly, the prior from the draws or the "
+            "gradient; checked by importance sampling)"
+        ),
     )
 
 

@@ -216,16 +216,16 @@ def _check_every_observation(model, upars: np.ndarray, matrix: np.ndarray) -> No
         )
 
 
-def _aligned_log_lik(model, i: int, upars: np.ndarray, draws: np.ndarray):
+def _aligned_log_lik(model, i: int, upars: np.ndarray, draws: np.ndarray, name: str = "model"):
     """``model.log_lik_i(., i)`` shifted onto the log-likelihood draws: a Stan program's
     log density drops the constants of ``~`` statements, so the two may differ by a constant
-    (checked on a few draws; anything more is an error)."""
-    log_lik_i = _density(lambda u: model.log_lik_i(u, i), "model.log_lik_i")
+    (checked on a few draws; anything more is an error naming ``name``.log_lik_i)."""
+    log_lik_i = _density(lambda u: model.log_lik_i(u, i), f"{name}.log_lik_i")
     few = slice(0, min(8, upars.shape[0]))
     gap = draws[few] - log_lik_i(upars[few])
     if np.ptp(gap) > 1e-6 * (1 + np.abs(gap).max()):
         raise fail(
-            "model.log_lik_i",
+            f"{name}.log_lik_i",
             f"values for observation {i} that differ from its log-likelihood draws by "
             f"{gap.min():.4g} to {gap.max():.4g}",
             "the same log-likelihood, up to a constant",

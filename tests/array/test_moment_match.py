@@ -41,3 +41,38 @@ def test_affine_maps_compose_and_invert():
     both = first.then(second)
     np.testing.assert_allclose(both.apply(points), second.apply(first.apply(points)), atol=1e-12)
     np.testing.assert_allclose(first.inverse(first.apply(points)), points, atol=1e-12)
+
+
+def test_draws_moved_earlier_are_weighted_against_the_density_they_came_from():
+    # Posterior N(0, I); target N(m, 1.5^2 I) (the posterior without a term). Draws moved
+    # by an earlier match to 0.8 m + 1.2 x keep the density of the x they came from
+    # (``proposal``): the weights are target / that density, so the weighted moments are
+    # the target's, which the weights against the posterior at the moved draws miss.
+    from bayesij.array.moment_match import moment_matched_draws
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4000, 2))
+    mean, scale = np.array([3.0, -2.0]), 1.5
+
+    def log_prob(u):
+        return -0.5 * np.sum(u**2, axis=1)
+
+    def removed(u):  # log_prob - the target's log density
+        return log_prob(u) + 0.5 * np.sum((u - mean) ** 2, axis=1) / scale**2
+
+    moved = 0.8 * mean + 1.2 * x
+    found = moment_matched_draws(
+        moved,
+        log_prob,
+        removed,
+        log_prob(moved),
+        removed(moved),
+        400,
+        split=False,
+        proposal=log_prob(x),
+    )
+    weights = np.exp(found.log_weights)
+    assert found.pareto_k < 0.7
+    np.testing.assert_allclose(weights @ found.draws, mean, atol=0.1)
+    variance = weights @ (found.draws - weights @ found.draws) ** 2
+    np.testing.assert_allclose(variance, scale**2, rtol=0.15)

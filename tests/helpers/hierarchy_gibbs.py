@@ -89,6 +89,55 @@ class GibbsHierarchyBackend(refit.Backend):
         return f"GibbsHierarchyBackend(n_obs={self.n_obs}, seed={self.seed})"
 
 
+class HierarchyDensity:
+    """The varying-intercept model's log density on the unconstrained scale
+    ``(mu, log tau, log sigma, alpha[0..G-1])`` (flat priors on mu, tau and sigma, so the
+    Jacobian adds ``log tau + log sigma``), for moment matching
+    (``unconstrain``, ``log_prob``, ``log_lik_i``) and the influences' control variates
+    (``grad_log_posterior``, analytic), as a model density passed to ``bayesij.amip`` or
+    ``bayesij.audit`` would be."""
+
+    def __init__(self, y, group):
+        self.y, self.group = np.asarray(y, dtype=float), np.asarray(group, dtype=int)
+        self.n_groups = int(self.group.max()) + 1
+
+    def unconstrain(self, post):
+        """Draws (S, 3 + G) from a posterior of :class:`GibbsHierarchyBackend`'s
+        quantities."""
+        q = post.quantities.values.reshape(-1, 3 + self.n_groups)
+        return np.column_stack([q[:, 0], np.log(q[:, 1]), np.log(q[:, 2]), q[:, 3:]])
+
+    def log_prob(self, u):
+        mu, log_tau, log_sigma, alpha = u[:, 0], u[:, 1], u[:, 2], u[:, 3:]
+        tau, sigma = np.exp(log_tau)[:, None], np.exp(log_sigma)[:, None]
+        prior = (-0.5 * ((alpha - mu[:, None]) / tau) ** 2).sum(1) - self.n_groups * log_tau
+        residual = (self.y - alpha[:, self.group]) / sigma
+        lik = (-0.5 * residual**2).sum(1) - self.y.size * log_sigma
+        return prior + lik + log_tau + log_sigma
+
+    def log_lik_i(self, u, i):
+        sigma = np.exp(u[:, 2])
+        return -0.5 * ((self.y[i] - u[:, 3 + self.group[i]]) / sigma) ** 2 - u[:, 2]
+
+    def grad_log_posterior(self, fit):
+        post = fit.in_memory("the test", need_quantities=True)
+        u = self.unconstrain(post)
+        mu, alpha = u[:, 0], u[:, 3:]
+        tau2, sigma2 = np.exp(2 * u[:, 1]), np.exp(2 * u[:, 2])
+        spread, residual = alpha - mu[:, None], self.y - alpha[:, self.group]
+        sums = np.stack([np.bincount(self.group, row, self.n_groups) for row in residual])
+        gradient = np.column_stack(
+            [
+                spread.sum(1) / tau2,
+                (spread**2).sum(1) / tau2 - self.n_groups + 1,
+                (residual**2).sum(1) / sigma2 - self.y.size + 1,
+                -spread / tau2[:, None] + sums / sigma2[:, None],
+            ]
+        )
+        shape = post.quantities.shape[:2] + (u.shape[1],)
+        return gradient.reshape(shape), u.reshape(shape)
+
+
 def metric_after(y, group, dropped, quantity: str, sign: int, z: float = 1.96, seed: int = 5):
     """``mean + sign z sd`` of ``quantity`` (``mu``, ``tau`` or ``sigma``) without the
     observations ``dropped``, from 4 x 5000 draws of the exact Gibbs sampler (known to about

@@ -119,3 +119,36 @@ def test_the_pystan_score_gives_control_variates_that_cut_the_influence_noise():
         post, quantities="beta[1]", grad_log_posterior=score, unconstrained=upars
     )
     assert np.median(plain["mcse"].values / cv["mcse"].values) > 3
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+def test_a_varying_intercept_fits_amip_answer_is_decided_by_moment_matching_its_set():
+    # The shipped varying-intercept model (12 groups of 5), the observation the unit: each
+    # observation's log-likelihood moves with its own group's effect, so the draws alone
+    # leave mu's sign open. With the PyStan density the search's set of 6 (the limit) is
+    # removed by moment matching: far short, "not reachable". Long exact refits without
+    # that set, and without the 6 largest observations, agree.
+    data = example_data("varying_intercept", n=60, seed=1)
+    backend = refit.PyStanBackend(
+        "varying_intercept", data, seed=3, num_chains=4, num_samples=1000, num_warmup=500
+    )
+    post = backend.fit(np.ones(60))
+    density = refit.PyStanDensity("varying_intercept", data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = bayesij.amip(post, "mu", "sign")
+        found = bayesij.amip(post, "mu", "sign", grad_log_posterior=density)
+    assert plain.answer == "undetermined" and plain.change_interval == (-np.inf, np.inf)
+    assert found.answer == "not reachable" and "moment matching" in found.decided_by
+    long_chains = refit.PyStanBackend(
+        "varying_intercept", data, seed=4, num_chains=4, num_samples=4000, num_warmup=1000
+    )
+    mu = post.quantities.sel(quantity="mu").values
+    low, high = found.change_interval
+    after = long_chains.fit(found.kept).quantities.sel(quantity="mu").values
+    assert low - 0.02 < after.mean() - mu.mean() < high + 0.02
+    weights = np.ones(60)
+    weights[np.argsort(data["y"])[-6:]] = 0.0
+    largest = long_chains.fit(weights).quantities.sel(quantity="mu").values
+    assert largest.mean() > 0.5 * mu.mean() > 0  # nowhere near a flip

@@ -235,7 +235,7 @@ def test_with_the_gradient_a_sets_removal_decides_what_the_influences_left_open(
     refit = refit.reshape(-1, 4)[:, 1]
     error = 3 * refit.std() / np.sqrt(refit.size / 2)
     assert low - error <= refit.mean() - result.original_value <= high + error
-    assert "decided by the set's removal" in str(result)
+    assert "the set's removal worked out by Newton's method" in str(result)
 
 
 def test_a_removal_that_does_not_settle_how_few_leaves_the_answer_open(monkeypatch):
