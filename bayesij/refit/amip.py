@@ -107,7 +107,7 @@ def amip(
         estimating-equation AMIP set (+ 1) on a heavy-tailed field experiment where the
         plain estimates give only a sure upper bound 2-8 times larger (docs/guide/amip.md).
         The reweighted method's steps reweight the plain draws. A density that also has
-        ``unconstrain(post)``, ``log_prob(upars)`` and ``log_lik_i(upars, i)`` (both
+        ``log_prob(upars)`` and ``log_lik_i(upars, i)`` at unconstrained draws (both
         classes above) works out the removal of an answer's set the draws leave open by
         moment matching (:mod:`bayesij.stats.amip_matched`): a hierarchy's observations,
         whose log-likelihoods no model of the draws explains, get "reached", "not

@@ -309,16 +309,16 @@ class PyMCDensity:
 
         Parameters
         ----------
-        data : Fit, InferenceData or DataTree
-            The fit (its ``posterior`` group holds every free variable of the model); the
-            audit and :func:`bayesij.amip` pass the :class:`~bayesij.data.fit.Fit` they
-            read.
+        data : Fit, Posterior, InferenceData or DataTree
+            The fit (with draws of every free variable of the model: an InferenceData's
+            ``posterior`` group, or the Posterior of :class:`PyMCBackend`); the audit and
+            :func:`bayesij.amip` pass the :class:`~bayesij.data.fit.Fit` they read.
         """
-        gradient = self._functions()[3]
-        group = read(data).group("posterior")
+        free, _, _, gradient, *_ = self._functions()
+        first, _ = read(data).posterior_draws([free[0].name])  # (n_chains, n_draws, ...)
         upars = self.unconstrain(data)
         scores = [gradient(point) for point in self._points(upars)]
-        shape = (group.sizes["chain"], group.sizes["draw"], -1)
+        shape = (first.shape[0], first.shape[1], -1)
         return np.asarray(scores).reshape(shape), upars.reshape(shape)
 
     def log_prob(self, upars: np.ndarray) -> np.ndarray:

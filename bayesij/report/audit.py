@@ -670,8 +670,8 @@ def audit(
         two arrays, each (n_chains, n_draws, P), as :func:`bayesij.amip`'s
         ``grad_log_posterior`` and ``unconstrained``. The report says
         so. Best with ``method="linear"`` (the reweighted search reweights the plain
-        draws). Without a ``backend``, a density with ``unconstrain``, ``log_prob`` and
-        ``log_lik_i`` also decides the answers the draws leave open over observations by
+        draws). Without a ``backend``, a density with ``log_prob`` and ``log_lik_i`` also
+        decides the answers the draws leave open over observations by
         moment matching their sets' removal, as :func:`bayesij.amip`.
     backend : refit backend, optional
         The model, to refit without candidate sets (:mod:`bayesij.refit`:
@@ -785,7 +785,7 @@ def audit(
         )
         answers = dict(zip(questions, found.amip, strict=True))
         if backend is None and matching_density(grad_log_posterior) is not None:
-            answers = matched_answers(answers, source, fit, grad_log_posterior)
+            answers = matched_answers(answers, source, grad_log_posterior, gradient[1])
         if integrated_post is not None and backend is None:  # with one, refits answer all
             answers.update(_amip_integrated(integrated_post, answers, alpha_max, method))
         if backend is not None and questions:

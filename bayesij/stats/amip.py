@@ -719,7 +719,7 @@ def amip_search(
     question = [(quantity, target)]
     [(result, found)] = _searches(source, question, z, method, alpha_max, *gradient, parameters)
     if density is not None and Matching.applies(source) and result.answer == "undetermined":
-        result = Matching(source, fit, density).decide(result, target)
+        result = Matching(source, density, gradient[1]).decide(result, target)
     start = result, found
     if refits and method == "reweighted" and result.n_reweighted < result.n_drop:
         # Refits start from the linear ranking's second-order claim: past k-hat's

@@ -40,13 +40,14 @@ from bayesij.array.amip import Goal, far_short, goal_for, metric_mcse, weighted_
 from bayesij.array.amip_noise import size_settled
 from bayesij.array.moment_match import moment_matched_draws
 from bayesij.array.psis import pareto_k_threshold, tail_length
-from bayesij.stats.moment_match import _aligned_log_lik, _checked, _density
+from bayesij.stats.moment_match import _aligned_log_lik, _density
 
 __all__ = ["matching_density", "Matching", "matched_answers"]
 
-#: What a model density needs for moment matching (``bayesij.refit.PyStanDensity``,
-#: ``bayesij.refit.PyMCDensity``, or any object with these methods).
-NEEDS = ("unconstrain", "log_prob", "log_lik_i")
+#: What a model density needs for moment matching besides ``grad_log_posterior(fit)``
+#: (whose unconstrained draws it moves): ``bayesij.refit.PyStanDensity``,
+#: ``bayesij.refit.PyMCDensity``, or any object with these methods.
+NEEDS = ("grad_log_posterior", "log_prob", "log_lik_i")
 
 #: The argument the density is given as (errors name it).
 NAME = "grad_log_posterior"
@@ -69,12 +70,13 @@ def matching_density(density):
     return density if all(callable(getattr(density, m, None)) for m in NEEDS) else None
 
 
-def matched_answers(answers: dict, source, fit, density) -> dict:
+def matched_answers(answers: dict, source, density, unconstrained) -> dict:
     """Each ``(quantity, target) -> AmipResult`` of ``answers`` decided by moment matching
-    where :meth:`Matching.decide` can (the draws moved once, for every question)."""
+    where :meth:`Matching.decide` can (each observation's term worked out once, for every
+    question)."""
     if not any(map(_open, answers.values())) or not Matching.applies(source):
         return answers
-    matching = Matching(source, fit, density)
+    matching = Matching(source, density, unconstrained)
     return {key: matching.decide(result, key[1]) for key, result in answers.items()}
 
 
@@ -86,19 +88,16 @@ class Matching:
     ----------
     source : LogLikSource
         The searched observations' log-likelihood, in memory (:meth:`applies`).
-    fit : Fit
-        The fit read once (:func:`bayesij.data.fit.read`): its posterior in memory is what
-        ``density.unconstrain`` takes.
     density
         A model density with :data:`NEEDS` (:func:`matching_density`); its values are
         checked (one per draw, the observations' log-likelihoods up to a constant).
+    unconstrained : array_like of shape (n_chains, n_draws, P)
+        The fit's draws on the density's unconstrained scale (what its
+        ``grad_log_posterior(fit)`` gave beside the gradient).
     """
 
-    def __init__(self, source, fit, density):
-        post = fit.in_memory("amip", need_quantities=True)
-        self.upars = _checked(
-            density.unconstrain(post), f"{NAME}.unconstrain", (source.n_draws, None)
-        )
+    def __init__(self, source, density, unconstrained):
+        self.upars = np.asarray(unconstrained, dtype=float).reshape(source.n_draws, -1)
         self.source, self.density = source, density
         self.matrix = source.matrix().reshape(source.n_draws, -1)
         self.labels = np.asarray(source.units.values)

@@ -41,7 +41,7 @@ def test_a_sets_matched_removal_moves_the_draws_to_the_exact_posterior_without_i
     source = fit.source(need_quantities=True)
     f = source.quantity_draws[..., source.quantity_names.index("mu")]
     goal = goal_for(f, target, 1.96)
-    matching = Matching(source, fit, density)
+    matching = Matching(source, density, density.grad_log_posterior(fit)[1])
     for dropped in (np.argsort(y)[:6], np.argsort(-y)[:10], np.flatnonzero(group == 3)[:8]):
         found = _Removal(matching, (0, False), 0.0, goal)(dropped)
         weights = np.ones(y.size)
@@ -66,7 +66,8 @@ def test_a_removal_too_large_for_one_match_is_reached_in_steps():
     fit = read(post)
     source = fit.source(need_quantities=True)
     f = source.quantity_draws[..., source.quantity_names.index("mu")]
-    matching = Matching(source, fit, HierarchyDensity(y, group))
+    density = HierarchyDensity(y, group)
+    matching = Matching(source, density, density.grad_log_posterior(fit)[1])
     dropped = np.asarray(bayesij.amip(post, "mu", "sign").drop_ids)
     terms = [matching.term(int(i)) for i in dropped]
 
@@ -169,14 +170,11 @@ def test_the_audit_decides_the_hierarchys_questions_with_its_density(hierarchy):
 def test_a_density_that_does_not_match_the_fit_is_refused_by_name(hierarchy):
     y, group, post, density = hierarchy
 
-    class Wrong(HierarchyDensity):  # its gradient right, its unconstrained draws 10
-        def unconstrain(self, post):
-            return super().unconstrain(post)[:10]
+    class Wrong(HierarchyDensity):  # its log density one value short
+        def log_prob(self, u):
+            return super().log_prob(u)[1:]
 
-        def grad_log_posterior(self, fit):
-            return density.grad_log_posterior(fit)
-
-    with pytest.raises(ValueError, match=r"grad_log_posterior\.unconstrain.*shape \(10, 27\)"):
+    with pytest.raises(ValueError, match=r"grad_log_posterior\.log_prob.*shape \(3999,\)"):
         bayesij.amip(post, "mu", "sign", grad_log_posterior=Wrong(y, group))
     other = HierarchyDensity(y + 1.0, group)  # another data set's log-likelihood
     with pytest.raises(ValueError, match=r"grad_log_posterior\.log_lik_i"):
