@@ -245,6 +245,17 @@ class Audit:
                 "zero-variance control variates from the log posterior's gradient (smaller "
                 "Monte Carlo error than the plain covariances)."
             )
+        matched = [
+            f"{r.quantity} {target_label(r)}"
+            for r in self.amip.values()
+            if r.decided_by.startswith("moment matching")
+        ]
+        if matched:
+            lines.append(
+                "Set removals worked out by moment matching the draws with the model density "
+                f"(k-hat below its threshold): {', '.join(matched)}; their answers and change "
+                "intervals are those removals'."
+            )
         return lines + list(self.not_computed)
 
     # ----------------------------------------------------------------- tables and figures

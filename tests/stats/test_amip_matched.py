@@ -155,6 +155,7 @@ def test_the_audit_decides_the_hierarchys_questions_with_its_density(hierarchy):
         single.drop_ids,
         single.decided_by,
     )
+    assert "moment matching the draws with the model density" in str(report)
     answers = {quantity: a for (quantity, _), a in report.amip.items() if quantity != "mu"}
     assert answers["sigma"].answer == "not reachable"
     assert "worked-out removal falls short" in str(answers["sigma"])
