@@ -35,9 +35,10 @@ questions, decided from the draws
 (reached or not reachable), decided with refits, refits used (distinct sets), refuted.
 
 ``--gradient`` gives every model its log posterior's gradient (control variates, and for a
-logistic regression the prior that the removal of a set recovered from the draws needs); a
-hierarchy over its observations gets its model density (tests/helpers/hierarchy_gibbs.py's
-``HierarchyDensity``), whose moment matching works out a set's removal.
+logistic regression the prior that the removal of a set recovered from the draws needs).
+``--density`` gives the normal regressions and the hierarchies over observations their
+model density instead (tests/helpers: ``RegressionDensity``, ``HierarchyDensity``): the
+same gradient, and moment matching works out the removal of a set the draws leave open.
 
 Run: ``python benchmarks/amip_decided.py [--refits] [--gradient] [--models kidiq ...]``. Runs on
 older bayesij versions too (for before/after tables).
@@ -62,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
 import hierarchy_gibbs as hierarchy  # noqa: E402
 import logistic_amip as logistic  # noqa: E402
 from ols_amip import (  # noqa: E402
+    RegressionDensity,
     heavy_tailed_experiment,
     kidiq_shaped,
     mean_sd,
@@ -77,6 +79,9 @@ TARGETS = ("sign", "significance", "sign_and_significance")
 #: Whether every model is given its log posterior's gradient (``--gradient``), not only
 #: the microcredit-shaped one.
 GRADIENT = False
+#: Whether the normal regressions and the hierarchies get their model density
+#: (``--density``).
+DENSITY = False
 
 
 def micro(seed: int = 0):
@@ -228,7 +233,7 @@ def run_hierarchy(name: str, refits: bool) -> dict:
     post = backend.fit(np.ones(backend.n_obs))
     density = (
         {}
-        if grouped or not GRADIENT
+        if grouped or not DENSITY
         else {"grad_log_posterior": hierarchy.HierarchyDensity(y, group)}
     )
     draws = post.quantities.sel(quantity="mu").values
@@ -258,6 +263,8 @@ def run(name: str, refits: bool) -> dict:
         backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
     post, score, theta = backend.fit_with_gradient(np.ones(y.size))
     extra = amip_gradient(score, theta) if control_variates or GRADIENT else {}
+    if DENSITY and kind == "normal":
+        extra = {"grad_log_posterior": RegressionDensity(X, y, score, theta)}
     row = dict(model=name, questions=0, draws=0, refits_decided=0, refits=0, refuted=0)
     start = time.perf_counter()
     for k in range(1, X.shape[1]):
@@ -281,9 +288,12 @@ def main() -> None:
     parser.add_argument(
         "--gradient", action="store_true", help="every model with its log posterior's gradient"
     )
+    parser.add_argument(
+        "--density", action="store_true", help="regressions and hierarchies with their density"
+    )
     args = parser.parse_args()
-    global GRADIENT
-    GRADIENT = args.gradient
+    global GRADIENT, DENSITY
+    GRADIENT, DENSITY = args.gradient, args.density
     warnings.simplefilter("ignore")
     rows = []
     for name in args.models:

@@ -149,3 +149,26 @@ def smallest_prefix(reaches, limit: int) -> int | None:
         middle = (low + high) // 2
         low, high = (low, middle) if reaches(middle) else (middle, high)
     return high
+
+
+class RegressionDensity:
+    """The flat-prior normal regression's log density (``refit.FlatPriorRegressionBackend``)
+    on its unconstrained scale ``(beta, log sigma)``, ``p(beta, log sigma) ∝ 1``: what a
+    model density passed as ``grad_log_posterior`` gives moment matching (``log_prob``,
+    ``log_lik_i``), with the gradient and unconstrained draws ``fit_with_gradient``
+    returned (each (n_chains, n_draws, p + 1))."""
+
+    def __init__(self, X, y, gradient, unconstrained):
+        self.X, self.y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        self.gradient, self.unconstrained = gradient, unconstrained
+
+    def grad_log_posterior(self, fit):
+        return self.gradient, self.unconstrained
+
+    def log_prob(self, u):
+        residual = self.y - u[:, :-1] @ self.X.T
+        return -0.5 * np.sum(residual**2, axis=1) / np.exp(2 * u[:, -1]) - self.y.size * u[:, -1]
+
+    def log_lik_i(self, u, i):
+        residual = self.y[i] - u[:, :-1] @ self.X[i]
+        return -0.5 * residual**2 / np.exp(2 * u[:, -1]) - u[:, -1]
