@@ -219,6 +219,7 @@ class PyMCDensity:
         self._compiled = None
         self._pointwise = None
         self._last: tuple | None = None
+        self._last_log_lik: tuple | None = None
 
     def _functions(self):
         """The forward transforms (constrained -> unconstrained), the gradient and the log
@@ -343,8 +344,19 @@ class PyMCDensity:
             rv = self.model[_observed_name(self.model, self.observed)]
             elementwise = self.model.logp(vars=[rv], sum=False)[0].flatten()
             self._pointwise = self.model.compile_fn(elementwise, on_unused_input="ignore")
-        rows = [np.asarray(self._pointwise(point)) for point in self._points(upars)]
-        return np.asarray(rows, dtype=float)
+        upars = np.asarray(upars, dtype=float)
+        key = hashlib.sha256(upars.tobytes()).hexdigest()
+        if self._last_log_lik is None or self._last_log_lik[0] != key:  # asked per term
+            rows = [np.asarray(self._pointwise(point)) for point in self._points(upars)]
+            values = np.asarray(rows, dtype=float)
+            values.flags.writeable = False  # shared by the calls that ask again
+            self._last_log_lik = (key, values)
+        return self._last_log_lik[1]
+
+    def log_lik_set(self, upars: np.ndarray, units) -> np.ndarray:
+        """``sum_{i in units} log p(y_i | theta)`` at unconstrained draws (n, D), (n,): one
+        pass of the elementwise log-likelihood per draw whatever the set's size."""
+        return self.log_lik(upars)[:, np.asarray(units, dtype=int)].sum(axis=1)
 
     def group_log_lik(self, data, variable: str, n_nodes: int = 16):
         """Each group's log-likelihood with its own effect integrated out, at each draw:

@@ -69,13 +69,15 @@ class PyStanDensity:
         self._models: dict = {}
         self._last: tuple | None = None
 
-    def _model(self, dropped: int | str | None = None):
-        """The program built on the data with observation ``dropped``'s weight 0 (every
-        weight 0 for ``"all"``: the prior alone; none for ``None``), built once each."""
+    def _model(self, dropped: int | tuple | str | None = None):
+        """The program built on the data with observation ``dropped``'s weight 0 (a tuple:
+        those observations'; every weight 0 for ``"all"``: the prior alone; none for
+        ``None``), built once each."""
         if dropped not in self._models:
             weights = np.array(self.data[self.weights], dtype=float)
             if dropped is not None:
-                weights[slice(None) if dropped == "all" else dropped] = 0.0
+                at = list(dropped) if isinstance(dropped, tuple) else dropped
+                weights[slice(None) if dropped == "all" else at] = 0.0
             with (
                 contextlib.redirect_stdout(io.StringIO()),
                 contextlib.redirect_stderr(io.StringIO()),
@@ -147,6 +149,15 @@ class PyStanDensity:
         """``log p(y_i | theta)`` at unconstrained draws, (n,): the drop of the log density
         when observation ``i``'s weight goes from 1 to 0 (the Jacobians cancel)."""
         dropped = outside_event_loop(_log_probs, self._model(int(i)), np.asarray(upars, float))
+        return self.log_prob(upars) - dropped
+
+    def log_lik_set(self, upars: np.ndarray, units) -> np.ndarray:
+        """``sum_{i in units} log p(y_i | theta)`` at unconstrained draws, (n,): the drop of
+        the log density when those observations' weights go to 0, one program built for
+        the set (two calls of Stan per draw whatever its size, where summing
+        :meth:`log_lik_i` takes one per observation and draw)."""
+        key = tuple(sorted(int(i) for i in units))
+        dropped = outside_event_loop(_log_probs, self._model(key), np.asarray(upars, float))
         return self.log_prob(upars) - dropped
 
     def prior_terms(self, upars: np.ndarray, log_lik: str = "log_lik") -> tuple:

@@ -796,6 +796,7 @@ def audit(
         )
         answers = dict(zip(questions, found.amip, strict=True))
         if backend is None and matching_density(grad_log_posterior) is not None:
+            say.stage("AMIP answers left open: their sets' removal by moment matching")
             answers = matched_answers(answers, source, grad_log_posterior, gradient[1])
         if integrated_post is not None and backend is None:  # with one, refits answer all
             answers.update(_amip_integrated(integrated_post, answers, alpha_max, method))

@@ -40,7 +40,7 @@ from bayesij.array.amip import Goal, far_short, goal_for, metric_mcse, weighted_
 from bayesij.array.amip_noise import size_settled
 from bayesij.array.moment_match import moment_matched_draws
 from bayesij.array.psis import pareto_k_threshold, tail_length
-from bayesij.stats.moment_match import _aligned_log_lik, _density
+from bayesij.stats.moment_match import _aligned_log_lik, _density, aligned_to_draws
 
 __all__ = ["matching_density", "Matching", "matched_answers"]
 
@@ -157,6 +157,23 @@ class Matching:
             self.terms[i] = _aligned_log_lik(self.density, i, self.upars, self.matrix[:, i], NAME)
         return self.terms[i]
 
+    def set_term(self, units: np.ndarray):
+        """The log-likelihood of the observations ``units`` together, as a function of
+        unconstrained draws: the density's ``log_lik_set(upars, units)`` where it has one
+        (``refit.PyStanDensity``: one program for the set, two calls of Stan a draw
+        whatever its size), else the sum of their :meth:`term`."""
+        units = np.asarray(units, dtype=int)
+        if not callable(getattr(self.density, "log_lik_set", None)):
+            terms = [self.term(int(i)) for i in units]
+            return lambda u: np.sum([term(u) for term in terms], axis=0)
+        return aligned_to_draws(
+            lambda u: self.density.log_lik_set(u, units),
+            self.upars,
+            self.matrix[:, units].sum(axis=1),
+            f"{NAME}.log_lik_set",
+            f"a set of {units.size} observations",
+        )
+
 
 def _band(found: MatchedRemoval) -> tuple:
     return (found.change - 1.96 * found.mcse, found.change + 1.96 * found.mcse)
@@ -199,12 +216,7 @@ class _Removal:
 
     def __call__(self, units: np.ndarray) -> MatchedRemoval | None:
         m = self.matching
-        terms = [m.term(int(i)) for i in units]
-
-        def removed(u: np.ndarray) -> np.ndarray:
-            return np.sum([term(u) for term in terms], axis=0)
-
-        matched = _matched(m, removed)
+        matched = _matched(m, m.set_term(units))
         if not matched.pareto_k <= m.threshold:
             return None
         values = matched.draws[:, self.column]

@@ -217,22 +217,31 @@ def _check_every_observation(model, upars: np.ndarray, matrix: np.ndarray) -> No
 
 
 def _aligned_log_lik(model, i: int, upars: np.ndarray, draws: np.ndarray, name: str = "model"):
-    """``model.log_lik_i(., i)`` shifted onto the log-likelihood draws: a Stan program's
-    log density drops the constants of ``~`` statements, so the two may differ by a constant
-    (checked on a few draws; anything more is an error naming ``name``.log_lik_i)."""
-    log_lik_i = _density(lambda u: model.log_lik_i(u, i), f"{name}.log_lik_i")
+    """``model.log_lik_i(., i)`` shifted onto the log-likelihood draws
+    (:func:`aligned_to_draws`; errors name ``name``.log_lik_i)."""
+    return aligned_to_draws(
+        lambda u: model.log_lik_i(u, i), upars, draws, f"{name}.log_lik_i", f"observation {i}"
+    )
+
+
+def aligned_to_draws(function, upars: np.ndarray, draws: np.ndarray, name: str, what: str):
+    """``function`` (unconstrained draws (n, D) -> (n,)) shifted onto ``draws`` (S,), its
+    values at ``upars``: a Stan program's log density drops the constants of ``~``
+    statements, so the two may differ by a constant (checked on a few draws; anything more
+    is an error naming ``name`` and ``what`` it is of)."""
+    checked = _density(function, name)
     few = slice(0, min(8, upars.shape[0]))
-    gap = draws[few] - log_lik_i(upars[few])
+    gap = draws[few] - checked(upars[few])
     if np.ptp(gap) > 1e-6 * (1 + np.abs(gap).max()):
         raise fail(
-            f"{name}.log_lik_i",
-            f"values for observation {i} that differ from its log-likelihood draws by "
+            name,
+            f"values for {what} that differ from its log-likelihood draws by "
             f"{gap.min():.4g} to {gap.max():.4g}",
             "the same log-likelihood, up to a constant",
             "Check that model and data are those of the fit.",
         )
     offset = float(gap.mean())
-    return lambda u: log_lik_i(u) + offset
+    return lambda u: checked(u) + offset
 
 
 def _density(function, name: str):
