@@ -111,7 +111,8 @@ def amip(
         classes above) works out the removal of an answer's set the draws leave open by
         moment matching (:mod:`bayesij.stats.amip_matched`): a hierarchy's observations,
         whose log-likelihoods no model of the draws explains, get "reached", "not
-        reachable" or a finite change interval (``decided_by`` says so).
+        reachable" or a finite change interval (``decided_by`` says so); not for a
+        lazy log-likelihood or units that are groups (their answers stay the draws').
 
     Returns
     -------

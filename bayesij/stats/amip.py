@@ -66,7 +66,7 @@ from bayesij.array.psis import pareto_k_threshold
 from bayesij.data.fit import read
 from bayesij.data.posterior import base_name
 from bayesij.data.source import join_blocks, map_blocks
-from bayesij.stats.amip_matched import Matching, matching_density
+from bayesij.stats.amip_matched import matched_answers, matching_density, open_answer
 from bayesij.stats.elpd import Summary
 
 __all__ = ["amip_search", "gradient_arrays", "AmipResult", "DrawsAnswer", "TARGETS", "METHODS"]
@@ -718,8 +718,9 @@ def amip_search(
     gradient = gradient_arrays(gradient, fit)
     question = [(quantity, target)]
     [(result, found)] = _searches(source, question, z, method, alpha_max, *gradient, parameters)
-    if density is not None and Matching.applies(source) and result.answer == "undetermined":
-        result = Matching(source, density, gradient[1]).decide(result, target)
+    if density is not None:  # an answer the draws leave open, its set moment-matched
+        key = (quantity, target)
+        result = matched_answers({key: result}, source, density, gradient[1])[key]
     start = result, found
     if refits and method == "reweighted" and result.n_reweighted < result.n_drop:
         # Refits start from the linear ranking's second-order claim: past k-hat's
@@ -1004,7 +1005,7 @@ def _logistic_decided(results: list, fs: list, found: list, source, given: tuple
     set that does (bisection) when it answers "how few" (:func:`size_settled`). Everything
     else is returned as it was. ``given``: the gradient (:func:`searches_from`) and the
     pass's kept columns (:func:`set_columns`)."""
-    open_ = [k for k, r in enumerate(results) if _open(r)]
+    open_ = [k for k, r in enumerate(results) if open_answer(r)]
     gradient, kept = given
     if not open_:
         return results
@@ -1040,12 +1041,6 @@ def _draws_rows(source, rows: np.ndarray):
     (the observations of a lazy one: its units)."""
     for start, stop in source.bounds():
         yield from row_pieces(source.block(start, stop).reshape(source.n_draws, -1), rows)
-
-
-def _open(result) -> bool:
-    """Whether an answer is undetermined in a way a removal worked out could decide (not
-    because the draws leave the metric's side of zero open)."""
-    return result.answer == "undetermined" and not result.undetermined_by.startswith("the draws")
 
 
 def _by_removal(result, found, f, model, quantity: tuple, source):

@@ -43,7 +43,7 @@ from bayesij.array.pareto import convergence_rate
 from bayesij.array.psis import pareto_k_threshold, tail_length
 from bayesij.stats.moment_match import _aligned_log_lik, _density, aligned_to_draws
 
-__all__ = ["matching_density", "Matching", "matched_answers"]
+__all__ = ["matching_density", "Matching", "matched_answers", "open_answer"]
 
 #: What a model density needs for moment matching besides ``grad_log_posterior(fit)``
 #: (whose unconstrained draws it moves): ``bayesij.refit.PyStanDensity``,
@@ -75,7 +75,7 @@ def matched_answers(answers: dict, source, density, unconstrained) -> dict:
     """Each ``(quantity, target) -> AmipResult`` of ``answers`` decided by moment matching
     where :meth:`Matching.decide` can (each observation's term worked out once, for every
     question)."""
-    if not any(map(_open, answers.values())) or not Matching.applies(source):
+    if not any(map(open_answer, answers.values())) or not Matching.applies(source):
         return answers
     matching = Matching(source, density, unconstrained)
     return {key: matching.decide(result, key[1]) for key, result in answers.items()}
@@ -100,7 +100,7 @@ class Matching:
     def __init__(self, source, density, unconstrained):
         self.upars = np.asarray(unconstrained, dtype=float).reshape(source.n_draws, -1)
         self.source, self.density = source, density
-        self.matrix = source.matrix().reshape(source.n_draws, -1)
+        self.matrix = source.matrix(keep_float32=True).reshape(source.n_draws, -1)
         self.labels = np.asarray(source.units.values)
         self.log_prob = _density(density.log_prob, f"{NAME}.log_prob")
         self.lp = self.log_prob(self.upars)
@@ -123,7 +123,7 @@ class Matching:
         one of the density's unconstrained parameters (or its logarithm); a removal whose
         k-hat stays past the threshold decides nothing.
         """
-        if not _open(result):
+        if not open_answer(result) or not result.drop_ids:
             return result
         names = list(self.source.quantity_names)
         f = np.asarray(self.source.quantity_draws[..., names.index(result.quantity)], float)
@@ -139,7 +139,7 @@ class Matching:
         if goal.reached_by(whole.change, whole.mcse):
             low = max(1, int(result.size_interval[0])) if result.size_interval else 1
             hit, found = _smallest(remove, order, min(low, order.size), whole)
-            return _decided(result, goal, order[:hit], low, found, self.labels)
+            return _decided(result, goal, order[:hit], low, found, self.source)
         limit = max(1, int(np.floor(result.alpha_max * result.n_units)))
         if order.size >= limit and far_short(goal, whole.change, whole.mcse):
             return _unreachable(result, whole)
@@ -155,7 +155,8 @@ class Matching:
     def term(self, i: int):
         """Observation ``i``'s log-likelihood as a function of unconstrained draws."""
         if i not in self.terms:
-            self.terms[i] = _aligned_log_lik(self.density, i, self.upars, self.matrix[:, i], NAME)
+            column = np.asarray(self.matrix[:, i], dtype=float)
+            self.terms[i] = _aligned_log_lik(self.density, i, self.upars, column, NAME)
         return self.terms[i]
 
     def set_term(self, units: np.ndarray):
@@ -170,7 +171,7 @@ class Matching:
         return aligned_to_draws(
             lambda u: self.density.log_lik_set(u, units),
             self.upars,
-            self.matrix[:, units].sum(axis=1),
+            self.matrix[:, units].sum(axis=1, dtype=float),
             f"{NAME}.log_lik_set",
             f"a set of {units.size} observations",
         )
@@ -187,12 +188,10 @@ def _words(found: MatchedRemoval) -> str:
     )
 
 
-def _open(result) -> bool:
-    return (
-        result.answer == "undetermined"
-        and not result.undetermined_by.startswith("the draws")
-        and bool(result.drop_ids)
-    )
+def open_answer(result) -> bool:
+    """Whether an answer is undetermined in a way a removal worked out could decide (not
+    because the draws leave the metric's side of zero open)."""
+    return result.answer == "undetermined" and not result.undetermined_by.startswith("the draws")
 
 
 def _column_of(upars: np.ndarray, f: np.ndarray):
@@ -216,7 +215,7 @@ class _Removal:
     the ratio the full data's metric shows between its error over the chains and that of
     independent draws (``sqrt(S / ESS)``: a hierarchy's Gibbs or HMC draws of ``mu`` can
     hold a tenth of their number in effective draws, and an error taken as independent
-    left the exact change outside the band in 3 of 31 sets); the full data's error adds.
+    left the exact change outside the band in 2 of 31 sets); the full data's error adds.
     """
 
     def __init__(self, matching: Matching, column: tuple, f: np.ndarray, goal: Goal):
@@ -307,7 +306,7 @@ def _smallest(remove, order: np.ndarray, low: int, whole: MatchedRemoval) -> tup
     return hit, found
 
 
-def _decided(result, goal: Goal, dropped, low: int, found: MatchedRemoval, labels):
+def _decided(result, goal: Goal, dropped, low: int, found: MatchedRemoval, source):
     """``result`` with its set ``dropped`` (positions): "reached" where that settles how
     few suffice, else undetermined with that set a sure upper bound."""
     hit = dropped.size
@@ -316,8 +315,8 @@ def _decided(result, goal: Goal, dropped, low: int, found: MatchedRemoval, label
     return replace(
         result,
         answer="reached" if settled else "undetermined",
-        drop_ids=labels[dropped].tolist(),
-        kept=(~np.isin(np.arange(labels.size), dropped)).astype(float),
+        drop_ids=source.units.values[dropped].tolist(),
+        kept=(~np.isin(source.codes, dropped)).astype(float),
         predicted_change=found.change,
         predicted_mean=mean,
         predicted_interval=(mean - goal.z * found.sd, mean + goal.z * found.sd),

@@ -198,3 +198,20 @@ def test_a_band_near_the_k_hat_threshold_widens_to_hold_the_exact_change():
     low, high = found.change_interval
     assert low - 0.004 < after - before < high + 0.004
     assert after - before < -0.3  # a large change: the band is not trivially wide of it
+
+
+def test_a_removals_error_counts_the_chains_autocorrelation():
+    # AR(1) chains with coefficient 0.8 hold, for their mean, (1 - 0.8) / (1 + 0.8) of
+    # their draws in effective draws: the matched estimate's error, computed as of
+    # independent draws, is scaled by sqrt((1 + 0.8) / (1 - 0.8)) = 3; independent draws
+    # keep it as it is.
+    rng = np.random.default_rng(4)
+    noise = rng.normal(size=(4, 20000))
+    ar = np.empty_like(noise)
+    ar[:, 0] = noise[:, 0] / np.sqrt(1 - 0.8**2)
+    for t in range(1, noise.shape[1]):
+        ar[:, t] = 0.8 * ar[:, t - 1] + noise[:, t]
+    for draws, expected in ((ar, 3.0), (noise, 1.0)):
+        f = 2.0 + draws
+        removal = _Removal(None, (0, False), f, goal_for(f, "sign", 1.96))
+        assert removal.inflation == pytest.approx(expected, rel=0.12)
