@@ -1374,18 +1374,28 @@ def _centred_rows(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Units per tile of :func:`_read_rows` (with ``TILE`` draws: 1 MiB of float64).
+UNIT_TILE = 512
+
+
 def _read_rows(matrix: np.ndarray, units: np.ndarray, threaded: bool = False) -> np.ndarray:
-    """Columns ``units`` of ``matrix`` (S, U) as float64 rows (K, S), read a tile of draws
-    at a time (never a float64 copy of more than a tile of a float32 matrix); ``threaded``:
-    the tiles shared among :func:`~bayesij.array.numeric.map_chunks`' threads (NumPy's
-    gathers release the GIL)."""
+    """Columns ``units`` of ``matrix`` (S, U) as float64 rows (K, S), read a tile of
+    ``TILE`` draws by ``UNIT_TILE`` units at a time (never a float64 copy of more than a
+    tile of a float32 matrix); ``threaded``: the tiles shared among
+    :func:`~bayesij.array.numeric.map_chunks`' threads (NumPy's gathers release the GIL).
+    A tile's gather (1 MiB) is transposed in cache: gathering a tile of draws for every
+    unit at once (40 MB for 19,542 units) and transposing that took 2.4 s for the ranked
+    units of N = 10^5, the tiles 0.45 s (the same values)."""
     units = np.asarray(units, dtype=int)
     out = np.empty((units.size, matrix.shape[0]))
 
     def read(tiles: slice) -> None:
         for start in range(tiles.start, tiles.stop, TILE):
             stop = min(start + TILE, tiles.stop)
-            out[:, start:stop] = matrix[start:stop][:, units].T
+            tile = matrix[start:stop]
+            for first in range(0, units.size, UNIT_TILE):
+                last = first + UNIT_TILE
+                out[first:last, start:stop] = tile[:, units[first:last]].T
 
     if units.size:
         n_draws = matrix.shape[0]

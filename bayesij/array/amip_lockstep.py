@@ -11,7 +11,7 @@ number of steps of its longest search, not their sum over quantities and targets
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,10 @@ def influence_products(matrix: np.ndarray, vectors: np.ndarray) -> np.ndarray:
 
 
 def run_in_lockstep(
-    matrix: np.ndarray, searches: list[Generator[np.ndarray, Any, Any]], screen=None
+    matrix: np.ndarray,
+    searches: list[Generator[np.ndarray, Any, Any]],
+    screen=None,
+    done: Callable[[int, Any], None] | None = None,
 ) -> list:
     """Run generator searches together; return what each returns, in order.
 
@@ -67,11 +70,14 @@ def run_in_lockstep(
     matrix : ndarray of shape (n_draws, n_units)
     searches : list of generator
     screen : InfluenceScreen, optional
+    done : callable, optional
+        ``done(i, result)`` as soon as search ``i`` returns, while the others go on (the
+        caller may start working on its result meanwhile).
     """
     results: list = [None] * len(searches)
     pending: dict[int, np.ndarray] = {}
     for i, search in enumerate(searches):
-        _advance(i, search, None, pending, results, first=True)
+        _advance(i, search, None, pending, results, done, first=True)
     while pending:
         rows: dict[int, list[int]] = {}
         for i, vector in pending.items():
@@ -86,14 +92,16 @@ def run_in_lockstep(
             answers.update({i: products[j] for j, i in enumerate(members)})
         pending = {}
         for i, product in answers.items():
-            _advance(i, searches[i], product, pending, results)
+            _advance(i, searches[i], product, pending, results, done)
     return results
 
 
-def _advance(i, search, product, pending, results, first=False) -> None:
+def _advance(i, search, product, pending, results, done=None, first=False) -> None:
     """Send ``product`` to search ``i`` (start it when ``first``); keep its next request or
-    its result."""
+    its result (handed to ``done`` too)."""
     try:
         pending[i] = next(search) if first else search.send(product)
     except StopIteration as stop:
         results[i] = stop.value
+        if done is not None:
+            done(i, stop.value)

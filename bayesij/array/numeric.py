@@ -1,8 +1,9 @@
 """Numerical building blocks shared by the array-layer estimators.
 
 Log-sum-exp over the last axis, chunking of observations so that temporaries stay small,
-one threaded map over those chunks, a cache-friendly transpose of a block of columns, and
-sums of log-likelihood columns within groups. NumPy only.
+threaded maps over those chunks and over items handed on as they are made, a
+cache-friendly transpose of a block of columns, and sums of log-likelihood columns within
+groups. NumPy only.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "read_columns",
     "map_chunks",
     "map_ordered",
+    "map_as_ready",
     "transpose_columns",
     "sum_by_group",
     "top_positive",
@@ -131,6 +133,40 @@ def map_ordered(work: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+
+def map_as_ready(
+    work: Callable[[int, T], R], produce: Callable[[Callable[[int, T], None]], object], n: int
+) -> list[R]:
+    """``work(i, item)`` for each of the ``n`` items that ``produce(submit)`` hands to
+    ``submit(i, item)`` as it makes them, each started as soon as it is handed; the
+    results in the order of ``i``. ``produce`` runs in this thread with a core of its own
+    (:func:`reserve_a_core`) while the items are worked on with the others; once it is
+    done, on up to :func:`threads` threads. (With one thread, each item is worked on when
+    it is handed.)"""
+    results: list = [None] * n
+    workers = threads()
+    if workers <= 1:
+
+        def now(i: int, item: T) -> None:
+            results[i] = work(i, item)
+
+        produce(now)
+        return results
+    slots = threading.Semaphore(workers - 1)  # one more once produce is done
+
+    def held(i: int, item: T) -> R:
+        with slots:
+            return work(i, item)
+
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=workers) as pool:
+        futures: dict[int, Future[R]] = {}
+        with reserve_a_core():
+            produce(lambda i, item: futures.__setitem__(i, pool.submit(held, i, item)))
+        slots.release()
+        for i, future in futures.items():
+            results[i] = future.result()
+    return results
 
 
 def exp_and_logsumexp(

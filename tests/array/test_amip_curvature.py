@@ -869,3 +869,20 @@ def test_the_variance_s_first_order_is_its_derivative_in_the_weights():
     np.testing.assert_allclose(got, first, rtol=0.03)
     exact = sigma**2 * 6 / (n * (n - 6))
     assert got[-1] == pytest.approx(exact, rel=0.15)  # first order: 12 % short at 6 of 50
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rows_are_read_in_tiles_of_draws_and_units_as_the_columns_are(monkeypatch, dtype):
+    """The store's rows are the matrix's columns, as float64, whatever tiles of draws and
+    of units they are read in (tiles that end inside the draws and the units: 3 units
+    and 256 draws a tile here), on one thread or several."""
+    from bayesij.array import amip_curvature
+
+    rng = np.random.default_rng(4)
+    matrix = rng.normal(size=(700, 40)).astype(dtype)
+    units = np.array([1, 2, 5, 11, 12, 13, 30, 39])
+    monkeypatch.setattr(amip_curvature, "UNIT_TILE", 3)
+    for threaded in (False, True):
+        rows = amip_curvature._read_rows(matrix, units, threaded=threaded)
+        assert rows.dtype == np.float64
+        np.testing.assert_array_equal(rows, matrix[:, units].T.astype(np.float64))

@@ -23,6 +23,18 @@ def _heavy_tailed_draws(n_units=150, seed=3):
     return mu, sigma, log_lik
 
 
+def _searched(questions, log_lik):
+    """The draws, goals and influence scores (with block sums) of ``(draws, target)``
+    questions, as :func:`amip.reweighted_searches` takes them."""
+    goals = [amip.goal_for(f, target, 1.96) for f, target in questions]
+    fs = [f for f, _ in questions]
+    scores = [
+        amip.metric_influence(f, log_lik, g, keep_blocks=True)
+        for f, g in zip(fs, goals, strict=True)
+    ]
+    return fs, goals, scores
+
+
 def test_the_products_are_matrix_products_with_nan_where_not_finite():
     rng = np.random.default_rng(0)
     matrix = rng.normal(size=(40, 7))
@@ -41,12 +53,7 @@ def test_the_products_are_matrix_products_with_nan_where_not_finite():
 def test_searches_in_lockstep_choose_what_each_chooses_alone():
     mu, sigma, log_lik = _heavy_tailed_draws()
     questions = [(mu, "sign"), (mu, "significance"), (sigma, 0.3), (mu, "sign_and_significance")]
-    goals = [amip.goal_for(f, target, 1.96) for f, target in questions]
-    fs = [f for f, _ in questions]
-    scores = [
-        amip.metric_influence(f, log_lik, g, keep_blocks=True)
-        for f, g in zip(fs, goals, strict=True)
-    ]
+    fs, goals, scores = _searched(questions, log_lik)
     together = amip.reweighted_searches(fs, log_lik, goals, scores, 15, 0.7)
     for f, goal, score, found in zip(fs, goals, scores, together, strict=True):
         alone = amip.reweighted_search(f, log_lik, goal, score, 15, 0.7)
@@ -185,3 +192,40 @@ def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch
         assert one.size_interval == two.size_interval
         np.testing.assert_allclose(one.change_interval, two.change_interval, rtol=1e-12)
         assert one.predicted_change == pytest.approx(two.predicted_change, rel=1e-12)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_questions_finished_while_others_step_are_the_ones_finished_after(monkeypatch, threads):
+    """A question finished as soon as its own steps are done, while the others still step
+    (``OVERLAP_VALUES`` reached), is the question finished after every search has
+    stepped: the same sets, predictions, answers and split-draw checks, in the order of
+    the goals; and ``run_in_lockstep`` hands each search's result to ``done`` as it
+    returns, the shorter search first."""
+    from bayesij.array import numeric
+
+    monkeypatch.setattr(numeric, "THREADS", threads)
+    mu, sigma, log_lik = _heavy_tailed_draws(seed=5)
+    questions = [(mu, "sign"), (sigma, 0.3), (mu, "significance"), (sigma, 0.1)]
+    fs, goals, scores = _searched(questions, log_lik)
+    after = amip.reweighted_searches(fs, log_lik, goals, scores, 15, 0.7)
+    monkeypatch.setattr(amip, "OVERLAP_VALUES", 0)
+    meanwhile = amip.reweighted_searches(fs, log_lik, goals, scores, 15, 0.7)
+    for one, other, goal in zip(meanwhile, after, goals, strict=True):
+        assert one.goal == goal
+        np.testing.assert_array_equal(one.path.order, other.path.order)
+        np.testing.assert_array_equal(one.path.change, other.path.change)
+        assert one.answer == other.answer
+        assert one.monte_carlo == other.monte_carlo
+    flat = log_lik.reshape(-1, log_lik.shape[-1])
+
+    def steps(vector, n):
+        for _ in range(n):
+            yield vector
+        return n
+
+    handed = []
+    vector = np.ones(flat.shape[0])
+    results = run_in_lockstep(
+        flat, [steps(vector, 3), steps(vector, 1)], done=lambda i, r: handed.append((i, r))
+    )
+    assert results == [3, 1] and handed == [(1, 1), (0, 3)]

@@ -137,3 +137,29 @@ def test_freed_memory_is_given_back_to_the_system():
     before = resident()
     release_freed_memory()
     assert resident() < before - 25_000  # pages (4 kB): more than 100 MB given back
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_items_are_worked_on_as_they_are_handed_and_returned_in_order(monkeypatch, threads):
+    """``map_as_ready``: an item handed out of order comes back at its index; with two
+    threads the first item is worked on while the producer still waits (the producer
+    blocks until that work has begun: it never would, were the items worked on only
+    after it returned); with one, each is worked on when it is handed."""
+    import threading
+
+    monkeypatch.setattr(numeric, "THREADS", threads)
+    started = threading.Event()
+
+    def work(i, item):
+        started.set()
+        return (i, item * item)
+
+    def produce(submit):
+        submit(2, 3)
+        assert started.wait(timeout=30)
+        submit(0, 5)
+        submit(1, 7)
+
+    assert numeric.map_as_ready(work, produce, 3) == [(0, 25), (1, 49), (2, 9)]
+    with pytest.raises(ZeroDivisionError):
+        numeric.map_as_ready(lambda i, item: 1 / item, lambda submit: submit(0, 0), 1)
