@@ -1197,7 +1197,7 @@ def reweighted_search(
 
 #: From this many log-likelihood values on, :func:`reweighted_searches` finishes a question
 #: while the others still step (its core given to the steps' products): at N = 10^4 and
-#: 10^5 (4000 draws) the audit took 8 and 10 % less; at N = 1000, where steps and
+#: 10^5 (4000 draws) the audit took about 8 % less; at N = 1000, where steps and
 #: finishing are mostly the interpreter's and share its lock, 5 % more.
 OVERLAP_VALUES = 2**24
 
