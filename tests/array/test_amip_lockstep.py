@@ -3,6 +3,7 @@ searches ask for are plain matrix products, and a search run beside others makes
 choices and predictions as the search run alone (the greedy growth of Broderick, Giordano &
 Meager 2020, reweighted as in Nguyen et al. 2024)."""
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -23,18 +24,6 @@ def _heavy_tailed_draws(n_units=150, seed=3):
     return mu, sigma, log_lik
 
 
-def _searched(questions, log_lik):
-    """The draws, goals and influence scores (with block sums) of ``(draws, target)``
-    questions, as :func:`amip.reweighted_searches` takes them."""
-    goals = [amip.goal_for(f, target, 1.96) for f, target in questions]
-    fs = [f for f, _ in questions]
-    scores = [
-        amip.metric_influence(f, log_lik, g, keep_blocks=True)
-        for f, g in zip(fs, goals, strict=True)
-    ]
-    return fs, goals, scores
-
-
 def test_the_products_are_matrix_products_with_nan_where_not_finite():
     rng = np.random.default_rng(0)
     matrix = rng.normal(size=(40, 7))
@@ -53,7 +42,12 @@ def test_the_products_are_matrix_products_with_nan_where_not_finite():
 def test_searches_in_lockstep_choose_what_each_chooses_alone():
     mu, sigma, log_lik = _heavy_tailed_draws()
     questions = [(mu, "sign"), (mu, "significance"), (sigma, 0.3), (mu, "sign_and_significance")]
-    fs, goals, scores = _searched(questions, log_lik)
+    goals = [amip.goal_for(f, target, 1.96) for f, target in questions]
+    fs = [f for f, _ in questions]
+    scores = [
+        amip.metric_influence(f, log_lik, g, keep_blocks=True)
+        for f, g in zip(fs, goals, strict=True)
+    ]
     together = amip.reweighted_searches(fs, log_lik, goals, scores, 15, 0.7)
     for f, goal, score, found in zip(fs, goals, scores, together, strict=True):
         alone = amip.reweighted_search(f, log_lik, goal, score, 15, 0.7)
@@ -155,7 +149,9 @@ def test_the_linear_continuation_stops_the_margin_s_monte_carlo_errors_past_the_
 def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch):
     # The reweighted audit finishes its questions (bootstrap, second-order band along a
     # store of rows and terms shared by the questions of one quantity, split-draw check)
-    # on threads: the same answers, sets and intervals as one question at a time.
+    # on threads, and (OVERLAP_VALUES reached) while the other questions still step, on
+    # the screen and the same store: the same answers, sets and intervals as one question
+    # at a time after every search has stepped.
     import threading
 
     import bayesij
@@ -174,15 +170,22 @@ def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch
 
     monkeypatch.setattr(amip, "_finished_search", recorded)
     found, on_main = {}, {}
-    for threads in (1, 2):
+    overlap_from = amip.OVERLAP_VALUES
+    assert log_lik.size < overlap_from  # by default, each finished after all stepped
+    runs = [(threads, overlap) for overlap in (False, True) for threads in (1, 2)]
+    for threads, overlap in runs:
         monkeypatch.setattr(numeric, "THREADS", threads)
+        monkeypatch.setattr(amip, "OVERLAP_VALUES", 0 if overlap else overlap_from)
         finished_on.clear()
-        found[threads] = bayesij.audit(post, settings={"method": "reweighted"}).amip
-        on_main[threads] = set(finished_on)
-    assert on_main == {1: {True}, 2: {False}}  # one by one here; on the pool's threads
-    assert found[1].keys() == found[2].keys() and len(found[1]) >= 3
-    for key, one in found[1].items():
-        two = found[2][key]
+        found[threads, overlap] = bayesij.audit(post, settings={"method": "reweighted"}).amip
+        on_main[threads, overlap] = set(finished_on)
+    # one thread: each finished here; two: on the pool's threads
+    assert on_main == {run: {run[0] == 1} for run in runs}
+    one_by_one = found[1, False]
+    assert len(one_by_one) >= 3
+    for (key, one), run in itertools.product(one_by_one.items(), runs[1:]):
+        assert found[run].keys() == one_by_one.keys()
+        two = found[run][key]
         assert (one.answer, one.n_drop, one.upper_bound) == (
             two.answer,
             two.n_drop,
@@ -194,28 +197,10 @@ def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch
         assert one.predicted_change == pytest.approx(two.predicted_change, rel=1e-12)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_questions_finished_while_others_step_are_the_ones_finished_after(monkeypatch, threads):
-    """A question finished as soon as its own steps are done, while the others still step
-    (``OVERLAP_VALUES`` reached), is the question finished after every search has
-    stepped: the same sets, predictions, answers and split-draw checks, in the order of
-    the goals; and ``run_in_lockstep`` hands each search's result to ``done`` as it
-    returns, the shorter search first."""
-    from bayesij.array import numeric
-
-    monkeypatch.setattr(numeric, "THREADS", threads)
-    mu, sigma, log_lik = _heavy_tailed_draws(seed=5)
-    questions = [(mu, "sign"), (sigma, 0.3), (mu, "significance"), (sigma, 0.1)]
-    fs, goals, scores = _searched(questions, log_lik)
-    after = amip.reweighted_searches(fs, log_lik, goals, scores, 15, 0.7)
-    monkeypatch.setattr(amip, "OVERLAP_VALUES", 0)
-    meanwhile = amip.reweighted_searches(fs, log_lik, goals, scores, 15, 0.7)
-    for one, other, goal in zip(meanwhile, after, goals, strict=True):
-        assert one.goal == goal
-        np.testing.assert_array_equal(one.path.order, other.path.order)
-        np.testing.assert_array_equal(one.path.change, other.path.change)
-        assert one.answer == other.answer
-        assert one.monte_carlo == other.monte_carlo
+def test_each_search_is_handed_on_as_it_returns():
+    """``run_in_lockstep`` hands each search's result to ``done`` as it returns, the
+    shorter search first, and returns them all in order."""
+    _, _, log_lik = _heavy_tailed_draws(seed=5)
     flat = log_lik.reshape(-1, log_lik.shape[-1])
 
     def steps(vector, n):
