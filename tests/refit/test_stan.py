@@ -218,22 +218,31 @@ def test_samplings_leave_no_fit_in_httpstan_s_cache_and_keep_the_ones_there_befo
     import numpy as np
     from httpstan.models import calculate_model_name
 
-    from bayesij.refit.stan import sample_pystan
+    from bayesij.refit.stan import _fit_file, _fit_names, build_model, sample_pystan
     from bayesij.stan_models import example_data, stan_code
 
     code, data = stan_code("eight_schools"), example_data("eight_schools")
     fits = httpstan.cache.model_directory(calculate_model_name(code)) / "fits"
     options = {"num_chains": 2, "num_samples": 50, "num_warmup": 50}
+    starts = [{"mu": 0.5}, {"mu": -0.5}]  # warm-started refits: each chain's own start
     sample_pystan(code, data, 11, **options)  # built, and its folder made
     fits.mkdir(exist_ok=True)
     kept = fits / "someone-elses-fit.jsonlines.gz"
     kept.write_bytes(b"")
-    before = sorted(p.name for p in fits.iterdir())
+    # Only these samplings' own files are looked at: another test's sampling of the
+    # program, on another pytest-xdist worker, may write and remove its own meanwhile.
+    model = build_model(code, data, 12)
+    own = [
+        _fit_file(name)
+        for settings in (options, {**options, "init": starts})
+        for name in _fit_names(model, settings)
+    ]
+    for path in own:
+        path.unlink(missing_ok=True)  # left by an interrupted run
     first = sample_pystan(code, data, 12, **options)
     again = sample_pystan(code, data, 12, **options)  # sampled anew: the same draws
-    starts = [{"mu": 0.5}, {"mu": -0.5}]  # warm-started refits: each chain's own start
     sample_pystan(code, data, 12, init=starts, **options)
-    assert sorted(p.name for p in fits.iterdir()) == before and kept.exists()
+    assert len(set(own)) == 4 and not any(path.exists() for path in own) and kept.exists()
     np.testing.assert_array_equal(np.asarray(first["mu"]), np.asarray(again["mu"]))
     kept.unlink()
 
