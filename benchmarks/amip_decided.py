@@ -19,7 +19,14 @@ Models (exact references, none tuned to pass):
   ``alpha ~ N(mu, tau)``, flat priors, t(4) noise in the data (24 groups of 10, 40 of 6,
   12 of 20), saved as plain arrays (the observation is the unit; ``mu``, ``tau``,
   ``sigma`` and every ``alpha[g]`` are quantities): drawn and refitted by the exact Gibbs
-  sampler (tests/helpers/hierarchy_gibbs.py), the questions on ``mu``.
+  sampler (tests/helpers/hierarchy_gibbs.py), the questions on ``mu``;
+- real data (public domain, tests/reference/public_data), none of it chosen for the
+  answers: ``engel``, food expenditure on income (N = 235, Koenker & Bassett's
+  heteroscedastic example); ``statecrime``, US states' 2009 murder rates on poverty,
+  high-school graduation, urban and single-parent shares (N = 51, DC an outlier of
+  leverage 0.74); ``anes96``, the 1996 election study's vote (logistic, N = 944, five
+  covariates); ``randhie``, the RAND Health Insurance Experiment's doctor visits, a count
+  with a long tail, fitted by a normal regression on nine covariates (N = 20,190).
 
 Normal regressions are drawn exactly (``refit.FlatPriorRegressionBackend``: the refit after any
 drop is the weighted least-squares posterior); logistic ones by independence
@@ -32,7 +39,9 @@ refit-confirmed set within ``alpha_max``. A normal model is also asked the audit
 of halving its residual sd, checked against the exact refit of its set and of the largest
 residuals' prefixes (the flat prior's posterior mean of sigma in closed form). Columns:
 questions, decided from the draws
-(reached or not reachable), decided with refits, refits used (distinct sets), refuted.
+(reached or not reachable), decided with refits, refits used (distinct sets), refuted, and
+size intervals whose low end lies above the size of a set the exact refits confirm (the
+reference's, from the draws or with refits).
 
 ``--gradient`` gives every model its log posterior's gradient (control variates, and for a
 logistic regression the prior that the removal of a set recovered from the draws needs).
@@ -73,6 +82,7 @@ from ols_amip import (  # noqa: E402
     smallest_prefix,
     t4_regression,
 )
+from public_data import RANDHIE, STATECRIME, design  # noqa: E402
 
 TARGETS = ("sign", "significance", "sign_and_significance")
 
@@ -96,6 +106,15 @@ MODELS = {
     "wells": (lambda: logistic.wells_like(3020, 0), "logistic", False),
     "counts": (partial(logistic.counts_like, 500, 0), "poisson", False),
     "t4reg": (t4_regression, "normal", False),
+    # real data, none of it chosen for the answers
+    "engel": (partial(design, "engel.csv", "foodexp", ["income"]), "normal", False),
+    "statecrime": (partial(design, "statecrime.csv", "murder", STATECRIME), "normal", False),
+    "anes96": (
+        partial(design, "anes96.csv", "vote", ["logpopul", "selfLR", "age", "educ", "income"]),
+        "logistic",
+        False,
+    ),
+    "randhie": (partial(design, "randhie.csv.gz", "mdvis", RANDHIE), "normal", False),
     "hier24": (partial(hierarchy.simulate, 24, 10, 3), "hierarchy", False),
     "hier40": (partial(hierarchy.simulate, 40, 6, 4), "hierarchy", False),
     "hier12": (partial(hierarchy.simulate, 12, 20, 5), "hierarchy", False),
@@ -163,11 +182,18 @@ def _sigma_question(X, y, post, backend, refits, extra, row) -> None:
             return mean_sd(X, y, result.kept) - mean_sd(X, y, np.ones(y.size)) > change
         return result.answer == "not reachable" and reference is not None and reference <= limit
 
-    line = _ask(post, "sigma", change, extra, backend if refits else None, row, refuted)
+    line = _ask(post, "sigma", change, extra, backend if refits else None, row, refuted, reference)
     print(line + f" | reference {reference}", flush=True)
 
 
-def _ask(post, quantity, target, extra, backend, row, refuted) -> str:
+def below_reference(result, reference) -> bool:
+    """Whether the answer's size interval starts above a set the exact refits confirm (its
+    low end claims more units are needed than ``reference`` of them, which reach)."""
+    low = result.size_interval[0] if result.size_interval else 0.0
+    return reference is not None and reference < low
+
+
+def _ask(post, quantity, target, extra, backend, row, refuted, reference=None) -> str:
     """One question from the draws, and with ``backend`` by refits in the loop (their
     distinct sets counted): counted in ``row`` (``refuted(result)`` checks an answer
     against the exact refits); the line to print."""
@@ -175,6 +201,7 @@ def _ask(post, quantity, target, extra, backend, row, refuted) -> str:
     row["questions"] += 1
     row["draws"] += result.answer in ("reached", "not reachable")
     row["refuted"] += refuted(result)
+    row["low_refuted"] += below_reference(result, reference)
     line = f"  {quantity} {target}: {result.answer} {result.n_drop} {result.size_interval}"
     if backend is not None:
         counting = Counting(backend)
@@ -182,8 +209,10 @@ def _ask(post, quantity, target, extra, backend, row, refuted) -> str:
         row["refits_decided"] += looped.answer in ("reached", "not reachable")
         row["refits"] += len(set(counting.keys))
         row["refuted"] += refuted(looped)
+        row["low_refuted"] += below_reference(looped, reference)
         repeated = len(counting.keys) - len(set(counting.keys))
-        line += f" | refits: {looped.answer} {looped.n_drop} ({len(counting.keys)} refits"
+        line += f" | refits: {looped.answer} {looped.n_drop} {looped.size_interval}"
+        line += f" ({len(counting.keys)} refits"
         line += f", {repeated} repeated)" if repeated else ")"
     return line
 
@@ -238,7 +267,9 @@ def run_hierarchy(name: str, refits: bool) -> dict:
     )
     draws = post.quantities.sel(quantity="mu").values
     limit = int(np.floor(0.1 * backend.n_obs))
-    row = dict(model=name, questions=0, draws=0, refits_decided=0, refits=0, refuted=0)
+    row = dict(
+        model=name, questions=0, draws=0, refits_decided=0, refits=0, refuted=0, low_refuted=0
+    )
     start = time.perf_counter()
     for target, sign in (("sign", 0), ("significance", 1), ("sign_and_significance", -1)):
         # the interval end nearer zero (significance) or farther (sign and significance)
@@ -246,7 +277,9 @@ def run_hierarchy(name: str, refits: bool) -> dict:
         flip = -float(np.sign(hierarchy.metric_after(y, group, [], "mu", end)))
         reference = reference_of(y, group, end, flip, limit)
         refuted = partial(_hierarchy_refuted, y, group, reference=reference, grouped=grouped)
-        line = _ask(post, "mu", target, density, backend if refits else None, row, refuted)
+        line = _ask(
+            post, "mu", target, density, backend if refits else None, row, refuted, reference
+        )
         print(line + f" | reference {reference}", flush=True)
     row["seconds"] = round(time.perf_counter() - start, 1)
     return row
@@ -265,14 +298,18 @@ def run(name: str, refits: bool) -> dict:
     extra = amip_gradient(score, theta) if control_variates or GRADIENT else {}
     if DENSITY and kind == "normal":
         extra = {"grad_log_posterior": RegressionDensity(X, y, score, theta)}
-    row = dict(model=name, questions=0, draws=0, refits_decided=0, refits=0, refuted=0)
+    row = dict(
+        model=name, questions=0, draws=0, refits_decided=0, refits=0, refuted=0, low_refuted=0
+    )
     start = time.perf_counter()
     for k in range(1, X.shape[1]):
         for target in TARGETS:
             quantity = f"beta[{k + 1}]"
             reference = _reference(kind, X, y, k, target)
             refuted = partial(_refuted, kind, X, y, k=k, target=target, reference=reference)
-            line = _ask(post, quantity, target, extra, backend if refits else None, row, refuted)
+            line = _ask(
+                post, quantity, target, extra, backend if refits else None, row, refuted, reference
+            )
             print(line + f" | reference {reference}", flush=True)
     if kind == "normal":
         _sigma_question(X, y, post, backend, refits, extra, row)
@@ -301,12 +338,12 @@ def main() -> None:
         rows.append(run(name, args.refits))
     print(f"\nbayesij {getattr(bayesij, '__version__', '?')}")
     header = "| model | questions | decided from draws | decided with refits | refits | refuted |"
-    print(header + "\n|---|---|---|---|---|---|")
+    print(header + " size interval above a refit-confirmed set |\n|---|---|---|---|---|---|---|")
     for r in rows:
         with_refits = f"{r['refits_decided']}" if args.refits else "-"
         print(
             f"| {r['model']} | {r['questions']} | {r['draws']} | {with_refits} | "
-            f"{r['refits'] if args.refits else '-'} | {r['refuted']} |"
+            f"{r['refits'] if args.refits else '-'} | {r['refuted']} | {r['low_refuted']} |"
         )
 
 

@@ -294,11 +294,26 @@ class Curvature(NamedTuple):
         grid = _cubic_grid(units.size)
         return self._changes(first, hessians, grid, store.prefix_sums(units, grid), sign, z)
 
-    def _changes(self, first_terms, hessians, grid, sums, sign: int, z: float) -> Changes:
+    def changes_each(
+        self, store: CentredColumns, units: np.ndarray, sign: int, z: float
+    ) -> Changes:
+        """The :class:`Changes` of dropping each of ``units`` of ``store`` alone (K,), not
+        of their prefixes: where a unit's removal moves the metric more than its first
+        order says (a high-leverage observation, whose removal a Newton step scales by
+        about ``1 / (1 - h)``), it may reach a target alone that its rank in the first
+        order puts out of reach."""
+        first, hessians = store.terms(self, units)
+        each = np.arange(1, units.size + 1)  # every "prefix" one unit: no interpolation
+        return self._changes(first, hessians, each, store.rows_of(units), sign, z, alone=True)
+
+    def _changes(
+        self, first_terms, hessians, grid, sums, sign: int, z: float, alone: bool = False
+    ) -> Changes:
         """:meth:`changes` from the units' terms and the centred log-likelihood summed over
-        the prefixes of the sizes ``grid`` (G, S)."""
-        c = np.cumsum(first_terms, axis=0)  # (K, P)
-        a = np.cumsum(hessians, axis=0)  # (K, P, P)
+        the prefixes of the sizes ``grid`` (G, S); ``alone``: of each unit alone (``grid``
+        every size, ``sums`` each unit's row)."""
+        c = first_terms if alone else np.cumsum(first_terms, axis=0)  # (K, P)
+        a = hessians if alone else np.cumsum(hessians, axis=0)  # (K, P, P)
         e, sigma = self.column, self.cov
         sd = np.sqrt(sigma[e, e])
         d_var_first = -(np.matmul(sigma, a)[:, e] @ sigma[:, e])  # -(Sigma A Sigma)_ee
@@ -324,7 +339,7 @@ class Curvature(NamedTuple):
         second = shift[:, e] + sign * z * (np.sqrt(np.maximum(var, 0.0)) - sd)
         # An interval end of a coefficient normal given one residual sd: its sd after the
         # drop worked out where the set is normal observations (_normal_drop).
-        removal = self._normal_removal(grid, sums) if holding is not None and sign else None
+        removal = self._normal_removal(grid, sums, alone) if holding is not None and sign else None
         unknown_growth: float | np.ndarray = 0.0  # the band's widening for it
         if removal is not None:
             sd_after, exact_sd, off_by = removal
@@ -334,7 +349,7 @@ class Curvature(NamedTuple):
                 d_var_first = _variance_influence(self.design[:, e], grid, sums, c.shape[0])
                 moved = np.sqrt(np.maximum(sd**2 + d_var_first, 0.0)) - sd
                 first = np.where(exact_sd, c[:, e] + sign * z * moved, first)
-        scale = self._scale_removal(grid, sums) if sign == 0 else None
+        scale = self._scale_removal(grid, sums, alone) if sign == 0 else None
         if scale is not None:  # the scale's own mean after a normal set: worked out
             second = np.where(scale[1], scale[0], second)
             ok = ok | scale[1]
@@ -382,7 +397,7 @@ class Curvature(NamedTuple):
         at = np.searchsorted(grid, np.arange(1, k + 1))  # the first grid size >= each size
         return exact[at]
 
-    def _normal_removal(self, grid, sums) -> tuple | None:
+    def _normal_removal(self, grid, sums, alone: bool = False) -> tuple | None:
         """The searched coefficient's posterior sd after dropping each prefix, where that
         is exact, and how far it may be off (each (K,)), for a model whose coefficients are
         normal given one scale ``s`` with covariance ``s^2 V`` (:func:`_the_normal_scale`;
@@ -401,7 +416,7 @@ class Curvature(NamedTuple):
         scaled, ok, still = _normal_drop(self.normal_form, sums, e)
         sizes = np.arange(1, int(grid[-1]) + 1)
         at = np.searchsorted(grid, sizes)
-        exact = ok[at] & ok[np.maximum(at - 1, 0)]
+        exact = _exact_at(ok, at, alone)
         ratio = np.interp(sizes, np.concatenate([[0], grid]), scaled / scaled[0])
         sd = np.sqrt(self.cov[self.column, self.column])  # from the draws' sd
         spread = np.zeros(sizes.size)
@@ -410,7 +425,7 @@ class Curvature(NamedTuple):
             spread = sd * np.abs(ratio - unmoved)
         return sd * ratio, exact, spread
 
-    def _scale_removal(self, grid, sums) -> tuple | None:
+    def _scale_removal(self, grid, sums, alone: bool = False) -> tuple | None:
         """The searched scale's mean's change after dropping each prefix (K,), and where
         that is exact (K,), for a scale whose model's other parameters are normal given it
         (:attr:`normal_scale`) and prefixes whose log-likelihood is that of normal
@@ -423,7 +438,7 @@ class Curvature(NamedTuple):
         ratio, ok = _normal_scale_drop(form, sums)
         sizes = np.arange(1, int(grid[-1]) + 1)
         at = np.searchsorted(grid, sizes)
-        exact = ok[at] & ok[np.maximum(at - 1, 0)]
+        exact = _exact_at(ok, at, alone)
         ratio = np.interp(sizes, np.concatenate([[0], grid]), np.concatenate([[1.0], ratio]))
         return mean * (ratio - 1.0), exact
 
@@ -676,6 +691,13 @@ def _above_breakdown(tilted: np.ndarray) -> np.ndarray:
         except np.linalg.LinAlgError:
             pass
     return np.linalg.eigvalsh(tilted)[:, 0] > 1 - BREAKDOWN
+
+
+def _exact_at(ok: np.ndarray, at: np.ndarray, alone: bool) -> np.ndarray:
+    """Where a worked-out removal holds at each size (K,) from where it holds at the grid's
+    sizes ``ok`` (G,): between two grid sizes where it holds at both (``at``: the first
+    grid size at or above each size); ``alone``, each size its own unit, where it holds."""
+    return ok[at] if alone else ok[at] & ok[np.maximum(at - 1, 0)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -1467,6 +1489,18 @@ class SetCurvature:
                 del self._recent[next(iter(self._recent))]
             self._recent[key] = self._ratios(units)
         return self._recent[key].copy()
+
+    def each_alone(self, units: np.ndarray) -> np.ndarray:
+        """The band's factors (3, K) of dropping each of ``units`` alone
+        (:meth:`Curvature.changes_each`); ``(1, 0, 0)`` (the first order) for a unit past
+        the store's reach."""
+        units = np.asarray(units, dtype=int)
+        out = np.stack([np.ones(units.size), np.zeros(units.size), np.zeros(units.size)])
+        reach = self.store.reach(units[:MAX_COLUMNS])
+        if reach:
+            each = self.curvature.changes_each(self.store, units[:reach], self.sign, self.z)
+            out[:, :reach] = each.factors()
+        return out
 
     def _ratios(self, units: np.ndarray) -> np.ndarray:
         reach = self.store.reach(units[:MAX_COLUMNS])

@@ -87,7 +87,8 @@ def amip(
         refit reaches the target, the search goes on from the last refit's draws; once one
         does, bisection finds the smallest prefix a refit confirms, above the size
         interval's low end, within ``max_refits``. The answer, the set, ``size_interval``
-        (between the largest prefix a refit did not confirm and the set),
+        (from the cheap search's optimistic low end to the set: a prefix a refit did
+        not confirm says nothing of other sets of its size),
         ``predicted_change`` and ``change_interval`` (the refit's change and its Monte
         Carlo interval) then come from the refits (``verification``; ``refits`` holds the
         history). A reweighted search whose set was partly a first-order continuation
@@ -472,7 +473,7 @@ def _refit_in_the_loop(
         dropped, last, floor = _bisect(
             rows, dropped, last, codes, backend, first.quantity, goal, max_refits, floor, track
         )
-    result = _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max, slack)
+    result = _from_refits(first, goal, units, rows, dropped, last, max_refits, k_max, slack)
     if past is None or result.answer != "undetermined":
         return result
     return replace(result, past_limit_ids=units.values[past].tolist())
@@ -720,10 +721,10 @@ def _bisection_floor(first: AmipResult, rows: list) -> int:
     return max(int(low) - 1, 0)
 
 
-def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_max, slack):
+def _from_refits(first, goal, units, rows, dropped, last, max_refits, k_max, slack):
     """The result of a refit campaign, every field from the refits: the set, its refit
     change and that change's Monte Carlo interval, the smallest set's size between the
-    largest prefix known not to reach and the set, the answer (``slack``: the share by
+    cheap search's optimistic low end and the set, the answer (``slack``: the share by
     which another set of the largest size may move the metric further,
     :func:`measured_slack`)."""
     mean, sd, weights, reached, mcse, value = last
@@ -731,7 +732,11 @@ def _from_refits(first, goal, units, rows, dropped, last, floor, max_refits, k_m
     change = float(value - goal.value)
     z = _z95()
     if reached:
-        answer, by, sizes = "reached", "", (float(floor + 1), float(dropped.size))
+        # The prefixes the refits did not confirm are of one order: a smaller set of other
+        # units may reach (on a state-crime regression DC alone did where the refits'
+        # prefixes needed four), so the low end is the cheap search's optimistic one.
+        answer, by = "reached", ""
+        sizes = (min(_optimistic_low(first), float(dropped.size)), float(dropped.size))
         stopped = "reached"
     elif dropped.size >= k_max:
         # The largest set searched does not reach on refit; another set might, unless the

@@ -129,10 +129,16 @@ class AmipResult(Summary):
     size_interval, change_interval : tuple of float
         95 % intervals, Monte Carlo error and linearisation together, of the smallest set's
         size (``inf``: beyond ``alpha_max``) and of the chosen set's change (which holds
-        ``predicted_change``); after refits in the loop, the refits' (between the largest
-        prefix a refit did not confirm and the set; the refit change's Monte Carlo
-        interval). A "reached" answer's size interval ends at ``n_drop``: its set reaches,
-        so the smallest set has at most that many units.
+        ``predicted_change``); after refits in the loop, the refits' (from the cheap
+        search's optimistic low end to the set: a prefix a refit did not confirm says
+        nothing of other sets of its size; the refit change's Monte Carlo interval). A
+        "reached" answer's size interval ends at ``n_drop``: its set reaches, so the
+        smallest set has at most that many units. Its low end is the smallest set
+        that reaches at the optimistic end along the ranking, or in another order: each
+        replicate's own (Monte Carlo error reorders the units), and the ranking's first
+        units each dropped alone by the second-order model (a high-leverage unit moves the
+        metric several times its first order); sets whose units mask each other are not
+        seen.
     draws_needed : float
         When undetermined: about how many draws in all would decide the answer.
     smaller_undetermined : int

@@ -886,3 +886,13 @@ def test_rows_are_read_in_tiles_of_draws_and_units_as_the_columns_are(monkeypatc
         rows = amip_curvature._read_rows(matrix, units, threaded=threaded)
         assert rows.dtype == np.float64
         np.testing.assert_array_equal(rows, matrix[:, units].T.astype(np.float64))
+
+
+def test_a_worked_out_removal_holds_between_grid_sizes_only_where_both_ends_hold():
+    # Along a set's prefixes, a size between two grid sizes is exact only where both are;
+    # for units dropped each alone every size is a unit of its own.
+    from bayesij.array.amip_curvature import _exact_at
+
+    ok, at = np.array([True, False, True, True]), np.arange(4)
+    np.testing.assert_array_equal(_exact_at(ok, at, alone=False), [True, False, False, True])
+    np.testing.assert_array_equal(_exact_at(ok, at, alone=True), ok)

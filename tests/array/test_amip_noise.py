@@ -356,3 +356,42 @@ def test_the_block_sums_taken_once_or_per_chunk_give_the_same_answer(monkeypatch
     each = bayesij.amip(post, "beta[2]", "sign", method="linear")
     for field in ("answer", "drop_ids", "size_interval", "change_interval", "share_reached"):
         assert getattr(kept, field) == getattr(each, field), field
+
+
+def test_a_replicate_takes_its_units_in_the_order_of_its_own_gains():
+    # Along the ranking (first-order paths, one replicate a row) the first reaches 5 at
+    # its third unit, but its third unit alone does; the second replicate reaches only
+    # with two; no set within ``within`` units reaches the third's need.
+    from bayesij.array.amip_noise import _reselected_reach
+
+    first = np.cumsum([[1.0, 1.0, 5.0], [3.0, 1.0, 2.5], [1.0, 1.0, 1.0]], axis=1)
+    plain = np.stack([np.ones(3), np.zeros(3), np.zeros(3)])  # first order, no band
+    reach = _reselected_reach(first, plain, np.array([5.0, 5.0, 5.0]), within=3)
+    np.testing.assert_array_equal(reach, [1.0, 2.0, np.inf])
+    assert _reselected_reach(first, plain, np.array([6.0, 5.0, 5.0]), within=1)[0] == np.inf
+
+
+def test_a_unit_that_moves_the_metric_more_alone_reaches_before_the_ranking_s_first():
+    # Second in the ranking by first order (0.25 after 0.3), the second unit alone moves
+    # the metric three times its first order (a high-leverage unit): the smallest set's
+    # size interval starts at 1 although the ranking's prefixes need three units.
+    from bayesij.array.amip_noise import _reselected_reach
+
+    class Model:
+        def __call__(self, units):  # the ranking's prefixes: the first order
+            return np.stack([np.ones(units.size), np.zeros(units.size), np.zeros(units.size)])
+
+        def each_alone(self, units):
+            factors = self(units)
+            factors[0, units == 1] = 3.0
+            return factors
+
+    psi = -np.array([0.3, 0.25, 0.2, 0.1, 0.05])
+    ranking_only = linear_answer(psi, np.zeros(5), 1, 0.6, 5, np.arange(3), 1000)
+    assert ranking_only.size_interval == (3.0, 3.0)
+    answer = linear_answer(psi, np.zeros(5), 1, 0.6, 5, np.arange(3), 1000, nonlinearity=Model())
+    assert answer.answer == "reached" and answer.size_interval == (1.0, 3.0)
+    one = _reselected_reach(
+        np.cumsum([[0.3, 0.25]], axis=1), Model().each_alone(np.arange(2)), np.array([0.6]), 2
+    )
+    assert one[0] == 1.0

@@ -1,0 +1,74 @@
+"""AMIP on real data (public domain, tests/reference/public_data) against exact refits: the
+flat-prior normal regression's posterior after any drop is known in closed form
+(tests/helpers/ols_amip.metric), so every claim the answer makes can be checked."""
+
+import numpy as np
+from ols_amip import metric
+from public_data import STATECRIME, design, row_of
+
+import bayesij
+from bayesij import refit
+
+
+def test_dc_alone_is_within_the_size_interval_of_poverty_s_significance():
+    # US states' 2009 murder rates (N = 51): poverty's coefficient is significant, and
+    # dropping DC alone (leverage 0.74, a murder rate three times the next) makes it
+    # insignificant, the exact refit says: its removal moves the interval's lower end 4.7
+    # times its first-order change, while Alaska, first in the first-order ranking, moves
+    # it 1.2 times its own and needs four more units. The answer's set reaches the target
+    # (exact refit), and the interval of the smallest set's size holds 1.
+    X, y = design("statecrime.csv", "murder", STATECRIME)
+    post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
+    result = bayesij.amip(post, "beta[2]", "significance")
+    ones = np.ones(y.size)
+    start = metric(X, y, ones, 1, -1, 1.96)
+    without_dc = ones.copy()
+    without_dc[row_of("statecrime.csv", "District of Columbia")] = 0
+    assert start > 0 > metric(X, y, without_dc, 1, -1, 1.96)  # DC alone: insignificant
+    assert result.answer == "reached" and result.metric == "lower end"
+    assert metric(X, y, result.kept, 1, -1, 1.96) < 0  # the set reported reaches
+    assert result.size_interval[0] <= 1 <= result.size_interval[1]
+
+
+def test_each_unit_alone_is_modelled_as_that_unit_s_own_set(monkeypatch):
+    # The second-order model of each unit dropped alone, computed for many units at once,
+    # is the model of the set holding that unit only: on the state-crime regression, for
+    # the interval's lower end (the residual sd's removal worked out) and for the mean (to
+    # rounding: the units' models are solved together).
+    import bayesij.array.amip as amip_module
+
+    X, y = design("statecrime.csv", "murder", STATECRIME)
+    post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
+    models = []
+    answer = amip_module.linear_answer
+
+    def keep_the_model(*args, **kwargs):
+        models.append(kwargs["nonlinearity"])
+        return answer(*args, **kwargs)
+
+    monkeypatch.setattr(amip_module, "linear_answer", keep_the_model)
+    units = np.array([1, 8, 39, 7, 44, 45, 0])
+    for target in ("significance", "sign"):
+        bayesij.amip(post, "beta[2]", target)
+        each = models[-1].each_alone(units)
+        for i, unit in enumerate(units):
+            alone = models[-1]._ratios(np.array([unit]))[:, 0]
+            np.testing.assert_allclose(each[:, i], alone, rtol=1e-6, atol=1e-12)
+    dc = row_of("statecrime.csv", "District of Columbia")
+    assert each[0, list(units).index(dc)] > 3  # its removal: over 3 times its first order
+
+
+def test_refits_that_confirm_a_set_leave_smaller_sets_of_other_units_open():
+    # Refits in the loop confirm a set for poverty's significance and find its prefixes
+    # short, but those are prefixes of one order: DC alone reaches (exact refit). The
+    # smallest set's size interval keeps the draws' optimistic low end (1), not the
+    # refits' largest failing prefix plus one.
+    X, y = design("statecrime.csv", "murder", STATECRIME)
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
+    post = backend.fit(np.ones(y.size))
+    cheap = bayesij.amip(post, "beta[2]", "significance")
+    looped = bayesij.amip(post, "beta[2]", "significance", backend=backend, max_refits=6)
+    assert looped.answer == "reached" and metric(X, y, looped.kept, 1, -1, 1.96) < 0
+    assert looped.refits["reached"].sum() >= 1 and (~looped.refits["reached"]).sum() >= 1
+    assert looped.size_interval == (cheap.size_interval[0], looped.n_drop)
+    assert cheap.size_interval[0] <= 1
