@@ -203,6 +203,7 @@ def _ask(post, quantity, target, extra, backend, row, refuted, reference=None) -
     row["refuted"] += refuted(result)
     row["low_refuted"] += below_reference(result, reference)
     line = f"  {quantity} {target}: {result.answer} {result.n_drop} {result.size_interval}"
+    line += " REFUTED" if refuted(result) else ""
     if backend is not None:
         counting = Counting(backend)
         looped = bayesij.amip(post, quantity, target, backend=counting, max_refits=6, **extra)
@@ -214,6 +215,7 @@ def _ask(post, quantity, target, extra, backend, row, refuted, reference=None) -
         line += f" | refits: {looped.answer} {looped.n_drop} {looped.size_interval}"
         line += f" ({len(counting.keys)} refits"
         line += f", {repeated} repeated)" if repeated else ")"
+        line += " REFUTED" if refuted(looped) else ""
     return line
 
 

@@ -611,7 +611,9 @@ def linear_set_change(
 class Goal:
     """What to move and how far: the metric ``mean + sign z sd`` (``metric`` names it),
     its value on the full data, the ``direction`` (+1 or -1) and the amount ``need``;
-    ``sd`` is the quantity's posterior sd on the full data."""
+    ``sd`` is the quantity's posterior sd on the full data. ``start_mcse``: a numeric
+    target's (``fixed``) Monte Carlo error of the mean it starts from, which a refit's
+    change is measured from (0 otherwise: a sign or significance target is a value)."""
 
     metric: str
     sign: int
@@ -621,6 +623,7 @@ class Goal:
     z: float
     sd: float = float("nan")
     fixed: bool = False
+    start_mcse: float = 0.0
 
     def reached_by(self, change, mcse) -> bool:
         """Whether a change (of a refit, or estimated) with Monte Carlo SE ``mcse`` reaches
@@ -667,7 +670,9 @@ def goal_for(f: np.ndarray, target, z: float) -> Goal:
     Delta of the mean) for draws ``f`` of one quantity."""
     mean, sd = float(f.mean()), float(f.std(ddof=1))
     if not isinstance(target, str):
-        return Goal("mean", 0, 1 if target > 0 else -1, abs(float(target)), mean, z, sd, True)
+        direction = 1 if target > 0 else -1
+        start = mean_mcse(np.asarray(f, dtype=float).reshape(-1, np.shape(f)[-1]))
+        return Goal("mean", 0, direction, abs(float(target)), mean, z, sd, True, start)
     if target == "sign":
         return Goal("mean", 0, -1 if mean > 0 else 1, abs(mean), mean, z, sd)
     # The end on the mean's side is the far one (larger in magnitude), the other the near.

@@ -236,6 +236,11 @@ def _refit_metric(backend, weights, quantity, goal) -> RefitMetric:
         g_star = draws + goal.sign * goal.z * (draws - mean) ** 2 / (2 * sd)
         mcse = float(g_star.std() / np.sqrt(draws.size))
     value = mean + goal.sign * goal.z * sd
+    # A numeric target's change is measured from the full data's mean, estimated too: on
+    # the RAND experiment's residual sd a refit "reached" a change of -2.174166 at
+    # -2.174182 from the draws' mean, whose own error (0.0004) the exact refit's
+    # -2.173809 lies within.
+    mcse = float(np.hypot(mcse, goal.start_mcse))
     reached = goal.reached_by(value - goal.value, mcse)
     return RefitMetric(mean, sd, value, reached, refit, float(mcse), gradient)
 

@@ -27,6 +27,29 @@ def test_a_refit_within_two_monte_carlo_errors_of_the_target_does_not_count_as_r
         assert reached is expected, shift
 
 
+def test_a_numeric_target_s_refit_counts_the_error_of_the_mean_it_starts_from():
+    # A change of -2 from the full data's mean (3, from 4000 draws of sd 1: its MCSE 1/63)
+    # is measured from that estimate: a refit whose exact draws (no error of their own)
+    # land 0.03 past it, within two of the start's errors, does not count as reaching; 0.1
+    # past it does.
+    from bayesij.array.amip import goal_for
+    from bayesij.refit.amip import _refit_metric
+
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((4, 1000))
+    base = (base - base.mean()) / base.std(ddof=1)  # mean 0, sd 1
+    goal = goal_for(base + 3.0, -2.0, 1.96)
+    assert goal.start_mcse == pytest.approx(1 / np.sqrt(4000), rel=0.1)
+    exact = np.zeros((4, 1000))  # the refit's mean, exactly: no error of its own
+    for past, expected in ((0.03, False), (0.1, True)):
+        post = bayesij.from_arrays(
+            (exact + 1.0 - past)[..., None], np.zeros((4, 1000, 3)), quantity_names=["f"]
+        )
+        backend = refit.CallableBackend(lambda w, post=post: post)
+        metric = _refit_metric(backend, np.ones(3), "f", goal)
+        assert metric.reached is expected and metric.mcse == pytest.approx(goal.start_mcse)
+
+
 @pytest.mark.parametrize("moved, answer", [(0.0, "not reachable"), (0.8, "undetermined")])
 def test_a_largest_set_that_misses_on_refit_is_decided_by_how_far(moved, answer):
     # A backend whose refits move the slope's mean by a fixed share of the way to 0: the
