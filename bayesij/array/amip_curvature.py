@@ -49,6 +49,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesij.array.amip_noise import first_order_factors
 from bayesij.array.numeric import TILE, map_chunks, map_ordered, threads
 
 __all__ = [
@@ -1495,7 +1496,7 @@ class SetCurvature:
         (:meth:`Curvature.changes_each`); ``(1, 0, 0)`` (the first order) for a unit past
         the store's reach."""
         units = np.asarray(units, dtype=int)
-        out = np.stack([np.ones(units.size), np.zeros(units.size), np.zeros(units.size)])
+        out = first_order_factors(units.size)
         reach = self.store.reach(units[:MAX_COLUMNS])
         if reach:
             each = self.curvature.changes_each(self.store, units[:reach], self.sign, self.z)

@@ -446,12 +446,18 @@ def _column_positions(units: np.ndarray | None):
     return at
 
 
+def first_order_factors(k: int) -> np.ndarray:
+    """The band's factors (3, k) of the first order alone: the second-order prediction its
+    equal, no widening, no near end (:func:`nonlinear_band`)."""
+    return np.stack([np.ones(k), np.zeros(k), np.zeros(k)])
+
+
 def _ratios(nonlinearity, units: np.ndarray) -> np.ndarray:
     """The band's factors after each prefix of ``units`` (3, k;
     :meth:`~bayesij.array.amip_curvature.Changes.factors`): ``(1, 0, 0)`` without a
     model."""
     if nonlinearity is None or not units.size:
-        return np.stack([np.ones(units.size), np.zeros(units.size), np.zeros(units.size)])
+        return first_order_factors(units.size)
     return np.asarray(nonlinearity(units), dtype=float)
 
 
@@ -466,7 +472,7 @@ def _alone(nonlinearity, units: np.ndarray) -> np.ndarray:
     ``(1, 0, 0)`` without a model."""
     each = getattr(nonlinearity, "each_alone", None)
     if each is None or not units.size:
-        return np.stack([np.ones(units.size), np.zeros(units.size), np.zeros(units.size)])
+        return first_order_factors(units.size)
     return np.asarray(each(units), dtype=float)
 
 
