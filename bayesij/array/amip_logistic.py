@@ -53,7 +53,7 @@ import numpy as np
 from scipy.stats import chi2
 
 from bayesij.array.amip import MC_MARGIN, mean_mcse, metric_mcse
-from bayesij.array.numeric import obs_chunks
+from bayesij.array.numeric import obs_chunks, top_positive
 from bayesij.array.psis import khat_tail_length, pareto_k_threshold, pareto_khat_columns
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "sampled_moments",
     "smallest_removal",
     "SmallestRemoval",
+    "model_ranking",
 ]
 
 #: The share of ``logit(exp(l_n))``'s variance over the draws that an affine function of the
@@ -418,6 +419,44 @@ def _laplace(model: LogisticModel, keep: np.ndarray, precision: np.ndarray):
         if np.max(np.abs(step)) < 1e-10:
             return u, np.linalg.inv(-hessian)
     return None
+
+
+def model_ranking(model: LogisticModel, quantity: tuple, goal, k_max: int) -> np.ndarray:
+    """The units (K,), at most ``k_max``, that move the goal's metric toward its target in
+    the recovered ``model``, largest first: each unit's first-order change of the metric
+    ``mean + sign z sd`` of the quantity ``a + c . u`` (``quantity``: :func:`affine_in`)
+    at the Laplace approximation of the full data's posterior, free of the draws' Monte
+    Carlo error (empty where that posterior has no mode).
+
+    Dropping unit ``n`` moves the mode by ``-Sigma grad l_n`` (the implicit function
+    theorem; ``Sigma`` the inverse negative Hessian), so the mean of ``c . u`` by
+    ``-(c Sigma s_n) expit(-eta_n)``; it takes ``expit(eta_n) expit(-eta_n) s_n s_n'``
+    from the precision, so the variance grows by that times ``(c Sigma s_n)^2`` and the
+    sd by that over twice the sd (the Hessian's change with the mode, a third
+    derivative, left out: it moves the sd by less than the terms kept do for a set of a
+    few units). The linear AMIP of the model [1]_: the ranking of the draws' influences
+    without their Monte Carlo error, which on a 944-observation election study put a
+    third of each set elsewhere.
+
+    References
+    ----------
+    .. [1] Broderick, T., Giordano, R. and Meager, R. (2020). An automatic finite-sample
+       robustness metric: when can dropping a little data make a big difference?
+       arXiv:2011.14999.
+    """
+    found = _laplace(model, np.ones(model.offsets.size, dtype=bool), model.precision)
+    if found is None:
+        return np.zeros(0, dtype=int)
+    mode, cov = found
+    v = cov @ quantity[1]
+    lever = v @ model.slopes  # (N,) c Sigma s_n
+    p = _expit(model.offsets + mode @ model.slopes)
+    change = -lever * (1.0 - p)
+    if goal.sign:
+        change = change + goal.sign * goal.z * p * (1.0 - p) * lever**2 / (
+            2 * np.sqrt(v @ quantity[1])
+        )
+    return top_positive(goal.direction * change, k_max)
 
 
 def importance_sample(model: LogisticModel, dropped, seed: int = 0) -> tuple | None:

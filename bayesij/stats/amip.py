@@ -54,6 +54,7 @@ from bayesij.array.amip_curvature import (
 from bayesij.array.amip_logistic import (
     affine_in,
     logits_affine,
+    model_ranking,
     recover_logistic,
     row_pieces,
     smallest_removal,
@@ -1053,10 +1054,14 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
     """``result`` decided by the removal of its set's prefixes in the recovered ``model``
     (see :func:`_logistic_decided`, :func:`~bayesij.array.amip_logistic.smallest_removal`),
     or ``result`` itself."""
-    goal, order = found.goal, found.path.order
+    goal = found.goal
     low = result.size_interval[0] if result.size_interval else 0.0
-    settled = smallest_removal(model, order, quantity, goal, f, low)
-    if settled is None or not size_settled(settled.size, low):
+    settled = None
+    for order in (found.path.order, model_ranking(model, quantity, goal, result._limit())):
+        settled = smallest_removal(model, order, quantity, goal, f, low)
+        if settled is not None and size_settled(settled.size, low):
+            break
+    else:
         return result
     hit, band = settled.size, settled.band
     change = float(np.mean(band))

@@ -5,7 +5,7 @@ with and without the set."""
 
 import numpy as np
 import pytest
-from logistic_amip import log_lik, sample, wells_like
+from logistic_amip import linear_effects, log_lik, sample, wells_like
 
 from bayesij.array.amip import goal_for
 from bayesij.array.amip_logistic import (
@@ -15,6 +15,7 @@ from bayesij.array.amip_logistic import (
     affine_in,
     importance_sample,
     logits_affine,
+    model_ranking,
     recover_logistic,
     removal,
     sampled_moments,
@@ -293,3 +294,21 @@ def test_no_removal_is_claimed_where_the_check_s_k_hat_passes_its_threshold(
 
     assert with_k_hat(0.3) is not None
     assert with_k_hat(0.9) is None
+
+
+@pytest.mark.parametrize("target", ["sign", "significance", "sign_and_significance"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_the_model_s_ranking_is_the_estimating_equation_s_at_the_mle(wells, target, k):
+    # With the flat prior known (the gradient), the Laplace mode is the MLE and its
+    # inverse Hessian the inverse information: the recovered model ranks the observations
+    # by the first-order change of beta_k + sign z se_k that the estimating equation gives
+    # from X and y (tests/helpers/logistic_amip.linear_effects), none of it from the draws.
+    X, y, theta, values, gradient = wells
+    model = recover_logistic(theta, values, gradient)
+    f = theta[:, k].reshape(4, -1)
+    goal = goal_for(f, target, 1.96)
+    order = model_ranking(model, affine_in(model, theta[:, k], theta), goal, 40)
+    gain = goal.direction * linear_effects(X, y, None, k, goal.sign, 1.96)
+    want = np.argsort(-gain, kind="stable")[: min(40, int(np.sum(gain > 0)))]
+    assert order.size == want.size > 0
+    np.testing.assert_array_equal(order, want)

@@ -215,7 +215,9 @@ def test_with_the_gradient_a_sets_removal_decides_what_the_influences_left_open(
     # N = 400: the influences leave the distance coefficient's sign undetermined; the
     # set's removal worked out in the logistic regression recovered from the draws, the
     # prior read from the gradient, settles it within 2 of the iterated EE-AMIP's set,
-    # and the exact refit confirms it.
+    # and the exact refit confirms it. Without the gradient the prior is estimated from
+    # the draws (a wider band): the search's own set did not settle it, the model's own
+    # ranking does (since stop 104), with a set no smaller.
     X, y = wells_like(400, seed=3)
     post, grad, beta = _fit(X, y, 3)
     reference = len(ee_amip(X, y, 1, "sign")[0])
@@ -223,9 +225,11 @@ def test_with_the_gradient_a_sets_removal_decides_what_the_influences_left_open(
         warnings.simplefilter("ignore")
         plain = bayesij.amip(post, "beta[2]", "sign")
         result = bayesij.amip(post, "beta[2]", "sign", grad_log_posterior=(grad, beta))
-    assert plain.answer == "undetermined" and plain.decided_by == ""
+    assert plain.answer == "reached" and "logistic" in plain.decided_by
+    _check(plain, X, y, 1, "sign", reference)
     assert result.answer == "reached" and "logistic" in result.decided_by
     _check(result, X, y, 1, "sign", reference)
+    assert result.n_drop <= plain.n_drop
     assert result.n_drop <= reference + 2
     low, high = result.change_interval
     assert low <= result.predicted_change <= high
