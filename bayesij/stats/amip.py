@@ -54,12 +54,13 @@ from bayesij.array.amip_curvature import (
 from bayesij.array.amip_logistic import (
     affine_in,
     logits_affine,
-    model_ranking,
+    model_low,
     recover_logistic,
     row_pieces,
     smallest_removal,
 )
 from bayesij.array.amip_noise import bootstrap_counts, size_settled
+from bayesij.array.amip_normal import NormalModel, recover_normal
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.numeric import release_freed_memory, top_positive
@@ -169,7 +170,9 @@ class AmipResult(Summary):
         and that removal decided it, or bounded the set's change (the answer then stays
         undetermined, ``change_interval`` and ``predicted_change`` are the removal's):
         Newton's method in the logistic regression recovered from the draws
-        (:mod:`bayesij.array.amip_logistic`), or moment matching of the draws towards the
+        (:mod:`bayesij.array.amip_logistic`), importance sampling in the normal linear
+        regression recovered from them (:mod:`bayesij.array.amip_normal`), or moment
+        matching of the draws towards the
         posterior without the set, from the model density passed as
         ``grad_log_posterior`` (:mod:`bayesij.stats.amip_matched`, with its k-hat and
         Monte Carlo error); ``''`` otherwise.
@@ -1021,9 +1024,14 @@ def _logistic_decided(results: list, fs: list, found: list, source, given: tuple
     else:
         draws, _ = _parameter_draws(source)
         score, theta = None, np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
-    if source.lazy and not _kept_logistic(theta, kept):
-        return results  # not read again for nothing: a lazy source is read once
-    model = recover_logistic(theta, partial(_draws_rows, source), score)
+    model = None
+    if not source.lazy or _kept_logistic(theta, kept):  # a lazy source is read once
+        model = recover_logistic(theta, partial(_draws_rows, source), score)
+    if model is None and not source.lazy:
+        draws, names = _parameter_draws(source)
+        theta = np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
+        model = recover_normal(theta, partial(_draws_rows, source), _scale_mask(names))
+        theta = theta if model is None else model.parameters(theta)
     if model is None:
         return results
     out = list(results)
@@ -1050,20 +1058,36 @@ def _draws_rows(source, rows: np.ndarray):
         yield from row_pieces(source.block(start, stop).reshape(source.n_draws, -1), rows)
 
 
+_LOGISTIC_WORDS = (
+    "Newton's method in the logistic regression recovered from the draws (each "
+    "observation's log-likelihood recovered exactly, the prior from the draws or the "
+    "gradient; checked by importance sampling)"
+)
+_NORMAL_WORDS = (
+    "importance sampling in the normal linear regression recovered from the draws (each "
+    "observation's residual recovered exactly, the prior from the draws; at the Laplace "
+    "approximation, its Pareto k-hat checked)"
+)
+
+
 def _by_removal(result, found, f, model, quantity: tuple, source):
     """``result`` decided by the removal of its set's prefixes in the recovered ``model``
     (see :func:`_logistic_decided`, :func:`~bayesij.array.amip_logistic.smallest_removal`),
     or ``result`` itself."""
     goal = found.goal
-    low = result.size_interval[0] if result.size_interval else 0.0
+    ranking = model.ranking(quantity, goal, result._limit())
+    low = model_low(model, ranking, quantity, goal)  # the influences' band left out
+    if not np.isfinite(low):
+        low = result.size_interval[0] if result.size_interval else 0.0
     settled = None
-    for order in (found.path.order, model_ranking(model, quantity, goal, result._limit())):
-        settled = smallest_removal(model, order, quantity, goal, f, low)
-        if settled is not None and size_settled(settled.size, low):
+    for order in (found.path.order, ranking):
+        settled = smallest_removal(model, order, quantity, goal, f, min(low, order.size))
+        if settled is not None and size_settled(settled.size, min(low, settled.size)):
             break
     else:
         return result
     hit, band = settled.size, settled.band
+    low = min(low, hit)
     change = float(np.mean(band))
     mean, sd = _coherent_after(goal, *settled.after, change, goal.z)
     return replace(
@@ -1083,11 +1107,7 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
         refits_needed=0,
         draws_needed=float("nan"),
         n_reweighted=min(result.n_reweighted, hit),
-        decided_by=(
-            "Newton's method in the logistic regression recovered from the draws (each "
-            "observation's log-likelihood recovered exactly, the prior from the draws or the "
-            "gradient; checked by importance sampling)"
-        ),
+        decided_by=_NORMAL_WORDS if isinstance(model, NormalModel) else _LOGISTIC_WORDS,
     )
 
 
