@@ -70,6 +70,7 @@ __all__ = [
     "SmallestRemoval",
     "model_ranking",
     "model_low",
+    "model_greedy",
 ]
 
 #: The share of ``logit(exp(l_n))``'s variance over the draws that an affine function of the
@@ -136,9 +137,9 @@ class LogisticModel(NamedTuple):
         """:func:`model_ranking` in this model."""
         return model_ranking(self, quantity, goal, k_max)
 
-    def first_order(self, quantity: tuple, goal) -> np.ndarray:
+    def first_order(self, quantity: tuple, goal, dropped=()) -> np.ndarray:
         """:func:`first_order` in this model."""
-        return first_order(self, quantity, goal)
+        return first_order(self, quantity, goal, dropped)
 
 
 class Removal(NamedTuple):
@@ -468,11 +469,13 @@ def model_ranking(model: LogisticModel, quantity: tuple, goal, k_max: int) -> np
     return top_positive(goal.direction * first_order(model, quantity, goal), k_max)
 
 
-def first_order(model: LogisticModel, quantity: tuple, goal) -> np.ndarray:
+def first_order(model: LogisticModel, quantity: tuple, goal, dropped=()) -> np.ndarray:
     """Each unit's first-order change (N,) of the goal's metric at the Laplace
-    approximation of the full data's posterior (:func:`model_ranking`); zeros where it
-    has no mode."""
-    found = _laplace(model, np.ones(model.offsets.size, dtype=bool), model.precision)
+    approximation of the posterior without ``dropped`` (default: the full data's;
+    :func:`model_ranking`); zeros where it has no mode."""
+    keep = np.ones(model.offsets.size, dtype=bool)
+    keep[np.asarray(dropped, dtype=int)] = False
+    found = _laplace(model, keep, model.precision)
     if found is None:
         return np.zeros(model.offsets.size)
     mode, cov = found
@@ -630,20 +633,41 @@ def smallest_removal(model, order, quantity: tuple, goal, f, low: float = 0.0):
     return SmallestRemoval(hit, band[0], band[1])
 
 
+def model_greedy(model, quantity: tuple, goal, k_max: int) -> np.ndarray:
+    """The greedy order (K,), at most ``k_max`` units, of a recovered ``model``: each
+    step takes the units of largest first-order gain toward the goal at the posterior
+    without those taken so far (:meth:`first_order`), ``1 + taken // 16`` of them, until
+    no unit moves the metric that way. Its prefixes are the model's iterated AMIP sets
+    (the estimating-equation AMIP re-ranked after each drop): on a wells-like logistic
+    regression (N = 3020) the low end along the full data's ranking alone was 229 where
+    the iterated AMIP's exact refits reach the distance coefficient's sign with 217."""
+    taken = np.zeros(0, dtype=int)
+    while taken.size < k_max:
+        gain = goal.direction * model.first_order(quantity, goal, taken)
+        gain[taken] = -np.inf
+        step = top_positive(gain, min(1 + taken.size // 16, k_max - taken.size))
+        if not step.size:
+            break
+        taken = np.concatenate([taken, step])
+    return taken
+
+
 #: How many of the model's ranking's first units are also evaluated dropped alone
 #: (:func:`model_low`), as the influences' low end does with the second-order model.
 ALONE = 16
 
 
-def model_low(model, order, quantity: tuple, goal) -> float:
+def model_low(model, order, quantity: tuple, goal, f) -> float:
     """The low end of the smallest set's size in a recovered ``model`` (a
     :class:`LogisticModel` or :class:`~bayesij.array.amip_normal.NormalModel`): the
-    smallest prefix of ``order`` (the model's ranking, :func:`model_ranking`) whose removal
-    reaches the goal's need at the optimistic end of its band through the prior, or fewer
-    units in another order: the first :data:`ALONE` units each counted by its own removal
-    alone (at that band's optimistic end: a high-leverage unit moves the metric several
-    times its first order), the others by their first-order change, the largest first.
-    ``inf`` where neither reaches within ``order``.
+    smallest prefix of ``order`` (the model's ranking, :func:`model_ranking`, or its greedy
+    order, :func:`model_greedy`) whose removal reaches the goal's need at the optimistic
+    end of its band (through the prior, widened as :func:`smallest_removal` widens it by
+    the importance-sampling check at that prefix against the draws ``f``), or fewer units
+    in another order: the first :data:`ALONE` units each counted by its own removal alone
+    (a high-leverage unit moves the metric several times its first order), the others by
+    their first-order change, the largest first. ``inf`` where neither reaches within
+    ``order``.
 
     The influences' low end (:func:`bayesij.array.amip_noise.linear_answer`) takes the
     optimistic end of the band between the first and the second order, which on a normal
@@ -660,19 +684,40 @@ def model_low(model, order, quantity: tuple, goal) -> float:
         low, _, high = after.change_from(start)
         return max(goal.direction * low, goal.direction * high)
 
-    prefix = float("inf")
-    if best(order) >= goal.need:
+    def smallest(spread: float) -> float:  # the smallest prefix reaching, by bisection
+        if best(order) + spread < goal.need:
+            return float("inf")
         miss, hit = 0, len(order)
         while hit - miss > 1:
             middle = (hit + miss) // 2
-            miss, hit = (miss, middle) if best(order[:middle]) >= goal.need else (middle, hit)
-        prefix = float(hit)
+            reaches = best(order[:middle]) + spread >= goal.need
+            miss, hit = (miss, middle) if reaches else (middle, hit)
+        return float(hit)
+
+    spread = _check_spread(
+        model, order[: int(min(smallest(0.0), len(order)))], quantity, goal, f, start
+    )
+    prefix = smallest(spread)
     gains = goal.direction * model.first_order(quantity, goal)[order]
     j = min(ALONE, gains.size)
     gains[:j] = [best(order[i : i + 1]) for i in range(j)]
-    reach = np.cumsum(np.sort(gains)[::-1]) >= goal.need
+    reach = np.cumsum(np.sort(gains)[::-1]) + spread >= goal.need
     alone = float(np.argmax(reach) + 1) if reach.any() else float("inf")
     return min(prefix, alone)
+
+
+def _check_spread(model, dropped, quantity: tuple, goal, f, start: Removal) -> float:
+    """How far the importance-sampling check at ``dropped`` widens the removal's band on
+    each side (:func:`_checked_band`); 0 where it cannot be drawn."""
+    after = model.removal(dropped, quantity, goal.sign, goal.z)
+    sample = model.importance_sample(dropped)
+    if after is None or sample is None:
+        return 0.0
+    draws = np.asarray(f, dtype=float)
+    moved = np.array(after.change_from(start))
+    drawn = float(draws.mean()), float(draws.std()), mean_mcse(draws)
+    band = _checked_band(moved, sampled_moments(sample, quantity), drawn, goal)[0]
+    return float(0.5 * (band[1] - band[0]) - 0.5 * np.ptp(moved))
 
 
 def _checked_band(moved: np.ndarray, after: tuple, before: tuple, goal) -> tuple:

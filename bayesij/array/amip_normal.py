@@ -50,7 +50,7 @@ from bayesij.array.amip_logistic import (
 )
 from bayesij.array.numeric import top_positive
 
-__all__ = ["NormalModel", "recover_normal"]
+__all__ = ["NormalModel", "recover_normal", "residuals_normal"]
 
 #: The share of ``q_n``'s variance over the draws that the rank-one quadratic may leave
 #: for the observation to count as a normal one: round-off is below 1e-20 on a normal
@@ -165,10 +165,11 @@ class NormalModel(NamedTuple):
         """
         return top_positive(goal.direction * self.first_order(quantity, goal), k_max)
 
-    def first_order(self, quantity: tuple, goal) -> np.ndarray:
-        """Each unit's first-order change (N,) of the goal's metric (:meth:`ranking`);
-        zeros where the full data's posterior has no mode."""
-        found = _laplace(self, _kept_stats(self, np.zeros(0, dtype=int)))
+    def first_order(self, quantity: tuple, goal, dropped=()) -> np.ndarray:
+        """Each unit's first-order change (N,) of the goal's metric (:meth:`ranking`) at
+        the posterior without ``dropped`` (default: the full data's); zeros where it has
+        no mode."""
+        found = _laplace(self, _kept_stats(self, np.asarray(dropped, dtype=int)))
         if found is None:
             return np.zeros(self.offsets.size)
         mode, cov = found
@@ -201,6 +202,28 @@ def recover_normal(theta: np.ndarray, log_lik, scales: np.ndarray) -> NormalMode
         if model is not None:
             return model
     return None
+
+
+def residuals_normal(theta: np.ndarray, log_lik, scales: np.ndarray) -> bool:
+    """Whether some quantity that ``scales`` marks makes every observation of ``log_lik``
+    a normal one with a residual affine in the others (the first test of
+    :func:`recover_normal`, without the rest, for a subset of the observations: the
+    columns a pass over a lazy log-likelihood kept)."""
+    theta = np.asarray(theta, dtype=float)
+    for scale in np.flatnonzero(np.asarray(scales, dtype=bool)):
+        if not np.all(theta[:, scale] > 0):
+            continue
+        phi = np.array(theta)
+        phi[:, scale] = np.log(phi[:, scale])
+        whitened = _whitened(phi)
+        rows = _recovery_rows(theta.shape[0])
+        if (
+            whitened is not None
+            and _residuals(whitened[2][rows], theta[rows, scale], _pieces(log_lik, rows))
+            is not None
+        ):
+            return True
+    return False
 
 
 def _recovered(theta: np.ndarray, log_lik, scale: int) -> NormalModel | None:

@@ -54,13 +54,14 @@ from bayesij.array.amip_curvature import (
 from bayesij.array.amip_logistic import (
     affine_in,
     logits_affine,
+    model_greedy,
     model_low,
     recover_logistic,
     row_pieces,
     smallest_removal,
 )
 from bayesij.array.amip_noise import bootstrap_counts, size_settled
-from bayesij.array.amip_normal import NormalModel, recover_normal
+from bayesij.array.amip_normal import NormalModel, recover_normal, residuals_normal
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.numeric import release_freed_memory, top_positive
@@ -1027,10 +1028,11 @@ def _logistic_decided(results: list, fs: list, found: list, source, given: tuple
     model = None
     if not source.lazy or _kept_logistic(theta, kept):  # a lazy source is read once
         model = recover_logistic(theta, partial(_draws_rows, source), score)
-    if model is None and not source.lazy:
+    if model is None:
         draws, names = _parameter_draws(source)
         theta = np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
-        model = recover_normal(theta, partial(_draws_rows, source), _scale_mask(names))
+        if not source.lazy or _kept_normal(theta, _scale_mask(names), kept):
+            model = recover_normal(theta, partial(_draws_rows, source), _scale_mask(names))
         theta = theta if model is None else model.parameters(theta)
     if model is None:
         return results
@@ -1049,6 +1051,16 @@ def _kept_logistic(theta: np.ndarray, kept) -> bool:
         return False
     columns = np.column_stack([np.reshape(c, -1) for c in kept.columns.values()])
     return logits_affine(theta, columns)
+
+
+def _kept_normal(theta: np.ndarray, scales: np.ndarray, kept) -> bool:
+    """Whether the columns a lazy pass kept (:class:`KeptColumns`, or None) are a normal
+    regression's observations in the quantities ``theta`` (S, P), a residual sd among
+    those ``scales`` marks."""
+    if kept is None or not kept.columns:
+        return False
+    columns = np.column_stack([np.reshape(c, -1) for c in kept.columns.values()])
+    return residuals_normal(theta, columns, scales)
 
 
 def _draws_rows(source, rows: np.ndarray):
@@ -1075,17 +1087,23 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
     (see :func:`_logistic_decided`, :func:`~bayesij.array.amip_logistic.smallest_removal`),
     or ``result`` itself."""
     goal = found.goal
-    ranking = model.ranking(quantity, goal, result._limit())
-    low = model_low(model, ranking, quantity, goal)  # the influences' band left out
-    if not np.isfinite(low):
+    ranked = [
+        model.ranking(quantity, goal, result._limit()),
+        model_greedy(model, quantity, goal, result._limit()),
+    ]
+    low = min(model_low(model, order, quantity, goal, f) for order in ranked)
+    if not np.isfinite(low):  # the influences' band left out where the model reaches
         low = result.size_interval[0] if result.size_interval else 0.0
-    settled = None
-    for order in (found.path.order, ranking):
-        settled = smallest_removal(model, order, quantity, goal, f, min(low, order.size))
-        if settled is not None and size_settled(settled.size, min(low, settled.size)):
-            break
-    else:
+    tried = [
+        (settled.size, k, order, settled)
+        for k, order in enumerate([found.path.order, *ranked])
+        if (settled := smallest_removal(model, order, quantity, goal, f, min(low, order.size)))
+        is not None
+        and size_settled(settled.size, min(low, settled.size))
+    ]
+    if not tried:
         return result
+    _, _, order, settled = min(tried, key=lambda t: t[:2])  # the smallest, the search's first
     hit, band = settled.size, settled.band
     low = min(low, hit)
     change = float(np.mean(band))

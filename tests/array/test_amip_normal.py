@@ -132,7 +132,7 @@ def test_the_smallest_removal_and_its_low_end_hold_the_exact_smallest_prefix(kid
         * f.mean()
         < 0
     )
-    low = model_low(model, order, quantity, goal)
+    low = model_low(model, order, quantity, goal, f)
     assert low <= exact <= found.size <= 1.5 * exact  # the prior's band: a margin
 
 

@@ -646,7 +646,7 @@ def test_a_reweighted_estimate_counts_only_past_the_search_s_margin():
 
 
 @pytest.mark.slow
-def test_a_set_holding_a_unit_the_draws_cannot_see_is_not_reached_from_them():
+def test_a_set_holding_a_unit_the_draws_cannot_see_is_not_reached_from_them(monkeypatch):
     # N = 3000: beta[10]'s significance was "reached" by three units, one a residual of
     # -33.6 whose removal has k-hat 2.1; its influence read 0.011 on all four chains where
     # the exact derivative is 0.0029, and the exact refit leaves the end at -0.0011. Its
@@ -655,10 +655,18 @@ def test_a_set_holding_a_unit_the_draws_cannot_see_is_not_reached_from_them():
     # the 26 flips the sign: the set is not claimed, not refuted). The significance's
     # model in every quantity (stop 96) finds a set of six holding it, sure at the
     # pessimistic end of the band, its size left open from 1: not "reached" either, and
-    # the exact refit without the six confirms the bound.
+    # the exact refit without the six confirms the bound. (The regression recovered from
+    # the draws knows that unit's residual exactly: it decides the sign, "reached", a set
+    # the exact refit confirms; left out, the influences' answers are as said.)
     from ols_amip import metric
 
+    import bayesij.stats.amip as amip_module
+
     X, y, post = _t4_regression(3000, 2)
+    decided = bayesij.amip(post, "beta[10]", "sign")
+    assert decided.answer == "reached" and "normal linear" in decided.decided_by
+    assert np.sign(metric(X, y, decided.kept, 9, 0, 1.96)) != np.sign(decided.original_value)
+    monkeypatch.setattr(amip_module, "recover_normal", lambda *args: None)
     result = bayesij.amip(post, "beta[10]", "sign")
     assert result.answer == "undetermined", result
     assert result.undetermined_by.startswith("the importance-sampling check")
@@ -695,7 +703,10 @@ def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory(contain
     # the importance-sampling check that leaves them open (unit 2658, read from its chunk)
     # and the intervals, as in memory. The check's units are read with the sets, the
     # chunks holding them computed once after the searches, not twice (in memory they are
-    # read from the second-order model's rows: only the two sets are summed).
+    # read from the second-order model's rows: only the two sets are summed). The
+    # regression recovered from the draws decides the sign alike in memory and lazily
+    # (the columns the pass kept are a normal regression's: the blocks are read again for
+    # the recovery); the influences' answers are those with it left out.
     from saved_fits import saved_fit
 
     import bayesij.stats.amip as amip_module
@@ -706,6 +717,21 @@ def test_a_lazy_log_lik_finds_the_unit_the_draws_cannot_see_as_in_memory(contain
         amip_module, "_summed_sets", lambda *a, **k: reads.append(len(a[1])) or summed(*a, **k)
     )
     _, _, post = _t4_regression(3000, 2)
+    for target in ("sign", "significance"):  # the regression recovered from the draws
+        memory, lazy = (
+            bayesij.amip(saved_fit(post, container, chunks), "beta10", target, method="linear")
+            for chunks in (None, {"obs": 500})
+        )
+        assert (lazy.answer, lazy.drop_ids, lazy.decided_by) == (
+            memory.answer,
+            memory.drop_ids,
+            memory.decided_by,
+        )
+        assert lazy.size_interval == memory.size_interval
+        if target == "sign":  # decided, the lazy log-likelihood read again for the model
+            assert lazy.answer == "reached" and "normal linear" in lazy.decided_by
+    reads.clear()
+    monkeypatch.setattr(amip_module, "recover_normal", lambda *args: None)  # the influences
     for target in ("sign", "significance"):
         memory, lazy = (
             bayesij.amip(saved_fit(post, container, chunks), "beta10", target, method="linear")
