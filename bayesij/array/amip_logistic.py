@@ -121,6 +121,15 @@ class LogisticModel(NamedTuple):
     pull: np.ndarray
     batches: np.ndarray
 
+    @property
+    def decided_by(self) -> str:
+        """How an answer decided in this model was worked out (``AmipResult.decided_by``)."""
+        return (
+            "Newton's method in the logistic regression recovered from the draws (each "
+            "observation's log-likelihood recovered exactly, the prior from the draws or the "
+            "gradient; checked by importance sampling)"
+        )
+
     def parameters(self, theta: np.ndarray) -> np.ndarray:
         """The draws ``theta`` the model was recovered from, as its parameters."""
         return theta

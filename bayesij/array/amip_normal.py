@@ -104,6 +104,15 @@ class NormalModel(NamedTuple):
     pull: np.ndarray
     batches: np.ndarray
 
+    @property
+    def decided_by(self) -> str:
+        """How an answer decided in this model was worked out (``AmipResult.decided_by``)."""
+        return (
+            "importance sampling in the normal linear regression recovered from the draws (each "
+            "observation's residual recovered exactly, the prior from the draws; at the Laplace "
+            "approximation, its Pareto k-hat checked)"
+        )
+
     def parameters(self, theta: np.ndarray) -> np.ndarray:
         """The draws ``theta`` (S, P) of the posterior's quantities as the model's
         parameters (the residual sd by its logarithm): what

@@ -61,7 +61,7 @@ from bayesij.array.amip_logistic import (
     smallest_removal,
 )
 from bayesij.array.amip_noise import bootstrap_counts, size_settled
-from bayesij.array.amip_normal import NormalModel, recover_normal, residuals_normal
+from bayesij.array.amip_normal import recover_normal, residuals_normal
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.numeric import release_freed_memory, top_positive
@@ -889,7 +889,7 @@ def searches_from(
     ]
     orders = [one.path.order for one in found]
     results = _seen_by_the_draws(results, orders, source, (kept, client), read)
-    results = _logistic_decided(results, fs, found, source, (gradient, kept))
+    results = _recovered_decided(results, fs, found, source, (gradient, kept))
     return list(zip(results, found, strict=True))
 
 
@@ -1005,7 +1005,7 @@ def _as_rows(columns: np.ndarray) -> np.ndarray:
     return np.moveaxis(columns, -1, 0).reshape(k, n_chains * n_draws)
 
 
-def _logistic_decided(results: list, fs: list, found: list, source, given: tuple) -> list:
+def _recovered_decided(results: list, fs: list, found: list, source, given: tuple) -> list:
     """The results, where an undetermined one of a logistic regression is decided by
     working out its set's removal in the model recovered from the draws
     (:mod:`bayesij.array.amip_logistic`; in the unconstrained parameters of ``gradient``,
@@ -1020,20 +1020,7 @@ def _logistic_decided(results: list, fs: list, found: list, source, given: tuple
     gradient, kept = given
     if not open_:
         return results
-    if gradient is not None and gradient[1] is not None:  # the score and its draws
-        score, theta = (np.asarray(a, dtype=float).reshape(source.n_draws, -1) for a in gradient)
-    else:
-        draws, _ = _parameter_draws(source)
-        score, theta = None, np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
-    model = None
-    if not source.lazy or _kept_logistic(theta, kept):  # a lazy source is read once
-        model = recover_logistic(theta, partial(_draws_rows, source), score)
-    if model is None:
-        draws, names = _parameter_draws(source)
-        theta = np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
-        if not source.lazy or _kept_normal(theta, _scale_mask(names), kept):
-            model = recover_normal(theta, partial(_draws_rows, source), _scale_mask(names))
-        theta = theta if model is None else model.parameters(theta)
+    model, theta = _recovered_model(source, gradient, kept)
     if model is None:
         return results
     out = list(results)
@@ -1042,6 +1029,30 @@ def _logistic_decided(results: list, fs: list, found: list, source, given: tuple
         if quantity is not None:
             out[k] = _by_removal(results[k], found[k], fs[k], model, quantity, source)
     return out
+
+
+def _recovered_model(source, gradient, kept) -> tuple:
+    """The logistic (:func:`recover_logistic`; in the unconstrained parameters where the
+    gradient gives them) or else normal (:func:`recover_normal`; in the quantities)
+    regression recovered from the draws, and the draws in its parameters; ``(None,
+    None)`` where neither is one. A lazy source is read again only where the columns its
+    pass kept are such a regression's."""
+    draws, names = _parameter_draws(source)
+    quantities = np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
+    score, theta = None, quantities
+    if gradient is not None and gradient[1] is not None:  # the score and its draws
+        score, theta = (np.asarray(a, dtype=float).reshape(source.n_draws, -1) for a in gradient)
+    rows = partial(_draws_rows, source)
+    if not source.lazy or _kept_logistic(theta, kept):
+        model = recover_logistic(theta, rows, score)
+        if model is not None:
+            return model, theta
+    scales = _scale_mask(names)
+    if not source.lazy or _kept_normal(quantities, scales, kept):
+        model = recover_normal(quantities, rows, scales)
+        if model is not None:
+            return model, model.parameters(quantities)
+    return None, None
 
 
 def _kept_logistic(theta: np.ndarray, kept) -> bool:
@@ -1070,21 +1081,9 @@ def _draws_rows(source, rows: np.ndarray):
         yield from row_pieces(source.block(start, stop).reshape(source.n_draws, -1), rows)
 
 
-_LOGISTIC_WORDS = (
-    "Newton's method in the logistic regression recovered from the draws (each "
-    "observation's log-likelihood recovered exactly, the prior from the draws or the "
-    "gradient; checked by importance sampling)"
-)
-_NORMAL_WORDS = (
-    "importance sampling in the normal linear regression recovered from the draws (each "
-    "observation's residual recovered exactly, the prior from the draws; at the Laplace "
-    "approximation, its Pareto k-hat checked)"
-)
-
-
 def _by_removal(result, found, f, model, quantity: tuple, source):
     """``result`` decided by the removal of its set's prefixes in the recovered ``model``
-    (see :func:`_logistic_decided`, :func:`~bayesij.array.amip_logistic.smallest_removal`),
+    (see :func:`_recovered_decided`, :func:`~bayesij.array.amip_logistic.smallest_removal`),
     or ``result`` itself."""
     goal = found.goal
     ranked = [
@@ -1125,7 +1124,7 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
         refits_needed=0,
         draws_needed=float("nan"),
         n_reweighted=min(result.n_reweighted, hit),
-        decided_by=_NORMAL_WORDS if isinstance(model, NormalModel) else _LOGISTIC_WORDS,
+        decided_by=model.decided_by,
     )
 
 
