@@ -262,10 +262,11 @@ class Posterior:
                 )
         missing = _missing(labels)
         if missing.any():
+            first = obs[np.flatnonzero(missing)[0]]  # a NumPy scalar told as its value
             raise fail(
                 "groups",
                 f"{int(missing.sum())} missing label(s) (first at observation "
-                f"{obs[np.flatnonzero(missing)[0]]!r})",
+                f"{first.item() if isinstance(first, np.generic) else first!r})",
                 "a group label for every observation",
             )
         return xr.DataArray(labels, dims=("obs",), coords={"obs": obs}, name="groups")

@@ -270,7 +270,7 @@ def _checked_weights(weights, n_obs: int, kind: str) -> np.ndarray:
         )
         raise fail(
             "weights",
-            f"{int(bad.sum())} value(s) out of range (first {w[first]!r} at {first})",
+            f"{int(bad.sum())} value(s) out of range (first {float(w[first])!r} at {first})",
             expected,
         )
     return w

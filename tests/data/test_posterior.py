@@ -76,8 +76,8 @@ def test_negative_infinity_is_legal_input(rng):
     [
         ([0, 1, 2], r"groups: found shape \(3,\); expected one label per observation"),
         ({0: "a", 1: "b"}, r"groups: found no group for 3 of 5 observation\(s\)"),
-        ([0, 1, None, 1, 0], r"groups: found 1 missing label\(s\)"),
-        ([0, 1, np.nan, 1, 0], r"groups: found 1 missing label\(s\)"),
+        ([0, 1, None, 1, 0], r"groups: found 1 missing label\(s\) \(first at observation 2\)"),
+        ([0, 1, np.nan, 1, 0], r"groups: found 1 missing label\(s\) \(first at observation 2\)"),
     ],
 )
 def test_groups_must_cover_every_observation(rng, groups, message):
