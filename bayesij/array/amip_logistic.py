@@ -63,6 +63,7 @@ __all__ = [
     "logits_affine",
     "row_pieces",
     "affine_in",
+    "whitened_draws",
     "removal",
     "importance_sample",
     "sampled_moments",
@@ -365,17 +366,23 @@ def _known_prior(u, gradient, score) -> tuple | None:
     return precision, coef[0]
 
 
-def affine_in(model: LogisticModel, f: np.ndarray, theta: np.ndarray) -> tuple | None:
+def affine_in(model: LogisticModel, f: np.ndarray, theta: np.ndarray, u=None) -> tuple | None:
     """``(a, c)`` with ``f = a + c . u`` at the draws (``f`` (S,), ``theta`` (S, P) the draws
-    the model was recovered from), to round-off; None where the quantity is not an affine
-    function of the model's parameters."""
-    u = np.linalg.lstsq(model.basis, (theta - model.mean).T, rcond=None)[0].T
+    the model was recovered from; ``u``: :func:`whitened_draws` of them, when already
+    computed), to round-off; None where the quantity is not an affine function of the
+    model's parameters."""
+    u = whitened_draws(model, theta) if u is None else u
     design = np.column_stack([np.ones(u.shape[0]), u])
     coef = np.linalg.lstsq(design, f, rcond=None)[0]
     spread = float(np.sum((f - f.mean()) ** 2))
     if spread == 0 or np.sum((f - design @ coef) ** 2) > RECOVERED * spread:
         return None
     return float(coef[0]), coef[1:]
+
+
+def whitened_draws(model, theta: np.ndarray) -> np.ndarray:
+    """The draws ``theta`` (S, P) in a recovered model's whitened parameters (S, R)."""
+    return np.linalg.lstsq(model.basis, (theta - model.mean).T, rcond=None)[0].T
 
 
 def _prior_precision(u: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -525,12 +532,22 @@ def t_proposal(mode: np.ndarray, cov: np.ndarray, n_draws: int, seed: int) -> tu
     """Draws ``u`` (M, R) of a multivariate t (7 degrees of freedom) at ``mode`` with
     scale ``1.2 cov``, and their log density up to a constant (M,): the importance
     sampling proposal at a Laplace approximation."""
+    normal, radius, log_density = _standard_t(n_draws, mode.size, seed)
+    u = mode + radius * normal @ np.linalg.cholesky(1.2 * cov).T
+    return u, log_density
+
+
+@functools.cache
+def _standard_t(n_draws: int, r: int, seed: int, nu: float = 7.0) -> tuple:
+    """:func:`t_proposal`'s standard draws, the same for every proposal of a seed: normal
+    (M, R), the radius (M, 1) and the log density up to a constant (M,) (read-only)."""
     rng = np.random.default_rng(seed)
-    r, nu = mode.size, 7.0
     normal = rng.standard_normal((n_draws, r))
     radius = np.sqrt(nu / rng.chisquare(nu, n_draws))[:, None]
-    u = mode + radius * normal @ np.linalg.cholesky(1.2 * cov).T
-    return u, -0.5 * (nu + r) * np.log1p(np.sum((radius * normal) ** 2, axis=1) / nu)
+    log_density = -0.5 * (nu + r) * np.log1p(np.sum((radius * normal) ** 2, axis=1) / nu)
+    for array in (normal, radius, log_density):
+        array.flags.writeable = False
+    return normal, radius, log_density
 
 
 def _ratios_khat(ratios: np.ndarray) -> float:

@@ -136,12 +136,13 @@ class NormalModel(NamedTuple):
         mid = mean + sign * z * sd
         if not len(self.batches):
             return Removal(mid, np.zeros(0))
-        # d/de E_w[g] under the prior's precision moved by e D: -Cov_w(g, u'Du) / 2
-        halfway = np.tensordot(u, self.batches - self.precision, axes=([1], [1]))  # (M, B, R)
-        toward = np.einsum("sbj,sj->sb", halfway, u)
-        toward -= w @ toward
-        moved_mean = -0.5 * ((w * (f - mean)) @ toward)
-        moved_square = -0.5 * ((w * (f**2 - w @ f**2)) @ toward)
+        # d/de E_w[g] under the prior's precision moved by e D: -Cov_w(g, u'Du) / 2, that
+        # is -tr(D A) / 2 with A = sum_s w_s (g_s - E_w g) u_s u_s' (R, R), the same
+        # for every batch's D
+        toward = self.batches - self.precision  # (B, R, R)
+        moved_mean = -0.5 * np.einsum("bij,ij->b", toward, _weighted_outer(u, w * (f - mean)))
+        square = w * (f**2 - w @ f**2)
+        moved_square = -0.5 * np.einsum("bij,ij->b", toward, _weighted_outer(u, square))
         moved_sd = (moved_square - 2 * mean * moved_mean) / (2 * sd) if sd > 0 else 0.0
         return Removal(mid, moved_mean + sign * z * moved_sd)
 
@@ -362,6 +363,11 @@ def _kept_stats(model: NormalModel, dropped) -> _Stats:
     return _Stats(float(keep.sum()), float(c @ c), v @ c, v @ v.T)
 
 
+def _weighted_outer(u: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``sum_s a_s u_s u_s'`` (R, R) of draws ``u`` (M, R) and weights ``a`` (M,)."""
+    return (u * a[:, None]).T @ u
+
+
 def _scale_terms(model: NormalModel, stats: _Stats, u: np.ndarray):
     """At each of ``u`` (M, R): ``s`` (M,), ``exp(-2 s)`` (M,), ``sum r v`` (M, R) and
     ``sum r^2`` (M,) of the observations of ``stats``."""
@@ -375,7 +381,7 @@ def _log_posterior(model: NormalModel, stats: _Stats, u: np.ndarray) -> np.ndarr
     """The log posterior (up to a constant) of the observations of ``stats`` at ``u``
     (M, R), the prior at its estimate."""
     s, e, _, squares = _scale_terms(model, stats, u)
-    prior = u @ model.pull - 0.5 * np.einsum("mi,ij,mj->m", u, model.precision, u)
+    prior = u @ model.pull - 0.5 * np.einsum("mi,mi->m", u @ model.precision, u)
     return prior - stats.n * (s + _HALF_LOG_2PI) - 0.5 * e * squares
 
 

@@ -188,3 +188,28 @@ def test_a_prior_that_scales_the_coefficients_by_the_sd_is_not_taken_for_an_inde
     assert recover_normal(theta, log_lik, scales) is None
     theta, log_lik = _conjugate_draws(X, y, prior_sd=1e4)  # as good as flat
     assert recover_normal(theta, log_lik, scales) is not None
+
+
+@pytest.mark.parametrize("sign", [0, 1])
+def test_a_removal_s_moves_through_the_prior_are_its_derivatives(kidiq, sign):
+    # Removal.moves: the metric's derivative as the prior's precision moves toward each
+    # batch's estimate, against central differences of the importance-sampling estimate
+    # reweighted by the moved prior (the proposal held: the same draws u).
+    X, y, theta, _, model = kidiq
+    quantity = affine_in(model, theta[:, 1], model.parameters(theta))
+    dropped = np.arange(20)
+    found = model.removal(dropped, quantity, sign, 1.96)
+    u, w, _ = model.importance_sample(dropped)
+    f = quantity[0] + u @ quantity[1]
+
+    def metric_at(step, toward):
+        moved = w * np.exp(-0.5 * step * np.einsum("mi,ij,mj->m", u, toward, u))
+        moved /= moved.sum()
+        mean = moved @ f
+        return mean + sign * 1.96 * np.sqrt(moved @ (f - mean) ** 2)
+
+    step = 1e-4
+    for b in (0, 7, len(model.batches) - 1):
+        toward = model.batches[b] - model.precision
+        slope = (metric_at(step, toward) - metric_at(-step, toward)) / (2 * step)
+        assert found.moves[b] == pytest.approx(slope, rel=1e-5, abs=1e-12)

@@ -127,6 +127,33 @@ def test_a_normal_regression_s_answers_left_open_by_the_influences_are_decided_a
         assert np.sign(after) != np.sign(health.original_value)
 
 
+def test_a_claim_the_recovered_regression_refutes_is_decided_by_it(monkeypatch):
+    # RAND experiment (N = 20,190), good health's coefficient: the influences' sure set of
+    # 7 for its sign (chosen and summed on the same draws; the split-draw check's other
+    # half put its change at 0.028 where 0.049 is needed) moves it by 0.037 on exact
+    # refit, and the OLS-AMIP needs 10. The regression recovered from the draws finds the
+    # set short and decides the question itself: its set reaches on exact refit, its size
+    # interval holds 10. Where the model settles no set, the claim is left undetermined.
+    from ols_amip import ols_amip
+    from public_data import RANDHIE
+
+    import bayesij.stats.amip as amip_module
+
+    X, y = design("randhie.csv.gz", "mdvis", RANDHIE)
+    post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
+    result = bayesij.amip(post, "beta[8]", "sign")
+    assert result.answer == "reached" and "normal linear regression" in result.decided_by
+    assert np.sign(metric(X, y, result.kept, 7, 0, 1.96)) != np.sign(result.original_value)
+    reference = ols_amip(X, y, 7, "sign")[0].size
+    low, high = result.size_interval
+    assert low <= reference <= high == result.n_drop
+    monkeypatch.setattr(amip_module, "_by_removal", lambda result, *args: result)
+    left = bayesij.amip(post, "beta[8]", "sign")
+    assert left.answer == "undetermined" and left.undetermined_by.startswith("the recovered")
+    assert left.size_interval[1] == np.inf and not left.upper_bound
+    assert "falls short of the target" in str(left)
+
+
 def test_dc_alone_makes_graduation_insignificant_from_the_draws():
     # State crime (N = 51): DC alone makes the high-school graduation coefficient
     # insignificant (exact refit); the influences said "undetermined, 1 to beyond the

@@ -169,7 +169,11 @@ def test_weighted_standard_error_by_its_definition():
     ("weights", "kind", "message"),
     [
         (np.ones(3), "frequency", r"weights: found shape \(3,\); expected one weight per"),
-        (np.r_[0.5, np.ones(59)], "frequency", r"weights: found 1 value\(s\) out of range \(first 0.5 at 0\).*>= 1"),
+        (
+            np.r_[0.5, np.ones(59)],
+            "frequency",
+            r"weights: found 1 value\(s\) out of range \(first 0.5 at 0\).*>= 1",
+        ),
         (np.r_[np.ones(59), 0.0], "survey", r"weights: found 1 value\(s\) out of range .*> 0"),
         (np.r_[np.nan, np.ones(59)], "survey", r"weights: found 1 value\(s\) out of range"),
         (np.ones(60), "counts", r"kind: found 'counts'; expected one of"),
