@@ -49,8 +49,9 @@ logistic regression the prior that the removal of a set recovered from the draws
 model density instead (tests/helpers: ``RegressionDensity``, ``HierarchyDensity``): the
 same gradient, and moment matching works out the removal of a set the draws leave open.
 
-Run: ``python benchmarks/amip_decided.py [--refits] [--gradient] [--models kidiq ...]``. Runs on
-older bayesij versions too (for before/after tables).
+Run: ``python benchmarks/amip_decided.py [--refits] [--gradient] [--seed 2] [--models kidiq
+...]`` (``--seed``: another set of draws of the same data). Runs on older bayesij versions
+too (for before/after tables).
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ GRADIENT = False
 #: Whether the normal regressions and the hierarchies get their model density
 #: (``--density``).
 DENSITY = False
+
+#: The seed of every model's draws (``--seed``): the same data, another set of draws.
+SEED = 1
 
 
 def micro(seed: int = 0):
@@ -256,10 +260,10 @@ def run_hierarchy(name: str, refits: bool) -> dict:
     grouped = name.endswith("-groups")
     y, group = MODELS[name.removesuffix("-groups")][0]()
     if grouped:
-        backend = hierarchy.GroupGibbsBackend(y, group, seed=1)
+        backend = hierarchy.GroupGibbsBackend(y, group, seed=SEED)
         reference_of = hierarchy.group_reference
     else:
-        backend = hierarchy.GibbsHierarchyBackend(y, group, seed=1)
+        backend = hierarchy.GibbsHierarchyBackend(y, group, seed=SEED)
         reference_of = hierarchy.greedy_reference
     post = backend.fit(np.ones(backend.n_obs))
     density = (
@@ -293,9 +297,9 @@ def run(name: str, refits: bool) -> dict:
     make, kind, control_variates = MODELS[name]
     X, y = make()
     if kind in FAMILIES:
-        backend = logistic.LogisticBackend(X, y, seed=1, family=FAMILIES[kind])
+        backend = logistic.LogisticBackend(X, y, seed=SEED, family=FAMILIES[kind])
     else:
-        backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1)
+        backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=SEED)
     post, score, theta = backend.fit_with_gradient(np.ones(y.size))
     extra = amip_gradient(score, theta) if control_variates or GRADIENT else {}
     if DENSITY and kind == "normal":
@@ -330,9 +334,10 @@ def main() -> None:
     parser.add_argument(
         "--density", action="store_true", help="regressions and hierarchies with their density"
     )
+    parser.add_argument("--seed", type=int, default=1, help="the seed of every model's draws")
     args = parser.parse_args()
-    global GRADIENT, DENSITY
-    GRADIENT, DENSITY = args.gradient, args.density
+    global GRADIENT, DENSITY, SEED
+    GRADIENT, DENSITY, SEED = args.gradient, args.density, args.seed
     warnings.simplefilter("ignore")
     rows = []
     for name in args.models:

@@ -68,6 +68,7 @@ __all__ = [
     "importance_sample",
     "sampled_moments",
     "smallest_removal",
+    "checked_removal",
     "SmallestRemoval",
     "model_ranking",
     "model_low",
@@ -657,6 +658,25 @@ def smallest_removal(model, order, quantity: tuple, goal, f, low: float = 0.0):
     if band is None or _short(band[0], goal, mcse):
         return None
     return SmallestRemoval(hit, band[0], band[1])
+
+
+def checked_removal(model, dropped, quantity: tuple, goal, f) -> SmallestRemoval | None:
+    """The removal of the whole set ``dropped`` in ``model`` as :func:`smallest_removal`
+    checks a prefix: the Laplace change give or take the prior's error, widened by the
+    importance-sampling check against the draws ``f``; None where a removal has no mode or
+    the check's k-hat passes PSIS's threshold."""
+    start = model.removal(np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
+    after = model.removal(dropped, quantity, goal.sign, goal.z)
+    sample = model.importance_sample(dropped)
+    if start is None or after is None or sample is None:
+        return None
+    if sample[2] > pareto_k_threshold(sample[1].size):
+        return None
+    draws = np.asarray(f, dtype=float)
+    drawn = float(draws.mean()), float(draws.std()), mean_mcse(draws)
+    moved = np.array(after.change_from(start))
+    band, moments = _checked_band(moved, sampled_moments(sample, quantity), drawn, goal)
+    return SmallestRemoval(len(dropped), band, moments)
 
 
 def model_greedy(model, quantity: tuple, goal, k_max: int) -> np.ndarray:

@@ -20,6 +20,7 @@ from bayesij.array.amip import (
     SLACK,
     TARGETS,
     draw_block_layout,
+    far_short,
     goal_for,
     goal_influence,
     goal_rows,
@@ -53,6 +54,7 @@ from bayesij.array.amip_curvature import (
 )
 from bayesij.array.amip_logistic import (
     affine_in,
+    checked_removal,
     logits_affine,
     model_greedy,
     model_low,
@@ -1134,7 +1136,8 @@ def _draws_rows(source, rows: np.ndarray):
 def _by_removal(result, found, f, model, quantity: tuple, source):
     """``result`` decided by the removal of its set's prefixes in the recovered ``model``
     (see :func:`_recovered_decided`, :func:`~bayesij.array.amip_logistic.smallest_removal`),
-    or ``result`` itself."""
+    or where no prefix settles it, answered "not reachable" by the largest sets'
+    (:func:`_unreachable_in`), or ``result`` itself."""
     goal = found.goal
     ranked = [
         model.ranking(quantity, goal, result._limit()),
@@ -1151,31 +1154,72 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
         and size_settled(settled.size, min(low, settled.size))
     ]
     if not tried:
-        return result
+        orders = [found.path.order, *ranked]
+        return _unreachable_in(result, goal, orders, f, model, (quantity, source))
     _, _, order, settled = min(tried, key=lambda t: t[:2])  # the smallest, the search's first
-    hit, band = settled.size, settled.band
-    low = min(low, hit)
-    change = float(np.mean(band))
-    mean, sd = _coherent_after(goal, *settled.after, change, goal.z)
+    sizes = (float(min(low, settled.size)), float(settled.size))
+    found = (model, source, goal)
+    return _model_answer(result, found, order[: settled.size], settled, sizes, "reached")
+
+
+def _model_answer(result, found: tuple, dropped, removal, sizes: tuple, answer: str):
+    """``result`` answered by a recovered model (``found``: the model, the source and the
+    goal) from the removal of the units ``dropped`` (:class:`~bayesij.array.
+    amip_logistic.SmallestRemoval`: its checked band and the quantity's mean and sd
+    without them): ``answer`` ("reached" or "not reachable") with the size interval
+    ``sizes``."""
+    model, source, goal = found
+    change = float(np.mean(removal.band))
+    mean, sd = _coherent_after(goal, *removal.after, change, goal.z)
+    reached = answer == "reached"
     return replace(
         result,
-        answer="reached",
-        drop_ids=source.units.values[order[:hit]].tolist(),
-        kept=(~np.isin(source.codes, order[:hit])).astype(float),
+        answer=answer,
+        drop_ids=source.units.values[dropped].tolist(),
+        kept=(~np.isin(source.codes, dropped)).astype(float),
         predicted_change=change,
         predicted_mean=mean,
         predicted_interval=(mean - goal.z * sd, mean + goal.z * sd),
-        change_interval=band,
-        size_interval=(float(low), float(hit)),
-        stopped="reached",
+        change_interval=removal.band,
+        size_interval=sizes,
+        share_reached=result.share_reached if reached else 0.0,
+        stopped="reached" if reached else "alpha_max",
         upper_bound=0,
         smaller_undetermined=0,
         undetermined_by="",
         refits_needed=0,
         draws_needed=float("nan"),
-        n_reweighted=min(result.n_reweighted, hit),
+        n_reweighted=min(result.n_reweighted, len(dropped)),
         decided_by=model.decided_by,
     )
+
+
+def _unreachable_in(result, goal, orders: list, f, model, given: tuple):
+    """``result`` answered "not reachable" where the recovered ``model``'s most influential
+    set of the largest size allowed (the best of the prefixes of ``orders``: the search's
+    set, the model's ranking and greedy order) falls short of the target at the optimistic
+    end of its checked band, grown by :data:`~bayesij.array.amip.SLACK` and past
+    :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo errors (:func:`far_short`, the
+    rule that refits and matched removals follow); else ``result`` itself, as where some
+    set cannot be worked out (no mode, k-hat past its threshold). ``given``: the quantity
+    as a function of the model's parameters (:func:`affine_in`) and the source."""
+    (quantity, source), limit = given, result._limit()
+    best = None
+    for order in orders:
+        dropped = np.asarray(order[:limit], dtype=int)
+        if not dropped.size:
+            continue
+        found = checked_removal(model, dropped, quantity, goal, f)
+        if found is None:
+            return result
+        optimistic = max(found.band, key=lambda end: goal.direction * end)
+        if best is None or goal.direction * optimistic > goal.direction * best[0]:
+            best = optimistic, found, dropped
+    if best is None or not far_short(goal, best[0], metric_mcse(f, goal)):
+        return result
+    _, removal, dropped = best
+    never = (float("inf"), float("inf"))
+    return _model_answer(result, (model, source, goal), dropped, removal, never, "not reachable")
 
 
 def _half_rows(half, goals: list) -> tuple[list, list]:
