@@ -1204,11 +1204,12 @@ def _unreachable_in(result, goal, orders: list, f, model, given: tuple):
     set cannot be worked out (no mode, k-hat past its threshold). ``given``: the quantity
     as a function of the model's parameters (:func:`affine_in`) and the source."""
     (quantity, source), limit = given, result._limit()
-    best = None
+    best, seen = None, set()
     for order in orders:
         dropped = np.asarray(order[:limit], dtype=int)
-        if not dropped.size:
-            continue
+        if not dropped.size or (key := frozenset(dropped.tolist())) in seen:
+            continue  # the same set by another order: its removal is the same
+        seen.add(key)
         found = checked_removal(model, dropped, quantity, goal, f)
         if found is None:
             return result
