@@ -35,6 +35,7 @@ References
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -46,6 +47,7 @@ from bayesij.array.amip_logistic import (
     _ratios_khat,
     _recovery_rows,
     _whitened,
+    fitted_by_tiles,
     t_proposal,
 )
 from bayesij.array.numeric import top_positive
@@ -310,27 +312,13 @@ def _residuals(u: np.ndarray, sigma: np.ndarray, pieces) -> tuple | None:
     if 2 * design.shape[1] > design.shape[0]:
         return None  # too many parameters for the draws to tell a quadratic apart
     solve = np.linalg.pinv(design)
-    offsets: list[np.ndarray] = []
-    slopes: list[np.ndarray] = []
-    for piece in pieces:
-        values = np.asarray(piece, dtype=float)
-        if not offsets and _rank_one(u, sigma, values[:, :PROBE], solve, upper) is None:
-            return None  # a model of another family fails on its first observations
-        found = _rank_one(u, sigma, values, solve, upper)
-        if found is None:
-            return None
-        offsets.append(found[0])
-        slopes.append(found[1])
-    if not offsets:
+    parts = fitted_by_tiles(pieces, partial(_rank_one, u, sigma, solve=solve, upper=upper))
+    if not parts:
         return None
-    return np.concatenate(offsets), np.concatenate(slopes, axis=1)
+    return np.concatenate([c for c, _ in parts]), np.concatenate([v for _, v in parts], axis=1)
 
 
-#: Observations of the first piece tested before the rest (as the logistic recovery's).
-PROBE = 64
-
-
-def _rank_one(u, sigma, values, solve, upper) -> tuple | None:
+def _rank_one(u, sigma, values, *, solve, upper) -> tuple | None:
     """The residuals' offsets (n,) and slopes (R, n) of a block of observations' values
     (K, n) at the draws ``u`` (K, R), or None (:func:`_residuals`)."""
     r = u.shape[1]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from logistic_amip import linear_effects, log_lik, sample, wells_like
 
+from bayesij.array import amip_logistic
 from bayesij.array.amip import goal_for
 from bayesij.array.amip_logistic import (
     PRIOR_Z,
@@ -84,6 +85,18 @@ def test_other_log_likelihoods_are_not_taken_for_a_logistic_ones(wells):
     positive = wells[3].copy()
     positive[0, 0] = 0.0  # a probability of 1 has no logit
     assert recover_logistic(theta, positive) is None
+
+
+def test_logits_recovered_a_tile_at_a_time_are_those_recovered_at_once(wells, monkeypatch):
+    theta, values = wells[2], wells[3]
+    whole = recover_logistic(theta, values)
+    monkeypatch.setattr(amip_logistic, "TILE_COLUMNS", 64)  # 400 observations: 7 tiles
+    tiled = recover_logistic(theta, values)
+    for name, value in whole._asdict().items():  # the same to round-off
+        np.testing.assert_allclose(getattr(tiled, name), value, rtol=1e-12, atol=1e-12)
+    other = values.copy()  # the last observation's log-likelihood a normal one's
+    other[:, -1] = -0.5 * ((1.0 - theta[:, 0]) / 3) ** 2 - np.log(3 * np.sqrt(2 * np.pi))
+    assert recover_logistic(theta, other) is None
 
 
 def test_with_the_gradient_the_prior_is_known(wells):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from ols_amip import kidiq_shaped, linear_effects, mesquite_shaped, metric
 
+from bayesij.array import amip_logistic
 from bayesij.array.amip import goal_for
 from bayesij.array.amip_logistic import affine_in, model_low, smallest_removal
 from bayesij.array.amip_normal import recover_normal
@@ -63,6 +64,21 @@ def test_other_log_likelihoods_are_not_taken_for_a_normal_regression_s(kidiq):
     extra = np.column_stack([theta, rng.gamma(4.0, size=theta.shape[0])])
     assert recover_normal(extra, log_lik, np.append(scales, False)) is None
     assert recover_normal(theta, log_lik, scales) is not None
+
+
+def test_observations_recovered_a_tile_at_a_time_are_those_recovered_at_once(kidiq, monkeypatch):
+    X, y, theta, log_lik, whole = kidiq
+    scales = np.array([False] * X.shape[1] + [True])
+    monkeypatch.setattr(amip_logistic, "TILE_COLUMNS", 100)  # 434 observations: 5 tiles
+    tiled = recover_normal(theta, log_lik, scales)
+    for name, value in whole._asdict().items():  # the same to round-off
+        np.testing.assert_allclose(getattr(tiled, name), value, rtol=1e-12, atol=1e-12)
+    # an observation of another family in the last tile is seen there
+    sigma = theta[:, -1]
+    resid = (y[-1] - theta[:, :-1] @ X[-1]) / sigma
+    other = log_lik.copy()
+    other[:, -1] = -np.log(sigma) - 2.5 * np.log1p(resid**2 / 4)
+    assert recover_normal(theta, other, scales) is None
 
 
 @pytest.mark.parametrize("sign", [0, -1, 1])
