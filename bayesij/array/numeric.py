@@ -214,13 +214,13 @@ CHUNK_BYTES = 64 * 2**20
 CACHE_BYTES = 4 * 2**20
 
 
-def obs_chunks(n_obs: int, floats_per_obs: int, budget: int | None = None) -> list[slice]:
-    """Slices of observations so that the temporaries of one chunk stay near ``budget``
-    bytes (default :data:`CHUNK_BYTES`; at least 256 observations a chunk).
+def obs_chunks(n_obs: int, floats_per_obs: int, in_cache: bool = False) -> list[slice]:
+    """Slices of observations so that the temporaries of one chunk stay near
+    :data:`CHUNK_BYTES` (``in_cache``: :data:`CACHE_BYTES`), at least 256 observations.
 
     ``floats_per_obs`` is the number of float64 values held per observation of a chunk.
     """
-    budget = CHUNK_BYTES if budget is None else budget
+    budget = CACHE_BYTES if in_cache else CHUNK_BYTES
     size = max(256, budget // (8 * max(1, floats_per_obs)))
     return [slice(start, min(start + size, n_obs)) for start in range(0, n_obs, size)]
 

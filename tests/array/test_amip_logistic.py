@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from logistic_amip import linear_effects, log_lik, sample, wells_like
 
-from bayesij.array import amip_logistic
+from bayesij.array import amip_logistic, numeric
 from bayesij.array.amip import goal_for
 from bayesij.array.amip_logistic import (
     PRIOR_Z,
@@ -97,6 +97,20 @@ def test_logits_recovered_a_tile_at_a_time_are_those_recovered_at_once(wells, mo
     other = values.copy()  # the last observation's log-likelihood a normal one's
     other[:, -1] = -0.5 * ((1.0 - theta[:, 0]) / 3) ** 2 - np.log(3 * np.sqrt(2 * np.pi))
     assert recover_logistic(theta, other) is None
+
+
+def test_a_removal_s_importance_sampling_is_the_same_on_any_number_of_threads(
+    wells, dropped, monkeypatch
+):
+    theta, values = wells[2], wells[3]
+    model = recover_logistic(theta, values)
+    monkeypatch.setattr(numeric, "CACHE_BYTES", 2**20)  # 400 observations: 7 chunks
+    monkeypatch.setattr(numeric, "THREADS", 1)
+    alone = importance_sample(model, dropped)
+    monkeypatch.setattr(numeric, "THREADS", 2)
+    shared = importance_sample(model, dropped)
+    for one, two in zip(alone, shared, strict=True):  # the chunks' sums added in order
+        np.testing.assert_array_equal(one, two)
 
 
 def test_with_the_gradient_the_prior_is_known(wells):
