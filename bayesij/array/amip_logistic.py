@@ -600,7 +600,7 @@ class SmallestRemoval(NamedTuple):
     after: tuple[float, float]
 
 
-def smallest_removal(model, order, quantity: tuple, goal, f, low: float = 0.0):
+def smallest_removal(model, order, quantity: tuple, goal, f, low: float = 0.0, below=np.inf):
     """The smallest prefix of the units ``order`` whose removal in ``model`` reaches the
     ``goal`` (:class:`~bayesij.array.amip.Goal`) past the full-data metric's Monte Carlo
     error, or None.
@@ -630,6 +630,10 @@ def smallest_removal(model, order, quantity: tuple, goal, f, low: float = 0.0):
         measures).
     low : float, default 0.0
         The size interval's low end: no smaller prefix is tried.
+    below : float, default inf
+        None unless the smallest prefix is smaller than this (a set another order found),
+        which the Laplace change's bisection tells before the importance-sampling check
+        where it does not (the check may only grow the prefix).
 
     Returns
     -------
@@ -675,12 +679,14 @@ def smallest_removal(model, order, quantity: tuple, goal, f, low: float = 0.0):
     if not reaches(order.size, 0.0):
         return None
     hit = smallest(max(0, math.ceil(low) - 1), 0.0)
+    if hit >= below:
+        return None
     band = checked(hit)
     if band is not None and _short(band[0], goal, mcse):  # again, widened as checked
         spread = 0.5 * (band[0][1] - band[0][0]) - 0.5 * np.ptp(laplace(hit))
         hit = smallest(hit, spread)
         band = checked(hit)
-    if band is None or _short(band[0], goal, mcse):
+    if band is None or _short(band[0], goal, mcse) or hit >= below:
         return None
     return SmallestRemoval(hit, band[0], band[1])
 

@@ -1146,17 +1146,15 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
     low = min(model_low(model, order, quantity, goal, f) for order in ranked)
     if not np.isfinite(low):  # the influences' band left out where the model reaches
         low = result.size_interval[0] if result.size_interval else 0.0
-    tried = [
-        (settled.size, k, order, settled)
-        for k, order in enumerate([found.path.order, *ranked])
-        if (settled := smallest_removal(model, order, quantity, goal, f, min(low, order.size)))
-        is not None
-        and size_settled(settled.size, min(low, settled.size))
-    ]
-    if not tried:
-        orders = [found.path.order, *ranked]
+    orders, best = [found.path.order, *ranked], None
+    for order in orders:  # the smallest set, the first order's of equal ones
+        below = best[1].size if best is not None else np.inf  # no other order can win
+        settled = smallest_removal(model, order, quantity, goal, f, min(low, order.size), below)
+        if settled is not None and size_settled(settled.size, min(low, settled.size)):
+            best = order, settled
+    if best is None:
         return _unreachable_in(result, goal, orders, f, model, (quantity, source))
-    _, _, order, settled = min(tried, key=lambda t: t[:2])  # the smallest, the search's first
+    order, settled = best
     sizes = (float(min(low, settled.size)), float(settled.size))
     found = (model, source, goal)
     return _model_answer(result, found, order[: settled.size], settled, sizes, "reached")

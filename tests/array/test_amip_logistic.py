@@ -295,6 +295,10 @@ def test_the_smallest_removal_reaching_a_change_is_confirmed_by_the_exact_refit(
     error = 3 * np.hypot(f.std() / np.sqrt(f.size / 2), after.std() / np.sqrt(after.size / 2))
     assert goal.direction * exact > goal.need - error
     assert low - error < exact < high + error  # the band holds the exact change
+    # another order's smaller set: no search; a larger one: the same answer
+    assert smallest_removal(model, dropped, quantity, goal, f, below=found.size) is None
+    again = smallest_removal(model, dropped, quantity, goal, f, below=found.size + 1)
+    assert again == found
 
 
 def test_no_removal_is_claimed_where_the_whole_set_falls_short(dropped, distance_removal):
