@@ -152,6 +152,35 @@ def test_the_smallest_removal_and_its_low_end_hold_the_exact_smallest_prefix(kid
     assert low <= exact <= found.size <= 1.5 * exact  # the prior's band: a margin
 
 
+@pytest.mark.parametrize("k", [0, 1, 2])
+@pytest.mark.parametrize("target", ["sign", "significance"])
+def test_the_low_end_is_the_first_prefix_the_model_says_may_reach(kidiq, k, target):
+    # model_low bisects the ranking; a scan of every prefix finds the same first one whose
+    # removal's optimistic end, widened by the importance-sampling check's spread, reaches
+    # the goal's need (a bisection off by one, or one that skips the spread, is caught).
+    X, y, theta, _, model = kidiq
+    f = theta[:, k].reshape(4, -1)
+    goal = goal_for(f, target, 1.96)
+    quantity = affine_in(model, theta[:, k], model.parameters(theta))
+    order = model.ranking(quantity, goal, 130)
+    start = model.removal(np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
+
+    def optimistic(size: int) -> float:
+        after = model.removal(order[:size], quantity, goal.sign, goal.z)
+        if after is None:  # no mode without them: cannot be ruled out, as model_low says
+            return np.inf
+        low, _, high = after.change_from(start)
+        return max(goal.direction * low, goal.direction * high)
+
+    ends = np.array([optimistic(size) for size in range(order.size + 1)])
+    unwidened = int(np.argmax(ends >= goal.need))
+    spread = amip_logistic._check_spread(model, order[:unwidened], quantity, goal, f, start)
+    assert 0 < spread < 0.5 * np.std(f)
+    scanned = int(np.argmax(ends + spread >= goal.need))
+    assert 0 < scanned <= unwidened
+    assert model_low(model, order, quantity, goal, f) == scanned
+
+
 def test_a_small_regression_with_heavy_tails_is_recovered_and_its_removals_hold(kidiq):
     # N = 46, seven coefficients, t(4) noise fitted by a normal model: every observation's
     # residual is still recovered, and the removal of its most influential observation
