@@ -48,6 +48,7 @@ from bayesij.array.amip_logistic import (
     _recovery_rows,
     _whitened,
     fitted_by_tiles,
+    remembered,
     t_proposal,
 )
 from bayesij.array.numeric import top_positive
@@ -95,6 +96,9 @@ class NormalModel(NamedTuple):
         The prior's gradient at ``u = 0``.
     batches : ndarray of shape (B, R, R)
         Stein's estimate of the precision on each batch of the draws.
+    samples : dict, optional
+        The latest importance samples drawn in this model
+        (:func:`~bayesij.array.amip_logistic.remembered`).
     """
 
     mean: np.ndarray
@@ -105,6 +109,7 @@ class NormalModel(NamedTuple):
     precision: np.ndarray
     pull: np.ndarray
     batches: np.ndarray
+    samples: dict | None = None
 
     @property
     def decided_by(self) -> str:
@@ -152,7 +157,11 @@ class NormalModel(NamedTuple):
         """Draws ``u`` (M, R) and normalised weights (M,) of the posterior without
         ``dropped`` by importance sampling from a multivariate t (7 degrees of freedom)
         at its Laplace approximation, and the weights' Pareto k-hat; None where there is
-        no mode."""
+        no mode (each set drawn once: :func:`~bayesij.array.amip_logistic.remembered`)."""
+        return remembered(self, dropped, seed, NormalModel.drawn_sample)
+
+    def drawn_sample(self, dropped, seed: int = 0) -> tuple | None:
+        """:meth:`importance_sample`, drawn now."""
         stats = _kept_stats(self, dropped)
         found = _laplace(self, stats)
         if found is None:
@@ -261,7 +270,9 @@ def _recovered(theta: np.ndarray, log_lik, scale: int) -> NormalModel | None:
     if independent is None:
         return None
     precision, batches = independent
-    return model._replace(precision=precision, pull=-gradient.mean(axis=0), batches=batches)
+    return model._replace(
+        precision=precision, pull=-gradient.mean(axis=0), batches=batches, samples={}
+    )
 
 
 #: How many batch-means standard errors a coupling of the residual sd and the coefficients

@@ -93,7 +93,8 @@ def test_logits_recovered_a_tile_at_a_time_are_those_recovered_at_once(wells, mo
     monkeypatch.setattr(amip_logistic, "TILE_COLUMNS", 64)  # 400 observations: 7 tiles
     tiled = recover_logistic(theta, values)
     for name, value in whole._asdict().items():  # the same to round-off
-        np.testing.assert_allclose(getattr(tiled, name), value, rtol=1e-12, atol=1e-12)
+        if name != "samples":  # the samples drawn since: none yet
+            np.testing.assert_allclose(getattr(tiled, name), value, rtol=1e-12, atol=1e-12)
     other = values.copy()  # the last observation's log-likelihood a normal one's
     other[:, -1] = -0.5 * ((1.0 - theta[:, 0]) / 3) ** 2 - np.log(3 * np.sqrt(2 * np.pi))
     assert recover_logistic(theta, other) is None
@@ -321,7 +322,11 @@ def test_no_removal_is_claimed_where_the_check_s_k_hat_passes_its_threshold(
 
     def with_k_hat(k):
         monkeypatch.setattr(logistic, "importance_sample", lambda *a: (*sample(*a)[:2], k))
-        return smallest_removal(model, dropped, quantity, goal, f)
+        model.samples.clear()  # drawn again, with this k-hat (and forgotten after)
+        try:
+            return smallest_removal(model, dropped, quantity, goal, f)
+        finally:
+            model.samples.clear()
 
     assert with_k_hat(0.3) is not None
     assert with_k_hat(0.9) is None
@@ -343,3 +348,30 @@ def test_the_model_s_ranking_is_the_estimating_equation_s_at_the_mle(wells, targ
     want = np.argsort(-gain, kind="stable")[: min(40, int(np.sum(gain > 0)))]
     assert order.size == want.size > 0
     np.testing.assert_array_equal(order, want)
+
+
+def test_a_set_s_importance_sample_is_drawn_once_and_the_oldest_forgotten(
+    wells, dropped, monkeypatch
+):
+    # The model remembers its latest samples by set (in its order) and seed: the same set
+    # again is the same sample, another seed or another order is drawn, and past
+    # REMEMBERED the oldest is drawn again; a model without its memory draws every time.
+    import bayesij.array.amip_logistic as logistic
+
+    model = recover_logistic(wells[2], wells[3], wells[4])
+    drawn = []
+    sample = logistic.importance_sample
+    monkeypatch.setattr(logistic, "importance_sample", lambda *a: drawn.append(a) or sample(*a))
+    first = model.importance_sample(dropped)
+    assert model.importance_sample(dropped.copy()) is first and len(drawn) == 1
+    model.importance_sample(dropped, seed=1)
+    model.importance_sample(dropped[::-1])
+    assert len(drawn) == 3
+    np.testing.assert_allclose(first[1], sample(model, dropped)[1], rtol=0, atol=0)
+    monkeypatch.setattr(logistic, "REMEMBERED", 3)
+    model.importance_sample(dropped[:5])  # the fourth: the first is forgotten
+    assert model.importance_sample(dropped) is not first and len(drawn) == 5
+    forgetful = model._replace(samples=None)
+    forgetful.importance_sample(dropped)
+    forgetful.importance_sample(dropped)
+    assert len(drawn) == 7
