@@ -97,8 +97,8 @@ class NormalModel(NamedTuple):
     batches : ndarray of shape (B, R, R)
         Stein's estimate of the precision on each batch of the draws.
     samples : dict, optional
-        The latest importance samples drawn in this model
-        (:func:`~bayesij.array.amip_logistic.remembered`).
+        The latest importance samples drawn in this model, by set and seed, each with
+        the fields it was drawn with (:func:`~bayesij.array.amip_logistic.remembered`).
     """
 
     mean: np.ndarray

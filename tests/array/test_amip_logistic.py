@@ -375,3 +375,10 @@ def test_a_set_s_importance_sample_is_drawn_once_and_the_oldest_forgotten(
     forgetful.importance_sample(dropped)
     forgetful.importance_sample(dropped)
     assert len(drawn) == 7
+    # a model made by _replace shares the dict, not its samples: another prior, its own
+    remembered = model.importance_sample(dropped)
+    moved = model._replace(precision=model.precision + np.eye(model.precision.shape[0]))
+    own = moved.importance_sample(dropped)
+    assert len(drawn) == 8 and own is not remembered
+    np.testing.assert_allclose(own[1], sample(moved, dropped)[1], rtol=0, atol=0)
+    assert np.max(np.abs(own[0] - remembered[0])) > 1e-6  # drawn at another mode
