@@ -93,7 +93,7 @@ def test_logits_recovered_a_tile_at_a_time_are_those_recovered_at_once(wells, mo
     monkeypatch.setattr(amip_logistic, "TILE_COLUMNS", 64)  # 400 observations: 7 tiles
     tiled = recover_logistic(theta, values)
     for name, value in whole._asdict().items():  # the same to round-off
-        if name != "samples":  # the samples drawn since: none yet
+        if name not in amip_logistic.MEMORY:  # what was worked out since: nothing yet
             np.testing.assert_allclose(getattr(tiled, name), value, rtol=1e-12, atol=1e-12)
     other = values.copy()  # the last observation's log-likelihood a normal one's
     other[:, -1] = -0.5 * ((1.0 - theta[:, 0]) / 3) ** 2 - np.log(3 * np.sqrt(2 * np.pi))
@@ -382,3 +382,34 @@ def test_a_set_s_importance_sample_is_drawn_once_and_the_oldest_forgotten(
     assert len(drawn) == 8 and own is not remembered
     np.testing.assert_allclose(own[1], sample(moved, dropped)[1], rtol=0, atol=0)
     assert np.max(np.abs(own[0] - remembered[0])) > 1e-6  # drawn at another mode
+
+
+def test_a_set_s_laplace_approximation_is_worked_out_once_per_set_and_prior(
+    wells, dropped, monkeypatch
+):
+    # The model remembers the Laplace approximation of each set's removal (whatever the
+    # set's order), worked out as without memory; a model made by _replace with another
+    # prior works out its own, and one without memory works it out every time.
+    import bayesij.array.amip_logistic as logistic
+
+    model = recover_logistic(wells[2], wells[3], wells[4])
+    fitted = []
+    laplace = logistic._laplace
+    monkeypatch.setattr(logistic, "_laplace", lambda *a: fitted.append(a) or laplace(*a))
+    first = logistic._kept_laplace(model, dropped)[2]
+    again = logistic._kept_laplace(model, dropped[::-1].copy())[2]
+    assert again is first and len(fitted) == 1
+    fresh = laplace(model, *logistic._kept(model, dropped))
+    for mine, theirs in zip(first, fresh, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    logistic._kept_laplace(model, dropped[:5])
+    assert len(fitted) == 2
+    moved = model._replace(precision=model.precision + np.eye(model.precision.shape[0]))
+    own = logistic._kept_laplace(moved, dropped)[2]
+    assert len(fitted) == 3 and np.max(np.abs(own[0] - first[0])) > 1e-6
+    back = logistic._kept_laplace(model, dropped)[2]  # the shared dict held the other's
+    assert len(fitted) == 4 and np.array_equal(back[0], first[0])
+    forgetful = model._replace(modes=None)
+    forgetful.removal(dropped, (0.0, np.ones(model.precision.shape[0])), 0, 1.96)
+    forgetful.removal(dropped, (0.0, np.ones(model.precision.shape[0])), 0, 1.96)
+    assert len(fitted) == 6
