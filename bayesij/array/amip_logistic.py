@@ -778,9 +778,9 @@ class LaplacePrefixes:
         where it is not below ``below`` or the check fails."""
         if hit is None or hit >= below:
             return None
-        band = self.checked(hit)
-        if band is not None and _short(band[0], self.goal, self.mcse):  # widened as checked
-            spread = 0.5 * (band[0][1] - band[0][0]) - 0.5 * np.ptp(self.laplace(hit))
+        band, moved = self.checked(hit), self.laplace(hit)  # a band: a Laplace change
+        if band is not None and moved is not None and _short(band[0], self.goal, self.mcse):
+            spread = 0.5 * (band[0][1] - band[0][0]) - 0.5 * np.ptp(moved)  # widened as checked
             hit = self.smallest(hit, spread)
             band = self.checked(hit)
         if band is None or _short(band[0], self.goal, self.mcse) or hit >= below:

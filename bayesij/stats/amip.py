@@ -1161,10 +1161,10 @@ def _smallest_settled(orders: list, low: float, given: tuple):
     smallest_removal`) is the smallest set that settles how few (:func:`size_settled`),
     the first order's of equal ones, and that removal; None where none does. ``given``:
     the model, the quantity, the goal and its draws. The orders are checked by
-    importance sampling in the order of their Laplace prefixes, and one whose Laplace
-    prefix cannot beat the best so far is not checked (a check only grows the prefix;
-    :class:`~bayesij.array.amip_logistic.LaplacePrefixes`):
-    on the logistic audit at N = 10^4, 8 of 24 samples were such."""
+    importance sampling in the order of their Laplace prefixes
+    (:class:`~bayesij.array.amip_logistic.LaplacePrefixes`), and one whose Laplace prefix
+    cannot beat the best so far is not checked, since a check only grows the prefix: on
+    the logistic audit at N = 10^4, 8 of 24 samples were such."""
     model, quantity, goal, f = given
     found = [LaplacePrefixes(model, order, quantity, goal, f) for order in orders]
     hits = [p.first_reaching(min(low, order.size)) for p, order in zip(found, orders, strict=True)]
