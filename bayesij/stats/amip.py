@@ -1167,7 +1167,7 @@ def _smallest_settled(orders: list, low: float, given: tuple):
     the logistic audit at N = 10^4, 8 of 24 samples were such."""
     model, quantity, goal, f = given
     found = [LaplacePrefixes(model, order, quantity, goal, f) for order in orders]
-    hits = [p.first_reaching(min(low, order.size)) for p, order in zip(found, orders, strict=True)]
+    hits = [p.first_reaching(low) for p in found]  # past an order's end: its whole
     best = None  # (size, index, settled)
     for k in sorted(
         (k for k, hit in enumerate(hits) if hit is not None), key=lambda k: (hits[k], k)
@@ -1176,7 +1176,7 @@ def _smallest_settled(orders: list, low: float, given: tuple):
             continue  # its set would be larger, or as large and another order's first
         below = np.inf if best is None else best[0] + (k < best[1])
         settled = found[k].settled(hits[k], below)
-        if settled is not None and size_settled(settled.size, min(low, settled.size)):
+        if settled is not None and size_settled(settled.size, low):
             best = settled.size, k, settled
     return None if best is None else (orders[best[1]], best[2])
 

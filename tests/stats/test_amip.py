@@ -867,3 +867,65 @@ def test_the_models_holding_a_scale_read_their_units_terms_from_the_screen():
         bayesij.amip(post, "beta[2]", "significance")
     held = [inside for holds, inside in mapped if holds]
     assert held and all(held), mapped
+
+
+def test_orders_checked_from_the_smallest_laplace_prefix_answer_as_checking_every_order(
+    monkeypatch,
+):
+    # _smallest_settled checks a question's orders from the smallest Laplace prefix and
+    # skips one that cannot beat the best so far (a check only grows the prefix); its
+    # answer is that of checking every order in turn: the smallest set that settles how
+    # few, the first order's of equal ones. A stand-in for LaplacePrefixes gives each
+    # order a Laplace prefix and a checked size at least that large (or no check).
+    from types import SimpleNamespace
+
+    import bayesij.stats.amip as stats_amip
+    from bayesij.array.amip_noise import size_settled
+
+    rng = np.random.default_rng(5)
+    table: dict = {}
+    checked: list = []
+
+    class Prefixes:
+        def __init__(self, model, order, quantity, goal, f):
+            self.index = int(order[0]) // 100
+            self.hit, self.size = table[int(order[0])]
+
+        def first_reaching(self, low):
+            return self.hit
+
+        def settled(self, hit, below=np.inf):
+            checked.append((hit, self.index, below))
+            if hit is None or self.size is None or self.size >= below:
+                return None
+            return SimpleNamespace(size=self.size)
+
+    monkeypatch.setattr(stats_amip, "LaplacePrefixes", Prefixes)
+    saved = 0
+    for case in range(400):
+        orders = [np.arange(30) + 100 * k for k in range(3)]
+        for k in range(3):
+            hit = None if rng.random() < 0.15 else int(rng.integers(1, 12))
+            grown = None if rng.random() < 0.15 else int(rng.integers(0, 4)) * (rng.random() < 0.6)
+            table[100 * k] = hit, None if hit is None or grown is None else hit + grown
+        low = float(rng.integers(0, 8))
+        checked.clear()
+        got = stats_amip._smallest_settled(orders, low, (None, None, None, None))
+        every = [  # each order checked in turn: (size, index) of those that settle how few
+            (table[100 * k][1], k)
+            for k in range(3)
+            if table[100 * k][0] is not None
+            and table[100 * k][1] is not None
+            and size_settled(table[100 * k][1], min(low, table[100 * k][1]))
+        ]
+        if not every:
+            assert got is None, case
+            continue
+        size, k = min(every)
+        assert got is not None and got[0] is orders[k] and got[1].size == size, case
+        # from the smallest Laplace prefix up (the first order's of equal ones), and only
+        # where the order may still win
+        assert [c[:2] for c in checked] == sorted(c[:2] for c in checked), case
+        assert all(hit < below for hit, _, below in checked), case
+        saved += sum(t[0] is not None for t in (table[100 * j] for j in range(3))) - len(checked)
+    assert saved > 50  # orders that could not win were not checked
