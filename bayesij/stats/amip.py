@@ -1221,25 +1221,45 @@ def _unreachable_in(result, goal, orders: list, f, model, given: tuple):
     :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo errors (:func:`far_short`, the
     rule that refits and matched removals follow); else ``result`` itself, as where some
     set cannot be worked out (no mode, k-hat past its threshold). ``given``: the quantity
-    as a function of the model's parameters (:func:`affine_in`) and the source."""
+    as a function of the model's parameters (:func:`affine_in`) and the source. The check
+    only widens the Laplace band, so a set whose Laplace band is not far short is not
+    checked (nor any: the answer stays ``result``; on the logistic audit at N = 10^4, 4 of
+    its 16 importance samples)."""
     (quantity, source), limit = given, result._limit()
-    best, seen = None, set()
+    sets, seen = [], set()
     for order in orders:
         dropped = np.asarray(order[:limit], dtype=int)
-        if not dropped.size or (key := frozenset(dropped.tolist())) in seen:
-            continue  # the same set by another order: its removal is the same
-        seen.add(key)
+        if dropped.size and (key := frozenset(dropped.tolist())) not in seen:
+            seen.add(key)  # the same set by another order: its removal is the same
+            sets.append(dropped)
+    mcse = metric_mcse(f, goal)
+    if not all(_laplace_far_short(model, dropped, quantity, goal, mcse) for dropped in sets):
+        return result
+    best = None
+    for dropped in sets:
         found = checked_removal(model, dropped, quantity, goal, f)
         if found is None:
             return result
         optimistic = max(found.band, key=lambda end: goal.direction * end)
         if best is None or goal.direction * optimistic > goal.direction * best[0]:
             best = optimistic, found, dropped
-    if best is None or not far_short(goal, best[0], metric_mcse(f, goal)):
+    if best is None or not far_short(goal, best[0], mcse):
         return result
     _, removal, dropped = best
     never = (float("inf"), float("inf"))
     return _model_answer(result, (model, source, goal), dropped, removal, never, "not reachable")
+
+
+def _laplace_far_short(model, dropped, quantity: tuple, goal, mcse: float) -> bool:
+    """Whether the removal of ``dropped`` in the recovered ``model`` falls short of the goal
+    at the optimistic end of its Laplace band, before any check (:func:`far_short`; False
+    where a removal has no mode)."""
+    start = model.removal(np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
+    after = model.removal(dropped, quantity, goal.sign, goal.z)
+    if start is None or after is None:
+        return False
+    optimistic = max(after.change_from(start), key=lambda end: goal.direction * end)
+    return far_short(goal, optimistic, mcse)
 
 
 def _half_rows(half, goals: list) -> tuple[list, list]:

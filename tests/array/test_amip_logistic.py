@@ -8,7 +8,7 @@ import pytest
 from logistic_amip import linear_effects, log_lik, sample, wells_like
 
 from bayesij.array import amip_logistic, numeric
-from bayesij.array.amip import goal_for
+from bayesij.array.amip import far_short, goal_for, metric_mcse
 from bayesij.array.amip_logistic import (
     PRIOR_Z,
     Removal,
@@ -432,3 +432,35 @@ def test_log_expit_is_scipy_s_at_both_ends_and_min_x_0_to_the_bit(dtype):
     np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
     low = np.minimum(x, 0) - np.log(1 + np.exp(-np.abs(x)))
     np.testing.assert_array_equal(got, low)
+
+
+def test_a_set_whose_laplace_band_is_not_far_short_is_not_checked(
+    wells, dropped, distance_removal, monkeypatch
+):
+    # "Not reachable" needs the largest sets' checked bands far short of the target; the
+    # check only widens the Laplace band, so where that band is not far short the answer
+    # stays the influences' and no importance sample is drawn. Where it is far short, the
+    # checked band decides (drawn).
+    from types import SimpleNamespace
+
+    import bayesij.array.amip_logistic as logistic
+    import bayesij.stats.amip as stats_amip
+
+    model, f, quantity, whole = distance_removal
+    drawn = []
+    sample = logistic.importance_sample
+    monkeypatch.setattr(logistic, "importance_sample", lambda *a: drawn.append(a) or sample(*a))
+    orders = [dropped, dropped[::-1].copy(), np.sort(dropped)]
+    result = SimpleNamespace(_limit=lambda: dropped.size)
+    given = quantity, None
+    mcse = metric_mcse(f, goal_for(f, np.sign(whole) * f.std(), 1.96))
+    reachable = goal_for(f, 0.5 * whole, 1.96)  # half the whole set's change
+    assert not stats_amip._laplace_far_short(model, dropped, quantity, reachable, mcse)
+    model.samples.clear()
+    assert stats_amip._unreachable_in(result, reachable, orders, f, model, given) is result
+    assert not drawn
+    far = goal_for(f, 3.0 * whole, 1.96)  # three times it: far short, checked or not
+    assert stats_amip._laplace_far_short(model, dropped, quantity, far, mcse)
+    checked = logistic.checked_removal(model, dropped, quantity, far, f)
+    optimistic = max(checked.band, key=lambda end: far.direction * end)
+    assert far_short(far, optimistic, mcse) and drawn
