@@ -350,6 +350,14 @@ def test_the_model_s_ranking_is_the_estimating_equation_s_at_the_mle(wells, targ
     np.testing.assert_array_equal(order, want)
 
 
+def _counted(monkeypatch, name: str):
+    """The calls of ``amip_logistic``'s function ``name`` from now on (a list of their
+    arguments, filled as they come), and the function itself."""
+    calls, function = [], getattr(amip_logistic, name)
+    monkeypatch.setattr(amip_logistic, name, lambda *a: calls.append(a) or function(*a))
+    return calls, function
+
+
 def test_a_set_s_importance_sample_is_drawn_once_and_the_oldest_forgotten(
     wells, dropped, monkeypatch
 ):
@@ -359,9 +367,7 @@ def test_a_set_s_importance_sample_is_drawn_once_and_the_oldest_forgotten(
     import bayesij.array.amip_logistic as logistic
 
     model = recover_logistic(wells[2], wells[3], wells[4])
-    drawn = []
-    sample = logistic.importance_sample
-    monkeypatch.setattr(logistic, "importance_sample", lambda *a: drawn.append(a) or sample(*a))
+    drawn, sample = _counted(monkeypatch, "importance_sample")
     first = model.importance_sample(dropped)
     assert model.importance_sample(dropped.copy()) is first and len(drawn) == 1
     model.importance_sample(dropped, seed=1)
@@ -393,9 +399,7 @@ def test_a_set_s_laplace_approximation_is_worked_out_once_per_set_and_prior(
     import bayesij.array.amip_logistic as logistic
 
     model = recover_logistic(wells[2], wells[3], wells[4])
-    fitted = []
-    laplace = logistic._laplace
-    monkeypatch.setattr(logistic, "_laplace", lambda *a: fitted.append(a) or laplace(*a))
+    fitted, laplace = _counted(monkeypatch, "_laplace")
     first = logistic._kept_laplace(model, dropped)[2]
     again = logistic._kept_laplace(model, dropped[::-1].copy())[2]
     assert again is first and len(fitted) == 1
@@ -447,9 +451,7 @@ def test_a_set_whose_laplace_band_is_not_far_short_is_not_checked(
     import bayesij.stats.amip as stats_amip
 
     model, f, quantity, whole = distance_removal
-    drawn = []
-    sample = logistic.importance_sample
-    monkeypatch.setattr(logistic, "importance_sample", lambda *a: drawn.append(a) or sample(*a))
+    drawn, _ = _counted(monkeypatch, "importance_sample")
     orders = [dropped, dropped[::-1].copy(), np.sort(dropped)]
     result = SimpleNamespace(_limit=lambda: dropped.size)
     given = quantity, None
