@@ -53,17 +53,18 @@ from bayesij.array.amip_curvature import (
     on_model_scale,
 )
 from bayesij.array.amip_logistic import (
-    LaplacePrefixes,
     affine_in,
     checked_removal,
+    laplace_far_short,
     logits_affine,
     model_greedy,
     model_low,
     recover_logistic,
     row_pieces,
+    smallest_settled,
     whitened_draws,
 )
-from bayesij.array.amip_noise import bootstrap_counts, size_settled
+from bayesij.array.amip_noise import bootstrap_counts
 from bayesij.array.amip_normal import recover_normal, residuals_normal
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
@@ -1017,10 +1018,10 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
     keeping a few hundred draws' rows, where the columns its pass kept are such a
     regression's): "reached" where the pessimistic end of that removal reaches the
     target, with the smallest prefix of the set that does (bisection) when it answers "how
-    few" (:func:`size_settled`). A set the influences found "reached" is checked there
-    too: where its removal falls short of the target even at the optimistic end of its
-    band, the model decides the question, or it is left undetermined
-    (:func:`_contradicted`). Everything else is returned as it was. ``given``: the
+    few" (:func:`~bayesij.array.amip_noise.size_settled`). A set the influences found
+    "reached" is checked there too: where its removal falls short of the target even at
+    the optimistic end of its band, the model decides the question, or it is left
+    undetermined (:func:`_contradicted`). Everything else is returned as it was. ``given``: the
     gradient (:func:`searches_from`) and the pass's kept columns (:func:`set_columns`)."""
     asked = [k for k, r in enumerate(results) if open_answer(r) or _claimed(r)]
     gradient, kept = given
@@ -1147,38 +1148,13 @@ def _by_removal(result, found, f, model, quantity: tuple, source):
     if not np.isfinite(low):  # the influences' band left out where the model reaches
         low = result.size_interval[0] if result.size_interval else 0.0
     orders = [found.path.order, *ranked]
-    best = _smallest_settled(orders, low, (model, quantity, goal, f))
+    best = smallest_settled(model, orders, quantity, goal, f, low)
     if best is None:
         return _unreachable_in(result, goal, orders, f, model, (quantity, source))
     order, settled = best
     sizes = (float(min(low, settled.size)), float(settled.size))
     found = (model, source, goal)
     return _model_answer(result, found, order[: settled.size], settled, sizes, "reached")
-
-
-def _smallest_settled(orders: list, low: float, given: tuple):
-    """The order whose checked smallest removal (:func:`~bayesij.array.amip_logistic.
-    smallest_removal`) is the smallest set that settles how few (:func:`size_settled`),
-    the first order's of equal ones, and that removal; None where none does. ``given``:
-    the model, the quantity, the goal and its draws. The orders are checked by
-    importance sampling in the order of their Laplace prefixes
-    (:class:`~bayesij.array.amip_logistic.LaplacePrefixes`), and one whose Laplace prefix
-    cannot beat the best so far is not checked, since a check only grows the prefix: on
-    the logistic audit at N = 10^4, 8 of 24 samples were such."""
-    model, quantity, goal, f = given
-    found = [LaplacePrefixes(model, order, quantity, goal, f) for order in orders]
-    hits = [p.first_reaching(low) for p in found]  # past an order's end: its whole
-    best = None  # (size, index, settled)
-    for k in sorted(
-        (k for k, hit in enumerate(hits) if hit is not None), key=lambda k: (hits[k], k)
-    ):
-        if best is not None and (hits[k], k) > best[:2]:
-            continue  # its set would be larger, or as large and another order's first
-        below = np.inf if best is None else best[0] + (k < best[1])
-        settled = found[k].settled(hits[k], below)
-        if settled is not None and size_settled(settled.size, low):
-            best = settled.size, k, settled
-    return None if best is None else (orders[best[1]], best[2])
 
 
 def _model_answer(result, found: tuple, dropped, removal, sizes: tuple, answer: str):
@@ -1233,7 +1209,7 @@ def _unreachable_in(result, goal, orders: list, f, model, given: tuple):
             seen.add(key)  # the same set by another order: its removal is the same
             sets.append(dropped)
     mcse = metric_mcse(f, goal)
-    if not all(_laplace_far_short(model, dropped, quantity, goal, mcse) for dropped in sets):
+    if not all(laplace_far_short(model, dropped, quantity, goal, mcse) for dropped in sets):
         return result
     best = None
     for dropped in sets:
@@ -1248,18 +1224,6 @@ def _unreachable_in(result, goal, orders: list, f, model, given: tuple):
     _, removal, dropped = best
     never = (float("inf"), float("inf"))
     return _model_answer(result, (model, source, goal), dropped, removal, never, "not reachable")
-
-
-def _laplace_far_short(model, dropped, quantity: tuple, goal, mcse: float) -> bool:
-    """Whether the removal of ``dropped`` in the recovered ``model`` falls short of the goal
-    at the optimistic end of its Laplace band, before any check (:func:`far_short`; False
-    where a removal has no mode)."""
-    start = model.removal(np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
-    after = model.removal(dropped, quantity, goal.sign, goal.z)
-    if start is None or after is None:
-        return False
-    optimistic = max(after.change_from(start), key=lambda end: goal.direction * end)
-    return far_short(goal, optimistic, mcse)
 
 
 def _half_rows(half, goals: list) -> tuple[list, list]:

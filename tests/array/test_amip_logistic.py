@@ -457,12 +457,73 @@ def test_a_set_whose_laplace_band_is_not_far_short_is_not_checked(
     given = quantity, None
     mcse = metric_mcse(f, goal_for(f, np.sign(whole) * f.std(), 1.96))
     reachable = goal_for(f, 0.5 * whole, 1.96)  # half the whole set's change
-    assert not stats_amip._laplace_far_short(model, dropped, quantity, reachable, mcse)
+    assert not amip_logistic.laplace_far_short(model, dropped, quantity, reachable, mcse)
     model.samples.clear()
     assert stats_amip._unreachable_in(result, reachable, orders, f, model, given) is result
     assert not drawn
     far = goal_for(f, 3.0 * whole, 1.96)  # three times it: far short, checked or not
-    assert stats_amip._laplace_far_short(model, dropped, quantity, far, mcse)
+    assert amip_logistic.laplace_far_short(model, dropped, quantity, far, mcse)
     checked = logistic.checked_removal(model, dropped, quantity, far, f)
     optimistic = max(checked.band, key=lambda end: far.direction * end)
     assert far_short(far, optimistic, mcse) and drawn
+
+
+def test_orders_checked_from_the_smallest_laplace_prefix_answer_as_checking_every_order(
+    monkeypatch,
+):
+    # smallest_settled checks a question's orders from the smallest Laplace prefix and
+    # skips one that cannot beat the best so far (a check only grows the prefix); its
+    # answer is that of checking every order in turn: the smallest set that settles how
+    # few, the first order's of equal ones. A stand-in for LaplacePrefixes gives each
+    # order a Laplace prefix and a checked size at least that large (or no check).
+    from types import SimpleNamespace
+
+    from bayesij.array.amip_noise import size_settled
+
+    rng = np.random.default_rng(5)
+    table: dict = {}
+    checked: list = []
+
+    class Prefixes:
+        def __init__(self, model, order, quantity, goal, f):
+            self.index = int(order[0]) // 100
+            self.hit, self.size = table[int(order[0])]
+
+        def first_reaching(self, low):
+            return self.hit
+
+        def settled(self, hit, below=np.inf):
+            checked.append((hit, self.index, below))
+            if hit is None or self.size is None or self.size >= below:
+                return None
+            return SimpleNamespace(size=self.size)
+
+    monkeypatch.setattr(amip_logistic, "LaplacePrefixes", Prefixes)
+    saved = 0
+    for case in range(400):
+        orders = [np.arange(30) + 100 * k for k in range(3)]
+        for k in range(3):
+            hit = None if rng.random() < 0.15 else int(rng.integers(1, 12))
+            grown = None if rng.random() < 0.15 else int(rng.integers(0, 4)) * (rng.random() < 0.6)
+            table[100 * k] = hit, None if hit is None or grown is None else hit + grown
+        low = float(rng.integers(0, 8))
+        checked.clear()
+        got = amip_logistic.smallest_settled(None, orders, None, None, None, low)
+        every = [  # each order checked in turn: (size, index) of those that settle how few
+            (table[100 * k][1], k)
+            for k in range(3)
+            if table[100 * k][0] is not None
+            and table[100 * k][1] is not None
+            and size_settled(table[100 * k][1], min(low, table[100 * k][1]))
+        ]
+        if not every:
+            assert got is None, case
+            continue
+        size, k = min(every)
+        assert got is not None and got[0] is orders[k] and got[1].size == size, case
+        # from the smallest Laplace prefix up (the first order's of equal ones), and only
+        # where the order may still win
+        assert [c[:2] for c in checked] == sorted(c[:2] for c in checked), case
+        assert all(hit < below for hit, _, below in checked), case
+        saved += sum(t[0] is not None for t in (table[100 * j] for j in range(3))) - len(checked)
+    assert saved > 50  # orders that could not win were not checked
