@@ -245,7 +245,7 @@ def test_with_the_gradient_a_sets_removal_decides_what_the_influences_left_open(
 def test_a_removal_that_does_not_settle_how_few_leaves_the_answer_open(monkeypatch):
     # Where the smallest prefix that the removal confirms is more than twice the size
     # interval's low end plus 2, the answer stays undetermined (as the influences' is).
-    import bayesij.stats.amip as amip_module
+    import bayesij.array.amip_logistic as amip_module  # where a question's orders are settled
 
     X, y = wells_like(400, seed=3)
     post, grad, beta = _fit(X, y, 3)
