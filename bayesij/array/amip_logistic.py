@@ -123,7 +123,7 @@ class LogisticModel(NamedTuple):
         the fields it was drawn with (:func:`remembered`).
     modes : dict, optional
         The Laplace approximation of each set's removal worked out in this model, by set,
-        each with the fields it was worked out with (:func:`_kept_laplace`).
+        each with the fields it was worked out with (:func:`_laplace_without`).
     """
 
     mean: np.ndarray
@@ -281,18 +281,27 @@ def remembered(model, dropped, seed: int, sample):
     samples: at N = 10^4 the logistic, t(4) and normal audits drew 26, 40 and 38 samples,
     24, 22 and 21 of them different. A model is asked by one thread at a time (the
     questions are decided in turn)."""
-    if model.samples is None:
-        return sample(model, dropped, seed)
     key = (np.asarray(dropped, dtype=int).tobytes(), seed)
+    return _recall(model, "samples", key, lambda: sample(model, dropped, seed), REMEMBERED)
+
+
+def _recall(model, table: str, key, work, limit: int | None = None):
+    """``work()``, kept in the model's field ``table`` (one of :data:`MEMORY`; nothing kept
+    where it is None) under ``key`` with the model's other fields, and given again while
+    they are the same objects: a model made by ``_replace`` shares the dict and works out
+    its own. Past ``limit`` entries the oldest is forgotten."""
+    memory = getattr(model, table)
+    if memory is None:
+        return work()
     fields = tuple(getattr(model, name) for name in model._fields if name not in MEMORY)
-    known = model.samples.get(key)
+    known = memory.get(key)
     if known is not None and all(a is b for a, b in zip(known[0], fields, strict=True)):
         return known[1]
-    found = sample(model, dropped, seed)
-    model.samples.pop(key, None)  # the newest last
-    if len(model.samples) >= REMEMBERED:
-        del model.samples[next(iter(model.samples))]  # the oldest
-    model.samples[key] = (fields, found)
+    found = work()
+    memory.pop(key, None)  # the newest last
+    if limit is not None and len(memory) >= limit:
+        del memory[next(iter(memory))]  # the oldest
+    memory[key] = (fields, found)
     return found
 
 
@@ -500,7 +509,8 @@ def removal(model: LogisticModel, dropped: np.ndarray, quantity: tuple, sign: in
     estimate, at the mode (the implicit function theorem; a batch's own estimate may be
     far enough off to leave no mode)."""
     a, c = quantity
-    offsets, slopes, found = _kept_laplace(model, dropped)
+    offsets, slopes = _kept(model, dropped)
+    found = _laplace_without(model, dropped, (offsets, slopes))
     if found is None:
         return None
     mode, cov = found
@@ -527,25 +537,20 @@ def _kept(model: LogisticModel, dropped) -> tuple[np.ndarray, np.ndarray]:
     return model.offsets[keep], model.slopes[:, keep]
 
 
-def _kept_laplace(model: LogisticModel, dropped) -> tuple:
-    """The offsets (n,) and slopes (R, n) of the observations outside ``dropped``
-    (:func:`_kept`) and the Laplace approximation of the posterior without them
-    (:func:`_laplace`: the mode and covariance, or None), worked out once per set in a
-    model that remembers them (``model.modes``, each with the fields it was worked out
-    with, as :func:`remembered` keeps samples). A set's removal, its check and the
+def _laplace_without(model: LogisticModel, dropped, kept: tuple | None = None):
+    """The Laplace approximation of the posterior without ``dropped`` (:func:`_laplace`:
+    the mode and covariance, or None), worked out once per set in a model that remembers
+    them (``model.modes``, :func:`_recall`); ``kept``: :func:`_kept` of the set when
+    already at hand (else taken only to work it out). A set's removal, its check and the
     bisections of the low end and of the smallest set ask for the same sets: on the
     logistic audit at N = 10^4, 707 approximations were 497 sets."""
-    offsets, slopes = _kept(model, dropped)
-    if model.modes is None:
-        return offsets, slopes, _laplace(model, offsets, slopes)
+
+    def fit():
+        return _laplace(model, *(kept if kept is not None else _kept(model, dropped)))
+
     units = np.unique(np.asarray(dropped, dtype=int)).tobytes()
     key = hashlib.blake2b(units, digest_size=16).digest()  # the set, not its order
-    fields = (model.offsets, model.slopes, model.precision, model.pull)
-    known = model.modes.get(key)
-    if known is None or not all(a is b for a, b in zip(known[0], fields, strict=True)):
-        known = fields, _laplace(model, offsets, slopes)
-        model.modes[key] = known
-    return offsets, slopes, known[1]
+    return _recall(model, "modes", key, fit)
 
 
 def _laplace(model: LogisticModel, offsets: np.ndarray, slopes: np.ndarray):
@@ -597,7 +602,7 @@ def first_order(model: LogisticModel, quantity: tuple, goal, dropped=()) -> np.n
     """Each unit's first-order change (N,) of the goal's metric at the Laplace
     approximation of the posterior without ``dropped`` (default: the full data's;
     :func:`model_ranking`); zeros where it has no mode."""
-    found = _kept_laplace(model, dropped)[2]
+    found = _laplace_without(model, dropped)
     if found is None:
         return np.zeros(model.offsets.size)
     mode, cov = found
@@ -617,7 +622,8 @@ def importance_sample(model: LogisticModel, dropped, seed: int = 0) -> tuple | N
     ``dropped`` by importance sampling from a multivariate t (7 degrees of freedom) at its
     Laplace approximation (the prior at its estimate), and the weights' Pareto k-hat;
     None where there is no mode. Any quantity's moments: :func:`sampled_moments`."""
-    offsets, slopes, found = _kept_laplace(model, dropped)
+    offsets, slopes = _kept(model, dropped)
+    found = _laplace_without(model, dropped, (offsets, slopes))
     if found is None:
         return None
     mode, cov = found
@@ -742,8 +748,7 @@ class LaplacePrefixes:
         self.model, self.order, self.quantity, self.goal = model, order, quantity, goal
         self.mcse = metric_mcse(f, goal)  # the full data's metric's: the start's error
         self.start = model.removal(np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
-        draws = np.asarray(f, dtype=float)
-        self.drawn = float(draws.mean()), float(draws.std()), mean_mcse(draws)
+        self.drawn = _drawn_moments(f)
         self.changes: dict[int, np.ndarray | None] = {}
 
     def laplace(self, size: int) -> np.ndarray | None:
@@ -815,10 +820,8 @@ def checked_removal(model, dropped, quantity: tuple, goal, f) -> SmallestRemoval
         return None
     if sample[2] > pareto_k_threshold(sample[1].size):
         return None
-    draws = np.asarray(f, dtype=float)
-    drawn = float(draws.mean()), float(draws.std()), mean_mcse(draws)
     moved = np.array(after.change_from(start))
-    band, moments = _checked_band(moved, sampled_moments(sample, quantity), drawn, goal)
+    band, moments = _checked_band(moved, sampled_moments(sample, quantity), _drawn_moments(f), goal)
     return SmallestRemoval(len(dropped), band, moments)
 
 
@@ -944,11 +947,16 @@ def _check_spread(model, dropped, quantity: tuple, goal, f, start: Removal) -> f
     sample = model.importance_sample(dropped)
     if after is None or sample is None:
         return 0.0
-    draws = np.asarray(f, dtype=float)
     moved = np.array(after.change_from(start))
-    drawn = float(draws.mean()), float(draws.std()), mean_mcse(draws)
-    band = _checked_band(moved, sampled_moments(sample, quantity), drawn, goal)[0]
+    band = _checked_band(moved, sampled_moments(sample, quantity), _drawn_moments(f), goal)[0]
     return float(0.5 * (band[1] - band[0]) - 0.5 * np.ptp(moved))
+
+
+def _drawn_moments(f) -> tuple[float, float, float]:
+    """The draws' ``f`` mean, sd and the mean's Monte Carlo standard error: what a check's
+    sampled moments are measured against (:func:`_checked_band`'s ``before``)."""
+    draws = np.asarray(f, dtype=float)
+    return float(draws.mean()), float(draws.std()), mean_mcse(draws)
 
 
 def _checked_band(moved: np.ndarray, after: tuple, before: tuple, goal) -> tuple:

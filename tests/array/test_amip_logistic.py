@@ -8,7 +8,7 @@ import pytest
 from logistic_amip import linear_effects, log_lik, sample, wells_like
 
 from bayesij.array import amip_logistic, numeric
-from bayesij.array.amip import far_short, goal_for, metric_mcse
+from bayesij.array.amip import far_short, goal_for, mean_mcse, metric_mcse
 from bayesij.array.amip_logistic import (
     PRIOR_Z,
     Removal,
@@ -400,19 +400,21 @@ def test_a_set_s_laplace_approximation_is_worked_out_once_per_set_and_prior(
 
     model = recover_logistic(wells[2], wells[3], wells[4])
     fitted, laplace = _counted(monkeypatch, "_laplace")
-    first = logistic._kept_laplace(model, dropped)[2]
-    again = logistic._kept_laplace(model, dropped[::-1].copy())[2]
+    first = logistic._laplace_without(model, dropped)
+    again = logistic._laplace_without(model, dropped[::-1].copy())
     assert again is first and len(fitted) == 1
     fresh = laplace(model, *logistic._kept(model, dropped))
     for mine, theirs in zip(first, fresh, strict=True):
         np.testing.assert_array_equal(mine, theirs)
-    logistic._kept_laplace(model, dropped[:5])
+    logistic._laplace_without(model, dropped[:5])
     assert len(fitted) == 2
     moved = model._replace(precision=model.precision + np.eye(model.precision.shape[0]))
-    own = logistic._kept_laplace(moved, dropped)[2]
+    own = logistic._laplace_without(moved, dropped)
     assert len(fitted) == 3 and np.max(np.abs(own[0] - first[0])) > 1e-6
-    back = logistic._kept_laplace(model, dropped)[2]  # the shared dict held the other's
+    back = logistic._laplace_without(model, dropped)  # the shared dict held the other's
     assert len(fitted) == 4 and np.array_equal(back[0], first[0])
+    taken, _ = _counted(monkeypatch, "_kept")  # a remembered one copies no observations
+    assert logistic._laplace_without(model, dropped) is back and not taken
     forgetful = model._replace(modes=None)
     forgetful.removal(dropped, (0.0, np.ones(model.precision.shape[0])), 0, 1.96)
     forgetful.removal(dropped, (0.0, np.ones(model.precision.shape[0])), 0, 1.96)
@@ -527,3 +529,18 @@ def test_orders_checked_from_the_smallest_laplace_prefix_answer_as_checking_ever
         assert all(hit < below for hit, _, below in checked), case
         saved += sum(t[0] is not None for t in (table[100 * j] for j in range(3))) - len(checked)
     assert saved > 50  # orders that could not win were not checked
+
+
+def test_the_draws_moments_are_measured_as_a_check_s_sampled_ones(distance_removal):
+    # A check's departure compares the sampled mean and sd without a set with the draws'
+    # own: both must be the same estimators (equal weights give the draws' moments), or
+    # a removal of nothing would depart from itself.
+    model, f, quantity, _ = distance_removal
+    draws = f.reshape(-1)
+    u = np.zeros((draws.size, 1))
+    u[:, 0] = draws
+    uniform = np.full(draws.size, 1.0 / draws.size)
+    mean, sd, _ = amip_logistic.sampled_moments((u, uniform, 0.0), (0.0, np.ones(1)))
+    drawn = amip_logistic._drawn_moments(f)
+    np.testing.assert_allclose(drawn[:2], (mean, sd), rtol=1e-12)
+    assert drawn[2] == pytest.approx(mean_mcse(np.asarray(f, dtype=float)), rel=1e-12)
