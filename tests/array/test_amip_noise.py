@@ -192,13 +192,15 @@ def test_the_draws_to_settle_a_size_are_the_first_grid_point_that_settles_it():
     assert not settled(1.0)
 
 
-def test_each_replicate_re_estimates_the_metric_it_must_move():
+@pytest.mark.parametrize("scale", [1.0, 1e-3])
+def test_each_replicate_re_estimates_the_metric_it_must_move(scale):
     # The need of a sign target is the mean's distance from 0: on a replicate that draws
-    # only chain 0's blocks, the need is chain 0's mean (and its sd for an interval end).
+    # only chain 0's blocks, the need is chain 0's mean (and its sd for an interval end),
+    # in the quantity's own units (a quantity of sd 2e-4: no floor under its variance).
     from bayesij.array.amip import _start, draw_block_layout, goal_for
 
     rng = np.random.default_rng(8)
-    f = rng.normal(0.3, 0.2, size=(4, 500))
+    f = rng.normal(0.3, 0.2, size=(4, 500)) * scale
     for target in ("sign", "significance"):
         goal = goal_for(f, target, 1.96)
         start = _start(f, goal)
@@ -395,3 +397,48 @@ def test_a_unit_that_moves_the_metric_more_alone_reaches_before_the_ranking_s_fi
         np.cumsum([[0.3, 0.25]], axis=1), Model().each_alone(np.arange(2)), np.array([0.6]), 2
     )
     assert one[0] == 1.0
+
+
+def test_a_unit_without_an_influence_or_an_error_counts_as_none():
+    # An influence that is NaN (a unit whose log-likelihood is not finite somewhere)
+    # moves nothing: the answer is that of the influence 0, whose unit is never in a set
+    # (no positive gain). An error that is NaN is no noise: the answer is that of error 0.
+    n_units, psi, _ = _twenty_influential_of_300()
+    mcse = np.full(n_units, 0.0005)
+    top = int(np.argmax(psi))
+    args = (-1, 0.03, 200, None, 4000)
+    quiet = psi.copy()
+    quiet[-1] = 0.0
+    without = psi.copy()
+    without[-1] = np.nan
+    assert linear_answer(without, mcse, *args) == linear_answer(quiet, mcse, *args)
+    exact, unknown = mcse.copy(), mcse.copy()
+    exact[top], unknown[top] = 0.0, np.nan
+    answer = linear_answer(psi, unknown, *args)
+    assert answer == linear_answer(psi, exact, *args)
+    assert answer.chosen_size > 0  # the set reported holds the unit of unknown error
+
+
+def test_a_set_a_replicate_re_selects_is_widened_as_the_ranking_s_band_is():
+    # Three units move the metric; 507 move it by nothing but carry Monte Carlo error. On
+    # a replicate, the best 100 units by its own gains (re-selected: optimistic) move the
+    # metric about 7.4, the ranking's own three units 0.5. With a second-order model that
+    # puts the change at 1.5 times its first order along the ranking, a set within k_max
+    # may reach a need of 10 (7.4 x 1.5): undetermined, by the linearisation (without the
+    # model it is not reachable); a need of 14 is beyond even the widened best set.
+    n_units = 510
+    psi = np.zeros(n_units)
+    psi[:3] = 0.5 / 3
+    mcse = np.full(n_units, 0.05)
+    mcse[:3] = 0.001
+
+    def widened(units):
+        k = len(units)
+        return np.stack([np.full(k, 1.5), np.zeros(k), np.zeros(k)])
+
+    args = (psi, mcse, -1)
+    assert linear_answer(*args, 10.0, 100, None, 4000).answer == "not reachable"
+    answer = linear_answer(*args, 10.0, 100, None, 4000, nonlinearity=widened)
+    assert (answer.answer, answer.undetermined_by) == ("undetermined", "linearisation")
+    answer = linear_answer(*args, 14.0, 100, None, 4000, nonlinearity=widened)
+    assert answer.answer == "not reachable"
