@@ -442,3 +442,72 @@ def test_a_set_a_replicate_re_selects_is_widened_as_the_ranking_s_band_is():
     assert (answer.answer, answer.undetermined_by) == ("undetermined", "linearisation")
     answer = linear_answer(*args, 14.0, 100, None, 4000, nonlinearity=widened)
     assert answer.answer == "not reachable"
+
+
+def test_the_draws_needed_are_those_of_the_ranking_s_sum_and_its_error():
+    # Three units of gain 0.1 and error 0.05 each: their sum has mean 0.3 and error
+    # 0.05 sqrt(3); a need of 0.27 is decided at 1.96 errors from it: 4000 (1.96 x 0.0866
+    # / 0.03)^2 draws (2000 replicates estimate the mean and the error: within 25 %).
+    psi, mcse = -np.full(10, 0.1), np.full(10, 0.05)
+    errors = Replicates(n_replicates=2000, seed=1)
+    answer = linear_answer(psi, mcse, 1, 0.27, 3, np.arange(3), 4000, errors=errors)
+    assert (answer.answer, answer.undetermined_by) == ("undetermined", "Monte Carlo error")
+    expected = draws_to_decide(4000, 0.03, 0.05 * np.sqrt(3))
+    assert answer.draws_needed == pytest.approx(expected, rel=0.25)
+
+
+def test_the_ranking_s_reported_set_has_the_interval_of_the_same_set_given():
+    # A second-order model whose ratio grows with the set's size (1 + k / 100): the
+    # ranking's prefix of k units is read at its k-th factors, as the set given alone is.
+    n_units, psi, blocks = _twenty_influential_of_300()
+    mcse = np.full(n_units, 0.0005)
+
+    def growing(units):
+        k = np.arange(1, len(units) + 1)
+        return np.stack([1 + k / 100, np.full(k.size, 0.05), np.zeros(k.size)])
+
+    args = (psi, mcse, -1, 0.0008, 60)
+    options = {"errors": Replicates(blocks, seed=2), "nonlinearity": growing}
+    ranking = linear_answer(*args, None, 4000, **options)
+    size = ranking.chosen_size
+    assert 0 < size < 60
+    order = np.argsort(-psi, kind="stable")[:size]
+    given = linear_answer(*args, order, 4000, **options)
+    np.testing.assert_allclose(ranking.change_interval, given.change_interval, rtol=1e-12)
+    assert ranking.change == pytest.approx(-psi[order].sum() * (1 + size / 100), rel=1e-12)
+
+
+def test_no_unit_that_moves_the_metric_reports_an_empty_set_of_no_change():
+    # a gain is -direction psi: direction -1 with negative psi, every gain is negative
+    answer = linear_answer(np.full(8, -0.1), np.full(8, 0.01), -1, 0.5, 4, None, 4000)
+    assert answer.answer == "not reachable"
+    assert (answer.chosen_size, answer.change) == (0, 0.0)
+
+
+def test_the_reported_change_is_the_second_order_one_and_the_first_order_reaching_is_said():
+    # Four units of gain 0.1: the first order reaches 0.35 with all four (0.4), surely;
+    # a second-order model puts every change at 0.8 of its first order (0.32), which
+    # falls short: the linearisation, not the Monte Carlo error, leaves it undetermined.
+    psi = -np.full(6, 0.1)
+    mcse = np.full(6, 0.001)
+
+    def shrunk(units):
+        k = len(units)
+        return np.stack([np.full(k, 0.8), np.full(k, 0.1), np.zeros(k)])
+
+    chosen = np.arange(4)
+    plain = linear_answer(psi, mcse, 1, 0.35, 4, chosen, 4000)
+    assert plain.answer == "reached" and plain.change == pytest.approx(0.4)
+    answer = linear_answer(psi, mcse, 1, 0.35, 4, chosen, 4000, nonlinearity=shrunk)
+    assert answer.change == pytest.approx(0.8 * 0.4)
+    assert (answer.answer, answer.undetermined_by) == ("undetermined", "linearisation")
+
+
+def test_a_unit_missing_from_the_block_sums_is_refused():
+    from bayesij.array.amip_noise import _column_positions
+
+    at = _column_positions(np.array([1, 3, 5]))
+    np.testing.assert_array_equal(at(np.array([5, 1])), [2, 0])
+    for ids in ([1, 4], [7]):  # between two units; past the last
+        with pytest.raises(ValueError, match="lack some unit"):
+            at(np.array(ids))
