@@ -511,3 +511,21 @@ def test_a_unit_missing_from_the_block_sums_is_refused():
     for ids in ([1, 4], [7]):  # between two units; past the last
         with pytest.raises(ValueError, match="lack some unit"):
             at(np.array(ids))
+
+
+def test_a_sure_prefix_is_where_the_tail_quantile_of_the_excess_is_not_below_zero():
+    # NumPy's inverted_cdf quantile of each prefix's excess over the need, from counts
+    # gathered a chunk of replicates at a time: 5 of 200 short is the 2.5 % quantile
+    # below 0 (not sure), 4 of 200 is not.
+    from bayesij.array.amip_noise import _Short
+
+    rng = np.random.default_rng(4)
+    excess = rng.uniform(0.1, 1.0, size=(200, 3))
+    excess[:5, 0] = -0.1
+    excess[:4, 1] = -0.1
+    short = _Short(3)
+    for rows in (slice(0, 120), slice(120, 200)):
+        short.add(excess[rows] + 2.0, np.full(rows.stop - rows.start, 2.0))
+    quantiles = np.quantile(excess, 0.025, axis=0, method="inverted_cdf")
+    assert quantiles[0] < 0 <= quantiles[1]
+    assert short.sure_prefix(0.025) == 2
