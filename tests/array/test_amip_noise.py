@@ -529,3 +529,46 @@ def test_a_sure_prefix_is_where_the_tail_quantile_of_the_excess_is_not_below_zer
     quantiles = np.quantile(excess, 0.025, axis=0, method="inverted_cdf")
     assert quantiles[0] < 0 <= quantiles[1]
     assert short.sure_prefix(0.025) == 2
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+def test_independent_errors_give_the_change_plus_minus_z_times_the_set_s_error(direction):
+    # Without blocks the set's change interval is its change +- z sqrt(sum mcse^2).
+    from scipy.stats import norm
+
+    psi = -direction * np.array([0.3, 0.2, 0.1, 0.05, 0.0])
+    mcse = np.array([0.02, 0.01, 0.03, 0.04, 0.05])
+    chosen = np.array([0, 2])
+    answer = linear_answer(psi, mcse, direction, 0.35, 4, chosen, 4000)
+    change = -psi[chosen].sum()
+    half = norm.ppf(0.975) * np.sqrt(0.02**2 + 0.03**2)
+    assert answer.change == pytest.approx(change)
+    assert answer.change_interval == pytest.approx((change - half, change + half), rel=1e-12)
+
+
+@pytest.mark.parametrize("down", [0.27, 0.31])
+def test_the_draws_that_settle_a_size_are_the_first_factor_whose_shrunk_replicates_do(down):
+    # The point estimate gains 0.1 a unit; 120 replicates lie 0.37 above it, 80 lie
+    # ``down`` below. Shrinking the deviations by sqrt(f) on the grid 1.25^k, the sure set
+    # (the 2.5 % quantile of the shrunk gains reaching 0.555) must be at most twice the
+    # size interval's low end (each replicate's first prefix reaching it, 2.5 % quantile)
+    # plus 2: the first factor where that holds, found by walking the whole grid (1.25,
+    # the grid's first, and 1.25^3).
+    from bayesij.array.amip_noise import draws_to_settle_size, size_settled
+
+    point = 0.1 * np.arange(1, 11)
+    deviation = np.r_[np.full(120, 0.37), np.full(80, -down)][:, None]
+    paths = point + deviation * np.ones(10)
+
+    def settled(f):
+        shrunk = point + (paths - point) / np.sqrt(f)
+        reach = shrunk >= 0.555
+        sizes = np.where(reach.any(axis=1), reach.argmax(axis=1) + 1.0, np.inf)
+        low = np.quantile(sizes, 0.025, method="inverted_cdf")
+        sure = np.flatnonzero(np.quantile(shrunk, 0.025, axis=0) >= 0.555)
+        return sure.size > 0 and size_settled(int(sure[0]) + 1, low)
+
+    assert not settled(1.0)
+    first = next(f for f in 1.25 ** np.arange(1, 63) if settled(f))
+    assert draws_to_settle_size(point, paths, 0.555, 4000) == np.ceil(4000 * first)
+    assert first == {0.27: 1.25, 0.31: 1.25**3}[down]
