@@ -242,10 +242,7 @@ def test_reached_needs_the_pessimistic_end_of_the_linearisation_band():
     # one (the set holds precision the other way). First order reaches 0.75 with 2 units,
     # half of it never within 4: a refit decides, and "reached" is not said.
     psi = -np.array([0.5, 0.3, 0.2, 0.1, 0.0])
-
-    def halved(units):
-        return np.stack([np.full(units.size, 0.5), np.zeros(units.size)])
-
+    halved = _constant_model(0.5)
     answer = linear_answer(psi, np.zeros(5), 1, 0.75, 4, None, 1000, nonlinearity=halved)
     assert answer.answer == "undetermined" and answer.undetermined_by == "linearisation"
     assert answer.share_reached == 0.0 and answer.sure_size == 0
@@ -431,11 +428,7 @@ def test_a_set_a_replicate_re_selects_is_widened_as_the_ranking_s_band_is():
     psi[:3] = 0.5 / 3
     mcse = np.full(n_units, 0.05)
     mcse[:3] = 0.001
-
-    def widened(units):
-        k = len(units)
-        return np.stack([np.full(k, 1.5), np.zeros(k), np.zeros(k)])
-
+    widened = _constant_model(1.5)
     args = (psi, mcse, -1)
     assert linear_answer(*args, 10.0, 100, None, 4000).answer == "not reachable"
     answer = linear_answer(*args, 10.0, 100, None, 4000, nonlinearity=widened)
@@ -490,11 +483,7 @@ def test_the_reported_change_is_the_second_order_one_and_the_first_order_reachin
     # falls short: the linearisation, not the Monte Carlo error, leaves it undetermined.
     psi = -np.full(6, 0.1)
     mcse = np.full(6, 0.001)
-
-    def shrunk(units):
-        k = len(units)
-        return np.stack([np.full(k, 0.8), np.full(k, 0.1), np.zeros(k)])
-
+    shrunk = _constant_model(0.8, 0.1)
     chosen = np.arange(4)
     plain = linear_answer(psi, mcse, 1, 0.35, 4, chosen, 4000)
     assert plain.answer == "reached" and plain.change == pytest.approx(0.4)
@@ -572,3 +561,14 @@ def test_the_draws_that_settle_a_size_are_the_first_factor_whose_shrunk_replicat
     first = next(f for f in 1.25 ** np.arange(1, 63) if settled(f))
     assert draws_to_settle_size(point, paths, 0.555, 4000) == np.ceil(4000 * first)
     assert first == {0.27: 1.25, 0.31: 1.25**3}[down]
+
+
+def _constant_model(ratio: float, share: float = 0.0):
+    """A second-order model (``nonlinearity``) that puts every prefix's change at ``ratio``
+    times its first order, the band widened by ``share`` of it beyond, no near end."""
+
+    def factors(units):
+        k = len(units)
+        return np.stack([np.full(k, ratio), np.full(k, share), np.zeros(k)])
+
+    return factors
