@@ -259,3 +259,44 @@ def test_each_unit_s_k_hat_is_that_of_its_own_removal():
         want = np.array([float(array_stats.psislw(flat[:, u], r_eff=1.0)[1]) for u in range(3)])
     np.testing.assert_allclose(got, want, atol=0.05)
     assert got[2] > 1.0 > got[1]
+
+
+def test_one_chain_s_split_check_chooses_on_its_first_half_and_estimates_on_its_second():
+    # One chain: the set is chosen on the first half of its draws (the k_max = 4 units of
+    # largest Cov(mu, l_n) there, to lower the mean) and its first-order change of the
+    # mean, -sum_n Cov(mu, l_n) (divisor S - 1), estimated on each half; the interval is
+    # the second half's estimate +- 1.96 of its error. With fewer than 4 draws in a half
+    # there is no check, and the answer is still given.
+    import warnings
+
+    import bayesij
+
+    rng = np.random.default_rng(0)
+    y = rng.standard_t(3, size=40) + 1
+    mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(1, 400, 1))
+    log_lik = -0.5 * (y - mu) ** 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one chain: no R-hat
+        check = bayesij.amip(
+            bayesij.from_arrays(mu, log_lik, quantity_names=["mu"]), "mu", "sign", method="linear"
+        ).monte_carlo
+        few = bayesij.amip(
+            bayesij.from_arrays(mu[:, :6], log_lik[:, :6], quantity_names=["mu"]), "mu", "sign"
+        )
+
+    def covariances(draws):
+        f, lik = mu[0, draws, 0], log_lik[0, draws]
+        return (f - f.mean()) @ (lik - lik.mean(axis=0)) / (f.size - 1)
+
+    first, second = covariances(slice(0, 200)), covariances(slice(200, 400))
+    chosen = np.argsort(-first)[:4]
+    assert check["how"] == "selected on the first half of the draws, estimated on the second"
+    assert check["n_drop"] == 4
+    assert check["naive"] == pytest.approx(-first[chosen].sum(), rel=1e-10)
+    assert check["split"] == pytest.approx(-second[chosen].sum(), rel=1e-10)
+    low, high = check["interval"]
+    assert (low + high) / 2 == pytest.approx(check["split"], rel=1e-10)
+    assert (high - low) / 2 == pytest.approx(1.96 * check["mcse"], rel=1e-3)
+    assert few.monte_carlo == {}
+    # exactly, the posterior mean without the 4 largest observations is still positive
+    assert np.sort(y)[:-4].mean() > 0 and few.answer != "reached"

@@ -896,3 +896,58 @@ def test_a_worked_out_removal_holds_between_grid_sizes_only_where_both_ends_hold
     ok, at = np.array([True, False, True, True]), np.arange(4)
     np.testing.assert_array_equal(_exact_at(ok, at, alone=False), [True, False, False, True])
     np.testing.assert_array_equal(_exact_at(ok, at, alone=True), ok)
+
+
+def test_a_set_whose_first_unit_was_not_read_has_the_first_order_and_an_open_band():
+    # Past the store's reach no second order is known: ratio 1 (the first order), the band
+    # unbounded beyond it, no near end; from the first unit on when it is not held.
+    beta, log_lik, _ = _normal_model(draws=4000)
+    columns = {u: log_lik[:, u] for u in range(10)}
+    ratios = SetCurvature(curvature_of(beta[None], 1), 0, 1.96, columns=columns)(
+        np.array([20, 0, 1])
+    )
+    np.testing.assert_array_equal(ratios, [[1.0] * 3, [np.inf] * 3, [0.0] * 3])
+
+
+def test_a_set_s_summed_rows_need_every_unit_read_or_a_matrix_to_read_it_from():
+    # With columns alone a unit not held leaves the sum unknown (None); with the matrix it
+    # is read from there: the centred rows' sum either way where every unit is known.
+    rng = np.random.default_rng(4)
+    matrix = rng.normal(size=(500, 8))
+    matrix[7, 5] = -np.inf  # unit 5 impossible at one draw: 0 in a sum, None if finite
+    centred = np.where(np.isfinite(matrix), matrix, 0.0)
+    centred = centred - centred.mean(axis=0)
+    columns = CentredColumns(500, columns={u: matrix[:, u] for u in (0, 2, 3)})
+    np.testing.assert_allclose(columns.set_sum(np.array([3, 0])), centred[:, [3, 0]].sum(axis=1))
+    assert columns.set_sum(np.array([0, 4])) is None
+    read = CentredColumns(500, matrix=matrix, units=[0, 2, 3])
+    total = read.set_sum(np.array([0, 4, 5]))
+    # the held rows are centred, the rest summed as read: equal up to a constant per draw
+    expected = centred[:, [0]].sum(axis=1) + np.where(
+        np.isfinite(matrix[:, [4, 5]]), matrix[:, [4, 5]], 0
+    ).sum(axis=1)
+    np.testing.assert_allclose(total, expected, rtol=1e-12, atol=1e-12)
+    assert read.set_sum(np.array([0, 5]), finite=True) is None
+    assert read.set_sum(np.array([0, 4]), finite=True) is not None
+
+
+def test_held_units_influence_errors_are_refused_for_weights_that_are_not_finite():
+    # The errors from rows read in place need finite weights (an impossible draw's weight
+    # is not): None, and the caller computes them from the columns.
+    rng = np.random.default_rng(5)
+    matrix = rng.normal(size=(400, 6))
+    store = CentredColumns(400, matrix=matrix, units=[1, 2])
+    weights = np.full(400, 1 / 400)
+    weighted = rng.normal(size=400)
+    errors, held = store.influence_mcse(np.array([1, 4, 2]), weights, weighted)
+    assert held.tolist() == [True, False, True] and np.isnan(errors[1])
+    # sqrt(sum_s w_s^2 (a_s c_su - phi_u)^2): c the column less its weighted mean,
+    # a = weighted / w, phi_u = sum_s weighted_s c_su
+    centred = matrix[:, [1, 2]] - weights @ matrix[:, [1, 2]]
+    phi = weighted @ centred
+    a = weighted / weights
+    expected = np.sqrt((weights[:, None] ** 2 * (a[:, None] * centred - phi) ** 2).sum(axis=0))
+    np.testing.assert_allclose(errors[[0, 2]], expected, rtol=1e-10)
+    weights[3] = np.inf
+    assert store.influence_mcse(np.array([1, 2]), weights, weighted) is None
+    assert store.influence_mcse(np.array([1, 2]), np.full(400, 1 / 400), weighted * np.nan) is None

@@ -572,3 +572,63 @@ def _constant_model(ratio: float, share: float = 0.0):
         return np.stack([np.full(k, ratio), np.full(k, share), np.zeros(k)])
 
     return factors
+
+
+def _chunk_inputs(n_blocks: int = 12, n_units: int = 40, replicates: int = 30):
+    """Block sums of influences (B, U) and of a mean's and a variance's influences
+    (B, 2, U), blocks of 25 draws in 3 chains, and block-bootstrap counts (R, B)."""
+    from bayesij.array.amip_noise import block_bootstrap_counts
+
+    rng = np.random.default_rng(3)
+    sums, moment_sums = (
+        rng.normal(size=(n_blocks, n_units)),
+        rng.normal(size=(n_blocks, 2, n_units)),
+    )
+    sizes, chains = np.full(n_blocks, 25.0), np.repeat(np.arange(3), n_blocks // 3)
+    counts = block_bootstrap_counts(sizes, chains, replicates, np.random.default_rng(1))
+    return sums, moment_sums, sizes, chains, counts
+
+
+def test_a_chunk_s_gains_stay_the_bootstrap_s_when_its_oldest_set_is_let_go():
+    # A chunk keeps the block sums of the two sets last asked for: a third lets the oldest
+    # go, and asking for it again takes them anew. Every answer is the block bootstrap's
+    # -direction psi* (direction -1 here).
+    from bayesij.array.amip_noise import _replicate_gains
+
+    sums, _, sizes, chains, counts = _chunk_inputs()
+    expected = (counts @ sums) / (counts @ sizes)[:, None]
+    chunk = _replicate_gains(None, None, -1, None, (sums, sizes, chains), counts)(slice(4, 20))
+    for units in ([1, 2], [5], [9, 0, 3], [1, 2], [5]):
+        units = np.array(units)
+        np.testing.assert_allclose(chunk.columns(units), expected[4:20][:, units], rtol=1e-12)
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+def test_a_mean_s_replicate_paths_are_its_bootstrap_influences_summed_along_the_set(direction):
+    # For a mean (change_from returns d_mean) each replicate's gain after the first j units
+    # of a set is -direction times the sum of their bootstrap mean influences psi*; an
+    # empty set has no columns; three sets in turn (the oldest's block sums let go) and
+    # the first again give the same.
+    from bayesij.array.amip_noise import Moments, _moment_paths
+
+    _, moment_sums, sizes, chains, counts = _chunk_inputs()
+    moments = Moments(np.zeros((2, 40)), moment_sums, lambda d_mean, d_var: d_mean)
+    along = _moment_paths(moments, direction, (None, sizes, chains), counts)
+    psi_mean = (counts @ moment_sums[:, 0, :]) / (counts @ sizes)[:, None]
+    rows = slice(3, 17)
+    assert along(rows, np.zeros(0, dtype=int)).shape == (14, 0)
+    for units in ([6, 1, 30], [2], [39, 0], [6, 1, 30]):
+        units = np.array(units)
+        expected = -direction * np.cumsum(psi_mean[rows][:, units], axis=1)
+        np.testing.assert_allclose(along(rows, units), expected, rtol=1e-12)
+
+
+def test_a_size_no_grid_point_settles_needs_infinitely_many_draws():
+    # Replicates whose paths never reach the need along the ranking, however far their
+    # deviations shrink (the point estimate falls short): no number of draws settles it.
+    from bayesij.array.amip_noise import draws_to_settle_size
+
+    k = np.arange(1, 101)
+    point = 0.001 * k  # at most 0.1, the need is 1
+    paths = point + np.random.default_rng(2).normal(scale=0.01, size=(200, 1)) * k
+    assert draws_to_settle_size(point, paths, 1.0, 4000) == np.inf

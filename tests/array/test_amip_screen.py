@@ -230,3 +230,34 @@ def test_a_unit_s_second_order_terms_from_the_screen_s_coefficients():
     incomplete = InfluenceScreen(flat, nearly, [2000])
     assert not incomplete.complete
     assert not CentredColumns(2000, matrix=flat, units=np.arange(300)).screened_by(incomplete)
+
+
+def test_numpy_s_partition_picks_the_candidates_the_compiled_screen_picks():
+    # Where a bound is NaN the candidates come from NumPy's partition of the lower bounds:
+    # on bounds that are all numbers it must pick what the compiled kernel picks (every
+    # unit outside the excluded whose upper bound reaches the m-th largest lower bound,
+    # and 0).
+    from bayesij.array.kernels.screen import screened_candidates
+
+    params, log_lik = _regression()
+    flat = log_lik.reshape(2000, -1)
+    screen = InfluenceScreen(flat, screen_design(params), (2000, 1000))
+    rng = np.random.default_rng(4)
+    for n in (2000, 1000):
+        weights = rng.dirichlet(np.full(n, 5.0))
+        f = params.reshape(2000, 3)[:n, 1]
+        [influence] = screen.products(n, (weights * (f - weights @ f))[:, None])
+        excluded = np.zeros(flat.shape[1], dtype=bool)
+        excluded[[3, 50, 120]] = True
+        for direction in (1, -1):
+            for m in (1, 5, 40, 400):
+                kernel = screened_candidates(
+                    influence.approximate,
+                    screen.slack[n],
+                    influence.scale,
+                    excluded,
+                    direction,
+                    m,
+                )
+                partitioned = influence._partitioned(direction, m, excluded)
+                np.testing.assert_array_equal(np.sort(partitioned), np.sort(kernel))
