@@ -300,3 +300,20 @@ def test_one_chain_s_split_check_chooses_on_its_first_half_and_estimates_on_its_
     assert few.monte_carlo == {}
     # exactly, the posterior mean without the 4 largest observations is still positive
     assert np.sort(y)[:-4].mean() > 0 and few.answer != "reached"
+
+
+@pytest.mark.parametrize("chain_shape", [(4, 250), (2, 5)])
+def test_a_set_impossible_at_every_draw_has_no_weights_and_infinite_k_hat(chain_shape):
+    # Without the set the posterior is the full one divided by the set's likelihood where
+    # the set is possible: a draw where it is not gets weight 0, and with none left the
+    # weights are NaN and k-hat infinite (compiled chains and short ones alike).
+    n_draws = chain_shape[0] * chain_shape[1]
+    weights, k_hat = amip.set_weights(np.full(n_draws, -np.inf), chain_shape)
+    assert np.isnan(weights).all() and k_hat == np.inf
+    set_lik = np.random.default_rng(0).normal(size=n_draws)
+    set_lik[3] = -np.inf
+    weights, _ = amip.set_weights(set_lik, chain_shape)
+    assert weights[3] == 0 and weights.sum() == pytest.approx(1.0, rel=1e-12)
+    if chain_shape == (2, 5):  # too short to smooth: the plain ratios exp(-set_lik)
+        ratios = np.where(np.isinf(set_lik), 0.0, np.exp(-set_lik))
+        np.testing.assert_allclose(weights, ratios / ratios.sum(), rtol=1e-12)

@@ -632,3 +632,15 @@ def test_a_size_no_grid_point_settles_needs_infinitely_many_draws():
     point = 0.001 * k  # at most 0.1, the need is 1
     paths = point + np.random.default_rng(2).normal(scale=0.01, size=(200, 1)) * k
     assert draws_to_settle_size(point, paths, 1.0, 4000) == np.inf
+
+
+def test_the_shared_bootstrap_counts_are_drawn_once_and_read_only():
+    # Every question of an audit reuses one draw of the block counts: the same array,
+    # which no caller may change in place.
+    from bayesij.array.amip_noise import bootstrap_counts
+
+    sizes, chains = np.full(8, 50), np.repeat(np.arange(2), 4)
+    counts = bootstrap_counts(sizes, chains, replicates=20)
+    assert bootstrap_counts(sizes.copy(), chains.copy(), replicates=20) is counts
+    with pytest.raises(ValueError, match="read-only"):
+        counts[0, 0] = 3
