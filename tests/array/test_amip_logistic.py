@@ -73,6 +73,10 @@ def test_other_log_likelihoods_are_not_taken_for_a_logistic_ones(wells):
     assert recover_logistic(theta, normal) is None
     poisson = 2 * theta[:, :1] - np.exp(theta[:, :1]) - np.log(2.0) + 0 * y
     assert recover_logistic(theta, np.minimum(poisson, -1e-3)) is None
+    # draws that do not vary: no direction to recover the logits in
+    constant = np.ones_like(theta)
+    assert recover_logistic(constant, wells[3]) is None
+    assert not logits_affine(constant, wells[3])
     # a parameter no observation's logit moves (a hierarchy's scale, whose prior on the
     # others is not a fixed normal one), or a nonlinear function of the coefficients
     scale = np.column_stack([theta, rng.gamma(4.0, size=theta.shape[0])])

@@ -59,6 +59,10 @@ def test_other_log_likelihoods_are_not_taken_for_a_normal_regression_s(kidiq):
     doubled = theta.copy()
     doubled[:, -1] *= 2
     assert recover_normal(doubled, log_lik, scales) is None
+    # a quantity marked as the scale that is not positive at every draw is no sd
+    negative = theta.copy()
+    negative[5, -1] = -negative[5, -1]
+    assert recover_normal(negative, log_lik, scales) is None
     # a parameter no observation moves (a hierarchy's scale): its prior is not fixed
     rng = np.random.default_rng(0)
     extra = np.column_stack([theta, rng.gamma(4.0, size=theta.shape[0])])
