@@ -951,3 +951,54 @@ def test_held_units_influence_errors_are_refused_for_weights_that_are_not_finite
     weights[3] = np.inf
     assert store.influence_mcse(np.array([1, 2]), weights, weighted) is None
     assert store.influence_mcse(np.array([1, 2]), np.full(400, 1 / 400), weighted * np.nan) is None
+
+
+def test_an_interval_end_s_first_order_moves_the_sd_by_the_dropped_precision():
+    # A normal likelihood of known sd 1 (flat prior): dropping the set D takes X_D'X_D from
+    # the posterior precision, so to first order the mean moves by -Sigma X_D' r_D (r_D the
+    # residuals at the posterior mean) and the variance grows by (Sigma X_D'X_D Sigma)_ee:
+    # the first order of mean +- z sd adds +-z (sqrt(Sigma_ee + that) - sqrt(Sigma_ee)).
+    beta, log_lik, exact = _normal_model()
+    rng = np.random.default_rng(0)  # _normal_model's design and data, drawn alike
+    X = np.column_stack([np.ones(60), rng.normal(size=60)])
+    X[:5, 1] = [3.0, 3.2, 2.8, 3.1, 2.9]
+    y = X @ [0.5, 0.3] + rng.normal(size=60)
+    y[:5] += 2.0
+    mean, cov = exact(np.ones(60))
+    curvature = curvature_of(beta[None], 1)
+    order = np.arange(5)
+    sd = np.sqrt(cov[1, 1])
+    for sign in (-1, 1):
+        changes = curvature.changes(log_lik[:, order], sign, 1.96)
+        for k in (1, 3, 5):
+            dropped = X[order[:k]]
+            d_mean = -(cov @ dropped.T @ (y[order[:k]] - dropped @ mean))[1]
+            d_var = (cov @ dropped.T @ dropped @ cov)[1, 1]
+            truth = d_mean + sign * 1.96 * (np.sqrt(sd**2 + d_var) - sd)
+            assert changes.first[k - 1] == pytest.approx(truth, rel=0.03), (sign, k)
+
+
+def test_a_variance_s_elasticity_is_its_least_squares_slope_where_measured_well_enough():
+    # A parameter e = +-exp(kappa l / 2) with l the log-scale: its square grows as exp(kappa
+    # l), elasticity kappa = 2. The least-squares slope of e^2 on l over the mean of e^2 is
+    # used where its standard error (residual variance over sum l^2, the same divisor)
+    # is at most ELASTICITY_ERROR: with 40 draws of a sign times the scale's power it is
+    # small; with a normal multiplier (e^2 = z^2 exp(kappa l)) the same draws leave it
+    # open (0).
+    from bayesij.array.amip_curvature import ELASTICITY_ERROR, _elasticity
+
+    rng = np.random.default_rng(0)
+    log_scale = rng.normal(0, 0.1, 40)
+    for multiplier, kept in ((rng.choice([-1.0, 1.0], 40), True), (rng.normal(size=40), False)):
+        d = np.column_stack([multiplier * np.exp(log_scale), log_scale])
+        d = d - d.mean(axis=0)
+        squares, logs = d[:, 0] ** 2, d[:, 1]
+        slope = logs @ (squares - squares.mean()) / (logs @ logs)
+        residual = squares - squares.mean() - slope * logs
+        error = np.sqrt(residual.var() / (logs @ logs)) / squares.mean()
+        assert (error <= ELASTICITY_ERROR) == kept
+        expected = slope / squares.mean() if kept else 0.0
+        assert not kept or expected == pytest.approx(2.0, abs=0.15)
+        got = _elasticity(d, np.array([False, True]))
+        assert got[0, 1] == pytest.approx(expected, rel=1e-10)
+        assert got[0, 0] == 0.0 and got[1, 0] == 0.0  # a non-scale's column: none
