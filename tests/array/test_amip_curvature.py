@@ -1002,3 +1002,33 @@ def test_a_variance_s_elasticity_is_its_least_squares_slope_where_measured_well_
         got = _elasticity(d, np.array([False, True]))
         assert got[0, 1] == pytest.approx(expected, rel=1e-10)
         assert got[0, 0] == 0.0 and got[1, 0] == 0.0  # a non-scale's column: none
+
+
+def test_a_normal_set_holding_most_of_a_coefficient_s_precision_is_not_worked_out():
+    # An indicator set on 6 of 60 observations: its coefficient's precision (given sigma)
+    # is those 6 observations'. Dropping 3 of them leaves half (worked out: the sd's ratio
+    # is the exact refit's, sqrt((X'X)^-1 after over before), sigma^2 held, to 3 %); 5 leave a
+    # sixth, past BREAKDOWN, and all 6 leave none (the refit has no finite sd): neither is
+    # worked out. A set of other observations is.
+    from bayesij import refit
+    from bayesij.array.amip_curvature import _normal_drop, _normal_form
+
+    rng = np.random.default_rng(2)
+    X = np.column_stack([np.ones(60), np.zeros(60), rng.normal(size=60)])
+    X[:6, 1] = 1.0
+    y = X @ [1.0, 0.5, 0.3] + rng.normal(size=60)
+    post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=3).fit(np.ones(60))
+    theta = post.quantities.values.reshape(-1, 4)
+    flat = post.log_lik.values.reshape(-1, 60)
+    u = theta[:, :-1] - theta[:, :-1].mean(axis=0)
+    t = np.log(theta[:, -1]) - np.log(theta[:, -1]).mean()
+    sets = [np.arange(3), np.arange(5), np.arange(6), np.arange(6, 12)]
+    sums = np.stack([flat[:, s].sum(axis=1) - flat[:, s].sum(axis=1).mean() for s in sets])
+    assert 1 / 6 < 1 - BREAKDOWN < 1 / 2
+    scaled, ok, unmoved = _normal_drop(_normal_form(u, t), sums, 1)
+    np.testing.assert_array_equal(ok, [True, False, False, True])
+    before = np.linalg.inv(X.T @ X)[1, 1]
+    for at, dropped in ((0, sets[0]), (3, sets[3])):
+        after = np.linalg.inv(np.delete(X, dropped, axis=0).T @ np.delete(X, dropped, axis=0))
+        exact = np.sqrt(after[1, 1] / before)
+        assert unmoved[at] / scaled[0] == pytest.approx(exact, rel=0.03)  # 4000 draws
