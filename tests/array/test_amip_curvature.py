@@ -1032,3 +1032,23 @@ def test_a_normal_set_holding_most_of_a_coefficient_s_precision_is_not_worked_ou
         after = np.linalg.inv(np.delete(X, dropped, axis=0).T @ np.delete(X, dropped, axis=0))
         exact = np.sqrt(after[1, 1] / before)
         assert unmoved[at] / scaled[0] == pytest.approx(exact, rel=0.03)  # 4000 draws
+
+
+def test_a_quantity_marked_as_a_scale_but_not_positive_is_modelled_as_any_other():
+    # A scale is modelled by its logarithm and held in the others' Newton step; a quantity
+    # marked as one that is not positive at every draw (here at one draw of 4000) has no
+    # logarithm: its model is that of an unmarked quantity, where a positive one's is not.
+    rng = np.random.default_rng(0)
+    mean, scale = rng.normal(1, 0.1, 4000), np.exp(rng.normal(0, 0.1, 4000))
+    y = rng.normal(size=30)
+    log_lik = -0.5 * ((y - mean[:, None]) / scale[:, None]) ** 2 - np.log(scale)[:, None]
+    negative = scale.copy()
+    negative[7] = -0.01
+    for sd, alike in ((negative, True), (scale, False)):
+        draws = np.column_stack([mean, sd])[None]
+        marked = curvatures_of(draws, [0], np.array([False, True]))[0]
+        plain = curvatures_of(draws, [0], np.array([False, False]))[0]
+        same = np.allclose(
+            marked.ratios(log_lik[:, :5], 0, 1.96), plain.ratios(log_lik[:, :5], 0, 1.96)
+        )
+        assert same == alike
