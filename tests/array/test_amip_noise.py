@@ -535,14 +535,13 @@ def test_independent_errors_give_the_change_plus_minus_z_times_the_set_s_error(d
     assert answer.change_interval == pytest.approx((change - half, change + half), rel=1e-12)
 
 
-@pytest.mark.parametrize("down", [0.27, 0.31])
-def test_the_draws_that_settle_a_size_are_the_first_factor_whose_shrunk_replicates_do(down):
-    # The point estimate gains 0.1 a unit; 120 replicates lie 0.37 above it, 80 lie
-    # ``down`` below. Shrinking the deviations by sqrt(f) on the grid 1.25^k, the sure set
-    # (the 2.5 % quantile of the shrunk gains reaching 0.555) must be at most twice the
-    # size interval's low end (each replicate's first prefix reaching it, 2.5 % quantile)
-    # plus 2: the first factor where that holds, found by walking the whole grid (1.25,
-    # the grid's first, and 1.25^3).
+def _first_settling_factor(down: float) -> tuple[float, float]:
+    """The point estimate gains 0.1 a unit; 120 replicates lie 0.37 above it, 80 lie
+    ``down`` below. Shrinking the deviations by sqrt(f) on the grid 1.25^k, the sure set
+    (the 2.5 % quantile of the shrunk gains reaching 0.555) must be at most twice the
+    size interval's low end (each replicate's first prefix reaching it, 2.5 % quantile)
+    plus 2: the first factor where that holds, found by walking the whole grid, and
+    :func:`draws_to_settle_size`'s draws for 4000 now."""
     from bayesij.array.amip_noise import draws_to_settle_size, size_settled
 
     point = 0.1 * np.arange(1, 11)
@@ -559,8 +558,26 @@ def test_the_draws_that_settle_a_size_are_the_first_factor_whose_shrunk_replicat
 
     assert not settled(1.0)
     first = next(f for f in 1.25 ** np.arange(1, 63) if settled(f))
-    assert draws_to_settle_size(point, paths, 0.555, 4000) == np.ceil(4000 * first)
+    return first, draws_to_settle_size(point, paths, 0.555, 4000)
+
+
+@pytest.mark.parametrize("down", [0.27, 0.31])
+def test_the_draws_that_settle_a_size_are_the_first_factor_whose_shrunk_replicates_do(down):
+    # The grid's first factor (1.25) and its third.
+    first, draws = _first_settling_factor(down)
+    assert draws == np.ceil(4000 * first)
     assert first == {0.27: 1.25, 0.31: 1.25**3}[down]
+
+
+def test_the_draws_that_settle_a_size_are_found_wherever_on_the_grid_they_lie():
+    # The bisection over the grid finds the first settling factor at every position from
+    # the 1st to the 18th (a search that stopped one step early returned a later one).
+    positions = set()
+    for down in np.arange(0.27, 3.0, 0.1):
+        first, draws = _first_settling_factor(down)
+        assert draws == np.ceil(4000 * first), down
+        positions.add(round(np.log(first) / np.log(1.25)))
+    assert positions >= {1, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
 
 
 def _constant_model(ratio: float, share: float = 0.0):
