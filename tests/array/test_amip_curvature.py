@@ -1036,15 +1036,16 @@ def test_a_normal_set_holding_most_of_a_coefficient_s_precision_is_not_worked_ou
 
 def test_a_quantity_marked_as_a_scale_but_not_positive_is_modelled_as_any_other():
     # A scale is modelled by its logarithm and held in the others' Newton step; a quantity
-    # marked as one that is not positive at every draw (here at one draw of 4000) has no
-    # logarithm: its model is that of an unmarked quantity, where a positive one's is not.
+    # marked as one that is not positive at every draw (here at one draw of 4000: below
+    # 0, or 0) has no logarithm: its model is that of an unmarked quantity, where a
+    # positive one's is not.
     rng = np.random.default_rng(0)
     mean, scale = rng.normal(1, 0.1, 4000), np.exp(rng.normal(0, 0.1, 4000))
     y = rng.normal(size=30)
     log_lik = -0.5 * ((y - mean[:, None]) / scale[:, None]) ** 2 - np.log(scale)[:, None]
-    negative = scale.copy()
-    negative[7] = -0.01
-    for sd, alike in ((negative, True), (scale, False)):
+    negative, zero = scale.copy(), scale.copy()
+    negative[7], zero[11] = -0.01, 0.0
+    for sd, alike in ((negative, True), (zero, True), (scale, False)):
         draws = np.column_stack([mean, sd])[None]
         marked = curvatures_of(draws, [0], np.array([False, True]))[0]
         plain = curvatures_of(draws, [0], np.array([False, False]))[0]
@@ -1052,3 +1053,19 @@ def test_a_quantity_marked_as_a_scale_but_not_positive_is_modelled_as_any_other(
             marked.ratios(log_lik[:, :5], 0, 1.96), plain.ratios(log_lik[:, :5], 0, 1.96)
         )
         assert same == alike
+
+
+def test_only_a_scale_positive_at_every_draw_is_taken_by_its_logarithm():
+    # on_model_scale logs a marked scale beside other parameters where every draw is above
+    # 0; one draw at 0 (or below) leaves it as it is, and so does a scale alone.
+    from bayesij.array.amip_curvature import on_model_scale
+
+    theta = np.column_stack([np.linspace(-1, 1, 50), np.linspace(0.5, 2, 50)])
+    scales = np.array([False, True])
+    np.testing.assert_array_equal(on_model_scale(theta, scales)[:, 1], np.log(theta[:, 1]))
+    np.testing.assert_array_equal(on_model_scale(theta, scales)[:, 0], theta[:, 0])
+    for bad in (0.0, -0.1):
+        held = theta.copy()
+        held[3, 1] = bad
+        np.testing.assert_array_equal(on_model_scale(held, scales), held)
+    np.testing.assert_array_equal(on_model_scale(theta[:, 1:], scales[1:]), theta[:, 1:])

@@ -661,3 +661,18 @@ def test_the_shared_bootstrap_counts_are_drawn_once_and_read_only():
     assert bootstrap_counts(sizes.copy(), chains.copy(), replicates=20) is counts
     with pytest.raises(ValueError, match="read-only"):
         counts[0, 0] = 3
+
+
+@pytest.mark.parametrize("replicates", [1, 7, 2000, 2001])
+@pytest.mark.parametrize("n_units", [1, 300, 10**6])
+def test_replicates_are_read_in_chunks_that_cover_each_once(replicates, n_units):
+    # Chunks of replicates of about CHUNK_BYTES / 128 values (units x replicates), in
+    # order, each replicate in one chunk and none past the last.
+    from bayesij.array.amip_noise import CHUNK_BYTES, _replicate_chunks
+
+    chunks = _replicate_chunks(replicates, n_units)
+    covered = np.concatenate([np.arange(replicates)[chunk] for chunk in chunks])
+    np.testing.assert_array_equal(covered, np.arange(replicates))
+    assert all(chunk.stop <= replicates for chunk in chunks)
+    size = max(1, CHUNK_BYTES // (128 * n_units))
+    assert all(chunk.stop - chunk.start <= size for chunk in chunks)
