@@ -1069,3 +1069,16 @@ def test_only_a_scale_positive_at_every_draw_is_taken_by_its_logarithm():
         held[3, 1] = bad
         np.testing.assert_array_equal(on_model_scale(held, scales), held)
     np.testing.assert_array_equal(on_model_scale(theta[:, 1:], scales[1:]), theta[:, 1:])
+
+
+def test_the_pseudo_inverse_of_columns_of_very_different_scales_is_numpy_s():
+    # Columns scaled to unit length before the Gram matrix is inverted: a design whose
+    # columns differ by 10^10 in size keeps every column (unscaled, the smallest falls
+    # below the cut-off and its row of the pseudo-inverse is lost), each row NumPy's to
+    # 1e-10 of its largest entry.
+    from bayesij.array.amip_curvature import _pseudo_inverse
+
+    design = np.random.default_rng(6).normal(size=(4000, 3)) * [1e-5, 1.0, 1e5]
+    got, expected = _pseudo_inverse(design), np.linalg.pinv(design)
+    largest = np.abs(expected).max(axis=1, keepdims=True)
+    assert (np.abs(got - expected) / largest).max() < 1e-10
