@@ -267,22 +267,18 @@ def test_one_chain_s_split_check_chooses_on_its_first_half_and_estimates_on_its_
     # mean, -sum_n Cov(mu, l_n) (divisor S - 1), estimated on each half; the interval is
     # the second half's estimate +- 1.96 of its error. With fewer than 4 draws in a half
     # there is no check, and the answer is still given.
-    import warnings
-
     import bayesij
 
     rng = np.random.default_rng(0)
     y = rng.standard_t(3, size=40) + 1
     mu = rng.normal(y.mean(), 1 / np.sqrt(40), size=(1, 400, 1))
     log_lik = -0.5 * (y - mu) ** 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # one chain: no R-hat
-        check = bayesij.amip(
-            bayesij.from_arrays(mu, log_lik, quantity_names=["mu"]), "mu", "sign", method="linear"
-        ).monte_carlo
-        few = bayesij.amip(
-            bayesij.from_arrays(mu[:, :6], log_lik[:, :6], quantity_names=["mu"]), "mu", "sign"
-        )
+    check = bayesij.amip(
+        bayesij.from_arrays(mu, log_lik, quantity_names=["mu"]), "mu", "sign", method="linear"
+    ).monte_carlo
+    few = bayesij.amip(
+        bayesij.from_arrays(mu[:, :6], log_lik[:, :6], quantity_names=["mu"]), "mu", "sign"
+    )
 
     def covariances(draws):
         f, lik = mu[0, draws, 0], log_lik[0, draws]
