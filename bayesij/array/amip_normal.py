@@ -323,15 +323,25 @@ def _residuals(u: np.ndarray, sigma: np.ndarray, pieces) -> tuple | None:
     if 2 * design.shape[1] > design.shape[0]:
         return None  # too many parameters for the draws to tell a quadratic apart
     solve = np.linalg.pinv(design)
-    parts = fitted_by_tiles(pieces, partial(_rank_one, u, sigma, solve=solve, upper=upper))
+    affine = np.linalg.pinv(design[:, : 1 + r])
+    parts = fitted_by_tiles(
+        pieces, partial(_rank_one, u, sigma, solve=solve, upper=upper, affine=affine)
+    )
     if not parts:
         return None
     return np.concatenate([c for c, _ in parts]), np.concatenate([v for _, v in parts], axis=1)
 
 
-def _rank_one(u, sigma, values, *, solve, upper) -> tuple | None:
+def _rank_one(u, sigma, values, *, solve, upper, affine) -> tuple | None:
     """The residuals' offsets (n,) and slopes (R, n) of a block of observations' values
-    (K, n) at the draws ``u`` (K, R), or None (:func:`_residuals`)."""
+    (K, n) at the draws ``u`` (K, R), or None (:func:`_residuals`).
+
+    The rank-one factor is read off the quadratic's pivot column; where the residual keeps
+    one sign at every draw (an outlier: ``|c|`` far above ``|u'v|``) it is then fitted
+    again as the signed root of ``q``, affine in ``u`` (``affine``: the pseudo-inverse of
+    ``[1, u]``), since the pivot's ``c = v'b / 2v'v`` carries the small quadratic's
+    relative round-off into ``c^2``: on a residual of 30 sds that was 10^-7 of ``q``'s
+    spread, and the observation failed :data:`RECOVERED` under another BLAS."""
     r = u.shape[1]
     if not np.all(np.isfinite(values)):
         return None
@@ -346,12 +356,28 @@ def _rank_one(u, sigma, values, *, solve, upper) -> tuple | None:
         return None
     v = quad[np.arange(top.size), :, top] / np.sqrt(pivot)[:, None]  # (n, R)
     c = np.einsum("ni,in->n", v, coef[1 : 1 + r]) / (2 * np.einsum("ni,ni->n", v, v))
+    c, v = _signed_root(u, q, c, v, affine)
     fitted = (c[None, :] + u @ v.T) ** 2
     spread = q - q.mean(axis=0)
     left = np.einsum("kn,kn->n", q - fitted, q - fitted)
     if np.any(left > RECOVERED * np.einsum("kn,kn->n", spread, spread)):
         return None
     return c, v.T
+
+
+def _signed_root(u, q, c, v, affine) -> tuple:
+    """``c`` (n,) and ``v`` (n, R) fitted again as ``sign(s) sqrt(q) = c + u'v`` (q: (K, n)
+    at the draws ``u`` (K, R)) for each observation whose residual ``s = c + u'v`` keeps
+    one sign at every draw; the others' as given (:func:`_rank_one`)."""
+    residual = c[None, :] + u @ v.T
+    one_sign = np.all(residual > 0, axis=0) | np.all(residual < 0, axis=0)
+    if not one_sign.any():
+        return c, v
+    root = np.sign(residual[:, one_sign]) * np.sqrt(np.maximum(q[:, one_sign], 0.0))
+    fitted = affine @ root  # (1 + R, m)
+    c, v = c.copy(), v.copy()
+    c[one_sign], v[one_sign] = fitted[0], fitted[1:].T
+    return c, v
 
 
 def _kept_stats(model: NormalModel, dropped) -> _Stats:

@@ -47,6 +47,27 @@ def test_each_residual_is_recovered_exactly(kidiq):
     np.testing.assert_allclose(residual * signs, exact, rtol=1e-8, atol=1e-8)
 
 
+@pytest.mark.parametrize("far", [30.0, 300.0, 3000.0])
+def test_an_outlier_s_residual_is_recovered_exactly(kidiq, far):
+    # An observation `far` sds off the fit: its q = r^2 varies by a small share of its size,
+    # and the pivot column's c = v'b / 2v'v carried the small quadratic's round-off into
+    # c^2 (10^-7 of q's spread at 30 sds under NumPy 2.5's BLAS: the whole model was refused
+    # as not normal). Its residual, of one sign at every draw, is the root of q, affine in u.
+    X, y, _, _, _ = kidiq
+    y = y.copy()
+    y[:3] += far * np.array([1.0, -1.0, 1.0]) * np.std(y)
+    theta, log_lik = _draws(X, y)
+    model = recover_normal(theta, log_lik, np.array([False] * X.shape[1] + [True]))
+    assert model is not None
+    residual = model.offsets + _whitened(model, theta) @ model.slopes
+    exact = y[None, :] - theta[:, :-1] @ X.T
+    signs = np.sign(np.sum(residual * exact, axis=0))
+    # to round-off of its spread over the draws (the pivot column's: 10^-10 to 10^-9)
+    error = np.abs(residual * signs - exact)[:, :3].max(axis=0)
+    assert np.all(error < 1e-11 * exact[:, :3].std(axis=0))
+    np.testing.assert_allclose(residual * signs, exact, rtol=1e-8, atol=1e-8)
+
+
 def test_other_log_likelihoods_are_not_taken_for_a_normal_regression_s(kidiq):
     X, y, theta, log_lik, _ = kidiq
     scales = np.array([False] * X.shape[1] + [True])
