@@ -677,3 +677,19 @@ def test_replicates_are_read_in_chunks_that_cover_each_once(replicates, n_units)
     assert all(chunk.stop <= replicates for chunk in chunks)
     rows = [chunk.stop - chunk.start for chunk in chunks]
     assert all(r == 1 or 8 * r * n_units <= CHUNK_BYTES / 16 for r in rows)
+
+
+def test_a_replicate_short_on_the_ranking_is_judged_by_its_own_largest_gains():
+    # Three units gain 1.0 each (Monte Carlo SE 0.15), thirty others 0.8 (SE 0.3), k_max 3,
+    # the target 3.6: the ranking's sum reaches it in 1.5 % of the replicates (under the 2.5
+    # % tail: not "reached"), and a replicate whose ranking falls short may still reach with
+    # its own three largest gains (re-selected among the thirty). That keeps the answer open
+    # whichever replicates' rankings reach: re-selecting only when all of them fall short
+    # (a mutant no test noticed) said "not reachable", as the three units alone do.
+    gain = np.concatenate([np.full(3, 1.0), np.full(30, 0.8)])
+    mcse = np.concatenate([np.full(3, 0.15), np.full(30, 0.3)])
+    answer = linear_answer(-gain, mcse, 1, 3.6, 3, None, 4000)
+    assert 0 < answer.share_reached <= 0.025
+    assert answer.answer == "undetermined"
+    alone = linear_answer(-gain[:3], mcse[:3], 1, 3.6, 3, None, 4000)
+    assert alone.answer == "not reachable"
