@@ -394,6 +394,11 @@ def test_a_unit_that_moves_the_metric_more_alone_reaches_before_the_ranking_s_fi
         np.cumsum([[0.3, 0.25]], axis=1), Model().each_alone(np.arange(2)), np.array([0.6]), 2
     )
     assert one[0] == 1.0
+    # a need only the two together meet: their gains summed along the re-selected order
+    two = _reselected_reach(
+        np.cumsum([[0.3, 0.25]], axis=1), Model().each_alone(np.arange(2)), np.array([1.0]), 2
+    )
+    assert two[0] == 2.0
 
 
 def test_a_unit_without_an_influence_or_an_error_counts_as_none():
@@ -475,6 +480,7 @@ def test_no_unit_that_moves_the_metric_reports_an_empty_set_of_no_change():
     answer = linear_answer(np.full(8, -0.1), np.full(8, 0.01), -1, 0.5, 4, None, 4000)
     assert answer.answer == "not reachable"
     assert (answer.chosen_size, answer.change) == (0, 0.0)
+    assert answer.change_interval == (0.0, 0.0)  # an empty set changes nothing
 
 
 def test_the_reported_change_is_the_second_order_one_and_the_first_order_reaching_is_said():
@@ -578,6 +584,21 @@ def test_the_draws_that_settle_a_size_are_found_wherever_on_the_grid_they_lie():
         assert draws == np.ceil(4000 * first), down
         positions.add(round(np.log(first) / np.log(1.25)))
     assert positions >= {1, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
+
+
+def test_the_grid_s_last_factors_settle_and_past_them_none_does():
+    # The grid ends at 1.25^62 (10^6 times the draws): a size settled only there is found
+    # there (a bisection starting one below the top returned 1.25^61), and one that even
+    # the top does not settle needs more draws than the grid holds (inf).
+    from bayesij.array.amip_noise import draws_to_settle_size
+
+    for down, position in ((400.0, 61), (420.0, 62)):
+        first, draws = _first_settling_factor(down)
+        assert round(np.log(first) / np.log(1.25)) == position
+        assert draws == np.ceil(4000 * first)
+    point = 0.1 * np.arange(1, 11)
+    paths = point + np.r_[np.full(120, 0.37), np.full(80, -450.0)][:, None] * np.ones(10)
+    assert draws_to_settle_size(point, paths, 0.555, 4000) == np.inf
 
 
 def _constant_model(ratio: float, share: float = 0.0):
