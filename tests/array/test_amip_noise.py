@@ -714,3 +714,19 @@ def test_a_replicate_short_on_the_ranking_is_judged_by_its_own_largest_gains():
     assert answer.answer == "undetermined"
     alone = linear_answer(-gain[:3], mcse[:3], 1, 3.6, 3, None, 4000)
     assert alone.answer == "not reachable"
+
+
+def test_a_block_sum_that_is_nan_counts_as_zero():
+    # A unit impossible in some block of draws has a NaN block sum there; the replicates
+    # read it as 0 (np.nan_to_num), as the point influence reads a NaN psi, whatever the
+    # other values (a check that let the sums through where any value was finite went
+    # unnoticed: the NaN reached the answer).
+    n_units, psi, (sums, sizes, chains) = _twenty_influential_of_300()
+    args = (psi, np.full(n_units, 0.0005), -1, 0.03, 60, None, 4000)
+    zeroed, broken = sums.copy(), sums.copy()
+    zeroed[3, 0] = zeroed[7, 5] = 0.0
+    broken[3, 0] = broken[7, 5] = np.nan
+    expected = linear_answer(*args, errors=Replicates((zeroed, sizes, chains), seed=2))
+    answer = linear_answer(*args, errors=Replicates((broken, sizes, chains), seed=2))
+    assert answer == expected
+    assert np.isfinite(answer.change_interval).all()
