@@ -481,6 +481,7 @@ def test_no_unit_that_moves_the_metric_reports_an_empty_set_of_no_change():
     assert answer.answer == "not reachable"
     assert (answer.chosen_size, answer.change) == (0, 0.0)
     assert answer.change_interval == (0.0, 0.0)  # an empty set changes nothing
+    assert answer.smaller == 0  # only a search of sets beyond the ranking finds a smaller one
 
 
 def test_the_reported_change_is_the_second_order_one_and_the_first_order_reaching_is_said():
