@@ -367,8 +367,7 @@ def _rank_one(u, sigma, values, *, solve, upper, affine) -> tuple | None:
     total = np.einsum("kn,kn->n", spread, spread)
     left = _left_over(q, c, v, u)
     loose = np.flatnonzero(left > REFINED * total)
-    if loose.size:
-        c, v = c.copy(), v.copy()
+    if loose.size:  # c and v are this tile's own arrays: set in place
         c[loose], v[loose] = _signed_root(u, q[:, loose], c[loose], v[loose], affine)
         left[loose] = _left_over(q[:, loose], c[loose], v[loose], u)
     if np.any(left > RECOVERED * total):
@@ -388,12 +387,11 @@ def _left_over(q: np.ndarray, c: np.ndarray, v: np.ndarray, u: np.ndarray) -> np
 def _signed_root(u, q, c, v, affine) -> tuple:
     """``c`` (m,) and ``v`` (m, R) fitted again as ``sign(s) sqrt(q) = c + u'v`` (q: (K, m)
     at the draws ``u`` (K, R)) where the residual ``s = c + u'v`` keeps one sign at every
-    draw; elsewhere as given (:func:`_rank_one`)."""
+    draw; elsewhere as given (``c`` and ``v`` are set in place: the caller's copies)."""
     residual = c[None, :] + u @ v.T
     one_sign = (residual.min(axis=0) > 0) | (residual.max(axis=0) < 0)
     root = np.copysign(np.sqrt(np.maximum(q[:, one_sign], 0.0)), residual[:, one_sign])
     fitted = affine @ root  # (1 + R, m)
-    c, v = c.copy(), v.copy()
     c[one_sign], v[one_sign] = fitted[0], fitted[1:].T
     return c, v
 

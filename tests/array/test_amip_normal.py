@@ -58,8 +58,17 @@ def test_an_outlier_s_residual_is_recovered_exactly(kidiq, far):
     y = y.copy()
     y[:3] += far * np.array([1.0, -1.0, 1.0]) * np.std(y)
     theta, log_lik = _draws(X, y)
-    model = recover_normal(theta, log_lik, np.array([False] * X.shape[1] + [True]))
+    scales = np.array([False] * X.shape[1] + [True])
+    model = recover_normal(theta, log_lik, scales)
     assert model is not None
+
+    def blocks(rows):  # read as a lazy log-likelihood is: 100 observations at a time
+        return (log_lik[rows, s : s + 100] for s in range(0, log_lik.shape[1], 100))
+
+    lazily = recover_normal(theta, blocks, scales)
+    assert lazily is not None
+    np.testing.assert_allclose(lazily.offsets, model.offsets, rtol=1e-12)
+    np.testing.assert_allclose(lazily.slopes, model.slopes, rtol=1e-12, atol=1e-12)
     residual = model.offsets + _whitened(model, theta) @ model.slopes
     exact = y[None, :] - theta[:, :-1] @ X.T
     signs = np.sign(np.sum(residual * exact, axis=0))
