@@ -54,6 +54,7 @@ import numpy as np
 from scipy.stats import chi2
 
 from bayesij.array.amip import MC_MARGIN, far_short, mean_mcse, metric_mcse
+from bayesij.array.amip_counts import poisson_coefficients
 from bayesij.array.amip_noise import size_settled
 from bayesij.array.numeric import map_ordered, obs_chunks, top_positive
 from bayesij.array.psis import khat_tail_length, pareto_k_threshold, pareto_khat_columns
@@ -61,8 +62,8 @@ from bayesij.array.psis import khat_tail_length, pareto_k_threshold, pareto_khat
 __all__ = [
     "LogisticModel",
     "Removal",
-    "recover_logistic",
-    "logits_affine",
+    "recover_glm",
+    "predictors_affine",
     "row_pieces",
     "affine_in",
     "whitened_draws",
@@ -118,6 +119,9 @@ class LogisticModel(NamedTuple):
     batches : ndarray of shape (B, R, R)
         Stein's estimate of the precision on each of :data:`PRIOR_BATCHES` batches of the
         draws (B = 0 where the prior is known).
+    counts : ndarray of shape (N,), optional
+        A Poisson regression's counts (``l_n = y_n eta_n - exp(eta_n)`` up to a
+        constant); None for a logistic regression (``l_n = log expit(eta_n)``).
     samples : dict, optional
         The latest importance samples drawn in this model, by set and seed, each with
         the fields it was drawn with (:func:`remembered`).
@@ -133,14 +137,16 @@ class LogisticModel(NamedTuple):
     precision: np.ndarray
     pull: np.ndarray
     batches: np.ndarray
+    counts: np.ndarray | None = None
     samples: dict | None = None
     modes: dict | None = None
 
     @property
     def decided_by(self) -> str:
         """How an answer decided in this model was worked out (``AmipResult.decided_by``)."""
+        family = "logistic" if self.counts is None else "Poisson"
         return (
-            "Newton's method in the logistic regression recovered from the draws (each "
+            f"Newton's method in the {family} regression recovered from the draws (each "
             "observation's log-likelihood recovered exactly, the prior from the draws or the "
             "gradient; checked by importance sampling)"
         )
@@ -217,7 +223,7 @@ def _variance_bound(n_batches: int) -> float:
     return float(np.sqrt(dof / chi2.ppf(0.05, dof)))
 
 
-def recover_logistic(theta: np.ndarray, log_lik, score: np.ndarray | None = None):
+def recover_glm(theta: np.ndarray, log_lik, score: np.ndarray | None = None):
     """The :class:`LogisticModel` whose observations' log-likelihood ``log_lik`` (S, N) are at
     the draws ``theta`` (S, P), or None where some observation is not one (a value not
     finite or not below 0, or ``logit(exp(l))`` not affine in the parameters to
@@ -239,25 +245,26 @@ def recover_logistic(theta: np.ndarray, log_lik, score: np.ndarray | None = None
         return None
     mean, basis, u = whitened
     rows = _recovery_rows(theta.shape[0])
-    coefficients = _affine_logits(u[rows], _pieces(log_lik, rows))
-    if coefficients is None:
+    found = _affine_predictors(u[rows], _pieces(log_lik, rows))
+    if found is None:
         return None
-    offsets, slopes = coefficients[0], coefficients[1:]
+    (offsets, *slopes), counts = found
+    slopes = np.array(slopes)
     strengths = np.linalg.svd(slopes, compute_uv=False)
     if strengths[-1] <= 1e-8 * strengths[0]:
         return None  # a direction no observation holds: a hierarchy's scale, a transform
     known = None
     if score is not None:
-        at = _log_lik_gradient(u[rows], offsets, slopes, float)
+        at = _log_lik_gradient(u[rows], (offsets, slopes, counts), float)
         known = _known_prior(u[rows], at, (score @ basis)[rows])
     if known is not None:
         precision, pull, batches = *known, np.zeros((0, u.shape[1], u.shape[1]))
     else:
-        gradient = _log_lik_gradient(u, offsets, slopes)
+        gradient = _log_lik_gradient(u, (offsets, slopes, counts))
         precision, batches = _prior_precision(u, gradient)
         pull = -gradient.mean(axis=0)  # E[grad log posterior] = 0 at the draws' mean u = 0
     return LogisticModel(
-        mean, basis, offsets, slopes, precision, pull, batches, samples={}, modes={}
+        mean, basis, offsets, slopes, precision, pull, batches, counts, samples={}, modes={}
     )
 
 
@@ -305,15 +312,17 @@ def _recall(model, table: str, key, work, limit: int | None = None):
     return found
 
 
-def logits_affine(theta: np.ndarray, log_lik) -> bool:
-    """Whether every observation's ``logit(exp(l))`` is affine in the draws ``theta``
-    (S, P) to :data:`RECOVERED`: the first test of :func:`recover_logistic` (``log_lik``
-    as there), without the rest, for a subset of the observations."""
+def predictors_affine(theta: np.ndarray, log_lik) -> bool:
+    """Whether every observation is a logistic one (``logit(exp(l))`` affine in the draws
+    ``theta`` (S, P) to :data:`RECOVERED`) or every one a Poisson one
+    (:func:`~bayesij.array.amip_counts.poisson_coefficients`): the first test of
+    :func:`recover_glm` (``log_lik`` as there), without the rest, for a subset of the
+    observations."""
     whitened = _whitened(theta)
     if whitened is None:
         return False
     rows = _recovery_rows(theta.shape[0])
-    return _affine_logits(whitened[2][rows], _pieces(log_lik, rows)) is not None
+    return _affine_predictors(whitened[2][rows], _pieces(log_lik, rows)) is not None
 
 
 def _whitened(theta: np.ndarray) -> tuple | None:
@@ -336,28 +345,46 @@ def _recovery_rows(n_draws: int) -> np.ndarray:
 
 def _pieces(log_lik, rows: np.ndarray):
     """``log_lik``'s rows ``rows`` a block of observations at a time (``log_lik``: an
-    (S, N) matrix, or a function that yields them, :func:`recover_logistic`)."""
+    (S, N) matrix, or a function that yields them, :func:`recover_glm`)."""
     return log_lik(rows) if callable(log_lik) else row_pieces(log_lik, rows)
 
 
 def row_pieces(log_lik: np.ndarray, rows: np.ndarray):
     """The draws ``rows`` (K,) of an (S, N) matrix, a chunk of observations at a time
-    (each (K, n), in order): what :func:`recover_logistic` reads."""
+    (each (K, n), in order): what :func:`recover_glm` reads."""
     for chunk in obs_chunks(log_lik.shape[1], len(rows)):
         yield log_lik[rows, chunk]
 
 
-def _affine_logits(u: np.ndarray, pieces) -> np.ndarray | None:
-    """The coefficients (R + 1, N) of ``logit(exp(l_n))`` on ``[1, u]`` over some draws
-    (``u``: those draws, (K, R); ``pieces``: their log-likelihood (K, n) of consecutive
-    blocks of observations, in order), or None where some observation's is not affine (or a
-    value is not finite or not below 0): read no further than the first such piece."""
+def _affine_predictors(u: np.ndarray, pieces) -> tuple | None:
+    """The coefficients (R + 1, N) of each observation's linear predictor on ``[1, u]``
+    over some draws (``u``: those draws, (K, R); ``pieces``: their log-likelihood (K, n) of
+    consecutive blocks of observations, in order), and the counts (N,) of a Poisson
+    regression (None for a logistic one: ``eta = logit(exp(l))``); None where some
+    observation is not one of the family that the first observations are (or a value is
+    not finite, or not below 0): read no further than the first such piece."""
     design = np.column_stack([np.ones(u.shape[0]), u])
     solve = np.linalg.pinv(design)  # (R + 1, K)
-    parts = fitted_by_tiles(
-        pieces, functools.partial(_logit_coefficients, design=design, solve=solve)
+    families = (
+        functools.partial(_logit_coefficients, design=design, solve=solve),
+        functools.partial(poisson_coefficients, u=u, recovered=RECOVERED),
     )
-    return None if not parts else np.concatenate(parts, axis=1)
+    chosen: list = []
+
+    def fit(values: np.ndarray) -> np.ndarray | None:
+        for family in families if not chosen else ():  # the first tile: the first that fits
+            if family(values) is not None:
+                chosen.append(family)
+                break
+        return chosen[0](values) if chosen else None
+
+    parts = fitted_by_tiles(pieces, fit)
+    if not parts:
+        return None
+    coefficients = np.concatenate(parts, axis=1)
+    if chosen[0] is families[0]:
+        return coefficients, None
+    return coefficients[:-1], coefficients[-1]
 
 
 def fitted_by_tiles(pieces, fit) -> list | None:
@@ -428,15 +455,20 @@ def _log_expit(x: np.ndarray) -> np.ndarray:
     return low
 
 
-def _log_lik_gradient(u: np.ndarray, offsets: np.ndarray, slopes: np.ndarray, dtype=np.float32):
-    """The summed log-likelihood's gradient (S, R) at the whitened draws ``u`` (S, R), a
-    chunk of observations at a time, in ``dtype``: single precision for Stein's estimate,
-    whose Monte Carlo error is a few percent; double to read a prior from the score."""
+def _log_lik_gradient(u: np.ndarray, observations: tuple, dtype=np.float32):
+    """The summed log-likelihood's gradient (S, R) at the whitened draws ``u`` (S, R) of
+    the ``observations`` (offsets (n,), slopes (R, n) and a Poisson regression's counts
+    or None), a chunk of them at a time, in ``dtype``: single precision for Stein's
+    estimate, whose Monte Carlo error is a few percent; double to read a prior from the
+    score."""
+    offsets, slopes, counts = observations
     gradient = np.zeros_like(u)
 
     def part(chunk: slice) -> np.ndarray:
         eta = (offsets[chunk] + u @ slopes[:, chunk]).astype(dtype)  # float32's exp: 5x faster
-        return _expit(-eta) @ slopes[:, chunk].T.astype(dtype)
+        if counts is None:
+            return _expit(-eta) @ slopes[:, chunk].T.astype(dtype)
+        return (counts[chunk].astype(dtype) - np.exp(eta)) @ slopes[:, chunk].T.astype(dtype)
 
     for summed in map_ordered(part, obs_chunks(offsets.size, u.shape[0], in_cache=True)):
         gradient += summed  # in the chunks' order: the same on any number of threads
@@ -509,8 +541,8 @@ def removal(model: LogisticModel, dropped: np.ndarray, quantity: tuple, sign: in
     estimate, at the mode (the implicit function theorem; a batch's own estimate may be
     far enough off to leave no mode)."""
     a, c = quantity
-    offsets, slopes = _kept(model, dropped)
-    found = _laplace_without(model, dropped, (offsets, slopes))
+    offsets, slopes, counts = kept = _kept(model, dropped)
+    found = _laplace_without(model, dropped, kept)
     if found is None:
         return None
     mode, cov = found
@@ -522,19 +554,28 @@ def removal(model: LogisticModel, dropped: np.ndarray, quantity: tuple, sign: in
     # The implicit function theorem at the mode u*: moving the precision by D moves the
     # mode by -cov D u*, and the inverse covariance by D and by the likelihood's third
     # derivative along that move.
-    p = _expit(offsets + mode @ slopes)
     v = cov @ c
-    third = p * (1 - p) * (1 - 2 * p) * (v @ slopes) ** 2  # (n,)
+    third = _third_derivative(offsets + mode @ slopes, counts) * (v @ slopes) ** 2  # (n,)
     moved = -np.einsum("ij,bjk,k->bi", cov, toward, mode)  # (B, R)
     grown = np.einsum("i,bij,j->b", v, toward, v) + moved @ (slopes @ third)
     return Removal(mid, moved @ c - sign * z * grown / (2 * np.sqrt(spread)))
 
 
-def _kept(model: LogisticModel, dropped) -> tuple[np.ndarray, np.ndarray]:
-    """The offsets (n,) and slopes (R, n) of the observations outside ``dropped``."""
+def _third_derivative(eta: np.ndarray, counts: np.ndarray | None) -> np.ndarray:
+    """Minus each observation's third derivative of its log-likelihood in ``eta`` (n,)."""
+    if counts is None:
+        p = _expit(eta)
+        return p * (1 - p) * (1 - 2 * p)
+    return np.exp(eta)
+
+
+def _kept(model: LogisticModel, dropped) -> tuple:
+    """The offsets (n,), slopes (R, n) and counts (n,; None for a logistic regression) of
+    the observations outside ``dropped``."""
     keep = np.ones(model.offsets.size, dtype=bool)
     keep[np.asarray(dropped, dtype=int)] = False
-    return model.offsets[keep], model.slopes[:, keep]
+    counts = None if model.counts is None else model.counts[keep]
+    return model.offsets[keep], model.slopes[:, keep], counts
 
 
 def _laplace_without(model: LogisticModel, dropped, kept: tuple | None = None):
@@ -553,16 +594,16 @@ def _laplace_without(model: LogisticModel, dropped, kept: tuple | None = None):
     return _recall(model, "modes", key, fit)
 
 
-def _laplace(model: LogisticModel, offsets: np.ndarray, slopes: np.ndarray):
+def _laplace(model: LogisticModel, offsets: np.ndarray, slopes: np.ndarray, counts=None):
     """The mode (R,) and inverse negative Hessian (R, R) there of the posterior of the
-    observations of ``offsets`` (n,) and ``slopes`` (R, n) (:func:`_kept`), the model's
-    prior; None where Newton's method finds no maximum."""
+    observations of ``offsets`` (n,), ``slopes`` (R, n) and ``counts`` (:func:`_kept`),
+    the model's prior; None where Newton's method finds no maximum."""
     precision = model.precision
     u = np.zeros(slopes.shape[0])
     for _ in range(100):
-        missed = 1.0 - _expit(offsets + u @ slopes)  # expit(-eta) to 1e-16 absolute
+        missed, weight = _score_and_weight(offsets + u @ slopes, counts)
         gradient = slopes @ missed - precision @ u + model.pull
-        hessian = -(slopes * (missed * (1.0 - missed))) @ slopes.T - precision
+        hessian = -(slopes * weight) @ slopes.T - precision
         if np.linalg.eigvalsh(hessian)[-1] >= 0:
             return None
         step = np.linalg.solve(hessian, gradient)
@@ -570,6 +611,18 @@ def _laplace(model: LogisticModel, offsets: np.ndarray, slopes: np.ndarray):
         if np.max(np.abs(step)) < 1e-10:
             return u, np.linalg.inv(-hessian)
     return None
+
+
+def _score_and_weight(eta: np.ndarray, counts: np.ndarray | None) -> tuple:
+    """Each observation's log-likelihood's first derivative in ``eta`` (n,) and minus its
+    second (n,): ``expit(-eta)`` and ``expit(eta) expit(-eta)`` for a logistic regression,
+    ``y - exp(eta)`` and ``exp(eta)`` for a Poisson one."""
+    if counts is None:
+        missed = 1.0 - _expit(eta)  # expit(-eta) to 1e-16 absolute
+        return missed, missed * (1.0 - missed)
+    with np.errstate(over="ignore"):
+        mean = np.exp(eta)
+    return counts - mean, mean
 
 
 def model_ranking(model: LogisticModel, quantity: tuple, goal, k_max: int) -> np.ndarray:
@@ -608,12 +661,16 @@ def first_order(model: LogisticModel, quantity: tuple, goal, dropped=()) -> np.n
     mode, cov = found
     v = cov @ quantity[1]
     lever = v @ model.slopes  # (N,) c Sigma s_n
-    p = _expit(model.offsets + mode @ model.slopes)
-    change = -lever * (1.0 - p)
+    eta = model.offsets + mode @ model.slopes
+    if model.counts is None:
+        p = _expit(eta)
+        score, spread = 1.0 - p, goal.z * p * (1.0 - p)
+    else:
+        score, weight = _score_and_weight(eta, model.counts)
+        spread = goal.z * weight
+    change = -lever * score
     if goal.sign:
-        change = change + goal.sign * goal.z * p * (1.0 - p) * lever**2 / (
-            2 * np.sqrt(v @ quantity[1])
-        )
+        change = change + goal.sign * spread * lever**2 / (2 * np.sqrt(v @ quantity[1]))
     return change
 
 
@@ -622,8 +679,8 @@ def importance_sample(model: LogisticModel, dropped, seed: int = 0) -> tuple | N
     ``dropped`` by importance sampling from a multivariate t (7 degrees of freedom) at its
     Laplace approximation (the prior at its estimate), and the weights' Pareto k-hat;
     None where there is no mode. Any quantity's moments: :func:`sampled_moments`."""
-    offsets, slopes = _kept(model, dropped)
-    found = _laplace_without(model, dropped, (offsets, slopes))
+    offsets, slopes, counts = kept = _kept(model, dropped)
+    found = _laplace_without(model, dropped, kept)
     if found is None:
         return None
     mode, cov = found
@@ -633,7 +690,9 @@ def importance_sample(model: LogisticModel, dropped, seed: int = 0) -> tuple | N
     def summed(chunk: slice) -> np.ndarray:  # the chunk's log-likelihood at each draw
         eta = u @ slopes[:, chunk]
         eta += offsets[chunk]
-        return _log_expit(eta.astype(np.float32)).sum(axis=1, dtype=float)
+        if counts is None:
+            return _log_expit(eta.astype(np.float32)).sum(axis=1, dtype=float)
+        return (eta @ counts[chunk]) - np.exp(eta).sum(axis=1)  # up to a constant
 
     for part in map_ordered(summed, obs_chunks(offsets.size, CHECK_DRAWS, in_cache=True)):
         target += part  # in the chunks' order: the same sums on any number of threads

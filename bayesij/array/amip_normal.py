@@ -215,7 +215,7 @@ class NormalModel(NamedTuple):
 def recover_normal(theta: np.ndarray, log_lik, scales: np.ndarray) -> NormalModel | None:
     """The :class:`NormalModel` whose observations' log-likelihood ``log_lik`` (S, N; or a
     function yielding its rows a block at a time, as
-    :func:`~bayesij.array.amip_logistic.recover_logistic` reads it) are at the draws
+    :func:`~bayesij.array.amip_logistic.recover_glm` reads it) are at the draws
     ``theta`` (S, P), the residual sd one of the quantities that ``scales`` (P,) marks;
     or None where no such quantity makes every observation a normal one with a residual
     affine in the others (to :data:`RECOVERED`, on the recovery draws), or where some

@@ -56,10 +56,10 @@ from bayesij.array.amip_logistic import (
     affine_in,
     checked_removal,
     laplace_far_short,
-    logits_affine,
     model_greedy,
     model_low,
-    recover_logistic,
+    predictors_affine,
+    recover_glm,
     row_pieces,
     smallest_settled,
     whitened_draws,
@@ -1085,7 +1085,7 @@ def _refuted_by(result, model, source):
 
 
 def _recovered_model(source, gradient, kept) -> tuple:
-    """The logistic (:func:`recover_logistic`; in the unconstrained parameters where the
+    """The logistic (:func:`recover_glm`; in the unconstrained parameters where the
     gradient gives them) or else normal (:func:`recover_normal`; in the quantities)
     regression recovered from the draws, and the draws in its parameters; ``(None,
     None)`` where neither is one. A lazy source is read again only where the columns its
@@ -1097,7 +1097,7 @@ def _recovered_model(source, gradient, kept) -> tuple:
         score, theta = (np.asarray(a, dtype=float).reshape(source.n_draws, -1) for a in gradient)
     rows = partial(_draws_rows, source)
     if not source.lazy or _kept_logistic(theta, kept):
-        model = recover_logistic(theta, rows, score)
+        model = recover_glm(theta, rows, score)
         if model is not None:
             return model, theta
     scales = _scale_mask(names)
@@ -1114,7 +1114,7 @@ def _kept_logistic(theta: np.ndarray, kept) -> bool:
     if kept is None or not kept.columns:
         return False
     columns = np.column_stack([np.reshape(c, -1) for c in kept.columns.values()])
-    return logits_affine(theta, columns)
+    return predictors_affine(theta, columns)
 
 
 def _kept_normal(theta: np.ndarray, scales: np.ndarray, kept) -> bool:

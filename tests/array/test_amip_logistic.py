@@ -16,9 +16,9 @@ from bayesij.array.amip_logistic import (
     _ratios_khat,
     affine_in,
     importance_sample,
-    logits_affine,
     model_ranking,
-    recover_logistic,
+    predictors_affine,
+    recover_glm,
     removal,
     sampled_moments,
     smallest_removal,
@@ -59,7 +59,7 @@ def _whitened(model, theta):
 
 def test_each_observation_is_recovered_exactly(wells):
     X, y, theta, values, _ = wells
-    model = recover_logistic(theta, values)
+    model = recover_glm(theta, values)
     eta = model.offsets + _whitened(model, theta) @ model.slopes
     np.testing.assert_allclose(eta, (2 * y - 1) * (theta @ X.T), rtol=1e-9, atol=1e-9)
 
@@ -70,47 +70,48 @@ def test_other_log_likelihoods_are_not_taken_for_a_logistic_ones(wells):
     y = rng.normal(size=50)
     # normal observations of sd 3: every log density below 0, but not a logit's
     normal = -0.5 * ((y - theta[:, :1]) / 3) ** 2 - np.log(3 * np.sqrt(2 * np.pi))
-    assert recover_logistic(theta, normal) is None
+    assert recover_glm(theta, normal) is None
     poisson = 2 * theta[:, :1] - np.exp(theta[:, :1]) - np.log(2.0) + 0 * y
-    assert recover_logistic(theta, np.minimum(poisson, -1e-3)) is None
+    assert recover_glm(theta, np.minimum(poisson, -1e-3)) is None
     # draws that do not vary: no direction to recover the logits in
     constant = np.ones_like(theta)
-    assert recover_logistic(constant, wells[3]) is None
-    assert not logits_affine(constant, wells[3])
+    assert recover_glm(constant, wells[3]) is None
+    assert not predictors_affine(constant, wells[3])
     # a parameter no observation's logit moves (a hierarchy's scale, whose prior on the
     # others is not a fixed normal one), or a nonlinear function of the coefficients
     scale = np.column_stack([theta, rng.gamma(4.0, size=theta.shape[0])])
-    assert recover_logistic(scale, wells[3]) is None
+    assert recover_glm(scale, wells[3]) is None
     # ... though its logits are affine in them (what a lazy pass's few kept columns are
     # asked before the log-likelihood is read again), the normal ones' are not
-    assert logits_affine(scale, wells[3]) and logits_affine(theta, wells[3][:, :30])
-    assert not logits_affine(theta, normal)
+    assert predictors_affine(scale, wells[3]) and predictors_affine(theta, wells[3][:, :30])
+    assert not predictors_affine(theta, normal)
     odds = np.column_stack([theta, np.exp(theta[:, 1])])
-    assert recover_logistic(odds, wells[3]) is None
-    assert recover_logistic(theta, wells[3]) is not None
+    assert recover_glm(odds, wells[3]) is None
+    assert recover_glm(theta, wells[3]) is not None
     positive = wells[3].copy()
     positive[0, 0] = 0.0  # a probability of 1 has no logit
-    assert recover_logistic(theta, positive) is None
+    assert recover_glm(theta, positive) is None
 
 
 def test_logits_recovered_a_tile_at_a_time_are_those_recovered_at_once(wells, monkeypatch):
     theta, values = wells[2], wells[3]
-    whole = recover_logistic(theta, values)
+    whole = recover_glm(theta, values)
     monkeypatch.setattr(amip_logistic, "TILE_COLUMNS", 64)  # 400 observations: 7 tiles
-    tiled = recover_logistic(theta, values)
+    tiled = recover_glm(theta, values)
+    assert whole.counts is None and tiled.counts is None  # a logistic regression
     for name, value in whole._asdict().items():  # the same to round-off
-        if name not in amip_logistic.MEMORY:  # what was worked out since: nothing yet
+        if name not in (*amip_logistic.MEMORY, "counts"):  # what was worked out since: nothing
             np.testing.assert_allclose(getattr(tiled, name), value, rtol=1e-12, atol=1e-12)
     other = values.copy()  # the last observation's log-likelihood a normal one's
     other[:, -1] = -0.5 * ((1.0 - theta[:, 0]) / 3) ** 2 - np.log(3 * np.sqrt(2 * np.pi))
-    assert recover_logistic(theta, other) is None
+    assert recover_glm(theta, other) is None
 
 
 def test_a_removal_s_importance_sampling_is_the_same_on_any_number_of_threads(
     wells, dropped, monkeypatch
 ):
     theta, values = wells[2], wells[3]
-    model = recover_logistic(theta, values)
+    model = recover_glm(theta, values)
     monkeypatch.setattr(numeric, "CACHE_BYTES", 2**20)  # 400 observations: 7 chunks
     monkeypatch.setattr(numeric, "THREADS", 1)
     alone = importance_sample(model, dropped)
@@ -122,22 +123,22 @@ def test_a_removal_s_importance_sampling_is_the_same_on_any_number_of_threads(
 
 def test_with_the_gradient_the_prior_is_known(wells):
     X, y, theta, values, gradient = wells
-    flat = recover_logistic(theta, values, gradient)
+    flat = recover_glm(theta, values, gradient)
     assert flat.batches.size == 0
     np.testing.assert_allclose(flat.precision, 0, atol=1e-6)
     # a normal prior N(0, 2^2 I) on the coefficients adds -theta / 4 to the score
-    normal = recover_logistic(theta, values, gradient - theta / 4)
+    normal = recover_glm(theta, values, gradient - theta / 4)
     want = normal.basis.T @ normal.basis / 4
     np.testing.assert_allclose(normal.precision, want, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(normal.pull, -normal.basis.T @ normal.mean / 4, rtol=1e-6)
     # a prior that is not normal (Cauchy scores) is not taken as known
     cauchy = gradient - 2 * theta / (1 + theta**2)
-    assert recover_logistic(theta, values, cauchy).batches.size > 0
+    assert recover_glm(theta, values, cauchy).batches.size > 0
 
 
 def test_a_sets_removal_is_the_exact_refits(wells, dropped, exact):
     theta, values, gradient = wells[2], wells[3], wells[4]
-    model = recover_logistic(theta, values, gradient)
+    model = recover_glm(theta, values, gradient)
     quantity = affine_in(model, theta[:, 1], theta)
     error = exact.std() / np.sqrt(exact.size / 2)  # repeated draws: about half independent
     for sign in (0, -1, 1):
@@ -157,7 +158,7 @@ def test_a_sets_removal_is_the_exact_refits(wells, dropped, exact):
 
 def test_from_the_draws_alone_the_priors_band_holds_the_exact_refit(wells, dropped):
     X, y, theta, values, _ = wells
-    model = recover_logistic(theta, values)
+    model = recover_glm(theta, values)
     # Stein's estimate of the flat prior's precision: 0 within 3.5 of its batch-means
     # standard errors (each element)
     error = model.batches.std(axis=0, ddof=1) / np.sqrt(len(model.batches))
@@ -188,7 +189,7 @@ def test_under_a_normal_prior_the_laplace_step_agrees_with_importance_sampling(w
     # the mean and narrow the sd, so that a wrong sign of its precision or of its pull in
     # the Newton step shows.
     theta, values, gradient = wells[2], wells[3], wells[4]
-    model = recover_logistic(theta, values, gradient - theta / 0.25)
+    model = recover_glm(theta, values, gradient - theta / 0.25)
     quantity = affine_in(model, theta[:, 1], theta)
     sample = importance_sample(model, dropped)
     mean, sd, mcse = sampled_moments(sample, quantity)
@@ -196,14 +197,14 @@ def test_under_a_normal_prior_the_laplace_step_agrees_with_importance_sampling(w
     for sign in (0, -1, 1):
         got = removal(model, dropped, quantity, sign, 1.96).mid
         assert got == pytest.approx(mean + sign * 1.96 * sd, abs=0.05 * sd + 4 * mcse)
-    flat = recover_logistic(theta, values, gradient)
+    flat = recover_glm(theta, values, gradient)
     moved = removal(flat, dropped, affine_in(flat, theta[:, 1], theta), 0, 1.96).mid
     assert abs(moved - mean) > 0.5 * sd  # the prior matters here
 
 
 def test_a_quantity_is_read_as_an_affine_function_of_the_parameters(wells):
     theta, values = wells[2], wells[3]
-    model = recover_logistic(theta, values)
+    model = recover_glm(theta, values)
     a, c = affine_in(model, 2 * theta[:, 2] - theta[:, 3] + 1, theta)
     u = _whitened(model, theta)
     np.testing.assert_allclose(a + u @ c, 2 * theta[:, 2] - theta[:, 3] + 1, atol=1e-9)
@@ -251,7 +252,7 @@ def test_the_removal_s_moves_are_its_derivatives_in_the_prior_s_precision(wells,
     # theorem at the mode, the likelihood's third derivative included) against finite
     # differences of the removal worked out anew at the moved precision.
     theta, values = wells[2], wells[3]
-    model = recover_logistic(theta, values)
+    model = recover_glm(theta, values)
     quantity = affine_in(model, theta[:, 1], theta)
     step = 1e-5
     for sign in (0, 1):
@@ -272,7 +273,7 @@ def distance_removal(wells, dropped):
     """The recovered model (prior from the score), the distance coefficient's draws
     (4, S / 4) and its affine form, and the Laplace change of removing the whole set."""
     theta, values, gradient = wells[2], wells[3], wells[4]
-    model = recover_logistic(theta, values, gradient)
+    model = recover_glm(theta, values, gradient)
     quantity = affine_in(model, theta[:, 1], theta)
     start = removal(model, np.zeros(0, dtype=int), quantity, 0, 1.96)
     whole = removal(model, dropped, quantity, 0, 1.96).change_from(start)[1]
@@ -346,7 +347,7 @@ def test_the_model_s_ranking_is_the_estimating_equation_s_at_the_mle(wells, targ
     # by the first-order change of beta_k + sign z se_k that the estimating equation gives
     # from X and y (tests/helpers/logistic_amip.linear_effects), none of it from the draws.
     X, y, theta, values, gradient = wells
-    model = recover_logistic(theta, values, gradient)
+    model = recover_glm(theta, values, gradient)
     f = theta[:, k].reshape(4, -1)
     goal = goal_for(f, target, 1.96)
     order = model_ranking(model, affine_in(model, theta[:, k], theta), goal, 40)
@@ -372,7 +373,7 @@ def test_a_set_s_importance_sample_is_drawn_once_and_the_oldest_forgotten(
     # REMEMBERED the oldest is drawn again; a model without its memory draws every time.
     import bayesij.array.amip_logistic as logistic
 
-    model = recover_logistic(wells[2], wells[3], wells[4])
+    model = recover_glm(wells[2], wells[3], wells[4])
     drawn, sample = _counted(monkeypatch, "importance_sample")
     first = model.importance_sample(dropped)
     assert model.importance_sample(dropped.copy()) is first and len(drawn) == 1
@@ -404,7 +405,7 @@ def test_a_set_s_laplace_approximation_is_worked_out_once_per_set_and_prior(
     # prior works out its own, and one without memory works it out every time.
     import bayesij.array.amip_logistic as logistic
 
-    model = recover_logistic(wells[2], wells[3], wells[4])
+    model = recover_glm(wells[2], wells[3], wells[4])
     fitted, laplace = _counted(monkeypatch, "_laplace")
     first = logistic._laplace_without(model, dropped)
     again = logistic._laplace_without(model, dropped[::-1].copy())

@@ -336,14 +336,14 @@ def test_a_hierarchical_logistic_fit_is_not_taken_for_a_fixed_prior_one(group_in
         ]
     assert all(r.decided_by == "" for r in found)
     if not group_index and not chunks:  # the recovery itself refuses the fit
-        from bayesij.array.amip_logistic import logits_affine, recover_logistic
+        from bayesij.array.amip_logistic import predictors_affine, recover_glm
 
         post = tree["posterior"].to_dataset()
         theta = np.column_stack(
             [post[v].values.reshape(2000, -1) for v in ("mu", "tau", "alpha", "beta")]
         )
         log_lik = tree["log_likelihood"]["y"].values.reshape(2000, -1)
-        assert logits_affine(theta, log_lik) and recover_logistic(theta, log_lik) is None
+        assert predictors_affine(theta, log_lik) and recover_glm(theta, log_lik) is None
     if chunks:
         memory = [
             bayesij.amip(_hierarchical_logistic_tree(False), "beta", t, method="linear")
