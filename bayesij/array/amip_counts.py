@@ -26,7 +26,7 @@ References
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import digamma, gammaln
 
 __all__ = ["poisson_coefficients"]
 
@@ -67,34 +67,43 @@ def poisson_coefficients(values: np.ndarray, u: np.ndarray, recovered: float) ->
         for sign in (1.0, -1.0)
         for counts, mean in _roots(q0, sign * slope, curvature)
     ]
-    closest = np.argsort([_left(values, u, *start) for start in starts], axis=0)
-    n, columns = q0.size, np.arange(q0.size)
-    fit = [np.zeros(n), np.zeros(n), np.zeros((n, u.shape[1])), np.full(n, np.inf)]
-    for rank in range(len(starts)):  # the start that fits the draws best first
-        chosen = closest[rank]
-        start = [np.choose(chosen, [s[k] for s in starts]) for k in (0, 1)]
-        start.append(np.stack([s[2] for s in starts])[chosen, columns])
-        for shift in (0.0, 1.0, -1.0):  # the count rounded to a neighbour: both sides
-            _better_fit(fit, need, values, u, start[0] + shift, tuple(start[1:]))
+    closest = np.argsort([_left(values, u, np.rint(c), o, b) for c, o, b in starts], axis=0)
+    columns = np.arange(q0.size)
+    ranked = [  # each observation's starts, the one that fits the draws best first
+        tuple(np.stack([s[k] for s in starts])[chosen, columns] for k in range(3))
+        for chosen in closest
+    ]
+    fit = [np.zeros(q0.size), np.zeros(q0.size), np.zeros((q0.size, r)), np.full(q0.size, np.inf)]
+    for refined in (False, True):  # the counts refined first where none of them fits
+        for start in ranked:
+            _better_fit(fit, need, values, u, start, refined)
     counts, offsets, slopes, left = fit
     if np.any(left > need):
         return None
     return np.vstack([offsets, slopes.T, counts])
 
 
-def _better_fit(fit: list, need, values, u, counts, start: tuple) -> None:
-    """Gauss-Newton at ``counts`` (n,) from ``start`` (offsets (n,), slopes (n, R)) for
-    the observations whose ``fit`` (counts, offsets, slopes, what they leave) leaves more
-    than ``need`` and that have such a start; ``fit`` updated where it leaves less."""
-    todo = np.flatnonzero((fit[3] > need) & np.isfinite(start[0]) & (counts >= 0))
+def _better_fit(fit: list, need, values, u, start: tuple, refined: bool) -> None:
+    """Gauss-Newton from ``start`` (counts (n,), offsets (n,), slopes (n, R)), at the
+    counts rounded and at their neighbours, for the observations whose ``fit`` (counts,
+    offsets, slopes, what they leave) leaves more than ``need`` and that have such a start;
+    ``refined``: the counts (continuous) fitted with the rest first, then rounded. ``fit``
+    updated where it leaves less."""
+    todo = np.flatnonzero((fit[3] > need) & np.isfinite(start[1]))
     if not todo.size:
         return
-    found = _fitted(values[:, todo], u, counts[todo], start[0][todo], start[1][todo])
-    better = found[2] < fit[3][todo]
-    chosen = todo[better]
-    fit[0][chosen] = counts[chosen]
-    for target, value in zip(fit[1:], found, strict=True):
-        target[chosen] = value[better]
+    counts, offsets, slopes = (x[todo] for x in start)
+    if refined:
+        offsets, slopes, _, counts = _fitted(values[:, todo], u, counts, offsets, slopes, True)
+    for shift in (0.0, 1.0, -1.0):  # the count rounded to a neighbour: both sides
+        rounded = np.rint(np.maximum(counts, 0.0)) + shift
+        some = np.flatnonzero((fit[3][todo] > need[todo]) & (rounded >= 0))
+        found = _fitted(values[:, todo[some]], u, rounded[some], offsets[some], slopes[some])
+        better = found[2] < fit[3][todo[some]]
+        chosen = todo[some[better]]
+        fit[0][chosen] = rounded[some[better]]
+        for target, value in zip(fit[1:], found[:3], strict=True):
+            target[chosen] = value[better]
 
 
 def _quadratic(values: np.ndarray, u: np.ndarray) -> tuple:
@@ -121,7 +130,7 @@ def _roots(q0, slope, curvature) -> list:
     + slope sqrt(m / curvature)``: its first two roots (linearly interpolated in ``log m``)
     and the point nearest a root (a zero count's equation is nearly tangent there near
     ``m = 4``, where the quadratic's error may leave it no root), each with its count
-    rounded: three pairs of (n,) arrays, ``nan`` where there is no such point."""
+    ``y(m)``: three pairs of (n,) arrays, ``nan`` where there is no such point."""
     m = MEANS[:, None]
     count = m + slope * np.sqrt(m / curvature)
     valid = count > -0.5
@@ -139,17 +148,14 @@ def _roots(q0, slope, curvature) -> list:
             means.append(np.where(seen[-1] >= which + 1, np.exp(log_m), np.nan))
     nearest = np.argmin(np.where(valid, np.abs(gap), np.inf), axis=0)
     means.append(np.where(valid.any(axis=0), MEANS[nearest], np.nan))
-    out = []
-    for mean in means:
-        rounded = np.rint(np.maximum(mean + slope * np.sqrt(mean / curvature), 0.0))
-        out.append((np.where(np.isfinite(mean), rounded, 0.0), mean))
-    return out
+    return [(mean + slope * np.sqrt(mean / curvature), mean) for mean in means]
 
 
 def _left(values, u, counts, offsets, slopes) -> np.ndarray:
     """What the Poisson log-likelihood of ``counts`` at ``eta = offsets + slopes . u``
-    leaves of ``values`` (K, n): the residuals' sum of squares (n,)."""
-    return np.sum(_residuals(values, u, counts, offsets, slopes)[0] ** 2, axis=0)
+    leaves of ``values`` (K, n): the residuals' sum of squares (n,; inf far off)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.sum(_residuals(values, u, counts, offsets, slopes)[0] ** 2, axis=0)
 
 
 def _residuals(values, u, counts, offsets, slopes) -> tuple:
@@ -160,30 +166,54 @@ def _residuals(values, u, counts, offsets, slopes) -> tuple:
     return values - fitted, eta
 
 
-def _fitted(values, u, counts, offsets, slopes) -> tuple:
+def _fitted(values, u, counts, offsets, slopes, free: bool = False) -> tuple:
     """Gauss-Newton (steps halved until the fit improves) for the offsets (n,) and slopes
-    (n, R) of observations of known ``counts``, from a start; and what they leave (n,)."""
-    offsets, slopes = offsets.copy(), slopes.copy()
-    active = np.arange(counts.size)
+    (n, R) of observations of known ``counts`` (with ``free``, the counts too, as
+    continuous), from a start: those, what they leave (n,) and the counts."""
+    offsets, slopes, counts = offsets.copy(), slopes.copy(), counts.astype(float)
     left = _left(values, u, counts, offsets, slopes)
+    active = np.flatnonzero(np.isfinite(left))  # a start far off: no step from there
     for _ in range(ITERATIONS):
         if not active.size:
             break
-        part = (values[:, active], u, counts[active])
-        resid, eta = _residuals(*part, offsets[active], slopes[active])
-        score = counts[active] - np.exp(eta)  # (K, n)
-        jacobian = np.concatenate([score.T[..., None], score.T[..., None] * u], axis=-1)
-        q, r = np.linalg.qr(jacobian)
-        step = np.linalg.solve(r, np.einsum("nkp,kn->np", q, resid)[..., None])[..., 0]
+        part = (values[:, active], u)
+        resid, eta = _residuals(*part, counts[active], offsets[active], slopes[active])
+        score = (counts[active] - np.exp(eta)).T[..., None]  # (n, K, 1)
+        columns = [score, score * u]
+        if free:  # the count's own column: d/dy (y eta - log(y!))
+            columns.append((eta - digamma(counts[active] + 1)).T[..., None])
+        step = _least_squares(np.concatenate(columns, axis=-1), resid.T)
+        if free:  # a count stays above -1, where log(y!) is defined
+            step[:, -1] = np.maximum(step[:, -1], -0.5 * (counts[active] + 1))
         for _ in range(10):
-            trial = _left(*part, offsets[active] + step[:, 0], slopes[active] + step[:, 1:])
+            moved = _moved(counts[active], offsets[active], slopes[active], step, free)
+            trial = _left(*part, *moved)
             worse = ~(trial <= left[active])
             if not worse.any():
                 break
             step[worse] *= 0.5
         step[worse] = 0.0  # no better point along the step: converged to round-off
-        offsets[active] += step[:, 0]
-        slopes[active] += step[:, 1:]
+        counts[active], offsets[active], slopes[active] = _moved(
+            counts[active], offsets[active], slopes[active], step, free
+        )
         left[active] = np.where(worse, left[active], trial)
         active = active[np.max(np.abs(step), axis=1) >= CONVERGED]
-    return offsets, slopes, left
+    return offsets, slopes, left, counts
+
+
+def _least_squares(jacobian: np.ndarray, resid: np.ndarray) -> np.ndarray:
+    """Each observation's least-squares step (n, p) for its ``jacobian`` (n, K, p) and
+    residuals (n, K), by QR; by the pseudo-inverse where some Jacobian is singular."""
+    q, r = np.linalg.qr(jacobian)
+    try:
+        return np.linalg.solve(r, np.einsum("nkp,nk->np", q, resid)[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return np.einsum("npk,nk->np", np.linalg.pinv(jacobian), resid)
+
+
+def _moved(counts, offsets, slopes, step, free: bool) -> tuple:
+    """The counts, offsets and slopes moved by a Gauss-Newton ``step`` (n, R + 1, or
+    R + 2 with the counts ``free``)."""
+    r = slopes.shape[1]
+    moved_counts = counts + step[:, r + 1] if free else counts
+    return moved_counts, offsets + step[:, 0], slopes + step[:, 1 : r + 1]

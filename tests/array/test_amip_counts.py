@@ -1,0 +1,103 @@
+"""A Poisson regression recovered from its draws: each observation's count, offset and
+slopes against the data and the draws that made the log-likelihood (exact mathematics:
+``l = y eta - exp(eta) - log(y!)`` with ``eta = x theta``), and other log-likelihoods not
+taken for one."""
+
+import numpy as np
+import pytest
+from logistic_amip import LOGISTIC, POISSON, counts_like, log_lik, sample, wells_like
+from scipy.special import gammaln
+
+from bayesij.array import amip_logistic
+from bayesij.array.amip_counts import poisson_coefficients
+from bayesij.array.amip_logistic import RECOVERED, predictors_affine, recover_glm
+
+
+@pytest.fixture(scope="module")
+def counts():
+    X, y = counts_like(500, 0)
+    beta, gradient = sample(X, y, seed=1, family=POISSON)
+    theta = beta.reshape(-1, 4)
+    return X, y, theta, log_lik(X, y, theta, POISSON), gradient.reshape(-1, 4)
+
+
+def _eta(model, theta):
+    u = np.linalg.lstsq(model.basis, (theta - model.mean).T, rcond=None)[0].T
+    return model.offsets + u @ model.slopes
+
+
+def test_each_count_and_linear_predictor_is_recovered_exactly(counts):
+    X, y, theta, values, _ = counts
+    model = recover_glm(theta, values)
+    assert model is not None and "Poisson regression" in model.decided_by
+    np.testing.assert_array_equal(model.counts, y)
+    np.testing.assert_allclose(_eta(model, theta), theta @ X.T, rtol=1e-9, atol=1e-9)
+    assert predictors_affine(theta, values[:, :40])
+
+
+def test_recovered_a_block_at_a_time_it_is_the_model_recovered_at_once(counts, monkeypatch):
+    X, y, theta, values, _ = counts
+    whole = recover_glm(theta, values)
+
+    def blocks(rows):  # as a lazy log-likelihood is read: 100 observations a block
+        for start in range(0, y.size, 100):
+            yield values[rows, start : start + 100]
+
+    monkeypatch.setattr(amip_logistic, "TILE_COLUMNS", 64)
+    tiled = recover_glm(theta, blocks)
+    np.testing.assert_array_equal(tiled.counts, whole.counts)
+    for name in ("offsets", "slopes", "precision", "pull"):
+        np.testing.assert_allclose(getattr(tiled, name), getattr(whole, name), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("count", "mean"), [(0, 4.15), (0, 3.83), (17, 6.0), (0, 0.01), (250, 240)]
+)
+def test_a_count_whose_equation_barely_has_a_root_is_recovered(count, mean):
+    # A zero count near a mean of e^(2 - 0.577) = 4.15 has a nearly tangent equation for
+    # its expected count: the quadratic's error can leave it without a root (so was one of
+    # 500 observations of the counts-like regression, mean 3.83); 17 at a mean of 6 came
+    # out one count off the rounding.
+    rng = np.random.default_rng(3)
+    u = rng.standard_normal((256, 2))
+    slopes = np.array([[0.06, 0.03], [0.09, -0.04], [0.12, 0.05]])
+    eta = np.log(mean) + u @ slopes.T  # (256, 3)
+    values = count * eta - np.exp(eta) - gammaln(count + 1)
+    found = poisson_coefficients(values, u, RECOVERED)
+    assert found is not None
+    np.testing.assert_array_equal(found[-1], count)
+    np.testing.assert_allclose(found[0], np.log(mean), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(found[1:-1], slopes.T, rtol=0, atol=1e-10)
+
+
+def test_other_log_likelihoods_are_not_taken_for_poisson_ones(counts):
+    X, y, theta, values, _ = counts
+    rows = amip_logistic._recovery_rows(theta.shape[0])
+    u = amip_logistic._whitened(theta)[2][rows]
+    eta = theta @ X.T
+    # a negative binomial of size 2 (the data's own law), a fixed size in the model
+    size = 2.0
+    negative_binomial = (
+        gammaln(y + size)
+        - gammaln(size)
+        - gammaln(y + 1)
+        + size * np.log(size / (size + np.exp(eta)))
+        + y * (eta - np.log(size + np.exp(eta)))
+    )
+    assert poisson_coefficients(negative_binomial[rows], u, RECOVERED) is None
+    assert recover_glm(theta, negative_binomial) is None
+    # a Poisson log-likelihood saved without log(y!): the count is what it says it is
+    assert poisson_coefficients(values[rows] + gammaln(y + 1), u, RECOVERED) is None
+    # a logistic regression's observations, and normal ones with their sd a parameter
+    Xw, yw = wells_like(400, 3)
+    beta, _ = sample(Xw, yw, seed=1)
+    logistic_theta = beta.reshape(-1, 4)
+    logistic = log_lik(Xw, yw, logistic_theta, LOGISTIC)
+    logistic_u = amip_logistic._whitened(logistic_theta)[2][rows]
+    assert poisson_coefficients(logistic[rows], logistic_u, RECOVERED) is None
+    sigma = np.exp(0.1 * np.random.default_rng(0).standard_normal(theta.shape[0]))
+    normal = -0.5 * ((np.log1p(y) - eta / 4) / sigma[:, None]) ** 2 - np.log(sigma)[:, None]
+    with_sigma = np.column_stack([theta, sigma])
+    assert recover_glm(with_sigma, normal - 1.0) is None
+    # a value above 0 is no probability's log
+    assert poisson_coefficients(np.abs(values[rows]), u, RECOVERED) is None
