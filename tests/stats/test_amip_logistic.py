@@ -284,6 +284,35 @@ def test_a_fit_opened_lazily_is_decided_by_the_removal_as_in_memory(container):
     assert lazy.change_interval == pytest.approx(memory.change_interval, rel=1e-9)
 
 
+def test_a_poisson_fit_opened_lazily_is_decided_by_the_removal_as_in_memory():
+    # The counts-like Poisson regression saved and read back 100 observations a dask
+    # chunk: the recovery from each block's rows gives the in-memory answer, set and band.
+    from logistic_amip import POISSON, counts_like
+
+    X, y = counts_like(500, 0)
+    beta, grad = sample(X, y, seed=1, family=POISSON)
+    post = bayesij.from_arrays(beta, log_lik(X, y, beta, POISSON), quantity_names=NAMES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        memory, lazy = (
+            bayesij.amip(
+                saved_fit(post, "DataTree", chunks),
+                "beta4",
+                "significance",
+                method="linear",
+                grad_log_posterior=(grad, beta),
+            )
+            for chunks in (None, {"obs": 100})
+        )
+    assert memory.answer == "reached" and "Poisson" in memory.decided_by
+    assert (lazy.answer, lazy.drop_ids, lazy.decided_by) == (
+        memory.answer,
+        memory.drop_ids,
+        memory.decided_by,
+    )
+    assert lazy.change_interval == pytest.approx(memory.change_interval, rel=1e-9)
+
+
 def _hierarchical_logistic_tree(group_index: bool, chunks=None):
     """A varying-intercept logistic regression (20 groups of 30, a slope), saved as a PyMC
     user saves it: ``mu``, ``tau``, ``alpha`` over ``group`` and ``beta`` (draws of each
