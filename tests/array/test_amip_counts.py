@@ -101,3 +101,37 @@ def test_other_log_likelihoods_are_not_taken_for_poisson_ones(counts):
     assert recover_glm(with_sigma, normal - 1.0) is None
     # a value above 0 is no probability's log
     assert poisson_coefficients(np.abs(values[rows]), u, RECOVERED) is None
+
+
+def test_a_count_model_poisson_to_nine_digits_is_not_taken_for_one(counts):
+    # A negative binomial of size 10^9 departs from the Poisson by about mu^2 / size: what
+    # its best Poisson fit leaves is past RECOVERED (1e-18 of the variance) and below 1e-12,
+    # so the threshold alone refuses it (20 observations: too few for the share of astray
+    # starts to judge them).
+    X, y, theta, _, _ = counts
+    rows = amip_logistic._recovery_rows(theta.shape[0])
+    u = amip_logistic._whitened(theta)[2][rows]
+    X, y = X[:20], y[:20]
+    eta = theta[rows] @ X.T
+    size, mean = 1e9, np.exp(eta)
+    rising = np.array([np.sum(np.log1p(np.arange(int(k)) / size)) for k in y])  # log of
+    near = (  # Gamma(y + size) / Gamma(size) / size^y, exactly
+        rising + y * eta - (y + size) * np.log1p(mean / size) - gammaln(y + 1)
+    )
+    assert poisson_coefficients(near, u, RECOVERED) is None
+    found = poisson_coefficients(near, u, 1e-12)
+    assert found is not None
+    np.testing.assert_array_equal(found[-1], y)
+
+
+def test_too_few_draws_for_the_quadratic_recover_nothing():
+    # 20 parameters: the quadratic fit has 231 columns, more than half of 256 draws
+    rng = np.random.default_rng(0)
+    u = rng.standard_normal((256, 20))
+    eta = 1.0 + 0.05 * u @ rng.standard_normal((20, 5))
+    values = 2 * eta - np.exp(eta) - np.log(2.0)
+    assert poisson_coefficients(values, u, RECOVERED) is None
+    assert poisson_coefficients(values, u[:, :10], RECOVERED) is None  # not its draws
+    eta = 1.0 + 0.05 * u[:, :10] @ rng.standard_normal((10, 5))  # 10: 66 columns
+    found = poisson_coefficients(2 * eta - np.exp(eta) - np.log(2.0), u[:, :10], RECOVERED)
+    np.testing.assert_array_equal(found[-1], 2.0)
