@@ -135,3 +135,29 @@ def test_too_few_draws_for_the_quadratic_recover_nothing():
     eta = 1.0 + 0.05 * u[:, :10] @ rng.standard_normal((10, 5))  # 10: 66 columns
     found = poisson_coefficients(2 * eta - np.exp(eta) - np.log(2.0), u[:, :10], RECOVERED)
     np.testing.assert_array_equal(found[-1], 2.0)
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+def test_a_stan_poisson_regression_s_counts_are_recovered_from_its_draws():
+    # stan_models/poisson_regression.stan (exposure offset, normal priors) sampled by
+    # PyStan on overdispersed counts: the counts recovered from the HMC draws and the
+    # log-likelihood Stan wrote (poisson_log_lpmf, log y! included) are the data's, and
+    # each linear predictor is Stan's own eta at every draw.
+    pytest.importorskip("stan")
+    import bayesij
+    from bayesij.refit.stan import build_model
+    from bayesij.stan_models import example_data, stan_code
+
+    data = example_data("negbin_regression", n=300, seed=3)
+    data = {k: data[k] for k in ("N", "K", "X", "y", "exposure", "weights")}
+    model = build_model(stan_code("poisson_regression"), data=data, random_seed=1)
+    fit = model.sample(num_chains=4, num_samples=1000, num_warmup=500)
+    post = bayesij.from_pystan(fit)
+    names = ["alpha", "beta[1]"]
+    theta = np.column_stack([post.quantities.sel(quantity=n).values.reshape(-1) for n in names])
+    recovered = recover_glm(theta, post.log_lik.values.reshape(theta.shape[0], -1))
+    assert recovered is not None
+    np.testing.assert_array_equal(recovered.counts, data["y"])
+    eta = np.log(data["exposure"]) + theta[:, :1] + theta[:, 1:] @ np.asarray(data["X"]).T
+    np.testing.assert_allclose(_eta(recovered, theta), eta, rtol=0, atol=1e-9)
