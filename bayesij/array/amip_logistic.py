@@ -248,8 +248,8 @@ def recover_glm(theta: np.ndarray, log_lik, score: np.ndarray | None = None):
     found = _affine_predictors(u[rows], _pieces(log_lik, rows))
     if found is None:
         return None
-    (offsets, *slopes), counts = found
-    slopes = np.array(slopes)
+    coefficients, counts = found
+    offsets, slopes = coefficients[0], coefficients[1:]
     strengths = np.linalg.svd(slopes, compute_uv=False)
     if strengths[-1] <= 1e-8 * strengths[0]:
         return None  # a direction no observation holds: a hierarchy's scale, a transform
