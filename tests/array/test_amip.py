@@ -38,6 +38,29 @@ def test_the_monte_carlo_margin_is_two_and_a_half_standard_errors():
     assert amip.linear_path(phi, direction=1, need=4.5, k_max=3).order.size == 2
 
 
+def test_a_target_no_sure_set_reaches_is_undetermined_with_the_draws_that_would_decide():
+    """Replicates that reach the target each by a set of their own, none by one set of
+    the ranking: undetermined, with the draws at which the largest set's Monte Carlo
+    margin would clear it (errors falling as 1 / sqrt(S))."""
+    from bayesij.array.amip_noise import NoiseAnswer
+
+    f = np.random.default_rng(0).normal(size=(4, 1000))
+    goal = amip.goal_for(f, 0.3, 1.96)  # raise the mean by 0.3
+    reached = NoiseAnswer("reached", 0.99, (2.0, 2.0), (0.35, 0.45), np.nan, 0, 2)
+    path = amip.linear_path(np.array([-0.2, 0.0, 0.0, -0.2]), 1, np.inf, 2)
+    np.testing.assert_array_equal(np.sort(path.order), [0, 3])  # change 0.4 after both
+    mcse = np.array([0.03, np.nan, 9.0, 0.04])  # only the set's units' errors count
+    found = amip._undecided_set(reached, path, mcse, goal, 4000)
+    # margin 0.4 - 0.3 = 0.1, error sqrt(0.03^2 + 0.04^2) = 0.05: 4000 (2.5 x 0.05 / 0.1)^2
+    assert found.answer == "undetermined" and found.draws_needed == 6250
+    assert found._replace(answer="reached", draws_needed=np.nan)[1:4] == reached[1:4]
+    # Already past its margin at these draws: no more draws than these; short of the
+    # target: no number of draws decides it.
+    assert amip._undecided_set(reached, path, mcse / 10, goal, 4000).draws_needed == 4000
+    far = amip.goal_for(f, 0.5, 1.96)
+    assert amip._undecided_set(reached, path, mcse, far, 4000).draws_needed == np.inf
+
+
 def _parts_by_definition(f, goal, centre) -> list:
     """A goal's draws written out: ``f`` for the mean; for an interval end ``g* = f + s z
     (f - c)^2 / (2 sd)``, ``f`` and ``(f - c)^2`` (``sd`` with divisor S - 1)."""
