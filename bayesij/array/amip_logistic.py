@@ -60,7 +60,10 @@ from bayesij.array.numeric import map_ordered, obs_chunks, top_positive
 from bayesij.array.psis import khat_tail_length, pareto_k_threshold, pareto_khat_columns
 
 __all__ = [
+    "Logistic",
     "LogisticModel",
+    "Poisson",
+    "LOGISTIC",
     "Removal",
     "recover_glm",
     "predictors_affine",
@@ -99,6 +102,74 @@ PRIOR_BATCHES = 40
 
 #: Importance draws of the check at the chosen set.
 CHECK_DRAWS = 2000
+
+
+class Logistic:
+    """A logistic regression's observations, ``l = log expit(eta)`` (the outcome folded
+    into the sign of ``eta``): the terms Newton's method, the first order, the removal's
+    band, the gradient and the importance-sampling check take of their family."""
+
+    name = "logistic"
+
+    def kept(self, keep: np.ndarray) -> Logistic:
+        """The family of the observations ``keep`` (a mask) of these."""
+        return self
+
+    def derivatives(self, eta: np.ndarray) -> tuple:
+        """``dl/deta`` and ``-d2l/deta2`` (n,): ``expit(-eta)`` and ``expit(eta)
+        expit(-eta)``."""
+        p = _expit(eta)
+        missed = 1.0 - p  # expit(-eta) to 1e-16 absolute
+        return missed, p * missed
+
+    def third(self, eta: np.ndarray) -> np.ndarray:
+        """``-d3l/deta3`` (n,)."""
+        p = _expit(eta)
+        return p * (1 - p) * (1 - 2 * p)
+
+    def score(self, eta: np.ndarray, chunk: slice) -> np.ndarray:
+        """``dl/deta`` of the observations ``chunk`` (S, n), in ``eta``'s precision."""
+        return _expit(-eta)
+
+    def summed(self, eta: np.ndarray, chunk: slice) -> np.ndarray:
+        """The observations ``chunk``'s log-likelihood summed at each draw (S,): in single
+        precision, summed in double."""
+        return _log_expit(eta.astype(np.float32)).sum(axis=1, dtype=float)
+
+
+class Poisson(NamedTuple):
+    """A Poisson regression's observations, ``l = y eta - exp(eta)`` up to a constant, of
+    ``counts`` ``y`` (n,): the terms of :class:`Logistic`."""
+
+    counts: np.ndarray
+    name: str = "Poisson"
+
+    def kept(self, keep: np.ndarray) -> Poisson:
+        """The family of the observations ``keep`` (a mask) of these."""
+        return Poisson(self.counts[keep])
+
+    def derivatives(self, eta: np.ndarray) -> tuple:
+        """``y - exp(eta)`` and ``exp(eta)`` (n,)."""
+        with np.errstate(over="ignore"):
+            mean = np.exp(eta)
+        return self.counts - mean, mean
+
+    def third(self, eta: np.ndarray) -> np.ndarray:
+        """``exp(eta)`` (n,)."""
+        return np.exp(eta)
+
+    def score(self, eta: np.ndarray, chunk: slice) -> np.ndarray:
+        """``y - exp(eta)`` of the observations ``chunk`` (S, n), in ``eta``'s precision."""
+        return self.counts[chunk].astype(eta.dtype) - np.exp(eta)
+
+    def summed(self, eta: np.ndarray, chunk: slice) -> np.ndarray:
+        """The observations ``chunk``'s log-likelihood summed at each draw (S,), up to a
+        constant, in double precision."""
+        return (eta @ self.counts[chunk]) - np.exp(eta).sum(axis=1)
+
+
+#: The logistic family (it holds nothing of its observations).
+LOGISTIC = Logistic()
 
 
 class LogisticModel(NamedTuple):
@@ -144,12 +215,16 @@ class LogisticModel(NamedTuple):
     @property
     def decided_by(self) -> str:
         """How an answer decided in this model was worked out (``AmipResult.decided_by``)."""
-        family = "logistic" if self.counts is None else "Poisson"
         return (
-            f"Newton's method in the {family} regression recovered from the draws (each "
+            f"Newton's method in the {self.family.name} regression recovered from the draws (each "
             "observation's log-likelihood recovered exactly, the prior from the draws or the "
             "gradient; checked by importance sampling)"
         )
+
+    @property
+    def family(self) -> Logistic | Poisson:
+        """The observations' family (:class:`Logistic` or :class:`Poisson`)."""
+        return LOGISTIC if self.counts is None else Poisson(self.counts)
 
     def parameters(self, theta: np.ndarray) -> np.ndarray:
         """The draws ``theta`` the model was recovered from, as its parameters."""
@@ -253,14 +328,14 @@ def recover_glm(theta: np.ndarray, log_lik, score: np.ndarray | None = None):
     strengths = np.linalg.svd(slopes, compute_uv=False)
     if strengths[-1] <= 1e-8 * strengths[0]:
         return None  # a direction no observation holds: a hierarchy's scale, a transform
-    known = None
+    known, family = None, LOGISTIC if counts is None else Poisson(counts)
     if score is not None:
-        at = _log_lik_gradient(u[rows], (offsets, slopes, counts), float)
+        at = _log_lik_gradient(u[rows], (offsets, slopes, family), float)
         known = _known_prior(u[rows], at, (score @ basis)[rows])
     if known is not None:
         precision, pull, batches = *known, np.zeros((0, u.shape[1], u.shape[1]))
     else:
-        gradient = _log_lik_gradient(u, (offsets, slopes, counts))
+        gradient = _log_lik_gradient(u, (offsets, slopes, family))
         precision, batches = _prior_precision(u, gradient)
         pull = -gradient.mean(axis=0)  # E[grad log posterior] = 0 at the draws' mean u = 0
     return LogisticModel(
@@ -457,18 +532,16 @@ def _log_expit(x: np.ndarray) -> np.ndarray:
 
 def _log_lik_gradient(u: np.ndarray, observations: tuple, dtype=np.float32):
     """The summed log-likelihood's gradient (S, R) at the whitened draws ``u`` (S, R) of
-    the ``observations`` (offsets (n,), slopes (R, n) and a Poisson regression's counts
-    or None), a chunk of them at a time, in ``dtype``: single precision for Stein's
+    the ``observations`` (offsets (n,), slopes (R, n) and their family, :func:`_kept`), a
+    chunk of them at a time, in ``dtype``: single precision for Stein's
     estimate, whose Monte Carlo error is a few percent; double to read a prior from the
     score."""
-    offsets, slopes, counts = observations
+    offsets, slopes, family = observations
     gradient = np.zeros_like(u)
 
     def part(chunk: slice) -> np.ndarray:
         eta = (offsets[chunk] + u @ slopes[:, chunk]).astype(dtype)  # float32's exp: 5x faster
-        if counts is None:
-            return _expit(-eta) @ slopes[:, chunk].T.astype(dtype)
-        return (counts[chunk].astype(dtype) - np.exp(eta)) @ slopes[:, chunk].T.astype(dtype)
+        return family.score(eta, chunk) @ slopes[:, chunk].T.astype(dtype)
 
     for summed in map_ordered(part, obs_chunks(offsets.size, u.shape[0], in_cache=True)):
         gradient += summed  # in the chunks' order: the same on any number of threads
@@ -541,7 +614,7 @@ def removal(model: LogisticModel, dropped: np.ndarray, quantity: tuple, sign: in
     estimate, at the mode (the implicit function theorem; a batch's own estimate may be
     far enough off to leave no mode)."""
     a, c = quantity
-    offsets, slopes, counts = kept = _kept(model, dropped)
+    offsets, slopes, family = kept = _kept(model, dropped)
     found = _laplace_without(model, dropped, kept)
     if found is None:
         return None
@@ -555,27 +628,18 @@ def removal(model: LogisticModel, dropped: np.ndarray, quantity: tuple, sign: in
     # mode by -cov D u*, and the inverse covariance by D and by the likelihood's third
     # derivative along that move.
     v = cov @ c
-    third = _third_derivative(offsets + mode @ slopes, counts) * (v @ slopes) ** 2  # (n,)
+    third = family.third(offsets + mode @ slopes) * (v @ slopes) ** 2  # (n,)
     moved = -np.einsum("ij,bjk,k->bi", cov, toward, mode)  # (B, R)
     grown = np.einsum("i,bij,j->b", v, toward, v) + moved @ (slopes @ third)
     return Removal(mid, moved @ c - sign * z * grown / (2 * np.sqrt(spread)))
 
 
-def _third_derivative(eta: np.ndarray, counts: np.ndarray | None) -> np.ndarray:
-    """Minus each observation's third derivative of its log-likelihood in ``eta`` (n,)."""
-    if counts is None:
-        p = _expit(eta)
-        return p * (1 - p) * (1 - 2 * p)
-    return np.exp(eta)
-
-
 def _kept(model: LogisticModel, dropped) -> tuple:
-    """The offsets (n,), slopes (R, n) and counts (n,; None for a logistic regression) of
-    the observations outside ``dropped``."""
+    """The offsets (n,), slopes (R, n) and family (:class:`Logistic` or :class:`Poisson`
+    of their counts) of the observations outside ``dropped``."""
     keep = np.ones(model.offsets.size, dtype=bool)
     keep[np.asarray(dropped, dtype=int)] = False
-    counts = None if model.counts is None else model.counts[keep]
-    return model.offsets[keep], model.slopes[:, keep], counts
+    return model.offsets[keep], model.slopes[:, keep], model.family.kept(keep)
 
 
 def _laplace_without(model: LogisticModel, dropped, kept: tuple | None = None):
@@ -594,14 +658,14 @@ def _laplace_without(model: LogisticModel, dropped, kept: tuple | None = None):
     return _recall(model, "modes", key, fit)
 
 
-def _laplace(model: LogisticModel, offsets: np.ndarray, slopes: np.ndarray, counts=None):
+def _laplace(model: LogisticModel, offsets: np.ndarray, slopes: np.ndarray, family):
     """The mode (R,) and inverse negative Hessian (R, R) there of the posterior of the
-    observations of ``offsets`` (n,), ``slopes`` (R, n) and ``counts`` (:func:`_kept`),
+    observations of ``offsets`` (n,), ``slopes`` (R, n) and ``family`` (:func:`_kept`),
     the model's prior; None where Newton's method finds no maximum."""
     precision = model.precision
     u = np.zeros(slopes.shape[0])
     for _ in range(100):
-        missed, weight = _score_and_weight(offsets + u @ slopes, counts)
+        missed, weight = family.derivatives(offsets + u @ slopes)
         gradient = slopes @ missed - precision @ u + model.pull
         hessian = -(slopes * weight) @ slopes.T - precision
         if np.linalg.eigvalsh(hessian)[-1] >= 0:
@@ -611,18 +675,6 @@ def _laplace(model: LogisticModel, offsets: np.ndarray, slopes: np.ndarray, coun
         if np.max(np.abs(step)) < 1e-10:
             return u, np.linalg.inv(-hessian)
     return None
-
-
-def _score_and_weight(eta: np.ndarray, counts: np.ndarray | None) -> tuple:
-    """Each observation's log-likelihood's first derivative in ``eta`` (n,) and minus its
-    second (n,): ``expit(-eta)`` and ``expit(eta) expit(-eta)`` for a logistic regression,
-    ``y - exp(eta)`` and ``exp(eta)`` for a Poisson one."""
-    if counts is None:
-        missed = 1.0 - _expit(eta)  # expit(-eta) to 1e-16 absolute
-        return missed, missed * (1.0 - missed)
-    with np.errstate(over="ignore"):
-        mean = np.exp(eta)
-    return counts - mean, mean
 
 
 def model_ranking(model: LogisticModel, quantity: tuple, goal, k_max: int) -> np.ndarray:
@@ -661,16 +713,10 @@ def first_order(model: LogisticModel, quantity: tuple, goal, dropped=()) -> np.n
     mode, cov = found
     v = cov @ quantity[1]
     lever = v @ model.slopes  # (N,) c Sigma s_n
-    eta = model.offsets + mode @ model.slopes
-    if model.counts is None:
-        p = _expit(eta)
-        score, spread = 1.0 - p, goal.z * p * (1.0 - p)
-    else:
-        score, weight = _score_and_weight(eta, model.counts)
-        spread = goal.z * weight
+    score, weight = model.family.derivatives(model.offsets + mode @ model.slopes)
     change = -lever * score
     if goal.sign:
-        change = change + goal.sign * spread * lever**2 / (2 * np.sqrt(v @ quantity[1]))
+        change = change + goal.sign * goal.z * weight * lever**2 / (2 * np.sqrt(v @ quantity[1]))
     return change
 
 
@@ -679,7 +725,7 @@ def importance_sample(model: LogisticModel, dropped, seed: int = 0) -> tuple | N
     ``dropped`` by importance sampling from a multivariate t (7 degrees of freedom) at its
     Laplace approximation (the prior at its estimate), and the weights' Pareto k-hat;
     None where there is no mode. Any quantity's moments: :func:`sampled_moments`."""
-    offsets, slopes, counts = kept = _kept(model, dropped)
+    offsets, slopes, family = kept = _kept(model, dropped)
     found = _laplace_without(model, dropped, kept)
     if found is None:
         return None
@@ -690,9 +736,7 @@ def importance_sample(model: LogisticModel, dropped, seed: int = 0) -> tuple | N
     def summed(chunk: slice) -> np.ndarray:  # the chunk's log-likelihood at each draw
         eta = u @ slopes[:, chunk]
         eta += offsets[chunk]
-        if counts is None:
-            return _log_expit(eta.astype(np.float32)).sum(axis=1, dtype=float)
-        return (eta @ counts[chunk]) - np.exp(eta).sum(axis=1)  # up to a constant
+        return family.summed(eta, chunk)
 
     for part in map_ordered(summed, obs_chunks(offsets.size, CHECK_DRAWS, in_cache=True)):
         target += part  # in the chunks' order: the same sums on any number of threads
