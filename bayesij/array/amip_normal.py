@@ -105,6 +105,9 @@ class NormalModel(NamedTuple):
     samples : dict, optional
         The latest importance samples drawn in this model, by set and seed, each with
         the fields it was drawn with (:func:`~bayesij.array.amip_logistic.remembered`).
+    totals : _Stats, optional
+        The sufficient statistics of every observation (:func:`_stats`), from which a
+        set's removal takes its own (:func:`_kept_stats`); None: worked out when asked.
     """
 
     mean: np.ndarray
@@ -116,6 +119,7 @@ class NormalModel(NamedTuple):
     pull: np.ndarray
     batches: np.ndarray
     samples: dict | None = None
+    totals: _Stats | None = None
 
     @property
     def decided_by(self) -> str:
@@ -269,8 +273,10 @@ def _recovered(theta: np.ndarray, log_lik, scale: int) -> NormalModel | None:
     strengths = np.linalg.eigvalsh(held)
     if strengths[0] <= 1e-12 * strengths[-1]:
         return None  # a direction no observation holds
+    totals = _stats(offsets, slopes)
     model = NormalModel(mean, basis, scale, offsets, slopes, *_no_prior(u.shape[1]))
-    gradient = _log_lik_gradient(model, _kept_stats(model, np.zeros(0, dtype=int)), u)
+    model = model._replace(totals=totals)
+    gradient = _log_lik_gradient(model, totals, u)
     precision, batches = _prior_precision(u, gradient)
     independent = _scale_apart(basis, scale, precision, batches)
     if independent is None:
@@ -397,11 +403,26 @@ def _signed_root(u, q, c, v, affine) -> tuple:
 
 
 def _kept_stats(model: NormalModel, dropped) -> _Stats:
-    """The sufficient statistics of the observations not in ``dropped``."""
-    keep = np.ones(model.offsets.size, dtype=bool)
-    keep[np.asarray(dropped, dtype=int)] = False
-    c, v = model.offsets[keep], model.slopes[:, keep]
-    return _Stats(float(keep.sum()), float(c @ c), v @ c, v @ v.T)
+    """The sufficient statistics of the observations not in ``dropped``: every
+    observation's (:attr:`NormalModel.totals`) less those of the dropped ones (each once),
+    a product over the set instead of a copy of the kept observations' slopes (on the
+    t(4) audit at N = 10^5, 269 removals took 4.8 s that way)."""
+    totals = model.totals if model.totals is not None else _stats(model.offsets, model.slopes)
+    dropped = np.unique(np.asarray(dropped, dtype=int))
+    if not dropped.size:
+        return totals
+    gone = _stats(model.offsets[dropped], model.slopes[:, dropped])
+    return _Stats(
+        totals.n - gone.n, totals.e0 - gone.e0, totals.h - gone.h, totals.gram - gone.gram
+    )
+
+
+def _stats(offsets: np.ndarray, slopes: np.ndarray) -> _Stats:
+    """The sufficient statistics of the observations of ``offsets`` (n,) and ``slopes``
+    (R, n), each row of the slopes contiguous (BLAS then sums in one order, whatever the
+    slopes' layout)."""
+    c, v = np.ascontiguousarray(offsets), np.ascontiguousarray(slopes)
+    return _Stats(float(c.size), float(c @ c), v @ c, v @ v.T)
 
 
 def _weighted_outer(u: np.ndarray, a: np.ndarray) -> np.ndarray:

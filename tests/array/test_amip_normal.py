@@ -107,7 +107,10 @@ def test_observations_recovered_a_tile_at_a_time_are_those_recovered_at_once(kid
     monkeypatch.setattr(amip_logistic, "TILE_COLUMNS", 100)  # 434 observations: 5 tiles
     tiled = recover_normal(theta, log_lik, scales)
     for name, value in whole._asdict().items():  # the same to round-off
-        if name != "samples":  # the samples drawn since: none yet
+        if name == "totals":  # sums over the observations: round-off of their size
+            for mine, theirs in zip(tiled.totals, value, strict=True):
+                np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12 * X.shape[0])
+        elif name != "samples":  # the samples drawn since: none yet
             np.testing.assert_allclose(getattr(tiled, name), value, rtol=1e-12, atol=1e-12)
     # an observation of another family in the last tile is seen there
     sigma = theta[:, -1]
@@ -115,6 +118,22 @@ def test_observations_recovered_a_tile_at_a_time_are_those_recovered_at_once(kid
     other = log_lik.copy()
     other[:, -1] = -np.log(sigma) - 2.5 * np.log1p(resid**2 / 4)
     assert recover_normal(theta, other, scales) is None
+
+def test_a_set_s_statistics_are_those_of_the_observations_kept(kidiq):
+    """Every observation's sufficient statistics less the set's (each unit once, however
+    often it is named) are those summed over the observations kept."""
+    from bayesij.array.amip_normal import _kept_stats
+
+    model = kidiq[-1]
+    for dropped in ([], [3], [5, 400, 5, 17], list(range(0, 434, 3))):
+        keep = np.ones(model.offsets.size, dtype=bool)
+        keep[dropped] = False
+        c, v = model.offsets[keep], model.slopes[:, keep]
+        direct = (keep.sum(), np.sum(c * c), (v * c).sum(axis=1), np.einsum("in,jn->ij", v, v))
+        found = _kept_stats(model, np.array(dropped, dtype=int))
+        for ours, exact in zip(found, direct, strict=True):
+            np.testing.assert_allclose(ours, exact, rtol=1e-10, atol=1e-9)
+
 
 
 @pytest.mark.parametrize("sign", [0, -1, 1])
