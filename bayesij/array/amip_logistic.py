@@ -48,7 +48,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from scipy.stats import chi2
@@ -104,12 +105,13 @@ PRIOR_BATCHES = 40
 CHECK_DRAWS = 2000
 
 
+@dataclass(frozen=True)
 class Logistic:
     """A logistic regression's observations, ``l = log expit(eta)`` (the outcome folded
     into the sign of ``eta``): the terms Newton's method, the first order, the removal's
     band, the gradient and the importance-sampling check take of their family."""
 
-    name = "logistic"
+    name: ClassVar[str] = "logistic"
 
     def kept(self, keep: np.ndarray) -> Logistic:
         """The family of the observations ``keep`` (a mask) of these."""
@@ -137,12 +139,13 @@ class Logistic:
         return _log_expit(eta.astype(np.float32)).sum(axis=1, dtype=float)
 
 
-class Poisson(NamedTuple):
+@dataclass(frozen=True, eq=False)
+class Poisson:
     """A Poisson regression's observations, ``l = y eta - exp(eta)`` up to a constant, of
     ``counts`` ``y`` (n,): the terms of :class:`Logistic`."""
 
     counts: np.ndarray
-    name: str = "Poisson"
+    name: ClassVar[str] = "Poisson"
 
     def kept(self, keep: np.ndarray) -> Poisson:
         """The family of the observations ``keep`` (a mask) of these."""
