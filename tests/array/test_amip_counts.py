@@ -50,6 +50,81 @@ def test_recovered_a_block_at_a_time_it_is_the_model_recovered_at_once(counts, m
         np.testing.assert_allclose(getattr(tiled, name), getattr(whole, name), atol=1e-12)
 
 
+def test_a_set_s_laplace_approximation_is_the_poisson_posterior_s(counts):
+    """The mode and covariance of the posterior without a set: the log posterior's
+    gradient, ``sum s_n (y_n - exp(eta_n)) - P u + pull``, is 0 at the mode and its
+    Hessian, ``-sum exp(eta_n) s_n s_n' - P``, the inverse of minus the covariance (the
+    Poisson formulas written out here)."""
+    X, y, theta, values, _ = counts
+    model = recover_glm(theta, values)
+    dropped = np.array([3, 40, 41, 250])
+    mode, cov = amip_logistic._laplace(model, *amip_logistic._kept(model, dropped))
+    keep = np.ones(y.size, dtype=bool)
+    keep[dropped] = False
+    slopes, eta = model.slopes[:, keep], model.offsets[keep] + mode @ model.slopes[:, keep]
+    gradient = slopes @ (y[keep] - np.exp(eta)) - model.precision @ mode + model.pull
+    np.testing.assert_allclose(gradient, 0.0, atol=1e-8)
+    hessian = -(slopes * np.exp(eta)) @ slopes.T - model.precision
+    np.testing.assert_allclose(np.linalg.inv(-hessian), cov, rtol=1e-10)
+
+
+def test_with_the_gradient_the_poisson_regression_s_prior_is_known(counts):
+    # The flat-prior draws' score less the Poisson likelihood's gradient: no prior; a
+    # normal prior N(0, 2^2 I) on the coefficients adds -theta / 4 to the score.
+    X, y, theta, values, gradient = counts
+    flat = recover_glm(theta, values, gradient)
+    assert flat.batches.size == 0
+    np.testing.assert_allclose(flat.precision, 0, atol=1e-6)
+    normal = recover_glm(theta, values, gradient - theta / 4)
+    want = normal.basis.T @ normal.basis / 4
+    np.testing.assert_allclose(normal.precision, want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(normal.pull, -normal.basis.T @ normal.mean / 4, rtol=1e-6)
+
+
+def test_a_set_s_importance_weights_are_those_of_the_poisson_posterior(counts):
+    """The importance sample of a set's removal: its draws from the t proposal at the
+    Laplace approximation, weighted by the posterior without the set over the proposal,
+    ``exp(sum (y_n eta_n - exp(eta_n)) - u'Pu/2 + pull'u - log q(u))`` (written out here)."""
+    X, y, theta, values, gradient = counts
+    model = recover_glm(theta, values, gradient - theta / 4)
+    dropped = np.argsort(-y)[:10]
+    u, w, _ = amip_logistic.importance_sample(model, dropped)
+    mode, cov = amip_logistic._laplace(model, *amip_logistic._kept(model, dropped))
+    drawn, proposal = amip_logistic.t_proposal(mode, cov, amip_logistic.CHECK_DRAWS, 0)
+    np.testing.assert_array_equal(u, drawn)
+    keep = np.ones(y.size, dtype=bool)
+    keep[dropped] = False
+    eta = model.offsets[keep] + u @ model.slopes[:, keep]
+    log_lik = (y[keep] * eta - np.exp(eta)).sum(axis=1)
+    prior = u @ model.pull - 0.5 * np.einsum("si,ij,sj->s", u, model.precision, u)
+    log_w = log_lik + prior - proposal
+    want = np.exp(log_w - log_w.max())
+    np.testing.assert_allclose(w, want / want.sum(), rtol=1e-9)
+
+
+def test_a_removal_s_moves_are_its_derivatives_in_the_prior_s_precision(counts):
+    # As the logistic regression's: the sensitivity toward each batch's estimate of the
+    # prior (the implicit function theorem at the mode, the Poisson likelihood's third
+    # derivative exp(eta) included) against finite differences of the removal worked out
+    # anew at the moved precision.
+    X, y, theta, values, _ = counts
+    model = recover_glm(theta, values)
+    assert len(model.batches)  # the prior from the draws alone: its batches' estimates
+    quantity = amip_logistic.affine_in(model, theta[:, 1], theta)
+    dropped = np.argsort(-y)[:15]  # the largest counts
+    step = 1e-5
+    for sign in (0, 1):
+        got = amip_logistic.removal(model, dropped, quantity, sign, 1.96)
+        for b in (0, 11, 39):
+            toward = model.batches[b] - model.precision
+            moved = model._replace(
+                precision=model.precision + step * toward, batches=np.zeros((0, 4, 4))
+            )
+            again = amip_logistic.removal(moved, dropped, quantity, sign, 1.96)
+            want = (again.mid - got.mid) / step
+            assert got.moves[b] == pytest.approx(want, rel=1e-3, abs=1e-6)
+
+
 @pytest.mark.parametrize(
     ("count", "mean"), [(0, 4.15), (0, 3.83), (17, 6.0), (0, 0.01), (250, 240)]
 )
