@@ -247,6 +247,27 @@ def test_the_prior_s_error_common_to_both_metrics_leaves_the_change():
     assert Removal(1.0, np.zeros(0)).band == (1.0, 1.0)  # the prior known
 
 
+def test_a_set_s_importance_weights_are_those_of_the_logistic_posterior(wells, dropped):
+    """The importance sample of a set's removal weighted by the posterior without the set
+    over the t proposal, ``exp(sum log expit(eta_n) - u'Pu/2 + pull'u - log q(u))``
+    (written out here in double precision; the check sums the log-likelihood in single)."""
+    from scipy.special import log_expit
+
+    theta, values, gradient = wells[2], wells[3], wells[4]
+    model = recover_glm(theta, values, gradient - theta / 4)
+    u, w, _ = importance_sample(model, dropped[:20])
+    keep = np.ones(model.offsets.size, dtype=bool)
+    keep[dropped[:20]] = False
+    mode, cov = amip_logistic._laplace(model, *amip_logistic._kept(model, dropped[:20]))
+    drawn, proposal = amip_logistic.t_proposal(mode, cov, amip_logistic.CHECK_DRAWS, 0)
+    np.testing.assert_array_equal(u, drawn)
+    eta = model.offsets[keep] + u @ model.slopes[:, keep]
+    prior = u @ model.pull - 0.5 * np.einsum("si,ij,sj->s", u, model.precision, u)
+    log_w = log_expit(eta).sum(axis=1) + prior - proposal
+    want = np.exp(log_w - log_w.max())
+    np.testing.assert_allclose(w, want / want.sum(), rtol=1e-4, atol=1e-12)
+
+
 def test_the_removal_s_moves_are_its_derivatives_in_the_prior_s_precision(wells, dropped):
     # The sensitivity toward each batch's estimate of the prior (the implicit function
     # theorem at the mode, the likelihood's third derivative included) against finite
