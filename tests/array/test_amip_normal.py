@@ -119,6 +119,7 @@ def test_observations_recovered_a_tile_at_a_time_are_those_recovered_at_once(kid
     other[:, -1] = -np.log(sigma) - 2.5 * np.log1p(resid**2 / 4)
     assert recover_normal(theta, other, scales) is None
 
+
 def test_a_set_s_statistics_are_those_of_the_observations_kept(kidiq):
     """Every observation's sufficient statistics less the set's (each unit once, however
     often it is named) are those summed over the observations kept."""
@@ -133,7 +134,6 @@ def test_a_set_s_statistics_are_those_of_the_observations_kept(kidiq):
         found = _kept_stats(model, np.array(dropped, dtype=int))
         for ours, exact in zip(found, direct, strict=True):
             np.testing.assert_allclose(ours, exact, rtol=1e-10, atol=1e-9)
-
 
 
 @pytest.mark.parametrize("sign", [0, -1, 1])
