@@ -6,7 +6,13 @@ with and without the set."""
 import arviz as az
 import numpy as np
 import pytest
-from logistic_amip import linear_effects, log_lik, sample, wells_like
+from logistic_amip import (
+    assert_prior_known_from_the_gradient,
+    linear_effects,
+    log_lik,
+    sample,
+    wells_like,
+)
 
 from bayesij.array import amip_logistic, numeric
 from bayesij.array.amip import far_short, goal_for, metric_mcse
@@ -123,14 +129,7 @@ def test_a_removal_s_importance_sampling_is_the_same_on_any_number_of_threads(
 
 def test_with_the_gradient_the_prior_is_known(wells):
     X, y, theta, values, gradient = wells
-    flat = recover_glm(theta, values, gradient)
-    assert flat.batches.size == 0
-    np.testing.assert_allclose(flat.precision, 0, atol=1e-6)
-    # a normal prior N(0, 2^2 I) on the coefficients adds -theta / 4 to the score
-    normal = recover_glm(theta, values, gradient - theta / 4)
-    want = normal.basis.T @ normal.basis / 4
-    np.testing.assert_allclose(normal.precision, want, rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(normal.pull, -normal.basis.T @ normal.mean / 4, rtol=1e-6)
+    assert_prior_known_from_the_gradient(theta, values, gradient)
     # a prior that is not normal (Cauchy scores) is not taken as known
     cauchy = gradient - 2 * theta / (1 + theta**2)
     assert recover_glm(theta, values, cauchy).batches.size > 0

@@ -232,3 +232,19 @@ def crosses(X, y, ids, k: int, target: str, z: float = 1.96, family=LOGISTIC) ->
     weights[np.asarray(ids, dtype=int)] = 0.0
     start = metric(X, y, None, k, sign, z, family)
     return bool(np.sign(metric(X, y, weights, k, sign, z, family)) != np.sign(start))
+
+
+def assert_prior_known_from_the_gradient(theta, values, gradient) -> None:
+    """Draws ``theta`` (S, P) of a flat-prior fit, its log-likelihood ``values`` (S, N) and
+    the log posterior's score ``gradient`` (S, P): recovered with no prior, and with the
+    score of a normal prior N(0, 2^2 I) on the coefficients added (``-theta / 4``), with
+    that prior's precision and pull in the model's whitened parameters."""
+    from bayesij.array.amip_logistic import recover_glm
+
+    flat = recover_glm(theta, values, gradient)
+    assert flat.batches.size == 0
+    np.testing.assert_allclose(flat.precision, 0, atol=1e-6)
+    normal = recover_glm(theta, values, gradient - theta / 4)
+    want = normal.basis.T @ normal.basis / 4
+    np.testing.assert_allclose(normal.precision, want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(normal.pull, -normal.basis.T @ normal.mean / 4, rtol=1e-6)
