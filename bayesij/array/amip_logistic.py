@@ -65,6 +65,7 @@ __all__ = [
     "LogisticModel",
     "Poisson",
     "LOGISTIC",
+    "family_of",
     "Removal",
     "recover_glm",
     "predictors_affine",
@@ -175,6 +176,12 @@ class Poisson:
 LOGISTIC = Logistic()
 
 
+def family_of(counts: np.ndarray | None) -> Logistic | Poisson:
+    """The family of recovered observations: :data:`LOGISTIC` without ``counts``, else
+    :class:`Poisson` of them (:attr:`LogisticModel.counts`)."""
+    return LOGISTIC if counts is None else Poisson(counts)
+
+
 class LogisticModel(NamedTuple):
     """A logistic regression recovered from its draws, in whitened parameters ``u``
     (``theta = mean + basis u``, the draws' covariance ``I`` in ``u``).
@@ -227,7 +234,7 @@ class LogisticModel(NamedTuple):
     @property
     def family(self) -> Logistic | Poisson:
         """The observations' family (:class:`Logistic` or :class:`Poisson`)."""
-        return LOGISTIC if self.counts is None else Poisson(self.counts)
+        return family_of(self.counts)
 
     def parameters(self, theta: np.ndarray) -> np.ndarray:
         """The draws ``theta`` the model was recovered from, as its parameters."""
@@ -331,7 +338,7 @@ def recover_glm(theta: np.ndarray, log_lik, score: np.ndarray | None = None):
     strengths = np.linalg.svd(slopes, compute_uv=False)
     if strengths[-1] <= 1e-8 * strengths[0]:
         return None  # a direction no observation holds: a hierarchy's scale, a transform
-    known, family = None, LOGISTIC if counts is None else Poisson(counts)
+    known, family = None, family_of(counts)
     if score is not None:
         at = _log_lik_gradient(u[rows], (offsets, slopes, family), float)
         known = _known_prior(u[rows], at, (score @ basis)[rows])
