@@ -26,7 +26,13 @@ Models (exact references, none tuned to pass):
   high-school graduation, urban and single-parent shares (N = 51, DC an outlier of
   leverage 0.74); ``anes96``, the 1996 election study's vote (logistic, N = 944, five
   covariates); ``randhie``, the RAND Health Insurance Experiment's doctor visits, a count
-  with a long tail, fitted by a normal regression on nine covariates (N = 20,190).
+  with a long tail, fitted by a normal regression on nine covariates (N = 20,190);
+  ``grunfeld``, 11 US firms' investment on their market value and capital, 1935-1954
+  (N = 220, General Motors' and US Steel's firm-years far larger than the rest);
+  ``modechoice``, whether a traveller between Australian cities chose a mode (air, train,
+  bus, car), a logistic regression on its terminal time, costs, income and party size
+  (N = 840); ``strikes``, US manufacturing strikes' durations in days, a Poisson
+  regression on unanticipated industrial production (N = 62, the counts overdispersed).
 
 Normal regressions are drawn exactly (``refit.FlatPriorRegressionBackend``: the refit after any
 drop is the weighted least-squares posterior); logistic ones by independence
@@ -83,7 +89,7 @@ from ols_amip import (  # noqa: E402
     smallest_prefix,
     t4_regression,
 )
-from public_data import RANDHIE, STATECRIME, design  # noqa: E402
+from public_data import MODECHOICE, RANDHIE, STATECRIME, design  # noqa: E402
 
 TARGETS = ("sign", "significance", "sign_and_significance")
 
@@ -119,6 +125,9 @@ MODELS = {
         False,
     ),
     "randhie": (partial(design, "randhie.csv.gz", "mdvis", RANDHIE), "normal", False),
+    "grunfeld": (partial(design, "grunfeld.csv", "invest", ["value", "capital"]), "normal", False),
+    "modechoice": (partial(design, "modechoice.csv", "choice", MODECHOICE), "logistic", False),
+    "strikes": (partial(design, "strikes.csv", "duration", ["iprod"]), "poisson", False),
     "hier24": (partial(hierarchy.simulate, 24, 10, 3), "hierarchy", False),
     "hier40": (partial(hierarchy.simulate, 40, 6, 4), "hierarchy", False),
     "hier12": (partial(hierarchy.simulate, 12, 20, 5), "hierarchy", False),

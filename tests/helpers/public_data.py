@@ -13,6 +13,9 @@ FOLDER = Path(__file__).parents[1] / "reference" / "public_data"
 RANDHIE = ["lncoins", "idp", "lpi", "fmde", "physlm", "disea", "hlthg", "hlthf", "hlthp"]
 #: State crime 2009: the murder rate against these (and an intercept).
 STATECRIME = ["poverty", "hs_grad", "urban", "single"]
+#: Travel mode choice (Greene): whether a traveller chose the mode, against its terminal
+#: time, in-vehicle cost, generalised cost, the household's income and the party's size.
+MODECHOICE = ["ttme", "invc", "gc", "hinc", "psize"]
 
 
 def design(file: str, response: str, covariates: list) -> tuple[np.ndarray, np.ndarray]:
