@@ -70,6 +70,7 @@ __all__ = [
     "recover_glm",
     "predictors_affine",
     "row_pieces",
+    "Affine",
     "affine_in",
     "whitened_draws",
     "removal",
@@ -240,7 +241,7 @@ class LogisticModel(NamedTuple):
         """The draws ``theta`` the model was recovered from, as its parameters."""
         return theta
 
-    def removal(self, dropped, quantity: tuple, sign: int, z: float):
+    def removal(self, dropped, quantity: Affine, sign: int, z: float):
         """:func:`removal` in this model."""
         return removal(self, dropped, quantity, sign, z)
 
@@ -248,11 +249,11 @@ class LogisticModel(NamedTuple):
         """:func:`importance_sample` in this model (:func:`remembered`)."""
         return remembered(self, dropped, seed, importance_sample)
 
-    def ranking(self, quantity: tuple, goal, k_max: int) -> np.ndarray:
+    def ranking(self, quantity: Affine, goal, k_max: int) -> np.ndarray:
         """:func:`model_ranking` in this model."""
         return model_ranking(self, quantity, goal, k_max)
 
-    def first_order(self, quantity: tuple, goal, dropped=()) -> np.ndarray:
+    def first_order(self, quantity: Affine, goal, dropped=()) -> np.ndarray:
         """:func:`first_order` in this model."""
         return first_order(self, quantity, goal, dropped)
 
@@ -573,13 +574,48 @@ def _known_prior(u, gradient, score) -> tuple | None:
     return precision, coef[0]
 
 
-def affine_in(model: LogisticModel, f: np.ndarray, theta: np.ndarray, u=None) -> tuple | None:
-    """``(a, c)`` with ``f = a + c . u`` at the draws (``f`` (S,), ``theta`` (S, P) the draws
-    the model was recovered from; ``u``: :func:`whitened_draws` of them, when already
-    computed), to round-off; None where the quantity is not an affine function of the
-    model's parameters."""
+class Affine(NamedTuple):
+    """A searched quantity in a recovered model's whitened parameters ``u``: ``a + c . u``,
+    or with ``log`` its exponential (a positive quantity whose logarithm is affine: a
+    normal regression's residual sd, whose model holds its logarithm). Built by
+    :func:`affine_in`."""
+
+    a: float
+    c: np.ndarray
+    log: bool = False
+
+    def at(self, u: np.ndarray) -> np.ndarray:
+        """Its values (M,) at the draws ``u`` (M, R)."""
+        f = self.a + u @ self.c
+        return np.exp(f) if self.log else f
+
+    def tangent(self, u: np.ndarray) -> Affine:
+        """The affine quantity of its first order at ``u`` (R,): itself where affine."""
+        if not self.log:
+            return self
+        value = float(np.exp(self.a + self.c @ u))
+        return Affine(value - value * float(self.c @ u), value * self.c)
+
+
+def affine_in(model, f: np.ndarray, theta: np.ndarray, u=None, log: bool = False):
+    """The quantity of draws ``f`` (S,) as an :class:`Affine` function of a recovered
+    model's parameters, to round-off (``theta`` (S, P): the draws the model was recovered
+    from; ``u``: :func:`whitened_draws` of them, when already computed); with ``log``, or
+    else the exponential of one where ``f`` is positive (a model whose removals are
+    importance samples: :class:`~bayesij.array.amip_normal.NormalModel`). None where it is
+    neither."""
     u = whitened_draws(model, theta) if u is None else u
     design = np.column_stack([np.ones(u.shape[0]), u])
+    found = _affine_fit(design, f)
+    if found is None and log and np.all(f > 0):
+        found = _affine_fit(design, np.log(f))
+        return None if found is None else Affine(*found, log=True)
+    return None if found is None else Affine(*found)
+
+
+def _affine_fit(design: np.ndarray, f: np.ndarray) -> tuple[float, np.ndarray] | None:
+    """``(a, c)`` with ``f = a + c . u`` to round-off (``design``: ones and ``u``, (S, 1 +
+    R)); None where the fit leaves more than :data:`RECOVERED` of ``f``'s spread."""
     coef = np.linalg.lstsq(design, f, rcond=None)[0]
     spread = float(np.sum((f - f.mean()) ** 2))
     if spread == 0 or np.sum((f - design @ coef) ** 2) > RECOVERED * spread:
@@ -612,18 +648,19 @@ def _prior_precision(u: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, n
     return estimate(slice(None)), batches
 
 
-def removal(model: LogisticModel, dropped: np.ndarray, quantity: tuple, sign: int, z: float):
+def removal(model: LogisticModel, dropped: np.ndarray, quantity: Affine, sign: int, z: float):
     """The metric mean ``+ sign z sd`` of the quantity ``a + c . u`` (``quantity``:
     :func:`affine_in`) without the observations ``dropped`` (indices), and its
     sensitivity to the prior's estimate (:class:`Removal`); None where the posterior
     without them has no mode (the rest of the data and the prior do not hold the
-    parameters).
+    parameters). The quantity is affine (the Laplace approximation's mean and sd are of
+    ``c . u``).
 
     The sensitivity gives the metric's standard error through the prior by batch means
     and the delta method (:attr:`Removal.band`): its derivative toward each batch's
     estimate, at the mode (the implicit function theorem; a batch's own estimate may be
     far enough off to leave no mode)."""
-    a, c = quantity
+    a, c = quantity.a, quantity.c
     offsets, slopes, family = kept = _kept(model, dropped)
     found = _laplace_without(model, dropped, kept)
     if found is None:
@@ -687,7 +724,7 @@ def _laplace(model: LogisticModel, offsets: np.ndarray, slopes: np.ndarray, fami
     return None
 
 
-def model_ranking(model: LogisticModel, quantity: tuple, goal, k_max: int) -> np.ndarray:
+def model_ranking(model: LogisticModel, quantity: Affine, goal, k_max: int) -> np.ndarray:
     """The units (K,), at most ``k_max``, that move the goal's metric toward its target in
     the recovered ``model``, largest first: each unit's first-order change of the metric
     ``mean + sign z sd`` of the quantity ``a + c . u`` (``quantity``: :func:`affine_in`)
@@ -713,7 +750,7 @@ def model_ranking(model: LogisticModel, quantity: tuple, goal, k_max: int) -> np
     return top_positive(goal.direction * first_order(model, quantity, goal), k_max)
 
 
-def first_order(model: LogisticModel, quantity: tuple, goal, dropped=()) -> np.ndarray:
+def first_order(model: LogisticModel, quantity: Affine, goal, dropped=()) -> np.ndarray:
     """Each unit's first-order change (N,) of the goal's metric at the Laplace
     approximation of the posterior without ``dropped`` (default: the full data's;
     :func:`model_ranking`); zeros where it has no mode."""
@@ -782,11 +819,11 @@ def _ratios_khat(ratios: np.ndarray) -> float:
     return float(pareto_khat_columns(ratios[:, None], khat_tail_length(ratios.size, 1.0))[0])
 
 
-def sampled_moments(sample: tuple, quantity: tuple) -> tuple[float, float, float]:
+def sampled_moments(sample: tuple, quantity: Affine) -> tuple[float, float, float]:
     """The quantity's (:func:`affine_in`) mean, sd and the mean's Monte Carlo standard
     error under an :func:`importance_sample`."""
     u, w, _ = sample
-    f = quantity[0] + u @ quantity[1]
+    f = quantity.at(u)
     mean = float(w @ f)
     return mean, float(np.sqrt(w @ (f - mean) ** 2)), float(np.sqrt(np.sum(w**2 * (f - mean) ** 2)))
 
@@ -801,7 +838,7 @@ class SmallestRemoval(NamedTuple):
     after: tuple[float, float]
 
 
-def smallest_removal(model, order, quantity: tuple, goal, f, low: float = 0.0, below=np.inf):
+def smallest_removal(model, order, quantity: Affine, goal, f, low: float = 0.0, below=np.inf):
     """The smallest prefix of the units ``order`` whose removal in ``model`` reaches the
     ``goal`` (:class:`~bayesij.array.amip.Goal`) past the full-data metric's Monte Carlo
     error, or None.
@@ -857,7 +894,7 @@ class LaplacePrefixes:
     the orders whose Laplace prefix may beat the smallest set found so far (a check only
     grows the prefix)."""
 
-    def __init__(self, model, order, quantity: tuple, goal, f):
+    def __init__(self, model, order, quantity: Affine, goal, f):
         self.model, self.order, self.quantity, self.goal = model, order, quantity, goal
         self.mcse = metric_mcse(f, goal)  # the full data's metric's: the start's error
         self.start = model.removal(np.zeros(0, dtype=int), quantity, goal.sign, goal.z)
@@ -921,7 +958,7 @@ class LaplacePrefixes:
         return SmallestRemoval(hit, band[0], band[1])
 
 
-def checked_removal(model, dropped, quantity: tuple, goal, f) -> SmallestRemoval | None:
+def checked_removal(model, dropped, quantity: Affine, goal, f) -> SmallestRemoval | None:
     """The removal of the whole set ``dropped`` in ``model`` as :func:`smallest_removal`
     checks a prefix: the Laplace change give or take the prior's error, widened by the
     importance-sampling check against the draws ``f``; None where a removal has no mode or
@@ -938,7 +975,7 @@ def checked_removal(model, dropped, quantity: tuple, goal, f) -> SmallestRemoval
     return SmallestRemoval(len(dropped), band, moments)
 
 
-def smallest_settled(model, orders: list, quantity: tuple, goal, f, low: float = 0.0):
+def smallest_settled(model, orders: list, quantity: Affine, goal, f, low: float = 0.0):
     """Of several ``orders`` of units (each (K,)), the one whose checked smallest removal
     in the recovered ``model`` (:func:`smallest_removal`, none below the size ``low``) is
     the smallest set that settles how few
@@ -962,7 +999,7 @@ def smallest_settled(model, orders: list, quantity: tuple, goal, f, low: float =
     return None if best is None else (orders[best[1]], best[2])
 
 
-def laplace_far_short(model, dropped, quantity: tuple, goal, mcse: float) -> bool:
+def laplace_far_short(model, dropped, quantity: Affine, goal, mcse: float) -> bool:
     """Whether the removal of ``dropped`` in the recovered ``model`` falls short of the goal
     at the optimistic end of its Laplace band, before any check
     (:func:`~bayesij.array.amip.far_short`, with the full data's metric's Monte Carlo error
@@ -976,7 +1013,7 @@ def laplace_far_short(model, dropped, quantity: tuple, goal, mcse: float) -> boo
     return far_short(goal, optimistic, mcse)
 
 
-def model_greedy(model, quantity: tuple, goal, k_max: int) -> np.ndarray:
+def model_greedy(model, quantity: Affine, goal, k_max: int) -> np.ndarray:
     """The greedy order (K,), at most ``k_max`` units, of a recovered ``model``: each
     step takes the units of largest first-order gain toward the goal at the posterior
     without those taken so far (:meth:`first_order`), ``1 + taken // 16`` of them, until
@@ -1000,7 +1037,7 @@ def model_greedy(model, quantity: tuple, goal, k_max: int) -> np.ndarray:
 ALONE = 16
 
 
-def model_low(model, order, quantity: tuple, goal, f) -> float:
+def model_low(model, order, quantity: Affine, goal, f) -> float:
     """The low end of the smallest set's size in a recovered ``model`` (a
     :class:`LogisticModel` or :class:`~bayesij.array.amip_normal.NormalModel`): the
     smallest prefix of ``order`` (the model's ranking, :func:`model_ranking`, or its greedy
@@ -1053,7 +1090,7 @@ def model_low(model, order, quantity: tuple, goal, f) -> float:
     return min(prefix, alone)
 
 
-def _check_spread(model, dropped, quantity: tuple, goal, f, start: Removal) -> float:
+def _check_spread(model, dropped, quantity: Affine, goal, f, start: Removal) -> float:
     """How far the importance-sampling check at ``dropped`` widens the removal's band on
     each side (:func:`_checked_band`); 0 where it cannot be drawn."""
     after = model.removal(dropped, quantity, goal.sign, goal.z)

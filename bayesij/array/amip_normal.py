@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array.amip_logistic import (
+    Affine,
     Removal,
     _pieces,
     _prior_precision,
@@ -138,7 +139,7 @@ class NormalModel(NamedTuple):
         phi[:, self.scale] = np.log(phi[:, self.scale])
         return phi
 
-    def removal(self, dropped, quantity: tuple, sign: int, z: float) -> Removal | None:
+    def removal(self, dropped, quantity: Affine, sign: int, z: float) -> Removal | None:
         """The metric ``mean + sign z sd`` of the quantity ``a + c . u`` without the
         observations ``dropped``, by importance sampling (:meth:`importance_sample`), and
         its derivative toward each batch's estimate of the prior (:class:`Removal`); None
@@ -147,7 +148,7 @@ class NormalModel(NamedTuple):
         if sample is None:
             return None
         u, w, _ = sample
-        f = quantity[0] + u @ quantity[1]
+        f = quantity.at(u)
         mean = float(w @ f)
         sd = float(np.sqrt(max(w @ (f - mean) ** 2, 0.0)))
         mid = mean + sign * z * sd
@@ -182,7 +183,7 @@ class NormalModel(NamedTuple):
         w = np.exp(log_w - log_w.max())
         return u, w / w.sum(), _ratios_khat(w)
 
-    def ranking(self, quantity: tuple, goal, k_max: int) -> np.ndarray:
+    def ranking(self, quantity: Affine, goal, k_max: int) -> np.ndarray:
         """The units (K,), at most ``k_max``, that move the goal's metric toward its
         target, largest first: each unit's first-order change of the metric at the
         Laplace approximation of the full data's posterior (the mode moves by
@@ -196,7 +197,7 @@ class NormalModel(NamedTuple):
         """
         return top_positive(goal.direction * self.first_order(quantity, goal), k_max)
 
-    def first_order(self, quantity: tuple, goal, dropped=()) -> np.ndarray:
+    def first_order(self, quantity: Affine, goal, dropped=()) -> np.ndarray:
         """Each unit's first-order change (N,) of the goal's metric (:meth:`ranking`) at
         the posterior without ``dropped`` (default: the full data's); zeros where it has
         no mode."""
@@ -204,15 +205,16 @@ class NormalModel(NamedTuple):
         if found is None:
             return np.zeros(self.offsets.size)
         mode, cov = found
+        quantity = quantity.tangent(mode)  # a residual sd: its first order at the mode
         b = self.basis[self.scale]
         e = np.exp(-2 * (self.mean[self.scale] + b @ mode))
-        w = cov @ quantity[1]
+        w = cov @ quantity.c
         r = self.offsets + mode @ self.slopes
         wv, wb = w @ self.slopes, float(w @ b)
         change = wb * (1 - e * r**2) + e * r * wv
         if goal.sign:
             grown = e * (wv**2 - 4 * r * wv * wb + 2 * r**2 * wb**2)
-            change = change + goal.sign * goal.z * grown / (2 * np.sqrt(w @ quantity[1]))
+            change = change + goal.sign * goal.z * grown / (2 * np.sqrt(w @ quantity.c))
         return change
 
 

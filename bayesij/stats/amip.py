@@ -53,6 +53,7 @@ from bayesij.array.amip_curvature import (
     on_model_scale,
 )
 from bayesij.array.amip_logistic import (
+    Affine,
     affine_in,
     checked_removal,
     laplace_far_short,
@@ -65,7 +66,7 @@ from bayesij.array.amip_logistic import (
     whitened_draws,
 )
 from bayesij.array.amip_noise import bootstrap_counts
-from bayesij.array.amip_normal import recover_normal, residuals_normal
+from bayesij.array.amip_normal import NormalModel, recover_normal, residuals_normal
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.numeric import release_freed_memory, top_positive
@@ -1033,7 +1034,8 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
     out = list(results)
     u = whitened_draws(model, theta)
     for k in asked:
-        quantity = affine_in(model, np.asarray(fs[k], dtype=float).reshape(-1), theta, u)
+        f = np.asarray(fs[k], dtype=float).reshape(-1)
+        quantity = affine_in(model, f, theta, u, log=isinstance(model, NormalModel))
         if quantity is None:
             continue
         if _claimed(results[k]):
@@ -1050,7 +1052,7 @@ def _claimed(result) -> bool:
     return result.answer == "reached" and result.n_drop > 0 and not result.decided_by
 
 
-def _contradicted(model, order, quantity: tuple, goal, f) -> bool:
+def _contradicted(model, order, quantity: Affine, goal, f) -> bool:
     """Whether the removal of the set ``order`` in the recovered ``model`` falls short of
     the goal's need at the optimistic end of its band through the prior, by more than
     :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo errors of the full data's metric.
@@ -1134,7 +1136,7 @@ def _draws_rows(source, rows: np.ndarray):
         yield from row_pieces(source.block(start, stop).reshape(source.n_draws, -1), rows)
 
 
-def _by_removal(result, found, f, model, quantity: tuple, source):
+def _by_removal(result, found, f, model, quantity: Affine, source):
     """``result`` decided by the removal of its set's prefixes in the recovered ``model``
     (see :func:`_recovered_decided`, :func:`~bayesij.array.amip_logistic.smallest_removal`),
     or where no prefix settles it, answered "not reachable" by the largest sets'

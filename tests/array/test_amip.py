@@ -336,3 +336,24 @@ def test_a_set_impossible_at_every_draw_has_no_weights_and_infinite_k_hat(chain_
     if chain_shape == (2, 5):  # too short to smooth: the plain ratios exp(-set_lik)
         ratios = np.where(np.isinf(set_lik), 0.0, np.exp(-set_lik))
         np.testing.assert_allclose(weights, ratios / ratios.sum(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.6, -0.5])
+def test_a_weighted_estimate_s_error_grows_with_the_chains_autocorrelation(rho):
+    # AR(1) chains of autocorrelation rho hold (1 - rho) / (1 + rho) of their draws in
+    # effective draws: an average's error is sqrt((1 + rho) / (1 - rho)) times the
+    # independent draws' formula (2 at 0.6). An interval end's draws g* = f + z (f -
+    # mean)^2 / (2 sd) mix faster (their square's autocorrelation is rho^2): their
+    # inflation is ArviZ's effective sample size's. Antithetic chains are not credited
+    # with a smaller error than independent draws.
+    import arviz
+    from scipy.signal import lfilter
+
+    noise = np.random.default_rng(3).normal(size=(4, 20_000))
+    f = lfilter([np.sqrt(1 - rho**2)], [1.0, -rho], noise, axis=1)  # f_t = rho f_t-1 + e_t
+    expected = max(1.0, np.sqrt((1 + rho) / (1 - rho)))
+    assert amip.chain_inflation(f, 0, 1.96) == pytest.approx(expected, rel=0.05)
+    g_star = f + 1.96 * (f - f.mean()) ** 2 / (2 * f.std(ddof=1))
+    ess = float(arviz.ess(g_star, method="mean"))
+    ratio = g_star.std(ddof=1) / np.sqrt(ess) / (g_star.std() / np.sqrt(f.size))
+    assert amip.chain_inflation(f, 1, 1.96) == pytest.approx(max(1.0, ratio), rel=1e-4)

@@ -106,14 +106,11 @@ def test_the_columns_of_a_large_set_are_summed_as_those_of_a_small_one():
     ]
 
 
-def test_the_linear_continuation_stops_the_margin_s_monte_carlo_errors_past_the_target():
-    """With no reweighting trusted (k-hat threshold below any k-hat) the path continues
-    linearly from the full posterior: units by gain, the target reached at the first prefix
-    whose change passes it by MC_MARGIN standard errors sqrt(mcse_g^2 + sum_u mcse_u^2), each
-    unit's
-    from the importance-sampling formula sum_s w_s^2 (a_s (l_su - lbar_u) - phi_u)^2."""
-    mu, _, log_lik = _heavy_tailed_draws(seed=4)
-    goal = amip.goal_for(mu, "sign", 1.96)
+def _continuation(mu, log_lik, goal) -> tuple:
+    """The linear continuation from the full posterior, written out: the units by gain
+    (those of positive gain), the change along them, its error by the importance-sampling
+    formula for independent draws sqrt(mcse_g^2 + sum_u mcse_u^2), mcse_g and each unit's
+    mcse_u^2 = sum_s w_s^2 (a_s (l_su - lbar_u) - phi_u)^2."""
     flat_f, flat_l = mu.reshape(-1), log_lik.reshape(mu.size, -1)
     w = np.full(flat_f.size, 1 / flat_f.size)
     a = flat_f - flat_f.mean()
@@ -123,8 +120,19 @@ def test_the_linear_continuation_stops_the_margin_s_monte_carlo_errors_past_the_
     mcse_g = np.sqrt(np.sum((w * a) ** 2))
     order = np.argsort(goal.direction * phi, kind="stable")
     order = order[-goal.direction * phi[order] > 0]
-    change = np.cumsum(-phi[order])
     noise = np.sqrt(mcse_g**2 + np.cumsum(per_unit[order] ** 2))
+    return order, np.cumsum(-phi[order]), noise, mcse_g, per_unit
+
+
+def test_the_linear_continuation_stops_the_margin_s_monte_carlo_errors_past_the_target():
+    """With no reweighting trusted (k-hat threshold below any k-hat) the path continues
+    linearly from the full posterior: units by gain, the target reached at the first prefix
+    whose change passes it by MC_MARGIN standard errors sqrt(mcse_g^2 + sum_u mcse_u^2), each
+    unit's
+    from the importance-sampling formula sum_s w_s^2 (a_s (l_su - lbar_u) - phi_u)^2."""
+    mu, _, log_lik = _heavy_tailed_draws(seed=4)
+    goal = amip.goal_for(mu, "sign", 1.96)
+    order, change, noise, mcse_g, per_unit = _continuation(mu, log_lik, goal)
     margin = amip.MC_MARGIN  # its value: test_amip's test_the_monte_carlo_margin
     # A need that a prefix reaches just past the margin and that a shorter one would reach if
     # the units' errors counted for half: the per-unit errors decide the answer.
@@ -144,6 +152,29 @@ def test_the_linear_continuation_stops_the_margin_s_monte_carlo_errors_past_the_
         assert path.order.size == expected
         np.testing.assert_array_equal(path.order, order[:expected])
         assert path.stopped == ("reached" if reached.size else "alpha_max")
+
+
+def test_the_linear_continuation_s_errors_are_those_over_the_chains():
+    # Each draw repeated four times: the formula for independent draws halves every error,
+    # the chains' effective sample size quarters the draws (chain_inflation: about 2), and
+    # the continuation stops where the errors over the chains put it, not where the
+    # formula would.
+    mu, _, log_lik = _heavy_tailed_draws(seed=4)
+    mu, log_lik = np.repeat(mu, 4, axis=1), np.repeat(log_lik, 4, axis=1)
+    inflation = amip.chain_inflation(mu, 0, 1.96)
+    assert 1.8 < inflation < 2.2
+    goal = amip.goal_for(mu, "sign", 1.96)
+    order, change, formula, _, _ = _continuation(mu, log_lik, goal)
+    change = goal.direction * change
+    margin = amip.MC_MARGIN
+    j = order.size - 1  # the need its last unit reaches, past the errors over the chains
+    need = change[j] - margin * inflation * formula[j] - 1e-9
+    assert np.argmax(change >= need + margin * formula) < j - 5  # the formula's: sooner
+    path = amip.reweighted_path(mu, log_lik, replace(goal, need=need), 150, -1.0)
+    assert path.reliable == 0 and path.stopped == "reached"
+    expected = int(np.argmax(change >= need + margin * inflation * formula)) + 1
+    assert path.order.size == expected <= j + 1
+    np.testing.assert_array_equal(path.order, order[:expected])
 
 
 def test_questions_finished_on_threads_answer_as_finished_one_by_one(monkeypatch):

@@ -18,6 +18,7 @@ from bayesij.array import amip_logistic, numeric
 from bayesij.array.amip import far_short, goal_for, metric_mcse
 from bayesij.array.amip_logistic import (
     PRIOR_Z,
+    Affine,
     Removal,
     _ratios_khat,
     affine_in,
@@ -204,11 +205,25 @@ def test_under_a_normal_prior_the_laplace_step_agrees_with_importance_sampling(w
 def test_a_quantity_is_read_as_an_affine_function_of_the_parameters(wells):
     theta, values = wells[2], wells[3]
     model = recover_glm(theta, values)
-    a, c = affine_in(model, 2 * theta[:, 2] - theta[:, 3] + 1, theta)
+    quantity = affine_in(model, 2 * theta[:, 2] - theta[:, 3] + 1, theta)
     u = _whitened(model, theta)
-    np.testing.assert_allclose(a + u @ c, 2 * theta[:, 2] - theta[:, 3] + 1, atol=1e-9)
+    np.testing.assert_allclose(
+        quantity.a + u @ quantity.c, 2 * theta[:, 2] - theta[:, 3] + 1, atol=1e-9
+    )
+    np.testing.assert_allclose(quantity.at(u), 2 * theta[:, 2] - theta[:, 3] + 1, atol=1e-9)
+    assert not quantity.log and quantity.tangent(u[0]) is quantity
     assert affine_in(model, np.exp(theta[:, 1]), theta) is None
     assert affine_in(model, np.ones(theta.shape[0]), theta) is None
+    # A positive quantity whose logarithm is affine, where the model's removals take it so
+    odds = affine_in(model, np.exp(theta[:, 1]), theta, log=True)
+    assert odds.log
+    np.testing.assert_allclose(odds.at(u), np.exp(theta[:, 1]), rtol=1e-9)
+    tangent = odds.tangent(u[0])  # the first order at a point: value and slope there
+    assert tangent.a + u[0] @ tangent.c == pytest.approx(np.exp(theta[0, 1]), rel=1e-9)
+    step = 1e-6 * odds.c / np.linalg.norm(odds.c)
+    moved = odds.at((u[0] + step)[None, :])[0] - odds.at(u[0][None, :])[0]
+    assert tangent.c @ step == pytest.approx(moved, rel=1e-5)
+    assert affine_in(model, -np.exp(theta[:, 1]), theta, log=True) is None  # not positive
 
 
 @pytest.mark.parametrize("k", [0.3, 0.7, 1.0])
@@ -443,8 +458,8 @@ def test_a_set_s_laplace_approximation_is_worked_out_once_per_set_and_prior(
     taken, _ = _counted(monkeypatch, "_kept")  # a remembered one copies no observations
     assert logistic._laplace_without(model, dropped) is back and not taken
     forgetful = model._replace(modes=None)
-    forgetful.removal(dropped, (0.0, np.ones(model.precision.shape[0])), 0, 1.96)
-    forgetful.removal(dropped, (0.0, np.ones(model.precision.shape[0])), 0, 1.96)
+    forgetful.removal(dropped, Affine(0.0, np.ones(model.precision.shape[0])), 0, 1.96)
+    forgetful.removal(dropped, Affine(0.0, np.ones(model.precision.shape[0])), 0, 1.96)
     assert len(fitted) == 6
 
 
@@ -567,7 +582,7 @@ def test_the_draws_moments_are_measured_as_a_check_s_sampled_ones(distance_remov
     u = np.zeros((draws.size, 1))
     u[:, 0] = draws
     uniform = np.full(draws.size, 1.0 / draws.size)
-    mean, sd, _ = amip_logistic.sampled_moments((u, uniform, 0.0), (0.0, np.ones(1)))
+    mean, sd, _ = amip_logistic.sampled_moments((u, uniform, 0.0), Affine(0.0, np.ones(1)))
     drawn = amip_logistic._drawn_moments(f)
     np.testing.assert_allclose(drawn[:2], (mean, sd), rtol=1e-12)
     # the mean's Monte Carlo error is ArviZ's (split chains, either generation)

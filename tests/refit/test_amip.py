@@ -268,7 +268,8 @@ def test_a_model_density_gives_amip_the_gradient_as_its_two_arrays_do():
         assert got.drop_ids == pair.drop_ids and got.answer == pair.answer
         assert got.predicted_change == pair.predicted_change
     assert [(type(fit), fit.content is post) for fit in asked] == [(bayesij.Fit, True)] * 2
-    assert plain.predicted_change != pair.predicted_change  # the control variates count
+    # the control variates count: the influences along the ranking differ
+    assert not np.allclose(plain.curve["linear"], pair.curve["linear"], rtol=1e-3)
     with pytest.raises(ValueError, match=r"^grad_log_posterior: found a ndarray"):
         bayesij.amip(post, "beta[2]", "sign", method="linear", grad_log_posterior=score)
 
