@@ -244,9 +244,11 @@ def posterior_crosses(X, y, ids, k: int, target: str, z=1.96, family=LOGISTIC, d
     weights = np.ones(y.size)
     weights[np.asarray(ids, dtype=int)] = 0.0
     values = []
-    for w in (None, weights):
-        beta = sample(X, y, w, draws=draws, seed=17, family=family)[0][..., k]
-        flat = beta.reshape(-1)
+    for w in (None, weights):  # a chain at a time: a (draws, N) log-likelihood, not 4 x
+        chains = [
+            sample(X, y, w, chains=1, draws=draws, seed=17 + c, family=family)[0] for c in range(4)
+        ]
+        flat = np.concatenate(chains)[..., k].reshape(-1)
         mean, sd = flat.mean(), flat.std(ddof=1)
         g_star = flat + sign * z * (flat - mean) ** 2 / (2 * sd)  # the interval end's draws
         batches = g_star.reshape(100, -1).mean(axis=1)
