@@ -488,6 +488,11 @@ def _newton(model: NormalModel, stats: _Stats, u: np.ndarray):
     return None
 
 
+#: How close to the mode (a Newton step's largest coordinate, in the draws' sds)
+#: :func:`_ascended` climbs before Newton's method takes over.
+ASCENDED = 1e-4
+
+
 def _ascended(model: NormalModel, stats: _Stats, u: np.ndarray, steps: int = 200):
     """A point (R,) near the mode of the posterior of the observations of ``stats``, where
     the log posterior is concave and Newton's method converges, reached from ``u`` by
@@ -517,11 +522,6 @@ def _ascended(model: NormalModel, stats: _Stats, u: np.ndarray, steps: int = 200
             return u if concave else None
         u, value = moved, climbed
     return None
-
-
-#: How close to the mode (a Newton step's largest coordinate, in the draws' sds)
-#: :func:`_ascended` climbs before Newton's method takes over.
-ASCENDED = 1e-4
 
 
 def _derivatives(model: NormalModel, stats: _Stats, u: np.ndarray) -> tuple:

@@ -36,7 +36,14 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesij.array.amip import Goal, far_short, goal_for, metric_mcse, weighted_value
+from bayesij.array.amip import (
+    Goal,
+    chain_inflation,
+    far_short,
+    goal_for,
+    metric_mcse,
+    weighted_value,
+)
 from bayesij.array.amip_noise import size_settled
 from bayesij.array.moment_match import moment_matched_draws
 from bayesij.array.pareto import convergence_rate
@@ -222,10 +229,8 @@ class _Removal:
         self.matching, self.goal = matching, goal
         self.column, self.exp = column
         self.start = metric_mcse(f, goal)
-        flat = np.asarray(f, dtype=float).reshape(-1)
-        uniform = np.full(flat.size, 1.0 / flat.size)
-        independent = weighted_value(flat, uniform, goal.sign, goal.z)[2]
-        self.inflation = max(1.0, self.start / independent) if independent > 0 else 1.0
+        # a numeric target's change has no start, and its error is taken as it is
+        self.inflation = 1.0 if goal.fixed else chain_inflation(f, goal.sign, goal.z)
 
     def __call__(self, units: np.ndarray) -> MatchedRemoval | None:
         m = self.matching
