@@ -93,7 +93,7 @@ from ols_amip import (  # noqa: E402
     smallest_prefix,
     t4_regression,
 )
-from public_data import MODECHOICE, RANDHIE, STATECRIME, design  # noqa: E402
+from public_data import LONGLEY, MODECHOICE, RANDHIE, STACKLOSS, STATECRIME, autoregression, design  # noqa: E402
 
 TARGETS = ("sign", "significance", "sign_and_significance")
 
@@ -132,6 +132,12 @@ MODELS = {
     "grunfeld": (partial(design, "grunfeld.csv", "invest", ["value", "capital"]), "normal", False),
     "modechoice": (partial(design, "modechoice.csv", "choice", MODECHOICE), "logistic", False),
     "strikes": (partial(design, "strikes.csv", "duration", ["iprod"]), "poisson", False),
+    "stackloss": (partial(design, "stackloss.csv", "STACKLOSS", STACKLOSS), "normal", False),
+    "longley": (partial(design, "longley.csv", "TOTEMP", LONGLEY), "normal", False),
+    "danish": (partial(design, "danish.csv", "lrm", ["lry", "lpy", "ibo", "ide"]), "normal", False),
+    "phillips": (partial(design, "macrodata.csv", "infl", ["unemp"]), "normal", False),
+    "sunspots": (partial(autoregression, "sunspots.csv", "SUNACTIVITY", 2), "normal", False),
+    "randhie-poisson": (partial(design, "randhie.csv.gz", "mdvis", RANDHIE), "poisson", False),
     "hier24": (partial(hierarchy.simulate, 24, 10, 3), "hierarchy", False),
     "hier40": (partial(hierarchy.simulate, 40, 6, 4), "hierarchy", False),
     "hier12": (partial(hierarchy.simulate, 12, 20, 5), "hierarchy", False),

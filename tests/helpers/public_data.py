@@ -16,6 +16,13 @@ STATECRIME = ["poverty", "hs_grad", "urban", "single"]
 #: Travel mode choice (Greene): whether a traveller chose the mode, against its terminal
 #: time, in-vehicle cost, generalised cost, the household's income and the party's size.
 MODECHOICE = ["ttme", "invc", "gc", "hinc", "psize"]
+#: Brownlee's stack loss: an ammonia plant's loss against air flow, cooling water
+#: temperature and acid concentration (21 days).
+STACKLOSS = ["AIRFLOW", "WATERTEMP", "ACIDCONC"]
+#: Longley's employment regression (1947-1962), NIST's test of least squares' accuracy:
+#: total employment against the GNP deflator, GNP, unemployment, armed forces, population
+#: and the year, nearly collinear.
+LONGLEY = ["GNPDEFL", "GNP", "UNEMP", "ARMED", "POP", "YEAR"]
 
 
 def design(file: str, response: str, covariates: list) -> tuple[np.ndarray, np.ndarray]:
@@ -25,6 +32,17 @@ def design(file: str, response: str, covariates: list) -> tuple[np.ndarray, np.n
     frame = pd.read_csv(FOLDER / file)
     X = np.column_stack([np.ones(len(frame)), frame[covariates].to_numpy(dtype=float)])
     return X, frame[response].to_numpy(dtype=float)
+
+
+def autoregression(file: str, column: str, lags: int) -> tuple[np.ndarray, np.ndarray]:
+    """A series' autoregression of order ``lags`` as a regression (conditional on the
+    first ``lags`` values): the design (an intercept and the lagged values, lag 1 first)
+    and the response, one row per later value."""
+    import pandas as pd
+
+    series = pd.read_csv(FOLDER / file)[column].to_numpy(dtype=float)
+    lagged = [series[lags - j : series.size - j] for j in range(1, lags + 1)]
+    return np.column_stack([np.ones(series.size - lags), *lagged]), series[lags:]
 
 
 def row_of(file: str, label: str, column: str = "state") -> int:
