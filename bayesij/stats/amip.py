@@ -1022,9 +1022,7 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
     few" (:func:`~bayesij.array.amip_noise.size_settled`). A set the influences found
     "reached" is checked there too: where its removal falls short of the target even at
     the optimistic end of its band, the model decides the question, or it is left
-    undetermined (:func:`_contradicted`); where it stands, its size interval starts no
-    higher than the model's low end (:func:`_lowered`). Everything else is returned as
-    it was. ``given``: the
+    undetermined (:func:`_contradicted`). Everything else is returned as it was. ``given``: the
     gradient (:func:`searches_from`) and the pass's kept columns (:func:`set_columns`)."""
     asked = [k for k, r in enumerate(results) if open_answer(r) or _claimed(r)]
     gradient, kept = given
@@ -1044,8 +1042,6 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
             if _contradicted(model, found[k].path.order, quantity, found[k].goal, fs[k]):
                 decided = _by_removal(results[k], found[k], fs[k], model, quantity, source)
                 out[k] = decided if decided.decided_by else _refuted_by(results[k], model, source)
-            else:
-                out[k] = _lowered(results[k], found[k].goal, fs[k], model, quantity)
             continue
         out[k] = _by_removal(results[k], found[k], fs[k], model, quantity, source)
     return out
@@ -1140,38 +1136,16 @@ def _draws_rows(source, rows: np.ndarray):
         yield from row_pieces(source.block(start, stop).reshape(source.n_draws, -1), rows)
 
 
-def _model_orders(result, goal, model, quantity: Affine) -> list:
-    """The recovered ``model``'s orders of the units toward the goal, at most the result's
-    limit each: its ranking at the full data and its greedy order."""
-    limit = result._limit()
-    return [model.ranking(quantity, goal, limit), model_greedy(model, quantity, goal, limit)]
-
-
-def _lowered(result, goal, f, model, quantity: Affine):
-    """A "reached" ``result`` of the influences whose size interval starts no higher than
-    the recovered ``model``'s low end (:func:`~bayesij.array.amip_logistic.model_low`
-    along its orders, :func:`_model_orders`). The influences' low end is a bound along
-    the draws' ranking; the model's orders find smaller sets: on a Poisson regression of
-    the RAND experiment's doctor visits (N = 20,190, nine covariates) the influences put
-    four of 24 low ends above sets whose MLE refits reach, two of them confirmed by the
-    exact posterior (127 where 121 reach; 14 where 13); the model's low ends lay below
-    all four."""
-    low = min(
-        model_low(model, order, quantity, goal, f)
-        for order in _model_orders(result, goal, model, quantity)
-    )
-    if not result.size_interval or not low < result.size_interval[0]:
-        return result
-    return replace(result, size_interval=(float(low), result.size_interval[1]))
-
-
 def _by_removal(result, found, f, model, quantity: Affine, source):
     """``result`` decided by the removal of its set's prefixes in the recovered ``model``
     (see :func:`_recovered_decided`, :func:`~bayesij.array.amip_logistic.smallest_removal`),
     or where no prefix settles it, answered "not reachable" by the largest sets'
     (:func:`_unreachable_in`), or ``result`` itself."""
     goal = found.goal
-    ranked = _model_orders(result, goal, model, quantity)
+    ranked = [
+        model.ranking(quantity, goal, result._limit()),
+        model_greedy(model, quantity, goal, result._limit()),
+    ]
     low = min(model_low(model, order, quantity, goal, f) for order in ranked)
     if not np.isfinite(low):  # the influences' band left out where the model reaches
         low = result.size_interval[0] if result.size_interval else 0.0

