@@ -89,6 +89,7 @@ from ols_amip import (  # noqa: E402
     mean_sd,
     mesquite_shaped,
     metric,
+    metric_sign,
     ols_amip,
     smallest_prefix,
     t4_regression,
@@ -175,8 +176,7 @@ def _reaches(kind, X, y, result, k, target) -> bool:
         if logistic.crosses(X, y, dropped, k, target, family=family):
             return True
         return logistic.posterior_crosses(X, y, dropped, k, target, family=family) is not False
-    sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
-    after = metric(X, y, result.kept, k, sign, 1.96)
+    after = metric(X, y, result.kept, k, metric_sign(result), 1.96)
     return bool(np.sign(after) != np.sign(result.original_value))
 
 

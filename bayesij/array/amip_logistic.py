@@ -224,6 +224,12 @@ class LogisticModel(NamedTuple):
     modes: dict | None = None
 
     @property
+    def log_quantities(self) -> bool:
+        """Whether its removals take a positive quantity whose logarithm is affine
+        (:func:`affine_in`): false, they are Laplace approximations of ``c . u``."""
+        return False
+
+    @property
     def decided_by(self) -> str:
         """How an answer decided in this model was worked out (``AmipResult.decided_by``)."""
         return (
@@ -597,13 +603,14 @@ class Affine(NamedTuple):
         return Affine(value - value * float(self.c @ u), value * self.c)
 
 
-def affine_in(model, f: np.ndarray, theta: np.ndarray, u=None, log: bool = False):
+def affine_in(model, f: np.ndarray, theta: np.ndarray, u=None, log: bool | None = None):
     """The quantity of draws ``f`` (S,) as an :class:`Affine` function of a recovered
     model's parameters, to round-off (``theta`` (S, P): the draws the model was recovered
     from; ``u``: :func:`whitened_draws` of them, when already computed); with ``log``, or
-    else the exponential of one where ``f`` is positive (a model whose removals are
-    importance samples: :class:`~bayesij.array.amip_normal.NormalModel`). None where it is
-    neither."""
+    else the exponential of one where ``f`` is positive (default: the model's
+    ``log_quantities``, true where its removals are importance samples:
+    :class:`~bayesij.array.amip_normal.NormalModel`). None where it is neither."""
+    log = model.log_quantities if log is None else log
     u = whitened_draws(model, theta) if u is None else u
     design = np.column_stack([np.ones(u.shape[0]), u])
     found = _affine_fit(design, f)
@@ -758,12 +765,12 @@ def first_order(model: LogisticModel, quantity: Affine, goal, dropped=()) -> np.
     if found is None:
         return np.zeros(model.offsets.size)
     mode, cov = found
-    v = cov @ quantity[1]
+    v = cov @ quantity.c
     lever = v @ model.slopes  # (N,) c Sigma s_n
     score, weight = model.family.derivatives(model.offsets + mode @ model.slopes)
     change = -lever * score
     if goal.sign:
-        change = change + goal.sign * goal.z * weight * lever**2 / (2 * np.sqrt(v @ quantity[1]))
+        change = change + goal.sign * goal.z * weight * lever**2 / (2 * np.sqrt(v @ quantity.c))
     return change
 
 

@@ -123,6 +123,13 @@ class NormalModel(NamedTuple):
     totals: _Stats | None = None
 
     @property
+    def log_quantities(self) -> bool:
+        """Whether its removals take a positive quantity whose logarithm is affine (the
+        residual sd; :func:`~bayesij.array.amip_logistic.affine_in`): true, they are
+        importance samples and take any quantity as it is."""
+        return True
+
+    @property
     def decided_by(self) -> str:
         """How an answer decided in this model was worked out (``AmipResult.decided_by``)."""
         return (

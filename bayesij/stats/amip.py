@@ -66,7 +66,7 @@ from bayesij.array.amip_logistic import (
     whitened_draws,
 )
 from bayesij.array.amip_noise import bootstrap_counts
-from bayesij.array.amip_normal import NormalModel, recover_normal, residuals_normal
+from bayesij.array.amip_normal import recover_normal, residuals_normal
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.numeric import release_freed_memory, top_positive
@@ -1035,7 +1035,7 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
     u = whitened_draws(model, theta)
     for k in asked:
         f = np.asarray(fs[k], dtype=float).reshape(-1)
-        quantity = affine_in(model, f, theta, u, log=isinstance(model, NormalModel))
+        quantity = affine_in(model, f, theta, u)
         if quantity is None:
             continue
         if _claimed(results[k]):

@@ -387,9 +387,9 @@ def test_the_residual_sd_s_removal_is_the_exact_refits(grunfeld):
 
     X, y, theta, model = grunfeld
     parameters = model.parameters(theta)
-    assert affine_in(model, theta[:, 3], parameters) is None
-    quantity = affine_in(model, theta[:, 3], parameters, log=True)
-    assert quantity.log
+    assert affine_in(model, theta[:, 3], parameters, log=False) is None
+    quantity = affine_in(model, theta[:, 3], parameters)  # the model takes it by its log
+    assert model.log_quantities and quantity.log
     ones = np.ones(y.size)
     largest = np.argsort(-np.abs(y - X @ np.linalg.lstsq(X, y, rcond=None)[0]))[:22]
     start = model.removal(np.zeros(0, dtype=int), quantity, 0, 1.96)

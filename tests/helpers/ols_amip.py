@@ -63,6 +63,12 @@ def metric(X, y, weights, k: int, sign: int, z: float) -> float:
     return float(beta[k] + sign * z * np.sqrt(rss / (nu - 2) * unscaled[k, k]))
 
 
+def metric_sign(result) -> int:
+    """The ``sign`` of :func:`metric` an AMIP result's metric is: 0 for its mean, -1 and 1
+    for its interval's lower and upper end."""
+    return {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
+
+
 def mean_sd(X, y, weights) -> float:
     """The residual sd's posterior mean of the flat-prior posterior under ``weights``,
     exactly: ``sqrt(RSS / 2) Gamma((nu - 1) / 2) / Gamma(nu / 2)``, ``nu = sum(w) - p``

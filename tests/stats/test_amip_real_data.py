@@ -4,8 +4,8 @@ flat-prior normal regression's posterior after any drop is known in closed form
 
 import numpy as np
 import pytest
-from ols_amip import metric
-from public_data import STATECRIME, design, row_of
+from ols_amip import metric, metric_sign
+from public_data import LONGLEY, STACKLOSS, STATECRIME, design, row_of
 
 import bayesij
 from bayesij import refit
@@ -111,7 +111,7 @@ def test_a_normal_regression_s_answers_left_open_by_the_influences_are_decided_a
     post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
     result = bayesij.amip(post, "beta[2]", "significance")
     assert result.answer == "reached" and "normal linear regression" in result.decided_by
-    sign = {"lower end": -1, "upper end": 1}[result.metric]
+    sign = metric_sign(result)
     assert np.sign(metric(X, y, result.kept, 1, sign, 1.96)) != np.sign(result.original_value)
     reference = ols_amip(X, y, 1, "significance")[0].size
     low, high = result.size_interval
@@ -123,7 +123,7 @@ def test_a_normal_regression_s_answers_left_open_by_the_influences_are_decided_a
     # the sd apart from the coefficients: the set it reports reaches.
     health = bayesij.amip(post, "beta[8]", "sign_and_significance")
     if health.answer == "reached" and not health.upper_bound:
-        sign = {"lower end": -1, "upper end": 1}[health.metric]
+        sign = metric_sign(health)
         after = metric(X, y, health.kept, 7, sign, 1.96)
         assert np.sign(after) != np.sign(health.original_value)
 
@@ -165,7 +165,7 @@ def test_dc_alone_makes_graduation_insignificant_from_the_draws():
     result = bayesij.amip(post, "beta[3]", "significance")
     dc = row_of("statecrime.csv", "District of Columbia")
     assert result.answer == "reached" and result.drop_ids == [dc]
-    sign = {"lower end": -1, "upper end": 1}[result.metric]
+    sign = metric_sign(result)
     assert np.sign(metric(X, y, result.kept, 2, sign, 1.96)) != np.sign(result.original_value)
 
 
@@ -183,7 +183,7 @@ def test_a_target_the_recovered_regression_falls_far_short_of_is_not_reachable()
     result = bayesij.amip(post, "beta[4]", "sign_and_significance")
     assert result.answer == "not reachable" and "normal linear regression" in result.decided_by
     assert result.size_interval == (np.inf, np.inf) and result.n_drop == 4
-    sign = {"lower end": -1, "upper end": 1}[result.metric]
+    sign = metric_sign(result)
     greedy = exact_greedy(X, y, 3, sign, 1.96, 4)  # the metric after each step
     assert np.all(np.sign(greedy) == np.sign(result.original_value))  # never crosses 0
     assert ols_amip(X, y, 3, "sign_and_significance")[0] is None
@@ -212,6 +212,37 @@ def test_grunfeld_s_capital_is_made_insignificant_by_a_set_decided_from_the_draw
     reference = ols_amip(X, y, 2, "significance")[0].size
     low, high = result.size_interval
     assert low <= result.n_drop == high <= reference == 20
+
+
+@pytest.mark.parametrize("container", ["DataTree", "InferenceData"])
+def test_a_residual_sd_s_question_opened_lazily_is_decided_as_in_memory(container):
+    # Engel's food expenditure on income (N = 235): lowering the residual sd's mean by a
+    # quarter is decided in the normal regression recovered from the draws (the sd as the
+    # exponential of an affine quantity). The same draws saved and opened a dask chunk of
+    # observations at a time give the in-memory answer, set and band, and the set's exact
+    # refit lowers the sd's posterior mean by at least that much.
+    import warnings
+
+    from ols_amip import mean_sd
+    from saved_fits import saved_fit
+
+    X, y = design("engel.csv", "foodexp", ["income"])
+    post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
+    target = -0.25 * float(post.quantities.sel(quantity="sigma").values.mean())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        memory, lazy = (
+            bayesij.amip(saved_fit(post, container, chunks), "sigma", target, method="linear")
+            for chunks in (None, {"obs": 50})
+        )
+    assert memory.answer == "reached" and "normal linear regression" in memory.decided_by
+    assert (lazy.answer, lazy.drop_ids, lazy.decided_by) == (
+        memory.answer,
+        memory.drop_ids,
+        memory.decided_by,
+    )
+    assert lazy.change_interval == pytest.approx(memory.change_interval, rel=1e-9)
+    assert mean_sd(X, y, memory.kept) - mean_sd(X, y, np.ones(y.size)) <= target
 
 
 @pytest.mark.slow
@@ -285,15 +316,26 @@ def _exact_smallest(X, y, k: int, sign: int, limit: int) -> int | None:
     return None
 
 
-SIGNS = {"mean": 0, "lower end": -1, "upper end": 1}
+def _coefficient_answers(X, y):
+    """Every coefficient's three questions (the intercept's aside) asked of 4000 exact
+    draws of the flat-prior regression: ``(k, target, result, sign)`` each, ``sign`` the
+    answer's metric's (:func:`~ols_amip.metric_sign`)."""
+    post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
+    for k in range(1, X.shape[1]):
+        for target in ("sign", "significance", "sign_and_significance"):
+            result = bayesij.amip(post, f"beta[{k + 1}]", target)
+            yield k, target, result, metric_sign(result)
+
+
+def _crosses_exactly(X, y, k: int, result, sign: int) -> bool:
+    """Whether the exact refit without the answer's set moves its metric across 0."""
+    after = metric(X, y, result.kept, k, sign, 1.96)
+    return bool(np.sign(after) != np.sign(result.original_value))
 
 
 @pytest.mark.parametrize(
     ("file", "response", "covariates"),
-    [
-        ("stackloss.csv", "STACKLOSS", ["AIRFLOW", "WATERTEMP", "ACIDCONC"]),
-        ("longley.csv", "TOTEMP", ["GNPDEFL", "GNP", "UNEMP", "ARMED", "POP", "YEAR"]),
-    ],
+    [("stackloss.csv", "STACKLOSS", STACKLOSS), ("longley.csv", "TOTEMP", LONGLEY)],
 )
 def test_every_answer_on_small_real_regressions_is_the_exhaustive_refits(
     file, response, covariates
@@ -306,21 +348,16 @@ def test_every_answer_on_small_real_regressions_is_the_exhaustive_refits(
     # by dropping two days, by 0.0003 of a change of 0.53: the draws cannot see that, and
     # the answer may stay undetermined, never "not reachable".
     X, y = design(file, response, covariates)
-    post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
     limit, decided = int(np.floor(0.1 * y.size)), 0
-    for k in range(1, X.shape[1]):
-        for target in ("sign", "significance", "sign_and_significance"):
-            result = bayesij.amip(post, f"beta[{k + 1}]", target)
-            sign = SIGNS[result.metric]
-            smallest = _exact_smallest(X, y, k, sign, limit)
-            decided += result.answer != "undetermined"
-            if result.answer == "reached":
-                after = metric(X, y, result.kept, k, sign, 1.96)
-                assert np.sign(after) != np.sign(result.original_value)
-                low, high = result.size_interval
-                assert low <= smallest <= high == result.n_drop
-            elif result.answer == "not reachable":
-                assert smallest is None, (k, target)
+    for k, target, result, sign in _coefficient_answers(X, y):
+        smallest = _exact_smallest(X, y, k, sign, limit)
+        decided += result.answer != "undetermined"
+        if result.answer == "reached":
+            assert _crosses_exactly(X, y, k, result, sign)
+            low, high = result.size_interval
+            assert low <= smallest <= high == result.n_drop
+        elif result.answer == "not reachable":
+            assert smallest is None, (k, target)
     assert decided >= 0.85 * 3 * (X.shape[1] - 1)
 
 
@@ -342,19 +379,14 @@ def test_answers_on_real_regressions_of_n_40_and_more_hold_on_exact_refits():
     ]
     questions = decided = 0
     for X, y in data:
-        post = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=1).fit(np.ones(y.size))
         limit = int(np.floor(0.1 * y.size))
-        for k in range(1, X.shape[1]):
-            for target in ("sign", "significance", "sign_and_significance"):
-                result = bayesij.amip(post, f"beta[{k + 1}]", target)
-                sign = SIGNS[result.metric]
-                questions += 1
-                decided += result.answer != "undetermined"
-                if result.answer == "reached":
-                    after = metric(X, y, result.kept, k, sign, 1.96)
-                    assert np.sign(after) != np.sign(result.original_value)
-                elif result.answer == "not reachable":
-                    assert ols_amip(X, y, k, target)[0] is None
-                    path = exact_greedy(X, y, k, sign, 1.96, limit)
-                    assert np.all(np.sign(path) == np.sign(result.original_value))
+        for k, target, result, sign in _coefficient_answers(X, y):
+            questions += 1
+            decided += result.answer != "undetermined"
+            if result.answer == "reached":
+                assert _crosses_exactly(X, y, k, result, sign)
+            elif result.answer == "not reachable":
+                assert ols_amip(X, y, k, target)[0] is None
+                path = exact_greedy(X, y, k, sign, 1.96, limit)
+                assert np.all(np.sign(path) == np.sign(result.original_value))
     assert decided >= 0.7 * questions
