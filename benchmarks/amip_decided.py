@@ -32,7 +32,13 @@ Models (exact references, none tuned to pass):
   ``modechoice``, whether a traveller between Australian cities chose a mode (air, train,
   bus, car), a logistic regression on its terminal time, costs, income and party size
   (N = 840); ``strikes``, US manufacturing strikes' durations in days, a Poisson
-  regression on unanticipated industrial production (N = 62, the counts overdispersed).
+  regression on unanticipated industrial production (N = 62, the counts overdispersed);
+  ``stackloss``, Brownlee's ammonia plant (N = 21, three covariates, four outliers);
+  ``longley``, US employment 1947-1962 on six nearly collinear covariates (N = 16, NIST's
+  accuracy test); ``danish``, Danish money demand (N = 55, four covariates);
+  ``phillips``, US inflation on unemployment 1959-2009 (N = 203); ``sunspots``, Yule's
+  autoregression of order 2 of yearly sunspot numbers (N = 307); ``randhie-poisson``,
+  the RAND doctor visits as a Poisson regression on the nine covariates (N = 20,190).
 
 Normal regressions are drawn exactly (``refit.FlatPriorRegressionBackend``: the refit after any
 drop is the weighted least-squares posterior); logistic ones by independence
