@@ -120,7 +120,9 @@ def sample(X, y, weights=None, *, chains=4, draws=1000, seed=0, nu=7.0, family=L
     proposals = mode + scale[:, None] * (z @ chol.T)
     solved = np.linalg.solve(chol, (proposals - mode).T).T
     log_q = -0.5 * (nu + p) * np.log1p(np.sum(solved**2, axis=1) / nu)
-    log_target = log_lik(X, y, proposals, family) @ w
+    log_target = np.concatenate(  # a block of draws at a time: (S, n) never held whole
+        [log_lik(X, y, proposals[i : i + DRAW_BLOCK], family) @ w for i in _blocks(total)]
+    )
     ratio = (log_target - log_q).reshape(chains, draws + 1)
     proposals = proposals.reshape(chains, draws + 1, p)
     u = np.log(rng.random((chains, draws + 1)))
@@ -131,8 +133,20 @@ def sample(X, y, weights=None, *, chains=4, draws=1000, seed=0, nu=7.0, family=L
             if u[c, d] < ratio[c, d] - ratio[c, current]:
                 current = d
             out[c, d - 1] = proposals[c, current]
-    gradient = ((y - family.mean(out @ X.T)) * w) @ X
+    flat = out.reshape(-1, p)
+    gradient = np.concatenate(
+        [((y - family.mean(flat[i : i + DRAW_BLOCK] @ X.T)) * w) @ X for i in _blocks(len(flat))]
+    ).reshape(chains, draws, p)
     return out, gradient
+
+
+#: Draws whose log-likelihood :func:`sample` holds at once: (DRAW_BLOCK, n).
+DRAW_BLOCK = 500
+
+
+def _blocks(n_draws: int) -> range:
+    """The first draw of each block of :data:`DRAW_BLOCK` draws."""
+    return range(0, n_draws, DRAW_BLOCK)
 
 
 class LogisticBackend(refit.Backend):

@@ -266,9 +266,15 @@ def test_a_reweighted_set_of_autocorrelated_draws_reaches_on_the_exact_posterior
     assert logistic.posterior_crosses(X, y, dropped[:12], 4, "significance") is False
 
 
+class _StartsAboveAConfirmedSet(AssertionError):
+    """A size interval's low end above a set the exact posterior confirms: the one failure
+    the expected-failure test below expects (its premises fail as any test does)."""
+
+
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
+    raises=_StartsAboveAConfirmedSet,
     reason="open (#64): the influences' low end is a bound along the draws' ranking; the "
     "recovered model's low end (amip_logistic.model_low) holds 13 here, but taking it for "
     "every reached answer made the t(4) audit at N = 10^4 several times slower",
@@ -295,7 +301,9 @@ def test_a_poisson_regression_s_size_interval_holds_a_set_the_exact_posterior_co
     )
     assert result.answer == "reached"
     low, high = result.size_interval
-    assert low <= found.size <= high == result.n_drop
+    assert found.size <= high == result.n_drop
+    if not low <= found.size:
+        raise _StartsAboveAConfirmedSet(f"low end {low}, a confirmed set of {found.size}")
 
 
 def _exact_smallest(X, y, k: int, sign: int, limit: int) -> int | None:
