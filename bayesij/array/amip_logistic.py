@@ -1044,14 +1044,14 @@ def model_greedy(model, quantity: Affine, goal, k_max: int) -> np.ndarray:
 ALONE = 16
 
 
-def model_low(model, order, quantity: Affine, goal, f) -> float:
+def model_low(model, order, quantity: Affine, goal, f, singles: int = ALONE) -> float:
     """The low end of the smallest set's size in a recovered ``model`` (a
     :class:`LogisticModel` or :class:`~bayesij.array.amip_normal.NormalModel`): the
     smallest prefix of ``order`` (the model's ranking, :func:`model_ranking`, or its greedy
     order, :func:`model_greedy`) whose removal reaches the goal's need at the optimistic
     end of its band (through the prior, widened as :func:`smallest_removal` widens it by
     the importance-sampling check at that prefix against the draws ``f``), or fewer units
-    in another order: the first :data:`ALONE` units each counted by its own removal alone
+    in another order: the first ``singles`` units each counted by its own removal alone
     (a high-leverage unit moves the metric several times its first order), the others by
     their first-order change, the largest first. ``inf`` where neither reaches within
     ``order``.
@@ -1090,7 +1090,7 @@ def model_low(model, order, quantity: Affine, goal, f) -> float:
     )
     prefix = smallest(spread)
     gains = goal.direction * model.first_order(quantity, goal)[order]
-    j = min(ALONE, gains.size)
+    j = min(singles, gains.size)
     gains[:j] = [best(order[i : i + 1]) for i in range(j)]
     reach = np.cumsum(np.sort(gains)[::-1]) + spread >= goal.need
     alone = float(np.argmax(reach) + 1) if reach.any() else float("inf")

@@ -1022,8 +1022,10 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
     few" (:func:`~bayesij.array.amip_noise.size_settled`). A set the influences found
     "reached" is checked there too: where its removal falls short of the target even at
     the optimistic end of its band, the model decides the question, or it is left
-    undetermined (:func:`_contradicted`). Everything else is returned as it was. ``given``: the
-    gradient (:func:`searches_from`) and the pass's kept columns (:func:`set_columns`)."""
+    undetermined (:func:`_contradicted`); where it stands, its size interval starts no
+    higher than the model's low end (:func:`_lowered`). Everything else is returned as
+    it was. ``given``: the gradient (:func:`searches_from`) and the pass's kept columns
+    (:func:`set_columns`)."""
     asked = [k for k, r in enumerate(results) if open_answer(r) or _claimed(r)]
     gradient, kept = given
     if not asked:
@@ -1042,6 +1044,8 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
             if _contradicted(model, found[k].path.order, quantity, found[k].goal, fs[k]):
                 decided = _by_removal(results[k], found[k], fs[k], model, quantity, source)
                 out[k] = decided if decided.decided_by else _refuted_by(results[k], model, source)
+            else:
+                out[k] = _lowered(results[k], found[k].goal, fs[k], model, quantity)
             continue
         out[k] = _by_removal(results[k], found[k], fs[k], model, quantity, source)
     return out
@@ -1134,6 +1138,29 @@ def _draws_rows(source, rows: np.ndarray):
     (the observations of a lazy one: its units)."""
     for start, stop in source.bounds():
         yield from row_pieces(source.block(start, stop).reshape(source.n_draws, -1), rows)
+
+
+def _lowered(result, goal, f, model, quantity: Affine):
+    """A "reached" ``result`` of the influences whose size interval starts no higher than
+    the recovered ``model``'s low end (:func:`~bayesij.array.amip_logistic.model_low`)
+    along its greedy order (:func:`~bayesij.array.amip_logistic.model_greedy`: the
+    iterated AMIP's sets) up to one unit short of the influences' low end, the sets that
+    could lower it. The influences' low end is a bound along the draws' ranking, which
+    their Monte Carlo error shuffles: on a Poisson regression of the RAND experiment's
+    doctor visits (N = 20,190, nine covariates) it put four of 24 low ends above sets
+    whose MLE refits reach, two of them confirmed by the exact posterior (127 where 121
+    reach; 14 where 13); the model's low ends were 100 and 11. There the model's ranking
+    at the full data was never below its greedy order, nor its units' single removals
+    below their prefixes: both are left out, which keeps this to a greedy order and a few
+    removals (at N = 10^4, about 0.45 s of a 3.5 s audit)."""
+    if not result.size_interval or result.size_interval[0] <= 1:
+        return result
+    below = int(np.ceil(result.size_interval[0])) - 1
+    order = model_greedy(model, quantity, goal, below)
+    low = model_low(model, order, quantity, goal, f, singles=0)
+    if not low < result.size_interval[0]:
+        return result
+    return replace(result, size_interval=(float(low), result.size_interval[1]))
 
 
 def _by_removal(result, found, f, model, quantity: Affine, source):
