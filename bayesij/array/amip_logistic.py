@@ -1020,10 +1020,10 @@ def laplace_far_short(model, dropped, quantity: Affine, goal, mcse: float) -> bo
     return far_short(goal, optimistic, mcse)
 
 
-def model_greedy(model, quantity: Affine, goal, k_max: int) -> np.ndarray:
+def model_greedy(model, quantity: Affine, goal, k_max: int, pace: int = 16) -> np.ndarray:
     """The greedy order (K,), at most ``k_max`` units, of a recovered ``model``: each
     step takes the units of largest first-order gain toward the goal at the posterior
-    without those taken so far (:meth:`first_order`), ``1 + taken // 16`` of them, until
+    without those taken so far (:meth:`first_order`), ``1 + taken // pace`` of them, until
     no unit moves the metric that way. Its prefixes are the model's iterated AMIP sets
     (the estimating-equation AMIP re-ranked after each drop): on a wells-like logistic
     regression (N = 3020) the low end along the full data's ranking alone was 229 where
@@ -1032,7 +1032,7 @@ def model_greedy(model, quantity: Affine, goal, k_max: int) -> np.ndarray:
     while taken.size < k_max:
         gain = goal.direction * model.first_order(quantity, goal, taken)
         gain[taken] = -np.inf
-        step = top_positive(gain, min(1 + taken.size // 16, k_max - taken.size))
+        step = top_positive(gain, min(1 + taken.size // pace, k_max - taken.size))
         if not step.size:
             break
         taken = np.concatenate([taken, step])
