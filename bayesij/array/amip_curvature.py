@@ -60,6 +60,7 @@ __all__ = [
     "MAX_PARAMETERS",
     "MAX_MODEL_PARAMETERS",
     "MAX_COLUMNS",
+    "centre_into",
     "BREAKDOWN",
     "CUBIC_SCALE",
     "MIN_EXPLAINED",
@@ -1142,7 +1143,10 @@ class CentredColumns:
     rows : ndarray of shape (K, S), optional
         Without ``matrix`` and ``columns``: the log-likelihood of ``units``, one float64
         row each, read by the caller; centred in place and held (no copy: a lazy
-        audit's tens of thousands of rows).
+        audit's tens of thousands of rows). With ``finite``: already centred
+        (:func:`centre_into`), float64 or float32.
+    finite : ndarray of bool, shape (K,), optional
+        With ``rows``: whether each unit was finite at every draw (the rows centred).
 
     Attributes
     ----------
@@ -1154,7 +1158,7 @@ class CentredColumns:
         Whether each held unit's log-likelihood was finite at every draw.
     """
 
-    def __init__(self, n_draws: int, matrix=None, columns=None, units=None, rows=None):
+    def __init__(self, n_draws: int, matrix=None, columns=None, units=None, rows=None, finite=None):
         self.n_draws, self.matrix = int(n_draws), matrix
         if matrix is not None:
             self.held = np.unique(np.asarray(units if units is not None else [], dtype=int))
@@ -1165,7 +1169,7 @@ class CentredColumns:
             if self.held.shape != rows.shape[:1] or np.any(np.diff(self.held) <= 0):
                 raise ValueError("units: expected the sorted, distinct units of the rows")
             self.rows = rows
-            self.finite = _centre_rows(self.rows)
+            self.finite = _centre_rows(self.rows) if finite is None else finite
         else:
             columns = columns or {}
             self.held = np.array(sorted(int(u) for u in columns), dtype=int)
@@ -1219,7 +1223,7 @@ class CentredColumns:
         slots = self.slots(units)
         held = slots >= 0
         if held.all():
-            return self.rows[slots]
+            return np.asarray(self.rows[slots], dtype=float)
         out = np.empty((slots.size, self.n_draws))
         out[held] = self.rows[slots[held]]
         out[~held] = _centred_rows(self.matrix, np.asarray(units, dtype=int)[~held])
@@ -1310,8 +1314,8 @@ class CentredColumns:
 
     def _readable(self) -> bool:
         """Whether the compiled kernels can read the rows where they lie (C-contiguous
-        float64; a caller's ``rows`` may be neither)."""
-        return self.rows.flags.c_contiguous and self.rows.dtype == np.float64
+        float64 or float32; a caller's ``rows`` may be neither)."""
+        return self.rows.flags.c_contiguous and self.rows.dtype in (np.float64, np.float32)
 
     def terms(self, curvature: Curvature, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`Curvature.unit_terms` of ``units``: a held unit's computed once per model
@@ -1351,7 +1355,7 @@ class CentredColumns:
         first column holds), else from the rows."""
         mapped = self._screen_map(curvature)
         if mapped is None or self._screen is None:
-            return curvature._coefficients(self.rows[slots].T)
+            return curvature._coefficients(np.asarray(self.rows[slots], dtype=float).T)
         units = self.held[slots]
         p = curvature.n_parameters
         first = np.empty((slots.size, p))
@@ -1360,7 +1364,8 @@ class CentredColumns:
         both = (mapped @ self._screen[1][:, units[~direct]]).T
         first[~direct], quad[~direct] = both[:, :p] / -self.n_draws, both[:, p:]
         if direct.any():
-            first[direct], quad[direct] = curvature._coefficients(self.rows[slots[direct]].T)
+            rows = np.asarray(self.rows[slots[direct]], dtype=float)
+            first[direct], quad[direct] = curvature._coefficients(rows.T)
         return first, quad
 
     def _screen_map(self, curvature: Curvature) -> np.ndarray | None:
@@ -1426,6 +1431,17 @@ def _read_rows(matrix: np.ndarray, units: np.ndarray, threaded: bool = False) ->
         step = -(-n_draws // (parts * TILE)) * TILE  # whole tiles per thread
         map_chunks(read, [slice(a, min(a + step, n_draws)) for a in range(0, n_draws, step)])
     return out
+
+
+def centre_into(rows: np.ndarray, slots: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Write ``columns`` (S, k), some units' log-likelihood, into ``rows[slots]`` as
+    :class:`CentredColumns` holds them (non-finite values as 0, less each one's mean over
+    the draws, worked out in float64 whatever ``rows``' precision). Returns whether each
+    was finite at every draw (k,)."""
+    centred = np.array(np.asarray(columns, dtype=float).T, order="C")  # rows summed as held
+    finite = _centre_rows(centred)
+    rows[slots] = centred
+    return finite
 
 
 def _centre_rows(rows: np.ndarray, threaded: bool = False) -> np.ndarray:

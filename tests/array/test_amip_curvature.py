@@ -379,6 +379,44 @@ def test_centred_columns_are_read_once_and_answer_as_the_matrix_does():
             CentredColumns(4000, units=units, rows=rows.copy())
 
 
+def test_rows_centred_in_float64_and_held_in_float32_answer_as_the_matrix_to_its_precision():
+    # A lazy audit's ranked rows past a budget (stats.amip.SINGLE_PRECISION_BYTES): each
+    # centred in float64 (non-finite values as 0, as the store centres them), then rounded;
+    # sums, terms and second-order ratios as from the float64 columns to float32's precision.
+    from bayesij.array.amip_curvature import CentredColumns, centre_into
+
+    beta, log_lik, _ = _normal_model(draws=4000)
+    log_lik = log_lik.copy()
+    log_lik[7, 4] = -np.inf
+    units = np.array([0, 3, 4, 9])
+    double = CentredColumns(4000, matrix=log_lik, units=units)
+    single = np.empty((4, 4000), dtype=np.float32)
+    finite = np.zeros(4, dtype=bool)
+    finite[[2, 0]] = centre_into(single, np.array([2, 0]), log_lik[:, [4, 0]])
+    finite[[1, 3]] = centre_into(single, np.array([1, 3]), log_lik[:, [3, 9]])
+    np.testing.assert_array_equal(finite, double.finite)
+    np.testing.assert_array_equal(finite, [True, True, False, True])
+    np.testing.assert_array_equal(single, double.rows.astype(np.float32))
+    store = CentredColumns(4000, units=units, rows=single, finite=finite)
+    assert store.rows is single
+    order = np.array([4, 3, 9, 0])
+    grid = np.array([1, 3, 4])
+    np.testing.assert_allclose(
+        store.prefix_sums(order, grid), double.prefix_sums(order, grid), rtol=1e-6, atol=1e-6
+    )
+    assert store.prefix_sums(order, grid).dtype == np.float64
+    assert store.rows_of(order).dtype == np.float64
+    curvature = curvature_of(beta[None], 1)
+    terms = store.terms(curvature, order), double.terms(curvature, order)
+    for got, want in zip(*terms, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(
+        SetCurvature(curvature, -1, 1.96, store=store)(order),
+        SetCurvature(curvature, -1, 1.96, store=double)(order),
+        rtol=1e-5,
+    )
+
+
 def test_set_curvature_keeps_its_latest_answers():
     from bayesij.array.amip_curvature import RECENT
 

@@ -274,9 +274,16 @@ def test_the_second_order_columns_are_read_a_block_at_a_time(rng, monkeypatch):
         return map_blocks(*args, **options)
 
     monkeypatch.setattr(stats_amip, "map_blocks", noted)
-    rows = stats_amip._ranked_rows(source, wanted, Kept())
-    np.testing.assert_array_equal(rows, matrix[:, :, wanted].reshape(4000, -1).T)
+    rows, finite = stats_amip._ranked_rows(source, wanted, Kept())
+    columns = np.ascontiguousarray(matrix[:, :, wanted].reshape(4000, -1).T)
+    np.testing.assert_array_equal(rows, columns - columns.mean(axis=1, keepdims=True))
+    assert rows.dtype == np.float64 and finite.all()
     assert computed == [0, 2] and asked == [False]
+    # Past the budget, held in float32: centred in float64, then rounded
+    monkeypatch.setattr(stats_amip, "SINGLE_PRECISION_BYTES", 0)
+    single, _ = stats_amip._ranked_rows(source, wanted, Kept())
+    assert single.dtype == np.float32
+    np.testing.assert_array_equal(single, rows.astype(np.float32))
 
 
 def test_an_audit_leaves_nothing_of_its_own_in_reference_cycles(rng):

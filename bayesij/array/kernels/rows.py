@@ -36,7 +36,7 @@ def held_prefix_sums(rows: np.ndarray, slots: np.ndarray, sizes: np.ndarray) -> 
     Parameters
     ----------
     rows : ndarray of shape (n_rows, n)
-        C-contiguous float64.
+        C-contiguous float64 or float32 (summed in float64).
     slots : ndarray of int, shape (k,)
         Rows of ``rows``, in the order of the set.
     sizes : ndarray of int, shape (G,)
@@ -50,7 +50,7 @@ def held_prefix_sums(rows: np.ndarray, slots: np.ndarray, sizes: np.ndarray) -> 
     """
     out = np.empty((len(sizes), rows.shape[1]))
     _prefix_sums(
-        np.ascontiguousarray(rows, dtype=np.float64),
+        np.ascontiguousarray(rows, dtype=rows.dtype if rows.dtype == np.float32 else np.float64),
         np.asarray(slots, dtype=np.int64),
         np.asarray(sizes, dtype=np.int64),
         out,
@@ -86,7 +86,7 @@ def held_products(rows: np.ndarray, slots: np.ndarray, vector: np.ndarray) -> np
     Parameters
     ----------
     rows : ndarray of shape (n_rows, S)
-        C-contiguous float64, finite, ``S >= n``.
+        C-contiguous float64 or float32, finite, ``S >= n``.
     slots : ndarray of int, shape (k,)
     vector : ndarray of shape (n,)
         Finite.
@@ -118,7 +118,7 @@ def held_influence_mcse(
     Parameters
     ----------
     rows : ndarray of shape (n_rows, S)
-        C-contiguous float64, finite, ``S >= n``.
+        C-contiguous float64 or float32, finite, ``S >= n``.
     slots : ndarray of int, shape (k,)
     weights : ndarray of shape (n,)
         Normalised draw weights ``w``, finite.
