@@ -1436,11 +1436,15 @@ def _read_rows(matrix: np.ndarray, units: np.ndarray, threaded: bool = False) ->
 def centre_into(rows: np.ndarray, slots: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """Write ``columns`` (S, k), some units' log-likelihood, into ``rows[slots]`` as
     :class:`CentredColumns` holds them (non-finite values as 0, less each one's mean over
-    the draws, worked out in float64 whatever ``rows``' precision). Returns whether each
-    was finite at every draw (k,)."""
-    centred = np.array(np.asarray(columns, dtype=float).T, order="C")  # rows summed as held
-    finite = _centre_rows(centred)
-    rows[slots] = centred
+    the draws, worked out in float64 whatever ``rows``' precision; :data:`UNIT_TILE` units
+    at a time, so that the float64 copy stays small beside a whole read's columns).
+    Returns whether each was finite at every draw (k,)."""
+    finite = np.empty(len(slots), dtype=bool)
+    for first in range(0, len(slots), UNIT_TILE):
+        part = slice(first, first + UNIT_TILE)
+        centred = np.array(np.asarray(columns[:, part], dtype=float).T, order="C")  # as held
+        finite[part] = _centre_rows(centred)
+        rows[slots[part]] = centred
     return finite
 
 
