@@ -1361,15 +1361,15 @@ def _ranked_rows(source, wanted: np.ndarray, kept, client=None) -> tuple:
     as the pass reads them (:func:`~bayesij.data.source.map_blocks`: each dask chunk
     computed once, never more; with a dask.distributed ``client``, each block's columns
     taken on the workers: only the columns come back). Rows past
-    :data:`SINGLE_PRECISION_BYTES` in float64 are held in float32 (:func:`ranked_rows_dtype`)."""
-    rows = np.empty((wanted.size, source.n_draws), dtype=ranked_rows_dtype(wanted.size, source))
+    :data:`SINGLE_PRECISION_BYTES` in float64 are held in float32 (:func:`_ranked_rows_dtype`)."""
+    rows = np.empty((wanted.size, source.n_draws), dtype=_ranked_rows_dtype(wanted.size, source))
     finite = np.ones(wanted.size, dtype=bool)
     held = kept.columns if kept is not None else {}
-    slots = np.flatnonzero([int(unit) in held for unit in wanted.tolist()])
-    if slots.size:
-        columns = np.column_stack([np.reshape(held[int(wanted[j])], -1) for j in slots])
-        finite[slots] = centre_into(rows, slots, columns)
-    slots = np.setdiff1d(np.arange(wanted.size), slots)
+    in_pass = np.array([int(unit) in held for unit in wanted.tolist()], dtype=bool)
+    if in_pass.any():
+        columns = np.column_stack([np.reshape(held[int(u)], -1) for u in wanted[in_pass]])
+        finite[in_pass] = centre_into(rows, np.flatnonzero(in_pass), columns)
+    slots = np.flatnonzero(~in_pass)
     units = wanted[slots]
     if not units.size:
         return rows, finite
@@ -1397,7 +1397,7 @@ def _ranked_rows(source, wanted: np.ndarray, kept, client=None) -> tuple:
 SINGLE_PRECISION_BYTES = 2 * CHUNK_BYTES
 
 
-def ranked_rows_dtype(n_rows: int, source) -> type:
+def _ranked_rows_dtype(n_rows: int, source) -> type:
     """float32 where ``n_rows`` rows of the source's draws pass
     :data:`SINGLE_PRECISION_BYTES` in float64, else float64."""
     return np.float32 if 8 * n_rows * source.n_draws > SINGLE_PRECISION_BYTES else np.float64

@@ -302,6 +302,24 @@ def test_a_fit_opened_lazily_is_decided_by_the_removal_as_in_memory(
         memory.decided_by,
     )
     assert lazy.change_interval == pytest.approx(memory.change_interval, rel=1e-9)
+    # the second-order model's rows held in float32 (as past the budget): the same answer
+    import bayesij.stats.amip as stats_amip
+
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        warnings.simplefilter("ignore")
+        patch.setattr(stats_amip, "SINGLE_PRECISION_BYTES", 0)
+        single = bayesij.amip(
+            saved_fit(post, container, {"obs": 100}),
+            *question,
+            method="linear",
+            grad_log_posterior=(grad, beta),
+        )
+    assert (single.answer, single.drop_ids, single.decided_by) == (
+        memory.answer,
+        memory.drop_ids,
+        memory.decided_by,
+    )
+    assert single.change_interval == pytest.approx(memory.change_interval, rel=1e-5)
 
 
 def _hierarchical_logistic_tree(group_index: bool, chunks=None):

@@ -147,10 +147,16 @@ def test_the_linearity_change_is_the_exact_leave_one_out_change(rng):
     assert found.amip == []
 
 
-def test_the_installed_arviz_container_with_a_lazy_log_likelihood_is_audited():
+@pytest.mark.parametrize("single", [False, True])
+def test_the_installed_arviz_container_with_a_lazy_log_likelihood_is_audited(single, monkeypatch):
     """ArviZ 0.23's InferenceData (Python 3.11) or ArviZ 1.x's DataTree (3.12+), its
     log_likelihood group chunked with dask: the audit reads it lazily (linear AMIP, said in
-    the report) and reports what it reports for the same container in memory."""
+    the report) and reports what it reports for the same container in memory; also with the
+    second-order model's rows held in float32 (``single``: as past the budget)."""
+    import bayesij.stats.amip as stats_amip
+
+    if single:
+        monkeypatch.setattr(stats_amip, "SINGLE_PRECISION_BYTES", 0)
     az = pytest.importorskip("arviz")
     pytest.importorskip("dask")
     import xarray as xr

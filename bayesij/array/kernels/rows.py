@@ -49,8 +49,9 @@ def held_prefix_sums(rows: np.ndarray, slots: np.ndarray, sizes: np.ndarray) -> 
         (added first to one another, in order).
     """
     out = np.empty((len(sizes), rows.shape[1]))
+    precision = np.float32 if rows.dtype == np.float32 else np.float64  # float32 not widened
     _prefix_sums(
-        np.ascontiguousarray(rows, dtype=rows.dtype if rows.dtype == np.float32 else np.float64),
+        np.ascontiguousarray(rows, dtype=precision),
         np.asarray(slots, dtype=np.int64),
         np.asarray(sizes, dtype=np.int64),
         out,
