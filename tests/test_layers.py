@@ -123,6 +123,23 @@ def test_importing_bayesij_is_cheap():
     assert not {"arviz", "stan", "cmdstanpy", "matplotlib"} & loaded
 
 
+_AUDIT_OF_ARRAYS = (
+    "import numpy as np, bayesij; rng = np.random.default_rng(0); "
+    "b = rng.normal(1.0, 0.1, size=(4, 500, 1)); y = rng.standard_t(4, size=60); "
+    "bayesij.audit(bayesij.from_arrays(b, -0.5 * (y - b) ** 2, quantity_names=['b']))"
+)
+
+
+@pytest.mark.processes  # starts a fresh interpreter
+def test_an_audit_comparing_nothing_loads_neither_scipy_stats_nor_optimize():
+    # 70 MiB of an audit's memory: scipy.stats (normal quantiles, chi-square tails and
+    # ranks, done with scipy.special and NumPy) and scipy.optimize (the stacking weights
+    # of a comparison, imported only when compare_with is given).
+    loaded = _loaded_after(_AUDIT_OF_ARRAYS)
+    assert "bayesij.stats.amip" in loaded and "scipy.special" in loaded
+    assert not {"scipy.stats", "scipy.optimize", "matplotlib", "arviz"} & loaded
+
+
 def test_array_layer_imports_only_numpy_scipy_and_itself():
     # numba compiles the per-observation kernels (array/kernels/), loaded on first use;
     # threadpoolctl keeps BLAS to one thread inside the chunk threads (array/numeric.py).

@@ -1043,7 +1043,7 @@ def _mean_free(d: np.ndarray, scales: np.ndarray) -> np.ndarray:
     regression with heteroscedasticity-robust (HC0) errors (a coefficient's spread grows
     with the residual sd while its mean does not move) above :data:`MEAN_FREE_LEVEL`;
     True for the scales themselves."""
-    from scipy.stats import chi2
+    from scipy.special import chdtrc  # scipy.stats' chi2.sf, without importing scipy.stats
 
     logs = d[:, scales]
     design = np.column_stack([logs, logs**2 - (logs**2).mean(axis=0)])
@@ -1055,7 +1055,7 @@ def _mean_free(d: np.ndarray, scales: np.ndarray) -> np.ndarray:
         meat = (design * residual[:, e : e + 1] ** 2).T @ design
         cov = inverse @ meat @ inverse
         statistic = float(coef[:, e] @ np.linalg.pinv(cov) @ coef[:, e])
-        free[e] = chi2.sf(statistic, design.shape[1]) > MEAN_FREE_LEVEL
+        free[e] = chdtrc(design.shape[1], max(statistic, 0.0)) > MEAN_FREE_LEVEL
     return free
 
 

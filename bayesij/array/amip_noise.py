@@ -813,6 +813,6 @@ def _answer(share: float, tail: float) -> str:
 
 
 def _z(level: float) -> float:
-    from scipy.stats import norm
+    from scipy.special import ndtri  # scipy.stats' norm.ppf
 
-    return float(norm.ppf(0.5 + level / 2))
+    return float(ndtri(0.5 + level / 2))

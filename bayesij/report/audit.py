@@ -51,7 +51,6 @@ from bayesij.stats.amip import (
 )
 from bayesij.stats.amip_matched import matched_answers, matching_density
 from bayesij.stats.audit_pass import audit_pass
-from bayesij.stats.compare import compare
 from bayesij.stats.convergence import (
     Convergence,
     bfmi_of,
@@ -1053,6 +1052,10 @@ def _comparison(loo_result, compare_with, groups) -> pd.DataFrame | None:
             repr(compare_with)[:80],
             "a non-empty dict of other fits by name (not 'audited', this fit's name)",
         )
+    # Imported here: its stacking weights' optimiser and normal tails (scipy.optimize and
+    # scipy.stats) cost an audit that compares nothing 70 MiB of memory.
+    from bayesij.stats.compare import compare
+
     results = {"audited": loo_result}
     for name, other in compare_with.items():
         results[name] = other if isinstance(other, LooResult) else compute_loo(other, groups=groups)

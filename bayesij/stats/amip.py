@@ -1369,6 +1369,7 @@ def _ranked_rows(source, wanted: np.ndarray, kept, client=None) -> tuple:
     if in_pass.any():
         columns = np.column_stack([np.reshape(held[int(u)], -1) for u in wanted[in_pass]])
         finite[in_pass] = centre_into(rows, np.flatnonzero(in_pass), columns)
+        del columns  # not held beside the blocks read below (30 MiB at N = 4 10^5)
     slots = np.flatnonzero(~in_pass)
     units = wanted[slots]
     if not units.size:

@@ -5,9 +5,12 @@ the test on the same draws, and the normal scores' exact values."""
 import numpy as np
 import pytest
 import xarray as xr
-from scipy.stats import norm
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import norm, rankdata
 
 from bayesij.array.convergence import (
+    average_ranks,
     bulk_ess,
     rank_normal_scores,
     rank_rhat,
@@ -124,3 +127,25 @@ def test_bfmi_is_arviz_0_23_s():
         pytest.skip("ArviZ 0.23's bfmi (Python 3.11)")
     np.testing.assert_allclose(bfmi(energy), az.bfmi(energy), rtol=1e-12)
     assert np.all(bfmi(energy) < 0.3)  # a random walk of energies: poorly explored
+
+
+_VALUES = st.sampled_from([0.0, -0.0, 1.0, -2.5, 1e300, np.inf, -np.inf, np.nan, 3.0, 3.0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 9).flatmap(
+        lambda n: st.lists(st.lists(_VALUES, min_size=n, max_size=n), min_size=1, max_size=12)
+    )
+)
+def test_average_ranks_are_scipys_rankdata_to_the_bit(rows):
+    # Ties (0.0 and -0.0 among them), infinities and a column holding NaN (all NaN), as
+    # scipy.stats.rankdata(method="average", axis=0) ranks them.
+    values = np.array(rows, dtype=float)
+    expected = rankdata(values, method="average", axis=0)
+    np.testing.assert_array_equal(average_ranks(values), expected)
+
+
+def test_average_ranks_of_many_draws_are_scipys():
+    x = _draws(1000).reshape(-1, 3)
+    np.testing.assert_array_equal(average_ranks(x), rankdata(x, method="average", axis=0))
