@@ -924,7 +924,8 @@ class LaplacePrefixes:
         moved, sample = self.laplace(size), self.model.importance_sample(self.order[:size])
         if moved is None or sample is None or sample[2] > pareto_k_threshold(sample[1].size):
             return None
-        return _checked_band(moved, sampled_moments(sample, self.quantity), self.drawn, self.goal)
+        moments = sampled_moments(sample, self.quantity)
+        return _checked_band(moved, moments, self.drawn, self.goal, _paired(self.model))
 
     def reaches(self, size: int, spread: float) -> bool:
         """Whether the Laplace band of the first ``size``, widened by ``spread``, reaches."""
@@ -978,7 +979,8 @@ def checked_removal(model, dropped, quantity: Affine, goal, f) -> SmallestRemova
     if sample[2] > pareto_k_threshold(sample[1].size):
         return None
     moved = np.array(after.change_from(start))
-    band, moments = _checked_band(moved, sampled_moments(sample, quantity), _drawn_moments(f), goal)
+    moments = sampled_moments(sample, quantity)
+    band, moments = _checked_band(moved, moments, _drawn_moments(f), goal, _paired(model))
     return SmallestRemoval(len(dropped), band, moments)
 
 
@@ -1105,7 +1107,8 @@ def _check_spread(model, dropped, quantity: Affine, goal, f, start: Removal) -> 
     if after is None or sample is None:
         return 0.0
     moved = np.array(after.change_from(start))
-    band = _checked_band(moved, sampled_moments(sample, quantity), _drawn_moments(f), goal)[0]
+    moments = sampled_moments(sample, quantity)
+    band = _checked_band(moved, moments, _drawn_moments(f), goal, _paired(model))[0]
     return float(0.5 * (band[1] - band[0]) - 0.5 * np.ptp(moved))
 
 
@@ -1116,17 +1119,27 @@ def _drawn_moments(f) -> tuple[float, float, float]:
     return float(draws.mean()), float(draws.std()), mean_mcse(draws)
 
 
-def _checked_band(moved: np.ndarray, after: tuple, before: tuple, goal) -> tuple:
+def _checked_band(moved: np.ndarray, after: tuple, before: tuple, goal, paired=False) -> tuple:
     """The change's band: the Laplace change give or take the prior's error (``moved``: its
     low end, value and high end, :meth:`Removal.change_from`), widened by the
     importance-sampling check's departure from the Laplace change and
     :data:`~bayesij.array.amip.MC_MARGIN` of its Monte Carlo errors (``after``: the
     quantity's sampled mean, sd and the mean's error without the set; ``before``: the same
-    of the draws); and the quantity's mean and sd without the set (the check's)."""
+    of the draws); and the quantity's mean and sd without the set (the check's). With
+    ``paired``, the check reweights the draws themselves and the band's moves are its
+    batches' (:class:`~bayesij.array.amip_hierarchy.HierarchyModel`): the band already
+    holds the change's Monte Carlo error, paired over the same draws, which the two
+    errors of independent samples would count again."""
     (m1, s1, e1), (m0, s0, e0) = after, before
     checked = (m1 - m0) + goal.sign * goal.z * (s1 - s0)
-    spread = abs(checked - moved[1]) + MC_MARGIN * math.hypot(e1, e0)
+    spread = abs(checked - moved[1]) + (0.0 if paired else MC_MARGIN * math.hypot(e1, e0))
     return (float(moved.min() - spread), float(moved.max() + spread)), (m1, s1)
+
+
+def _paired(model) -> bool:
+    """Whether a model's removals reweight the draws themselves, batch by batch (its band
+    the change's Monte Carlo error): :func:`_checked_band`'s ``paired``."""
+    return bool(getattr(model, "reweights_the_draws", False))
 
 
 def _short(band: tuple, goal, mcse: float) -> bool:

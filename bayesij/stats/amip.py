@@ -53,6 +53,7 @@ from bayesij.array.amip_curvature import (
     curvatures_of,
     on_model_scale,
 )
+from bayesij.array.amip_hierarchy import recover_hierarchy
 from bayesij.array.amip_logistic import (
     Affine,
     affine_in,
@@ -1094,8 +1095,9 @@ def _refuted_by(result, model, source):
 def _recovered_model(source, gradient, kept) -> tuple:
     """The logistic (:func:`recover_glm`; in the unconstrained parameters where the
     gradient gives them) or else normal (:func:`recover_normal`; in the quantities)
-    regression recovered from the draws, and the draws in its parameters; ``(None,
-    None)`` where neither is one. A lazy source is read again only where the columns its
+    regression recovered from the draws, or else a normal varying-intercept model
+    (:func:`recover_hierarchy`, in memory), and the draws in its parameters; ``(None,
+    None)`` where none is one. A lazy source is read again only where the columns its
     pass kept are such a regression's."""
     draws, names = _parameter_draws(source)
     quantities = np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
@@ -1112,6 +1114,10 @@ def _recovered_model(source, gradient, kept) -> tuple:
         model = recover_normal(quantities, rows, scales)
         if model is not None:
             return model, model.parameters(quantities)
+    if not source.lazy:  # a varying-intercept model's effects, integrated out
+        model = recover_hierarchy(quantities, rows, scales, source.n_chains)
+        if model is not None:
+            return model, quantities
     return None, None
 
 
