@@ -58,6 +58,15 @@ RECOVERED = 1e-12
 CONDITIONAL_MEAN = 0.1
 CONDITIONAL_SCALE = 1.15
 
+#: More quantities than this are not searched for the observations' effects (each
+#: observation is fitted on every quantity: its cost grows as their number times N).
+MAX_QUANTITIES = 2000
+
+#: Positive quantities tried as the residual sd (those named as scales first), and the
+#: observations each is first tried on: a model that is not such a hierarchy is refused
+#: after a few of its observations.
+MAX_SCALES, FIRST_UNITS = 4, 32
+
 #: Units whose removals :meth:`HierarchyModel.first_order` reweights at once (4000 draws:
 #: 8 MiB).
 FIRST_ORDER_UNITS = 256
@@ -229,14 +238,19 @@ def recover_hierarchy(
     makes every observation a normal one of one quantity's mean, or no two other
     quantities are the mean and sd of the effects' normal prior as the draws confirm it."""
     theta = np.asarray(theta, dtype=float)
+    if theta.shape[1] > MAX_QUANTITIES:
+        return None
     positive = [j for j in range(theta.shape[1]) if np.all(theta[:, j] > 0)]
-    order = sorted(positive, key=lambda j: not bool(np.asarray(scales)[j]))
+    order = sorted(positive, key=lambda j: not bool(np.asarray(scales)[j]))[:MAX_SCALES]
     rows = _recovery_rows(theta.shape[0])
     pieces = list(_pieces(log_lik, rows))
     if not pieces:
         return None
     values = np.concatenate(pieces, axis=1)  # (K, N)
     for scale in order:
+        first = values[:, :FIRST_UNITS]  # most models fail on their first observations
+        if _observations(theta[rows], first, scale) is None:
+            continue
         found = _observations(theta[rows], values, scale)
         if found is not None:
             model = _with_prior(theta, scale, *found)
