@@ -62,6 +62,11 @@ CONDITIONAL_SCALE = 1.15
 #: observation is fitted on every quantity: its cost grows as their number times N).
 MAX_QUANTITIES = 2000
 
+#: More quantities times observations than this are not searched either: each observation's
+#: effect is found by two products of its recovery draws with every quantity's (2 x 256 x
+#: this many multiplications: about a second).
+MAX_PRODUCTS = 20_000_000
+
 #: Positive quantities tried as the residual sd (those named as scales first), and the
 #: observations each is first tried on: a model that is not such a hierarchy is refused
 #: after a few of its observations.
@@ -247,6 +252,8 @@ def recover_hierarchy(
     if not pieces:
         return None
     values = np.concatenate(pieces, axis=1)  # (K, N)
+    if theta.shape[1] * values.shape[1] > MAX_PRODUCTS:
+        return None
     for scale in order:
         first = values[:, :FIRST_UNITS]  # most models fail on their first observations
         if _observations(theta[rows], first, scale) is None:
@@ -268,20 +275,47 @@ def _observations(theta: np.ndarray, values: np.ndarray, scale: int) -> tuple | 
     spread = np.sum((q - q.mean(axis=0)) ** 2, axis=0)
     if not np.all(np.isfinite(q)) or np.any(spread <= 0):
         return None
-    best = np.full(q.shape[1], np.inf)
-    effect, y = np.full(q.shape[1], -1), np.zeros(q.shape[1])
-    for j in range(theta.shape[1]):
-        if j == scale or np.ptp(theta[:, j]) == 0:
-            continue
-        a = theta[:, j]
-        design = np.column_stack([np.ones(a.size), a])
-        coef, *_ = np.linalg.lstsq(design, q - a[:, None] ** 2, rcond=None)  # y^2, -2y
-        left = np.sum((q - a[:, None] ** 2 - design @ coef) ** 2, axis=0) / spread
-        better = left < best
-        best[better], effect[better], y[better] = left[better], j, -0.5 * coef[1, better]
-    if np.any(best > RECOVERED):
+    effect = _likeliest_effects(theta, q, scale)
+    if effect is None:
         return None
+    y = np.zeros(q.shape[1])
+    step = max(1, (1 << 22) // q.shape[0])  # observations a block: 32 MiB of effects
+    for start in range(0, q.shape[1], step):  # each one fitted exactly on its effect
+        part = slice(start, start + step)
+        a = theta[:, effect[part]]  # (K, n)
+        target = q[:, part] - a**2  # y^2 - 2 y a
+        a_c = a - a.mean(axis=0)
+        slope = np.sum(a_c * target, axis=0) / np.sum(a_c**2, axis=0)  # -2y
+        fitted = target.mean(axis=0) + slope * a_c
+        if np.any(np.sum((target - fitted) ** 2, axis=0) > RECOVERED * spread[part]):
+            return None
+        y[part] = -0.5 * slope
     return effect, y
+
+
+def _likeliest_effects(theta: np.ndarray, q: np.ndarray, scale: int) -> np.ndarray | None:
+    """For each observation (``q`` (K, N)), the column of ``theta`` (K, P) other than
+    ``scale`` in whose centred values and squares its ``q`` is best explained (two
+    products with every column at once, a block of observations at a time), or None where
+    no column varies."""
+    d = theta - theta.mean(axis=0)
+    e = d**2 - (d**2).mean(axis=0)
+    g11, g12, g22 = (d * d).sum(axis=0), (d * e).sum(axis=0), (e * e).sum(axis=0)
+    det = g11 * g22 - g12**2
+    usable = det > 1e-12 * np.maximum(g11 * g22, np.finfo(float).tiny)
+    usable[scale] = False
+    if not usable.any():
+        return None
+    effect = np.empty(q.shape[1], dtype=int)
+    step = max(1, (1 << 22) // max(1, theta.shape[1]))  # 32 MiB of products a block
+    for start in range(0, q.shape[1], step):
+        centred = q[:, start : start + step] - q[:, start : start + step].mean(axis=0)
+        b1, b2 = d.T @ centred, e.T @ centred  # (P, n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            explained = g22[:, None] * b1**2 - 2 * g12[:, None] * b1 * b2 + g11[:, None] * b2**2
+            explained = np.where(usable[:, None], explained / det[:, None], -np.inf)
+        effect[start : start + step] = np.argmax(explained, axis=0)
+    return effect
 
 
 def _with_prior(theta, scale: int, effect: np.ndarray, y: np.ndarray):

@@ -44,7 +44,7 @@ from bayesij.stats.amip import (
     asked_target,
     check_search_options,
     check_target,
-    fit_parameters,
+    fit_draws,
     gradient_arrays,
     looks_like_scale,
     one_signed,
@@ -777,7 +777,7 @@ def audit(
             f"one pass over {source.n_draws} draws x {unit_words(units.name, source.n_units)}: "
             f"influence, IJ, LOO, WAIC, {len(questions)} AMIP question(s)"
         )
-        parameters = fit_parameters(fit) if questions else None  # the AMIP models'
+        parameters = fit_draws(fit) if questions else None  # the AMIP models'
         found = audit_pass(
             source,
             questions,
@@ -791,7 +791,14 @@ def audit(
         if marginal_log_lik is None and backend is not None and units.grouped:
             marginal_log_lik = _terms_from_backend(fit, backend, say)
         integrated, integrated_loo, integrated_post = _integrated(
-            source, names, fit, units, marginal_log_lik, found.ij.influence, loo, parameters
+            source,
+            names,
+            fit,
+            units,
+            marginal_log_lik,
+            found.ij.influence,
+            loo,
+            parameters.model if parameters is not None else None,
         )
         answers = dict(zip(questions, found.amip, strict=True))
         if backend is None and matching_density(grad_log_posterior) is not None:

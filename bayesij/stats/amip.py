@@ -53,7 +53,7 @@ from bayesij.array.amip_curvature import (
     curvatures_of,
     on_model_scale,
 )
-from bayesij.array.amip_hierarchy import recover_hierarchy
+from bayesij.array.amip_hierarchy import MAX_QUANTITIES, recover_hierarchy
 from bayesij.array.amip_logistic import (
     Affine,
     affine_in,
@@ -731,7 +731,7 @@ def amip_search(
         },
     )
     _check_quantity(source, quantity)
-    parameters = fit_parameters(fit)  # the second-order model's, read once
+    parameters = fit_draws(fit)  # the second-order and recovered models', read once
     density = matching_density(gradient)
     gradient = gradient_arrays(gradient, fit)
     question = [(quantity, target)]
@@ -843,16 +843,17 @@ def searches_from(
     for the linear method, which empties the dict once read; ``gradient``: the log
     posterior's score and the unconstrained draws it is of, where the influences used
     them (control variates; arrays (n_chains, n_draws, P)); ``kept``: the :func:`set_columns` of
-    the pass, if any; ``parameters``: the fit's quantity draws and names for the
-    second-order model, :func:`fit_parameters`, default the source's; ``client``: a
+    the pass, if any; ``parameters``: :func:`fit_draws`, the fit's quantity draws and
+    names for the second-order model and the recovered ones, default the source's; ``client``: a
     dask.distributed Client that sums the linear sets of a lazy source on its workers)."""
     fs, goals = targets
     k_max = max(1, int(np.floor(alpha_max * source.n_units)))
     every = scores["all"]  # DenseRows: each goal's rows made when read (a lazy pass)
     rows = every if isinstance(every, DenseRows) else goal_rows(every, goals)
     del every
+    model = parameters.model if parameters is not None else None
     nonlinearities = _nonlinearities(
-        source, questions, goals, rows, k_max, parameters, kept, client, gradient is None
+        source, questions, goals, rows, k_max, model, kept, client, gradient is None
     )
     if method == "linear":
         halves, half_units = _half_rows(scores["half"], goals)
@@ -896,7 +897,8 @@ def searches_from(
     ]
     orders = [one.path.order for one in found]
     results = _seen_by_the_draws(results, orders, source, (kept, client), read)
-    results = _recovered_decided(results, fs, found, source, (gradient, kept))
+    posterior = parameters.posterior if parameters is not None else None
+    results = _recovered_decided(results, fs, found, source, (gradient, kept, posterior))
     return list(zip(results, found, strict=True))
 
 
@@ -1029,10 +1031,10 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
     it was. ``given``: the gradient (:func:`searches_from`) and the pass's kept columns
     (:func:`set_columns`)."""
     asked = [k for k, r in enumerate(results) if open_answer(r) or _claimed(r)]
-    gradient, kept = given
+    gradient, kept, posterior = given
     if not asked:
         return results
-    model, theta = _recovered_model(source, gradient, kept)
+    model, theta = _recovered_model(source, gradient, kept, posterior)
     if model is None:
         return results
     out = list(results)
@@ -1092,7 +1094,7 @@ def _refuted_by(result, model, source):
     )
 
 
-def _recovered_model(source, gradient, kept) -> tuple:
+def _recovered_model(source, gradient, kept, posterior=None) -> tuple:
     """The logistic (:func:`recover_glm`; in the unconstrained parameters where the
     gradient gives them) or else normal (:func:`recover_normal`; in the quantities)
     regression recovered from the draws, or else a normal varying-intercept model
@@ -1114,7 +1116,10 @@ def _recovered_model(source, gradient, kept) -> tuple:
         model = recover_normal(quantities, rows, scales)
         if model is not None:
             return model, model.parameters(quantities)
-    if not source.lazy:  # a varying-intercept model's effects, integrated out
+    if not source.lazy:  # a varying-intercept model's effects (not searched), integrated out
+        if posterior is not None:
+            quantities = np.asarray(posterior[0], dtype=float).reshape(source.n_draws, -1)
+            scales = _scale_mask(posterior[1])
         model = recover_hierarchy(quantities, rows, scales, source.n_chains)
         if model is not None:
             return model, quantities
@@ -1444,6 +1449,31 @@ def _block_columns(block: np.ndarray, positions: np.ndarray, units: np.ndarray) 
     start, stop = int(positions[0]), int(positions[-1]) + 1
     inside = units[(units >= start) & (units < stop)] - start
     return np.ascontiguousarray(block[:, :, inside])
+
+
+class FitDraws(NamedTuple):
+    """What the AMIP models read of a fit's posterior beside its searched quantities
+    (:func:`fit_draws`): the second-order model's parameters (:func:`fit_parameters`) and
+    every quantity, for the models recovered from the draws (a varying-intercept model's
+    effects are not searched: :mod:`~bayesij.array.amip_hierarchy`); each ``(draws
+    (n_chains, n_draws, K), names)``, or None (the source's quantities serve)."""
+
+    model: tuple | None
+    posterior: tuple | None
+
+
+def fit_draws(fit) -> FitDraws:
+    """:class:`FitDraws` of a :class:`~bayesij.data.fit.Fit`: every quantity where they are
+    at most :data:`~bayesij.array.amip_hierarchy.MAX_QUANTITIES` elements."""
+    sizes = fit.variable_sizes()
+    posterior = None
+    if sizes and sum(sizes.values()) <= MAX_QUANTITIES:
+        try:
+            draws, names = fit.posterior_draws()
+            posterior = np.asarray(draws, dtype=float), list(names)
+        except ValueError:
+            posterior = None
+    return FitDraws(fit_parameters(fit), posterior)
 
 
 def fit_parameters(fit) -> tuple[np.ndarray, list] | None:

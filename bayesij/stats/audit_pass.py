@@ -72,10 +72,10 @@ def audit_pass(
         As :func:`bayesij.amip`.
     score, unconstrained : array_like of shape (n_chains, n_draws, P), optional
         As :func:`bayesij.amip`: the AMIP influences with zero-variance control variates.
-    parameters : tuple, optional
-        Draws and names of every posterior quantity of the fit
-        (:func:`bayesij.stats.amip.fit_parameters`), the AMIP's second-order model's
-        parameters; default the source's quantities.
+    parameters : FitDraws, optional
+        The fit's posterior draws the AMIP's models read (:func:`bayesij.stats.amip.
+        fit_draws`): the second-order model's parameters and every quantity for the models
+        recovered from the draws; default the source's quantities.
     client : dask.distributed.Client, optional
         Run the pass over a lazy source's blocks on this cluster, and sum the linear sets
         and take the second-order model's columns there

@@ -145,3 +145,12 @@ def test_mu_s_significance_is_decided_from_the_draws_and_the_exact_refit_confirm
     dropped = np.flatnonzero(result.kept == 0)
     after = metric_after(y, group, dropped, "mu", goal.sign)
     assert goal.direction * after > 0  # the lower end crossed zero in the exact refit
+
+
+def test_too_many_quantities_times_observations_are_not_searched(fit, monkeypatch):
+    # each observation is matched against every quantity: past MAX_PRODUCTS, refused
+    import bayesij.array.amip_hierarchy as amip_hierarchy
+
+    _, _, _, names, theta, log_lik = fit
+    monkeypatch.setattr(amip_hierarchy, "MAX_PRODUCTS", theta.shape[1] * log_lik.shape[1] - 1)
+    assert recover_hierarchy(theta, log_lik, _scales(names)) is None

@@ -311,3 +311,20 @@ def test_settings_as_an_object_or_a_mapping_give_the_same_audit():
     with pytest.raises(dataclasses.FrozenInstanceError):
         as_object_settings = bayesij.AuditSettings()
         as_object_settings.loo = False
+
+
+def test_a_varying_intercept_fit_saved_as_arrays_has_mu_s_significance_decided():
+    # The audit searches mu, tau and sigma, not the 24 group effects; the varying-intercept
+    # model recovered from the draws reads every quantity of the fit, effects included
+    # (stats.amip.fit_draws), and decides mu's significance: the exact Gibbs refit without
+    # its set moves mu's lower end below zero.
+    from hierarchy_gibbs import GibbsHierarchyBackend, metric_after, simulate
+
+    y, group = simulate(24, 10, 3)
+    post = GibbsHierarchyBackend(y, group, seed=1).fit(np.ones(y.size))
+    found = bayesij.audit(post).amip[("mu", "significance")]
+    assert found.answer == "reached" and "varying-intercept" in found.decided_by
+    assert found.size_interval[0] <= found.n_drop == found.size_interval[1] < 24
+    dropped = np.flatnonzero(found.kept == 0)
+    assert metric_after(y, group, [], "mu", -1) > 0.02
+    assert metric_after(y, group, dropped, "mu", -1) < 0.0
