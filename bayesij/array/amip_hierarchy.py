@@ -149,9 +149,9 @@ class HierarchyModel(NamedTuple):
 
     @property
     def reweights_the_draws(self) -> bool:
-        """Its removals reweight the draws, its band their batches' Monte Carlo error: the
-        importance-sampling check adds nothing to it (:func:`~bayesij.array.amip_logistic.
-        _checked_band`)."""
+        """Its removals reweight the draws, their band the reweighted draws' Monte Carlo
+        error: the importance-sampling check adds nothing to it
+        (:func:`~bayesij.array.amip_logistic._checked_band`)."""
         return True
 
     @property
@@ -183,11 +183,9 @@ class HierarchyModel(NamedTuple):
         reweighted draws, with each draw's term of its Monte Carlo error
         (:class:`DrawsRemoval`)."""
         f = quantity.at(self.phi - self.mean @ self.basis)
-        log_w = self.log_weights(dropped)
-        w = np.exp(log_w - log_w.max())
-        w /= w.sum()
+        w = _normalised(self.log_weights(dropped))
         mean = float(w @ f)
-        sd = float(np.sqrt(max(w @ (f - mean) ** 2, 0.0)))
+        sd = float(np.sqrt(max(float(w @ (f - mean) ** 2), 0.0)))
         term = f - mean
         if sign and sd > 0:
             term = term + sign * z * (term**2 - sd**2) / (2 * sd)
@@ -195,16 +193,16 @@ class HierarchyModel(NamedTuple):
         return DrawsRemoval(mean + sign * z * sd, influence)
 
     def importance_sample(self, dropped, seed: int = 0) -> tuple:
-        """The draws ``(mu, tau, sigma)`` less their mean (S, 3), the normalised importance
-        weights of the posterior without ``dropped`` (S,) and their Pareto k-hat (each set
-        worked out once: :func:`~bayesij.array.amip_logistic.remembered`)."""
+        """The draws in the model's parameters (S, 3: ``mu``, ``tau``, ``sigma``; what
+        :func:`~bayesij.array.amip_logistic.whitened_draws` gives), the normalised
+        importance weights of the posterior without ``dropped`` (S,) and their Pareto k-hat
+        (each set worked out once: :func:`~bayesij.array.amip_logistic.remembered`)."""
         return remembered(self, dropped, seed, HierarchyModel.drawn_sample)
 
     def drawn_sample(self, dropped, seed: int = 0) -> tuple:
         """:meth:`importance_sample`, worked out now (``seed``: unused, the draws are given)."""
-        log_w = self.log_weights(dropped)
-        w = np.exp(log_w - log_w.max())
-        return self.phi - self.mean @ self.basis, w / w.sum(), _ratios_khat(w)
+        w = _normalised(self.log_weights(dropped))
+        return self.phi - self.mean @ self.basis, w, _ratios_khat(w)
 
     def first_order(self, quantity: Affine, goal, dropped=()) -> np.ndarray:
         """Each observation's change (N,) of the goal's metric when it is dropped beside
@@ -400,8 +398,7 @@ def _log_marginal(sums: tuple, phi: np.ndarray) -> np.ndarray:
 def _metric(f: np.ndarray, log_w: np.ndarray, sign: int, z: float):
     """``mean + sign z sd`` of the draws ``f`` (S,) under the importance weights
     ``exp(log_w)`` (S,), or of each column of weights (S, k) with ``f`` (S, 1): (k,)."""
-    w = np.exp(log_w - log_w.max(axis=0))
-    w /= w.sum(axis=0)
+    w = _normalised(log_w)
     mean = np.sum(w * f, axis=0)
     sd = np.sqrt(np.maximum(np.sum(w * (f - mean) ** 2, axis=0), 0.0))
     out = mean + sign * z * sd
@@ -417,3 +414,9 @@ def _mean_error(influence: np.ndarray) -> float:
         return 0.0
     r_eff = float(split_relative_ess(influence[..., None])[0])
     return spread / np.sqrt(influence.size * max(r_eff, 1e-12))
+
+
+def _normalised(log_w: np.ndarray) -> np.ndarray:
+    """Importance weights summing to one (along the first axis) from their logarithms."""
+    w = np.exp(log_w - log_w.max(axis=0))
+    return w / w.sum(axis=0)
