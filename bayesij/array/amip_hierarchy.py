@@ -36,16 +36,16 @@ References
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array.amip import MC_MARGIN
+from bayesij.array.amip import MC_MARGIN, mean_mcse
 from bayesij.array.amip_logistic import Affine, _pieces, _ratios_khat, _recovery_rows, remembered
-from bayesij.array.ess import split_relative_ess
 from bayesij.array.numeric import top_positive
 
-__all__ = ["HierarchyModel", "recover_hierarchy"]
+__all__ = ["HierarchyModel", "recover_hierarchy", "effects_explain"]
 
 #: The share of ``q_n``'s variance over the recovery draws that ``(y_n - alpha)^2`` may
 #: leave for the observation to count as a normal one of that effect (round-off: 1e-28).
@@ -243,25 +243,49 @@ def recover_hierarchy(
     theta = np.asarray(theta, dtype=float)
     if theta.shape[1] > MAX_QUANTITIES:
         return None
+    rows = _recovery_rows(theta.shape[0])
+    pieces = _pieces(log_lik, rows)  # read a block of observations at a time
+    first = next(pieces, None)
+    if first is None:
+        return None
+    # the residual sd: the first that explains the first observations (most models fail
+    # there), then every observation read in that one, no piece held beyond its own fit
+    scale = _scale_of(theta, first, scales)
+    if scale is None:
+        return None
+    found, n_units = [], 0
+    for piece in chain([first], pieces):
+        n_units += piece.shape[1]
+        one = _observations(theta[rows], piece, scale)
+        if one is None or theta.shape[1] * n_units > MAX_PRODUCTS:
+            return None
+        found.append(one)
+    effect, y = (np.concatenate(parts) for parts in zip(*found, strict=True))
+    model = _with_prior(theta, scale, effect, y)
+    return None if model is None else model._replace(n_chains=int(n_chains))
+
+
+def effects_explain(theta: np.ndarray, log_lik, scales: np.ndarray) -> bool:
+    """Whether the first observations of ``log_lik`` (a function yielding its rows, as
+    :func:`recover_hierarchy` reads it; a lazy source's columns its pass kept) are each a
+    normal one of one quantity's mean, as :func:`recover_hierarchy` first asks: whether
+    reading every observation to recover the model may pay."""
+    theta = np.asarray(theta, dtype=float)
+    if theta.shape[1] > MAX_QUANTITIES:
+        return False
+    rows = _recovery_rows(theta.shape[0])
+    first = next(_pieces(log_lik, rows), None)
+    return first is not None and _scale_of(theta, first, scales) is not None
+
+
+def _scale_of(theta: np.ndarray, first: np.ndarray, scales: np.ndarray) -> int | None:
+    """The first positive quantity (those ``scales`` marks first, at most
+    :data:`MAX_SCALES`) as whose residual sd the first :data:`FIRST_UNITS` observations of
+    ``first`` (K, n; at the recovery draws) are each normal of one quantity's mean."""
     positive = [j for j in range(theta.shape[1]) if np.all(theta[:, j] > 0)]
     order = sorted(positive, key=lambda j: not bool(np.asarray(scales)[j]))[:MAX_SCALES]
-    rows = _recovery_rows(theta.shape[0])
-    pieces = list(_pieces(log_lik, rows))
-    if not pieces:
-        return None
-    values = np.concatenate(pieces, axis=1)  # (K, N)
-    if theta.shape[1] * values.shape[1] > MAX_PRODUCTS:
-        return None
-    for scale in order:
-        first = values[:, :FIRST_UNITS]  # most models fail on their first observations
-        if _observations(theta[rows], first, scale) is None:
-            continue
-        found = _observations(theta[rows], values, scale)
-        if found is not None:
-            model = _with_prior(theta, scale, *found)
-            if model is not None:
-                return model._replace(n_chains=int(n_chains))
-    return None
+    at = theta[_recovery_rows(theta.shape[0])]
+    return next((j for j in order if _observations(at, first[:, :FIRST_UNITS], j)), None)
 
 
 def _observations(theta: np.ndarray, values: np.ndarray, scale: int) -> tuple | None:
@@ -407,13 +431,9 @@ def _metric(f: np.ndarray, log_w: np.ndarray, sign: int, z: float):
 
 def _mean_error(influence: np.ndarray) -> float:
     """The Monte Carlo standard error of the mean of per-draw terms ``influence``
-    (n_chains, n_draws), their autocorrelation counted (the split-chain relative ESS):
-    ``sd / sqrt(S r_eff)``."""
-    spread = float(np.std(influence))
-    if spread == 0:
-        return 0.0
-    r_eff = float(split_relative_ess(influence[..., None])[0])
-    return spread / np.sqrt(influence.size * max(r_eff, 1e-12))
+    (n_chains, n_draws), their autocorrelation counted (:func:`~bayesij.array.amip.
+    mean_mcse`); 0 where every term is 0 (a removal against itself)."""
+    return mean_mcse(influence) if np.any(influence) else 0.0
 
 
 def _normalised(log_w: np.ndarray) -> np.ndarray:

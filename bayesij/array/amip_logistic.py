@@ -1126,10 +1126,10 @@ def _checked_band(moved: np.ndarray, after: tuple, before: tuple, goal, paired=F
     :data:`~bayesij.array.amip.MC_MARGIN` of its Monte Carlo errors (``after``: the
     quantity's sampled mean, sd and the mean's error without the set; ``before``: the same
     of the draws); and the quantity's mean and sd without the set (the check's). With
-    ``paired``, the check reweights the draws themselves and the band's moves are its
-    batches' (:class:`~bayesij.array.amip_hierarchy.HierarchyModel`): the band already
-    holds the change's Monte Carlo error, paired over the same draws, which the two
-    errors of independent samples would count again."""
+    ``paired``, the check reweights the draws themselves
+    (:class:`~bayesij.array.amip_hierarchy.HierarchyModel`): the band already holds the
+    change's Monte Carlo error, paired over the same draws (their autocorrelation
+    counted), which the two errors of independent samples would count again."""
     (m1, s1, e1), (m0, s0, e0) = after, before
     checked = (m1 - m0) + goal.sign * goal.z * (s1 - s0)
     spread = abs(checked - moved[1]) + (0.0 if paired else MC_MARGIN * math.hypot(e1, e0))
@@ -1137,8 +1137,8 @@ def _checked_band(moved: np.ndarray, after: tuple, before: tuple, goal, paired=F
 
 
 def _paired(model) -> bool:
-    """Whether a model's removals reweight the draws themselves, batch by batch (its band
-    the change's Monte Carlo error): :func:`_checked_band`'s ``paired``."""
+    """Whether a model's removals reweight the draws themselves (its band the change's
+    Monte Carlo error): :func:`_checked_band`'s ``paired``."""
     return bool(getattr(model, "reweights_the_draws", False))
 
 

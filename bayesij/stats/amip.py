@@ -6,6 +6,7 @@ adds the refits that settle what the draws leave open."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from statistics import NormalDist
@@ -53,7 +54,7 @@ from bayesij.array.amip_curvature import (
     curvatures_of,
     on_model_scale,
 )
-from bayesij.array.amip_hierarchy import MAX_QUANTITIES, recover_hierarchy
+from bayesij.array.amip_hierarchy import MAX_QUANTITIES, effects_explain, recover_hierarchy
 from bayesij.array.amip_logistic import (
     Affine,
     affine_in,
@@ -897,7 +898,7 @@ def searches_from(
     ]
     orders = [one.path.order for one in found]
     results = _seen_by_the_draws(results, orders, source, (kept, client), read)
-    posterior = parameters.posterior if parameters is not None else None
+    posterior = parameters.posterior if parameters is not None else None  # read if tried
     results = _recovered_decided(results, fs, found, source, (gradient, kept, posterior))
     return list(zip(results, found, strict=True))
 
@@ -1098,9 +1099,10 @@ def _recovered_model(source, gradient, kept, posterior=None) -> tuple:
     """The logistic (:func:`recover_glm`; in the unconstrained parameters where the
     gradient gives them) or else normal (:func:`recover_normal`; in the quantities)
     regression recovered from the draws, or else a normal varying-intercept model
-    (:func:`recover_hierarchy`, in memory), and the draws in its parameters; ``(None,
-    None)`` where none is one. A lazy source is read again only where the columns its
-    pass kept are such a regression's."""
+    (:func:`recover_hierarchy`, in every quantity of the fit: ``posterior``, a function
+    reading them, :class:`FitDraws`), and the draws in its parameters; ``(None, None)``
+    where none is one. A lazy source is read again only where the columns its pass kept
+    are such a model's."""
     draws, names = _parameter_draws(source)
     quantities = np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
     score, theta = None, quantities
@@ -1116,10 +1118,13 @@ def _recovered_model(source, gradient, kept, posterior=None) -> tuple:
         model = recover_normal(quantities, rows, scales)
         if model is not None:
             return model, model.parameters(quantities)
-    if not source.lazy:  # a varying-intercept model's effects (not searched), integrated out
-        if posterior is not None:
-            quantities = np.asarray(posterior[0], dtype=float).reshape(source.n_draws, -1)
-            scales = _scale_mask(posterior[1])
+    whole = posterior() if posterior is not None else None  # the effects (not searched)
+    if whole is not None:
+        quantities = np.asarray(whole[0], dtype=float).reshape(source.n_draws, -1)
+        scales = _scale_mask(whole[1])
+    kept_rows = partial(_kept_rows, kept)
+    screened = kept is not None and bool(kept.columns)  # a lazy source: its kept columns first
+    if not source.lazy or (screened and effects_explain(quantities, kept_rows, scales)):
         model = recover_hierarchy(quantities, rows, scales, source.n_chains)
         if model is not None:
             return model, quantities
@@ -1453,27 +1458,32 @@ def _block_columns(block: np.ndarray, positions: np.ndarray, units: np.ndarray) 
 
 class FitDraws(NamedTuple):
     """What the AMIP models read of a fit's posterior beside its searched quantities
-    (:func:`fit_draws`): the second-order model's parameters (:func:`fit_parameters`) and
-    every quantity, for the models recovered from the draws (a varying-intercept model's
-    effects are not searched: :mod:`~bayesij.array.amip_hierarchy`); each ``(draws
-    (n_chains, n_draws, K), names)``, or None (the source's quantities serve)."""
+    (:func:`fit_draws`): the second-order model's parameters (:func:`fit_parameters`;
+    ``(draws (n_chains, n_draws, K), names)`` or None, the source's quantities serve),
+    and a function reading every quantity the same way, for the models recovered from the
+    draws (a varying-intercept model's effects are not searched:
+    :mod:`~bayesij.array.amip_hierarchy`), called only where one is tried."""
 
     model: tuple | None
-    posterior: tuple | None
+    posterior: Callable[[], tuple | None]
 
 
 def fit_draws(fit) -> FitDraws:
-    """:class:`FitDraws` of a :class:`~bayesij.data.fit.Fit`: every quantity where they are
-    at most :data:`~bayesij.array.amip_hierarchy.MAX_QUANTITIES` elements."""
+    """:class:`FitDraws` of a :class:`~bayesij.data.fit.Fit`."""
+    return FitDraws(fit_parameters(fit), partial(_whole_posterior, fit))
+
+
+def _whole_posterior(fit) -> tuple | None:
+    """Draws (n_chains, n_draws, K) and names of every quantity of a fit, where they are at
+    most :data:`~bayesij.array.amip_hierarchy.MAX_QUANTITIES` elements; else None."""
     sizes = fit.variable_sizes()
-    posterior = None
-    if sizes and sum(sizes.values()) <= MAX_QUANTITIES:
-        try:
-            draws, names = fit.posterior_draws()
-            posterior = np.asarray(draws, dtype=float), list(names)
-        except ValueError:
-            posterior = None
-    return FitDraws(fit_parameters(fit), posterior)
+    if not sizes or sum(sizes.values()) > MAX_QUANTITIES:
+        return None
+    try:
+        draws, names = fit.posterior_draws()
+    except ValueError:
+        return None
+    return np.asarray(draws, dtype=float), list(names)
 
 
 def fit_parameters(fit) -> tuple[np.ndarray, list] | None:

@@ -157,3 +157,18 @@ def test_too_many_quantities_times_observations_are_not_searched(fit, monkeypatc
     _, _, _, names, theta, log_lik = fit
     monkeypatch.setattr(amip_hierarchy, "MAX_PRODUCTS", theta.shape[1] * log_lik.shape[1] - 1)
     assert recover_hierarchy(theta, log_lik, _scales(names)) is None
+
+
+def test_observations_read_a_block_at_a_time_recover_the_same_and_refuse_a_late_misfit(fit):
+    _, _, _, names, theta, log_lik = fit
+
+    def blocks(matrix):  # as a lazy or in-memory source yields its rows, 60 units a piece
+        return lambda rows: (matrix[rows, a : a + 60] for a in range(0, matrix.shape[1], 60))
+
+    whole = recover_hierarchy(theta, log_lik, _scales(names))
+    pieces = recover_hierarchy(theta, blocks(log_lik), _scales(names))
+    np.testing.assert_array_equal(pieces.y, whole.y)
+    np.testing.assert_array_equal(pieces.groups, whole.groups)
+    misfit = log_lik.copy()  # the last observation's log-likelihood a Student-t's
+    misfit[:, -1] = -2.5 * np.log1p(np.exp(2 * misfit[:, -1]) / 4)
+    assert recover_hierarchy(theta, blocks(misfit), _scales(names)) is None

@@ -867,3 +867,45 @@ def test_the_models_holding_a_scale_read_their_units_terms_from_the_screen():
         bayesij.amip(post, "beta[2]", "significance")
     held = [inside for holds, inside in mapped if holds]
     assert held and all(held), mapped
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["in-memory", "lazy"])
+def test_a_varying_intercept_container_is_decided_as_its_arrays_are(lazy):
+    # The 24 x 10 hierarchy's draws as the installed ArviZ generation saves them (0.23's
+    # InferenceData, 1.x's DataTree: alpha one vector, no group index), in memory or its
+    # log-likelihood chunked with dask: the varying-intercept model is recovered in each
+    # (a lazy one's kept columns screened, then its blocks read once more) and mu's
+    # significance gets the plain arrays' answer and set.
+    az = pytest.importorskip("arviz")
+    pytest.importorskip("dask")
+    import xarray as xr
+    from hierarchy_gibbs import GibbsHierarchyBackend, simulate
+
+    y, group = simulate(24, 10, 3)
+    post = GibbsHierarchyBackend(y, group, seed=1).fit(np.ones(y.size))
+    q = post.quantities.values
+    groups = {
+        "posterior": {"mu": q[..., 0], "tau": q[..., 1], "sigma": q[..., 2], "alpha": q[..., 3:]},
+        "log_likelihood": {"y": post.log_lik.values},
+    }
+    if int(az.__version__.split(".")[0]) >= 1:
+        data = az.from_dict(groups)
+        if lazy:
+            ll = data["log_likelihood"].to_dataset().chunk({"y_dim_0": 60})
+            data = xr.DataTree.from_dict(
+                {"posterior": data["posterior"].to_dataset(), "log_likelihood": ll}
+            )
+    else:
+        data = az.from_dict(**groups)
+        if lazy:
+            ll = data.log_likelihood.chunk({"y_dim_0": 60})
+            data = az.InferenceData(posterior=data.posterior, log_likelihood=ll)
+    reference = bayesij.amip(post, "mu", "significance", method="linear")
+    found = bayesij.amip(data, "mu", "significance", method="linear")
+    assert reference.answer == "reached" and "varying-intercept" in reference.decided_by
+    assert (found.answer, found.drop_ids, found.size_interval) == (
+        reference.answer,
+        reference.drop_ids,
+        reference.size_interval,
+    )
+    assert found.decided_by == reference.decided_by
