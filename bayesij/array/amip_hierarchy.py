@@ -67,6 +67,11 @@ MAX_QUANTITIES = 2000
 #: this many multiplications: about a second).
 MAX_PRODUCTS = 20_000_000
 
+#: More observations than this are not searched: the model's greedy order reweights every
+#: observation's removal at each step (an audit of 1000 observations in 10 groups took
+#: 12 s against 0.5 s without the model, 10^4 took 147 s).
+MAX_UNITS = 500
+
 #: Positive quantities tried as the residual sd (those named as scales first), and the
 #: observations each is first tried on: a model that is not such a hierarchy is refused
 #: after a few of its observations.
@@ -257,7 +262,7 @@ def recover_hierarchy(
     for piece in chain([first], pieces):
         n_units += piece.shape[1]
         one = _observations(theta[rows], piece, scale)
-        if one is None or theta.shape[1] * n_units > MAX_PRODUCTS:
+        if one is None or theta.shape[1] * n_units > MAX_PRODUCTS or n_units > MAX_UNITS:
             return None
         found.append(one)
     effect, y = (np.concatenate(parts) for parts in zip(*found, strict=True))

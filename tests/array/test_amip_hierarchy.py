@@ -172,3 +172,11 @@ def test_observations_read_a_block_at_a_time_recover_the_same_and_refuse_a_late_
     misfit = log_lik.copy()  # the last observation's log-likelihood a Student-t's
     misfit[:, -1] = -2.5 * np.log1p(np.exp(2 * misfit[:, -1]) / 4)
     assert recover_hierarchy(theta, blocks(misfit), _scales(names)) is None
+
+
+def test_more_observations_than_the_search_affords_are_not_searched(fit, monkeypatch):
+    import bayesij.array.amip_hierarchy as amip_hierarchy
+
+    _, _, _, names, theta, log_lik = fit
+    monkeypatch.setattr(amip_hierarchy, "MAX_UNITS", log_lik.shape[1] - 1)
+    assert recover_hierarchy(theta, log_lik, _scales(names)) is None
