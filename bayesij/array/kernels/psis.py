@@ -404,10 +404,10 @@ def _fitted_tail(row, m, ties, tail_order, work, top, sample, counts, x, grid, s
 
 
 @_inlined
-def _row(row, m, work, top, sample, counts, x, grid, scratch, sums, out, draws, means, ties, taken):
+def _row(row, m, work, top, sample, counts, x, grid, scratch, sums, out, draws, means, ties, tail):
     """PSIS-LOO of one row into ``out`` (lppd, elpd, k, relative error, sum_w2, minimum,
     done, expected) and the expectations of ``draws`` (K, n) into ``means`` (K,);
-    ``taken`` (m_max,): scratch of the tail's places."""
+    ``tail``: scratch of the tail's draws in order (:func:`_tail_buffers`)."""
     n = row.shape[0]
     k, tied = _fitted_tail(row, m, ties, False, work, top, sample, counts, x, grid, scratch, sums)
     body = out[5] = sums[3]
@@ -447,23 +447,25 @@ def _row(row, m, work, top, sample, counts, x, grid, scratch, sums, out, draws, 
     out[4] = sum_w2
     out[6] = 1.0
     if draws.shape[0] and _weighted_means(
-        work, top, x, m, cutoff, total, draws, sample, means, ties, taken
+        work, top, x, m, cutoff, total, draws, sample, means, ties, tail, counts
     ):
         out[7] = 1.0
 
 
 @reordered
-def _weighted_means(work, top, x, m, cutoff, total, draws, body, means, ties, taken):
+def _weighted_means(work, top, x, m, cutoff, total, draws, body, means, ties, tail, counts):
     """``sum_s w_s f_ks / total`` for each row ``f_k`` of ``draws``: raw ratios ``work`` at
     or below the cutoff, the smoothed ``x[i]`` for the tail draw whose ratio is
-    ``top[i + 1]`` (found by bisection in the ascending ``top[1:m + 1]``; draws with tied
-    ratios take its places in draw order, as the stable sort of the tie rules "above" and
-    "position" does: repeated draws of an MCMC sampler). False (nothing written) when tail
-    values are tied under "quicksort" (NumPy's sort of the whole row decides)."""
+    ``top[i + 1]`` (:func:`_tail_in_order`: draws with tied ratios take its places in draw
+    order, as the stable sort of the tie rules "above" and "position" does: repeated draws
+    of an MCMC sampler). False (nothing written) when tail values are tied under
+    "quicksort" (NumPy's sort of the whole row decides)."""
     for i in range(1, m):
         if top[i] == top[i + 1] and ties == 2:
             return False
-    taken[: m + 1] = 0
+    order = _tail_in_order(work, cutoff, m, tail, counts)
+    if order.shape[0] != m:  # not the tail that ``top`` holds: never seen
+        return False
     n = work.shape[0]
     for s in range(n):
         body[s] = work[s] if work[s] <= cutoff else 0.0
@@ -472,13 +474,10 @@ def _weighted_means(work, top, x, m, cutoff, total, draws, body, means, ties, ta
         for s in range(n):
             acc += body[s] * draws[k, s]
         means[k] = acc
-    for s in range(n):
-        if work[s] > cutoff:
-            low = _first_at_least(top, 1, m, work[s])
-            place = low + taken[low]
-            taken[low] += 1
-            for k in range(draws.shape[0]):
-                means[k] += x[place - 1] * draws[k, s]
+    for i in range(m):
+        s = order[i]
+        for k in range(draws.shape[0]):
+            means[k] += x[i] * draws[k, s]
     for k in range(draws.shape[0]):
         means[k] /= total
     return True
@@ -502,19 +501,6 @@ def _buffers(n, tail_len):
 
 
 @compiled
-def _first_at_least(ascending, low, high, value):
-    """The first index in ``low..high`` of the ascending values at or above ``value``
-    (``high`` when none before it is: bisection)."""
-    while low < high:
-        middle = (low + high) // 2
-        if ascending[middle] < value:
-            low = middle + 1
-        else:
-            high = middle
-    return low
-
-
-@compiled
 def _cutoff_ties(top, m):
     """How many of the tail values ``top[1:m + 1]`` equal the cutoff ``top[0]``."""
     tied = 0
@@ -528,7 +514,7 @@ def _rows(rows, tail_len, out, draws, means, ties):
     work = np.empty(rows.shape[1])
     sums = np.empty(4)
     top, sample, counts, x, scratch, grid = _buffers(rows.shape[1], tail_len)
-    taken = np.empty(x.shape[0] + 1, dtype=np.int64)
+    tail = _tail_buffers(x.shape[0])
     for i in range(rows.shape[0]):
         _row(
             rows[i],
@@ -545,7 +531,7 @@ def _rows(rows, tail_len, out, draws, means, ties):
             draws,
             means[i],
             ties,
-            taken,
+            tail,
         )
 
 
@@ -586,7 +572,7 @@ def psis_weight_rows(
 @compiled
 def _weight_rows(rows, tail_len, ties, weights, k_out, done):
     top, sample, counts, x, scratch, grid = _buffers(rows.shape[1], tail_len)
-    taken = np.empty(x.shape[0], dtype=np.int64)
+    tail = _tail_buffers(x.shape[0])
     sums = np.empty(4)
     for i in range(rows.shape[0]):
         work = weights[i]
@@ -595,23 +581,78 @@ def _weight_rows(rows, tail_len, ties, weights, k_out, done):
         )
         if not math.isfinite(k):
             continue
-        _place_tail(work, top[tied:], tail_len[i] - tied, x, taken)
+        if not _place_tail(work, top[tied], tail_len[i] - tied, x, tail, counts):
+            continue  # not the tail that ``top`` holds: never seen, left to the general path
         _normalise(work)
         k_out[i] = k
         done[i] = True
 
 
 @compiled
-def _place_tail(work, top, length, smoothed, taken):
-    """Each draw above the cutoff ``top[0]`` takes the smoothed value of its place in the
-    ascending tail ``top[1:length + 1]``, repeated draws in draw order (as a stable sort)."""
-    tail = top[1 : length + 1]
-    taken[:length] = 0
+def _place_tail(work, cutoff, length, smoothed, tail, counts):
+    """Each of the ``length`` draws above the ``cutoff`` takes the smoothed value of its
+    place in the ascending tail, repeated draws in draw order (as a stable sort;
+    :func:`_tail_in_order`). False (``work`` unchanged) where ``length`` draws are not
+    above the cutoff."""
+    order = _tail_in_order(work, cutoff, length, tail, counts)
+    if order.shape[0] != length:
+        return False
+    for i in range(length):
+        work[order[i]] = smoothed[i]
+    return True
+
+
+@compiled
+def _tail_buffers(m_max):
+    """Scratch of :func:`_tail_in_order` for tails of up to ``m_max`` draws: their draws
+    (2, m_max + 1) and ratios (2, m_max + 1), each twice (a counting sort's two sides)."""
+    return np.empty((2, m_max + 1), dtype=np.int64), np.empty((2, m_max + 1))
+
+
+@compiled
+def _tail_in_order(work, cutoff, length, tail, counts):
+    """The draws whose ratio ``work`` is above ``cutoff``, ascending in ratio, tied ratios
+    in draw order (a stable sort): the ``i``-th takes the tail's ``i``-th smoothed value.
+    Returns them (a view of ``tail``'s scratch), or fewer or more than ``length`` draws
+    where that many are not above the cutoff.
+
+    One pass gathers the tail draws in draw order (branch-free), a counting sort on the
+    ratios' leading bits (:func:`_top_buckets`) orders them but within a bucket, and an
+    insertion sort (stable) finishes: a draw's place found by bisection in the sorted
+    tail cost 45 ns, nine tenths of the expectations' time beside PSIS-LOO's."""
+    draws, ratios = tail
+    cap = draws.shape[1] - 1
+    found = 0
     for s in range(work.shape[0]):
-        if work[s] > top[0]:
-            low = _first_at_least(tail, 0, length - 1, work[s])
-            work[s] = smoothed[low + taken[low]]
-            taken[low] += 1
+        draws[0, min(found, cap)] = s
+        found += work[s] > cutoff
+    if found != length or found > cap:
+        return draws[0, : min(found, cap)]
+    for i in range(found):
+        ratios[0, i] = work[draws[0, i]]
+    shift, base, _, n_buckets, _ = _top_buckets(ratios[0], found, found, counts)
+    start = 0
+    for b in range(n_buckets):  # where each bucket starts
+        size = counts[b]
+        counts[b] = start
+        start += size
+    bits = ratios[0].view(np.int64)
+    for i in range(found):  # in draw order: stable
+        b = (bits[i] >> shift) - base
+        ratios[1, counts[b]] = ratios[0, i]
+        draws[1, counts[b]] = draws[0, i]
+        counts[b] += 1
+    for i in range(1, found):  # out of order only within a bucket
+        v = ratios[1, i]
+        d = draws[1, i]
+        j = i - 1
+        while j >= 0 and ratios[1, j] > v:
+            ratios[1, j + 1] = ratios[1, j]
+            draws[1, j + 1] = draws[1, j]
+            j -= 1
+        ratios[1, j + 1] = v
+        draws[1, j + 1] = d
+    return draws[1, :found]
 
 
 @reordered
