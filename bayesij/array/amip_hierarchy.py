@@ -1,26 +1,30 @@
 """A set's removal from a normal varying-intercept model, worked out from the draws with
 the group effects integrated out.
 
-A varying-intercept model ``y_n ~ N(alpha[g_n], sigma)``, ``alpha_g ~ N(mu, tau)``, saved as
-plain arrays (every ``alpha[g]`` a quantity, no group index) is recovered from its draws:
-each observation's ``q_n = -2 sigma^2 (l_n + log(2 pi) / 2 + log sigma)`` is
-``(y_n - alpha[g_n])^2`` exactly, which names its group's effect and gives ``y_n``; ``mu``
-and ``tau`` are the quantities no observation holds whose normal prior on the effects the
-draws confirm (each effect's conditional mean and variance given ``mu``, ``tau``, ``sigma``
-and its group's observations, :func:`_effects_conditional`).
+A varying-intercept model ``y_n ~ N(alpha[g_n] + x_n . beta, sigma)``, ``alpha_g ~ N(mu,
+tau)`` (``beta``: the slopes of a few predictors, or none), saved as plain arrays (every
+``alpha[g]`` a quantity, no group index) is recovered from its draws: each observation's
+``q_n = -2 sigma^2 (l_n + log(2 pi) / 2 + log sigma)`` is ``(y_n - alpha[g_n] - x_n .
+beta)^2`` exactly, which names its group's effect and the slopes and gives ``y_n`` and
+``x_n`` (:func:`_slopes_of`); ``mu`` and ``tau`` are the quantities no observation holds
+whose normal prior on the effects the draws confirm (each effect's conditional mean and
+variance given ``mu``, ``tau``, ``sigma``, ``beta`` and its group's observations,
+:func:`_effects_conditional`).
 
 Importance sampling of a removal over the draws of the observations' own log-likelihood
 fails after two or three observations of one group (the group's effect moves with them);
 integrated over the effects, a group's observations have the closed-form likelihood
 
     log m_g = -(n/2) log(2 pi) - ((n-1)/2) log sigma^2 - log(sigma^2 + n tau^2) / 2
-              - SS_g / (2 sigma^2) - n (ybar_g - mu)^2 / (2 (sigma^2 + n tau^2)),
+              - SS_g / (2 sigma^2) - n (rbar_g - mu)^2 / (2 (sigma^2 + n tau^2))
 
-so the posterior of ``(mu, tau, sigma)`` without a set is the draws' reweighted by the ratio
-of the touched groups' ``m_g`` without and with it (the priors cancel, whatever they are):
-a Rao-Blackwellised importance sample whose Pareto k-hat stays low for many more
-observations. A quantity of ``mu``, ``tau`` and ``sigma`` alone is answered; a group effect
-(whose own conditional moves with its group's observations) is not.
+in the residuals ``r_n = y_n - x_n . beta`` of its observations (mean ``rbar_g``, sum of
+squares about it ``SS_g``), so the posterior of ``(mu, tau, sigma, beta)`` without a set
+is the draws' reweighted by the ratio of the touched groups' ``m_g`` without and with it
+(the priors cancel, whatever they are): a Rao-Blackwellised importance sample whose Pareto
+k-hat stays low for many more observations. A quantity of ``mu``, ``tau``, ``sigma`` and
+``beta`` alone is answered; a group effect (whose own conditional moves with its group's
+observations) is not.
 
 References
 ----------
@@ -81,6 +85,20 @@ MAX_SCALES, FIRST_UNITS = 4, 32
 #: 8 MiB).
 FIRST_ORDER_UNITS = 256
 
+#: Slopes of predictors shared by the observations beside their group effects, at most
+#: (each adds its products with the effect and the other slopes to every observation's
+#: exact fit: with 8, 54 terms on the 256 recovery draws).
+MAX_SLOPES = 8
+
+#: Columns an observation's effect is tried among where slopes are fitted, the likeliest
+#: first (:func:`_likeliest_effects`): where a slope's terms outweigh its group's, the slope
+#: looks likelier than the effect (and, the slopes excluded, ``mu`` may).
+EFFECT_TRIES = 4
+
+#: Each slope found must leave at most this share of what the fits left before it
+#: (:func:`_slopes_of`); the observations it is chosen on, at most (those fitted worst).
+SLOPE_PROGRESS, SLOPE_UNITS = 0.75, 8
+
 _LOG_2PI = np.log(2 * np.pi)
 
 
@@ -121,16 +139,18 @@ class HierarchyModel(NamedTuple):
 
     Attributes
     ----------
-    mean, basis : ndarray of shape (P,), (P, 3)
-        The model's parameters ``(mu, tau, sigma)`` in the posterior's quantities ``theta``
-        (S, P): ``theta @ basis - mean @ basis`` (:func:`~bayesij.array.amip_logistic.
-        whitened_draws`); what a searched quantity must be affine in.
+    mean, basis : ndarray of shape (P,), (P, 3 + B)
+        The model's parameters ``(mu, tau, sigma, beta)`` in the posterior's quantities
+        ``theta`` (S, P): ``theta @ basis - mean @ basis`` (:func:`~bayesij.array.
+        amip_logistic.whitened_draws`); what a searched quantity must be affine in.
     groups : ndarray of shape (N,)
         Each observation's group (0 .. G - 1).
     y : ndarray of shape (N,)
         The observations, recovered.
-    phi : ndarray of shape (S, 3)
-        The draws of ``mu``, ``tau`` and ``sigma``.
+    x : ndarray of shape (N, B)
+        Their predictors, recovered (B = 0: none).
+    phi : ndarray of shape (S, 3 + B)
+        The draws of ``mu``, ``tau``, ``sigma`` and the slopes ``beta``.
     n_chains : int
         The draws' chains (of equal length, one after another): the Monte Carlo errors
         count their autocorrelation.
@@ -143,6 +163,7 @@ class HierarchyModel(NamedTuple):
     basis: np.ndarray
     groups: np.ndarray
     y: np.ndarray
+    x: np.ndarray
     phi: np.ndarray
     n_chains: int
     samples: dict | None = None
@@ -164,9 +185,9 @@ class HierarchyModel(NamedTuple):
         """How an answer decided in this model was worked out (``AmipResult.decided_by``)."""
         return (
             "importance sampling of the draws of the normal varying-intercept model "
-            "recovered from them (each observation's group effect and value recovered "
-            "exactly, the effects' normal prior confirmed by the draws), the group effects "
-            "integrated out; its Pareto k-hat checked"
+            "recovered from them (each observation's group effect, value and predictors "
+            "recovered exactly, the effects' normal prior confirmed by the draws), the "
+            "group effects integrated out; its Pareto k-hat checked"
         )
 
     def log_weights(self, dropped) -> np.ndarray:
@@ -177,10 +198,10 @@ class HierarchyModel(NamedTuple):
         touched = np.unique(self.groups[dropped])
         if not touched.size:
             return out
-        before = _group_sums(self.y, self.groups, touched)
         keep = np.ones(self.y.size, dtype=bool)
+        before = _residual_sums(self, keep, touched)
         keep[dropped] = False
-        after = _group_sums(self.y[keep], self.groups[keep], touched)
+        after = _residual_sums(self, keep, touched)
         return (_log_marginal(after, self.phi) - _log_marginal(before, self.phi)).sum(axis=1)
 
     def removal(self, dropped, quantity: Affine, sign: int, z: float) -> DrawsRemoval:
@@ -219,13 +240,14 @@ class HierarchyModel(NamedTuple):
         start = _metric(f, base, goal.sign, goal.z)
         keep = np.ones(self.y.size, dtype=bool)
         keep[dropped] = False
-        sums = _group_sums(self.y[keep], self.groups[keep], np.arange(self.groups.max() + 1))
-        now = _log_marginal(sums, self.phi)  # (S, G): every group as it is kept
+        count, total, squares = _residual_sums(self, keep, np.arange(self.groups.max() + 1))
+        now = _log_marginal((count, total, squares), self.phi)  # (S, G): groups as kept
+        total, squares = np.atleast_2d(total), np.atleast_2d(squares)  # (1 or S, G)
         out = np.zeros(self.y.size)
         kept = np.flatnonzero(keep)
         for part in np.array_split(kept, max(1, kept.size // FIRST_ORDER_UNITS)):
-            g, y = self.groups[part], self.y[part]  # each unit's group less the unit
-            less = (sums[0][g] - 1, sums[1][g] - y, sums[2][g] - y**2)
+            g, r = self.groups[part], _residuals(self, part)  # each unit's group less the unit
+            less = (count[g] - 1, total[:, g] - r, squares[:, g] - r**2)
             log_w = base[:, None] + _log_marginal(less, self.phi) - now[:, g]  # (S, k)
             out[part] = _metric(f[:, None], log_w, goal.sign, goal.z) - start
         return out
@@ -242,9 +264,10 @@ def recover_hierarchy(
     """The :class:`HierarchyModel` whose observations' log-likelihood ``log_lik`` (S, N; or a
     function yielding its rows a block at a time) are at the draws ``theta`` (S, P) of the
     posterior's quantities (``n_chains`` chains one after another); None where no positive
-    quantity (those ``scales`` marks first)
-    makes every observation a normal one of one quantity's mean, or no two other
-    quantities are the mean and sd of the effects' normal prior as the draws confirm it."""
+    quantity (those ``scales`` marks first) makes every observation a normal one of one
+    quantity's mean plus up to :data:`MAX_SLOPES` others' times its predictors, or no two
+    other quantities are the mean and sd of the effects' normal prior as the draws confirm
+    it."""
     theta = np.asarray(theta, dtype=float)
     if theta.shape[1] > MAX_QUANTITIES:
         return None
@@ -253,28 +276,29 @@ def recover_hierarchy(
     first = next(pieces, None)
     if first is None:
         return None
-    # the residual sd: the first that explains the first observations (most models fail
-    # there), then every observation read in that one, no piece held beyond its own fit
-    scale = _scale_of(theta, first, scales)
-    if scale is None:
+    # the residual sd and the slopes: the first that explain the first observations (most
+    # models fail there), then every observation read in those, no piece held beyond its fit
+    found = _scale_of(theta, first, scales)
+    if found is None:
         return None
-    found, n_units = [], 0
+    scale, slopes = found
+    parts, n_units = [], 0
     for piece in chain([first], pieces):
         n_units += piece.shape[1]
-        one = _observations(theta[rows], piece, scale)
+        one = _observations(theta[rows], piece, scale, slopes)
         if one is None or theta.shape[1] * n_units > MAX_PRODUCTS or n_units > MAX_UNITS:
             return None
-        found.append(one)
-    effect, y = (np.concatenate(parts) for parts in zip(*found, strict=True))
-    model = _with_prior(theta, scale, effect, y)
+        parts.append(one[:3])
+    effect, y, x = (np.concatenate(part) for part in zip(*parts, strict=True))
+    model = _with_prior(theta, (scale, slopes), effect, y, x)
     return None if model is None else model._replace(n_chains=int(n_chains))
 
 
 def effects_explain(theta: np.ndarray, log_lik, scales: np.ndarray) -> bool:
     """Whether the first observations of ``log_lik`` (a function yielding its rows, as
     :func:`recover_hierarchy` reads it; a lazy source's columns its pass kept) are each a
-    normal one of one quantity's mean, as :func:`recover_hierarchy` first asks: whether
-    reading every observation to recover the model may pay."""
+    normal one of one quantity's mean (and the slopes'), as :func:`recover_hierarchy`
+    first asks: whether reading every observation to recover the model may pay."""
     theta = np.asarray(theta, dtype=float)
     if theta.shape[1] > MAX_QUANTITIES:
         return False
@@ -283,28 +307,60 @@ def effects_explain(theta: np.ndarray, log_lik, scales: np.ndarray) -> bool:
     return first is not None and _scale_of(theta, first, scales) is not None
 
 
-def _scale_of(theta: np.ndarray, first: np.ndarray, scales: np.ndarray) -> int | None:
+def _scale_of(theta: np.ndarray, first: np.ndarray, scales: np.ndarray) -> tuple | None:
     """The first positive quantity (those ``scales`` marks first, at most
     :data:`MAX_SCALES`) as whose residual sd the first :data:`FIRST_UNITS` observations of
-    ``first`` (K, n; at the recovery draws) are each normal of one quantity's mean."""
+    ``first`` (K, n; at the recovery draws) are each normal of one quantity's mean plus
+    the slopes' (:func:`_slopes_of`), and those slopes: ``(scale, slopes)``."""
     positive = [j for j in range(theta.shape[1]) if np.all(theta[:, j] > 0)]
     order = sorted(positive, key=lambda j: not bool(np.asarray(scales)[j]))[:MAX_SCALES]
     at = theta[_recovery_rows(theta.shape[0])]
-    return next((j for j in order if _observations(at, first[:, :FIRST_UNITS], j)), None)
+    for j in order:
+        found = _observations(at, first[:, :FIRST_UNITS], j)
+        if found is not None:
+            return j, found[3]
+    return None
 
 
-def _observations(theta: np.ndarray, values: np.ndarray, scale: int) -> tuple | None:
-    """Each observation's effect (N,; a column of ``theta``) and value (N,) where every
-    ``q_n`` at the recovery draws (``theta`` (K, P), ``values`` (K, N)) is
-    ``(y_n - theta_j)^2`` for one column ``j`` other than ``scale``; None otherwise."""
+def _observations(theta: np.ndarray, values: np.ndarray, scale: int, slopes=None):
+    """Each observation's effect (N,; a column of ``theta``), value (N,) and predictors
+    (N, B), and the slopes (B columns of ``theta``), where every ``q_n`` at the recovery
+    draws (``theta`` (K, P), ``values`` (K, N)) is ``(y_n - theta_j - x_n . theta_B)^2``
+    for one column ``j`` other than ``scale`` and the slopes; ``slopes``: those found on
+    earlier observations, else found here (:func:`_slopes_of`). None otherwise."""
     sigma = theta[:, scale]
     q = -2 * sigma[:, None] ** 2 * (values + 0.5 * _LOG_2PI + np.log(sigma)[:, None])
     spread = np.sum((q - q.mean(axis=0)) ** 2, axis=0)
     if not np.all(np.isfinite(q)) or np.any(spread <= 0):
         return None
-    effect = _likeliest_effects(theta, q, scale)
-    if effect is None:
+    slopes = _slopes_of(theta, q, scale, spread) if slopes is None else slopes
+    if slopes is None:
         return None
+    ranked = _likeliest_effects(theta, q, [scale, *slopes], EFFECT_TRIES if slopes else 1)
+    if ranked is None:
+        return None
+    effect = ranked[0]
+    for other in ranked[1:]:  # where a slope's terms outweigh the effect's: the next column
+        left = _slope_fits(theta, q, effect, slopes)[2]
+        missed = np.sum(left**2, axis=0) > RECOVERED * spread
+        if not missed.any():
+            break
+        effect = np.where(missed, other, effect)
+    fitted = _exact_fits(theta, q, effect, slopes, spread)
+    return None if fitted is None else (effect, *fitted, slopes)
+
+
+def _exact_fits(theta, q, effect, slopes: list, spread) -> tuple | None:
+    """Each observation's value (N,) and predictors (N, B) with ``q = (y - theta_effect -
+    x . theta_slopes)^2`` at every recovery draw, to :data:`RECOVERED` of its spread; None
+    where one is not."""
+    if slopes:
+        fits = _slope_fits(theta, q, effect, slopes)
+        y, x = fits[0], fits[1]
+        mean = theta[:, effect] + theta[:, slopes] @ x.T  # (K, N)
+        if np.any(np.sum((q - (y - mean) ** 2) ** 2, axis=0) > RECOVERED * spread):
+            return None
+        return y, x
     y = np.zeros(q.shape[1])
     step = max(1, (1 << 22) // q.shape[0])  # observations a block: 32 MiB of effects
     for start in range(0, q.shape[1], step):  # each one fitted exactly on its effect
@@ -317,23 +373,111 @@ def _observations(theta: np.ndarray, values: np.ndarray, scale: int) -> tuple | 
         if np.any(np.sum((target - fitted) ** 2, axis=0) > RECOVERED * spread[part]):
             return None
         y[part] = -0.5 * slope
-    return effect, y
+    return y, np.zeros((q.shape[1], 0))
 
 
-def _likeliest_effects(theta: np.ndarray, q: np.ndarray, scale: int) -> np.ndarray | None:
-    """For each observation (``q`` (K, N)), the column of ``theta`` (K, P) other than
-    ``scale`` in whose centred values and squares its ``q`` is best explained (two
-    products with every column at once, a block of observations at a time), or None where
-    no column varies."""
+def _slope_fits(theta, q, effect, slopes: list) -> tuple:
+    """For each observation, ``q - theta_effect^2`` fitted by least squares on the terms of
+    ``(y - a - x . b)^2 - a^2`` (``a`` its effect's draws, ``b`` the slopes'): the value
+    ``-coef(a) / 2`` (N,), the predictors ``coef(a b) / 2`` (N, B) and what the fit leaves
+    of each (K, N). One fit per effect, its observations together."""
+    b = theta[:, slopes]
+    k = len(slopes)
+    first, second = np.triu_indices(k)
+    products = b[:, first] * b[:, second]  # each pair of slopes once
+    y, x, left = np.zeros(q.shape[1]), np.zeros((q.shape[1], k)), np.zeros(q.shape)
+    for j in np.unique(effect):
+        at = np.flatnonzero(effect == j)
+        a = theta[:, j : j + 1]
+        design = np.column_stack([np.ones_like(a), a, b, a * b, products])
+        target = q[:, at] - a**2
+        coef = np.linalg.lstsq(design, target, rcond=None)[0]
+        y[at], x[at] = -0.5 * coef[1], 0.5 * coef[2 + k : 2 + 2 * k].T
+        left[:, at] = target - design @ coef
+    return y, x, left
+
+
+def _slopes_of(theta: np.ndarray, q: np.ndarray, scale: int, spread: np.ndarray) -> list | None:
+    """The slopes of the observations' predictors (columns of ``theta``, at most
+    :data:`MAX_SLOPES`; none for a varying-intercept model alone): added one at a time, the
+    quantity whose terms (itself, its product with each observation's effect, its square)
+    explain most of what the fits on the effects and the slopes so far leave
+    (:func:`_best_slope`), until every ``q_n`` is fitted to :data:`RECOVERED` of its
+    spread; None where it is not by then, or where a slope leaves more than
+    :data:`SLOPE_PROGRESS` of what was left before it (not such a model: refused at once)."""
+    slopes: list = []
+    before = np.inf
+    while True:
+        ranked = _likeliest_effects(theta, q, [scale, *slopes])
+        if ranked is None:
+            return None
+        effect = ranked[0]
+        share = np.sum(_left_by_fits(theta, q, effect, slopes) ** 2, axis=0) / spread
+        if np.all(share <= RECOVERED):
+            return slopes
+        if len(slopes) == MAX_SLOPES or share.sum() > SLOPE_PROGRESS * before:
+            return None
+        before = share.sum()
+        worst = np.argsort(-share)[:SLOPE_UNITS]  # the observations the slopes must explain
+        left = _left_by_fits(theta, q[:, worst], effect[worst], slopes)
+        best = _best_slope(theta, left, effect[worst], [scale, *slopes])
+        if best is None:
+            return None
+        slopes.append(best)
+
+
+def _left_by_fits(theta: np.ndarray, q: np.ndarray, effect: np.ndarray, slopes: list):
+    """What each observation's least-squares fit on its effect and the ``slopes`` leaves
+    of ``q - a^2`` (K, N) (:func:`_slope_fits`; on the effect alone: its centred value)."""
+    if slopes:
+        return _slope_fits(theta, q, effect, slopes)[2]
+    a = theta[:, effect]
+    a_c, target = a - a.mean(axis=0), q - a**2
+    t_c = target - target.mean(axis=0)
+    return t_c - a_c * (np.sum(a_c * t_c, axis=0) / np.sum(a_c**2, axis=0))
+
+
+def _best_slope(theta: np.ndarray, left: np.ndarray, effect: np.ndarray, excluded: list):
+    """The column of ``theta`` (K, P), not ``excluded``, whose centred terms ``c``, ``a_n c``
+    and ``c^2`` (``a_n``: the observation's effect) explain the largest share of what its
+    fits leave (``left`` (K, N)), summed over the observations (an observation's own
+    effect counting nothing for it: where a slope's term is larger than its group's, the
+    slope is taken for its effect, and the others' fits then name it); None where none
+    explains any."""
+    c = theta - theta.mean(axis=0)
+    squares = theta**2 - (theta**2).mean(axis=0)
+    score = np.zeros(theta.shape[1])
+    for n in range(left.shape[1]):
+        a = theta[:, effect[n] : effect[n] + 1]
+        cross = a * theta - (a * theta).mean(axis=0)
+        terms = np.stack([c, cross, squares], axis=0)  # (3, K, P)
+        gram = np.einsum("ikp,jkp->pij", terms, terms)
+        right = np.einsum("ikp,k->pi", terms, left[:, n])
+        coef = np.linalg.pinv(gram, hermitian=True) @ right[:, :, None]
+        with np.errstate(divide="ignore", invalid="ignore"):  # a unit fitted already: 0
+            share = np.einsum("pi,pi->p", right, coef[:, :, 0]) / float(left[:, n] @ left[:, n])
+        share[effect[n]] = 0.0  # its own effect: no slope of its own fit
+        score += np.where(np.isfinite(share), share, 0.0)
+    score[excluded] = -np.inf
+    best = int(np.argmax(score))
+    return best if np.isfinite(score[best]) and score[best] > 0 else None
+
+
+def _likeliest_effects(theta: np.ndarray, q: np.ndarray, excluded: list, ranks: int = 1):
+    """For each observation (``q`` (K, N)), the ``ranks`` columns of ``theta`` (K, P) not
+    ``excluded`` in whose centred values and squares its ``q`` is best explained, the best
+    first ((ranks, N); two products with every column at once, a block of observations at
+    a time), or None where no column varies."""
     d = theta - theta.mean(axis=0)
     e = d**2 - (d**2).mean(axis=0)
     g11, g12, g22 = (d * d).sum(axis=0), (d * e).sum(axis=0), (e * e).sum(axis=0)
     det = g11 * g22 - g12**2
     usable = det > 1e-12 * np.maximum(g11 * g22, np.finfo(float).tiny)
-    usable[scale] = False
+    usable[excluded] = False
     if not usable.any():
         return None
-    effect = np.empty(q.shape[1], dtype=int)
+    ranks = min(ranks, int(usable.sum()))
+    effect = np.empty((ranks, q.shape[1]), dtype=int)
     step = max(1, (1 << 22) // max(1, theta.shape[1]))  # 32 MiB of products a block
     for start in range(0, q.shape[1], step):
         centred = q[:, start : start + step] - q[:, start : start + step].mean(axis=0)
@@ -341,38 +485,48 @@ def _likeliest_effects(theta: np.ndarray, q: np.ndarray, scale: int) -> np.ndarr
         with np.errstate(divide="ignore", invalid="ignore"):
             explained = g22[:, None] * b1**2 - 2 * g12[:, None] * b1 * b2 + g11[:, None] * b2**2
             explained = np.where(usable[:, None], explained / det[:, None], -np.inf)
-        effect[start : start + step] = np.argmax(explained, axis=0)
+        if ranks == 1:
+            effect[0, start : start + step] = np.argmax(explained, axis=0)
+        else:
+            best = np.argpartition(-explained, ranks - 1, axis=0)[:ranks]
+            order = np.argsort(-np.take_along_axis(explained, best, axis=0), axis=0)
+            effect[:, start : start + step] = np.take_along_axis(best, order, axis=0)
     return effect
 
 
-def _with_prior(theta, scale: int, effect: np.ndarray, y: np.ndarray):
-    """The model of observations ``y`` of effects ``effect`` (columns of ``theta``) and the
-    residual sd ``theta[:, scale]``, with the two other quantities that are the effects'
-    normal prior's mean and sd (:func:`_effects_conditional`); None where none are."""
+def _with_prior(theta, held: tuple, effect: np.ndarray, y: np.ndarray, x: np.ndarray):
+    """The model of observations ``y`` with predictors ``x`` of effects ``effect`` (columns
+    of ``theta``), ``held`` the residual sd's column and the slopes', with the two other
+    quantities that are the effects' normal prior's mean and sd (:func:`_effects_conditional`);
+    None where none are."""
+    scale, slopes = held
     columns, groups = np.unique(effect, return_inverse=True)
-    others = [j for j in range(theta.shape[1]) if j != scale and j not in set(columns.tolist())]
+    taken = {scale, *slopes, *columns.tolist()}
+    others = [j for j in range(theta.shape[1]) if j not in taken]
     if columns.size < 2:
         return None
     for mu in others:
         for tau in others:
             if tau == mu or not np.all(theta[:, tau] > 0):
                 continue
-            phi = theta[:, [mu, tau, scale]]
-            if _effects_conditional(theta[:, columns], phi, y, groups):
-                basis = np.zeros((theta.shape[1], 3))
-                basis[[mu, tau, scale], [0, 1, 2]] = 1.0
-                return HierarchyModel(np.zeros(theta.shape[1]), basis, groups, y, phi, 1, {})
+            phi = theta[:, [mu, tau, scale, *slopes]]
+            if _effects_conditional(theta[:, columns], phi, (y, x), groups):
+                basis = np.zeros((theta.shape[1], phi.shape[1]))
+                basis[[mu, tau, scale, *slopes], np.arange(phi.shape[1])] = 1.0
+                origin = np.zeros(theta.shape[1])
+                return HierarchyModel(origin, basis, groups, y, x, phi, 1, {})
     return None
 
 
-def _effects_conditional(effects, phi, y, groups) -> bool:
+def _effects_conditional(effects, phi, data: tuple, groups) -> bool:
     """Whether the effects' draws (S, G) are those of a normal prior ``N(mu, tau)`` given the
-    draws ``phi`` (S, 3) of ``mu``, ``tau`` and ``sigma`` (BDA3 section 5.4): standardised
-    by their conditional mean and sd given those and their groups' observations, and
-    ``mu`` by its own given the effects and ``tau`` (``N(mean(alpha), tau^2 / G)`` under a
-    flat or vague prior: where the groups' data hold their effects, only this one sees
-    ``tau``), each :func:`_standard`."""
-    count, total, _ = _group_sums(y, groups, np.arange(effects.shape[1]))
+    draws ``phi`` (S, 3 + B) of ``mu``, ``tau``, ``sigma`` and the slopes (BDA3 section
+    5.4): standardised by their conditional mean and sd given those and their groups'
+    observations (``data``: ``y`` (N,) and ``x`` (N, B)), and ``mu`` by its own given the
+    effects and ``tau`` (``N(mean(alpha), tau^2 / G)`` under a flat or vague prior: where
+    the groups' data hold their effects, only this one sees ``tau``), each :func:`_standard`."""
+    y, x = data
+    count, total, _ = _sums(y, x, groups, phi[:, 3:], np.arange(effects.shape[1]))
     mu, tau, sigma = (phi[:, k : k + 1] for k in range(3))
     precision = count / sigma**2 + 1 / tau**2
     mean = (total / sigma**2 + mu / tau**2) / precision
@@ -400,6 +554,40 @@ def _group_sums(y: np.ndarray, groups: np.ndarray, which: np.ndarray) -> tuple:
     total = np.bincount(groups, weights=y, minlength=size)[which]
     squares = np.bincount(groups, weights=y**2, minlength=size)[which]
     return count, total, squares
+
+
+def _sums(y: np.ndarray, x: np.ndarray, groups: np.ndarray, beta: np.ndarray, which) -> tuple:
+    """The count (G',), sum and sum of squares of the residuals ``y - x . beta`` of the
+    observations ``y`` (N,) with predictors ``x`` (N, B) of each of the groups ``which``:
+    (G',) without predictors, else (S, G') at each draw of the slopes ``beta`` (S, B)."""
+    count, total, squares = _group_sums(y, groups, which)
+    if not x.shape[1]:
+        return count, total, squares
+    size = int(max(groups.max(initial=-1), np.max(which, initial=-1))) + 1
+
+    def summed(weights: np.ndarray) -> np.ndarray:
+        return np.bincount(groups, weights=weights, minlength=size)[which]
+
+    k = x.shape[1]
+    sx = np.array([summed(x[:, i]) for i in range(k)])  # (B, G')
+    sxy = np.array([summed(x[:, i] * y) for i in range(k)])
+    sxx = np.array([[summed(x[:, i] * x[:, j]) for j in range(k)] for i in range(k)])
+    total = total - beta @ sx
+    squares = squares - 2 * beta @ sxy + np.einsum("si,ijg,sj->sg", beta, sxx, beta)
+    return count, total, squares
+
+
+def _residual_sums(model: HierarchyModel, keep: np.ndarray, which: np.ndarray) -> tuple:
+    """:func:`_sums` of the observations ``keep`` (a mask) of the ``model``, at its draws."""
+    return _sums(model.y[keep], model.x[keep], model.groups[keep], model.phi[:, 3:], which)
+
+
+def _residuals(model: HierarchyModel, units: np.ndarray) -> np.ndarray:
+    """The residuals ``y - x . beta`` of the ``units``: (k,) without predictors, else (S, k)
+    at each draw of the slopes."""
+    if not model.x.shape[1]:
+        return model.y[units]
+    return model.y[units] - model.phi[:, 3:] @ model.x[units].T
 
 
 def _log_marginal(sums: tuple, phi: np.ndarray) -> np.ndarray:
