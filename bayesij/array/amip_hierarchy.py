@@ -46,7 +46,14 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array.amip import MC_MARGIN, mean_mcse
-from bayesij.array.amip_logistic import Affine, _pieces, _ratios_khat, _recovery_rows, remembered
+from bayesij.array.amip_logistic import (
+    Affine,
+    _pieces,
+    _ratios_khat,
+    _recall,
+    _recovery_rows,
+    remembered,
+)
 from bayesij.array.numeric import top_positive
 
 __all__ = ["HierarchyModel", "recover_hierarchy", "effects_explain"]
@@ -157,6 +164,8 @@ class HierarchyModel(NamedTuple):
     samples : dict, optional
         The importance samples drawn so far (:func:`~bayesij.array.amip_logistic.
         remembered`).
+    orders : dict, optional
+        The first orders worked out so far (:meth:`first_order_of`).
     """
 
     mean: np.ndarray
@@ -167,6 +176,7 @@ class HierarchyModel(NamedTuple):
     phi: np.ndarray
     n_chains: int
     samples: dict | None = None
+    orders: dict | None = None
 
     @property
     def log_quantities(self) -> bool:
@@ -234,8 +244,19 @@ class HierarchyModel(NamedTuple):
         """Each observation's change (N,) of the goal's metric when it is dropped beside
         ``dropped``: not a linearisation, each one's removal reweighted exactly; 0 for
         those already dropped."""
+        return self.first_order_of(quantity.at(self.phi - self.mean @ self.basis), goal, dropped)
+
+    def first_order_of(self, f: np.ndarray, goal, dropped=()) -> np.ndarray:
+        """:meth:`first_order` of the quantity whose draws are ``f`` (S,), each worked out
+        once (kept in ``orders``: the greedy orders of the model and of its Laplace
+        variant, :mod:`bayesij.array.amip_hierarchy_laplace`, ask for the same)."""
         dropped = np.unique(np.asarray(dropped, dtype=int))
-        f = quantity.at(self.phi - self.mean @ self.basis)
+        # the same draws by another fit of the quantity differ by round-off: rounded
+        key = ("first order", np.round(f, 9).tobytes(), goal.sign, goal.z, dropped.tobytes())
+        return _recall(self, "orders", key, lambda: self._first_order(f, goal, dropped))
+
+    def _first_order(self, f: np.ndarray, goal, dropped: np.ndarray) -> np.ndarray:
+        """:meth:`first_order_of`, worked out now."""
         base = self.log_weights(dropped)
         start = _metric(f, base, goal.sign, goal.z)
         keep = np.ones(self.y.size, dtype=bool)
@@ -514,7 +535,7 @@ def _with_prior(theta, held: tuple, effect: np.ndarray, y: np.ndarray, x: np.nda
                 basis = np.zeros((theta.shape[1], phi.shape[1]))
                 basis[[mu, tau, scale, *slopes], np.arange(phi.shape[1])] = 1.0
                 origin = np.zeros(theta.shape[1])
-                return HierarchyModel(origin, basis, groups, y, x, phi, 1, {})
+                return HierarchyModel(origin, basis, groups, y, x, phi, 1, {}, {})
     return None
 
 

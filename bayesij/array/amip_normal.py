@@ -54,7 +54,13 @@ from bayesij.array.amip_logistic import (
 )
 from bayesij.array.numeric import top_positive
 
-__all__ = ["NormalModel", "recover_normal", "residuals_normal"]
+__all__ = [
+    "NormalModel",
+    "recover_normal",
+    "residuals_normal",
+    "sample_at_mode",
+    "sampled_removal",
+]
 
 #: The share of ``q_n``'s variance over the draws that the rank-one quadratic may leave
 #: for the observation to count as a normal one: round-off is below 1e-20 on a normal
@@ -151,25 +157,8 @@ class NormalModel(NamedTuple):
         observations ``dropped``, by importance sampling (:meth:`importance_sample`), and
         its derivative toward each batch's estimate of the prior (:class:`Removal`); None
         where the posterior without them has no mode."""
-        sample = self.importance_sample(dropped)
-        if sample is None:
-            return None
-        u, w, _ = sample
-        f = quantity.at(u)
-        mean = float(w @ f)
-        sd = float(np.sqrt(max(w @ (f - mean) ** 2, 0.0)))
-        mid = mean + sign * z * sd
-        if not len(self.batches):
-            return Removal(mid, np.zeros(0))
-        # d/de E_w[g] under the prior's precision moved by e D: -Cov_w(g, u'Du) / 2, that
-        # is -tr(D A) / 2 with A = sum_s w_s (g_s - E_w g) u_s u_s' (R, R), the same
-        # for every batch's D
-        toward = self.batches - self.precision  # (B, R, R)
-        moved_mean = -0.5 * np.einsum("bij,ij->b", toward, _weighted_outer(u, w * (f - mean)))
-        square = w * (f**2 - w @ f**2)
-        moved_square = -0.5 * np.einsum("bij,ij->b", toward, _weighted_outer(u, square))
-        moved_sd = (moved_square - 2 * mean * moved_mean) / (2 * sd) if sd > 0 else 0.0
-        return Removal(mid, moved_mean + sign * z * moved_sd)
+        toward = self.batches - self.precision
+        return sampled_removal(self.importance_sample(dropped), quantity, (sign, z), toward)
 
     def importance_sample(self, dropped, seed: int = 0) -> tuple | None:
         """Draws ``u`` (M, R) and normalised weights (M,) of the posterior without
@@ -181,14 +170,7 @@ class NormalModel(NamedTuple):
     def drawn_sample(self, dropped, seed: int = 0) -> tuple | None:
         """:meth:`importance_sample`, drawn now."""
         stats = _kept_stats(self, dropped)
-        found = _laplace(self, stats)
-        if found is None:
-            return None
-        mode, cov = found
-        u, proposal = t_proposal(mode, cov, REMOVAL_DRAWS, seed)
-        log_w = _log_posterior(self, stats, u) - proposal
-        w = np.exp(log_w - log_w.max())
-        return u, w / w.sum(), _ratios_khat(w)
+        return sample_at_mode(_laplace(self, stats), partial(_log_posterior, self, stats), seed)
 
     def ranking(self, quantity: Affine, goal, k_max: int) -> np.ndarray:
         """The units (K,), at most ``k_max``, that move the goal's metric toward its
@@ -409,6 +391,46 @@ def _signed_root(u, q, c, v, affine) -> tuple:
     fitted = affine @ root  # (1 + R, m)
     c[one_sign], v[one_sign] = fitted[0], fitted[1:].T
     return c, v
+
+
+def sample_at_mode(found: tuple | None, log_posterior, seed: int) -> tuple | None:
+    """Draws ``u`` (M, R) from a multivariate t (:data:`REMOVAL_DRAWS` of them) at a
+    Laplace approximation ``found`` (the mode and the covariance; None: None), their
+    normalised importance weights toward ``log_posterior`` (a function of ``u``, up to a
+    constant) and the weights' Pareto k-hat."""
+    if found is None:
+        return None
+    mode, cov = found
+    u, proposal = t_proposal(mode, cov, REMOVAL_DRAWS, seed)
+    log_w = log_posterior(u) - proposal
+    w = np.exp(log_w - log_w.max())
+    return u, w / w.sum(), _ratios_khat(w)
+
+
+def sampled_removal(sample: tuple | None, quantity: Affine, metric: tuple, toward):
+    """The metric ``mean + sign z sd`` (``metric``: ``(sign, z)``) of the quantity under an
+    importance sample (``u`` (M, R), normalised weights (M,) and k-hat; None: None) drawn
+    under a prior of estimated precision, and its derivative toward each batch's estimate
+    (``toward``: the batches' precisions less the estimate, (B, R, R); none: empty), as a
+    :class:`~bayesij.array.amip_logistic.Removal`."""
+    if sample is None:
+        return None
+    u, w, _ = sample
+    f = quantity.at(u)
+    sign, z = metric
+    mean = float(w @ f)
+    sd = float(np.sqrt(max(float(w @ (f - mean) ** 2), 0.0)))
+    mid = mean + sign * z * sd
+    if not len(toward):
+        return Removal(mid, np.zeros(0))
+    # d/de E_w[g] under the prior's precision moved by e D: -Cov_w(g, u'Du) / 2, that
+    # is -tr(D A) / 2 with A = sum_s w_s (g_s - E_w g) u_s u_s' (R, R), the same
+    # for every batch's D
+    moved_mean = -0.5 * np.einsum("bij,ij->b", toward, _weighted_outer(u, w * (f - mean)))
+    square = w * (f**2 - w @ f**2)
+    moved_square = -0.5 * np.einsum("bij,ij->b", toward, _weighted_outer(u, square))
+    moved_sd = (moved_square - 2 * mean * moved_mean) / (2 * sd) if sd > 0 else 0.0
+    return Removal(mid, moved_mean + sign * z * moved_sd)
 
 
 def _kept_stats(model: NormalModel, dropped) -> _Stats:

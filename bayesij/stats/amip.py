@@ -54,7 +54,13 @@ from bayesij.array.amip_curvature import (
     curvatures_of,
     on_model_scale,
 )
-from bayesij.array.amip_hierarchy import MAX_QUANTITIES, effects_explain, recover_hierarchy
+from bayesij.array.amip_hierarchy import (
+    MAX_QUANTITIES,
+    HierarchyModel,
+    effects_explain,
+    recover_hierarchy,
+)
+from bayesij.array.amip_hierarchy_laplace import laplace_hierarchy
 from bayesij.array.amip_logistic import (
     Affine,
     affine_in,
@@ -1038,6 +1044,21 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
     model, theta = _recovered_model(source, gradient, kept, posterior)
     if model is None:
         return results
+    out = _decided_in(model, theta, list(results), asked, (fs, found, source))
+    still = [k for k in asked if open_answer(out[k])]
+    if still and isinstance(model, HierarchyModel):  # sets the reweighted draws cannot reach
+        laplace = laplace_hierarchy(model, theta)
+        if laplace is not None:
+            out = _decided_in(laplace, laplace.parameters(theta), out, still, (fs, found, source))
+    return out
+
+
+def _decided_in(model, theta: np.ndarray, results: list, asked: list, given: tuple) -> list:
+    """The ``results``, each of those ``asked`` decided in the recovered ``model`` where its
+    quantity is affine in the model's parameters (``theta``: the draws the model reads
+    them in; ``given``: every question's draws, search and the source), as
+    :func:`_recovered_decided` says."""
+    fs, found, source = given
     out = list(results)
     u = whitened_draws(model, theta)
     for k in asked:
