@@ -209,9 +209,9 @@ class HierarchyModel(NamedTuple):
         if not touched.size:
             return out
         keep = np.ones(self.y.size, dtype=bool)
-        before = _residual_sums(self, keep, touched)
+        before = residual_sums(kept_stats(self, keep).of(touched), self.phi[:, 3:])
         keep[dropped] = False
-        after = _residual_sums(self, keep, touched)
+        after = residual_sums(kept_stats(self, keep).of(touched), self.phi[:, 3:])
         return (_log_marginal(after, self.phi) - _log_marginal(before, self.phi)).sum(axis=1)
 
     def removal(self, dropped, quantity: Affine, sign: int, z: float) -> DrawsRemoval:
@@ -261,7 +261,7 @@ class HierarchyModel(NamedTuple):
         start = _metric(f, base, goal.sign, goal.z)
         keep = np.ones(self.y.size, dtype=bool)
         keep[dropped] = False
-        count, total, squares = _residual_sums(self, keep, np.arange(self.groups.max() + 1))
+        count, total, squares = residual_sums(kept_stats(self, keep), self.phi[:, 3:])
         now = _log_marginal((count, total, squares), self.phi)  # (S, G): groups as kept
         total, squares = np.atleast_2d(total), np.atleast_2d(squares)  # (1 or S, G)
         out = np.zeros(self.y.size)
@@ -547,7 +547,7 @@ def _effects_conditional(effects, phi, data: tuple, groups) -> bool:
     effects and ``tau`` (``N(mean(alpha), tau^2 / G)`` under a flat or vague prior: where
     the groups' data hold their effects, only this one sees ``tau``), each :func:`_standard`."""
     y, x = data
-    count, total, _ = _sums(y, x, groups, phi[:, 3:], np.arange(effects.shape[1]))
+    count, total, _ = residual_sums(group_stats(y, x, groups, effects.shape[1]), phi[:, 3:])
     mu, tau, sigma = (phi[:, k : k + 1] for k in range(3))
     precision = count / sigma**2 + 1 / tau**2
     mean = (total / sigma**2 + mu / tau**2) / precision
@@ -567,40 +567,55 @@ def _standard(z: np.ndarray) -> bool:
     )
 
 
-def _group_sums(y: np.ndarray, groups: np.ndarray, which: np.ndarray) -> tuple:
-    """The count, sum and sum of squares (each (len(which),)) of the observations ``y`` of
-    each of the groups ``which``."""
-    size = int(max(groups.max(initial=-1), which.max(initial=-1))) + 1
-    count = np.bincount(groups, minlength=size).astype(float)[which]
-    total = np.bincount(groups, weights=y, minlength=size)[which]
-    squares = np.bincount(groups, weights=y**2, minlength=size)[which]
-    return count, total, squares
+class GroupStats(NamedTuple):
+    """Each group's count ``n`` (G,) and the sums of its observations' ``y``, ``y^2``
+    (G,), ``x``, ``x y`` (G, B) and ``x x'`` (G, B, B): what a group's integrated
+    likelihood reads at any draw of the slopes, whatever N."""
+
+    n: np.ndarray
+    sy: np.ndarray
+    syy: np.ndarray
+    sx: np.ndarray
+    sxy: np.ndarray
+    sxx: np.ndarray
+
+    def of(self, which: np.ndarray) -> GroupStats:
+        """The statistics of the groups ``which`` alone."""
+        return GroupStats(*(part[which] for part in self))
 
 
-def _sums(y: np.ndarray, x: np.ndarray, groups: np.ndarray, beta: np.ndarray, which) -> tuple:
-    """The count (G',), sum and sum of squares of the residuals ``y - x . beta`` of the
-    observations ``y`` (N,) with predictors ``x`` (N, B) of each of the groups ``which``:
-    (G',) without predictors, else (S, G') at each draw of the slopes ``beta`` (S, B)."""
-    count, total, squares = _group_sums(y, groups, which)
-    if not x.shape[1]:
-        return count, total, squares
-    size = int(max(groups.max(initial=-1), np.max(which, initial=-1))) + 1
+def group_stats(y: np.ndarray, x: np.ndarray, groups: np.ndarray, size: int) -> GroupStats:
+    """The :class:`GroupStats` of each of ``size`` groups, of the observations ``y`` (N,)
+    with predictors ``x`` (N, B) in the groups ``groups`` (N,)."""
 
-    def summed(weights: np.ndarray) -> np.ndarray:
-        return np.bincount(groups, weights=weights, minlength=size)[which]
+    def summed(weights=None) -> np.ndarray:
+        return np.bincount(groups, weights, size)
 
-    k = x.shape[1]
-    sx = np.array([summed(x[:, i]) for i in range(k)])  # (B, G')
-    sxy = np.array([summed(x[:, i] * y) for i in range(k)])
-    sxx = np.array([[summed(x[:, i] * x[:, j]) for j in range(k)] for i in range(k)])
-    total = total - beta @ sx
-    squares = squares - 2 * beta @ sxy + np.einsum("si,ijg,sj->sg", beta, sxx, beta)
-    return count, total, squares
+    k = range(x.shape[1])
+    sx = np.array([summed(x[:, i]) for i in k]).reshape(len(k), size).T
+    sxy = np.array([summed(x[:, i] * y) for i in k]).reshape(len(k), size).T
+    sxx = np.array([[summed(x[:, i] * x[:, j]) for j in k] for i in k])
+    sxx = sxx.reshape(len(k), len(k), size).transpose(2, 0, 1)
+    return GroupStats(summed().astype(float), summed(y), summed(y**2), sx, sxy, sxx)
 
 
-def _residual_sums(model: HierarchyModel, keep: np.ndarray, which: np.ndarray) -> tuple:
-    """:func:`_sums` of the observations ``keep`` (a mask) of the ``model``, at its draws."""
-    return _sums(model.y[keep], model.x[keep], model.groups[keep], model.phi[:, 3:], which)
+def kept_stats(model: HierarchyModel, keep: np.ndarray) -> GroupStats:
+    """The :class:`GroupStats` of each of ``model``'s groups, of its observations ``keep``
+    (a mask)."""
+    size = int(model.groups.max()) + 1
+    return group_stats(model.y[keep], model.x[keep], model.groups[keep], size)
+
+
+def residual_sums(stats: GroupStats, beta: np.ndarray) -> tuple:
+    """Each group's count (G,) and the sum and sum of squares of its residuals ``y - x .
+    beta``: (G,) without predictors, else (S, G) at each draw of the slopes ``beta`` (S,
+    B)."""
+    if not stats.sx.shape[1]:
+        return stats.n, stats.sy, stats.syy
+    total = stats.sy - beta @ stats.sx.T
+    squares = stats.syy - 2 * beta @ stats.sxy.T
+    squares = squares + np.einsum("si,gij,sj->sg", beta, stats.sxx, beta)
+    return stats.n, total, squares
 
 
 def _residuals(model: HierarchyModel, units: np.ndarray) -> np.ndarray:
@@ -614,7 +629,7 @@ def _residuals(model: HierarchyModel, units: np.ndarray) -> np.ndarray:
 def _log_marginal(sums: tuple, phi: np.ndarray) -> np.ndarray:
     """Each group's log-likelihood with its effect integrated out (S, G) at the draws
     ``phi`` (S, 3) of ``mu``, ``tau``, ``sigma``, from its observations' count, sum and sum
-    of squares ``sums`` (three (G,) arrays, :func:`_group_sums`); 0 for a group without
+    of squares ``sums`` (:func:`residual_sums`); 0 for a group without
     observations."""
     count, total, squares = sums
     mu, tau, sigma = (phi[:, k : k + 1] for k in range(3))

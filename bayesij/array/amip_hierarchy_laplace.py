@@ -31,7 +31,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesij.array.amip_hierarchy import HierarchyModel, _log_marginal
+from bayesij.array.amip_hierarchy import (
+    GroupStats,
+    HierarchyModel,
+    _log_marginal,
+    kept_stats,
+    residual_sums,
+)
 from bayesij.array.amip_logistic import Affine, Removal, _prior_precision, _whitened, remembered
 from bayesij.array.amip_normal import sample_at_mode, sampled_removal
 from bayesij.array.numeric import top_positive
@@ -163,35 +169,12 @@ def laplace_hierarchy(model: HierarchyModel, theta: np.ndarray) -> LaplaceHierar
     return found._replace(pull=-gradient.mean(axis=0), samples={})
 
 
-class _GroupStats(NamedTuple):
-    """Each group's count ``n`` (G,) and the sums of its kept observations' ``y``, ``y^2``
-    (G,), ``x``, ``x y`` (G, B) and ``x x'`` (G, B, B): what the integrated likelihood and
-    its gradient read at any ``psi``, whatever N."""
-
-    n: np.ndarray
-    sy: np.ndarray
-    syy: np.ndarray
-    sx: np.ndarray
-    sxy: np.ndarray
-    sxx: np.ndarray
-
-
-def _kept(model: HierarchyModel, dropped) -> _GroupStats:
-    """The :class:`_GroupStats` of the observations not in ``dropped``."""
+def _kept(model: HierarchyModel, dropped) -> GroupStats:
+    """The :class:`~bayesij.array.amip_hierarchy.GroupStats` of the observations not in
+    ``dropped``."""
     keep = np.ones(model.y.size, dtype=bool)
     keep[np.asarray(dropped, dtype=int)] = False
-    y, x, groups = model.y[keep], model.x[keep], model.groups[keep]
-    size = int(model.groups.max()) + 1
-
-    def summed(weights=None) -> np.ndarray:
-        return np.bincount(groups, weights, size)
-
-    k = range(x.shape[1])
-    sx = np.array([summed(x[:, i]) for i in k]).reshape(x.shape[1], size).T
-    sxy = np.array([summed(x[:, i] * y) for i in k]).reshape(x.shape[1], size).T
-    sxx = np.array([[summed(x[:, i] * x[:, j]) for j in k] for i in k])
-    sxx = sxx.reshape(x.shape[1], x.shape[1], size).transpose(2, 0, 1)
-    return _GroupStats(summed().astype(float), summed(y), summed(y * y), sx, sxy, sxx)
+    return kept_stats(model, keep)
 
 
 def _psi(model: LaplaceHierarchy, u: np.ndarray) -> np.ndarray:
@@ -204,23 +187,14 @@ def _phi(psi: np.ndarray) -> np.ndarray:
     return np.column_stack([psi[:, 0], np.exp(psi[:, 1]), np.exp(psi[:, 2]), psi[:, 3:]])
 
 
-def _residual_sums(stats: _GroupStats, beta: np.ndarray) -> tuple:
-    """Each group's count (G,) and its residuals' sum and sum of squares (M, G) at the
-    slopes ``beta`` (M, B)."""
-    total = stats.sy[None, :] - beta @ stats.sx.T
-    squares = stats.syy[None, :] - 2 * beta @ stats.sxy.T
-    squares = squares + np.einsum("mi,gij,mj->mg", beta, stats.sxx, beta)
-    return stats.n, total, squares
-
-
-def _log_lik(stats: _GroupStats, psi: np.ndarray) -> np.ndarray:
+def _log_lik(stats: GroupStats, psi: np.ndarray) -> np.ndarray:
     """The kept observations' log-likelihood (M,), the group effects integrated out, at
     ``psi`` (M, R)."""
     phi = _phi(psi)
-    return _log_marginal(_residual_sums(stats, phi[:, 3:]), phi).sum(axis=1)
+    return _log_marginal(residual_sums(stats, phi[:, 3:]), phi).sum(axis=1)
 
 
-def _log_lik_gradient(stats: _GroupStats, psi: np.ndarray) -> np.ndarray:
+def _log_lik_gradient(stats: GroupStats, psi: np.ndarray) -> np.ndarray:
     """The gradient (M, R) of :func:`_log_lik` in ``psi``: with ``d = rbar - mu``,
     ``J = sigma^2 + n tau^2`` and ``W`` the residuals' sum of squares about their mean,
     each group adds ``n d / J`` to ``mu``'s, ``n tau^2 (n d^2 / J - 1) / J`` to
@@ -228,7 +202,7 @@ def _log_lik_gradient(stats: _GroupStats, psi: np.ndarray) -> np.ndarray:
     ``log sigma``'s and ``(sum r x - n rbar xbar) / sigma^2 + n d xbar / J`` to the
     slopes'."""
     phi = _phi(psi)
-    count, total, squares = _residual_sums(stats, phi[:, 3:])
+    count, total, squares = residual_sums(stats, phi[:, 3:])
     n = count[None, :]
     mu, tau2, sigma2 = phi[:, :1], phi[:, 1:2] ** 2, phi[:, 2:3] ** 2
     joint = sigma2 + n * tau2
@@ -251,20 +225,20 @@ def _log_lik_gradient(stats: _GroupStats, psi: np.ndarray) -> np.ndarray:
     return out
 
 
-def _log_posterior(model: LaplaceHierarchy, keep: _GroupStats, u: np.ndarray) -> np.ndarray:
+def _log_posterior(model: LaplaceHierarchy, keep: GroupStats, u: np.ndarray) -> np.ndarray:
     """The log posterior (M,; up to a constant) of the kept observations at ``u`` (M, R),
     the prior at its estimate."""
     prior = u @ model.pull - 0.5 * np.einsum("mi,mi->m", u @ model.precision, u)
     return prior + _log_lik(keep, _psi(model, u))
 
 
-def _gradient(model: LaplaceHierarchy, keep: _GroupStats, u: np.ndarray) -> np.ndarray:
+def _gradient(model: LaplaceHierarchy, keep: GroupStats, u: np.ndarray) -> np.ndarray:
     """The log posterior's gradient (R,) at ``u`` (R,)."""
     lik = _log_lik_gradient(keep, _psi(model, u[None, :]))[0] @ model.root
     return model.pull - model.precision @ u + lik
 
 
-def _laplace(model: LaplaceHierarchy, keep: _GroupStats) -> tuple | None:
+def _laplace(model: LaplaceHierarchy, keep: GroupStats) -> tuple | None:
     """The mode (R,) of the kept observations' posterior and the inverse of its negative
     Hessian there (R, R), by Newton's method from the draws' mean (each Hessian by central
     differences of the analytic gradient, halving a step until the log posterior grows);
@@ -291,7 +265,7 @@ def _laplace(model: LaplaceHierarchy, keep: _GroupStats) -> tuple | None:
     return None
 
 
-def _hessian(model: LaplaceHierarchy, keep: _GroupStats, u: np.ndarray) -> np.ndarray:
+def _hessian(model: LaplaceHierarchy, keep: GroupStats, u: np.ndarray) -> np.ndarray:
     """The log posterior's Hessian (R, R) at ``u``, by central differences of
     :func:`_gradient` (symmetrised)."""
     r = u.size

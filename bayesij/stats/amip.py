@@ -6,7 +6,7 @@ adds the refits that settle what the draws leave open."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from statistics import NormalDist
@@ -56,7 +56,6 @@ from bayesij.array.amip_curvature import (
 )
 from bayesij.array.amip_hierarchy import (
     MAX_QUANTITIES,
-    HierarchyModel,
     effects_explain,
     recover_hierarchy,
 )
@@ -1041,15 +1040,12 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
     gradient, kept, posterior = given
     if not asked:
         return results
-    model, theta = _recovered_model(source, gradient, kept, posterior)
-    if model is None:
-        return results
-    out = _decided_in(model, theta, list(results), asked, (fs, found, source))
-    still = [k for k in asked if open_answer(out[k])]
-    if still and isinstance(model, HierarchyModel):  # sets the reweighted draws cannot reach
-        laplace = laplace_hierarchy(model, theta)
-        if laplace is not None:
-            out = _decided_in(laplace, laplace.parameters(theta), out, still, (fs, found, source))
+    out = list(results)
+    for model, theta in _recovered_models(source, gradient, kept, posterior):
+        out = _decided_in(model, theta, out, asked, (fs, found, source))
+        asked = [k for k in asked if open_answer(out[k])]  # for the next model, if any
+        if not asked:
+            break
     return out
 
 
@@ -1116,14 +1112,16 @@ def _refuted_by(result, model, source):
     )
 
 
-def _recovered_model(source, gradient, kept, posterior=None) -> tuple:
+def _recovered_models(source, gradient, kept, posterior=None) -> Iterator[tuple]:
     """The logistic (:func:`recover_glm`; in the unconstrained parameters where the
     gradient gives them) or else normal (:func:`recover_normal`; in the quantities)
     regression recovered from the draws, or else a normal varying-intercept model
     (:func:`recover_hierarchy`, in every quantity of the fit: ``posterior``, a function
-    reading them, :class:`FitDraws`), and the draws in its parameters; ``(None, None)``
-    where none is one. A lazy source is read again only where the columns its pass kept
-    are such a model's."""
+    reading them, :class:`FitDraws`) and then the same at its Laplace approximation, for
+    sets its reweighted draws cannot reach (:func:`laplace_hierarchy`): each model and the
+    draws in its parameters, in turn, the next worked out only when asked; none where
+    none is one. A lazy source is read again only where the columns its pass kept are
+    such a model's."""
     draws, names = _parameter_draws(source)
     quantities = np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
     score, theta = None, quantities
@@ -1133,12 +1131,14 @@ def _recovered_model(source, gradient, kept, posterior=None) -> tuple:
     if not source.lazy or _kept_logistic(theta, kept):
         model = recover_glm(theta, rows, score)
         if model is not None:
-            return model, theta
+            yield model, theta
+            return
     scales = _scale_mask(names)
     if not source.lazy or _kept_normal(quantities, scales, kept):
         model = recover_normal(quantities, rows, scales)
         if model is not None:
-            return model, model.parameters(quantities)
+            yield model, model.parameters(quantities)
+            return
     whole = posterior() if posterior is not None else None  # the effects (not searched)
     if whole is not None:
         quantities = np.asarray(whole[0], dtype=float).reshape(source.n_draws, -1)
@@ -1146,10 +1146,12 @@ def _recovered_model(source, gradient, kept, posterior=None) -> tuple:
     kept_rows = partial(_kept_rows, kept)
     screened = kept is not None and bool(kept.columns)  # a lazy source: its kept columns first
     if not source.lazy or (screened and effects_explain(quantities, kept_rows, scales)):
-        model = recover_hierarchy(quantities, rows, scales, source.n_chains)
-        if model is not None:
-            return model, quantities
-    return None, None
+        hierarchy = recover_hierarchy(quantities, rows, scales, source.n_chains)
+        if hierarchy is not None:
+            yield hierarchy, quantities
+            laplace = laplace_hierarchy(hierarchy, quantities)
+            if laplace is not None:
+                yield laplace, laplace.parameters(quantities)
 
 
 def _kept_logistic(theta: np.ndarray, kept) -> bool:

@@ -231,12 +231,12 @@ def test_the_predictors_and_their_slopes_are_recovered_exactly(slopes_fit):
 
 
 def test_a_group_s_integrated_likelihood_with_predictors_is_the_multivariate_normal_density():
-    from bayesij.array.amip_hierarchy import _sums
+    from bayesij.array.amip_hierarchy import group_stats, residual_sums
 
     rng = np.random.default_rng(0)
     y, x = rng.normal(size=5), rng.normal(size=(5, 2))
     phi = np.array([[0.3, 0.7, 1.2, 0.5, -1.0], [-1.0, 2.0, 0.4, 0.0, 2.0]])
-    sums = _sums(y, x, np.zeros(5, dtype=int), phi[:, 3:], np.array([0]))
+    sums = residual_sums(group_stats(y, x, np.zeros(5, dtype=int), 1), phi[:, 3:])
     found = _log_marginal(sums, phi)[:, 0]
     for (mu, tau, sigma, *beta), ours in zip(phi, found, strict=True):
         cov = sigma**2 * np.eye(5) + tau**2 * np.ones((5, 5))
@@ -287,3 +287,30 @@ def test_a_slope_s_sign_is_decided_from_the_draws_and_the_exact_refit_confirms_i
     before = _mean_after(y, group, x, [], "beta[1]")
     after = _mean_after(y, group, x, np.flatnonzero(result.kept == 0), "beta[1]")
     assert before > 0.05 and after < 0
+
+
+def test_a_lazy_hierarchy_with_predictors_is_answered_as_in_memory():
+    # The same draws as a DataTree whose log-likelihood is a dask array of 60 observations a
+    # chunk: the model is recovered from the columns the pass kept and the log-likelihood
+    # read again a chunk at a time; the answers are those of the draws in memory.
+    import xarray as xr
+
+    _, _, _, post, names, theta, log_lik = _with_predictors(4, 104)
+    draws = (4, theta.shape[0] // 4)
+    scalars = {n: (("chain", "draw"), theta[:, k].reshape(draws)) for k, n in enumerate(names)}
+    effects = [k for k, n in enumerate(names) if n.startswith("alpha")]
+    posterior = {n: v for n, v in scalars.items() if not n.startswith("alpha")}
+    posterior["alpha"] = (("chain", "draw", "group"), theta[:, effects].reshape(*draws, -1))
+    likelihood = xr.Dataset({"y": (("chain", "draw", "obs"), log_lik.reshape(*draws, -1))})
+    tree = xr.DataTree.from_dict(
+        {"posterior": xr.Dataset(posterior), "log_likelihood": likelihood.chunk({"obs": 60})}
+    )
+    lazy = bayesij.amip(tree, "beta[1]", "sign", method="linear")
+    memory = bayesij.amip(post, "beta[1]", "sign", method="linear")
+    assert lazy.answer == "reached" and "varying-intercept" in lazy.decided_by
+    assert (lazy.answer, lazy.n_drop, lazy.decided_by) == (
+        memory.answer,
+        memory.n_drop,
+        memory.decided_by,
+    )
+    assert lazy.drop_ids == memory.drop_ids
