@@ -8,7 +8,9 @@ draws saved as plain arrays (every ``alpha[g]`` a quantity, no group index). Six
 a data set: each slope's and ``mu``'s sign and significance. A "reached" set is refitted
 exactly (4 x 5000 Gibbs draws without it) and refuted where the metric does not cross; a
 "not reachable" answer's set (the best of the limit's size it found) likewise, refuted
-where it crosses (a check of that set, not of every set of that size).
+where it crosses (a check of that set, not of every set of that size). An
+"undetermined" answer whose size interval starts above 1 has its set one short of that
+low end refitted too, its low end refuted where that set reaches.
 ``--without-model`` answers as bayesij did before stop 119 (the varying-intercept model
 not recovered: only the influences and their checks); ``--without-laplace`` with the
 model but its removals only by reweighting the draws (the first commit of stop 119).
@@ -63,6 +65,12 @@ def run(seed: int) -> list:
             row["refit"] = (metric_after(y, group, [], name, goal.sign, x=x), after)
             crossed = goal.direction * after > 0
             row["refuted"] = crossed != (result.answer == "reached")
+        elif result.size_interval[0] > 1:  # the set one short of the low end: not reaching?
+            goal = goal_for(draws[..., names.index(name)], target, 1.96)
+            short = np.asarray(result.drop_ids[: int(result.size_interval[0]) - 1], dtype=int)
+            after = metric_after(y, group, short, name, goal.sign, x=x)
+            row["refit"] = (metric_after(y, group, [], name, goal.sign, x=x), after)
+            row["low_refuted"] = bool(goal.direction * after > 0)
         rows.append(row)
     return rows
 
@@ -82,7 +90,8 @@ def main() -> None:
         from bayesij.stats import amip as stats_amip
 
         stats_amip.laplace_hierarchy = lambda *a, **k: None
-    totals = dict(questions=0, decided=0, by_model=0, laplace=0, refuted=0)
+    totals = dict(questions=0, decided=0, by_model=0, laplace=0, refuted=0, low_checked=0)
+    totals["low_refuted"] = 0
     for seed in args.seeds:
         for row in run(seed):
             line = f"seed {seed:2d} {row['question']:22s} {row['answer']:14s} {row['n_drop']:3d}"
@@ -92,6 +101,12 @@ def main() -> None:
                 line += f"  refit {before:+.4f} -> {after:+.4f}"
                 line += " REFUTED" if row["refuted"] else " confirmed"
                 totals["laplace"] += "Laplace" in row["decided_by"]
+            elif "low_refuted" in row:
+                before, after = row["refit"]
+                line += f"  one short of the low end: refit {before:+.4f} -> {after:+.4f}"
+                line += " LOW END REFUTED" if row["low_refuted"] else " short, as said"
+                totals["low_checked"] += 1
+                totals["low_refuted"] += row["low_refuted"]
             print(line, flush=True)
             totals["questions"] += 1
             totals["decided"] += row["answer"] in ("reached", "not reachable")

@@ -190,6 +190,10 @@ class AmipResult(Summary):
         posterior without the set, from the model density passed as
         ``grad_log_posterior`` (:mod:`bayesij.stats.amip_matched`, with its k-hat and
         Monte Carlo error); ``''`` otherwise.
+    low_end_by : str
+        Where an undetermined answer's ``size_interval`` starts at a recovered model's low
+        end (higher than the influences'), that model (its ``decided_by`` words); ``''``
+        otherwise.
     past_limit_ids : list
         After refits in the loop that confirmed no set within ``alpha_max``: the larger
         set a refit confirmed reaches the target (its size ends ``size_interval``), as
@@ -262,6 +266,7 @@ class AmipResult(Summary):
     refits_needed: int = 0
     past_limit_ids: list = field(default_factory=list)
     decided_by: str = ""
+    low_end_by: str = ""
 
     @property
     def reachable(self) -> bool:
@@ -432,6 +437,8 @@ class AmipResult(Summary):
         """An undetermined answer: what leaves it open and what would decide it."""
         low, high = self.size_interval or (float("nan"), float("nan"))
         span = f"the smallest set's size is between {_size(low)} and {_size(high)}"
+        if self.low_end_by:
+            span += f" (the low end by {self.low_end_by})"
         if self.undetermined_by == "linearisation":
             why = (
                 "undetermined by the linearisation: the first-order prediction and the "
@@ -1226,11 +1233,23 @@ def _by_removal(result, found, f, model, quantity: Affine, source):
     orders = [found.path.order, *ranked]
     best = smallest_settled(model, orders, quantity, goal, f, low)
     if best is None:
-        return _unreachable_in(result, goal, orders, f, model, (quantity, source))
+        decided = _unreachable_in(result, goal, orders, f, model, (quantity, source))
+        return _raised_low(decided, low, model) if decided is result else decided
     order, settled = best
     sizes = (float(min(low, settled.size)), float(settled.size))
     found = (model, source, goal)
     return _model_answer(result, found, order[: settled.size], settled, sizes, "reached")
+
+
+def _raised_low(result, low: float, model):
+    """``result``, still open, with its size interval starting at the recovered ``model``'s
+    low end ``low`` (:func:`~bayesij.array.amip_logistic.model_low`) where that is higher
+    and not past its high end: where the influences' second order broke down, their low
+    end was 1."""
+    start, end = result.size_interval if result.size_interval else (0.0, float("inf"))
+    if not start < low <= end:
+        return result
+    return replace(result, size_interval=(float(low), end), low_end_by=model.decided_by)
 
 
 def _model_answer(result, found: tuple, dropped, removal, sizes: tuple, answer: str):

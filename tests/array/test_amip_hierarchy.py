@@ -314,3 +314,20 @@ def test_a_lazy_hierarchy_with_predictors_is_answered_as_in_memory():
         memory.decided_by,
     )
     assert lazy.drop_ids == memory.drop_ids
+
+
+def test_an_open_question_s_size_interval_starts_where_the_model_says_and_refits_agree():
+    # 12 groups of 20: mu's sign and significance stay undetermined (no set of 24 settles
+    # them), but the recovered model's low end replaces the influences' 1 (their second
+    # order breaks down); the answer's own set one short of that low end does not reach in
+    # the exact refit
+    y, group, post, _, theta, _ = _drawn(12, 20, 3, 1)
+    for target in ("sign", "significance"):
+        result = bayesij.amip(post, "mu", target)
+        assert result.answer == "undetermined"
+        low, high = result.size_interval
+        assert 1 < low < result.n_drop and high == np.inf
+        assert "varying-intercept" in result.low_end_by and "low end by" in str(result)
+        goal = goal_for(theta[:, 0].reshape(4, -1), target, 1.96)
+        short = np.asarray(result.drop_ids[: int(low) - 1], dtype=int)
+        assert goal.direction * metric_after(y, group, short, "mu", goal.sign) < 0
