@@ -1221,35 +1221,47 @@ def _by_removal(result, found, f, model, quantity: Affine, source):
     """``result`` decided by the removal of its set's prefixes in the recovered ``model``
     (see :func:`_recovered_decided`, :func:`~bayesij.array.amip_logistic.smallest_removal`),
     or where no prefix settles it, answered "not reachable" by the largest sets'
-    (:func:`_unreachable_in`), or ``result`` itself."""
+    (:func:`_unreachable_in`), or else ``result`` with the model's low end of the smallest
+    set's size (:func:`_raised_low`; where no prefix reaches at the optimistic end of its
+    band, the smallest not :func:`~bayesij.array.amip.far_short`: a smaller set would be
+    answered "not reachable" by that rule)."""
     goal = found.goal
     ranked = [
         model.ranking(quantity, goal, result._limit()),
         model_greedy(model, quantity, goal, result._limit()),
     ]
     low = min(model_low(model, order, quantity, goal, f) for order in ranked)
-    if not np.isfinite(low):  # the influences' band left out where the model reaches
+    reaching = np.isfinite(low)
+    if not reaching:  # the influences' band left out where the model reaches
         low = result.size_interval[0] if result.size_interval else 0.0
     orders = [found.path.order, *ranked]
     best = smallest_settled(model, orders, quantity, goal, f, low)
     if best is None:
         decided = _unreachable_in(result, goal, orders, f, model, (quantity, source))
-        return _raised_low(decided, low, model) if decided is result else decided
+        if decided is not result:
+            return decided
+        if not reaching:  # no prefix reaches: the sizes "not reachable"'s own rule leaves
+            near = replace(goal, need=(goal.need - MC_MARGIN * metric_mcse(f, goal)) / (1 + SLACK))
+            low = min(model_low(model, order, quantity, near, f) for order in ranked)
+        return _raised_low(result, low, model, source.n_units)
     order, settled = best
     sizes = (float(min(low, settled.size)), float(settled.size))
     found = (model, source, goal)
     return _model_answer(result, found, order[: settled.size], settled, sizes, "reached")
 
 
-def _raised_low(result, low: float, model):
+def _raised_low(result, low: float, model, n_units: int):
     """``result``, still open, with its size interval starting at the recovered ``model``'s
-    low end ``low`` (:func:`~bayesij.array.amip_logistic.model_low`) where that is higher
-    and not past its high end: where the influences' second order broke down, their low
-    end was 1."""
+    low end ``low`` (:func:`~bayesij.array.amip_logistic.model_low`) where that is finite,
+    higher and not past its high end: where the influences' second order broke down, their
+    low end was 1. (Infinite where every prefix is far short but a set could not be worked
+    out for "not reachable": the answer is left as it was.)"""
     start, end = result.size_interval if result.size_interval else (0.0, float("inf"))
-    if not start < low <= end:
+    if not (np.isfinite(low) and start < low <= end):  # inf: no prefix but is far short
         return result
-    return replace(result, size_interval=(float(low), end), low_end_by=model.decided_by)
+    sizes = (float(low), end)
+    refits = refits_to_decide("undetermined", sizes, result.alpha_max, n_units)
+    return replace(result, size_interval=sizes, low_end_by=model.decided_by, refits_needed=refits)
 
 
 def _model_answer(result, found: tuple, dropped, removal, sizes: tuple, answer: str):

@@ -316,13 +316,20 @@ def test_a_lazy_hierarchy_with_predictors_is_answered_as_in_memory():
     assert lazy.drop_ids == memory.drop_ids
 
 
-def test_an_open_question_s_size_interval_starts_where_the_model_says_and_refits_agree():
-    # 12 groups of 20: mu's sign and significance stay undetermined (no set of 24 settles
-    # them), but the recovered model's low end replaces the influences' 1 (their second
-    # order breaks down); the answer's own set one short of that low end does not reach in
-    # the exact refit
-    y, group, post, _, theta, _ = _drawn(12, 20, 3, 1)
-    for target in ("sign", "significance"):
+@pytest.mark.parametrize(
+    "shape, targets", [((12, 20), ("sign", "significance")), ((24, 10), ("sign",))]
+)
+def test_an_open_question_s_size_interval_starts_where_the_model_says_and_refits_agree(
+    shape, targets
+):
+    # mu's sign (and on 12 groups of 20 its significance) stays undetermined: no set of 24
+    # settles it. The recovered model's low end replaces the influences' 1 (their second
+    # order breaks down): on 12 x 20 the smallest prefix reaching at the optimistic end of
+    # its band; on 24 x 10, where none reaches, the smallest not "far short" by the rule
+    # that answers "not reachable". The answer's own set one short of that low end does not
+    # reach in the exact refit.
+    y, group, post, _, theta, _ = _drawn(*shape, 3, 1)
+    for target in targets:
         result = bayesij.amip(post, "mu", target)
         assert result.answer == "undetermined"
         low, high = result.size_interval
@@ -331,3 +338,14 @@ def test_an_open_question_s_size_interval_starts_where_the_model_says_and_refits
         goal = goal_for(theta[:, 0].reshape(4, -1), target, 1.96)
         short = np.asarray(result.drop_ids[: int(low) - 1], dtype=int)
         assert goal.direction * metric_after(y, group, short, "mu", goal.sign) < 0
+
+
+def test_an_open_answer_s_size_interval_never_starts_past_every_size():
+    # 24 x 10 on other draws: every prefix of mu's sign-and-significance sets is far short,
+    # yet "not reachable" is not said (a set's removal could not be worked out): the
+    # answer stays undetermined, its size interval starting at a size, not at infinity
+    y, group, post, _, _, _ = _drawn(24, 10, 3, 2)
+    result = bayesij.amip(post, "mu", "sign_and_significance")
+    assert result.answer == "undetermined"
+    low, high = result.size_interval
+    assert np.isfinite(low) and low <= high

@@ -31,6 +31,8 @@ def _holds_together(result, label) -> None:
         assert low <= result.n_drop and high == result.n_drop, label
     if result.answer == "not reachable":  # no smallest set within the limit
         assert low == high == np.inf, label
+    if result.answer == "undetermined":  # some smallest size is still possible
+        assert np.isfinite(low), label
     if result.upper_bound:
         assert low <= result.upper_bound and high <= result.upper_bound, label
     assert low <= high, label
