@@ -1343,6 +1343,12 @@ def far_short(goal: Goal, change: float, mcse: float, slack: float = SLACK) -> b
     return bool((1 + slack) * max(gained, 0.0) + MC_MARGIN * mcse < goal.need)
 
 
+def short_of(goal: Goal, mcse: float, slack: float = SLACK) -> float:
+    """The change toward the goal below which a set is :func:`far_short` of it:
+    ``(need - MC_MARGIN mcse) / (1 + slack)`` (up to round-off at the edge itself)."""
+    return (goal.need - MC_MARGIN * mcse) / (1 + slack)
+
+
 def _sure_instead(linear: AmipPath, sure: NoiseAnswer, smaller: int):
     """The linear search's sure set in place of a reweighted set that the linear
     continuation reached: a smaller one that Monte Carlo error leaves undetermined (its

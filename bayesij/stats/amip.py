@@ -33,6 +33,7 @@ from bayesij.array.amip import (
     reweighted_searches,
     second_curve,
     set_sums,
+    short_of,
     split_goal_sums,
     unit_khats,
 )
@@ -1241,7 +1242,7 @@ def _by_removal(result, found, f, model, quantity: Affine, source):
         if decided is not result:
             return decided
         if not reaching:  # no prefix reaches: the sizes "not reachable"'s own rule leaves
-            near = replace(goal, need=(goal.need - MC_MARGIN * metric_mcse(f, goal)) / (1 + SLACK))
+            near = replace(goal, need=short_of(goal, metric_mcse(f, goal)))
             low = min(model_low(model, order, quantity, near, f) for order in ranked)
         return _raised_low(result, low, model, source.n_units)
     order, settled = best

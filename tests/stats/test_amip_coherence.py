@@ -848,3 +848,15 @@ def test_over_groups_the_draws_decide_as_over_the_groups_summed_columns(method):
     _holds_together(grouped, method)
     kept = ~np.isin(groups, grouped.drop_ids)
     assert np.sign(y[kept].mean()) != np.sign(y.mean())  # the exact posterior mean's sign
+
+
+def test_short_of_is_where_far_short_stops():
+    # need 1.0, MCSE 0.04: far short below (1.0 - MC_MARGIN x 0.04) / 1.5, not from there
+    from bayesij.array.amip import MC_MARGIN, Goal, far_short, short_of
+
+    goal = Goal("mean", 0, 1, 1.0, -1.0, 1.96, 1.0)
+    edge = short_of(goal, 0.04)
+    assert edge == pytest.approx((1.0 - MC_MARGIN * 0.04) / 1.5)
+    assert far_short(goal, edge - 1e-9, 0.04) and not far_short(goal, edge + 1e-9, 0.04)
+    assert far_short(goal, short_of(goal, 0.0) - 1e-9, 0.0)
+    assert not far_short(goal, short_of(goal, 0.0) + 1e-9, 0.0)
