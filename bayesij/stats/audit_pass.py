@@ -129,7 +129,8 @@ def audit_pass(
         offer_block(kept, keeps, block, start, part.influence)
 
     parts = map_blocks(source, kernel, per_unit=per_unit, join=False, keep=keep, client=client)
-    names = list(source.quantity_names)
+    del per_unit  # the positions (a unit's int64 each)
+    names, index = list(source.quantity_names), source.index  # one index for every result
     ij_arrays = ij_join([part.ij for part in parts], setup)
     loo_parts, waic_parts = [part.loo for part in parts], [part.waic for part in parts]
     influence_parts = [part.influence for part in parts]
@@ -146,16 +147,18 @@ def audit_pass(
     del influence_parts
     ij = ij_result(ij_arrays, names, source.units, draws, n_blocks)
     loo = loo_results(
-        {"psis": loo_arrays}, source.index, source.n_draws, settings.tail_rule, settings.ddof
+        {"psis": loo_arrays}, index, source.n_draws, settings.tail_rule, settings.ddof
     )["psis"]
     scores = ij_arrays.scores
     assert loo_arrays.expectations is not None  # asked for with expectation_draws
     changes = LinearityArrays(
         -scores.psi, loo_arrays.expectations, loo_arrays.pareto_k, scores.mcse
     )
-    checked = linearity_result(changes, draws, names, source.index, source.n_draws)
-    del changes, loo_arrays  # copied into the results: not held while the searches run
-    waic = waic_result(waic_parts, source.index, beta=1.0, ddof=0, n_draws=source.n_draws)
+    checked = linearity_result(changes, draws, names, index, source.n_draws)
+    waic = waic_result(waic_parts, index, beta=1.0, ddof=0, n_draws=source.n_draws)
+    # copied into the results: not held while the searches run (at N = 4 10^5 the
+    # joined WAIC terms are 18 MiB)
+    del changes, loo_arrays, waic_parts
     found = []
     if questions:
         searches = searches_from(
