@@ -1433,16 +1433,24 @@ def _read_rows(matrix: np.ndarray, units: np.ndarray, threaded: bool = False) ->
     return out
 
 
-def centre_into(rows: np.ndarray, slots: np.ndarray, columns: np.ndarray) -> np.ndarray:
+def centre_into(
+    rows: np.ndarray, slots: np.ndarray, columns: np.ndarray, which: np.ndarray | None = None
+) -> np.ndarray:
     """Write ``columns`` (S, k), some units' log-likelihood, into ``rows[slots]`` as
     :class:`CentredColumns` holds them (non-finite values as 0, less each one's mean over
     the draws, worked out in float64 whatever ``rows``' precision; :data:`UNIT_TILE` units
     at a time, so that the float64 copy stays small beside a whole read's columns).
-    Returns whether each was finite at every draw (k,)."""
+    ``which`` (k,): the units to write of ``columns`` (..., b; a block, its units last),
+    gathered a tile at a time (the block never copied whole). Returns whether each was
+    finite at every draw (k,)."""
     finite = np.empty(len(slots), dtype=bool)
     for first in range(0, len(slots), UNIT_TILE):
         part = slice(first, first + UNIT_TILE)
-        centred = np.array(np.asarray(columns[:, part], dtype=float).T, order="C")  # as held
+        if which is None:
+            centred = np.array(np.asarray(columns[:, part], dtype=float).T, order="C")  # as held
+        else:  # gathered as rows: one copy
+            tile = np.moveaxis(columns, -1, 0)[which[part]]
+            centred = np.asarray(tile.reshape(tile.shape[0], -1), dtype=float)
         finite[part] = _centre_rows(centred)
         rows[slots[part]] = centred
     return finite

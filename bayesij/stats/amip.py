@@ -1453,8 +1453,7 @@ def _ranked_rows(source, wanted: np.ndarray, kept, client=None) -> tuple:
     def write(block: np.ndarray, positions: np.ndarray) -> None:
         start, stop = int(positions[0]), int(positions[-1]) + 1
         inside = (units >= start) & (units < stop)
-        columns = block[:, :, units[inside] - start].reshape(source.n_draws, -1)
-        finite[slots[inside]] = centre_into(rows, slots[inside], columns)
+        finite[slots[inside]] = centre_into(rows, slots[inside], block, units[inside] - start)
 
     _on_blocks_holding(None, source, units, write)
     return rows, finite
