@@ -379,7 +379,9 @@ def test_centred_columns_are_read_once_and_answer_as_the_matrix_does():
             CentredColumns(4000, units=units, rows=rows.copy())
 
 
-def test_rows_centred_in_float64_and_held_in_float32_answer_as_the_matrix_to_its_precision():
+def test_rows_centred_in_float64_and_held_in_float32_answer_as_the_matrix_to_its_precision(
+    monkeypatch,
+):
     # A lazy audit's ranked rows past a budget (stats.amip.SINGLE_PRECISION_BYTES): each
     # centred in float64 (non-finite values as 0, as the store centres them), then rounded;
     # sums, terms and second-order ratios as from the float64 columns to float32's precision.
@@ -397,6 +399,13 @@ def test_rows_centred_in_float64_and_held_in_float32_answer_as_the_matrix_to_its
     np.testing.assert_array_equal(finite, double.finite)
     np.testing.assert_array_equal(finite, [True, True, False, True])
     np.testing.assert_array_equal(single, double.rows.astype(np.float32))
+    # a lazy block's units gathered from the block itself (chains, draws, units), in tiles
+    monkeypatch.setattr("bayesij.array.amip_curvature.UNIT_TILE", 3)
+    gathered = np.empty((4, 4000))
+    block = log_lik.reshape(4, 1000, -1)
+    with_which = centre_into(gathered, np.array([2, 0, 1, 3]), block, np.array([4, 0, 3, 9]))
+    np.testing.assert_array_equal(with_which[[1, 2, 0, 3]], double.finite)
+    np.testing.assert_array_equal(gathered, double.rows)
     store = CentredColumns(4000, units=units, rows=single, finite=finite)
     assert store.rows is single
     order = np.array([4, 3, 9, 0])
