@@ -16,7 +16,10 @@ alone`` (``bayesij.amip`` of the 21 questions one after the other, which the aud
 one pass for; per question in the last column), ``linearity`` (per quantity), ``loo``.
 ``--lazy N`` adds the audit of a lazy log-likelihood: a dask array of delayed blocks of
 10,000 observations computed from the draws when read, against computing those blocks once
-(the read ratio). ``--dask N`` audits that lazy log-likelihood on a 2-worker dask
+(the read ratio); with ``--phases``, that audit again in a process that samples its RSS
+every 20 ms and prints the peak in each phase between the reads of the blocks (the pass,
+the second-order model's rows, the linear answers, the sets' sums, after them).
+``--dask N`` audits that lazy log-likelihood on a 2-worker dask
 LocalCluster (worker processes, 3 GiB each): seconds, each worker's and the client's peak
 RSS and whether a worker was restarted.
 
@@ -34,7 +37,8 @@ Stan fit read by name (``mu``, ``tau``, ``sigma``, ``alpha[1]``..., no group ind
 group effects the log-likelihood tells (each observation moves with one ``alpha``): the
 audit and ``loo`` rows only, for the three.
 
-Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000] [--dask 200000]
+Run: ``python benchmarks/audit.py [--sizes 10000,50000,100000] [--lazy 1000000 [--phases]]
+[--dask 200000]
 [--model t4|normal|logistic|hierarchy|hierarchy-no-index] [--coefficients 10]
 [--rows audit,linearity]
 [--repeat 5]`` (``--rows``: only these rows, with ``loo``; ``--repeat``: each in-memory row
@@ -258,6 +262,58 @@ def _dask_child(n_obs: int) -> dict:
     }
 
 
+def _by_phase(call) -> list:
+    """Run ``call`` sampling this process's RSS every 20 ms, with marks on entering and
+    leaving each read of the lazy blocks (the pass, the second-order model's rows, the
+    linear sets' sums): the peak RSS (bytes) between consecutive marks, by phase name."""
+    import threading
+
+    import bayesij.stats.amip as stats_amip
+    import bayesij.stats.audit_pass as audit_pass
+
+    marks, samples, done = [(time.perf_counter(), "before the pass")], [], threading.Event()
+    names = {
+        (audit_pass, "map_blocks"): ("the pass", "after the pass"),
+        (stats_amip, "_ranked_rows"): ("the second read (ranked rows)", "the linear answers"),
+        (stats_amip, "_summed_sets"): ("the sets' read", "after the sets"),
+    }
+    originals = {key: getattr(*key) for key in names}
+
+    def marked(key):
+        def run(*args, **kwargs):
+            marks.append((time.perf_counter(), names[key][0]))
+            try:
+                return originals[key](*args, **kwargs)
+            finally:
+                marks.append((time.perf_counter(), names[key][1]))
+
+        return run
+
+    def sample() -> None:
+        while not done.is_set():
+            with open("/proc/self/status") as status:
+                rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+            samples.append((time.perf_counter(), rss * 1024))
+            time.sleep(0.02)
+
+    for key in names:
+        setattr(*key, marked(key))
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        call()
+    finally:
+        done.set()
+        sampler.join()
+        for key, original in originals.items():
+            setattr(*key, original)
+    ends = [t for t, _ in marks[1:]] + [float("inf")]
+    return [
+        (name, max((rss for t, rss in samples if start <= t < end), default=0))
+        for (start, name), end in zip(marks, ends, strict=True)
+    ]
+
+
 def _child(what: str, n_obs: int) -> dict:
     """One row in this process: seconds and peak RSS."""
     import bayesij
@@ -265,6 +321,9 @@ def _child(what: str, n_obs: int) -> dict:
     warnings.simplefilter("ignore")
     if what == "dask audit":
         return _dask_child(n_obs)
+    if what == "lazy phases":
+        tree, _ = _lazy_tree(n_obs)
+        return {"phases": _by_phase(lambda: bayesij.audit(tree))}
     if what in ("lazy audit", "blocks once"):
         tree, blocks_once = _lazy_tree(n_obs)
         call = blocks_once if what == "blocks once" else (lambda: bayesij.audit(tree))
@@ -358,6 +417,11 @@ def main() -> None:
     parser.add_argument(
         "--dask", type=int, default=0, help="N of the lazy audit on a 2-worker cluster (0: none)"
     )
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="with --lazy: also the lazy audit's peak RSS in each phase (another process)",
+    )
     parser.add_argument("--skip-arviz", action="store_true")
     parser.add_argument("--model", choices=MODELS, default="t4")
     parser.add_argument(
@@ -427,6 +491,9 @@ def main() -> None:
             f"for a {lazy['matrix'] / 2**30:.1f} GiB log-likelihood never held whole "
             f"(computing the blocks once: {once['peak'] / 2**30:.2f} GiB)"
         )
+        if args.phases:
+            for name, peak in _run("lazy phases", args.lazy)["phases"]:
+                print(f"{'':>8}   peak RSS in {name}: {peak / 2**20:.0f} MiB")
 
     if args.dask:
         got = _run("dask audit", args.dask)
