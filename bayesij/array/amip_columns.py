@@ -61,6 +61,10 @@ class KeptColumns:
         self.capacity = int(capacity)
         self.best: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self.columns: dict[int, np.ndarray] = {}
+        #: Fits made from each block as it goes by (a
+        #: :class:`~bayesij.array.amip_normal.RegressionFeed`, or None): the regressions
+        #: recovered from the draws, which then read no block again.
+        self.feed = None
 
     def offer(self, log_lik: np.ndarray, start: int, influence: dict) -> None:
         """Keep the columns of ``log_lik`` (n_chains, n_draws, b), units ``start ..
@@ -78,6 +82,8 @@ class KeptColumns:
         for unit in wanted:
             if start <= unit < stop and unit not in self.columns:
                 self.columns[unit] = np.array(log_lik[:, :, unit - start])
+        if self.feed is not None:
+            self.feed.offer(log_lik)
 
     def _merge(self, ranking: tuple[str, int], gain: np.ndarray, start: int) -> None:
         keys, units = self.best.get(ranking, (np.zeros(0), np.zeros(0, dtype=int)))

@@ -70,6 +70,8 @@ __all__ = [
     "recover_glm",
     "predictors_affine",
     "row_pieces",
+    "TileFits",
+    "predictor_fits",
     "Affine",
     "affine_in",
     "whitened_draws",
@@ -315,7 +317,7 @@ def _variance_bound(n_batches: int) -> float:
     return float(np.sqrt(dof / (2 * gammaincinv(dof / 2, 0.05))))  # scipy.stats' chi2.ppf
 
 
-def recover_glm(theta: np.ndarray, log_lik, score: np.ndarray | None = None):
+def recover_glm(theta: np.ndarray, log_lik, score: np.ndarray | None = None, fitted=None):
     """The :class:`LogisticModel` whose observations' log-likelihood ``log_lik`` (S, N) are at
     the draws ``theta`` (S, P), or None where some observation is not one (a value not
     finite or not below 0, or ``logit(exp(l))`` not affine in the parameters to
@@ -331,13 +333,18 @@ def recover_glm(theta: np.ndarray, log_lik, score: np.ndarray | None = None):
 
     ``log_lik`` may also be a function that, given the draws' rows (K,), yields those
     rows' values (K, n) of consecutive blocks of observations, in order: a
-    log-likelihood read a block at a time, only those rows of each kept."""
+    log-likelihood read a block at a time, only those rows of each kept. ``fitted``: what
+    the predictors' fit gave where the pieces were offered to it as a pass read them
+    (:meth:`~bayesij.array.amip_normal.RegressionFeed.glm`, False where it failed);
+    ``log_lik`` is then not read."""
     whitened = _whitened(theta)
     if whitened is None:
         return None
     mean, basis, u = whitened
     rows = _recovery_rows(theta.shape[0])
-    found = _affine_predictors(u[rows], _pieces(log_lik, rows))
+    if fitted is None:
+        fitted = _affine_predictors(u[rows], _pieces(log_lik, rows))
+    found = fitted or None
     if found is None:
         return None
     coefficients, counts = found
@@ -455,6 +462,14 @@ def _affine_predictors(u: np.ndarray, pieces) -> tuple | None:
     regression (None for a logistic one: ``eta = logit(exp(l))``); None where some
     observation is not one of the family that the first observations are (or a value is
     not finite, or not below 0): read no further than the first such piece."""
+    fits, finish = predictor_fits(u)
+    return finish(fits.fed(pieces))
+
+
+def predictor_fits(u: np.ndarray) -> tuple:
+    """What :func:`_affine_predictors` fits, as a :class:`TileFits` to offer the pieces to
+    and the function of its :meth:`~TileFits.result` that gives the coefficients and counts
+    (or None): for pieces offered as a pass reads them."""
     design = np.column_stack([np.ones(u.shape[0]), u])
     solve = np.linalg.pinv(design)  # (R + 1, K)
     families = (
@@ -470,31 +485,60 @@ def _affine_predictors(u: np.ndarray, pieces) -> tuple | None:
                 break
         return chosen[0](values) if chosen else None
 
-    parts = fitted_by_tiles(pieces, fit)
-    if not parts:
-        return None
-    coefficients = np.concatenate(parts, axis=1)
-    if chosen[0] is families[0]:
-        return coefficients, None
-    return coefficients[:-1], coefficients[-1]
+    def finish(parts: list | None) -> tuple | None:
+        if not parts:
+            return None
+        coefficients = np.concatenate(parts, axis=1)
+        if chosen[0] is families[0]:
+            return coefficients, None
+        return coefficients[:-1], coefficients[-1]
+
+    return TileFits(fit), finish
+
+
+class TileFits:
+    """``fit(values)`` of each tile of :data:`TILE_COLUMNS` observations of some draws'
+    log-likelihood, offered a piece (K, n) of consecutive observations at a time, in
+    order; the first :data:`PROBE` observations are fitted first, where a model of another
+    family fails at once. Failed once a tile's fit is None: later pieces are not fitted."""
+
+    def __init__(self, fit):
+        self.fit, self.parts, self.failed = fit, [], False
+
+    def offer(self, piece) -> bool:
+        """Fit the tiles of ``piece``; whether every fit so far holds."""
+        if self.failed:
+            return False
+        values = np.asarray(piece, dtype=float)
+        if not self.parts and self.fit(values[:, :PROBE]) is None:
+            self.failed = True
+            return False
+        for start in range(0, values.shape[1], TILE_COLUMNS):
+            found = self.fit(values[:, start : start + TILE_COLUMNS])
+            if found is None:
+                self.failed = True
+                return False
+            self.parts.append(found)
+        return True
+
+    def fed(self, pieces) -> list | None:
+        """:meth:`result` after offering ``pieces`` in turn (read no further than the
+        first that fails)."""
+        for piece in pieces:
+            if not self.offer(piece):
+                break
+        return self.result()
+
+    def result(self) -> list | None:
+        """The tiles' fits in order, or None where one failed."""
+        return None if self.failed else self.parts
 
 
 def fitted_by_tiles(pieces, fit) -> list | None:
     """``fit(values)`` of each tile of :data:`TILE_COLUMNS` observations of some draws'
     log-likelihood (``pieces``: (K, n) blocks of consecutive observations, in order), or
-    None where a tile's is (read no further): the first :data:`PROBE` observations are
-    fitted first, where a model of another family fails at once."""
-    parts: list = []
-    for piece in pieces:
-        values = np.asarray(piece, dtype=float)
-        if not parts and fit(values[:, :PROBE]) is None:
-            return None
-        for start in range(0, values.shape[1], TILE_COLUMNS):
-            found = fit(values[:, start : start + TILE_COLUMNS])
-            if found is None:
-                return None
-            parts.append(found)
-    return parts
+    None where a tile's is (read no further): :class:`TileFits` fed ``pieces``."""
+    return TileFits(fit).fed(pieces)
 
 
 #: Observations of the first piece tested before the rest (:func:`_affine_logits`): a

@@ -43,19 +43,21 @@ import numpy as np
 from bayesij.array.amip_logistic import (
     Affine,
     Removal,
+    TileFits,
     _pieces,
     _prior_precision,
     _ratios_khat,
     _recovery_rows,
     _whitened,
-    fitted_by_tiles,
+    predictor_fits,
     remembered,
     t_proposal,
 )
-from bayesij.array.numeric import top_positive
+from bayesij.array.numeric import obs_chunks, top_positive
 
 __all__ = [
     "NormalModel",
+    "RegressionFeed",
     "recover_normal",
     "residuals_normal",
     "sample_at_mode",
@@ -207,7 +209,9 @@ class NormalModel(NamedTuple):
         return change
 
 
-def recover_normal(theta: np.ndarray, log_lik, scales: np.ndarray) -> NormalModel | None:
+def recover_normal(
+    theta: np.ndarray, log_lik, scales: np.ndarray, fitted: dict | None = None
+) -> NormalModel | None:
     """The :class:`NormalModel` whose observations' log-likelihood ``log_lik`` (S, N; or a
     function yielding its rows a block at a time, as
     :func:`~bayesij.array.amip_logistic.recover_glm` reads it) are at the draws
@@ -215,12 +219,15 @@ def recover_normal(theta: np.ndarray, log_lik, scales: np.ndarray) -> NormalMode
     or None where no such quantity makes every observation a normal one with a residual
     affine in the others (to :data:`RECOVERED`, on the recovery draws), or where some
     direction of the parameters moves no observation (a hierarchy's scale or mean: its
-    prior on the effects is not a fixed normal one)."""
+    prior on the effects is not a fixed normal one). ``fitted``: by scale, what the
+    residuals' fit gave where the pieces were offered to it as a pass read them
+    (:meth:`RegressionFeed.normal`); ``log_lik`` is then not read."""
     theta = np.asarray(theta, dtype=float)
     for scale in np.flatnonzero(np.asarray(scales, dtype=bool)):
         if not np.all(theta[:, scale] > 0):
             continue
-        model = _recovered(theta, log_lik, int(scale))
+        given = None if fitted is None else fitted.get(int(scale), False)
+        model = _recovered(theta, log_lik, int(scale), given)
         if model is not None:
             return model
     return None
@@ -248,15 +255,15 @@ def residuals_normal(theta: np.ndarray, log_lik, scales: np.ndarray) -> bool:
     return False
 
 
-def _recovered(theta: np.ndarray, log_lik, scale: int) -> NormalModel | None:
-    phi = np.array(theta)
-    phi[:, scale] = np.log(phi[:, scale])
-    whitened = _whitened(phi)
+def _recovered(theta: np.ndarray, log_lik, scale: int, fitted=None) -> NormalModel | None:
+    whitened = _whitened(_log_scale(theta, scale))
     if whitened is None:
         return None
     mean, basis, u = whitened
     rows = _recovery_rows(theta.shape[0])
-    coefficients = _residuals(u[rows], theta[rows, scale], _pieces(log_lik, rows))
+    if fitted is None:
+        fitted = _residuals(u[rows], theta[rows, scale], _pieces(log_lik, rows))
+    coefficients = fitted or None
     if coefficients is None:
         return None
     offsets, slopes = coefficients
@@ -320,19 +327,94 @@ def _residuals(u: np.ndarray, sigma: np.ndarray, pieces) -> tuple | None:
     residual sd ``sigma`` (K,) there, ``pieces`` their log-likelihood (K, n) a block of
     observations at a time), or None where some observation's ``q`` is not a rank-one
     quadratic of ``u`` to :data:`RECOVERED`: read no further than the first such piece."""
+    fits, finish = residual_fits(u, sigma)
+    return finish(fits.fed(pieces))
+
+
+def residual_fits(u: np.ndarray, sigma: np.ndarray) -> tuple:
+    """What :func:`_residuals` fits, as a :class:`~bayesij.array.amip_logistic.TileFits` to
+    offer the pieces to and the function of its result that gives the offsets and slopes
+    (or None): for pieces offered as a pass reads them."""
     r = u.shape[1]
     upper = np.triu_indices(r)
     design = np.column_stack([np.ones(u.shape[0]), u, u[:, upper[0]] * u[:, upper[1]]])
-    if 2 * design.shape[1] > design.shape[0]:
-        return None  # too many parameters for the draws to tell a quadratic apart
+    if 2 * design.shape[1] > design.shape[0]:  # too many parameters for the draws to tell
+        return TileFits(lambda values: None), lambda parts: None  # a quadratic apart
     solve = np.linalg.pinv(design)
     affine = np.linalg.pinv(design[:, : 1 + r])
-    parts = fitted_by_tiles(
-        pieces, partial(_rank_one, u, sigma, solve=solve, upper=upper, affine=affine)
-    )
-    if not parts:
-        return None
-    return np.concatenate([c for c, _ in parts]), np.concatenate([v for _, v in parts], axis=1)
+    fit = partial(_rank_one, u, sigma, solve=solve, upper=upper, affine=affine)
+
+    def finish(parts: list | None) -> tuple | None:
+        if not parts:
+            return None
+        return (
+            np.concatenate([c for c, _ in parts]),
+            np.concatenate([v for _, v in parts], axis=1),
+        )
+
+    return TileFits(fit), finish
+
+
+def _log_scale(theta: np.ndarray, scale: int) -> np.ndarray:
+    """The draws ``theta`` (S, P) with the residual sd ``scale`` on the log scale."""
+    phi = np.array(theta)
+    phi[:, scale] = np.log(phi[:, scale])
+    return phi
+
+
+class RegressionFeed:
+    """The fits of :func:`~bayesij.array.amip_logistic.recover_glm` and
+    :func:`recover_normal` made from the blocks of a lazy log-likelihood offered as a pass
+    reads them, so that the models need no read of their own: the recovery draws' rows of
+    each block, cut into the pieces those functions read (the same tiles, so the same
+    fits to the bit).
+
+    Parameters
+    ----------
+    theta : ndarray of shape (S, P)
+        The draws :func:`~bayesij.array.amip_logistic.recover_glm` is given.
+    quantities : ndarray of shape (S, Q)
+        The draws :func:`recover_normal` is given, and ``scales`` (Q,) its scales.
+    """
+
+    def __init__(self, theta: np.ndarray, quantities: np.ndarray, scales: np.ndarray):
+        self.rows = _recovery_rows(theta.shape[0])
+        whitened = _whitened(np.asarray(theta, dtype=float))
+        self._glm = None if whitened is None else predictor_fits(whitened[2][self.rows])
+        quantities = np.asarray(quantities, dtype=float)
+        self._normal = {}
+        for scale in np.flatnonzero(np.asarray(scales, dtype=bool)):
+            if not np.all(quantities[:, scale] > 0):
+                continue
+            found = _whitened(_log_scale(quantities, int(scale)))
+            if found is not None:
+                u, sigma = found[2][self.rows], quantities[self.rows, scale]
+                self._normal[int(scale)] = residual_fits(u, sigma)
+
+    def _fits(self) -> list:
+        return [f for f, _ in ([self._glm] if self._glm else []) + list(self._normal.values())]
+
+    def offer(self, block: np.ndarray) -> None:
+        """Fit a block (n_chains, n_draws, b) of consecutive observations, in order."""
+        live = [fits for fits in self._fits() if not fits.failed]
+        if not live:
+            return
+        chains, draws = np.divmod(self.rows, block.shape[1])
+        for chunk in obs_chunks(block.shape[2], self.rows.size):  # as row_pieces cuts them
+            piece = block[chains, draws, chunk]
+            for fits in live:
+                fits.offer(piece)
+
+    def glm(self):
+        """:func:`~bayesij.array.amip_logistic.recover_glm`'s ``fitted``."""
+        if self._glm is None:
+            return False
+        fits, finish = self._glm
+        return finish(fits.result()) or False
+
+    def normal(self) -> dict:
+        """:func:`recover_normal`'s ``fitted``."""
+        return {s: finish(fits.result()) or False for s, (fits, finish) in self._normal.items()}
 
 
 def _rank_one(u, sigma, values, *, solve, upper, affine) -> tuple | None:

@@ -75,7 +75,7 @@ from bayesij.array.amip_logistic import (
     whitened_draws,
 )
 from bayesij.array.amip_noise import bootstrap_counts
-from bayesij.array.amip_normal import recover_normal, residuals_normal
+from bayesij.array.amip_normal import RegressionFeed, recover_normal, residuals_normal
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.numeric import CHUNK_BYTES, release_freed_memory, top_positive
@@ -777,7 +777,8 @@ def _searches(
         unconstrained=unconstrained,
         centres=influence_centres(fs, goals, with_half, score, unconstrained),
     )
-    kept = set_columns(source, goals, method)
+    gradient = None if score is None else (score, unconstrained)
+    kept = set_columns(source, goals, method, gradient)
     keeps = pass_keeps(source, fs, goals, method, alpha_max)
     parts = map_blocks(source, kernel, keep=partial(offer_block, kept, keeps), join=False)
     scores = joined_influence(parts, goals) if keeps is None else keeps.into(source.n_units)
@@ -789,7 +790,7 @@ def _searches(
         scores,
         method,
         alpha_max,
-        None if score is None else (score, unconstrained),
+        gradient,
         kept,
         parameters,
     )
@@ -807,13 +808,19 @@ def joined_influence(parts: list, goals: list) -> dict:
     return join_blocks(parts)
 
 
-def set_columns(source, goals: list, method: str) -> KeptColumns | None:
+def set_columns(source, goals: list, method: str, gradient=None) -> KeptColumns | None:
     """What a pass over a lazy source keeps of its blocks for the linear sets' sums
-    (:class:`~bayesij.array.amip_columns.KeptColumns`); None for a matrix in memory (read
-    again at no cost) or the reweighted method."""
+    (:class:`~bayesij.array.amip_columns.KeptColumns`), with the fits of the regressions
+    recovered from the draws made as the blocks go by (its ``feed``,
+    :class:`~bayesij.array.amip_normal.RegressionFeed`; ``gradient`` as
+    :func:`searches_from` takes it); None for a matrix in memory (read again at no cost)
+    or the reweighted method."""
     if method != "linear" or not source.lazy or not goals:
         return None
-    return KeptColumns(goals, kept_capacity(len(goals), source.n_draws))
+    kept = KeptColumns(goals, kept_capacity(len(goals), source.n_draws))
+    theta, _, quantities, scales = _regression_draws(source, gradient)
+    kept.feed = RegressionFeed(theta, quantities, scales)
+    return kept
 
 
 def pass_keeps(source, fs: list, goals: list, method: str, alpha_max: float):
@@ -1129,21 +1136,18 @@ def _recovered_models(source, gradient, kept, posterior=None) -> Iterator[tuple]
     sets its reweighted draws cannot reach (:func:`laplace_hierarchy`): each model and the
     draws in its parameters, in turn, the next worked out only when asked; none where
     none is one. A lazy source is read again only where the columns its pass kept are
-    such a model's."""
-    draws, names = _parameter_draws(source)
-    quantities = np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
-    score, theta = None, quantities
-    if gradient is not None and gradient[1] is not None:  # the score and its draws
-        score, theta = (np.asarray(a, dtype=float).reshape(source.n_draws, -1) for a in gradient)
+    such a model's; where the pass fitted them as it read the blocks (the kept columns'
+    ``feed``), not at all."""
+    theta, score, quantities, scales = _regression_draws(source, gradient)
     rows = partial(_draws_rows, source)
-    if not source.lazy or _kept_logistic(theta, kept):
-        model = recover_glm(theta, rows, score)
+    feed = kept.feed if kept is not None else None
+    if feed is not None or not source.lazy or _kept_logistic(theta, kept):
+        model = recover_glm(theta, rows, score, fitted=feed.glm() if feed else None)
         if model is not None:
             yield model, theta
             return
-    scales = _scale_mask(names)
-    if not source.lazy or _kept_normal(quantities, scales, kept):
-        model = recover_normal(quantities, rows, scales)
+    if feed is not None or not source.lazy or _kept_normal(quantities, scales, kept):
+        model = recover_normal(quantities, rows, scales, fitted=feed.normal() if feed else None)
         if model is not None:
             yield model, model.parameters(quantities)
             return
@@ -1160,6 +1164,18 @@ def _recovered_models(source, gradient, kept, posterior=None) -> Iterator[tuple]
             laplace = laplace_hierarchy(hierarchy, quantities)
             if laplace is not None:
                 yield laplace, laplace.parameters(quantities)
+
+
+def _regression_draws(source, gradient) -> tuple:
+    """The draws (S, P) the regressions are recovered in and the score there (or None):
+    the unconstrained parameters where ``gradient`` gives them (:func:`searches_from`),
+    else the posterior's quantities; those quantities (S, Q) and which are scales."""
+    draws, names = _parameter_draws(source)
+    quantities = np.asarray(draws, dtype=float).reshape(source.n_draws, -1)
+    score, theta = None, quantities
+    if gradient is not None and gradient[1] is not None:  # the score and its draws
+        score, theta = (np.asarray(a, dtype=float).reshape(source.n_draws, -1) for a in gradient)
+    return theta, score, quantities, _scale_mask(names)
 
 
 def _kept_logistic(theta: np.ndarray, kept) -> bool:

@@ -122,7 +122,9 @@ def audit_pass(
         centres=influence_centres(fs, goals, method == "linear", score, unconstrained),
     )
     per_unit = {"positions": np.arange(source.n_units), "r_eff": r_eff}
-    kept = set_columns(source, goals, method) if client is None else None  # blocks stay there
+    gradient = None if score is None else (score, unconstrained)
+    # on a cluster the blocks stay there: nothing kept of them here
+    kept = set_columns(source, goals, method, gradient) if client is None else None
     keeps = pass_keeps(source, fs, goals, method, alpha_max)
 
     def keep(block, start, part) -> None:
@@ -168,7 +170,7 @@ def audit_pass(
             influence,
             method,
             alpha_max,
-            gradient=None if score is None else (score, unconstrained),
+            gradient=gradient,
             kept=kept,
             parameters=parameters,
             client=client,

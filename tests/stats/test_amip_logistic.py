@@ -452,3 +452,68 @@ def test_a_poisson_set_s_removal_holds_the_exact_bayesian_refit_s_change():
     lower_end = refit.mean() - 1.96 * refit.std()  # the metric of "significance"
     error = 3 * refit.std() * np.sqrt((1 + 1.96**2 / 2) / (refit.size / 2))
     assert low - error <= lower_end - result.original_value <= high + error
+
+
+def _normal_fit():
+    # a normal regression with t(4) noise, exact draws of its flat-prior posterior
+    from bayesij.refit.conjugate import FlatPriorRegression
+
+    rng = np.random.default_rng(4)
+    X = np.column_stack([np.ones(300), rng.normal(size=(300, 2))])
+    model = FlatPriorRegression(X, X @ np.array([0.2, 0.15, -0.1]) + rng.standard_t(4, 300))
+    beta, sigma = model.draws(4000, rng)
+    draws = np.column_stack([beta, sigma]).reshape(4, 1000, -1)
+    log_lik = model.log_lik(beta, sigma).reshape(4, 1000, -1)
+    names = ["beta[1]", "beta[2]", "beta[3]", "sigma"]
+    return bayesij.from_arrays(draws, log_lik, quantity_names=names), None, None
+
+
+@pytest.mark.parametrize(
+    "fit, question, recovered",
+    [
+        (_wells_fit, ("beta[2]", "sign"), "LogisticModel"),
+        (_counts_fit, ("beta[4]", "significance"), "LogisticModel"),
+        (_normal_fit, ("beta[2]", "significance"), "NormalModel"),
+    ],
+)
+def test_a_lazy_fit_recovers_its_regression_as_the_pass_reads_its_blocks(
+    fit, question, recovered, monkeypatch
+):
+    # The regression recovered from the draws is fitted from each block as the influences'
+    # pass reads it (the kept columns' RegressionFeed): no block is read again for it, and
+    # the answer is the in-memory one (the same pieces, so the same fits to the bit).
+    import bayesij.stats.amip as stats_amip
+
+    post, grad, beta = fit()
+    extra = {} if grad is None else {"grad_log_posterior": (grad, beta)}
+    models = []
+
+    def recording(recover):
+        def run(*args, **kwargs):
+            model = recover(*args, **kwargs)
+            models.append(type(model).__name__)
+            return model
+
+        return run
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        memory = bayesij.amip(post, *question, method="linear", **extra)
+
+        def no_read(*args):
+            raise AssertionError("the blocks were read again for the recovered regression")
+
+        monkeypatch.setattr(stats_amip, "_draws_rows", no_read)
+        for name in ("recover_glm", "recover_normal"):
+            monkeypatch.setattr(stats_amip, name, recording(getattr(stats_amip, name)))
+        name = question[0].replace("[", "").replace("]", "")  # as the DataTree names it
+        lazy = bayesij.amip(
+            saved_fit(post, "DataTree", {"obs": 100}), name, question[1], method="linear", **extra
+        )
+    assert recovered in models
+    assert (lazy.answer, lazy.drop_ids, lazy.decided_by, lazy.size_interval) == (
+        memory.answer,
+        memory.drop_ids,
+        memory.decided_by,
+        memory.size_interval,
+    )
