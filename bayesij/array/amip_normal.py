@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesij.array.amip_logistic import (
+    TILE_COLUMNS,
     Affine,
     Removal,
     TileFits,
@@ -362,6 +363,11 @@ def _log_scale(theta: np.ndarray, scale: int) -> np.ndarray:
     return phi
 
 
+#: Tiles of observations (:data:`~bayesij.array.amip_logistic.TILE_COLUMNS` each) a
+#: :class:`RegressionFeed` copies the recovery draws' rows of at a time: 4 MiB of them.
+PIECE_TILES = 4
+
+
 class RegressionFeed:
     """The fits of :func:`~bayesij.array.amip_logistic.recover_glm` and
     :func:`recover_normal` made from the blocks of a lazy log-likelihood offered as a pass
@@ -401,9 +407,12 @@ class RegressionFeed:
             return
         chains, draws = np.divmod(self.rows, block.shape[1])
         for chunk in obs_chunks(block.shape[2], self.rows.size):  # as row_pieces cuts them
-            piece = block[chains, draws, chunk]
-            for fits in live:
-                fits.offer(piece)
+            # in pieces of whole tiles (the same tiles, a smaller copy of the rows)
+            for start in range(chunk.start, chunk.stop, PIECE_TILES * TILE_COLUMNS):
+                stop = min(start + PIECE_TILES * TILE_COLUMNS, chunk.stop)
+                piece = block[chains, draws, start:stop]
+                for fits in live:
+                    fits.offer(piece)
 
     def glm(self):
         """:func:`~bayesij.array.amip_logistic.recover_glm`'s ``fitted``."""

@@ -406,3 +406,33 @@ def test_the_residual_sd_s_removal_is_the_exact_refits(grunfeld):
         keep = ones.copy()
         keep[unit] = 0
         assert first[unit] == pytest.approx(mean_sd(X, y, keep) - mean_sd(X, y, ones), rel=0.06)
+
+
+def test_a_feed_offered_the_blocks_fits_as_recover_normal_reads_the_matrix():
+    # The lazy pass's RegressionFeed: blocks of 3000 and 2000 observations (each cut into
+    # pieces of whole tiles) give the offsets and slopes that reading the matrix gives, to
+    # the bit; the logistic family fails on the first probe.
+    from bayesij.array.amip_normal import RegressionFeed
+
+    rng = np.random.default_rng(5)
+    X = np.column_stack([np.ones(5000), rng.normal(size=(5000, 2))])
+    y = X @ np.array([0.3, 0.1, -0.2]) + rng.standard_t(4, 5000)
+    theta, log_lik = _draws(X, y)
+    scales = np.array([False, False, False, True])
+    feed = RegressionFeed(theta, theta, scales)
+    for part in (slice(0, 3000), slice(3000, 5000)):
+        feed.offer(log_lik[:, part].reshape(4, 1000, -1))
+    assert feed.glm() is False
+    fed, read = (
+        recover_normal(theta, None, scales, fitted=feed.normal()),
+        recover_normal(theta, log_lik, scales),
+    )
+    np.testing.assert_array_equal(fed.offsets, read.offsets)
+    np.testing.assert_array_equal(fed.slopes, read.slopes)
+    np.testing.assert_array_equal(fed.precision, read.precision)
+    # an observation that is not a normal one: no model, from the feed as from the matrix
+    log_lik[:, 4321] = np.log(np.abs(log_lik[:, 4321]))
+    feed = RegressionFeed(theta, theta, scales)
+    feed.offer(log_lik.reshape(4, 1000, -1))
+    assert recover_normal(theta, None, scales, fitted=feed.normal()) is None
+    assert recover_normal(theta, log_lik, scales) is None
