@@ -60,7 +60,6 @@ __all__ = [
     "NormalModel",
     "RegressionFeed",
     "recover_normal",
-    "residuals_normal",
     "sample_at_mode",
     "sampled_removal",
 ]
@@ -232,28 +231,6 @@ def recover_normal(
         if model is not None:
             return model
     return None
-
-
-def residuals_normal(theta: np.ndarray, log_lik, scales: np.ndarray) -> bool:
-    """Whether some quantity that ``scales`` marks makes every observation of ``log_lik``
-    a normal one with a residual affine in the others (the first test of
-    :func:`recover_normal`, without the rest, for a subset of the observations: the
-    columns a pass over a lazy log-likelihood kept)."""
-    theta = np.asarray(theta, dtype=float)
-    for scale in np.flatnonzero(np.asarray(scales, dtype=bool)):
-        if not np.all(theta[:, scale] > 0):
-            continue
-        phi = np.array(theta)
-        phi[:, scale] = np.log(phi[:, scale])
-        whitened = _whitened(phi)
-        rows = _recovery_rows(theta.shape[0])
-        if (
-            whitened is not None
-            and _residuals(whitened[2][rows], theta[rows, scale], _pieces(log_lik, rows))
-            is not None
-        ):
-            return True
-    return False
 
 
 def _recovered(theta: np.ndarray, log_lik, scale: int, fitted=None) -> NormalModel | None:

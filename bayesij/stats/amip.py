@@ -68,14 +68,13 @@ from bayesij.array.amip_logistic import (
     laplace_far_short,
     model_greedy,
     model_low,
-    predictors_affine,
     recover_glm,
     row_pieces,
     smallest_settled,
     whitened_draws,
 )
 from bayesij.array.amip_noise import bootstrap_counts
-from bayesij.array.amip_normal import RegressionFeed, recover_normal, residuals_normal
+from bayesij.array.amip_normal import RegressionFeed, recover_normal
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.numeric import CHUNK_BYTES, release_freed_memory, top_positive
@@ -1040,9 +1039,9 @@ def _recovered_decided(results: list, fs: list, found: list, source, given: tupl
     is decided by working out its set's removal in the model recovered from the draws
     (:mod:`bayesij.array.amip_logistic`, :mod:`bayesij.array.amip_normal`; in the
     unconstrained parameters of ``gradient``, whose score gives the prior, or else in the
-    posterior's quantities; a lazy log-likelihood read once more, a block at a time,
-    keeping a few hundred draws' rows, where the columns its pass kept are such a
-    regression's): "reached" where the pessimistic end of that removal reaches the
+    posterior's quantities; a lazy log-likelihood's fitted from a few hundred draws' rows
+    of each block as its pass read it, :class:`~bayesij.array.amip_normal.RegressionFeed`):
+    "reached" where the pessimistic end of that removal reaches the
     target, with the smallest prefix of the set that does (bisection) when it answers "how
     few" (:func:`~bayesij.array.amip_noise.size_settled`). A set the influences found
     "reached" is checked there too: where its removal falls short of the target even at
@@ -1135,18 +1134,18 @@ def _recovered_models(source, gradient, kept, posterior=None) -> Iterator[tuple]
     reading them, :class:`FitDraws`) and then the same at its Laplace approximation, for
     sets its reweighted draws cannot reach (:func:`laplace_hierarchy`): each model and the
     draws in its parameters, in turn, the next worked out only when asked; none where
-    none is one. A lazy source is read again only where the columns its pass kept are
-    such a model's; where the pass fitted them as it read the blocks (the kept columns'
-    ``feed``), not at all."""
+    none is one. A lazy source's regressions are those its pass fitted as it read the
+    blocks (the kept columns' ``feed``: none on a cluster, where the pass keeps nothing);
+    its varying-intercept model reads the blocks again, where the columns its pass kept
+    are such a model's."""
     theta, score, quantities, scales = _regression_draws(source, gradient)
     rows = partial(_draws_rows, source)
     feed = kept.feed if kept is not None else None
-    if feed is not None or not source.lazy or _kept_logistic(theta, kept):
+    if feed is not None or not source.lazy:  # a lazy source's: fitted as its pass read it
         model = recover_glm(theta, rows, score, fitted=feed.glm() if feed else None)
         if model is not None:
             yield model, theta
             return
-    if feed is not None or not source.lazy or _kept_normal(quantities, scales, kept):
         model = recover_normal(quantities, rows, scales, fitted=feed.normal() if feed else None)
         if model is not None:
             yield model, model.parameters(quantities)
@@ -1176,23 +1175,6 @@ def _regression_draws(source, gradient) -> tuple:
     if gradient is not None and gradient[1] is not None:  # the score and its draws
         score, theta = (np.asarray(a, dtype=float).reshape(source.n_draws, -1) for a in gradient)
     return theta, score, quantities, _scale_mask(names)
-
-
-def _kept_logistic(theta: np.ndarray, kept) -> bool:
-    """Whether the columns a lazy pass kept (:class:`KeptColumns`, or None) are a logistic
-    regression's observations in the parameters ``theta`` (S, P)."""
-    if kept is None or not kept.columns:
-        return False
-    return predictors_affine(theta, partial(_kept_rows, kept))
-
-
-def _kept_normal(theta: np.ndarray, scales: np.ndarray, kept) -> bool:
-    """Whether the columns a lazy pass kept (:class:`KeptColumns`, or None) are a normal
-    regression's observations in the quantities ``theta`` (S, P), a residual sd among
-    those ``scales`` marks."""
-    if kept is None or not kept.columns:
-        return False
-    return residuals_normal(theta, partial(_kept_rows, kept), scales)
 
 
 def _kept_rows(kept, rows: np.ndarray):
