@@ -1142,11 +1142,11 @@ def _recovered_models(source, gradient, kept, posterior=None) -> Iterator[tuple]
     rows = partial(_draws_rows, source)
     feed = kept.feed if kept is not None else None
     if feed is not None or not source.lazy:  # a lazy source's: fitted as its pass read it
-        model = recover_glm(theta, rows, score, fitted=feed.glm() if feed else None)
+        model = recover_glm(theta, rows, score, feed.glm() if feed else None)
         if model is not None:
             yield model, theta
             return
-        model = recover_normal(quantities, rows, scales, fitted=feed.normal() if feed else None)
+        model = recover_normal(quantities, rows, scales, feed.normal() if feed else None)
         if model is not None:
             yield model, model.parameters(quantities)
             return
