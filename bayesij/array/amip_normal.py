@@ -349,8 +349,9 @@ class RegressionFeed:
     """The fits of :func:`~bayesij.array.amip_logistic.recover_glm` and
     :func:`recover_normal` made from the blocks of a lazy log-likelihood offered as a pass
     reads them, so that the models need no read of their own: the recovery draws' rows of
-    each block, cut into the pieces those functions read (the same tiles, so the same
-    fits to the bit).
+    each block, cut into tiles as those functions cut a block they read (the same tiles,
+    so the same fits to the bit as reading the same blocks; a matrix read whole is tiled
+    from its first observation, so to round-off).
 
     Parameters
     ----------
