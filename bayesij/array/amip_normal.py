@@ -223,11 +223,9 @@ def recover_normal(
     residuals' fit gave where the pieces were offered to it as a pass read them
     (:meth:`RegressionFeed.normal`); ``log_lik`` is then not read."""
     theta = np.asarray(theta, dtype=float)
-    for scale in np.flatnonzero(np.asarray(scales, dtype=bool)):
-        if not np.all(theta[:, scale] > 0):
-            continue
-        given = None if fitted is None else fitted.get(int(scale), False)
-        model = _recovered(theta, log_lik, int(scale), given)
+    for scale in _scale_candidates(theta, scales):
+        given = None if fitted is None else fitted.get(scale, False)
+        model = _recovered(theta, log_lik, scale, given)
         if model is not None:
             return model
     return None
@@ -333,6 +331,13 @@ def residual_fits(u: np.ndarray, sigma: np.ndarray) -> tuple:
     return TileFits(fit), finish
 
 
+def _scale_candidates(theta: np.ndarray, scales: np.ndarray) -> list[int]:
+    """The quantities ``scales`` (P,) marks that are positive at every draw of ``theta``
+    (S, P): the residual sds :func:`recover_normal` tries, in order."""
+    marked = np.flatnonzero(np.asarray(scales, dtype=bool))
+    return [int(j) for j in marked if np.all(theta[:, j] > 0)]
+
+
 def _log_scale(theta: np.ndarray, scale: int) -> np.ndarray:
     """The draws ``theta`` (S, P) with the residual sd ``scale`` on the log scale."""
     phi = np.array(theta)
@@ -367,13 +372,11 @@ class RegressionFeed:
         self._glm = None if whitened is None else predictor_fits(whitened[2][self.rows])
         quantities = np.asarray(quantities, dtype=float)
         self._normal = {}
-        for scale in np.flatnonzero(np.asarray(scales, dtype=bool)):
-            if not np.all(quantities[:, scale] > 0):
-                continue
-            found = _whitened(_log_scale(quantities, int(scale)))
+        for scale in _scale_candidates(quantities, scales):
+            found = _whitened(_log_scale(quantities, scale))
             if found is not None:
                 u, sigma = found[2][self.rows], quantities[self.rows, scale]
-                self._normal[int(scale)] = residual_fits(u, sigma)
+                self._normal[scale] = residual_fits(u, sigma)
 
     def _fits(self) -> list:
         return [f for f, _ in ([self._glm] if self._glm else []) + list(self._normal.values())]
