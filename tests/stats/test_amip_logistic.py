@@ -468,6 +468,7 @@ def _normal_fit():
     return bayesij.from_arrays(draws, log_lik, quantity_names=names), None, None
 
 
+@pytest.mark.parametrize("container", ["DataTree", "InferenceData"])
 @pytest.mark.parametrize(
     "fit, question, recovered",
     [
@@ -477,7 +478,7 @@ def _normal_fit():
     ],
 )
 def test_a_lazy_fit_recovers_its_regression_as_the_pass_reads_its_blocks(
-    fit, question, recovered, monkeypatch
+    fit, question, recovered, container, monkeypatch
 ):
     # The regression recovered from the draws is fitted from each block as the influences'
     # pass reads it (the kept columns' RegressionFeed): no block is read again for it, and
@@ -508,7 +509,7 @@ def test_a_lazy_fit_recovers_its_regression_as_the_pass_reads_its_blocks(
             monkeypatch.setattr(stats_amip, name, recording(getattr(stats_amip, name)))
         name = question[0].replace("[", "").replace("]", "")  # as the DataTree names it
         lazy = bayesij.amip(
-            saved_fit(post, "DataTree", {"obs": 100}), name, question[1], method="linear", **extra
+            saved_fit(post, container, {"obs": 100}), name, question[1], method="linear", **extra
         )
     assert recovered in models
     assert (lazy.answer, lazy.drop_ids, lazy.decided_by, lazy.size_interval) == (
