@@ -709,13 +709,23 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
-    except (ValueError, OSError, MemoryError) as error:
+    except (ValueError, OSError, MemoryError, ImportError) as error:
+        if isinstance(error, ImportError) and not _unloadable_stan(error):
+            raise  # a missing module is a bug or an install to fix: its traceback
         text = str(error) or type(error).__name__
         if isinstance(error, OSError) and not text.startswith(("store:", "--")):
             text = f"{error.strerror or type(error).__name__}: {error.filename or text}"
         print(f"bayesij: error: {text}", file=sys.stderr)
         return 2
     return 0
+
+
+def _unloadable_stan(error: ImportError) -> bool:
+    """Whether ``error`` is PyStan's build that this Python cannot load (said in one line,
+    as bad input is: :class:`bayesij.refit.stan.UnloadableStanModel`)."""
+    from bayesij.refit.stan import UnloadableStanModel
+
+    return isinstance(error, UnloadableStanModel)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,31 @@ def pytest_collection_finish(session):
         precompile(os.environ)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """A fixture's PyStan build that this Python cannot load skips (:func:`_loadable`)."""
+    return (yield from _loadable())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test's PyStan build that this Python cannot load skips (:func:`_loadable`)."""
+    return (yield from _loadable())
+
+
+def _loadable():
+    """The test phase, skipped with the reason where a PyStan build raised
+    :class:`~bayesij.refit.stan.UnloadableStanModel` (httpstan 4.17.0 on Python 3.13: the
+    programs compile, their modules do not import): an environment without a working
+    PyStan, as one without CmdStan skips its tests. Every other error still fails."""
+    from bayesij.refit.stan import UnloadableStanModel
+
+    try:
+        return (yield)
+    except UnloadableStanModel as error:
+        pytest.skip(f"PyStan cannot load its builds on this Python: {error}")
+
+
 @pytest.fixture(autouse=True)
 def _restore_the_environment():
     """Undo changes to os.environ: a dask.distributed LocalCluster leaves PYTHONHASHSEED,

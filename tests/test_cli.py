@@ -53,6 +53,30 @@ def test_console_script_is_installed():
     assert "demo" in result.stdout and "influence" in result.stdout
 
 
+def test_demo_says_in_one_line_that_this_python_cannot_load_pystans_build(capsys, monkeypatch):
+    # Python 3.13 with httpstan 4.17.0: the program compiles, its module does not load.
+    from bayesij.refit import stan
+    from bayesij.refit.stan import UnloadableStanModel
+
+    said = "PyStan: found a Stan program that compiled but that this Python (3.13.0) cannot load"
+
+    def unloadable(code, data, random_seed=None):
+        raise UnloadableStanModel(said + " (...)")
+
+    monkeypatch.setattr(stan, "build_model", unloadable)
+    assert main(["demo"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == f"bayesij: error: {said} (...)"
+    assert "Traceback" not in err
+
+    def missing(code, data, random_seed=None):
+        raise ImportError("No module named 'something_missing'")
+
+    monkeypatch.setattr(stan, "build_model", missing)
+    with pytest.raises(ImportError, match="something_missing"):  # a traceback, not a line
+        main(["demo"])
+
+
 @pytest.mark.stan
 @pytest.mark.slow
 def test_demo_command_prints_the_audit(capsys, tmp_path):

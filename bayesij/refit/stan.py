@@ -17,6 +17,7 @@ from bayesij.data.arrays import element_names
 from bayesij.data.fit import read
 
 __all__ = [
+    "UnloadableStanModel",
     "build_model",
     "default_build_flags",
     "model_code",
@@ -51,10 +52,46 @@ def build_model(code: str, data: dict, random_seed: int | None = None):
     from httpstan.cache import model_directory
     from httpstan.models import calculate_model_name
 
-    folder = model_directory(calculate_model_name(code))
+    name = calculate_model_name(code)
+    folder = model_directory(name)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder) + ".lock"), _build_flags(), _stderr_with_a_file():
-        return stan.build(code, data=data, random_seed=random_seed)
+        try:
+            return stan.build(code, data=data, random_seed=random_seed)
+        except ValueError as error:  # httpstan's plain-text 500, which PyStan reads as JSON
+            unloadable = _unloadable(name)
+            if unloadable is None:
+                raise
+            raise unloadable from error
+
+
+class UnloadableStanModel(ImportError):
+    """PyStan compiled the Stan program, but this Python cannot import the model
+    extension httpstan built (httpstan 4.17.0 on Python 3.13: ``undefined symbol:
+    _PyThreadState_UncheckedGet``, a function Python 3.13 no longer exports)."""
+
+
+def _unloadable(model_name: str) -> UnloadableStanModel | None:
+    """Why httpstan's build of ``model_name`` cannot be imported here, as the error
+    :func:`build_model` raises; None where it can (the build failed for another reason,
+    which PyStan's own error then tells). PyStan itself reports the failed import as
+    ``JSONDecodeError: unexpected content after document``."""
+    import httpstan
+    from httpstan.models import import_services_extension_module
+
+    try:
+        import_services_extension_module(model_name)
+    except KeyError:  # nothing was built: not this failure
+        return None
+    except ImportError as error:
+        python = ".".join(map(str, sys.version_info[:3]))
+        return UnloadableStanModel(
+            f"PyStan: found a Stan program that compiled but that this Python ({python}) "
+            f"cannot load ({error}; httpstan {httpstan.__version__}); expected a Python whose "
+            "extensions httpstan builds (3.11 or 3.12). On this Python, refit with CmdStanPy "
+            "(bayesij.refit.CmdStanPyBackend) or PyMC (bayesij.refit.PyMCBackend)."
+        )
+    return None
 
 
 @contextlib.contextmanager

@@ -351,3 +351,53 @@ def test_default_build_flags_are_only_those_the_environment_lacks():
         "CXXFLAGS": f"{python_flags} {BUILD_CFLAGS}".strip()
     }
     assert default_build_flags({"CFLAGS": "", "CXXFLAGS": "-O2"}) == {}
+
+
+#: What httpstan 4.17.0's build of any program gives on Python 3.13 when imported.
+UNDEFINED = "stan_services_model_x.so: undefined symbol: _PyThreadState_UncheckedGet"
+
+
+def _failed_build(monkeypatch, loader_error):
+    """``stan.build`` failing as PyStan fails when httpstan's server cannot import the model
+    it built (a plain-text 500 read as JSON), and httpstan's loader raising
+    ``loader_error`` (None: the model loads)."""
+    stan = pytest.importorskip("stan")
+    import httpstan.models
+
+    def build(code, data=None, random_seed=None):
+        raise ValueError("unexpected content after document: line 1 column 5 (char 4)")
+
+    def load(model_name):
+        if loader_error is not None:
+            raise loader_error
+        return object()
+
+    monkeypatch.setattr(stan, "build", build)
+    monkeypatch.setattr(httpstan.models, "import_services_extension_module", load)
+
+
+def test_a_build_this_python_cannot_load_is_said_plainly(monkeypatch):
+    import sys
+
+    from bayesij.refit.stan import UnloadableStanModel, build_model
+
+    _failed_build(monkeypatch, ImportError(UNDEFINED))
+    with pytest.raises(UnloadableStanModel) as raised:
+        build_model("parameters { real y_unloadable; }", data={})
+    message = str(raised.value)
+    python = ".".join(map(str, sys.version_info[:3]))
+    assert message.startswith("PyStan: found a Stan program that compiled but that this ")
+    assert f"this Python ({python}) cannot load ({UNDEFINED}; httpstan " in message
+    assert "expected a Python whose extensions httpstan builds (3.11 or 3.12)" in message
+    assert "CmdStanPyBackend" in message and "PyMCBackend" in message
+    assert isinstance(raised.value, ImportError)  # an install's problem, not bad data
+    assert isinstance(raised.value.__cause__, ValueError)  # PyStan's own error kept
+
+
+@pytest.mark.parametrize("loader_error", [None, KeyError("no module built")])
+def test_a_build_that_fails_otherwise_keeps_pystans_error(monkeypatch, loader_error):
+    from bayesij.refit.stan import build_model
+
+    _failed_build(monkeypatch, loader_error)
+    with pytest.raises(ValueError, match="unexpected content after document"):
+        build_model("parameters { real y_other_failure; }", data={})
