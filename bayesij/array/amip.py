@@ -20,6 +20,7 @@ import numpy as np
 
 from bayesij.array.amip_lockstep import run_in_lockstep
 from bayesij.array.amip_noise import (
+    MC_Z,
     Moments,
     NoiseAnswer,
     Replicates,
@@ -1681,5 +1682,5 @@ def _split_summary(how: str, chosen: AmipPath, naive: float, split: float, mcse:
         "naive": naive,
         "split": split,
         "mcse": mcse,
-        "interval": (split - 1.96 * mcse, split + 1.96 * mcse),
+        "interval": (split - MC_Z * mcse, split + MC_Z * mcse),
     }

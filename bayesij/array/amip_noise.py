@@ -796,7 +796,14 @@ def replicates_from_counts(counts, block_sums, sizes) -> np.ndarray:
     return counts @ block_sums / (counts @ np.asarray(sizes, dtype=float))[:, None]
 
 
-def draws_to_decide(n_draws: int, margin: float, mcse: float, z: float = 1.96) -> float:
+#: The ``z`` of a Monte Carlo error's 95 % interval: the draws needed for an estimate to be
+#: that many errors from its target, and the band reported around one (the split-draw
+#: check's, a matched removal's); "reached" itself passes ``MC_MARGIN`` errors
+#: (:func:`bayesij.array.amip.passes`).
+MC_Z = 1.96
+
+
+def draws_to_decide(n_draws: int, margin: float, mcse: float, z: float = MC_Z) -> float:
     """Draws at which a Monte Carlo error that falls as ``1 / sqrt(S)`` is ``margin / z``:
     ``S (z mcse / margin)^2`` (inf for a zero margin)."""
     if margin <= 0:

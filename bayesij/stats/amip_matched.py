@@ -44,7 +44,7 @@ from bayesij.array.amip import (
     metric_mcse,
     weighted_value,
 )
-from bayesij.array.amip_noise import size_settled
+from bayesij.array.amip_noise import MC_Z, size_settled
 from bayesij.array.moment_match import moment_matched_draws
 from bayesij.array.pareto import convergence_rate
 from bayesij.array.psis import pareto_k_threshold, tail_length
@@ -185,7 +185,7 @@ class Matching:
 
 
 def _band(found: MatchedRemoval) -> tuple:
-    return (found.change - 1.96 * found.mcse, found.change + 1.96 * found.mcse)
+    return (found.change - MC_Z * found.mcse, found.change + MC_Z * found.mcse)
 
 
 def _words(found: MatchedRemoval) -> str:
