@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 collect_ignore = ["helpers", "reference"]
 
+from pystan_loads import skip_unless_pystan_loads  # noqa: E402
 from stan_header import add_header, precompile  # noqa: E402
 
 from conjugate import ConjugateNormal, heteroskedastic_regression  # noqa: E402
@@ -48,14 +49,32 @@ def pytest_runtest_call(item):
 def _loadable():
     """The test phase, skipped with the reason where a PyStan build raised
     :class:`~bayesij.refit.stan.UnloadableStanModel` (httpstan 4.17.0 on Python 3.13: the
-    programs compile, their modules do not import): an environment without a working
-    PyStan, as one without CmdStan skips its tests. Every other error still fails."""
-    from bayesij.refit.stan import UnloadableStanModel
-
+    programs compile, their modules do not import), in the test or in an example of a
+    doctest: an environment without a working PyStan, as one without CmdStan skips its
+    tests (tests that reach PyStan in another process ask first,
+    tests/helpers/pystan_loads.py). Every other error still fails."""
     try:
         return (yield)
-    except UnloadableStanModel as error:
-        pytest.skip(f"PyStan cannot load its builds on this Python: {error}")
+    except Exception as error:
+        unloadable = _unloadable_stan(error)
+        if unloadable is None:
+            raise
+        pytest.skip(f"PyStan cannot load its builds on this Python: {unloadable}")
+
+
+def _unloadable_stan(error: BaseException):
+    """The :class:`~bayesij.refit.stan.UnloadableStanModel` that ``error`` is or, for a
+    doctest, that one of its examples raised (pytest's ``UnexpectedException``, alone or
+    among ``MultipleDoctestFailures``); None otherwise."""
+    from bayesij.refit.stan import UnloadableStanModel
+
+    raised = [error, *getattr(error, "failures", ())]
+    for found in raised:
+        inner = getattr(found, "exc_info", None)
+        for candidate in (found, inner[1] if inner else None):
+            if isinstance(candidate, UnloadableStanModel):
+                return candidate
+    return None
 
 
 @pytest.fixture(autouse=True)
@@ -145,6 +164,8 @@ def pytest_collection_modifyitems(config, items):
     (:func:`bayesij.refit.stan.build_model` locks the build)."""
     for item in items:
         markers = MARKED_DOCTESTS.get(item.name, ())
+        if "stan" in markers:  # outside tests/: this folder's runtest hooks do not see it
+            item.runtest = _where_pystan_loads(item.runtest)
         marker = MARKED_FILES.get(item.path.name)
         for name in (*markers, *([marker] if marker else [])):
             item.add_marker(getattr(pytest.mark, name))
@@ -154,6 +175,18 @@ def pytest_collection_modifyitems(config, items):
     # The long tests first: pytest-xdist hands out tests in this order, so the last minutes
     # are short tests on every worker, not one long test on one while the other waits.
     items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONG_MARKERS))
+
+
+def _where_pystan_loads(run):
+    """A doctest's ``runtest`` that first skips where PyStan cannot load its builds (the
+    example builds with PyStan itself, whose error is PyStan's JSONDecodeError, not
+    bayesij's :class:`~bayesij.refit.stan.UnloadableStanModel`)."""
+
+    def runtest():
+        skip_unless_pystan_loads()
+        return run()
+
+    return runtest
 
 
 #: Markers of the tests that take seconds to minutes (a compiler, a sampler, a kernel).
