@@ -49,32 +49,17 @@ def pytest_runtest_call(item):
 def _loadable():
     """The test phase, skipped with the reason where a PyStan build raised
     :class:`~bayesij.refit.stan.UnloadableStanModel` (httpstan 4.17.0 on Python 3.13: the
-    programs compile, their modules do not import), in the test or in an example of a
-    doctest: an environment without a working PyStan, as one without CmdStan skips its
-    tests (tests that reach PyStan in another process ask first,
-    tests/helpers/pystan_loads.py). Every other error still fails."""
-    try:
-        return (yield)
-    except Exception as error:
-        unloadable = _unloadable_stan(error)
-        if unloadable is None:
-            raise
-        pytest.skip(f"PyStan cannot load its builds on this Python: {unloadable}")
-
-
-def _unloadable_stan(error: BaseException):
-    """The :class:`~bayesij.refit.stan.UnloadableStanModel` that ``error`` is or, for a
-    doctest, that one of its examples raised (pytest's ``UnexpectedException``, alone or
-    among ``MultipleDoctestFailures``); None otherwise."""
+    programs compile, their modules do not import): an environment without a working
+    PyStan, as one without CmdStan skips its tests. Every other error still fails. (These
+    hooks see the tests under tests/; the doctests of bayesij/ that build with PyStan ask
+    first, :func:`_where_pystan_loads`, as do the tests that reach PyStan in another
+    process, tests/helpers/pystan_loads.py.)"""
     from bayesij.refit.stan import UnloadableStanModel
 
-    raised = [error, *getattr(error, "failures", ())]
-    for found in raised:
-        inner = getattr(found, "exc_info", None)
-        for candidate in (found, inner[1] if inner else None):
-            if isinstance(candidate, UnloadableStanModel):
-                return candidate
-    return None
+    try:
+        return (yield)
+    except UnloadableStanModel as error:
+        pytest.skip(f"PyStan cannot load its builds on this Python: {error}")
 
 
 @pytest.fixture(autouse=True)
