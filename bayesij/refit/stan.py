@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import platform
 import re
 import sys
 import sysconfig
@@ -84,9 +85,9 @@ def _unloadable(model_name: str) -> UnloadableStanModel | None:
     except KeyError:  # nothing was built: not this failure
         return None
     except ImportError as error:
-        python = ".".join(map(str, sys.version_info[:3]))
         return UnloadableStanModel(
-            f"PyStan: found a Stan program that compiled but that this Python ({python}) "
+            "PyStan: found a Stan program that compiled but that this Python "
+            f"({platform.python_version()}) "
             f"cannot load ({error}; httpstan {httpstan.__version__}); expected a Python whose "
             "extensions httpstan builds (3.11 or 3.12). On this Python, refit with CmdStanPy "
             "(bayesij.refit.CmdStanPyBackend) or PyMC (bayesij.refit.PyMCBackend)."
