@@ -886,8 +886,7 @@ def _moments(scores, goal: Goal) -> Moments | None:
     """The block bootstrap's moments of an interval end (:class:`Moments`), or None."""
     if goal.parts == 1 or scores.psi.shape[0] < 3 or scores.block_sums is None:
         return None
-    sums = _finite_copy(scores.block_sums[:, :2, :])
-    return Moments(scores.psi[1:3], sums, goal.change_from)
+    return Moments(scores.psi[1:3], scores.block_sums[:, :2, :], goal.change_from)
 
 
 def goal_rows(scores, goals: list) -> list:

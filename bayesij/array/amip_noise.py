@@ -117,7 +117,9 @@ class Moments(NamedTuple):
     psi : ndarray of shape (2, U)
         Influences of the quantity and of its centred square on each unit.
     block_sums : ndarray of shape (B, 2, U)
-        Their block sums, for the block bootstrap.
+        Their block sums, for the block bootstrap, as the influences hold them (float32
+        or float64; a non-finite sum counts as 0): only the columns a path takes are
+        copied as float64.
     change_from : callable
         ``(d_mean, d_var) -> change`` of the metric from the first-order changes of the
         mean and the variance (arrays alike): :meth:`bayesij.array.amip.Goal.change_from`.
@@ -710,7 +712,7 @@ def _moment_paths(moments: Moments | None, direction: int, blocks, counts, at=No
     if moments is None:
         return None
     sizes = np.asarray(blocks[1], dtype=float)
-    sums = _finite_float(moments.block_sums)
+    sums = moments.block_sums  # as the influences hold them: only what is taken is copied
     taken: dict = {}  # the ranking's and the set's block sums, once for every chunk
 
     def along(rows: slice, units: np.ndarray) -> np.ndarray:
@@ -720,7 +722,9 @@ def _moment_paths(moments: Moments | None, direction: int, blocks, counts, at=No
         if key not in taken:
             if len(taken) >= 2:
                 del taken[next(iter(taken))]
-            taken[key] = sums[:, :, at(units)].reshape(sums.shape[0], -1)  # (B, 2 k)
+            part = np.array(sums[:, :, at(units)], dtype=float)  # (B, 2, k)
+            part[~np.isfinite(part)] = 0.0  # an impossible unit's sums count as 0
+            taken[key] = part.reshape(sums.shape[0], -1)  # (B, 2 k)
         rep = replicates_from_counts(counts[rows], taken[key], sizes).reshape(-1, 2, units.size)
         d_mean, d_var = np.cumsum(-rep[:, 0], axis=1), np.cumsum(-rep[:, 1], axis=1)
         return direction * np.asarray(moments.change_from(d_mean, d_var), dtype=float)

@@ -6,7 +6,7 @@ error of the answer), the metric's draws and the goal."""
 import numpy as np
 import pytest
 
-from bayesij.array import amip
+from bayesij.array import amip, amip_noise
 
 
 def test_the_linear_path_orders_by_gain_and_stops_at_the_target():
@@ -124,9 +124,21 @@ def test_a_unit_without_finite_influence_adds_nothing_to_any_bootstrap_replicate
         scores._replace(block_sums=sums[:, :1]), f, mean_goal
     )
     np.testing.assert_array_equal(mean_blocks[:, :4], sums[:, 0, :4].astype(float))
+    # The moments keep the scores' sums (no float64 copy of every unit's): a path takes
+    # its units' columns, in float64, with the non-finite ones as 0.
     moments = amip._moments(scores, goal)
-    np.testing.assert_array_equal(moments.block_sums[:, :, 4], 0.0)
-    assert moments.block_sums[7, 1, 2] == 0.0 and np.isfinite(moments.block_sums).all()
+    assert np.shares_memory(moments.block_sums, sums)
+    counts = rng.multinomial(50, np.full(50, 1 / 50), size=8).astype(float)
+    sizes = np.full(50, 80.0)  # the 50 blocks of these sums
+    along = amip_noise._moment_paths(moments, goal.direction, (None, sizes, None), counts)
+    units = np.array([4, 2, 0])
+    zeroed = np.where(np.isfinite(sums[:, :2]), sums[:, :2], 0.0).astype(float)[:, :, units]
+    rep = counts @ zeroed.reshape(50, -1) / (counts @ sizes)[:, None]
+    rep = rep.reshape(-1, 2, units.size)
+    d_mean, d_var = np.cumsum(-rep[:, 0], axis=1), np.cumsum(-rep[:, 1], axis=1)
+    expected = goal.direction * np.asarray(goal.change_from(d_mean, d_var), dtype=float)
+    np.testing.assert_allclose(along(slice(0, 8), units), expected, rtol=1e-13)
+    assert np.isfinite(expected).all()
     assert sums.dtype == np.float32 and np.isnan(sums[0, 0, 4])  # the scores are not changed
 
 
