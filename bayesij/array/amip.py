@@ -26,6 +26,7 @@ from bayesij.array.amip_noise import (
     Replicates,
     Start,
     draws_to_decide,
+    finite_copy,
     linear_answer,
 )
 from bayesij.array.amip_screen import InfluenceScreen, screen_design
@@ -767,9 +768,9 @@ def metric_block_sums(block_sums, goal: Goal) -> np.ndarray:
     block rows (B, :attr:`Goal.block_parts`, U): the mean's, or for an interval end
     ``g* = f + s z (f - c)^2 / (2 sd)`` from the mean's and the centred square's (block
     sums are linear in the draws they sum: ``sd`` is the goal's, the draws' own)."""
-    sums = _finite_copy(block_sums[:, 0, :])
+    sums = finite_copy(block_sums[:, 0, :])
     if goal.block_parts > 1:
-        sums += goal.sign * goal.z / (2 * goal.sd) * _finite_copy(block_sums[:, 1, :])
+        sums += goal.sign * goal.z / (2 * goal.sd) * finite_copy(block_sums[:, 1, :])
     return sums
 
 
@@ -956,15 +957,6 @@ def _bootstrap_blocks(scores, f: np.ndarray, goal: Goal):
         return None
     sizes, chains = draw_block_layout(*f.shape)
     return metric_block_sums(scores.block_sums, goal), sizes, chains
-
-
-def _finite_copy(sums) -> np.ndarray:
-    """A float64 copy of block sums (float32 kept) with 0 where they are not finite
-    (impossible units: no finite influence), made in place in the copy (one copy of 50 x U
-    values, not two)."""
-    out = np.array(sums, dtype=float)
-    out[~np.isfinite(out)] = 0.0
-    return out
 
 
 def _start(f: np.ndarray, goal: Goal) -> Start:

@@ -40,6 +40,7 @@ __all__ = [
     "Replicates",
     "linear_answer",
     "draws_to_decide",
+    "finite_copy",
     "draws_to_settle_size",
     "size_settled",
     "block_bootstrap",
@@ -688,6 +689,15 @@ class _Gains:
         return self._whole
 
 
+def finite_copy(sums) -> np.ndarray:
+    """A float64 copy of block sums (float32 or float64) with 0 where they are not finite
+    (impossible units: no finite influence), made in place in the copy (one copy, not
+    two)."""
+    out = np.array(sums, dtype=float)
+    out[~np.isfinite(out)] = 0.0
+    return out
+
+
 def _finite_float(values) -> np.ndarray:
     """``values`` as float64 with NaN and infinities made finite (``np.nan_to_num``),
     copied only where it must be: block sums already float64 and finite (the usual case)
@@ -722,9 +732,7 @@ def _moment_paths(moments: Moments | None, direction: int, blocks, counts, at=No
         if key not in taken:
             if len(taken) >= 2:
                 del taken[next(iter(taken))]
-            part = np.array(sums[:, :, at(units)], dtype=float)  # (B, 2, k)
-            part[~np.isfinite(part)] = 0.0  # an impossible unit's sums count as 0
-            taken[key] = part.reshape(sums.shape[0], -1)  # (B, 2 k)
+            taken[key] = finite_copy(sums[:, :, at(units)]).reshape(sums.shape[0], -1)
         rep = replicates_from_counts(counts[rows], taken[key], sizes).reshape(-1, 2, units.size)
         d_mean, d_var = np.cumsum(-rep[:, 0], axis=1), np.cumsum(-rep[:, 1], axis=1)
         return direction * np.asarray(moments.change_from(d_mean, d_var), dtype=float)
