@@ -10,8 +10,20 @@ from bayesij.array.amip_noise import (
     Replicates,
     block_bootstrap,
     draws_to_decide,
+    finite_copy,
     linear_answer,
 )
+
+
+def test_block_sums_are_copied_as_float64_with_impossible_units_as_zero():
+    # In memory the influences' block sums are float64: the copy must not zero the
+    # scores' own NaN (an impossible unit) or infinite sums in place.
+    sums = np.array([[1.5, np.nan, -np.inf], [2.0, 3.0, np.inf]])
+    for given in (sums.copy(), sums.astype(np.float32)):
+        copied = finite_copy(given)
+        assert copied.dtype == np.float64 and not np.shares_memory(copied, given)
+        np.testing.assert_array_equal(copied, [[1.5, 0.0, 0.0], [2.0, 3.0, 0.0]])
+        assert np.isnan(given[0, 1]) and np.isinf(given[1, 2])
 
 
 def test_without_noise_every_replicate_agrees_with_the_point_estimate():

@@ -2,8 +2,11 @@
 their set (:mod:`bayesij.stats.amip_matched`), against exact refits: the varying-intercept
 model's Gibbs sampler (every conditional exact) run long without the set."""
 
+import re
+
 import numpy as np
 import pytest
+import scipy.stats
 from hierarchy_gibbs import (
     GibbsHierarchyBackend,
     HierarchyDensity,
@@ -133,6 +136,12 @@ def test_an_open_significance_gets_the_matched_change_interval(hierarchy, monkey
     low, high = found.change_interval
     assert low - 0.004 < after - before < high + 0.004
     assert "what still holds" in str(found)
+    # A 95 % normal band around the matched change: centred on it, half-width the normal
+    # quantile times the error the words report (to their two significant digits).
+    np.testing.assert_allclose((low + high) / 2, found.predicted_change, rtol=1e-12)
+    mcse = float(re.search(r"\+/- ([0-9.e+-]+)\)", found.decided_by).group(1))
+    half = (high - low) / 2 / scipy.stats.norm.ppf(0.975)
+    assert f"{half:.2g}" == f"{mcse:.2g}"
 
 
 @pytest.mark.slow
