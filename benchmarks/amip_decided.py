@@ -49,11 +49,12 @@ metric, or where that does not cross (it is O(1/n) off the posterior's) by the m
 SEs (on the travel-mode fit a set of 52 crossed by -0.00009, where the MLE's metric
 stayed at 0.00024). Every question
 (each coefficient but the intercept, three targets) is answered from the draws, then with
-refits in the loop (``--refits``, ``max_refits=6``). A "reached" set is checked by the
-exact refit without it; a "not reachable" against the OLS / estimating-equation AMIP's
-refit-confirmed set within ``alpha_max``. A normal model is also asked the audit's question
-of halving its residual sd, checked against the exact refit of its set and of the largest
-residuals' prefixes (the flat prior's posterior mean of sigma in closed form). Columns:
+refits in the loop (``--refits``, ``max_refits=6``). A "reached" set, and an undetermined
+answer's sure upper bound, is checked by the exact refit without it; a "not reachable"
+against the OLS / estimating-equation AMIP's refit-confirmed set within ``alpha_max``. A
+normal model is also asked the audit's question of halving its residual sd, checked
+against the exact refit of its set and of the largest residuals' prefixes (the flat
+prior's posterior mean of sigma in closed form). Columns:
 questions, decided from the draws
 (reached or not reachable), decided with refits, refits used (distinct sets), refuted, and
 size intervals whose low end lies above the size of a set the exact refits confirm (the
@@ -210,7 +211,7 @@ def _sigma_question(X, y, post, backend, refits, extra, row) -> None:
     limit = int(np.floor(0.1 * y.size))
 
     def refuted(result) -> bool:
-        if result.answer == "reached" and not result.upper_bound:
+        if result.reachable and result.n_drop:  # "reached", or a sure upper bound
             return mean_sd(X, y, result.kept) - mean_sd(X, y, np.ones(y.size)) > change
         return result.answer == "not reachable" and reference is not None and reference <= limit
 
@@ -260,7 +261,7 @@ def _reference(kind, X, y, k, target):
 
 
 def _refuted(kind, X, y, result, k, target, reference) -> bool:
-    if result.answer == "reached" and not result.upper_bound:
+    if result.reachable and result.n_drop:  # "reached", or a sure upper bound
         return not _reaches(kind, X, y, result, k, target)
     limit = int(np.floor(0.1 * y.size))
     return result.answer == "not reachable" and reference is not None and reference <= limit
@@ -270,7 +271,7 @@ def _hierarchy_refuted(y, group, result, reference, grouped: bool) -> bool:
     """A "reached" set checked by the long exact Gibbs refit without it (``grouped``: its
     units are groups, all their observations dropped); "not reachable" against the
     reference's exact-refit-confirmed set within ``alpha_max``."""
-    if result.answer == "reached" and not result.upper_bound:
+    if result.reachable and result.n_drop:  # "reached", or a sure upper bound
         sign = {"mean": 0, "lower end": -1, "upper end": 1}[result.metric]
         dropped = np.flatnonzero(result.kept == 0)
         if grouped:

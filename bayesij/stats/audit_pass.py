@@ -16,6 +16,7 @@ from bayesij.array.linearity import LinearityArrays
 from bayesij.array.numeric import release_freed_memory
 from bayesij.data.source import join_blocks, map_blocks
 from bayesij.stats.amip import (
+    Z_DEFAULT,
     amip_goals,
     joined_influence,
     offer_block,
@@ -50,7 +51,7 @@ def audit_pass(
     *,
     method: str,
     alpha_max: float,
-    z: float = 1.96,
+    z: float = Z_DEFAULT,
     score=None,
     unconstrained=None,
     parameters=None,

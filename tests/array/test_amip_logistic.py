@@ -15,9 +15,8 @@ from logistic_amip import (
 )
 
 from bayesij.array import amip_logistic, numeric
-from bayesij.array.amip import far_short, goal_for, metric_mcse
+from bayesij.array.amip import MC_MARGIN, far_short, goal_for, metric_mcse
 from bayesij.array.amip_logistic import (
-    PRIOR_Z,
     Affine,
     Removal,
     _ratios_khat,
@@ -255,7 +254,7 @@ def test_the_prior_s_error_common_to_both_metrics_leaves_the_change():
     from scipy.stats import chi2
 
     bound = np.sqrt(19 / chi2.ppf(0.05, 19))  # 1.37
-    half = PRIOR_Z * bound * np.std(2 * moves, ddof=1) / np.sqrt(20)
+    half = MC_MARGIN * bound * np.std(2 * moves, ddof=1) / np.sqrt(20)
     assert mid == 1.5 and high - mid == pytest.approx(half, rel=1e-12)
     assert after.band == pytest.approx((2.0 - half / 2, 2.0 + half / 2), rel=1e-12)
     assert Removal(1.0, np.zeros(0)).band == (1.0, 1.0)  # the prior known
@@ -517,12 +516,11 @@ def test_orders_checked_from_the_smallest_laplace_prefix_answer_as_checking_ever
 ):
     # smallest_settled checks a question's orders from the smallest Laplace prefix and
     # skips one that cannot beat the best so far (a check only grows the prefix); its
-    # answer is that of checking every order in turn: the smallest set that settles how
-    # few, the first order's of equal ones. A stand-in for LaplacePrefixes gives each
-    # order a Laplace prefix and a checked size at least that large (or no check).
+    # answer is that of checking every order in turn: the smallest sure set, the first
+    # order's of equal ones (whether it settles how few is the caller's to say). A
+    # stand-in for LaplacePrefixes gives each order a Laplace prefix and a checked size at
+    # least that large (or no check).
     from types import SimpleNamespace
-
-    from bayesij.array.amip_noise import size_settled
 
     rng = np.random.default_rng(5)
     table: dict = {}
@@ -553,12 +551,10 @@ def test_orders_checked_from_the_smallest_laplace_prefix_answer_as_checking_ever
         low = float(rng.integers(0, 8))
         checked.clear()
         got = amip_logistic.smallest_settled(None, orders, None, None, None, low)
-        every = [  # each order checked in turn: (size, index) of those that settle how few
+        every = [  # each order checked in turn: (size, index) of its sure set
             (table[100 * k][1], k)
             for k in range(3)
-            if table[100 * k][0] is not None
-            and table[100 * k][1] is not None
-            and size_settled(table[100 * k][1], min(low, table[100 * k][1]))
+            if table[100 * k][0] is not None and table[100 * k][1] is not None
         ]
         if not every:
             assert got is None, case

@@ -242,18 +242,27 @@ def test_with_the_gradient_a_sets_removal_decides_what_the_influences_left_open(
     assert "the set's removal worked out by Newton's method" in str(result)
 
 
-def test_a_removal_that_does_not_settle_how_few_leaves_the_answer_open(monkeypatch):
+def test_a_removal_that_does_not_settle_how_few_bounds_the_answer(monkeypatch):
     # Where the smallest prefix that the removal confirms is more than twice the size
-    # interval's low end plus 2, the answer stays undetermined (as the influences' is).
-    import bayesij.array.amip_logistic as amip_module  # where a question's orders are settled
+    # interval's low end plus 2, the answer stays undetermined (as the influences' is),
+    # that prefix its sure upper bound: a finite size interval ending at it, the refits
+    # a bisection needs, and the set reaching on the exact refit as a "reached" one does.
+    import bayesij.stats.amip as amip_module  # where the model's answer is said
 
     X, y = wells_like(400, seed=3)
     post, grad, beta = _fit(X, y, 3)
-    monkeypatch.setattr(amip_module, "size_settled", lambda size, low: False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        settled = bayesij.amip(post, "beta[2]", "sign", grad_log_posterior=(grad, beta))
+        monkeypatch.setattr(amip_module, "size_settled", lambda size, low: False)
         result = bayesij.amip(post, "beta[2]", "sign", grad_log_posterior=(grad, beta))
-    assert result.answer == "undetermined" and result.decided_by == ""
+    assert settled.answer == "reached" and settled.decided_by
+    assert result.answer == "undetermined" and result.decided_by == settled.decided_by
+    assert result.undetermined_by == "the smallest set's size" and result.reachable
+    assert result.upper_bound == result.n_drop == settled.n_drop
+    assert result.size_interval == settled.size_interval and result.refits_needed > 0
+    dropped = np.flatnonzero(result.kept == 0)
+    assert crosses(X, y, dropped, 1, "sign")
 
 
 def _wells_fit():
