@@ -983,11 +983,7 @@ class LaplacePrefixes:
     def smallest(self, miss: int, spread: float) -> int:
         """The smallest prefix above ``miss`` that :meth:`reaches` (prefixes grow the
         change: bisection)."""
-        hit = self.order.size
-        while hit - miss > 1:
-            middle = (hit + miss) // 2
-            miss, hit = (miss, middle) if self.reaches(middle, spread) else (middle, hit)
-        return hit
+        return first_holding(lambda size: self.reaches(size, spread), miss, self.order.size)
 
     def first_reaching(self, low: float = 0.0) -> int | None:
         """The smallest prefix, none below the size ``low``, whose Laplace band reaches
@@ -1127,12 +1123,9 @@ def model_low(model, order, quantity: Affine, goal, f, singles: int = ALONE) -> 
     def smallest(spread: float) -> float:  # the smallest prefix reaching, by bisection
         if best_prefix(len(order)) + spread < goal.need:
             return float("inf")
-        miss, hit = 0, len(order)
-        while hit - miss > 1:
-            middle = (hit + miss) // 2
-            reaches = best_prefix(middle) + spread >= goal.need
-            miss, hit = (miss, middle) if reaches else (middle, hit)
-        return float(hit)
+        return float(
+            first_holding(lambda size: best_prefix(size) + spread >= goal.need, 0, len(order))
+        )
 
     spread = _check_spread(
         model, order[: int(min(smallest(0.0), len(order)))], quantity, goal, f, start
@@ -1164,11 +1157,17 @@ def _first_unknown(model, order, size: float) -> float:
     hit = int(min(size, len(order)))
     if hit < 1 or not unknown(hit):
         return size
-    miss = 0
+    return float(first_holding(unknown, 0, hit))
+
+
+def first_holding(holds, miss: int, hit: int) -> int:
+    """The smallest size in ``(miss, hit]`` at which ``holds`` (a test of a prefix's size
+    that, once true, stays true as the prefix grows) is true, by bisection, given that it
+    holds at ``hit`` and not at ``miss``; ``hit`` where the two are adjacent."""
     while hit - miss > 1:
         middle = (hit + miss) // 2
-        miss, hit = (miss, middle) if unknown(middle) else (middle, hit)
-    return float(hit)
+        miss, hit = (miss, middle) if holds(middle) else (middle, hit)
+    return hit
 
 
 def _check_spread(model, dropped, quantity: Affine, goal, f, start: Removal) -> float:
