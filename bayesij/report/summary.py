@@ -546,7 +546,8 @@ def _undetermined_bullet(audit) -> str:
 
 def _open_by(results: list) -> str:
     """What leaves undetermined answers open, in words."""
-    causes = sorted({r.undetermined_by or "Monte Carlo error" for r in results})
+    # a cause with its details ("the draws: the mean ... ") is named by its first words
+    causes = sorted({(r.undetermined_by or "Monte Carlo error").split(":")[0] for r in results})
     names = {
         "Monte Carlo error": "Monte Carlo error",
         "linearisation": "the linear approximation",
@@ -560,19 +561,31 @@ def _open_by(results: list) -> str:
 def _deciders(results: list) -> str:
     """What would decide undetermined answers: refits (about how many each), and more
     draws where the 1 / sqrt(S) law says they would."""
-    refits = max(max(r.refits_needed for r in results), 1)
-    words = (
-        f"a refit decides, about {refits} refits each by bisection with a backend given to "
-        "amip or audit"
-    )
-    draws = [
-        r.draws_needed
-        for r in results
-        if r.undetermined_by in ("", "Monte Carlo error") and np.isfinite(r.draws_needed)
-    ]
-    if draws:
-        words += f", or up to about {max(draws):.3g} draws (now {results[0].n_draws})"
-    return words
+    by_draws = [r for r in results if r.undetermined_by.startswith("the draws")]
+    others = [r for r in results if r not in by_draws]
+    words = []
+    if others:
+        refits = max(max(r.refits_needed for r in others), 1)
+        words.append(
+            f"a refit decides, about {refits} refits each by bisection with a backend given "
+            "to amip or audit"
+        )
+        draws = [
+            r.draws_needed
+            for r in others
+            if r.undetermined_by in ("", "Monte Carlo error") and np.isfinite(r.draws_needed)
+        ]
+        if draws:
+            words[-1] += f", or up to about {max(draws):.3g} draws (now {results[0].n_draws})"
+    if by_draws:  # which side of zero a metric starts on: only more draws tell
+        n = len(by_draws)
+        text = f"more draws decide {'the one' if n == 1 else f'the {n}'} whose sign the draws"
+        text += " leave open"
+        draws = [r.draws_needed for r in by_draws if np.isfinite(r.draws_needed)]
+        if draws:
+            text += f" (about {max(draws):.3g} draws in all, now {results[0].n_draws})"
+        words.append(text)
+    return "; ".join(words)
 
 
 def _robust_bullet(audit) -> str:

@@ -156,7 +156,11 @@ class AmipResult(Summary):
         metric several times its first order); sets whose units mask each other are not
         seen.
     draws_needed : float
-        When undetermined: about how many draws in all would decide the answer.
+        When undetermined: about how many draws in all would decide the answer; undetermined
+        by the draws (the metric within :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo
+        errors of 0), how many would put it beyond that margin if it stayed where it is
+        (``S (MC_MARGIN mcse / metric)^2``): more draws decide its sign, a refit with as few
+        draws cannot.
     smaller_undetermined : int
         The reweighted method: the size of the smaller set its search reached by linear
         continuation past k-hat's threshold, which Monte Carlo error leaves undetermined;
@@ -484,6 +488,12 @@ class AmipResult(Summary):
     def _decider_words(self) -> str:
         """What would decide: refits (always), and more draws where the 1 / sqrt(S) law
         says they would."""
+        if self.undetermined_by.startswith("the draws"):  # no side of zero to start from
+            more = f"about {self.draws_needed:.3g} in all (now {self.n_draws}) "
+            return (
+                f"more draws decide, {more if np.isfinite(self.draws_needed) else ''}if the "
+                f"{self.metric} stays where it is; a refit with as few draws cannot"
+            )
         refits = max(self.refits_needed, 1)
         words = (
             f"a refit decides, about {refits} refit{'s' if refits > 1 else ''} by bisection "
@@ -1695,7 +1705,10 @@ def _result(
             "upper_bound": int(answer.bound),
             "undetermined_by": answer.undetermined_by,
         }
-        noise = _coherent(noise, path.order.size, _undecided_start(f, goal), goal, curve)
+        start, draws_for_sign = _undecided_start(f, goal)
+        noise = _coherent(noise, path.order.size, start, goal, curve)
+        if start:  # more draws decide the side of zero, not the size
+            noise["draws_needed"] = draws_for_sign
         if noise["answer"] == "reached" and not _interval_past(goal, noise["change_interval"]):
             noise["change_interval"] = _reweighted_interval(path, method, noise["change_interval"])
         noise["refits_needed"] = refits_to_decide(
@@ -1745,21 +1758,24 @@ def _reweighted_interval(path, method: str, band: tuple) -> tuple:
     return (change - z * path.mcse, change + z * path.mcse)
 
 
-def _undecided_start(f: np.ndarray, goal) -> str:
+def _undecided_start(f: np.ndarray, goal) -> tuple[str, float]:
     """Why the draws do not say on which side of zero the metric starts ("" when they
     do): its value within :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo standard
-    errors of zero (the
-    split-chain ESS error of ``g*``, the interval end's linearisation), so that no change of
-    sign can be claimed from them. A numeric target's change needs no start."""
+    errors of zero (the split-chain ESS error of ``g*``, the interval end's
+    linearisation), so that no change of sign can be claimed from them; and the draws in
+    all that would put it beyond that margin if it stayed where it is (the error falls as
+    ``1 / sqrt(S)``; NaN when they do). A numeric target's change needs no start."""
     if goal.fixed:
-        return ""
+        return "", float("nan")
     mcse = metric_mcse(f, goal)
     if abs(goal.value) > MC_MARGIN * mcse:
-        return ""
-    return (
+        return "", float("nan")
+    needed = f.size * (MC_MARGIN * mcse / goal.value) ** 2 if goal.value else float("inf")
+    why = (
         f"the draws: the {goal.metric} {goal.value:.3g} is within {MC_MARGIN:g} Monte Carlo "
         f"standard errors ({mcse:.2g}) of 0, so its sign is not determined by them"
     )
+    return why, float(np.ceil(needed))
 
 
 def _coherent(noise: dict, n_drop: int, start: str, goal, curve: pd.DataFrame) -> dict:

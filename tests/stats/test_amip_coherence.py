@@ -126,6 +126,34 @@ def test_a_sign_the_draws_do_not_determine_is_undetermined_by_them():
             assert "not determined by them" in str(result)
 
 
+def test_a_sign_the_draws_leave_open_is_decided_by_more_draws_not_by_a_refit():
+    # The metric 1.5 Monte Carlo SEs from 0 (ArviZ's split-chain MCSE of the mean): the
+    # 1 / sqrt(S) law puts it beyond the margin of 2.5 SEs at S (2.5 / 1.5)^2 draws if it
+    # stays there. The answer names those draws, and no refit (a refit with as few draws
+    # leaves the sign as open); the audit's summary names the cause in a few words.
+    import arviz
+
+    rng = np.random.default_rng(4)
+    n, chains, draws = 40, 4, 1000
+    y = rng.normal(0.0, 1.0, size=n)
+    mu = rng.normal(0.0, 1 / np.sqrt(n), size=(chains, draws))
+    mcse = float(np.ravel(arviz.mcse(mu, method="mean"))[0])  # 0.23: shape (1,)
+    centred = mu - mu.mean() + 1.5 * mcse
+    log_lik = -0.5 * (y - centred[..., None]) ** 2
+    post = bayesij.from_arrays(centred[..., None], log_lik, quantity_names=["mu"])
+    result = bayesij.amip(post, "mu", "sign")
+    assert result.undetermined_by.startswith("the draws")
+    expected = mu.size * (2.5 / 1.5) ** 2
+    assert result.draws_needed == pytest.approx(expected, rel=1e-6, abs=1.0)
+    text = str(result)
+    assert f"more draws decide, about {result.draws_needed:.3g} in all" in text
+    assert "refits by bisection" not in text
+    bullets = bayesij.audit(post).summary()
+    (open_bullet,) = [b for b in bullets if "is undetermined by" in b]
+    assert "undetermined by the draws: more draws decide the one whose sign" in open_bullet
+    assert "within 2.5 Monte Carlo" not in open_bullet  # the details are the answer's
+
+
 def test_past_the_breakdown_the_change_interval_keeps_its_finite_side():
     # One observation alone informs the slope (x = 1 there, 0 elsewhere): dropping it
     # takes away nearly all of the slope's precision, the second-order model breaks down,
