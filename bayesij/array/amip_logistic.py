@@ -536,19 +536,12 @@ class TileFits:
         return None if self.failed else self.parts
 
 
-def fitted_by_tiles(pieces, fit) -> list | None:
-    """``fit(values)`` of each tile of :data:`TILE_COLUMNS` observations of some draws'
-    log-likelihood (``pieces``: (K, n) blocks of consecutive observations, in order), or
-    None where a tile's is (read no further): :class:`TileFits` fed ``pieces``."""
-    return TileFits(fit).fed(pieces)
-
-
 #: Observations of the first piece tested before the rest (:func:`_affine_logits`): a
 #: normal regression's log-likelihood fails there at once, not after a whole piece
 #: (0.2 s of a 4.4 s audit at N = 10^4).
 PROBE = 64
 
-#: Observations fitted at a time (:func:`fitted_by_tiles`): a tile's temporaries (the
+#: Observations fitted at a time (:class:`TileFits`): a tile's temporaries (the
 #: :data:`RECOVERY_DRAWS` draws of 512 observations) stay in cache: the normal
 #: regression's recovery took 0.15 s for a whole piece of 10^4 observations, 0.04 s by tiles.
 TILE_COLUMNS = 512
