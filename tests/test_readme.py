@@ -156,3 +156,19 @@ def test_the_readmes_peers_map_is_the_peers_page_table():
 
     readme = README.read_text(encoding="utf-8")
     assert table(readme) == table((DOCS / "peers.md").read_text(encoding="utf-8"))
+
+
+def test_the_readme_s_verdict_is_what_its_example_prints(tmp_path, monkeypatch, capsys):
+    """The audit's sentences the README shows under "prints" (wrapped for reading) are the
+    ones its first example prints now, word for word: a change of the summary's wording
+    or of its numbers shows here, not in a reader's terminal."""
+    text = README.read_text(encoding="utf-8")
+    example = re.search(
+        r"## Audit a fit.*?```python\n(.*?)```\n\nprints\n\n```text\n(.*?)```", text, re.S
+    )
+    assert example, "the README's first example and what it prints"
+    code, shown = example.groups()
+    monkeypatch.chdir(tmp_path)  # audit.html goes here
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert " ".join(printed.split()) == " ".join(shown.split())

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bayesij.array.amip import MC_MARGIN
+
 __all__ = ["summary_bullets", "ij_comparison", "target_words", "unit_words", "MAX_BULLETS"]
 
 #: A conclusion "depends on a handful" when this few units (or this small a share) flip it.
@@ -578,13 +580,16 @@ def _deciders(results: list) -> str:
         if draws:
             words[-1] += f", or up to about {max(draws):.3g} draws (now {results[0].n_draws})"
     if by_draws:  # which side of zero a metric starts on: only more draws tell
-        n = len(by_draws)
-        text = f"more draws decide {'the one' if n == 1 else f'the {n}'} whose sign the draws"
-        text += " leave open"
+        named = [f"{r.quantity}'s {r.metric} ({r.original_value:.2g})" for r in by_draws[:3]]
+        if len(by_draws) > 3:
+            named[-1] += f" and {len(by_draws) - 3} more"
+        verb = "is" if len(by_draws) == 1 else "are"
+        text = f"more draws decide whether {' and '.join(named)} {verb} past 0 already (within"
+        text += f" {MC_MARGIN:g} Monte Carlo standard errors of it now"
         draws = [r.draws_needed for r in by_draws if np.isfinite(r.draws_needed)]
         if draws:
-            text += f" (about {max(draws):.3g} draws in all, now {results[0].n_draws})"
-        words.append(text)
+            text += f"; about {max(draws):.3g} draws in all, now {results[0].n_draws}"
+        words.append(text + ")")
     return "; ".join(words)
 
 

@@ -159,8 +159,8 @@ class AmipResult(Summary):
         When undetermined: about how many draws in all would decide the answer; undetermined
         by the draws (the metric within :data:`~bayesij.array.amip.MC_MARGIN` Monte Carlo
         errors of 0), how many would put it beyond that margin if it stayed where it is
-        (``S (MC_MARGIN mcse / metric)^2``): more draws decide its sign, a refit with as few
-        draws cannot.
+        (``S (MC_MARGIN mcse / metric)^2``): more draws decide which side of 0 it starts
+        on; a refit can only bound the set from above.
     smaller_undetermined : int
         The reweighted method: the size of the smaller set its search reached by linear
         continuation past k-hat's threshold, which Monte Carlo error leaves undetermined;
@@ -489,10 +489,11 @@ class AmipResult(Summary):
         """What would decide: refits (always), and more draws where the 1 / sqrt(S) law
         says they would."""
         if self.undetermined_by.startswith("the draws"):  # no side of zero to start from
-            more = f"about {self.draws_needed:.3g} in all (now {self.n_draws}) "
+            more = f", about {self.draws_needed:.3g} in all (now {self.n_draws}) if it stays"
             return (
-                f"more draws decide, {more if np.isfinite(self.draws_needed) else ''}if the "
-                f"{self.metric} stays where it is; a refit with as few draws cannot"
+                f"more draws decide which side of 0 the {self.metric} starts on"
+                f"{more if np.isfinite(self.draws_needed) else ''}; a refit can only bound "
+                "the set from above"
             )
         refits = max(self.refits_needed, 1)
         words = (

@@ -129,8 +129,9 @@ def test_a_sign_the_draws_do_not_determine_is_undetermined_by_them():
 def test_a_sign_the_draws_leave_open_is_decided_by_more_draws_not_by_a_refit():
     # The metric 1.5 Monte Carlo SEs from 0 (ArviZ's split-chain MCSE of the mean): the
     # 1 / sqrt(S) law puts it beyond the margin of 2.5 SEs at S (2.5 / 1.5)^2 draws if it
-    # stays there. The answer names those draws, and no refit (a refit with as few draws
-    # leaves the sign as open); the audit's summary names the cause in a few words.
+    # stays there. The answer names those draws, and no refits to bisect with (a refit
+    # bounds the set from above, but cannot tell whether it is empty); the audit's summary
+    # names the cause in a few words.
     import arviz
 
     rng = np.random.default_rng(4)
@@ -146,12 +147,12 @@ def test_a_sign_the_draws_leave_open_is_decided_by_more_draws_not_by_a_refit():
     expected = mu.size * (2.5 / 1.5) ** 2
     assert result.draws_needed == pytest.approx(expected, rel=1e-6, abs=1.0)
     text = str(result)
-    assert f"more draws decide, about {result.draws_needed:.3g} in all" in text
+    assert f"which side of 0 the mean starts on, about {result.draws_needed:.3g} in all" in text
     assert "refits by bisection" not in text
     bullets = bayesij.audit(post).summary()
     (open_bullet,) = [b for b in bullets if "is undetermined by" in b]
-    assert "undetermined by the draws: more draws decide the one whose sign" in open_bullet
-    assert "within 2.5 Monte Carlo" not in open_bullet  # the details are the answer's
+    assert "undetermined by the draws: more draws decide whether mu's mean" in open_bullet
+    assert "so its sign is not determined" not in open_bullet  # the answer's own words
 
 
 def test_past_the_breakdown_the_change_interval_keeps_its_finite_side():
