@@ -99,6 +99,12 @@ class KeptColumns:
         """Whether every unit of ``units`` is kept."""
         return all(int(u) in self.columns for u in units)
 
+    def draw_rows(self, rows: np.ndarray):
+        """The draws ``rows`` (K,) of the kept columns, as one piece (K, C), for a reader of
+        pieces (:func:`bayesij.array.amip_hierarchy.effects_explain`): a few hundred draws,
+        not a copy of every kept column (up to :data:`KEPT_BYTES`)."""
+        yield np.column_stack([np.reshape(c, -1)[rows] for c in self.columns.values()])
+
     def block(self, start: int, stop: int) -> _KeptBlock:
         """Units ``start .. stop`` as a block :func:`bayesij.array.amip.set_sums` can read
         (only the kept columns can be taken from it)."""

@@ -1166,7 +1166,7 @@ def _recovered_models(source, gradient, kept, posterior=None) -> Iterator[tuple]
     its varying-intercept model reads the blocks again, where the columns its pass kept
     are such a model's."""
     theta, score, quantities, scales = _regression_draws(source, gradient)
-    rows = partial(_draws_rows, source)
+    rows = _rows_reader(source)
     feed = kept.feed if kept is not None else None
     if feed is not None or not source.lazy:  # a lazy source's: fitted as its pass read it
         model = recover_glm(theta, rows, score, feed.glm() if feed else None)
@@ -1181,9 +1181,8 @@ def _recovered_models(source, gradient, kept, posterior=None) -> Iterator[tuple]
     if whole is not None:
         quantities = np.asarray(whole[0], dtype=float).reshape(source.n_draws, -1)
         scales = _scale_mask(whole[1])
-    kept_rows = partial(_kept_rows, kept)
     screened = kept is not None and bool(kept.columns)  # a lazy source: its kept columns first
-    if not source.lazy or (screened and effects_explain(quantities, kept_rows, scales)):
+    if not source.lazy or (screened and effects_explain(quantities, kept.draw_rows, scales)):
         hierarchy = recover_hierarchy(quantities, rows, scales, source.n_chains)
         if hierarchy is not None:
             yield hierarchy, quantities
@@ -1204,11 +1203,15 @@ def _regression_draws(source, gradient) -> tuple:
     return theta, score, quantities, _scale_mask(names)
 
 
-def _kept_rows(kept, rows: np.ndarray):
-    """The draws ``rows`` (K,) of the columns a pass kept, as one piece (K, C): the tests
-    read a few hundred draws, not a copy of every kept column (up to
-    :data:`~bayesij.array.amip_columns.KEPT_BYTES`)."""
-    yield np.column_stack([np.reshape(c, -1)[rows] for c in kept.columns.values()])
+def _rows_reader(source):
+    """What the recoveries read the log-likelihood's draws ``rows`` with, a piece of
+    observations at a time: of a matrix in memory (one block), the array layer's
+    :func:`~bayesij.array.amip_logistic.row_pieces` of it, so that no call climbs back
+    up from the array layer; of a lazy source, :func:`_draws_rows`, block by block."""
+    bounds = source.bounds()
+    if source.lazy or len(bounds) != 1:
+        return partial(_draws_rows, source)
+    return partial(row_pieces, source.block(*bounds[0]).reshape(source.n_draws, -1))
 
 
 def _draws_rows(source, rows: np.ndarray):
