@@ -564,7 +564,7 @@ def _deciders(results: list) -> str:
     """What would decide undetermined answers: refits (about how many each), and more
     draws where the 1 / sqrt(S) law says they would."""
     by_draws = [r for r in results if r.undetermined_by.startswith("the draws")]
-    others = [r for r in results if r not in by_draws]
+    others = [r for r in results if not r.undetermined_by.startswith("the draws")]
     words = []
     if others:
         refits = max(max(r.refits_needed for r in others), 1)

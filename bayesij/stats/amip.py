@@ -1333,17 +1333,13 @@ def _reopened(result, low: float, model, n_units: int):
         result,
         answer="undetermined",
         undetermined_by=(
-            f"the recovered model: the removal of {low:.0f} {_count_word(low)}, worked out "
+            f"the recovered model: the removal of {_count(int(low), 'unit')}, worked out "
             f"by {model.decided_by}, may reach the target where the influences fall short"
         ),
         size_interval=sizes,
         low_end_by=model.decided_by,
         refits_needed=refits_to_decide("undetermined", sizes, result.alpha_max, n_units),
     )
-
-
-def _count_word(n: float) -> str:
-    return "unit" if n == 1 else "units"
 
 
 def _model_answer(result, found: tuple, dropped, removal, sizes: tuple, answer: str):
