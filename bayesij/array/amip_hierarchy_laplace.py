@@ -48,6 +48,14 @@ __all__ = ["LaplaceHierarchy", "laplace_hierarchy"]
 #: coordinate (in the draws' sds) at which it has converged.
 NEWTON_STEPS, CONVERGED = 100, 1e-9
 
+#: The gain a Newton step promises (``-g' H^-1 g``), relative to the log posterior's size,
+#: below which no line search can see it climb (the rounding of the log posterior's sum):
+#: the mode, to the step's square. On a varying-intercept model
+#: of 24 groups of 10 without its 12 largest observations the search failed with a step of
+#: 5e-9 sds promising 6e-17 (a log posterior of -346): "no mode" at NumPy 2.5, a mode at
+#: 2.4, the same draws.
+ROUNDED = 1e-12
+
 #: The step of the Hessian's central differences (of the analytic gradient), in the draws'
 #: sds.
 HESSIAN_STEP = 1e-5
@@ -241,8 +249,12 @@ def _gradient(model: LaplaceHierarchy, keep: GroupStats, u: np.ndarray) -> np.nd
 def _laplace(model: LaplaceHierarchy, keep: GroupStats) -> tuple | None:
     """The mode (R,) of the kept observations' posterior and the inverse of its negative
     Hessian there (R, R), by Newton's method from the draws' mean (each Hessian by central
-    differences of the analytic gradient, halving a step until the log posterior grows);
-    None where the Hessian is not negative definite on the way or it does not converge."""
+    differences of the analytic gradient, halving a step until the log posterior grows):
+    converged where the step is below :data:`CONVERGED`, or, the step then taken as it is,
+    where it promises less than the log posterior's rounding (:data:`ROUNDED`), which no
+    line search can see. None where the Hessian is not negative definite on the way (the
+    estimated prior may leave the posterior without a maximum), no step climbs, or it does
+    not converge."""
     u = np.zeros(model.root.shape[0])
     value = float(_log_posterior(model, keep, u[None, :])[0])
     for _ in range(NEWTON_STEPS):
@@ -252,16 +264,26 @@ def _laplace(model: LaplaceHierarchy, keep: GroupStats) -> tuple | None:
         step = -np.linalg.solve(hessian, gradient)
         if np.max(np.abs(step)) < CONVERGED:
             return u, np.linalg.inv(-hessian)
-        length = 1.0
-        while length > 1e-8:
-            moved = u + length * step
-            climbed = float(_log_posterior(model, keep, moved[None, :])[0])
-            if climbed >= value:
-                break
-            length *= 0.5
-        else:
+        if gradient @ step <= ROUNDED * max(1.0, abs(value)):
+            return u + step, np.linalg.inv(-hessian)
+        moved = _climbed(model, keep, u, step, value)
+        if moved is None:
             return None
-        u, value = moved, climbed
+        u, value = moved
+    return None
+
+
+def _climbed(model: LaplaceHierarchy, keep: GroupStats, u, step, value: float):
+    """The point ``u + length step`` (R,) and its log posterior, the longest of the
+    lengths 1, 1/2, 1/4, ... (down to 1e-8) where it is at least ``value``; None where none
+    is."""
+    length = 1.0
+    while length > 1e-8:
+        moved = u + length * step
+        climbed = float(_log_posterior(model, keep, moved[None, :])[0])
+        if climbed >= value:
+            return moved, climbed
+        length *= 0.5
     return None
 
 
