@@ -23,7 +23,7 @@ __all__ = ["PyStanDensity"]
 class PyStanDensity:
     """A Stan program's log density through PyStan: for :func:`bayesij.loo_moment_match`,
     the gradient's control variates, and each group's term with its effect integrated out
-    (:meth:`group_log_lik`, for :func:`bayesij.loo`'s ``density=``).
+    (:meth:`group_log_lik`, for :func:`bayesij.loo_integrated`).
 
     Parameters
     ----------
@@ -194,7 +194,7 @@ class PyStanDensity:
         of its log density with every weight 0: it must be normal (a centred
         ``u ~ normal(mu, tau)`` or a non-centred ``z ~ std_normal()``), else the variable
         is refused. As :meth:`bayesij.refit.PyMCDensity.group_log_lik`, these terms give
-        :func:`bayesij.loo`'s leave-one-group-out over new groups (``density=``) and the
+        :func:`bayesij.loo_integrated`'s leave-one-group-out over new groups and the
         IJ over groups that approximates :func:`bayesij.refit.cluster_bootstrap`.
 
         Parameters

@@ -165,7 +165,7 @@ def _intercept_and_slope_marginal(codes, x, y, post, tau_a, tau_s) -> np.ndarray
 def test_a_random_intercept_and_slope_integrate_jointly_to_the_closed_form():
     """Several effects per group: a centred intercept and slope as two vectors, and the
     same as one non-centred (group, effect) matrix; both integrate to the multivariate
-    normal marginal, and loo(density=) integrates both effects, not the first alone."""
+    normal marginal, and loo_integrated integrates both effects, not the first alone."""
     codes, x, y = _intercept_and_slope_data()
     coords = {"group": [f"g{g}" for g in range(6)], "effect": ["a", "s"], "obs": range(24)}
     with pm.Model(coords=coords) as vectors:
@@ -185,7 +185,7 @@ def test_a_random_intercept_and_slope_integrate_jointly_to_the_closed_form():
     np.testing.assert_allclose(terms.values, closed, rtol=1e-8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = bayesij.loo(idata, density=refit.PyMCDensity(vectors))
+        result = bayesij.loo_integrated(idata, refit.PyMCDensity(vectors))
     assert result.integrated == "a, slope"
 
     with pm.Model(coords=coords) as matrix:
@@ -261,13 +261,13 @@ def test_an_audit_given_the_pymc_backend_judges_the_patients_integrated(glmm):
 
 
 def test_loo_given_the_density_leaves_groups_out_over_integrated_terms(glmm):
-    # loo(density=) finds the patients' intercepts itself: its values are PSIS over the
+    # loo_integrated finds the patients' intercepts itself: its values are PSIS over the
     # integrated terms (labelled by patient), the conditional k-hats beside them.
     *_, idata, density, terms = glmm
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         conditional = bayesij.loo(idata, groups="patient_idx")
-    result = bayesij.loo(idata, groups="patient_idx", density=density)
+    result = bayesij.loo_integrated(idata, density, groups="patient_idx")
     by_hand = bayesij.loo(terms)
     assert result.integrated == "z"
     assert list(result.pointwise.index) == list(conditional.pointwise.index)
@@ -283,9 +283,9 @@ def test_loo_given_the_density_leaves_groups_out_over_integrated_terms(glmm):
 def test_loo_given_a_density_refuses_what_it_cannot_integrate(glmm):
     *_, idata, density, _ = glmm
     with pytest.raises(ValueError, match="density: found a fit whose units are its observ"):
-        bayesij.loo(idata, groups=False, density=density)
+        bayesij.loo_integrated(idata, density, groups=False)
     with pytest.raises(ValueError, match="density: found object integrating none"):
-        bayesij.loo(idata, groups="patient_idx", density=object())
+        bayesij.loo_integrated(idata, object(), groups="patient_idx")
 
 
 def test_a_declared_glmm_saved_with_its_predictor_equals_the_model_s_integration(glmm):
@@ -305,7 +305,7 @@ def test_a_declared_glmm_saved_with_its_predictor_equals_the_model_s_integration
     density = bayesij.GlmDensity("poisson", "eta", "z", "sd_u", multiplier="sd_u")
     declared = density.group_log_lik(saved)
     np.testing.assert_allclose(declared.values, terms.values, rtol=1e-7)
-    result = bayesij.loo(saved, density=density)
+    result = bayesij.loo_integrated(saved, density)
     np.testing.assert_allclose(
         result.pointwise["elpd_loo"], bayesij.loo(terms).pointwise["elpd_loo"], rtol=1e-7
     )

@@ -1,6 +1,6 @@
 """PyStanDensity's integrated group terms on a real PyStan fit of the shipped
 varying-intercept program (12 groups of 5, non-centred ``alpha = mu + tau z``), against
-the normal hierarchy's closed form, and through loo(density=) and the audit's backend."""
+the normal hierarchy's closed form, and through loo_integrated and the audit's backend."""
 
 import warnings
 
@@ -60,7 +60,7 @@ def test_loo_over_a_stan_programs_groups_integrated_equals_arviz_on_the_closed_f
     peer = bayesij.PsisOptions("arviz-stats" if ARVIZ_1 else "ArviZ 0.23", r_eff=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = bayesij.loo(post, groups=data["g"], density=density, convention=peer)
+        result = bayesij.loo_integrated(post, density, groups=data["g"], convention=peer)
     closed = _closed_form(post, data)
     expected = peer_loo(
         from_dict(posterior={"m": np.zeros(closed.shape[:2])}, log_likelihood={"y": closed}),
@@ -177,7 +177,7 @@ generated quantities {
 def test_an_intercept_and_a_slope_per_group_integrate_to_the_multivariate_normal():
     """Two non-centred effects per group (a Stan program of 6 groups of 4): the joint
     integral is the multivariate normal y_g ~ N(b0 + b1 x_g, sigma^2 I + tau_a^2 11'
-    + tau_s^2 x_g x_g'), and loo(density=) integrates both, not the intercept alone."""
+    + tau_s^2 x_g x_g'), and loo_integrated integrates both, not the intercept alone."""
     pytest.importorskip("stan")
     from scipy.stats import multivariate_normal
 
@@ -207,5 +207,5 @@ def test_an_intercept_and_a_slope_per_group_integrate_to_the_multivariate_normal
             assert flat[s, j] == pytest.approx(expected, rel=1e-9)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = bayesij.loo(post, groups=g, density=density)
+        result = bayesij.loo_integrated(post, density, groups=g)
     assert result.integrated == "z_a, z_s"

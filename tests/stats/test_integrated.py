@@ -119,7 +119,7 @@ def test_a_declared_normal_hierarchy_integrates_to_its_closed_form():
         normal_group_log_lik(y - mu[..., None], codes, tau, sigma),
         rtol=1e-8,
     )
-    result = bayesij.loo(tree, density=centred)
+    result = bayesij.loo_integrated(tree, centred)
     assert result.integrated == "u" and result.n_units == 6
     assert "pareto_k_conditional" in result.pointwise
 
@@ -240,7 +240,7 @@ def test_a_declared_slope_integrates_jointly_to_the_normal_marginal():
     np.testing.assert_allclose(
         alone, normal_group_log_lik(y - (eta - u[..., codes]), codes, tau, sigma), rtol=1e-8
     )
-    result = bayesij.loo(tree, density=density)
+    result = bayesij.loo_integrated(tree, density)
     assert result.integrated == "u, v" and result.n_units == codes.max() + 1
 
 
