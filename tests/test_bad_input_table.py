@@ -945,6 +945,13 @@ def _catalogue():
             {"'nope'": "nope"},
         ),
         ("loo_i", "data", lambda v: bayesij.loo_i(v, 0), DRAWS),
+        ("loo_integrated", "data", lambda v: bayesij.loo_integrated(v, BAD_DENSITY), DRAWS),
+        (
+            "loo_integrated",
+            "density",
+            lambda v: bayesij.loo_integrated(POST, v, groups=np.arange(N) // 2),
+            {"3": 3, "None": None, "an object without group_log_lik": object()},
+        ),
         (
             "loo_i",
             "unit",

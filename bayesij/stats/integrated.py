@@ -23,6 +23,7 @@ from bayesij.array.checks import as_float_array, check_positive_int, fail
 from bayesij.array.hierarchy import integrate_effect_vectors, intercept_group_log_lik
 from bayesij.data.fit import read
 from bayesij.data.inference_data import in_observation_order
+from bayesij.data.source import refuse_whole_matrix
 from bayesij.data.structure import dim_levels
 from bayesij.stats.loo import LooResult, loo_methods, with_log_jacobian
 
@@ -70,7 +71,9 @@ def loo_integrated(
     ------
     ValueError
         Naming ``density``: a fit whose units are its observations (no group to
-        integrate), or a density integrating none of the fit's group effects.
+        integrate), or a density integrating none of the fit's group effects; naming
+        ``data``: a lazy log-likelihood (the groups' terms are summed from the matrix in
+        memory, as :func:`bayesij.loo` with ``groups=`` sums them).
 
     References
     ----------
@@ -104,6 +107,8 @@ def loo_integrated(
     ('u', 5, True)
     """
     fit = read(data, var_name=var_name)  # read once, handed on as the Fit
+    if fit.lazy:  # a group's terms summed, as loo(groups=) sums them: the matrix in memory
+        refuse_whole_matrix({"data": "loo_integrated"})
     if groups is None:  # a density integrates groups: the fit's own grouping
         groups = fit.units.name if fit.units.grouped else None
     fit = read(fit, groups=groups)

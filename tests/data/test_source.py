@@ -120,6 +120,7 @@ WHOLE_MATRIX = {
         d, log_prior=np.zeros((N_CHAINS, N_DRAWS))
     ),
     "loo_moment_match": lambda d: bayesij.loo_moment_match(d, object()),
+    "loo_integrated": lambda d: bayesij.loo_integrated(d, object()),
     "lfo": lambda d: bayesij.lfo(d, min_train=500),
     "loo_expectation": lambda d: bayesij.loo_expectation(d, np.zeros((N_CHAINS, N_DRAWS, 1))),
     "loo_pit": lambda d: bayesij.loo_pit(d, np.zeros(N_OBS), np.zeros((4, 250, N_OBS))),
