@@ -308,27 +308,14 @@ class GlmDensity:
 
     Examples
     --------
-    A normal hierarchy (5 schools x 4 pupils), saved with its linear predictor:
+    A normal hierarchy saved with its linear predictor ``eta``, its intercepts ``u`` of sd
+    ``tau`` (:func:`loo_integrated` integrates them out of each group's term, a whole
+    example there):
 
-    >>> import numpy as np, xarray as xr, bayesij
-    >>> rng = np.random.default_rng(0)
-    >>> codes, y = np.repeat(np.arange(5), 4), rng.normal(size=20)
-    >>> mu, u = rng.normal(0, 0.1, (2, 300)), rng.normal(0, 0.8, (2, 300, 5))
-    >>> eta = mu[..., None] + u[..., codes]
-    >>> draws = lambda value: (("chain", "draw"), np.full((2, 300), value))
-    >>> tree = xr.DataTree.from_dict({
-    ...     "posterior": xr.Dataset({"mu": (("chain", "draw"), mu), "tau": draws(0.8),
-    ...         "sigma": draws(1.0), "u": (("chain", "draw", "school"), u),
-    ...         "eta": (("chain", "draw", "obs"), eta)}),
-    ...     "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"),
-    ...         -0.5 * (y - eta) ** 2 - 0.5 * np.log(2 * np.pi))}),
-    ...     "observed_data": xr.Dataset({"y": ("obs", y)}),
-    ...     "constant_data": xr.Dataset({"school_idx": ("obs", codes)}),
-    ... })
+    >>> import bayesij
     >>> density = bayesij.GlmDensity("normal", "eta", "u", "tau", sigma="sigma")
-    >>> result = bayesij.loo_integrated(tree, density)
-    >>> result.integrated, result.n_units
-    ('u', 5)
+    >>> density.declared
+    ('u',)
     """
 
     family: str
