@@ -252,7 +252,9 @@ def loo(
         ``ties``, ``ddof``). None is "bayesij": ``tail_rule="ceil"``, ``ties="above"``,
         ``r_eff`` per unit from the chains, ``ddof=0``.
     groups : array_like or mapping, optional
-        Leave-group-out: units are groups, with summed log-likelihoods.
+        Leave-group-out: units are groups, with summed log-likelihoods (the conditional
+        terms: new observations of the same groups; for a new group, each group's effect
+        integrated out, :func:`~bayesij.loo_integrated`).
     var_name : str or list of str, optional
         Log-likelihood variable of an ``InferenceData``.
     save_psis : bool, default False
