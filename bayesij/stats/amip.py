@@ -1204,14 +1204,14 @@ def _regression_draws(source, gradient) -> tuple:
 
 
 def _rows_reader(source):
-    """What the recoveries read the log-likelihood's draws ``rows`` with, a piece of
-    observations at a time: of a matrix in memory (one block), the array layer's
-    :func:`~bayesij.array.amip_logistic.row_pieces` of it, so that no call climbs back
-    up from the array layer; of a lazy source, :func:`_draws_rows`, block by block."""
+    """What the recoveries read the log-likelihood's draws with
+    (:func:`~bayesij.array.amip_logistic._pieces` takes either): a matrix in memory (one
+    block) as it is, so that no call climbs back up from the array layer; a lazy source's
+    rows by :func:`_draws_rows`, block by block."""
     bounds = source.bounds()
     if source.lazy or len(bounds) != 1:
         return partial(_draws_rows, source)
-    return partial(row_pieces, source.block(*bounds[0]).reshape(source.n_draws, -1))
+    return source.block(*bounds[0]).reshape(source.n_draws, -1)
 
 
 def _draws_rows(source, rows: np.ndarray):
