@@ -119,13 +119,7 @@ def loo_integrated(
     result = loo_methods(terms, (method,), convention=convention, save_psis=save_psis)[method]
     pointwise = result.pointwise.set_axis(conditional.pointwise.index)
     pointwise["pareto_k_conditional"] = conditional.pointwise["pareto_k"].to_numpy()
-    found = replace(
-        result,
-        pointwise=pointwise,
-        members=conditional.members,
-        integrated=variable,
-        grouping=conditional.grouping,
-    )
+    found = replace(result, pointwise=pointwise, members=conditional.members, integrated=variable)
     return with_log_jacobian(found, log_jacobian)
 
 

@@ -124,6 +124,47 @@ def test_a_declared_normal_hierarchy_integrates_to_its_closed_form():
     assert "pareto_k_conditional" in result.pointwise
 
 
+def _in_the_installed_arviz(tree):
+    """``tree`` as the installed ArviZ generation holds a fit: a DataTree with ArviZ 1.x,
+    an InferenceData with ArviZ 0.23."""
+    import arviz as az
+
+    if int(az.__version__.split(".")[0]) >= 1:
+        return tree
+    return az.InferenceData(**{name: tree[name].to_dataset() for name in tree.children})
+
+
+@pytest.mark.filterwarnings("ignore")  # these draws are no posterior's: every k-hat warns
+def test_loo_integrated_is_psis_over_the_closed_form_terms():
+    # a normal hierarchy's integrated terms in closed form (each school's observations
+    # jointly normal): loo_integrated is PSIS-LOO over them, with the conditional terms'
+    # k-hats beside, each observation's school as members, and log_jacobian added to each
+    # school's elpd (p_loo and k-hat unchanged); in the installed ArviZ's container
+    from bayesij.array.hierarchy import normal_group_log_lik
+
+    tree, codes, y, mu, tau, sigma = _normal_hierarchy_tree()
+    fit = _in_the_installed_arviz(tree)
+    density = bayesij.GlmDensity("normal", "eta", "u", "tau", sigma="sigma")
+    result = bayesij.loo_integrated(fit, density)
+    exact = bayesij.loo(normal_group_log_lik(y - mu[..., None], codes, tau, sigma))
+    for column in ("elpd_loo", "p_loo", "pareto_k"):
+        np.testing.assert_allclose(
+            result.pointwise[column].to_numpy(), exact.pointwise[column].to_numpy(), rtol=1e-7
+        )
+    conditional = bayesij.loo(fit, groups="school_idx")
+    np.testing.assert_array_equal(
+        result.pointwise["pareto_k_conditional"], conditional.pointwise["pareto_k"]
+    )
+    np.testing.assert_array_equal(result.members.to_numpy().astype(int), codes)
+    jacobian = np.linspace(-1.0, 1.0, codes.max() + 1)
+    moved = bayesij.loo_integrated(fit, density, log_jacobian=jacobian)
+    np.testing.assert_allclose(
+        moved.pointwise["elpd_loo"] - result.pointwise["elpd_loo"], jacobian, atol=1e-12
+    )
+    np.testing.assert_array_equal(moved.pointwise["pareto_k"], result.pointwise["pareto_k"])
+    np.testing.assert_allclose(moved.elpd - result.elpd, jacobian.sum(), atol=1e-9)
+
+
 @pytest.mark.parametrize("family", ["poisson", "bernoulli", "binomial"])
 def test_declared_glmms_integrate_as_scipy_does(family):
     from scipy.integrate import quad
