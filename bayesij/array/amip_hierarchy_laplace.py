@@ -40,26 +40,10 @@ from bayesij.array.amip_hierarchy import (
 )
 from bayesij.array.amip_logistic import Affine, Removal, _prior_precision, _whitened, remembered
 from bayesij.array.amip_normal import sample_at_mode, sampled_removal
+from bayesij.array.newton import laplace_mode
 from bayesij.array.numeric import top_positive
 
 __all__ = ["LaplaceHierarchy", "laplace_hierarchy"]
-
-#: Newton's steps to the mode of a removal's posterior, at most, and the largest step
-#: coordinate (in the draws' sds) at which it has converged.
-NEWTON_STEPS, CONVERGED = 100, 1e-9
-
-#: The gain a Newton step promises (``-g' H^-1 g``), relative to the log posterior's size,
-#: below which no line search can see it climb (the rounding of the log posterior's sum):
-#: the mode, to the step's square. On a varying-intercept model
-#: of 24 groups of 10 without its 12 largest observations the search failed with a step of
-#: 5e-9 sds promising 6e-17 (a log posterior of -346): "no mode" at NumPy 2.5, a mode at
-#: 2.4, the same draws.
-ROUNDED = 1e-12
-
-#: How far below zero a Hessian that is not negative definite is shifted (its largest
-#: eigenvalue, in the draws' whitened units, where the posterior's is about -1) to give
-#: an ascent direction.
-SHIFT = 1.0
 
 #: The step of the Hessian's central differences (of the analytic gradient), in the draws'
 #: sds.
@@ -253,54 +237,20 @@ def _gradient(model: LaplaceHierarchy, keep: GroupStats, u: np.ndarray) -> np.nd
 
 def _laplace(model: LaplaceHierarchy, keep: GroupStats) -> tuple | None:
     """The mode (R,) of the kept observations' posterior and the inverse of its negative
-    Hessian there (R, R), by Newton's method from the draws' mean (each Hessian by central
-    differences of the analytic gradient, halving a step until the log posterior grows),
-    on the Hessian shifted :data:`SHIFT` below zero where it is not negative definite (an
-    ascent direction): converged where the Hessian is negative definite and the step is
-    below :data:`CONVERGED`, or, the step then taken as it is, promises less than the log
-    posterior's rounding (:data:`ROUNDED`), which no line search can see. None where no
-    step climbs or it does not converge.
+    Hessian there (R, R) (:func:`~bayesij.array.newton.laplace_mode` from the draws'
+    mean, each Hessian by central differences of the analytic gradient); None where it
+    finds none.
 
     A set that moves ``sigma`` or ``tau`` by many posterior sds (a t(4) outlier 14 where
     the others lie within 7) leaves the log posterior not concave at the draws' mean;
     where the estimated prior is negative along ``log tau`` (Stein's estimate of a flat
-    prior, Monte Carlo error), not concave on the way. Newton's method alone answered "no
-    mode" there, and the shifted steps reach a maximum whose removals hold the exact
-    refits (``tests/array/test_amip_hierarchy_laplace.py``)."""
-    u = np.zeros(model.root.shape[0])
-    value = float(_log_posterior(model, keep, u[None, :])[0])
-    for _ in range(NEWTON_STEPS):
-        gradient, hessian = _gradient(model, keep, u), _hessian(model, keep, u)
-        if not np.all(np.isfinite(hessian)):
-            return None
-        top = np.linalg.eigvalsh(hessian)[-1]
-        if top >= 0:  # not concave here: an ascent step on the shifted Hessian
-            step = -np.linalg.solve(hessian - (top + SHIFT) * np.eye(u.size), gradient)
-        else:
-            step = -np.linalg.solve(hessian, gradient)
-            if np.max(np.abs(step)) < CONVERGED:
-                return u, np.linalg.inv(-hessian)
-            if gradient @ step <= ROUNDED * max(1.0, abs(value)):
-                return u + step, np.linalg.inv(-hessian)
-        moved = _climbed(model, keep, u, step, value)
-        if moved is None:
-            return None
-        u, value = moved
-    return None
-
-
-def _climbed(model: LaplaceHierarchy, keep: GroupStats, u, step, value: float):
-    """The point ``u + length step`` (R,) and its log posterior, the longest of the
-    lengths 1, 1/2, 1/4, ... (down to 1e-8) where it is at least ``value``; None where none
-    is."""
-    length = 1.0
-    while length > 1e-8:
-        moved = u + length * step
-        climbed = float(_log_posterior(model, keep, moved[None, :])[0])
-        if climbed >= value:
-            return moved, climbed
-        length *= 0.5
-    return None
+    prior, Monte Carlo error), not concave on the way
+    (``tests/array/test_amip_hierarchy_laplace.py``)."""
+    return laplace_mode(
+        lambda u: _log_posterior(model, keep, u[None, :])[0],
+        lambda u: (_gradient(model, keep, u), _hessian(model, keep, u)),
+        np.zeros(model.root.shape[0]),
+    )
 
 
 def _hessian(model: LaplaceHierarchy, keep: GroupStats, u: np.ndarray) -> np.ndarray:

@@ -61,6 +61,7 @@ from scipy.special import gammaincinv
 
 from bayesij.array.amip import MC_MARGIN, far_short, mean_mcse, metric_mcse
 from bayesij.array.amip_counts import poisson_coefficients
+from bayesij.array.newton import laplace_mode
 from bayesij.array.numeric import map_ordered, obs_chunks, top_positive
 from bayesij.array.psis import khat_tail_length, pareto_k_threshold, pareto_khat_columns
 
@@ -134,6 +135,11 @@ class Logistic:
         p = _expit(eta)
         return p * (1 - p) * (1 - 2 * p)
 
+    def log_lik(self, eta: np.ndarray) -> float:
+        """The observations' log-likelihood summed at one point, ``eta`` (n,), in double
+        precision."""
+        return float(np.sum(_log_expit(np.array(eta, dtype=float))))
+
     def score(self, eta: np.ndarray, chunk: slice) -> np.ndarray:
         """``dl/deta`` of the observations ``chunk`` (S, n), in ``eta``'s precision."""
         return _expit(-eta)
@@ -165,6 +171,12 @@ class Poisson:
     def third(self, eta: np.ndarray) -> np.ndarray:
         """``exp(eta)`` (n,)."""
         return np.exp(eta)
+
+    def log_lik(self, eta: np.ndarray) -> float:
+        """The observations' log-likelihood summed at one point, ``eta`` (n,), up to a
+        constant, in double precision."""
+        with np.errstate(over="ignore"):
+            return float(eta @ self.counts - np.exp(eta).sum())
 
     def score(self, eta: np.ndarray, chunk: slice) -> np.ndarray:
         """``y - exp(eta)`` of the observations ``chunk`` (S, n), in ``eta``'s precision."""
@@ -754,20 +766,19 @@ def _laplace_without(model: LogisticModel, dropped, kept: tuple | None = None):
 def _laplace(model: LogisticModel, offsets: np.ndarray, slopes: np.ndarray, family):
     """The mode (R,) and inverse negative Hessian (R, R) there of the posterior of the
     observations of ``offsets`` (n,), ``slopes`` (R, n) and ``family`` (:func:`_kept`),
-    the model's prior; None where Newton's method finds no maximum."""
-    precision = model.precision
-    u = np.zeros(slopes.shape[0])
-    for _ in range(100):
+    the model's prior (:func:`~bayesij.array.newton.laplace_mode` from the draws' mean);
+    None where it finds no maximum."""
+    precision, pull = model.precision, model.pull
+
+    def log_posterior(u: np.ndarray) -> float:
+        return family.log_lik(offsets + u @ slopes) - 0.5 * u @ precision @ u + u @ pull
+
+    def derivatives(u: np.ndarray) -> tuple:
         missed, weight = family.derivatives(offsets + u @ slopes)
-        gradient = slopes @ missed - precision @ u + model.pull
-        hessian = -(slopes * weight) @ slopes.T - precision
-        if np.linalg.eigvalsh(hessian)[-1] >= 0:
-            return None
-        step = np.linalg.solve(hessian, gradient)
-        u = u - step
-        if np.max(np.abs(step)) < 1e-10:
-            return u, np.linalg.inv(-hessian)
-    return None
+        gradient = slopes @ missed - precision @ u + pull
+        return gradient, -(slopes * weight) @ slopes.T - precision
+
+    return laplace_mode(log_posterior, derivatives, np.zeros(slopes.shape[0]))
 
 
 def model_ranking(model: LogisticModel, quantity: Affine, goal, k_max: int) -> np.ndarray:

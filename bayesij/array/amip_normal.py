@@ -54,6 +54,7 @@ from bayesij.array.amip_logistic import (
     remembered,
     t_proposal,
 )
+from bayesij.array.newton import laplace_mode
 from bayesij.array.numeric import obs_chunks, top_positive
 
 __all__ = [
@@ -559,79 +560,26 @@ def _log_lik_gradient(model: NormalModel, stats: _Stats, u: np.ndarray) -> np.nd
 
 def _laplace(model: NormalModel, stats: _Stats):
     """The mode (R,) and inverse negative Hessian there (R, R) of the posterior of the
-    observations of ``stats``; None where it has no maximum. Newton's method starts at the
-    draws' mean ``u = 0``; where the log posterior is not concave there (a set whose
-    removal moves the coefficients several posterior sds: the residuals at the full
-    data's coefficients, correlated with the slopes, make the Hessian in the
-    coefficients and the log sd indefinite), it starts where ascent steps
-    (:func:`_ascended`) reach a concave point. On the Grunfeld investment regression
-    (N = 220) the removal of 22 firm-years that make capital's coefficient insignificant
-    had no mode from ``u = 0``."""
-    b = model.basis[model.scale]
-    found = _newton(model, stats, np.zeros(b.size))
-    if found is None:
-        start = _ascended(model, stats, np.zeros(b.size))
-        found = None if start is None else _newton(model, stats, start)
-    return found
-
-
-def _newton(model: NormalModel, stats: _Stats, u: np.ndarray):
-    """:func:`_laplace` by Newton's method from ``u`` (R,); None where the Hessian is not
-    negative definite at some step or the method does not converge."""
-    for _ in range(100):
-        gradient, hessian, _ = _derivatives(model, stats, u)
-        if np.linalg.eigvalsh(hessian)[-1] >= 0:
-            return None
-        step = np.linalg.solve(hessian, gradient)
-        u = u - step
-        if np.max(np.abs(step)) < 1e-10:
-            return u, np.linalg.inv(-hessian)
-    return None
-
-
-#: How close to the mode (a Newton step's largest coordinate, in the draws' sds)
-#: :func:`_ascended` climbs before Newton's method takes over.
-ASCENDED = 1e-4
-
-
-def _ascended(model: NormalModel, stats: _Stats, u: np.ndarray, steps: int = 200):
-    """A point (R,) near the mode of the posterior of the observations of ``stats``, where
-    the log posterior is concave and Newton's method converges, reached from ``u`` by
-    ascent: each step Newton's where the Hessian is negative definite, else along the
-    gradient scaled by the expected information (the Hessian without the cross terms of
-    the residuals and the slopes, which vanish in expectation), halved until the log
-    posterior grows; None where the expected information is not negative definite, no
-    step climbs from a point that is not concave, or no such point is reached within
-    ``steps``."""
-    value = float(_log_posterior(model, stats, u[None, :])[0])
-    for _ in range(steps):
-        gradient, hessian, expected = _derivatives(model, stats, u)
-        concave = bool(np.linalg.eigvalsh(hessian)[-1] < 0)
-        if not concave and np.linalg.eigvalsh(expected)[-1] >= 0:
-            return None
-        direction = -np.linalg.solve(hessian if concave else expected, gradient)
-        if concave and np.max(np.abs(direction)) < ASCENDED:
-            return u
-        length = 1.0
-        while length > 1e-12:
-            moved = u + length * direction
-            climbed = float(_log_posterior(model, stats, moved[None, :])[0])
-            if climbed > value:
-                break
-            length *= 0.5
-        else:
-            return u if concave else None
-        u, value = moved, climbed
-    return None
+    observations of ``stats`` (:func:`~bayesij.array.newton.laplace_mode` from the draws'
+    mean ``u = 0``); None where it finds no maximum. A set whose removal moves the
+    coefficients several posterior sds leaves the log posterior not concave at ``u = 0``
+    (the residuals at the full data's coefficients, correlated with the slopes, make the
+    Hessian in the coefficients and the log sd indefinite): on the Grunfeld investment
+    regression (N = 220) the removal of 22 firm-years that make capital's coefficient
+    insignificant had no mode by Newton's method alone."""
+    return laplace_mode(
+        lambda u: _log_posterior(model, stats, u[None, :])[0],
+        lambda u: _derivatives(model, stats, u),
+        np.zeros(model.basis[model.scale].size),
+    )
 
 
 def _derivatives(model: NormalModel, stats: _Stats, u: np.ndarray) -> tuple:
-    """The log posterior's gradient (R,), Hessian (R, R) and expected Hessian (R, R; the
-    Hessian without the cross terms of the residuals and the slopes) at ``u`` (R,)."""
+    """The log posterior's gradient (R,) and Hessian (R, R) at ``u`` (R,)."""
     b = model.basis[model.scale]
     _, e, rv, squares = _scale_terms(model, stats, u[None, :])
     e, rv, squares = float(e[0]), rv[0], float(squares[0])
     gradient = model.pull - model.precision @ u - stats.n * b - e * rv + e * squares * b
-    expected = -model.precision - e * stats.gram - 2 * e * squares * np.outer(b, b)
     cross = np.outer(rv, b)
-    return gradient, expected + 2 * e * (cross + cross.T), expected
+    hessian = -model.precision - e * stats.gram - 2 * e * squares * np.outer(b, b)
+    return gradient, hessian + 2 * e * (cross + cross.T)
