@@ -63,6 +63,7 @@ from bayesij.array.amip_hierarchy import (
 from bayesij.array.amip_hierarchy_laplace import laplace_hierarchy
 from bayesij.array.amip_logistic import (
     Affine,
+    LogisticModel,
     affine_in,
     checked_removal,
     laplace_far_short,
@@ -198,6 +199,13 @@ class AmipResult(Summary):
         Where an undetermined answer's ``size_interval`` starts at a recovered model's low
         end (higher than the influences'), that model (its ``decided_by`` words); ``''``
         otherwise.
+    prior_estimated : bool
+        Whether an undetermined answer was left open by the prior of a logistic or Poisson
+        regression recovered from the draws, estimated from them (Stein's identity): its
+        Monte Carlo error widens the removal's band, whose centre reaches the target
+        within the limit. The log posterior's gradient (``grad_log_posterior=``) makes
+        that prior known (on a travel-mode logistic regression, N = 840, 8 of 15 questions
+        decided from the draws alone, 14 with the gradient).
     past_limit_ids : list
         After refits in the loop that confirmed no set within ``alpha_max``: the larger
         set a refit confirmed reaches the target (its size ends ``size_interval``), as
@@ -271,6 +279,7 @@ class AmipResult(Summary):
     past_limit_ids: list = field(default_factory=list)
     decided_by: str = ""
     low_end_by: str = ""
+    prior_estimated: bool = False
 
     @property
     def reachable(self) -> bool:
@@ -502,6 +511,12 @@ class AmipResult(Summary):
         )
         if self.undetermined_by == "Monte Carlo error" and np.isfinite(self.draws_needed):
             words += f", or about {self.draws_needed:.3g} draws in all (now {self.n_draws})"
+        if self.prior_estimated:
+            words += (
+                "; or the log posterior's gradient (grad_log_posterior=), which makes the "
+                "recovered regression's prior known (estimated from the draws, its Monte Carlo "
+                "error widens the removal's band)"
+            )
         return words
 
     def _prediction_words(self, unit: str) -> list:
@@ -1266,6 +1281,7 @@ def _by_removal(result, found, f, model, quantity: Affine, source):
     if not reaching:  # the influences' band left out where the model reaches
         low = result.size_interval[0] if result.size_interval else 0.0
     orders = [found.path.order, *ranked]
+    hinted = partial(_prior_hint, model=model, given=(orders, quantity, goal))
     best = smallest_settled(model, orders, quantity, goal, f, low)
     if best is None:
         if not (result.upper_bound and result.decided_by):  # another model's sure set
@@ -1275,11 +1291,11 @@ def _by_removal(result, found, f, model, quantity: Affine, source):
         if _denied(result):  # the influences' "not reachable", where the model reaches
             limit = result._limit()
             reopen = reaching and _predicted_to_reach(model, orders, quantity, goal, limit)
-            return _reopened(result, low, model, source.n_units) if reopen else result
+            return hinted(_reopened(result, low, model, source.n_units)) if reopen else result
         if not reaching:  # no prefix reaches: the sizes "not reachable"'s own rule leaves
             near = replace(goal, need=short_of(goal, metric_mcse(f, goal)))
             low = min(model_low(model, order, quantity, near, f) for order in ranked)
-        return _raised_low(result, low, model, source.n_units)
+        return hinted(_raised_low(result, low, model, source.n_units))
     order, settled = best
     if result.upper_bound and result.decided_by and result.upper_bound <= settled.size:
         return result  # another model's sure set, as small: kept
@@ -1288,7 +1304,25 @@ def _by_removal(result, found, f, model, quantity: Affine, source):
     sizes = (float(min(low, settled.size)), float(settled.size))
     answer = "reached" if size_settled(settled.size, low) else "undetermined"
     found = (model, source, goal)
-    return _model_answer(result, found, order[: settled.size], settled, sizes, answer)
+    return hinted(_model_answer(result, found, order[: settled.size], settled, sizes, answer))
+
+
+def _prior_hint(result, model, given: tuple):
+    """``result`` marked ``prior_estimated`` where it is undetermined in a logistic or
+    Poisson regression ``model`` whose prior was estimated from the draws (its batches'
+    error widens every removal's band) and the centre of the band of some order's first
+    ``alpha_max`` units reaches the target (``given``: the orders, the quantity and the
+    goal; :func:`_predicted_to_reach`): the log posterior's gradient, which makes the
+    prior known, may decide it. On the travel-mode regression (N = 840, seed 11) 8 of
+    15 questions were decided from the draws alone, 14 with the gradient."""
+    if result.answer != "undetermined" or not isinstance(model, LogisticModel):
+        return result
+    orders, quantity, goal = given
+    if not len(model.batches) or not _predicted_to_reach(
+        model, orders, quantity, goal, result._limit()
+    ):
+        return result
+    return replace(result, prior_estimated=True)
 
 
 def _raised_low(result, low: float, model, n_units: int):
