@@ -45,6 +45,7 @@ from bayesij.array.amip_logistic import (
     Affine,
     Removal,
     TileFits,
+    _known_prior,
     _pieces,
     _prior_precision,
     _ratios_khat,
@@ -211,7 +212,7 @@ class NormalModel(NamedTuple):
 
 
 def recover_normal(
-    theta: np.ndarray, log_lik, scales: np.ndarray, fitted: dict | None = None
+    theta: np.ndarray, log_lik, scales: np.ndarray, fitted: dict | None = None, score=None
 ) -> NormalModel | None:
     """The :class:`NormalModel` whose observations' log-likelihood ``log_lik`` (S, N; or a
     function yielding its rows a block at a time, as
@@ -222,18 +223,25 @@ def recover_normal(
     direction of the parameters moves no observation (a hierarchy's scale or mean: its
     prior on the effects is not a fixed normal one). ``fitted``: by scale, what the
     residuals' fit gave where the pieces were offered to it as a pass read them
-    (:meth:`RegressionFeed.normal`); ``log_lik`` is then not read."""
+    (:meth:`RegressionFeed.normal`); ``log_lik`` is then not read. ``score``: the log
+    posterior's gradient at the draws and the draws it is taken in, ``(gradient,
+    unconstrained)`` (S, P'): where those parameters are affine in the model's (the
+    quantities, the residual sd by its logarithm) and the score less the log-likelihood's
+    gradient is affine in them (a normal or flat prior that does not couple the sd and
+    the coefficients), the prior is known from it, as
+    :func:`~bayesij.array.amip_logistic.recover_glm` has it; else Stein's estimate."""
     theta = np.asarray(theta, dtype=float)
     for scale in _scale_candidates(theta, scales):
         given = None if fitted is None else fitted.get(scale, False)
-        model = _recovered(theta, log_lik, scale, given)
+        model = _recovered(theta, log_lik, scale, given, score)
         if model is not None:
             return model
     return None
 
 
-def _recovered(theta: np.ndarray, log_lik, scale: int, fitted=None) -> NormalModel | None:
-    whitened = _whitened(_log_scale(theta, scale))
+def _recovered(theta: np.ndarray, log_lik, scale: int, fitted=None, score=None):
+    phi = _log_scale(theta, scale)
+    whitened = _whitened(phi)
     if whitened is None:
         return None
     mean, basis, u = whitened
@@ -252,6 +260,13 @@ def _recovered(theta: np.ndarray, log_lik, scale: int, fitted=None) -> NormalMod
     model = NormalModel(mean, basis, scale, offsets, slopes, *_no_prior(u.shape[1]))
     model = model._replace(totals=totals)
     gradient = _log_lik_gradient(model, totals, u)
+    known = _prior_from_score(score, phi, (basis, u, rows), gradient)
+    if known is not None:
+        precision, pull = known
+        if not _uncoupled(basis, scale, precision):
+            return None
+        batches = np.zeros((0, *precision.shape))
+        return model._replace(precision=precision, pull=pull, batches=batches, samples={})
     precision, batches = _prior_precision(u, gradient)
     independent = _scale_apart(basis, scale, precision, batches)
     if independent is None:
@@ -260,6 +275,40 @@ def _recovered(theta: np.ndarray, log_lik, scale: int, fitted=None) -> NormalMod
     return model._replace(
         precision=precision, pull=-gradient.mean(axis=0), batches=batches, samples={}
     )
+
+
+def _prior_from_score(score, phi: np.ndarray, whitened: tuple, gradient: np.ndarray):
+    """The prior's precision (R, R) and gradient at ``u = 0`` (R,) from the log
+    posterior's ``score`` (``(gradient, unconstrained)``, (S, P')) where its parameters
+    are affine in the model's ``phi`` (S, P) to :data:`RECOVERED` (the score then moved
+    into ``u`` by the chain rule) and the prior's gradient is affine in ``u``
+    (:func:`~bayesij.array.amip_logistic._known_prior`, on the recovery draws ``rows``);
+    None without a score or where either is not. ``whitened``: the basis (P, R), the
+    draws ``u`` (S, R) and the recovery rows; ``gradient``: the log-likelihood's (S, R)."""
+    if score is None:
+        return None
+    basis, u, rows = whitened
+    values, unconstrained = (np.asarray(a, dtype=float) for a in score)
+    design = np.column_stack([np.ones(phi.shape[0]), phi])[rows]
+    coef, left = np.linalg.lstsq(design, unconstrained[rows], rcond=None)[:2]
+    spread = np.sum((unconstrained[rows] - unconstrained[rows].mean(axis=0)) ** 2)
+    if left.size and np.sum(left) > RECOVERED * max(float(spread), 1e-300):
+        return None
+    if not left.size and not np.allclose(design @ coef, unconstrained[rows], rtol=0, atol=1e-9):
+        return None
+    in_u = values[rows] @ coef[1:].T @ basis  # d/dphi = A d/dtheta, d/du = basis' d/dphi
+    return _known_prior(u[rows], gradient[rows], in_u)
+
+
+def _uncoupled(basis: np.ndarray, scale: int, precision: np.ndarray) -> bool:
+    """Whether a known prior's precision (R, R, in ``u``) leaves the residual sd apart from
+    the other parameters (in ``phi``, to round-off): the model's removals assume it does."""
+    if basis.shape[0] != basis.shape[1]:
+        return True
+    inverse = np.linalg.inv(basis)
+    full = inverse.T @ precision @ inverse
+    others = np.arange(basis.shape[0]) != scale
+    return bool(np.all(np.abs(full[scale, others]) <= 1e-8 * max(1.0, np.abs(full).max())))
 
 
 #: How many batch-means standard errors a coupling of the residual sd and the coefficients

@@ -1188,7 +1188,8 @@ def _recovered_models(source, gradient, kept, posterior=None) -> Iterator[tuple]
         if model is not None:
             yield model, theta
             return
-        model = recover_normal(quantities, rows, scales, feed.normal() if feed else None)
+        given = None if score is None else (score, theta)  # the prior known from it
+        model = recover_normal(quantities, rows, scales, feed.normal() if feed else None, given)
         if model is not None:
             yield model, model.parameters(quantities)
             return
