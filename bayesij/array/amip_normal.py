@@ -144,8 +144,8 @@ class NormalModel(NamedTuple):
         """How an answer decided in this model was worked out (``AmipResult.decided_by``)."""
         return (
             "importance sampling in the normal linear regression recovered from the draws (each "
-            "observation's residual recovered exactly, the prior from the draws; at the Laplace "
-            "approximation, its Pareto k-hat checked)"
+            "observation's residual recovered exactly, the prior from the draws or the "
+            "gradient; at the Laplace approximation, its Pareto k-hat checked)"
         )
 
     def parameters(self, theta: np.ndarray) -> np.ndarray:
