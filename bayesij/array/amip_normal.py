@@ -262,54 +262,39 @@ def _recovered(theta: np.ndarray, log_lik, scale: int, fitted=None, score=None):
     gradient = _log_lik_gradient(model, totals, u)
     known = _prior_from_score(score, phi, (basis, u, rows), gradient)
     if known is not None:
-        precision, pull = known
-        if not _uncoupled(basis, scale, precision):
-            return None
-        batches = np.zeros((0, *precision.shape))
-        return model._replace(precision=precision, pull=pull, batches=batches, samples={})
-    precision, batches = _prior_precision(u, gradient)
+        (precision, pull), batches = known, np.zeros((0, u.shape[1], u.shape[1]))
+    else:
+        (precision, batches), pull = _prior_precision(u, gradient), -gradient.mean(axis=0)
     independent = _scale_apart(basis, scale, precision, batches)
     if independent is None:
         return None
     precision, batches = independent
-    return model._replace(
-        precision=precision, pull=-gradient.mean(axis=0), batches=batches, samples={}
-    )
+    return model._replace(precision=precision, pull=pull, batches=batches, samples={})
 
 
 def _prior_from_score(score, phi: np.ndarray, whitened: tuple, gradient: np.ndarray):
     """The prior's precision (R, R) and gradient at ``u = 0`` (R,) from the log
-    posterior's ``score`` (``(gradient, unconstrained)``, (S, P')) where its parameters
-    are affine in the model's ``phi`` (S, P) to :data:`RECOVERED` (the score then moved
-    into ``u`` by the chain rule) and the prior's gradient is affine in ``u``
+    posterior's ``score`` (``(gradient, unconstrained)``, (S, P')), moved into ``u`` by the
+    chain rule through the affine map from the model's ``phi`` (S, P) to those parameters
+    that fits the draws best, where the prior's gradient is then affine in ``u``
     (:func:`~bayesij.array.amip_logistic._known_prior`, on the recovery draws ``rows``);
-    None without a score or where either is not. ``whitened``: the basis (P, R), the
-    draws ``u`` (S, R) and the recovery rows; ``gradient``: the log-likelihood's (S, R)."""
+    None without a score or where it is not (as where the parameters are not affine in
+    ``phi``: the sd itself, whose score the map moves wrongly, tested). ``whitened``: the
+    basis (P, R), the draws ``u`` (S, R) and the recovery rows; ``gradient``: the
+    log-likelihood's (S, R)."""
     if score is None:
         return None
     basis, u, rows = whitened
-    values, unconstrained = (np.asarray(a, dtype=float) for a in score)
-    design = np.column_stack([np.ones(phi.shape[0]), phi])[rows]
-    coef, left = np.linalg.lstsq(design, unconstrained[rows], rcond=None)[:2]
-    spread = np.sum((unconstrained[rows] - unconstrained[rows].mean(axis=0)) ** 2)
-    if left.size and np.sum(left) > RECOVERED * max(float(spread), 1e-300):
-        return None
-    if not left.size and not np.allclose(design @ coef, unconstrained[rows], rtol=0, atol=1e-9):
-        return None
-    in_u = values[rows] @ coef[1:].T @ basis  # d/dphi = A d/dtheta, d/du = basis' d/dphi
+    values, unconstrained = (np.asarray(a, dtype=float)[rows] for a in score)
+    design = np.column_stack([np.ones(rows.size), phi[rows]])
+    coef = np.linalg.lstsq(design, unconstrained, rcond=None)[0]  # theta = b + phi A
+    in_u = values @ coef[1:].T @ basis  # d/dphi = A d/dtheta, d/du = basis' d/dphi
     return _known_prior(u[rows], gradient[rows], in_u)
 
 
-def _uncoupled(basis: np.ndarray, scale: int, precision: np.ndarray) -> bool:
-    """Whether a known prior's precision (R, R, in ``u``) leaves the residual sd apart from
-    the other parameters (in ``phi``, to round-off): the model's removals assume it does."""
-    if basis.shape[0] != basis.shape[1]:
-        return True
-    inverse = np.linalg.inv(basis)
-    full = inverse.T @ precision @ inverse
-    others = np.arange(basis.shape[0]) != scale
-    return bool(np.all(np.abs(full[scale, others]) <= 1e-8 * max(1.0, np.abs(full).max())))
-
+#: The coupling of the residual sd and the coefficients, relative to the largest entry of
+#: a prior's precision known from the gradient, taken as its round-off.
+KNOWN_ROUNDING = 1e-8
 
 #: How many batch-means standard errors a coupling of the residual sd and the coefficients
 #: in the prior's estimate may reach before the prior is taken to couple them (and the
@@ -322,7 +307,9 @@ def _scale_apart(basis: np.ndarray, scale: int, precision: np.ndarray, batches: 
     residual sd and the other parameters: what Stein's estimate puts there is the draws'
     Monte Carlo error, magnified wherever a set moves the sd by many posterior sds (the
     largest residuals' removal), unless it passes :data:`COUPLING_Z` standard errors (a
-    prior that scales the coefficients by the sd: None, not recovered).
+    prior that scales the coefficients by the sd: None, not recovered); a prior known from
+    the gradient (no batches) may couple them by its round-off alone
+    (:data:`KNOWN_ROUNDING`).
 
     On the RAND Health Insurance Experiment's fit (N = 20,190), one set of 4000 exact
     draws held a correlation of 0.059 between a coefficient and ``1 / sigma^2`` (3.7 Monte
@@ -335,8 +322,12 @@ def _scale_apart(basis: np.ndarray, scale: int, precision: np.ndarray, batches: 
     full = inverse.T @ precision @ inverse
     parts = np.einsum("ki,bkl,lj->bij", inverse, batches, inverse)
     others = np.arange(basis.shape[0]) != scale
-    error = np.std(parts[:, scale, others], axis=0, ddof=1) / np.sqrt(len(parts))
-    if np.any(np.abs(full[scale, others]) > COUPLING_Z * error):
+    if len(parts):  # Stein's estimate: its batch-means errors
+        error = np.std(parts[:, scale, others], axis=0, ddof=1) / np.sqrt(len(parts))
+        tolerance = COUPLING_Z * error
+    else:  # a prior known from the gradient: its round-off
+        tolerance = KNOWN_ROUNDING * max(1.0, float(np.abs(full).max()))
+    if np.any(np.abs(full[scale, others]) > tolerance):
         return None
     full[scale, others] = full[others, scale] = 0.0
     parts[:, scale, others] = parts[:, others, scale] = 0.0

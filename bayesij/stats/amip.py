@@ -75,7 +75,7 @@ from bayesij.array.amip_logistic import (
     whitened_draws,
 )
 from bayesij.array.amip_noise import bootstrap_counts, size_settled
-from bayesij.array.amip_normal import RegressionFeed, recover_normal
+from bayesij.array.amip_normal import NormalModel, RegressionFeed, recover_normal
 from bayesij.array.checks import check_real, constant_columns, fail
 from bayesij.array.influence import InfluenceScores
 from bayesij.array.numeric import CHUNK_BYTES, release_freed_memory, top_positive
@@ -200,8 +200,8 @@ class AmipResult(Summary):
         end (higher than the influences'), that model (its ``decided_by`` words); ``''``
         otherwise.
     prior_estimated : bool
-        Whether an undetermined answer was left open by the prior of a logistic or Poisson
-        regression recovered from the draws, estimated from them (Stein's identity): its
+        Whether an undetermined answer was left open by the prior of a logistic, Poisson or
+        normal regression recovered from the draws, estimated from them (Stein's identity): its
         Monte Carlo error widens the removal's band, whose centre reaches the target
         within the limit. The log posterior's gradient (``grad_log_posterior=``) makes
         that prior known (on a travel-mode logistic regression, N = 840, 8 of 15 questions
@@ -1309,14 +1309,15 @@ def _by_removal(result, found, f, model, quantity: Affine, source):
 
 
 def _prior_hint(result, model, given: tuple):
-    """``result`` marked ``prior_estimated`` where it is undetermined in a logistic or
-    Poisson regression ``model`` whose prior was estimated from the draws (its batches'
-    error widens every removal's band) and the centre of the band of some order's first
-    ``alpha_max`` units reaches the target (``given``: the orders, the quantity and the
-    goal; :func:`_predicted_to_reach`): the log posterior's gradient, which makes the
-    prior known, may decide it. On the travel-mode regression (N = 840, seed 11) 8 of
-    15 questions were decided from the draws alone, 14 with the gradient."""
-    if result.answer != "undetermined" or not isinstance(model, LogisticModel):
+    """``result`` marked ``prior_estimated`` where it is undetermined in a regression
+    ``model`` (logistic, Poisson or normal: those whose prior the gradient makes known)
+    whose prior was estimated from the draws (its batches' error widens every removal's
+    band) and the centre of the band of some order's first ``alpha_max`` units reaches
+    the target (``given``: the orders, the quantity and the goal;
+    :func:`_predicted_to_reach`): the log posterior's gradient, which makes the prior
+    known, may decide it. On the travel-mode regression (N = 840, seed 11) 8 of 15
+    questions were decided from the draws alone, 14 with the gradient."""
+    if result.answer != "undetermined" or not isinstance(model, (LogisticModel, NormalModel)):
         return result
     orders, quantity, goal = given
     if not len(model.batches) or not _predicted_to_reach(

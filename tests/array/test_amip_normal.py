@@ -465,3 +465,37 @@ def test_a_feed_offered_the_blocks_fits_as_recover_normal_reads_them():
     feed.offer(log_lik.reshape(4, 1000, -1))
     assert recover_normal(theta, None, scales, fitted=feed.normal()) is None
     assert recover_normal(theta, log_lik, scales) is None
+
+
+def test_the_prior_known_from_the_gradient_does_not_depend_on_the_gradient_s_parameters():
+    # The score moves into the model's parameters by the chain rule: given in
+    # theta' = 2 theta + 1 (and so half as large), the prior is the same to round-off. A
+    # score in parameters not affine in the model's (the sd itself) leaves Stein's
+    # estimate; a known prior that couples the sd and the coefficients is not recovered.
+    from public_data import design
+
+    from bayesij import refit
+
+    X, y = design("grunfeld.csv", "invest", ["value", "capital"])
+    post, score, theta = refit.FlatPriorRegressionBackend(
+        X, y, draws=4000, seed=11
+    ).fit_with_gradient(np.ones(y.size))
+    draws = post.quantities.values.reshape(-1, 4)
+    log_lik = post.log_lik.values.reshape(-1, y.size)
+    score, theta = (np.reshape(a, (draws.shape[0], -1)) for a in (score, theta))
+    scales = np.array([False, False, False, True])
+    known = recover_normal(draws, log_lik, scales, score=(score, theta))
+    moved = recover_normal(draws, log_lik, scales, score=(score / 2, 2 * theta + 1))
+    assert len(known.batches) == len(moved.batches) == 0
+    np.testing.assert_allclose(moved.precision, known.precision, atol=1e-8)
+    np.testing.assert_allclose(moved.pull, known.pull, atol=1e-8)
+    sd = np.exp(theta[:, 3])  # the score in (beta, sigma), its density's Jacobian apart
+    in_sd = np.column_stack([score[:, :3], (score[:, 3] - 1) / sd])
+    stein = recover_normal(
+        draws, log_lik, scales, score=(in_sd, np.column_stack([theta[:, :3], sd]))
+    )
+    assert len(stein.batches)
+    coupled = score.copy()  # the log posterior plus 0.5 beta_2 log sigma
+    coupled[:, 1] += 0.5 * theta[:, 3]
+    coupled[:, 3] += 0.5 * theta[:, 1]
+    assert recover_normal(draws, log_lik, scales, score=(coupled, theta)) is None

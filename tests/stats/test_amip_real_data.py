@@ -2,6 +2,8 @@
 flat-prior normal regression's posterior after any drop is known in closed form
 (tests/helpers/ols_amip.metric), so every claim the answer makes can be checked."""
 
+import warnings
+
 import numpy as np
 import pytest
 from ols_amip import metric, metric_sign
@@ -499,7 +501,50 @@ def test_with_the_gradient_a_normal_regression_s_prior_is_known_and_decides():
     inverse = np.linalg.inv(known.basis)  # the precision in (beta, log sigma)
     assert np.abs(inverse.T @ known.precision @ inverse)[:3, :3].max() < 1e-6  # flat
     alone = bayesij.amip(post, "beta[3]", "significance")
-    assert alone.answer == "undetermined"
+    assert alone.answer == "undetermined" and alone.prior_estimated
     told = bayesij.amip(post, "beta[3]", "significance", grad_log_posterior=(score, theta))
-    assert told.answer == "reached", told
+    assert told.answer == "reached" and not told.prior_estimated, told
     assert metric(X, y, told.kept, 2, -1, 1.96) < 0 < metric(X, y, np.ones(y.size), 2, -1, 1.96)
+
+
+@pytest.mark.parametrize("container", ["DataTree", "InferenceData"])
+def test_a_normal_regression_opened_lazily_knows_its_prior_from_the_gradient_as_in_memory(
+    container,
+):
+    # Grunfeld's regression saved as a user saves it and read back a dask chunk of
+    # observations at a time: the regression its pass fitted knows the prior from the
+    # gradient as the one recovered in memory does (ArviZ 0.23's InferenceData, or a
+    # DataTree on either generation), and answers the same: "reached", where without the
+    # gradient the answer stays open
+    from saved_fits import saved_fit
+
+    X, y = design("grunfeld.csv", "invest", ["value", "capital"])
+    backend = refit.FlatPriorRegressionBackend(X, y, draws=4000, seed=11)
+    post, score, theta = backend.fit_with_gradient(np.ones(y.size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        memory, lazy = (
+            bayesij.amip(
+                saved_fit(post, container, chunks),
+                "beta3",
+                "significance",
+                method="linear",  # the method a lazy log-likelihood allows
+                grad_log_posterior=(score, theta),
+            )
+            for chunks in (None, {"obs": 50})
+        )
+    assert memory.answer == "reached" and "normal linear regression" in memory.decided_by
+    assert (lazy.answer, lazy.drop_ids, lazy.size_interval, lazy.decided_by) == (
+        memory.answer,
+        memory.drop_ids,
+        memory.size_interval,
+        memory.decided_by,
+    )
+    assert lazy.change_interval == pytest.approx(memory.change_interval, rel=1e-9)
+    # without the gradient the lazy fit's answer stays open, and says the gradient decides
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = bayesij.amip(
+            saved_fit(post, container, {"obs": 50}), "beta3", "significance", method="linear"
+        )
+    assert alone.answer == "undetermined" and alone.prior_estimated
