@@ -6,7 +6,7 @@ as in Nguyen et al. 2024), with and without a good model of the columns."""
 import numpy as np
 import pytest
 
-from bayesij.array import amip
+from bayesij.array import amip, amip_screen
 from bayesij.array.amip_curvature import CentredColumns
 from bayesij.array.amip_screen import InfluenceScreen, screen_design
 
@@ -45,8 +45,15 @@ def _top_positive(gain, m):
     return order[gain[order] > 0][:m]
 
 
+@pytest.mark.parametrize("full_share", [1.0, 0.0])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_a_screened_step_reads_exactly_the_units_that_could_be_among_the_largest(dtype):
+def test_a_screened_step_reads_exactly_the_units_that_could_be_among_the_largest(
+    dtype, full_share, monkeypatch
+):
+    """With the candidates' columns read (``FULL_SHARE`` 1: never the full product), and
+    with the full product instead (0: at the first request), the same exact values and
+    the same largest gains outside the chosen units."""
+    monkeypatch.setattr(amip_screen, "FULL_SHARE", full_share)
     params, log_lik = _regression()
     flat = log_lik.reshape(2000, -1).astype(dtype)
     flat[1500, 17] = -np.inf  # impossible at a draw of the second half
@@ -74,7 +81,10 @@ def test_a_screened_step_reads_exactly_the_units_that_could_be_among_the_largest
                 got = _top_positive(np.nan_to_num(-direction * phi, nan=-np.inf), m)
                 np.testing.assert_array_equal(got, expected)
         assert np.isnan(phi[17]) == (n == 2000)  # finite on the first half alone
-        assert influence.known.sum() < 200  # most columns never read
+        if full_share:
+            assert influence.known.sum() < 200  # most columns never read
+        else:
+            assert influence.known.all()  # one product of every column
 
 
 def test_the_screen_design_is_quadratic_and_refused_when_too_wide():
@@ -116,7 +126,8 @@ def test_searches_with_the_screen_choose_what_the_full_products_choose(good_mode
         _same_check(one.monte_carlo, other.monte_carlo)
 
 
-def test_a_held_row_gives_the_product_of_its_column():
+def test_a_held_row_gives_the_product_of_its_column(monkeypatch):
+    monkeypatch.setattr(amip_screen, "FULL_SHARE", 1.0)  # never the full product
     params, log_lik = _regression()
     flat = log_lik.reshape(2000, -1)
     store = CentredColumns(2000, matrix=flat, units=np.arange(0, 300, 3))
@@ -129,6 +140,27 @@ def test_a_held_row_gives_the_product_of_its_column():
     read = np.flatnonzero(influence.known)
     assert 40 <= read.size < 75 and np.isin(read, store.held).sum() >= 10
     np.testing.assert_allclose(phi[read], (vector @ flat[:1000])[read], rtol=1e-9, atol=1e-14)
+
+
+def test_only_the_columns_a_store_does_not_hold_count_toward_the_full_product(monkeypatch):
+    """Candidates held as rows cost no read of the matrix: with every unit held, even a
+    share of 0 leaves the request to the rows (its candidates alone computed); with none
+    held, the same request is the full product."""
+    monkeypatch.setattr(amip_screen, "FULL_SHARE", 0.0)
+    params, log_lik = _regression()
+    flat = log_lik.reshape(2000, -1)
+    weights = np.random.default_rng(3).dirichlet(np.ones(1000))
+    f = params.reshape(2000, 3)[:1000, 0]
+    vector = weights * (f - weights @ f)
+    exact = vector @ flat[:1000]
+    for held, all_read in ((np.arange(300), False), (np.zeros(0, dtype=int), True)):
+        store = CentredColumns(2000, matrix=flat, units=held)
+        screen = InfluenceScreen(flat, screen_design(params), (2000, 1000), store)
+        [influence] = screen.products(1000, vector[:, None])
+        phi = influence.top(1, 40, [])
+        assert influence.known.all() == all_read
+        read = np.flatnonzero(influence.known)
+        np.testing.assert_allclose(phi[read], exact[read], rtol=1e-9, atol=1e-14)
 
 
 @pytest.mark.filterwarnings("ignore:log_lik is -inf")
