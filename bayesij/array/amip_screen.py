@@ -184,7 +184,8 @@ class ScreenedInfluence:
         self._candidates(direction, m, chosen)
         phi = np.where(self.known, self.exact, direction * np.inf)
         # known from an earlier request or the full product, not a candidate now
-        phi[np.setdiff1d(np.asarray(chosen, dtype=int), self.screen.exact_only)] = direction * np.inf
+        taken = np.setdiff1d(np.asarray(chosen, dtype=int), self.screen.exact_only)
+        phi[taken] = direction * np.inf
         return phi
 
     def best(self, direction: int, m: int, chosen) -> np.ndarray:
