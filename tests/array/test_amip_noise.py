@@ -26,6 +26,15 @@ def test_block_sums_are_copied_as_float64_with_impossible_units_as_zero():
         assert np.isnan(given[0, 1]) and np.isinf(given[1, 2])
 
 
+def test_a_gathered_copy_is_c_ordered_so_that_its_reshape_is_a_view():
+    sums = np.arange(60.0).reshape(5, 2, 6).astype(np.float32)
+    gathered = sums[:, :, [0, 2, 5]]  # not C-ordered: (8, 4, 40)-like strides
+    assert not gathered.flags["C_CONTIGUOUS"]
+    copied = finite_copy(gathered)
+    assert copied.flags["C_CONTIGUOUS"] and np.shares_memory(copied.reshape(5, -1), copied)
+    np.testing.assert_array_equal(copied, gathered)
+
+
 def test_without_noise_every_replicate_agrees_with_the_point_estimate():
     psi = -np.array([0.5, 0.3, 0.2, 0.1, 0.0])  # dropping unit u changes the metric by -psi_u
     answer = linear_answer(psi, np.zeros(5), 1, 0.75, 4, np.array([0, 1]), 1000)
