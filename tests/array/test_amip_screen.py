@@ -163,6 +163,22 @@ def test_only_the_columns_a_store_does_not_hold_count_toward_the_full_product(mo
         np.testing.assert_allclose(phi[read], exact[read], rtol=1e-9, atol=1e-14)
 
 
+def test_candidates_past_two_percent_of_the_units_are_answered_by_the_full_product():
+    """The documented rule (gathering 2 % of the columns costs what the whole product
+    does): 40 of 300 units, none held, is one full product; 4 of them are gathered."""
+    params, log_lik = _regression()
+    flat = log_lik.reshape(2000, -1)
+    screen = InfluenceScreen(flat, screen_design(params), (2000, 1000))
+    weights = np.random.default_rng(3).dirichlet(np.ones(1000))
+    f = params.reshape(2000, 3)[:1000, 0]
+    vector = weights * (f - weights @ f)
+    for m, all_read in ((40, True), (1, False)):
+        [influence] = screen.products(1000, vector[:, None])
+        influence.top(1, m, [])
+        candidates = influence.known.sum()
+        assert influence.known.all() == all_read, candidates
+
+
 @pytest.mark.filterwarnings("ignore:log_lik is -inf")
 def test_searches_reading_the_shared_rows_choose_what_the_gathered_columns_choose():
     """The second-order model's shared rows (centred, read once) stand for the columns in
