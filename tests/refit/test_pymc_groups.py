@@ -258,6 +258,11 @@ def test_an_audit_given_the_pymc_backend_judges_the_patients_integrated(glmm):
     assert (backed.comparison_table["why"] == "integrated").all()
     assert (bare.comparison_table.loc[["b0", "b1"], "verdict"] == "undetermined").all()
     assert "cluster_bootstrap" in " ".join(bare.comparison_table["reason"])
+    # the bare audit names what the draws need, which the audit given it no longer does
+    said, told = " ".join(bare.summary()), " ".join(given.summary())
+    assert "integrated out (marginal_log_lik=)" in said
+    assert "bayesij.loo_integrated(fit, refit.PyMCDensity(model))" in said
+    assert "marginal_log_lik" not in told and "loo_integrated" not in told
 
 
 def test_loo_given_the_density_leaves_groups_out_over_integrated_terms(glmm):

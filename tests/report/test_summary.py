@@ -173,6 +173,8 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
         amip={("b", "sign"): small, ("b", "x"): wide, ("b", 0.5): far},
         unit_name="obs",
         offsets=[],
+        unit_effects=[],
+        ij_integrated=None,
     )
     assert fragile(audit.amip) == [small] and open_questions(audit.amip) == [wide]
     assert "dropping at most 4 observations of 10000 (0, 1, 2, 3)" in _fragile_bullet(audit)
@@ -182,8 +184,19 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
     assert "a refit decides, about 6 refits each" in text
     assert "or up to about 7.3e+04 draws (now 4000)" in text
     assert "decides 1 more conclusion is" in text  # after the fragile bullet: "more"
-    alone = SimpleNamespace(amip={("b", "x"): wide}, unit_name="obs", offsets=[])
+    alone = SimpleNamespace(
+        amip={("b", "x"): wide}, unit_name="obs", offsets=[], unit_effects=[], ij_integrated=None
+    )
     assert "decides 1 conclusion is undetermined" in _undetermined_bullet(alone)  # nothing before
+    assert "marginal_log_lik" not in _undetermined_bullet(alone)
+    # over a hierarchy's groups read with their own effects: the terms the draws would decide on
+    patients = SimpleNamespace(**{**vars(alone), "unit_name": "patient", "unit_effects": ["z"]})
+    assert _undetermined_bullet(patients).endswith(
+        "; or the draws, over the patients' terms with their own effect integrated out "
+        "(marginal_log_lik=refit.PyMCDensity(model).group_log_lik(fit, 'z'), "
+        "refit.PyStanDensity's likewise, or bayesij.GlmDensity's; or a backend that holds "
+        "the model, refit.PyMCBackend)."
+    )
     assert _robust_bullet(audit) == (
         "1 of 3 conclusions searched needs more than a handful of observations."
     )
@@ -259,7 +272,7 @@ def test_a_ratio_measured_over_the_wrong_unit_is_undetermined_not_agree():
 
     import bayesij
     from bayesij import refit
-    from bayesij.report.summary import _ij_bullet, ij_comparison
+    from bayesij.report.summary import _ij_bullet, _integration_words, ij_comparison
     from conjugate import small_regression
 
     X, y = small_regression(200, seed=9)
@@ -274,6 +287,13 @@ def test_a_ratio_measured_over_the_wrong_unit_is_undetermined_not_agree():
     assert "bayesij.refit.cluster_bootstrap decides" in table["reason"].iloc[0]
     assert "cluster_bootstrap would decide" in _ij_bullet(hierarchy)
     assert "own effect, a, z_a, so it approximates" in _ij_bullet(hierarchy)  # no ( inside (
+    # the remedy the draws have: the IJ over the integrated terms, until they are given
+    for text in (table["reason"].iloc[0], _ij_bullet(hierarchy)):
+        assert "or the IJ over the observations' terms with their own effect integrated" in text
+        assert "(marginal_log_lik=)" in text
+    given = replace(hierarchy, ij_integrated=audit.ij)  # any IJ: the terms were given
+    assert _integration_words(given) == "" and "marginal_log_lik" not in _ij_bullet(given)
+    assert "group_log_lik(fit, 'a')" in _integration_words(hierarchy)
     suspected = replace(audit, units=replace(audit.units, suspected=("firm",)))
     table = ij_comparison(suspected)
     assert (table["why"] == "suspected grouping").all()
