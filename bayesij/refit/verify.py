@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from bayesij.array.checks import fail
+from bayesij.data.fit import read
 from bayesij.refit.backends import check_backend
 from bayesij.refit.campaign import Task, run_campaign
 from bayesij.stats.amip import AmipResult
@@ -14,6 +17,7 @@ def verify(
     result: AmipResult,
     backend,
     *,
+    fit=None,
     store=None,
     executor="sequential",
     progress: bool = True,
@@ -27,6 +31,11 @@ def verify(
         From :func:`bayesij.amip`.
     backend : refit backend
         Refits the same model under observation weights (:mod:`bayesij.refit.backends`).
+    fit : optional
+        For a result over a hierarchy's groups (an audit's, whose units are the groups of
+        its fit): that fit (anything :func:`bayesij.read` reads, with its grouping), whose
+        observations of the set's groups the refit leaves out. Not needed where the
+        result's units are the backend's observations.
     store, executor, progress, timeout
         As the other experiments (:func:`bayesij.refit.run_campaign`); one refit.
 
@@ -59,8 +68,9 @@ def verify(
     """
     if not isinstance(result, AmipResult) or result.kept is None:
         raise fail("result", f"a {type(result).__name__}", "an AmipResult from bayesij.amip")
-    check_backend(backend, result.kept.size, "the fit the AMIP result was computed on")
-    task = Task("verify", result.kept)
+    kept = _kept_observations(result, fit, backend)
+    check_backend(backend, kept.size, "the fit the AMIP result was computed on")
+    task = Task("verify", kept)
     records = run_campaign(
         [task],
         backend,
@@ -85,3 +95,37 @@ def verify(
         )
     column = record["quantities"].index(result.quantity)
     return result.with_refit(float(record["mean"][column]), float(record["sd"][column]))
+
+
+def _kept_observations(result: AmipResult, fit, backend) -> np.ndarray:
+    """Which observations a refit without ``result``'s set keeps (bool, (n_obs,)): its own
+    mask where it is over observations (a result over groups of observations read as
+    such keeps their observations' mask), else, for a result over a hierarchy's groups
+    (an audit's over their integrated terms), the observations of ``fit`` outside the
+    set's groups."""
+    n_obs = getattr(backend, "n_obs", None)
+    if fit is None:
+        if result.unit != "obs" and n_obs is not None and n_obs != result.kept.size:
+            raise fail(
+                "fit",
+                f"None for an AMIP result over {result.kept.size} {result.unit}s with a "
+                f"backend of {n_obs} observations",
+                "the fit whose groups are the result's units: the refit leaves out the "
+                "observations of the set's groups",
+            )
+        return result.kept
+    units = read(fit, argument="fit").units
+    labels = None if units.labels is None else np.asarray(units.labels).astype(str)
+    if labels is None or result.kept.size == labels.size:
+        return result.kept  # over the fit's observations already
+    dropped = np.asarray([str(i) for i in result.drop_ids])
+    missing = np.setdiff1d(dropped, labels)
+    n_groups = np.unique(labels).size
+    if missing.size or result.kept.size != n_groups:
+        raise fail(
+            "fit",
+            f"a fit of {n_groups} {units.name}s"
+            + (f" without {missing[:3].tolist()}" if missing.size else ""),
+            f"the fit whose {result.kept.size} groups the result's set is of",
+        )
+    return ~np.isin(labels, dropped)

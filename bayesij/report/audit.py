@@ -682,7 +682,11 @@ def audit(
         so. Best with ``method="linear"`` (the reweighted search reweights the plain
         draws). Without a ``backend``, a density with ``log_prob`` and ``log_lik_i`` also
         decides the answers the draws leave open over observations by
-        moment matching their sets' removal, as :func:`bayesij.amip`.
+        moment matching their sets' removal, as :func:`bayesij.amip`; and one that
+        integrates a hierarchy's unit effects (``group_log_lik``:
+        :class:`bayesij.refit.PyMCDensity`, :class:`bayesij.refit.PyStanDensity`) gives
+        the integrated terms when no ``marginal_log_lik`` is given, as a backend that
+        holds the model does.
     backend : refit backend, optional
         The model, to refit without candidate sets (:mod:`bayesij.refit`:
         ``refit.PyMCBackend(model, ...)``, ``refit.PyStanBackend(code, data, ...)``,
@@ -788,8 +792,9 @@ def audit(
             parameters=parameters,
             client=client,
         )
-        if marginal_log_lik is None and backend is not None and units.grouped:
-            marginal_log_lik = _terms_from_backend(fit, backend, say)
+        holder = backend if backend is not None else _integrating(grad_log_posterior)
+        if marginal_log_lik is None and holder is not None and units.grouped:
+            marginal_log_lik = _terms_from_model(fit, holder, say)
         integrated, integrated_loo, integrated_post = _integrated(
             source,
             names,
@@ -876,16 +881,23 @@ def _convergence(fit, source, names: list) -> Convergence | None:
     return convergence_of_draws(draws, names, divergent_of(fit), bfmi_of(fit))
 
 
-def _terms_from_backend(fit, backend, say):
-    """The units' log-likelihoods with their own effect integrated out, from a backend that
-    holds the model (``group_log_lik``: :class:`bayesij.refit.PyMCBackend`), over the
+def _integrating(density):
+    """``density`` where it integrates a hierarchy's unit effects out (a callable
+    ``group_log_lik``: a model density, not gradient arrays), else None."""
+    return density if callable(getattr(density, "group_log_lik", None)) else None
+
+
+def _terms_from_model(fit, backend, say):
+    """The units' log-likelihoods with their own effect integrated out, from a backend or
+    density that holds the model (``group_log_lik``: :class:`bayesij.refit.PyMCBackend`,
+    :class:`bayesij.refit.PyMCDensity`), over the
     first of the fit's unit effects that is one unbounded element per unit
     (:func:`~bayesij.stats.integrated.integrated_terms`); None when the backend cannot, or
     no effect is such (two effects per unit, a transformed one: the verdicts then stay
     undetermined and name the cluster bootstrap)."""
     terms, variable = integrated_terms(fit, backend)
     if terms is not None:
-        say.stage(f"each {fit.units.name}'s {variable} integrated out (the backend's model)")
+        say.stage(f"each {fit.units.name}'s {variable} integrated out (the model's)")
     return terms
 
 

@@ -527,10 +527,10 @@ def _refit_bullet(audit) -> str:
     if not found:
         return ""
     first = found[0]
+    call = "bayesij.refit.verify" if first.unit == "obs" else "bayesij.refit.verify(..., fit=)"
     return (
         f"Refit without {_ids(first.drop_ids)} to verify that it would {target_words(first)} "
-        "(bayesij.refit.verify with a refit backend: refit.PyStanBackend, "
-        "refit.PyMCBackend, ...)."
+        f"({call} with a refit backend: refit.PyStanBackend, refit.PyMCBackend, ...)."
     )
 
 
@@ -577,8 +577,8 @@ def _integration_words(audit) -> str:
     return (
         f"over the {unit_words(audit.unit_name)}' terms with their own effect integrated out "
         f"(marginal_log_lik=refit.PyMCDensity(model).group_log_lik(fit, {effect!r}), "
-        "refit.PyStanDensity's likewise, or bayesij.GlmDensity's; or a backend that holds "
-        "the model, refit.PyMCBackend)"
+        "refit.PyStanDensity's likewise, or bayesij.GlmDensity's; or the model's density "
+        "as grad_log_posterior=, or a backend that holds it)"
     )
 
 

@@ -251,11 +251,15 @@ def test_an_audit_given_the_pymc_backend_judges_the_patients_integrated(glmm):
         warnings.simplefilter("ignore")
         given = bayesij.audit(idata, marginal_log_lik=terms, settings={"amip": False})
         backed = bayesij.audit(idata, backend=refit.PyMCBackend(model), settings={"amip": False})
+        dense = bayesij.audit(
+            idata, grad_log_posterior=refit.PyMCDensity(model), settings={"amip": False}
+        )
         bare = bayesij.audit(idata, settings={"amip": False})
-    np.testing.assert_allclose(
-        backed.ij_integrated.variance_corrected, given.ij_integrated.variance_corrected
-    )
-    assert (backed.comparison_table["why"] == "integrated").all()
+    for other in (backed, dense):  # the model's own integration, by backend or density
+        np.testing.assert_allclose(
+            other.ij_integrated.variance_corrected, given.ij_integrated.variance_corrected
+        )
+        assert (other.comparison_table["why"] == "integrated").all()
     assert (bare.comparison_table.loc[["b0", "b1"], "verdict"] == "undetermined").all()
     assert "cluster_bootstrap" in " ".join(bare.comparison_table["reason"])
     # the bare audit names what the draws need, which the audit given it no longer does

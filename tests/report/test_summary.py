@@ -194,8 +194,8 @@ def test_a_sure_upper_bound_is_fragile_open_or_robust_by_its_interval():
     assert _undetermined_bullet(patients).endswith(
         "; or the draws, over the patients' terms with their own effect integrated out "
         "(marginal_log_lik=refit.PyMCDensity(model).group_log_lik(fit, 'z'), "
-        "refit.PyStanDensity's likewise, or bayesij.GlmDensity's; or a backend that holds "
-        "the model, refit.PyMCBackend)."
+        "refit.PyStanDensity's likewise, or bayesij.GlmDensity's; or the model's density "
+        "as grad_log_posterior=, or a backend that holds it)."
     )
     assert _robust_bullet(audit) == (
         "1 of 3 conclusions searched needs more than a handful of observations."
