@@ -887,15 +887,15 @@ def _integrating(density):
     return density if callable(getattr(density, "group_log_lik", None)) else None
 
 
-def _terms_from_model(fit, backend, say):
+def _terms_from_model(fit, holder, say):
     """The units' log-likelihoods with their own effect integrated out, from a backend or
     density that holds the model (``group_log_lik``: :class:`bayesij.refit.PyMCBackend`,
     :class:`bayesij.refit.PyMCDensity`), over the
     first of the fit's unit effects that is one unbounded element per unit
-    (:func:`~bayesij.stats.integrated.integrated_terms`); None when the backend cannot, or
+    (:func:`~bayesij.stats.integrated.integrated_terms`); None when ``holder`` cannot, or
     no effect is such (two effects per unit, a transformed one: the verdicts then stay
     undetermined and name the cluster bootstrap)."""
-    terms, variable = integrated_terms(fit, backend)
+    terms, variable = integrated_terms(fit, holder)
     if terms is not None:
         say.stage(f"each {fit.units.name}'s {variable} integrated out (the model's)")
     return terms

@@ -246,7 +246,8 @@ def _loo_bullet(audit) -> str:
         if _integration_words(audit):  # each group's effect reweighted, not integrated
             integrate = (
                 f"; or each one's {audit.unit_effects[0]} integrated out, whose k-hats are "
-                "far smaller (bayesij.loo_integrated(fit, refit.PyMCDensity(model)))"
+                "far smaller (bayesij.loo_integrated(fit, density), e.g. "
+                "refit.PyMCDensity(model))"
             )
         return (
             f"PSIS-LOO is unreliable for {len(bad)} of {unit_words(unit, loo.n_units)} "
