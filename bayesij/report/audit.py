@@ -792,8 +792,8 @@ def audit(
             parameters=parameters,
             client=client,
         )
-        holder = backend if backend is not None else _integrating(grad_log_posterior)
-        if marginal_log_lik is None and holder is not None and units.grouped:
+        if marginal_log_lik is None and units.grouped:  # a holder of the model may integrate
+            holder = backend if backend is not None else grad_log_posterior
             marginal_log_lik = _terms_from_model(fit, holder, say)
         integrated, integrated_loo, integrated_post = _integrated(
             source,
@@ -881,16 +881,11 @@ def _convergence(fit, source, names: list) -> Convergence | None:
     return convergence_of_draws(draws, names, divergent_of(fit), bfmi_of(fit))
 
 
-def _integrating(density):
-    """``density`` where it integrates a hierarchy's unit effects out (a callable
-    ``group_log_lik``: a model density, not gradient arrays), else None."""
-    return density if callable(getattr(density, "group_log_lik", None)) else None
-
-
 def _terms_from_model(fit, holder, say):
     """The units' log-likelihoods with their own effect integrated out, from a backend or
     density that holds the model (``group_log_lik``: :class:`bayesij.refit.PyMCBackend`,
-    :class:`bayesij.refit.PyMCDensity`), over the
+    :class:`bayesij.refit.PyMCDensity`; anything else, gradient arrays or None, gives
+    None), over the
     first of the fit's unit effects that is one unbounded element per unit
     (:func:`~bayesij.stats.integrated.integrated_terms`); None when ``holder`` cannot, or
     no effect is such (two effects per unit, a transformed one: the verdicts then stay
