@@ -374,3 +374,49 @@ def test_amip_over_integrated_terms_agrees_with_exact_refits_of_unknown_variance
     assert reached.reached_by_reweighting
     low, high = reached.change_interval
     assert high <= -reached.original_value and low <= after - before <= high
+
+
+class _Recording(refit.Backend):
+    """The schools' closed-form refits, recording each refit's observation weights."""
+
+    def __init__(self, model):
+        self.model, self.n_obs, self.weights = model, model.y.size, []
+
+    def fit(self, weights):
+        self.weights.append(np.asarray(weights, dtype=float))
+        return self.model.fit(weights, draws=4000, seed=7)
+
+
+def test_a_set_of_schools_is_verified_by_the_refit_without_their_observations(tmp_path):
+    """An audit's answer over the schools' integrated terms (one unit per school) reached
+    by dropping a school: refit.verify given the fit refits without exactly that school's
+    observations, and the refit confirms the answer and the closed form's change, whether
+    the fit is the DataTree in memory, opened lazily (chunks=) or, where ArviZ 0.23 is
+    installed, its InferenceData. Without the fit the refusal names fit=."""
+    from peers import ARVIZ_1
+
+    model, tree, marginal = _schools_with_integrated_terms(3, draws=1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audit = bayesij.audit(tree, marginal_log_lik=marginal, settings={"targets": (0.2,)})
+    result = audit.amip[("mu", 0.2)]
+    assert result.answer == "reached" and result.kept.size == 12
+    schools = np.array([f"s{g}" for g in model.codes])
+    kept = (~np.isin(schools, [str(s) for s in result.drop_ids])).astype(float)
+    exact = model.posterior(kept)[0][0] - model.posterior()[0][0]
+    assert exact >= 0.2  # the closed form reaches the target too
+    path = tmp_path / "schools.nc"
+    tree.to_netcdf(path)
+    fits = [tree, xr.open_datatree(path, chunks={})]
+    if not ARVIZ_1:  # ArviZ 0.23 (Python 3.11)
+        import arviz
+
+        fits.append(arviz.InferenceData(**{n: tree[n].to_dataset() for n in tree.children}))
+    for fit in fits:
+        backend = _Recording(model)
+        checked = refit.verify(result, backend, fit=fit, progress=False).verification
+        np.testing.assert_array_equal(backend.weights, [kept])
+        assert checked["reached"] and abs(checked["change"] - exact) < 0.05
+    fits[1].close()
+    with pytest.raises(ValueError, match=r"^fit: found None for an AMIP result over 12 groups"):
+        refit.verify(result, _Recording(model), progress=False)

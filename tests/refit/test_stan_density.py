@@ -75,17 +75,27 @@ def test_loo_over_a_stan_programs_groups_integrated_equals_arviz_on_the_closed_f
 
 
 @pytest.mark.stan
+@pytest.mark.parametrize("holder", ["backend", "grad_log_posterior"])
 def test_the_audit_given_a_pystan_backend_judges_the_ij_over_integrated_groups(
-    varying_intercept,
+    varying_intercept, holder
 ):
+    """The model's backend, or its density as grad_log_posterior, integrates each group's
+    effect out: the verdict reads the integrated terms; without either it names them."""
     post, data = varying_intercept
-    backend = refit.PyStanBackend("varying_intercept", data, num_chains=2, num_samples=300)
+    model = {
+        "backend": refit.PyStanBackend("varying_intercept", data, num_chains=2, num_samples=300),
+        "grad_log_posterior": refit.PyStanDensity("varying_intercept", data),
+    }[holder]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audit = bayesij.audit(post, groups=data["g"], backend=backend, settings={"amip": False})
+        options = {"groups": data["g"], "settings": {"amip": False}}
+        audit = bayesij.audit(post, **{holder: model}, **options)
+        bare = bayesij.audit(post, **options)
     sentences = " ".join(audit.summary())
     assert "PSIS-LOO over the groups' integrated log-likelihoods" in sentences
     assert "IJ over the groups' integrated log-likelihoods" in sentences
+    assert "marginal_log_lik" not in sentences
+    assert "integrated out (marginal_log_lik=)" in " ".join(bare.summary())
 
 
 @pytest.mark.stan
