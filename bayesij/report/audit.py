@@ -57,7 +57,7 @@ from bayesij.stats.convergence import (
     convergence_of_draws,
     divergent_of,
 )
-from bayesij.stats.integrated import integrated_terms
+from bayesij.stats.integrated import integrated_terms, recovered_terms
 from bayesij.stats.jackknife import IJCovariance, ij_covariance, integrated_posterior
 
 # Aliased: audit() has arguments named loo, waic and amip.
@@ -112,6 +112,11 @@ class Audit:
         integrated log-likelihoods, the same elpd as ``loo`` (``log p(y_g | y_-g)``) with
         the group's own effect integrated instead of reweighted (k-hat far smaller); the
         verdict's LOO sentence reads it.
+    integrated_from : str
+        Where the integrated log-likelihoods came from when the audit recovered them from
+        the draws (:func:`~bayesij.stats.integrated.recovered_terms`: ``"z ~ N(0, 1),
+        entering as sd_u * z, of the Poisson GLMM recovered from the draws"``); empty when
+        they were given or the model's.
     amip : dict
         ``(quantity, target) -> AmipResult``, exactly what :func:`bayesij.amip` returns for
         the same question.
@@ -166,6 +171,7 @@ class Audit:
     loo_observations: LooResult | None = None
     ij_integrated: IJCovariance | None = None
     loo_integrated: LooResult | None = None
+    integrated_from: str = ""
     n_quantities_available: int = 0
     method: str = "reweighted"
     not_computed: list = field(default_factory=list)
@@ -199,6 +205,12 @@ class Audit:
         text = f"Units: {unit} ({self.units.reason})."
         if self.units.others:
             text += f" Other groupings in the fit: {', '.join(self.units.others)} (groups=)."
+        if self.integrated_from:
+            text += (
+                f" Their terms with their own effect integrated out, which the IJ verdicts, "
+                f"the LOO and the AMIP answers read: {self.integrated_from} "
+                "(marginal_log_lik= or the model's density to give the model's own)."
+            )
         shown = len(self.quantities)
         available = self.n_quantities_available or shown
         text += (
@@ -792,9 +804,10 @@ def audit(
             parameters=parameters,
             client=client,
         )
+        integrated_from = ""
         if marginal_log_lik is None and units.grouped:  # a holder of the model may integrate
             holder = backend if backend is not None else grad_log_posterior
-            marginal_log_lik = _terms_from_model(fit, holder, say)
+            marginal_log_lik, integrated_from = _terms_from_model(fit, holder, say)
         integrated, integrated_loo, integrated_post = _integrated(
             source,
             names,
@@ -861,6 +874,7 @@ def audit(
             control_variates=gradient[0] is not None,
             ij_integrated=integrated,
             loo_integrated=integrated_loo,
+            integrated_from=integrated_from,
             convergence=_convergence(fit, source, names),
             loo_observations=loo_observations,
             sensitivity=sensitivity,
@@ -893,7 +907,11 @@ def _terms_from_model(fit, holder, say):
     terms, variable = integrated_terms(fit, holder)
     if terms is not None:
         say.stage(f"each {fit.units.name}'s {variable} integrated out (the model's)")
-    return terms
+        return terms, ""
+    if fit.structure.unit_effects:
+        say.stage("a GLMM recovered from the draws, to integrate each unit's effect out")
+    terms, words = recovered_terms(fit)
+    return terms, words or ""
 
 
 def _integrated(

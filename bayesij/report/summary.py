@@ -273,6 +273,8 @@ def _integrated_loo_bullet(audit, loo) -> str:
         high = len(audit.loo.unreliable_ids())
         before = f"; over the conditional terms {high} of {audit.loo.n_units} were above"
     over = f"PSIS-LOO over the {units}' integrated log-likelihoods"
+    if audit.integrated_from:
+        over += " (recovered from the draws)"
     if bad:
         return (
             f"{over} is unreliable for {len(bad)} of {unit_words(audit.unit_name, loo.n_units)} "

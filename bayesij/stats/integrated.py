@@ -21,6 +21,7 @@ from scipy.special import gammaln
 
 from bayesij.array.checks import as_float_array, check_positive_int, fail
 from bayesij.array.hierarchy import integrate_effect_vectors, intercept_group_log_lik
+from bayesij.array.recovered_glmm import effect_prior, recover_glmm, recovered_group_log_lik
 from bayesij.data.fit import read
 from bayesij.data.inference_data import in_observation_order
 from bayesij.data.source import refuse_whole_matrix
@@ -158,6 +159,69 @@ def integrated_terms(fit, density):
         else:
             remaining.pop(0)
     return None, None
+
+
+def group_codes(fit) -> tuple[list, np.ndarray]:
+    """The levels of a grouped fit's group dim (as str) and each observation's code among
+    them (n_obs,)."""
+    levels = [str(v) for v in dim_levels(fit.content, fit.units.dim)]
+    where = {label: k for k, label in enumerate(levels)}
+    return levels, np.array([where[str(label)] for label in fit.units.labels])
+
+
+def recovered_terms(fit):
+    """Each unit's log-likelihood with its own effect integrated out of the Poisson or
+    logistic GLMM recovered from the draws alone
+    (:func:`~bayesij.array.recovered_glmm.recover_glmm`): for a fit in memory whose units
+    are the levels of a group dim over which one unit effect runs
+    (``fit.structure.unit_effects``), the prior of that effect recognised by Stein's
+    identity (:func:`~bayesij.array.recovered_glmm.effect_prior`).
+
+    Returns
+    -------
+    (xarray.DataArray of shape (chain, draw, G), str), or (None, None) where no such model
+    is recovered; the str says what was integrated, under which prior.
+    """
+    effects = fit.structure.unit_effects
+    if len(effects) != 1 or fit.lazy or fit.units.dim is None or not fit.units.grouped:
+        return None, None
+    levels, codes = group_codes(fit)
+    effect, _ = fit.posterior_draws([effects[0]])
+    quantities, names = fit.posterior_draws(list(fit.structure.global_vars))
+    if effect.shape[2] != len(levels) or not names:
+        return None, None
+    n_chains, n_draws = effect.shape[:2]
+    source = fit.log_lik_source(groups=False)
+    if source.n_units != codes.size:
+        return None, None
+    quantities = quantities.reshape(n_chains * n_draws, -1)
+    model = recover_glmm(
+        source.matrix().reshape(n_chains * n_draws, -1),
+        codes,
+        quantities,
+        effect.reshape(n_chains * n_draws, -1),
+    )
+    prior = None if model is None else effect_prior(model, quantities)
+    if prior is None:
+        return None, None
+    terms = recovered_group_log_lik(model, prior[0], prior[1]).reshape(n_chains, n_draws, -1)
+    dim = fit.units.dim
+    found = xr.DataArray(terms, dims=("chain", "draw", dim), coords={dim: levels})
+    return found, _recovered_words(model, prior[2], effects[0], names)
+
+
+def _recovered_words(model, columns: tuple, effect: str, names: list) -> str:
+    """What :func:`recovered_terms` integrated, in words: ``"z ~ N(0, 1), entering as sd_u
+    * z, of the Poisson GLMM recovered from the draws"``."""
+    j, k = columns
+    mean = "0" if j is None else names[j]
+    sd = "1" if k is None else f"{names[k]}^2"
+    entering = effect if model.multiplied_by is None else f"{names[model.multiplied_by]} * {effect}"
+    family = "Poisson" if model.family == "poisson" else "logistic"
+    return (
+        f"{effect} ~ N({mean}, {sd}), entering as {entering}, of the {family} GLMM "
+        "recovered from the draws"
+    )
 
 
 def group_terms(fit, density, index: pd.Index):
@@ -374,9 +438,7 @@ class GlmDensity:
                 "a fit without a group dim over its units",
                 "a grouped fit whose index runs over the effect's posterior dim",
             )
-        levels = [str(v) for v in dim_levels(fit.content, fit.units.dim)]
-        where = {label: k for k, label in enumerate(levels)}
-        codes = np.array([where[str(label)] for label in fit.units.labels])
+        levels, codes = group_codes(fit)
         base, y, extra = self._pieces(fit, codes, len(levels))
         if joint:
             terms = self._joint_terms(fit, base, y, extra, codes, n_nodes)

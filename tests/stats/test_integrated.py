@@ -2,6 +2,7 @@
 naming ``density``, and the terms paired with the units by label (the quadrature itself is
 tested against SciPy and closed forms in tests/refit/test_pymc_groups.py)."""
 
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -353,3 +354,67 @@ def test_a_declared_slope_may_be_centred_or_non_centred():
     ):
         density = bayesij.GlmDensity("normal", eta, "u", "tau", sigma="sigma", slope=slope)
         np.testing.assert_allclose(density.group_log_lik(tree).values, plain.values, rtol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def recovered_glmm_tree():
+    """A non-centred Poisson GLMM's fit (12 patients of 5 visits; z drawn exactly given
+    the globals under N(0, 1)) as PyMC saves it, and its patients' integrated terms by
+    SciPy's Poisson log-pmf and the array-level quadrature."""
+    from scipy.stats import poisson
+
+    from bayesij.array.hierarchy import intercept_group_log_lik
+    from tests.helpers.glmm_draws import as_tree, poisson_glmm
+
+    codes, x, y, theta, z, log_lik = poisson_glmm(seed=4)
+    fixed = (theta[:, [0]] + theta[:, [1]] * x).reshape(2, 1000, -1)
+    expected = intercept_group_log_lik(
+        lambda a: poisson.logpmf(y, np.exp(fixed + a)), codes, theta[:, 2].reshape(2, 1000)
+    )
+    terms = xr.DataArray(
+        expected,
+        dims=("chain", "draw", "patient"),
+        coords={"patient": [f"p{g}" for g in range(12)]},
+    )
+    return as_tree(codes, y, theta, z, log_lik), terms
+
+
+def _quiet_audit(tree, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return bayesij.audit(tree, settings={"targets": ("sign",)}, **options)
+
+
+def test_the_audit_integrates_a_glmm_recovered_from_its_draws_as_scipy_does(recovered_glmm_tree):
+    # No model given: the audit recovers the Poisson GLMM from the log-likelihood's draws,
+    # recognises z ~ N(0, 1) scaled by sd_u, and reads the same integrated terms as when
+    # SciPy's are given: the same IJ over the patients, the same leave-one-patient-out.
+    tree, terms = recovered_glmm_tree
+    bare, given = _quiet_audit(tree), _quiet_audit(tree, marginal_log_lik=terms)
+    words = "z ~ N(0, 1), entering as sd_u * z, of the Poisson GLMM recovered from the draws"
+    assert bare.integrated_from == words and given.integrated_from == ""
+    assert words in bare.heading() and "recovered" not in given.heading()
+    np.testing.assert_allclose(
+        bare.ij_integrated.variance_corrected, given.ij_integrated.variance_corrected, rtol=1e-8
+    )
+    np.testing.assert_allclose(
+        bare.loo_integrated.pointwise["elpd_loo"],
+        given.loo_integrated.pointwise["elpd_loo"],
+        rtol=0,
+        atol=1e-8,
+    )
+    assert (bare.comparison_table["why"] == "integrated").all()
+    assert "(recovered from the draws)" in " ".join(bare.summary())
+    for key, result in given.amip.items():
+        assert (bare.amip[key].answer, bare.amip[key].n_drop) == (result.answer, result.n_drop)
+
+
+def test_effects_drawn_under_another_prior_leave_the_conditional_terms_and_the_remedy():
+    # z drawn under N(0, 2^2) where the log-likelihood is the same GLMM's: no candidate prior
+    # satisfies Stein's identity, so nothing is integrated and the verdict names the remedy.
+    from tests.helpers.glmm_draws import as_tree, poisson_glmm
+
+    codes, _, y, theta, z, log_lik = poisson_glmm(seed=4, prior_sd_z=2.0)
+    audit = _quiet_audit(as_tree(codes, y, theta, z, log_lik))
+    assert audit.integrated_from == "" and audit.ij_integrated is None
+    assert "integrated out (marginal_log_lik=" in " ".join(audit.summary())

@@ -1,0 +1,308 @@
+"""A generalised linear mixed model recovered from its draws: each group's log-likelihood
+with its own effect integrated out, without the model's density.
+
+In a Poisson or logistic GLMM each observation's log-likelihood is its family's at a
+linear predictor ``eta_n = x_n beta + c_n m a_g(n)``: affine in the global quantities and
+in the group's effect ``a_g`` times a multiplier ``m`` (1 for a centred effect, the scale
+``sigma_u`` of a non-centred ``a = z``, ``u = sigma_u z``). The draws hold ``l_n`` at each
+draw, so the family, the counts and ``eta_n`` are recovered as the GLM recovery does
+(:func:`bayesij.array.amip_logistic.recover_glm`), one group at a time over the global
+quantities and that group's ``m a_g``, and checked at every draw. The effects' prior is
+then recognised by Stein's identity, which the posterior draws satisfy for the model's own
+prior: ``E[d/da_g log p(theta, a | y)] = 0`` and ``E[a_g d/da_g log p(theta, a | y)] = -1``
+with ``d/da_g log p = d/da_g log p(y_g | theta, a_g) + d/da_g log p(a_g | theta)``; the
+likelihood's part is known from the recovered predictor, so a candidate prior (``N(0, 1)``
+for a non-centred effect; ``N(0, tau^2)`` or ``N(mu, tau^2)`` over the fit's scalars for a
+centred one) that leaves these means beyond their Monte Carlo error is not the model's.
+Each group's term ``log ∫ p(y_g | theta, a) p(a | theta) da`` is then integrated by
+adaptive Gauss-Hermite quadrature (:func:`bayesij.array.hierarchy.integrate_effects`).
+
+References
+----------
+.. [1] Merkle, E. C., Furr, D. and Rabe-Hesketh, S. (2019). Bayesian comparison of latent
+   variable models: conditional versus marginal likelihoods. Psychometrika 84(3), 802-829.
+.. [2] Hyvärinen, A. (2005). Estimation of non-normalized statistical models by score
+   matching. Journal of Machine Learning Research 6, 695-709 (Stein's identity).
+.. [3] Liu, Q. and Pierce, D. A. (1994). A note on Gauss-Hermite quadrature. Biometrika
+   81(3), 624-629.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import expit, gammaln, log_expit
+
+from bayesij.array.amip_logistic import _affine_predictors, _whitened
+from bayesij.array.hierarchy import integrate_effects
+from bayesij.array.numeric import sum_by_group
+
+__all__ = ["RecoveredGlmm", "effect_prior", "recover_glmm", "recovered_group_log_lik"]
+
+#: The most draws on which each group's predictors are fitted (:func:`_central_rows`; the
+#: Poisson recovery fits a quadratic in the group's ``R`` whitened quantities,
+#: ``1 + R + R(R + 1)/2`` terms, on at most half of them).
+FIT_DRAWS = 256
+
+#: The largest difference, relative to ``1 + |l|``, between the recovered log-likelihood
+#: and the draws' at any draw and observation: the recovery is exact to round-off.
+CHECKED = 1e-6
+
+#: Values (draws x observations) worked on at a time: 8 MB of float64.
+CHUNK = 2**20
+
+#: Batches of the draws for the Monte Carlo error of Stein's means.
+BATCHES = 20
+
+#: Monte Carlo errors within which both of Stein's means must lie for a prior to be the
+#: model's (their z-scores are about standard normal for the model's own prior).
+STEIN_Z = 4.0
+
+
+class RecoveredGlmm(NamedTuple):
+    """The recovered model (:func:`recover_glmm`): each observation's linear predictor is
+    ``offsets + quantities @ coefficients.T + loading * multiplier * effect[:, codes]``.
+
+    Attributes
+    ----------
+    family : {"poisson", "bernoulli"}
+        ``"bernoulli"``: the predictor is the logit of the observed outcome,
+        ``l = log expit(eta)``.
+    offsets, coefficients : ndarray of shape (N,), (N, P)
+        The predictors' constants and coefficients on the global quantities.
+    loading : ndarray of shape (N,)
+        ``d eta_n / d(m a_g(n))``: 1 for an intercept, a covariate for a slope.
+    counts : ndarray of shape (N,) or None
+        The Poisson counts.
+    quantities, effect : ndarray of shape (S, P), (S, G)
+        The global quantities' and the effects' draws.
+    multiplier : ndarray of shape (S,)
+        ``m`` at each draw.
+    multiplied_by : int or None
+        The column of ``quantities`` that ``m`` is (None: 1).
+    codes : ndarray of int, shape (N,)
+        Each observation's group.
+    """
+
+    family: str
+    offsets: np.ndarray
+    coefficients: np.ndarray
+    loading: np.ndarray
+    counts: np.ndarray | None
+    quantities: np.ndarray
+    effect: np.ndarray
+    multiplier: np.ndarray
+    multiplied_by: int | None
+    codes: np.ndarray
+
+    def eta(self, rows: slice) -> np.ndarray:
+        """The predictors (K, N) at the draws ``rows``."""
+        scaled = self.effect[rows] * self.multiplier[rows, None]
+        return (
+            self.offsets
+            + self.quantities[rows] @ self.coefficients.T
+            + self.loading * scaled[:, self.codes]
+        )
+
+    def log_lik(self, eta: np.ndarray) -> np.ndarray:
+        """Each observation's log-likelihood at the predictors ``eta`` (..., N)."""
+        if self.family == "poisson":
+            counts = np.asarray(self.counts)
+            return counts * eta - np.exp(eta) - gammaln(counts + 1.0)
+        return log_expit(eta)
+
+    def slope(self, eta: np.ndarray) -> np.ndarray:
+        """``d l / d eta`` at the predictors ``eta`` (..., N)."""
+        if self.family == "poisson":
+            return np.asarray(self.counts) - np.exp(eta)
+        return expit(-eta)
+
+    def effect_score(self) -> np.ndarray:
+        """``d/da_g log p(y_g | theta, a_g)`` at each draw (S, G)."""
+        out = np.empty(self.effect.shape)
+        for rows in draw_chunks(self.effect.shape[0], self.codes.size):
+            per_obs = self.slope(self.eta(rows)) * self.loading * self.multiplier[rows, None]
+            out[rows] = sum_by_group(per_obs, self.codes, self.effect.shape[1])
+        return out
+
+
+def draw_chunks(n_draws: int, n_obs: int) -> list[slice]:
+    """Slices of the draws of about :data:`CHUNK` values of ``n_obs`` observations each."""
+    step = max(1, CHUNK // max(n_obs, 1))
+    return [slice(start, min(start + step, n_draws)) for start in range(0, n_draws, step)]
+
+
+def recover_glmm(log_lik, codes, quantities, effect) -> RecoveredGlmm | None:
+    """The Poisson or logistic GLMM whose observations' log-likelihood ``log_lik`` (S, N)
+    is at the draws of the global ``quantities`` (S, P) and of each group's effect
+    ``effect`` (S, G), the observations' groups ``codes`` (N,), or None where none is.
+
+    Tried with the effect entering as it is (centred) and then multiplied by each global
+    quantity whose draws are all positive (a non-centred effect's scale), in that order:
+    the first under which every group's observations are one family's, with predictors
+    affine in the global quantities and ``m a_g`` (fitted on :data:`FIT_DRAWS` draws),
+    the log-likelihood recovered at every draw to :data:`CHECKED`, and every observation
+    loading on its own group's effect.
+    """
+    log_lik = np.asarray(log_lik, dtype=float)
+    quantities = np.asarray(quantities, dtype=float)
+    effect = np.asarray(effect, dtype=float)
+    codes = np.asarray(codes, dtype=int)
+    n_draws = log_lik.shape[0]
+    candidates = [None] + [k for k in range(quantities.shape[1]) if np.all(quantities[:, k] > 0)]
+    for k in candidates:
+        multiplier = np.ones(n_draws) if k is None else quantities[:, k]
+        found = _recovered_groups(log_lik, codes, quantities, effect * multiplier[:, None])
+        if found is None:
+            continue
+        family, offsets, coefficients, loading, counts = found
+        model = RecoveredGlmm(
+            family, offsets, coefficients, loading, counts, quantities, effect, multiplier, k, codes
+        )
+        if _reproduces(model, log_lik):
+            return model
+    return None
+
+
+def _recovered_groups(log_lik, codes, quantities, scaled) -> tuple | None:
+    """The family, the predictors' offsets (N,), coefficients (N, P) and loadings (N,),
+    and the counts of every group's observations on the global ``quantities`` and their
+    group's column of ``scaled`` (the effects times the multiplier), or None where some
+    group's are not one family's affine predictors, or do not load on their effect."""
+    n_obs = log_lik.shape[1]
+    on_theta = np.empty((n_obs, quantities.shape[1] + 2))  # offset, coefficients, loading
+    counts, families = np.zeros(n_obs), set()
+    for g in range(scaled.shape[1]):
+        members = np.flatnonzero(codes == g)
+        if not members.size:
+            continue
+        whitened = _whitened(np.column_stack([quantities, scaled[:, g]]))
+        if whitened is None:
+            return None
+        mean, basis, u = whitened
+        rows = _central_rows(u)
+        found = _affine_predictors(u[rows], iter([log_lik[rows][:, members]]))
+        if found is None:
+            return None
+        coefficients, group_counts = found
+        families.add("bernoulli" if group_counts is None else "poisson")
+        if len(families) > 1:
+            return None
+        beta = np.linalg.pinv(basis.T) @ coefficients[1:]  # (P + 1, n): on the draws
+        on_theta[members] = np.vstack([coefficients[0] - mean @ beta, beta]).T
+        if group_counts is not None:
+            counts[members] = group_counts
+    if not families or np.any(np.abs(on_theta[:, -1]) < 1e-8):
+        return None  # no group, or an observation its group's effect does not move
+    family = families.pop()
+    offsets, coefficients, loading = on_theta[:, 0], on_theta[:, 1:-1], on_theta[:, -1]
+    return family, offsets, coefficients, loading, counts if family == "poisson" else None
+
+
+def _central_rows(u: np.ndarray) -> np.ndarray:
+    """The draws (in order) nearest the centre of the whitened draws ``u`` (S, R), as many
+    as four times the terms of a quadratic in ``R`` (at least 64, at most
+    :data:`FIT_DRAWS`): where the Poisson recovery's quadratic start is closest to its
+    log-likelihood. With a group's effect spread as widely as its prior (sd 1 on the
+    predictor's scale), 36 of 200 groups' predictors were not recovered on evenly spaced
+    draws and none on the central ones, in half the time."""
+    n_draws, r = u.shape
+    wanted = min(n_draws, FIT_DRAWS, max(64, 4 * (1 + r + r * (r + 1) // 2)))
+    return np.sort(np.argpartition(np.einsum("sr,sr->s", u, u), wanted - 1)[:wanted])
+
+
+def _reproduces(model: RecoveredGlmm, log_lik: np.ndarray) -> bool:
+    """Whether ``model`` gives ``log_lik`` (S, N) at every draw to :data:`CHECKED`."""
+    for rows in draw_chunks(*log_lik.shape):
+        given = log_lik[rows]
+        if np.any(np.abs(model.log_lik(model.eta(rows)) - given) > CHECKED * (1.0 + np.abs(given))):
+            return False
+    return True
+
+
+def effect_prior(model: RecoveredGlmm, quantities) -> tuple | None:
+    """The effects' normal prior ``(mean (S,), sd (S,), words)`` that Stein's identity
+    recognises at the draws (:data:`STEIN_Z`): ``N(0, 1)`` for a non-centred effect;
+    ``N(0, q_k^2)``, else ``N(q_j, q_k^2)``, over the positive global quantities ``q_k``
+    and any other ``q_j``, for a centred one (``words``: the columns, as ``(j, k)``, None
+    for 0 and 1); None where none is, or where more than one of a kind is."""
+    quantities = np.asarray(quantities, dtype=float)
+    score = model.effect_score()
+    n_draws = score.shape[0]
+    kinds: list[list[tuple[int | None, int | None]]]
+    if model.multiplied_by is not None:
+        kinds = [[(None, None)]]
+    else:
+        columns = range(quantities.shape[1])
+        positive = [k for k in columns if np.all(quantities[:, k] > 0)]
+        kinds = [
+            [(None, k) for k in positive],
+            [(j, k) for k in positive for j in columns if j != k],
+        ]
+    for kind in kinds:
+        passed = [
+            c for c in kind if _stein_holds(model.effect, score, *_moments(c, quantities, n_draws))
+        ]
+        if len(passed) == 1:
+            j, k = passed[0]
+            return (*_moments(passed[0], quantities, n_draws), (j, k))
+        if passed:
+            return None
+    return None
+
+
+def _moments(candidate: tuple, quantities: np.ndarray, n_draws: int) -> tuple:
+    j, k = candidate
+    mean = np.zeros(n_draws) if j is None else quantities[:, j]
+    sd = np.ones(n_draws) if k is None else quantities[:, k]
+    return mean, sd
+
+
+def _stein_holds(effect, score, mean, sd) -> bool:
+    """Whether both of Stein's means over the groups (per draw, summed) are within
+    :data:`STEIN_Z` batch-means Monte Carlo errors of 0 for the prior ``N(mean, sd^2)``."""
+    centred = effect - mean[:, None]
+    full = score - centred / sd[:, None] ** 2
+    first = full.sum(axis=1)
+    second = (centred * full + 1.0).sum(axis=1)
+    return all(abs(_z_score(values)) <= STEIN_Z for values in (first, second))
+
+
+def _z_score(values: np.ndarray) -> float:
+    """The mean of ``values`` (S,) over its batch-means standard error."""
+    batches = np.array([b.mean() for b in np.array_split(values, BATCHES)])
+    error = batches.std(ddof=1) / np.sqrt(BATCHES)
+    if error == 0:
+        return 0.0 if batches.mean() == 0 else np.inf
+    return float(values.mean() / error)
+
+
+def recovered_group_log_lik(model: RecoveredGlmm, mean, sd, n_nodes: int = 16) -> np.ndarray:
+    """Each group's log-likelihood with its effect integrated out of the recovered
+    ``model`` under the prior ``N(mean, sd^2)`` (each (S,)), at each draw (S, G):
+    ``log ∫ prod_{n in g} p(y_n | eta_n + c_n m (a - a_g)) N(a | mean, sd^2) da`` by
+    adaptive Gauss-Hermite quadrature (:func:`bayesij.array.hierarchy.integrate_effects`),
+    a chunk of draws at a time."""
+    n_draws, n_groups = model.effect.shape
+    out = np.empty((n_draws, n_groups))
+    for rows in draw_chunks(n_draws, model.codes.size):
+        out[rows] = _integrated(model, rows, mean[rows], np.asarray(sd[rows], dtype=float), n_nodes)
+    return out
+
+
+def _integrated(model: RecoveredGlmm, rows: slice, mean, sd, n_nodes: int) -> np.ndarray:
+    """:func:`recovered_group_log_lik` at the draws ``rows`` (K, G), the prior's ``mean``
+    and ``sd`` (K,) there."""
+    n_groups = model.effect.shape[1]
+    shift = model.loading * model.multiplier[rows, None]  # (K, N): d eta / d a
+    base = model.eta(rows) + shift * (mean[:, None] - model.effect[rows])[:, model.codes]
+    scale = sd[:, None]
+    normaliser = -np.log(np.sqrt(2 * np.pi) * scale)
+
+    def joint(d: np.ndarray) -> np.ndarray:  # d (1, K, G): the effects less the prior's mean
+        values = model.log_lik(base + shift * d[0][:, model.codes])
+        prior = normaliser - 0.5 * (d[0] / scale) ** 2
+        return (sum_by_group(values, model.codes, n_groups) + prior)[None]
+
+    return integrate_effects(joint, (1, *scale.shape[:1], n_groups), scale, n_nodes)[0]

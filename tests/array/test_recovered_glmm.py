@@ -1,0 +1,102 @@
+"""The GLMM recovered from its draws (bayesij.array.recovered_glmm): the family, counts,
+predictors and loadings against the model that made the log-likelihood; the effects' prior
+recognised by Stein's identity on draws whose effects are exact conditional posterior
+draws; the integrated terms against SciPy's log-pmf integrated by the array-level
+quadrature."""
+
+import numpy as np
+import pytest
+from scipy.special import log_expit
+from scipy.stats import poisson
+
+from bayesij.array.hierarchy import intercept_group_log_lik
+from bayesij.array.recovered_glmm import effect_prior, recover_glmm, recovered_group_log_lik
+from tests.helpers.glmm_draws import conditional_effects, group_sums, poisson_glmm
+
+N_GROUPS, PER_GROUP, N_DRAWS = 12, 5, 2000
+
+
+def _design(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    codes = np.repeat(np.arange(N_GROUPS), PER_GROUP)
+    return rng, codes, rng.normal(size=codes.size)
+
+
+def _globals(rng):
+    """Draws of (b0, b1, sd_u): any distribution; the effects are drawn given them."""
+    b0 = rng.normal(0.4, 0.1, N_DRAWS)
+    b1 = rng.normal(0.3, 0.05, N_DRAWS)
+    sd_u = np.exp(rng.normal(np.log(0.7), 0.1, N_DRAWS))
+    return np.column_stack([b0, b1, sd_u])
+
+
+@pytest.fixture(scope="module")
+def poisson_fit():
+    return poisson_glmm()
+
+
+def test_a_poisson_glmm_is_recovered_with_its_counts_predictors_and_scale(poisson_fit):
+    codes, x, y, theta, z, log_lik = poisson_fit
+    model = recover_glmm(log_lik, codes, theta, z)
+    assert model.family == "poisson" and model.multiplied_by == 2  # sd_u * z
+    np.testing.assert_array_equal(model.counts, y)
+    eta = theta[:, [0]] + theta[:, [1]] * x + theta[:, [2]] * z[:, codes]
+    np.testing.assert_allclose(model.eta(slice(None)), eta, atol=1e-7)
+    np.testing.assert_allclose(model.loading, 1.0, atol=1e-7)
+
+
+def test_the_prior_of_a_non_centred_effect_is_recognised_and_a_wrong_one_refused(poisson_fit):
+    codes, _, _, theta, z, log_lik = poisson_fit
+    model = recover_glmm(log_lik, codes, theta, z)
+    mean, sd, columns = effect_prior(model, theta)
+    assert columns == (None, None)
+    np.testing.assert_array_equal(mean, 0.0)
+    np.testing.assert_array_equal(sd, 1.0)
+    # the same model's effects drawn under z ~ N(0, 2^2): N(0, 1) is not their prior
+    codes, _, _, theta, z, log_lik = poisson_glmm(prior_sd_z=2.0)
+    assert effect_prior(recover_glmm(log_lik, codes, theta, z), theta) is None
+
+
+def test_the_integrated_terms_are_scipy_s_poisson_integrated_by_quadrature(poisson_fit):
+    codes, x, y, theta, z, log_lik = poisson_fit
+    model = recover_glmm(log_lik, codes, theta, z)
+    mean, sd, _ = effect_prior(model, theta)
+    terms = recovered_group_log_lik(model, mean, sd)
+    fixed = (theta[:, [0]] + theta[:, [1]] * x)[None]
+
+    def log_lik_at(a):  # the intercept a = sd_u z ~ N(0, sd_u^2)
+        return poisson.logpmf(y, np.exp(fixed + a))
+
+    expected = intercept_group_log_lik(log_lik_at, codes, theta[None, :, 2])[0]
+    np.testing.assert_allclose(terms, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_a_centred_logistic_glmm_with_a_random_slope_s_loading_and_prior():
+    # eta = b1 x + u_g x (a random slope, loading x), u ~ N(b0, sd_u^2): the loading is the
+    # covariate, the prior's mean and sd are the fit's columns b0 and sd_u.
+    rng, codes, x = _design(3)
+    theta = _globals(rng)
+    y = rng.uniform(size=codes.size) < 0.5
+    sign = np.where(y, 1.0, -1.0)
+
+    def log_lik_of(u):
+        return group_sums(log_expit(sign * (theta[:, [1]] * x + u[:, codes] * x)), codes, N_GROUPS)
+
+    u = conditional_effects(rng, log_lik_of, theta[:, 0], theta[:, 2], N_GROUPS)
+    log_lik = log_expit(sign * (theta[:, [1]] * x + u[:, codes] * x))
+    model = recover_glmm(log_lik, codes, theta, u)
+    assert model.family == "bernoulli" and model.multiplied_by is None
+    np.testing.assert_allclose(np.abs(model.loading), np.abs(x), atol=1e-7)
+    mean, sd, columns = effect_prior(model, theta)
+    assert columns == (0, 2)
+
+
+def test_what_is_not_such_a_glmm_is_not_recovered(poisson_fit):
+    codes, x, y, theta, z, log_lik = poisson_fit
+    rng = np.random.default_rng(5)
+    normal = -0.5 * (y - (theta[:, [0]] + theta[:, [2]] * z[:, codes])) ** 2
+    assert recover_glmm(normal, codes, theta, z) is None  # a normal likelihood
+    noisy = log_lik + 1e-3 * rng.normal(size=log_lik.shape)
+    assert recover_glmm(noisy, codes, theta, z) is None  # not a Poisson's at any predictor
+    fixed = poisson.logpmf(y, np.exp(theta[:, [0]] + theta[:, [1]] * x))
+    assert recover_glmm(fixed, codes, theta, z) is None  # the effects move no observation
