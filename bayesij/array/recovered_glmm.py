@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
-from bayesij.array.amip_logistic import _affine_predictors, _whitened
+from bayesij.array.amip_logistic import RECOVERED, _affine_predictors, _whitened
 from bayesij.array.hierarchy import integrate_effects
 from bayesij.array.numeric import sum_by_group
 
@@ -48,6 +48,12 @@ FIT_DRAWS = 256
 #: The largest difference, relative to ``1 + |l|``, between the recovered log-likelihood
 #: and the draws' at any draw and observation: the recovery is exact to round-off.
 CHECKED = 1e-6
+
+#: The largest share of the top eigenvalue that the others of a normal residual's
+#: square may have (a quadratic of rank one to round-off).
+RANK_ONE = 1e-6
+
+_HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
 
 #: Values (draws x observations) worked on at a time: 8 MB of float64.
 CHUNK = 2**20
@@ -66,9 +72,10 @@ class RecoveredGlmm(NamedTuple):
 
     Attributes
     ----------
-    family : {"poisson", "bernoulli"}
+    family : {"poisson", "bernoulli", "normal"}
         ``"bernoulli"``: the predictor is the logit of the observed outcome,
-        ``l = log expit(eta)``.
+        ``l = log expit(eta)``; ``"normal"``: the predictor is the residual ``y - mean``
+        (its sign either way), ``l = log N(eta | 0, sd^2)``.
     offsets, coefficients : ndarray of shape (N,), (N, P)
         The predictors' constants and coefficients on the global quantities.
     loading : ndarray of shape (N,)
@@ -83,6 +90,8 @@ class RecoveredGlmm(NamedTuple):
         The column of ``quantities`` that ``m`` is (None: 1).
     codes : ndarray of int, shape (N,)
         Each observation's group.
+    sd_column : int or None
+        The column of ``quantities`` that is the normal family's residual sd.
     """
 
     family: str
@@ -95,6 +104,7 @@ class RecoveredGlmm(NamedTuple):
     multiplier: np.ndarray
     multiplied_by: int | None
     codes: np.ndarray
+    sd_column: int | None = None
 
     def eta(self, rows: slice) -> np.ndarray:
         """The predictors (K, N) at the draws ``rows``."""
@@ -105,24 +115,31 @@ class RecoveredGlmm(NamedTuple):
             + self.loading * scaled[:, self.codes]
         )
 
-    def log_lik(self, eta: np.ndarray) -> np.ndarray:
-        """Each observation's log-likelihood at the predictors ``eta`` (..., N)."""
+    def log_lik(self, eta: np.ndarray, rows: slice) -> np.ndarray:
+        """Each observation's log-likelihood at the predictors ``eta`` (K, N) of the draws
+        ``rows``."""
         if self.family == "poisson":
             counts = np.asarray(self.counts)
             return counts * eta - np.exp(eta) - gammaln(counts + 1.0)
+        if self.family == "normal":
+            sd = self.quantities[rows, self.sd_column][:, None]
+            return -0.5 * (eta / sd) ** 2 - np.log(sd) - _HALF_LOG_2PI
         return log_expit(eta)
 
-    def slope(self, eta: np.ndarray) -> np.ndarray:
-        """``d l / d eta`` at the predictors ``eta`` (..., N)."""
+    def slope(self, eta: np.ndarray, rows: slice) -> np.ndarray:
+        """``d l / d eta`` at the predictors ``eta`` (K, N) of the draws ``rows``."""
         if self.family == "poisson":
             return np.asarray(self.counts) - np.exp(eta)
+        if self.family == "normal":
+            return -eta / self.quantities[rows, self.sd_column][:, None] ** 2
         return expit(-eta)
 
     def effect_score(self) -> np.ndarray:
         """``d/da_g log p(y_g | theta, a_g)`` at each draw (S, G)."""
         out = np.empty(self.effect.shape)
         for rows in draw_chunks(self.effect.shape[0], self.codes.size):
-            per_obs = self.slope(self.eta(rows)) * self.loading * self.multiplier[rows, None]
+            slope = self.slope(self.eta(rows), rows)
+            per_obs = slope * self.loading * self.multiplier[rows, None]
             out[rows] = sum_by_group(per_obs, self.codes, self.effect.shape[1])
         return out
 
@@ -150,15 +167,25 @@ def recover_glmm(log_lik, codes, quantities, effect) -> RecoveredGlmm | None:
     effect = np.asarray(effect, dtype=float)
     codes = np.asarray(codes, dtype=int)
     n_draws = log_lik.shape[0]
-    candidates = [None] + [k for k in range(quantities.shape[1]) if np.all(quantities[:, k] > 0)]
-    for k in candidates:
+    positive = [k for k in range(quantities.shape[1]) if np.all(quantities[:, k] > 0)]
+    for k in [None, *positive]:
         multiplier = np.ones(n_draws) if k is None else quantities[:, k]
         found = _recovered_groups(log_lik, codes, quantities, effect * multiplier[:, None])
         if found is None:
             continue
-        family, offsets, coefficients, loading, counts = found
+        family, offsets, coefficients, loading, counts, sd_column = found
         model = RecoveredGlmm(
-            family, offsets, coefficients, loading, counts, quantities, effect, multiplier, k, codes
+            family,
+            offsets,
+            coefficients,
+            loading,
+            counts,
+            quantities,
+            effect,
+            multiplier,
+            k,
+            codes,
+            sd_column,
         )
         if _reproduces(model, log_lik):
             return model
@@ -167,12 +194,13 @@ def recover_glmm(log_lik, codes, quantities, effect) -> RecoveredGlmm | None:
 
 def _recovered_groups(log_lik, codes, quantities, scaled) -> tuple | None:
     """The family, the predictors' offsets (N,), coefficients (N, P) and loadings (N,),
-    and the counts of every group's observations on the global ``quantities`` and their
-    group's column of ``scaled`` (the effects times the multiplier), or None where some
-    group's are not one family's affine predictors, or do not load on their effect."""
+    the counts and the normal family's sd column of every group's observations on the
+    global ``quantities`` and their group's column of ``scaled`` (the effects times the
+    multiplier), or None where some group's are not one family's affine predictors, or
+    do not load on their effect (:func:`_group_predictors`)."""
     n_obs = log_lik.shape[1]
     on_theta = np.empty((n_obs, quantities.shape[1] + 2))  # offset, coefficients, loading
-    counts, families = np.zeros(n_obs), set()
+    counts, chosen = np.zeros(n_obs), dict[str, object]()
     for g in range(scaled.shape[1]):
         members = np.flatnonzero(codes == g)
         if not members.size:
@@ -182,22 +210,77 @@ def _recovered_groups(log_lik, codes, quantities, scaled) -> tuple | None:
             return None
         mean, basis, u = whitened
         rows = _central_rows(u)
-        found = _affine_predictors(u[rows], iter([log_lik[rows][:, members]]))
+        found = _group_predictors(u[rows], log_lik[rows][:, members], quantities[rows], chosen)
         if found is None:
             return None
-        coefficients, group_counts = found
-        families.add("bernoulli" if group_counts is None else "poisson")
-        if len(families) > 1:
-            return None
-        beta = np.linalg.pinv(basis.T) @ coefficients[1:]  # (P + 1, n): on the draws
-        on_theta[members] = np.vstack([coefficients[0] - mean @ beta, beta]).T
-        if group_counts is not None:
-            counts[members] = group_counts
-    if not families or np.any(np.abs(on_theta[:, -1]) < 1e-8):
+        beta = np.linalg.pinv(basis.T) @ found[0][1:]  # (P + 1, n): on the draws
+        on_theta[members] = np.vstack([found[0][0] - mean @ beta, beta]).T
+        if found[1] is not None:
+            counts[members] = found[1]
+    if not chosen or np.any(np.abs(on_theta[:, -1]) < 1e-8):
         return None  # no group, or an observation its group's effect does not move
-    family = families.pop()
     offsets, coefficients, loading = on_theta[:, 0], on_theta[:, 1:-1], on_theta[:, -1]
-    return family, offsets, coefficients, loading, counts if family == "poisson" else None
+    family = chosen["family"]
+    kept = counts if family == "poisson" else None
+    return family, offsets, coefficients, loading, kept, chosen.get("sd")
+
+
+def _group_predictors(u, values, quantities, chosen: dict) -> tuple | None:
+    """One group's predictors on ``[1, u]`` (R + 1, n) and counts (or None) from its
+    observations' log-likelihood ``values`` (K, n) at the whitened draws ``u`` (K, R):
+    a logistic or Poisson regression's
+    (:func:`~bayesij.array.amip_logistic._affine_predictors`), else a normal one's whose
+    sd is a positive column of ``quantities`` (K, P) (:func:`_normal_residuals`); the
+    family and sd found at the first group are kept in ``chosen`` and asked of every
+    other."""
+    family = chosen.get("family")
+    if family in (None, "poisson", "bernoulli"):
+        found = _affine_predictors(u, iter([values]))
+        if found is not None:
+            named = "bernoulli" if found[1] is None else "poisson"
+            return found if chosen.setdefault("family", named) == named else None
+        if family is not None:
+            return None
+    columns = [chosen["sd"]] if "sd" in chosen else range(quantities.shape[1])
+    for k in columns:
+        if not np.all(quantities[:, k] > 0):
+            continue
+        residuals = _normal_residuals(u, values, quantities[:, k])
+        if residuals is not None:
+            chosen.update(family="normal", sd=k)
+            return residuals, None
+    return None
+
+
+def _normal_residuals(u: np.ndarray, values: np.ndarray, sd: np.ndarray) -> np.ndarray | None:
+    """The residuals ``y - mean`` (R + 1, n) on ``[1, u]`` of normal observations of sd
+    ``sd`` (K,) whose log-likelihood at the whitened draws ``u`` (K, R) is ``values``
+    (K, n), each up to its sign: ``q = -2 sd^2 (l + log(2 pi)/2 + log sd)`` is the
+    residual's square, a quadratic in ``[1, u]`` of rank one, whose matrix's leading
+    eigenvector is the residual's coefficients; None where some ``q`` is not such a
+    square to :data:`~bayesij.array.amip_logistic.RECOVERED` of its variance."""
+    n_draws, r = u.shape
+    design = np.column_stack([np.ones(n_draws), u])
+    pairs = [(i, j) for i in range(r + 1) for j in range(i, r + 1)]
+    if len(pairs) > n_draws // 2:
+        return None
+    q = -2.0 * sd[:, None] ** 2 * (values + np.log(sd)[:, None] + _HALF_LOG_2PI)
+    features = np.column_stack([design[:, i] * design[:, j] for i, j in pairs])
+    coefficients, *_ = np.linalg.lstsq(features, q, rcond=None)
+    left = q - features @ coefficients
+    spread = q - q.mean(axis=0)
+    if np.any(np.sum(left**2, axis=0) > RECOVERED * np.sum(spread**2, axis=0)):
+        return None
+    matrix = np.zeros((values.shape[1], r + 1, r + 1))
+    for (i, j), c in zip(pairs, coefficients, strict=True):
+        matrix[:, i, j] += c if i == j else c / 2.0
+        if i != j:
+            matrix[:, j, i] += c / 2.0
+    eigenvalues, vectors = np.linalg.eigh(matrix)
+    top = eigenvalues[:, -1]
+    if np.any(top <= 0) or np.any(np.abs(eigenvalues[:, :-1]) > RANK_ONE * top[:, None]):
+        return None
+    return (np.sqrt(top)[:, None] * vectors[:, :, -1]).T
 
 
 def _central_rows(u: np.ndarray) -> np.ndarray:
@@ -216,7 +299,8 @@ def _reproduces(model: RecoveredGlmm, log_lik: np.ndarray) -> bool:
     """Whether ``model`` gives ``log_lik`` (S, N) at every draw to :data:`CHECKED`."""
     for rows in draw_chunks(*log_lik.shape):
         given = log_lik[rows]
-        if np.any(np.abs(model.log_lik(model.eta(rows)) - given) > CHECKED * (1.0 + np.abs(given))):
+        recovered = model.log_lik(model.eta(rows), rows)
+        if np.any(np.abs(recovered - given) > CHECKED * (1.0 + np.abs(given))):
             return False
     return True
 
@@ -301,7 +385,7 @@ def _integrated(model: RecoveredGlmm, rows: slice, mean, sd, n_nodes: int) -> np
     normaliser = -np.log(np.sqrt(2 * np.pi) * scale)
 
     def joint(d: np.ndarray) -> np.ndarray:  # d (1, K, G): the effects less the prior's mean
-        values = model.log_lik(base + shift * d[0][:, model.codes])
+        values = model.log_lik(base + shift * d[0][:, model.codes], rows)
         prior = normaliser - 0.5 * (d[0] / scale) ** 2
         return (sum_by_group(values, model.codes, n_groups) + prior)[None]
 

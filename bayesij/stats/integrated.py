@@ -170,12 +170,15 @@ def group_codes(fit) -> tuple[list, np.ndarray]:
 
 
 def recovered_terms(fit):
-    """Each unit's log-likelihood with its own effect integrated out of the Poisson or
-    logistic GLMM recovered from the draws alone
+    """Each unit's log-likelihood with its own effect integrated out of the normal,
+    Poisson or logistic GLMM recovered from the draws alone
     (:func:`~bayesij.array.recovered_glmm.recover_glmm`): for a fit in memory whose units
-    are the levels of a group dim over which one unit effect runs
-    (``fit.structure.unit_effects``), the prior of that effect recognised by Stein's
-    identity (:func:`~bayesij.array.recovered_glmm.effect_prior`).
+    are the levels of a group dim over which the unit effects run
+    (``fit.structure.unit_effects``: each tried in turn, the first recovered taken; a
+    non-centred ``z`` and its deterministic ``a = mu + tau z`` are one effect), the prior of
+    that effect recognised by Stein's identity
+    (:func:`~bayesij.array.recovered_glmm.effect_prior`). An observation that moves with
+    another effect of its group (a varying slope) is not recovered.
 
     Returns
     -------
@@ -183,31 +186,31 @@ def recovered_terms(fit):
     is recovered; the str says what was integrated, under which prior.
     """
     effects = fit.structure.unit_effects
-    if len(effects) != 1 or fit.lazy or fit.units.dim is None or not fit.units.grouped:
+    if not effects or fit.lazy or fit.units.dim is None or not fit.units.grouped:
         return None, None
     levels, codes = group_codes(fit)
-    effect, _ = fit.posterior_draws([effects[0]])
     quantities, names = fit.posterior_draws(list(fit.structure.global_vars))
-    if effect.shape[2] != len(levels) or not names:
-        return None, None
-    n_chains, n_draws = effect.shape[:2]
     source = fit.log_lik_source(groups=False)
-    if source.n_units != codes.size:
+    if not names or source.n_units != codes.size:
         return None, None
+    n_chains, n_draws = quantities.shape[:2]
     quantities = quantities.reshape(n_chains * n_draws, -1)
-    model = recover_glmm(
-        source.matrix().reshape(n_chains * n_draws, -1),
-        codes,
-        quantities,
-        effect.reshape(n_chains * n_draws, -1),
-    )
-    prior = None if model is None else effect_prior(model, quantities)
-    if prior is None:
-        return None, None
-    terms = recovered_group_log_lik(model, prior[0], prior[1]).reshape(n_chains, n_draws, -1)
-    dim = fit.units.dim
-    found = xr.DataArray(terms, dims=("chain", "draw", dim), coords={dim: levels})
-    return found, _recovered_words(model, prior[2], effects[0], names)
+    log_lik = source.matrix().reshape(n_chains * n_draws, -1)
+    for name in effects:
+        effect, _ = fit.posterior_draws([name])
+        if effect.shape[2] != len(levels):
+            continue
+        model = recover_glmm(log_lik, codes, quantities, effect.reshape(n_chains * n_draws, -1))
+        prior = None if model is None else effect_prior(model, quantities)
+        if prior is None:
+            continue
+        terms = recovered_group_log_lik(model, prior[0], prior[1])
+        dim = fit.units.dim
+        found = xr.DataArray(
+            terms.reshape(n_chains, n_draws, -1), dims=("chain", "draw", dim), coords={dim: levels}
+        )
+        return found, _recovered_words(model, prior[2], name, names)
+    return None, None
 
 
 def _recovered_words(model, columns: tuple, effect: str, names: list) -> str:
@@ -217,9 +220,11 @@ def _recovered_words(model, columns: tuple, effect: str, names: list) -> str:
     mean = "0" if j is None else names[j]
     sd = "1" if k is None else f"{names[k]}^2"
     entering = effect if model.multiplied_by is None else f"{names[model.multiplied_by]} * {effect}"
-    family = "Poisson" if model.family == "poisson" else "logistic"
+    family = {"poisson": "Poisson GLMM", "bernoulli": "logistic GLMM"}.get(model.family)
+    if family is None:
+        family = f"normal hierarchy (residual sd {names[model.sd_column]})"
     return (
-        f"{effect} ~ N({mean}, {sd}), entering as {entering}, of the {family} GLMM "
+        f"{effect} ~ N({mean}, {sd}), entering as {entering}, of the {family} "
         "recovered from the draws"
     )
 

@@ -100,3 +100,21 @@ def test_what_is_not_such_a_glmm_is_not_recovered(poisson_fit):
     assert recover_glmm(noisy, codes, theta, z) is None  # not a Poisson's at any predictor
     fixed = poisson.logpmf(y, np.exp(theta[:, [0]] + theta[:, [1]] * x))
     assert recover_glmm(fixed, codes, theta, z) is None  # the effects move no observation
+
+
+def test_a_normal_hierarchy_is_recovered_and_integrates_to_its_closed_form():
+    # y ~ N(b0 + b1 x + sd_u z_g, sigma^2), z ~ N(0, 1): the residual sd is found among the
+    # positive columns, the residuals' signs do not matter, and the integrated terms are
+    # log N(r_g | 0, sigma^2 I + sd_u^2 11^T) (closed form, normal_group_log_lik).
+    from bayesij.array.hierarchy import normal_group_log_lik
+    from tests.helpers.glmm_draws import normal_hierarchy
+
+    codes, x, y, theta, z, log_lik = normal_hierarchy()
+    model = recover_glmm(log_lik, codes, theta, z)
+    assert (model.family, model.multiplied_by, model.sd_column) == ("normal", 2, 3)
+    np.testing.assert_allclose(np.abs(model.loading), 1.0, atol=1e-7)
+    mean, sd, columns = effect_prior(model, theta)
+    assert columns == (None, None)
+    residuals = (y - theta[:, [0]] - theta[:, [1]] * x)[None]
+    expected = normal_group_log_lik(residuals, codes, theta[None, :, 2], theta[None, :, 3])[0]
+    np.testing.assert_allclose(recovered_group_log_lik(model, mean, sd), expected, rtol=1e-9)

@@ -94,3 +94,35 @@ def as_tree(codes, y, theta, z, log_lik, chains=2):
             "constant_data": xr.Dataset({"patient_idx": (("obs",), codes)}),
         }
     )
+
+
+def normal_hierarchy(seed=0, n_groups=10, per_group=4, n_draws=2000):
+    """A non-centred normal hierarchy's draws: ``y ~ N(b0 + b1 x + sd_u z_g, sigma^2)``,
+    ``z`` drawn exactly given the globals under ``N(0, 1)``.
+
+    Returns codes (N,), x (N,), y (N,), theta (S, 4: b0, b1, sd_u, sigma), z (S, G) and
+    the log-likelihood (S, N)."""
+    rng = np.random.default_rng(seed)
+    codes = np.repeat(np.arange(n_groups), per_group)
+    x = rng.normal(size=codes.size)
+    theta = np.column_stack(
+        [
+            rng.normal(1.0, 0.2, n_draws),
+            rng.normal(0.5, 0.1, n_draws),
+            np.exp(rng.normal(np.log(0.8), 0.15, n_draws)),
+            np.exp(rng.normal(np.log(1.0), 0.1, n_draws)),
+        ]
+    )
+    y = 1.0 + 0.5 * x + rng.normal(0, 0.8, n_groups)[codes] + rng.normal(size=codes.size)
+    fixed = theta[:, [0]] + theta[:, [1]] * x
+    sigma = theta[:, [3]]
+
+    def normal_log_lik(z):
+        r = (y - fixed - theta[:, [2]] * z[:, codes]) / sigma
+        return -0.5 * r**2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+
+    ones = np.ones(n_draws)
+    z = conditional_effects(
+        rng, lambda a: group_sums(normal_log_lik(a), codes, n_groups), 0 * ones, ones, n_groups
+    )
+    return codes, x, y, theta, z, normal_log_lik(z)
