@@ -526,12 +526,18 @@ def _with_prior(theta, held: tuple, effect: np.ndarray, y: np.ndarray, x: np.nda
     others = [j for j in range(theta.shape[1]) if j not in taken]
     if columns.size < 2:
         return None
+    positive = [j for j in others if np.all(theta[:, j] > 0)]  # once, not once a pair
+    effects = theta[:, columns]
+    centre = effects.mean(axis=1)
     for mu in others:
-        for tau in others:
-            if tau == mu or not np.all(theta[:, tau] > 0):
+        for tau in positive:
+            # mu's own conditional first: (S,) a pair, where the effects' is (S, G)
+            if tau == mu or not _standard(
+                _mu_conditional(theta[:, mu], theta[:, tau], centre, columns.size)
+            ):
                 continue
             phi = theta[:, [mu, tau, scale, *slopes]]
-            if _effects_conditional(theta[:, columns], phi, (y, x), groups):
+            if _effects_conditional(effects, phi, (y, x), groups):
                 basis = np.zeros((theta.shape[1], phi.shape[1]))
                 basis[[mu, tau, scale, *slopes], np.arange(phi.shape[1])] = 1.0
                 origin = np.zeros(theta.shape[1])
@@ -552,8 +558,14 @@ def _effects_conditional(effects, phi, data: tuple, groups) -> bool:
     precision = count / sigma**2 + 1 / tau**2
     mean = (total / sigma**2 + mu / tau**2) / precision
     z_effects = (effects - mean) * np.sqrt(precision)
-    z_mu = (mu[:, 0] - effects.mean(axis=1)) * np.sqrt(effects.shape[1]) / tau[:, 0]
+    z_mu = _mu_conditional(mu[:, 0], tau[:, 0], effects.mean(axis=1), effects.shape[1])
     return _standard(z_effects) and _standard(z_mu)
+
+
+def _mu_conditional(mu: np.ndarray, tau: np.ndarray, centre: np.ndarray, n_groups: int):
+    """``mu`` (S,) standardised by its conditional given the effects' mean ``centre`` (S,)
+    and ``tau`` (S,): ``N(centre, tau^2 / G)`` (:func:`_effects_conditional`)."""
+    return (mu - centre) * np.sqrt(n_groups) / tau
 
 
 def _standard(z: np.ndarray) -> bool:

@@ -35,7 +35,6 @@ import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
 from bayesij.array.amip_logistic import RECOVERED, _affine_predictors, _whitened
-from bayesij.array.hierarchy import integrate_effects
 from bayesij.array.numeric import sum_by_group
 
 __all__ = ["RecoveredGlmm", "effect_prior", "recover_glmm", "recovered_group_log_lik"]
@@ -57,6 +56,10 @@ _HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
 
 #: Values (draws x observations) worked on at a time: 8 MB of float64.
 CHUNK = 2**20
+
+#: The most Newton steps to a group's mode before its quadrature (each at most two prior
+#: sds long; the likelihoods are log-concave in the effect).
+NEWTON_STEPS = 50
 
 #: Batches of the draws for the Monte Carlo error of Stein's means.
 BATCHES = 20
@@ -133,6 +136,16 @@ class RecoveredGlmm(NamedTuple):
         if self.family == "normal":
             return -eta / self.quantities[rows, self.sd_column][:, None] ** 2
         return expit(-eta)
+
+    def curvature(self, eta: np.ndarray, rows: slice) -> np.ndarray:
+        """``-d^2 l / d eta^2`` at the predictors ``eta`` (K, N) of the draws ``rows``."""
+        if self.family == "poisson":
+            return np.exp(eta)
+        if self.family == "normal":
+            return np.broadcast_to(
+                1.0 / self.quantities[rows, self.sd_column][:, None] ** 2, eta.shape
+            )
+        return expit(eta) * expit(-eta)
 
     def effect_score(self) -> np.ndarray:
         """``d/da_g log p(y_g | theta, a_g)`` at each draw (S, G)."""
@@ -365,28 +378,73 @@ def _z_score(values: np.ndarray) -> float:
 def recovered_group_log_lik(model: RecoveredGlmm, mean, sd, n_nodes: int = 16) -> np.ndarray:
     """Each group's log-likelihood with its effect integrated out of the recovered
     ``model`` under the prior ``N(mean, sd^2)`` (each (S,)), at each draw (S, G):
-    ``log ∫ prod_{n in g} p(y_n | eta_n + c_n m (a - a_g)) N(a | mean, sd^2) da`` by
-    adaptive Gauss-Hermite quadrature (:func:`bayesij.array.hierarchy.integrate_effects`),
-    a chunk of draws at a time."""
+    ``log ∫ prod_{n in g} p(y_n | eta_n + c_n m (a - a_g)) N(a | mean, sd^2) da``, a chunk
+    of draws at a time: in closed form for the normal family (:func:`_normal_integral`),
+    else by adaptive Gauss-Hermite quadrature about each group's mode, found by Newton's
+    method on the recovered likelihood's own derivatives (:func:`_quadrature`; the
+    quadrature of :func:`bayesij.array.hierarchy.integrate_effects`, whose Newton steps
+    on finite differences took 51 iterations on a normal hierarchy of 30 groups of 100)."""
     n_draws, n_groups = model.effect.shape
     out = np.empty((n_draws, n_groups))
     for rows in draw_chunks(n_draws, model.codes.size):
-        out[rows] = _integrated(model, rows, mean[rows], np.asarray(sd[rows], dtype=float), n_nodes)
+        shift = model.loading * model.multiplier[rows, None]  # (K, N): d eta / d a
+        away = (np.asarray(mean)[rows, None] - model.effect[rows])[:, model.codes]
+        base = model.eta(rows) + shift * away  # the predictors at the prior's mean
+        scale = np.asarray(sd, dtype=float)[rows, None]
+        if model.family == "normal":
+            out[rows] = _normal_integral(model, rows, base, shift, scale)
+        else:
+            out[rows] = _quadrature(model, rows, (base, shift), scale, n_nodes)
     return out
 
 
-def _integrated(model: RecoveredGlmm, rows: slice, mean, sd, n_nodes: int) -> np.ndarray:
-    """:func:`recovered_group_log_lik` at the draws ``rows`` (K, G), the prior's ``mean``
-    and ``sd`` (K,) there."""
+def _normal_integral(model: RecoveredGlmm, rows: slice, base, shift, scale) -> np.ndarray:
+    """``log ∫ prod_n N(r_n + c_n d | 0, sigma^2) N(d | 0, v) dd`` of each group (K, G),
+    ``r = base``, ``c = shift``, ``v = scale^2``: ``log N(r | 0, sigma^2 I + v c c^T)`` by
+    Sherman-Morrison."""
     n_groups = model.effect.shape[1]
-    shift = model.loading * model.multiplier[rows, None]  # (K, N): d eta / d a
-    base = model.eta(rows) + shift * (mean[:, None] - model.effect[rows])[:, model.codes]
-    scale = sd[:, None]
+    var = model.quantities[rows, model.sd_column][:, None] ** 2  # (K, 1)
+
+    def sums(values):
+        return sum_by_group(values, model.codes, n_groups)
+
+    cc, cr, rr = sums(shift**2), sums(shift * base), sums(base**2)
+    count = np.bincount(model.codes, minlength=n_groups)
+    joint = var + scale**2 * cc
+    quadratic = (rr - scale**2 * cr**2 / joint) / var
+    return -0.5 * (count * np.log(2 * np.pi * var) + np.log(joint / var) + quadratic)
+
+
+def _quadrature(model: RecoveredGlmm, rows: slice, predictor: tuple, scale, n_nodes: int):
+    """Adaptive Gauss-Hermite quadrature (K, G) of each group's effect ``d`` (the effect
+    less the prior's mean), the predictors ``base + shift d``: Newton's method to each
+    group's mode on the likelihood's gradient and curvature, each step at most 2 ``scale``
+    long, then ``n_nodes`` nodes scaled by the curvature there (Liu and Pierce 1994)."""
+    base, shift = predictor
+    n_groups = model.effect.shape[1]
+    codes = model.codes
+
+    def at(d: np.ndarray) -> tuple:
+        eta = base + shift * d[:, codes]
+        gradient = sum_by_group(shift * model.slope(eta, rows), codes, n_groups) - d / scale**2
+        curvature = sum_by_group(shift**2 * model.curvature(eta, rows), codes, n_groups)
+        return gradient, curvature + 1.0 / scale**2
+
+    d = np.zeros((base.shape[0], n_groups))
+    for _ in range(NEWTON_STEPS):
+        gradient, precision = at(d)
+        step = np.clip(gradient / precision, -2.0 * scale, 2.0 * scale)
+        d = d + step
+        if np.all(np.abs(step) <= 1e-10 * scale):
+            break
+    precision = at(d)[1]
+    root = 1.0 / np.sqrt(precision)  # (K, G)
+    nodes, weights = np.polynomial.hermite.hermgauss(n_nodes)
     normaliser = -np.log(np.sqrt(2 * np.pi) * scale)
-
-    def joint(d: np.ndarray) -> np.ndarray:  # d (1, K, G): the effects less the prior's mean
-        values = model.log_lik(base + shift * d[0][:, model.codes], rows)
-        prior = normaliser - 0.5 * (d[0] / scale) ** 2
-        return (sum_by_group(values, model.codes, n_groups) + prior)[None]
-
-    return integrate_effects(joint, (1, *scale.shape[:1], n_groups), scale, n_nodes)[0]
+    total = None
+    for x, w in zip(nodes, weights, strict=True):
+        a = d + np.sqrt(2.0) * root * x
+        values = sum_by_group(model.log_lik(base + shift * a[:, codes], rows), codes, n_groups)
+        term = values + normaliser - 0.5 * (a / scale) ** 2 + x**2 + np.log(w)
+        total = term if total is None else np.logaddexp(total, term)
+    return total + np.log(root) + 0.5 * np.log(2.0)

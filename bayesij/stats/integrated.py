@@ -189,6 +189,7 @@ def recovered_terms(fit):
     if not effects or fit.lazy or fit.units.dim is None or not fit.units.grouped:
         return None, None
     levels, codes = group_codes(fit)
+    present, codes = np.unique(codes, return_inverse=True)  # the levels observed: the units
     quantities, names = fit.posterior_draws(list(fit.structure.global_vars))
     source = fit.log_lik_source(groups=False)
     if not names or source.n_units != codes.size:
@@ -200,14 +201,17 @@ def recovered_terms(fit):
         effect, _ = fit.posterior_draws([name])
         if effect.shape[2] != len(levels):
             continue
-        model = recover_glmm(log_lik, codes, quantities, effect.reshape(n_chains * n_draws, -1))
+        effect = effect[..., present].reshape(n_chains * n_draws, -1)
+        model = recover_glmm(log_lik, codes, quantities, effect)
         prior = None if model is None else effect_prior(model, quantities)
         if prior is None:
             continue
         terms = recovered_group_log_lik(model, prior[0], prior[1])
         dim = fit.units.dim
         found = xr.DataArray(
-            terms.reshape(n_chains, n_draws, -1), dims=("chain", "draw", dim), coords={dim: levels}
+            terms.reshape(n_chains, n_draws, -1),
+            dims=("chain", "draw", dim),
+            coords={dim: [levels[k] for k in present]},
         )
         return found, _recovered_words(model, prior[2], name, names)
     return None, None

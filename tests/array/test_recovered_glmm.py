@@ -89,6 +89,14 @@ def test_a_centred_logistic_glmm_with_a_random_slope_s_loading_and_prior():
     np.testing.assert_allclose(np.abs(model.loading), np.abs(x), atol=1e-7)
     mean, sd, columns = effect_prior(model, theta)
     assert columns == (0, 2)
+    # the slope u ~ N(b0, sd_u^2) integrated out: SciPy's log-expit, the generic quadrature
+    fixed = (theta[:, [1]] * x)[None]
+
+    def log_lik_at(a):  # a: each observation's group slope less its mean b0
+        return log_expit(sign * (fixed + (theta[None, :, [0]] + a) * x))
+
+    expected = intercept_group_log_lik(log_lik_at, codes, theta[None, :, 2])[0]
+    np.testing.assert_allclose(recovered_group_log_lik(model, mean, sd), expected, rtol=1e-8)
 
 
 def test_what_is_not_such_a_glmm_is_not_recovered(poisson_fit):

@@ -418,3 +418,17 @@ def test_effects_drawn_under_another_prior_leave_the_conditional_terms_and_the_r
     audit = _quiet_audit(as_tree(codes, y, theta, z, log_lik))
     assert audit.integrated_from == "" and audit.ij_integrated is None
     assert "integrated out (marginal_log_lik=" in " ".join(audit.summary())
+
+
+def test_a_level_without_observations_is_left_out_of_the_recovered_terms(recovered_glmm_tree):
+    # The posterior keeps a patient whose visits are not in the log-likelihood (a level of
+    # the dim no observation indexes): the units are the observed patients, and their
+    # recovered terms are SciPy's for them.
+    tree, terms = recovered_glmm_tree
+    kept = {"obs": slice(5, None)}  # patient p0's five visits dropped
+    fewer = tree.map_over_datasets(lambda d: d.isel(kept) if "obs" in d.dims else d)
+    audit = _quiet_audit(fewer)
+    assert audit.integrated_from.startswith("z ~ N(0, 1)")
+    assert list(audit.loo_integrated.pointwise.index) == [f"p{g}" for g in range(1, 12)]
+    expected = bayesij.loo(terms.isel(patient=slice(1, None))).pointwise["elpd_loo"]
+    np.testing.assert_allclose(audit.loo_integrated.pointwise["elpd_loo"], expected, atol=1e-8)
