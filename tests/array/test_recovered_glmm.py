@@ -126,3 +126,39 @@ def test_a_normal_hierarchy_is_recovered_and_integrates_to_its_closed_form():
     residuals = (y - theta[:, [0]] - theta[:, [1]] * x)[None]
     expected = normal_group_log_lik(residuals, codes, theta[None, :, 2], theta[None, :, 3])[0]
     np.testing.assert_allclose(recovered_group_log_lik(model, mean, sd), expected, rtol=1e-9)
+
+
+def test_stein_s_z_score_is_the_mean_over_its_standard_error():
+    # iid draws: the batch-means standard error is sd / sqrt(S), so a mean of 0.05 over
+    # 4000 draws of sd 1 is about 3.2 standard errors from 0 (and 0 for a mean of 0).
+    from bayesij.array.recovered_glmm import _z_score
+
+    rng = np.random.default_rng(2)
+    shifted = [_z_score(rng.normal(0.05, 1.0, 4000)) for _ in range(20)]
+    assert 2.0 < np.median(shifted) < 4.5
+    centred = [_z_score(rng.normal(0.0, 1.0, 4000)) for _ in range(200)]
+    assert 0.7 < np.std(centred) < 1.4  # about standard normal
+
+
+def test_a_prior_two_candidates_satisfy_is_not_chosen(poisson_fit):
+    # The effects read as a centred u = sd_u z, u ~ N(0, sd_u^2): with 12 groups Stein's
+    # identity cannot tell sd_u's draws (0.7 +- 0.07) from b0's (0.4 +- 0.1) as the prior's
+    # sd, so the prior is not guessed between them; without b0 among the candidates it is
+    # sd_u.
+    codes, _, _, theta, z, log_lik = poisson_fit
+    scaled = z * theta[:, [2]]
+    model = recover_glmm(log_lik, codes, theta, scaled)
+    assert model.multiplied_by is None
+    assert effect_prior(model, theta) is None
+    assert effect_prior(model, theta[:, 1:])[2] == (None, 1)
+
+
+def test_a_likelihood_the_central_draws_fit_but_others_do_not_is_refused(poisson_fit):
+    # The predictors are fitted on the draws nearest the centre; a log-likelihood that
+    # leaves them only at the draws farthest out is caught by the check at every draw.
+    codes, _, _, theta, z, log_lik = poisson_fit
+    far = np.argsort(-np.abs(theta[:, 0] - theta[:, 0].mean()))[:5]
+    changed = log_lik.copy()
+    changed[far] -= 0.01
+    assert recover_glmm(log_lik, codes, theta, z) is not None
+    assert recover_glmm(changed, codes, theta, z) is None
