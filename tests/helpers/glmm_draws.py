@@ -39,21 +39,27 @@ def group_sums(values, codes, n_groups):
     return np.stack([values[:, codes == g].sum(axis=1) for g in range(n_groups)], axis=1)
 
 
+def _design(seed, sizes: tuple, normals: list, positive: list):
+    """The generator, each observation's group (``sizes``: groups, per group, draws), a
+    standard normal covariate, and the globals' draws: normal ``(mean, sd)`` columns, then
+    log-normal ``(median, sd of the log)`` ones, drawn in that order."""
+    n_groups, per_group, n_draws = sizes
+    rng = np.random.default_rng(seed)
+    codes = np.repeat(np.arange(n_groups), per_group)
+    x = rng.normal(size=codes.size)
+    columns = [rng.normal(m, s, n_draws) for m, s in normals]
+    columns += [np.exp(rng.normal(np.log(m), s, n_draws)) for m, s in positive]
+    return rng, codes, x, np.column_stack(columns)
+
+
 def poisson_glmm(seed=0, prior_sd_z=1.0, n_groups=12, per_group=5, n_draws=2000):
     """A non-centred Poisson GLMM's draws: ``eta = b0 + b1 x + sd_u z_g``, ``z`` drawn
     exactly given the globals under ``z ~ N(0, prior_sd_z^2)``.
 
     Returns codes (N,), x (N,), y (N,), theta (S, 3: b0, b1, sd_u), z (S, G) and the
     log-likelihood (S, N)."""
-    rng = np.random.default_rng(seed)
-    codes = np.repeat(np.arange(n_groups), per_group)
-    x = rng.normal(size=codes.size)
-    theta = np.column_stack(
-        [
-            rng.normal(0.4, 0.1, n_draws),
-            rng.normal(0.3, 0.05, n_draws),
-            np.exp(rng.normal(np.log(0.7), 0.1, n_draws)),
-        ]
+    rng, codes, x, theta = _design(
+        seed, (n_groups, per_group, n_draws), [(0.4, 0.1), (0.3, 0.05)], [(0.7, 0.1)]
     )
     y = rng.poisson(np.exp(0.4 + 0.3 * x + rng.normal(0, 0.7, n_groups)[codes]))
     fixed = theta[:, [0]] + theta[:, [1]] * x  # (S, N)
@@ -102,17 +108,8 @@ def normal_hierarchy(seed=0, n_groups=10, per_group=4, n_draws=2000):
 
     Returns codes (N,), x (N,), y (N,), theta (S, 4: b0, b1, sd_u, sigma), z (S, G) and
     the log-likelihood (S, N)."""
-    rng = np.random.default_rng(seed)
-    codes = np.repeat(np.arange(n_groups), per_group)
-    x = rng.normal(size=codes.size)
-    theta = np.column_stack(
-        [
-            rng.normal(1.0, 0.2, n_draws),
-            rng.normal(0.5, 0.1, n_draws),
-            np.exp(rng.normal(np.log(0.8), 0.15, n_draws)),
-            np.exp(rng.normal(np.log(1.0), 0.1, n_draws)),
-        ]
-    )
+    sizes = (n_groups, per_group, n_draws)
+    rng, codes, x, theta = _design(seed, sizes, [(1.0, 0.2), (0.5, 0.1)], [(0.8, 0.15), (1.0, 0.1)])
     y = 1.0 + 0.5 * x + rng.normal(0, 0.8, n_groups)[codes] + rng.normal(size=codes.size)
     fixed = theta[:, [0]] + theta[:, [1]] * x
     sigma = theta[:, [3]]
