@@ -1,12 +1,13 @@
 """A generalised linear mixed model recovered from its draws: each group's log-likelihood
 with its own effect integrated out, without the model's density.
 
-In a Poisson or logistic GLMM each observation's log-likelihood is its family's at a
-linear predictor ``eta_n = x_n beta + c_n m a_g(n)``: affine in the global quantities and
+In a normal, Poisson or logistic GLMM each observation's log-likelihood is its family's at
+a linear predictor ``eta_n = x_n beta + c_n m a_g(n)``: affine in the global quantities and
 in the group's effect ``a_g`` times a multiplier ``m`` (1 for a centred effect, the scale
 ``sigma_u`` of a non-centred ``a = z``, ``u = sigma_u z``). The draws hold ``l_n`` at each
 draw, so the family, the counts and ``eta_n`` are recovered as the GLM recovery does
-(:func:`bayesij.array.amip_logistic.recover_glm`), one group at a time over the global
+(:func:`bayesij.array.amip_logistic.recover_glm`; a normal observation's residual from
+its log-likelihood, a rank-one quadratic), one group at a time over the global
 quantities and that group's ``m a_g``, and checked at every draw. The effects' prior is
 then recognised by Stein's identity, which the posterior draws satisfy for the model's own
 prior: ``E[d/da_g log p(theta, a | y)] = 0`` and ``E[a_g d/da_g log p(theta, a | y)] = -1``
@@ -14,8 +15,9 @@ with ``d/da_g log p = d/da_g log p(y_g | theta, a_g) + d/da_g log p(a_g | theta)
 likelihood's part is known from the recovered predictor, so a candidate prior (``N(0, 1)``
 for a non-centred effect; ``N(0, tau^2)`` or ``N(mu, tau^2)`` over the fit's scalars for a
 centred one) that leaves these means beyond their Monte Carlo error is not the model's.
-Each group's term ``log ∫ p(y_g | theta, a) p(a | theta) da`` is then integrated by
-adaptive Gauss-Hermite quadrature (:func:`bayesij.array.hierarchy.integrate_effects`).
+Each group's term ``log ∫ p(y_g | theta, a) p(a | theta) da`` is then integrated: in
+closed form for the normal family, else by adaptive Gauss-Hermite quadrature about the
+group's mode, found by Newton's method on the likelihood's own derivatives.
 
 References
 ----------
@@ -35,7 +37,6 @@ import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
 from bayesij.array.amip_logistic import RECOVERED, _affine_predictors, _whitened
-from bayesij.array.numeric import sum_by_group
 
 __all__ = ["RecoveredGlmm", "effect_prior", "recover_glmm", "recovered_group_log_lik"]
 
@@ -95,6 +96,9 @@ class RecoveredGlmm(NamedTuple):
         Each observation's group.
     sd_column : int or None
         The column of ``quantities`` that is the normal family's residual sd.
+    score : ndarray of shape (S, G) or None
+        ``d/da_g log p(y_g | theta, a_g)`` at each draw, where the check at every draw
+        (:func:`recover_glmm`) found it on the way.
     """
 
     family: str
@@ -108,15 +112,16 @@ class RecoveredGlmm(NamedTuple):
     multiplied_by: int | None
     codes: np.ndarray
     sd_column: int | None = None
+    score: np.ndarray | None = None
+
+    def fixed(self, rows: slice) -> np.ndarray:
+        """The predictors' part without the effects (K, N) at the draws ``rows``."""
+        return self.offsets + self.quantities[rows] @ self.coefficients.T
 
     def eta(self, rows: slice) -> np.ndarray:
         """The predictors (K, N) at the draws ``rows``."""
         scaled = self.effect[rows] * self.multiplier[rows, None]
-        return (
-            self.offsets
-            + self.quantities[rows] @ self.coefficients.T
-            + self.loading * scaled[:, self.codes]
-        )
+        return self.fixed(rows) + self.loading * scaled[:, self.codes]
 
     def log_lik(self, eta: np.ndarray, rows: slice) -> np.ndarray:
         """Each observation's log-likelihood at the predictors ``eta`` (K, N) of the draws
@@ -149,12 +154,64 @@ class RecoveredGlmm(NamedTuple):
 
     def effect_score(self) -> np.ndarray:
         """``d/da_g log p(y_g | theta, a_g)`` at each draw (S, G)."""
+        if self.score is not None:
+            return self.score
+        grouped = _Grouped.of(self)
         out = np.empty(self.effect.shape)
         for rows in draw_chunks(self.effect.shape[0], self.codes.size):
-            slope = self.slope(self.eta(rows), rows)
-            per_obs = slope * self.loading * self.multiplier[rows, None]
-            out[rows] = sum_by_group(per_obs, self.codes, self.effect.shape[1])
+            out[rows] = grouped.score(grouped.eta(rows), rows)
         return out
+
+
+class _Grouped(NamedTuple):
+    """A :class:`RecoveredGlmm` with its observations sorted by group (stable): the
+    groups' sums are then sums of runs of columns, with no gather of the observations."""
+
+    model: RecoveredGlmm
+    order: np.ndarray  # (N,): the model's observations, in the sorted model's order
+    starts: np.ndarray  # (G,): each group's first position
+    sizes: np.ndarray  # (G,): its observations
+
+    @classmethod
+    def of(cls, model: RecoveredGlmm) -> _Grouped:
+        order = np.argsort(model.codes, kind="stable")
+        codes = model.codes[order]
+        sizes = np.bincount(codes, minlength=model.effect.shape[1])
+        counts = None if model.counts is None else np.asarray(model.counts)[order]
+        sorted_model = model._replace(
+            offsets=model.offsets[order],
+            coefficients=model.coefficients[order],
+            loading=model.loading[order],
+            counts=counts,
+            codes=codes,
+        )
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        return cls(sorted_model, order, starts, sizes)
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        """Each group's sum (K, G) of the sorted observations' ``values`` (K, N); 0 for a
+        group without one."""
+        n_obs = values.shape[1]
+        out = np.add.reduceat(values, np.minimum(self.starts, n_obs - 1), axis=1)
+        out[:, self.sizes == 0] = 0.0
+        return out
+
+    def spread(self, per_group: np.ndarray) -> np.ndarray:
+        """``per_group`` (K, G) at each sorted observation (K, N)."""
+        return np.repeat(per_group, self.sizes, axis=1)
+
+    def eta(self, rows: slice, effect: np.ndarray | None = None) -> np.ndarray:
+        """The sorted predictors (K, N) at the draws ``rows``, at the effects ``effect``
+        (K, G; default the draws')."""
+        model = self.model
+        if effect is None:
+            effect = model.effect[rows] * model.multiplier[rows, None]
+        return model.fixed(rows) + model.loading * self.spread(effect)
+
+    def score(self, eta: np.ndarray, rows: slice) -> np.ndarray:
+        """``d/da_g log p(y_g | theta, a_g)`` (K, G) at the sorted predictors ``eta``."""
+        model = self.model
+        return self.sums(model.slope(eta, rows) * model.loading) * model.multiplier[rows, None]
 
 
 def draw_chunks(n_draws: int, n_obs: int) -> list[slice]:
@@ -164,8 +221,8 @@ def draw_chunks(n_draws: int, n_obs: int) -> list[slice]:
 
 
 def recover_glmm(log_lik, codes, quantities, effect) -> RecoveredGlmm | None:
-    """The Poisson or logistic GLMM whose observations' log-likelihood ``log_lik`` (S, N)
-    is at the draws of the global ``quantities`` (S, P) and of each group's effect
+    """The normal, Poisson or logistic GLMM whose observations' log-likelihood ``log_lik``
+    (S, N) is at the draws of the global ``quantities`` (S, P) and of each group's effect
     ``effect`` (S, G), the observations' groups ``codes`` (N,), or None where none is.
 
     Tried with the effect entering as it is (centred) and then multiplied by each global
@@ -200,8 +257,9 @@ def recover_glmm(log_lik, codes, quantities, effect) -> RecoveredGlmm | None:
             codes,
             sd_column,
         )
-        if _reproduces(model, log_lik):
-            return model
+        score = _checked_score(model, log_lik)
+        if score is not None:
+            return model._replace(score=score)
     return None
 
 
@@ -223,7 +281,7 @@ def _recovered_groups(log_lik, codes, quantities, scaled) -> tuple | None:
             return None
         mean, basis, u = whitened
         rows = _central_rows(u)
-        found = _group_predictors(u[rows], log_lik[rows][:, members], quantities[rows], chosen)
+        found = _group_predictors(u[rows], log_lik[np.ix_(rows, members)], quantities[rows], chosen)
         if found is None:
             return None
         beta = np.linalg.pinv(basis.T) @ found[0][1:]  # (P + 1, n): on the draws
@@ -308,14 +366,21 @@ def _central_rows(u: np.ndarray) -> np.ndarray:
     return np.sort(np.argpartition(np.einsum("sr,sr->s", u, u), wanted - 1)[:wanted])
 
 
-def _reproduces(model: RecoveredGlmm, log_lik: np.ndarray) -> bool:
-    """Whether ``model`` gives ``log_lik`` (S, N) at every draw to :data:`CHECKED`."""
+def _checked_score(model: RecoveredGlmm, log_lik: np.ndarray) -> np.ndarray | None:
+    """The effects' score (S, G) (:meth:`RecoveredGlmm.effect_score`) where ``model``
+    gives ``log_lik`` (S, N) at every draw to :data:`CHECKED`, else None: one pass over
+    the draws for both, the draws compared where they lie (a compiled count)."""
+    from bayesij.array.kernels.values import count_apart  # compiled kernels: numba
+
+    grouped = _Grouped.of(model)
+    score = np.empty(model.effect.shape)
     for rows in draw_chunks(*log_lik.shape):
-        given = log_lik[rows]
-        recovered = model.log_lik(model.eta(rows), rows)
-        if np.any(np.abs(recovered - given) > CHECKED * (1.0 + np.abs(given))):
-            return False
-    return True
+        eta = grouped.eta(rows)
+        recovered = grouped.model.log_lik(eta, rows)
+        if count_apart(recovered, log_lik[rows], grouped.order, CHECKED):
+            return None
+        score[rows] = grouped.score(eta, rows)
+    return score
 
 
 def effect_prior(model: RecoveredGlmm, quantities) -> tuple | None:
@@ -378,59 +443,94 @@ def _z_score(values: np.ndarray) -> float:
 def recovered_group_log_lik(model: RecoveredGlmm, mean, sd, n_nodes: int = 16) -> np.ndarray:
     """Each group's log-likelihood with its effect integrated out of the recovered
     ``model`` under the prior ``N(mean, sd^2)`` (each (S,)), at each draw (S, G):
-    ``log ∫ prod_{n in g} p(y_n | eta_n + c_n m (a - a_g)) N(a | mean, sd^2) da``, a chunk
-    of draws at a time: in closed form for the normal family (:func:`_normal_integral`),
-    else by adaptive Gauss-Hermite quadrature about each group's mode, found by Newton's
-    method on the recovered likelihood's own derivatives (:func:`_quadrature`; the
-    quadrature of :func:`bayesij.array.hierarchy.integrate_effects`, whose Newton steps
-    on finite differences took 51 iterations on a normal hierarchy of 30 groups of 100)."""
+    ``log ∫ prod_{n in g} p(y_n | eta_n + c_n m (a - a_g)) N(a | mean, sd^2) da``: in
+    closed form for the normal family (:func:`_normal_integral`), else by adaptive
+    Gauss-Hermite quadrature about each group's mode, found by Newton's method on the
+    recovered likelihood's own derivatives, a chunk of draws at a time
+    (:func:`_quadrature`; the quadrature of
+    :func:`bayesij.array.hierarchy.integrate_effects`, whose Newton steps on finite
+    differences took 51 iterations on a normal hierarchy of 30 groups of 100)."""
+    mean, sd = np.asarray(mean, dtype=float), np.asarray(sd, dtype=float)
+    if model.family == "normal":
+        return _normal_integral(model, mean, sd)
+    grouped = _Grouped.of(model)
     n_draws, n_groups = model.effect.shape
     out = np.empty((n_draws, n_groups))
     for rows in draw_chunks(n_draws, model.codes.size):
-        shift = model.loading * model.multiplier[rows, None]  # (K, N): d eta / d a
-        away = (np.asarray(mean)[rows, None] - model.effect[rows])[:, model.codes]
-        base = model.eta(rows) + shift * away  # the predictors at the prior's mean
-        scale = np.asarray(sd, dtype=float)[rows, None]
-        if model.family == "normal":
-            out[rows] = _normal_integral(model, rows, base, shift, scale)
-        else:
-            out[rows] = _quadrature(model, rows, (base, shift), scale, n_nodes)
+        m = model.multiplier[rows, None]
+        base = grouped.eta(rows, np.broadcast_to(m * mean[rows, None], (m.size, n_groups)))
+        out[rows] = _quadrature(
+            grouped, rows, (base, grouped.model.loading * m), sd[rows, None], n_nodes
+        )
     return out
 
 
-def _normal_integral(model: RecoveredGlmm, rows: slice, base, shift, scale) -> np.ndarray:
-    """``log ∫ prod_n N(r_n + c_n d | 0, sigma^2) N(d | 0, v) dd`` of each group (K, G),
-    ``r = base``, ``c = shift``, ``v = scale^2``: ``log N(r | 0, sigma^2 I + v c c^T)`` by
-    Sherman-Morrison."""
+def _normal_integral(model: RecoveredGlmm, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """``log ∫ prod_n N(r_n + c_n d | 0, sigma^2) N(d | 0, v) dd`` of each group (S, G),
+    ``r`` the residuals at the prior's mean, ``c = loading * m``, ``v = sd^2``:
+    ``log N(r | 0, sigma^2 I + v c c^T)`` by Sherman-Morrison. The residuals are affine,
+    ``r_n = x_n . w``, in ``w = (1, quantities, m mean)`` with ``x_n = (offset_n,
+    coefficients_n, loading_n)``, so the groups' sums of ``c r`` and ``r^2`` come from
+    each group's sums of ``x_n`` and its centred Gram matrix: no work per observation and
+    draw."""
     n_groups = model.effect.shape[1]
-    var = model.quantities[rows, model.sd_column][:, None] ** 2  # (K, 1)
+    x = np.column_stack([model.offsets, model.coefficients, model.loading])  # (N, P + 2)
+    sizes, centres, gram = _centred_gram(x, model.codes, n_groups)
+    loading_x = _summed(model.loading[:, None] * x, model.codes, n_groups)  # (G, Q)
+    loading_sq = loading_x[:, -1]  # the sums of loading^2
+    out = np.empty(model.effect.shape)
+    for rows in draw_chunks(model.effect.shape[0], n_groups * x.shape[1] ** 2):
+        m = model.multiplier[rows]
+        w = np.column_stack([np.ones(m.size), model.quantities[rows], m * mean[rows]])
+        at_centres = w @ centres.T  # (K, G): the groups' mean residuals
+        rr = sizes * at_centres**2 + np.einsum("kq,gqr,kr->kg", w, gram, w, optimize=True)
+        cr = m[:, None] * (w @ loading_x.T)
+        cc = m[:, None] ** 2 * loading_sq
+        var = model.quantities[rows, model.sd_column][:, None] ** 2  # (K, 1)
+        v = sd[rows, None] ** 2
+        joint = var + v * cc
+        quadratic = (rr - v * cr**2 / joint) / var
+        out[rows] = -0.5 * (sizes * np.log(2 * np.pi * var) + np.log(joint / var) + quadratic)
+    return out
 
-    def sums(values):
-        return sum_by_group(values, model.codes, n_groups)
 
-    cc, cr, rr = sums(shift**2), sums(shift * base), sums(base**2)
-    count = np.bincount(model.codes, minlength=n_groups)
-    joint = var + scale**2 * cc
-    quadratic = (rr - scale**2 * cr**2 / joint) / var
-    return -0.5 * (count * np.log(2 * np.pi * var) + np.log(joint / var) + quadratic)
+def _summed(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Each group's sum (G, Q) of the observations' ``values`` (N, Q)."""
+    return np.column_stack(
+        [np.bincount(codes, weights=column, minlength=n_groups) for column in values.T]
+    )
 
 
-def _quadrature(model: RecoveredGlmm, rows: slice, predictor: tuple, scale, n_nodes: int):
+def _centred_gram(x: np.ndarray, codes: np.ndarray, n_groups: int) -> tuple:
+    """Each group's size (G,), mean row (G, Q) and Gram matrix of its rows less that mean
+    (G, Q, Q), of the observations' rows ``x`` (N, Q)."""
+    sizes = np.bincount(codes, minlength=n_groups).astype(float)
+    centres = _summed(x, codes, n_groups) / np.maximum(sizes, 1.0)[:, None]
+    away = x - centres[codes]
+    q = x.shape[1]
+    gram = np.empty((n_groups, q, q))
+    for i in range(q):
+        gram[:, i, i:] = _summed(away[:, i : i + 1] * away[:, i:], codes, n_groups)
+        gram[:, i:, i] = gram[:, i, i:]
+    return sizes, centres, gram
+
+
+def _quadrature(grouped: _Grouped, rows: slice, predictor: tuple, scale, n_nodes: int):
     """Adaptive Gauss-Hermite quadrature (K, G) of each group's effect ``d`` (the effect
-    less the prior's mean), the predictors ``base + shift d``: Newton's method to each
-    group's mode on the likelihood's gradient and curvature, each step at most 2 ``scale``
-    long, then ``n_nodes`` nodes scaled by the curvature there (Liu and Pierce 1994)."""
+    less the prior's mean), the sorted predictors ``base + shift d``: Newton's method to
+    each group's mode on the likelihood's gradient and curvature, each step at most 2
+    ``scale`` long, then ``n_nodes`` nodes scaled by the curvature there (Liu and Pierce
+    1994)."""
     base, shift = predictor
-    n_groups = model.effect.shape[1]
-    codes = model.codes
+    model, sums, spread = grouped.model, grouped.sums, grouped.spread
 
     def at(d: np.ndarray) -> tuple:
-        eta = base + shift * d[:, codes]
-        gradient = sum_by_group(shift * model.slope(eta, rows), codes, n_groups) - d / scale**2
-        curvature = sum_by_group(shift**2 * model.curvature(eta, rows), codes, n_groups)
+        eta = base + shift * spread(d)
+        gradient = sums(shift * model.slope(eta, rows)) - d / scale**2
+        curvature = sums(shift**2 * model.curvature(eta, rows))
         return gradient, curvature + 1.0 / scale**2
 
-    d = np.zeros((base.shape[0], n_groups))
+    d = np.zeros((base.shape[0], grouped.sizes.size))
     for _ in range(NEWTON_STEPS):
         gradient, precision = at(d)
         step = np.clip(gradient / precision, -2.0 * scale, 2.0 * scale)
@@ -444,7 +544,7 @@ def _quadrature(model: RecoveredGlmm, rows: slice, predictor: tuple, scale, n_no
     total = None
     for x, w in zip(nodes, weights, strict=True):
         a = d + np.sqrt(2.0) * root * x
-        values = sum_by_group(model.log_lik(base + shift * a[:, codes], rows), codes, n_groups)
+        values = sums(model.log_lik(base + shift * spread(a), rows))
         term = values + normaliser - 0.5 * (a / scale) ** 2 + x**2 + np.log(w)
         total = term if total is None else np.logaddexp(total, term)
     return total + np.log(root) + 0.5 * np.log(2.0)

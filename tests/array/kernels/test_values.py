@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bayesij.array.kernels.values import count_outside
+from bayesij.array.kernels.values import count_apart, count_outside
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -18,3 +18,18 @@ def test_count_outside_equals_a_direct_count(dtype, minus_inf):
     allowed = magnitude_ok | (np.isneginf(values) if minus_inf else False)
     assert count_outside(values, 1e30, minus_inf) == int((~allowed).sum())
     assert count_outside(values[:0], 1e30, minus_inf) == 0
+
+
+def test_count_apart_equals_a_direct_count_of_the_gathered_values():
+    rng = np.random.default_rng(4)
+    given = rng.normal(size=(30, 50)) * 100.0
+    order = rng.permutation(50)
+    recovered = given[:, order] * (1.0 + 1e-9 * rng.normal(size=(30, 50)))
+    spots = rng.choice(recovered.size, 9, replace=False)
+    recovered.flat[spots[:3]] = np.nan
+    moved = np.array([1e-3, -1e-3, 1e-3, -1e-3, 2e-7, -2e-7])
+    recovered.flat[spots[3:]] += moved * (1 + np.abs(recovered.flat[spots[3:]]))
+    b = given[:, order]
+    expected = int(np.count_nonzero(~(np.abs(recovered - b) <= 1e-6 * (1 + np.abs(b)))))
+    assert expected == 7  # the NaNs and the 1e-3 moves, not the 2e-7 ones, nor round-off
+    assert count_apart(recovered, given, order, 1e-6) == expected
