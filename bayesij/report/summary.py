@@ -348,10 +348,39 @@ def _judged(ij, q: str, linear, kind: str, audit) -> tuple:
         else ""
     )
     words = f"IJ sd{over} / posterior sd {ratio:.2f}"
+    low, high = (_sd_ratio(ij, q, sign) for sign in (-1.0, 1.0))
+    if _side(low) != _side(high):  # Monte Carlo error spans an edge of the band
+        return ("undetermined", _edge_reason(ij, q, words, (low, high)), kind, ratio)
+    return (_side(ratio), words, kind, ratio)
+
+
+def _side(ratio: float) -> str:
+    """The verdict of an sd ratio: within :data:`AGREE`, above it or below it."""
     if AGREE[0] <= ratio <= AGREE[1]:
-        return ("agree", words, kind, ratio)
-    side = "posterior smaller" if ratio > AGREE[1] else "posterior larger"
-    return (side, words, kind, ratio)
+        return "agree"
+    return "posterior smaller" if ratio > AGREE[1] else "posterior larger"
+
+
+def _sd_ratio(ij, q: str, sign: float) -> float:
+    """The sd ratio at the corrected IJ variance plus ``sign`` times 2 MCSE (at least 0)."""
+    variance = ij.variance_corrected[q] + sign * 2.0 * ij.mcse[q]
+    return float(np.sqrt(max(variance, 0.0) / ij.posterior_variance[q]))
+
+
+def _edge_reason(ij, q: str, words: str, band: tuple) -> str:
+    """Why a verdict is undetermined when the sd ratio's 2-MCSE ``band`` spans an edge of
+    :data:`AGREE`: the band, the edge nearest the ratio and the draws (the MCSE falling as
+    ``1 / sqrt(S)``) at which 2 MCSE would stop short of it."""
+    ratio = float(np.sqrt(ij.ratio[q]))
+    inside = [e for e in AGREE if band[0] <= e <= band[1]]
+    edge = min(inside, key=lambda e: abs(np.log(ratio / e)))
+    gap = abs(ij.variance_corrected[q] - edge**2 * ij.posterior_variance[q])
+    needed = ij.n_draws * (2.0 * ij.mcse[q] / gap) ** 2 if gap > 0 else np.inf
+    return (
+        f"{words}, {band[0]:.2f} to {band[1]:.2f} within 2 MCSE of the IJ variance: across "
+        f"{edge:g}, the edge of agreement; about {needed:.3g} draws (now {ij.n_draws}) "
+        "would decide"
+    )
 
 
 def _exact_bootstrap(audit) -> str:
@@ -438,6 +467,14 @@ def _ij_bullet(audit) -> str:
         which = table.index[table["why"] == why].tolist()
         if which:
             parts.append(f"undetermined for {_ids(which, 4)} ({words})")
+    edge = table.index[
+        (table["verdict"] == "undetermined") & table["why"].isin(["ratio", "integrated"])
+    ].tolist()
+    if edge:
+        parts.append(
+            f"undetermined for {_ids(edge, 4)} (the sd ratio is within 2 Monte Carlo "
+            "standard errors of an edge of agreement, 0.8 or 1.25; more draws decide)"
+        )
     local = int((table["why"] == "local").sum())
     if local:
         parts.append(

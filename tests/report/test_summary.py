@@ -330,3 +330,34 @@ def test_a_set_a_refit_confirmed_is_worded_so_and_not_sent_to_be_verified():
     for result in looped.amip.values():  # each set named is one an exact refit reaches
         if result.answer == "reached":
             assert result.verification is not None and result.verification["reached"]
+
+
+def test_an_sd_ratio_within_its_monte_carlo_error_of_an_edge_is_undetermined():
+    """A conjugate regression fitted with noise sd ``s`` below the data's: the IJ variance
+    is the sandwich's exactly (the log-likelihood is quadratic in beta), so the exact sd
+    ratios are known; ``s`` sets them to 1.30 and 1.27, past the 1.25 edge of agreement.
+    With 1000 draws the IJ's Monte Carlo error spans the edge: never "agree" (beta[2]'s
+    point estimate 1.22 alone would say so), undetermined with the band holding the exact
+    ratio and the draws that would decide; with 40,000 draws both are "posterior
+    smaller"."""
+    X, y = small_regression(300, seed=3)
+    bread = np.linalg.inv(X.T @ X)
+    residuals = y - X @ (bread @ X.T @ y)
+    sandwich = bread @ (X.T @ (X * residuals[:, None] ** 2)) @ bread
+    at_unit_sd = np.sqrt(np.diag(sandwich) / np.diag(bread))
+    s = at_unit_sd[0] / 1.30
+    exact = at_unit_sd / s
+    backend = refit.ConjugateNormalBackend(X, y, sigma=s, draws=1000, seed=1)
+    result = bayesij.audit(backend.fit(np.ones(300)), settings={"amip": False})
+    table = ij_comparison(result)
+    assert "within 2 Monte Carlo standard errors of an edge of agreement" in result.summary()[-1]
+    assert table.loc["beta[2]", "ratio"] < 1.25  # the point estimate's side is "agree"
+    assert (table["verdict"] == "undetermined").all(), table
+    for q, ratio in zip(["beta[1]", "beta[2]"], exact, strict=True):
+        band = re.search(r"(\d\.\d\d) to (\d\.\d\d) within 2 MCSE", table.loc[q, "reason"])
+        assert float(band[1]) <= ratio <= float(band[2]) and "across 1.25" in table.loc[q, "reason"]
+        assert "draws (now 1000) would decide" in table.loc[q, "reason"]
+    backend = refit.ConjugateNormalBackend(X, y, sigma=s, draws=40_000, seed=1)
+    result = bayesij.audit(backend.fit(np.ones(300)), settings={"amip": False})
+    assert (ij_comparison(result)["verdict"] == "posterior smaller").all()
+    np.testing.assert_allclose(np.sqrt(result.ij.ratio.to_numpy()), exact, rtol=0.02)
