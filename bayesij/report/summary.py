@@ -434,14 +434,20 @@ def _misspecified_bullet(audit) -> str:
     if sides.empty:
         return ""
     words = ", ".join(f"{q} ({sides.loc[q, 'ratio']:.2f})" for q in sides.index)
-    over = unit_words(audit.unit_name)
-    if (sides["why"] == "integrated").any():
-        over = f"the {over}' integrated log-likelihoods, the cluster bootstrap's approximation"
     return (
-        f"The posterior and frequentist (IJ over {over}) sd disagree "
+        f"The posterior and frequentist (IJ over {_ij_over(audit, sides)}) sd disagree "
         f"by more than 25 % for {words} (IJ sd / posterior sd): the model may be "
         "misspecified for " + ("it." if len(sides) == 1 else "them.")
     )
+
+
+def _ij_over(audit, rows: pd.DataFrame) -> str:
+    """What the IJ of the comparison table's ``rows`` is over: the units, or their
+    integrated log-likelihoods where any row's verdict reads those."""
+    over = unit_words(audit.unit_name)
+    if (rows["why"] == "integrated").any():
+        return f"the {over}' integrated log-likelihoods, the cluster bootstrap's approximation"
+    return over
 
 
 def _ij_bullet(audit) -> str:
@@ -467,13 +473,14 @@ def _ij_bullet(audit) -> str:
         which = table.index[table["why"] == why].tolist()
         if which:
             parts.append(f"undetermined for {_ids(which, 4)} ({words})")
-    edge = table.index[
-        (table["verdict"] == "undetermined") & table["why"].isin(["ratio", "integrated"])
-    ].tolist()
-    if edge:
+    edge = table[(table["verdict"] == "undetermined") & table["why"].isin(["ratio", "integrated"])]
+    if len(edge):
+        over = _ij_over(audit, edge)
+        over += "," if "," in over else ""  # the integrated terms' apposition closed
         parts.append(
-            f"undetermined for {_ids(edge, 4)} (the sd ratio is within 2 Monte Carlo "
-            "standard errors of an edge of agreement, 0.8 or 1.25; more draws decide)"
+            f"undetermined for {_ids(edge.index.tolist(), 4)} (the IJ over {over} gives an "
+            "sd ratio within 2 Monte Carlo standard errors of 0.8 or 1.25, the edges of "
+            "agreement; more draws decide)"
         )
     local = int((table["why"] == "local").sum())
     if local:
