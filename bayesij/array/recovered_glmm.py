@@ -191,9 +191,9 @@ class _Grouped(NamedTuple):
     def sums(self, values: np.ndarray) -> np.ndarray:
         """Each group's sum (K, G) of the sorted observations' ``values`` (K, N); 0 for a
         group without one."""
-        n_obs = values.shape[1]
-        out = np.add.reduceat(values, np.minimum(self.starts, n_obs - 1), axis=1)
-        out[:, self.sizes == 0] = 0.0
+        observed = self.sizes > 0  # their starts strictly increasing, each below N
+        out = np.zeros((values.shape[0], self.sizes.size))
+        out[:, observed] = np.add.reduceat(values, self.starts[observed], axis=1)
         return out
 
     def spread(self, per_group: np.ndarray) -> np.ndarray:
@@ -471,19 +471,19 @@ def _normal_integral(model: RecoveredGlmm, mean: np.ndarray, sd: np.ndarray) -> 
     ``log N(r | 0, sigma^2 I + v c c^T)`` by Sherman-Morrison. The residuals are affine,
     ``r_n = x_n . w``, in ``w = (1, quantities, m mean)`` with ``x_n = (offset_n,
     coefficients_n, loading_n)``, so the groups' sums of ``c r`` and ``r^2`` come from
-    each group's sums of ``x_n`` and its centred Gram matrix: no work per observation and
-    draw."""
+    each group's sums of ``c_n x_n`` and the triangular factor of its rows
+    (:func:`_group_roots`): no work per observation and draw."""
     n_groups = model.effect.shape[1]
     x = np.column_stack([model.offsets, model.coefficients, model.loading])  # (N, P + 2)
-    sizes, centres, gram = _centred_gram(x, model.codes, n_groups)
+    sizes = np.bincount(model.codes, minlength=n_groups)
+    roots = _group_roots(x, model.codes, n_groups)
     loading_x = _summed(model.loading[:, None] * x, model.codes, n_groups)  # (G, Q)
     loading_sq = loading_x[:, -1]  # the sums of loading^2
     out = np.empty(model.effect.shape)
     for rows in draw_chunks(model.effect.shape[0], n_groups * x.shape[1] ** 2):
         m = model.multiplier[rows]
         w = np.column_stack([np.ones(m.size), model.quantities[rows], m * mean[rows]])
-        at_centres = w @ centres.T  # (K, G): the groups' mean residuals
-        rr = sizes * at_centres**2 + np.einsum("kq,gqr,kr->kg", w, gram, w, optimize=True)
+        rr = np.sum(np.einsum("gqr,kr->kgq", roots, w) ** 2, axis=2)
         cr = m[:, None] * (w @ loading_x.T)
         cc = m[:, None] ** 2 * loading_sq
         var = model.quantities[rows, model.sd_column][:, None] ** 2  # (K, 1)
@@ -501,18 +501,19 @@ def _summed(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
     )
 
 
-def _centred_gram(x: np.ndarray, codes: np.ndarray, n_groups: int) -> tuple:
-    """Each group's size (G,), mean row (G, Q) and Gram matrix of its rows less that mean
-    (G, Q, Q), of the observations' rows ``x`` (N, Q)."""
-    sizes = np.bincount(codes, minlength=n_groups).astype(float)
-    centres = _summed(x, codes, n_groups) / np.maximum(sizes, 1.0)[:, None]
-    away = x - centres[codes]
-    q = x.shape[1]
-    gram = np.empty((n_groups, q, q))
-    for i in range(q):
-        gram[:, i, i:] = _summed(away[:, i : i + 1] * away[:, i:], codes, n_groups)
-        gram[:, i:, i] = gram[:, i, i:]
-    return sizes, centres, gram
+def _group_roots(x: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Each group's triangular factor ``R`` (G, Q, Q), ``R^T R`` the Gram matrix of its
+    observations' rows ``x`` (N, Q): the QR decomposition of its rows, so that ``|R w|^2``
+    is their sum of squares at ``w`` without squaring the rows (a residual of 1 that is
+    ``1e5 - 1e5`` loses 1e-11 of itself, where the Gram matrix's quadratic form lost 1e-5)."""
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes, minlength=n_groups)
+    roots = np.zeros((n_groups, x.shape[1], x.shape[1]))
+    for g, rows in enumerate(np.split(x[order], np.cumsum(sizes)[:-1])):
+        if rows.shape[0]:
+            root = np.linalg.qr(rows, mode="r")
+            roots[g, : root.shape[0]] = root
+    return roots
 
 
 def _quadrature(grouped: _Grouped, rows: slice, predictor: tuple, scale, n_nodes: int):

@@ -162,3 +162,68 @@ def test_a_likelihood_the_central_draws_fit_but_others_do_not_is_refused(poisson
     changed[far] -= 0.01
     assert recover_glmm(log_lik, codes, theta, z) is not None
     assert recover_glmm(changed, codes, theta, z) is None
+
+
+def test_a_normal_hierarchy_far_from_zero_integrates_without_cancellation():
+    # b0's draws moved by 1e5: the recovered residuals are 1e5 less 1e5. The closed form
+    # summed over each group's observations (Sherman-Morrison on the model's own
+    # residuals) is matched to round-off; from the groups' Gram matrices about 0 instead
+    # of about each group's mean row, the squares would lose about 1e-6 of it.
+    from tests.helpers.glmm_draws import normal_hierarchy
+
+    codes, _, _, theta, z, log_lik = normal_hierarchy()
+    far = theta.copy()
+    far[:, 0] += 1e5
+    model = recover_glmm(log_lik, codes, far, z)
+    mean, sd, _ = effect_prior(model, far)
+    m = model.multiplier[:, None]
+    r = model.fixed(slice(None)) + model.loading * m * mean[:, None]  # (S, N)
+    c = model.loading * m
+    cc, cr, rr = (group_sums(v, codes, codes.max() + 1) for v in (c**2, c * r, r**2))
+    var, v = far[:, [3]] ** 2, sd[:, None] ** 2
+    joint = var + v * cc
+    count = np.bincount(codes)
+    expected = -0.5 * (count * np.log(2 * np.pi * var) + np.log(joint / var))
+    expected -= 0.5 * (rr - v * cr**2 / joint) / var
+    np.testing.assert_allclose(recovered_group_log_lik(model, mean, sd), expected, rtol=1e-10)
+
+
+def test_a_level_without_observations_has_no_score_and_leaves_the_others_alone():
+    # An effect column for a group no observation belongs to (the last): its likelihood
+    # score is 0 at every draw, and the other groups' terms are those without it.
+    from tests.helpers.glmm_draws import normal_hierarchy
+
+    codes, _, _, theta, z, log_lik = normal_hierarchy()
+    rng = np.random.default_rng(8)
+    wider = np.column_stack([z, rng.normal(size=z.shape[0])])
+    model, alone = (
+        recover_glmm(log_lik, codes, theta, wider),
+        recover_glmm(log_lik, codes, theta, z),
+    )
+    assert np.all(model.effect_score()[:, -1] == 0.0)
+    np.testing.assert_allclose(model.effect_score()[:, :-1], alone.effect_score(), rtol=1e-12)
+    ones, zeros = np.ones(z.shape[0]), np.zeros(z.shape[0])
+    np.testing.assert_allclose(
+        recovered_group_log_lik(model, zeros, ones)[:, :-1],
+        recovered_group_log_lik(alone, zeros, ones),
+        rtol=1e-12,
+    )
+
+
+def test_observations_in_any_order_are_recovered_alike():
+    # The model sorts the observations by group for its sums and compares them with the
+    # draws' where they lie: shuffled observations give the same model, score and terms.
+    from tests.helpers.glmm_draws import normal_hierarchy
+
+    codes, _, _, theta, z, log_lik = normal_hierarchy()
+    shuffle = np.random.default_rng(9).permutation(codes.size)
+    model = recover_glmm(log_lik, codes, theta, z)
+    shuffled = recover_glmm(log_lik[:, shuffle], codes[shuffle], theta, z)
+    np.testing.assert_allclose(shuffled.offsets, model.offsets[shuffle], atol=1e-9)
+    np.testing.assert_allclose(shuffled.effect_score(), model.effect_score(), rtol=1e-10)
+    mean, sd, _ = effect_prior(model, theta)
+    np.testing.assert_allclose(
+        recovered_group_log_lik(shuffled, mean, sd),
+        recovered_group_log_lik(model, mean, sd),
+        rtol=1e-12,
+    )

@@ -361,3 +361,24 @@ def test_an_sd_ratio_within_its_monte_carlo_error_of_an_edge_is_undetermined():
     result = bayesij.audit(backend.fit(np.ones(300)), settings={"amip": False})
     assert (ij_comparison(result)["verdict"] == "posterior smaller").all()
     np.testing.assert_allclose(np.sqrt(result.ij.ratio.to_numpy()), exact, rtol=0.02)
+
+
+def test_the_edge_s_band_and_draws_follow_from_the_ij_s_monte_carlo_error():
+    """IJ variance 1.1 +- 0.4 (MCSE) against a posterior variance of 1: the sd ratio's
+    band is sqrt(1.1 -+ 0.8), 0.55 to 1.38, holding both edges; the nearer to 1.05 (on
+    the log scale) is 1.25, and 2 MCSE fall short of it at 1000 (0.8 / (1.5625 - 1.1))^2
+    = 2992 draws."""
+    from bayesij.report.summary import _edge_reason, _sd_ratio
+
+    ij = SimpleNamespace(
+        variance_corrected=pd.Series({"b": 1.1}),
+        mcse=pd.Series({"b": 0.4}),
+        posterior_variance=pd.Series({"b": 1.0}),
+        ratio=pd.Series({"b": 1.1}),
+        n_draws=1000,
+    )
+    band = _sd_ratio(ij, "b", -1.0), _sd_ratio(ij, "b", 1.0)
+    assert band == pytest.approx((np.sqrt(0.3), np.sqrt(1.9)), rel=1e-12)
+    reason = _edge_reason(ij, "b", "IJ sd / posterior sd 1.05", band)
+    assert "0.55 to 1.38 within 2 MCSE" in reason and "across 1.25, the edge" in reason
+    assert "about 2.99e+03 draws (now 1000) would decide" in reason
