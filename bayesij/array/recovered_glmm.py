@@ -31,7 +31,7 @@ References
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 from scipy.special import expit, gammaln, log_expit
@@ -511,7 +511,7 @@ def _group_roots(x: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
     roots = np.zeros((n_groups, x.shape[1], x.shape[1]))
     for g, rows in enumerate(np.split(x[order], np.cumsum(sizes)[:-1])):
         if rows.shape[0]:
-            root = np.linalg.qr(rows, mode="r")
+            root = cast(np.ndarray, np.linalg.qr(rows, mode="r"))  # R alone: an array
             roots[g, : root.shape[0]] = root
     return roots
 
