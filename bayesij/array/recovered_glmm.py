@@ -192,6 +192,8 @@ class _Grouped(NamedTuple):
         """Each group's sum (K, G) of the sorted observations' ``values`` (K, N); 0 for a
         group without one."""
         observed = self.sizes > 0  # their starts strictly increasing, each below N
+        if observed.all():
+            return np.add.reduceat(values, self.starts, axis=1)
         out = np.zeros((values.shape[0], self.sizes.size))
         out[:, observed] = np.add.reduceat(values, self.starts[observed], axis=1)
         return out
@@ -470,21 +472,23 @@ def _normal_integral(model: RecoveredGlmm, mean: np.ndarray, sd: np.ndarray) -> 
     ``r`` the residuals at the prior's mean, ``c = loading * m``, ``v = sd^2``:
     ``log N(r | 0, sigma^2 I + v c c^T)`` by Sherman-Morrison. The residuals are affine,
     ``r_n = x_n . w``, in ``w = (1, quantities, m mean)`` with ``x_n = (offset_n,
-    coefficients_n, loading_n)``, so the groups' sums of ``c r`` and ``r^2`` come from
-    each group's sums of ``c_n x_n`` and the triangular factor of its rows
-    (:func:`_group_roots`): no work per observation and draw."""
-    n_groups = model.effect.shape[1]
-    x = np.column_stack([model.offsets, model.coefficients, model.loading])  # (N, P + 2)
-    sizes = np.bincount(model.codes, minlength=n_groups)
-    roots = _group_roots(x, model.codes, n_groups)
-    loading_x = _summed(model.loading[:, None] * x, model.codes, n_groups)  # (G, Q)
-    loading_sq = loading_x[:, -1]  # the sums of loading^2
+    coefficients_n, loading_n)`` and ``c_n = m x_n . e`` (``e`` the last unit vector), so
+    the groups' sums of ``c r`` and ``r^2`` are ``m (R e) . (R w)`` and ``|R w|^2`` with
+    ``R`` the triangular factor of the group's rows (:func:`_group_roots`): no work per
+    observation and draw, and no sum of large products that cancel."""
+    grouped = _Grouped.of(model)
+    n_groups, sizes, ordered = grouped.sizes.size, grouped.sizes, grouped.model
+    x = np.column_stack([ordered.offsets, ordered.coefficients, ordered.loading])  # (N, Q)
+    roots = _group_roots(x, sizes)
+    on_loading = roots[:, :, -1]  # R e for the residuals' loading column e: (G, Q)
+    loading_sq = np.sum(on_loading**2, axis=1)  # the sums of loading^2
     out = np.empty(model.effect.shape)
     for rows in draw_chunks(model.effect.shape[0], n_groups * x.shape[1] ** 2):
         m = model.multiplier[rows]
         w = np.column_stack([np.ones(m.size), model.quantities[rows], m * mean[rows]])
-        rr = np.sum(np.einsum("gqr,kr->kgq", roots, w) ** 2, axis=2)
-        cr = m[:, None] * (w @ loading_x.T)
+        at = np.einsum("gqr,kr->kgq", roots, w)  # R w: the residuals' sums of products
+        rr = np.sum(at**2, axis=2)
+        cr = m[:, None] * np.einsum("kgq,gq->kg", at, on_loading)
         cc = m[:, None] ** 2 * loading_sq
         var = model.quantities[rows, model.sd_column][:, None] ** 2  # (K, 1)
         v = sd[rows, None] ** 2
@@ -494,22 +498,14 @@ def _normal_integral(model: RecoveredGlmm, mean: np.ndarray, sd: np.ndarray) -> 
     return out
 
 
-def _summed(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
-    """Each group's sum (G, Q) of the observations' ``values`` (N, Q)."""
-    return np.column_stack(
-        [np.bincount(codes, weights=column, minlength=n_groups) for column in values.T]
-    )
-
-
-def _group_roots(x: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+def _group_roots(x: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Each group's triangular factor ``R`` (G, Q, Q), ``R^T R`` the Gram matrix of its
-    observations' rows ``x`` (N, Q): the QR decomposition of its rows, so that ``|R w|^2``
-    is their sum of squares at ``w`` without squaring the rows (a residual of 1 that is
-    ``1e5 - 1e5`` loses 1e-11 of itself, where the Gram matrix's quadratic form lost 1e-5)."""
-    order = np.argsort(codes, kind="stable")
-    sizes = np.bincount(codes, minlength=n_groups)
-    roots = np.zeros((n_groups, x.shape[1], x.shape[1]))
-    for g, rows in enumerate(np.split(x[order], np.cumsum(sizes)[:-1])):
+    rows of ``x`` (N, Q; the groups' rows adjacent, ``sizes`` (G,) of them): the QR
+    decomposition of its rows, so that ``|R w|^2`` is their sum of squares at ``w`` without
+    squaring the rows (a residual of 1 that is ``1e5 - 1e5`` loses 1e-11 of itself, where
+    the Gram matrix's quadratic form lost 1e-5)."""
+    roots = np.zeros((sizes.size, x.shape[1], x.shape[1]))
+    for g, rows in enumerate(np.split(x, np.cumsum(sizes)[:-1])):
         if rows.shape[0]:
             root = cast(np.ndarray, np.linalg.qr(rows, mode="r"))  # R alone: an array
             roots[g, : root.shape[0]] = root
