@@ -7,7 +7,8 @@ in the group's effect ``a_g`` times a multiplier ``m`` (1 for a centred effect, 
 ``sigma_u`` of a non-centred ``a = z``, ``u = sigma_u z``). The draws hold ``l_n`` at each
 draw, so the family, the counts and ``eta_n`` are recovered as the GLM recovery does
 (:func:`bayesij.array.amip_logistic.recover_glm`; a normal observation's residual from
-its log-likelihood, a rank-one quadratic), one group at a time over the global
+its log-likelihood, a rank-one quadratic, its sd a positive quantity or fixed in the
+model), one group at a time over the global
 quantities and that group's ``m a_g``, and checked at every draw. The effects' prior is
 then recognised by Stein's identity, which the posterior draws satisfy for the model's own
 prior: ``E[d/da_g log p(theta, a | y)] = 0`` and ``E[a_g d/da_g log p(theta, a | y)] = -1``
@@ -96,6 +97,9 @@ class RecoveredGlmm(NamedTuple):
         Each observation's group.
     sd_column : int or None
         The column of ``quantities`` that is the normal family's residual sd.
+    log_sd : ndarray of shape (N,) or None
+        The normal family's log residual sd of each observation where it is fixed in the
+        model (no column of ``quantities``): the predictor is then the residual over it.
     score : ndarray of shape (S, G) or None
         ``d/da_g log p(y_g | theta, a_g)`` at each draw, where the check at every draw
         (:func:`recover_glmm`) found it on the way.
@@ -113,6 +117,7 @@ class RecoveredGlmm(NamedTuple):
     codes: np.ndarray
     sd_column: int | None = None
     score: np.ndarray | None = None
+    log_sd: np.ndarray | None = None
 
     def fixed(self, rows: slice) -> np.ndarray:
         """The predictors' part without the effects (K, N) at the draws ``rows``."""
@@ -130,8 +135,8 @@ class RecoveredGlmm(NamedTuple):
             counts = np.asarray(self.counts)
             return counts * eta - np.exp(eta) - gammaln(counts + 1.0)
         if self.family == "normal":
-            sd = self.quantities[rows, self.sd_column][:, None]
-            return -0.5 * (eta / sd) ** 2 - np.log(sd) - _HALF_LOG_2PI
+            sd = self.sd(rows)
+            return -0.5 * (eta / sd) ** 2 - self.log_sd_at(rows) - _HALF_LOG_2PI
         return log_expit(eta)
 
     def slope(self, eta: np.ndarray, rows: slice) -> np.ndarray:
@@ -139,7 +144,7 @@ class RecoveredGlmm(NamedTuple):
         if self.family == "poisson":
             return np.asarray(self.counts) - np.exp(eta)
         if self.family == "normal":
-            return -eta / self.quantities[rows, self.sd_column][:, None] ** 2
+            return -eta / self.sd(rows) ** 2
         return expit(-eta)
 
     def curvature(self, eta: np.ndarray, rows: slice) -> np.ndarray:
@@ -147,10 +152,22 @@ class RecoveredGlmm(NamedTuple):
         if self.family == "poisson":
             return np.exp(eta)
         if self.family == "normal":
-            return np.broadcast_to(
-                1.0 / self.quantities[rows, self.sd_column][:, None] ** 2, eta.shape
-            )
+            return np.broadcast_to(1.0 / self.sd(rows) ** 2, eta.shape)
         return expit(eta) * expit(-eta)
+
+    def sd(self, rows: slice) -> np.ndarray:
+        """The normal family's residual sd (K, 1) at the draws ``rows``, on the
+        predictor's scale (1 where the sd is fixed: the predictor is the residual over
+        it)."""
+        if self.sd_column is None:
+            return np.ones((len(self.multiplier[rows]), 1))
+        return self.quantities[rows, self.sd_column][:, None]
+
+    def log_sd_at(self, rows: slice) -> np.ndarray:
+        """The log residual sd (K, 1) or (N,) that the normal density divides by."""
+        if self.log_sd is not None:
+            return self.log_sd
+        return np.log(self.sd(rows))
 
     def effect_score(self) -> np.ndarray:
         """``d/da_g log p(y_g | theta, a_g)`` at each draw (S, G)."""
@@ -178,12 +195,14 @@ class _Grouped(NamedTuple):
         codes = model.codes[order]
         sizes = np.bincount(codes, minlength=model.effect.shape[1])
         counts = None if model.counts is None else np.asarray(model.counts)[order]
+        log_sd = None if model.log_sd is None else model.log_sd[order]
         sorted_model = model._replace(
             offsets=model.offsets[order],
             coefficients=model.coefficients[order],
             loading=model.loading[order],
             counts=counts,
             codes=codes,
+            log_sd=log_sd,
         )
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         return cls(sorted_model, order, starts, sizes)
@@ -245,7 +264,8 @@ def recover_glmm(log_lik, codes, quantities, effect) -> RecoveredGlmm | None:
         found = _recovered_groups(log_lik, codes, quantities, effect * multiplier[:, None])
         if found is None:
             continue
-        family, offsets, coefficients, loading, counts, sd_column = found
+        family, offsets, coefficients, loading, per_obs, sd_column = found
+        counts = per_obs if family == "poisson" else None
         model = RecoveredGlmm(
             family,
             offsets,
@@ -257,7 +277,8 @@ def recover_glmm(log_lik, codes, quantities, effect) -> RecoveredGlmm | None:
             multiplier,
             k,
             codes,
-            sd_column,
+            None if sd_column == "fixed" else sd_column,
+            log_sd=per_obs if sd_column == "fixed" else None,
         )
         score = _checked_score(model, log_lik)
         if score is not None:
@@ -267,7 +288,8 @@ def recover_glmm(log_lik, codes, quantities, effect) -> RecoveredGlmm | None:
 
 def _recovered_groups(log_lik, codes, quantities, scaled) -> tuple | None:
     """The family, the predictors' offsets (N,), coefficients (N, P) and loadings (N,),
-    the counts and the normal family's sd column of every group's observations on the
+    the counts (or a fixed sd's logarithms, N) and the normal family's sd column (or
+    ``"fixed"``) of every group's observations on the
     global ``quantities`` and their group's column of ``scaled`` (the effects times the
     multiplier), or None where some group's are not one family's affine predictors, or
     do not load on their effect (:func:`_group_predictors`)."""
@@ -294,7 +316,7 @@ def _recovered_groups(log_lik, codes, quantities, scaled) -> tuple | None:
         return None  # no group, or an observation its group's effect does not move
     offsets, coefficients, loading = on_theta[:, 0], on_theta[:, 1:-1], on_theta[:, -1]
     family = chosen["family"]
-    kept = counts if family == "poisson" else None
+    kept = counts if family == "poisson" or chosen.get("sd") == "fixed" else None
     return family, offsets, coefficients, loading, kept, chosen.get("sd")
 
 
@@ -314,8 +336,13 @@ def _group_predictors(u, values, quantities, chosen: dict) -> tuple | None:
             return found if chosen.setdefault("family", named) == named else None
         if family is not None:
             return None
-    columns = [chosen["sd"]] if "sd" in chosen else range(quantities.shape[1])
+    columns = [chosen["sd"]] if "sd" in chosen else [*range(quantities.shape[1]), "fixed"]
     for k in columns:
+        if k == "fixed":
+            fixed = _fixed_sd_residuals(u, values)
+            if fixed is not None:
+                chosen.update(family="normal", sd=k)
+            return fixed
         if not np.all(quantities[:, k] > 0):
             continue
         residuals = _normal_residuals(u, values, quantities[:, k])
@@ -354,6 +381,40 @@ def _normal_residuals(u: np.ndarray, values: np.ndarray, sd: np.ndarray) -> np.n
     if np.any(top <= 0) or np.any(np.abs(eigenvalues[:, :-1]) > RANK_ONE * top[:, None]):
         return None
     return (np.sqrt(top)[:, None] * vectors[:, :, -1]).T
+
+
+def _fixed_sd_residuals(u: np.ndarray, values: np.ndarray) -> tuple | None:
+    """The residuals over their sd (R + 1, n) on ``[1, u]`` and the log sds (n,) of normal
+    observations whose sd is fixed in the model, from their log-likelihood ``values``
+    (K, n) at the whitened draws ``u`` (K, R): ``q = -2 (l + log(2 pi)/2)`` is
+    ``(v . [1, u])^2 + 2 log sd``, a quadratic whose ``u`` block is ``v_u v_u^T`` (rank
+    one), whose cross terms are ``v_0 v_u`` and whose constant is ``v_0^2 + 2 log sd``;
+    None where some ``q`` is no quadratic with such a ``u`` block (the check at every draw
+    refuses the rest)."""
+    n_draws, r = u.shape
+    design = np.column_stack([np.ones(n_draws), u])
+    pairs = [(i, j) for i in range(r + 1) for j in range(i, r + 1)]
+    if len(pairs) > n_draws // 2:
+        return None
+    q = -2.0 * (values + _HALF_LOG_2PI)
+    features = np.column_stack([design[:, i] * design[:, j] for i, j in pairs])
+    coefficients, *_ = np.linalg.lstsq(features, q, rcond=None)
+    left = q - features @ coefficients
+    spread = q - q.mean(axis=0)
+    if np.any(np.sum(left**2, axis=0) > RECOVERED * np.sum(spread**2, axis=0)):
+        return None
+    matrix = np.zeros((values.shape[1], r + 1, r + 1))
+    for (i, j), c in zip(pairs, coefficients, strict=True):
+        matrix[:, i, j] += c if i == j else c / 2.0
+        if i != j:
+            matrix[:, j, i] += c / 2.0
+    eigenvalues, vectors = np.linalg.eigh(matrix[:, 1:, 1:])
+    top = eigenvalues[:, -1]
+    if np.any(top <= 0) or np.any(np.abs(eigenvalues[:, :-1]) > RANK_ONE * top[:, None]):
+        return None
+    slopes = np.sqrt(top)[:, None] * vectors[:, :, -1]  # (n, R): v_u, up to its sign
+    first = np.einsum("nr,nr->n", matrix[:, 0, 1:], slopes) / top  # from v_0 v_u
+    return np.column_stack([first, slopes]).T, 0.5 * (matrix[:, 0, 0] - first**2)
 
 
 def _central_rows(u: np.ndarray) -> np.ndarray:
@@ -490,11 +551,13 @@ def _normal_integral(model: RecoveredGlmm, mean: np.ndarray, sd: np.ndarray) -> 
         rr = np.sum(at**2, axis=2)
         cr = m[:, None] * np.einsum("kgq,gq->kg", at, on_loading)
         cc = m[:, None] ** 2 * loading_sq
-        var = model.quantities[rows, model.sd_column][:, None] ** 2  # (K, 1)
+        var = model.sd(rows) ** 2  # (K, 1)
         v = sd[rows, None] ** 2
         joint = var + v * cc
         quadratic = (rr - v * cr**2 / joint) / var
         out[rows] = -0.5 * (sizes * np.log(2 * np.pi * var) + np.log(joint / var) + quadratic)
+    if ordered.log_sd is not None:  # the residuals over a fixed sd: its Jacobian
+        out -= grouped.sums(ordered.log_sd[None, :])
     return out
 
 

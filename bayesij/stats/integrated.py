@@ -225,7 +225,9 @@ def _recovered_words(model, columns: tuple, effect: str, names: list) -> str:
     sd = "1" if k is None else f"{names[k]}^2"
     entering = effect if model.multiplied_by is None else f"{names[model.multiplied_by]} * {effect}"
     family = {"poisson": "Poisson GLMM", "bernoulli": "logistic GLMM"}.get(model.family)
-    if family is None:
+    if family is None and model.sd_column is None:
+        family = "normal hierarchy (residual sd fixed in the model)"
+    elif family is None:
         family = f"normal hierarchy (residual sd {names[model.sd_column]})"
     return (
         f"{effect} ~ N({mean}, {sd}), entering as {entering}, of the {family} "

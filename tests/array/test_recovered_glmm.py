@@ -102,8 +102,11 @@ def test_a_centred_logistic_glmm_with_a_random_slope_s_loading_and_prior():
 def test_what_is_not_such_a_glmm_is_not_recovered(poisson_fit):
     codes, x, y, theta, z, log_lik = poisson_fit
     rng = np.random.default_rng(5)
-    normal = -0.5 * (y - (theta[:, [0]] + theta[:, [2]] * z[:, codes])) ** 2
-    assert recover_glmm(normal, codes, theta, z) is None  # a normal likelihood
+    heavy = -2.0 * np.log1p((y - (theta[:, [0]] + theta[:, [2]] * z[:, codes])) ** 2 / 3.0)
+    assert recover_glmm(heavy, codes, theta, z) is None  # a Student-t likelihood
+    residual = y - (theta[:, [0]] + theta[:, [2]] * z[:, codes])
+    tilted = -0.5 * residual**2 + 0.1 * theta[:, [0]]  # a normal's, tilted along b0
+    assert recover_glmm(tilted, codes, theta, z) is None
     noisy = log_lik + 1e-3 * rng.normal(size=log_lik.shape)
     assert recover_glmm(noisy, codes, theta, z) is None  # not a Poisson's at any predictor
     fixed = poisson.logpmf(y, np.exp(theta[:, [0]] + theta[:, [1]] * x))
@@ -210,12 +213,16 @@ def test_a_level_without_observations_has_no_score_and_leaves_the_others_alone()
     )
 
 
-def test_observations_in_any_order_are_recovered_alike():
+@pytest.mark.parametrize("fixed_sd", [False, True])
+def test_observations_in_any_order_are_recovered_alike(fixed_sd):
     # The model sorts the observations by group for its sums and compares them with the
     # draws' where they lie: shuffled observations give the same model, score and terms.
-    from tests.helpers.glmm_draws import normal_hierarchy
+    from tests.helpers.glmm_draws import fixed_sd_hierarchy, normal_hierarchy
 
-    codes, _, _, theta, z, log_lik = normal_hierarchy()
+    if fixed_sd:
+        codes, _, _, _, theta, z, log_lik = fixed_sd_hierarchy()
+    else:
+        codes, _, _, theta, z, log_lik = normal_hierarchy()
     shuffle = np.random.default_rng(9).permutation(codes.size)
     model = recover_glmm(log_lik, codes, theta, z)
     shuffled = recover_glmm(log_lik[:, shuffle], codes[shuffle], theta, z)
@@ -227,3 +234,21 @@ def test_observations_in_any_order_are_recovered_alike():
         recovered_group_log_lik(model, mean, sd),
         rtol=1e-12,
     )
+
+
+def test_a_normal_hierarchy_with_sds_fixed_in_the_model_integrates_to_its_closed_form():
+    # y_n ~ N(b0 + b1 x_n + sd_u z_g, s_n^2) with each s_n a constant of the model (no
+    # column of the draws): the residual over s_n and log s_n are recovered from the
+    # log-likelihood's quadratic, and each group's term is log N(r_g | 0, diag(s_g^2) +
+    # sd_u^2 11^T), computed here by a dense solve and log-determinant at every draw.
+    from tests.helpers.glmm_draws import dense_normal_terms, fixed_sd_hierarchy
+
+    codes, x, y, s, theta, z, log_lik = fixed_sd_hierarchy()
+    model = recover_glmm(log_lik, codes, theta, z)
+    assert (model.family, model.multiplied_by, model.sd_column) == ("normal", 2, None)
+    np.testing.assert_allclose(model.log_sd, np.log(s), atol=1e-8)
+    mean, sd, columns = effect_prior(model, theta)
+    assert columns == (None, None)
+    residuals = y - theta[:, [0]] - theta[:, [1]] * x  # (S, N)
+    expected = dense_normal_terms(residuals, codes, s, theta[:, 2])
+    np.testing.assert_allclose(recovered_group_log_lik(model, mean, sd), expected, rtol=1e-9)

@@ -74,6 +74,45 @@ def poisson_glmm(seed=0, prior_sd_z=1.0, n_groups=12, per_group=5, n_draws=2000)
     return codes, x, y, theta, z, y * eta - np.exp(eta) - gammaln(y + 1.0)
 
 
+def fixed_sd_hierarchy(seed=0, n_groups=10, per_group=4, n_draws=2000):
+    """A non-centred normal hierarchy whose residual sds are fixed in the model, one per
+    observation (as the eight schools' standard errors are): ``y ~ N(b0 + b1 x + sd_u z_g,
+    s_n^2)``, ``z`` drawn exactly given the globals under ``N(0, 1)``.
+
+    Returns codes (N,), x (N,), y (N,), s (N,), theta (S, 3: b0, b1, sd_u), z (S, G) and
+    the log-likelihood (S, N)."""
+    sizes = (n_groups, per_group, n_draws)
+    rng, codes, x, theta = _design(seed, sizes, [(1.0, 0.2), (0.5, 0.1)], [(0.8, 0.15)])
+    s = rng.uniform(0.5, 2.0, codes.size)
+    y = 1.0 + 0.5 * x + rng.normal(0, 0.8, n_groups)[codes] + s * rng.normal(size=codes.size)
+    fixed = theta[:, [0]] + theta[:, [1]] * x
+
+    def normal_log_lik(z):
+        r = (y - fixed - theta[:, [2]] * z[:, codes]) / s
+        return -0.5 * r**2 - np.log(s) - 0.5 * np.log(2 * np.pi)
+
+    ones = np.ones(n_draws)
+    z = conditional_effects(
+        rng, lambda a: group_sums(normal_log_lik(a), codes, n_groups), 0 * ones, ones, n_groups
+    )
+    return codes, x, y, s, theta, z, normal_log_lik(z)
+
+
+def dense_normal_terms(residuals, codes, s, tau):
+    """``log N(r_g | 0, diag(s_g^2) + tau^2 11^T)`` of each group (S, G) at each draw, by a
+    dense solve and log-determinant: ``residuals`` (S, N), ``s`` (N,), ``tau`` (S,)."""
+    n_groups = codes.max() + 1
+    out = np.empty((residuals.shape[0], n_groups))
+    for g in range(n_groups):
+        members = codes == g
+        cov = np.diag(s[members] ** 2) + tau[:, None, None] ** 2  # (S, n, n)
+        r = residuals[:, members]
+        _, logdet = np.linalg.slogdet(cov)
+        quadratic = np.einsum("sn,sn->s", r, np.linalg.solve(cov, r[..., None])[..., 0])
+        out[:, g] = -0.5 * (members.sum() * np.log(2 * np.pi) + logdet + quadratic)
+    return out
+
+
 def as_tree(codes, y, theta, z, log_lik, chains=2):
     """The draws as a DataTree as PyMC saves a GLMM: ``z`` over dim ``patient``, the index
     ``patient_idx`` in ``constant_data``, the log-likelihood ``y`` over ``obs``."""

@@ -432,3 +432,34 @@ def test_a_level_without_observations_is_left_out_of_the_recovered_terms(recover
     assert list(audit.loo_integrated.pointwise.index) == [f"p{g}" for g in range(1, 12)]
     expected = bayesij.loo(terms.isel(patient=slice(1, None))).pointwise["elpd_loo"]
     np.testing.assert_allclose(audit.loo_integrated.pointwise["elpd_loo"], expected, atol=1e-8)
+
+
+def test_the_audit_integrates_a_normal_hierarchy_whose_sds_are_fixed_in_the_model():
+    # Measurement sds known to the model (no draws of them): the audit recovers the
+    # residuals over them and integrates each group's effect out, reading the terms a
+    # dense solve gives: the same IJ over the groups and leave-one-group-out.
+    from tests.helpers.glmm_draws import as_tree, dense_normal_terms, fixed_sd_hierarchy
+
+    codes, x, y, s, theta, z, log_lik = fixed_sd_hierarchy(seed=2)
+    tree = as_tree(codes, y, theta, z, log_lik)
+    expected = dense_normal_terms(y - theta[:, [0]] - theta[:, [1]] * x, codes, s, theta[:, 2])
+    terms = xr.DataArray(
+        expected.reshape(2, 1000, -1),
+        dims=("chain", "draw", "patient"),
+        coords={"patient": [f"p{g}" for g in range(z.shape[1])]},
+    )
+    bare, given = _quiet_audit(tree), _quiet_audit(tree, marginal_log_lik=terms)
+    assert bare.integrated_from == (
+        "z ~ N(0, 1), entering as sd_u * z, of the normal hierarchy (residual sd fixed in "
+        "the model) recovered from the draws"
+    )
+    np.testing.assert_allclose(
+        bare.ij_integrated.variance_corrected, given.ij_integrated.variance_corrected, rtol=1e-8
+    )
+    np.testing.assert_allclose(
+        bare.loo_integrated.pointwise["elpd_loo"],
+        given.loo_integrated.pointwise["elpd_loo"],
+        rtol=0,
+        atol=1e-8,
+    )
+    assert (bare.comparison_table["why"] == "integrated").all()
