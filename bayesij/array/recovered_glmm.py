@@ -352,6 +352,31 @@ def _group_predictors(u, values, quantities, chosen: dict) -> tuple | None:
     return None
 
 
+def _quadratic_form(u: np.ndarray, q: np.ndarray) -> np.ndarray | None:
+    """The symmetric matrices (n, R + 1, R + 1) of the quadratics in ``[1, u]`` that the
+    values ``q`` (K, n) are at the whitened draws ``u`` (K, R), fitted by least squares;
+    None where some ``q`` is not such a quadratic to
+    :data:`~bayesij.array.amip_logistic.RECOVERED` of its variance, or the draws are too
+    few for its terms."""
+    n_draws, r = u.shape
+    design = np.column_stack([np.ones(n_draws), u])
+    pairs = [(i, j) for i in range(r + 1) for j in range(i, r + 1)]
+    if len(pairs) > n_draws // 2:
+        return None
+    features = np.column_stack([design[:, i] * design[:, j] for i, j in pairs])
+    coefficients, *_ = np.linalg.lstsq(features, q, rcond=None)
+    left = q - features @ coefficients
+    spread = q - q.mean(axis=0)
+    if np.any(np.sum(left**2, axis=0) > RECOVERED * np.sum(spread**2, axis=0)):
+        return None
+    matrix = np.zeros((q.shape[1], r + 1, r + 1))
+    for (i, j), c in zip(pairs, coefficients, strict=True):
+        matrix[:, i, j] += c if i == j else c / 2.0
+        if i != j:
+            matrix[:, j, i] += c / 2.0
+    return matrix
+
+
 def _normal_residuals(u: np.ndarray, values: np.ndarray, sd: np.ndarray) -> np.ndarray | None:
     """The residuals ``y - mean`` (R + 1, n) on ``[1, u]`` of normal observations of sd
     ``sd`` (K,) whose log-likelihood at the whitened draws ``u`` (K, R) is ``values``
@@ -359,23 +384,10 @@ def _normal_residuals(u: np.ndarray, values: np.ndarray, sd: np.ndarray) -> np.n
     residual's square, a quadratic in ``[1, u]`` of rank one, whose matrix's leading
     eigenvector is the residual's coefficients; None where some ``q`` is not such a
     square to :data:`~bayesij.array.amip_logistic.RECOVERED` of its variance."""
-    n_draws, r = u.shape
-    design = np.column_stack([np.ones(n_draws), u])
-    pairs = [(i, j) for i in range(r + 1) for j in range(i, r + 1)]
-    if len(pairs) > n_draws // 2:
-        return None
     q = -2.0 * sd[:, None] ** 2 * (values + np.log(sd)[:, None] + _HALF_LOG_2PI)
-    features = np.column_stack([design[:, i] * design[:, j] for i, j in pairs])
-    coefficients, *_ = np.linalg.lstsq(features, q, rcond=None)
-    left = q - features @ coefficients
-    spread = q - q.mean(axis=0)
-    if np.any(np.sum(left**2, axis=0) > RECOVERED * np.sum(spread**2, axis=0)):
+    matrix = _quadratic_form(u, q)
+    if matrix is None:
         return None
-    matrix = np.zeros((values.shape[1], r + 1, r + 1))
-    for (i, j), c in zip(pairs, coefficients, strict=True):
-        matrix[:, i, j] += c if i == j else c / 2.0
-        if i != j:
-            matrix[:, j, i] += c / 2.0
     eigenvalues, vectors = np.linalg.eigh(matrix)
     top = eigenvalues[:, -1]
     if np.any(top <= 0) or np.any(np.abs(eigenvalues[:, :-1]) > RANK_ONE * top[:, None]):
@@ -391,23 +403,9 @@ def _fixed_sd_residuals(u: np.ndarray, values: np.ndarray) -> tuple | None:
     one), whose cross terms are ``v_0 v_u`` and whose constant is ``v_0^2 + 2 log sd``;
     None where some ``q`` is no quadratic with such a ``u`` block (the check at every draw
     refuses the rest)."""
-    n_draws, r = u.shape
-    design = np.column_stack([np.ones(n_draws), u])
-    pairs = [(i, j) for i in range(r + 1) for j in range(i, r + 1)]
-    if len(pairs) > n_draws // 2:
+    matrix = _quadratic_form(u, -2.0 * (values + _HALF_LOG_2PI))
+    if matrix is None:
         return None
-    q = -2.0 * (values + _HALF_LOG_2PI)
-    features = np.column_stack([design[:, i] * design[:, j] for i, j in pairs])
-    coefficients, *_ = np.linalg.lstsq(features, q, rcond=None)
-    left = q - features @ coefficients
-    spread = q - q.mean(axis=0)
-    if np.any(np.sum(left**2, axis=0) > RECOVERED * np.sum(spread**2, axis=0)):
-        return None
-    matrix = np.zeros((values.shape[1], r + 1, r + 1))
-    for (i, j), c in zip(pairs, coefficients, strict=True):
-        matrix[:, i, j] += c if i == j else c / 2.0
-        if i != j:
-            matrix[:, j, i] += c / 2.0
     eigenvalues, vectors = np.linalg.eigh(matrix[:, 1:, 1:])
     top = eigenvalues[:, -1]
     if np.any(top <= 0) or np.any(np.abs(eigenvalues[:, :-1]) > RANK_ONE * top[:, None]):

@@ -85,17 +85,8 @@ def fixed_sd_hierarchy(seed=0, n_groups=10, per_group=4, n_draws=2000):
     rng, codes, x, theta = _design(seed, sizes, [(1.0, 0.2), (0.5, 0.1)], [(0.8, 0.15)])
     s = rng.uniform(0.5, 2.0, codes.size)
     y = 1.0 + 0.5 * x + rng.normal(0, 0.8, n_groups)[codes] + s * rng.normal(size=codes.size)
-    fixed = theta[:, [0]] + theta[:, [1]] * x
-
-    def normal_log_lik(z):
-        r = (y - fixed - theta[:, [2]] * z[:, codes]) / s
-        return -0.5 * r**2 - np.log(s) - 0.5 * np.log(2 * np.pi)
-
-    ones = np.ones(n_draws)
-    z = conditional_effects(
-        rng, lambda a: group_sums(normal_log_lik(a), codes, n_groups), 0 * ones, ones, n_groups
-    )
-    return codes, x, y, s, theta, z, normal_log_lik(z)
+    z, log_lik = _normal_effects(rng, (codes, x, y), theta, s)
+    return codes, x, y, s, theta, z, log_lik
 
 
 def dense_normal_terms(residuals, codes, s, tau):
@@ -141,6 +132,25 @@ def as_tree(codes, y, theta, z, log_lik, chains=2):
     )
 
 
+def _normal_effects(rng, data: tuple, theta, sd):
+    """The effects ``z`` (S, G) of ``y ~ N(b0 + b1 x + sd_u z_g, sd^2)`` drawn exactly given
+    the globals ``theta`` (S, >= 3: b0, b1, sd_u) under ``N(0, 1)``, and the log-likelihood
+    (S, N) at them; ``data``: codes, x, y; ``sd``: (S, 1) draws or (N,) constants."""
+    codes, x, y = data
+    n_draws, n_groups = theta.shape[0], int(codes.max()) + 1
+    fixed = theta[:, [0]] + theta[:, [1]] * x
+
+    def normal_log_lik(z):
+        r = (y - fixed - theta[:, [2]] * z[:, codes]) / sd
+        return -0.5 * r**2 - np.log(sd) - 0.5 * np.log(2 * np.pi)
+
+    ones = np.ones(n_draws)
+    z = conditional_effects(
+        rng, lambda a: group_sums(normal_log_lik(a), codes, n_groups), 0 * ones, ones, n_groups
+    )
+    return z, normal_log_lik(z)
+
+
 def normal_hierarchy(seed=0, n_groups=10, per_group=4, n_draws=2000):
     """A non-centred normal hierarchy's draws: ``y ~ N(b0 + b1 x + sd_u z_g, sigma^2)``,
     ``z`` drawn exactly given the globals under ``N(0, 1)``.
@@ -150,15 +160,5 @@ def normal_hierarchy(seed=0, n_groups=10, per_group=4, n_draws=2000):
     sizes = (n_groups, per_group, n_draws)
     rng, codes, x, theta = _design(seed, sizes, [(1.0, 0.2), (0.5, 0.1)], [(0.8, 0.15), (1.0, 0.1)])
     y = 1.0 + 0.5 * x + rng.normal(0, 0.8, n_groups)[codes] + rng.normal(size=codes.size)
-    fixed = theta[:, [0]] + theta[:, [1]] * x
-    sigma = theta[:, [3]]
-
-    def normal_log_lik(z):
-        r = (y - fixed - theta[:, [2]] * z[:, codes]) / sigma
-        return -0.5 * r**2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
-
-    ones = np.ones(n_draws)
-    z = conditional_effects(
-        rng, lambda a: group_sums(normal_log_lik(a), codes, n_groups), 0 * ones, ones, n_groups
-    )
-    return codes, x, y, theta, z, normal_log_lik(z)
+    z, log_lik = _normal_effects(rng, (codes, x, y), theta, theta[:, [3]])
+    return codes, x, y, theta, z, log_lik
